@@ -1,0 +1,67 @@
+// Foreground facts about one session's terminal, read from the host's /proc: which process
+// group is in the foreground, and whether that group is blocked waiting for input from this
+// terminal. Works for sandboxed sessions (all pids are host pids). What it cannot tell is
+// reported as unknown, never as idle.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace ptybox::backend {
+
+// Identity of the session's terminal as its processes see it.
+struct TerminalIdentity {
+  dev_t slave_dev = 0;   // st_dev of the slave node: the devpts instance it lives in
+  dev_t slave_rdev = 0;  // st_rdev of the slave node
+  pid_t session_id = 0;  // host pid of the session leader; its members' /dev/tty is this terminal
+};
+
+enum class TtyWait {
+  kNone,    // not waiting on this terminal (running, or blocked on something else)
+  kRead,    // read/readv/pread on an fd that refers to this terminal
+  kSelect,  // select/pselect6 whose read set includes such an fd
+  kPoll,    // poll/ppoll watching such an fd for input
+  kEpoll,   // epoll_wait/epoll_pwait/epoll_pwait2 on an epoll set watching such an fd for input
+};
+
+enum class Tri { kUnknown, kYes, kNo };
+
+struct TaskFacts {
+  pid_t pid = 0;
+  pid_t tid = 0;
+  bool running = false;          // runnable (state R) or inside no syscall
+  TtyWait tty_wait = TtyWait::kNone;
+  uint64_t run_ns = 0;           // cumulative on-CPU time (schedstat); changes iff the task ran
+  uint64_t voluntary_switches = 0;
+};
+
+struct ForegroundFacts {
+  std::optional<pid_t> foreground_pgid;  // TIOCGPGRP on the master; nullopt when unknown
+  // kYes: every inspected task of the foreground group is asleep and at least one of them waits
+  // for input from this terminal. kNo: some task runs, or none waits on this terminal.
+  // kUnknown: something needed could not be read (permissions, a vanished task, no group).
+  Tri waiting_for_input = Tri::kUnknown;
+  std::vector<TaskFacts> tasks;  // every task of the foreground group that was inspected
+};
+
+class ForegroundInspector final {
+ public:
+  // `master_fd` stays owned by the caller and must outlive the inspector. `shell_pid` is the host
+  // pid of the top-level shell: group members are found among its descendants.
+  ForegroundInspector(int master_fd, TerminalIdentity identity, pid_t shell_pid);
+
+  // Only the foreground process group (one ioctl, no /proc reads).
+  [[nodiscard]] std::optional<pid_t> ForegroundPgid() const;
+  // The full inspection: group members, their syscalls, fd identities, wait sets.
+  [[nodiscard]] ForegroundFacts Inspect() const;
+
+ private:
+  int master_fd_;
+  TerminalIdentity identity_;
+  pid_t shell_pid_;
+};
+
+}  // namespace ptybox::backend

@@ -1,0 +1,74 @@
+# Every third-party dependency comes from a Debian package. A missing one stops the build
+# with the package to install; scripts/install-deps.sh installs them all.
+include(CheckIncludeFileCXX)
+find_package(PkgConfig QUIET)
+
+function(ptybox_missing what package)
+  message(FATAL_ERROR
+    "ptybox: ${what} was not found. Install the Debian package '${package}' "
+    "(as root: apt-get install ${package}), or run scripts/install-deps.sh, which installs "
+    "every build dependency.")
+endfunction()
+
+if(NOT PkgConfig_FOUND)
+  ptybox_missing("pkg-config" "pkg-config")
+endif()
+
+pkg_check_modules(SECCOMP QUIET IMPORTED_TARGET libseccomp)
+if(NOT SECCOMP_FOUND)
+  ptybox_missing("libseccomp (libseccomp.pc)" "libseccomp-dev")
+endif()
+pkg_check_modules(LIBCAP QUIET IMPORTED_TARGET libcap)
+if(NOT LIBCAP_FOUND)
+  ptybox_missing("libcap (libcap.pc)" "libcap-dev")
+endif()
+pkg_check_modules(VTERM QUIET IMPORTED_TARGET vterm)
+if(NOT VTERM_FOUND)
+  ptybox_missing("libvterm (vterm.pc)" "libvterm-dev")
+endif()
+
+find_package(yaml-cpp QUIET)
+if(NOT yaml-cpp_FOUND)
+  ptybox_missing("yaml-cpp" "libyaml-cpp-dev")
+endif()
+if(NOT TARGET yaml-cpp::yaml-cpp)
+  add_library(yaml-cpp::yaml-cpp ALIAS yaml-cpp)
+endif()
+
+find_package(nlohmann_json 3.10 QUIET)
+if(NOT nlohmann_json_FOUND)
+  ptybox_missing("nlohmann-json" "nlohmann-json3-dev")
+endif()
+
+find_package(CLI11 QUIET)
+if(NOT CLI11_FOUND)
+  ptybox_missing("CLI11" "libcli11-dev")
+endif()
+
+check_include_file_cxx(asio.hpp PTYBOX_HAVE_ASIO)
+if(NOT PTYBOX_HAVE_ASIO)
+  ptybox_missing("standalone Asio (asio.hpp)" "libasio-dev")
+endif()
+add_library(ptybox_asio INTERFACE)
+target_compile_definitions(ptybox_asio INTERFACE ASIO_STANDALONE ASIO_NO_DEPRECATED)
+find_package(Threads REQUIRED)
+target_link_libraries(ptybox_asio INTERFACE Threads::Threads)
+
+if(PTYBOX_BUILD_TESTS)
+  find_package(GTest QUIET)
+  if(NOT GTest_FOUND)
+    ptybox_missing("GoogleTest" "googletest")
+  endif()
+endif()
+if(PTYBOX_BUILD_BENCH)
+  find_package(benchmark QUIET)
+  if(NOT benchmark_FOUND)
+    ptybox_missing("Google Benchmark" "libbenchmark-dev")
+  endif()
+endif()
+
+find_program(PTYBOX_BWRAP_AT_BUILD bwrap)
+if(NOT PTYBOX_BWRAP_AT_BUILD)
+  message(WARNING "ptybox: bwrap was not found: confined sessions will fail with "
+                  "sandbox_unavailable until the Debian package 'bubblewrap' is installed.")
+endif()

@@ -1,0 +1,51 @@
+// Error values shared by every component: a kind that maps onto the wire contract's
+// error.data.kind, a sentence a person can act on, and optional context (a path, a key).
+// Errors are values (Result<T>); exceptions never cross a component boundary.
+#pragma once
+
+#include <cerrno>
+#include <expected>
+#include <string>
+#include <string_view>
+
+namespace ptybox {
+
+enum class ErrorKind {
+  kNotFound,
+  kBusy,
+  kModeFenced,
+  kSpawnFailed,
+  kStartupTimeout,
+  kPolicyError,
+  kPolicyDenied,
+  kSandboxUnavailable,
+  kClosed,
+  kCleanupFailed,
+  kCanceled,
+  kInvalidParams,  // maps to JSON-RPC -32602, not to an application error
+  kInternal,
+};
+
+// The contract's spelling of a kind ("not_found", "mode_fenced", ...).
+std::string_view ToString(ErrorKind kind);
+
+struct Error {
+  ErrorKind kind = ErrorKind::kInternal;
+  std::string message;  // what happened and how to fix it
+  std::string context;  // where: a path, file:line:column, a key; may be empty
+
+  // "<syscall> <path>: <strerror>" for an errno failure.
+  static Error FromErrno(ErrorKind kind, std::string_view syscall, std::string_view path = {},
+                         int err = errno);
+  // The message with the context appended, for logs and one-line CLI output.
+  std::string Describe() const;
+};
+
+template <typename T>
+using Result = std::expected<T, Error>;
+
+inline std::unexpected<Error> Fail(ErrorKind kind, std::string message, std::string context = {}) {
+  return std::unexpected(Error{kind, std::move(message), std::move(context)});
+}
+
+}  // namespace ptybox

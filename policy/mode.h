@@ -1,0 +1,22 @@
+// The three sandbox modes, ordered from narrowest to widest. Widening is never a default:
+// danger-full-access is only reached by naming it.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace ptybox::policy {
+
+enum class Mode { kReadOnly = 0, kWorkspaceWrite = 1, kDangerFullAccess = 2 };
+
+// "read-only", "workspace-write", "danger-full-access".
+std::string_view ToString(Mode mode);
+// Exact spelling only; anything else (a typo, other case) is nullopt.
+std::optional<Mode> ParseMode(std::string_view text);
+// True when `mode` grants no more than `ceiling`.
+constexpr bool Within(Mode mode, Mode ceiling) {
+  return static_cast<int>(mode) <= static_cast<int>(ceiling);
+}
+constexpr bool IsConfined(Mode mode) { return mode != Mode::kDangerFullAccess; }
+
+}  // namespace ptybox::policy

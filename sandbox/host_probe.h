@@ -1,0 +1,29 @@
+// Can this host sandbox? The probes behind sandbox_unavailable and `ptybox doctor`: bwrap
+// present and runnable, user namespaces allowed (sysctls, AppArmor), seccomp usable, a devpts
+// instance and /dev/ptmx inside a sandbox.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace ptybox::sandbox {
+
+struct ProbeResult {
+  std::string name;    // "bwrap", "user-namespaces", "seccomp", "sandbox-pty", ...
+  bool ok = false;
+  std::string detail;  // what was found
+  std::string fix;     // what to change when !ok; empty when ok
+};
+
+// Every probe, in order, each run for real (the last ones start a tiny sandbox).
+std::vector<ProbeResult> ProbeHost(const std::filesystem::path& bwrap);
+// The first failing probe as a sandbox_unavailable error, or success. Cached per bwrap path by
+// the caller if needed; cheap checks first.
+Result<void> RequireSandbox(const std::filesystem::path& bwrap);
+// Where bwrap is: $PTYBOX_BWRAP, else the first "bwrap" on PATH, else /usr/bin/bwrap.
+std::filesystem::path FindBwrap();
+
+}  // namespace ptybox::sandbox

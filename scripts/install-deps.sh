@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs every Debian package ptybox needs to build, test and run, and nothing when all are
+# present (idempotent). Run as root on Debian 12. Used by both README commands and .ci/run.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  bubblewrap
+  libseccomp-dev libcap-dev libyaml-cpp-dev nlohmann-json3-dev libasio-dev libcli11-dev
+  libvterm-dev googletest libgtest-dev libgmock-dev libbenchmark-dev
+  python3 procps
+)
+# The MCP conformance test runs the official TypeScript SDK under Node.js.
+if [[ "${PTYBOX_WITH_NODE:-0}" == "1" ]]; then
+  packages+=(nodejs npm)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  # A package counts as present when dpkg has it installed, or (for node/npm) the command exists.
+  case "$p" in
+    nodejs) command -v node >/dev/null 2>&1 && continue ;;
+    npm) command -v npm >/dev/null 2>&1 && continue ;;
+  esac
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: every package is present"
+  exit 0
+fi
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "install-deps: missing packages: ${missing[*]}" >&2
+  echo "install-deps: run this script as root (or: sudo apt-get install ${missing[*]})" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
