@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.h"
@@ -23,6 +24,9 @@ std::vector<ProbeResult> ProbeHost(const std::filesystem::path& bwrap);
 // The first failing probe as a sandbox_unavailable error, or success. Cached per bwrap path by
 // the caller if needed; cheap checks first.
 Result<void> RequireSandbox(const std::filesystem::path& bwrap);
+// Explains why a sandbox could not start, given what bwrap printed: runs the probes and returns
+// a sandbox_unavailable error naming the cause and the fix (never a silent fallback).
+Error DiagnoseSandboxFailure(const std::filesystem::path& bwrap, std::string_view bwrap_stderr);
 // Where bwrap is: $PTYBOX_BWRAP, else the first "bwrap" on PATH, else /usr/bin/bwrap.
 std::filesystem::path FindBwrap();
 
