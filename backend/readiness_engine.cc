@@ -1,0 +1,175 @@
+#include "backend/readiness_engine.h"
+
+#include <algorithm>
+
+namespace ptybox::backend {
+
+ReadinessEngine::ReadinessEngine(Purpose purpose, ReadinessTimings timings, pid_t shell_pgid,
+                                 TimePoint start)
+    : purpose_(purpose),
+      timings_(timings),
+      shell_pgid_(shell_pgid),
+      deadline_(start + timings.timeout),
+      stage_(purpose == Purpose::kStartup ? Stage::kWaiting : Stage::kBeforeWrite) {
+  if (purpose_ == Purpose::kStartup) ScheduleProbeAfterActivity(start);
+}
+
+void ReadinessEngine::OnPreWriteFacts(const ForegroundFacts& facts) {
+  if (stage_ != Stage::kBeforeWrite) return;
+  baseline_known_ = facts.foreground_pgid.has_value();
+  baseline_pgid_ = facts.foreground_pgid;
+  baseline_waits_.clear();
+  for (const TaskFacts& task : facts.tasks) {
+    if (task.tty_wait != TtyWait::kNone) {
+      baseline_waits_[task.tid] = WaitIdentity{task.run_ns, task.voluntary_switches};
+    }
+  }
+}
+
+void ReadinessEngine::OnWriteStarted(TimePoint /*now*/) {
+  if (settled()) return;
+  // The write boundary: whatever was seen before it says nothing about this send.
+  stage_ = Stage::kWriting;
+  candidate_ = false;
+  candidate_fg_.reset();
+  output_seen_ = false;
+  last_activity_.reset();
+  exact_wait_ = false;
+  left_wait_.clear();
+  next_probe_.reset();
+}
+
+void ReadinessEngine::OnWriteSettled(TimePoint now) {
+  if (settled() || stage_ != Stage::kWriting) return;
+  stage_ = Stage::kWaiting;
+  last_activity_ = last_activity_ ? std::max(*last_activity_, now) : now;
+  ScheduleProbeAfterActivity(now);
+}
+
+void ReadinessEngine::OnOutput(TimePoint now) {
+  if (settled() || stage_ == Stage::kBeforeWrite) return;
+  output_seen_ = true;
+  last_activity_ = now;
+  if (stage_ == Stage::kWaiting) ScheduleProbeAfterActivity(now);
+}
+
+void ReadinessEngine::OnPromptCandidate(TimePoint /*now*/, std::optional<pid_t> foreground_pgid) {
+  if (settled() || stage_ == Stage::kBeforeWrite) return;
+  candidate_ = true;
+  candidate_fg_ = foreground_pgid;
+}
+
+void ReadinessEngine::OnPromptInvalidated() {
+  candidate_ = false;
+  candidate_fg_.reset();
+}
+
+void ReadinessEngine::OnForegroundPgid(TimePoint /*now*/, std::optional<pid_t> foreground_pgid) {
+  if (candidate_) candidate_fg_ = foreground_pgid;
+}
+
+void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
+  if (settled()) return;
+  if (candidate_) candidate_fg_ = facts.foreground_pgid;
+  if (stage_ != Stage::kWaiting) return;
+  if (facts.foreground_pgid) {
+    if (facts.waiting_for_input == Tri::kYes) {
+      if (ExactWaitIsFresh(facts)) exact_wait_ = true;
+    } else if (facts.waiting_for_input == Tri::kNo) {
+      // The group was seen outside its wait: any later wait of it is new.
+      left_wait_[*facts.foreground_pgid] = true;
+    }
+  }
+  AdvanceProbeSchedule(now);
+}
+
+void ReadinessEngine::OnSessionExit() { session_exited_ = true; }
+
+bool ReadinessEngine::ExactWaitIsFresh(const ForegroundFacts& facts) const {
+  const pid_t pgid = *facts.foreground_pgid;
+  if (purpose_ == Purpose::kStartup) return true;  // nothing was written: no stale wait exists
+  auto left = left_wait_.find(pgid);
+  if (left != left_wait_.end() && left->second) return true;
+  // Without a baseline we cannot tell an old wait from a new one: it must be seen left first.
+  if (!baseline_known_) return false;
+  // A changed foreground group is new evidence.
+  if (baseline_pgid_ != pgid) return true;
+  // Same group: a waiting task that was not waiting before the write, or that has run since
+  // (its scheduler counters moved), left the pre-write wait and entered a new one.
+  for (const TaskFacts& task : facts.tasks) {
+    if (task.tty_wait == TtyWait::kNone) continue;
+    auto before = baseline_waits_.find(task.tid);
+    if (before == baseline_waits_.end()) return true;
+    if (before->second.run_ns != task.run_ns ||
+        before->second.voluntary_switches != task.voluntary_switches) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void ReadinessEngine::ScheduleProbeAfterActivity(TimePoint activity) {
+  probe_phase_start_ = activity;
+  probe_step_ = Millis(1);
+  next_probe_ = activity + probe_step_;
+}
+
+void ReadinessEngine::AdvanceProbeSchedule(TimePoint now) {
+  // Fast phase: right after activity, probes back off 1, 2, 4, ... ms so that an exact wait is
+  // seen within milliseconds; after exactProbeAfterMs they continue every pollIntervalMs.
+  if (now - probe_phase_start_ < timings_.exact_probe_after) {
+    probe_step_ = std::min(probe_step_ * 2, timings_.poll_interval);
+  } else {
+    probe_step_ = timings_.poll_interval;
+  }
+  next_probe_ = now + probe_step_;
+}
+
+std::optional<TimePoint> ReadinessEngine::SilenceDeadline() const {
+  if (stage_ != Stage::kWaiting || !last_activity_) return std::nullopt;
+  // During unpublished startup, zero-output silence never publishes.
+  if (purpose_ == Purpose::kStartup && !output_seen_) return std::nullopt;
+  TimePoint at = *last_activity_ + timings_.idle_silence;
+  // An unverified prompt candidate stays alive past the silence bound so that a coincident
+  // return of the shell to the foreground can still win.
+  if (candidate_) at += timings_.handoff_grace;
+  return at;
+}
+
+void ReadinessEngine::Settle(WaitReason reason, bool by_prompt) {
+  settled_ = reason;
+  settled_by_prompt_ = by_prompt;
+  next_probe_.reset();
+}
+
+ReadinessEngine::Decision ReadinessEngine::Evaluate(TimePoint now) {
+  if (!settled()) {
+    std::optional<TimePoint> silence = SilenceDeadline();
+    if (session_exited_) {
+      Settle(WaitReason::kSessionExit, false);
+    } else if (stage_ == Stage::kWaiting && candidate_ && candidate_fg_ == shell_pgid_) {
+      Settle(WaitReason::kStdinRead, true);
+    } else if (stage_ == Stage::kWaiting && exact_wait_) {
+      Settle(WaitReason::kStdinRead, false);
+    } else if (silence && now >= *silence && *silence <= deadline_) {
+      Settle(WaitReason::kInferredIdle, false);
+    } else if (now >= deadline_) {
+      Settle(WaitReason::kTimeout, false);
+    }
+  }
+  Decision decision;
+  if (settled()) {
+    decision.settle = settled_;
+    return decision;
+  }
+  TimePoint wake = deadline_;
+  if (std::optional<TimePoint> silence = SilenceDeadline()) wake = std::min(wake, *silence);
+  if (next_probe_) {
+    wake = std::min(wake, *next_probe_);
+    decision.probe_now = now >= *next_probe_;
+  }
+  decision.wake_at = wake;
+  return decision;
+}
+
+}  // namespace ptybox::backend

@@ -1,0 +1,117 @@
+// Decides when one send (or a session's startup) is ready again, and why. A pure state machine:
+// it is fed events with their times (the write boundary, output, prompt candidates, foreground
+// facts) and never reads a clock or touches a process; the session acts on its decisions.
+// Every rule is a sentence of the readiness paragraph of seeds/001 (see docs/readiness.md).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+
+#include "backend/foreground_inspector.h"
+#include "backend/types.h"
+
+namespace ptybox::backend {
+
+using Clock = std::chrono::steady_clock;
+using TimePoint = Clock::time_point;
+using Millis = std::chrono::milliseconds;
+
+struct ReadinessTimings {
+  Millis idle_silence{3000};
+  Millis handoff_grace{500};
+  Millis timeout{30000};
+  Millis poll_interval{50};
+  Millis exact_probe_after{150};
+};
+
+class ReadinessEngine final {
+ public:
+  enum class Purpose {
+    kStartup,  // an unpublished session: no write; a fallback needs observed output
+    kSend,     // one send: evidence counts only after its write boundary
+  };
+
+  // `shell_pgid` is the process group of the top-level shell: only while it is in the
+  // foreground does a prompt candidate prove readiness.
+  ReadinessEngine(Purpose purpose, ReadinessTimings timings, pid_t shell_pgid, TimePoint start);
+
+  // The foreground facts observed just before the write: the baseline that tells a stdin wait
+  // that already existed from one that began after the write.
+  void OnPreWriteFacts(const ForegroundFacts& facts);
+  // The write boundary: prompt and silence evidence collected before it is discarded.
+  void OnWriteStarted(TimePoint now);
+  // The write finished (or was cut short); silence is measured from here.
+  void OnWriteSettled(TimePoint now);
+  // Bytes arrived from the terminal.
+  void OnOutput(TimePoint now);
+  // The printable tail after an owned marker equals the controlled PS1. `foreground_pgid` is the
+  // terminal's foreground group read when the candidate completed (nullopt = unknown).
+  void OnPromptCandidate(TimePoint now, std::optional<pid_t> foreground_pgid);
+  // Printable output followed the candidate: it is no longer a prompt at the end of the output.
+  void OnPromptInvalidated();
+  // A cheap re-read of the foreground group (no /proc inspection).
+  void OnForegroundPgid(TimePoint now, std::optional<pid_t> foreground_pgid);
+  // A full inspection of the foreground group.
+  void OnProbe(TimePoint now, const ForegroundFacts& facts);
+  // The top-level shell exited.
+  void OnSessionExit();
+
+  struct Decision {
+    std::optional<WaitReason> settle;  // set once: the engine is settled from then on
+    std::optional<TimePoint> wake_at;  // call Evaluate again no later than this
+    bool probe_now = false;            // run an inspection now and feed OnProbe
+  };
+  Decision Evaluate(TimePoint now);
+
+  [[nodiscard]] bool settled() const { return settled_.has_value(); }
+  // True when the send settled on the verified prompt (so exitCode and cwd are meaningful).
+  [[nodiscard]] bool settled_by_prompt() const { return settled_by_prompt_; }
+  [[nodiscard]] bool has_candidate() const { return candidate_; }
+  [[nodiscard]] bool output_seen() const { return output_seen_; }
+
+ private:
+  enum class Stage { kBeforeWrite, kWriting, kWaiting };
+  struct WaitIdentity {
+    uint64_t run_ns = 0;
+    uint64_t voluntary_switches = 0;
+  };
+
+  void Settle(WaitReason reason, bool by_prompt);
+  bool ExactWaitIsFresh(const ForegroundFacts& facts) const;
+  void ScheduleProbeAfterActivity(TimePoint activity);
+  void AdvanceProbeSchedule(TimePoint now);
+  std::optional<TimePoint> SilenceDeadline() const;
+
+  Purpose purpose_;
+  ReadinessTimings timings_;
+  pid_t shell_pgid_;
+  TimePoint deadline_;
+  Stage stage_;
+
+  bool output_seen_ = false;  // any output after the boundary (startup: any output)
+  std::optional<TimePoint> last_activity_;  // write settled or last output, whichever is later
+  bool candidate_ = false;
+  std::optional<pid_t> candidate_fg_;  // foreground group last seen while the candidate held
+  bool session_exited_ = false;
+  bool exact_wait_ = false;  // a fresh stdin wait was observed
+
+  // Stale-wait bookkeeping.
+  bool baseline_known_ = false;
+  std::optional<pid_t> baseline_pgid_;
+  std::map<pid_t, WaitIdentity> baseline_waits_;  // tid -> identity of its pre-write wait
+  std::map<pid_t, bool> left_wait_;               // pgid -> seen outside a wait after the write
+
+  // Probe schedule.
+  std::optional<TimePoint> next_probe_;
+  TimePoint probe_phase_start_{};
+  Millis probe_step_{1};
+
+  std::optional<WaitReason> settled_;
+  bool settled_by_prompt_ = false;
+};
+
+}  // namespace ptybox::backend

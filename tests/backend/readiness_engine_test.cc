@@ -1,0 +1,382 @@
+// One test per sentence of the readiness paragraph of seeds/001, driven with an injected clock
+// and hand-made foreground facts.
+#include "backend/readiness_engine.h"
+
+#include <gtest/gtest.h>
+
+namespace ptybox::backend {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr pid_t kShell = 100;
+constexpr pid_t kChild = 200;
+
+ReadinessTimings Timings() {
+  ReadinessTimings t;
+  t.idle_silence = milliseconds(3000);
+  t.handoff_grace = milliseconds(500);
+  t.timeout = milliseconds(30000);
+  t.poll_interval = milliseconds(50);
+  t.exact_probe_after = milliseconds(150);
+  return t;
+}
+
+TaskFacts Task(pid_t tid, TtyWait wait, uint64_t run_ns, bool running = false) {
+  TaskFacts t;
+  t.pid = tid;
+  t.tid = tid;
+  t.tty_wait = wait;
+  t.run_ns = run_ns;
+  t.running = running;
+  return t;
+}
+
+ForegroundFacts Waiting(pid_t pgid, uint64_t run_ns) {
+  ForegroundFacts f;
+  f.foreground_pgid = pgid;
+  f.waiting_for_input = Tri::kYes;
+  f.tasks = {Task(pgid, TtyWait::kRead, run_ns)};
+  return f;
+}
+
+ForegroundFacts Busy(pid_t pgid) {
+  ForegroundFacts f;
+  f.foreground_pgid = pgid;
+  f.waiting_for_input = Tri::kNo;
+  f.tasks = {Task(pgid, TtyWait::kNone, 1, /*running=*/true)};
+  return f;
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  TimePoint t0_ = TimePoint{} + std::chrono::hours(1);
+  TimePoint At(int ms) const { return t0_ + milliseconds(ms); }
+
+  ReadinessEngine SendEngine(ReadinessTimings timings = Timings()) {
+    return ReadinessEngine(ReadinessEngine::Purpose::kSend, timings, kShell, t0_);
+  }
+  // Baseline: the shell at its prompt, blocked reading the terminal.
+  static void WriteAt(ReadinessEngine& e, TimePoint t) {
+    e.OnPreWriteFacts(Waiting(kShell, 1000));
+    e.OnWriteStarted(t);
+    e.OnWriteSettled(t);
+  }
+};
+
+TEST_F(EngineTest, VerifiedPromptSettlesImmediatelyWithoutWaitingForAPoll) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(2));
+  e.OnPromptCandidate(At(2), kShell);
+  ReadinessEngine::Decision d = e.Evaluate(At(2));
+  ASSERT_TRUE(d.settle);
+  EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
+  EXPECT_TRUE(e.settled_by_prompt());
+}
+
+TEST_F(EngineTest, PromptEvidenceBeforeTheWriteIsDiscardedAtTheBoundary) {
+  ReadinessEngine e = SendEngine();
+  // A candidate reported before the write (the previous prompt) says nothing about this send.
+  e.OnPromptCandidate(At(0), kShell);
+  EXPECT_FALSE(e.Evaluate(At(1)).settle);
+  e.OnWriteStarted(At(1));
+  e.OnWriteSettled(At(1));
+  EXPECT_FALSE(e.has_candidate());
+  EXPECT_FALSE(e.Evaluate(At(2)).settle);
+}
+
+TEST_F(EngineTest, CandidateWhilePreWriteInspectionPendingIsDiscarded) {
+  ReadinessEngine e = SendEngine();
+  // The pre-write inspection has not answered yet; a prompt arrives meanwhile.
+  e.OnOutput(At(0));
+  e.OnPromptCandidate(At(0), kShell);
+  e.OnPreWriteFacts(Waiting(kShell, 5));
+  e.OnWriteStarted(At(1));
+  e.OnWriteSettled(At(1));
+  EXPECT_FALSE(e.Evaluate(At(1)).settle);
+  EXPECT_FALSE(e.output_seen());
+}
+
+TEST_F(EngineTest, SilenceBeforeTheWriteDoesNotCount) {
+  ReadinessEngine e = SendEngine();
+  e.OnOutput(At(0));
+  // Pre-write inspection takes long; the silence bound passes before the write.
+  EXPECT_FALSE(e.Evaluate(At(3500)).settle);
+  e.OnPreWriteFacts(Waiting(kShell, 5));
+  e.OnWriteStarted(At(3500));
+  e.OnWriteSettled(At(3500));
+  EXPECT_FALSE(e.Evaluate(At(6499)).settle);
+  ReadinessEngine::Decision d = e.Evaluate(At(6500));
+  ASSERT_TRUE(d.settle);
+  EXPECT_EQ(*d.settle, WaitReason::kInferredIdle);
+}
+
+TEST_F(EngineTest, CandidateDuringAnUnfinishedWriteWaitsForTheWrite) {
+  ReadinessEngine e = SendEngine();
+  e.OnPreWriteFacts(Waiting(kShell, 5));
+  e.OnWriteStarted(At(0));
+  e.OnOutput(At(1));
+  e.OnPromptCandidate(At(1), kShell);
+  EXPECT_FALSE(e.Evaluate(At(2)).settle);
+  e.OnWriteSettled(At(3));
+  ReadinessEngine::Decision d = e.Evaluate(At(3));
+  ASSERT_TRUE(d.settle);
+  EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
+}
+
+TEST_F(EngineTest, OutputAfterTheCandidateInvalidatesIt) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnPromptCandidate(At(1), kChild);  // not verified: a child is in the foreground
+  e.OnPromptInvalidated();             // and more output followed it
+  e.OnForegroundPgid(At(2), kShell);
+  EXPECT_FALSE(e.Evaluate(At(2)).settle);
+}
+
+TEST_F(EngineTest, InheritedMarkerOfAChildCannotSettleButItsStdinWaitCan) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(5));
+  e.OnPromptCandidate(At(5), kChild);  // nested bash printed a marker in its own group
+  EXPECT_FALSE(e.Evaluate(At(5)).settle);
+  e.OnProbe(At(6), Waiting(kChild, 7));  // the child group waits for input: a changed group
+  ReadinessEngine::Decision d = e.Evaluate(At(6));
+  ASSERT_TRUE(d.settle);
+  EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
+  EXPECT_FALSE(e.settled_by_prompt());
+}
+
+TEST_F(EngineTest, InheritedMarkerCannotHoldOffInferredIdleUntilTheTimeout) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(10));
+  e.OnPromptCandidate(At(10), kChild);
+  // No stdin facts at all (a provider that cannot tell): silence plus grace decides.
+  ForegroundFacts unknown;
+  unknown.foreground_pgid = kChild;
+  unknown.waiting_for_input = Tri::kUnknown;
+  e.OnProbe(At(100), unknown);
+  EXPECT_FALSE(e.Evaluate(At(3010)).settle);  // the ordinary silence bound: grace still running
+  EXPECT_FALSE(e.Evaluate(At(3509)).settle);
+  ReadinessEngine::Decision d = e.Evaluate(At(3510));
+  ASSERT_TRUE(d.settle);
+  EXPECT_EQ(*d.settle, WaitReason::kInferredIdle);
+}
+
+TEST_F(EngineTest, HandoffWithinGraceWinsOverSilence) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(10));
+  // bash printed the marker before the terminal reports its return to the foreground
+  e.OnPromptCandidate(At(10), kChild);
+  EXPECT_FALSE(e.Evaluate(At(3200)).settle);
+  e.OnForegroundPgid(At(3300), kShell);  // the coincident handoff, inside the grace
+  ReadinessEngine::Decision d = e.Evaluate(At(3300));
+  ASSERT_TRUE(d.settle);
+  EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
+  EXPECT_TRUE(e.settled_by_prompt());
+}
+
+TEST_F(EngineTest, UnknownForegroundIsNeverAPositiveSignal) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(1));
+  e.OnPromptCandidate(At(1), std::nullopt);
+  EXPECT_FALSE(e.Evaluate(At(1)).settle);
+  ForegroundFacts unknown;  // no pgid at all
+  e.OnProbe(At(50), unknown);
+  EXPECT_FALSE(e.Evaluate(At(50)).settle);
+  ReadinessEngine::Decision d = e.Evaluate(At(3501));
+  ASSERT_TRUE(d.settle);
+  EXPECT_EQ(*d.settle, WaitReason::kInferredIdle);
+}
+
+TEST_F(EngineTest, PreWriteStdinWaitIsNotPostWriteReadiness) {
+  ReadinessEngine e = SendEngine();
+  e.OnPreWriteFacts(Waiting(kChild, 500));  // e.g. `cat` already waiting before this send
+  e.OnWriteStarted(At(0));
+  e.OnWriteSettled(At(0));
+  // The same wait, not yet woken by the input: same task, same scheduler counters.
+  e.OnProbe(At(1), Waiting(kChild, 500));
+  EXPECT_FALSE(e.Evaluate(At(1)).settle);
+  e.OnProbe(At(3), Waiting(kChild, 500));
+  EXPECT_FALSE(e.Evaluate(At(3)).settle);
+}
+
+TEST_F(EngineTest, SameGroupSeenOutsideItsWaitMakesTheNextWaitCount) {
+  ReadinessEngine e = SendEngine();
+  e.OnPreWriteFacts(Waiting(kChild, 500));
+  e.OnWriteStarted(At(0));
+  e.OnWriteSettled(At(0));
+  e.OnProbe(At(1), Waiting(kChild, 500));
+  EXPECT_FALSE(e.Evaluate(At(1)).settle);
+  e.OnProbe(At(3), Busy(kChild));  // observed outside the wait
+  EXPECT_FALSE(e.Evaluate(At(3)).settle);
+  e.OnProbe(At(7), Waiting(kChild, 500));
+  ReadinessEngine::Decision d = e.Evaluate(At(7));
+  ASSERT_TRUE(d.settle);
+  EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
+}
+
+TEST_F(EngineTest, AWaitingTaskThatRanSinceTheBaselineIsInANewWait) {
+  ReadinessEngine e = SendEngine();
+  e.OnPreWriteFacts(Waiting(kShell, 1000));  // the shell at its prompt
+  e.OnWriteStarted(At(0));
+  e.OnWriteSettled(At(0));
+  // `read x`: the shell consumed the line (it ran) and blocks in the read builtin.
+  e.OnProbe(At(2), Waiting(kShell, 1900));
+  ReadinessEngine::Decision d = e.Evaluate(At(2));
+  ASSERT_TRUE(d.settle);
+  EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
+  EXPECT_FALSE(e.settled_by_prompt());
+}
+
+TEST_F(EngineTest, ChangedForegroundGroupIsNewEvidence) {
+  ReadinessEngine e = SendEngine();
+  e.OnPreWriteFacts(Waiting(kShell, 1000));
+  e.OnWriteStarted(At(0));
+  e.OnWriteSettled(At(0));
+  e.OnProbe(At(4), Waiting(kChild, 3));  // `cat` started and waits
+  ReadinessEngine::Decision d = e.Evaluate(At(4));
+  ASSERT_TRUE(d.settle);
+  EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
+}
+
+TEST_F(EngineTest, WithoutABaselineAWaitMustBeSeenLeftFirst) {
+  ReadinessEngine e = SendEngine();
+  e.OnPreWriteFacts(ForegroundFacts{});  // the pre-write inspection could not tell
+  e.OnWriteStarted(At(0));
+  e.OnWriteSettled(At(0));
+  e.OnProbe(At(2), Waiting(kChild, 9));
+  EXPECT_FALSE(e.Evaluate(At(2)).settle);
+  e.OnProbe(At(4), Busy(kChild));
+  e.OnProbe(At(8), Waiting(kChild, 9));
+  ReadinessEngine::Decision d = e.Evaluate(At(8));
+  ASSERT_TRUE(d.settle);
+  EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
+}
+
+TEST_F(EngineTest, ProbesBeforeTheWriteSettlesAreNotEvidence) {
+  ReadinessEngine e = SendEngine();
+  e.OnPreWriteFacts(Waiting(kShell, 1));
+  e.OnWriteStarted(At(0));
+  e.OnProbe(At(1), Waiting(kChild, 3));  // write still in flight
+  EXPECT_FALSE(e.Evaluate(At(1)).settle);
+}
+
+TEST_F(EngineTest, SilenceFallbackAfterIdleSilenceWithNoOutput) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnProbe(At(1), Busy(kChild));  // `sleep 100`: not waiting on the terminal
+  EXPECT_FALSE(e.Evaluate(At(2999)).settle);
+  ReadinessEngine::Decision d = e.Evaluate(At(3000));
+  ASSERT_TRUE(d.settle);
+  EXPECT_EQ(*d.settle, WaitReason::kInferredIdle);
+}
+
+TEST_F(EngineTest, OutputPushesTheSilenceBound) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(2000));
+  EXPECT_FALSE(e.Evaluate(At(4999)).settle);
+  EXPECT_EQ(*e.Evaluate(At(5000)).settle, WaitReason::kInferredIdle);
+}
+
+TEST_F(EngineTest, AbsoluteTimeoutCountsFromTheSendStart) {
+  ReadinessTimings t = Timings();
+  t.timeout = milliseconds(300);
+  ReadinessEngine e = SendEngine(t);
+  e.OnPreWriteFacts(Waiting(kShell, 1));
+  e.OnWriteStarted(At(100));
+  e.OnWriteSettled(At(100));
+  for (int ms = 100; ms < 300; ms += 20) {
+    e.OnOutput(At(ms));  // a steady stream keeps silence away
+    EXPECT_FALSE(e.Evaluate(At(ms)).settle);
+  }
+  EXPECT_EQ(*e.Evaluate(At(300)).settle, WaitReason::kTimeout);
+}
+
+TEST_F(EngineTest, TimeoutStaysArmedBeforeTheWrite) {
+  ReadinessTimings t = Timings();
+  t.timeout = milliseconds(300);
+  ReadinessEngine e = SendEngine(t);
+  EXPECT_FALSE(e.Evaluate(At(299)).settle);
+  EXPECT_EQ(*e.Evaluate(At(300)).settle, WaitReason::kTimeout);
+}
+
+TEST_F(EngineTest, SessionExitWins) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(1));
+  e.OnSessionExit();
+  EXPECT_EQ(*e.Evaluate(At(1)).settle, WaitReason::kSessionExit);
+}
+
+TEST_F(EngineTest, SettlesOnlyOnce) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnPromptCandidate(At(1), kShell);
+  EXPECT_EQ(*e.Evaluate(At(1)).settle, WaitReason::kStdinRead);
+  e.OnSessionExit();
+  EXPECT_EQ(*e.Evaluate(At(40000)).settle, WaitReason::kStdinRead);
+}
+
+TEST_F(EngineTest, StartupZeroOutputSilenceNeverPublishes) {
+  ReadinessTimings t = Timings();
+  t.timeout = milliseconds(10000);
+  ReadinessEngine e(ReadinessEngine::Purpose::kStartup, t, kShell, t0_);
+  EXPECT_FALSE(e.Evaluate(At(3000)).settle);
+  EXPECT_FALSE(e.Evaluate(At(9999)).settle);
+  EXPECT_EQ(*e.Evaluate(At(10000)).settle, WaitReason::kTimeout);
+}
+
+TEST_F(EngineTest, StartupFallbackNeedsObservedOutput) {
+  ReadinessEngine e(ReadinessEngine::Purpose::kStartup, Timings(), kShell, t0_);
+  e.OnOutput(At(100));
+  EXPECT_FALSE(e.Evaluate(At(3099)).settle);
+  EXPECT_EQ(*e.Evaluate(At(3100)).settle, WaitReason::kInferredIdle);
+}
+
+TEST_F(EngineTest, StartupPublishesOnTheVerifiedPrompt) {
+  ReadinessEngine e(ReadinessEngine::Purpose::kStartup, Timings(), kShell, t0_);
+  e.OnOutput(At(20));
+  e.OnPromptCandidate(At(20), kShell);
+  ReadinessEngine::Decision d = e.Evaluate(At(20));
+  ASSERT_TRUE(d.settle);
+  EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
+  EXPECT_TRUE(e.settled_by_prompt());
+}
+
+TEST_F(EngineTest, ProbesStartFastAndBackOffToThePollInterval) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  std::vector<int> probe_times;
+  TimePoint now = At(0);
+  for (int i = 0; i < 12; ++i) {
+    ReadinessEngine::Decision d = e.Evaluate(now);
+    ASSERT_FALSE(d.settle);
+    ASSERT_TRUE(d.wake_at);
+    now = *d.wake_at;
+    d = e.Evaluate(now);
+    ASSERT_TRUE(d.probe_now);
+    probe_times.push_back(static_cast<int>((now - At(0)) / milliseconds(1)));
+    e.OnProbe(now, Busy(kChild));
+  }
+  // 1, then doubling steps while within exactProbeAfterMs (150), capped at pollIntervalMs (50).
+  std::vector<int> expected = {1, 3, 7, 15, 31, 63, 113, 163, 213, 263, 313, 363};
+  EXPECT_EQ(probe_times, expected);
+}
+
+TEST_F(EngineTest, NoProbesWhileTheWriteIsInFlight) {
+  ReadinessEngine e = SendEngine();
+  e.OnPreWriteFacts(Waiting(kShell, 1));
+  e.OnWriteStarted(At(0));
+  ReadinessEngine::Decision d = e.Evaluate(At(5));
+  EXPECT_FALSE(d.probe_now);
+  ASSERT_TRUE(d.wake_at);
+  EXPECT_EQ(*d.wake_at, At(30000));  // only the absolute deadline is armed
+}
+
+}  // namespace
+}  // namespace ptybox::backend
