@@ -164,11 +164,11 @@ ReadinessEngine::Decision ReadinessEngine::Evaluate(TimePoint now) {
   }
   TimePoint wake = deadline_;
   if (std::optional<TimePoint> silence = SilenceDeadline()) wake = std::min(wake, *silence);
+  decision.wake_at = wake;
   if (next_probe_) {
-    wake = std::min(wake, *next_probe_);
+    decision.probe_at = next_probe_;
     decision.probe_now = now >= *next_probe_;
   }
-  decision.wake_at = wake;
   return decision;
 }
 

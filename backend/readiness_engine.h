@@ -61,9 +61,10 @@ class ReadinessEngine final {
   void OnSessionExit();
 
   struct Decision {
-    std::optional<WaitReason> settle;  // set once: the engine is settled from then on
-    std::optional<TimePoint> wake_at;  // call Evaluate again no later than this
-    bool probe_now = false;            // run an inspection now and feed OnProbe
+    std::optional<WaitReason> settle;   // set once: the engine is settled from then on
+    std::optional<TimePoint> wake_at;   // the next deadline (silence, grace, timeout)
+    std::optional<TimePoint> probe_at;  // when the next inspection is due
+    bool probe_now = false;             // an inspection is due now: run it, feed OnProbe
   };
   Decision Evaluate(TimePoint now);
 

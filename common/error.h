@@ -33,6 +33,9 @@ struct Error {
   ErrorKind kind = ErrorKind::kInternal;
   std::string message;  // what happened and how to fix it
   std::string context;  // where: a path, file:line:column, a key; may be empty
+  // A cleanup that failed while handling this error (e.g. closing a canceled spawn): reported
+  // alongside the error, never instead of it.
+  std::string cleanup_failure;
 
   // "<syscall> <path>: <strerror>" for an errno failure.
   static Error FromErrno(ErrorKind kind, std::string_view syscall, std::string_view path = {},

@@ -1,7 +1,148 @@
-// ptybox: the command line (serve, mcp, run, policy, doctor). Placeholder until the CLI lands.
-#include <cstdio>
+// ptybox: persistent, sandboxed, interactive shells for AI agents and CI jobs.
+//   ptybox serve (--stdio | --socket PATH) [--workspace DIR] [--policy FILE]
+//   ptybox mcp [--workspace DIR] [--policy FILE]
+//   ptybox run [--workspace DIR] [--policy FILE] [--mode MODE] [--timeout SECONDS] -- CMD [ARG...]
+//   ptybox policy check [FILE...] | ptybox policy resolve [--workspace DIR] [--policy FILE]
+//   ptybox doctor
+//   ptybox demo [--workspace DIR] [--policy FILE]
+#include <unistd.h>
 
-int main() {
-  std::fputs("ptybox: not built yet\n", stderr);
-  return 1;
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "common/log.h"
+#include "policy/mode.h"
+#include "runtime/daemon.h"
+#include "runtime/demo.h"
+#include "runtime/doctor.h"
+#include "runtime/policy_command.h"
+#include "runtime/run_command.h"
+#include "sandbox/host_probe.h"
+
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+struct CommonFlags {
+  std::string workspace;
+  std::string policy;
+};
+
+void AddCommonFlags(CLI::App* app, CommonFlags& flags) {
+  app->add_option("--workspace", flags.workspace,
+                  "workspace root (default: the current directory)");
+  app->add_option("--policy", flags.policy,
+                  "operator policy file (default: /etc/ptybox/policy.yaml when present)");
+}
+
+ptybox::runtime::ServiceOptions ServiceFrom(const CommonFlags& flags) {
+  ptybox::runtime::ServiceOptions o;
+  std::error_code ec;
+  if (!flags.workspace.empty()) {
+    o.workspace = std::filesystem::absolute(flags.workspace, ec);
+    o.workspace_from_cli = true;
+  } else {
+    o.workspace = std::filesystem::current_path(ec);
+  }
+  if (!flags.policy.empty()) o.operator_policy = std::filesystem::absolute(flags.policy, ec);
+  if (const char* path = std::getenv("PTYBOX_OPERATOR_POLICY"); path != nullptr && *path) {
+    o.default_operator_policy = path;
+  }
+  o.shell.init_binary = ptybox::runtime::FindInitBinary();
+  o.shell.bwrap = ptybox::sandbox::FindBwrap();
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ptybox: persistent, sandboxed, interactive shells for AI agents and CI jobs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", kVersion);
+
+  CommonFlags serve_flags;
+  bool stdio = false;
+  std::string socket_path;
+  CLI::App* serve = app.add_subcommand("serve", "serve the JSON-RPC protocol");
+  serve->add_flag("--stdio", stdio, "one client on standard input/output");
+  serve->add_option("--socket", socket_path, "many clients on a Unix socket (mode 0600)");
+  AddCommonFlags(serve, serve_flags);
+
+  CommonFlags mcp_flags;
+  CLI::App* mcp = app.add_subcommand("mcp", "serve the same tools as an MCP server on stdio");
+  AddCommonFlags(mcp, mcp_flags);
+
+  CommonFlags run_flags;
+  std::string run_mode;
+  int64_t run_timeout = 0;
+  std::vector<std::string> run_command;
+  CLI::App* run = app.add_subcommand("run", "run one command in the sandbox (for CI jobs)");
+  AddCommonFlags(run, run_flags);
+  run->add_option("--mode", run_mode, "read-only, workspace-write or danger-full-access");
+  run->add_option("--timeout", run_timeout, "seconds before the command is ended (exit 124)");
+  run->add_option("command", run_command, "the command and its arguments, after --")->required();
+
+  CLI::App* policy_cmd = app.add_subcommand("policy", "check or resolve policy files");
+  policy_cmd->require_subcommand(1);
+  std::vector<std::string> check_files;
+  CLI::App* check = policy_cmd->add_subcommand("check", "validate policy files");
+  check->add_option("files", check_files,
+                    "files to check (default: the operator policy and ./.ptybox.yaml)");
+  CommonFlags resolve_flags;
+  CLI::App* resolve = policy_cmd->add_subcommand("resolve", "print the effective policy");
+  AddCommonFlags(resolve, resolve_flags);
+
+  CLI::App* doctor = app.add_subcommand("doctor", "can this host sandbox? what to change if not");
+
+  CommonFlags demo_flags;
+  CLI::App* demo = app.add_subcommand("demo", "a short sandboxed session, shown as JSON-RPC");
+  AddCommonFlags(demo, demo_flags);
+
+  CLI11_PARSE(app, argc, argv);
+
+  using namespace ptybox::runtime;
+  if (serve->parsed()) {
+    if (stdio == !socket_path.empty()) {
+      std::cerr << "ptybox serve: give exactly one of --stdio or --socket PATH\n";
+      return 2;
+    }
+    DaemonOptions options;
+    options.stdio = stdio;
+    if (!socket_path.empty()) options.socket = std::filesystem::absolute(socket_path);
+    options.service = ServiceFrom(serve_flags);
+    return RunDaemon(std::move(options));
+  }
+  if (mcp->parsed()) {
+    DaemonOptions options;
+    options.mcp = true;
+    options.service = ServiceFrom(mcp_flags);
+    return RunDaemon(std::move(options));
+  }
+  if (run->parsed()) {
+    RunOptions options;
+    options.service = ServiceFrom(run_flags);
+    if (!run_mode.empty()) {
+      std::optional<ptybox::policy::Mode> mode = ptybox::policy::ParseMode(run_mode);
+      if (!mode) {
+        std::cerr << "ptybox run: unknown --mode \"" << run_mode
+                  << "\" (read-only, workspace-write or danger-full-access)\n";
+        return 2;
+      }
+      options.service.mode_override = mode;
+    }
+    if (run_timeout < 0) {
+      std::cerr << "ptybox run: --timeout must be positive\n";
+      return 2;
+    }
+    if (run_timeout > 0) options.timeout_seconds = run_timeout;
+    options.command = run_command;
+    return RunCommand(options);
+  }
+  if (check->parsed()) return PolicyCheck(check_files);
+  if (resolve->parsed()) return PolicyResolve(ServiceFrom(resolve_flags));
+  if (doctor->parsed()) return Doctor();
+  if (demo->parsed()) return Demo(argv[0], ServiceFrom(demo_flags));
+  return 2;
 }

@@ -356,8 +356,8 @@ TEST_F(EngineTest, ProbesStartFastAndBackOffToThePollInterval) {
   for (int i = 0; i < 12; ++i) {
     ReadinessEngine::Decision d = e.Evaluate(now);
     ASSERT_FALSE(d.settle);
-    ASSERT_TRUE(d.wake_at);
-    now = *d.wake_at;
+    ASSERT_TRUE(d.probe_at);
+    now = std::min(*d.wake_at, *d.probe_at);
     d = e.Evaluate(now);
     ASSERT_TRUE(d.probe_now);
     probe_times.push_back(static_cast<int>((now - At(0)) / milliseconds(1)));
@@ -374,6 +374,7 @@ TEST_F(EngineTest, NoProbesWhileTheWriteIsInFlight) {
   e.OnWriteStarted(At(0));
   ReadinessEngine::Decision d = e.Evaluate(At(5));
   EXPECT_FALSE(d.probe_now);
+  EXPECT_FALSE(d.probe_at);
   ASSERT_TRUE(d.wake_at);
   EXPECT_EQ(*d.wake_at, At(30000));  // only the absolute deadline is armed
 }

@@ -1,0 +1,74 @@
+// The backend interfaces of seeds/000: a backend owns how one session type starts and detects
+// readiness; a backend session owns terminal state, sends and captured-process quiescence. The
+// service publishes a session only after its spawn succeeded, then owns ids and owners.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "backend/send_operation.h"
+#include "backend/types.h"
+#include "common/error.h"
+#include "policy/policy.h"
+
+namespace ptybox::backend {
+
+struct SpawnSpec {
+  std::string name;
+  policy::ResolvedPolicy policy;
+  std::filesystem::path cwd;  // resolved start directory
+  int rows = 40;
+  int columns = 120;
+  std::map<std::string, std::string> env;  // the client's additions (already validated)
+  std::optional<int64_t> timeout_ms;       // startup deadline; default from the policy
+};
+
+class BackendSession {
+ public:
+  virtual ~BackendSession() = default;
+  // Initial bounded terminal output, returned from terminal_open.
+  [[nodiscard]] virtual const std::string& motd() const = 0;
+  // Host pid of the top-level process.
+  [[nodiscard]] virtual std::optional<pid_t> pid() const = 0;
+  // Starts one exclusive send; `busy` while another holds the slot, `closed` after exit/close.
+  virtual Result<std::shared_ptr<SendOperation>> StartSend(SendRequest request) = 0;
+  // The operation holding the slot, or the last one (for background output).
+  [[nodiscard]] virtual std::shared_ptr<SendOperation> last_send() const = 0;
+  [[nodiscard]] virtual bool busy() const = 0;
+  // One bounded page of retained scrollback, or the current screen.
+  [[nodiscard]] virtual ReadResult Read(const ReadRequest& request) const = 0;
+  // Signals the verified foreground process group.
+  virtual void Signal(int signal, std::function<void(Result<SignalResult>)> done) = 0;
+  [[nodiscard]] virtual SessionStatus Status() const = 0;
+  // Idempotently ends the whole process tree and awaits quiescence, then settles an active send
+  // as session_exit. A cleanup failure is reported and close may be retried.
+  virtual void Close(std::string reason, std::function<void(Result<SessionStatus>)> done) = 0;
+};
+
+// An unpublished spawn in progress.
+class PendingSpawn {
+ public:
+  virtual ~PendingSpawn() = default;
+  // Closes the unpublished shell; the spawn then fails with `canceled` and `reason`, keeping a
+  // cleanup failure alongside.
+  virtual void Cancel(std::string reason) = 0;
+};
+
+class Backend {
+ public:
+  using SpawnCallback = std::function<void(Result<std::shared_ptr<BackendSession>>)>;
+  virtual ~Backend() = default;
+  [[nodiscard]] virtual std::string_view type() const = 0;
+  // Creates a session; `done` gets it once ready, or an error after partial resources were
+  // cleaned up.
+  virtual std::shared_ptr<PendingSpawn> Spawn(SpawnSpec spec, SpawnCallback done) = 0;
+};
+
+}  // namespace ptybox::backend

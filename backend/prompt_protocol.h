@@ -1,0 +1,71 @@
+// The controlled prompt of the shell backend: the PROMPT_COMMAND that prints a private marker
+// (an OSC carrying a per-session nonce, $? and the working directory) before a fixed PS1, and
+// the tracker that finds "latest owned marker + printable tail == PS1" in the decoded stream.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "backend/vt_parser.h"
+
+namespace ptybox::backend {
+
+inline constexpr std::string_view kPromptPs1 = "$ ";
+inline constexpr std::string_view kMarkerOscCode = "6973";
+
+// 128 random bits, hex: unguessable by programs that do not read the shell's environment.
+std::string NewPromptNonce();
+
+// Bash code for PROMPT_COMMAND: prints the marker and re-asserts PS1 before every prompt, so a
+// user's `PS1=` cannot break readiness. On its first run it also un-exports itself and PS1 (so
+// child shells do not inherit the marker), turns off history expansion (`!` in agent commands)
+// and the history file.
+std::string BuildPromptCommand(std::string_view nonce);
+
+struct PromptMarker {
+  int exit_code = 0;
+  std::string cwd;
+};
+
+// Parses an OSC payload; nullopt unless it is a well-formed marker carrying `nonce`.
+std::optional<PromptMarker> ParsePromptMarker(std::string_view osc_payload, std::string_view nonce);
+// The OSC payload the shell prints (for tests and fakes): "6973;<nonce>;<exit>;<encoded cwd>".
+std::string FormatPromptMarker(std::string_view nonce, int exit_code, std::string_view cwd);
+
+class PromptTracker final : public VtHandler {
+ public:
+  class Listener {
+   public:
+    virtual ~Listener() = default;
+    // An owned marker was decoded (before any of the prompt text that follows it).
+    virtual void OnMarker(const PromptMarker& marker) = 0;
+    // The printable tail after the latest owned marker now equals PS1.
+    virtual void OnCandidate() = 0;
+    // Something followed a candidate: it is no longer the end of the output.
+    virtual void OnInvalidated() = 0;
+  };
+
+  PromptTracker(std::string nonce, std::string ps1, Listener& listener);
+
+  [[nodiscard]] bool candidate() const { return state_ == State::kCandidate; }
+  [[nodiscard]] const std::optional<PromptMarker>& last_marker() const { return marker_; }
+
+  void OnPrint(std::string_view utf8) override;
+  void OnControl(char c) override;
+  void OnCsi(const CsiSequence& csi) override;
+  void OnOsc(std::string_view payload) override;
+
+ private:
+  enum class State { kNone, kAfterMarker, kCandidate };
+  void Drop();
+
+  std::string nonce_;
+  std::string ps1_;
+  Listener& listener_;
+  State state_ = State::kNone;
+  std::string tail_;
+  std::optional<PromptMarker> marker_;
+};
+
+}  // namespace ptybox::backend

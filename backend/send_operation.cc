@@ -1,0 +1,255 @@
+#include "backend/send_operation.h"
+
+#include <signal.h>
+
+namespace ptybox::backend {
+
+namespace {
+
+ReadinessTimings WithRequest(ReadinessTimings timings, const SendRequest& request) {
+  if (request.timeout_ms) timings.timeout = Millis(*request.timeout_ms);
+  if (request.silence_ms) timings.idle_silence = Millis(*request.silence_ms);
+  return timings;
+}
+
+}  // namespace
+
+SendOperation::SendOperation(SendHost& host, Config config, SendRequest request)
+    : host_(host),
+      config_(config),
+      request_(std::move(request)),
+      driver_(host,
+              ReadinessEngine(ReadinessEngine::Purpose::kSend,
+                              WithRequest(config.timings, request_), config.shell_pgid,
+                              host.Now()),
+              [this](WaitReason reason) { Finish(reason); }) {}
+
+SendOperation::~SendOperation() { *alive_ = false; }
+
+void SendOperation::Start() {
+  if (started_) return;
+  started_ = true;
+  // The pre-write inspection: the baseline that tells an old stdin wait from a new one.
+  std::weak_ptr<bool> alive = alive_;
+  host_.terminal().Inspect([this, alive](ForegroundFacts facts) {
+    if (alive.expired()) return;
+    OnPreWriteFacts(std::move(facts));
+  });
+  driver_.Pump();
+}
+
+void SendOperation::OnPreWriteFacts(ForegroundFacts facts) {
+  engine().OnPreWriteFacts(facts);
+  if (settled()) {
+    // The deadline passed during the inspection: the input is never written.
+    write_ = WriteState::kSkipped;
+    MaybeRelease();
+    return;
+  }
+  BeginWrite();
+}
+
+void SendOperation::BeginWrite() {
+  const TimePoint now = host_.Now();
+  // The write boundary. Output before it belongs to the previous send.
+  capture_ = std::make_unique<SendCapture>(config_.max_result_bytes, config_.max_unconsumed_bytes,
+                                           host_.PendingText());
+  marker_.reset();
+  prompt_on_line_ = false;
+  engine().OnWriteStarted(now);
+  if (canceled_) {
+    // Canceled while the inspection was pending: the queued input is never written. The signal
+    // the cancellation asked for goes out now, after an empty boundary.
+    write_ = WriteState::kSkipped;
+    engine().OnWriteSettled(now);
+    MaybeSignal();
+    driver_.Pump();
+    return;
+  }
+  write_ = WriteState::kInFlight;
+  std::weak_ptr<bool> alive = alive_;
+  host_.terminal().Write(request_.input, [this, alive](Result<size_t> written) {
+    if (alive.expired()) return;
+    OnWriteSettled(std::move(written));
+  });
+}
+
+void SendOperation::OnWriteSettled(Result<size_t> written) {
+  write_ = written ? WriteState::kDone : WriteState::kRejected;
+  engine().OnWriteSettled(host_.Now());
+  // A rejected write sends no signal; a completed one releases a waiting cancellation.
+  if (canceled_ && write_ == WriteState::kRejected) signal_ = SignalState::kNone;
+  MaybeSignal();
+  driver_.Pump();
+  MaybeRelease();
+}
+
+bool SendOperation::Cancel() {
+  if (settled() || canceled_) return !settled() && canceled_;
+  // Mark the queued input canceled before asking for any signal.
+  canceled_ = true;
+  signal_ = SignalState::kWanted;
+  if (write_ == WriteState::kInFlight) {
+    // Signalling waits for the write; stop writing what has not gone out yet.
+    host_.terminal().AbortWrite();
+    return true;
+  }
+  if (write_ == WriteState::kQueued) {
+    // The pre-write inspection is pending: BeginWrite sees the mark and skips the input.
+    return true;
+  }
+  MaybeSignal();
+  return true;
+}
+
+void SendOperation::MaybeSignal() {
+  if (signal_ != SignalState::kWanted) return;
+  if (write_ == WriteState::kQueued || write_ == WriteState::kInFlight) return;
+  if (write_ == WriteState::kRejected) {
+    signal_ = SignalState::kNone;
+    return;
+  }
+  signal_ = SignalState::kInFlight;
+  std::weak_ptr<bool> alive = alive_;
+  host_.terminal().SignalForeground(SIGINT, [this, alive](Result<SignalResult> result) {
+    if (alive.expired()) return;
+    OnSignalSettled(std::move(result));
+  });
+}
+
+void SendOperation::OnSignalSettled(Result<SignalResult> result) {
+  signal_ = SignalState::kDone;
+  if (!result) {
+    // A signal failure is a terminal transport failure: it rejects the active send.
+    Error error = result.error();
+    error.kind = ErrorKind::kClosed;
+    error.message = "canceling the send failed: " + error.message +
+                    ". The terminal may be unusable; close the session (terminal_close).";
+    Reject(std::move(error));
+  }
+  driver_.Pump();
+  MaybeRelease();
+}
+
+void SendOperation::OnOutput() {
+  if (settled()) return;
+  engine().OnOutput(host_.Now());
+  driver_.Pump();
+}
+
+void SendOperation::OnLine(std::string_view line) {
+  if (!capture_) return;  // before the boundary: the previous send's output
+  if (prompt_on_line_) {
+    // The line that held an intermediate prompt: keep what preceded the prompt and what followed
+    // it, drop the prompt itself; a line that was only a prompt is not output.
+    prompt_on_line_ = false;
+    const std::string prompt = pending_before_marker_ + std::string(kPromptPs1);
+    if (line.starts_with(prompt)) {
+      std::string kept = pending_before_marker_ + std::string(line.substr(prompt.size()));
+      if (!kept.empty()) capture_->AddLine(kept);
+      return;
+    }
+  }
+  capture_->AddLine(line);
+}
+
+void SendOperation::OnMarker(const PromptMarker& marker, std::string pending_before_marker) {
+  if (!capture_) return;
+  marker_ = marker;
+  pending_before_marker_ = std::move(pending_before_marker);
+  prompt_on_line_ = false;
+}
+
+void SendOperation::OnCandidate(std::optional<pid_t> foreground_pgid) {
+  if (settled() || !capture_) return;
+  engine().OnPromptCandidate(host_.Now(), foreground_pgid);
+  driver_.Pump();
+}
+
+void SendOperation::OnInvalidated() {
+  if (!capture_) return;
+  // The candidate prompt was followed by more output: it was an intermediate prompt.
+  if (marker_) prompt_on_line_ = true;
+  engine().OnPromptInvalidated();
+}
+
+void SendOperation::OnTimer() { driver_.Pump(); }
+
+void SendOperation::OnSessionExit() {
+  engine().OnSessionExit();
+  driver_.Pump();
+}
+
+void SendOperation::OnClosed() {
+  engine().OnSessionExit();
+  driver_.Resume();
+  // Whatever was in flight was ended with the session.
+  if (write_ == WriteState::kQueued || write_ == WriteState::kInFlight) {
+    write_ = WriteState::kRejected;
+  }
+  if (signal_ != SignalState::kNone) signal_ = SignalState::kDone;
+  MaybeRelease();
+}
+
+void SendOperation::StopPolling() { driver_.Stop(); }
+
+void SendOperation::Finish(WaitReason reason) {
+  if (settled()) return;  // rejected earlier
+  SendResult result;
+  result.wait_reason = reason;
+  result.session_status = host_.CurrentStatus();
+  if (std::optional<std::string> screen = host_.AlternateScreen()) {
+    result.viewport = *screen;
+  } else if (capture_) {
+    bool by_prompt = engine().settled_by_prompt() && marker_.has_value();
+    std::string pending = by_prompt ? pending_before_marker_ : host_.PendingText();
+    if (!by_prompt && prompt_on_line_) {
+      const std::string prompt = pending_before_marker_ + std::string(kPromptPs1);
+      if (pending.starts_with(prompt)) {
+        pending = pending_before_marker_ + pending.substr(prompt.size());
+      }
+    }
+    bool truncated = false;
+    result.viewport = capture_->Viewport(pending, &truncated);
+    result.truncated = truncated;
+  }
+  if (engine().settled_by_prompt() && marker_) {
+    result.exit_code = marker_->exit_code;
+    result.cwd = marker_->cwd;
+  }
+  result_ = std::move(result);
+  if (on_settled_) on_settled_(*result_);
+  MaybeRelease();
+}
+
+void SendOperation::Reject(Error error) {
+  if (settled()) return;
+  driver_.Stop();
+  result_ = std::unexpected(std::move(error));
+  if (on_settled_) on_settled_(*result_);
+}
+
+void SendOperation::MaybeRelease() {
+  if (released_ || !settled()) return;
+  if (write_ == WriteState::kQueued || write_ == WriteState::kInFlight) return;
+  if (signal_ == SignalState::kInFlight) return;
+  if (signal_ == SignalState::kWanted) {
+    // Settled before a wanted signal could go out (e.g. the deadline): it is not sent any more.
+    signal_ = SignalState::kNone;
+  }
+  released_ = true;
+  if (on_released_) on_released_();
+}
+
+SendRead SendOperation::ReadOutput(size_t max_bytes) {
+  SendRead read;
+  if (capture_) read.output = capture_->TakeOutput(max_bytes, &read.truncated);
+  // Done once settled and everything it produced has been consumed.
+  if (settled() && read.output.size() < max_bytes) {
+    read.done = true;
+    if (result_->has_value()) read.result = **result_;
+  }
+  return read;
+}
+
+}  // namespace ptybox::backend

@@ -1,0 +1,118 @@
+// One send on one session: pre-write inspection, the write, the readiness wait and the settled
+// result, plus cancellation with a real SIGINT. It owns the ordering rules of seeds/001
+// (cancellation paragraph); the readiness decisions belong to its ReadinessEngine.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "backend/prompt_protocol.h"
+#include "backend/readiness_driver.h"
+#include "backend/readiness_engine.h"
+#include "backend/send_capture.h"
+#include "backend/terminal_handle.h"
+#include "backend/types.h"
+#include "common/error.h"
+
+namespace ptybox::backend {
+
+// The session side of a send: time, one timer, the terminal, and what the terminal shows.
+class SendHost : public ReadinessHost {
+ public:
+  // The unterminated line as rendered now.
+  virtual std::string PendingText() = 0;
+  // The rendered screen when a full-screen program uses the alternate screen, else nullopt.
+  virtual std::optional<std::string> AlternateScreen() = 0;
+  virtual SessionStatus CurrentStatus() = 0;
+};
+
+class SendOperation final {
+ public:
+  struct Config {
+    ReadinessTimings timings;
+    pid_t shell_pgid = 0;
+    size_t max_result_bytes = 256 * 1024;
+    size_t max_unconsumed_bytes = 4 * 1024 * 1024;
+  };
+  using SettledCallback = std::function<void(const Result<SendResult>&)>;
+
+  SendOperation(SendHost& host, Config config, SendRequest request);
+  SendOperation(const SendOperation&) = delete;
+  SendOperation& operator=(const SendOperation&) = delete;
+  ~SendOperation();
+
+  // Called once when the result is known (settled or rejected).
+  void SetSettledCallback(SettledCallback callback) { on_settled_ = std::move(callback); }
+  // Called once when the operation gives up the session's send slot: settled, and its write and
+  // signal have settled too.
+  void SetReleasedCallback(std::function<void()> callback) { on_released_ = std::move(callback); }
+
+  // Starts the pre-write inspection; the write follows it.
+  void Start();
+  // Cancels: marks queued input canceled, then signals SIGINT to the foreground group once no
+  // write is in flight. False when the operation has already settled.
+  bool Cancel();
+
+  [[nodiscard]] bool settled() const { return result_.has_value(); }
+  [[nodiscard]] bool released() const { return released_; }
+  [[nodiscard]] bool canceled() const { return canceled_; }
+  [[nodiscard]] const std::optional<Result<SendResult>>& result() const { return result_; }
+
+  // Events from the session, in stream order.
+  void OnOutput();
+  void OnLine(std::string_view line);
+  void OnMarker(const PromptMarker& marker, std::string pending_before_marker);
+  void OnCandidate(std::optional<pid_t> foreground_pgid);
+  void OnInvalidated();
+  void OnTimer();
+  void OnSessionExit();
+  // Close began: no more probes or timers; the send waits for OnClosed.
+  void StopPolling();
+  // The session was closed and every process has ended: settle as session_exit, release.
+  void OnClosed();
+
+  // Output produced since the previous call (background sends), at most `max_bytes`.
+  SendRead ReadOutput(size_t max_bytes);
+
+ private:
+  enum class WriteState { kQueued, kInFlight, kDone, kRejected, kSkipped };
+  enum class SignalState { kNone, kWanted, kInFlight, kDone };
+
+  void OnPreWriteFacts(ForegroundFacts facts);
+  void BeginWrite();
+  void OnWriteSettled(Result<size_t> written);
+  void MaybeSignal();
+  void OnSignalSettled(Result<SignalResult> result);
+  void Finish(WaitReason reason);
+  [[nodiscard]] ReadinessEngine& engine() { return driver_.engine(); }
+  void Reject(Error error);
+  void MaybeRelease();
+
+  SendHost& host_;
+  Config config_;
+  SendRequest request_;
+  ReadinessDriver driver_;
+  std::unique_ptr<SendCapture> capture_;  // from the write boundary on
+
+  WriteState write_ = WriteState::kQueued;
+  SignalState signal_ = SignalState::kNone;
+  bool started_ = false;
+  bool canceled_ = false;
+
+  // The latest owned marker after the boundary, and the text before it on its line.
+  std::optional<PromptMarker> marker_;
+  std::string pending_before_marker_;
+  // An intermediate prompt is on the current line: its text is not output of the send.
+  bool prompt_on_line_ = false;
+
+  std::optional<Result<SendResult>> result_;
+  bool released_ = false;
+  SettledCallback on_settled_;
+  std::function<void()> on_released_;
+  // Guards callbacks that outlive the operation.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace ptybox::backend

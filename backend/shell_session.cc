@@ -1,0 +1,426 @@
+#include "backend/shell_session.h"
+
+#include <signal.h>
+
+#include <asio/post.hpp>
+#include <cstdlib>
+#include <map>
+
+#include "common/log.h"
+#include "sandbox/bwrap_args.h"
+
+namespace ptybox::backend {
+namespace {
+
+constexpr std::string_view kDefaultPath =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+constexpr size_t kMaxLineBytes = 64 * 1024;
+
+ReadinessTimings TimingsFrom(const policy::Limits& limits) {
+  ReadinessTimings t;
+  t.idle_silence = Millis(limits.idle_silence_ms);
+  t.handoff_grace = Millis(limits.handoff_grace_ms);
+  t.timeout = Millis(limits.timeout_ms);
+  t.poll_interval = Millis(limits.poll_interval_ms);
+  t.exact_probe_after = Millis(limits.exact_probe_after_ms);
+  return t;
+}
+
+TerminalDecoder::Options DecoderOptions(const SpawnSpec& spec) {
+  TerminalDecoder::Options o;
+  o.rows = spec.rows;
+  o.columns = spec.columns;
+  o.max_sequence_bytes = static_cast<size_t>(spec.policy.limits.max_read_bytes);
+  o.max_line_bytes = kMaxLineBytes;
+  o.scrollback_lines = static_cast<size_t>(spec.policy.limits.scrollback_lines);
+  o.scrollback_bytes = static_cast<size_t>(spec.policy.limits.scrollback_bytes);
+  return o;
+}
+
+std::string DescribeStatus(const SessionStatus& status) {
+  if (status.signal) return "killed by " + SignalName(*status.signal);
+  if (status.exit_code) return "exit code " + std::to_string(*status.exit_code);
+  return "exited";
+}
+
+}  // namespace
+
+ShellSession::ShellSession(asio::io_context& io, ChildReaper& reaper,
+                           const ShellBackendOptions& options, SpawnSpec spec)
+    : io_(io),
+      options_(options),
+      spec_(std::move(spec)),
+      nonce_(NewPromptNonce()),
+      terminal_(io, reaper, *this),
+      decoder_(DecoderOptions(spec_)),
+      tracker_(nonce_, std::string(kPromptPs1), *this),
+      timer_(io) {
+  decoder_.SetObserver(&tracker_);
+  decoder_.SetLineListener([this](std::string_view line) {
+    if (send_) send_->OnLine(line);
+  });
+}
+
+ShellSession::~ShellSession() { timer_.cancel(); }
+
+std::vector<std::string> ShellSession::BuildEnvironment(const SpawnSpec& spec,
+                                                        std::string_view nonce) {
+  // Built from an allow-list, never the daemon's environment wholesale.
+  std::map<std::string, std::string> env;
+  env["PATH"] = std::string(kDefaultPath);
+  for (const std::string& name : spec.policy.env.pass) {
+    if (const char* value = std::getenv(name.c_str())) env[name] = value;
+  }
+  for (const auto& [name, value] : spec.policy.env.set) env[name] = value;
+  for (const auto& [name, value] : spec.env) env[name] = value;
+  if (!env.contains("LANG")) env["LANG"] = "C.UTF-8";
+  // Owned by the backend: the terminal type we decode, no pagers, the controlled prompt.
+  env["TERM"] = "xterm-256color";
+  env["PAGER"] = "cat";
+  env["GIT_PAGER"] = "cat";
+  env["MANPAGER"] = "cat";
+  env["PS1"] = std::string(kPromptPs1);
+  env["PROMPT_COMMAND"] = BuildPromptCommand(nonce);
+  std::vector<std::string> entries;
+  entries.reserve(env.size());
+  for (const auto& [name, value] : env) entries.push_back(name + "=" + value);
+  return entries;
+}
+
+void ShellSession::Start(ReadyCallback ready) {
+  ready_ = std::move(ready);
+  const policy::ResolvedPolicy& p = spec_.policy;
+  sandbox::LaunchSpec launch;
+  launch.mode = p.mode;
+  launch.sandbox.mode = p.mode;
+  launch.sandbox.workspace_root = p.workspace_root;
+  launch.sandbox.writable_roots = p.writable_roots;
+  std::vector<std::filesystem::path> writable = p.writable_roots;
+  if (p.mode == policy::Mode::kWorkspaceWrite) writable.push_back(p.workspace_root);
+  launch.sandbox.read_only_paths = sandbox::CollectProtectedPaths(writable, p.policy_files);
+  launch.sandbox.network_allowed = p.network_allowed;
+  launch.sandbox.cwd = spec_.cwd;
+  launch.bwrap = options_.bwrap;
+  launch.init_binary = options_.init_binary;
+  launch.command = {options_.shell, "--noprofile", "--norc", "-i"};
+  launch.environment = BuildEnvironment(spec_, nonce_);
+  launch.cwd = spec_.cwd;
+  launch.rows = spec_.rows;
+  launch.columns = spec_.columns;
+  launch.pty = true;
+  const policy::Limits& l = p.limits;
+  if (l.max_processes) launch.rlimits.emplace_back("nproc", *l.max_processes);
+  if (l.max_open_files) launch.rlimits.emplace_back("nofile", *l.max_open_files);
+  if (l.max_memory_bytes) launch.rlimits.emplace_back("as", *l.max_memory_bytes);
+  if (l.max_file_bytes) launch.rlimits.emplace_back("fsize", *l.max_file_bytes);
+  if (l.max_cpu_seconds) launch.rlimits.emplace_back("cpu", *l.max_cpu_seconds);
+
+  // The startup deadline covers the launch too (a sandbox that hangs before the shell runs).
+  ReadinessTimings timings = TimingsFrom(p.limits);
+  timings.timeout = Millis(spec_.timeout_ms.value_or(p.limits.startup_timeout_ms));
+  start_time_ = Now();
+  startup_timings_ = timings;
+  ArmTimer(start_time_ + timings.timeout);
+  terminal_.Start(launch);
+}
+
+void ShellSession::CancelStart(std::string reason) {
+  if (published_ || !ready_) return;
+  FailStart(Error{ErrorKind::kCanceled, std::move(reason), {}, {}});
+}
+
+void ShellSession::OnTerminalReady() {
+  if (!ready_) return;  // canceled meanwhile; termination is under way
+  startup_.emplace(*this,
+                   ReadinessEngine(ReadinessEngine::Purpose::kStartup, startup_timings_,
+                                   terminal_.shell_pid(), start_time_),
+                   [this](WaitReason reason) { OnStartupSettled(reason); });
+  startup_->Pump();
+}
+
+void ShellSession::OnStartFailed(Error error) { FailStart(std::move(error)); }
+
+void ShellSession::OnOutput(std::string_view bytes) {
+  const TimePoint now = Now();
+  const bool starting = startup_ && !published_;
+  if (starting) startup_->engine().OnOutput(now);
+  if (send_ && !send_->settled()) send_->OnOutput();
+  decoder_.Feed(bytes);
+  if (std::string replies = decoder_.TakeReplies(); !replies.empty()) {
+    terminal_.WriteReply(std::move(replies));
+  }
+  if (starting && startup_) startup_->Pump();
+}
+
+void ShellSession::OnMarker(const PromptMarker& marker) {
+  std::string before = decoder_.PendingText();
+  if (!published_) pending_before_marker_ = before;
+  if (send_) send_->OnMarker(marker, std::move(before));
+}
+
+void ShellSession::OnCandidate() {
+  std::optional<pid_t> fg = terminal_.ForegroundPgid();
+  if (startup_ && !published_) startup_->engine().OnPromptCandidate(Now(), fg);
+  if (send_) send_->OnCandidate(fg);
+}
+
+void ShellSession::OnInvalidated() {
+  if (startup_ && !published_) startup_->engine().OnPromptInvalidated();
+  if (send_) send_->OnInvalidated();
+}
+
+void ShellSession::OnShellExit(SessionStatus status) {
+  if (!published_) {
+    if (startup_) {
+      startup_->engine().OnSessionExit();
+      startup_->Pump();
+    } else {
+      FailStart(Error{ErrorKind::kSpawnFailed,
+                      "the shell exited before its terminal was ready (" +
+                          DescribeStatus(status) + ")",
+                      {}, {}});
+    }
+    return;
+  }
+  if (send_) send_->OnSessionExit();
+  CleanUpAfterExit();
+}
+
+void ShellSession::CleanUpAfterExit() {
+  // The shell is gone; its leftover descendants (disowned, nohup, setsid) end with it.
+  if (closing_) return;
+  terminal_.Terminate(Millis(spec_.policy.limits.dispose_grace_ms), [](Result<void> result) {
+    if (!result) LogWarn("after the shell exited: " + result.error().message);
+  });
+}
+
+void ShellSession::ArmTimer(TimePoint at) {
+  timer_.expires_at(at);
+  std::weak_ptr<ShellSession> weak = weak_from_this();
+  timer_.async_wait([weak](const std::error_code& ec) {
+    if (ec) return;
+    if (std::shared_ptr<ShellSession> self = weak.lock()) self->OnTimer();
+  });
+}
+
+void ShellSession::CancelTimer() { timer_.cancel(); }
+
+void ShellSession::OnTimer() {
+  if (!published_) {
+    if (startup_) {
+      startup_->Pump();
+    } else if (ready_ && Now() >= start_time_ + startup_timings_.timeout) {
+      FailStart(Error{ErrorKind::kStartupTimeout,
+                      "the sandbox did not start the shell within " +
+                          std::to_string(startup_timings_.timeout.count()) + " ms",
+                      {}, {}});
+    }
+    return;
+  }
+  if (send_ && !send_->settled()) send_->OnTimer();
+}
+
+void ShellSession::OnStartupSettled(WaitReason reason) {
+  if (reason == WaitReason::kStdinRead || reason == WaitReason::kInferredIdle) {
+    published_ = true;
+    const bool by_prompt = startup_->engine().settled_by_prompt();
+    const Scrollback& scrollback = decoder_.scrollback();
+    const size_t budget = static_cast<size_t>(spec_.policy.limits.max_result_bytes);
+    uint64_t from = scrollback.end() > budget ? scrollback.end() - budget : 0;
+    ReadResult page = scrollback.Read(std::max(from, scrollback.begin()), budget,
+                                      by_prompt ? pending_before_marker_ : decoder_.PendingText());
+    motd_ = page.text;
+    while (!motd_.empty() && motd_.back() == '\n') motd_.pop_back();
+    FinishStart({});
+    return;
+  }
+  std::string output = decoder_.scrollback().Read(std::nullopt, 4096, decoder_.PendingText()).text;
+  if (!output.empty()) output = "; it printed: " + output;
+  if (reason == WaitReason::kTimeout) {
+    FailStart(Error{ErrorKind::kStartupTimeout,
+                    "the shell showed no prompt within " +
+                        std::to_string(startup_timings_.timeout.count()) +
+                        " ms (raise startupTimeoutMs or timeoutMs of terminal_open)" + output,
+                    {}, {}});
+  } else {
+    FailStart(Error{ErrorKind::kSpawnFailed,
+                    "the shell exited during startup (" + DescribeStatus(terminal_.status()) +
+                        ")" + output,
+                    {}, {}});
+  }
+}
+
+void ShellSession::FailStart(Error error) {
+  if (!ready_ || published_) return;
+  ReadyCallback ready = std::move(ready_);
+  ready_ = nullptr;
+  if (startup_) startup_->Stop();
+  CancelTimer();
+  // No process may outlive a failed or canceled start.
+  terminal_.Terminate(Millis(spec_.policy.limits.dispose_grace_ms),
+                      [ready = std::move(ready), error](Result<void> cleaned) mutable {
+                        if (!cleaned) error.cleanup_failure = cleaned.error().message;
+                        ready(std::unexpected(std::move(error)));
+                      });
+}
+
+void ShellSession::FinishStart(Result<void> result) {
+  if (!ready_) return;
+  ReadyCallback ready = std::move(ready_);
+  ready_ = nullptr;
+  ready(std::move(result));
+}
+
+std::optional<pid_t> ShellSession::pid() const {
+  if (terminal_.shell_pid() > 0) return terminal_.shell_pid();
+  return std::nullopt;
+}
+
+bool ShellSession::busy() const { return slot_held_; }
+
+Result<std::shared_ptr<SendOperation>> ShellSession::StartSend(SendRequest request) {
+  if (closing_ || closed_) {
+    return Fail(ErrorKind::kClosed, "the session is closed; open a new one with terminal_open");
+  }
+  if (terminal_.status().exited) {
+    return Fail(ErrorKind::kClosed, "the shell has exited (" + DescribeStatus(terminal_.status()) +
+                                        "); close this session and open a new one");
+  }
+  if (slot_held_) {
+    return Fail(ErrorKind::kBusy,
+                "a send is already active on this session: wait for it to settle (terminal_output "
+                "for a background send) or cancel it with terminal_cancel");
+  }
+  SendOperation::Config config;
+  config.timings = TimingsFrom(spec_.policy.limits);
+  config.shell_pgid = terminal_.shell_pid();
+  config.max_result_bytes = static_cast<size_t>(spec_.policy.limits.max_result_bytes);
+  config.max_unconsumed_bytes = static_cast<size_t>(spec_.policy.limits.scrollback_bytes);
+  auto op = std::make_shared<SendOperation>(*this, config, std::move(request));
+  slot_held_ = true;
+  std::weak_ptr<ShellSession> weak = weak_from_this();
+  op->SetReleasedCallback([weak] {
+    if (std::shared_ptr<ShellSession> self = weak.lock()) self->slot_held_ = false;
+  });
+  send_ = op;
+  op->Start();
+  return op;
+}
+
+std::optional<std::string> ShellSession::AlternateScreen() {
+  if (!decoder_.screen().alternate_screen()) return std::nullopt;
+  return decoder_.screen().Render();
+}
+
+ReadResult ShellSession::Read(const ReadRequest& request) const {
+  const Scrollback& scrollback = decoder_.scrollback();
+  if (request.view == ReadView::kScreen) {
+    ReadResult screen;
+    screen.text = decoder_.screen().Render();
+    screen.cursor = scrollback.end();
+    screen.next_cursor = scrollback.end();
+    screen.end = true;
+    return screen;
+  }
+  const auto limit = static_cast<size_t>(spec_.policy.limits.max_read_bytes);
+  size_t max_bytes = request.max_bytes ? std::min(static_cast<size_t>(*request.max_bytes), limit)
+                                       : limit;
+  return scrollback.Read(request.cursor, max_bytes, decoder_.PendingText());
+}
+
+void ShellSession::Signal(int signal, std::function<void(Result<SignalResult>)> done) {
+  auto fail = [&](Error error) {
+    asio::post(io_, [done = std::move(done), error = std::move(error)] {
+      done(std::unexpected(error));
+    });
+  };
+  if (closing_ || closed_) {
+    fail(Error{ErrorKind::kClosed, "the session is closed; signals are no longer accepted", {}, {}});
+    return;
+  }
+  if (terminal_.status().exited) {
+    fail(Error{ErrorKind::kClosed,
+               "the shell has exited (" + DescribeStatus(terminal_.status()) + ")", {}, {}});
+    return;
+  }
+  if (signal == SIGKILL && terminal_.ForegroundPgid() == terminal_.shell_pid()) {
+    fail(Error{ErrorKind::kInvalidParams,
+               "SIGKILL would hit the shell itself (it is in the foreground); close the session "
+               "with terminal_close instead",
+               "signal", {}});
+    return;
+  }
+  terminal_.SignalForeground(signal, std::move(done));
+}
+
+SessionStatus ShellSession::Status() const { return terminal_.status(); }
+
+void ShellSession::Close(std::string reason, std::function<void(Result<SessionStatus>)> done) {
+  if (closed_) {
+    asio::post(io_, [done = std::move(done), status = terminal_.status()] { done(status); });
+    return;
+  }
+  close_waiters_.push_back(std::move(done));
+  if (closing_) return;
+  closing_ = true;
+  LogDebug("closing session: " + reason);
+  // Stop readiness polling; the active send settles after quiescence.
+  if (send_ && !send_->settled()) send_->StopPolling();
+  if (startup_) startup_->Stop();
+  std::weak_ptr<ShellSession> weak = weak_from_this();
+  terminal_.Terminate(Millis(spec_.policy.limits.dispose_grace_ms), [weak](Result<void> result) {
+    std::shared_ptr<ShellSession> self = weak.lock();
+    if (!self) return;
+    std::vector<std::function<void(Result<SessionStatus>)>> waiters;
+    waiters.swap(self->close_waiters_);
+    if (!result) {
+      self->closing_ = false;  // a retry may succeed
+      for (auto& waiter : waiters) waiter(std::unexpected(result.error()));
+      return;
+    }
+    self->closed_ = true;
+    SessionStatus status = self->terminal_.status();
+    if (!status.exited) {
+      // The shell ended with the session's process tree (hangup, then kill if needed).
+      status.exited = true;
+      status.signal = SIGHUP;
+    }
+    if (self->send_) self->send_->OnClosed();
+    self->CancelTimer();
+    for (auto& waiter : waiters) waiter(status);
+  });
+}
+
+ShellBackend::ShellBackend(asio::io_context& io, ChildReaper& reaper, ShellBackendOptions options)
+    : io_(io), reaper_(reaper), options_(std::move(options)) {}
+
+namespace {
+
+class ShellPendingSpawn final : public PendingSpawn {
+ public:
+  explicit ShellPendingSpawn(std::weak_ptr<ShellSession> session) : session_(std::move(session)) {}
+  void Cancel(std::string reason) override {
+    if (std::shared_ptr<ShellSession> session = session_.lock()) session->CancelStart(std::move(reason));
+  }
+
+ private:
+  std::weak_ptr<ShellSession> session_;
+};
+
+}  // namespace
+
+std::shared_ptr<PendingSpawn> ShellBackend::Spawn(SpawnSpec spec, SpawnCallback done) {
+  auto session = std::make_shared<ShellSession>(io_, reaper_, options_, std::move(spec));
+  auto pending = std::make_shared<ShellPendingSpawn>(session);
+  // The callback keeps the session alive until its start is decided.
+  session->Start([session, done = std::move(done)](Result<void> ready) {
+    if (ready) {
+      done(std::shared_ptr<BackendSession>(session));
+    } else {
+      done(std::unexpected(ready.error()));
+    }
+  });
+  return pending;
+}
+
+}  // namespace ptybox::backend

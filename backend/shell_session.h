@@ -1,0 +1,124 @@
+// One bash session of the `shell` backend: its local terminal, the output decoder and
+// scrollback, the prompt tracker, the startup readiness wait and the one active send. Created
+// unpublished by ShellBackend::Spawn; published once the shell is ready.
+#pragma once
+
+#include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "backend/backend.h"
+#include "backend/child_reaper.h"
+#include "backend/local_terminal.h"
+#include "backend/prompt_protocol.h"
+#include "backend/readiness_driver.h"
+#include "backend/terminal_decoder.h"
+
+namespace ptybox::backend {
+
+struct ShellBackendOptions {
+  std::filesystem::path init_binary;  // ptybox-init
+  std::filesystem::path bwrap;        // for confined modes
+  std::string shell = "bash";
+};
+
+class ShellSession final : public BackendSession,
+                           public std::enable_shared_from_this<ShellSession>,
+                           private LocalTerminal::Listener,
+                           private PromptTracker::Listener,
+                           private SendHost {
+ public:
+  using ReadyCallback = std::function<void(Result<void>)>;
+
+  ShellSession(asio::io_context& io, ChildReaper& reaper, const ShellBackendOptions& options,
+               SpawnSpec spec);
+  ~ShellSession() override;
+
+  // Launches the shell; `ready` runs once: published-ready, or the error (resources cleaned).
+  void Start(ReadyCallback ready);
+  // Cancels an unpublished start (see PendingSpawn::Cancel).
+  void CancelStart(std::string reason);
+
+  // BackendSession.
+  [[nodiscard]] const std::string& motd() const override { return motd_; }
+  [[nodiscard]] std::optional<pid_t> pid() const override;
+  Result<std::shared_ptr<SendOperation>> StartSend(SendRequest request) override;
+  [[nodiscard]] std::shared_ptr<SendOperation> last_send() const override { return send_; }
+  [[nodiscard]] bool busy() const override;
+  [[nodiscard]] ReadResult Read(const ReadRequest& request) const override;
+  void Signal(int signal, std::function<void(Result<SignalResult>)> done) override;
+  [[nodiscard]] SessionStatus Status() const override;
+  void Close(std::string reason, std::function<void(Result<SessionStatus>)> done) override;
+
+  // The environment the shell starts with (for tests and docs).
+  static std::vector<std::string> BuildEnvironment(const SpawnSpec& spec, std::string_view nonce);
+
+ private:
+  // LocalTerminal::Listener.
+  void OnTerminalReady() override;
+  void OnStartFailed(Error error) override;
+  void OnOutput(std::string_view bytes) override;
+  void OnShellExit(SessionStatus status) override;
+  // PromptTracker::Listener.
+  void OnMarker(const PromptMarker& marker) override;
+  void OnCandidate() override;
+  void OnInvalidated() override;
+  // SendHost / ReadinessHost.
+  TimePoint Now() override { return Clock::now(); }
+  void ArmTimer(TimePoint at) override;
+  void CancelTimer() override;
+  TerminalHandle& terminal() override { return terminal_; }
+  std::string PendingText() override { return decoder_.PendingText(); }
+  std::optional<std::string> AlternateScreen() override;
+  SessionStatus CurrentStatus() override { return terminal_.status(); }
+
+  void OnTimer();
+  void OnStartupSettled(WaitReason reason);
+  void FailStart(Error error);
+  void FinishStart(Result<void> result);
+  void CleanUpAfterExit();
+
+  asio::io_context& io_;
+  ShellBackendOptions options_;
+  SpawnSpec spec_;
+  std::string nonce_;
+  LocalTerminal terminal_;
+  TerminalDecoder decoder_;
+  PromptTracker tracker_;
+  asio::steady_timer timer_;
+
+  // Startup.
+  std::optional<ReadinessDriver> startup_;
+  TimePoint start_time_{};
+  ReadinessTimings startup_timings_;
+  ReadyCallback ready_;
+  bool published_ = false;
+  std::string pending_before_marker_;
+
+  // Sends.
+  std::shared_ptr<SendOperation> send_;
+  bool slot_held_ = false;
+
+  // Close.
+  bool closing_ = false;
+  bool closed_ = false;
+  std::vector<std::function<void(Result<SessionStatus>)>> close_waiters_;
+  std::string motd_;
+};
+
+class ShellBackend final : public Backend {
+ public:
+  ShellBackend(asio::io_context& io, ChildReaper& reaper, ShellBackendOptions options);
+  [[nodiscard]] std::string_view type() const override { return "shell"; }
+  std::shared_ptr<PendingSpawn> Spawn(SpawnSpec spec, SpawnCallback done) override;
+
+ private:
+  asio::io_context& io_;
+  ChildReaper& reaper_;
+  ShellBackendOptions options_;
+};
+
+}  // namespace ptybox::backend

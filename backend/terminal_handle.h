@@ -1,0 +1,36 @@
+// What a send operation needs from its terminal, as asynchronous calls so that a provider may be
+// local or remote and so that every ordering rule of cancellation can be tested with a fake.
+// Callbacks never run inside the call that started them.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "backend/foreground_inspector.h"
+#include "backend/types.h"
+#include "common/error.h"
+
+namespace ptybox::backend {
+
+class TerminalHandle {
+ public:
+  virtual ~TerminalHandle() = default;
+
+  // Full foreground inspection. The provider delivers the facts only after it has decoded the
+  // output the terminal held when the facts were read, so no fact overtakes the output before it.
+  virtual void Inspect(std::function<void(ForegroundFacts)> done) = 0;
+  // The foreground process group, read now (cheap).
+  virtual std::optional<pid_t> ForegroundPgid() = 0;
+  // Writes all of `bytes` (possibly in pieces); `done` runs once: the count, or the error that
+  // rejected the write.
+  virtual void Write(std::string bytes, std::function<void(Result<size_t>)> done) = 0;
+  // Stops an in-flight write after what has been written so far; its `done` runs with that count.
+  virtual void AbortWrite() = 0;
+  // Sends `signal` to the verified foreground process group.
+  virtual void SignalForeground(int signal, std::function<void(Result<SignalResult>)> done) = 0;
+};
+
+}  // namespace ptybox::backend

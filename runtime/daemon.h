@@ -1,0 +1,28 @@
+// The long-running side of the CLI: one Asio reactor, the child reaper, the service, and the
+// protocol server on stdio or a socket; SIGTERM/SIGINT close every session then exit 0, SIGHUP
+// reloads policy. Also the PID-1 duties when ptybox is a container's entrypoint (reaping orphans).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "runtime/service.h"
+
+namespace ptybox::runtime {
+
+struct DaemonOptions {
+  bool stdio = false;
+  std::optional<std::filesystem::path> socket;
+  bool mcp = false;
+  ServiceOptions service;
+};
+
+// Runs until the stdio client leaves (stdio, mcp) or a termination signal (socket). Returns the
+// process exit code.
+int RunDaemon(DaemonOptions options);
+
+// Where ptybox-init is: $PTYBOX_INIT, next to this executable, or ../libexec/ptybox/.
+std::filesystem::path FindInitBinary();
+
+}  // namespace ptybox::runtime

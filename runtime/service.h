@@ -1,0 +1,128 @@
+// The PTY service: mints session ids, scopes sessions to their owner (one owner per client
+// connection), holds each owner's mode fence, resolves policy for every spawn and publishes a
+// session only after its backend spawn succeeded. Protocol servers translate to and from it.
+#pragma once
+
+#include <asio/io_context.hpp>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/child_reaper.h"
+#include "backend/shell_session.h"
+#include "common/error.h"
+#include "policy/mode_fence.h"
+#include "policy/policy.h"
+
+namespace ptybox::runtime {
+
+// A 128-bit random id (32 hex digits after "pty-"): names never authorize anything.
+std::string NewSessionId();
+
+struct ServiceOptions {
+  std::optional<std::filesystem::path> operator_policy;  // --policy FILE
+  std::filesystem::path default_operator_policy = "/etc/ptybox/policy.yaml";
+  std::filesystem::path workspace;  // --workspace or the current directory
+  bool workspace_from_cli = false;
+  std::optional<policy::Mode> mode_override;  // --mode (ptybox run) / initial owner mode
+  backend::ShellBackendOptions shell;
+};
+
+struct OpenParams {
+  std::string type = "shell";
+  std::optional<std::string> name;
+  std::optional<std::string> cwd;
+  int columns = 120;
+  int rows = 40;
+  std::map<std::string, std::string> env;
+  std::optional<int64_t> timeout_ms;
+};
+
+struct OpenResult {
+  std::string session_id;
+  std::string name;
+  std::string motd;
+  std::optional<pid_t> pid;
+  policy::Mode mode = policy::Mode::kWorkspaceWrite;
+  std::string cwd;
+};
+
+struct SessionInfo {
+  std::string session_id;
+  std::string name;
+  policy::Mode mode = policy::Mode::kWorkspaceWrite;
+  bool busy = false;
+  backend::SessionStatus status;
+  std::optional<pid_t> pid;
+};
+
+struct SendOutcome {
+  std::optional<backend::SendResult> result;  // foreground
+  std::optional<std::string> operation_id;    // background
+};
+
+// Called when an owner's effective policy changed (MCP announces it).
+using PolicyChanged = std::function<void(const policy::ResolvedPolicy&)>;
+
+class Owner;
+
+class PtyService final {
+ public:
+  PtyService(asio::io_context& io, backend::ChildReaper& reaper, ServiceOptions options);
+  PtyService(const PtyService&) = delete;
+  PtyService& operator=(const PtyService&) = delete;
+  ~PtyService();
+
+  // One owner per client connection.
+  std::shared_ptr<Owner> OpenOwner(std::string label);
+  // Disconnect: cancels pending spawns, closes every session of the owner, awaited.
+  void CloseOwner(const std::shared_ptr<Owner>& owner, std::function<void()> done);
+  // Daemon shutdown: closes every owner.
+  void Shutdown(std::function<void()> done);
+
+  // Methods of the contract. `request_key` identifies the request for cancellation.
+  void Open(const std::shared_ptr<Owner>& owner, OpenParams params, std::string request_key,
+            std::function<void(Result<OpenResult>)> done);
+  void Send(const std::shared_ptr<Owner>& owner, const std::string& session_id,
+            backend::SendRequest request, bool background, std::string request_key,
+            std::function<void(Result<SendOutcome>)> done);
+  Result<backend::SendRead> Output(Owner& owner, const std::string& session_id);
+  Result<bool> Cancel(Owner& owner, const std::string& session_id);
+  Result<backend::ReadResult> Read(Owner& owner, const std::string& session_id,
+                                   const backend::ReadRequest& request);
+  void Signal(Owner& owner, const std::string& session_id, int signal,
+              std::function<void(Result<backend::SignalResult>)> done);
+  Result<SessionInfo> Status(Owner& owner, const std::string& session_id);
+  void Close(const std::shared_ptr<Owner>& owner, const std::string& session_id,
+             std::string reason, std::function<void(Result<backend::SessionStatus>)> done);
+  std::vector<SessionInfo> List(Owner& owner);
+  Result<policy::ResolvedPolicy> ResolvePolicy(Owner& owner);
+  Result<policy::Mode> SetMode(Owner& owner, policy::Mode mode);
+
+  // $/cancelRequest or notifications/cancelled: a pending open is canceled with `reason`; a
+  // foreground send is canceled like terminal_cancel. False when nothing matched.
+  bool CancelRequest(Owner& owner, const std::string& request_key, const std::string& reason);
+
+  // SIGHUP: policy files are read again on the next spawn; live sessions and fences stay.
+  void Reload();
+
+  [[nodiscard]] size_t session_count() const;
+
+ private:
+  Result<policy::ResolvedPolicy> Resolve(const Owner& owner,
+                                         std::optional<policy::Mode> requested) const;
+  Result<std::shared_ptr<backend::BackendSession>> Find(Owner& owner, const std::string& id);
+
+  asio::io_context& io_;
+  ServiceOptions options_;
+  std::map<std::string, std::unique_ptr<backend::Backend>> backends_;
+  std::vector<std::weak_ptr<Owner>> owners_;
+  uint64_t next_owner_ = 1;
+};
+
+}  // namespace ptybox::runtime

@@ -1,0 +1,187 @@
+#include "runtime/wire.h"
+
+#include <algorithm>
+
+namespace ptybox::runtime {
+
+Json ToJson(const backend::SessionStatus& status) {
+  if (!status.exited) return Json{{"kind", "running"}};
+  Json j{{"kind", "exited"}};
+  j["exitCode"] = status.exit_code ? Json(*status.exit_code) : Json(nullptr);
+  j["signal"] = status.signal ? Json(backend::SignalName(*status.signal)) : Json(nullptr);
+  return j;
+}
+
+Json ToJson(const backend::SendResult& r) {
+  Json j;
+  j["viewport"] = r.viewport;
+  j["waitReason"] = std::string(backend::ToString(r.wait_reason));
+  j["sessionStatus"] = ToJson(r.session_status);
+  j["truncated"] = r.truncated;
+  j["exitCode"] = r.exit_code ? Json(*r.exit_code) : Json(nullptr);
+  j["cwd"] = r.cwd ? Json(*r.cwd) : Json(nullptr);
+  return j;
+}
+
+Json ToJson(const backend::ReadResult& r) {
+  return Json{{"text", r.text},
+              {"cursor", r.cursor},
+              {"nextCursor", r.next_cursor},
+              {"truncated", r.truncated},
+              {"end", r.end}};
+}
+
+Json ToJson(const backend::SendRead& read) {
+  Json j{{"output", read.output}, {"done", read.done}};
+  j["result"] = read.result ? ToJson(*read.result) : Json(nullptr);
+  if (read.truncated) j["truncated"] = true;
+  return j;
+}
+
+Json ToJson(const OpenResult& r) {
+  Json j;
+  j["sessionId"] = r.session_id;
+  j["name"] = r.name;
+  j["motd"] = r.motd;
+  j["pid"] = r.pid ? Json(*r.pid) : Json(nullptr);
+  j["mode"] = std::string(policy::ToString(r.mode));
+  j["cwd"] = r.cwd;
+  return j;
+}
+
+Json ToJson(const SessionInfo& info, bool for_list) {
+  Json j;
+  if (for_list) j["sessionId"] = info.session_id;
+  j["name"] = info.name;
+  j["mode"] = std::string(policy::ToString(info.mode));
+  j["busy"] = info.busy;
+  j["sessionStatus"] = ToJson(info.status);
+  if (!for_list) j["pid"] = info.pid ? Json(*info.pid) : Json(nullptr);
+  return j;
+}
+
+Json PolicyToJson(const policy::ResolvedPolicy& p) {
+  Json writable = Json::array();
+  if (p.mode == policy::Mode::kWorkspaceWrite) writable.push_back(p.workspace_root.string());
+  if (p.mode != policy::Mode::kReadOnly) {
+    for (const auto& root : p.writable_roots) writable.push_back(root.string());
+  }
+  if (p.mode == policy::Mode::kDangerFullAccess) writable = Json::array({"/"});
+  Json sources = Json::object();
+  for (const auto& [key, from] : p.sources) sources[key] = from;
+  Json files = Json::array();
+  for (const auto& file : p.policy_files) files.push_back(file.string());
+  return Json{{"mode", std::string(policy::ToString(p.mode))},
+              {"ceiling", std::string(policy::ToString(p.ceiling))},
+              {"workspaceRoot", p.workspace_root.string()},
+              {"writableRoots", writable},
+              {"network", p.network_allowed ? "allow" : "deny"},
+              {"source", Json{{"files", files}, {"values", sources}}}};
+}
+
+Json ErrorObject(const Error& error) {
+  Json data{{"kind", std::string(ToString(error.kind))}};
+  if (!error.context.empty()) data["context"] = error.context;
+  if (!error.cleanup_failure.empty()) {
+    data["cleanupError"] = Json{{"kind", "cleanup_failed"}, {"message", error.cleanup_failure}};
+  }
+  if (error.kind == ErrorKind::kInvalidParams) {
+    return Json{{"code", -32602}, {"message", error.Describe()}, {"data", data}};
+  }
+  if (error.kind == ErrorKind::kCanceled) data["reason"] = error.message;
+  std::string message = error.message;
+  if (!error.cleanup_failure.empty()) message += " (cleanup also failed: " + error.cleanup_failure + ")";
+  return Json{{"code", -32000}, {"message", message}, {"data", data}};
+}
+
+std::string Dump(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Result<Params> Params::Check(const Json& params, const std::string& method,
+                             std::vector<std::string> allowed) {
+  if (params.is_null()) return Params(Json::object(), method);
+  if (!params.is_object()) {
+    return Fail(ErrorKind::kInvalidParams, method + ": params must be an object", "params");
+  }
+  for (const auto& [key, value] : params.items()) {
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      std::string list;
+      for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      return Fail(ErrorKind::kInvalidParams,
+                  method + ": unknown parameter \"" + key + "\" (accepted: " +
+                      (list.empty() ? std::string("none") : list) + ")",
+                  key);
+    }
+  }
+  return Params(params, method);
+}
+
+Result<std::string> Params::RequiredString(const std::string& key) const {
+  auto it = params_.find(key);
+  if (it == params_.end() || !it->is_string()) {
+    return Fail(ErrorKind::kInvalidParams, method_ + ": \"" + key + "\" (a string) is required",
+                key);
+  }
+  return it->get<std::string>();
+}
+
+Result<std::optional<std::string>> Params::OptionalString(const std::string& key) const {
+  auto it = params_.find(key);
+  if (it == params_.end() || it->is_null()) return std::optional<std::string>();
+  if (!it->is_string()) {
+    return Fail(ErrorKind::kInvalidParams, method_ + ": \"" + key + "\" must be a string", key);
+  }
+  return std::optional<std::string>(it->get<std::string>());
+}
+
+Result<std::optional<int64_t>> Params::OptionalInt(const std::string& key, int64_t min,
+                                                   int64_t max) const {
+  auto it = params_.find(key);
+  if (it == params_.end() || it->is_null()) return std::optional<int64_t>();
+  if (!it->is_number_integer() && !it->is_number_unsigned()) {
+    return Fail(ErrorKind::kInvalidParams, method_ + ": \"" + key + "\" must be an integer", key);
+  }
+  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(max)) {
+    return Fail(ErrorKind::kInvalidParams,
+                method_ + ": \"" + key + "\" must be at most " + std::to_string(max), key);
+  }
+  int64_t v = it->get<int64_t>();
+  if (v < min || v > max) {
+    return Fail(ErrorKind::kInvalidParams,
+                method_ + ": \"" + key + "\" must be between " + std::to_string(min) + " and " +
+                    std::to_string(max),
+                key);
+  }
+  return std::optional<int64_t>(v);
+}
+
+Result<std::optional<bool>> Params::OptionalBool(const std::string& key) const {
+  auto it = params_.find(key);
+  if (it == params_.end() || it->is_null()) return std::optional<bool>();
+  if (!it->is_boolean()) {
+    return Fail(ErrorKind::kInvalidParams, method_ + ": \"" + key + "\" must be true or false",
+                key);
+  }
+  return std::optional<bool>(it->get<bool>());
+}
+
+Result<std::map<std::string, std::string>> Params::StringMap(const std::string& key) const {
+  std::map<std::string, std::string> out;
+  auto it = params_.find(key);
+  if (it == params_.end() || it->is_null()) return out;
+  if (!it->is_object()) {
+    return Fail(ErrorKind::kInvalidParams,
+                method_ + ": \"" + key + "\" must be an object of strings", key);
+  }
+  for (const auto& [name, value] : it->items()) {
+    if (!value.is_string()) {
+      return Fail(ErrorKind::kInvalidParams,
+                  method_ + ": \"" + key + "." + name + "\" must be a string", key + "." + name);
+    }
+    out[name] = value.get<std::string>();
+  }
+  return out;
+}
+
+}  // namespace ptybox::runtime

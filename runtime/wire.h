@@ -1,0 +1,55 @@
+// The contract's JSON shapes (shared/contract.md, "Types"), for both protocol servers: encoding
+// results and errors, and reading params with messages that name the parameter.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/types.h"
+#include "common/error.h"
+#include "policy/policy.h"
+#include "runtime/service.h"
+
+namespace ptybox::runtime {
+
+using Json = nlohmann::json;
+
+Json ToJson(const backend::SessionStatus& status);
+Json ToJson(const backend::SendResult& result);
+Json ToJson(const backend::ReadResult& result);
+Json ToJson(const backend::SendRead& read);
+Json ToJson(const OpenResult& result);
+Json ToJson(const SessionInfo& info, bool for_list);
+Json PolicyToJson(const policy::ResolvedPolicy& policy);
+
+// JSON-RPC error object for an application error: code -32000 and data.kind, or -32602 for
+// kInvalidParams.
+Json ErrorObject(const Error& error);
+
+// Serializes without ever throwing: invalid UTF-8 (a path in bytes) is replaced.
+std::string Dump(const Json& value);
+
+// Reading params: each failure is kInvalidParams naming the parameter.
+class Params final {
+ public:
+  // `allowed` lists every parameter the method accepts; any other key is an error.
+  static Result<Params> Check(const Json& params, const std::string& method,
+                              std::vector<std::string> allowed);
+  Result<std::string> RequiredString(const std::string& key) const;
+  Result<std::optional<std::string>> OptionalString(const std::string& key) const;
+  Result<std::optional<int64_t>> OptionalInt(const std::string& key, int64_t min,
+                                             int64_t max) const;
+  Result<std::optional<bool>> OptionalBool(const std::string& key) const;
+  Result<std::map<std::string, std::string>> StringMap(const std::string& key) const;
+  [[nodiscard]] const Json& raw() const { return params_; }
+
+ private:
+  explicit Params(Json params, std::string method)
+      : params_(std::move(params)), method_(std::move(method)) {}
+  Json params_;
+  std::string method_;
+};
+
+}  // namespace ptybox::runtime

@@ -1,0 +1,452 @@
+// ptybox-init: runs inside the sandbox (or directly, in danger-full-access) as the anchor of one
+// session. It opens the PTY in the namespace's devpts, starts the shell as a session leader on
+// it, passes the master to the daemon over the inherited control socket, reports the shell's exit
+// and, when told (or when the daemon goes away), ends every process of the session.
+//
+//   ptybox-init --control-fd N [--confined] [--no-pty] [--cwd DIR] [--rows R] [--cols C]
+//               [--rlimit NAME=VALUE]... -- PROGRAM [ARG]...
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/unique_fd.h"
+#include "sandbox/capabilities.h"
+#include "sandbox/init_protocol.h"
+
+namespace ptybox::sandbox {
+namespace {
+
+struct InitOptions {
+  int control_fd = -1;
+  bool confined = false;
+  bool pty = true;
+  std::string cwd;
+  unsigned short rows = 40;
+  unsigned short cols = 120;
+  std::vector<std::pair<int, rlim_t>> rlimits;
+  std::vector<std::string> argv;
+};
+
+[[noreturn]] void Die(const std::string& message) {
+  std::string line = "ptybox-init: " + message + "\n";
+  ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+  (void)ignored;
+  ::_exit(125);
+}
+
+// Reports a setup failure to the daemon (which turns it into spawn_failed) and exits.
+[[noreturn]] void FailSetup(int control_fd, const std::string& message) {
+  InitMessage failed;
+  failed.type = InitMessageType::kFailed;
+  failed.payload = message;
+  (void)SendInitMessage(control_fd, failed);
+  Die(message);
+}
+
+std::string ErrnoText(std::string_view what, int err = errno) {
+  return std::string(what) + ": " + std::strerror(err);
+}
+
+template <typename T>
+bool ParseNumber(std::string_view text, T& out) {
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+std::optional<int> RlimitResource(std::string_view name) {
+  if (name == "nproc") return RLIMIT_NPROC;
+  if (name == "nofile") return RLIMIT_NOFILE;
+  if (name == "as") return RLIMIT_AS;
+  if (name == "fsize") return RLIMIT_FSIZE;
+  if (name == "cpu") return RLIMIT_CPU;
+  return std::nullopt;
+}
+
+InitOptions ParseArgs(int argc, char** argv) {
+  InitOptions o;
+  int i = 1;
+  auto value = [&](std::string_view flag) -> std::string_view {
+    if (i + 1 >= argc) Die("missing value after " + std::string(flag));
+    return argv[++i];
+  };
+  for (; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    } else if (arg == "--control-fd") {
+      if (!ParseNumber(value(arg), o.control_fd)) Die("--control-fd needs a number");
+    } else if (arg == "--confined") {
+      o.confined = true;
+    } else if (arg == "--no-pty") {
+      o.pty = false;
+    } else if (arg == "--cwd") {
+      o.cwd = value(arg);
+    } else if (arg == "--rows") {
+      if (!ParseNumber(value(arg), o.rows) || o.rows == 0) Die("--rows needs a positive number");
+    } else if (arg == "--cols") {
+      if (!ParseNumber(value(arg), o.cols) || o.cols == 0) Die("--cols needs a positive number");
+    } else if (arg == "--rlimit") {
+      std::string_view spec = value(arg);
+      size_t eq = spec.find('=');
+      rlim_t limit = 0;
+      std::optional<int> resource =
+          eq == std::string_view::npos ? std::nullopt : RlimitResource(spec.substr(0, eq));
+      if (!resource || !ParseNumber(spec.substr(eq + 1), limit)) {
+        Die("--rlimit needs NAME=VALUE with NAME one of nproc, nofile, as, fsize, cpu");
+      }
+      o.rlimits.emplace_back(*resource, limit);
+    } else {
+      Die("unknown option " + std::string(arg));
+    }
+  }
+  for (; i < argc; ++i) o.argv.emplace_back(argv[i]);
+  if (o.control_fd < 0) Die("--control-fd is required");
+  if (o.argv.empty()) Die("no program to run after --");
+  return o;
+}
+
+// The start message: the environment of the program (never on a command line).
+std::vector<std::string> ReceiveEnvironment(int control_fd) {
+  Result<std::optional<ReceivedInitMessage>> received = ReceiveInitMessage(control_fd);
+  if (!received) Die("reading the start message: " + received.error().message);
+  if (!*received || (*received)->message.type != InitMessageType::kStart) {
+    Die("the daemon closed the control socket before starting the session");
+  }
+  return DecodeEnvironment((*received)->message.payload);
+}
+
+void ApplyRlimits(const InitOptions& o) {
+  for (const auto& [resource, value] : o.rlimits) {
+    rlimit limit{value, value};
+    if (::setrlimit(resource, &limit) != 0) {
+      FailSetup(o.control_fd, ErrnoText("setrlimit " + std::to_string(resource)));
+    }
+  }
+}
+
+struct Pty {
+  UniqueFd master;
+  UniqueFd slave;
+  struct stat slave_stat {};
+};
+
+// Opens a PTY pair in this mount namespace's devpts, with our terminal settings: no echo (the
+// agent's input is not repeated into the output it reads) and no XON/XOFF (a stray ^S cannot
+// freeze the terminal).
+Pty OpenPty(const InitOptions& o) {
+  Pty pty;
+  pty.master.Reset(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!pty.master) FailSetup(o.control_fd, ErrnoText("posix_openpt /dev/ptmx"));
+  if (::grantpt(pty.master.Get()) != 0) FailSetup(o.control_fd, ErrnoText("grantpt"));
+  if (::unlockpt(pty.master.Get()) != 0) FailSetup(o.control_fd, ErrnoText("unlockpt"));
+  char name[128];
+  if (::ptsname_r(pty.master.Get(), name, sizeof(name)) != 0) {
+    FailSetup(o.control_fd, ErrnoText("ptsname"));
+  }
+  pty.slave.Reset(::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!pty.slave) FailSetup(o.control_fd, ErrnoText(std::string("open ") + name));
+  if (::fstat(pty.slave.Get(), &pty.slave_stat) != 0) {
+    FailSetup(o.control_fd, ErrnoText(std::string("fstat ") + name));
+  }
+  termios tio{};
+  if (::tcgetattr(pty.slave.Get(), &tio) != 0) FailSetup(o.control_fd, ErrnoText("tcgetattr"));
+  tio.c_lflag &= ~static_cast<tcflag_t>(ECHO | ECHONL);
+  tio.c_iflag &= ~static_cast<tcflag_t>(IXON | IXOFF);
+  tio.c_iflag |= IUTF8;
+  if (::tcsetattr(pty.slave.Get(), TCSANOW, &tio) != 0) {
+    FailSetup(o.control_fd, ErrnoText("tcsetattr"));
+  }
+  winsize ws{};
+  ws.ws_row = o.rows;
+  ws.ws_col = o.cols;
+  if (::ioctl(pty.master.Get(), TIOCSWINSZ, &ws) != 0) {
+    FailSetup(o.control_fd, ErrnoText("ioctl TIOCSWINSZ"));
+  }
+  return pty;
+}
+
+std::string FindProgram(const std::string& name, const std::vector<std::string>& env) {
+  if (name.find('/') != std::string::npos) return name;
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  for (const std::string& entry : env) {
+    if (entry.starts_with("PATH=")) path = entry.substr(5);
+  }
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return name;
+}
+
+// Forks the program. In PTY mode it becomes a session leader with the slave as its controlling
+// terminal. An exec failure comes back over a close-on-exec pipe as an errno.
+pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, const Pty* pty) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) FailSetup(o.control_fd, ErrnoText("pipe2"));
+  UniqueFd exec_read(pipe_fds[0]);
+  UniqueFd exec_write(pipe_fds[1]);
+
+  std::string program = FindProgram(o.argv[0], env);
+  std::vector<char*> argv;
+  for (const std::string& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  pid_t pid = ::fork();
+  if (pid < 0) FailSetup(o.control_fd, ErrnoText("fork"));
+  if (pid == 0) {
+    auto fail = [&](int err) {
+      ssize_t ignored = ::write(exec_write.Get(), &err, sizeof(err));
+      (void)ignored;
+      ::_exit(127);
+    };
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
+    if (pty != nullptr) {
+      if (::setsid() < 0) fail(errno);
+      if (::ioctl(pty->slave.Get(), TIOCSCTTY, 0) != 0) fail(errno);
+      for (int fd = 0; fd < 3; ++fd) {
+        if (::dup2(pty->slave.Get(), fd) < 0) fail(errno);
+      }
+    }
+    if (!o.cwd.empty() && ::chdir(o.cwd.c_str()) != 0) fail(errno);
+    ::execve(program.c_str(), argv.data(), envp.data());
+    fail(errno);
+  }
+  exec_write.Reset();
+  int err = 0;
+  ssize_t n;
+  do {
+    n = ::read(exec_read.Get(), &err, sizeof(err));
+  } while (n < 0 && errno == EINTR);
+  if (n == static_cast<ssize_t>(sizeof(err))) {
+    ::waitpid(pid, nullptr, 0);
+    FailSetup(o.control_fd, ErrnoText("starting " + o.argv[0] + (o.cwd.empty() ? "" : " in " + o.cwd), err));
+  }
+  return pid;
+}
+
+// Every process this init is responsible for. Confined: everything in our pid namespace but
+// pid 1 (bwrap's reaper) and ourselves. Danger-full-access: our descendants (we are their
+// subreaper, so orphans stay in our tree).
+std::vector<pid_t> SessionProcesses(bool confined) {
+  std::map<pid_t, pid_t> parent_of;
+  std::vector<pid_t> all;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return {};
+  while (dirent* entry = ::readdir(dir)) {
+    pid_t pid = 0;
+    if (!ParseNumber(std::string_view(entry->d_name), pid) || pid <= 0) continue;
+    std::string path = std::string("/proc/") + entry->d_name + "/stat";
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) continue;
+    char buf[512];
+    ssize_t n = ::read(fd.Get(), buf, sizeof(buf) - 1);
+    if (n <= 0) continue;
+    std::string_view stat(buf, static_cast<size_t>(n));
+    size_t close_paren = stat.rfind(')');
+    if (close_paren == std::string_view::npos || close_paren + 4 >= stat.size()) continue;
+    // ") S ppid ...": zombies and dead tasks are left to whoever reaps them.
+    char state = stat[close_paren + 2];
+    if (state == 'Z' || state == 'X') continue;
+    std::string_view rest = stat.substr(close_paren + 4);
+    pid_t ppid = 0;
+    auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), ppid);
+    (void)end;
+    if (ec != std::errc()) continue;
+    parent_of[pid] = ppid;
+    all.push_back(pid);
+  }
+  ::closedir(dir);
+  const pid_t self = ::getpid();
+  std::vector<pid_t> result;
+  for (pid_t pid : all) {
+    if (pid == self) continue;
+    if (confined) {
+      if (pid != 1) result.push_back(pid);
+      continue;
+    }
+    for (pid_t p = parent_of[pid], hops = 0; p > 1 && hops < 4096; p = parent_of[p], ++hops) {
+      if (p == self) {
+        result.push_back(pid);
+        break;
+      }
+    }
+  }
+  return result;
+}
+
+void SignalAll(bool confined, int sig) {
+  for (pid_t pid : SessionProcesses(confined)) ::kill(pid, sig);
+}
+
+// Reaps every exited child; reports the program's own exit once.
+void Reap(pid_t program, bool& program_exited, int control_fd) {
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;
+    if (pid == program && !program_exited) {
+      program_exited = true;
+      InitMessage exited;
+      exited.type = InitMessageType::kExited;
+      exited.a = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      exited.b = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+      (void)SendInitMessage(control_fd, exited);
+    }
+  }
+}
+
+// Graceful end of the whole session: SIGHUP to the program's session (as a terminal hangup
+// would), SIGTERM and SIGCONT to every process, `grace` to exit, then SIGKILL until none is left.
+void TerminateSession(const InitOptions& o, pid_t program, bool& program_exited,
+                      std::chrono::milliseconds grace) {
+  using Clock = std::chrono::steady_clock;
+  if (!program_exited) ::kill(-program, SIGHUP);
+  SignalAll(o.confined, SIGHUP);
+  SignalAll(o.confined, SIGTERM);
+  SignalAll(o.confined, SIGCONT);
+  const auto give_up_gracefully = Clock::now() + grace;
+  while (Clock::now() < give_up_gracefully) {
+    Reap(program, program_exited, o.control_fd);
+    if (SessionProcesses(o.confined).empty()) break;
+    ::usleep(10'000);
+  }
+  // Keep killing until nothing is left (a process may fork while we look).
+  for (int round = 0; round < 500; ++round) {
+    Reap(program, program_exited, o.control_fd);
+    std::vector<pid_t> left = SessionProcesses(o.confined);
+    if (left.empty()) break;
+    for (pid_t pid : left) ::kill(pid, SIGKILL);
+    ::usleep(10'000);
+  }
+  Reap(program, program_exited, o.control_fd);
+}
+
+int Run(int argc, char** argv) {
+  InitOptions o = ParseArgs(argc, argv);
+
+  // 1. Signals arrive through a signalfd so the loop below sees them in order.
+  sigset_t handled;
+  sigemptyset(&handled);
+  sigaddset(&handled, SIGCHLD);
+  sigaddset(&handled, SIGTERM);
+  sigaddset(&handled, SIGHUP);
+  sigaddset(&handled, SIGINT);
+  if (::sigprocmask(SIG_BLOCK, &handled, nullptr) != 0) Die(ErrnoText("sigprocmask"));
+  UniqueFd signals(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signals) Die(ErrnoText("signalfd"));
+
+  // 2. The control socket must not leak into the program.
+  if (::fcntl(o.control_fd, F_SETFD, FD_CLOEXEC) != 0) Die(ErrnoText("fcntl control fd"));
+  std::vector<std::string> env = ReceiveEnvironment(o.control_fd);
+
+  // 3. The anchor of cleanup: in danger-full-access orphans re-parent to us.
+  if (!o.confined && ::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    FailSetup(o.control_fd, ErrnoText("prctl PR_SET_CHILD_SUBREAPER"));
+  }
+  // 4. Confined: no capability in any set, no_new_privs, verified.
+  if (o.confined) {
+    if (Result<void> dropped = DropAllCapabilities(); !dropped) {
+      FailSetup(o.control_fd, "dropping capabilities: " + dropped.error().message);
+    }
+    Result<bool> clean = HoldsNoCapabilities();
+    if (!clean || !*clean) FailSetup(o.control_fd, "a capability survived the drop; refusing to start");
+  }
+  // 5. Resource limits from the policy.
+  ApplyRlimits(o);
+  // 6. The PTY, inside this namespace, and the program on it.
+  std::optional<Pty> pty;
+  if (o.pty) pty = OpenPty(o);
+  pid_t program = StartProgram(o, env, pty ? &*pty : nullptr);
+
+  // 7. Hand the master to the daemon; keep no terminal fd here, so the terminal hangs up when
+  //    the program's side closes.
+  InitMessage ready;
+  ready.type = InitMessageType::kReady;
+  ready.a = program;
+  if (pty) {
+    ready.c = pty->slave_stat.st_dev;
+    ready.d = pty->slave_stat.st_rdev;
+  }
+  if (Result<void> sent = SendInitMessage(o.control_fd, ready, pty ? pty->master.Get() : -1);
+      !sent) {
+    Die("sending the terminal to the daemon: " + sent.error().message);
+  }
+  pty.reset();
+
+  // 8. Serve: reap, report the exit, terminate on request or when the daemon is gone.
+  bool program_exited = false;
+  for (;;) {
+    pollfd fds[2] = {{o.control_fd, POLLIN, 0}, {signals.Get(), POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      Die(ErrnoText("poll"));
+    }
+    if (fds[1].revents & POLLIN) {
+      signalfd_siginfo info;
+      bool terminate = false;
+      while (::read(signals.Get(), &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
+        if (info.ssi_signo != SIGCHLD) terminate = true;
+      }
+      Reap(program, program_exited, o.control_fd);
+      if (terminate) {
+        TerminateSession(o, program, program_exited, std::chrono::milliseconds(1000));
+        return 0;
+      }
+    }
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      Result<std::optional<ReceivedInitMessage>> received = ReceiveInitMessage(o.control_fd);
+      if (!received || !*received) {
+        // The daemon is gone: nobody may keep running in its name.
+        TerminateSession(o, program, program_exited, std::chrono::milliseconds(500));
+        return 0;
+      }
+      if ((*received)->message.type == InitMessageType::kTerminate) {
+        TerminateSession(o, program, program_exited,
+                         std::chrono::milliseconds((*received)->message.b));
+        InitMessage quiet;
+        quiet.type = InitMessageType::kQuiet;
+        (void)SendInitMessage(o.control_fd, quiet);
+        return 0;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ptybox::sandbox
+
+int main(int argc, char** argv) { return ptybox::sandbox::Run(argc, argv); }

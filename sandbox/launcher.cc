@@ -1,0 +1,146 @@
+#include "sandbox/launcher.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "sandbox/init_protocol.h"
+#include "sandbox/seccomp_filter.h"
+
+namespace ptybox::sandbox {
+
+std::vector<std::string> BuildInitArgs(const LaunchSpec& spec) {
+  std::vector<std::string> args = {"--control-fd", std::to_string(kInitControlFd)};
+  if (policy::IsConfined(spec.mode)) args.emplace_back("--confined");
+  if (!spec.pty) args.emplace_back("--no-pty");
+  if (!spec.cwd.empty()) {
+    args.emplace_back("--cwd");
+    args.push_back(spec.cwd.string());
+  }
+  args.emplace_back("--rows");
+  args.push_back(std::to_string(spec.rows));
+  args.emplace_back("--cols");
+  args.push_back(std::to_string(spec.columns));
+  for (const auto& [name, value] : spec.rlimits) {
+    args.emplace_back("--rlimit");
+    args.push_back(name + "=" + std::to_string(value));
+  }
+  args.emplace_back("--");
+  args.insert(args.end(), spec.command.begin(), spec.command.end());
+  return args;
+}
+
+namespace {
+
+// Runs in the forked child: only async-signal-safe calls until execve.
+[[noreturn]] void ExecChild(const LaunchSpec& spec, const std::vector<char*>& argv, int control,
+                            int seccomp, int diagnostics, int devnull) {
+  if (spec.new_process_group) ::setpgid(0, 0);
+  // Fixed descriptor numbers: dup to high numbers first so no source is overwritten.
+  int control_hi = ::fcntl(control, F_DUPFD_CLOEXEC, 100);
+  int seccomp_hi = seccomp >= 0 ? ::fcntl(seccomp, F_DUPFD_CLOEXEC, 100) : -1;
+  if (control_hi < 0 || (seccomp >= 0 && seccomp_hi < 0)) ::_exit(126);
+  if (spec.pty) {
+    // The daemon's stdio may be its protocol stream: never let the sandbox touch it.
+    ::dup2(devnull, STDIN_FILENO);
+    ::dup2(devnull, STDOUT_FILENO);
+    if (diagnostics >= 0) ::dup2(diagnostics, STDERR_FILENO);
+  }
+  if (::dup2(control_hi, kInitControlFd) < 0) ::_exit(126);
+  if (seccomp_hi >= 0 && ::dup2(seccomp_hi, kSeccompFd) < 0) ::_exit(126);
+  ::close_range(seccomp_hi >= 0 ? kSeccompFd + 1 : kInitControlFd + 1, ~0U, 0);
+  // Dispositions and the mask are inherited across exec: restore the defaults.
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
+  char* empty_env[] = {nullptr};
+  ::execve(argv[0], argv.data(), empty_env);
+  ::_exit(127);
+}
+
+}  // namespace
+
+Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
+  const bool confined = policy::IsConfined(spec.mode);
+  if (spec.command.empty()) return Fail(ErrorKind::kSpawnFailed, "no program to start");
+  if (::access(spec.init_binary.c_str(), X_OK) != 0) {
+    return Fail(ErrorKind::kSpawnFailed,
+                "ptybox-init is not executable at " + spec.init_binary.string() +
+                    ": install ptybox completely or set PTYBOX_INIT to its path",
+                spec.init_binary.string());
+  }
+
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+    return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "socketpair"));
+  }
+  UniqueFd ours(pair[0]);
+  UniqueFd theirs(pair[1]);
+
+  UniqueFd seccomp;
+  std::vector<std::string> args;
+  if (confined) {
+    Result<UniqueFd> program = BuildSeccompProgram({.network_allowed = spec.sandbox.network_allowed});
+    if (!program) return std::unexpected(program.error());
+    seccomp = std::move(*program);
+    BwrapInvocation invocation;
+    invocation.bwrap = spec.bwrap;
+    invocation.seccomp_fd = kSeccompFd;
+    invocation.init_binary = spec.init_binary;
+    invocation.init_args = BuildInitArgs(spec);
+    args = BuildBwrapArgv(spec.sandbox, invocation);
+  } else {
+    args.push_back(spec.init_binary.string());
+    std::vector<std::string> init_args = BuildInitArgs(spec);
+    args.insert(args.end(), init_args.begin(), init_args.end());
+  }
+
+  UniqueFd diag_read;
+  UniqueFd diag_write;
+  if (spec.pty) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+      return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "pipe2"));
+    }
+    diag_read.Reset(fds[0]);
+    diag_write.Reset(fds[1]);
+  }
+  UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!devnull) return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "open", "/dev/null"));
+
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  pid_t pid = ::fork();
+  if (pid < 0) return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "fork"));
+  if (pid == 0) {
+    ExecChild(spec, argv, theirs.Get(), seccomp.Get(), diag_write.Get(), devnull.Get());
+  }
+  theirs.Reset();
+  diag_write.Reset();
+
+  LaunchedInit launched;
+  launched.pid = pid;
+  launched.control = std::move(ours);
+  launched.diagnostics = std::move(diag_read);
+
+  InitMessage start;
+  start.type = InitMessageType::kStart;
+  start.payload = EncodeEnvironment(spec.environment);
+  if (start.payload.size() > kMaxInitPayload) {
+    ::kill(pid, SIGKILL);
+    return Fail(ErrorKind::kSpawnFailed, "the session environment is larger than 128 KiB",
+                "env");
+  }
+  // A child that died before reading gives EPIPE here; the caller learns why from the reaper
+  // and the diagnostics pipe, so this failure is not final on its own.
+  (void)SendInitMessage(launched.control.Get(), start);
+  return launched;
+}
+
+}  // namespace ptybox::sandbox

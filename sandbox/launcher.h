@@ -1,0 +1,52 @@
+// Starts ptybox-init for one session: inside bwrap with a seccomp program in a confined mode,
+// directly in danger-full-access (same helper, same PTY path). The control socket is inherited
+// at a fixed descriptor; the environment goes over it, never on a command line.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/error.h"
+#include "common/unique_fd.h"
+#include "policy/mode.h"
+#include "sandbox/bwrap_args.h"
+
+namespace ptybox::sandbox {
+
+struct LaunchSpec {
+  policy::Mode mode = policy::Mode::kWorkspaceWrite;
+  SandboxSpec sandbox;                // read when the mode is confined
+  std::filesystem::path bwrap;        // read when the mode is confined
+  std::filesystem::path init_binary;  // ptybox-init
+  std::vector<std::string> command;   // the program init starts
+  std::vector<std::string> environment;  // "NAME=value" entries for the program
+  std::filesystem::path cwd;
+  int rows = 40;
+  int columns = 120;
+  bool pty = true;  // false: the program inherits our stdin/stdout/stderr (ptybox run)
+  std::vector<std::pair<std::string, int64_t>> rlimits;  // "nproc", "nofile", "as", "fsize", "cpu"
+  bool new_process_group = true;  // keep terminal signals of the daemon away from the session
+};
+
+struct LaunchedInit {
+  pid_t pid = -1;        // our direct child: bwrap (confined) or ptybox-init
+  UniqueFd control;      // our end of the control socket
+  UniqueFd diagnostics;  // read end of the child's stderr (PTY sessions only)
+};
+
+// Forks and execs; the start message (environment) is sent before returning. The caller reaps
+// `pid` (see backend/child_reaper.h).
+Result<LaunchedInit> LaunchInit(const LaunchSpec& spec);
+
+// The init argv after the binary: --control-fd 3 [--confined] ... -- command...
+std::vector<std::string> BuildInitArgs(const LaunchSpec& spec);
+
+inline constexpr int kInitControlFd = 3;
+inline constexpr int kSeccompFd = 4;
+
+}  // namespace ptybox::sandbox
