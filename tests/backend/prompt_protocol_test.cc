@@ -1,0 +1,146 @@
+// The marker rule: "a marker is not ready until the printable tail after the latest owned marker
+// exactly equals the controlled PS1", including when marker and prompt arrive split.
+#include "backend/prompt_protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "backend/vt_parser.h"
+
+namespace ptybox::backend {
+namespace {
+
+constexpr std::string_view kNonce = "0123456789abcdef0123456789abcdef";
+
+class Recorder final : public PromptTracker::Listener {
+ public:
+  std::vector<std::string> events;
+  void OnMarker(const PromptMarker& m) override {
+    events.push_back("marker:" + std::to_string(m.exit_code) + ":" + m.cwd);
+  }
+  void OnCandidate() override { events.push_back("candidate"); }
+  void OnInvalidated() override { events.push_back("invalidated"); }
+};
+
+std::string Osc(std::string_view payload, bool st = false) {
+  return "\x1b]" + std::string(payload) + (st ? "\x1b\\" : "\a");
+}
+
+TEST(PromptMarkerTest, RoundTripsExitCodeAndAnyWorkingDirectory) {
+  for (std::string cwd : {"/", "/tmp/a b", "/tmp/100%", std::string("/tmp/a\nb\x1b\x07z"),
+                          std::string("/tmp/\xc3\xa9t\xc3\xa9")}) {
+    std::string payload = FormatPromptMarker(kNonce, 130, cwd);
+    EXPECT_EQ(payload.find('\x1b'), std::string::npos);
+    EXPECT_EQ(payload.find('\a'), std::string::npos);
+    std::optional<PromptMarker> m = ParsePromptMarker(payload, kNonce);
+    ASSERT_TRUE(m) << payload;
+    EXPECT_EQ(m->exit_code, 130);
+    EXPECT_EQ(m->cwd, cwd);
+  }
+}
+
+TEST(PromptMarkerTest, RejectsOtherNoncesAndMalformedPayloads) {
+  EXPECT_FALSE(ParsePromptMarker("6973;ffffffffffffffffffffffffffffffff;0;/", kNonce));
+  EXPECT_FALSE(ParsePromptMarker("6973;" + std::string(kNonce) + ";x;/", kNonce));
+  EXPECT_FALSE(ParsePromptMarker("6973;" + std::string(kNonce) + ";;/", kNonce));
+  EXPECT_FALSE(ParsePromptMarker("6973;" + std::string(kNonce), kNonce));
+  EXPECT_FALSE(ParsePromptMarker("0;window title", kNonce));
+  EXPECT_TRUE(ParsePromptMarker("6973;" + std::string(kNonce) + ";0;", kNonce));
+}
+
+TEST(PromptMarkerTest, NoncesAreFreshAnd128Bits) {
+  std::string a = NewPromptNonce();
+  std::string b = NewPromptNonce();
+  EXPECT_EQ(a.size(), 32u);
+  EXPECT_NE(a, b);
+}
+
+TEST(PromptMarkerTest, PromptCommandCarriesTheNonceAndReassertsPs1) {
+  std::string code = BuildPromptCommand(kNonce);
+  EXPECT_NE(code.find(std::string(kNonce)), std::string::npos);
+  EXPECT_NE(code.find("PS1='$ '"), std::string::npos);
+  EXPECT_NE(code.find("export -n PROMPT_COMMAND"), std::string::npos);
+}
+
+class TrackerTest : public ::testing::Test {
+ protected:
+  Recorder recorder_;
+  PromptTracker tracker_{std::string(kNonce), "$ ", recorder_};
+  VtParser parser_{tracker_, 256 * 1024};
+  std::string Marker(int code = 0) { return Osc(FormatPromptMarker(kNonce, code, "/w")); }
+};
+
+TEST_F(TrackerTest, MarkerThenExactPs1IsACandidate) {
+  parser_.Feed(Marker() + "$ ");
+  EXPECT_EQ(recorder_.events, (std::vector<std::string>{"marker:0:/w", "candidate"}));
+  EXPECT_TRUE(tracker_.candidate());
+}
+
+TEST_F(TrackerTest, NonPrintingSequencesBetweenMarkerAndPs1DoNotCount) {
+  parser_.Feed(Marker() + "\x1b[?2004h$ ");
+  EXPECT_TRUE(tracker_.candidate());
+}
+
+TEST_F(TrackerTest, OutputAfterThePromptInvalidatesIt) {
+  parser_.Feed(Marker() + "$ ");
+  parser_.Feed("x");
+  EXPECT_FALSE(tracker_.candidate());
+  EXPECT_EQ(recorder_.events.back(), "invalidated");
+}
+
+TEST_F(TrackerTest, EchoedInputAfterAnEarlierPromptCannotSettle) {
+  parser_.Feed(Marker() + "$ echo hi\r\nhi\r\n");
+  EXPECT_FALSE(tracker_.candidate());
+  // Text that looks like the prompt, without an owned marker, is not a prompt.
+  parser_.Feed("$ ");
+  EXPECT_FALSE(tracker_.candidate());
+}
+
+TEST_F(TrackerTest, ForgedMarkerWithAnotherNonceIsIgnored) {
+  parser_.Feed(Osc("6973;ffffffffffffffffffffffffffffffff;0;/") + "$ ");
+  EXPECT_TRUE(recorder_.events.empty());
+  EXPECT_FALSE(tracker_.candidate());
+}
+
+TEST_F(TrackerTest, OnlyTheLatestMarkerCounts) {
+  parser_.Feed(Marker(1) + "$ " + Marker(2));
+  EXPECT_FALSE(tracker_.candidate());
+  parser_.Feed("$ ");
+  EXPECT_TRUE(tracker_.candidate());
+  EXPECT_EQ(recorder_.events,
+            (std::vector<std::string>{"marker:1:/w", "candidate", "invalidated", "marker:2:/w",
+                                      "candidate"}));
+}
+
+TEST(TrackerSplitTest, MarkerAndPromptSplitAtEveryByteBoundary) {
+  const std::string stream = "out\r\n" + Osc(FormatPromptMarker(kNonce, 7, "/tmp/x")) +
+                             "\x1b[?2004h$ ";
+  const std::string stream_st = "out\r\n" + Osc(FormatPromptMarker(kNonce, 7, "/tmp/x"), true) +
+                                "$ ";
+  for (const std::string& s : {stream, stream_st}) {
+    for (size_t cut = 0; cut <= s.size(); ++cut) {
+      Recorder recorder;
+      PromptTracker tracker(std::string(kNonce), "$ ", recorder);
+      VtParser parser(tracker, 256 * 1024);
+      parser.Feed(s.substr(0, cut));
+      // Not a candidate before the last byte of the prompt has arrived.
+      if (cut < s.size()) EXPECT_FALSE(tracker.candidate()) << "cut " << cut;
+      parser.Feed(s.substr(cut));
+      EXPECT_TRUE(tracker.candidate()) << "cut " << cut;
+      EXPECT_EQ(recorder.events,
+                (std::vector<std::string>{"marker:7:/tmp/x", "candidate"}))
+          << "cut " << cut;
+    }
+    // Byte by byte.
+    Recorder recorder;
+    PromptTracker tracker(std::string(kNonce), "$ ", recorder);
+    VtParser parser(tracker, 256 * 1024);
+    for (char c : s) parser.Feed(std::string_view(&c, 1));
+    EXPECT_TRUE(tracker.candidate());
+  }
+}
+
+}  // namespace
+}  // namespace ptybox::backend

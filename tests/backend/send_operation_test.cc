@@ -1,0 +1,286 @@
+// Every ordering rule of the cancellation paragraph of seeds/001, with an injected terminal whose
+// inspections, writes and signals settle only when the test says so.
+#include "backend/send_operation.h"
+
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ptybox::backend {
+namespace {
+
+class FakeTerminal final : public TerminalHandle {
+ public:
+  std::vector<std::string> log;
+  std::deque<std::function<void(ForegroundFacts)>> inspections;
+  std::function<void(Result<size_t>)> write_done;
+  std::string written;
+  std::function<void(Result<SignalResult>)> signal_done;
+  std::optional<pid_t> foreground = 100;
+
+  void Inspect(std::function<void(ForegroundFacts)> done) override {
+    log.push_back("inspect");
+    inspections.push_back(std::move(done));
+  }
+  std::optional<pid_t> ForegroundPgid() override { return foreground; }
+  void Write(std::string bytes, std::function<void(Result<size_t>)> done) override {
+    log.push_back("write:" + bytes);
+    written = bytes;
+    write_done = std::move(done);
+  }
+  void AbortWrite() override { log.push_back("abort"); }
+  void SignalForeground(int signal, std::function<void(Result<SignalResult>)> done) override {
+    log.push_back("signal:" + std::to_string(signal));
+    signal_done = std::move(done);
+  }
+
+  void SettleInspection(ForegroundFacts facts = Shell()) {
+    ASSERT_FALSE(inspections.empty());
+    auto done = std::move(inspections.front());
+    inspections.pop_front();
+    done(facts);
+  }
+  void SettleWrite(Result<size_t> result) {
+    ASSERT_TRUE(write_done);
+    auto done = std::move(write_done);
+    write_done = nullptr;
+    done(result);
+  }
+  void SettleSignal(Result<SignalResult> result) {
+    ASSERT_TRUE(signal_done);
+    auto done = std::move(signal_done);
+    signal_done = nullptr;
+    done(result);
+  }
+  static ForegroundFacts Shell() {
+    ForegroundFacts f;
+    f.foreground_pgid = 100;
+    f.waiting_for_input = Tri::kYes;
+    TaskFacts t;
+    t.pid = t.tid = 100;
+    t.tty_wait = TtyWait::kRead;
+    t.run_ns = 1;
+    f.tasks = {t};
+    return f;
+  }
+};
+
+class FakeHost final : public SendHost {
+ public:
+  FakeTerminal fake;
+  TimePoint now = TimePoint{} + std::chrono::hours(1);
+  std::optional<TimePoint> timer;
+  std::string pending = "$ ";
+
+  TimePoint Now() override { return now; }
+  void ArmTimer(TimePoint at) override { timer = at; }
+  void CancelTimer() override { timer.reset(); }
+  TerminalHandle& terminal() override { return fake; }
+  std::string PendingText() override { return pending; }
+  std::optional<std::string> AlternateScreen() override { return std::nullopt; }
+  SessionStatus CurrentStatus() override { return SessionStatus::Running(); }
+};
+
+class SendOperationTest : public ::testing::Test {
+ protected:
+  FakeHost host_;
+  std::optional<Result<SendResult>> settled_;
+  bool released_ = false;
+
+  std::unique_ptr<SendOperation> Make(std::string input = "sleep 100\n",
+                                      std::optional<int64_t> timeout_ms = std::nullopt) {
+    SendOperation::Config config;
+    config.shell_pgid = 100;
+    SendRequest request;
+    request.input = std::move(input);
+    request.timeout_ms = timeout_ms;
+    auto op = std::make_unique<SendOperation>(host_, config, std::move(request));
+    op->SetSettledCallback([this](const Result<SendResult>& r) { settled_ = r; });
+    op->SetReleasedCallback([this] { released_ = true; });
+    return op;
+  }
+  // The shell prints its marker and prompt: the verified prompt is back.
+  void PromptBack(SendOperation& op, int exit_code) {
+    PromptMarker marker{exit_code, "/work"};
+    op.OnOutput();
+    op.OnMarker(marker, "");
+    op.OnCandidate(100);
+  }
+};
+
+TEST_F(SendOperationTest, WritesOnlyAfterThePreWriteInspection) {
+  auto op = Make();
+  op->Start();
+  EXPECT_EQ(host_.fake.log, (std::vector<std::string>{"inspect"}));
+  host_.fake.SettleInspection();
+  EXPECT_EQ(host_.fake.log, (std::vector<std::string>{"inspect", "write:sleep 100\n"}));
+}
+
+TEST_F(SendOperationTest, CancelWhileInspectingNeverWritesTheInput) {
+  auto op = Make();
+  op->Start();
+  EXPECT_TRUE(op->Cancel());
+  EXPECT_TRUE(op->canceled());
+  // The inspection settles after the cancellation: the queued input must not run.
+  host_.fake.SettleInspection();
+  EXPECT_EQ(host_.fake.written, "");
+  EXPECT_EQ(host_.fake.log, (std::vector<std::string>{"inspect", "signal:2"}));
+  host_.fake.SettleSignal(SignalResult{true, 100});
+  PromptBack(*op, 130);
+  ASSERT_TRUE(settled_);
+  ASSERT_TRUE(settled_->has_value());
+  EXPECT_EQ((*settled_)->wait_reason, WaitReason::kStdinRead);
+  EXPECT_EQ((*settled_)->exit_code, 130);
+  EXPECT_TRUE(released_);
+}
+
+TEST_F(SendOperationTest, SignalWaitsForAnInFlightWrite) {
+  auto op = Make();
+  op->Start();
+  host_.fake.SettleInspection();
+  EXPECT_TRUE(op->Cancel());
+  // No signal while the write is in flight; the rest of the write is stopped.
+  EXPECT_EQ(host_.fake.log,
+            (std::vector<std::string>{"inspect", "write:sleep 100\n", "abort"}));
+  host_.fake.SettleWrite(size_t{10});
+  EXPECT_EQ(host_.fake.log.back(), "signal:2");
+}
+
+TEST_F(SendOperationTest, ARejectedWriteSendsNoSignal) {
+  auto op = Make();
+  op->Start();
+  host_.fake.SettleInspection();
+  op->Cancel();
+  host_.fake.SettleWrite(Fail(ErrorKind::kClosed, "write: Input/output error"));
+  for (const std::string& entry : host_.fake.log) EXPECT_NE(entry, "signal:2");
+}
+
+TEST_F(SendOperationTest, CancellationIsARealSignalNeverAWrittenControlC) {
+  auto op = Make();
+  op->Start();
+  host_.fake.SettleInspection();
+  host_.fake.SettleWrite(size_t{10});
+  op->Cancel();
+  EXPECT_EQ(host_.fake.log.back(), "signal:" + std::to_string(SIGINT));
+  for (const std::string& entry : host_.fake.log) EXPECT_EQ(entry.find('\x03'), std::string::npos);
+}
+
+TEST_F(SendOperationTest, CanceledSendKeepsItsSlotUntilWriteAndSignalSettle) {
+  auto op = Make("cat\n", /*timeout_ms=*/1000);
+  op->Start();
+  host_.fake.SettleInspection();
+  op->Cancel();
+  // The deadline passes while the write is still in flight: the result is known...
+  host_.now += std::chrono::milliseconds(1000);
+  op->OnTimer();
+  ASSERT_TRUE(settled_);
+  EXPECT_EQ((*settled_)->wait_reason, WaitReason::kTimeout);
+  // ...but the slot stays held, so no successor can receive late bytes or the signal.
+  EXPECT_FALSE(released_);
+  host_.fake.SettleWrite(size_t{4});
+  EXPECT_TRUE(released_);
+}
+
+TEST_F(SendOperationTest, SlotIsHeldWhileTheSignalIsInFlight) {
+  auto op = Make();
+  op->Start();
+  host_.fake.SettleInspection();
+  host_.fake.SettleWrite(size_t{10});
+  op->Cancel();
+  PromptBack(*op, 130);  // the prompt may come back before the signal call settles
+  ASSERT_TRUE(settled_);
+  EXPECT_FALSE(released_);
+  host_.fake.SettleSignal(SignalResult{true, 200});
+  EXPECT_TRUE(released_);
+}
+
+TEST_F(SendOperationTest, AbsoluteDeadlineStaysArmedWhileCancellationWaits) {
+  auto op = Make("sleep 100\n", /*timeout_ms=*/500);
+  op->Start();
+  host_.fake.SettleInspection();
+  op->Cancel();  // waits for the write, which never settles
+  ASSERT_TRUE(host_.timer);
+  EXPECT_EQ(*host_.timer, host_.now + std::chrono::milliseconds(500));
+  host_.now = *host_.timer;
+  op->OnTimer();
+  ASSERT_TRUE(settled_);
+  EXPECT_EQ((*settled_)->wait_reason, WaitReason::kTimeout);
+}
+
+TEST_F(SendOperationTest, SignalFailureRejectsTheSend) {
+  auto op = Make();
+  op->Start();
+  host_.fake.SettleInspection();
+  host_.fake.SettleWrite(size_t{10});
+  op->Cancel();
+  host_.fake.SettleSignal(Fail(ErrorKind::kClosed, "kill: No such process"));
+  ASSERT_TRUE(settled_);
+  ASSERT_FALSE(settled_->has_value());
+  EXPECT_EQ(settled_->error().kind, ErrorKind::kClosed);
+  EXPECT_TRUE(released_);
+}
+
+TEST_F(SendOperationTest, CancelAfterSettlementIsFalseAndSendsNothing) {
+  auto op = Make("echo hi\n");
+  op->Start();
+  host_.fake.SettleInspection();
+  host_.fake.SettleWrite(size_t{8});
+  PromptBack(*op, 0);
+  ASSERT_TRUE(settled_);
+  EXPECT_FALSE(op->Cancel());
+  EXPECT_EQ(host_.fake.log.back(), "write:echo hi\n");
+}
+
+TEST_F(SendOperationTest, DeadlineDuringInspectionMeansTheInputIsNeverWritten) {
+  auto op = Make("rm -rf build\n", /*timeout_ms=*/100);
+  op->Start();
+  host_.now += std::chrono::milliseconds(100);
+  op->OnTimer();
+  ASSERT_TRUE(settled_);
+  EXPECT_EQ((*settled_)->wait_reason, WaitReason::kTimeout);
+  host_.fake.SettleInspection();
+  EXPECT_EQ(host_.fake.written, "");
+  EXPECT_TRUE(released_);
+}
+
+TEST_F(SendOperationTest, ViewportDropsIntermediatePromptsAndKeepsOutput) {
+  auto op = Make("echo a\necho b\n");
+  op->Start();
+  host_.fake.SettleInspection();
+  host_.fake.SettleWrite(size_t{14});
+  op->OnOutput();
+  op->OnLine("$ ");  // the previous prompt line, committed unchanged: not output
+  op->OnLine("a");
+  op->OnMarker(PromptMarker{0, "/w"}, "");
+  op->OnCandidate(100);  // looks like the end...
+  op->OnInvalidated();   // ...but more followed: an intermediate prompt
+  op->OnLine("$ ");      // that prompt's own line
+  op->OnLine("b");
+  PromptBack(*op, 0);
+  ASSERT_TRUE(settled_);
+  EXPECT_EQ((*settled_)->viewport, "a\nb");
+  EXPECT_EQ((*settled_)->exit_code, 0);
+  EXPECT_EQ((*settled_)->cwd, "/work");
+}
+
+TEST_F(SendOperationTest, ClosedSessionSettlesAsSessionExitAfterQuiescence) {
+  auto op = Make();
+  op->Start();
+  host_.fake.SettleInspection();
+  host_.fake.SettleWrite(size_t{10});
+  op->StopPolling();
+  EXPECT_FALSE(host_.timer);
+  EXPECT_FALSE(settled_);
+  op->OnClosed();
+  ASSERT_TRUE(settled_);
+  EXPECT_EQ((*settled_)->wait_reason, WaitReason::kSessionExit);
+  EXPECT_TRUE(released_);
+}
+
+}  // namespace
+}  // namespace ptybox::backend

@@ -1,0 +1,249 @@
+#include "tests/support/daemon_fixture.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace ptybox::testing {
+
+TempDir::TempDir() {
+  char pattern[] = "/tmp/ptybox-test-XXXXXX";
+  char* made = ::mkdtemp(pattern);
+  if (made == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = std::filesystem::canonical(made);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  // Sandboxed tests may leave read-only bits; make everything removable first.
+  for (auto it = std::filesystem::recursive_directory_iterator(path_, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    std::filesystem::permissions(it->path(), std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::add, ec);
+  }
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::filesystem::path PtyboxBinary() { return PTYBOX_TEST_BINARY; }
+std::filesystem::path InitBinary() { return PTYBOX_TEST_INIT; }
+
+RpcClient::RpcClient(const std::filesystem::path& socket) {
+  fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket.c_str(), sizeof(addr.sun_path) - 1);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw std::runtime_error("cannot connect to " + socket.string());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+RpcClient::~RpcClient() { Disconnect(); }
+
+void RpcClient::Disconnect() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+int RpcClient::SendRequest(const std::string& method, const Json& params) {
+  int id = next_id_++;
+  Json request{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}};
+  SendRaw(request.dump() + "\n");
+  return id;
+}
+
+void RpcClient::SendRaw(const std::string& bytes) {
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) throw std::runtime_error("send to ptybox failed");
+    off += static_cast<size_t>(n);
+  }
+}
+
+std::optional<Json> RpcClient::TakeQueued(std::optional<int> id) {
+  for (auto it = queued_.begin(); it != queued_.end(); ++it) {
+    if (!id || (it->contains("id") && (*it)["id"] == *id)) {
+      Json found = *it;
+      queued_.erase(it);
+      return found;
+    }
+  }
+  return std::nullopt;
+}
+
+bool RpcClient::ReadMore(std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    size_t newline = buffer_.find('\n');
+    if (newline != std::string::npos) {
+      queued_.push_back(Json::parse(buffer_.substr(0, newline)));
+      buffer_.erase(0, newline + 1);
+      return true;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char chunk[65536];
+    ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
+    if (n <= 0) return false;
+    buffer_.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+Json RpcClient::WaitResponse(int id, std::chrono::seconds guard) {
+  auto deadline = std::chrono::steady_clock::now() + guard;
+  for (;;) {
+    if (std::optional<Json> found = TakeQueued(id)) return *found;
+    if (!ReadMore(deadline)) {
+      ADD_FAILURE() << "no response to request " << id << " within the hang guard";
+      return Json{{"error", {{"message", "hang guard"}}}};
+    }
+  }
+}
+
+Json RpcClient::WaitAny(std::chrono::seconds guard) {
+  auto deadline = std::chrono::steady_clock::now() + guard;
+  for (;;) {
+    if (std::optional<Json> found = TakeQueued(std::nullopt)) return *found;
+    if (!ReadMore(deadline)) {
+      ADD_FAILURE() << "no message within the hang guard";
+      return Json{{"error", {{"message", "hang guard"}}}};
+    }
+  }
+}
+
+Json RpcClient::Call(const std::string& method, const Json& params, std::chrono::seconds guard) {
+  return WaitResponse(SendRequest(method, params), guard);
+}
+
+Daemon::Daemon(Options options) {
+  socket_ = state_.path() / "ptybox.sock";
+  log_ = state_.path() / "daemon.log";
+  std::vector<std::string> args = {PtyboxBinary().string(), "serve", "--socket", socket_.string(),
+                                   "--workspace", workspace_.path().string()};
+  args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    int log = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(log, STDERR_FILENO);
+    int devnull = ::open("/dev/null", O_RDWR);
+    ::dup2(devnull, STDIN_FILENO);
+    ::dup2(devnull, STDOUT_FILENO);
+    ::setenv("PTYBOX_LOG", "info", 1);
+    ::setenv("PTYBOX_INIT", InitBinary().c_str(), 1);
+    // No operator policy from the host unless a test gives one.
+    ::setenv("PTYBOX_OPERATOR_POLICY", (state_.path() / "no-operator-policy.yaml").c_str(), 1);
+    for (const std::string& kv : options.env) ::putenv(const_cast<char*>(kv.c_str()));
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!std::filesystem::exists(socket_)) {
+    if (std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+Daemon::~Daemon() {
+  if (pid_ > 0) Stop(SIGTERM);
+}
+
+int Daemon::Stop(int signal) {
+  if (pid_ <= 0) return 0;
+  ::kill(pid_, signal);
+  int status = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (::waitpid(pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ADD_FAILURE() << "ptybox did not exit after signal " << signal;
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  pid_ = -1;
+  return status;
+}
+
+std::string Daemon::Log() const {
+  std::ifstream in(log_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool ProcessAlive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return false;
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
+}
+
+bool WaitGone(pid_t pid, std::chrono::seconds guard) {
+  auto deadline = std::chrono::steady_clock::now() + guard;
+  while (ProcessAlive(pid)) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+std::vector<pid_t> ProcessesWithEnv(const std::string& marker) {
+  std::vector<pid_t> found;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return found;
+  while (dirent* entry = ::readdir(dir)) {
+    pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
+    if (pid <= 0 || !ProcessAlive(pid)) continue;
+    std::ifstream environ("/proc/" + std::to_string(pid) + "/environ");
+    std::string env((std::istreambuf_iterator<char>(environ)), std::istreambuf_iterator<char>());
+    if (env.find(marker) != std::string::npos) found.push_back(pid);
+  }
+  ::closedir(dir);
+  return found;
+}
+
+std::string OpenSession(RpcClient& client, const std::string& mode, Json extra) {
+  Json set = client.Call("policy_set_mode", Json{{"mode", mode}});
+  EXPECT_TRUE(set.contains("result")) << set.dump();
+  Json opened = client.Call("terminal_open", extra);
+  EXPECT_TRUE(opened.contains("result")) << opened.dump();
+  if (!opened.contains("result")) return "";
+  EXPECT_EQ(opened["result"]["mode"], mode);
+  return opened["result"]["sessionId"].get<std::string>();
+}
+
+Json Send(RpcClient& client, const std::string& session, const std::string& input, Json extra) {
+  Json params = extra;
+  params["sessionId"] = session;
+  params["input"] = input;
+  Json reply = client.Call("terminal_send", params);
+  if (reply.contains("result")) return reply["result"];
+  return reply;
+}
+
+}  // namespace ptybox::testing

@@ -1,0 +1,108 @@
+// Test support: runs the real `ptybox serve --socket` binary in a temporary workspace and talks
+// JSON-RPC to it over its real socket. Waits are hang guards only (generous deadlines); tests
+// assert reasons and order, never durations.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ptybox::testing {
+
+using Json = nlohmann::json;
+
+// A fresh directory under /tmp, removed on destruction.
+class TempDir final {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+class RpcClient final {
+ public:
+  explicit RpcClient(const std::filesystem::path& socket);
+  ~RpcClient();
+  RpcClient(const RpcClient&) = delete;
+  RpcClient& operator=(const RpcClient&) = delete;
+
+  // Sends a request and returns its id.
+  int SendRequest(const std::string& method, const Json& params);
+  // Sends raw bytes (a line is not terminated for you).
+  void SendRaw(const std::string& bytes);
+  // Waits for the response to `id` (other messages are kept for later).
+  Json WaitResponse(int id, std::chrono::seconds guard = std::chrono::seconds(60));
+  // Waits for the next message whatever its id.
+  Json WaitAny(std::chrono::seconds guard = std::chrono::seconds(60));
+  // Request + response.
+  Json Call(const std::string& method, const Json& params,
+            std::chrono::seconds guard = std::chrono::seconds(60));
+  void Disconnect();
+
+ private:
+  std::optional<Json> TakeQueued(std::optional<int> id);
+  bool ReadMore(std::chrono::steady_clock::time_point deadline);
+
+  int fd_ = -1;
+  int next_id_ = 1000;
+  std::string buffer_;
+  std::vector<Json> queued_;
+};
+
+class Daemon final {
+ public:
+  struct Options {
+    std::vector<std::string> extra_args;  // e.g. {"--policy", path}
+    std::vector<std::string> env;         // extra "K=V" for the daemon
+  };
+  Daemon() : Daemon(Options{}) {}
+  explicit Daemon(Options options);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  [[nodiscard]] const std::filesystem::path& workspace() const { return workspace_.path(); }
+  [[nodiscard]] const std::filesystem::path& socket() const { return socket_; }
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  // Sends `signal` and waits for the daemon to exit; returns its wait status.
+  int Stop(int signal);
+  // What the daemon wrote on stderr so far.
+  [[nodiscard]] std::string Log() const;
+
+ private:
+  TempDir workspace_;
+  TempDir state_;
+  std::filesystem::path socket_;
+  std::filesystem::path log_;
+  pid_t pid_ = -1;
+};
+
+// Paths of the built binaries (from the build system).
+std::filesystem::path PtyboxBinary();
+std::filesystem::path InitBinary();
+
+// True while /proc/<pid> exists and is not a zombie.
+bool ProcessAlive(pid_t pid);
+// Waits (hang guard) until `pid` is gone.
+bool WaitGone(pid_t pid, std::chrono::seconds guard = std::chrono::seconds(30));
+// Every live pid whose environment contains `marker` (a per-test token): finds a test's
+// processes wherever they went (setsid, double fork).
+std::vector<pid_t> ProcessesWithEnv(const std::string& marker);
+
+// Opens a session in `mode` (after policy_set_mode) and returns its id; fails the test otherwise.
+std::string OpenSession(RpcClient& client, const std::string& mode, Json extra = Json::object());
+// terminal_send in the foreground; returns the result object (or the error response).
+Json Send(RpcClient& client, const std::string& session, const std::string& input,
+          Json extra = Json::object());
+
+}  // namespace ptybox::testing
