@@ -229,10 +229,15 @@ class PtySession final {
         ::closedir(proc);
       }
     }
-    int status = 0;
-    ::waitpid(leader_, &status, 0);
     master_.Reset();
-    while (::waitpid(-1, &status, WNOHANG) > 0) {
+    // We are the subreaper: reap the leader and every orphan until none is left, so nothing
+    // outlives the test (5 s guard against a process that escaped the kill).
+    auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      pid_t reaped = ::waitpid(-1, &status, WNOHANG);
+      if (reaped < 0 && errno == ECHILD) break;
+      if (reaped == 0) std::this_thread::sleep_for(1ms);
     }
   }
 
