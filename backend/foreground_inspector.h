@@ -32,9 +32,9 @@ enum class Tri { kUnknown, kYes, kNo };
 struct TaskFacts {
   pid_t pid = 0;
   pid_t tid = 0;
-  bool running = false;          // runnable (state R) or inside no syscall
+  bool running = false;  // runnable (state R), inside no syscall, or it ran while inspected
   TtyWait tty_wait = TtyWait::kNone;
-  uint64_t run_ns = 0;           // cumulative on-CPU time (schedstat); changes iff the task ran
+  uint64_t run_ns = 0;  // cumulative on-CPU time (schedstat); changes iff the task ran
   uint64_t voluntary_switches = 0;
 };
 
@@ -44,8 +44,25 @@ struct ForegroundFacts {
   // for input from this terminal. kNo: some task runs, or none waits on this terminal.
   // kUnknown: something needed could not be read (permissions, a vanished task, no group).
   Tri waiting_for_input = Tri::kUnknown;
-  std::vector<TaskFacts> tasks;  // every task of the foreground group that was inspected
+  // Every task of the foreground group that was inspected, in no particular order. Tasks that
+  // could not be read are left out (the answer is then kUnknown), and inspection stops at the
+  // first running task, since that alone decides kNo.
+  std::vector<TaskFacts> tasks;
 };
+
+// How one inspected task stands; the group's answer combines them (CombineTaskVerdicts).
+enum class TaskVerdict {
+  kRunning,          // on a CPU, runnable, outside any syscall, or it ran while inspected
+  kWaitsOnTerminal,  // asleep in a call that waits for input from this terminal
+  kAsleepElsewhere,  // asleep (or stopped, or a zombie) and not waiting on this terminal
+  kUnknown,          // something needed could not be read
+};
+
+// The group's answer: kNo if any task runs (exact evidence the group is not blocked); else
+// kUnknown if the member list is incomplete, a task is unknown, or there is no task; else kYes
+// if some task waits on this terminal; else kNo.
+[[nodiscard]] Tri CombineTaskVerdicts(const std::vector<TaskVerdict>& verdicts,
+                                      bool members_complete);
 
 class ForegroundInspector final {
  public:
