@@ -560,9 +560,11 @@ class Prober final {
     auto seccomp = BuildSeccompProgram({});
     if (!seccomp) return Failed(name, seccomp.error().Describe(), "report a ptybox bug");
 
+    // The daemon's argv with a harmless workspace (never "/": binding the host root again
+    // would cover the private /dev, /proc and /tmp).
     SandboxSpec spec;
     spec.mode = policy::Mode::kReadOnly;
-    spec.workspace_root = "/";
+    spec.workspace_root = "/usr";
     spec.cwd = "/";
     BwrapInvocation invocation{bwrap_, seccomp->Get(), resolved, std::move(args)};
     const ChildResult child = RunChild(BuildBwrapArgv(spec, invocation), seccomp->Get());
@@ -614,23 +616,26 @@ Result<void> RequireSandbox(const std::filesystem::path& bwrap) {
 }
 
 Error DiagnoseSandboxFailure(const std::filesystem::path& bwrap, std::string_view bwrap_stderr) {
-  std::string message = "The sandbox could not start";
   const std::string said = Sanitize(bwrap_stderr);
-  if (!said.empty()) message += "; bwrap said: \"" + said + "\"";
-
   const std::vector<ProbeResult> results = Prober(bwrap).Run(/*stop_at_failure=*/true);
   const ProbeResult& last = results.back();
+  std::string cause;
   if (!last.ok) {
-    message += ". Cause (probe " + last.name + "): " + last.detail + ". Fix: " + last.fix + ".";
+    cause = "Cause (probe " + last.name + "): " + last.detail + ". Fix: " + last.fix + ".";
   } else if (const StderrHint* hint = MatchHint(bwrap_stderr)) {
-    message += ". Cause: " + std::string(hint->cause) + ". Fix: " + std::string(hint->fix) + ".";
+    cause = "Cause: " + std::string(hint->cause) + ". Fix: " + std::string(hint->fix) + ".";
   } else {
-    message +=
-        ". Every host probe of `ptybox doctor` passes, so the cause is specific to this session: "
+    cause =
+        "Every host probe of `ptybox doctor` passes, so the cause is specific to this session: "
         "check that the workspace, the writable roots and the working directory exist and are "
         "directories.";
   }
-  message += kNoFallback;
+  std::string message = "The sandbox could not start";
+  // The probe may have seen the very same message; say it once.
+  if (!said.empty() && cause.find(said) == std::string::npos) {
+    message += "; bwrap said: \"" + said + "\"";
+  }
+  message += ". " + cause + std::string(kNoFallback);
   return Error{ErrorKind::kSandboxUnavailable, std::move(message), bwrap.string()};
 }
 
