@@ -41,37 +41,22 @@ Argv Options(const Argv& argv) {
 }
 
 TEST(BwrapArgsTest, ReadOnlyExactArgv) {
-  const Argv expected = {"/usr/bin/bwrap",
-                         "--unshare-all",
-                         "--unshare-user",
-                         "--die-with-parent",
-                         "--new-session",
-                         "--ro-bind",
-                         "/",
-                         "/",
-                         "--dev",
-                         "/dev",
-                         "--proc",
-                         "/proc",
-                         "--tmpfs",
-                         "/tmp",
-                         "--ro-bind",
-                         "/home/u/proj",
-                         "/home/u/proj",
-                         "--ro-bind",
-                         "/usr/libexec/ptybox-init",
-                         "/usr/libexec/ptybox-init",
-                         "--cap-drop",
-                         "ALL",
-                         "--clearenv",
-                         "--seccomp",
-                         "7",
-                         "--chdir",
-                         "/home/u/proj/src",
-                         "--",
-                         "/usr/libexec/ptybox-init",
-                         "--control-fd",
-                         "3"};
+  // clang-format off
+  const Argv expected = {
+      "/usr/bin/bwrap",
+      "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
+      "--ro-bind", "/", "/",
+      "--dev", "/dev",
+      "--proc", "/proc",
+      "--tmpfs", "/tmp",
+      "--ro-bind", "/home/u/proj", "/home/u/proj",
+      "--ro-bind", "/usr/libexec/ptybox-init", "/usr/libexec/ptybox-init",
+      "--cap-drop", "ALL",
+      "--clearenv",
+      "--seccomp", "7",
+      "--chdir", "/home/u/proj/src",
+      "--", "/usr/libexec/ptybox-init", "--control-fd", "3"};
+  // clang-format on
   EXPECT_EQ(BuildBwrapArgv(Spec(Mode::kReadOnly), Invocation()), expected);
 }
 
@@ -79,49 +64,26 @@ TEST(BwrapArgsTest, WorkspaceWriteExactArgv) {
   SandboxSpec spec = Spec(Mode::kWorkspaceWrite);
   spec.writable_roots = {"/var/cache/build", "/tmp/scratch"};
   spec.read_only_paths = {"/home/u/proj/.git", "/home/u/proj/.ptybox.yaml"};
-  const Argv expected = {"/usr/bin/bwrap",
-                         "--unshare-all",
-                         "--unshare-user",
-                         "--die-with-parent",
-                         "--new-session",
-                         "--ro-bind",
-                         "/",
-                         "/",
-                         "--dev",
-                         "/dev",
-                         "--proc",
-                         "/proc",
-                         "--tmpfs",
-                         "/tmp",
-                         "--bind",
-                         "/home/u/proj",
-                         "/home/u/proj",
-                         "--bind",
-                         "/var/cache/build",
-                         "/var/cache/build",
-                         "--bind",
-                         "/tmp/scratch",
-                         "/tmp/scratch",
-                         "--ro-bind",
-                         "/home/u/proj/.git",
-                         "/home/u/proj/.git",
-                         "--ro-bind",
-                         "/home/u/proj/.ptybox.yaml",
-                         "/home/u/proj/.ptybox.yaml",
-                         "--ro-bind",
-                         "/usr/libexec/ptybox-init",
-                         "/usr/libexec/ptybox-init",
-                         "--cap-drop",
-                         "ALL",
-                         "--clearenv",
-                         "--seccomp",
-                         "7",
-                         "--chdir",
-                         "/home/u/proj/src",
-                         "--",
-                         "/usr/libexec/ptybox-init",
-                         "--control-fd",
-                         "3"};
+  // clang-format off
+  const Argv expected = {
+      "/usr/bin/bwrap",
+      "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
+      "--ro-bind", "/", "/",
+      "--dev", "/dev",
+      "--proc", "/proc",
+      "--tmpfs", "/tmp",
+      "--bind", "/home/u/proj", "/home/u/proj",
+      "--bind", "/var/cache/build", "/var/cache/build",
+      "--bind", "/tmp/scratch", "/tmp/scratch",
+      "--ro-bind", "/home/u/proj/.git", "/home/u/proj/.git",
+      "--ro-bind", "/home/u/proj/.ptybox.yaml", "/home/u/proj/.ptybox.yaml",
+      "--ro-bind", "/usr/libexec/ptybox-init", "/usr/libexec/ptybox-init",
+      "--cap-drop", "ALL",
+      "--clearenv",
+      "--seccomp", "7",
+      "--chdir", "/home/u/proj/src",
+      "--", "/usr/libexec/ptybox-init", "--control-fd", "3"};
+  // clang-format on
   EXPECT_EQ(BuildBwrapArgv(spec, Invocation()), expected);
 }
 
