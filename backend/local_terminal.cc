@@ -171,7 +171,9 @@ void LocalTerminal::OnControlMessage(sandbox::ReceivedInitMessage received) {
       identity.slave_dev = static_cast<dev_t>(m.c);
       identity.slave_rdev = static_cast<dev_t>(m.d);
       identity.session_id = shell_pid_;
-      inspector_.emplace(fd, identity, shell_pid_);
+      // Group members are searched below our direct child (bwrap or init), so a member that
+      // was orphaned out of the shell's tree is still found.
+      inspector_.emplace(fd, identity, child_pid_);
       start_reported_ = true;
       ArmRead();
       listener_.OnTerminalReady();

@@ -1,0 +1,665 @@
+// The host probes behind sandbox_unavailable and `ptybox doctor`. Each probe checks one thing
+// for real (files, sysctls, a forked child, a tiny bwrap sandbox) and names the fix; child
+// processes run with a hard timeout and their stderr captured.
+#include "sandbox/host_probe.h"
+
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <sstream>
+
+#include "policy/mode.h"
+#include "sandbox/bwrap_args.h"
+#include "sandbox/seccomp_filter.h"
+
+namespace ptybox::sandbox {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto kChildTimeout = 10s;
+constexpr size_t kMaxCapture = 64 * 1024;
+
+constexpr std::string_view kInstallFix =
+    "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
+    "bubblewrap; Alpine: apk add bubblewrap), or set PTYBOX_BWRAP to the path of a bwrap binary";
+constexpr std::string_view kUserNsSysctlFix =
+    "allow user namespaces: sysctl -w user.max_user_namespaces=15000; on Debian kernels "
+    "sysctl -w kernel.unprivileged_userns_clone=1; on Ubuntu 23.10+ sysctl -w "
+    "kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile granting bwrap "
+    "'userns'; in a container, run it with --security-opt seccomp=unconfined --security-opt "
+    "apparmor=unconfined (or --privileged)";
+constexpr std::string_view kDockerSeccompFix =
+    "run the container with --security-opt seccomp=unconfined, or with a seccomp profile that "
+    "allows clone/unshare with namespace flags, setns, mount, umount2 and pivot_root, or with "
+    "--privileged";
+
+// ---- Child processes ------------------------------------------------------------------------
+
+struct ChildResult {
+  bool started = false;  // fork and exec succeeded
+  int start_errno = 0;   // why not
+  bool timed_out = false;
+  bool exited = false;
+  int exit_code = -1;
+  int signal = 0;
+  std::string out;
+  std::string err;
+
+  [[nodiscard]] bool Succeeded() const { return started && !timed_out && exited && exit_code == 0; }
+};
+
+void AppendCapped(std::string& to, const char* data, size_t size) {
+  if (to.size() < kMaxCapture) to.append(data, std::min(size, kMaxCapture - to.size()));
+}
+
+// Runs argv[0] (an absolute path, no PATH search) with stdin from /dev/null, capturing
+// stdout and stderr, in its own process group that is killed at the deadline. `keep_fd`
+// (when >= 0) is inherited at the same number.
+ChildResult RunChild(const std::vector<std::string>& argv, int keep_fd = -1) {
+  ChildResult result;
+  std::vector<char*> cargv;
+  for (const auto& arg : argv) cargv.push_back(const_cast<char*>(arg.c_str()));
+  cargv.push_back(nullptr);
+
+  int out_pipe[2];
+  int err_pipe[2];
+  int exec_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) {
+    result.start_errno = errno;
+    return result;
+  }
+  UniqueFd out_read(out_pipe[0]), out_write(out_pipe[1]);
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    result.start_errno = errno;
+    return result;
+  }
+  UniqueFd err_read(err_pipe[0]), err_write(err_pipe[1]);
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    result.start_errno = errno;
+    return result;
+  }
+  UniqueFd exec_read(exec_pipe[0]), exec_write(exec_pipe[1]);
+  UniqueFd null_fd(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!null_fd) {
+    result.start_errno = errno;
+    return result;
+  }
+
+  const pid_t pid = fork();
+  if (pid < 0) {
+    result.start_errno = errno;
+    return result;
+  }
+  if (pid == 0) {
+    // Only async-signal-safe calls from here to exec.
+    setpgid(0, 0);
+    if (dup2(null_fd.Get(), STDIN_FILENO) < 0 || dup2(out_write.Get(), STDOUT_FILENO) < 0 ||
+        dup2(err_write.Get(), STDERR_FILENO) < 0 ||
+        (keep_fd >= 0 && fcntl(keep_fd, F_SETFD, 0) != 0)) {
+      const int err = errno;
+      ssize_t ignored = write(exec_write.Get(), &err, sizeof err);
+      (void)ignored;
+      _exit(127);
+    }
+    execv(cargv[0], cargv.data());
+    const int err = errno;
+    ssize_t ignored = write(exec_write.Get(), &err, sizeof err);
+    (void)ignored;
+    _exit(127);
+  }
+  out_write.Reset();
+  err_write.Reset();
+  exec_write.Reset();
+  null_fd.Reset();
+
+  const auto deadline = std::chrono::steady_clock::now() + kChildTimeout;
+  std::array<pollfd, 3> fds{
+      {{out_read.Get(), POLLIN, 0}, {err_read.Get(), POLLIN, 0}, {exec_read.Get(), POLLIN, 0}}};
+  int exec_errno = 0;
+  size_t open_fds = fds.size();
+  while (open_fds > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left <= 0ms) {
+      result.timed_out = true;
+      break;
+    }
+    const int ready = poll(fds.data(), fds.size(), static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) break;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buffer[4096];
+      const ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        fds[i].fd = -1;
+        --open_fds;
+        continue;
+      }
+      if (i == 0) AppendCapped(result.out, buffer, static_cast<size_t>(n));
+      if (i == 1) AppendCapped(result.err, buffer, static_cast<size_t>(n));
+      if (i == 2 && static_cast<size_t>(n) >= sizeof exec_errno) {
+        std::memcpy(&exec_errno, buffer, sizeof exec_errno);
+      }
+    }
+  }
+  if (result.timed_out) kill(-pid, SIGKILL);
+
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (exec_errno != 0) {
+    result.start_errno = exec_errno;
+    return result;
+  }
+  result.started = true;
+  if (WIFEXITED(status)) {
+    result.exited = true;
+    result.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result.signal = WTERMSIG(status);
+  }
+  return result;
+}
+
+// Forks a child that runs `body` (async-signal-safe calls only) and exits with its value;
+// returns that value, or -1 when the child could not run or died.
+int RunInForkedChild(const std::function<int()>& body) {
+  const pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) _exit(body());
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// ---- Host facts -----------------------------------------------------------------------------
+
+std::optional<std::string> ReadSysctl(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::string value;
+  std::getline(in, value);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\n')) value.pop_back();
+  return value;
+}
+
+// A field of /proc/self/status ("Seccomp", "Seccomp_filters"), or nullopt.
+std::optional<std::string> StatusField(std::string_view name) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.size() > name.size() && line.compare(0, name.size(), name) == 0 &&
+        line[name.size()] == ':') {
+      const size_t start = line.find_first_not_of(" \t", name.size() + 1);
+      return start == std::string::npos ? std::string() : line.substr(start);
+    }
+  }
+  return std::nullopt;
+}
+
+bool HasEffectiveSysAdmin() {
+  cap_t caps = cap_get_proc();
+  if (caps == nullptr) return false;
+  cap_flag_value_t value = CAP_CLEAR;
+  const bool has =
+      cap_get_flag(caps, CAP_SYS_ADMIN, CAP_EFFECTIVE, &value) == 0 && value == CAP_SET;
+  cap_free(caps);
+  return has;
+}
+
+std::string ErrnoName(int err) {
+  switch (err) {
+    case EPERM:
+      return "EPERM";
+    case EACCES:
+      return "EACCES";
+    case ENOSPC:
+      return "ENOSPC";
+    case EINVAL:
+      return "EINVAL";
+    case ENOSYS:
+      return "ENOSYS";
+    case EFAULT:
+      return "EFAULT";
+    default:
+      return "errno " + std::to_string(err);
+  }
+}
+
+// Printable, bounded, single-spaced text from a child's stderr (hostile input).
+std::string Sanitize(std::string_view text, size_t max = 600) {
+  std::string out;
+  for (char c : text) {
+    if (out.size() >= max) {
+      out += "...";
+      break;
+    }
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n' || c == '\t' || c == '\r') {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else if (u < 0x20 || u == 0x7f) {
+      out += '?';
+    } else {
+      out += c;
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+// What a line of bwrap's stderr means, and what to change.
+struct StderrHint {
+  std::string_view needle;
+  std::string_view cause;
+  std::string_view fix;
+};
+
+constexpr StderrHint kStderrHints[] = {
+    {"uid map", "user namespaces are not usable: bwrap could not map its user into one",
+     kUserNsSysctlFix},
+    {"No permissions to create", "user namespaces are not allowed for this user", kUserNsSysctlFix},
+    {"Creating new namespace failed", "the kernel or a seccomp filter refused to create namespaces",
+     kDockerSeccompFix},
+    {"Can't mount proc",
+     "a new /proc cannot be mounted: the host's /proc has masked parts (a container runtime's "
+     "default)",
+     "run the container with --security-opt systempaths=unconfined (or --privileged)"},
+    {"Can't mount devpts", "a private devpts instance cannot be mounted",
+     "allow mounting devpts in the user namespace (a container runtime or LSM refuses it; "
+     "--privileged)"},
+    {"RTM_NEWADDR", "the loopback interface of the new network namespace cannot be set up",
+     "allow network namespaces (a container runtime's seccomp profile or missing "
+     "CAP_NET_ADMIN in the user namespace)"},
+    {"seccomp", "the kernel refused the seccomp filter",
+     "use a kernel with CONFIG_SECCOMP_FILTER, and do not stack an outer filter that denies "
+     "seccomp()"},
+    {"Can't find source path",
+     "a path the policy mounts does not exist on the host (workspace, writable root or "
+     "ptybox-init)",
+     "create the path or remove it from the policy's writable roots"},
+    {"Can't chdir", "the session's working directory is not visible inside the sandbox",
+     "choose a cwd inside the workspace or another path the sandbox can see"},
+    {"execvp", "ptybox-init could not be executed inside the sandbox",
+     "reinstall ptybox so that ptybox-init sits next to the ptybox binary"},
+    {"Unexpected capabilities but not setuid",
+     "bwrap has file capabilities but is not setuid, which it refuses",
+     "remove the file capabilities (setcap -r) from the bwrap binary"},
+};
+
+const StderrHint* MatchHint(std::string_view bwrap_stderr) {
+  for (const StderrHint& hint : kStderrHints) {
+    if (bwrap_stderr.find(hint.needle) != std::string_view::npos) return &hint;
+  }
+  return nullptr;
+}
+
+// "bubblewrap 0.8.0" -> {0, 8, 0}.
+std::optional<std::array<int, 3>> ParseVersion(std::string_view text) {
+  const size_t at = text.find("bubblewrap ");
+  if (at == std::string_view::npos) return std::nullopt;
+  std::array<int, 3> version{0, 0, 0};
+  std::istringstream in(std::string(text.substr(at + 11)));
+  char dot = 0;
+  if (!(in >> version[0])) return std::nullopt;
+  if (in >> dot >> version[1]) {
+    if (!(in >> dot >> version[2])) version[2] = 0;
+  }
+  return version;
+}
+
+// ---- The probes -----------------------------------------------------------------------------
+
+class Prober final {
+ public:
+  explicit Prober(std::filesystem::path bwrap) : bwrap_(std::move(bwrap)) {}
+
+  // Runs the probes in order; stops at the first failure when `stop_at_failure`.
+  std::vector<ProbeResult> Run(bool stop_at_failure) {
+    using Step = ProbeResult (Prober::*)();
+    static constexpr Step kSteps[] = {&Prober::ProbeBwrap,        &Prober::ProbeUserNamespaces,
+                                      &Prober::ProbeSeccomp,      &Prober::ProbeSeccompFilter,
+                                      &Prober::ProbeSandboxStart, &Prober::ProbeSandboxPty};
+    std::vector<ProbeResult> results;
+    for (Step step : kSteps) {
+      results.push_back((this->*step)());
+      if (stop_at_failure && !results.back().ok) break;
+    }
+    return results;
+  }
+
+ private:
+  static ProbeResult Ok(std::string name, std::string detail) {
+    return {std::move(name), true, std::move(detail), {}};
+  }
+  static ProbeResult Failed(std::string name, std::string detail, std::string_view fix) {
+    return {std::move(name), false, std::move(detail), std::string(fix)};
+  }
+
+  ProbeResult ProbeBwrap() {
+    const std::string name = "bwrap";
+    const std::string path = bwrap_.string();
+    if (bwrap_.empty()) return Failed(name, "no bwrap path was given", kInstallFix);
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) {
+      return Failed(name, "no bwrap at " + path + " (" + std::strerror(errno) + ")", kInstallFix);
+    }
+    if (!S_ISREG(st.st_mode) || access(path.c_str(), X_OK) != 0) {
+      return Failed(name, path + " is not an executable file", kInstallFix);
+    }
+    const ChildResult version = RunChild({path, "--version"});
+    std::string detail = path;
+    if (st.st_mode & S_ISUID) detail += " (setuid)";
+    if (!version.started) {
+      return Failed(name, "cannot execute " + path + ": " + std::strerror(version.start_errno),
+                    kInstallFix);
+    }
+    runnable_ = true;
+    if (auto parsed = ParseVersion(version.out)) {
+      detail += ": " + Sanitize(version.out, 80);
+      // --clearenv, which keeps the daemon's environment out of the sandbox, arrived in 0.5.0.
+      if ((*parsed)[0] == 0 && (*parsed)[1] < 5) {
+        runnable_ = false;
+        return Failed(name, detail + ", older than 0.5.0 (no --clearenv)",
+                      "upgrade bubblewrap to 0.5.0 or later");
+      }
+    } else {
+      detail += " (version unknown: --version printed '" +
+                Sanitize(version.out + version.err, 120) + "')";
+    }
+    return Ok(name, detail);
+  }
+
+  ProbeResult ProbeUserNamespaces() {
+    const std::string name = "user-namespaces";
+    const bool privileged = HasEffectiveSysAdmin();
+    std::string detail;
+    const auto max = ReadSysctl("/proc/sys/user/max_user_namespaces");
+    if (!max) {
+      return Failed(name,
+                    "/proc/sys/user/max_user_namespaces is missing: the kernel has no user "
+                    "namespaces",
+                    "use a kernel built with CONFIG_USER_NS=y");
+    }
+    if (*max == "0") {
+      return Failed(name, "user.max_user_namespaces is 0",
+                    "sysctl -w user.max_user_namespaces=15000 (persist it in /etc/sysctl.d/)");
+    }
+    detail = "user.max_user_namespaces=" + *max;
+    if (auto clone = ReadSysctl("/proc/sys/kernel/unprivileged_userns_clone")) {
+      detail += ", kernel.unprivileged_userns_clone=" + *clone;
+      if (*clone == "0" && !privileged) {
+        return Failed(name, detail + " and ptybox is not privileged",
+                      "sysctl -w kernel.unprivileged_userns_clone=1 (persist it in "
+                      "/etc/sysctl.d/), or run the daemon as root");
+      }
+    }
+    if (auto apparmor = ReadSysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")) {
+      detail += ", kernel.apparmor_restrict_unprivileged_userns=" + *apparmor;
+      if (*apparmor == "1" && !privileged) {
+        return Failed(name, detail + " and ptybox is not privileged",
+                      "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor "
+                      "profile that grants bwrap 'userns' (Ubuntu: the bwrap-userns-restrict "
+                      "profile)");
+      }
+    }
+    detail += privileged ? " (CAP_SYS_ADMIN held)" : " (unprivileged)";
+
+    // For real: a child creates a user namespace and maps its own uid, as bwrap does.
+    const std::string map = std::to_string(geteuid()) + " " + std::to_string(geteuid()) + " 1\n";
+    const int rc = RunInForkedChild([&map]() -> int {
+      if (unshare(CLONE_NEWUSER) != 0) return errno == EPERM ? 101 : (errno == ENOSPC ? 102 : 103);
+      const int fd = open("/proc/self/uid_map", O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return 104;
+      const bool wrote = write(fd, map.data(), map.size()) == static_cast<ssize_t>(map.size());
+      close(fd);
+      return wrote ? 0 : 104;
+    });
+    unshare_errno_ = 0;
+    switch (rc) {
+      case 0:
+        return Ok(name, detail + "; unshare(CLONE_NEWUSER) and a uid map work");
+      case 101:
+        unshare_errno_ = EPERM;
+        break;
+      case 102:
+        unshare_errno_ = ENOSPC;
+        break;
+      case 104:
+        return Failed(name,
+                      detail +
+                          "; unshare(CLONE_NEWUSER) works but writing the uid map is "
+                          "refused (a security module strips the namespace's capabilities)",
+                      kUserNsSysctlFix);
+      default:
+        return Failed(name, detail + "; a test child could not create a user namespace",
+                      kUserNsSysctlFix);
+    }
+    if (unshare_errno_ == EPERM && StatusField("Seccomp").value_or("0") == "2") {
+      // Blame the seccomp filter, in the next probe.
+      return Ok(name, detail +
+                          "; unshare(CLONE_NEWUSER) is refused with EPERM under a seccomp "
+                          "filter (see the seccomp probe)");
+    }
+    if (unshare_errno_ == ENOSPC) {
+      return Failed(name,
+                    detail +
+                        "; unshare(CLONE_NEWUSER) failed with ENOSPC: the limit of "
+                        "user namespaces is reached",
+                    "raise user.max_user_namespaces (sysctl -w "
+                    "user.max_user_namespaces=15000)");
+    }
+    return Failed(name,
+                  detail + "; unshare(CLONE_NEWUSER) failed with " + ErrnoName(unshare_errno_) +
+                      " (a security module or a container runtime refuses "
+                      "user namespaces, or the process is chrooted)",
+                  kUserNsSysctlFix);
+  }
+
+  ProbeResult ProbeSeccomp() {
+    const std::string name = "seccomp";
+    const auto mode = StatusField("Seccomp");
+    if (!mode) {
+      return Failed(name, "/proc/self/status has no Seccomp field: the kernel has no seccomp",
+                    "use a kernel built with CONFIG_SECCOMP=y and CONFIG_SECCOMP_FILTER=y");
+    }
+    if (*mode == "0") return Ok(name, "ptybox itself runs under no seccomp filter");
+    if (*mode == "1") {
+      return Failed(name, "ptybox runs in strict seccomp mode",
+                    "run ptybox without seccomp strict mode");
+    }
+    const std::string filters = StatusField("Seccomp_filters").value_or("?");
+    if (unshare_errno_ == EPERM) {
+      return Failed(
+          name,
+          "ptybox runs under " + filters +
+              " seccomp filter(s) that refuse "
+              "unshare(CLONE_NEWUSER) with EPERM (Docker's and Podman's default profiles do "
+              "this)",
+          kDockerSeccompFix);
+    }
+    return Ok(name, "ptybox runs under " + filters + " seccomp filter(s) that allow namespaces");
+  }
+
+  ProbeResult ProbeSeccompFilter() {
+    const std::string name = "seccomp-filter";
+    auto program = BuildSeccompProgram({});
+    if (!program) {
+      return Failed(name, program.error().Describe(),
+                    "install a libseccomp that knows this architecture (libseccomp2 2.5 or later)");
+    }
+    // Load it for real in a child: the kernel must accept the exported program.
+    std::string bytes(64 * 1024, '\0');
+    const ssize_t n = pread(program->Get(), bytes.data(), bytes.size(), 0);
+    if (n <= 0 || n % static_cast<ssize_t>(sizeof(sock_filter)) != 0) {
+      return Failed(name, "the exported seccomp program is unreadable", "report a ptybox bug");
+    }
+    sock_fprog fprog{static_cast<unsigned short>(n / static_cast<ssize_t>(sizeof(sock_filter))),
+                     reinterpret_cast<sock_filter*>(bytes.data())};
+    const int rc = RunInForkedChild([&fprog]() -> int {
+      if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return 101;
+      if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) != 0) return 102;
+      return 0;
+    });
+    if (rc != 0) {
+      return Failed(name, "the kernel refused to load ptybox's seccomp filter",
+                    "use a kernel built with CONFIG_SECCOMP_FILTER=y");
+    }
+    program_ok_ = true;
+    return Ok(name, "ptybox's filter (" + std::to_string(fprog.len) +
+                        " BPF instructions) loads in a child");
+  }
+
+  ProbeResult ProbeSandboxStart() {
+    return RunTinySandbox("sandbox-start", "/bin/true", {},
+                          "bwrap ran /bin/true in new user, pid, network, ipc, uts and mount "
+                          "namespaces with private /dev, /proc, /tmp and the seccomp filter");
+  }
+
+  ProbeResult ProbeSandboxPty() {
+    return RunTinySandbox(
+        "sandbox-pty", "/bin/sh", {"-c", "exec 3<>/dev/ptmx && test -c /dev/pts/0"},
+        "a process in the sandbox opened /dev/ptmx and got /dev/pts/0 of its own devpts");
+  }
+
+  ProbeResult RunTinySandbox(const std::string& name, const std::filesystem::path& program,
+                             std::vector<std::string> args, const std::string& success) {
+    if (!runnable_) return Failed(name, "not run: bwrap is not usable", kInstallFix);
+    if (!program_ok_) {
+      return Failed(name, "not run: the seccomp filter is not usable",
+                    "fix the seccomp-filter probe first");
+    }
+    std::error_code ec;
+    const std::filesystem::path resolved = std::filesystem::canonical(program, ec);
+    if (ec) {
+      return Failed(name, "not run: " + program.string() + " is missing on this host",
+                    "install coreutils and a POSIX sh");
+    }
+    auto seccomp = BuildSeccompProgram({});
+    if (!seccomp) return Failed(name, seccomp.error().Describe(), "report a ptybox bug");
+
+    // The daemon's argv with a harmless workspace (never "/": binding the host root again
+    // would cover the private /dev, /proc and /tmp).
+    SandboxSpec spec;
+    spec.mode = policy::Mode::kReadOnly;
+    spec.workspace_root = "/usr";
+    spec.cwd = "/";
+    BwrapInvocation invocation{bwrap_, seccomp->Get(), resolved, std::move(args)};
+    const ChildResult child = RunChild(BuildBwrapArgv(spec, invocation), seccomp->Get());
+    if (child.Succeeded()) return Ok(name, success);
+
+    std::string detail;
+    if (!child.started) {
+      detail = "cannot execute " + bwrap_.string() + ": " + std::strerror(child.start_errno);
+    } else if (child.timed_out) {
+      detail = "the sandbox did not finish within 10 s";
+    } else if (child.exited) {
+      detail = "bwrap exited with status " + std::to_string(child.exit_code);
+    } else {
+      detail = "bwrap was killed by signal " + std::to_string(child.signal);
+    }
+    if (!child.err.empty()) detail += "; bwrap said: \"" + Sanitize(child.err) + "\"";
+    if (const StderrHint* hint = MatchHint(child.err)) {
+      return Failed(name, detail + " (cause: " + std::string(hint->cause) + ")", hint->fix);
+    }
+    return Failed(name, detail,
+                  "run `ptybox doctor` and the failing bwrap command by hand to see what the "
+                  "host refuses");
+  }
+
+  std::filesystem::path bwrap_;
+  bool runnable_ = false;
+  bool program_ok_ = false;
+  int unshare_errno_ = 0;
+};
+
+constexpr std::string_view kNoFallback =
+    " ptybox never falls back to running without a sandbox; danger-full-access (no sandbox at "
+    "all) is only ever an explicit operator choice in the policy.";
+
+}  // namespace
+
+std::vector<ProbeResult> ProbeHost(const std::filesystem::path& bwrap) {
+  return Prober(bwrap).Run(/*stop_at_failure=*/false);
+}
+
+Result<void> RequireSandbox(const std::filesystem::path& bwrap) {
+  const std::vector<ProbeResult> results = Prober(bwrap).Run(/*stop_at_failure=*/true);
+  const ProbeResult& last = results.back();
+  if (last.ok) return {};
+  return Fail(ErrorKind::kSandboxUnavailable,
+              "Sandboxing is unavailable on this host (probe " + last.name + "): " + last.detail +
+                  ". Fix: " + last.fix + "." + std::string(kNoFallback),
+              bwrap.string());
+}
+
+Error DiagnoseSandboxFailure(const std::filesystem::path& bwrap, std::string_view bwrap_stderr) {
+  const std::string said = Sanitize(bwrap_stderr);
+  const std::vector<ProbeResult> results = Prober(bwrap).Run(/*stop_at_failure=*/true);
+  const ProbeResult& last = results.back();
+  std::string cause;
+  if (!last.ok) {
+    cause = "Cause (probe " + last.name + "): " + last.detail + ". Fix: " + last.fix + ".";
+  } else if (const StderrHint* hint = MatchHint(bwrap_stderr)) {
+    cause = "Cause: " + std::string(hint->cause) + ". Fix: " + std::string(hint->fix) + ".";
+  } else {
+    cause =
+        "Every host probe of `ptybox doctor` passes, so the cause is specific to this session: "
+        "check that the workspace, the writable roots and the working directory exist and are "
+        "directories.";
+  }
+  std::string message = "The sandbox could not start";
+  // The probe may have seen the very same message; say it once.
+  if (!said.empty() && cause.find(said) == std::string::npos) {
+    message += "; bwrap said: \"" + said + "\"";
+  }
+  message += ". " + cause + std::string(kNoFallback);
+  return Error{ErrorKind::kSandboxUnavailable, std::move(message), bwrap.string()};
+}
+
+std::filesystem::path FindBwrap() {
+  if (const char* env = std::getenv("PTYBOX_BWRAP"); env != nullptr && *env != '\0') {
+    return std::filesystem::path(env);
+  }
+  if (const char* path = std::getenv("PATH"); path != nullptr) {
+    std::string_view rest(path);
+    while (!rest.empty()) {
+      const size_t colon = rest.find(':');
+      const std::string_view dir = rest.substr(0, colon);
+      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+      // Relative entries (including the empty one, meaning ".") are never trusted.
+      if (dir.empty() || dir.front() != '/') continue;
+      const std::filesystem::path candidate = std::filesystem::path(dir) / "bwrap";
+      struct stat st {};
+      if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+          access(candidate.c_str(), X_OK) == 0) {
+        return candidate;
+      }
+    }
+  }
+  return "/usr/bin/bwrap";
+}
+
+}  // namespace ptybox::sandbox

@@ -1,0 +1,211 @@
+// The seccomp table of every confined session and its compilation with libseccomp into a BPF
+// program in a sealed memfd. kRules is the single source of truth: the filter, SeccompRules()
+// and the table in docs/sandbox.md all come from it.
+#include "sandbox/seccomp_filter.h"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "common/log.h"
+
+namespace ptybox::sandbox {
+namespace {
+
+// Which arguments a row looks at. kAlways matches every call of the syscall.
+enum class Match {
+  kAlways,
+  kIoctlRequest,        // arg1, low 32 bits only (the kernel truncates the request to int)
+  kCloneNamespaceFlag,  // any CLONE_NEW* bit in the flags argument
+  kDomainNotUnix,       // arg0 != AF_UNIX; only when the network is denied
+};
+
+struct Row {
+  std::string_view syscall;
+  int error;
+  std::string_view action;  // the errno's name, for docs and tests
+  Match match;
+  uint64_t request;  // kIoctlRequest: the ioctl request
+  std::string_view why;
+};
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+constexpr uint64_t kCloneNamespaceFlags[] = {
+    CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC,    CLONE_NEWUSER,
+    CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP, CLONE_NEWTIME,
+};
+
+// clone(2)'s flags are the first argument everywhere but on s390, where they are the second.
+#if defined(__s390__) || defined(__s390x__)
+constexpr unsigned kCloneFlagsArg = 1;
+#else
+constexpr unsigned kCloneFlagsArg = 0;
+#endif
+
+// clang-format off
+constexpr Row kRules[] = {
+  // Terminal injection: push bytes into the input queue of a terminal the shell shares.
+  {"ioctl", EPERM, "EPERM", Match::kIoctlRequest, TIOCSTI,
+   "TIOCSTI (arg1, low 32 bits): injects keystrokes into a terminal's input"},
+  {"ioctl", EPERM, "EPERM", Match::kIoctlRequest, TIOCLINUX,
+   "TIOCLINUX (arg1, low 32 bits): console selection paste can inject input"},
+  // Namespaces: the sandbox's own namespaces are final.
+  {"clone", EPERM, "EPERM", Match::kCloneNamespaceFlag, 0,
+   "with any CLONE_NEW* flag: no new namespaces inside the sandbox"},
+  {"clone3", ENOSYS, "ENOSYS", Match::kAlways, 0,
+   "its flags live in memory seccomp cannot read; libc falls back to clone"},
+  {"unshare", EPERM, "EPERM", Match::kAlways, 0, "no new namespaces inside the sandbox"},
+  {"setns", EPERM, "EPERM", Match::kAlways, 0, "no joining other namespaces"},
+  // Mounts: the mount table is fixed by bwrap.
+  {"mount", EPERM, "EPERM", Match::kAlways, 0, "the mount table is fixed by bwrap"},
+  {"umount2", EPERM, "EPERM", Match::kAlways, 0, "would uncover what bwrap mounted over"},
+  {"pivot_root", EPERM, "EPERM", Match::kAlways, 0, "the root is fixed by bwrap"},
+  {"chroot", EPERM, "EPERM", Match::kAlways, 0, "the root is fixed by bwrap"},
+  {"open_tree", ENOSYS, "ENOSYS", Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
+  {"move_mount", ENOSYS, "ENOSYS", Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
+  {"fsopen", ENOSYS, "ENOSYS", Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
+  {"fsconfig", ENOSYS, "ENOSYS", Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
+  {"fsmount", ENOSYS, "ENOSYS", Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
+  {"fspick", ENOSYS, "ENOSYS", Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
+  {"mount_setattr", ENOSYS, "ENOSYS", Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
+  // Kernel attack surface a shell never needs.
+  {"keyctl", EPERM, "EPERM", Match::kAlways, 0, "kernel keyrings are not namespaced"},
+  {"add_key", EPERM, "EPERM", Match::kAlways, 0, "kernel keyrings are not namespaced"},
+  {"request_key", EPERM, "EPERM", Match::kAlways, 0, "kernel keyrings are not namespaced"},
+  {"bpf", EPERM, "EPERM", Match::kAlways, 0, "eBPF programs and maps"},
+  {"perf_event_open", EPERM, "EPERM", Match::kAlways, 0, "performance counters leak host state"},
+  {"userfaultfd", EPERM, "EPERM", Match::kAlways, 0, "a common kernel exploit primitive"},
+  {"io_uring_setup", EPERM, "EPERM", Match::kAlways, 0,
+   "io_uring bypasses per-syscall filtering"},
+  {"io_uring_enter", EPERM, "EPERM", Match::kAlways, 0,
+   "io_uring bypasses per-syscall filtering"},
+  {"io_uring_register", EPERM, "EPERM", Match::kAlways, 0,
+   "io_uring bypasses per-syscall filtering"},
+  {"kexec_load", EPERM, "EPERM", Match::kAlways, 0, "loads a new kernel"},
+  {"kexec_file_load", EPERM, "EPERM", Match::kAlways, 0, "loads a new kernel"},
+  {"init_module", EPERM, "EPERM", Match::kAlways, 0, "loads kernel modules"},
+  {"finit_module", EPERM, "EPERM", Match::kAlways, 0, "loads kernel modules"},
+  {"delete_module", EPERM, "EPERM", Match::kAlways, 0, "unloads kernel modules"},
+  // Other processes' memory.
+  {"ptrace", EPERM, "EPERM", Match::kAlways, 0, "no tracing (debuggers and strace fail)"},
+  {"process_vm_readv", EPERM, "EPERM", Match::kAlways, 0, "reads another process's memory"},
+  {"process_vm_writev", EPERM, "EPERM", Match::kAlways, 0, "writes another process's memory"},
+  // Network, when the policy denies it (the network namespace is empty as well).
+  {"socket", EAFNOSUPPORT, "EAFNOSUPPORT", Match::kDomainNotUnix, 0,
+   "network denied: any domain but AF_UNIX"},
+  {"socketpair", EAFNOSUPPORT, "EAFNOSUPPORT", Match::kDomainNotUnix, 0,
+   "network denied: any domain but AF_UNIX"},
+};
+// clang-format on
+
+// Frees the libseccomp context on every path.
+class FilterContext final {
+ public:
+  FilterContext() : ctx_(seccomp_init(SCMP_ACT_ALLOW)) {}
+  FilterContext(const FilterContext&) = delete;
+  FilterContext& operator=(const FilterContext&) = delete;
+  ~FilterContext() {
+    if (ctx_ != nullptr) seccomp_release(ctx_);
+  }
+  [[nodiscard]] scmp_filter_ctx Get() const { return ctx_; }
+
+ private:
+  scmp_filter_ctx ctx_;
+};
+
+std::unexpected<Error> LibseccompError(std::string_view call, std::string_view what, int rc) {
+  std::string message = "libseccomp " + std::string(call);
+  if (!what.empty()) message += " (" + std::string(what) + ")";
+  message += ": ";
+  message += std::strerror(-rc);
+  message += "; the seccomp filter could not be built, so no confined session can start";
+  return Fail(ErrorKind::kSandboxUnavailable, std::move(message));
+}
+
+Result<void> AddRow(scmp_filter_ctx ctx, const Row& row, const SeccompOptions& options) {
+  if (row.match == Match::kDomainNotUnix && options.network_allowed) return {};
+  const int nr = seccomp_syscall_resolve_name(std::string(row.syscall).c_str());
+  if (nr == __NR_SCMP_ERROR || nr < 0) {
+    // Unknown to this libseccomp, or absent on this architecture: nothing to filter.
+    LogDebug("seccomp: skipping " + std::string(row.syscall) +
+             ": unknown to libseccomp on this architecture");
+    return {};
+  }
+  const uint32_t action = SCMP_ACT_ERRNO(static_cast<uint16_t>(row.error));
+  int rc = 0;
+  switch (row.match) {
+    case Match::kAlways:
+      rc = seccomp_rule_add(ctx, action, nr, 0);
+      break;
+    case Match::kIoctlRequest:
+      rc = seccomp_rule_add(ctx, action, nr, 1,
+                            SCMP_A1(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, row.request));
+      break;
+    case Match::kCloneNamespaceFlag:
+      // One rule per flag: libseccomp ORs rules of the same syscall.
+      for (uint64_t flag : kCloneNamespaceFlags) {
+        const scmp_arg_cmp cmp{kCloneFlagsArg, SCMP_CMP_MASKED_EQ, flag, flag};
+        rc = seccomp_rule_add(ctx, action, nr, 1, cmp);
+        if (rc != 0) break;
+      }
+      break;
+    case Match::kDomainNotUnix:
+      rc = seccomp_rule_add(ctx, action, nr, 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+      break;
+  }
+  if (rc != 0) return LibseccompError("seccomp_rule_add", row.syscall, rc);
+  return {};
+}
+
+}  // namespace
+
+Result<UniqueFd> BuildSeccompProgram(const SeccompOptions& options) {
+  FilterContext ctx;
+  if (ctx.Get() == nullptr) {
+    return Fail(ErrorKind::kSandboxUnavailable,
+                "libseccomp seccomp_init failed; the seccomp filter could not be built");
+  }
+  // Only the native ABI: i386 (int $0x80) and x32 calls fail as if the kernel lacked them.
+  // libseccomp sends x32 syscall numbers (bit 0x40000000) on x86_64 to this action as well.
+  int rc = seccomp_attr_set(ctx.Get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(ENOSYS));
+  if (rc != 0) return LibseccompError("seccomp_attr_set", "SCMP_FLTATR_ACT_BADARCH", rc);
+
+  for (const Row& row : kRules) {
+    if (auto added = AddRow(ctx.Get(), row, options); !added) return std::unexpected(added.error());
+  }
+
+  UniqueFd fd(memfd_create("ptybox-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd) return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "memfd_create"));
+  rc = seccomp_export_bpf(ctx.Get(), fd.Get());
+  if (rc != 0) return LibseccompError("seccomp_export_bpf", "", rc);
+  if (fcntl(fd.Get(), F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) != 0) {
+    return std::unexpected(
+        Error::FromErrno(ErrorKind::kSandboxUnavailable, "fcntl(F_ADD_SEALS)", "memfd"));
+  }
+  if (lseek(fd.Get(), 0, SEEK_SET) != 0) {
+    return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "lseek", "memfd"));
+  }
+  return fd;
+}
+
+const std::vector<SeccompRule>& SeccompRules() {
+  static const std::vector<SeccompRule> rules = [] {
+    std::vector<SeccompRule> out;
+    for (const Row& row : kRules) out.push_back({row.syscall, row.action, row.why});
+    return out;
+  }();
+  return rules;
+}
+
+}  // namespace ptybox::sandbox

@@ -1,0 +1,238 @@
+// BuildBwrapArgv as a pure function: exact argv per mode, the ordering constraints the mount
+// stack relies on, and CollectProtectedPaths against a real directory tree.
+#include "sandbox/bwrap_args.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+
+namespace ptybox::sandbox {
+namespace {
+
+using policy::Mode;
+using Argv = std::vector<std::string>;
+
+BwrapInvocation Invocation() {
+  return {"/usr/bin/bwrap", 7, "/usr/libexec/ptybox-init", {"--control-fd", "3"}};
+}
+
+SandboxSpec Spec(Mode mode) {
+  SandboxSpec spec;
+  spec.mode = mode;
+  spec.workspace_root = "/home/u/proj";
+  spec.cwd = "/home/u/proj/src";
+  return spec;
+}
+
+// Index of the first occurrence of the consecutive elements `needle` in `argv`, or npos.
+size_t Find(const Argv& argv, const Argv& needle, size_t from = 0) {
+  for (size_t i = from; i + needle.size() <= argv.size(); ++i) {
+    if (std::equal(needle.begin(), needle.end(), argv.begin() + static_cast<long>(i))) return i;
+  }
+  return std::string::npos;
+}
+
+// The bwrap options before "--" (the init binary and its arguments follow).
+Argv Options(const Argv& argv) {
+  auto end = std::find(argv.begin(), argv.end(), "--");
+  return Argv(argv.begin(), end);
+}
+
+TEST(BwrapArgsTest, ReadOnlyExactArgv) {
+  // clang-format off
+  const Argv expected = {
+      "/usr/bin/bwrap",
+      "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
+      "--ro-bind", "/", "/",
+      "--dev", "/dev",
+      "--proc", "/proc",
+      "--tmpfs", "/tmp",
+      "--ro-bind", "/home/u/proj", "/home/u/proj",
+      "--ro-bind", "/usr/libexec/ptybox-init", "/usr/libexec/ptybox-init",
+      "--cap-drop", "ALL",
+      "--clearenv",
+      "--seccomp", "7",
+      "--chdir", "/home/u/proj/src",
+      "--", "/usr/libexec/ptybox-init", "--control-fd", "3"};
+  // clang-format on
+  EXPECT_EQ(BuildBwrapArgv(Spec(Mode::kReadOnly), Invocation()), expected);
+}
+
+TEST(BwrapArgsTest, WorkspaceWriteExactArgv) {
+  SandboxSpec spec = Spec(Mode::kWorkspaceWrite);
+  spec.writable_roots = {"/var/cache/build", "/tmp/scratch"};
+  spec.read_only_paths = {"/home/u/proj/.git", "/home/u/proj/.ptybox.yaml"};
+  // clang-format off
+  const Argv expected = {
+      "/usr/bin/bwrap",
+      "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
+      "--ro-bind", "/", "/",
+      "--dev", "/dev",
+      "--proc", "/proc",
+      "--tmpfs", "/tmp",
+      "--bind", "/home/u/proj", "/home/u/proj",
+      "--bind", "/var/cache/build", "/var/cache/build",
+      "--bind", "/tmp/scratch", "/tmp/scratch",
+      "--ro-bind", "/home/u/proj/.git", "/home/u/proj/.git",
+      "--ro-bind", "/home/u/proj/.ptybox.yaml", "/home/u/proj/.ptybox.yaml",
+      "--ro-bind", "/usr/libexec/ptybox-init", "/usr/libexec/ptybox-init",
+      "--cap-drop", "ALL",
+      "--clearenv",
+      "--seccomp", "7",
+      "--chdir", "/home/u/proj/src",
+      "--", "/usr/libexec/ptybox-init", "--control-fd", "3"};
+  // clang-format on
+  EXPECT_EQ(BuildBwrapArgv(spec, Invocation()), expected);
+}
+
+TEST(BwrapArgsTest, NetworkIsSharedOnlyWhenAllowed) {
+  for (Mode mode : {Mode::kReadOnly, Mode::kWorkspaceWrite}) {
+    SandboxSpec spec = Spec(mode);
+    Argv denied = BuildBwrapArgv(spec, Invocation());
+    EXPECT_EQ(std::count(denied.begin(), denied.end(), "--share-net"), 0) << ToString(mode);
+
+    spec.network_allowed = true;
+    Argv allowed = BuildBwrapArgv(spec, Invocation());
+    // Right after --unshare-all, which it partly undoes; the user namespace stays.
+    EXPECT_NE(Find(allowed, {"--unshare-all", "--share-net", "--unshare-user"}), std::string::npos)
+        << ToString(mode);
+    EXPECT_EQ(allowed.size(), denied.size() + 1);
+  }
+}
+
+TEST(BwrapArgsTest, OrderingConstraintsHoldInBothModes) {
+  for (Mode mode : {Mode::kReadOnly, Mode::kWorkspaceWrite}) {
+    SandboxSpec spec = Spec(mode);
+    spec.writable_roots = {"/tmp/extra"};
+    spec.read_only_paths = {"/home/u/proj/.git"};
+    const Argv argv = BuildBwrapArgv(spec, Invocation());
+    const Argv options = Options(argv);
+    SCOPED_TRACE(ToString(mode));
+
+    const size_t root = Find(options, {"--ro-bind", "/", "/"});
+    const size_t dev = Find(options, {"--dev", "/dev"});
+    const size_t proc = Find(options, {"--proc", "/proc"});
+    const size_t tmp = Find(options, {"--tmpfs", "/tmp"});
+    const size_t init = Find(options, {"--ro-bind", "/usr/libexec/ptybox-init"});
+    ASSERT_NE(root, std::string::npos);
+    ASSERT_NE(init, std::string::npos);
+    // The host root is the first mount; everything else lands on top of it.
+    for (size_t i = 0; i < root; ++i) {
+      EXPECT_TRUE(options[i].find("bind") == std::string::npos && options[i] != "--tmpfs" &&
+                  options[i] != "--dev" && options[i] != "--proc")
+          << options[i] << " before the root bind";
+    }
+    EXPECT_LT(root, dev);
+    EXPECT_LT(dev, proc);
+    EXPECT_LT(proc, tmp);
+    // The workspace and extra roots come after the tmpfs, so /tmp paths stay visible.
+    const char* ws_flag = mode == Mode::kWorkspaceWrite ? "--bind" : "--ro-bind";
+    const size_t ws = Find(options, {ws_flag, "/home/u/proj", "/home/u/proj"});
+    const size_t extra = Find(options, {ws_flag, "/tmp/extra", "/tmp/extra"});
+    EXPECT_LT(tmp, ws);
+    EXPECT_LT(tmp, extra);
+    // The init binary is the last mount.
+    for (size_t i = init + 3; i < options.size(); ++i) {
+      EXPECT_TRUE(options[i].find("bind") == std::string::npos && options[i] != "--tmpfs")
+          << options[i] << " after the init binary";
+    }
+    // Read-only mode has no writable bind at all.
+    if (mode == Mode::kReadOnly) {
+      EXPECT_EQ(std::count(options.begin(), options.end(), "--bind"), 0);
+    } else {
+      const size_t protected_git = Find(options, {"--ro-bind", "/home/u/proj/.git"});
+      EXPECT_LT(ws, protected_git);
+      EXPECT_LT(extra, protected_git);
+    }
+    // The environment never travels on the command line.
+    for (const auto& arg : options) {
+      EXPECT_NE(arg, "--setenv");
+      EXPECT_NE(arg, "--unsetenv");
+    }
+    EXPECT_NE(Find(options, {"--cap-drop", "ALL"}), std::string::npos);
+    EXPECT_NE(Find(options, {"--seccomp", "7"}), std::string::npos);
+    EXPECT_NE(Find(options, {"--chdir", "/home/u/proj/src"}), std::string::npos);
+    EXPECT_EQ(argv[options.size() + 1], "/usr/libexec/ptybox-init");
+  }
+}
+
+TEST(BwrapArgsTest, WorkspaceWriteProtectsAfterEveryWritableBind) {
+  SandboxSpec spec = Spec(Mode::kWorkspaceWrite);
+  spec.writable_roots = {"/a", "/b", "/c"};
+  spec.read_only_paths = {"/a/.git", "/b/.git", "/home/u/proj/.ptybox.yaml"};
+  const Argv options = Options(BuildBwrapArgv(spec, Invocation()));
+  size_t last_bind = 0;
+  size_t first_protected = options.size();
+  for (size_t i = 0; i < options.size(); ++i) {
+    if (options[i] == "--bind") last_bind = i;
+    if (options[i] == "--ro-bind" && options[i + 1] != "/" &&
+        std::find(spec.read_only_paths.begin(), spec.read_only_paths.end(), options[i + 1]) !=
+            spec.read_only_paths.end()) {
+      first_protected = std::min(first_protected, i);
+    }
+  }
+  EXPECT_LT(last_bind, first_protected);
+  EXPECT_EQ(std::count(options.begin(), options.end(), "--bind"), 4);
+}
+
+TEST(BwrapArgsTest, PathsWithSpacesAndNewlinesStayWholeArguments) {
+  SandboxSpec spec = Spec(Mode::kWorkspaceWrite);
+  spec.workspace_root = "/home/u/my project\nwith newline";
+  spec.cwd = "/home/u/my project\nwith newline/sub dir";
+  spec.read_only_paths = {"/home/u/my project\nwith newline/.git"};
+  BwrapInvocation invocation = Invocation();
+  invocation.init_binary = "/opt/pty box/ptybox-init";
+  invocation.init_args = {"arg with space", "--"};
+  const Argv argv = BuildBwrapArgv(spec, invocation);
+  EXPECT_NE(Find(argv, {"--bind", "/home/u/my project\nwith newline",
+                        "/home/u/my project\nwith newline"}),
+            std::string::npos);
+  EXPECT_NE(Find(argv, {"--chdir", "/home/u/my project\nwith newline/sub dir"}), std::string::npos);
+  EXPECT_NE(Find(argv, {"--ro-bind", "/opt/pty box/ptybox-init", "/opt/pty box/ptybox-init"}),
+            std::string::npos);
+  const Argv tail = {"--", "/opt/pty box/ptybox-init", "arg with space", "--"};
+  EXPECT_TRUE(std::equal(tail.rbegin(), tail.rend(), argv.rbegin()));
+}
+
+class ProtectedPathsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/ptybox-protected-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void Touch(const std::filesystem::path& path) { std::ofstream(path) << "x"; }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ProtectedPathsTest, ExistingGitDirsAndCandidatesCanonicalAndDeduplicated) {
+  namespace fs = std::filesystem;
+  const fs::path repo = dir_ / "repo";
+  const fs::path worktree = dir_ / "worktree";
+  const fs::path plain = dir_ / "plain";
+  fs::create_directories(repo / ".git");
+  fs::create_directories(worktree);
+  Touch(worktree / ".git");  // a linked worktree's .git is a file
+  fs::create_directories(plain);
+  Touch(repo / ".ptybox.yaml");
+  fs::create_directory_symlink(repo, dir_ / "repo-link");
+
+  const auto paths = CollectProtectedPaths({dir_ / "repo-link", worktree, plain, repo},
+                                           {repo / ".ptybox.yaml", dir_ / "repo/./.ptybox.yaml",
+                                            plain / "missing.yaml", dir_ / "repo-link/.git"});
+  const std::vector<fs::path> expected = {fs::canonical(repo / ".git"),
+                                          fs::canonical(worktree / ".git"),
+                                          fs::canonical(repo / ".ptybox.yaml")};
+  EXPECT_EQ(paths, expected);
+}
+
+TEST_F(ProtectedPathsTest, NothingExistsNothingProtected) {
+  EXPECT_TRUE(CollectProtectedPaths({dir_}, {dir_ / "nope.yaml"}).empty());
+  EXPECT_TRUE(CollectProtectedPaths({}, {}).empty());
+}
+
+}  // namespace
+}  // namespace ptybox::sandbox

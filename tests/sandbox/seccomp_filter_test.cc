@@ -1,0 +1,287 @@
+// The seccomp program for real: each rule is tried by a forked child that loaded the exported
+// program (as bwrap would), ordinary operations must keep working, the exported BPF is also
+// run through an interpreter for inputs this kernel cannot produce, and docs/sandbox.md must
+// list every rule.
+#include "sandbox/seccomp_filter.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <linux/audit.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "tests/sandbox/bpf_interpreter.h"
+#include "tests/sandbox/syscall_probes.h"
+
+namespace ptybox::sandbox {
+namespace {
+
+using testing::ErrnoFromName;
+using testing::ErrnoName;
+using testing::ProbeOutcome;
+using testing::RunProbeInChild;
+
+std::vector<uint8_t> Program(bool network_allowed) {
+  auto fd = BuildSeccompProgram({.network_allowed = network_allowed});
+  EXPECT_TRUE(fd.has_value()) << (fd ? "" : fd.error().Describe());
+  if (!fd) return {};
+  return testing::ReadProgram(fd->Get());
+}
+
+int ExpectedErrno(const SeccompRule& rule) {
+  auto err = ErrnoFromName(rule.action);
+  EXPECT_TRUE(err.has_value()) << rule.action;
+  return err.value_or(-2);
+}
+
+TEST(SeccompFilterTest, ProgramIsASealedMemfdAtOffsetZero) {
+  auto fd = BuildSeccompProgram({});
+  ASSERT_TRUE(fd.has_value()) << fd.error().Describe();
+  EXPECT_EQ(lseek(fd->Get(), 0, SEEK_CUR), 0);
+  EXPECT_TRUE(fcntl(fd->Get(), F_GETFD) & FD_CLOEXEC);
+  const int seals = fcntl(fd->Get(), F_GET_SEALS);
+  EXPECT_EQ(seals & (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE),
+            F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE);
+  EXPECT_EQ(write(fd->Get(), "x", 1), -1);
+  EXPECT_EQ(errno, EPERM);
+  const std::vector<uint8_t> bytes = testing::ReadProgram(fd->Get());
+  EXPECT_GT(bytes.size(), 0u);
+  EXPECT_EQ(bytes.size() % 8, 0u);  // whole sock_filter instructions
+}
+
+TEST(SeccompFilterTest, TableCoversTheRequiredSyscalls) {
+  std::set<std::string_view> listed;
+  for (const auto& rule : SeccompRules()) {
+    listed.insert(rule.syscall);
+    EXPECT_TRUE(rule.action == "EPERM" || rule.action == "ENOSYS" || rule.action == "EAFNOSUPPORT")
+        << rule.syscall << " " << rule.action;
+    EXPECT_FALSE(rule.why.empty()) << rule.syscall;
+  }
+  for (std::string_view name : {"ioctl",
+                                "clone",
+                                "clone3",
+                                "unshare",
+                                "setns",
+                                "mount",
+                                "umount2",
+                                "pivot_root",
+                                "chroot",
+                                "keyctl",
+                                "add_key",
+                                "request_key",
+                                "bpf",
+                                "perf_event_open",
+                                "kexec_load",
+                                "kexec_file_load",
+                                "init_module",
+                                "finit_module",
+                                "delete_module",
+                                "userfaultfd",
+                                "io_uring_setup",
+                                "io_uring_enter",
+                                "io_uring_register",
+                                "ptrace",
+                                "process_vm_readv",
+                                "process_vm_writev",
+                                "open_tree",
+                                "move_mount",
+                                "fsopen",
+                                "fsconfig",
+                                "fsmount",
+                                "fspick",
+                                "mount_setattr",
+                                "socket",
+                                "socketpair"}) {
+    EXPECT_TRUE(listed.contains(name)) << name << " is missing from the table";
+    EXPECT_NE(seccomp_syscall_resolve_name(std::string(name).c_str()), __NR_SCMP_ERROR)
+        << name << " is unknown to this libseccomp, so the filter skips it";
+  }
+}
+
+// Every row of the table, tried for real under the filter with the network denied.
+TEST(SeccompFilterTest, EveryRuleIsEnforcedForReal) {
+  const std::vector<uint8_t> program = Program(/*network_allowed=*/false);
+  ASSERT_FALSE(program.empty());
+  std::set<std::string_view> seen;
+  for (const SeccompRule& rule : SeccompRules()) {
+    if (!seen.insert(rule.syscall).second) continue;  // ioctl: its variants are tested below
+    const ProbeOutcome filtered = RunProbeInChild(rule.syscall, &program);
+    const ProbeOutcome baseline = RunProbeInChild(rule.syscall);
+    std::cout << "  " << rule.syscall << ": without filter " << ErrnoName(baseline.err)
+              << ", with filter " << ErrnoName(filtered.err) << "\n";
+    EXPECT_EQ(ErrnoName(filtered.err), ErrnoName(ExpectedErrno(rule)))
+        << rule.syscall << " " << filtered.info;
+  }
+}
+
+// As root the unfiltered calls succeed or fail differently, so the filter is what refused.
+TEST(SeccompFilterTest, TheFilterIsWhatRefuses) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: unprivileged baselines may be EPERM too";
+  const std::vector<uint8_t> program = Program(false);
+  for (const char* probe : {"ioctl", "clone", "clone3", "unshare", "mount", "chroot", "open_tree",
+                            "keyctl", "ptrace", "process_vm_readv", "socket"}) {
+    const ProbeOutcome baseline = RunProbeInChild(probe);
+    const ProbeOutcome filtered = RunProbeInChild(probe, &program);
+    EXPECT_NE(baseline.err, filtered.err) << probe << ": " << ErrnoName(baseline.err);
+  }
+}
+
+TEST(SeccompFilterTest, TerminalInjectionIsRefusedIncludingTheHighBitVariant) {
+  const std::vector<uint8_t> program = Program(false);
+  EXPECT_EQ(ErrnoName(RunProbeInChild("ioctl:tiocsti", &program).err), "EPERM");
+  EXPECT_EQ(ErrnoName(RunProbeInChild("ioctl:tiocsti-high", &program).err), "EPERM");
+  EXPECT_EQ(ErrnoName(RunProbeInChild("ioctl:tioclinux", &program).err), "EPERM");
+  // Other terminal ioctls still work.
+  EXPECT_EQ(ErrnoName(RunProbeInChild("ioctl:tiocgwinsz", &program).err), "ok");
+}
+
+TEST(SeccompFilterTest, CloneWithAnyNamespaceFlagIsRefused) {
+  const std::vector<uint8_t> program = Program(false);
+  for (const char* flag :
+       {"newns", "newuts", "newipc", "newuser", "newpid", "newnet", "newcgroup", "newtime"}) {
+    EXPECT_EQ(ErrnoName(RunProbeInChild(std::string("clone:") + flag, &program).err), "EPERM")
+        << flag;
+  }
+  EXPECT_EQ(ErrnoName(RunProbeInChild("clone:none", &program).err), "ok");
+}
+
+TEST(SeccompFilterTest, NetworkDeniedLeavesOnlyUnixSockets) {
+  const std::vector<uint8_t> program = Program(false);
+  for (const char* domain : {"inet", "inet6", "netlink", "packet"}) {
+    EXPECT_EQ(ErrnoName(RunProbeInChild(std::string("socket:") + domain, &program).err),
+              "EAFNOSUPPORT")
+        << domain;
+  }
+  EXPECT_EQ(ErrnoName(RunProbeInChild("socketpair:inet", &program).err), "EAFNOSUPPORT");
+  EXPECT_EQ(ErrnoName(RunProbeInChild("socket:unix", &program).err), "ok");
+  EXPECT_EQ(ErrnoName(RunProbeInChild("socketpair:unix", &program).err), "ok");
+}
+
+TEST(SeccompFilterTest, NetworkAllowedLeavesSocketsAlone) {
+  const std::vector<uint8_t> program = Program(true);
+  for (const char* probe :
+       {"socket:inet", "socket:inet6", "socket:unix", "socketpair:inet", "socketpair:unix"}) {
+    // Whatever the host answers without a filter (inet6 may be disabled, AF_INET socketpair
+    // is EOPNOTSUPP), the filter must not change it.
+    EXPECT_EQ(ErrnoName(RunProbeInChild(probe, &program).err),
+              ErrnoName(RunProbeInChild(probe).err))
+        << probe;
+  }
+  EXPECT_EQ(ErrnoName(RunProbeInChild("socket:inet", &program).err), "ok");
+  // The rest of the table still applies.
+  EXPECT_EQ(ErrnoName(RunProbeInChild("unshare", &program).err), "EPERM");
+}
+
+TEST(SeccompFilterTest, OtherAbisAreRefused) {
+  const std::vector<uint8_t> program = Program(false);
+#if defined(__x86_64__)
+  const ProbeOutcome int80_baseline = RunProbeInChild("int80-getpid");
+  const ProbeOutcome x32_baseline = RunProbeInChild("x32-getpid");
+  std::cout << "  without filter: int $0x80 getpid " << ErrnoName(int80_baseline.err) << " "
+            << int80_baseline.info << ", x32 getpid " << ErrnoName(x32_baseline.err) << "\n";
+  EXPECT_EQ(ErrnoName(RunProbeInChild("int80-getpid", &program).err), "ENOSYS");
+  EXPECT_EQ(ErrnoName(RunProbeInChild("x32-getpid", &program).err), "ENOSYS");
+#else
+  GTEST_SKIP() << "the i386 and x32 probes are x86_64 only";
+#endif
+}
+
+TEST(SeccompFilterTest, OrdinaryThingsStillWork) {
+  for (bool network : {false, true}) {
+    const std::vector<uint8_t> program = Program(network);
+    for (const char* probe : {"getpid", "open-read-write", "fork-exec-true", "posix-spawn-true",
+                              "thread", "pty", "socket:unix"}) {
+      const ProbeOutcome outcome = RunProbeInChild(probe, &program);
+      EXPECT_EQ(ErrnoName(outcome.err), "ok") << probe << " " << outcome.info;
+    }
+  }
+}
+
+// The exported program, interpreted: inputs the running kernel cannot produce.
+class SeccompBpfTest : public ::testing::Test {
+ protected:
+  std::optional<uint32_t> Run(int nr, std::initializer_list<uint64_t> args = {},
+                              uint32_t arch = kNativeArch) {
+    testing::SeccompInput input;
+    input.nr = nr;
+    input.arch = arch;
+    size_t i = 0;
+    for (uint64_t arg : args) input.args[i++] = arg;
+    return testing::RunSeccompBpf(program_, input);
+  }
+  static constexpr uint32_t Errno(int err) {
+    return SECCOMP_RET_ERRNO | static_cast<uint32_t>(err);
+  }
+
+#if defined(__x86_64__)
+  static constexpr uint32_t kNativeArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+  static constexpr uint32_t kNativeArch = AUDIT_ARCH_AARCH64;
+#else
+  static constexpr uint32_t kNativeArch = 0;
+#endif
+  std::vector<uint8_t> program_ = Program(false);
+};
+
+TEST_F(SeccompBpfTest, IoctlRequestIsComparedOnItsLow32Bits) {
+  EXPECT_EQ(Run(SYS_ioctl, {0, TIOCSTI}), Errno(EPERM));
+  EXPECT_EQ(Run(SYS_ioctl, {0, (1ULL << 32) | TIOCSTI}), Errno(EPERM));
+  EXPECT_EQ(Run(SYS_ioctl, {0, 0xFFFFFFFF00000000ULL | TIOCLINUX}), Errno(EPERM));
+  EXPECT_EQ(Run(SYS_ioctl, {0, TIOCGWINSZ}), SECCOMP_RET_ALLOW);
+}
+
+TEST_F(SeccompBpfTest, CloneFlagsAreCheckedBitByBit) {
+  EXPECT_EQ(
+      Run(SYS_clone, {CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+                      CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID}),
+      SECCOMP_RET_ALLOW);
+  EXPECT_EQ(Run(SYS_clone, {CLONE_VM | CLONE_NEWUSER}), Errno(EPERM));
+  EXPECT_EQ(Run(SYS_clone, {CLONE_NEWCGROUP | SIGCHLD}), Errno(EPERM));
+  EXPECT_EQ(Run(SYS_clone3, {0, 0}), Errno(ENOSYS));
+}
+
+TEST_F(SeccompBpfTest, ForeignArchitecturesAndX32AreRefused) {
+  if (kNativeArch != AUDIT_ARCH_X86_64) GTEST_SKIP() << "x86_64-specific inputs";
+  EXPECT_EQ(Run(20, {}, AUDIT_ARCH_I386), Errno(ENOSYS));  // i386 getpid
+  EXPECT_EQ(Run(0x40000000 | SYS_getpid), Errno(ENOSYS));  // x32 getpid
+  EXPECT_EQ(Run(0x40000000 | SYS_read), Errno(ENOSYS));
+  EXPECT_EQ(Run(SYS_getpid), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(Run(SYS_read), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(Run(SYS_socket, {AF_UNIX}), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(Run(SYS_socket, {AF_INET}), Errno(EAFNOSUPPORT));
+}
+
+// The markdown table docs/sandbox.md must contain, rendered from the same list.
+std::string RenderSeccompTable() {
+  std::ostringstream out;
+  out << "| syscall | result | why |\n| --- | --- | --- |\n";
+  for (const SeccompRule& rule : SeccompRules()) {
+    out << "| `" << rule.syscall << "` | " << rule.action << " | " << rule.why << " |\n";
+  }
+  return out.str();
+}
+
+TEST(SeccompDocTest, DocsListEveryRule) {
+  std::ifstream in(std::string(PTYBOX_SOURCE_DIR) + "/docs/sandbox.md");
+  ASSERT_TRUE(in) << "docs/sandbox.md is missing";
+  std::stringstream doc;
+  doc << in.rdbuf();
+  const std::string table = RenderSeccompTable();
+  EXPECT_NE(doc.str().find(table), std::string::npos)
+      << "docs/sandbox.md must contain the seccomp table exactly as generated from "
+         "SeccompRules(); replace it with:\n"
+      << table;
+}
+
+}  // namespace
+}  // namespace ptybox::sandbox
