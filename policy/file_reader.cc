@@ -1,0 +1,63 @@
+// open(O_NONBLOCK|O_CLOEXEC[|O_NOFOLLOW]) + fstat + bounded read.
+#include "policy/file_reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "common/unique_fd.h"
+#include "policy/schema.h"
+
+namespace ptybox::policy {
+
+Result<std::optional<std::string>> ReadPolicyFile(const std::filesystem::path& path,
+                                                  const ReadOptions& options) {
+  const std::string name = path.string();
+  int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+  if (!options.follow_symlinks) flags |= O_NOFOLLOW;
+  UniqueFd fd(::open(name.c_str(), flags));
+  if (!fd) {
+    const int err = errno;
+    if (options.missing_ok && err == ENOENT) return std::nullopt;
+    if (err == ELOOP && !options.follow_symlinks) {
+      return Fail(ErrorKind::kPolicyError,
+                  name + ": is a symbolic link; a repository policy must be a regular file in "
+                         "the workspace (replace the link with the file itself)",
+                  name);
+    }
+    return std::unexpected(Error::FromErrno(ErrorKind::kPolicyError, "open", name, err));
+  }
+  struct stat st {};
+  if (::fstat(fd.Get(), &st) != 0) {
+    return std::unexpected(Error::FromErrno(ErrorKind::kPolicyError, "fstat", name));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Fail(ErrorKind::kPolicyError,
+                name + ": is not a regular file; a policy must be a plain YAML file", name);
+  }
+  const std::string too_big = name + ": is larger than " + std::to_string(kMaxPolicyFileBytes) +
+                              " bytes (1 MiB), the limit for a policy file; a policy needs a "
+                              "few hundred bytes";
+  if (st.st_size > kMaxPolicyFileBytes) return Fail(ErrorKind::kPolicyError, too_big, name);
+
+  std::string text;
+  char buffer[16384];
+  for (;;) {
+    ssize_t n = ::read(fd.Get(), buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return std::unexpected(Error::FromErrno(ErrorKind::kPolicyError, "read", name));
+    }
+    if (n == 0) break;
+    // The file may have grown since fstat: the cap holds for what we actually read.
+    if (static_cast<int64_t>(text.size()) + n > kMaxPolicyFileBytes) {
+      return Fail(ErrorKind::kPolicyError, too_big, name);
+    }
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  return text;
+}
+
+}  // namespace ptybox::policy
