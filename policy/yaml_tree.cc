@@ -183,6 +183,23 @@ class TreeBuilder final : public YAML::EventHandler {
   std::optional<YamlNode> root_;
 };
 
+// 1-based number of the first line whose indentation contains a tab, or 0.
+int FirstTabIndentedLine(std::string_view text) {
+  int line = 1;
+  bool in_indent = true;
+  for (char c : text) {
+    if (c == '\n') {
+      ++line;
+      in_indent = true;
+    } else if (in_indent && c == '\t') {
+      return line;
+    } else if (c != ' ') {
+      in_indent = false;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::string_view DescribeKind(const YamlNode& node) {
@@ -210,7 +227,12 @@ std::expected<YamlNode, YamlError> ParseBoundedYaml(std::string_view text,
   } catch (const YAML::Exception& e) {
     int line = e.mark.is_null() ? 1 : e.mark.line + 1;
     int column = e.mark.is_null() ? 1 : e.mark.column + 1;
-    return std::unexpected(YamlError{line, column, "invalid YAML: " + e.msg});
+    std::string message = "invalid YAML: " + e.msg;
+    if (int tab_line = FirstTabIndentedLine(text); tab_line > 0) {
+      message += " (line " + std::to_string(tab_line) +
+                 " is indented with a tab; YAML indentation must use spaces)";
+    }
+    return std::unexpected(YamlError{line, column, std::move(message)});
   } catch (const std::bad_alloc&) {
     return std::unexpected(YamlError{1, 1, "out of memory while reading YAML"});
   } catch (const std::exception& e) {
