@@ -23,8 +23,9 @@ Result<std::optional<std::string>> ReadPolicyFile(const std::filesystem::path& p
     if (options.missing_ok && err == ENOENT) return std::nullopt;
     if (err == ELOOP && !options.follow_symlinks) {
       return Fail(ErrorKind::kPolicyError,
-                  name + ": is a symbolic link; a repository policy must be a regular file in "
-                         "the workspace (replace the link with the file itself)",
+                  name +
+                      ": is a symbolic link; a repository policy must be a regular file in "
+                      "the workspace (replace the link with the file itself)",
                   name);
     }
     return std::unexpected(Error::FromErrno(ErrorKind::kPolicyError, "open", name, err));

@@ -103,13 +103,14 @@ class Layers final {
     if (in_.requested_mode) {
       const Mode asked = *in_.requested_mode;
       if (!Within(asked, out_.ceiling)) {
-        errors_.push_back(Denied(
-            std::string(kClientRequest), "mode",
-            Quoted(asked) + " (requested by the client with policy_set_mode or --mode) is above "
-                            "the ceiling " +
-                Quoted(out_.ceiling) + " set by " + Describe(ceiling_source) +
-                "; request a narrower mode, or ask the operator to raise `ceiling` in " +
-                (op_ != nullptr ? op_->path.string() : std::string("the operator policy"))));
+        errors_.push_back(
+            Denied(std::string(kClientRequest), "mode",
+                   Quoted(asked) +
+                       " (requested by the client with policy_set_mode or --mode) is above "
+                       "the ceiling " +
+                       Quoted(out_.ceiling) + " set by " + Describe(ceiling_source) +
+                       "; request a narrower mode, or ask the operator to raise `ceiling` in " +
+                       (op_ != nullptr ? op_->path.string() : std::string("the operator policy"))));
       } else {
         out_.mode = asked;
         mode_source = std::string(kClientRequest);
@@ -127,12 +128,12 @@ class Layers final {
     }
     if (repo_ != nullptr && repo_->network_allowed) {
       if (repo_->network_allowed->value && !allowed) {
-        errors_.push_back(Denied(
-            repo_->network_allowed->where, "network",
-            "`allow` is not permitted: the operator denies network (" + Describe(source) +
-                "); a repository policy may deny network but never allow it. Remove "
-                "`network: allow` from " +
-                repo_->path.string() + ", or ask the operator to allow network"));
+        errors_.push_back(
+            Denied(repo_->network_allowed->where, "network",
+                   "`allow` is not permitted: the operator denies network (" + Describe(source) +
+                       "); a repository policy may deny network but never allow it. Remove "
+                       "`network: allow` from " +
+                       repo_->path.string() + ", or ask the operator to allow network"));
       } else {
         allowed = repo_->network_allowed->value;
         source = repo_->network_allowed->where;
@@ -179,12 +180,12 @@ class Layers final {
       std::vector<std::string> narrowed;
       for (const auto& name : repo_->env_pass) {
         if (std::find(pass.begin(), pass.end(), name.value) == pass.end()) {
-          errors_.push_back(Denied(
-              name.where, "env.pass",
-              "`" + name.value + "` is not passed by the operator policy (" +
-                  Describe(pass_source) +
-                  "); a repository policy may pass only names the operator passes: " +
-                  JoinNames(pass) + ". Remove it"));
+          errors_.push_back(
+              Denied(name.where, "env.pass",
+                     "`" + name.value + "` is not passed by the operator policy (" +
+                         Describe(pass_source) +
+                         "); a repository policy may pass only names the operator passes: " +
+                         JoinNames(pass) + ". Remove it"));
           continue;
         }
         narrowed.push_back(name.value);
@@ -224,8 +225,8 @@ class Layers final {
     std::string env_source(kDefault);
     if (op_ != nullptr && op_->env_where) env_source = *op_->env_where;
     if (repo_ != nullptr && repo_->env_where) {
-      env_source = env_source == kDefault ? *repo_->env_where
-                                          : env_source + ", " + *repo_->env_where;
+      env_source =
+          env_source == kDefault ? *repo_->env_where : env_source + ", " + *repo_->env_where;
     }
     out_.sources["env"] = env_source;
   }
@@ -276,9 +277,8 @@ std::expected<ResolvedPolicy, std::vector<Error>> Combine(const LayerInputs& inp
 }
 
 Mode RepositoryModeLimit(const PolicyFile* operator_file) {
-  const Mode op_mode = operator_file != nullptr && operator_file->mode
-                           ? operator_file->mode->value
-                           : Mode::kWorkspaceWrite;
+  const Mode op_mode = operator_file != nullptr && operator_file->mode ? operator_file->mode->value
+                                                                       : Mode::kWorkspaceWrite;
   if (op_mode == Mode::kDangerFullAccess) return Mode::kDangerFullAccess;
   const Mode ceiling = operator_file != nullptr && operator_file->ceiling
                            ? operator_file->ceiling->value

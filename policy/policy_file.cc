@@ -64,8 +64,9 @@ class FileParser final {
 
   ParsedPolicyFile Run(std::string_view text) {
     if (size_t nul = text.find('\0'); nul != std::string_view::npos) {
-      AddError(1, 1, "file", "contains a NUL byte at offset " + std::to_string(nul) +
-                                 "; a policy file is UTF-8 text");
+      AddError(
+          1, 1, "file",
+          "contains a NUL byte at offset " + std::to_string(nul) + "; a policy file is UTF-8 text");
       return std::move(out_);
     }
     auto tree = ParseBoundedYaml(text);
@@ -124,12 +125,12 @@ class FileParser final {
       AddError(ErrorKind::kPolicyDenied, out_.file.mode->where, "mode",
                "`" + std::string(ToString(out_.file.mode->value)) + "` is above the ceiling `" +
                    std::string(ToString(out_.file.ceiling->value)) + "` set at " +
-                   out_.file.ceiling->where + " in the same file; lower `mode` or raise "
+                   out_.file.ceiling->where +
+                   " in the same file; lower `mode` or raise "
                    "`ceiling`");
     }
-    std::stable_sort(out_.errors.begin(), out_.errors.end(), [](const Error& a, const Error& b) {
-      return PositionOf(a) < PositionOf(b);
-    });
+    std::stable_sort(out_.errors.begin(), out_.errors.end(),
+                     [](const Error& a, const Error& b) { return PositionOf(a) < PositionOf(b); });
     return std::move(out_);
   }
 
@@ -138,8 +139,8 @@ class FileParser final {
   static std::pair<int, int> PositionOf(const Error& error) {
     const std::string& c = error.context;
     size_t last = c.rfind(':');
-    size_t middle = last == std::string::npos || last == 0 ? std::string::npos
-                                                           : c.rfind(':', last - 1);
+    size_t middle =
+        last == std::string::npos || last == 0 ? std::string::npos : c.rfind(':', last - 1);
     if (middle == std::string::npos) return {0, 0};
     int line = 0;
     int column = 0;
@@ -186,7 +187,8 @@ class FileParser final {
   void ForEachEntry(const YamlNode& map, const std::string& prefix, Handle handle) {
     std::map<std::string, const YamlNode*> seen;
     for (const auto& [k, v] : map.entries) {
-      const std::string path = prefix.empty() ? Printable(k.value) : prefix + "." + Printable(k.value);
+      const std::string path =
+          prefix.empty() ? Printable(k.value) : prefix + "." + Printable(k.value);
       auto [it, fresh] = seen.emplace(k.value, &k);
       if (!fresh) {
         AddError(k, path,
@@ -226,9 +228,9 @@ class FileParser final {
     if (v.kind == Kind::kScalar && v.plain) number = ParseInteger(v.value, overflow);
     if (number == 1) return;
     if (number) {
-      AddError(v, "version",
-               "unsupported version " + std::to_string(*number) +
-                   "; this ptybox reads version 1 files");
+      AddError(
+          v, "version",
+          "unsupported version " + std::to_string(*number) + "; this ptybox reads version 1 files");
       return;
     }
     AddError(At(k, v), "version", "expected the number 1, got " + Got(v));
@@ -275,7 +277,8 @@ class FileParser final {
 
   void Writable(const YamlNode& k, const YamlNode& v) {
     if (v.kind != Kind::kSequence) {
-      AddError(At(k, v), "writable", "expected a list of directories, like `writable: [build]`, got " + Got(v));
+      AddError(At(k, v), "writable",
+               "expected a list of directories, like `writable: [build]`, got " + Got(v));
       return;
     }
     out_.file.writable_where = Pos(k, v);
@@ -321,8 +324,8 @@ class FileParser final {
     std::string message = "expected `deny` or `allow`, got " + Got(v);
     if (auto suggestion = SuggestKey(*text, kNetworkNames)) {
       message += "; did you mean `" + std::string(*suggestion) + "`?";
-    } else if (v.plain && (*text == "true" || *text == "false" || *text == "yes" ||
-                           *text == "no" || *text == "on" || *text == "off")) {
+    } else if (v.plain && (*text == "true" || *text == "false" || *text == "yes" || *text == "no" ||
+                           *text == "on" || *text == "off")) {
       message += "; write the word `allow` or `deny`, not a boolean";
     }
     AddError(v, "network", message);
@@ -405,29 +408,30 @@ class FileParser final {
                    std::to_string(kMaxListEntries) + " are allowed");
       return;
     }
-    ForEachEntry(v, "env.set", [&](const std::string& name, const YamlNode& ek,
-                                   const YamlNode& ev) {
-      const std::string path = "env.set." + Printable(name);
-      if (!EnvName(ek, path, name)) return;
-      if (ev.kind != Kind::kScalar) {
-        AddError(At(ek, ev), path,
-                 "expected a string value (quote it, e.g. `" + name + ": \"\"` for empty), got " +
-                     Got(ev));
-        return;
-      }
-      if (ev.value.find('\0') != std::string::npos || ev.value.size() > kMaxEnvValueBytes) {
-        AddError(ev, path,
-                 "expected a value of at most " + std::to_string(kMaxEnvValueBytes) +
-                     " bytes without NUL characters");
-        return;
-      }
-      out_.file.env_set[name] = Located<std::string>{ev.value, Pos(ek, ev)};
-    });
+    ForEachEntry(
+        v, "env.set", [&](const std::string& name, const YamlNode& ek, const YamlNode& ev) {
+          const std::string path = "env.set." + Printable(name);
+          if (!EnvName(ek, path, name)) return;
+          if (ev.kind != Kind::kScalar) {
+            AddError(At(ek, ev), path,
+                     "expected a string value (quote it, e.g. `" + name +
+                         ": \"\"` for empty), got " + Got(ev));
+            return;
+          }
+          if (ev.value.find('\0') != std::string::npos || ev.value.size() > kMaxEnvValueBytes) {
+            AddError(ev, path,
+                     "expected a value of at most " + std::to_string(kMaxEnvValueBytes) +
+                         " bytes without NUL characters");
+            return;
+          }
+          out_.file.env_set[name] = Located<std::string>{ev.value, Pos(ek, ev)};
+        });
   }
 
   void LimitsMap(const YamlNode& k, const YamlNode& v) {
     if (v.kind != Kind::kMap) {
-      AddError(At(k, v), "limits", "expected a mapping like `limits: {timeoutMs: 60000}`, got " + Got(v));
+      AddError(At(k, v), "limits",
+               "expected a mapping like `limits: {timeoutMs: 60000}`, got " + Got(v));
       return;
     }
     static const std::vector<std::string_view> known = [] {
@@ -435,8 +439,7 @@ class FileParser final {
       for (const LimitSpec& spec : LimitSpecs()) keys.push_back(spec.key);
       return keys;
     }();
-    ForEachEntry(v, "limits", [&](const std::string& key, const YamlNode& lk,
-                                  const YamlNode& lv) {
+    ForEachEntry(v, "limits", [&](const std::string& key, const YamlNode& lk, const YamlNode& lv) {
       const LimitSpec* spec = FindLimit(key);
       if (spec == nullptr) {
         Unknown(lk, "limits", known);

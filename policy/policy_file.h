@@ -34,10 +34,10 @@ struct PolicyFile {
   std::optional<std::string> writable_where;             // set when the file has `writable`
   std::vector<Located<std::filesystem::path>> writable;  // canonical, existing directories
   std::optional<Located<bool>> network_allowed;
-  std::optional<std::string> env_where;                  // set when the file has `env`
-  std::optional<std::string> env_pass_where;             // set when the file has `env.pass`
+  std::optional<std::string> env_where;       // set when the file has `env`
+  std::optional<std::string> env_pass_where;  // set when the file has `env.pass`
   std::vector<Located<std::string>> env_pass;
-  std::optional<std::string> env_set_where;              // set when the file has `env.set`
+  std::optional<std::string> env_set_where;  // set when the file has `env.set`
   std::map<std::string, Located<std::string>> env_set;
   std::map<std::string, Located<int64_t>, std::less<>> limits;  // by YAML key
 };

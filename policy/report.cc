@@ -55,8 +55,8 @@ std::vector<Error> CheckPolicyFile(const fs::path& path, PolicyRole role) {
     if (ec || !fs::is_directory(canonical, ec)) {
       const std::string& where = file.workspace->where;
       errors.push_back(Error{ErrorKind::kPolicyError,
-                             where + ": workspace: " +
-                                 Printable(file.workspace->value.string(), 256) +
+                             where +
+                                 ": workspace: " + Printable(file.workspace->value.string(), 256) +
                                  " is not an existing directory; create it or fix the path",
                              where});
     }
@@ -89,7 +89,8 @@ std::string FormatResolved(const ResolvedPolicy& policy) {
   line("ceiling", std::string(ToString(policy.ceiling)), SourceOf(policy, "ceiling"));
   line("workspace", Printable(policy.workspace_root.string(), 4096), SourceOf(policy, "workspace"));
   std::vector<std::string> writable;
-  for (const fs::path& root : policy.writable_roots) writable.push_back(Printable(root.string(), 4096));
+  for (const fs::path& root : policy.writable_roots)
+    writable.push_back(Printable(root.string(), 4096));
   line("writable", List(writable), SourceOf(policy, "writable"));
   line("network", policy.network_allowed ? "allow" : "deny", SourceOf(policy, "network"));
   line("env.pass", List(policy.env.pass), SourceOf(policy, "env.pass"));

@@ -41,8 +41,7 @@ Result<std::optional<PolicyFile>> Load(const fs::path& path, PolicyRole role,
   auto text = ReadPolicyFile(path, options);
   if (!text) {
     Error error = std::move(text.error());
-    error.message = "cannot read the " + std::string(ToString(role)) + " policy: " +
-                    error.message;
+    error.message = "cannot read the " + std::string(ToString(role)) + " policy: " + error.message;
     return std::unexpected(std::move(error));
   }
   if (!*text) return std::nullopt;
@@ -54,15 +53,17 @@ Result<std::optional<PolicyFile>> Load(const fs::path& path, PolicyRole role,
 }
 
 Result<fs::path> CanonicalWorkspace(const fs::path& workspace, const std::string& source) {
-  const std::string prefix =
-      source == "command line" ? "--workspace" : source == "default" ? "workspace"
-                                                                      : source + ": workspace";
+  const std::string prefix = source == "command line" ? "--workspace"
+                             : source == "default"    ? "workspace"
+                                                      : source + ": workspace";
   std::error_code ec;
   fs::path canonical = fs::canonical(workspace, ec);
   if (ec) {
     return Fail(ErrorKind::kPolicyError,
-                prefix + ": " + Printable(workspace.string(), 256) + " cannot be used as the "
-                    "workspace: " + ec.message() + "; create it or name an existing directory",
+                prefix + ": " + Printable(workspace.string(), 256) +
+                    " cannot be used as the "
+                    "workspace: " +
+                    ec.message() + "; create it or name an existing directory",
                 source);
   }
   if (!fs::is_directory(canonical, ec)) {
@@ -100,8 +101,7 @@ Result<ResolvedPolicy> Resolve(const ResolveInputs& inputs) {
     std::error_code ec;
     workspace = fs::current_path(ec);
     if (ec) {
-      return std::unexpected(
-          Error::FromErrno(ErrorKind::kPolicyError, "getcwd", "", ec.value()));
+      return std::unexpected(Error::FromErrno(ErrorKind::kPolicyError, "getcwd", "", ec.value()));
     }
   }
   auto root = CanonicalWorkspace(workspace, workspace_source);
@@ -137,7 +137,8 @@ Result<fs::path> ResolveCwd(const ResolvedPolicy& policy, const std::optional<st
   if (cwd->empty() || cwd->find('\0') != std::string::npos || cwd->size() > kMaxPathBytes) {
     return Fail(ErrorKind::kInvalidParams,
                 "cwd must be a non-empty path without NUL characters, at most " +
-                    std::to_string(kMaxPathBytes) + " bytes; omit it to start in the workspace "
+                    std::to_string(kMaxPathBytes) +
+                    " bytes; omit it to start in the workspace "
                     "root");
   }
   fs::path wanted(*cwd);

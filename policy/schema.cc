@@ -18,8 +18,8 @@ constexpr LimitSpec Plain(std::string_view key, std::string_view unit, int64_t m
                           LimitRule rule, int64_t Limits::*member) {
   return LimitSpec{key, unit, min, max, rule, member, nullptr};
 }
-constexpr LimitSpec Optional(std::string_view key, std::string_view unit, int64_t min,
-                             int64_t max, std::optional<int64_t> Limits::*member) {
+constexpr LimitSpec Optional(std::string_view key, std::string_view unit, int64_t min, int64_t max,
+                             std::optional<int64_t> Limits::*member) {
   return LimitSpec{key, unit, min, max, LimitRule::kLowerOnly, nullptr, member};
 }
 
@@ -28,21 +28,18 @@ constexpr LimitSpec Optional(std::string_view key, std::string_view unit, int64_
 const std::array<LimitSpec, 17> kLimitSpecs = {
     Plain("idleSilenceMs", "milliseconds", 1, 3'600'000, LimitRule::kFree,
           &Limits::idle_silence_ms),
-    Plain("handoffGraceMs", "milliseconds", 0, 60'000, LimitRule::kFree,
-          &Limits::handoff_grace_ms),
+    Plain("handoffGraceMs", "milliseconds", 0, 60'000, LimitRule::kFree, &Limits::handoff_grace_ms),
     Plain("timeoutMs", "milliseconds", 1, 86'400'000, LimitRule::kFree, &Limits::timeout_ms),
     Plain("startupTimeoutMs", "milliseconds", 1, 3'600'000, LimitRule::kFree,
           &Limits::startup_timeout_ms),
-    Plain("pollIntervalMs", "milliseconds", 1, 10'000, LimitRule::kFree,
-          &Limits::poll_interval_ms),
+    Plain("pollIntervalMs", "milliseconds", 1, 10'000, LimitRule::kFree, &Limits::poll_interval_ms),
     Plain("exactProbeAfterMs", "milliseconds", 0, 60'000, LimitRule::kFree,
           &Limits::exact_probe_after_ms),
     Plain("scrollbackLines", "lines", 1, 10'000'000, LimitRule::kLowerOnly,
           &Limits::scrollback_lines),
     Plain("scrollbackBytes", "bytes", 4 * kKiB, kGiB, LimitRule::kLowerOnly,
           &Limits::scrollback_bytes),
-    Plain("maxReadBytes", "bytes", kKiB, 64 * kMiB, LimitRule::kLowerOnly,
-          &Limits::max_read_bytes),
+    Plain("maxReadBytes", "bytes", kKiB, 64 * kMiB, LimitRule::kLowerOnly, &Limits::max_read_bytes),
     Plain("maxResultBytes", "bytes", kKiB, 64 * kMiB, LimitRule::kLowerOnly,
           &Limits::max_result_bytes),
     Plain("disposeGraceMs", "milliseconds", 0, 600'000, LimitRule::kLowerOnly,

@@ -69,7 +69,7 @@ std::string Printable(std::string_view text, size_t max_chars = 64);
 
 // Hard caps on file contents.
 inline constexpr int64_t kMaxPolicyFileBytes = 1024 * 1024;
-inline constexpr size_t kMaxListEntries = 256;     // writable, env.pass, env.set
+inline constexpr size_t kMaxListEntries = 256;  // writable, env.pass, env.set
 inline constexpr size_t kMaxEnvValueBytes = 32 * 1024;
 inline constexpr size_t kMaxPathBytes = 4096;
 

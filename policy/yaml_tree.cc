@@ -3,8 +3,6 @@
 // node budget before the copy is made: an alias bomb stops at the budget, not at memory.
 #include "policy/yaml_tree.h"
 
-#include "policy/schema.h"
-
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/exceptions.h>
 #include <yaml-cpp/mark.h>
@@ -16,6 +14,8 @@
 #include <optional>
 #include <sstream>
 #include <string_view>
+
+#include "policy/schema.h"
 
 namespace ptybox::policy {
 namespace {
@@ -33,8 +33,9 @@ class TreeBuilder final : public YAML::EventHandler {
 
   void OnDocumentStart(const YAML::Mark& mark) override {
     if (++documents_ > 1) {
-      Fail(mark, "a policy file holds one YAML document; remove the second `---` and what "
-                 "follows it");
+      Fail(mark,
+           "a policy file holds one YAML document; remove the second `---` and what "
+           "follows it");
     }
   }
   void OnDocumentEnd() override {}
@@ -47,8 +48,9 @@ class TreeBuilder final : public YAML::EventHandler {
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
     auto found = anchors_.find(anchor);
     if (found == anchors_.end()) {
-      Fail(mark, "this alias refers to an anchor that is not complete yet; an alias may only "
-                 "name an anchor defined earlier");
+      Fail(mark,
+           "this alias refers to an anchor that is not complete yet; an alias may only "
+           "name an anchor defined earlier");
     }
     const auto& [tree, size] = found->second;
     Charge(mark, size);
@@ -204,10 +206,14 @@ int FirstTabIndentedLine(std::string_view text) {
 
 std::string_view DescribeKind(const YamlNode& node) {
   switch (node.kind) {
-    case YamlNode::Kind::kNull: return "an empty value";
-    case YamlNode::Kind::kScalar: return node.plain ? "a scalar" : "a string";
-    case YamlNode::Kind::kSequence: return "a list";
-    case YamlNode::Kind::kMap: return "a mapping";
+    case YamlNode::Kind::kNull:
+      return "an empty value";
+    case YamlNode::Kind::kScalar:
+      return node.plain ? "a scalar" : "a string";
+    case YamlNode::Kind::kSequence:
+      return "a list";
+    case YamlNode::Kind::kMap:
+      return "a mapping";
   }
   return "a node";
 }

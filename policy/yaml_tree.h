@@ -15,17 +15,17 @@ namespace ptybox::policy {
 struct YamlNode {
   enum class Kind { kNull, kScalar, kSequence, kMap };
   Kind kind = Kind::kNull;
-  int line = 1;    // 1-based
-  int column = 1;  // 1-based
-  std::string value;  // kScalar: the text
-  bool plain = true;  // kScalar: unquoted, not a block literal (so it may be a number)
-  std::vector<YamlNode> items;                          // kSequence
-  std::vector<std::pair<YamlNode, YamlNode>> entries;   // kMap, in file order
+  int line = 1;                 // 1-based
+  int column = 1;               // 1-based
+  std::string value;            // kScalar: the text
+  bool plain = true;            // kScalar: unquoted, not a block literal (so it may be a number)
+  std::vector<YamlNode> items;  // kSequence
+  std::vector<std::pair<YamlNode, YamlNode>> entries;  // kMap, in file order
 };
 
 struct YamlLimits {
-  int max_depth = 16;       // nested collections
-  int max_nodes = 10000;    // after expanding aliases
+  int max_depth = 16;     // nested collections
+  int max_nodes = 10000;  // after expanding aliases
 };
 
 struct YamlError {

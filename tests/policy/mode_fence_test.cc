@@ -21,8 +21,8 @@ enum class Op { kBegin, kPublished, kFailed, kClose, kSet };
 
 struct Step {
   Op op;
-  Mode mode = kWW;   // kSet: the requested mode
-  bool ok = true;    // kSet: expected to succeed
+  Mode mode = kWW;  // kSet: the requested mode
+  bool ok = true;   // kSet: expected to succeed
 };
 
 struct Interleaving {
@@ -39,25 +39,52 @@ const Interleaving kInterleavings[] = {
     {"SetThenSpawn", {{Op::kSet, kRO}, {Op::kBegin}, {Op::kPublished}, {Op::kSet, kWW, false}}},
     {"SpawnFailedThenSet", {{Op::kBegin}, {Op::kFailed}, {Op::kSet, kRO}}},
     {"SpawnPublishedThenSet", {{Op::kBegin}, {Op::kPublished}, {Op::kSet, kDFA, false}}},
-    {"PublishedClosedThenSet",
-     {{Op::kBegin}, {Op::kPublished}, {Op::kClose}, {Op::kSet, kDFA}}},
+    {"PublishedClosedThenSet", {{Op::kBegin}, {Op::kPublished}, {Op::kClose}, {Op::kSet, kDFA}}},
     {"SetDuringSpawnThenAfterFailure",
      {{Op::kBegin}, {Op::kSet, kRO, false}, {Op::kFailed}, {Op::kSet, kRO}}},
     {"TwoSpawnsOneFails",
-     {{Op::kBegin}, {Op::kBegin}, {Op::kFailed}, {Op::kSet, kRO, false}, {Op::kPublished},
-      {Op::kSet, kRO, false}, {Op::kClose}, {Op::kSet, kRO}}},
+     {{Op::kBegin},
+      {Op::kBegin},
+      {Op::kFailed},
+      {Op::kSet, kRO, false},
+      {Op::kPublished},
+      {Op::kSet, kRO, false},
+      {Op::kClose},
+      {Op::kSet, kRO}}},
     {"TwoSessionsCloseOneAtATime",
-     {{Op::kBegin}, {Op::kPublished}, {Op::kBegin}, {Op::kPublished}, {Op::kClose},
-      {Op::kSet, kRO, false}, {Op::kClose}, {Op::kSet, kRO}}},
+     {{Op::kBegin},
+      {Op::kPublished},
+      {Op::kBegin},
+      {Op::kPublished},
+      {Op::kClose},
+      {Op::kSet, kRO, false},
+      {Op::kClose},
+      {Op::kSet, kRO}}},
     {"SessionOpenAndSpawnInProgress",
-     {{Op::kBegin}, {Op::kPublished}, {Op::kBegin}, {Op::kClose}, {Op::kSet, kDFA, false},
-      {Op::kFailed}, {Op::kSet, kDFA}}},
+     {{Op::kBegin},
+      {Op::kPublished},
+      {Op::kBegin},
+      {Op::kClose},
+      {Op::kSet, kDFA, false},
+      {Op::kFailed},
+      {Op::kSet, kDFA}}},
     {"SameModeAlwaysAllowed",
-     {{Op::kSet, kRO}, {Op::kBegin}, {Op::kPublished}, {Op::kSet, kRO}, {Op::kSet, kWW, false},
+     {{Op::kSet, kRO},
+      {Op::kBegin},
+      {Op::kPublished},
+      {Op::kSet, kRO},
+      {Op::kSet, kWW, false},
       {Op::kSet, kRO}}},
     {"DowngradeWaitsForTheWideSession",
-     {{Op::kSet, kDFA}, {Op::kBegin}, {Op::kPublished}, {Op::kSet, kRO, false},
-      {Op::kSet, kWW, false}, {Op::kClose}, {Op::kSet, kRO}, {Op::kBegin}, {Op::kPublished},
+     {{Op::kSet, kDFA},
+      {Op::kBegin},
+      {Op::kPublished},
+      {Op::kSet, kRO, false},
+      {Op::kSet, kWW, false},
+      {Op::kClose},
+      {Op::kSet, kRO},
+      {Op::kBegin},
+      {Op::kPublished},
       {Op::kSet, kDFA, false}}},
 };
 
@@ -71,10 +98,18 @@ TEST_P(FenceInterleavingTest, FollowsTheTable) {
   for (const Step& step : GetParam().steps) {
     ++step_number;
     switch (step.op) {
-      case Op::kBegin: fence.BeginSpawn(); break;
-      case Op::kPublished: fence.EndSpawn(true); break;
-      case Op::kFailed: fence.EndSpawn(false); break;
-      case Op::kClose: fence.SessionClosed(); break;
+      case Op::kBegin:
+        fence.BeginSpawn();
+        break;
+      case Op::kPublished:
+        fence.EndSpawn(true);
+        break;
+      case Op::kFailed:
+        fence.EndSpawn(false);
+        break;
+      case Op::kClose:
+        fence.SessionClosed();
+        break;
       case Op::kSet: {
         const Mode before = Effective(fence);
         Result<void> result = fence.SetMode(step.mode, before);

@@ -240,14 +240,15 @@ TEST_F(ResolverTest, RepositoryMayAddVariablesButNotChangeTheOperators) {
               "but not change the operator's. Remove it");
   Repo("version: 1\nenv:\n  set: {CI: \"1\"}\n");
   ResolvedPolicy p = MustResolve();
-  EXPECT_EQ(p.env.set, (std::map<std::string, std::string>{{"CI", "1"},
-                                                           {"HTTP_PROXY", "http://proxy:3128"}}));
+  EXPECT_EQ(p.env.set,
+            (std::map<std::string, std::string>{{"CI", "1"}, {"HTTP_PROXY", "http://proxy:3128"}}));
 }
 
 TEST_F(ResolverTest, RepositoryMayLowerResourceLimitsButNotRaiseThem) {
   Operator("version: 1\nlimits:\n  maxSessions: 8\n  maxMemoryBytes: 1073741824\n");
-  Repo("version: 1\nlimits:\n  maxSessions: 2\n  maxMemoryBytes: 536870912\n"
-       "  maxProcesses: 64\n  scrollbackBytes: 65536\n");
+  Repo(
+      "version: 1\nlimits:\n  maxSessions: 2\n  maxMemoryBytes: 536870912\n"
+      "  maxProcesses: 64\n  scrollbackBytes: 65536\n");
   ResolvedPolicy p = MustResolve();
   EXPECT_EQ(p.limits.max_sessions, 2);
   EXPECT_EQ(p.limits.max_memory_bytes, 536870912);
@@ -274,8 +275,8 @@ TEST_F(ResolverTest, EveryLowerOnlyLimitRefusesARaise) {
     const int64_t op_value = spec.min;  // the repository asks for one more
     Operator("version: 1\nlimits:\n  " + std::string(spec.key) + ": " + std::to_string(op_value) +
              "\n");
-    Repo("version: 1\nlimits:\n  " + std::string(spec.key) + ": " +
-         std::to_string(op_value + 1) + "\n");
+    Repo("version: 1\nlimits:\n  " + std::string(spec.key) + ": " + std::to_string(op_value + 1) +
+         "\n");
     auto resolved = Resolve(inputs_);
     ASSERT_FALSE(resolved.has_value()) << spec.key;
     EXPECT_EQ(resolved.error().kind, ErrorKind::kPolicyDenied) << spec.key;
@@ -388,8 +389,7 @@ TEST_F(ResolveCwdTest, DefaultsToTheWorkspaceRoot) {
 TEST_F(ResolveCwdTest, RelativeIsRelativeToTheWorkspaceRoot) {
   EXPECT_EQ(ResolveCwd(policy_, "src/lib").value(), dir_.path() / "ws/src/lib");
   EXPECT_EQ(ResolveCwd(policy_, "src/lib/../..").value(), dir_.path() / "ws");
-  EXPECT_EQ(ResolveCwd(policy_, (dir_.path() / "ws/src").string()).value(),
-            dir_.path() / "ws/src");
+  EXPECT_EQ(ResolveCwd(policy_, (dir_.path() / "ws/src").string()).value(), dir_.path() / "ws/src");
 }
 
 TEST_F(ResolveCwdTest, OutsideTheWorkspaceIsDeniedInConfinedModes) {

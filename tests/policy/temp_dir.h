@@ -15,7 +15,8 @@ namespace ptybox::policy::testing {
 class TempDir final {
  public:
   TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "ptybox-policy-XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "ptybox-policy-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp " << pattern;
     // Canonical, so expected messages can be built from path() directly.
     path_ = std::filesystem::canonical(pattern);

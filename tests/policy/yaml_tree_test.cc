@@ -55,8 +55,8 @@ TEST(YamlTreeTest, AliasBombStopsAtTheNodeBudget) {
 }
 
 TEST(YamlTreeTest, AliasBombInAPolicyFileIsAPolicyError) {
-  ParsedPolicyFile parsed = ParsePolicyText("version: 1\n" + BillionLaughs(), "/x/p.yaml",
-                                            PolicyRole::kRepository);
+  ParsedPolicyFile parsed =
+      ParsePolicyText("version: 1\n" + BillionLaughs(), "/x/p.yaml", PolicyRole::kRepository);
   ASSERT_EQ(parsed.errors.size(), 1u);
   EXPECT_EQ(parsed.errors[0].kind, ErrorKind::kPolicyError);
   EXPECT_TRUE(parsed.errors[0].message.starts_with("/x/p.yaml:6:")) << parsed.errors[0].message;
@@ -97,9 +97,25 @@ TEST(YamlTreeTest, CustomLimitsApply) {
 
 TEST(YamlTreeTest, MalformedInputsNeverThrow) {
   const char* inputs[] = {
-      "a: [", "a: {", "\"unterminated", "'x", "a: *nowhere", "&a", "- - - -", ": :", "? ? ?",
-      "%YAML 1.2\n%YAML 1.2\n---\na: 1", "a: b: c", "\xff\xfe\x00", "[1, 2]]", "{a: 1}}", "!<x> a",
-      "a: |\n  x\n b", "---\n...\n---\n", "\t\t", "a:\n\t- b",
+      "a: [",
+      "a: {",
+      "\"unterminated",
+      "'x",
+      "a: *nowhere",
+      "&a",
+      "- - - -",
+      ": :",
+      "? ? ?",
+      "%YAML 1.2\n%YAML 1.2\n---\na: 1",
+      "a: b: c",
+      "\xff\xfe\x00",
+      "[1, 2]]",
+      "{a: 1}}",
+      "!<x> a",
+      "a: |\n  x\n b",
+      "---\n...\n---\n",
+      "\t\t",
+      "a:\n\t- b",
   };
   for (const char* input : inputs) {
     auto tree = ParseBoundedYaml(input);
@@ -141,8 +157,9 @@ TEST(FileReaderTest, RefusesFilesOverOneMebibyte) {
   auto text = ReadPolicyFile(big, {});
   ASSERT_FALSE(text.has_value());
   EXPECT_EQ(text.error().message,
-            big.string() + ": is larger than 1048576 bytes (1 MiB), the limit for a policy "
-                           "file; a policy needs a few hundred bytes");
+            big.string() +
+                ": is larger than 1048576 bytes (1 MiB), the limit for a policy "
+                "file; a policy needs a few hundred bytes");
 }
 
 TEST(FileReaderTest, RefusesEndlessDevicesAndFifosWithoutBlocking) {
@@ -171,8 +188,9 @@ TEST(FileReaderTest, CanRefuseToFollowASymlink) {
   auto refused = ReadPolicyFile(link, ReadOptions{.follow_symlinks = false, .missing_ok = true});
   ASSERT_FALSE(refused.has_value());
   EXPECT_EQ(refused.error().message,
-            link.string() + ": is a symbolic link; a repository policy must be a regular file "
-                            "in the workspace (replace the link with the file itself)");
+            link.string() +
+                ": is a symbolic link; a repository policy must be a regular file "
+                "in the workspace (replace the link with the file itself)");
   // A dangling link is refused too, not mistaken for "absent".
   std::filesystem::remove(target);
   EXPECT_FALSE(
