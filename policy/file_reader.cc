@@ -1,4 +1,4 @@
-// open(O_NONBLOCK|O_CLOEXEC[|O_NOFOLLOW]) + fstat + bounded read.
+// open(O_NONBLOCK|O_CLOEXEC[|O_NOFOLLOW]) + fstat checks + a bounded read.
 #include "policy/file_reader.h"
 
 #include <fcntl.h>
@@ -20,7 +20,16 @@ Result<std::optional<std::string>> ReadPolicyFile(const std::filesystem::path& p
   UniqueFd fd(::open(name.c_str(), flags));
   if (!fd) {
     const int err = errno;
-    if (options.missing_ok && err == ENOENT) return std::nullopt;
+    if (options.missing_ok && err == ENOENT) {
+      // A dangling symlink is a broken configuration, not an absent file: fail closed.
+      struct stat link {};
+      if (::lstat(name.c_str(), &link) != 0) return std::nullopt;
+      return Fail(ErrorKind::kPolicyError,
+                  name +
+                      ": is a symbolic link to a file that does not exist; fix or remove the "
+                      "link",
+                  name);
+    }
     if (err == ELOOP && !options.follow_symlinks) {
       return Fail(ErrorKind::kPolicyError,
                   name +
@@ -37,6 +46,14 @@ Result<std::optional<std::string>> ReadPolicyFile(const std::filesystem::path& p
   if (!S_ISREG(st.st_mode)) {
     return Fail(ErrorKind::kPolicyError,
                 name + ": is not a regular file; a policy must be a plain YAML file", name);
+  }
+  if (options.single_link && st.st_nlink != 1) {
+    // A hard link could make us read (and echo parts of) a file from outside the workspace.
+    return Fail(ErrorKind::kPolicyError,
+                name + ": has " + std::to_string(st.st_nlink) +
+                    " hard links; a repository policy must be a file of its own (copy it "
+                    "instead of linking it)",
+                name);
   }
   const std::string too_big = name + ": is larger than " + std::to_string(kMaxPolicyFileBytes) +
                               " bytes (1 MiB), the limit for a policy file; a policy needs a "

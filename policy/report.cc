@@ -38,8 +38,9 @@ std::vector<Error> CheckPolicyFile(const fs::path& path, PolicyRole role) {
   fs::path absolute = fs::absolute(path, ec);
   if (ec) absolute = path;
   absolute = absolute.lexically_normal();
-  auto text = ReadPolicyFile(
-      absolute, ReadOptions{.follow_symlinks = role == PolicyRole::kOperator, .missing_ok = false});
+  auto text = ReadPolicyFile(absolute, ReadOptions{.follow_symlinks = role == PolicyRole::kOperator,
+                                                   .missing_ok = false,
+                                                   .single_link = role == PolicyRole::kRepository});
   if (!text) {
     Error error = std::move(text.error());
     if (error.message.find(absolute.string()) != 0) {

@@ -112,8 +112,9 @@ Result<ResolvedPolicy> Resolve(const ResolveInputs& inputs) {
   const fs::path repo_path = *root / kRepositoryFileName;
   std::error_code ec;
   if (!(op && fs::equivalent(op->path, repo_path, ec))) {
-    auto loaded = Load(repo_path, PolicyRole::kRepository,
-                       ReadOptions{.follow_symlinks = false, .missing_ok = true});
+    auto loaded =
+        Load(repo_path, PolicyRole::kRepository,
+             ReadOptions{.follow_symlinks = false, .missing_ok = true, .single_link = true});
     if (!loaded) return std::unexpected(std::move(loaded.error()));
     repo = std::move(*loaded);
   }

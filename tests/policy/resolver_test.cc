@@ -344,6 +344,22 @@ TEST_F(ResolverTest, ASymlinkedRepositoryFileIsRefused) {
               "the file itself)");
 }
 
+TEST_F(ResolverTest, AHardLinkedRepositoryFileIsRefused) {
+  const auto outside = dir_.File("outside.yaml", "root:$6$secret\n");
+  fs::create_hard_link(outside, ws_ / ".ptybox.yaml");
+  ExpectError(ErrorKind::kPolicyError,
+              "cannot read the repository policy: {dir}/ws/.ptybox.yaml: has 2 hard links; a "
+              "repository policy must be a file of its own (copy it instead of linking it)");
+}
+
+TEST_F(ResolverTest, ADanglingDefaultOperatorLinkIsAnErrorNotAbsence) {
+  dir_.Dir("etc");
+  fs::create_symlink(dir_.path() / "etc/gone.yaml", dir_.path() / "etc/policy.yaml");
+  ExpectError(ErrorKind::kPolicyError,
+              "cannot read the operator policy: {dir}/etc/policy.yaml: is a symbolic link to a "
+              "file that does not exist; fix or remove the link");
+}
+
 TEST_F(ResolverTest, FilesAreReadAgainOnEveryCall) {
   Repo("version: 1\nmode: read-only\n");
   EXPECT_EQ(MustResolve().mode, Mode::kReadOnly);
