@@ -1,13 +1,6 @@
 // The mode fence of one owner (seeds/001): a change to a different effective mode is refused
-// while the owner has an open session or a spawn in progress, so a terminal opened with wider
-// access cannot survive a downgrade. Owned by the owner scope itself, so it outlives any
-// provider reload that keeps the owner's sessions.
-//
-// The daemon is single-threaded (one reactor). A check and its commit are atomic as long as no
-// await separates them: call SetMode() and publish the mode in the same handler, and call
-// BeginSpawn() in the same handler that resolved the mode for the spawn. Sequence for
-// policy_set_mode: Resolve() with the requested mode (ceiling: kPolicyDenied), Resolve() with
-// requested_mode() to learn the current effective mode, then SetMode(requested, current).
+// while the owner has an open session or a spawn in progress. Owned by the owner scope itself,
+// so it outlives any provider reload that keeps the owner's sessions.
 #pragma once
 
 #include <optional>
@@ -17,6 +10,12 @@
 
 namespace ptybox::policy {
 
+// So a terminal opened with wider access cannot survive a downgrade. The daemon is
+// single-threaded (one reactor): a check and its commit are atomic as long as no await
+// separates them. Call SetMode() and publish the new mode in the same handler, and call
+// BeginSpawn() in the same handler that resolved the spawn's mode. policy_set_mode is:
+// Resolve() with the requested mode (above the ceiling: kPolicyDenied), Resolve() with
+// requested_mode() for the current effective mode, then SetMode(requested, current).
 class ModeFence final {
  public:
   explicit ModeFence(std::optional<Mode> requested = {});
