@@ -1,0 +1,81 @@
+// open(O_NONBLOCK|O_CLOEXEC[|O_NOFOLLOW]) + fstat checks + a bounded read.
+#include "policy/file_reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "common/unique_fd.h"
+#include "policy/schema.h"
+
+namespace ptybox::policy {
+
+Result<std::optional<std::string>> ReadPolicyFile(const std::filesystem::path& path,
+                                                  const ReadOptions& options) {
+  const std::string name = path.string();
+  int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+  if (!options.follow_symlinks) flags |= O_NOFOLLOW;
+  UniqueFd fd(::open(name.c_str(), flags));
+  if (!fd) {
+    const int err = errno;
+    if (options.missing_ok && err == ENOENT) {
+      // A dangling symlink is a broken configuration, not an absent file: fail closed.
+      struct stat link {};
+      if (::lstat(name.c_str(), &link) != 0) return std::nullopt;
+      return Fail(ErrorKind::kPolicyError,
+                  name +
+                      ": is a symbolic link to a file that does not exist; fix or remove the "
+                      "link",
+                  name);
+    }
+    if (err == ELOOP && !options.follow_symlinks) {
+      return Fail(ErrorKind::kPolicyError,
+                  name +
+                      ": is a symbolic link; a repository policy must be a regular file in "
+                      "the workspace (replace the link with the file itself)",
+                  name);
+    }
+    return std::unexpected(Error::FromErrno(ErrorKind::kPolicyError, "open", name, err));
+  }
+  struct stat st {};
+  if (::fstat(fd.Get(), &st) != 0) {
+    return std::unexpected(Error::FromErrno(ErrorKind::kPolicyError, "fstat", name));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Fail(ErrorKind::kPolicyError,
+                name + ": is not a regular file; a policy must be a plain YAML file", name);
+  }
+  if (options.single_link && st.st_nlink != 1) {
+    // A hard link could make us read (and echo parts of) a file from outside the workspace.
+    return Fail(ErrorKind::kPolicyError,
+                name + ": has " + std::to_string(st.st_nlink) +
+                    " hard links; a repository policy must be a file of its own (copy it "
+                    "instead of linking it)",
+                name);
+  }
+  const std::string too_big = name + ": is larger than " + std::to_string(kMaxPolicyFileBytes) +
+                              " bytes (1 MiB), the limit for a policy file; a policy needs a "
+                              "few hundred bytes";
+  if (st.st_size > kMaxPolicyFileBytes) return Fail(ErrorKind::kPolicyError, too_big, name);
+
+  std::string text;
+  char buffer[16384];
+  for (;;) {
+    ssize_t n = ::read(fd.Get(), buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return std::unexpected(Error::FromErrno(ErrorKind::kPolicyError, "read", name));
+    }
+    if (n == 0) break;
+    // The file may have grown since fstat: the cap holds for what we actually read.
+    if (static_cast<int64_t>(text.size()) + n > kMaxPolicyFileBytes) {
+      return Fail(ErrorKind::kPolicyError, too_big, name);
+    }
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  return text;
+}
+
+}  // namespace ptybox::policy

@@ -1,0 +1,311 @@
+// Built-in defaults <- operator file <- repository file <- client request, with the narrowing
+// rules checked on the way. Every violation is collected; the resolver reports the first.
+#include "policy/layering.h"
+
+#include <algorithm>
+#include <iterator>
+#include <set>
+
+#include "policy/schema.h"
+
+namespace ptybox::policy {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kDefault = "default";
+constexpr std::string_view kClientRequest = "client request";
+
+// A source for prose: "default" becomes a phrase, a position stays as it is.
+std::string Describe(std::string_view where) {
+  if (where == kDefault) return "the built-in default; no operator policy sets it";
+  return std::string(where);
+}
+
+std::string Quoted(Mode mode) { return "`" + std::string(ToString(mode)) + "`"; }
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) {
+    if (!out.empty()) out += ", ";
+    out += name;
+  }
+  return out.empty() ? "(none)" : out;
+}
+
+Error Denied(const std::string& where, std::string_view key, const std::string& message) {
+  return Error{ErrorKind::kPolicyDenied, where + ": " + std::string(key) + ": " + message, where};
+}
+
+class Layers final {
+ public:
+  explicit Layers(const LayerInputs& inputs)
+      : in_(inputs), op_(inputs.operator_file), repo_(inputs.repository_file) {}
+
+  std::expected<ResolvedPolicy, std::vector<Error>> Run() {
+    out_.workspace_root = in_.workspace_root;
+    out_.sources["workspace"] = in_.workspace_source;
+    if (op_ != nullptr) out_.policy_files.push_back(op_->path);
+    if (repo_ != nullptr) out_.policy_files.push_back(repo_->path);
+    Modes();
+    Network();
+    Writable();
+    Env();
+    LimitValues();
+    if (!errors_.empty()) return std::unexpected(std::move(errors_));
+    return std::move(out_);
+  }
+
+ private:
+  void Modes() {
+    Mode op_mode = Mode::kWorkspaceWrite;
+    std::string op_mode_source(kDefault);
+    if (op_ != nullptr && op_->mode) {
+      op_mode = op_->mode->value;
+      op_mode_source = op_->mode->where;
+    }
+    out_.ceiling = Mode::kDangerFullAccess;
+    std::string ceiling_source(kDefault);
+    if (op_ != nullptr && op_->ceiling) {
+      out_.ceiling = op_->ceiling->value;
+      ceiling_source = op_->ceiling->where;
+    }
+    out_.sources["ceiling"] = ceiling_source;
+    out_.mode = op_mode;
+    std::string mode_source = op_mode_source;
+
+    if (repo_ != nullptr && repo_->mode) {
+      const Mode asked = repo_->mode->value;
+      const std::string op_file = op_ != nullptr ? op_->path.string() : "/etc/ptybox/policy.yaml";
+      if (!Within(asked, out_.ceiling)) {
+        errors_.push_back(Denied(
+            repo_->mode->where, "mode",
+            Quoted(asked) + " is above the ceiling " + Quoted(out_.ceiling) + " set by " +
+                Describe(ceiling_source) +
+                "; a repository policy may only narrow the operator policy. Lower `mode` in " +
+                repo_->path.string() + ", or raise `ceiling` in " + op_file));
+      } else if (!Within(asked, RepositoryModeLimit(op_))) {
+        errors_.push_back(Denied(
+            repo_->mode->where, "mode",
+            Quoted(asked) + " is above the operator's mode " + Quoted(op_mode) + " (" +
+                Describe(op_mode_source) +
+                "); a repository policy never widens the sandbox to danger-full-access, since "
+                "anything running in the workspace could write " +
+                repo_->path.filename().string() + ". Lower `mode` in " + repo_->path.string() +
+                ", or request the mode explicitly (--mode or policy_set_mode, allowed up to the "
+                "ceiling " +
+                Quoted(out_.ceiling) + " set by " + Describe(ceiling_source) + ")"));
+      } else {
+        out_.mode = asked;
+        mode_source = repo_->mode->where;
+      }
+    }
+    if (in_.requested_mode) {
+      const Mode asked = *in_.requested_mode;
+      if (!Within(asked, out_.ceiling)) {
+        errors_.push_back(
+            Denied(std::string(kClientRequest), "mode",
+                   Quoted(asked) +
+                       " (requested by the client with policy_set_mode or --mode) is above "
+                       "the ceiling " +
+                       Quoted(out_.ceiling) + " set by " + Describe(ceiling_source) +
+                       "; request a narrower mode, or ask the operator to raise `ceiling` in " +
+                       (op_ != nullptr ? op_->path.string() : std::string("the operator policy"))));
+      } else {
+        out_.mode = asked;
+        mode_source = std::string(kClientRequest);
+      }
+    }
+    out_.sources["mode"] = mode_source;
+  }
+
+  void Network() {
+    bool allowed = false;
+    std::string source(kDefault);
+    if (op_ != nullptr && op_->network_allowed) {
+      allowed = op_->network_allowed->value;
+      source = op_->network_allowed->where;
+    }
+    if (repo_ != nullptr && repo_->network_allowed) {
+      if (repo_->network_allowed->value && !allowed) {
+        errors_.push_back(
+            Denied(repo_->network_allowed->where, "network",
+                   "`allow` is not permitted: the operator denies network (" + Describe(source) +
+                       "); a repository policy may deny network but never allow it. Remove "
+                       "`network: allow` from " +
+                       repo_->path.string() + ", or ask the operator to allow network"));
+      } else {
+        allowed = repo_->network_allowed->value;
+        source = repo_->network_allowed->where;
+      }
+    }
+    out_.network_allowed = allowed;
+    out_.sources["network"] = source;
+  }
+
+  void Writable() {
+    std::vector<std::string> sources;
+    std::set<fs::path> seen;
+    auto add = [&](const Located<fs::path>& root) {
+      if (seen.insert(root.value).second) out_.writable_roots.push_back(root.value);
+    };
+    if (op_ != nullptr && op_->writable_where) {
+      sources.push_back(*op_->writable_where);
+      for (const auto& root : op_->writable) add(root);
+    }
+    if (repo_ != nullptr && repo_->writable_where) {
+      sources.push_back(*repo_->writable_where);
+      std::vector<Error> outside = CheckRepositoryWritable(*repo_, in_.workspace_root);
+      errors_.insert(errors_.end(), outside.begin(), outside.end());
+      for (const auto& root : repo_->writable) {
+        if (IsWithin(root.value, in_.workspace_root)) add(root);
+      }
+    }
+    std::string joined;
+    for (const std::string& s : sources) joined += (joined.empty() ? "" : ", ") + s;
+    out_.sources["writable"] = joined.empty() ? std::string(kDefault) : joined;
+  }
+
+  void Env() {
+    // pass: the operator's list (or the default one); a repository list must be a subset.
+    std::vector<std::string> pass;
+    std::string pass_source(kDefault);
+    if (op_ != nullptr && op_->env_pass_where) {
+      for (const auto& name : op_->env_pass) pass.push_back(name.value);
+      pass_source = *op_->env_pass_where;
+    } else {
+      for (std::string_view name : DefaultEnvPass()) pass.emplace_back(name);
+    }
+    if (repo_ != nullptr && repo_->env_pass_where) {
+      std::vector<std::string> narrowed;
+      for (const auto& name : repo_->env_pass) {
+        if (std::find(pass.begin(), pass.end(), name.value) == pass.end()) {
+          errors_.push_back(
+              Denied(name.where, "env.pass",
+                     "`" + name.value + "` is not passed by the operator policy (" +
+                         Describe(pass_source) +
+                         "); a repository policy may pass only names the operator passes: " +
+                         JoinNames(pass) + ". Remove it"));
+          continue;
+        }
+        narrowed.push_back(name.value);
+      }
+      pass = std::move(narrowed);
+      pass_source = *repo_->env_pass_where;
+    }
+    out_.env.pass = std::move(pass);
+    out_.sources["env.pass"] = pass_source;
+
+    // set: the operator's values, plus repository names the operator does not set.
+    std::vector<std::string> set_sources;
+    if (op_ != nullptr) {
+      for (const auto& [name, value] : op_->env_set) out_.env.set[name] = value.value;
+      if (op_->env_set_where) set_sources.push_back(*op_->env_set_where);
+    }
+    if (repo_ != nullptr) {
+      for (const auto& [name, value] : repo_->env_set) {
+        if (op_ != nullptr) {
+          if (auto found = op_->env_set.find(name); found != op_->env_set.end()) {
+            errors_.push_back(Denied(
+                value.where, "env.set." + name,
+                "the operator policy sets `" + name + "` (" + found->second.where +
+                    "); a repository policy may add variables but not change the operator's. "
+                    "Remove it"));
+            continue;
+          }
+        }
+        out_.env.set[name] = value.value;
+      }
+      if (repo_->env_set_where) set_sources.push_back(*repo_->env_set_where);
+    }
+    std::string joined;
+    for (const std::string& s : set_sources) joined += (joined.empty() ? "" : ", ") + s;
+    out_.sources["env.set"] = joined.empty() ? std::string(kDefault) : joined;
+
+    std::string env_source(kDefault);
+    if (op_ != nullptr && op_->env_where) env_source = *op_->env_where;
+    if (repo_ != nullptr && repo_->env_where) {
+      env_source =
+          env_source == kDefault ? *repo_->env_where : env_source + ", " + *repo_->env_where;
+    }
+    out_.sources["env"] = env_source;
+  }
+
+  void LimitValues() {
+    for (const LimitSpec& spec : LimitSpecs()) {
+      std::string source(kDefault);
+      if (op_ != nullptr) {
+        if (auto found = op_->limits.find(spec.key); found != op_->limits.end()) {
+          spec.Set(out_.limits, found->second.value);
+          source = found->second.where;
+        }
+      }
+      const std::string key = "limits." + std::string(spec.key);
+      if (repo_ != nullptr) {
+        if (auto found = repo_->limits.find(spec.key); found != repo_->limits.end()) {
+          const int64_t asked = found->second.value;
+          const std::optional<int64_t> current = spec.Get(out_.limits);
+          if (spec.rule == LimitRule::kLowerOnly && current && asked > *current) {
+            errors_.push_back(Denied(
+                found->second.where, key,
+                std::to_string(asked) + " is above the operator's " + std::to_string(*current) +
+                    " (" + Describe(source) +
+                    "); a repository policy may lower resource limits, never raise them. Use "
+                    "at most " +
+                    std::to_string(*current)));
+          } else {
+            spec.Set(out_.limits, asked);
+            source = found->second.where;
+          }
+        }
+      }
+      out_.sources[key] = source;
+    }
+  }
+
+  const LayerInputs& in_;
+  const PolicyFile* op_;
+  const PolicyFile* repo_;
+  ResolvedPolicy out_;
+  std::vector<Error> errors_;
+};
+
+}  // namespace
+
+std::expected<ResolvedPolicy, std::vector<Error>> Combine(const LayerInputs& inputs) {
+  return Layers(inputs).Run();
+}
+
+Mode RepositoryModeLimit(const PolicyFile* operator_file) {
+  const Mode op_mode = operator_file != nullptr && operator_file->mode ? operator_file->mode->value
+                                                                       : Mode::kWorkspaceWrite;
+  if (op_mode == Mode::kDangerFullAccess) return Mode::kDangerFullAccess;
+  const Mode ceiling = operator_file != nullptr && operator_file->ceiling
+                           ? operator_file->ceiling->value
+                           : Mode::kDangerFullAccess;
+  return Within(ceiling, Mode::kWorkspaceWrite) ? ceiling : Mode::kWorkspaceWrite;
+}
+
+bool IsWithin(const fs::path& path, const fs::path& root) {
+  auto [r, p] = std::mismatch(root.begin(), root.end(), path.begin(), path.end());
+  if (r == root.end()) return true;
+  // "/a/b/" ends with an empty component; "/a/b" and "/a/b/c" are within it.
+  return r->empty() && std::next(r) == root.end();
+}
+
+std::vector<Error> CheckRepositoryWritable(const PolicyFile& repository,
+                                           const fs::path& workspace_root) {
+  std::vector<Error> errors;
+  for (size_t i = 0; i < repository.writable.size(); ++i) {
+    const auto& root = repository.writable[i];
+    if (IsWithin(root.value, workspace_root)) continue;
+    errors.push_back(Denied(root.where, "writable",
+                            Printable(root.value.string(), 256) + " is outside the workspace " +
+                                Printable(workspace_root.string(), 256) +
+                                " (symbolic links and `..` resolved); a repository policy may "
+                                "only name directories inside the workspace. Remove it"));
+  }
+  return errors;
+}
+
+}  // namespace ptybox::policy

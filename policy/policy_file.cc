@@ -1,0 +1,481 @@
+// Walks the bounded YAML tree of one policy file, collecting every problem it can find
+// rather than stopping at the first, so `ptybox policy check` lists them all at once.
+#include "policy/policy_file.h"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+#include <system_error>
+
+#include "policy/yaml_tree.h"
+
+namespace ptybox::policy {
+namespace {
+
+namespace fs = std::filesystem;
+using Kind = YamlNode::Kind;
+
+constexpr std::string_view kModeNames[] = {"read-only", "workspace-write", "danger-full-access"};
+constexpr std::string_view kNetworkNames[] = {"deny", "allow"};
+
+// An integer written plainly: [+-]?[0-9]+. `overflow` tells "too large" from "not a number".
+std::optional<int64_t> ParseInteger(std::string_view text, bool& overflow) {
+  overflow = false;
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  if (text.empty() || text.front() == '+') return std::nullopt;
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec == std::errc::result_out_of_range) {
+    overflow = true;
+    return std::nullopt;
+  }
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// "`text`" for a scalar, the kind otherwise: the "got ..." part of a message.
+std::string Got(const YamlNode& node) {
+  if (node.kind != Kind::kScalar) return std::string(DescribeKind(node));
+  if (node.plain) return "`" + Printable(node.value) + "`";
+  return "\"" + Printable(node.value) + "\" (a quoted string)";
+}
+
+std::string JoinKeys(std::span<const std::string_view> keys) {
+  std::string out;
+  for (std::string_view key : keys) {
+    if (!out.empty()) out += ", ";
+    out += key;
+  }
+  return out;
+}
+
+std::string ErrnoText(const std::error_code& ec) {
+  if (ec == std::errc::no_such_file_or_directory) return "does not exist";
+  if (ec == std::errc::not_a_directory) return "does not exist (a parent is not a directory)";
+  return "cannot be resolved: " + ec.message();
+}
+
+class FileParser final {
+ public:
+  FileParser(const fs::path& path, PolicyRole role) : dir_(path.parent_path()) {
+    out_.file.path = path;
+    out_.file.role = role;
+  }
+
+  ParsedPolicyFile Run(std::string_view text) {
+    if (size_t nul = text.find('\0'); nul != std::string_view::npos) {
+      AddError(
+          1, 1, "file",
+          "contains a NUL byte at offset " + std::to_string(nul) + "; a policy file is UTF-8 text");
+      return std::move(out_);
+    }
+    auto tree = ParseBoundedYaml(text);
+    if (!tree) {
+      AddError(tree.error().line, tree.error().column, "yaml", tree.error().message);
+      return std::move(out_);
+    }
+    const YamlNode& root = *tree;
+    if (root.kind == Kind::kNull) {
+      AddError(1, 1, "version", "the file is empty; a policy needs at least `version: 1`");
+      return std::move(out_);
+    }
+    if (root.kind != Kind::kMap) {
+      AddError(root, "document",
+               "expected a mapping of keys such as `version: 1`, got " + Got(root));
+      return std::move(out_);
+    }
+    bool has_version = false;
+    ForEachEntry(root, "", [&](const std::string& key, const YamlNode& k, const YamlNode& v) {
+      if (key == "version") {
+        has_version = true;
+        Version(k, v);
+      } else if (key == "mode") {
+        if (auto mode = ModeValue(k, v, "mode")) out_.file.mode = Located<Mode>{*mode, Pos(k, v)};
+      } else if (key == "ceiling" || key == "workspace") {
+        if (out_.file.role == PolicyRole::kRepository) {
+          AddError(k, key,
+                   "only the operator policy may set `" + key +
+                       "`; a repository policy cannot widen or move the sandbox. Remove it "
+                       "(operators set it in /etc/ptybox/policy.yaml or the --policy file)");
+        } else if (key == "ceiling") {
+          if (auto mode = ModeValue(k, v, "ceiling")) {
+            out_.file.ceiling = Located<Mode>{*mode, Pos(k, v)};
+          }
+        } else {
+          Workspace(k, v);
+        }
+      } else if (key == "writable") {
+        Writable(k, v);
+      } else if (key == "network") {
+        Network(k, v);
+      } else if (key == "env") {
+        Env(k, v);
+      } else if (key == "limits") {
+        LimitsMap(k, v);
+      } else {
+        Unknown(k, "", KnownTopLevel());
+      }
+    });
+    if (!has_version) {
+      AddError(root, "version", "missing; add `version: 1` as the first line");
+    }
+    if (out_.file.mode && out_.file.ceiling &&
+        !Within(out_.file.mode->value, out_.file.ceiling->value)) {
+      // One file asks for more than it allows itself: the ceiling wins, nothing is implied.
+      AddError(ErrorKind::kPolicyDenied, out_.file.mode->where, "mode",
+               "`" + std::string(ToString(out_.file.mode->value)) + "` is above the ceiling `" +
+                   std::string(ToString(out_.file.ceiling->value)) + "` set at " +
+                   out_.file.ceiling->where +
+                   " in the same file; lower `mode` or raise "
+                   "`ceiling`");
+    }
+    std::stable_sort(out_.errors.begin(), out_.errors.end(),
+                     [](const Error& a, const Error& b) { return PositionOf(a) < PositionOf(b); });
+    return std::move(out_);
+  }
+
+ private:
+  // (line, column) parsed back from an error's "file:line:col" context, for sorting.
+  static std::pair<int, int> PositionOf(const Error& error) {
+    const std::string& c = error.context;
+    size_t last = c.rfind(':');
+    size_t middle =
+        last == std::string::npos || last == 0 ? std::string::npos : c.rfind(':', last - 1);
+    if (middle == std::string::npos) return {0, 0};
+    int line = 0;
+    int column = 0;
+    std::from_chars(c.data() + middle + 1, c.data() + last, line);
+    std::from_chars(c.data() + last + 1, c.data() + c.size(), column);
+    return {line, column};
+  }
+
+  std::span<const std::string_view> KnownTopLevel() const {
+    static const std::vector<std::string_view> repository = [] {
+      std::vector<std::string_view> keys;
+      for (std::string_view key : TopLevelKeys()) {
+        if (!IsOperatorOnlyKey(key)) keys.push_back(key);
+      }
+      return keys;
+    }();
+    if (out_.file.role == PolicyRole::kOperator) return TopLevelKeys();
+    return repository;
+  }
+
+  // Null values get the key's position (yaml-cpp marks them at the following token).
+  std::string Pos(const YamlNode& key, const YamlNode& value) const {
+    const YamlNode& at = value.kind == Kind::kNull ? key : value;
+    return Where(out_.file.path, at.line, at.column);
+  }
+  static const YamlNode& At(const YamlNode& key, const YamlNode& value) {
+    return value.kind == Kind::kNull ? key : value;
+  }
+
+  void AddError(ErrorKind kind, const std::string& where, std::string_view key,
+                const std::string& message) {
+    out_.errors.push_back(Error{kind, where + ": " + std::string(key) + ": " + message, where});
+  }
+  void AddError(int line, int column, std::string_view key, const std::string& message) {
+    AddError(ErrorKind::kPolicyError, Where(out_.file.path, line, column), key, message);
+  }
+  void AddError(const YamlNode& at, std::string_view key, const std::string& message) {
+    AddError(at.line, at.column, key, message);
+  }
+
+  // Calls `handle(key text, key node, value node)` for each key's first occurrence; a repeated
+  // key is an error (YAML parsers disagree on which one wins, so we accept neither silently).
+  template <typename Handle>
+  void ForEachEntry(const YamlNode& map, const std::string& prefix, Handle handle) {
+    std::map<std::string, const YamlNode*> seen;
+    for (const auto& [k, v] : map.entries) {
+      const std::string path =
+          prefix.empty() ? Printable(k.value) : prefix + "." + Printable(k.value);
+      auto [it, fresh] = seen.emplace(k.value, &k);
+      if (!fresh) {
+        AddError(k, path,
+                 "duplicate key (first at line " + std::to_string(it->second->line) + ", column " +
+                     std::to_string(it->second->column) + "); keep only one");
+        continue;
+      }
+      handle(k.value, k, v);
+    }
+  }
+
+  void Unknown(const YamlNode& key, const std::string& prefix,
+               std::span<const std::string_view> known) {
+    const std::string path =
+        prefix.empty() ? Printable(key.value) : prefix + "." + Printable(key.value);
+    std::string message = "unknown key";
+    if (auto suggestion = SuggestKey(key.value, known)) {
+      message += "; did you mean `" + std::string(*suggestion) + "`?";
+    } else {
+      message += "; expected one of: " + JoinKeys(known);
+    }
+    AddError(key, path, message);
+  }
+
+  std::optional<std::string> StringValue(const YamlNode& k, const YamlNode& v,
+                                         const std::string& path, std::string_view expected) {
+    if (v.kind != Kind::kScalar) {
+      AddError(At(k, v), path, "expected " + std::string(expected) + ", got " + Got(v));
+      return std::nullopt;
+    }
+    return v.value;
+  }
+
+  void Version(const YamlNode& k, const YamlNode& v) {
+    bool overflow = false;
+    std::optional<int64_t> number;
+    if (v.kind == Kind::kScalar && v.plain) number = ParseInteger(v.value, overflow);
+    if (number == 1) return;
+    if (number) {
+      AddError(
+          v, "version",
+          "unsupported version " + std::to_string(*number) + "; this ptybox reads version 1 files");
+      return;
+    }
+    AddError(At(k, v), "version", "expected the number 1, got " + Got(v));
+  }
+
+  std::optional<Mode> ModeValue(const YamlNode& k, const YamlNode& v, const std::string& path) {
+    const std::string expected = "one of read-only, workspace-write, danger-full-access";
+    auto text = StringValue(k, v, path, expected);
+    if (!text) return std::nullopt;
+    if (auto mode = ParseMode(*text)) return mode;
+    std::string message = "expected " + expected + ", got " + Got(v);
+    if (auto suggestion = SuggestKey(*text, kModeNames)) {
+      message += "; did you mean `" + std::string(*suggestion) + "`?";
+    }
+    AddError(v, path, message);
+    return std::nullopt;
+  }
+
+  // A path string: non-empty, no NUL, bounded; relative ones resolve against the file's
+  // directory. Returns the absolute, lexically normal path.
+  std::optional<fs::path> PathValue(const YamlNode& k, const YamlNode& v, const std::string& path) {
+    auto text = StringValue(k, v, path, "a path");
+    if (!text) return std::nullopt;
+    if (text->empty()) {
+      AddError(v, path, "expected a path, got an empty string");
+      return std::nullopt;
+    }
+    if (text->find('\0') != std::string::npos || text->size() > kMaxPathBytes) {
+      AddError(v, path,
+               "expected a path of at most " + std::to_string(kMaxPathBytes) +
+                   " bytes without NUL characters");
+      return std::nullopt;
+    }
+    fs::path value(*text);
+    if (value.is_relative()) value = dir_ / value;
+    return value.lexically_normal();
+  }
+
+  void Workspace(const YamlNode& k, const YamlNode& v) {
+    if (auto value = PathValue(k, v, "workspace")) {
+      out_.file.workspace = Located<fs::path>{*value, Pos(k, v)};
+    }
+  }
+
+  void Writable(const YamlNode& k, const YamlNode& v) {
+    if (v.kind != Kind::kSequence) {
+      AddError(At(k, v), "writable",
+               "expected a list of directories, like `writable: [build]`, got " + Got(v));
+      return;
+    }
+    out_.file.writable_where = Pos(k, v);
+    if (v.items.size() > kMaxListEntries) {
+      AddError(v, "writable",
+               "has " + std::to_string(v.items.size()) + " entries; at most " +
+                   std::to_string(kMaxListEntries) + " are allowed");
+      return;
+    }
+    std::set<fs::path> seen;
+    for (size_t i = 0; i < v.items.size(); ++i) {
+      const YamlNode& item = v.items[i];
+      const std::string path = "writable[" + std::to_string(i) + "]";
+      auto lexical = PathValue(item, item, path);
+      if (!lexical) continue;
+      std::error_code ec;
+      fs::path canonical = fs::canonical(*lexical, ec);
+      if (ec) {
+        AddError(item, path,
+                 Printable(lexical->string(), 256) + " " + ErrnoText(ec) +
+                     "; create the directory or remove the entry");
+        continue;
+      }
+      if (!fs::is_directory(canonical, ec)) {
+        AddError(item, path,
+                 Printable(canonical.string(), 256) +
+                     " is not a directory; writable roots are directories");
+        continue;
+      }
+      if (!seen.insert(canonical).second) continue;  // the same directory twice is harmless
+      out_.file.writable.push_back(
+          Located<fs::path>{canonical, Where(out_.file.path, item.line, item.column)});
+    }
+  }
+
+  void Network(const YamlNode& k, const YamlNode& v) {
+    auto text = StringValue(k, v, "network", "`deny` or `allow`");
+    if (!text) return;
+    if (*text == "deny" || *text == "allow") {
+      out_.file.network_allowed = Located<bool>{*text == "allow", Pos(k, v)};
+      return;
+    }
+    std::string message = "expected `deny` or `allow`, got " + Got(v);
+    if (auto suggestion = SuggestKey(*text, kNetworkNames)) {
+      message += "; did you mean `" + std::string(*suggestion) + "`?";
+    } else if (v.plain && (*text == "true" || *text == "false" || *text == "yes" || *text == "no" ||
+                           *text == "on" || *text == "off")) {
+      message += "; write the word `allow` or `deny`, not a boolean";
+    }
+    AddError(v, "network", message);
+  }
+
+  // A name under env.pass or env.set: valid and not reserved.
+  bool EnvName(const YamlNode& at, const std::string& path, const std::string& name) {
+    if (!IsValidEnvName(name)) {
+      AddError(at, path,
+               "`" + Printable(name) +
+                   "` is not a valid variable name; use letters, digits and `_`, not starting "
+                   "with a digit (at most 128 characters)");
+      return false;
+    }
+    if (auto reason = ReservedEnvReason(name)) {
+      AddError(at, path, "`" + name + "` is reserved: " + *reason + "; remove it");
+      return false;
+    }
+    return true;
+  }
+
+  void Env(const YamlNode& k, const YamlNode& v) {
+    if (v.kind != Kind::kMap) {
+      AddError(At(k, v), "env", "expected a mapping with `pass` and/or `set`, got " + Got(v));
+      return;
+    }
+    out_.file.env_where = Pos(k, v);
+    ForEachEntry(v, "env", [&](const std::string& key, const YamlNode& ek, const YamlNode& ev) {
+      if (key == "pass") {
+        EnvPass(ek, ev);
+      } else if (key == "set") {
+        EnvSet(ek, ev);
+      } else {
+        Unknown(ek, "env", EnvKeys());
+      }
+    });
+  }
+
+  void EnvPass(const YamlNode& k, const YamlNode& v) {
+    if (v.kind != Kind::kSequence) {
+      AddError(At(k, v), "env.pass",
+               "expected a list of variable names, like `pass: [PATH, HOME]`, got " + Got(v));
+      return;
+    }
+    out_.file.env_pass_where = Pos(k, v);
+    if (v.items.size() > kMaxListEntries) {
+      AddError(v, "env.pass",
+               "has " + std::to_string(v.items.size()) + " entries; at most " +
+                   std::to_string(kMaxListEntries) + " are allowed");
+      return;
+    }
+    std::map<std::string, const YamlNode*> seen;
+    for (size_t i = 0; i < v.items.size(); ++i) {
+      const YamlNode& item = v.items[i];
+      const std::string path = "env.pass[" + std::to_string(i) + "]";
+      auto name = StringValue(item, item, path, "a variable name");
+      if (!name || !EnvName(item, path, *name)) continue;
+      auto [it, fresh] = seen.emplace(*name, &item);
+      if (!fresh) {
+        AddError(item, path,
+                 "`" + *name + "` is listed twice (first at line " +
+                     std::to_string(it->second->line) + "); keep one");
+        continue;
+      }
+      out_.file.env_pass.push_back(
+          Located<std::string>{*name, Where(out_.file.path, item.line, item.column)});
+    }
+  }
+
+  void EnvSet(const YamlNode& k, const YamlNode& v) {
+    if (v.kind != Kind::kMap) {
+      AddError(At(k, v), "env.set",
+               "expected a mapping of names to strings, like `set: {CI: \"1\"}`, got " + Got(v));
+      return;
+    }
+    out_.file.env_set_where = Pos(k, v);
+    if (v.entries.size() > kMaxListEntries) {
+      AddError(v, "env.set",
+               "has " + std::to_string(v.entries.size()) + " entries; at most " +
+                   std::to_string(kMaxListEntries) + " are allowed");
+      return;
+    }
+    ForEachEntry(
+        v, "env.set", [&](const std::string& name, const YamlNode& ek, const YamlNode& ev) {
+          const std::string path = "env.set." + Printable(name);
+          if (!EnvName(ek, path, name)) return;
+          if (ev.kind != Kind::kScalar) {
+            AddError(At(ek, ev), path,
+                     "expected a string value (quote it, e.g. `" + name +
+                         ": \"\"` for empty), got " + Got(ev));
+            return;
+          }
+          if (ev.value.find('\0') != std::string::npos || ev.value.size() > kMaxEnvValueBytes) {
+            AddError(ev, path,
+                     "expected a value of at most " + std::to_string(kMaxEnvValueBytes) +
+                         " bytes without NUL characters");
+            return;
+          }
+          out_.file.env_set[name] = Located<std::string>{ev.value, Pos(ek, ev)};
+        });
+  }
+
+  void LimitsMap(const YamlNode& k, const YamlNode& v) {
+    if (v.kind != Kind::kMap) {
+      AddError(At(k, v), "limits",
+               "expected a mapping like `limits: {timeoutMs: 60000}`, got " + Got(v));
+      return;
+    }
+    static const std::vector<std::string_view> known = [] {
+      std::vector<std::string_view> keys;
+      for (const LimitSpec& spec : LimitSpecs()) keys.push_back(spec.key);
+      return keys;
+    }();
+    ForEachEntry(v, "limits", [&](const std::string& key, const YamlNode& lk, const YamlNode& lv) {
+      const LimitSpec* spec = FindLimit(key);
+      if (spec == nullptr) {
+        Unknown(lk, "limits", known);
+        return;
+      }
+      const std::string path = "limits." + key;
+      const std::string expected = "expected an integer from " + std::to_string(spec->min) +
+                                   " to " + std::to_string(spec->max) + " (" +
+                                   std::string(spec->unit) + ")";
+      bool overflow = false;
+      std::optional<int64_t> number;
+      if (lv.kind == Kind::kScalar && lv.plain) number = ParseInteger(lv.value, overflow);
+      if (!number || *number < spec->min || *number > spec->max) {
+        std::string message = expected + ", got " + Got(lv);
+        if (lv.kind == Kind::kScalar && !lv.plain && ParseInteger(lv.value, overflow)) {
+          message += "; remove the quotes";
+        }
+        AddError(At(lk, lv), path, message);
+        return;
+      }
+      out_.file.limits[key] = Located<int64_t>{*number, Pos(lk, lv)};
+    });
+  }
+
+  fs::path dir_;
+  ParsedPolicyFile out_;
+};
+
+}  // namespace
+
+std::string Where(const fs::path& file, int line, int column) {
+  return file.string() + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+ParsedPolicyFile ParsePolicyText(std::string_view text, const fs::path& path, PolicyRole role) {
+  return FileParser(path, role).Run(text);
+}
+
+}  // namespace ptybox::policy

@@ -1,0 +1,60 @@
+// One policy file, parsed and checked on its own: every value with the "file:line:column" it
+// was written at. Layering (what a repository file may change) is policy/layering.h's job.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "policy/mode.h"
+#include "policy/schema.h"
+
+namespace ptybox::policy {
+
+// A value and where it was written ("/etc/ptybox/policy.yaml:3:7").
+template <typename T>
+struct Located {
+  T value{};
+  std::string where;
+};
+
+struct PolicyFile {
+  std::filesystem::path path;  // absolute
+  PolicyRole role = PolicyRole::kOperator;
+
+  std::optional<Located<Mode>> mode;
+  std::optional<Located<Mode>> ceiling;  // operator files only
+  // Operator files only: absolute and lexically normal, existence checked when it is used.
+  std::optional<Located<std::filesystem::path>> workspace;
+  std::optional<std::string> writable_where;             // set when the file has `writable`
+  std::vector<Located<std::filesystem::path>> writable;  // canonical, existing directories
+  std::optional<Located<bool>> network_allowed;
+  std::optional<std::string> env_where;       // set when the file has `env`
+  std::optional<std::string> env_pass_where;  // set when the file has `env.pass`
+  std::vector<Located<std::string>> env_pass;
+  std::optional<std::string> env_set_where;  // set when the file has `env.set`
+  std::map<std::string, Located<std::string>> env_set;
+  std::map<std::string, Located<int64_t>, std::less<>> limits;  // by YAML key
+};
+
+struct ParsedPolicyFile {
+  PolicyFile file;            // the values that parsed; use only when `errors` is empty
+  std::vector<Error> errors;  // every problem found, in file order where practical
+};
+
+// "<file>:<line>:<column>".
+std::string Where(const std::filesystem::path& file, int line, int column);
+
+// Parses `text` as the policy file `path` (absolute; relative paths inside resolve against
+// its directory) in `role`. Checks syntax, types, bounds, reserved names and path existence;
+// never throws. Every error is kPolicyError with the message
+// "<file>:<line>:<column>: <key path>: <what was wrong and what is expected>".
+[[nodiscard]] ParsedPolicyFile ParsePolicyText(std::string_view text,
+                                               const std::filesystem::path& path, PolicyRole role);
+
+}  // namespace ptybox::policy

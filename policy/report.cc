@@ -1,0 +1,116 @@
+// CheckPolicyFile runs the single-file checks plus the two that need only the file's own
+// location; FormatResolved prints ResolvedPolicy with its sources.
+#include "policy/report.h"
+
+#include <system_error>
+
+#include "policy/file_reader.h"
+#include "policy/layering.h"
+#include "policy/policy_file.h"
+
+namespace ptybox::policy {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string SourceOf(const ResolvedPolicy& policy, const std::string& key) {
+  auto found = policy.sources.find(key);
+  return found == policy.sources.end() ? std::string("default") : found->second;
+}
+
+std::string List(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += items[i];
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+PolicyRole RoleForPath(const fs::path& path) {
+  return path.filename() == ".ptybox.yaml" ? PolicyRole::kRepository : PolicyRole::kOperator;
+}
+
+std::vector<Error> CheckPolicyFile(const fs::path& path, PolicyRole role) {
+  std::error_code ec;
+  fs::path absolute = fs::absolute(path, ec);
+  if (ec) absolute = path;
+  absolute = absolute.lexically_normal();
+  auto text = ReadPolicyFile(absolute, ReadOptions{.follow_symlinks = role == PolicyRole::kOperator,
+                                                   .missing_ok = false,
+                                                   .single_link = role == PolicyRole::kRepository});
+  if (!text) {
+    Error error = std::move(text.error());
+    if (error.message.find(absolute.string()) != 0) {
+      error.message = absolute.string() + ": " + error.message;
+    }
+    return {std::move(error)};
+  }
+  ParsedPolicyFile parsed = ParsePolicyText(**text, absolute, role);
+  std::vector<Error> errors = std::move(parsed.errors);
+  const PolicyFile& file = parsed.file;
+  if (role == PolicyRole::kOperator && file.workspace) {
+    fs::path canonical = fs::canonical(file.workspace->value, ec);
+    if (ec || !fs::is_directory(canonical, ec)) {
+      const std::string& where = file.workspace->where;
+      errors.push_back(Error{ErrorKind::kPolicyError,
+                             where +
+                                 ": workspace: " + Printable(file.workspace->value.string(), 256) +
+                                 " is not an existing directory; create it or fix the path",
+                             where});
+    }
+  }
+  if (role == PolicyRole::kRepository) {
+    fs::path root = fs::canonical(absolute.parent_path(), ec);
+    if (!ec) {
+      std::vector<Error> outside = CheckRepositoryWritable(file, root);
+      errors.insert(errors.end(), outside.begin(), outside.end());
+    }
+  }
+  return errors;
+}
+
+std::vector<Error> CheckPolicyFiles(const std::vector<fs::path>& paths) {
+  std::vector<Error> errors;
+  for (const fs::path& path : paths) {
+    std::vector<Error> found = CheckPolicyFile(path, RoleForPath(path));
+    errors.insert(errors.end(), found.begin(), found.end());
+  }
+  return errors;
+}
+
+std::string FormatResolved(const ResolvedPolicy& policy) {
+  std::string out;
+  auto line = [&](const std::string& key, const std::string& value, const std::string& source) {
+    out += key + ": " + value + "  # " + source + "\n";
+  };
+  line("mode", std::string(ToString(policy.mode)), SourceOf(policy, "mode"));
+  line("ceiling", std::string(ToString(policy.ceiling)), SourceOf(policy, "ceiling"));
+  line("workspace", Printable(policy.workspace_root.string(), 4096), SourceOf(policy, "workspace"));
+  std::vector<std::string> writable;
+  for (const fs::path& root : policy.writable_roots)
+    writable.push_back(Printable(root.string(), 4096));
+  line("writable", List(writable), SourceOf(policy, "writable"));
+  line("network", policy.network_allowed ? "allow" : "deny", SourceOf(policy, "network"));
+  line("env.pass", List(policy.env.pass), SourceOf(policy, "env.pass"));
+  std::vector<std::string> set;
+  for (const auto& [name, value] : policy.env.set) {
+    set.push_back(name + ": \"" + Printable(value, 256) + "\"");
+  }
+  std::string set_text = "{";
+  for (size_t i = 0; i < set.size(); ++i) set_text += (i > 0 ? ", " : "") + set[i];
+  line("env.set", set_text + "}", SourceOf(policy, "env.set"));
+  for (const LimitSpec& spec : LimitSpecs()) {
+    const std::string key = "limits." + std::string(spec.key);
+    std::optional<int64_t> value = spec.Get(policy.limits);
+    line(key, value ? std::to_string(*value) : std::string("inherit"), SourceOf(policy, key));
+  }
+  std::vector<std::string> files;
+  for (const fs::path& file : policy.policy_files) files.push_back(Printable(file.string(), 4096));
+  out += "policy files: " + List(files) + "\n";
+  return out;
+}
+
+}  // namespace ptybox::policy

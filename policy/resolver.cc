@@ -1,0 +1,173 @@
+// Reading the files and the workspace (the only filesystem work of resolution), then handing
+// everything to the pure Combine().
+#include "policy/resolver.h"
+
+#include <system_error>
+#include <vector>
+
+#include "policy/file_reader.h"
+#include "policy/layering.h"
+#include "policy/policy_file.h"
+#include "policy/schema.h"
+
+namespace ptybox::policy {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kRepositoryFileName = ".ptybox.yaml";
+
+// The first error, telling how many more there are and where to see them.
+Error FirstOf(std::vector<Error> errors, const std::string& file) {
+  Error first = std::move(errors.front());
+  if (errors.size() > 1) {
+    const size_t more = errors.size() - 1;
+    first.message += " (and " + std::to_string(more) + " more problem" + (more == 1 ? "" : "s") +
+                     (file.empty() ? std::string(")")
+                                   : "; run `ptybox policy check " + file + "` to list them)");
+  }
+  return first;
+}
+
+fs::path Absolute(const fs::path& path) {
+  std::error_code ec;
+  fs::path absolute = fs::absolute(path, ec);
+  return ec ? path : absolute.lexically_normal();
+}
+
+// Reads and parses one file; nullopt when it is missing and that is allowed.
+Result<std::optional<PolicyFile>> Load(const fs::path& path, PolicyRole role,
+                                       const ReadOptions& options) {
+  auto text = ReadPolicyFile(path, options);
+  if (!text) {
+    Error error = std::move(text.error());
+    error.message = "cannot read the " + std::string(ToString(role)) + " policy: " + error.message;
+    return std::unexpected(std::move(error));
+  }
+  if (!*text) return std::nullopt;
+  ParsedPolicyFile parsed = ParsePolicyText(**text, path, role);
+  if (!parsed.errors.empty()) {
+    return std::unexpected(FirstOf(std::move(parsed.errors), path.string()));
+  }
+  return std::move(parsed.file);
+}
+
+Result<fs::path> CanonicalWorkspace(const fs::path& workspace, const std::string& source) {
+  const std::string prefix = source == "command line" ? "--workspace"
+                             : source == "default"    ? "workspace"
+                                                      : source + ": workspace";
+  std::error_code ec;
+  fs::path canonical = fs::canonical(workspace, ec);
+  if (ec) {
+    return Fail(ErrorKind::kPolicyError,
+                prefix + ": " + Printable(workspace.string(), 256) +
+                    " cannot be used as the "
+                    "workspace: " +
+                    ec.message() + "; create it or name an existing directory",
+                source);
+  }
+  if (!fs::is_directory(canonical, ec)) {
+    return Fail(ErrorKind::kPolicyError,
+                prefix + ": " + Printable(canonical.string(), 256) +
+                    " is not a directory; the workspace must be a directory",
+                source);
+  }
+  return canonical;
+}
+
+}  // namespace
+
+Result<ResolvedPolicy> Resolve(const ResolveInputs& inputs) {
+  // 1. The operator file.
+  std::optional<PolicyFile> op;
+  {
+    const bool explicit_file = inputs.operator_policy.has_value();
+    const fs::path path =
+        Absolute(explicit_file ? *inputs.operator_policy : inputs.default_operator_policy);
+    auto loaded = Load(path, PolicyRole::kOperator,
+                       ReadOptions{.follow_symlinks = true, .missing_ok = !explicit_file});
+    if (!loaded) return std::unexpected(std::move(loaded.error()));
+    op = std::move(*loaded);
+  }
+
+  // 2. The workspace root: --workspace, else the operator's `workspace`, else the fallback.
+  fs::path workspace = inputs.workspace;
+  std::string workspace_source = inputs.workspace_from_cli ? "command line" : "default";
+  if (!inputs.workspace_from_cli && op && op->workspace) {
+    workspace = op->workspace->value;
+    workspace_source = op->workspace->where;
+  }
+  if (workspace.empty()) {
+    std::error_code ec;
+    workspace = fs::current_path(ec);
+    if (ec) {
+      return std::unexpected(Error::FromErrno(ErrorKind::kPolicyError, "getcwd", "", ec.value()));
+    }
+  }
+  auto root = CanonicalWorkspace(workspace, workspace_source);
+  if (!root) return std::unexpected(std::move(root.error()));
+
+  // 3. The repository file, never through a symlink, and not when it is the operator file.
+  std::optional<PolicyFile> repo;
+  const fs::path repo_path = *root / kRepositoryFileName;
+  std::error_code ec;
+  if (!(op && fs::equivalent(op->path, repo_path, ec))) {
+    auto loaded =
+        Load(repo_path, PolicyRole::kRepository,
+             ReadOptions{.follow_symlinks = false, .missing_ok = true, .single_link = true});
+    if (!loaded) return std::unexpected(std::move(loaded.error()));
+    repo = std::move(*loaded);
+  }
+
+  // 4. Layering.
+  LayerInputs layers{op ? &*op : nullptr, repo ? &*repo : nullptr, *root, workspace_source,
+                     inputs.requested_mode};
+  auto combined = Combine(layers);
+  if (!combined) return std::unexpected(FirstOf(std::move(combined.error()), ""));
+
+  // Canonical paths, so the sandbox can keep the files read-only inside writable roots.
+  for (fs::path& file : combined->policy_files) {
+    fs::path canonical = fs::canonical(file, ec);
+    if (!ec) file = std::move(canonical);
+  }
+  return std::move(*combined);
+}
+
+Result<fs::path> ResolveCwd(const ResolvedPolicy& policy, const std::optional<std::string>& cwd) {
+  if (!cwd) return policy.workspace_root;
+  if (cwd->empty() || cwd->find('\0') != std::string::npos || cwd->size() > kMaxPathBytes) {
+    return Fail(ErrorKind::kInvalidParams,
+                "cwd must be a non-empty path without NUL characters, at most " +
+                    std::to_string(kMaxPathBytes) +
+                    " bytes; omit it to start in the workspace "
+                    "root");
+  }
+  fs::path wanted(*cwd);
+  if (wanted.is_relative()) wanted = policy.workspace_root / wanted;
+  std::error_code ec;
+  fs::path canonical = fs::canonical(wanted, ec);
+  if (ec) {
+    return Fail(ErrorKind::kInvalidParams,
+                "cwd " + Printable(*cwd, 256) + " (" + Printable(wanted.string(), 256) +
+                    ") cannot be used: " + ec.message() +
+                    "; name an existing directory (relative paths start at the workspace root)",
+                wanted.string());
+  }
+  if (!fs::is_directory(canonical, ec)) {
+    return Fail(ErrorKind::kInvalidParams,
+                "cwd " + Printable(canonical.string(), 256) + " is not a directory",
+                canonical.string());
+  }
+  if (IsConfined(policy.mode) && !IsWithin(canonical, policy.workspace_root)) {
+    return Fail(ErrorKind::kPolicyDenied,
+                "cwd " + Printable(canonical.string(), 256) + " is outside the workspace root " +
+                    Printable(policy.workspace_root.string(), 256) + "; in mode `" +
+                    std::string(ToString(policy.mode)) +
+                    "` a shell starts inside the workspace. Pick a directory inside it, or "
+                    "omit cwd",
+                canonical.string());
+  }
+  return canonical;
+}
+
+}  // namespace ptybox::policy

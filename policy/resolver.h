@@ -1,0 +1,44 @@
+// One call per spawn: reads the operator and repository policy files afresh (no cache, so an
+// edit or a SIGHUP reload counts at the next spawn), layers them and the client's requested
+// mode, and yields the effective mode together with the workspace root.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "common/error.h"
+#include "policy/mode.h"
+#include "policy/policy.h"
+
+namespace ptybox::policy {
+
+struct ResolveInputs {
+  // --policy FILE: must exist. Unset: `default_operator_policy` when present.
+  std::optional<std::filesystem::path> operator_policy;
+  std::filesystem::path default_operator_policy = "/etc/ptybox/policy.yaml";
+  // The workspace (empty: the current directory). When `workspace_from_cli` is false this is
+  // only a fallback, used if the operator file has no `workspace` key.
+  std::filesystem::path workspace;
+  bool workspace_from_cli = true;
+  // The owner's policy_set_mode choice or the CLI's --mode; nullopt: the files decide.
+  std::optional<Mode> requested_mode;
+};
+
+// The effective policy with `sources` and `policy_files` filled. Errors:
+//  kPolicyError  a file is unreadable, malformed or out of bounds ("file:line:col: key: ..."),
+//                an explicit --policy file is missing, the workspace is not a directory;
+//  kPolicyDenied the repository file or the requested mode asks for more than allowed (the
+//                message names the file or request that asked and what forbids it).
+// When a file has several problems the first is returned and the message says how many more
+// `ptybox policy check` will list.
+[[nodiscard]] Result<ResolvedPolicy> Resolve(const ResolveInputs& inputs);
+
+// The shell's start directory: the workspace root by default; a relative `cwd` is relative to
+// it. Must be an existing directory (kInvalidParams otherwise); outside the workspace root
+// (after resolving symlinks and `..`) it is kPolicyDenied unless the mode is
+// danger-full-access. The result is canonical.
+[[nodiscard]] Result<std::filesystem::path> ResolveCwd(const ResolvedPolicy& policy,
+                                                       const std::optional<std::string>& cwd);
+
+}  // namespace ptybox::policy

@@ -1,0 +1,212 @@
+// Tables of keys and limit bounds, environment-name rules and key suggestions.
+#include "policy/schema.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <vector>
+
+namespace ptybox::policy {
+namespace {
+
+constexpr int64_t kKiB = 1024;
+constexpr int64_t kMiB = 1024 * kKiB;
+constexpr int64_t kGiB = 1024 * kMiB;
+constexpr int64_t kTiB = 1024 * kGiB;
+
+constexpr LimitSpec Plain(std::string_view key, std::string_view unit, int64_t min, int64_t max,
+                          LimitRule rule, int64_t Limits::*member) {
+  return LimitSpec{key, unit, min, max, rule, member, nullptr};
+}
+constexpr LimitSpec Optional(std::string_view key, std::string_view unit, int64_t min, int64_t max,
+                             std::optional<int64_t> Limits::*member) {
+  return LimitSpec{key, unit, min, max, LimitRule::kLowerOnly, nullptr, member};
+}
+
+// Bounds: zero only where it means "no wait"; maxima well past any real use, low enough that a
+// value is never a typo for "infinite" and never overflows arithmetic on milliseconds or bytes.
+const std::array<LimitSpec, 17> kLimitSpecs = {
+    Plain("idleSilenceMs", "milliseconds", 1, 3'600'000, LimitRule::kFree,
+          &Limits::idle_silence_ms),
+    Plain("handoffGraceMs", "milliseconds", 0, 60'000, LimitRule::kFree, &Limits::handoff_grace_ms),
+    Plain("timeoutMs", "milliseconds", 1, 86'400'000, LimitRule::kFree, &Limits::timeout_ms),
+    Plain("startupTimeoutMs", "milliseconds", 1, 3'600'000, LimitRule::kFree,
+          &Limits::startup_timeout_ms),
+    Plain("pollIntervalMs", "milliseconds", 1, 10'000, LimitRule::kFree, &Limits::poll_interval_ms),
+    Plain("exactProbeAfterMs", "milliseconds", 0, 60'000, LimitRule::kFree,
+          &Limits::exact_probe_after_ms),
+    Plain("scrollbackLines", "lines", 1, 10'000'000, LimitRule::kLowerOnly,
+          &Limits::scrollback_lines),
+    Plain("scrollbackBytes", "bytes", 4 * kKiB, kGiB, LimitRule::kLowerOnly,
+          &Limits::scrollback_bytes),
+    Plain("maxReadBytes", "bytes", kKiB, 64 * kMiB, LimitRule::kLowerOnly, &Limits::max_read_bytes),
+    Plain("maxResultBytes", "bytes", kKiB, 64 * kMiB, LimitRule::kLowerOnly,
+          &Limits::max_result_bytes),
+    Plain("disposeGraceMs", "milliseconds", 0, 600'000, LimitRule::kLowerOnly,
+          &Limits::dispose_grace_ms),
+    Plain("maxSessions", "sessions", 1, 1024, LimitRule::kLowerOnly, &Limits::max_sessions),
+    Optional("maxProcesses", "processes", 1, 4'194'304, &Limits::max_processes),
+    Optional("maxOpenFiles", "files", 16, 1'048'576, &Limits::max_open_files),
+    Optional("maxMemoryBytes", "bytes", 16 * kMiB, 128 * kTiB, &Limits::max_memory_bytes),
+    Optional("maxFileBytes", "bytes", 1, 1024 * kTiB, &Limits::max_file_bytes),
+    Optional("maxCpuSeconds", "seconds", 1, 31'536'000, &Limits::max_cpu_seconds),
+};
+
+constexpr std::array<std::string_view, 8> kTopLevelKeys = {
+    "version", "mode", "ceiling", "workspace", "writable", "network", "env", "limits",
+};
+constexpr std::array<std::string_view, 2> kEnvKeys = {"pass", "set"};
+constexpr std::array<std::string_view, 9> kDefaultEnvPass = {
+    "PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME",
+};
+
+std::string Normalize(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '_' || c == '-') continue;
+    out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view ToString(PolicyRole role) {
+  return role == PolicyRole::kOperator ? "operator" : "repository";
+}
+
+std::optional<int64_t> LimitSpec::Get(const Limits& limits) const {
+  if (value != nullptr) return limits.*value;
+  return limits.*optional_value;
+}
+
+void LimitSpec::Set(Limits& limits, int64_t v) const {
+  if (value != nullptr) {
+    limits.*value = v;
+  } else {
+    limits.*optional_value = v;
+  }
+}
+
+std::span<const LimitSpec> LimitSpecs() { return kLimitSpecs; }
+
+const LimitSpec* FindLimit(std::string_view key) {
+  for (const LimitSpec& spec : kLimitSpecs) {
+    if (spec.key == key) return &spec;
+  }
+  return nullptr;
+}
+
+std::span<const std::string_view> TopLevelKeys() { return kTopLevelKeys; }
+
+bool IsOperatorOnlyKey(std::string_view key) { return key == "ceiling" || key == "workspace"; }
+
+std::span<const std::string_view> EnvKeys() { return kEnvKeys; }
+
+std::span<const std::string_view> DefaultEnvPass() { return kDefaultEnvPass; }
+
+bool IsValidEnvName(std::string_view name) {
+  if (name.empty() || name.size() > 128) return false;
+  auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+  if (!alpha(name[0])) return false;
+  return std::all_of(name.begin() + 1, name.end(),
+                     [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
+}
+
+std::optional<std::string> ReservedEnvReason(std::string_view name) {
+  if (name == "PROMPT_COMMAND" || name == "PS0" || name == "PS1" || name == "PS2" ||
+      name == "PS4") {
+    return "the shell backend sets the prompt variables itself to detect when a command is done";
+  }
+  if (name == "BASH_ENV" || name == "ENV") {
+    return "it names a file bash runs at startup, which the shell backend controls";
+  }
+  if (name == "SHELLOPTS" || name == "BASHOPTS") {
+    return "it turns on shell options (like xtrace) at startup, which the shell backend controls";
+  }
+  if (name.starts_with("PTYBOX_")) return "the PTYBOX_ prefix is reserved for ptybox itself";
+  return std::nullopt;
+}
+
+int EditDistance(std::string_view a, std::string_view b) {
+  const size_t n = a.size();
+  const size_t m = b.size();
+  std::vector<std::vector<int>> d(n + 1, std::vector<int>(m + 1, 0));
+  for (size_t i = 0; i <= n; ++i) d[i][0] = static_cast<int>(i);
+  for (size_t j = 0; j <= m; ++j) d[0][j] = static_cast<int>(j);
+  for (size_t i = 1; i <= n; ++i) {
+    for (size_t j = 1; j <= m; ++j) {
+      int cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[n][m];
+}
+
+std::optional<std::string_view> SuggestKey(std::string_view typo,
+                                           std::span<const std::string_view> known) {
+  if (typo.size() > 64) return std::nullopt;
+  const std::string wanted = Normalize(typo);
+  std::optional<std::string_view> best;
+  int best_distance = 0;
+  for (std::string_view candidate : known) {
+    const std::string normal = Normalize(candidate);
+    int distance = EditDistance(wanted, normal);
+    const size_t length = std::max(wanted.size(), normal.size());
+    const int allowed = length <= 4 ? 1 : length <= 8 ? 2 : 3;
+    if (distance > allowed) continue;
+    if (!best || distance < best_distance) {
+      best = candidate;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
+std::string Printable(std::string_view text, size_t max_chars) {
+  std::string out;
+  size_t shown = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (shown == max_chars) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(text[i]);
+    // Length of a well-formed UTF-8 sequence starting here, or 0 for a byte to escape.
+    size_t length = 0;
+    if (c >= 0x20 && c < 0x7f) {
+      length = 1;
+    } else if (c >= 0xc2 && c <= 0xf4) {
+      const size_t want = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+      if (i + want <= text.size()) {
+        length = want;
+        for (size_t k = 1; k < want; ++k) {
+          if ((static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) length = 0;
+        }
+        // Second-byte ranges that exclude overlong forms, surrogates and values past U+10FFFF.
+        const auto second = static_cast<unsigned char>(text[i + 1]);
+        if ((c == 0xe0 && second < 0xa0) || (c == 0xed && second > 0x9f) ||
+            (c == 0xf0 && second < 0x90) || (c == 0xf4 && second > 0x8f)) {
+          length = 0;
+        }
+      }
+    }
+    if (length == 0) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof buffer, "\\x%02x", c);
+      out += buffer;
+      length = 1;
+    } else {
+      out.append(text.substr(i, length));
+    }
+    i += length;
+    ++shown;
+  }
+  return out;
+}
+
+}  // namespace ptybox::policy

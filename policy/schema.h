@@ -1,0 +1,76 @@
+// The policy file vocabulary in one place: known keys, the bounds and layering rule of every
+// limit, environment-name rules, and "did you mean" suggestions. Pure data and pure functions;
+// the parser, the resolver, the docs test and the JSON Schema test all read these tables.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "policy/limits.h"
+
+namespace ptybox::policy {
+
+// Which role a policy file plays. Repository files may only narrow the operator's.
+enum class PolicyRole { kOperator, kRepository };
+std::string_view ToString(PolicyRole role);  // "operator", "repository"
+
+// How a repository file may change a limit the operator (or the default) set.
+enum class LimitRule {
+  kFree,       // readiness timings: any value within bounds
+  kLowerOnly,  // resources and sizes: equal or lower, never higher
+};
+
+struct LimitSpec {
+  std::string_view key;   // YAML name under `limits`, camelCase
+  std::string_view unit;  // "milliseconds", "bytes", ... for messages and docs
+  int64_t min = 0;
+  int64_t max = 0;
+  LimitRule rule = LimitRule::kLowerOnly;
+  // Exactly one of these is set: the Limits member the key writes.
+  int64_t Limits::*value = nullptr;
+  std::optional<int64_t> Limits::*optional_value = nullptr;
+
+  // The member's value; nullopt for an unset optional limit (inherit the daemon's).
+  [[nodiscard]] std::optional<int64_t> Get(const Limits& limits) const;
+  void Set(Limits& limits, int64_t v) const;
+};
+
+// Every field of Limits, in the order of policy/limits.h.
+std::span<const LimitSpec> LimitSpecs();
+const LimitSpec* FindLimit(std::string_view key);
+
+// Top-level keys of a policy file ("version", "mode", ...), and those only an operator may use.
+std::span<const std::string_view> TopLevelKeys();
+bool IsOperatorOnlyKey(std::string_view key);
+// Keys under `env`.
+std::span<const std::string_view> EnvKeys();
+
+// Names passed from the daemon's environment when no operator file says otherwise.
+std::span<const std::string_view> DefaultEnvPass();
+// A portable variable name: [A-Za-z_][A-Za-z0-9_]*, at most 128 characters.
+bool IsValidEnvName(std::string_view name);
+// Names the shell backend owns (prompt and startup hooks, PTYBOX_*): policy may not set or
+// pass them. Returns why, or nullopt when the name is free.
+std::optional<std::string> ReservedEnvReason(std::string_view name);
+
+// The closest of `known` to `typo` when it is plausibly a misspelling (case, `_`/`-`
+// separators and a small edit distance are forgiven); nullopt otherwise.
+std::optional<std::string_view> SuggestKey(std::string_view typo,
+                                           std::span<const std::string_view> known);
+// Optimal-string-alignment edit distance (insert, delete, substitute, swap neighbours).
+int EditDistance(std::string_view a, std::string_view b);
+
+// Untrusted text made safe to echo in a one-line message: control characters escaped,
+// at most `max_chars` characters then "...".
+std::string Printable(std::string_view text, size_t max_chars = 64);
+
+// Hard caps on file contents.
+inline constexpr int64_t kMaxPolicyFileBytes = 1024 * 1024;
+inline constexpr size_t kMaxListEntries = 256;  // writable, env.pass, env.set
+inline constexpr size_t kMaxEnvValueBytes = 32 * 1024;
+inline constexpr size_t kMaxPathBytes = 4096;
+
+}  // namespace ptybox::policy

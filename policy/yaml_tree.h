@@ -1,0 +1,45 @@
+// A bounded YAML reader for untrusted policy files: yaml-cpp's event parser feeds a small tree
+// that keeps every node's 1-based position. Depth, node count (aliases included, expanded) and
+// tags are bounded here; no yaml-cpp exception escapes.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ptybox::policy {
+
+struct YamlNode {
+  enum class Kind { kNull, kScalar, kSequence, kMap };
+  Kind kind = Kind::kNull;
+  int line = 1;                 // 1-based
+  int column = 1;               // 1-based
+  std::string value;            // kScalar: the text
+  bool plain = true;            // kScalar: unquoted, not a block literal (so it may be a number)
+  std::vector<YamlNode> items;  // kSequence
+  std::vector<std::pair<YamlNode, YamlNode>> entries;  // kMap, in file order
+};
+
+struct YamlLimits {
+  int max_depth = 16;     // nested collections
+  int max_nodes = 10000;  // after expanding aliases
+};
+
+struct YamlError {
+  int line = 1;
+  int column = 1;
+  std::string message;
+};
+
+// Parses exactly one document. An empty stream (only comments or whitespace) yields a kNull
+// root at 1:1. More than one document, explicit tags and every limit breach are errors.
+[[nodiscard]] std::expected<YamlNode, YamlError> ParseBoundedYaml(std::string_view text,
+                                                                  const YamlLimits& limits = {});
+
+// "a mapping", "a list", "a string", "an empty value": for "expected X, got Y" messages.
+std::string_view DescribeKind(const YamlNode& node);
+
+}  // namespace ptybox::policy
