@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "policy/report.h"
 #include "policy/resolver.h"
 
 namespace ptybox::runtime {
