@@ -141,8 +141,7 @@ std::string LineModel::PendingText() const {
 }
 
 size_t LineModel::Budget() const {
-  const size_t used = std::max(bytes_, cells_.size());
-  return used >= max_line_bytes_ ? 0 : max_line_bytes_ - used;
+  return weight_ >= max_line_bytes_ ? 0 : max_line_bytes_ - weight_;
 }
 
 void LineModel::OnPrint(std::string_view utf8) {
@@ -186,7 +185,7 @@ size_t LineModel::PutAsciiRun(const char* text, size_t size) {
         cell[j].size = 1;
         cell[j].width = 1;
       }
-      bytes_ += k;
+      weight_ += k;
       cursor_ += k;
       if (cursor_ == RowEnd()) {
         --cursor_;
@@ -214,7 +213,7 @@ void LineModel::PutChar(const char* bytes, size_t size, size_t width) {
   const size_t gap = cursor_ > cells_.size() ? cursor_ - cells_.size() : 0;
   if (gap + size + width > Budget()) Commit();  // soft break: the line is as long as allowed
   if (cursor_ > cells_.size()) {
-    bytes_ += cursor_ - cells_.size();
+    weight_ += cursor_ - cells_.size();
     cells_.resize(cursor_, kBlank);
   }
   const size_t last = cursor_ + width;
@@ -246,7 +245,7 @@ void LineModel::Combine(const char* bytes, size_t size) {
   if (cell.size + size > cell.bytes.size() || size > Budget()) return;  // no room: dropped
   std::memcpy(cell.bytes.data() + cell.size, bytes, size);
   cell.size = static_cast<uint8_t>(cell.size + size);
-  bytes_ += size;
+  weight_ += size;
 }
 
 void LineModel::Tab() {
@@ -258,7 +257,7 @@ void LineModel::Tab() {
   if (cursor_ >= cells_.size() && cursor_ - cells_.size() + width < Budget()) {
     // At the end of the line: one '\t' spanning the cells up to the stop. Over existing text a
     // tab only moves the cursor, as on a terminal.
-    bytes_ += cursor_ - cells_.size();
+    weight_ += cursor_ - cells_.size();
     cells_.resize(cursor_, kBlank);
     SetCell(cursor_, Cell{{'\t'}, 1, static_cast<uint8_t>(width)});
     for (size_t i = 1; i < width; ++i) SetCell(cursor_ + i, Cell{{}, 0, 0});
@@ -270,10 +269,10 @@ void LineModel::SetCell(size_t index, const Cell& cell) {
   if (index == cells_.size()) {
     cells_.push_back(cell);
   } else {
-    bytes_ -= cells_[index].size;
+    weight_ -= Weight(cells_[index]);
     cells_[index] = cell;
   }
-  bytes_ += cell.size;
+  weight_ += Weight(cell);
 }
 
 void LineModel::SplitEdges(size_t first, size_t last) {
@@ -296,7 +295,7 @@ void LineModel::Erase(size_t first, size_t last) {
   if (first >= last) return;
   SplitEdges(first, last);
   if (last == cells_.size()) {
-    for (size_t i = first; i < last; ++i) bytes_ -= cells_[i].size;
+    for (size_t i = first; i < last; ++i) weight_ -= Weight(cells_[i]);
     cells_.resize(first);  // blanks at the end of the line are implicit
     return;
   }
@@ -309,7 +308,7 @@ void LineModel::DeleteChars(size_t count) {
   const bool line_continues = cells_.size() > row_end;
   const size_t end = std::min({cursor_ + std::min(count, row_end - cursor_), cells_.size()});
   SplitEdges(cursor_, end);
-  for (size_t i = cursor_; i < end; ++i) bytes_ -= cells_[i].size;
+  for (size_t i = cursor_; i < end; ++i) weight_ -= Weight(cells_[i]);
   const auto first = cells_.begin() + static_cast<std::ptrdiff_t>(cursor_);
   cells_.erase(first, first + static_cast<std::ptrdiff_t>(end - cursor_));
   if (line_continues) {
@@ -318,7 +317,7 @@ void LineModel::DeleteChars(size_t count) {
     const size_t at = row_end - removed;
     SplitEdges(at, at);
     cells_.insert(cells_.begin() + static_cast<std::ptrdiff_t>(at), removed, kBlank);
-    bytes_ += removed;
+    weight_ += removed;
   }
 }
 
@@ -329,11 +328,11 @@ void LineModel::InsertBlanks(size_t count) {
   if (count == 0) return;
   SplitEdges(cursor_, cursor_);
   cells_.insert(cells_.begin() + static_cast<std::ptrdiff_t>(cursor_), count, kBlank);
-  bytes_ += count;
+  weight_ += count;
   if (cells_.size() > row_end) {  // what is pushed past the right margin is lost
     const size_t end = std::min(cells_.size(), row_end + count);
     SplitEdges(row_end, end);
-    for (size_t i = row_end; i < end; ++i) bytes_ -= cells_[i].size;
+    for (size_t i = row_end; i < end; ++i) weight_ -= Weight(cells_[i]);
     const auto first = cells_.begin() + static_cast<std::ptrdiff_t>(row_end);
     cells_.erase(first, first + static_cast<std::ptrdiff_t>(end - row_end));
   }
@@ -420,11 +419,11 @@ void LineModel::OnCsi(const CsiSequence& csi) {
 void LineModel::OnOsc(std::string_view /*payload*/) {}
 
 void LineModel::Render(std::string& out) const {
-  out.resize(bytes_);
+  out.resize(weight_);  // at least the rendered size
   char* d = out.data();
   const char* const end = d + out.size();
   for (const Cell& cell : cells_) {
-    if (static_cast<size_t>(end - d) < cell.size) break;  // bytes_ is exact; never overrun anyway
+    if (static_cast<size_t>(end - d) < cell.size) break;  // cannot happen; never overrun anyway
     if (cell.size == 1) {
       *d++ = cell.bytes[0];
     } else {
@@ -440,7 +439,7 @@ void LineModel::Render(std::string& out) const {
 void LineModel::Commit() {
   Render(line_);
   cells_.clear();
-  bytes_ = 0;
+  weight_ = 0;
   cursor_ = 0;
   row_start_ = 0;
   wrap_pending_ = false;

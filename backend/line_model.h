@@ -58,13 +58,17 @@ class LineModel final : public VtHandler {
   void DeleteChars(size_t count);
   void InsertBlanks(size_t count);
   [[nodiscard]] size_t RowEnd() const { return row_start_ + columns_; }
-  [[nodiscard]] size_t Budget() const;  // bytes or cells that may still be added
+  [[nodiscard]] size_t Budget() const;  // weight that may still be added
+  static size_t Weight(const Cell& cell) { return cell.size > 0 ? cell.size : 1; }
 
   size_t columns_;
   size_t max_line_bytes_;
   std::function<void(std::string_view)> sink_;
   std::vector<Cell> cells_;
-  size_t bytes_ = 0;           // sum of cells_[i].size
+  // Sum over the cells of max(size, 1): the rendered size plus the blank each width-0 cell
+  // may become. Blanking never raises it, so keeping it within max_line_bytes_ bounds both the
+  // cells and the rendered line.
+  size_t weight_ = 0;
   size_t cursor_ = 0;          // cell index in the logical line; may be past cells_.size()
   size_t row_start_ = 0;       // first cell of the physical row the cursor is on
   bool wrap_pending_ = false;  // a character was written in the last column (deferred wrap)

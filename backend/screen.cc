@@ -75,7 +75,59 @@ Screen::Screen(int rows, int columns)
 Screen::~Screen() = default;
 
 void Screen::Feed(std::string_view bytes) {
-  if (!bytes.empty()) vterm_input_write(vt_.get(), bytes.data(), bytes.size());
+  Sanitize(bytes);
+  if (!clean_.empty()) vterm_input_write(vt_.get(), clean_.data(), clean_.size());
+}
+
+void Screen::Sanitize(std::string_view bytes) {
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+  clean_.clear();
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  const auto* const end = p + bytes.size();
+  while (p < end) {
+    if (utf8_need_ == 0) {
+      const unsigned char* run = p;
+      while (p < end && *p < 0x80) ++p;
+      clean_.append(reinterpret_cast<const char*>(run), static_cast<size_t>(p - run));
+      if (p == end) break;
+      const unsigned char b = *p++;
+      utf8_lower_ = 0x80;
+      utf8_upper_ = 0xbf;
+      if (b >= 0xc2 && b <= 0xdf) {
+        utf8_need_ = 1;
+      } else if (b >= 0xe0 && b <= 0xef) {
+        if (b == 0xe0) utf8_lower_ = 0xa0;
+        if (b == 0xed) utf8_upper_ = 0x9f;
+        utf8_need_ = 2;
+      } else if (b >= 0xf0 && b <= 0xf4) {
+        if (b == 0xf0) utf8_lower_ = 0x90;
+        if (b == 0xf4) utf8_upper_ = 0x8f;
+        utf8_need_ = 3;
+      } else {
+        clean_.append(kReplacement);
+        continue;
+      }
+      utf8_bytes_[0] = static_cast<char>(b);
+      utf8_len_ = 1;
+      continue;
+    }
+    const unsigned char b = *p;
+    if (b < utf8_lower_ || b > utf8_upper_) {  // `b` is looked at again as a fresh byte
+      utf8_need_ = 0;
+      clean_.append(kReplacement);
+      continue;
+    }
+    ++p;
+    utf8_lower_ = 0x80;
+    utf8_upper_ = 0xbf;
+    utf8_bytes_[utf8_len_++] = static_cast<char>(b);
+    if (utf8_len_ == utf8_need_ + 1) {
+      const bool c1 = static_cast<unsigned char>(utf8_bytes_[0]) == 0xc2 &&
+                      static_cast<unsigned char>(utf8_bytes_[1]) < 0xa0;
+      if (!c1) clean_.append(utf8_bytes_.data(), utf8_len_);
+      utf8_need_ = 0;
+    }
+  }
 }
 
 void Screen::Resize(int rows, int columns) {

@@ -3,6 +3,7 @@
 // position reports, device attributes) that the session must write back to the PTY.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,6 +39,12 @@ class Screen final {
  private:
   friend struct ScreenCallbacks;  // libvterm's C callbacks (screen.cc)
 
+  // libvterm only ever sees valid UTF-8 without C1 characters: libvterm 0.1.4 gives U+0080..
+  // U+009F a width of -1, and one of them in column 0 followed by an erase (ESC [ K or J)
+  // writes through a null pointer. Malformed bytes become U+FFFD; a character split across
+  // Feed calls is held back until it is complete.
+  void Sanitize(std::string_view bytes);
+
   struct VTermDeleter {
     void operator()(VTerm* vt) const;
   };
@@ -47,6 +54,12 @@ class Screen final {
   int columns_;
   bool alternate_screen_ = false;
   std::string replies_;
+  std::string clean_;  // Sanitize's output, reused
+  std::array<char, 4> utf8_bytes_{};
+  unsigned char utf8_len_ = 0;
+  unsigned char utf8_need_ = 0;
+  unsigned char utf8_lower_ = 0x80;
+  unsigned char utf8_upper_ = 0xbf;
 };
 
 }  // namespace ptybox::backend
