@@ -43,7 +43,50 @@ class VtParser final {
   void Feed(std::string_view bytes);
 
  private:
-  // (implementation state)
+  enum class State : unsigned char {
+    kGround,
+    kEscape,              // after ESC
+    kEscapeIntermediate,  // ESC 0x20-0x2f ...
+    kCsiEntry,            // after ESC [
+    kCsiParam,
+    kCsiIntermediate,
+    kCsiIgnore,     // malformed CSI: swallowed through its final byte
+    kOscString,     // after ESC ]
+    kIgnoreString,  // DCS, SOS, PM, APC: swallowed through ST
+    kStringEscape,  // ESC inside an OSC or ignored string: ST or the start of a new escape
+  };
+
+  // Ground: printable runs (zero-copy views into the input), controls, the UTF-8 decoder.
+  const unsigned char* FeedGround(const unsigned char* p, const unsigned char* end);
+  // One byte of a multibyte character in progress; false when `b` must be processed again.
+  bool Utf8Step(unsigned char b);
+  void EmitReplacement();
+  // One byte of an escape sequence; false when `b` must be processed again (in ground).
+  bool SequenceByte(unsigned char b);
+  const unsigned char* FeedOsc(const unsigned char* p, const unsigned char* end);
+  const unsigned char* FeedIgnoredString(const unsigned char* p, const unsigned char* end);
+  void StartSequence(State state);
+  void Count(size_t bytes);
+  void CsiParamByte(unsigned char b);
+  void DispatchCsi();
+  void Reset();
+
+  VtHandler& handler_;
+  size_t max_sequence_bytes_;
+  State state_ = State::kGround;
+  State string_state_ = State::kGround;  // which string kStringEscape interrupted
+  // UTF-8 decoder (WHATWG): bytes of the character in progress and the allowed next range.
+  std::array<char, 4> utf8_bytes_{};
+  unsigned char utf8_len_ = 0;
+  unsigned char utf8_need_ = 0;
+  unsigned char utf8_lower_ = 0x80;
+  unsigned char utf8_upper_ = 0xbf;
+  // The sequence in progress.
+  size_t sequence_bytes_ = 0;  // bytes since its ESC
+  bool overflow_ = false;      // longer than max_sequence_bytes_: discarded through its end
+  CsiSequence csi_;
+  int csi_index_ = -1;  // parameter being read; -1 before any; kMaxParams once past the last kept
+  std::string osc_;
 };
 
 }  // namespace ptybox::backend

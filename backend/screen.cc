@@ -1,0 +1,170 @@
+// libvterm glue: one VTerm with UTF-8 input, its screen layer with the alternate screen
+// enabled, the altscreen property tracked through settermprop, and the terminal's output
+// (replies to queries) collected for the session.
+#include "backend/screen.h"
+
+#include <vterm.h>
+
+#include <algorithm>
+
+namespace ptybox::backend {
+
+struct ScreenCallbacks {
+  static int SetTermProp(VTermProp prop, VTermValue* value, void* user) {
+    if (prop == VTERM_PROP_ALTSCREEN)
+      static_cast<Screen*>(user)->alternate_screen_ = value->boolean;
+    return 1;
+  }
+  static void Output(const char* bytes, size_t size, void* user) {
+    std::string& replies = static_cast<Screen*>(user)->replies_;
+    if (replies.size() + size <= Screen::kMaxReplyBytes) replies.append(bytes, size);
+  }
+};
+
+namespace {
+
+const VTermScreenCallbacks kCallbacks = {
+    .damage = nullptr,
+    .moverect = nullptr,
+    .movecursor = nullptr,
+    .settermprop = &ScreenCallbacks::SetTermProp,
+    .bell = nullptr,
+    .resize = nullptr,
+    .sb_pushline = nullptr,
+    .sb_popline = nullptr,
+};
+
+constexpr uint32_t kWideContinuation = 0xffffffff;  // libvterm's mark on a wide char's 2nd cell
+
+void AppendUtf8(uint32_t cp, std::string& out) {
+  if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0) || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+    cp = 0xfffd;  // never a control in the rendering
+  }
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xc0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xe0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  } else {
+    out.push_back(static_cast<char>(0xf0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  }
+}
+
+}  // namespace
+
+void Screen::VTermDeleter::operator()(VTerm* vt) const { vterm_free(vt); }
+
+Screen::Screen(int rows, int columns)
+    : rows_(std::clamp(rows, 1, kMaxRows)), columns_(std::clamp(columns, 1, kMaxColumns)) {
+  vt_.reset(vterm_new(rows_, columns_));
+  vterm_set_utf8(vt_.get(), 1);
+  vterm_output_set_callback(vt_.get(), &ScreenCallbacks::Output, this);
+  screen_ = vterm_obtain_screen(vt_.get());
+  vterm_screen_set_callbacks(screen_, &kCallbacks, this);
+  vterm_screen_enable_altscreen(screen_, 1);
+  vterm_screen_reset(screen_, 1);
+}
+
+Screen::~Screen() = default;
+
+void Screen::Feed(std::string_view bytes) {
+  Sanitize(bytes);
+  if (!clean_.empty()) vterm_input_write(vt_.get(), clean_.data(), clean_.size());
+}
+
+void Screen::Sanitize(std::string_view bytes) {
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+  clean_.clear();
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  const auto* const end = p + bytes.size();
+  while (p < end) {
+    if (utf8_need_ == 0) {
+      const unsigned char* run = p;
+      while (p < end && *p < 0x80) ++p;
+      clean_.append(reinterpret_cast<const char*>(run), static_cast<size_t>(p - run));
+      if (p == end) break;
+      const unsigned char b = *p++;
+      utf8_lower_ = 0x80;
+      utf8_upper_ = 0xbf;
+      if (b >= 0xc2 && b <= 0xdf) {
+        utf8_need_ = 1;
+      } else if (b >= 0xe0 && b <= 0xef) {
+        if (b == 0xe0) utf8_lower_ = 0xa0;
+        if (b == 0xed) utf8_upper_ = 0x9f;
+        utf8_need_ = 2;
+      } else if (b >= 0xf0 && b <= 0xf4) {
+        if (b == 0xf0) utf8_lower_ = 0x90;
+        if (b == 0xf4) utf8_upper_ = 0x8f;
+        utf8_need_ = 3;
+      } else {
+        clean_.append(kReplacement);
+        continue;
+      }
+      utf8_bytes_[0] = static_cast<char>(b);
+      utf8_len_ = 1;
+      continue;
+    }
+    const unsigned char b = *p;
+    if (b < utf8_lower_ || b > utf8_upper_) {  // `b` is looked at again as a fresh byte
+      utf8_need_ = 0;
+      clean_.append(kReplacement);
+      continue;
+    }
+    ++p;
+    utf8_lower_ = 0x80;
+    utf8_upper_ = 0xbf;
+    utf8_bytes_[utf8_len_++] = static_cast<char>(b);
+    if (utf8_len_ == utf8_need_ + 1) {
+      const bool c1 = static_cast<unsigned char>(utf8_bytes_[0]) == 0xc2 &&
+                      static_cast<unsigned char>(utf8_bytes_[1]) < 0xa0;
+      if (!c1) clean_.append(utf8_bytes_.data(), utf8_len_);
+      utf8_need_ = 0;
+    }
+  }
+}
+
+void Screen::Resize(int rows, int columns) {
+  rows_ = std::clamp(rows, 1, kMaxRows);
+  columns_ = std::clamp(columns, 1, kMaxColumns);
+  vterm_set_size(vt_.get(), rows_, columns_);
+}
+
+std::string Screen::Render() const {
+  std::string out;
+  out.reserve(static_cast<size_t>(rows_) * static_cast<size_t>(columns_ + 1));
+  VTermScreenCell cell;
+  for (int row = 0; row < rows_; ++row) {
+    if (row > 0) out.push_back('\n');
+    const size_t row_start = out.size();
+    for (int col = 0; col < columns_; ++col) {
+      if (vterm_screen_get_cell(screen_, VTermPos{row, col}, &cell) == 0) continue;
+      if (cell.chars[0] == kWideContinuation) continue;
+      if (cell.chars[0] == 0) {
+        out.push_back(' ');
+        continue;
+      }
+      for (int i = 0; i < VTERM_MAX_CHARS_PER_CELL && cell.chars[i] != 0; ++i) {
+        AppendUtf8(cell.chars[i], out);
+      }
+    }
+    size_t end = out.size();
+    while (end > row_start && out[end - 1] == ' ') --end;
+    out.resize(end);
+  }
+  return out;
+}
+
+std::string Screen::TakeReplies() {
+  std::string replies;
+  replies.swap(replies_);
+  return replies;
+}
+
+}  // namespace ptybox::backend

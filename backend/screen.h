@@ -1,0 +1,65 @@
+// The rendered terminal screen of one session (libvterm): what a full-screen program shows,
+// whether the alternate screen is active, and the answers a program asked for (cursor
+// position reports, device attributes) that the session must write back to the PTY.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+#include <string_view>
+
+struct VTerm;
+struct VTermScreen;
+
+namespace ptybox::backend {
+
+class Screen final {
+ public:
+  // Sizes are clamped to 1..kMaxRows and 1..kMaxColumns.
+  static constexpr int kMaxRows = 500;
+  static constexpr int kMaxColumns = 1000;
+  // Replies beyond this many unread bytes are dropped (a program flooding DSR requests).
+  static constexpr size_t kMaxReplyBytes = 64 * 1024;
+
+  Screen(int rows, int columns);
+  ~Screen();
+  Screen(const Screen&) = delete;
+  Screen& operator=(const Screen&) = delete;
+
+  void Feed(std::string_view bytes);
+  void Resize(int rows, int columns);
+  [[nodiscard]] bool alternate_screen() const { return alternate_screen_; }
+  // rows lines joined by '\n', trailing blanks trimmed per row.
+  [[nodiscard]] std::string Render() const;
+  // Answers owed to the program (DSR CPR, DA), in order; empties the queue.
+  std::string TakeReplies();
+  [[nodiscard]] int rows() const { return rows_; }
+  [[nodiscard]] int columns() const { return columns_; }
+
+ private:
+  friend struct ScreenCallbacks;  // libvterm's C callbacks (screen.cc)
+
+  // libvterm only ever sees valid UTF-8 without C1 characters: libvterm 0.1.4 gives U+0080..
+  // U+009F a width of -1, and one of them in column 0 followed by an erase (ESC [ K or J)
+  // writes through a null pointer. Malformed bytes become U+FFFD; a character split across
+  // Feed calls is held back until it is complete.
+  void Sanitize(std::string_view bytes);
+
+  struct VTermDeleter {
+    void operator()(VTerm* vt) const;
+  };
+  std::unique_ptr<VTerm, VTermDeleter> vt_;
+  VTermScreen* screen_ = nullptr;
+  int rows_;
+  int columns_;
+  bool alternate_screen_ = false;
+  std::string replies_;
+  std::string clean_;  // Sanitize's output, reused
+  std::array<char, 4> utf8_bytes_{};
+  unsigned char utf8_len_ = 0;
+  unsigned char utf8_need_ = 0;
+  unsigned char utf8_lower_ = 0x80;
+  unsigned char utf8_upper_ = 0xbf;
+};
+
+}  // namespace ptybox::backend

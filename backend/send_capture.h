@@ -1,0 +1,58 @@
+// What one send produced after its write boundary: the bounded viewport (head + tail with an
+// explicit drop line) and a consumable output stream for background sends. Owns only the
+// captured text; lines come from the decoder's line listener.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ptybox::backend {
+
+// First-line rule: the line pending at the boundary (usually the previous prompt, "$ ") is not
+// output of this send. If the first line committed after the boundary equals
+// pending_at_boundary, it is skipped entirely; otherwise it contributes only what follows its
+// longest common prefix with pending_at_boundary (never splitting a UTF-8 character). When no
+// line was committed since the boundary, the same rule applies to pending_now.
+class SendCapture final {
+ public:
+  // `pending_at_boundary`: LineModel::PendingText() when the write was issued.
+  SendCapture(size_t max_result_bytes, size_t max_unconsumed_bytes,
+              std::string pending_at_boundary);
+  void AddLine(std::string_view line);  // a line committed after the boundary
+  // Committed text not yet taken (each line + "\n"), at most max_bytes (whole characters, at
+  // least one); *dropped (when not null) is set when older unconsumed output had to be
+  // discarded to respect max_unconsumed_bytes since the previous call.
+  std::string TakeOutput(size_t max_bytes, bool* dropped);
+  // The viewport: all captured lines plus `pending_now` (the unterminated line at settlement,
+  // without the prompt), trailing newline trimmed, at most max_result_bytes: when longer, its
+  // first half and last half with one line "[... N bytes (M lines) dropped ...]" between
+  // them, and *truncated (when not null) set.
+  [[nodiscard]] std::string Viewport(std::string_view pending_now, bool* truncated) const;
+  [[nodiscard]] uint64_t captured_bytes() const { return total_bytes_; }
+
+ private:
+  // What a first line (or pending_now without any line) contributes; nullopt: nothing at all.
+  [[nodiscard]] std::optional<std::string_view> AfterBoundary(std::string_view line) const;
+  void Capture(std::string_view text);
+
+  size_t max_result_bytes_;
+  size_t max_unconsumed_bytes_;
+  std::string pending_at_boundary_;
+  bool any_line_ = false;
+  // Viewport: the first half of the captured text, and the newest bytes after it.
+  std::string head_;
+  bool head_closed_ = false;
+  std::string tail_;  // its last tail_keep_ bytes are the ones that matter
+  size_t tail_keep_;
+  uint64_t total_bytes_ = 0;
+  uint64_t total_newlines_ = 0;
+  // Background consumption.
+  std::string unconsumed_;
+  size_t unconsumed_begin_ = 0;  // bytes of unconsumed_ before this were taken or dropped
+  bool dropped_ = false;
+};
+
+}  // namespace ptybox::backend

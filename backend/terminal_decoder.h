@@ -1,0 +1,66 @@
+// The whole pipeline for one session: parser -> line model -> scrollback; libvterm screen.
+// Owns every layer; the session feeds it PTY bytes and reads lines, pages and the screen.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "backend/line_model.h"
+#include "backend/screen.h"
+#include "backend/scrollback.h"
+#include "backend/vt_parser.h"
+
+namespace ptybox::backend {
+
+class TerminalDecoder final {
+ public:
+  struct Options {
+    int rows = 40;
+    int columns = 120;
+    size_t max_sequence_bytes = 256 * 1024;
+    size_t max_line_bytes = 64 * 1024;
+    size_t scrollback_lines = 10000;
+    size_t scrollback_bytes = 4 * 1024 * 1024;
+  };
+  explicit TerminalDecoder(Options options);
+  TerminalDecoder(const TerminalDecoder&) = delete;
+  TerminalDecoder& operator=(const TerminalDecoder&) = delete;
+
+  // An extra handler that sees every parsed event in stream order, after the line model.
+  void SetObserver(VtHandler* observer);
+  // Called for each committed line after it was appended to the scrollback.
+  void SetLineListener(std::function<void(std::string_view line)> listener);
+  void Feed(std::string_view bytes);
+  void Resize(int rows, int columns);
+  [[nodiscard]] const Scrollback& scrollback() const { return scrollback_; }
+  [[nodiscard]] std::string PendingText() const { return line_model_.PendingText(); }
+  [[nodiscard]] const Screen& screen() const { return screen_; }
+  std::string TakeReplies() { return screen_.TakeReplies(); }  // from the screen
+
+ private:
+  // Hands each event to the line model (a direct call), then to the observer.
+  class Fanout final : public VtHandler {
+   public:
+    explicit Fanout(LineModel& line_model) : line_model_(line_model) {}
+    void set_observer(VtHandler* observer) { observer_ = observer; }
+    void OnPrint(std::string_view utf8) override;
+    void OnControl(char c) override;
+    void OnCsi(const CsiSequence& csi) override;
+    void OnOsc(std::string_view payload) override;
+
+   private:
+    LineModel& line_model_;
+    VtHandler* observer_ = nullptr;
+  };
+
+  LineModel line_model_;
+  Scrollback scrollback_;
+  Screen screen_;
+  Fanout fanout_;
+  VtParser parser_;
+  std::function<void(std::string_view)> listener_;
+};
+
+}  // namespace ptybox::backend

@@ -1,0 +1,143 @@
+// Screen (libvterm): rendering of the visible rows, the alternate screen property, and the
+// replies a program's queries produce (DSR cursor position report, primary DA).
+#include "backend/screen.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/backend/decoder_invariants.h"
+
+namespace ptybox::backend {
+namespace {
+
+std::vector<std::string> Rows(const std::string& rendered) {
+  std::vector<std::string> rows;
+  std::stringstream in(rendered);
+  std::string row;
+  while (std::getline(in, row)) rows.push_back(row);
+  if (!rendered.empty() && rendered.back() == '\n') rows.emplace_back();
+  return rows;
+}
+
+TEST(ScreenTest, RendersEveryRowTrimmed) {
+  Screen s(4, 20);
+  s.Feed("hello\r\n\x1b[1;31mred\x1b[0m   \r\n");
+  EXPECT_EQ(s.Render(), "hello\nred\n\n");
+  EXPECT_FALSE(s.alternate_screen());
+}
+
+TEST(ScreenTest, AlternateScreenIsTrackedAndRestored) {
+  Screen s(5, 20);
+  s.Feed("$ vim\r\n");
+  s.Feed("\x1b[?1049h\x1b[H\x1b[2Jalt text");
+  EXPECT_TRUE(s.alternate_screen());
+  EXPECT_EQ(Rows(s.Render())[0], "alt text");
+  s.Feed("\x1b[?1049l");
+  EXPECT_FALSE(s.alternate_screen());
+  EXPECT_EQ(Rows(s.Render())[0], "$ vim");
+}
+
+TEST(ScreenTest, VimLikeFullScreenDrawing) {
+  Screen s(5, 20);
+  // Alternate screen, scroll region, cursor addressing, erase, a status line in reverse video.
+  s.Feed("\x1b[?1049h\x1b[?1h\x1b=\x1b[1;5r\x1b[H\x1b[2J");
+  s.Feed("int main() {\r\n~\r\n~\r\n~\r\n");
+  s.Feed("\x1b[5;1H\x1b[7m\"a.c\" 1L\x1b[m\x1b[1;5H\x1b[K() {}");
+  s.Feed("\x1b[2;1H\x1b[Kreturn 0;");
+  const std::vector<std::string> rows = Rows(s.Render());
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows[0], "int () {}");
+  EXPECT_EQ(rows[1], "return 0;");
+  EXPECT_EQ(rows[2], "~");
+  EXPECT_EQ(rows[4], "\"a.c\" 1L");
+  EXPECT_TRUE(s.alternate_screen());
+}
+
+TEST(ScreenTest, WideAndCombiningCharacters) {
+  Screen s(2, 10);
+  s.Feed("\xE6\x97\xA5\xE6\x9C\xAC|e\xCC\x81|");
+  EXPECT_EQ(Rows(s.Render())[0], "\xE6\x97\xA5\xE6\x9C\xAC|e\xCC\x81|");
+}
+
+TEST(ScreenTest, AnswersCursorPositionReport) {
+  Screen s(10, 40);
+  s.Feed("ab\r\ncde");
+  EXPECT_EQ(s.TakeReplies(), "");
+  s.Feed("\x1b[6n");
+  EXPECT_EQ(s.TakeReplies(), "\x1b[2;4R");
+  EXPECT_EQ(s.TakeReplies(), "");  // taken
+}
+
+TEST(ScreenTest, AnswersDeviceAttributes) {
+  Screen s(10, 40);
+  s.Feed("\x1b[c");
+  const std::string da = s.TakeReplies();
+  EXPECT_TRUE(da.starts_with("\x1b[?")) << ::testing::PrintToString(da);
+  EXPECT_TRUE(da.ends_with("c")) << ::testing::PrintToString(da);
+  s.Feed("\x1b[5n\x1b[6n");  // status report, then position: in order
+  EXPECT_EQ(s.TakeReplies(), "\x1b[0n\x1b[1;1R");
+}
+
+TEST(ScreenTest, RepliesAreBounded) {
+  Screen s(10, 40);
+  std::string flood;
+  for (int i = 0; i < 100000; ++i) flood += "\x1b[6n";
+  s.Feed(flood);
+  EXPECT_LE(s.TakeReplies().size(), Screen::kMaxReplyBytes);
+}
+
+TEST(ScreenTest, ResizeChangesTheRenderedSize) {
+  Screen s(3, 10);
+  s.Feed("0123456789");
+  s.Resize(4, 5);
+  EXPECT_EQ(s.rows(), 4);
+  EXPECT_EQ(s.columns(), 5);
+  const std::vector<std::string> rows = Rows(s.Render());
+  EXPECT_EQ(rows.size(), 4u);
+  for (const auto& row : rows) EXPECT_LE(row.size(), 5u);
+  Screen clamped(0, 100000);
+  EXPECT_EQ(clamped.rows(), 1);
+  EXPECT_EQ(clamped.columns(), Screen::kMaxColumns);
+}
+
+TEST(ScreenTest, HostileInputRendersCleanText) {
+  Screen s(5, 20);
+  s.Feed("\xff\xfe\xc0\x80\x1b]0;");
+  s.Feed(std::string(1 << 20, 'x'));  // an unterminated 1 MiB OSC
+  s.Feed(
+      "\x07"
+      "ok\x1bP" +
+      std::string(100000, 'q') + "\x1b\\!");
+  s.Feed("\x1b[" + std::string(10000, '9') + "C\x1b[99999;99999H@\x1b[?99999h");
+  const std::string rendered = s.Render();
+  EXPECT_TRUE(testing::IsCleanText(rendered.substr(0, rendered.find('\n'))));
+  EXPECT_NE(rendered.find("ok!"), std::string::npos) << rendered;
+}
+
+// libvterm 0.1.4 writes through a null pointer on an encoded C1 character in column 0
+// followed by an erase; Screen keeps C1 characters (and malformed UTF-8) away from it.
+TEST(ScreenTest, EncodedC1CharactersNeverReachLibvterm) {
+  for (const std::string& input : {std::string("\xC2\x9B\x1b[J"), std::string("\xC2\x80\x1b[K"),
+                                   std::string("\xC2\xC2\x9B\x9B\x1b[K")}) {
+    Screen s(3, 31);
+    for (size_t cut = 0; cut <= input.size(); ++cut) {
+      s.Feed(input.substr(0, cut));
+      s.Feed(input.substr(cut));
+    }
+    const std::string rendered = s.Render();
+    EXPECT_TRUE(testing::IsCleanText(rendered.substr(0, rendered.find('\n'))));
+  }
+  Screen s(2, 10);
+  s.Feed("a\xC2");
+  s.Feed(
+      "\x9B"
+      "b\xE6\x97");
+  s.Feed("\xA5\xFF");
+  EXPECT_EQ(Rows(s.Render())[0], "ab\xE6\x97\xA5\xEF\xBF\xBD");
+}
+
+}  // namespace
+}  // namespace ptybox::backend
