@@ -48,6 +48,9 @@ struct ForegroundFacts {
   // could not be read are left out (the answer is then kUnknown), and inspection stops at the
   // first running task, since that alone decides kNo.
   std::vector<TaskFacts> tasks;
+  // Bytes written to the terminal that no program has read yet (FIONREAD on the slave; complete
+  // lines only in canonical mode); nullopt when unknown. Filled by the terminal provider.
+  std::optional<size_t> unread_input;
 };
 
 // How one inspected task stands; the group's answer combines them (CombineTaskVerdicts).

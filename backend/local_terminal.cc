@@ -167,6 +167,9 @@ void LocalTerminal::OnControlMessage(sandbox::ReceivedInitMessage received) {
       shell_pid_ = sid;
       master_.emplace(io_, fd);
       master_->non_blocking(true);
+      // A descriptor of the slave from the master itself (no path lookup in the sandbox's
+      // devpts): FIONREAD on it says how much input is still unread.
+      slave_.Reset(::ioctl(fd, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK));
       TerminalIdentity identity;
       identity.slave_dev = static_cast<dev_t>(m.c);
       identity.slave_rdev = static_cast<dev_t>(m.d);
@@ -288,9 +291,18 @@ std::optional<pid_t> LocalTerminal::ForegroundPgid() {
   return inspector_->ForegroundPgid();
 }
 
+std::optional<size_t> LocalTerminal::UnreadInput() {
+  int queued = 0;
+  if (!slave_ || ::ioctl(slave_.Get(), FIONREAD, &queued) != 0 || queued < 0) return std::nullopt;
+  return static_cast<size_t>(queued);
+}
+
 void LocalTerminal::Inspect(std::function<void(ForegroundFacts)> done) {
   ForegroundFacts facts;
-  if (inspector_ && !status_.exited) facts = inspector_->Inspect();
+  if (inspector_ && !status_.exited) {
+    facts = inspector_->Inspect();
+    facts.unread_input = UnreadInput();
+  }
   std::weak_ptr<bool> alive = alive_;
   asio::post(io_, [this, alive, facts = std::move(facts), done = std::move(done)]() mutable {
     if (alive.expired()) return;
@@ -403,7 +415,10 @@ void LocalTerminal::SignalForeground(int signal, std::function<void(Result<Signa
     for (int attempt = 0; attempt < 2; ++attempt) {
       Result<pid_t> pgid = VerifiedForegroundGroup();
       if (!pgid) return std::unexpected(pgid.error());
-      if (::kill(-*pgid, signal) == 0) return SignalResult{true, *pgid};
+      if (::kill(-*pgid, signal) == 0) {
+        last_signal_ = DeliveredSignal{std::chrono::steady_clock::now(), *pgid, signal};
+        return SignalResult{true, *pgid};
+      }
       if (errno != ESRCH) {
         return std::unexpected(Error::FromErrno(ErrorKind::kClosed, "kill",
                                                 "process group " + std::to_string(*pgid)));
@@ -483,6 +498,7 @@ void LocalTerminal::FinishTermination(Result<void> result) {
     // Everything of the session has ended: release the terminal.
     master_.reset();
     inspector_.reset();
+    slave_.Reset();
     control_.reset();
   }
   std::vector<std::function<void(Result<void>)>> waiters;

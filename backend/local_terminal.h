@@ -21,6 +21,7 @@
 #include "backend/terminal_handle.h"
 #include "backend/types.h"
 #include "common/error.h"
+#include "sandbox/init_protocol.h"
 #include "sandbox/launcher.h"
 
 namespace ptybox::backend {
@@ -50,6 +51,7 @@ class LocalTerminal final : public TerminalHandle {
   // TerminalHandle.
   void Inspect(std::function<void(ForegroundFacts)> done) override;
   std::optional<pid_t> ForegroundPgid() override;
+  std::optional<size_t> UnreadInput() override;
   void Write(std::string bytes, std::function<void(Result<size_t>)> done) override;
   void AbortWrite() override;
   void SignalForeground(int signal, std::function<void(Result<SignalResult>)> done) override;
@@ -63,6 +65,14 @@ class LocalTerminal final : public TerminalHandle {
   // `done` gets success once nothing of the session runs, or cleanup_failed. Idempotent: a
   // second call while one runs joins it; after success it answers at once.
   void Terminate(std::chrono::milliseconds grace, std::function<void(Result<void>)> done);
+
+  struct DeliveredSignal {
+    std::chrono::steady_clock::time_point at;
+    pid_t pgid = 0;
+    int signal = 0;
+  };
+  // The last signal delivered to a foreground group (by SignalForeground).
+  [[nodiscard]] const std::optional<DeliveredSignal>& last_signal() const { return last_signal_; }
 
   [[nodiscard]] bool ready() const { return master_.has_value(); }
   [[nodiscard]] pid_t shell_pid() const { return shell_pid_; }  // host pid, 0 before ready
@@ -103,6 +113,7 @@ class LocalTerminal final : public TerminalHandle {
   sandbox::LaunchedInit launched_;
   std::optional<asio::posix::stream_descriptor> master_;
   std::optional<ForegroundInspector> inspector_;
+  UniqueFd slave_;  // our own view of the slave (TIOCGPTPEER), only to count unread input
   pid_t shell_pid_ = 0;
   bool output_ended_ = false;
   bool reading_ = false;
@@ -111,6 +122,7 @@ class LocalTerminal final : public TerminalHandle {
   bool write_waiting_ = false;
 
   SessionStatus status_;
+  std::optional<DeliveredSignal> last_signal_;
   bool exit_reported_ = false;
   bool start_reported_ = false;
 

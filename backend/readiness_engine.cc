@@ -53,10 +53,17 @@ void ReadinessEngine::OnOutput(TimePoint now) {
   if (stage_ == Stage::kWaiting) ScheduleProbeAfterActivity(now);
 }
 
-void ReadinessEngine::OnPromptCandidate(TimePoint /*now*/, std::optional<pid_t> foreground_pgid) {
+void ReadinessEngine::OnPromptCandidate(TimePoint /*now*/, std::optional<pid_t> foreground_pgid,
+                                        std::optional<size_t> unread_input) {
   if (settled() || stage_ == Stage::kBeforeWrite) return;
   candidate_ = true;
   candidate_fg_ = foreground_pgid;
+  // Unknown counts as drained: the check guards multi-line input, it is not evidence itself.
+  input_drained_ = unread_input.value_or(0) == 0;
+}
+
+bool ReadinessEngine::CandidateVerified() const {
+  return candidate_ && candidate_fg_ == shell_pgid_ && input_drained_;
 }
 
 void ReadinessEngine::OnPromptInvalidated() {
@@ -64,16 +71,25 @@ void ReadinessEngine::OnPromptInvalidated() {
   candidate_fg_.reset();
 }
 
-void ReadinessEngine::OnForegroundPgid(TimePoint /*now*/, std::optional<pid_t> foreground_pgid) {
-  if (candidate_) candidate_fg_ = foreground_pgid;
+void ReadinessEngine::OnForegroundPgid(TimePoint /*now*/, std::optional<pid_t> foreground_pgid,
+                                       std::optional<size_t> unread_input) {
+  if (!candidate_) return;
+  candidate_fg_ = foreground_pgid;
+  input_drained_ = unread_input.value_or(0) == 0;
 }
 
 void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
   if (settled()) return;
-  if (candidate_) candidate_fg_ = facts.foreground_pgid;
+  const bool drained = facts.unread_input.value_or(0) == 0;
+  if (candidate_) {
+    candidate_fg_ = facts.foreground_pgid;
+    input_drained_ = drained;
+  }
   if (stage_ != Stage::kWaiting) return;
   if (facts.foreground_pgid) {
-    if (facts.waiting_for_input == Tri::kYes) {
+    if (facts.waiting_for_input == Tri::kYes && !drained) {
+      // A reader with our input still queued is about to read it: not waiting for more.
+    } else if (facts.waiting_for_input == Tri::kYes) {
       if (ExactWaitIsFresh(facts)) exact_wait_ = true;
     } else if (facts.waiting_for_input == Tri::kNo) {
       // The group was seen outside its wait: any later wait of it is new.
@@ -147,7 +163,7 @@ ReadinessEngine::Decision ReadinessEngine::Evaluate(TimePoint now) {
     std::optional<TimePoint> silence = SilenceDeadline();
     if (session_exited_) {
       Settle(WaitReason::kSessionExit, false);
-    } else if (stage_ == Stage::kWaiting && candidate_ && candidate_fg_ == shell_pgid_) {
+    } else if (stage_ == Stage::kWaiting && CandidateVerified()) {
       Settle(WaitReason::kStdinRead, true);
     } else if (stage_ == Stage::kWaiting && exact_wait_) {
       Settle(WaitReason::kStdinRead, false);

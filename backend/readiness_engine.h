@@ -49,12 +49,16 @@ class ReadinessEngine final {
   // Bytes arrived from the terminal.
   void OnOutput(TimePoint now);
   // The printable tail after an owned marker equals the controlled PS1. `foreground_pgid` is the
-  // terminal's foreground group read when the candidate completed (nullopt = unknown).
-  void OnPromptCandidate(TimePoint now, std::optional<pid_t> foreground_pgid);
+  // terminal's foreground group read when the candidate completed (nullopt = unknown);
+  // `unread_input` the bytes of input still queued in the terminal (nullopt = unknown). A prompt
+  // proves readiness only while the shell is in the foreground and has read all our input.
+  void OnPromptCandidate(TimePoint now, std::optional<pid_t> foreground_pgid,
+                         std::optional<size_t> unread_input = size_t{0});
   // Printable output followed the candidate: it is no longer a prompt at the end of the output.
   void OnPromptInvalidated();
-  // A cheap re-read of the foreground group (no /proc inspection).
-  void OnForegroundPgid(TimePoint now, std::optional<pid_t> foreground_pgid);
+  // A cheap re-read of the foreground group and the unread input (no /proc inspection).
+  void OnForegroundPgid(TimePoint now, std::optional<pid_t> foreground_pgid,
+                        std::optional<size_t> unread_input = size_t{0});
   // A full inspection of the foreground group.
   void OnProbe(TimePoint now, const ForegroundFacts& facts);
   // The top-level shell exited.
@@ -83,6 +87,7 @@ class ReadinessEngine final {
 
   void Settle(WaitReason reason, bool by_prompt);
   bool ExactWaitIsFresh(const ForegroundFacts& facts) const;
+  bool CandidateVerified() const;
   void ScheduleProbeAfterActivity(TimePoint activity);
   void AdvanceProbeSchedule(TimePoint now);
   std::optional<TimePoint> SilenceDeadline() const;
@@ -97,6 +102,7 @@ class ReadinessEngine final {
   std::optional<TimePoint> last_activity_;  // write settled or last output, whichever is later
   bool candidate_ = false;
   std::optional<pid_t> candidate_fg_;  // foreground group last seen while the candidate held
+  bool input_drained_ = true;          // no input queued in the terminal when last seen
   bool session_exited_ = false;
   bool exact_wait_ = false;  // a fresh stdin wait was observed
 

@@ -39,13 +39,25 @@ void SendOperation::Start() {
 }
 
 void SendOperation::OnPreWriteFacts(ForegroundFacts facts) {
-  engine().OnPreWriteFacts(facts);
   if (settled()) {
     // The deadline passed during the inspection: the input is never written.
     write_ = WriteState::kSkipped;
     MaybeRelease();
     return;
   }
+  if (!canceled_ && host_.InSignalTransition(facts)) {
+    // Let the signal's effect settle before writing; the deadline stays armed meanwhile.
+    std::weak_ptr<bool> alive = alive_;
+    host_.After(transition_step_, [this, alive] {
+      if (alive.expired() || settled()) return;
+      host_.terminal().Inspect([this, alive](ForegroundFacts again) {
+        if (!alive.expired()) OnPreWriteFacts(std::move(again));
+      });
+    });
+    transition_step_ = std::min(transition_step_ * 2, Millis(16));
+    return;
+  }
+  engine().OnPreWriteFacts(facts);
   BeginWrite();
 }
 
@@ -160,9 +172,10 @@ void SendOperation::OnMarker(const PromptMarker& marker, std::string pending_bef
   prompt_on_line_ = false;
 }
 
-void SendOperation::OnCandidate(std::optional<pid_t> foreground_pgid) {
+void SendOperation::OnCandidate(std::optional<pid_t> foreground_pgid,
+                                std::optional<size_t> unread_input) {
   if (settled() || !capture_) return;
-  engine().OnPromptCandidate(host_.Now(), foreground_pgid);
+  engine().OnPromptCandidate(host_.Now(), foreground_pgid, unread_input);
   driver_.Pump();
 }
 

@@ -26,6 +26,11 @@ class SendHost : public ReadinessHost {
   // The rendered screen when a full-screen program uses the alternate screen, else nullopt.
   virtual std::optional<std::string> AlternateScreen() = 0;
   virtual SessionStatus CurrentStatus() = 0;
+  // True while a signal recently delivered to the foreground group may still be taking effect
+  // (bash discards typeahead when its foreground job dies of SIGINT): a write now could be lost.
+  virtual bool InSignalTransition(const ForegroundFacts& facts) = 0;
+  // Runs `fn` on the reactor after `delay`.
+  virtual void After(Millis delay, std::function<void()> fn) = 0;
 };
 
 class SendOperation final {
@@ -64,7 +69,7 @@ class SendOperation final {
   void OnOutput();
   void OnLine(std::string_view line);
   void OnMarker(const PromptMarker& marker, std::string pending_before_marker);
-  void OnCandidate(std::optional<pid_t> foreground_pgid);
+  void OnCandidate(std::optional<pid_t> foreground_pgid, std::optional<size_t> unread_input);
   void OnInvalidated();
   void OnTimer();
   void OnSessionExit();
@@ -100,6 +105,7 @@ class SendOperation final {
   SignalState signal_ = SignalState::kNone;
   bool started_ = false;
   bool canceled_ = false;
+  Millis transition_step_{1};
 
   // The latest owned marker after the boundary, and the text before it on its line.
   std::optional<PromptMarker> marker_;

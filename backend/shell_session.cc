@@ -126,12 +126,12 @@ void ShellSession::Start(ReadyCallback ready) {
 
 void ShellSession::CancelStart(std::string reason) {
   if (published_ || !ready_) return;
-  FailStart(Error{ErrorKind::kCanceled, std::move(reason), {}, {}});
+  FailStart(Error{ErrorKind::kCanceled, std::move(reason)});
 }
 
 void ShellSession::OnTerminalReady() {
   if (!ready_) return;  // canceled meanwhile; termination is under way
-  startup_.emplace(*this,
+  startup_.emplace(static_cast<ReadinessHost&>(*this),
                    ReadinessEngine(ReadinessEngine::Purpose::kStartup, startup_timings_,
                                    terminal_.shell_pid(), start_time_),
                    [this](WaitReason reason) { OnStartupSettled(reason); });
@@ -153,6 +153,7 @@ void ShellSession::OnOutput(std::string_view bytes) {
 }
 
 void ShellSession::OnMarker(const PromptMarker& marker) {
+  last_marker_at_ = Now();
   std::string before = decoder_.PendingText();
   if (!published_) pending_before_marker_ = before;
   if (send_) send_->OnMarker(marker, std::move(before));
@@ -160,8 +161,9 @@ void ShellSession::OnMarker(const PromptMarker& marker) {
 
 void ShellSession::OnCandidate() {
   std::optional<pid_t> fg = terminal_.ForegroundPgid();
-  if (startup_ && !published_) startup_->engine().OnPromptCandidate(Now(), fg);
-  if (send_) send_->OnCandidate(fg);
+  std::optional<size_t> unread = terminal_.UnreadInput();
+  if (startup_ && !published_) startup_->engine().OnPromptCandidate(Now(), fg, unread);
+  if (send_) send_->OnCandidate(fg, unread);
 }
 
 void ShellSession::OnInvalidated() {
@@ -177,8 +179,7 @@ void ShellSession::OnShellExit(SessionStatus status) {
     } else {
       FailStart(Error{ErrorKind::kSpawnFailed,
                       "the shell exited before its terminal was ready (" +
-                          DescribeStatus(status) + ")",
-                      {}, {}});
+                          DescribeStatus(status) + ")"});
     }
     return;
   }
@@ -191,6 +192,27 @@ void ShellSession::CleanUpAfterExit() {
   if (closing_) return;
   terminal_.Terminate(Millis(spec_.policy.limits.dispose_grace_ms), [](Result<void> result) {
     if (!result) LogWarn("after the shell exited: " + result.error().message);
+  });
+}
+
+bool ShellSession::InSignalTransition(const ForegroundFacts& facts) {
+  const std::optional<LocalTerminal::DeliveredSignal>& signal = terminal_.last_signal();
+  if (!signal) return false;
+  // Settled: the shell printed its prompt since, another group now waits for input, or the
+  // handoff grace has passed.
+  if (last_marker_at_ >= signal->at) return false;
+  if (facts.foreground_pgid && *facts.foreground_pgid != signal->pgid &&
+      facts.waiting_for_input == Tri::kYes) {
+    return false;
+  }
+  return Now() < signal->at + Millis(spec_.policy.limits.handoff_grace_ms);
+}
+
+void ShellSession::After(Millis delay, std::function<void()> fn) {
+  auto timer = std::make_shared<asio::steady_timer>(io_, delay);
+  std::weak_ptr<ShellSession> weak = weak_from_this();
+  timer->async_wait([timer, weak, fn = std::move(fn)](const std::error_code& ec) {
+    if (!ec && !weak.expired()) fn();
   });
 }
 
@@ -212,8 +234,7 @@ void ShellSession::OnTimer() {
     } else if (ready_ && Now() >= start_time_ + startup_timings_.timeout) {
       FailStart(Error{ErrorKind::kStartupTimeout,
                       "the sandbox did not start the shell within " +
-                          std::to_string(startup_timings_.timeout.count()) + " ms",
-                      {}, {}});
+                          std::to_string(startup_timings_.timeout.count()) + " ms"});
     }
     return;
   }
@@ -240,13 +261,11 @@ void ShellSession::OnStartupSettled(WaitReason reason) {
     FailStart(Error{ErrorKind::kStartupTimeout,
                     "the shell showed no prompt within " +
                         std::to_string(startup_timings_.timeout.count()) +
-                        " ms (raise startupTimeoutMs or timeoutMs of terminal_open)" + output,
-                    {}, {}});
+                        " ms (raise startupTimeoutMs or timeoutMs of terminal_open)" + output});
   } else {
     FailStart(Error{ErrorKind::kSpawnFailed,
                     "the shell exited during startup (" + DescribeStatus(terminal_.status()) +
-                        ")" + output,
-                    {}, {}});
+                        ")" + output});
   }
 }
 
@@ -296,7 +315,8 @@ Result<std::shared_ptr<SendOperation>> ShellSession::StartSend(SendRequest reque
   config.shell_pgid = terminal_.shell_pid();
   config.max_result_bytes = static_cast<size_t>(spec_.policy.limits.max_result_bytes);
   config.max_unconsumed_bytes = static_cast<size_t>(spec_.policy.limits.scrollback_bytes);
-  auto op = std::make_shared<SendOperation>(*this, config, std::move(request));
+  auto op = std::make_shared<SendOperation>(static_cast<SendHost&>(*this), config,
+                                            std::move(request));
   slot_held_ = true;
   std::weak_ptr<ShellSession> weak = weak_from_this();
   op->SetReleasedCallback([weak] {
@@ -335,19 +355,19 @@ void ShellSession::Signal(int signal, std::function<void(Result<SignalResult>)> 
     });
   };
   if (closing_ || closed_) {
-    fail(Error{ErrorKind::kClosed, "the session is closed; signals are no longer accepted", {}, {}});
+    fail(Error{ErrorKind::kClosed, "the session is closed; signals are no longer accepted"});
     return;
   }
   if (terminal_.status().exited) {
     fail(Error{ErrorKind::kClosed,
-               "the shell has exited (" + DescribeStatus(terminal_.status()) + ")", {}, {}});
+               "the shell has exited (" + DescribeStatus(terminal_.status()) + ")"});
     return;
   }
   if (signal == SIGKILL && terminal_.ForegroundPgid() == terminal_.shell_pid()) {
     fail(Error{ErrorKind::kInvalidParams,
                "SIGKILL would hit the shell itself (it is in the foreground); close the session "
                "with terminal_close instead",
-               "signal", {}});
+               "signal"});
     return;
   }
   terminal_.SignalForeground(signal, std::move(done));

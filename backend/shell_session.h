@@ -74,6 +74,8 @@ class ShellSession final : public BackendSession,
   std::string PendingText() override { return decoder_.PendingText(); }
   std::optional<std::string> AlternateScreen() override;
   SessionStatus CurrentStatus() override { return terminal_.status(); }
+  bool InSignalTransition(const ForegroundFacts& facts) override;
+  void After(Millis delay, std::function<void()> fn) override;
 
   void OnTimer();
   void OnStartupSettled(WaitReason reason);
@@ -97,6 +99,7 @@ class ShellSession final : public BackendSession,
   ReadyCallback ready_;
   bool published_ = false;
   std::string pending_before_marker_;
+  TimePoint last_marker_at_{};
 
   // Sends.
   std::shared_ptr<SendOperation> send_;

@@ -24,6 +24,8 @@ class TerminalHandle {
   virtual void Inspect(std::function<void(ForegroundFacts)> done) = 0;
   // The foreground process group, read now (cheap).
   virtual std::optional<pid_t> ForegroundPgid() = 0;
+  // Input written to the terminal that no program has read yet, read now; nullopt if unknown.
+  virtual std::optional<size_t> UnreadInput() = 0;
   // Writes all of `bytes` (possibly in pieces); `done` runs once: the count, or the error that
   // rejected the write.
   virtual void Write(std::string bytes, std::function<void(Result<size_t>)> done) = 0;

@@ -7,6 +7,7 @@
 #include <expected>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace ptybox {
 
@@ -30,6 +31,10 @@ enum class ErrorKind {
 std::string_view ToString(ErrorKind kind);
 
 struct Error {
+  Error() = default;
+  Error(ErrorKind kind_in, std::string message_in, std::string context_in = {})
+      : kind(kind_in), message(std::move(message_in)), context(std::move(context_in)) {}
+
   ErrorKind kind = ErrorKind::kInternal;
   std::string message;  // what happened and how to fix it
   std::string context;  // where: a path, file:line:column, a key; may be empty

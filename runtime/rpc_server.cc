@@ -229,7 +229,7 @@ void RpcConnection::HandleRequest(const Json& id, const std::string& method, con
       request.view = backend::ReadView::kScreen;
     } else if (*view && **view != "lines") {
       return fail(Error{ErrorKind::kInvalidParams,
-                        "terminal_read: \"view\" must be \"lines\" or \"screen\"", "view", {}});
+                        "terminal_read: \"view\" must be \"lines\" or \"screen\"", "view"});
     }
     Result<backend::ReadResult> read = service_.Read(*owner_, *session, request);
     if (!read) return fail(read.error());
@@ -247,7 +247,7 @@ void RpcConnection::HandleRequest(const Json& id, const std::string& method, con
       return fail(Error{ErrorKind::kInvalidParams,
                         "terminal_signal: unknown signal \"" + *name +
                             "\" (SIGINT, SIGTERM, SIGKILL, SIGQUIT, SIGHUP, SIGTSTP or SIGCONT)",
-                        "signal", {}});
+                        "signal"});
     }
     service_.Signal(*owner_, *session, *signal,
                     [self, id](Result<backend::SignalResult> result) {
@@ -294,7 +294,7 @@ void RpcConnection::HandleRequest(const Json& id, const std::string& method, con
       return fail(Error{ErrorKind::kInvalidParams,
                         "policy_set_mode: unknown mode \"" + *text +
                             "\" (read-only, workspace-write or danger-full-access)",
-                        "mode", {}});
+                        "mode"});
     }
     Result<policy::Mode> set = service_.SetMode(*owner_, *mode);
     if (!set) return fail(set.error());

@@ -48,8 +48,7 @@ bool ValidEnvName(const std::string& name) {
 Error NotFound(const std::string& id) {
   return Error{ErrorKind::kNotFound,
                "no session " + id + " is open on this connection (terminal_list shows yours)",
-               "sessionId",
-               {}};
+               "sessionId"};
 }
 
 }  // namespace
@@ -100,23 +99,22 @@ void PtyService::Open(const std::shared_ptr<Owner>& owner, OpenParams params,
   if (backend == backends_.end()) {
     fail(Error{ErrorKind::kInvalidParams,
                "unknown session type \"" + params.type + "\"; the available type is \"shell\"",
-               "type", {}});
+               "type"});
     return;
   }
   if (params.columns < 2 || params.columns > 1000 || params.rows < 2 || params.rows > 1000) {
-    fail(Error{ErrorKind::kInvalidParams, "cols and rows must be between 2 and 1000", "cols", {}});
+    fail(Error{ErrorKind::kInvalidParams, "cols and rows must be between 2 and 1000", "cols"});
     return;
   }
   for (const auto& [name, value] : params.env) {
     if (!ValidEnvName(name)) {
       fail(Error{ErrorKind::kInvalidParams,
-                 "env name \"" + name + "\" is not a valid variable name", "env", {}});
+                 "env name \"" + name + "\" is not a valid variable name", "env"});
       return;
     }
     if (ReservedEnvName(name)) {
       fail(Error{ErrorKind::kInvalidParams,
-                 "env name " + name + " is owned by ptybox (prompt and terminal control)", "env",
-                 {}});
+                 "env name " + name + " is owned by ptybox (prompt and terminal control)", "env"});
       return;
     }
   }
@@ -130,7 +128,7 @@ void PtyService::Open(const std::shared_ptr<Owner>& owner, OpenParams params,
     fail(Error{ErrorKind::kPolicyDenied,
                "this connection already has " + std::to_string(max_sessions) +
                    " sessions open or opening (limits.maxSessions); close one first",
-               "limits.maxSessions", {}});
+               "limits.maxSessions"});
     return;
   }
   Result<std::filesystem::path> cwd = policy::ResolveCwd(*resolved, params.cwd);
@@ -156,22 +154,22 @@ void PtyService::Open(const std::shared_ptr<Owner>& owner, OpenParams params,
   auto pending = backend->second->Spawn(
       std::move(spec), [this, weak_owner, request_key, done, mode, cwd_text,
                         name](Result<std::shared_ptr<backend::BackendSession>> spawned) {
-        std::shared_ptr<Owner> owner = weak_owner.lock();
-        if (owner) owner->pending_opens.erase(request_key);
+        std::shared_ptr<Owner> live = weak_owner.lock();
+        if (live) live->pending_opens.erase(request_key);
         if (!spawned) {
-          if (owner) owner->fence().EndSpawn(false);
+          if (live) live->fence().EndSpawn(false);
           done(std::unexpected(spawned.error()));
           return;
         }
         std::shared_ptr<backend::BackendSession> session = *spawned;
-        if (!owner || owner->closed) {
+        if (!live || live->closed) {
           // The client left while the shell started: nobody may own it; close it now.
-          if (owner) owner->fence().EndSpawn(false);
+          if (live) live->fence().EndSpawn(false);
           session->Close("owner disconnected during open", [session](auto) {});
           done(Fail(ErrorKind::kCanceled, "the client disconnected while the session opened"));
           return;
         }
-        owner->fence().EndSpawn(true);
+        live->fence().EndSpawn(true);
         OpenResult result;
         result.session_id = NewSessionId();
         result.name = name;
@@ -179,8 +177,8 @@ void PtyService::Open(const std::shared_ptr<Owner>& owner, OpenParams params,
         result.pid = session->pid();
         result.mode = mode;
         result.cwd = cwd_text;
-        owner->sessions[result.session_id] = Owner::Entry{name, mode, cwd_text, session};
-        LogInfo("owner " + std::to_string(owner->id()) + " opened " + result.session_id + " (" +
+        live->sessions[result.session_id] = Owner::Entry{name, mode, cwd_text, session};
+        LogInfo("owner " + std::to_string(live->id()) + " opened " + result.session_id + " (" +
                 std::string(policy::ToString(mode)) + ")");
         done(std::move(result));
       });

@@ -538,7 +538,10 @@ TEST_F(InteractiveBashTest, PipelineWithASpinningMemberIsNotWaiting) {
   session_->Write("cat | " + Waiter() + " spin\n");
   // cat leads the group and reads the terminal; the second member spins.
   ForegroundFacts f = session_->WaitFor([&](const ForegroundFacts& facts) {
+    // The leader must have exec'ed cat: before that, the forked bash child also blocks in read
+    // (on bash's own synchronisation pipe).
     return facts.foreground_pgid != session_->leader() && AnyRunning(facts) &&
+           Comm(*facts.foreground_pgid) == "cat" &&
            SyscallNr(*facts.foreground_pgid, *facts.foreground_pgid) == SYS_read;
   });
   ASSERT_TRUE(AnyRunning(f)) << Describe(f) << session_->output();

@@ -29,8 +29,9 @@ std::string Osc(std::string_view payload, bool st = false) {
 }
 
 TEST(PromptMarkerTest, RoundTripsExitCodeAndAnyWorkingDirectory) {
-  for (std::string cwd : {"/", "/tmp/a b", "/tmp/100%", std::string("/tmp/a\nb\x1b\x07z"),
-                          std::string("/tmp/\xc3\xa9t\xc3\xa9")}) {
+  const std::vector<std::string> cwds = {"/", "/tmp/a b", "/tmp/100%", "/tmp/a\nb\x1b\x07z",
+                                        "/tmp/\xc3\xa9t\xc3\xa9"};
+  for (const std::string& cwd : cwds) {
     std::string payload = FormatPromptMarker(kNonce, 130, cwd);
     EXPECT_EQ(payload.find('\x1b'), std::string::npos);
     EXPECT_EQ(payload.find('\a'), std::string::npos);
@@ -126,7 +127,9 @@ TEST(TrackerSplitTest, MarkerAndPromptSplitAtEveryByteBoundary) {
       VtParser parser(tracker, 256 * 1024);
       parser.Feed(s.substr(0, cut));
       // Not a candidate before the last byte of the prompt has arrived.
-      if (cut < s.size()) EXPECT_FALSE(tracker.candidate()) << "cut " << cut;
+      if (cut < s.size()) {
+        EXPECT_FALSE(tracker.candidate()) << "cut " << cut;
+      }
       parser.Feed(s.substr(cut));
       EXPECT_TRUE(tracker.candidate()) << "cut " << cut;
       EXPECT_EQ(recorder.events,

@@ -125,6 +125,22 @@ TEST_F(EngineTest, CandidateDuringAnUnfinishedWriteWaitsForTheWrite) {
   EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
 }
 
+TEST_F(EngineTest, PromptWithOurInputStillQueuedIsNotReady) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(1));
+  // "echo a\necho b\n": the prompt after `echo a` while "echo b\n" is still unread.
+  e.OnPromptCandidate(At(1), kShell, size_t{7});
+  EXPECT_FALSE(e.Evaluate(At(1)).settle);
+  ForegroundFacts shell_reading = Waiting(kShell, 5000);
+  shell_reading.unread_input = 7;
+  e.OnProbe(At(2), shell_reading);
+  EXPECT_FALSE(e.Evaluate(At(2)).settle);
+  e.OnPromptInvalidated();
+  e.OnPromptCandidate(At(3), kShell, size_t{0});  // the prompt after `echo b`
+  EXPECT_EQ(*e.Evaluate(At(3)).settle, WaitReason::kStdinRead);
+}
+
 TEST_F(EngineTest, OutputAfterTheCandidateInvalidatesIt) {
   ReadinessEngine e = SendEngine();
   WriteAt(e, At(0));

@@ -28,6 +28,7 @@ class FakeTerminal final : public TerminalHandle {
     inspections.push_back(std::move(done));
   }
   std::optional<pid_t> ForegroundPgid() override { return foreground; }
+  std::optional<size_t> UnreadInput() override { return 0; }
   void Write(std::string bytes, std::function<void(Result<size_t>)> done) override {
     log.push_back("write:" + bytes);
     written = bytes;
@@ -84,6 +85,10 @@ class FakeHost final : public SendHost {
   std::string PendingText() override { return pending; }
   std::optional<std::string> AlternateScreen() override { return std::nullopt; }
   SessionStatus CurrentStatus() override { return SessionStatus::Running(); }
+  bool transition = false;
+  std::vector<std::function<void()>> later;
+  bool InSignalTransition(const ForegroundFacts&) override { return transition; }
+  void After(Millis, std::function<void()> fn) override { later.push_back(std::move(fn)); }
 };
 
 class SendOperationTest : public ::testing::Test {
@@ -109,7 +114,7 @@ class SendOperationTest : public ::testing::Test {
     PromptMarker marker{exit_code, "/work"};
     op.OnOutput();
     op.OnMarker(marker, "");
-    op.OnCandidate(100);
+    op.OnCandidate(100, 0);
   }
 };
 
@@ -183,6 +188,9 @@ TEST_F(SendOperationTest, CanceledSendKeepsItsSlotUntilWriteAndSignalSettle) {
   // ...but the slot stays held, so no successor can receive late bytes or the signal.
   EXPECT_FALSE(released_);
   host_.fake.SettleWrite(size_t{4});
+  EXPECT_EQ(host_.fake.log.back(), "signal:2");  // the signal the cancellation asked for
+  EXPECT_FALSE(released_);
+  host_.fake.SettleSignal(SignalResult{true, 100});
   EXPECT_TRUE(released_);
 }
 
@@ -248,6 +256,19 @@ TEST_F(SendOperationTest, DeadlineDuringInspectionMeansTheInputIsNeverWritten) {
   EXPECT_TRUE(released_);
 }
 
+TEST_F(SendOperationTest, WriteWaitsWhileARecentSignalTakesEffect) {
+  auto op = Make("echo after\n");
+  host_.transition = true;  // e.g. SIGINT just went to a foreground job
+  op->Start();
+  host_.fake.SettleInspection();
+  EXPECT_EQ(host_.fake.written, "");
+  ASSERT_EQ(host_.later.size(), 1u);
+  host_.transition = false;  // the shell printed its prompt since
+  host_.later[0]();
+  host_.fake.SettleInspection();
+  EXPECT_EQ(host_.fake.written, "echo after\n");
+}
+
 TEST_F(SendOperationTest, ViewportDropsIntermediatePromptsAndKeepsOutput) {
   auto op = Make("echo a\necho b\n");
   op->Start();
@@ -257,7 +278,7 @@ TEST_F(SendOperationTest, ViewportDropsIntermediatePromptsAndKeepsOutput) {
   op->OnLine("$ ");  // the previous prompt line, committed unchanged: not output
   op->OnLine("a");
   op->OnMarker(PromptMarker{0, "/w"}, "");
-  op->OnCandidate(100);  // looks like the end...
+  op->OnCandidate(100, 7);  // looks like the end, but "echo b" is still unread...
   op->OnInvalidated();   // ...but more followed: an intermediate prompt
   op->OnLine("$ ");      // that prompt's own line
   op->OnLine("b");

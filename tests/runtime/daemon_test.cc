@@ -132,8 +132,8 @@ TEST_P(DaemonTest, ScrollbackPagesWithCursors) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, DaemonTest,
                          ::testing::Values("danger-full-access", "workspace-write"),
-                         [](const auto& info) {
-                           std::string name = info.param;
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           std::string name = param.param;
                            std::erase(name, '-');
                            return name;
                          });
@@ -179,7 +179,7 @@ TEST_F(ProtocolTest, PolicyResolveSpeaksTheContract) {
 TEST_F(ProtocolTest, RequestsOnOneConnectionRunConcurrently) {
   std::string a = OpenSession(client_, "danger-full-access");
   std::string b = OpenSession(client_, "danger-full-access");
-  int slow = client_.SendRequest("terminal_send", Json{{"sessionId", a}, {"input", "sleep 3; echo slow\n"}});
+  int slow = client_.SendRequest("terminal_send", Json{{"sessionId", a}, {"input", "sleep 1; echo slow\n"}});
   int fast = client_.SendRequest("terminal_send", Json{{"sessionId", b}, {"input", "echo fast\n"}});
   // The first answer to arrive is the fast one: a long send on A does not delay B.
   Json first = client_.WaitAny();
