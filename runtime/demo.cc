@@ -48,10 +48,18 @@ class Client final {
 void Show(const std::string& method, const Json& params, const Json& reply, double ms) {
   std::printf("\n--> %s %s\n", method.c_str(), params.dump().c_str());
   if (reply.contains("error")) {
-    std::printf("<-- error (%.1f ms): %s\n", ms, reply["error"].dump(2).c_str());
-  } else {
-    std::printf("<-- (%.1f ms) %s\n", ms, reply.value("result", Json()).dump(2).c_str());
+    std::printf("<-- error after %.1f ms: %s\n", ms, reply["error"].dump().c_str());
+    return;
   }
+  Json result = reply.value("result", Json());
+  if (method == "policy_resolve") {
+    // The full answer also says where every value came from; the summary is enough here.
+    result = Json{{"mode", result["mode"]},
+                  {"workspaceRoot", result["workspaceRoot"]},
+                  {"writableRoots", result["writableRoots"]},
+                  {"network", result["network"]}};
+  }
+  std::printf("<-- %.1f ms: %s\n", ms, result.dump().c_str());
 }
 
 }  // namespace
