@@ -62,6 +62,29 @@ namespace {
   ::_exit(127);
 }
 
+// A writable or visible root that would bind host mounts back over the sandbox's own /dev,
+// /proc or /tmp undoes the sandbox: refuse it instead of starting a leaky one.
+Result<void> CheckSandboxRoots(const SandboxSpec& sandbox) {
+  std::vector<std::filesystem::path> roots = sandbox.writable_roots;
+  roots.push_back(sandbox.workspace_root);
+  for (const std::filesystem::path& root : roots) {
+    std::string text = root.lexically_normal().string();
+    while (text.size() > 1 && text.back() == '/') text.pop_back();
+    bool bad = text == "/" || text.empty();
+    for (std::string_view system : {"/proc", "/dev", "/sys"}) {
+      if (text == system || text.starts_with(std::string(system) + "/")) bad = true;
+    }
+    if (bad) {
+      return Fail(ErrorKind::kPolicyDenied,
+                  "the root " + root.string() +
+                      " cannot be sandboxed (it would expose the host's /, /proc, /dev or /sys "
+                      "inside the sandbox); use a project directory as the workspace",
+                  root.string());
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
@@ -84,6 +107,9 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
   UniqueFd seccomp;
   std::vector<std::string> args;
   if (confined) {
+    if (Result<void> roots = CheckSandboxRoots(spec.sandbox); !roots) {
+      return std::unexpected(roots.error());
+    }
     Result<UniqueFd> program = BuildSeccompProgram({.network_allowed = spec.sandbox.network_allowed});
     if (!program) return std::unexpected(program.error());
     seccomp = std::move(*program);

@@ -1,0 +1,146 @@
+// Policy through the real binary: SIGHUP keeps sessions and fences, the fence under spawns raced
+// against mode changes, the CLI's policy commands.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <gtest/gtest.h>
+#include <thread>
+
+#include "tests/support/daemon_fixture.h"
+
+namespace ptybox::testing {
+namespace {
+
+void WriteFile(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+}
+
+TEST(PolicyRuntimeTest, SighupReloadKeepsSessionsAndFences) {
+  TempDir config;
+  std::filesystem::path policy = config.path() / "operator.yaml";
+  WriteFile(policy, "version: 1\nmode: workspace-write\n");
+  Daemon daemon(Daemon::Options{{"--policy", policy.string()}, {}});
+  RpcClient client(daemon.socket());
+  Json opened = client.Call("terminal_open", Json::object());
+  ASSERT_TRUE(opened.contains("result")) << opened.dump();
+  std::string id = opened["result"]["sessionId"];
+  EXPECT_EQ(opened["result"]["mode"], "workspace-write");
+
+  // The operator narrows the default mode and reloads.
+  WriteFile(policy, "version: 1\nmode: read-only\n");
+  ::kill(daemon.pid(), SIGHUP);
+  // The live session is kept and still answers.
+  Json r = Send(client, id, "echo still here\n");
+  EXPECT_EQ(r["viewport"], "still here") << r.dump();
+  // The fence survived: a change away from the session's mode is still fenced.
+  Json fenced = client.Call("policy_set_mode", Json{{"mode", "danger-full-access"}});
+  EXPECT_EQ(fenced["error"]["data"]["kind"], "mode_fenced") << fenced.dump();
+  // New spawns use the reloaded file.
+  Json second = client.Call("terminal_open", Json::object());
+  ASSERT_TRUE(second.contains("result")) << second.dump();
+  EXPECT_EQ(second["result"]["mode"], "read-only");
+  EXPECT_TRUE(daemon.Log().find("SIGHUP") != std::string::npos) << daemon.Log();
+}
+
+TEST(PolicyRuntimeTest, FenceHoldsWhenSpawnsRaceModeChanges) {
+  Daemon daemon;
+  RpcClient client(daemon.socket());
+  const std::vector<std::string> modes = {"read-only", "workspace-write", "danger-full-access"};
+  int fenced_count = 0;
+  int changed_count = 0;
+  for (int i = 0; i < 60; ++i) {
+    const std::string& target = modes[static_cast<size_t>(i) % modes.size()];
+    // Both requests leave before either answer arrives, in alternating order: the reactor
+    // serializes them, and the check and the change are one step against a spawn starting.
+    int open = 0;
+    int set = 0;
+    if (i % 2 == 0) {
+      open = client.SendRequest("terminal_open", Json::object());
+      set = client.SendRequest("policy_set_mode", Json{{"mode", target}});
+    } else {
+      set = client.SendRequest("policy_set_mode", Json{{"mode", target}});
+      open = client.SendRequest("terminal_open", Json::object());
+    }
+    Json set_reply = client.WaitResponse(set);
+    Json open_reply = client.WaitResponse(open);
+    ASSERT_TRUE(open_reply.contains("result")) << open_reply.dump();
+    std::string effective = client.Call("policy_resolve", Json::object())["result"]["mode"];
+    // Whatever the order, no session outlives a mode change of its owner.
+    EXPECT_EQ(open_reply["result"]["mode"], effective) << "iteration " << i;
+    if (set_reply.contains("error")) {
+      EXPECT_EQ(set_reply["error"]["data"]["kind"], "mode_fenced") << set_reply.dump();
+      ++fenced_count;
+    } else {
+      ++changed_count;
+    }
+    Json closed = client.Call("terminal_close", Json{{"sessionId", open_reply["result"]["sessionId"]}});
+    ASSERT_TRUE(closed.contains("result")) << closed.dump();
+  }
+  std::printf("fence race: %d fenced, %d changed or unchanged\n", fenced_count, changed_count);
+  EXPECT_GT(fenced_count, 0);
+  EXPECT_GT(changed_count, 0);
+}
+
+TEST(PolicyRuntimeTest, RepositoryCannotRaiseItsOwnMode) {
+  Daemon daemon;
+  WriteFile(daemon.workspace() / ".ptybox.yaml", "version: 1\nmode: danger-full-access\n");
+  RpcClient client(daemon.socket());
+  Json resolved = client.Call("policy_resolve", Json::object());
+  EXPECT_EQ(resolved["error"]["data"]["kind"], "policy_denied") << resolved.dump();
+  Json opened = client.Call("terminal_open", Json::object());
+  EXPECT_EQ(opened["error"]["data"]["kind"], "policy_denied") << opened.dump();
+}
+
+TEST(PolicyRuntimeTest, TypoInACheckedInPolicyNamesFileLineColumnAndKey) {
+  Daemon daemon;
+  WriteFile(daemon.workspace() / ".ptybox.yaml", "version: 1\nnetwrok: deny\n");
+  RpcClient client(daemon.socket());
+  Json opened = client.Call("terminal_open", Json::object());
+  ASSERT_EQ(opened["error"]["data"]["kind"], "policy_error") << opened.dump();
+  std::string message = opened["error"]["message"];
+  EXPECT_NE(message.find(".ptybox.yaml:2:1"), std::string::npos) << message;
+  EXPECT_NE(message.find("netwrok"), std::string::npos) << message;
+  EXPECT_NE(message.find("network"), std::string::npos) << "suggests the closest key: " << message;
+}
+
+std::pair<int, std::string> RunCli(const std::vector<std::string>& args) {
+  std::string command = PtyboxBinary().string();
+  for (const std::string& a : args) command += " '" + a + "'";
+  command += " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
+  int status = ::pclose(pipe);
+  return {WEXITSTATUS(status), out};
+}
+
+TEST(PolicyCliTest, CheckPrintsOneLinePerProblemAndExitsNonZero) {
+  TempDir dir;
+  std::filesystem::path bad = dir.path() / ".ptybox.yaml";
+  WriteFile(bad, "version: 1\nmode: danger\nlimits:\n  idleSilenceMs: -5\n");
+  auto [code, out] = RunCli({"policy", "check", bad.string()});
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find(".ptybox.yaml:2:7"), std::string::npos) << out;
+  EXPECT_NE(out.find("limits.idleSilenceMs"), std::string::npos) << out;
+  std::filesystem::path good = dir.path() / "operator.yaml";
+  WriteFile(good, "version: 1\nmode: read-only\nceiling: workspace-write\n");
+  auto [ok_code, ok_out] = RunCli({"policy", "check", good.string()});
+  EXPECT_EQ(ok_code, 0) << ok_out;
+}
+
+TEST(PolicyCliTest, ResolvePrintsEachValueWithItsSource) {
+  TempDir dir;
+  std::filesystem::path op = dir.path() / "operator.yaml";
+  WriteFile(op, "version: 1\nmode: read-only\n");
+  auto [code, out] = RunCli({"policy", "resolve", "--workspace", dir.path().string(), "--policy",
+                             op.string()});
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("read-only"), std::string::npos) << out;
+  EXPECT_NE(out.find("operator.yaml:2:7"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace ptybox::testing
