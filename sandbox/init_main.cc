@@ -339,9 +339,12 @@ void TerminateSession(const InitOptions& o, pid_t program, bool& program_exited,
   SignalAll(o.confined, SIGTERM);
   SignalAll(o.confined, SIGCONT);
   const auto give_up_gracefully = Clock::now() + grace;
-  while (Clock::now() < give_up_gracefully) {
+  for (int tick = 1; Clock::now() < give_up_gracefully; ++tick) {
     Reap(program, program_exited, o.control_fd);
     if (SessionProcesses(o.confined).empty()) break;
+    // Interactive bash (readline) can swallow a SIGHUP that lands just before it blocks for
+    // input, then waits at the prompt until the next signal: repeat the hangup to its group.
+    if (!program_exited && tick % 10 == 0) ::kill(-program, SIGHUP);
     ::usleep(10'000);
   }
   // Keep killing until nothing is left (a process may fork while we look).

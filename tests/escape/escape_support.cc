@@ -1,0 +1,216 @@
+// The escape suite's fixture and small host-side helpers (listener, host PTY, parsers).
+#include "tests/escape/escape_support.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pty.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include "tests/sandbox/process_runner.h"
+#include "tests/sandbox/sandbox_runner.h"
+
+namespace ptybox::testing {
+
+namespace fs = std::filesystem;
+using sandbox::testing::RunProcess;
+using sandbox::testing::RunResult;
+
+namespace {
+
+std::string Escaped(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void Git(const fs::path& workspace, std::vector<std::string> args) {
+  std::vector<std::string> argv = {"/usr/bin/env", "git",
+                                   "-C",           workspace.string(),
+                                   "-c",           "user.name=ptybox",
+                                   "-c",           "user.email=ptybox@example.com"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  RunResult run = RunProcess(argv);
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+}
+
+}  // namespace
+
+std::string Observed::Show() const {
+  return "[" + mode + "] " + name + ": `" + command + "` -> exitCode " +
+         (exit < 0 ? std::string("null") : std::to_string(exit)) + ", waitReason " +
+         result.value("waitReason", std::string("?")) + ", viewport \"" + Escaped(text) + "\"" +
+         (result.contains("error") ? " error " + result["error"].dump() : "");
+}
+
+Observed RunInSession(RpcClient& client, const std::string& session, const std::string& mode,
+                      const std::string& name, const std::string& command) {
+  Observed o;
+  o.mode = mode;
+  o.name = name;
+  o.command = command;
+  o.result = Send(client, session, command + "\n", Json{{"timeoutMs", 60000}});
+  if (o.result.contains("exitCode") && o.result["exitCode"].is_number_integer()) {
+    o.exit = o.result["exitCode"].get<int>();
+  }
+  if (o.result.contains("viewport") && o.result["viewport"].is_string()) {
+    o.text = o.result["viewport"].get<std::string>();
+  }
+  EXPECT_EQ(o.result.value("waitReason", std::string()), "stdin_read") << o.Show();
+  EXPECT_EQ(o.result.contains("sessionStatus") ? o.result["sessionStatus"].value("kind", "") : "",
+            "running")
+      << o.Show();
+  // The observation log that docs/sandbox.md's table is read from.
+  std::cout << "  observed " << o.Show() << "\n" << std::flush;
+  return o;
+}
+
+void PrepareWorkspace(const fs::path& workspace) {
+  Git(workspace, {"init", "-q"});
+  std::ofstream(workspace / "tracked.txt") << "tracked\n";
+  std::ofstream(workspace / ".ptybox.yaml") << kRepoPolicy;
+  Git(workspace, {"add", "tracked.txt", ".ptybox.yaml"});
+  Git(workspace, {"commit", "-q", "-m", "initial"});
+  std::ofstream(workspace / ".git" / "info" / "exclude", std::ios::app) << "/.escape/\n/mnt/\n";
+  fs::create_directories(workspace / "mnt");
+  // The probes live in the workspace, visible in every mode (the source and build trees are
+  // not when they are under /tmp).
+  fs::create_directories(workspace / ".escape");
+  fs::copy_file(ESCAPE_PROBE_SCRIPT, workspace / ".escape" / "escape_probe.py");
+  fs::copy_file(sandbox::testing::ProbeBinary(), workspace / ".escape" / "ptybox-sandbox-probe");
+}
+
+std::string EscapeTest::NewSecret() {
+  std::random_device random;
+  return "s3cr3t" + std::to_string(::getpid()) + "x" + std::to_string(random());
+}
+
+void EscapeTest::SetUp() {
+  PrepareWorkspace(workspace());
+  session_ = OpenSession(client_, Mode());
+  ASSERT_FALSE(session_.empty()) << "terminal_open failed in " << Mode() << "; daemon log:\n"
+                                 << daemon_.Log();
+}
+
+std::string EscapeTest::Probe(const std::string& args) const {
+  return "python3 " + Quote(workspace() / ".escape" / "escape_probe.py") + " " + args;
+}
+
+std::string EscapeTest::Unique() const {
+  std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::replace(name.begin(), name.end(), '/', '-');
+  return std::to_string(::getpid()) + "-" + name;
+}
+
+Listener::Listener() {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof addr;
+  if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(fd_, 8) != 0 ||
+      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &length) != 0) {
+    return;
+  }
+  port_ = ntohs(addr.sin_port);
+}
+
+Listener::~Listener() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool Listener::HasPendingConnection() {
+  const int conn = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  if (conn < 0) return false;
+  ::close(conn);
+  return true;
+}
+
+HostPty::HostPty() {
+  char name[64] = {};
+  if (::openpty(&master_, &slave_, name, nullptr, nullptr) != 0) {
+    master_ = slave_ = -1;
+    return;
+  }
+  ::fcntl(master_, F_SETFD, FD_CLOEXEC);
+  ::fcntl(slave_, F_SETFD, FD_CLOEXEC);
+  number_ = fs::path(name).filename().string();
+}
+
+HostPty::~HostPty() {
+  if (slave_ >= 0) ::close(slave_);
+  if (master_ >= 0) ::close(master_);
+}
+
+std::string Quote(const fs::path& path) {
+  std::string out = "'";
+  for (char c : path.string()) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> Words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+bool IsUnder(const fs::path& path, const fs::path& dir) {
+  const fs::path rel = fs::weakly_canonical(path).lexically_relative(dir);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
+fs::path OutsideDir() { return ESCAPE_OUTSIDE_DIR; }
+
+std::map<std::string, std::string> StatusFields(const std::string& text) {
+  std::map<std::string, std::string> fields;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::vector<std::string> value = Words(line.substr(colon + 1));
+    fields[line.substr(0, colon)] = value.empty() ? "" : value.front();
+  }
+  return fields;
+}
+
+std::map<std::string, std::string> ProbeResults(const std::string& text) {
+  std::map<std::string, std::string> results;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> words = Words(line);
+    if (words.size() >= 2) results[words[0]] = words[1];
+  }
+  return results;
+}
+
+}  // namespace ptybox::testing
