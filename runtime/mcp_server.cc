@@ -1,5 +1,7 @@
 #include "runtime/mcp_server.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "runtime/mcp_tools.h"
 #include "runtime/methods.h"

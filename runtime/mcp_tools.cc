@@ -1,6 +1,7 @@
 #include "runtime/mcp_tools.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace ptybox::runtime {
 namespace {
@@ -329,15 +330,22 @@ std::string Str(const Json& object, const char* key) {
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// "running", "exited (code 3)", "exited (SIGHUP)".
 std::string StatusText(const Json& status) {
   if (Str(status, "kind") != "exited") return "running";
   if (status.contains("exitCode") && status["exitCode"].is_number_integer()) {
-    return "exited with code " + std::to_string(status["exitCode"].get<int>());
+    return "exited (code " + std::to_string(status["exitCode"].get<int>()) + ")";
   }
   if (status.contains("signal") && status["signal"].is_string()) {
-    return "killed by " + status["signal"].get<std::string>();
+    return "exited (" + status["signal"].get<std::string>() + ")";
   }
   return "exited";
+}
+
+// Output followed by a footer line: one newline between them, never a blank line.
+std::string WithFooter(std::string text, const std::string& footer) {
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text + "\n" + footer;
 }
 
 // The one line after a send's output: why it returned, and what the prompt reported.
@@ -356,7 +364,8 @@ std::string SendFooter(const Json& r) {
   } else if (reason == "timeout") {
     line += " (deadline passed; the command may still be running)";
   } else if (reason == "session_exit") {
-    line += " (the shell " + StatusText(r.value("sessionStatus", Json::object())) + ")";
+    line += ": the shell " + StatusText(r.value("sessionStatus", Json::object())) +
+            "; open a new terminal";
   }
   if (r.value("truncated", false)) line += " | truncated: terminal_read has what was kept";
   return line + "]";
@@ -364,7 +373,7 @@ std::string SendFooter(const Json& r) {
 
 std::string SendText(const Json& r) {
   std::string viewport = Str(r, "viewport");
-  return (viewport.empty() ? std::string("(no output)") : viewport) + "\n" + SendFooter(r);
+  return WithFooter(viewport.empty() ? std::string("(no output)") : viewport, SendFooter(r));
 }
 
 std::string PolicyClauseFromJson(const Json& p) {
@@ -427,11 +436,13 @@ std::string RenderToolResult(std::string_view tool, const Json& r) {
   if (tool == "terminal_output") {
     std::string output = Str(r, "output");
     std::string text = output.empty() ? "(no new output)" : output;
-    if (r.value("truncated", false)) text += "\n[some output was dropped before it was collected]";
-    if (r.value("done", false) && r.contains("result") && r["result"].is_object()) {
-      return text + "\n[done] " + SendFooter(r["result"]);
+    if (r.value("truncated", false)) {
+      text = WithFooter(text, "[some output was dropped before it was collected]");
     }
-    return text + "\n[still running: call terminal_output again]";
+    if (r.value("done", false) && r.contains("result") && r["result"].is_object()) {
+      return WithFooter(text, "[done] " + SendFooter(r["result"]));
+    }
+    return WithFooter(text, "[still running: call terminal_output again]");
   }
   if (tool == "terminal_cancel") {
     return r.value("canceled", false) ? "Canceled the running send; its command got SIGINT."
@@ -445,7 +456,7 @@ std::string RenderToolResult(std::string_view tool, const Json& r) {
                   ? ", end: this is the newest output"
                   : ", more: pass cursor " + std::to_string(r.value("nextCursor", uint64_t{0}));
     if (r.value("truncated", false)) footer += ", truncated: older output was dropped";
-    return (text.empty() ? std::string("(nothing retained)") : text) + "\n" + footer + "]";
+    return WithFooter(text.empty() ? std::string("(nothing retained)") : text, footer + "]");
   }
   if (tool == "terminal_signal") {
     return "Delivered the signal to foreground process group " +
@@ -461,7 +472,7 @@ std::string RenderToolResult(std::string_view tool, const Json& r) {
     return text + ".";
   }
   if (tool == "terminal_close") {
-    return "Closed; the shell " + StatusText(r.value("sessionStatus", Json::object())) +
+    return "Closed: the shell " + StatusText(r.value("sessionStatus", Json::object())) +
            " and every process of the terminal has ended.";
   }
   if (tool == "terminal_list") {
@@ -490,7 +501,15 @@ std::string RenderToolResult(std::string_view tool, const Json& r) {
 
 std::string RenderToolError(const Error& error) {
   std::string text = std::string(ToString(error.kind)) + ": " + error.message;
-  if (!error.context.empty()) text += " (" + error.context + ")";
+  // A location (a policy file:line, a limit) helps; a bare parameter name the message already
+  // states does not.
+  const bool bare_name = std::all_of(error.context.begin(), error.context.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0;
+  });
+  if (!error.context.empty() && !bare_name &&
+      error.message.find(error.context) == std::string::npos) {
+    text += " (at " + error.context + ")";
+  }
   if (!error.cleanup_failure.empty()) text += "; cleanup also failed: " + error.cleanup_failure;
   return text;
 }
