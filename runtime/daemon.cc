@@ -11,6 +11,7 @@
 
 #include "backend/child_reaper.h"
 #include "common/log.h"
+#include "runtime/mcp_server.h"
 #include "runtime/rpc_server.h"
 
 namespace ptybox::runtime {
@@ -76,6 +77,13 @@ int RunDaemon(DaemonOptions options) {
     auto line = std::make_shared<LineConnection>(io, ::dup(STDIN_FILENO), ::dup(STDOUT_FILENO));
     auto rpc = std::make_shared<RpcConnection>(service, line, "stdio client");
     rpc->Start([&] { shutdown(0); });
+    io.run();
+    return exit_code;
+  }
+  if (options.mcp) {
+    auto line = std::make_shared<LineConnection>(io, ::dup(STDIN_FILENO), ::dup(STDOUT_FILENO));
+    auto mcp = std::make_shared<McpServer>(service, line, "mcp host");
+    mcp->Start([&] { shutdown(0); });
     io.run();
     return exit_code;
   }

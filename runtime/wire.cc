@@ -75,7 +75,10 @@ Json PolicyToJson(const policy::ResolvedPolicy& p) {
               {"ceiling", std::string(policy::ToString(p.ceiling))},
               {"workspaceRoot", p.workspace_root.string()},
               {"writableRoots", writable},
-              {"network", p.network_allowed ? "allow" : "deny"},
+              // Without a sandbox there is no network namespace: the network is reachable.
+              {"network", p.network_allowed || p.mode == policy::Mode::kDangerFullAccess
+                              ? "allow"
+                              : "deny"},
               {"source", Json{{"files", files}, {"values", sources}}}};
 }
 
@@ -92,6 +95,66 @@ Json ErrorObject(const Error& error) {
   std::string message = error.message;
   if (!error.cleanup_failure.empty()) message += " (cleanup also failed: " + error.cleanup_failure + ")";
   return Json{{"code", -32000}, {"message", message}, {"data", data}};
+}
+
+std::expected<RpcMessage, RpcReject> ParseRpcLine(const std::string& line) {
+  Json message = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (message.is_discarded()) {
+    return std::unexpected(RpcReject{nullptr, -32700, "parse error: the line is not valid JSON"});
+  }
+  if (!message.is_object()) {
+    return std::unexpected(
+        RpcReject{nullptr, -32600,
+                  "invalid request: expected one JSON-RPC 2.0 object per line (no batches)"});
+  }
+  RpcMessage out;
+  auto id = message.find("id");
+  const bool has_id = id != message.end();
+  if (has_id) {
+    if (!id->is_string() && !id->is_number_integer() && !id->is_number_unsigned() &&
+        !id->is_null()) {
+      return std::unexpected(
+          RpcReject{nullptr, -32600, "invalid request: id must be a string or an integer"});
+    }
+    out.id = *id;
+  }
+  auto version = message.find("jsonrpc");
+  if (version == message.end() || *version != "2.0") {
+    return std::unexpected(
+        RpcReject{out.id, -32600, "invalid request: \"jsonrpc\" must be \"2.0\""});
+  }
+  auto method = message.find("method");
+  if (method == message.end() && has_id &&
+      (message.contains("result") || message.contains("error"))) {
+    out.kind = RpcMessage::Kind::kResponse;
+    return out;
+  }
+  if (method == message.end() || !method->is_string()) {
+    return std::unexpected(
+        RpcReject{out.id, -32600, "invalid request: \"method\" must be a string"});
+  }
+  out.method = method->get<std::string>();
+  out.params = message.contains("params") ? message["params"] : Json(nullptr);
+  if (!out.params.is_null() && !out.params.is_object()) {
+    return std::unexpected(
+        RpcReject{out.id, -32602, "invalid params: \"params\" must be an object"});
+  }
+  out.kind = has_id ? RpcMessage::Kind::kRequest : RpcMessage::Kind::kNotification;
+  return out;
+}
+
+std::string RequestKey(const Json& id) { return Dump(id); }
+
+Json RpcResult(const Json& id, Json result) {
+  return Json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
+}
+
+Json RpcError(const Json& id, Json error_object) {
+  return Json{{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(error_object)}};
+}
+
+Json RpcError(const Json& id, int code, const std::string& message) {
+  return RpcError(id, Json{{"code", code}, {"message", message}});
 }
 
 std::string Dump(const Json& value) {

@@ -2,6 +2,7 @@
 // results and errors, and reading params with messages that name the parameter.
 #pragma once
 
+#include <expected>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -27,6 +28,35 @@ Json PolicyToJson(const policy::ResolvedPolicy& policy);
 // JSON-RPC error object for an application error: code -32000 and data.kind, or -32602 for
 // kInvalidParams.
 Json ErrorObject(const Error& error);
+
+// One JSON-RPC 2.0 message read from one line (shared/contract.md, "Transport"); `ptybox serve`
+// and `ptybox mcp` frame and check messages the same way.
+struct RpcMessage {
+  enum class Kind { kRequest, kNotification, kResponse };
+  Kind kind = Kind::kRequest;
+  Json id;             // requests and responses
+  std::string method;  // requests and notifications
+  Json params;         // an object, or null when absent
+};
+
+// A line that is not a usable message, and the error response it gets.
+struct RpcReject {
+  Json id;  // null when no valid id could be read
+  int code = -32600;
+  std::string message;
+};
+
+// Parse error (-32700), invalid request (-32600: not an object, bad id, "jsonrpc" not "2.0", no
+// method) or invalid params (-32602: "params" not an object).
+std::expected<RpcMessage, RpcReject> ParseRpcLine(const std::string& line);
+
+// A request id as a key for cancellation: its JSON text ("1" and "\"1\"" are different ids).
+std::string RequestKey(const Json& id);
+
+// Response envelopes.
+Json RpcResult(const Json& id, Json result);
+Json RpcError(const Json& id, Json error_object);
+Json RpcError(const Json& id, int code, const std::string& message);
 
 // Serializes without ever throwing: invalid UTF-8 (a path in bytes) is replaced.
 std::string Dump(const Json& value);

@@ -1,0 +1,462 @@
+// `ptybox mcp` spoken to line by line over its real stdin/stdout: version negotiation, the
+// lifecycle rules, framing errors, tool errors as results, cancellation without a response, the
+// policy resource and its subscriptions, and end of input closing every session. The official
+// SDK client runs the whole session flow in sdk_client_test.mjs.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/daemon_fixture.h"
+
+namespace ptybox::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kGuard = std::chrono::seconds(60);  // hang guard only
+
+// One `ptybox mcp` child with pipes on its stdin and stdout; stderr goes to a log file.
+class McpProcess final {
+ public:
+  explicit McpProcess(std::vector<std::string> extra_args = {}) {
+    int in[2];
+    int out[2];
+    EXPECT_EQ(::pipe2(in, O_CLOEXEC), 0);
+    EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
+    log_ = state_.path() / "stderr.log";
+    std::vector<std::string> args = {PtyboxBinary().string(), "mcp", "--workspace",
+                                     workspace_.path().string()};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    const std::string no_policy =
+        "PTYBOX_OPERATOR_POLICY=" + (state_.path() / "no-operator-policy.yaml").string();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(in[0], STDIN_FILENO);
+      ::dup2(out[1], STDOUT_FILENO);
+      int err = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (err >= 0) ::dup2(err, STDERR_FILENO);
+      ::putenv(const_cast<char*>(no_policy.c_str()));
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    to_server_ = in[1];
+    from_server_ = out[0];
+  }
+
+  ~McpProcess() {
+    CloseInput();
+    if (pid_ > 0 && !exited_) {
+      ::kill(pid_, SIGTERM);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+    if (from_server_ >= 0) ::close(from_server_);
+  }
+  McpProcess(const McpProcess&) = delete;
+  McpProcess& operator=(const McpProcess&) = delete;
+
+  [[nodiscard]] const std::filesystem::path& workspace() const { return workspace_.path(); }
+
+  void SendRaw(const std::string& bytes) {
+    size_t off = 0;
+    while (off < bytes.size()) {
+      ssize_t n = ::write(to_server_, bytes.data() + off, bytes.size() - off);
+      ASSERT_GT(n, 0) << "write to ptybox mcp failed";
+      off += static_cast<size_t>(n);
+    }
+  }
+  void Notify(const std::string& method, const Json& params) {
+    SendRaw(Json{{"jsonrpc", "2.0"}, {"method", method}, {"params", params}}.dump() + "\n");
+  }
+  int SendRequest(const std::string& method, const Json& params) {
+    int id = next_id_++;
+    SendRaw(Json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump() +
+            "\n");
+    return id;
+  }
+  Json Request(const std::string& method, const Json& params = Json::object()) {
+    return WaitFor([id = SendRequest(method, params)](const Json& m) {
+      return m.contains("id") && m["id"] == id && !m.contains("method");
+    });
+  }
+  Json Initialize(const std::string& version = "2025-11-25") {
+    Json r = Request("initialize", Json{{"protocolVersion", version},
+                                        {"capabilities", Json::object()},
+                                        {"clientInfo", {{"name", "gtest"}, {"version", "1"}}}});
+    Notify("notifications/initialized", Json::object());
+    return r;
+  }
+  // tools/call; returns the CallToolResult (or the whole message when it is an error).
+  Json Tool(const std::string& name, const Json& arguments = Json::object()) {
+    Json r = Request("tools/call", Json{{"name", name}, {"arguments", arguments}});
+    return r.contains("result") ? r["result"] : r;
+  }
+
+  // The next message that satisfies `match`; earlier ones are kept in seen().
+  Json WaitFor(const std::function<bool(const Json&)>& match) {
+    for (size_t i = checked_; i < seen_.size(); ++i) {
+      if (match(seen_[i])) return seen_[i];
+    }
+    auto deadline = Clock::now() + kGuard;
+    for (;;) {
+      size_t before = seen_.size();
+      if (!ReadMore(deadline)) {
+        ADD_FAILURE() << "hang guard: no matching message from ptybox mcp; stderr:\n" << Log();
+        return Json();
+      }
+      for (size_t i = before; i < seen_.size(); ++i) {
+        if (match(seen_[i])) return seen_[i];
+      }
+    }
+  }
+  // The next message in arrival order.
+  Json Next() {
+    auto deadline = Clock::now() + kGuard;
+    while (checked_ >= seen_.size()) {
+      if (!ReadMore(deadline)) {
+        ADD_FAILURE() << "hang guard: ptybox mcp sent nothing; stderr:\n" << Log();
+        return Json();
+      }
+    }
+    return seen_[checked_++];
+  }
+  [[nodiscard]] const std::vector<Json>& seen() const { return seen_; }
+
+  void CloseInput() {
+    if (to_server_ >= 0) ::close(to_server_);
+    to_server_ = -1;
+  }
+  // Waits (hang guard) for the server to exit; its wait status, or nullopt on the guard.
+  std::optional<int> WaitExit() {
+    auto deadline = Clock::now() + kGuard;
+    while (Clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        return status;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return std::nullopt;
+  }
+  [[nodiscard]] std::string Log() const {
+    std::ifstream in(log_);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+
+ private:
+  bool ReadMore(Clock::time_point deadline) {
+    for (;;) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) return false;
+      pollfd p{from_server_, POLLIN, 0};
+      int ready = ::poll(&p, 1, static_cast<int>(left.count()));
+      if (ready <= 0) continue;
+      char chunk[65536];
+      ssize_t n = ::read(from_server_, chunk, sizeof chunk);
+      if (n <= 0) return false;
+      buffer_.append(chunk, static_cast<size_t>(n));
+      bool got = false;
+      for (size_t nl; (nl = buffer_.find('\n')) != std::string::npos;) {
+        std::string line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        Json message = Json::parse(line, nullptr, false);
+        EXPECT_FALSE(message.is_discarded()) << "stdout carried a line that is not JSON: " << line;
+        seen_.push_back(message);
+        got = true;
+      }
+      if (got) return true;
+    }
+  }
+
+  TempDir workspace_;
+  TempDir state_;
+  std::filesystem::path log_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int to_server_ = -1;
+  int from_server_ = -1;
+  int next_id_ = 1;
+  std::string buffer_;
+  std::vector<Json> seen_;
+  size_t checked_ = 0;
+};
+
+bool IsResponseTo(const Json& m, const Json& id) {
+  return m.contains("id") && m["id"] == id && !m.contains("method");
+}
+
+std::string Text(const Json& tool_result) {
+  if (!tool_result.contains("content") || tool_result["content"].empty()) return "";
+  return tool_result["content"][0].value("text", "");
+}
+
+TEST(McpVersionTest, EachSupportedVersionIsEchoedAndAnUnknownOneGetsTheLatest) {
+  for (const char* version : {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}) {
+    McpProcess mcp;
+    Json r = mcp.Initialize(version);
+    EXPECT_EQ(r["result"]["protocolVersion"], version) << r.dump();
+    EXPECT_EQ(r["result"]["serverInfo"]["name"], "ptybox");
+    EXPECT_TRUE(r["result"]["capabilities"]["tools"].is_object());
+    EXPECT_EQ(r["result"]["capabilities"]["resources"]["subscribe"], true);
+    EXPECT_TRUE(r["result"]["instructions"].get<std::string>().starts_with(
+        "Sandbox policy: workspace-write mode; writable: " + mcp.workspace().string()));
+  }
+  McpProcess mcp;
+  Json r = mcp.Initialize("1999-01-01");
+  EXPECT_EQ(r["result"]["protocolVersion"], "2025-11-25") << r.dump();
+}
+
+TEST(McpVersionTest, OlderVersionsGetNoStructuredFieldsButKeepTheJsonAsText) {
+  McpProcess old;
+  old.Initialize("2024-11-05");
+  Json tools = old.Request("tools/list")["result"]["tools"];
+  ASSERT_EQ(tools.size(), 11u) << tools.dump();
+  for (const Json& tool : tools) {
+    EXPECT_FALSE(tool.contains("outputSchema")) << tool["name"];
+    EXPECT_FALSE(tool.contains("title")) << tool["name"];
+    EXPECT_FALSE(tool.contains("annotations")) << tool["name"];
+    EXPECT_EQ(tool["inputSchema"]["type"], "object");
+  }
+  Json listed = old.Tool("terminal_list");
+  EXPECT_FALSE(listed.contains("structuredContent"));
+  ASSERT_EQ(listed["content"].size(), 2u) << listed.dump();
+  EXPECT_EQ(Json::parse(listed["content"][1]["text"].get<std::string>()),
+            Json({{"sessions", Json::array()}}));
+
+  McpProcess mid;
+  mid.Initialize("2025-03-26");
+  for (const Json& tool : mid.Request("tools/list")["result"]["tools"]) {
+    EXPECT_TRUE(tool.contains("annotations")) << tool["name"];
+    EXPECT_FALSE(tool.contains("outputSchema")) << tool["name"];
+  }
+
+  McpProcess current;
+  current.Initialize("2025-06-18");
+  for (const Json& tool : current.Request("tools/list")["result"]["tools"]) {
+    EXPECT_EQ(tool["outputSchema"]["type"], "object") << tool["name"];
+    EXPECT_TRUE(tool.contains("title")) << tool["name"];
+  }
+  Json listed_now = current.Tool("terminal_list");
+  EXPECT_EQ(listed_now["structuredContent"], Json({{"sessions", Json::array()}}));
+  EXPECT_EQ(listed_now["content"].size(), 1u);
+}
+
+TEST(McpLifecycleTest, InitializeFirstPingAnytimeNotificationsUnanswered) {
+  McpProcess mcp;
+  Json early = mcp.Request("tools/list");
+  EXPECT_EQ(early["error"]["code"], -32600) << early.dump();
+  EXPECT_EQ(mcp.Request("ping")["result"], Json::object());
+  Json no_version = mcp.Request("initialize", Json{{"capabilities", Json::object()}});
+  EXPECT_EQ(no_version["error"]["code"], -32602) << no_version.dump();
+  mcp.Initialize();
+  Json again = mcp.Request("initialize", Json{{"protocolVersion", "2025-11-25"}});
+  EXPECT_EQ(again["error"]["code"], -32600) << again.dump();
+
+  // Notifications (known or not) and stray responses get nothing back: the next message on the
+  // wire is the answer to the ping that follows them.
+  mcp.Notify("notifications/initialized", Json::object());
+  mcp.Notify("notifications/roots/list_changed", Json::object());
+  mcp.Notify("notifications/cancelled", Json{{"requestId", 12345}});
+  mcp.SendRaw(R"({"jsonrpc":"2.0","id":"server-req-1","result":{}})"
+              "\n");
+  size_t before = mcp.seen().size();
+  Json pong = mcp.Request("ping");
+  EXPECT_EQ(pong["result"], Json::object());
+  EXPECT_EQ(mcp.seen().size(), before + 1) << "a notification or response was answered";
+}
+
+TEST(McpLifecycleTest, FramingErrorsAreJsonRpcErrorsAndTheConnectionStaysUsable) {
+  McpProcess mcp;
+  mcp.Initialize();
+  mcp.SendRaw("{not json\n");
+  Json parse = mcp.WaitFor([](const Json& m) { return m.contains("error"); });
+  EXPECT_EQ(parse["error"]["code"], -32700);
+  EXPECT_TRUE(parse["id"].is_null());
+  mcp.SendRaw("[1,2]\n");
+  Json batch = mcp.WaitFor(
+      [](const Json& m) { return m.contains("error") && m["error"]["code"] == -32600; });
+  EXPECT_TRUE(batch["id"].is_null());
+  EXPECT_EQ(mcp.Request("no/such/method")["error"]["code"], -32601);
+  Json unknown = mcp.Request("tools/call", Json{{"name", "rm_rf"}});
+  EXPECT_EQ(unknown["error"]["code"], -32602);
+  EXPECT_NE(unknown["error"]["message"].get<std::string>().find("rm_rf"), std::string::npos);
+  Json bad_args = mcp.Request("tools/call", Json{{"name", "terminal_list"}, {"arguments", "all"}});
+  EXPECT_EQ(bad_args["error"]["code"], -32602);
+  EXPECT_EQ(mcp.Request("ping")["result"], Json::object());
+}
+
+TEST(McpToolTest, ToolFailuresAreResultsWithIsError) {
+  McpProcess mcp;
+  mcp.Initialize();
+  Json bogus = mcp.Tool("terminal_send", Json{{"sessionId", "pty-nope"}, {"input", "ls\n"}});
+  EXPECT_EQ(bogus["isError"], true) << bogus.dump();
+  EXPECT_FALSE(bogus.contains("structuredContent"));
+  EXPECT_TRUE(Text(bogus).starts_with("not_found: no session pty-nope")) << Text(bogus);
+  Json typo = mcp.Tool("terminal_open", Json{{"colums", 80}});
+  EXPECT_EQ(typo["isError"], true) << typo.dump();
+  EXPECT_NE(Text(typo).find("colums"), std::string::npos) << Text(typo);
+  Json mode = mcp.Tool("policy_set_mode", Json{{"mode", "yolo"}});
+  EXPECT_EQ(mode["isError"], true);
+  EXPECT_NE(Text(mode).find("read-only, workspace-write or danger-full-access"), std::string::npos);
+}
+
+TEST(McpToolTest, SendResultTextCarriesViewportReasonExitCodeAndCwd) {
+  McpProcess mcp;
+  mcp.Initialize();
+  Json opened = mcp.Tool("terminal_open");
+  ASSERT_EQ(opened["isError"], false) << opened.dump();
+  std::string id = opened["structuredContent"]["sessionId"];
+  Json r = mcp.Tool("terminal_send", Json{{"sessionId", id}, {"input", "echo one; false\n"}});
+  EXPECT_EQ(Text(r),
+            "one\n[waitReason: stdin_read | exitCode: 1 | cwd: " + mcp.workspace().string() + "]");
+  EXPECT_EQ(r["structuredContent"]["exitCode"], 1);
+  Json idle = mcp.Tool("terminal_send",
+                       Json{{"sessionId", id}, {"input", "sleep 30\n"}, {"timeoutMs", 200}});
+  EXPECT_EQ(idle["structuredContent"]["waitReason"], "timeout") << idle.dump();
+  EXPECT_NE(Text(idle).find("the command may still be running"), std::string::npos);
+  mcp.Tool("terminal_close", Json{{"sessionId", id}});
+}
+
+TEST(McpCancelTest, CanceledSendIsInterruptedAndGetsNoResponse) {
+  McpProcess mcp;
+  mcp.Initialize();
+  std::string id = mcp.Tool("terminal_open")["structuredContent"]["sessionId"];
+  int send =
+      mcp.SendRequest("tools/call", Json{{"name", "terminal_send"},
+                                         {"arguments",
+                                          {{"sessionId", id},
+                                           {"input", "sh -c 'echo go-$((6*7)); exec sleep 300'\n"},
+                                           {"silenceMs", 600000},
+                                           {"timeoutMs", 600000}}}});
+  // Wait until the sleeper runs, so the cancel has a foreground program to interrupt.
+  auto deadline = Clock::now() + kGuard;
+  while (Clock::now() < deadline) {
+    Json page = mcp.Tool("terminal_read", Json{{"sessionId", id}, {"view", "screen"}});
+    if (page["structuredContent"]["text"].get<std::string>().find("go-42") != std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  mcp.Notify("notifications/cancelled", Json{{"requestId", send}, {"reason", "not needed"}});
+  while (Clock::now() < deadline &&
+         mcp.Tool("terminal_status", Json{{"sessionId", id}})["structuredContent"]["busy"] ==
+             true) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  Json after = mcp.Tool("terminal_send", Json{{"sessionId", id}, {"input", "echo \"rc=$?\"\n"}});
+  EXPECT_EQ(after["structuredContent"]["viewport"], "rc=130") << after.dump();
+  for (const Json& m : mcp.seen()) EXPECT_FALSE(IsResponseTo(m, send)) << m.dump();
+}
+
+TEST(McpCancelTest, CanceledOpenClosesTheUnpublishedShell) {
+  McpProcess mcp;
+  mcp.Initialize();
+  const std::string marker = "MCPTEST_MARK_" + std::to_string(::getpid());
+  const Json open{
+      {"jsonrpc", "2.0"},
+      {"id", "open-1"},
+      {"method", "tools/call"},
+      {"params", {{"name", "terminal_open"}, {"arguments", {{"env", {{"MARK", marker}}}}}}}};
+  const Json cancel{{"jsonrpc", "2.0"},
+                    {"method", "notifications/cancelled"},
+                    {"params", {{"requestId", "open-1"}, {"reason", "host gave up"}}}};
+  // One write: both lines are read before the spawn can settle.
+  mcp.SendRaw(open.dump() + "\n" + cancel.dump() + "\n");
+  auto deadline = Clock::now() + kGuard;
+  while (!ProcessesWithEnv(marker).empty() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(ProcessesWithEnv(marker).empty()) << "the canceled shell survived";
+  EXPECT_EQ(mcp.Tool("terminal_list")["structuredContent"]["sessions"], Json::array());
+  for (const Json& m : mcp.seen()) EXPECT_FALSE(IsResponseTo(m, "open-1")) << m.dump();
+}
+
+TEST(McpPolicyTest, ResourceUpdatesGoToSubscribersOnlyAndPrecedeTheResult) {
+  McpProcess mcp;
+  mcp.Initialize();
+  Json read = mcp.Request("resources/read", Json{{"uri", "ptybox://policy"}});
+  ASSERT_EQ(read["result"]["contents"].size(), 2u) << read.dump();
+  EXPECT_EQ(Json::parse(read["result"]["contents"][1]["text"].get<std::string>())["mode"],
+            "workspace-write");
+  EXPECT_EQ(mcp.Request("resources/subscribe", Json{{"uri", "ptybox://other"}})["error"]["code"],
+            -32002);
+
+  // Not subscribed: the mode changes without a notification.
+  size_t before = mcp.seen().size();
+  Json quiet = mcp.Tool("policy_set_mode", Json{{"mode", "read-only"}});
+  EXPECT_EQ(quiet["structuredContent"]["mode"], "read-only") << quiet.dump();
+  EXPECT_EQ(mcp.seen().size(), before + 1);
+
+  EXPECT_EQ(mcp.Request("resources/subscribe", Json{{"uri", "ptybox://policy"}})["result"],
+            Json::object());
+  before = mcp.seen().size();
+  Json loud = mcp.Tool("policy_set_mode", Json{{"mode", "workspace-write"}});
+  ASSERT_EQ(mcp.seen().size(), before + 2);
+  EXPECT_EQ(mcp.seen()[before]["method"], "notifications/resources/updated");
+  EXPECT_EQ(mcp.seen()[before]["params"]["uri"], "ptybox://policy");
+  EXPECT_NE(Text(loud).find("Sandbox policy: workspace-write mode"), std::string::npos);
+
+  EXPECT_EQ(mcp.Request("resources/unsubscribe", Json{{"uri", "ptybox://policy"}})["result"],
+            Json::object());
+  before = mcp.seen().size();
+  mcp.Tool("policy_set_mode", Json{{"mode", "read-only"}});
+  EXPECT_EQ(mcp.seen().size(), before + 1);
+}
+
+TEST(McpPolicyTest, InstructionsStateTheOperatorPolicy) {
+  TempDir dir;
+  const std::filesystem::path extra = dir.path() / "cache";
+  std::filesystem::create_directories(extra);
+  const std::filesystem::path policy = dir.path() / "operator.yaml";
+  std::ofstream(policy) << "version: 1\nmode: workspace-write\nnetwork: allow\nwritable:\n  - "
+                        << extra.string() << "\n";
+  McpProcess mcp({"--policy", policy.string()});
+  Json r = mcp.Initialize();
+  std::string instructions = r["result"]["instructions"];
+  EXPECT_EQ(instructions, "Sandbox policy: workspace-write mode; writable: " +
+                              mcp.workspace().string() + ", " + extra.string() +
+                              " (except .git directories and policy files) and a private /tmp; "
+                              "everything else read-only; network allowed.")
+      << r.dump();
+}
+
+TEST(McpShutdownTest, EndOfInputClosesEverySessionAndExitsZero) {
+  McpProcess mcp;
+  mcp.Initialize();
+  const std::string marker = "MCPTEST_EOF_" + std::to_string(::getpid());
+  Json opened = mcp.Tool("terminal_open", Json{{"env", {{"MARK", marker}}}});
+  ASSERT_EQ(opened["isError"], false) << opened.dump();
+  std::string id = opened["structuredContent"]["sessionId"];
+  pid_t shell = opened["structuredContent"]["pid"];
+  mcp.Tool("terminal_send", Json{{"sessionId", id}, {"input", "(sleep 300 &); sleep 300 &\n"}});
+  ASSERT_FALSE(ProcessesWithEnv(marker).empty());
+  // A send still running when the host leaves must not keep the server alive.
+  mcp.SendRequest("tools/call", Json{{"name", "terminal_send"},
+                                     {"arguments", {{"sessionId", id}, {"input", "sleep 300\n"}}}});
+  mcp.CloseInput();
+  std::optional<int> status = mcp.WaitExit();
+  ASSERT_TRUE(status.has_value()) << "ptybox mcp did not exit at end of input";
+  EXPECT_TRUE(WIFEXITED(*status)) << *status;
+  EXPECT_EQ(WEXITSTATUS(*status), 0);
+  EXPECT_FALSE(ProcessAlive(shell));
+  EXPECT_TRUE(ProcessesWithEnv(marker).empty());
+}
+
+}  // namespace
+}  // namespace ptybox::testing

@@ -1,0 +1,477 @@
+// The official MCP TypeScript SDK client against the real `ptybox mcp`: it spawns the server
+// over stdio, checks the handshake, validates every tool's schemas and every structured result,
+// and runs whole sandboxed sessions (open, send, read, signal, cancel, close), the tool errors,
+// the policy resource and its update notification. Prints TAP; exits 1 on any failure.
+//   node sdk_client_test.mjs PATH/TO/ptybox
+// PTYBOX_MCP_TRANSCRIPT=FILE also writes every JSON-RPC message, one per line, to FILE.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import {
+  LATEST_PROTOCOL_VERSION,
+  ResourceUpdatedNotificationSchema
+} from '@modelcontextprotocol/sdk/types.js';
+import Ajv from 'ajv';
+import Ajv2020 from 'ajv/dist/2020.js';
+
+const binary = path.resolve(process.argv[2] ?? 'build/bin/ptybox');
+const transcriptPath = process.env.PTYBOX_MCP_TRANSCRIPT;
+const GUARD_MS = 60_000; // hang guard only: nothing asserts durations
+
+const EXPECTED_TOOLS = [
+  'terminal_open', 'terminal_send', 'terminal_output', 'terminal_cancel', 'terminal_read',
+  'terminal_signal', 'terminal_status', 'terminal_close', 'terminal_list', 'policy_resolve',
+  'policy_set_mode'
+];
+
+// --- a tiny TAP runner: steps run in order and share state -------------------------------------
+let passed = 0;
+let failed = 0;
+let stepNumber = 0;
+async function step(name, fn) {
+  stepNumber += 1;
+  try {
+    await fn();
+    passed += 1;
+    console.log(`ok ${stepNumber} - ${name}`);
+  } catch (error) {
+    failed += 1;
+    console.log(`not ok ${stepNumber} - ${name}`);
+    for (const line of String(error?.stack ?? error).split('\n')) console.log(`  # ${line}`);
+  }
+}
+
+function withGuard(promise, what) {
+  let timer;
+  const guard = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`hang guard: ${what} did not finish`)), GUARD_MS);
+  });
+  return Promise.race([promise, guard]).finally(() => clearTimeout(timer));
+}
+
+function processGone(pid) {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    if (error.code === 'ESRCH') return true;
+    throw error;
+  }
+  // A zombie still answers kill(0): it has ended all the same.
+  try {
+    return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? true;
+  } catch {
+    return true;
+  }
+}
+
+async function waitFor(what, predicate) {
+  const deadline = Date.now() + GUARD_MS;
+  while (Date.now() < deadline) {
+    if (await predicate()) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`hang guard: ${what}`);
+}
+
+// --- a transport that records the conversation for docs/mcp.md ----------------------------------
+class RecordingTransport {
+  constructor(inner, record) {
+    this.inner = inner;
+    this.record = record;
+    inner.onmessage = (message) => {
+      record({ direction: 'server->client', message });
+      this.onmessage?.(message);
+    };
+    inner.onclose = () => this.onclose?.();
+    inner.onerror = (error) => this.onerror?.(error);
+  }
+  get pid() { return this.inner.pid; }
+  get stderr() { return this.inner.stderr; }
+  start() { return this.inner.start(); }
+  send(message, options) {
+    this.record({ direction: 'client->server', message });
+    return this.inner.send(message, options);
+  }
+  close() { return this.inner.close(); }
+}
+
+// --- schema checks -------------------------------------------------------------------------------
+// Strict validators for both dialects a host may assume (MCP's default 2020-12, and draft-07,
+// which the SDK itself uses): compiling validates the schema against the meta-schema.
+const strict = { strict: true, allErrors: true, allowUnionTypes: true, validateSchema: true };
+const ajv07 = new Ajv(strict);
+const ajv2020 = new Ajv2020(strict);
+const outputValidators = new Map();
+
+function compileBoth(schema, what) {
+  for (const [dialect, ajv] of [['draft-07', ajv07], ['2020-12', ajv2020]]) {
+    assert.ok(ajv.validateSchema(schema), `${what} is not a valid ${dialect} schema: ` +
+      ajv.errorsText(ajv.errors));
+    ajv.compile(schema);
+  }
+  return ajv2020.compile(schema);
+}
+
+const workspace = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'ptybox-mcp-sdk-')));
+const transcript = [];
+const clientErrors = [];
+const updates = [];
+let stderrText = '';
+
+const inner = new StdioClientTransport({
+  command: binary,
+  args: ['mcp', '--workspace', workspace],
+  // No host policy file may change what this test expects.
+  env: { PTYBOX_OPERATOR_POLICY: path.join(workspace, 'no-operator-policy.yaml') },
+  stderr: 'pipe'
+});
+inner.stderr?.on('data', (chunk) => { stderrText += chunk.toString(); });
+const transport = new RecordingTransport(inner, (entry) => transcript.push(entry));
+const client = new Client({ name: 'ptybox-sdk-test', version: '1.0.0' });
+client.onerror = (error) => clientErrors.push(error);
+client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => {
+  updates.push(notification.params.uri);
+});
+
+// Calls a tool through the SDK (which validates structuredContent against the outputSchema) and
+// validates it again with the strict 2020-12 validator.
+async function call(name, args = {}, options = {}) {
+  const result = await withGuard(client.callTool({ name, arguments: args }, undefined, options),
+    `tools/call ${name}`);
+  assert.ok(Array.isArray(result.content) && result.content[0]?.type === 'text',
+    `${name}: content starts with a text block`);
+  if (!result.isError) {
+    const validate = outputValidators.get(name);
+    assert.ok(validate(result.structuredContent),
+      `${name}: structuredContent does not match its outputSchema: ` +
+      `${ajv2020.errorsText(validate.errors)}\n${JSON.stringify(result.structuredContent)}`);
+  }
+  return result;
+}
+
+async function send(sessionId, input, extra = {}) {
+  const result = await call('terminal_send', { sessionId, input, ...extra });
+  assert.equal(result.isError, false, `terminal_send ${JSON.stringify(input)}: ` +
+    result.content[0].text);
+  return result;
+}
+
+const state = {};
+
+await step('connect: handshake negotiates the latest protocol and states the policy', async () => {
+  await withGuard(client.connect(transport), 'initialize');
+  assert.equal(client.getServerVersion().name, 'ptybox');
+  const initialize = transcript.find((e) => e.message.id !== undefined &&
+    e.direction === 'server->client');
+  assert.equal(initialize.message.result.protocolVersion, LATEST_PROTOCOL_VERSION);
+  const caps = client.getServerCapabilities();
+  assert.deepEqual(caps.tools, { listChanged: false });
+  assert.equal(caps.resources.subscribe, true);
+  const instructions = client.getInstructions();
+  assert.equal(instructions,
+    `Sandbox policy: workspace-write mode; writable: ${workspace} (except .git directories and ` +
+    'policy files) and a private /tmp; everything else read-only; network denied.');
+});
+
+await step('ping', async () => {
+  assert.deepEqual(await withGuard(client.ping(), 'ping'), {});
+});
+
+await step('tools/list: every tool, each input and output schema valid in both dialects',
+  async () => {
+    const { tools } = await withGuard(client.listTools(), 'tools/list');
+    assert.deepEqual(tools.map((t) => t.name), EXPECTED_TOOLS);
+    for (const tool of tools) {
+      assert.equal(tool.inputSchema.type, 'object', tool.name);
+      assert.equal(tool.outputSchema.type, 'object', tool.name);
+      assert.ok(tool.title && tool.description.length > 40, `${tool.name} has a title and prose`);
+      assert.equal(typeof tool.annotations.readOnlyHint, 'boolean', tool.name);
+      compileBoth(tool.inputSchema, `${tool.name}.inputSchema`);
+      outputValidators.set(tool.name, compileBoth(tool.outputSchema, `${tool.name}.outputSchema`));
+    }
+    const sendTool = tools.find((t) => t.name === 'terminal_send');
+    for (const phrase of ['verbatim', 'newline', 'stdin_read', 'inferred_idle', 'timeout',
+      'session_exit', 'does not prove it finished', 'background']) {
+      assert.ok(sendTool.description.includes(phrase), `terminal_send describes ${phrase}`);
+    }
+    assert.deepEqual(sendTool.inputSchema.required, ['sessionId', 'input']);
+    const validateInput = ajv2020.compile(sendTool.inputSchema);
+    assert.ok(validateInput({ sessionId: 'pty-1', input: 'ls\n', timeoutMs: 1000 }));
+    assert.ok(!validateInput({ sessionId: 'pty-1' }), 'input is required');
+    assert.ok(!validateInput({ sessionId: 'pty-1', input: 'x', colour: 1 }), 'closed object');
+  });
+
+await step('resources: ptybox://policy lists, reads and subscribes', async () => {
+  const { resources } = await client.listResources();
+  assert.deepEqual(resources.map((r) => r.uri), ['ptybox://policy']);
+  const read = await client.readResource({ uri: 'ptybox://policy' });
+  const json = JSON.parse(read.contents.find((c) => c.mimeType === 'application/json').text);
+  assert.equal(json.mode, 'workspace-write');
+  assert.equal(json.workspaceRoot, workspace);
+  assert.equal(json.network, 'deny');
+  assert.equal(read.contents.find((c) => c.mimeType === 'text/plain').text,
+    client.getInstructions());
+  assert.deepEqual(await client.subscribeResource({ uri: 'ptybox://policy' }), {});
+  await assert.rejects(client.readResource({ uri: 'ptybox://nothing' }),
+    (error) => error.code === -32002);
+});
+
+await step('terminal_open: a sandboxed (workspace-write) session', async () => {
+  const opened = await call('terminal_open', { name: 'sdk' });
+  assert.equal(opened.isError, false, opened.content[0].text);
+  const s = opened.structuredContent;
+  assert.match(s.sessionId, /^pty-[0-9a-f]{32}$/);
+  assert.equal(s.mode, 'workspace-write');
+  assert.equal(s.cwd, workspace);
+  assert.equal(s.name, 'sdk');
+  assert.ok(Number.isInteger(s.pid));
+  assert.ok(opened.content[0].text.startsWith(`Opened terminal ${s.sessionId} "sdk"`));
+  state.session = s.sessionId;
+  state.shellPid = s.pid;
+});
+
+await step('terminal_send: echo returns its output, exact readiness, exit code and cwd',
+  async () => {
+    const r = await send(state.session, 'echo hello from ptybox\n');
+    assert.deepEqual(r.structuredContent, {
+      viewport: 'hello from ptybox', waitReason: 'stdin_read',
+      sessionStatus: { kind: 'running' }, truncated: false, exitCode: 0, cwd: workspace
+    });
+    assert.equal(r.content[0].text,
+      `hello from ptybox\n[waitReason: stdin_read | exitCode: 0 | cwd: ${workspace}]`);
+  });
+
+await step('terminal_send: state persists (cwd, variables) and exit codes are the shell\'s',
+  async () => {
+    let r = await send(state.session, 'mkdir -p sub && cd sub && export GREETING=persisted; false\n');
+    assert.equal(r.structuredContent.exitCode, 1);
+    assert.equal(r.structuredContent.cwd, path.join(workspace, 'sub'));
+    r = await send(state.session, 'echo "$GREETING in $(pwd)"\n');
+    assert.equal(r.structuredContent.viewport, `persisted in ${path.join(workspace, 'sub')}`);
+    assert.equal(r.structuredContent.exitCode, 0);
+  });
+
+await step('the sandbox: the workspace is writable, the rest of the host is not', async () => {
+  let r = await send(state.session, `echo written > ${workspace}/from-sandbox.txt\n`);
+  assert.equal(r.structuredContent.exitCode, 0, r.content[0].text);
+  assert.equal(fs.readFileSync(path.join(workspace, 'from-sandbox.txt'), 'utf8'), 'written\n');
+  r = await send(state.session, 'touch /usr/ptybox-must-not-exist\n');
+  assert.notEqual(r.structuredContent.exitCode, 0);
+  assert.match(r.structuredContent.viewport, /Read-only file system/);
+  assert.ok(!fs.existsSync('/usr/ptybox-must-not-exist'));
+});
+
+await step('terminal_read: pages the scrollback with cursors up to the newest output', async () => {
+  await send(state.session, 'for i in $(seq 1 40); do echo line$i; done\n');
+  let page = await call('terminal_read', { sessionId: state.session, maxBytes: 64 });
+  let all = page.structuredContent.text;
+  assert.ok(Buffer.byteLength(all) <= 64);
+  assert.equal(page.structuredContent.end, false);
+  assert.match(page.content[0].text, /more: pass cursor \d+/);
+  for (let i = 0; i < 200 && !page.structuredContent.end; i += 1) {
+    page = await call('terminal_read', {
+      sessionId: state.session, cursor: page.structuredContent.nextCursor, maxBytes: 64
+    });
+    all += page.structuredContent.text;
+  }
+  assert.equal(page.structuredContent.end, true);
+  assert.ok(all.includes('hello from ptybox\n'));
+  assert.ok(all.includes('line1\n') && all.includes('line40\n'));
+  const screen = await call('terminal_read', { sessionId: state.session, view: 'screen' });
+  assert.match(screen.structuredContent.text, /line40/);
+});
+
+await step('background send: terminal_output collects the output until done', async () => {
+  const started = await send(state.session, 'echo bg-start; sleep 0.3; echo bg-done\n',
+    { background: true });
+  assert.match(started.structuredContent.operationId, /^op-/);
+  let output = '';
+  let last;
+  await waitFor('the background send settles', async () => {
+    last = await call('terminal_output', { sessionId: state.session });
+    output += last.structuredContent.output;
+    return last.structuredContent.done;
+  });
+  assert.ok(output.includes('bg-done'), output);
+  assert.equal(last.structuredContent.result.waitReason, 'stdin_read');
+  assert.equal(last.structuredContent.result.exitCode, 0);
+  assert.match(last.content[0].text, /\[done\] \[waitReason: stdin_read \| exitCode: 0/);
+});
+
+await step('concurrency: a blocked send does not delay reads or a send on another terminal;' +
+  ' a second send on it is busy', async () => {
+  const other = await call('terminal_open', { name: 'other' });
+  state.other = other.structuredContent.sessionId;
+  await send(state.session, `mkfifo ${workspace}/gate\n`);
+  let settled = false;
+  // Blocks opening the FIFO (not reading the terminal) until the other terminal writes it.
+  const blocked = call('terminal_send', {
+    sessionId: state.session, input: `cat ${workspace}/gate; echo released\n`,
+    silenceMs: GUARD_MS, timeoutMs: GUARD_MS
+  }).then((r) => { settled = true; return r; });
+  await waitFor('the blocked send holds the terminal', async () =>
+    (await call('terminal_status', { sessionId: state.session })).structuredContent.busy);
+  const busy = await call('terminal_send', { sessionId: state.session, input: 'echo no\n' });
+  assert.equal(busy.isError, true);
+  assert.match(busy.content[0].text, /^busy: /);
+  const read = await call('terminal_read', { sessionId: state.session });
+  assert.equal(read.isError, false);
+  const list = await call('terminal_list');
+  const byName = Object.fromEntries(list.structuredContent.sessions.map((x) => [x.name, x]));
+  assert.equal(byName.sdk.busy, true);
+  assert.equal(byName.other.busy, false);
+  assert.equal(settled, false, 'the blocked send is still running');
+  await send(state.other, `echo open-sesame > ${workspace}/gate\n`);
+  const r = await blocked;
+  assert.equal(r.structuredContent.viewport, 'open-sesame\nreleased');
+  assert.equal(r.structuredContent.waitReason, 'stdin_read');
+});
+
+// Resolves once `token` shows in the terminal's scrollback: the command that printed it runs.
+async function waitForOutput(sessionId, token) {
+  await waitFor(`"${token}" on ${sessionId}`, async () => {
+    const page = await call('terminal_read', { sessionId, view: 'screen' });
+    return page.structuredContent.text.includes(token);
+  });
+}
+
+// `exec` keeps one process, in its own foreground group, from the token to the sleep.
+const SLEEPER = (token) => `sh -c 'echo ${token}-$((6*7)); exec sleep 300'\n`;
+
+await step('terminal_signal: SIGINT reaches the foreground program, not the shell', async () => {
+  const running = call('terminal_send', {
+    sessionId: state.other, input: SLEEPER('sig'), silenceMs: GUARD_MS, timeoutMs: GUARD_MS
+  });
+  await waitForOutput(state.other, 'sig-42');
+  const signalled = await call('terminal_signal', { sessionId: state.other, signal: 'SIGINT' });
+  assert.equal(signalled.isError, false, signalled.content[0].text);
+  assert.equal(signalled.structuredContent.delivered, true);
+  const r = await running;
+  assert.equal(r.structuredContent.waitReason, 'stdin_read');
+  assert.equal(r.structuredContent.exitCode, 130);
+  assert.equal(r.structuredContent.sessionStatus.kind, 'running');
+});
+
+await step('notifications/cancelled: aborting a send interrupts it; no response follows',
+  async () => {
+    const controller = new AbortController();
+    const canceled = client.callTool({
+      name: 'terminal_send',
+      arguments: { sessionId: state.other, input: SLEEPER('cancel'), silenceMs: GUARD_MS,
+        timeoutMs: GUARD_MS }
+    }, undefined, { signal: controller.signal });
+    await waitForOutput(state.other, 'cancel-42');
+    controller.abort('the user changed their mind');
+    await assert.rejects(canceled);
+    await waitFor('the canceled send releases the terminal', async () =>
+      !(await call('terminal_status', { sessionId: state.other })).structuredContent.busy);
+    const r = await send(state.other, 'echo "after-cancel $?"\n');
+    assert.equal(r.structuredContent.viewport, 'after-cancel 130');
+    const cancelNote = transcript.find((e) => e.message.method === 'notifications/cancelled');
+    assert.equal(cancelNote.message.params.reason, 'the user changed their mind');
+    const canceledId = cancelNote.message.params.requestId;
+    assert.ok(!transcript.some((e) => e.direction === 'server->client' &&
+      e.message.id === canceledId), 'the canceled request got no response');
+  });
+
+await step('tool errors are results with isError: bogus id, bad arguments, unknown tool',
+  async () => {
+    const bogus = 'pty-00000000000000000000000000000000';
+    for (const [name, args] of [
+      ['terminal_send', { sessionId: bogus, input: 'echo x\n' }],
+      ['terminal_read', { sessionId: bogus }],
+      ['terminal_close', { sessionId: bogus }]
+    ]) {
+      const r = await call(name, args);
+      assert.equal(r.isError, true, name);
+      assert.equal(r.structuredContent, undefined);
+      assert.match(r.content[0].text, /^not_found: no session pty-0+ is open/);
+    }
+    const bad = await call('terminal_open', { cols: 'wide' });
+    assert.equal(bad.isError, true);
+    assert.match(bad.content[0].text, /cols/);
+    await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }),
+      (error) => error.code === -32602 && /no_such_tool/.test(error.message));
+  });
+
+await step('policy_set_mode is fenced (isError, mode_fenced) while a terminal is open',
+  async () => {
+    const r = await call('policy_set_mode', { mode: 'read-only' });
+    assert.equal(r.isError, true);
+    assert.match(r.content[0].text, /^mode_fenced: /);
+    assert.deepEqual(updates, []);
+  });
+
+await step('terminal_close: every terminal ends, its shell included', async () => {
+  for (const id of [state.session, state.other]) {
+    const closed = await call('terminal_close', { sessionId: id });
+    assert.equal(closed.isError, false, closed.content[0].text);
+    assert.equal(closed.structuredContent.sessionStatus.kind, 'exited');
+  }
+  assert.ok(processGone(state.shellPid), 'the shell is gone when terminal_close answers');
+  const list = await call('terminal_list');
+  assert.deepEqual(list.structuredContent.sessions, []);
+});
+
+await step('a mode change announces notifications/resources/updated and a superseding clause',
+  async () => {
+    const r = await call('policy_set_mode', { mode: 'read-only' });
+    assert.equal(r.isError, false, r.content[0].text);
+    assert.deepEqual(r.structuredContent, { mode: 'read-only' });
+    assert.match(r.content[0].text,
+      /Sandbox policy: read-only mode; writable: only a private \/tmp; .*network denied\./);
+    assert.ok(r.content.some((c) => c.type === 'resource_link' && c.uri === 'ptybox://policy'));
+    await waitFor('the resource update notification', () => updates.length > 0);
+    assert.deepEqual(updates, ['ptybox://policy']);
+    const updateIndex = transcript.findIndex((e) =>
+      e.message.method === 'notifications/resources/updated');
+    const resultIndex = transcript.findIndex((e) => e.direction === 'server->client' &&
+      e.message.result?.structuredContent?.mode === 'read-only');
+    assert.ok(updateIndex >= 0 && updateIndex < resultIndex, 'announced before the result');
+    const read = await client.readResource({ uri: 'ptybox://policy' });
+    const json = JSON.parse(read.contents.find((c) => c.mimeType === 'application/json').text);
+    assert.equal(json.mode, 'read-only');
+    const same = await call('policy_set_mode', { mode: 'read-only' });
+    assert.equal(same.isError, false);
+    assert.equal(updates.length, 1, 'no update when nothing changed');
+  });
+
+await step('a read-only session cannot write the workspace', async () => {
+  const opened = await call('terminal_open', {});
+  assert.equal(opened.structuredContent.mode, 'read-only');
+  state.readOnly = opened.structuredContent.sessionId;
+  state.readOnlyPid = opened.structuredContent.pid;
+  const r = await send(state.readOnly, `touch ${workspace}/denied\n`);
+  assert.notEqual(r.structuredContent.exitCode, 0);
+  assert.match(r.structuredContent.viewport, /Read-only file system/);
+  assert.ok(!fs.existsSync(path.join(workspace, 'denied')));
+});
+
+await step('disconnect: closing the client ends the server and the sessions it still had',
+  async () => {
+    const serverPid = transport.pid;
+    await withGuard(client.close(), 'client.close');
+    await waitFor('the server exits', () => processGone(serverPid));
+    await waitFor('the left-open shell ends', () => processGone(state.readOnlyPid));
+    assert.deepEqual(clientErrors.map(String), [], 'the SDK saw no protocol error (no response ' +
+      'to a canceled request, nothing unparsable)');
+  });
+
+if (transcriptPath) {
+  fs.writeFileSync(transcriptPath, transcript.map((e) => JSON.stringify(e)).join('\n') + '\n');
+}
+fs.rmSync(workspace, { recursive: true, force: true });
+console.log(`1..${stepNumber}`);
+console.log(`# node ${process.version}, @modelcontextprotocol/sdk ${JSON.parse(fs.readFileSync(
+  new URL('./node_modules/@modelcontextprotocol/sdk/package.json', import.meta.url))).version}`);
+console.log(`# ${passed} passed, ${failed} failed`);
+if (failed > 0) {
+  console.log('# ptybox mcp stderr:');
+  for (const line of stderrText.split('\n')) console.log(`#   ${line}`);
+}
+process.exit(failed > 0 ? 1 : 0);
