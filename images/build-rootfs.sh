@@ -89,8 +89,8 @@ if [[ $(id -u) -eq 0 ]]; then
   chown "$uid:$gid" "$rootfs/run/ptybox" "$rootfs/workspace" "$rootfs/home/ptybox"
 fi
 if ((debian)); then
-  chroot "$rootfs" groupadd --system --gid "$gid" ptybox
-  chroot "$rootfs" useradd --system --uid "$uid" --gid "$gid" --home-dir /home/ptybox \
+  chroot "$rootfs" groupadd --gid "$gid" ptybox
+  chroot "$rootfs" useradd --uid "$uid" --gid "$gid" --home-dir /home/ptybox \
     --shell /bin/bash ptybox
 fi
 
