@@ -81,7 +81,8 @@ int main(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "run one command in the sandbox (for CI jobs)");
   AddCommonFlags(run, run_flags);
   run->add_option("--mode", run_mode, "read-only, workspace-write or danger-full-access");
-  run->add_option("--timeout", run_timeout, "seconds before the command is ended (exit 124)");
+  run->add_option("--timeout", run_timeout,
+                  "whole seconds before the command is ended (exit 124); 1 to 2592000");
   run->add_option("command", run_command, "the command and its arguments, after --")->required();
 
   CLI::App* policy_cmd = app.add_subcommand("policy", "check or resolve policy files");
@@ -100,7 +101,13 @@ int main(int argc, char** argv) {
   CLI::App* demo = app.add_subcommand("demo", "a short sandboxed session, shown as JSON-RPC");
   AddCommonFlags(demo, demo_flags);
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // CLI11 prints the message (or the help); a usage error exits 2, never a code of its own
+    // that `ptybox run` could be mistaken to pass through from the command.
+    return app.exit(e) == 0 ? 0 : ptybox::runtime::kRunExitUsage;
+  }
 
   using namespace ptybox::runtime;
   if (serve->parsed()) {
@@ -128,15 +135,11 @@ int main(int argc, char** argv) {
       if (!mode) {
         std::cerr << "ptybox run: unknown --mode \"" << run_mode
                   << "\" (read-only, workspace-write or danger-full-access)\n";
-        return 2;
+        return kRunExitUsage;
       }
       options.service.mode_override = mode;
     }
-    if (run_timeout < 0) {
-      std::cerr << "ptybox run: --timeout must be positive\n";
-      return 2;
-    }
-    if (run_timeout > 0) options.timeout_seconds = run_timeout;
+    if (run->count("--timeout") > 0) options.timeout_seconds = run_timeout;
     options.command = run_command;
     return RunCommand(options);
   }

@@ -56,9 +56,11 @@ struct InitOptions {
 }
 
 // Reports a setup failure to the daemon (which turns it into spawn_failed) and exits.
-[[noreturn]] void FailSetup(int control_fd, const std::string& message) {
+// `exec_errno` is execve's errno when the program itself could not be started.
+[[noreturn]] void FailSetup(int control_fd, const std::string& message, int exec_errno = 0) {
   InitMessage failed;
   failed.type = InitMessageType::kFailed;
+  failed.a = exec_errno;
   failed.payload = message;
   (void)SendInitMessage(control_fd, failed);
   Die(message);
@@ -207,7 +209,7 @@ std::string FindProgram(const std::string& name, const std::vector<std::string>&
 }
 
 // Forks the program. In PTY mode it becomes a session leader with the slave as its controlling
-// terminal. An exec failure comes back over a close-on-exec pipe as an errno.
+// terminal. A failure in the child comes back over a close-on-exec pipe as {stage, errno}.
 pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, const Pty* pty) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) FailSetup(o.control_fd, ErrnoText("pipe2"));
@@ -224,9 +226,11 @@ pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, co
 
   pid_t pid = ::fork();
   if (pid < 0) FailSetup(o.control_fd, ErrnoText("fork"));
+  enum Stage : int { kSetup = 0, kExec = 1 };
   if (pid == 0) {
-    auto fail = [&](int err) {
-      ssize_t ignored = ::write(exec_write.Get(), &err, sizeof(err));
+    auto fail = [&](int err, Stage stage = kSetup) {
+      int report[2] = {stage, err};
+      ssize_t ignored = ::write(exec_write.Get(), report, sizeof(report));
       (void)ignored;
       ::_exit(127);
     };
@@ -243,17 +247,19 @@ pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, co
     }
     if (!o.cwd.empty() && ::chdir(o.cwd.c_str()) != 0) fail(errno);
     ::execve(program.c_str(), argv.data(), envp.data());
-    fail(errno);
+    fail(errno, kExec);
   }
   exec_write.Reset();
-  int err = 0;
+  int report[2] = {kSetup, 0};
   ssize_t n;
   do {
-    n = ::read(exec_read.Get(), &err, sizeof(err));
+    n = ::read(exec_read.Get(), report, sizeof(report));
   } while (n < 0 && errno == EINTR);
-  if (n == static_cast<ssize_t>(sizeof(err))) {
+  if (n == static_cast<ssize_t>(sizeof(report))) {
     ::waitpid(pid, nullptr, 0);
-    FailSetup(o.control_fd, ErrnoText("starting " + o.argv[0] + (o.cwd.empty() ? "" : " in " + o.cwd), err));
+    FailSetup(o.control_fd,
+              ErrnoText("starting " + o.argv[0] + (o.cwd.empty() ? "" : " in " + o.cwd), report[1]),
+              report[0] == kExec ? report[1] : 0);
   }
   return pid;
 }

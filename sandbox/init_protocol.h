@@ -22,7 +22,8 @@ enum class InitMessageType : uint32_t {
   kExited = 3,     // init -> daemon: a = exit code or -1, b = signal or 0
   kTerminate = 4,  // daemon -> init: b = grace in ms before SIGKILL
   kQuiet = 5,      // init -> daemon: every process of the session has ended; init exits next
-  kFailed = 6,     // init -> daemon: payload = a sentence saying what failed (setup before exec)
+  kFailed = 6,     // init -> daemon: payload = a sentence saying what failed (setup before exec);
+                   // a = execve's errno when the program itself could not be started, else 0
 };
 
 struct InitMessage {
