@@ -293,6 +293,30 @@ TEST_F(SendOperationTest, ViewportDropsIntermediatePromptsAndKeepsOutput) {
   EXPECT_EQ((*settled_)->cwd, "/work");
 }
 
+TEST_F(SendOperationTest, IntermediatePromptLineIsDroppedAsTheDecoderRendersIt) {
+  // Committed lines come with trailing blanks trimmed: a line holding only "$ " reads "$".
+  host_.pending = "$";
+  auto op = Make("sleep 1; echo a\necho b\n");
+  op->Start();
+  host_.fake.SettleInspection();
+  host_.fake.SettleWrite(size_t{22});
+  op->OnOutput();
+  op->OnLine("$");
+  op->OnLine("a");
+  op->OnMarker(PromptMarker{0, "/w"}, "");
+  op->OnCandidate(100, 0);
+  op->OnInvalidated();
+  op->OnLine("$");
+  op->OnLine("b");
+  op->OnMarker(PromptMarker{0, "/w"}, "x");  // output without a newline before the prompt
+  op->OnCandidate(100, 0);
+  op->OnInvalidated();
+  op->OnLine("x$");
+  PromptBack(*op, 0);
+  ASSERT_TRUE(settled_);
+  EXPECT_EQ((*settled_)->viewport, "a\nb\nx");
+}
+
 TEST_F(SendOperationTest, ClosedSessionSettlesAsSessionExitAfterQuiescence) {
   auto op = Make();
   op->Start();
