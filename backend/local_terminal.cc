@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <asio/post.hpp>
@@ -411,6 +412,14 @@ Result<pid_t> LocalTerminal::VerifiedForegroundGroup() {
 }
 
 void LocalTerminal::SignalForeground(int signal, std::function<void(Result<SignalResult>)> done) {
+  // As the terminal driver does for a typed ^C, ^\ or ^Z (unless NOFLSH is set): input that no
+  // program has read yet is discarded, so the unread tail of a canceled line never runs as a
+  // command of its own after the signal cut the reading short.
+  termios tio{};
+  if ((signal == SIGINT || signal == SIGQUIT || signal == SIGTSTP) && slave_ &&
+      ::tcgetattr(slave_.Get(), &tio) == 0 && (tio.c_lflag & NOFLSH) == 0) {
+    ::tcflush(slave_.Get(), TCIFLUSH);
+  }
   Result<SignalResult> outcome = [&]() -> Result<SignalResult> {
     for (int attempt = 0; attempt < 2; ++attempt) {
       Result<pid_t> pgid = VerifiedForegroundGroup();
