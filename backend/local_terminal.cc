@@ -404,7 +404,9 @@ Result<pid_t> LocalTerminal::VerifiedForegroundGroup() {
   }
   // The kernel only reports a group of this terminal's session; check the leader still belongs
   // to it, so a recycled pid never receives our signal.
-  if (std::optional<long> session = StatField(pgid, 6); session && *session != shell_pid_) {
+  // (A leader being reaped reads session 0: it is going, not foreign; kill() decides.)
+  if (std::optional<long> session = StatField(pgid, 6);
+      session && *session != 0 && *session != shell_pid_) {
     return Fail(ErrorKind::kClosed, "the foreground process group " + std::to_string(pgid) +
                                         " no longer belongs to this session");
   }
@@ -421,9 +423,11 @@ void LocalTerminal::SignalForeground(int signal, std::function<void(Result<Signa
     ::tcflush(slave_.Get(), TCIFLUSH);
   }
   Result<SignalResult> outcome = [&]() -> Result<SignalResult> {
+    pid_t vanished = 0;
     for (int attempt = 0; attempt < 2; ++attempt) {
       Result<pid_t> pgid = VerifiedForegroundGroup();
       if (!pgid) return std::unexpected(pgid.error());
+      vanished = *pgid;
       if (::kill(-*pgid, signal) == 0) {
         last_signal_ = DeliveredSignal{std::chrono::steady_clock::now(), *pgid, signal};
         return SignalResult{true, *pgid};
@@ -433,7 +437,10 @@ void LocalTerminal::SignalForeground(int signal, std::function<void(Result<Signa
                                                 "process group " + std::to_string(*pgid)));
       }
     }
-    return Fail(ErrorKind::kClosed, "the foreground process group vanished while signalling it");
+    // The foreground job ended on its own just now and the shell has not taken the terminal
+    // back yet (the terminal still names the empty group): nothing is left to signal. Not a
+    // transport failure; a cancellation racing the job's natural end settles normally.
+    return SignalResult{false, vanished};
   }();
   std::weak_ptr<bool> alive = alive_;
   asio::post(io_, [alive, done = std::move(done), outcome = std::move(outcome)] {
