@@ -73,8 +73,8 @@ TEST_F(EngineTest, PromptSettlesOnTheFirstInspectionThatFindsTheShellStillAtIt) 
   ReadinessEngine::Decision d = e.Evaluate(At(2));
   EXPECT_FALSE(d.settle);
   ASSERT_TRUE(d.probe_at);
-  EXPECT_EQ(*d.probe_at, At(3));   // asked for within a millisecond of the output
-  e.OnProbe(At(3), Busy(kShell));  // readline still setting up: not refuted for good
+  EXPECT_TRUE(d.probe_now);        // asked for at once
+  e.OnProbe(At(2), Busy(kShell));  // readline still setting up: not refuted for good
   EXPECT_FALSE(e.Evaluate(At(3)).settle);
   e.OnProbe(At(5), Waiting(kShell, 1000));
   d = e.Evaluate(At(5));
@@ -83,16 +83,18 @@ TEST_F(EngineTest, PromptSettlesOnTheFirstInspectionThatFindsTheShellStillAtIt) 
   EXPECT_TRUE(e.settled_by_prompt());
 }
 
-TEST_F(EngineTest, UnknownStdinFactsDoNotRefuteAPromptInTheForeground) {
+TEST_F(EngineTest, UnknownStdinFactsDoNotConfirmAPrompt) {
   ReadinessEngine e = SendEngine();
   WriteAt(e, At(0));
   e.OnOutput(At(2));
   e.OnPromptCandidate(At(2), kShell);
-  ForegroundFacts unknown;  // a provider that cannot tell whether the shell reads
+  ForegroundFacts unknown;  // e.g. the shell forked `sleep` while it was inspected
   unknown.foreground_pgid = kShell;
   unknown.waiting_for_input = Tri::kUnknown;
   e.OnProbe(At(3), unknown);
-  ReadinessEngine::Decision d = e.Evaluate(At(3));
+  EXPECT_FALSE(e.Evaluate(At(3)).settle);
+  e.OnProbe(At(5), Waiting(kShell, 1000));
+  ReadinessEngine::Decision d = e.Evaluate(At(5));
   ASSERT_TRUE(d.settle);
   EXPECT_TRUE(e.settled_by_prompt());
 }
