@@ -304,12 +304,17 @@ void LocalTerminal::Inspect(std::function<void(ForegroundFacts)> done) {
     facts = inspector_->Inspect();
     facts.unread_input = UnreadInput();
   }
+  const uint64_t writes_before = writes_done_;
   std::weak_ptr<bool> alive = alive_;
-  asio::post(io_, [this, alive, facts = std::move(facts), done = std::move(done)]() mutable {
+  asio::post(io_, [this, alive, writes_before, facts = std::move(facts),
+                   done = std::move(done)]() mutable {
     if (alive.expired()) return;
     // Output the terminal held when the facts were read is decoded before the facts count.
     DrainOutput();
     if (alive.expired()) return;
+    // Input written since the facts were read (an answer to a cursor position query decoded
+    // just now, typically) may wake the reader they saw waiting: the wait is stale.
+    if (writes_done_ != writes_before) facts.waiting_for_input = Tri::kUnknown;
     done(std::move(facts));
   });
 }
@@ -370,6 +375,7 @@ void LocalTerminal::Flush() {
         return;
       }
       w.offset += static_cast<size_t>(n);
+      ++writes_done_;
       if (w.offset < w.bytes.size()) continue;
     }
     size_t written = w.offset;
