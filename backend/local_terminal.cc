@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <asio/post.hpp>
@@ -303,12 +304,17 @@ void LocalTerminal::Inspect(std::function<void(ForegroundFacts)> done) {
     facts = inspector_->Inspect();
     facts.unread_input = UnreadInput();
   }
+  const uint64_t writes_before = writes_done_;
   std::weak_ptr<bool> alive = alive_;
-  asio::post(io_, [this, alive, facts = std::move(facts), done = std::move(done)]() mutable {
+  asio::post(io_, [this, alive, writes_before, facts = std::move(facts),
+                   done = std::move(done)]() mutable {
     if (alive.expired()) return;
     // Output the terminal held when the facts were read is decoded before the facts count.
     DrainOutput();
     if (alive.expired()) return;
+    // Input written since the facts were read (an answer to a cursor position query decoded
+    // just now, typically) may wake the reader they saw waiting: the wait is stale.
+    if (writes_done_ != writes_before) facts.waiting_for_input = Tri::kUnknown;
     done(std::move(facts));
   });
 }
@@ -369,6 +375,7 @@ void LocalTerminal::Flush() {
         return;
       }
       w.offset += static_cast<size_t>(n);
+      ++writes_done_;
       if (w.offset < w.bytes.size()) continue;
     }
     size_t written = w.offset;
@@ -403,7 +410,9 @@ Result<pid_t> LocalTerminal::VerifiedForegroundGroup() {
   }
   // The kernel only reports a group of this terminal's session; check the leader still belongs
   // to it, so a recycled pid never receives our signal.
-  if (std::optional<long> session = StatField(pgid, 6); session && *session != shell_pid_) {
+  // (A leader being reaped reads session 0: it is going, not foreign; kill() decides.)
+  if (std::optional<long> session = StatField(pgid, 6);
+      session && *session != 0 && *session != shell_pid_) {
     return Fail(ErrorKind::kClosed, "the foreground process group " + std::to_string(pgid) +
                                         " no longer belongs to this session");
   }
@@ -411,10 +420,20 @@ Result<pid_t> LocalTerminal::VerifiedForegroundGroup() {
 }
 
 void LocalTerminal::SignalForeground(int signal, std::function<void(Result<SignalResult>)> done) {
+  // As the terminal driver does for a typed ^C, ^\ or ^Z (unless NOFLSH is set): input that no
+  // program has read yet is discarded, so the unread tail of a canceled line never runs as a
+  // command of its own after the signal cut the reading short.
+  termios tio{};
+  if ((signal == SIGINT || signal == SIGQUIT || signal == SIGTSTP) && slave_ &&
+      ::tcgetattr(slave_.Get(), &tio) == 0 && (tio.c_lflag & NOFLSH) == 0) {
+    ::tcflush(slave_.Get(), TCIFLUSH);
+  }
   Result<SignalResult> outcome = [&]() -> Result<SignalResult> {
+    pid_t vanished = 0;
     for (int attempt = 0; attempt < 2; ++attempt) {
       Result<pid_t> pgid = VerifiedForegroundGroup();
       if (!pgid) return std::unexpected(pgid.error());
+      vanished = *pgid;
       if (::kill(-*pgid, signal) == 0) {
         last_signal_ = DeliveredSignal{std::chrono::steady_clock::now(), *pgid, signal};
         return SignalResult{true, *pgid};
@@ -424,7 +443,10 @@ void LocalTerminal::SignalForeground(int signal, std::function<void(Result<Signa
                                                 "process group " + std::to_string(*pgid)));
       }
     }
-    return Fail(ErrorKind::kClosed, "the foreground process group vanished while signalling it");
+    // The foreground job ended on its own just now and the shell has not taken the terminal
+    // back yet (the terminal still names the empty group): nothing is left to signal. Not a
+    // transport failure; a cancellation racing the job's natural end settles normally.
+    return SignalResult{false, vanished};
   }();
   std::weak_ptr<bool> alive = alive_;
   asio::post(io_, [alive, done = std::move(done), outcome = std::move(outcome)] {

@@ -9,6 +9,7 @@
 #include <asio/posix/stream_descriptor.hpp>
 #include <asio/steady_timer.hpp>
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <filesystem>
 #include <functional>
@@ -120,6 +121,7 @@ class LocalTerminal final : public TerminalHandle {
 
   std::deque<PendingWrite> writes_;
   bool write_waiting_ = false;
+  uint64_t writes_done_ = 0;  // write() calls that put bytes into the terminal's input
 
   SessionStatus status_;
   std::optional<DeliveredSignal> last_signal_;

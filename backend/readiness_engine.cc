@@ -31,6 +31,7 @@ void ReadinessEngine::OnWriteStarted(TimePoint /*now*/) {
   // The write boundary: whatever was seen before it says nothing about this send.
   stage_ = Stage::kWriting;
   candidate_ = false;
+  candidate_confirmed_ = false;
   candidate_fg_.reset();
   output_seen_ = false;
   last_activity_.reset();
@@ -53,21 +54,27 @@ void ReadinessEngine::OnOutput(TimePoint now) {
   if (stage_ == Stage::kWaiting) ScheduleProbeAfterActivity(now);
 }
 
-void ReadinessEngine::OnPromptCandidate(TimePoint /*now*/, std::optional<pid_t> foreground_pgid,
+void ReadinessEngine::OnPromptCandidate(TimePoint now, std::optional<pid_t> foreground_pgid,
                                         std::optional<size_t> unread_input) {
   if (settled() || stage_ == Stage::kBeforeWrite) return;
   candidate_ = true;
+  candidate_confirmed_ = false;
   candidate_fg_ = foreground_pgid;
   // Unknown counts as drained: the check guards multi-line input, it is not evidence itself.
   input_drained_ = unread_input.value_or(0) == 0;
+  candidate_before_input_ = !input_drained_;
+  // Readline blocks in read() right after printing PS1: confirm at once, not a poll step later.
+  if (stage_ == Stage::kWaiting && !candidate_before_input_) next_probe_ = now;
 }
 
 bool ReadinessEngine::CandidateVerified() const {
-  return candidate_ && candidate_fg_ == shell_pgid_ && input_drained_;
+  return candidate_ && candidate_confirmed_ && !candidate_before_input_ &&
+         candidate_fg_ == shell_pgid_ && input_drained_;
 }
 
 void ReadinessEngine::OnPromptInvalidated() {
   candidate_ = false;
+  candidate_confirmed_ = false;
   candidate_fg_.reset();
 }
 
@@ -84,6 +91,12 @@ void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
   if (candidate_) {
     candidate_fg_ = facts.foreground_pgid;
     input_drained_ = drained;
+    // The facts were read after the candidate was decoded, and output up to them has been
+    // decoded since (a later prompt would have replaced the candidate). Only a shell blocked
+    // reading the terminal is still at this prompt: one seen running has read more of our
+    // input after printing it (multi-line input, typeahead), and unknown (a fork or exit
+    // during the walk) proves nothing.
+    candidate_confirmed_ = stage_ == Stage::kWaiting && facts.waiting_for_input == Tri::kYes;
   }
   if (stage_ != Stage::kWaiting) return;
   if (facts.foreground_pgid) {

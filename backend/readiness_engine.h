@@ -51,7 +51,9 @@ class ReadinessEngine final {
   // The printable tail after an owned marker equals the controlled PS1. `foreground_pgid` is the
   // terminal's foreground group read when the candidate completed (nullopt = unknown);
   // `unread_input` the bytes of input still queued in the terminal (nullopt = unknown). A prompt
-  // proves readiness only while the shell is in the foreground and has read all our input.
+  // proves readiness only while the shell is in the foreground and has read all our input, as
+  // confirmed by an inspection made after the candidate was decoded (OnProbe): the shell may
+  // have printed this prompt and then read more of our input before we decoded it.
   void OnPromptCandidate(TimePoint now, std::optional<pid_t> foreground_pgid,
                          std::optional<size_t> unread_input = size_t{0});
   // Printable output followed the candidate: it is no longer a prompt at the end of the output.
@@ -102,6 +104,11 @@ class ReadinessEngine final {
   std::optional<TimePoint> last_activity_;  // write settled or last output, whichever is later
   bool candidate_ = false;
   std::optional<pid_t> candidate_fg_;  // foreground group last seen while the candidate held
+  // An inspection after the candidate saw the shell still at it (not running on).
+  bool candidate_confirmed_ = false;
+  // Our input was still unread when the candidate completed: the shell reads it after this
+  // prompt, so this prompt cannot be the end of the send.
+  bool candidate_before_input_ = false;
   bool input_drained_ = true;          // no input queued in the terminal when last seen
   bool session_exited_ = false;
   bool exact_wait_ = false;  // a fresh stdin wait was observed

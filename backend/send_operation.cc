@@ -6,6 +6,18 @@ namespace ptybox::backend {
 
 namespace {
 
+// `line` without the intermediate prompt `before + PS1` it starts with; nullopt when it does not
+// start with it. Rendered lines have their trailing blanks trimmed, so a line that held only the
+// prompt reads "$", not "$ ".
+std::optional<std::string> WithoutPrompt(std::string_view line, const std::string& before) {
+  const std::string prompt = before + std::string(kPromptPs1);
+  if (line.starts_with(prompt)) return before + std::string(line.substr(prompt.size()));
+  std::string_view trimmed = prompt;
+  while (!trimmed.empty() && trimmed.back() == ' ') trimmed.remove_suffix(1);
+  if (line == trimmed) return before;
+  return std::nullopt;
+}
+
 ReadinessTimings WithRequest(ReadinessTimings timings, const SendRequest& request) {
   if (request.timeout_ms) timings.timeout = Millis(*request.timeout_ms);
   if (request.silence_ms) timings.idle_silence = Millis(*request.silence_ms);
@@ -155,10 +167,8 @@ void SendOperation::OnLine(std::string_view line) {
     // The line that held an intermediate prompt: keep what preceded the prompt and what followed
     // it, drop the prompt itself; a line that was only a prompt is not output.
     prompt_on_line_ = false;
-    const std::string prompt = pending_before_marker_ + std::string(kPromptPs1);
-    if (line.starts_with(prompt)) {
-      std::string kept = pending_before_marker_ + std::string(line.substr(prompt.size()));
-      if (!kept.empty()) capture_->AddLine(kept);
+    if (std::optional<std::string> kept = WithoutPrompt(line, pending_before_marker_)) {
+      if (!kept->empty()) capture_->AddLine(*kept);
       return;
     }
   }
@@ -217,9 +227,8 @@ void SendOperation::Finish(WaitReason reason) {
     bool by_prompt = engine().settled_by_prompt() && marker_.has_value();
     std::string pending = by_prompt ? pending_before_marker_ : host_.PendingText();
     if (!by_prompt && prompt_on_line_) {
-      const std::string prompt = pending_before_marker_ + std::string(kPromptPs1);
-      if (pending.starts_with(prompt)) {
-        pending = pending_before_marker_ + pending.substr(prompt.size());
+      if (std::optional<std::string> kept = WithoutPrompt(pending, pending_before_marker_)) {
+        pending = std::move(*kept);
       }
     }
     bool truncated = false;

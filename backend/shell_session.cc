@@ -153,13 +153,13 @@ void ShellSession::OnOutput(std::string_view bytes) {
 }
 
 void ShellSession::OnMarker(const PromptMarker& marker) {
-  last_marker_at_ = Now();
   std::string before = decoder_.PendingText();
   if (!published_) pending_before_marker_ = before;
   if (send_) send_->OnMarker(marker, std::move(before));
 }
 
 void ShellSession::OnCandidate() {
+  last_prompt_at_ = Now();
   std::optional<pid_t> fg = terminal_.ForegroundPgid();
   std::optional<size_t> unread = terminal_.UnreadInput();
   if (startup_ && !published_) startup_->engine().OnPromptCandidate(Now(), fg, unread);
@@ -198,9 +198,10 @@ void ShellSession::CleanUpAfterExit() {
 bool ShellSession::InSignalTransition(const ForegroundFacts& facts) {
   const std::optional<LocalTerminal::DeliveredSignal>& signal = terminal_.last_signal();
   if (!signal) return false;
-  // Settled: the shell printed its prompt since, another group now waits for input, or the
-  // handoff grace has passed.
-  if (last_marker_at_ >= signal->at) return false;
+  // Settled: the shell printed its whole prompt since (marker and PS1: a write between the
+  // two would put the prompt into the next send's output), another group now waits for
+  // input, or the handoff grace has passed.
+  if (last_prompt_at_ >= signal->at) return false;
   if (facts.foreground_pgid && *facts.foreground_pgid != signal->pgid &&
       facts.waiting_for_input == Tri::kYes) {
     return false;

@@ -99,7 +99,7 @@ class ShellSession final : public BackendSession,
   ReadyCallback ready_;
   bool published_ = false;
   std::string pending_before_marker_;
-  TimePoint last_marker_at_{};
+  TimePoint last_prompt_at_{};  // the last marker + PS1 decoded
 
   // Sends.
   std::shared_ptr<SendOperation> send_;

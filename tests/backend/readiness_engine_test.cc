@@ -64,14 +64,56 @@ class EngineTest : public ::testing::Test {
   }
 };
 
-TEST_F(EngineTest, VerifiedPromptSettlesImmediatelyWithoutWaitingForAPoll) {
+TEST_F(EngineTest, PromptSettlesOnTheFirstInspectionThatFindsTheShellStillAtIt) {
   ReadinessEngine e = SendEngine();
   WriteAt(e, At(0));
   e.OnOutput(At(2));
   e.OnPromptCandidate(At(2), kShell);
+  // The shell may have printed this prompt and read more input before it was decoded.
   ReadinessEngine::Decision d = e.Evaluate(At(2));
+  EXPECT_FALSE(d.settle);
+  ASSERT_TRUE(d.probe_at);
+  EXPECT_TRUE(d.probe_now);        // asked for at once
+  e.OnProbe(At(2), Busy(kShell));  // readline still setting up: not refuted for good
+  EXPECT_FALSE(e.Evaluate(At(3)).settle);
+  e.OnProbe(At(5), Waiting(kShell, 1000));
+  d = e.Evaluate(At(5));
   ASSERT_TRUE(d.settle);
   EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
+  EXPECT_TRUE(e.settled_by_prompt());
+}
+
+TEST_F(EngineTest, UnknownStdinFactsDoNotConfirmAPrompt) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(2));
+  e.OnPromptCandidate(At(2), kShell);
+  ForegroundFacts unknown;  // e.g. the shell forked `sleep` while it was inspected
+  unknown.foreground_pgid = kShell;
+  unknown.waiting_for_input = Tri::kUnknown;
+  e.OnProbe(At(3), unknown);
+  EXPECT_FALSE(e.Evaluate(At(3)).settle);
+  e.OnProbe(At(5), Waiting(kShell, 1000));
+  ReadinessEngine::Decision d = e.Evaluate(At(5));
+  ASSERT_TRUE(d.settle);
+  EXPECT_TRUE(e.settled_by_prompt());
+}
+
+TEST_F(EngineTest, PromptThatTheShellRanPastIsNotTheEnd) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  // "echo a\necho b\n": the prompt after `echo a` is decoded after bash already read "echo b"
+  // (nothing unread any more), and bash is running it.
+  e.OnOutput(At(1));
+  e.OnPromptCandidate(At(1), kShell, size_t{0});
+  e.OnProbe(At(2), Busy(kShell));
+  EXPECT_FALSE(e.Evaluate(At(2)).settle);
+  e.OnOutput(At(3));  // "b", then the last prompt
+  e.OnPromptInvalidated();
+  e.OnPromptCandidate(At(3), kShell, size_t{0});
+  e.OnProbe(At(4), Waiting(kShell, 4000));
+  ReadinessEngine::Decision d = e.Evaluate(At(4));
+  ASSERT_TRUE(d.settle);
   EXPECT_TRUE(e.settled_by_prompt());
 }
 
@@ -118,9 +160,12 @@ TEST_F(EngineTest, CandidateDuringAnUnfinishedWriteWaitsForTheWrite) {
   e.OnWriteStarted(At(0));
   e.OnOutput(At(1));
   e.OnPromptCandidate(At(1), kShell);
+  e.OnProbe(At(2), Waiting(kShell, 5));
   EXPECT_FALSE(e.Evaluate(At(2)).settle);
   e.OnWriteSettled(At(3));
-  ReadinessEngine::Decision d = e.Evaluate(At(3));
+  EXPECT_FALSE(e.Evaluate(At(3)).settle);
+  e.OnProbe(At(4), Waiting(kShell, 5));
+  ReadinessEngine::Decision d = e.Evaluate(At(4));
   ASSERT_TRUE(d.settle);
   EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
 }
@@ -138,7 +183,23 @@ TEST_F(EngineTest, PromptWithOurInputStillQueuedIsNotReady) {
   EXPECT_FALSE(e.Evaluate(At(2)).settle);
   e.OnPromptInvalidated();
   e.OnPromptCandidate(At(3), kShell, size_t{0});  // the prompt after `echo b`
-  EXPECT_EQ(*e.Evaluate(At(3)).settle, WaitReason::kStdinRead);
+  e.OnProbe(At(4), Waiting(kShell, 6000));
+  EXPECT_EQ(*e.Evaluate(At(4)).settle, WaitReason::kStdinRead);
+  EXPECT_TRUE(e.settled_by_prompt());
+}
+
+TEST_F(EngineTest, PromptPrintedBeforeOurInputWasReadNeverVerifies) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  // Typed ahead while a command ran: its prompt comes while "read x\n" is still unread; bash
+  // then reads it and blocks in `read` without printing anything.
+  e.OnOutput(At(1));
+  e.OnPromptCandidate(At(1), kShell, size_t{7});
+  e.OnProbe(At(2), Waiting(kShell, 6000));  // a wait that began after the write
+  ReadinessEngine::Decision d = e.Evaluate(At(2));
+  ASSERT_TRUE(d.settle);
+  EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
+  EXPECT_FALSE(e.settled_by_prompt());  // no exit code of a command that has not finished
 }
 
 TEST_F(EngineTest, OutputAfterTheCandidateInvalidatesIt) {
@@ -187,7 +248,7 @@ TEST_F(EngineTest, HandoffWithinGraceWinsOverSilence) {
   // bash printed the marker before the terminal reports its return to the foreground
   e.OnPromptCandidate(At(10), kChild);
   EXPECT_FALSE(e.Evaluate(At(3200)).settle);
-  e.OnForegroundPgid(At(3300), kShell);  // the coincident handoff, inside the grace
+  e.OnProbe(At(3300), Waiting(kShell, 1000));  // the coincident handoff, inside the grace
   ReadinessEngine::Decision d = e.Evaluate(At(3300));
   ASSERT_TRUE(d.settle);
   EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
@@ -333,7 +394,8 @@ TEST_F(EngineTest, SettlesOnlyOnce) {
   ReadinessEngine e = SendEngine();
   WriteAt(e, At(0));
   e.OnPromptCandidate(At(1), kShell);
-  EXPECT_EQ(*e.Evaluate(At(1)).settle, WaitReason::kStdinRead);
+  e.OnProbe(At(2), Waiting(kShell, 1000));
+  EXPECT_EQ(*e.Evaluate(At(2)).settle, WaitReason::kStdinRead);
   e.OnSessionExit();
   EXPECT_EQ(*e.Evaluate(At(40000)).settle, WaitReason::kStdinRead);
 }
@@ -358,7 +420,9 @@ TEST_F(EngineTest, StartupPublishesOnTheVerifiedPrompt) {
   ReadinessEngine e(ReadinessEngine::Purpose::kStartup, Timings(), kShell, t0_);
   e.OnOutput(At(20));
   e.OnPromptCandidate(At(20), kShell);
-  ReadinessEngine::Decision d = e.Evaluate(At(20));
+  EXPECT_FALSE(e.Evaluate(At(20)).settle);
+  e.OnProbe(At(21), Waiting(kShell, 5));
+  ReadinessEngine::Decision d = e.Evaluate(At(21));
   ASSERT_TRUE(d.settle);
   EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
   EXPECT_TRUE(e.settled_by_prompt());

@@ -109,12 +109,16 @@ class SendOperationTest : public ::testing::Test {
     op->SetReleasedCallback([this] { released_ = true; });
     return op;
   }
-  // The shell prints its marker and prompt: the verified prompt is back.
+  // The shell prints its marker and prompt, and the inspection that follows finds it waiting
+  // there: the verified prompt is back.
   void PromptBack(SendOperation& op, int exit_code) {
     PromptMarker marker{exit_code, "/work"};
     op.OnOutput();
     op.OnMarker(marker, "");
     op.OnCandidate(100, 0);
+    host_.now += std::chrono::milliseconds(1);
+    op.OnTimer();
+    while (!settled_ && !host_.fake.inspections.empty()) host_.fake.SettleInspection();
   }
 };
 
@@ -241,7 +245,7 @@ TEST_F(SendOperationTest, CancelAfterSettlementIsFalseAndSendsNothing) {
   PromptBack(*op, 0);
   ASSERT_TRUE(settled_);
   EXPECT_FALSE(op->Cancel());
-  EXPECT_EQ(host_.fake.log.back(), "write:echo hi\n");
+  for (const std::string& entry : host_.fake.log) EXPECT_NE(entry, "signal:2");
 }
 
 TEST_F(SendOperationTest, DeadlineDuringInspectionMeansTheInputIsNeverWritten) {
@@ -287,6 +291,30 @@ TEST_F(SendOperationTest, ViewportDropsIntermediatePromptsAndKeepsOutput) {
   EXPECT_EQ((*settled_)->viewport, "a\nb");
   EXPECT_EQ((*settled_)->exit_code, 0);
   EXPECT_EQ((*settled_)->cwd, "/work");
+}
+
+TEST_F(SendOperationTest, IntermediatePromptLineIsDroppedAsTheDecoderRendersIt) {
+  // Committed lines come with trailing blanks trimmed: a line holding only "$ " reads "$".
+  host_.pending = "$";
+  auto op = Make("sleep 1; echo a\necho b\n");
+  op->Start();
+  host_.fake.SettleInspection();
+  host_.fake.SettleWrite(size_t{22});
+  op->OnOutput();
+  op->OnLine("$");
+  op->OnLine("a");
+  op->OnMarker(PromptMarker{0, "/w"}, "");
+  op->OnCandidate(100, 0);
+  op->OnInvalidated();
+  op->OnLine("$");
+  op->OnLine("b");
+  op->OnMarker(PromptMarker{0, "/w"}, "x");  // output without a newline before the prompt
+  op->OnCandidate(100, 0);
+  op->OnInvalidated();
+  op->OnLine("x$");
+  PromptBack(*op, 0);
+  ASSERT_TRUE(settled_);
+  EXPECT_EQ((*settled_)->viewport, "a\nb\nx");
 }
 
 TEST_F(SendOperationTest, ClosedSessionSettlesAsSessionExitAfterQuiescence) {
