@@ -62,7 +62,8 @@ void AppendUtf8(uint32_t cp, std::string& out) {
 void Screen::VTermDeleter::operator()(VTerm* vt) const { vterm_free(vt); }
 
 Screen::Screen(int rows, int columns)
-    : rows_(std::clamp(rows, 1, kMaxRows)), columns_(std::clamp(columns, 1, kMaxColumns)) {
+    : rows_(std::clamp(rows, 1, kMaxRows)),
+      columns_(std::clamp(columns, kMinColumns, kMaxColumns)) {
   vt_.reset(vterm_new(rows_, columns_));
   vterm_set_utf8(vt_.get(), 1);
   vterm_output_set_callback(vt_.get(), &ScreenCallbacks::Output, this);
@@ -132,8 +133,17 @@ void Screen::Sanitize(std::string_view bytes) {
 
 void Screen::Resize(int rows, int columns) {
   rows_ = std::clamp(rows, 1, kMaxRows);
-  columns_ = std::clamp(columns, 1, kMaxColumns);
+  columns_ = std::clamp(columns, kMinColumns, kMaxColumns);
   vterm_set_size(vt_.get(), rows_, columns_);
+  // libvterm 0.1.4 keeps the scroll region across a resize, and a region below the new last
+  // row makes the next scroll memmove a negative size. Reset it (DECSTBM without parameters)
+  // between a cursor save and restore (DECSC, DECRC), which a full-screen program redraws
+  // after SIGWINCH anyway.
+  static constexpr std::string_view kResetScrollRegion =
+      "\x1b"
+      "7\x1b[r\x1b"
+      "8";
+  vterm_input_write(vt_.get(), kResetScrollRegion.data(), kResetScrollRegion.size());
 }
 
 std::string Screen::Render() const {

@@ -15,8 +15,10 @@ namespace ptybox::backend {
 
 class Screen final {
  public:
-  // Sizes are clamped to 1..kMaxRows and 1..kMaxColumns.
+  // Sizes are clamped to 1..kMaxRows and kMinColumns..kMaxColumns: libvterm 0.1.4 writes out of
+  // bounds when a wide character is printed on a one-column terminal.
   static constexpr int kMaxRows = 500;
+  static constexpr int kMinColumns = 2;
   static constexpr int kMaxColumns = 1000;
   // Replies beyond this many unread bytes are dropped (a program flooding DSR requests).
   static constexpr size_t kMaxReplyBytes = 64 * 1024;

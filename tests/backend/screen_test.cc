@@ -103,6 +103,33 @@ TEST(ScreenTest, ResizeChangesTheRenderedSize) {
   EXPECT_EQ(clamped.columns(), Screen::kMaxColumns);
 }
 
+// libvterm 0.1.4 keeps a scroll region below the last row after shrinking, then scrolls it with
+// a negative memmove size.
+TEST(ScreenTest, ShrinkingBelowTheScrollRegionIsSafe) {
+  Screen s(14, 95);
+  s.Feed("\x1b[3r\x1b[5;10r\x1b[8;1Hkept");
+  s.Resize(1, 15);
+  s.Feed("\n\n\x1b[S\x1b[T\x1bM\x1b[L\x1b[M");
+  s.Resize(3, 15);
+  s.Feed("\x1b[6n");
+  s.Feed("x\n");
+  EXPECT_EQ(Rows(s.Render()).size(), 3u);
+  EXPECT_TRUE(s.TakeReplies().ends_with("R"));
+}
+
+// libvterm 0.1.4 writes out of bounds for a wide character on a one-column terminal.
+TEST(ScreenTest, OneColumnIsTwoColumns) {
+  Screen s(3, 1);
+  EXPECT_EQ(s.columns(), 2);
+  s.Feed(
+      "\xE6\x97\xA5\xE6\x97\xA5"
+      "a");
+  s.Resize(2, 1);
+  s.Feed("\xE6\x97\xA5");
+  EXPECT_EQ(s.columns(), 2);
+  EXPECT_EQ(Rows(s.Render()).size(), 2u);
+}
+
 TEST(ScreenTest, HostileInputRendersCleanText) {
   Screen s(5, 20);
   s.Feed("\xff\xfe\xc0\x80\x1b]0;");
