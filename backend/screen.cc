@@ -6,6 +6,8 @@
 #include <vterm.h>
 
 #include <algorithm>
+#include <cstring>
+#include <string>
 
 namespace ptybox::backend {
 
@@ -89,7 +91,7 @@ void Screen::Sanitize(std::string_view bytes) {
     if (utf8_need_ == 0) {
       const unsigned char* run = p;
       while (p < end && *p < 0x80) ++p;
-      clean_.append(reinterpret_cast<const char*>(run), static_cast<size_t>(p - run));
+      FilterAscii(reinterpret_cast<const char*>(run), static_cast<size_t>(p - run));
       if (p == end) break;
       const unsigned char b = *p++;
       utf8_lower_ = 0x80;
@@ -105,7 +107,7 @@ void Screen::Sanitize(std::string_view bytes) {
         if (b == 0xf4) utf8_upper_ = 0x8f;
         utf8_need_ = 3;
       } else {
-        clean_.append(kReplacement);
+        FilterCharacter(kReplacement);
         continue;
       }
       utf8_bytes_[0] = static_cast<char>(b);
@@ -115,7 +117,7 @@ void Screen::Sanitize(std::string_view bytes) {
     const unsigned char b = *p;
     if (b < utf8_lower_ || b > utf8_upper_) {  // `b` is looked at again as a fresh byte
       utf8_need_ = 0;
-      clean_.append(kReplacement);
+      FilterCharacter(kReplacement);
       continue;
     }
     ++p;
@@ -125,10 +127,99 @@ void Screen::Sanitize(std::string_view bytes) {
     if (utf8_len_ == utf8_need_ + 1) {
       const bool c1 = static_cast<unsigned char>(utf8_bytes_[0]) == 0xc2 &&
                       static_cast<unsigned char>(utf8_bytes_[1]) < 0xa0;
-      if (!c1) clean_.append(utf8_bytes_.data(), utf8_len_);
+      if (!c1) FilterCharacter(std::string_view(utf8_bytes_.data(), utf8_len_));
       utf8_need_ = 0;
     }
   }
+}
+
+void Screen::FilterAscii(const char* text, size_t size) {
+  size_t i = 0;
+  while (i < size) {
+    if (filter_ == Filter::kGround) {
+      const void* esc = std::memchr(text + i, 0x1b, size - i);
+      const size_t stop =
+          esc != nullptr ? static_cast<size_t>(static_cast<const char*>(esc) - text) : size;
+      clean_.append(text + i, stop - i);
+      i = stop;
+      if (i < size) {
+        filter_ = Filter::kEscape;
+        ++i;
+      }
+      continue;
+    }
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (filter_ == Filter::kEscape) {
+      if (b == '[') {
+        filter_ = Filter::kCsi;
+        csi_.assign("\x1b[");
+        csi_overflow_ = false;
+        ++i;
+      } else {  // any other escape passes through; `b` is looked at again in ground
+        clean_.push_back('\x1b');
+        filter_ = Filter::kGround;
+      }
+      continue;
+    }
+    ++i;  // in a CSI
+    if (b >= 0x20 && b <= 0x3f) {
+      if (csi_.size() < kMaxCsiBytes) {
+        csi_.push_back(static_cast<char>(b));
+      } else {
+        csi_overflow_ = true;
+      }
+    } else if (b >= 0x40 && b <= 0x7e) {
+      csi_.push_back(static_cast<char>(b));
+      if (!csi_overflow_) EmitCsi();
+      filter_ = Filter::kGround;
+    } else if (b == 0x1b) {  // abandons the CSI, starts another escape
+      filter_ = Filter::kEscape;
+    } else if (b == 0x18 || b == 0x1a) {  // CAN, SUB: cancel
+      filter_ = Filter::kGround;
+    } else if (b != 0x7f) {
+      clean_.push_back(static_cast<char>(b));  // C0 controls act where they appear
+    }
+  }
+}
+
+void Screen::FilterCharacter(std::string_view utf8) {
+  // Not part of any escape sequence: an ESC or CSI in progress is dropped, the character kept.
+  filter_ = Filter::kGround;
+  clean_.append(utf8);
+}
+
+void Screen::EmitCsi() {
+  constexpr int kMaxArgs = 16;
+  constexpr int kMaxValue = 9999;
+  constexpr size_t kMaxIntermediates = 2;
+  const std::string_view body = std::string_view(csi_).substr(2, csi_.size() - 3);
+  std::string out = "\x1b[";
+  size_t i = 0;
+  if (i < body.size() && body[i] >= 0x3c && body[i] <= 0x3f) out.push_back(body[i++]);
+  int args = 1;
+  int value = -1;  // the parameter being read; -1 while it has no digits
+  auto flush = [&] {
+    if (value >= 0) out += std::to_string(std::min(value, kMaxValue));
+    value = -1;
+  };
+  for (; i < body.size(); ++i) {
+    const char c = body[i];
+    if (c >= '0' && c <= '9') {
+      value = std::min((value < 0 ? 0 : value) * 10 + (c - '0'), kMaxValue + 1);
+    } else if (c == ';' || c == ':') {
+      flush();
+      if (++args > kMaxArgs) return;  // libvterm would write past its argument array
+      out.push_back(c);
+    } else {
+      break;
+    }
+  }
+  flush();
+  const size_t intermediates = i;
+  while (i < body.size() && body[i] >= 0x20 && body[i] <= 0x2f) out.push_back(body[i++]);
+  if (i != body.size() || i - intermediates > kMaxIntermediates) return;  // malformed: dropped
+  out.push_back(csi_.back());
+  clean_.append(out);
 }
 
 void Screen::Resize(int rows, int columns) {

@@ -22,6 +22,8 @@ class Screen final {
   static constexpr int kMaxColumns = 1000;
   // Replies beyond this many unread bytes are dropped (a program flooding DSR requests).
   static constexpr size_t kMaxReplyBytes = 64 * 1024;
+  // A longer CSI sequence is not passed to libvterm.
+  static constexpr size_t kMaxCsiBytes = 256;
 
   Screen(int rows, int columns);
   ~Screen();
@@ -41,11 +43,16 @@ class Screen final {
  private:
   friend struct ScreenCallbacks;  // libvterm's C callbacks (screen.cc)
 
-  // libvterm only ever sees valid UTF-8 without C1 characters: libvterm 0.1.4 gives U+0080..
-  // U+009F a width of -1, and one of them in column 0 followed by an erase (ESC [ K or J)
-  // writes through a null pointer. Malformed bytes become U+FFFD; a character split across
-  // Feed calls is held back until it is complete.
+  // libvterm 0.1.4 crashes on some input, so it only ever sees a cleaned stream:
+  // - valid UTF-8 without C1 characters: it gives U+0080..U+009F a width of -1, and one of them
+  //   in column 0 followed by an erase writes through a null pointer. Malformed bytes become
+  //   U+FFFD; a character split across Feed calls is held back until it is complete.
+  // - CSI sequences with at most 16 parameters (a 17th writes past its argument array), each
+  //   at most 9999, at most two intermediates, nothing malformed, at most kMaxCsiBytes long.
   void Sanitize(std::string_view bytes);
+  void FilterAscii(const char* text, size_t size);
+  void FilterCharacter(std::string_view utf8);
+  void EmitCsi();
 
   struct VTermDeleter {
     void operator()(VTerm* vt) const;
@@ -57,6 +64,10 @@ class Screen final {
   bool alternate_screen_ = false;
   std::string replies_;
   std::string clean_;  // Sanitize's output, reused
+  enum class Filter : unsigned char { kGround, kEscape, kCsi };
+  Filter filter_ = Filter::kGround;
+  std::string csi_;  // the CSI in progress, from its ESC
+  bool csi_overflow_ = false;
   std::array<char, 4> utf8_bytes_{};
   unsigned char utf8_len_ = 0;
   unsigned char utf8_need_ = 0;

@@ -117,6 +117,20 @@ TEST(ScreenTest, ShrinkingBelowTheScrollRegionIsSafe) {
   EXPECT_TRUE(s.TakeReplies().ends_with("R"));
 }
 
+// libvterm 0.1.4 writes past its argument array on a CSI with more than 16 parameters.
+TEST(ScreenTest, CsiWithManyParametersIsSafe) {
+  Screen s(5, 40);
+  std::string many = "\x1b[";
+  for (int i = 0; i < 40; ++i) many += "1;";
+  s.Feed(many + "1m" + "\x1b[" + std::string(300, ':') + "m" +
+         "\x1b[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1m");
+  s.Feed("\x1b[38:2::255:0:0mok\x1b[99999999999999999999Cx\x1b[1?2h\x1b[6n");
+  const std::vector<std::string> rows = Rows(s.Render());
+  EXPECT_TRUE(rows[0].starts_with("ok")) << rows[0];
+  EXPECT_TRUE(rows[0].ends_with("x")) << rows[0];  // the huge CUF stopped at the margin
+  EXPECT_EQ(s.TakeReplies(), "\x1b[1;40R");
+}
+
 // libvterm 0.1.4 writes out of bounds for a wide character on a one-column terminal.
 TEST(ScreenTest, OneColumnIsTwoColumns) {
   Screen s(3, 1);
