@@ -106,11 +106,37 @@ bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 
 }  // namespace
 
-int TerminalCharWidth(char32_t cp) {
-  if (cp < 0x300) return 1;
+namespace {
+
+int TableWidth(char32_t cp) {
   if (InTable(kZeroWidth, cp)) return 0;
   if (InTable(kWide, cp)) return 2;
   return 1;
+}
+
+// The widths of the Basic Multilingual Plane, two bits each, computed once from the tables.
+class BmpWidths {
+ public:
+  BmpWidths() {
+    for (char32_t cp = 0; cp < 0x10000; ++cp) {
+      bits_[cp / 4] = static_cast<uint8_t>(bits_[cp / 4] | TableWidth(cp) << (cp % 4 * 2));
+    }
+  }
+  [[nodiscard]] int Width(char32_t cp) const { return bits_[cp / 4] >> (cp % 4 * 2) & 3; }
+
+ private:
+  std::array<uint8_t, 0x10000 / 4> bits_{};
+};
+
+}  // namespace
+
+int TerminalCharWidth(char32_t cp) {
+  if (cp < 0x300) return 1;
+  if (cp < 0x10000) {
+    static const BmpWidths widths;
+    return widths.Width(cp);
+  }
+  return TableWidth(cp);
 }
 
 LineModel::LineModel(int columns, size_t max_line_bytes)
@@ -172,34 +198,73 @@ void LineModel::OnPrint(std::string_view utf8) {
 
 size_t LineModel::PutAsciiRun(const char* text, size_t size) {
   auto printable = [](char c) { return c >= 0x20 && c < 0x7f; };
-  if (!wrap_pending_ && cursor_ == cells_.size()) {
-    // Appending at the end of the line: whole cells in one go, up to the end of the row.
-    const size_t limit = std::min({size, RowEnd() - cursor_, Budget()});
-    size_t k = 0;
-    while (k < limit && printable(text[k])) ++k;
-    if (k > 0) {
-      cells_.resize(cursor_ + k);
-      Cell* cell = cells_.data() + cursor_;
-      for (size_t j = 0; j < k; ++j) {
-        cell[j].bytes[0] = text[j];
-        cell[j].size = 1;
-        cell[j].width = 1;
-      }
-      weight_ += k;
-      cursor_ += k;
-      if (cursor_ == RowEnd()) {
-        --cursor_;
-        wrap_pending_ = true;
-      }
+  if (wrap_pending_ || !printable(text[0])) {
+    if (printable(text[0])) PutChar(text, 1, 1);  // controls never reach OnPrint from the parser
+    return 1;
+  }
+  const size_t row_end = RowEnd();
+  size_t k = 0;
+  // Over one-cell characters (a progress line being redrawn): in place.
+  while (k < size && cursor_ < cells_.size() && cells_[cursor_].width == 1 && printable(text[k])) {
+    Cell& cell = cells_[cursor_];
+    weight_ = weight_ - cell.size + 1;
+    cell.bytes[0] = text[k];
+    cell.size = 1;
+    ++k;
+    if (++cursor_ == row_end) {
+      --cursor_;
+      wrap_pending_ = true;
       return k;
     }
   }
-  if (printable(text[0])) PutChar(text, 1, 1);  // controls never reach OnPrint from the parser
-  return 1;
+  // At the end of the line: whole cells in one go, up to the end of the row.
+  if (cursor_ == cells_.size()) {
+    const size_t limit = k + std::min({size - k, row_end - cursor_, Budget()});
+    const size_t first = k;
+    while (k < limit && printable(text[k])) ++k;
+    const size_t added = k - first;
+    if (added > 0) {
+      cells_.reserve(cursor_ + added);
+      for (size_t j = first; j < k; ++j) {
+        Cell& cell = cells_.emplace_back();  // built in place: no copy through the stack
+        cell.bytes[0] = text[j];
+        cell.size = 1;
+        cell.width = 1;
+      }
+      weight_ += added;
+      cursor_ += added;
+      if (cursor_ == row_end) {
+        --cursor_;
+        wrap_pending_ = true;
+      }
+    }
+  }
+  if (k == 0) {  // over a wide character or a tab, or past the end of the line
+    PutChar(text, 1, 1);
+    return 1;
+  }
+  return k;
 }
 
 void LineModel::PutChar(const char* bytes, size_t size, size_t width) {
   if (columns_ < 2) width = 1;
+  size = std::min(size, Cell{}.bytes.size());
+  if (!wrap_pending_ && cursor_ == cells_.size() && cursor_ + width <= RowEnd() &&
+      size + width <= Budget()) {
+    // Appending at the end of the line, within the row: nothing to split or overwrite.
+    Cell& cell = cells_.emplace_back();  // built in place: no copy through the stack
+    std::memcpy(cell.bytes.data(), bytes, size);
+    cell.size = static_cast<uint8_t>(size);
+    cell.width = static_cast<uint8_t>(width);
+    if (width == 2) cells_.emplace_back();  // the right half: no bytes, width 0
+    weight_ += size + width - 1;
+    cursor_ += width;
+    if (cursor_ == RowEnd()) {
+      --cursor_;
+      wrap_pending_ = true;
+    }
+    return;
+  }
   if (wrap_pending_) {  // the deferred wrap happens now
     row_start_ += columns_;
     cursor_ = row_start_;
@@ -219,8 +284,8 @@ void LineModel::PutChar(const char* bytes, size_t size, size_t width) {
   const size_t last = cursor_ + width;
   SplitEdges(cursor_, last);
   Cell cell{};
-  std::memcpy(cell.bytes.data(), bytes, std::min(size, cell.bytes.size()));
-  cell.size = static_cast<uint8_t>(std::min(size, cell.bytes.size()));
+  std::memcpy(cell.bytes.data(), bytes, size);
+  cell.size = static_cast<uint8_t>(size);
   cell.width = static_cast<uint8_t>(width);
   SetCell(cursor_, cell);
   for (size_t i = cursor_ + 1; i < last; ++i) SetCell(i, Cell{{}, 0, 0});
@@ -419,17 +484,16 @@ void LineModel::OnCsi(const CsiSequence& csi) {
 void LineModel::OnOsc(std::string_view /*payload*/) {}
 
 void LineModel::Render(std::string& out) const {
-  out.resize(weight_);  // at least the rendered size
+  // Every cell's whole byte array is copied (branch-free), then the cursor advances by its
+  // size: the buffer has one cell array of slack, and weight_ bounds the rendered size.
+  constexpr size_t kCellBytes = sizeof(Cell::bytes);
+  out.resize(weight_ + kCellBytes);
   char* d = out.data();
   const char* const end = d + out.size();
   for (const Cell& cell : cells_) {
-    if (static_cast<size_t>(end - d) < cell.size) break;  // cannot happen; never overrun anyway
-    if (cell.size == 1) {
-      *d++ = cell.bytes[0];
-    } else {
-      std::memcpy(d, cell.bytes.data(), cell.size);
-      d += cell.size;
-    }
+    if (static_cast<size_t>(end - d) < kCellBytes) break;  // cannot happen; never overrun anyway
+    std::memcpy(d, cell.bytes.data(), kCellBytes);
+    d += cell.size;
   }
   size_t size = static_cast<size_t>(d - out.data());
   while (size > 0 && IsBlank(out[size - 1])) --size;

@@ -4,6 +4,8 @@
 #include "backend/vt_parser.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 
 namespace ptybox::backend {
 namespace {
@@ -76,6 +78,10 @@ void VtParser::Feed(std::string_view bytes) {
         }
         break;
       }
+      case State::kCsiEntry:
+      case State::kCsiParam:
+        p = FeedCsiParams(p, end);
+        break;
       case State::kOscString:
         p = FeedOsc(p, end);
         break;
@@ -92,6 +98,16 @@ void VtParser::Feed(std::string_view bytes) {
 const unsigned char* VtParser::FeedGround(const unsigned char* p, const unsigned char* end) {
   const unsigned char* run = p;
   while (p < end) {
+    // Eight printable ASCII bytes at a time: no byte below 0x20, none at 0x7f or above.
+    constexpr uint64_t kOnes = 0x0101010101010101;
+    constexpr uint64_t kHigh = 0x8080808080808080;
+    while (end - p >= 8) {
+      uint64_t word;
+      std::memcpy(&word, p, sizeof word);
+      if (((word - 0x20 * kOnes) | word | (word + kOnes)) & kHigh) break;
+      p += 8;
+    }
+    if (p == end) break;
     const unsigned char b = *p;
     if (b >= 0x20 && b < 0x7f) {
       ++p;
@@ -275,6 +291,30 @@ bool VtParser::SequenceByte(unsigned char b) {
       Reset();
       return true;
   }
+}
+
+const unsigned char* VtParser::FeedCsiParams(const unsigned char* p, const unsigned char* end) {
+  // The bulk of a CSI (digits, separators, the final byte) without the general byte dispatch.
+  const unsigned char* start = p;
+  while (p < end) {
+    const unsigned char b = *p;
+    if ((b >= '0' && b <= '9') || b == ';' || b == ':') {
+      CsiParamByte(b);
+      state_ = State::kCsiParam;
+      ++p;
+      continue;
+    }
+    if (b >= 0x40 && b <= 0x7e) {
+      Count(static_cast<size_t>(p - start) + 1);
+      csi_.final = static_cast<char>(b);
+      DispatchCsi();
+      return p + 1;
+    }
+    break;
+  }
+  Count(static_cast<size_t>(p - start));
+  if (p < end && SequenceByte(*p)) ++p;  // anything else takes the general path
+  return p;
 }
 
 void VtParser::CsiParamByte(unsigned char b) {
