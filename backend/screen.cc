@@ -6,8 +6,11 @@
 #include <vterm.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+
+#include "backend/line_model.h"
 
 namespace ptybox::backend {
 
@@ -134,12 +137,19 @@ void Screen::Sanitize(std::string_view bytes) {
 }
 
 void Screen::FilterAscii(const char* text, size_t size) {
+  auto printable = [](char c) { return c >= 0x20 && c < 0x7f; };
   size_t i = 0;
   while (i < size) {
     if (filter_ == Filter::kGround) {
       const void* esc = std::memchr(text + i, 0x1b, size - i);
       const size_t stop =
           esc != nullptr ? static_cast<size_t>(static_cast<const char*>(esc) - text) : size;
+      for (size_t k = stop; k > i; --k) {
+        if (printable(text[k - 1])) {
+          last_character_.assign(1, text[k - 1]);
+          break;
+        }
+      }
       clean_.append(text + i, stop - i);
       i = stop;
       if (i < size) {
@@ -148,44 +158,121 @@ void Screen::FilterAscii(const char* text, size_t size) {
       }
       continue;
     }
-    const auto b = static_cast<unsigned char>(text[i]);
-    if (filter_ == Filter::kEscape) {
-      if (b == '[') {
-        filter_ = Filter::kCsi;
-        csi_.assign("\x1b[");
-        csi_overflow_ = false;
+    const char c = text[i];
+    const auto b = static_cast<unsigned char>(c);
+    switch (filter_) {
+      case Filter::kEscape:
         ++i;
-      } else {  // any other escape passes through; `b` is looked at again in ground
+        if (b == '[') {
+          filter_ = Filter::kCsi;
+          csi_.assign("\x1b[");
+          csi_overflow_ = false;
+          break;
+        }
+        if (b == 0x1b) break;  // ESC ESC: the first one is dropped
         clean_.push_back('\x1b');
-        filter_ = Filter::kGround;
+        clean_.push_back(c);
+        if (b == ']' || b == 'P' || b == 'X' || b == '^' || b == '_') {
+          filter_ = Filter::kString;
+        } else if (b >= 0x20 && b <= 0x2f) {
+          filter_ = Filter::kEscapeIntermediate;
+        } else if (b >= 0x30) {
+          filter_ = Filter::kGround;
+        }  // a C0 control after ESC acts and the escape goes on
+        break;
+      case Filter::kEscapeIntermediate:
+        ++i;
+        if (b == 0x1b) {
+          filter_ = Filter::kEscape;
+          break;
+        }
+        clean_.push_back(c);
+        if (b >= 0x30) filter_ = Filter::kGround;
+        break;
+      case Filter::kString: {
+        // Passed through until BEL, ESC or a cancel; its text is not printed.
+        const size_t start = i;
+        while (i < size && text[i] != '\x07' && text[i] != '\x1b' && text[i] != '\x18' &&
+               text[i] != '\x1a') {
+          ++i;
+        }
+        clean_.append(text + start, i - start);
+        if (i == size) break;
+        if (text[i] == '\x1b') {
+          filter_ = Filter::kStringEscape;
+        } else {
+          clean_.push_back(text[i]);
+          filter_ = Filter::kGround;
+        }
+        ++i;
+        break;
       }
-      continue;
-    }
-    ++i;  // in a CSI
-    if (b >= 0x20 && b <= 0x3f) {
-      if (csi_.size() < kMaxCsiBytes) {
-        csi_.push_back(static_cast<char>(b));
-      } else {
-        csi_overflow_ = true;
-      }
-    } else if (b >= 0x40 && b <= 0x7e) {
-      csi_.push_back(static_cast<char>(b));
-      if (!csi_overflow_) EmitCsi();
-      filter_ = Filter::kGround;
-    } else if (b == 0x1b) {  // abandons the CSI, starts another escape
-      filter_ = Filter::kEscape;
-    } else if (b == 0x18 || b == 0x1a) {  // CAN, SUB: cancel
-      filter_ = Filter::kGround;
-    } else if (b != 0x7f) {
-      clean_.push_back(static_cast<char>(b));  // C0 controls act where they appear
+      case Filter::kStringEscape:
+        if (b == '\\') {  // ST
+          clean_.append("\x1b\\");
+          filter_ = Filter::kGround;
+          ++i;
+        } else {  // the string ended; this ESC starts another escape
+          filter_ = Filter::kEscape;
+        }
+        break;
+      case Filter::kCsi:
+        ++i;
+        if (b >= 0x20 && b <= 0x3f) {
+          if (csi_.size() < kMaxCsiBytes) {
+            csi_.push_back(c);
+          } else {
+            csi_overflow_ = true;
+          }
+        } else if (b >= 0x40 && b <= 0x7e) {
+          csi_.push_back(c);
+          filter_ = Filter::kGround;
+          if (!csi_overflow_) EmitCsi();
+        } else if (b == 0x1b) {  // abandons the CSI, starts another escape
+          filter_ = Filter::kEscape;
+        } else if (b == 0x18 || b == 0x1a) {  // CAN, SUB: cancel
+          filter_ = Filter::kGround;
+        } else if (b != 0x7f) {
+          clean_.push_back(c);  // C0 controls act where they appear
+        }
+        break;
+      case Filter::kGround:
+        break;
     }
   }
 }
 
 void Screen::FilterCharacter(std::string_view utf8) {
+  if (filter_ == Filter::kString) {  // part of an OSC title or another string
+    clean_.append(utf8);
+    return;
+  }
+  if (filter_ == Filter::kStringEscape) clean_.push_back('\x1b');
   // Not part of any escape sequence: an ESC or CSI in progress is dropped, the character kept.
   filter_ = Filter::kGround;
   clean_.append(utf8);
+  last_character_.assign(utf8);
+}
+
+void Screen::Repeat(int count) {
+  // REP (CSI b) is emulated: libvterm 0.1.4 loops forever repeating a zero-width character.
+  // The last printed character is repeated up to the right margin, as REP does.
+  if (last_character_.empty()) return;
+  const auto* s = reinterpret_cast<const unsigned char*>(last_character_.data());
+  char32_t cp = s[0];
+  if (last_character_.size() == 2) cp = (s[0] & 0x1f) << 6 | (s[1] & 0x3f);
+  if (last_character_.size() == 3) cp = (s[0] & 0x0f) << 12 | (s[1] & 0x3f) << 6 | (s[2] & 0x3f);
+  if (last_character_.size() == 4) {
+    cp = (s[0] & 0x07) << 18 | (s[1] & 0x3f) << 12 | (s[2] & 0x3f) << 6 | (s[3] & 0x3f);
+  }
+  const int width = TerminalCharWidth(cp);
+  if (width == 0) return;
+  vterm_input_write(vt_.get(), clean_.data(), clean_.size());  // to know where the cursor is
+  clean_.clear();
+  VTermPos cursor;
+  vterm_state_get_cursorpos(vterm_obtain_state(vt_.get()), &cursor);
+  const int room = std::max(0, (columns_ - cursor.col) / width);
+  for (int n = std::min(count, room); n > 0; --n) clean_.append(last_character_);
 }
 
 void Screen::EmitCsi() {
@@ -218,6 +305,13 @@ void Screen::EmitCsi() {
   const size_t intermediates = i;
   while (i < body.size() && body[i] >= 0x20 && body[i] <= 0x2f) out.push_back(body[i++]);
   if (i != body.size() || i - intermediates > kMaxIntermediates) return;  // malformed: dropped
+  if (csi_.back() == 'b') {  // REP never reaches libvterm; only plain "CSI Pn b" repeats
+    const std::string_view params = std::string_view(out).substr(2);
+    if (params.find_first_not_of("0123456789;:") == std::string_view::npos) {
+      Repeat(std::max(1, std::atoi(out.c_str() + 2)));
+    }
+    return;
+  }
   out.push_back(csi_.back());
   clean_.append(out);
 }

@@ -49,10 +49,13 @@ class Screen final {
   //   U+FFFD; a character split across Feed calls is held back until it is complete.
   // - CSI sequences with at most 16 parameters (a 17th writes past its argument array), each
   //   at most 9999, at most two intermediates, nothing malformed, at most kMaxCsiBytes long.
+  // - no REP (CSI b): repeating a zero-width character loops forever. Repeat() emulates it.
+  // The filter follows escape sequences and strings far enough to know the last character.
   void Sanitize(std::string_view bytes);
   void FilterAscii(const char* text, size_t size);
   void FilterCharacter(std::string_view utf8);
   void EmitCsi();
+  void Repeat(int count);
 
   struct VTermDeleter {
     void operator()(VTerm* vt) const;
@@ -64,10 +67,18 @@ class Screen final {
   bool alternate_screen_ = false;
   std::string replies_;
   std::string clean_;  // Sanitize's output, reused
-  enum class Filter : unsigned char { kGround, kEscape, kCsi };
+  enum class Filter : unsigned char {
+    kGround,
+    kEscape,
+    kEscapeIntermediate,
+    kCsi,
+    kString,        // OSC, DCS, SOS, PM, APC
+    kStringEscape,  // ESC in a string: ST, or the start of another escape
+  };
   Filter filter_ = Filter::kGround;
   std::string csi_;  // the CSI in progress, from its ESC
   bool csi_overflow_ = false;
+  std::string last_character_;  // the last printed character, for REP
   std::array<char, 4> utf8_bytes_{};
   unsigned char utf8_len_ = 0;
   unsigned char utf8_need_ = 0;

@@ -131,6 +131,22 @@ TEST(ScreenTest, CsiWithManyParametersIsSafe) {
   EXPECT_EQ(s.TakeReplies(), "\x1b[1;40R");
 }
 
+// libvterm 0.1.4 loops forever on REP (CSI b) repeating a zero-width character; Screen emulates
+// REP: the last printed character, repeated up to the right margin.
+TEST(ScreenTest, RepeatIsEmulatedSafely) {
+  Screen s(3, 10);
+  s.Feed("\x1b]0;title\x07\x1b[b\xCC\x81\x1b[b\x1b[5b");
+  s.Feed("x\x1b[3b\r\n");
+  s.Feed("\xE2\x94\x80\x1b[99b\r\n");  // ncurses: the character once, then CSI n-1 b
+  s.Feed("a\x1b[?5b\x1b[1;2b\x1b[ b");
+  const std::vector<std::string> rows = Rows(s.Render());
+  EXPECT_EQ(rows[0], "xxxx");  // libvterm drops a combining mark with nothing to combine with
+  std::string line;
+  for (int i = 0; i < 10; ++i) line += "\xE2\x94\x80";
+  EXPECT_EQ(rows[1], line);
+  EXPECT_EQ(rows[2], "aa");  // only "CSI 1;2 b" repeats (its first parameter)
+}
+
 // libvterm 0.1.4 writes out of bounds for a wide character on a one-column terminal.
 TEST(ScreenTest, OneColumnIsTwoColumns) {
   Screen s(3, 1);
