@@ -153,7 +153,7 @@ void Screen::FilterAscii(const char* text, size_t size) {
       clean_.append(text + i, stop - i);
       i = stop;
       if (i < size) {
-        filter_ = Filter::kEscape;
+        StartEscape();
         ++i;
       }
       continue;
@@ -162,32 +162,49 @@ void Screen::FilterAscii(const char* text, size_t size) {
     const auto b = static_cast<unsigned char>(c);
     switch (filter_) {
       case Filter::kEscape:
+        // ESC, then intermediates (kept in escape_), then a final byte. libvterm starts a CSI
+        // or a string at '[' or ']' even after intermediates, so those drop them.
         ++i;
+        if (b >= 0x20 && b <= 0x2f) {
+          if (escape_.size() < kMaxEscapeIntermediates) {
+            escape_.push_back(c);
+          } else {
+            escape_overflow_ = true;
+          }
+          break;
+        }
         if (b == '[') {
           filter_ = Filter::kCsi;
           csi_.assign("\x1b[");
           csi_overflow_ = false;
           break;
         }
-        if (b == 0x1b) break;  // ESC ESC: the first one is dropped
-        clean_.push_back('\x1b');
-        clean_.push_back(c);
-        if (b == ']' || b == 'P' || b == 'X' || b == '^' || b == '_') {
-          filter_ = Filter::kString;
-        } else if (b >= 0x20 && b <= 0x2f) {
-          filter_ = Filter::kEscapeIntermediate;
-        } else if (b >= 0x30) {
-          filter_ = Filter::kGround;
-        }  // a C0 control after ESC acts and the escape goes on
-        break;
-      case Filter::kEscapeIntermediate:
-        ++i;
-        if (b == 0x1b) {
-          filter_ = Filter::kEscape;
+        if (b == 0x1b) {  // ESC ESC: the first one is dropped
+          escape_.clear();
+          escape_overflow_ = false;
           break;
         }
-        clean_.push_back(c);
-        if (b >= 0x30) filter_ = Filter::kGround;
+        if (b == 0x7f) break;          // DEL: ignored
+        if (b == 0x18 || b == 0x1a) {  // CAN, SUB: cancel
+          filter_ = Filter::kGround;
+          break;
+        }
+        if (b < 0x20) {  // a C0 control acts in the middle of the escape, which goes on
+          clean_.push_back(c);
+          break;
+        }
+        if (b == ']' || b == 'P' || b == 'X' || b == '^' || b == '_') {
+          clean_.push_back('\x1b');
+          clean_.push_back(c);
+          filter_ = Filter::kString;
+          break;
+        }
+        if (!escape_overflow_) {
+          clean_.push_back('\x1b');
+          clean_.append(escape_);
+          clean_.push_back(c);
+        }
+        filter_ = Filter::kGround;
         break;
       case Filter::kString: {
         // Passed through until BEL, ESC or a cancel; its text is not printed.
@@ -213,7 +230,7 @@ void Screen::FilterAscii(const char* text, size_t size) {
           filter_ = Filter::kGround;
           ++i;
         } else {  // the string ended; this ESC starts another escape
-          filter_ = Filter::kEscape;
+          StartEscape();
         }
         break;
       case Filter::kCsi:
@@ -229,7 +246,7 @@ void Screen::FilterAscii(const char* text, size_t size) {
           filter_ = Filter::kGround;
           if (!csi_overflow_) EmitCsi();
         } else if (b == 0x1b) {  // abandons the CSI, starts another escape
-          filter_ = Filter::kEscape;
+          StartEscape();
         } else if (b == 0x18 || b == 0x1a) {  // CAN, SUB: cancel
           filter_ = Filter::kGround;
         } else if (b != 0x7f) {
@@ -240,6 +257,12 @@ void Screen::FilterAscii(const char* text, size_t size) {
         break;
     }
   }
+}
+
+void Screen::StartEscape() {
+  filter_ = Filter::kEscape;
+  escape_.clear();
+  escape_overflow_ = false;
 }
 
 void Screen::FilterCharacter(std::string_view utf8) {

@@ -24,6 +24,8 @@ class Screen final {
   static constexpr size_t kMaxReplyBytes = 64 * 1024;
   // A longer CSI sequence is not passed to libvterm.
   static constexpr size_t kMaxCsiBytes = 256;
+  // An escape sequence with more intermediate bytes is not passed to libvterm.
+  static constexpr size_t kMaxEscapeIntermediates = 2;
 
   Screen(int rows, int columns);
   ~Screen();
@@ -56,6 +58,7 @@ class Screen final {
   void FilterCharacter(std::string_view utf8);
   void EmitCsi();
   void Repeat(int count);
+  void StartEscape();
 
   struct VTermDeleter {
     void operator()(VTerm* vt) const;
@@ -70,12 +73,13 @@ class Screen final {
   enum class Filter : unsigned char {
     kGround,
     kEscape,
-    kEscapeIntermediate,
     kCsi,
     kString,        // OSC, DCS, SOS, PM, APC
     kStringEscape,  // ESC in a string: ST, or the start of another escape
   };
   Filter filter_ = Filter::kGround;
+  std::string escape_;  // intermediates of the escape in progress
+  bool escape_overflow_ = false;
   std::string csi_;  // the CSI in progress, from its ESC
   bool csi_overflow_ = false;
   std::string last_character_;  // the last printed character, for REP

@@ -131,6 +131,14 @@ TEST(ScreenTest, CsiWithManyParametersIsSafe) {
   EXPECT_EQ(s.TakeReplies(), "\x1b[1;40R");
 }
 
+// libvterm 0.1.4 starts a CSI at '[' even after escape intermediates ("ESC & ["), past the
+// parameter filter; Screen drops such intermediates.
+TEST(ScreenTest, CsiAfterEscapeIntermediatesIsFiltered) {
+  Screen s(3, 20);
+  s.Feed("\x1b&[" + std::string(40, ';') + "5m\n\x1b(Bok\x1b(((B!");
+  EXPECT_TRUE(Rows(s.Render())[1].starts_with("ok!")) << s.Render();
+}
+
 // libvterm 0.1.4 loops forever on REP (CSI b) repeating a zero-width character; Screen emulates
 // REP: the last printed character, repeated up to the right margin.
 TEST(ScreenTest, RepeatIsEmulatedSafely) {
