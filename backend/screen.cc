@@ -344,14 +344,19 @@ void Screen::Resize(int rows, int columns) {
   columns_ = std::clamp(columns, kMinColumns, kMaxColumns);
   vterm_set_size(vt_.get(), rows_, columns_);
   // libvterm 0.1.4 keeps the scroll region across a resize, and a region below the new last
-  // row makes the next scroll memmove a negative size. Reset it (DECSTBM without parameters)
+  // row makes the next scroll memmove a negative size: reset it (DECSTBM without parameters)
   // between a cursor save and restore (DECSC, DECRC), which a full-screen program redraws
-  // after SIGWINCH anyway.
-  static constexpr std::string_view kResetScrollRegion =
+  // after SIGWINCH anyway. Shrinking can also leave the cursor above the first row (row -1),
+  // where the next erase writes through a null pointer: put it back on the screen (CUP).
+  std::string fix =
       "\x1b"
       "7\x1b[r\x1b"
       "8";
-  vterm_input_write(vt_.get(), kResetScrollRegion.data(), kResetScrollRegion.size());
+  VTermPos cursor;
+  vterm_state_get_cursorpos(vterm_obtain_state(vt_.get()), &cursor);
+  fix += "\x1b[" + std::to_string(std::clamp(cursor.row, 0, rows_ - 1) + 1) + ";" +
+         std::to_string(std::clamp(cursor.col, 0, columns_ - 1) + 1) + "H";
+  vterm_input_write(vt_.get(), fix.data(), fix.size());
 }
 
 std::string Screen::Render() const {

@@ -155,6 +155,16 @@ TEST(ScreenTest, RepeatIsEmulatedSafely) {
   EXPECT_EQ(rows[2], "aa");  // only "CSI 1;2 b" repeats (its first parameter)
 }
 
+// libvterm 0.1.4 leaves the cursor on row -1 after shrinking with the cursor on the top row; the
+// next erase writes through a null pointer.
+TEST(ScreenTest, ShrinkingWithTheCursorOnTopIsSafe) {
+  Screen s(20, 95);
+  s.Feed("\nr\x1b[r");  // cursor home
+  s.Resize(1, 5);
+  s.Feed("\x1b[K\x1b[6n");
+  EXPECT_EQ(s.TakeReplies(), "\x1b[1;1R");
+}
+
 // libvterm 0.1.4 writes out of bounds for a wide character on a one-column terminal.
 TEST(ScreenTest, OneColumnIsTwoColumns) {
   Screen s(3, 1);
