@@ -3,6 +3,7 @@
 #include "backend/line_model.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace ptybox::backend {
@@ -104,6 +105,23 @@ constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
 
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 
+bool IsPrintableAscii(char c) { return c >= 0x20 && c < 0x7f; }
+
+// How many of the first `size` bytes are printable ASCII, eight at a time where possible.
+size_t PrintableAsciiPrefix(const char* text, size_t size) {
+  constexpr uint64_t kOnes = 0x0101010101010101;
+  constexpr uint64_t kHigh = 0x8080808080808080;
+  size_t k = 0;
+  while (size - k >= 8) {
+    uint64_t word;
+    std::memcpy(&word, text + k, sizeof word);
+    if (((word - 0x20 * kOnes) | word | (word + kOnes)) & kHigh) break;
+    k += 8;
+  }
+  while (k < size && IsPrintableAscii(text[k])) ++k;
+  return k;
+}
+
 }  // namespace
 
 namespace {
@@ -176,9 +194,10 @@ void LineModel::OnPrint(std::string_view utf8) {
   size_t i = 0;
   while (i < n) {
     if (s[i] < 0x80) {
-      i += PutAsciiRun(utf8.data() + i, n - i);
+      i += simple_ ? PutSimpleRun(utf8.data() + i, n - i) : PutAsciiRun(utf8.data() + i, n - i);
       continue;
     }
+    Materialize();
     char32_t cp = 0;
     const size_t size = Decode(s + i, n - i, &cp);
     if (size == 0) {
@@ -194,6 +213,42 @@ void LineModel::OnPrint(std::string_view utf8) {
     }
     i += size;
   }
+}
+
+size_t LineModel::PutSimpleRun(const char* text, size_t size) {
+  if (!IsPrintableAscii(text[0])) return 1;  // controls never reach OnPrint from the parser
+  if (wrap_pending_) {                       // the deferred wrap happens now
+    row_start_ += columns_;
+    cursor_ = row_start_;
+    wrap_pending_ = false;
+  }
+  const size_t row_end = RowEnd();
+  const size_t k = PrintableAsciiPrefix(text, std::min(size, row_end - cursor_));
+  const size_t end = cursor_ + k;
+  if (end > max_line_bytes_) {  // a soft break is due: the cell path knows how
+    Materialize();
+    return PutAsciiRun(text, size);
+  }
+  if (cursor_ > text_.size()) text_.append(cursor_ - text_.size(), ' ');
+  const size_t overwritten = std::min(k, text_.size() - cursor_);
+  std::memcpy(text_.data() + cursor_, text, overwritten);
+  text_.append(text + overwritten, k - overwritten);
+  weight_ = text_.size();
+  cursor_ = end;
+  if (cursor_ == row_end) {
+    --cursor_;
+    wrap_pending_ = true;
+  }
+  return k;
+}
+
+void LineModel::Materialize() {
+  if (!simple_) return;
+  simple_ = false;
+  cells_.resize(text_.size());
+  for (size_t i = 0; i < text_.size(); ++i) cells_[i] = Cell{{text_[i]}, 1, 1};
+  weight_ = text_.size();
+  text_.clear();
 }
 
 size_t LineModel::PutAsciiRun(const char* text, size_t size) {
@@ -224,12 +279,12 @@ size_t LineModel::PutAsciiRun(const char* text, size_t size) {
     while (k < limit && printable(text[k])) ++k;
     const size_t added = k - first;
     if (added > 0) {
-      cells_.reserve(cursor_ + added);
-      for (size_t j = first; j < k; ++j) {
-        Cell& cell = cells_.emplace_back();  // built in place: no copy through the stack
-        cell.bytes[0] = text[j];
-        cell.size = 1;
-        cell.width = 1;
+      cells_.resize(cursor_ + added);
+      Cell* cell = cells_.data() + cursor_;  // filled through a local pointer: no reloads
+      for (size_t j = 0; j < added; ++j) {
+        cell[j].bytes[0] = text[first + j];
+        cell[j].size = 1;
+        cell[j].width = 1;
       }
       weight_ += added;
       cursor_ += added;
@@ -276,7 +331,10 @@ void LineModel::PutChar(const char* bytes, size_t size, size_t width) {
     cursor_ = row_start_;
   }
   const size_t gap = cursor_ > cells_.size() ? cursor_ - cells_.size() : 0;
-  if (gap + size + width > Budget()) Commit();  // soft break: the line is as long as allowed
+  if (gap + size + width > Budget()) {  // soft break: the line is as long as allowed
+    Commit();
+    Materialize();  // this character goes on in cells
+  }
   if (cursor_ > cells_.size()) {
     weight_ += cursor_ - cells_.size();
     cells_.resize(cursor_, kBlank);
@@ -356,6 +414,18 @@ void LineModel::SplitEdges(size_t first, size_t last) {
 }
 
 void LineModel::Erase(size_t first, size_t last) {
+  if (simple_) {
+    last = std::min(last, text_.size());
+    if (first >= last) return;
+    if (last == text_.size()) {
+      text_.resize(first);
+    } else {
+      std::fill(text_.begin() + static_cast<std::ptrdiff_t>(first),
+                text_.begin() + static_cast<std::ptrdiff_t>(last), ' ');
+    }
+    weight_ = text_.size();
+    return;
+  }
   last = std::min(last, cells_.size());
   if (first >= last) return;
   SplitEdges(first, last);
@@ -423,6 +493,7 @@ void LineModel::OnControl(char c) {
       }
       break;
     case '\t':
+      Materialize();
       Tab();
       break;
     default:  // BEL, NUL, SO/SI, ...: nothing to render
@@ -470,10 +541,12 @@ void LineModel::OnCsi(const CsiSequence& csi) {
       break;
     case 'P':  // DCH
       wrap_pending_ = false;
+      Materialize();
       DeleteChars(count);
       break;
     case '@':  // ICH
       wrap_pending_ = false;
+      Materialize();
       InsertBlanks(count);
       break;
     default:  // SGR and everything that leaves the line's text alone, or is not in-line
@@ -484,6 +557,11 @@ void LineModel::OnCsi(const CsiSequence& csi) {
 void LineModel::OnOsc(std::string_view /*payload*/) {}
 
 void LineModel::Render(std::string& out) const {
+  if (simple_) {
+    out.assign(text_);
+    while (!out.empty() && IsBlank(out.back())) out.pop_back();
+    return;
+  }
   // Every cell's whole byte array is copied (branch-free), then the cursor advances by its
   // size: the buffer has one cell array of slack, and weight_ bounds the rendered size.
   constexpr size_t kCellBytes = sizeof(Cell::bytes);
@@ -501,8 +579,15 @@ void LineModel::Render(std::string& out) const {
 }
 
 void LineModel::Commit() {
-  Render(line_);
-  cells_.clear();
+  if (simple_) {
+    line_.swap(text_);  // the line's bytes are its text: no rendering
+    text_.clear();
+    while (!line_.empty() && IsBlank(line_.back())) line_.pop_back();
+  } else {
+    Render(line_);
+    cells_.clear();
+    simple_ = true;
+  }
   weight_ = 0;
   cursor_ = 0;
   row_start_ = 0;

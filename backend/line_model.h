@@ -44,6 +44,10 @@ class LineModel final : public VtHandler {
   };
   static constexpr Cell kBlank = {{' '}, 1, 1};
 
+  // Simple mode: while the line holds only printable ASCII (one byte, one cell each), it is
+  // kept as its text, which is what most output is; anything else turns it into cells.
+  size_t PutSimpleRun(const char* text, size_t size);
+  void Materialize();
   void PutChar(const char* bytes, size_t size, size_t width);
   size_t PutAsciiRun(const char* text, size_t size);  // the common case, cell by cell in bulk
   void Combine(const char* bytes, size_t size);
@@ -64,7 +68,9 @@ class LineModel final : public VtHandler {
   size_t columns_;
   size_t max_line_bytes_;
   std::function<void(std::string_view)> sink_;
-  std::vector<Cell> cells_;
+  bool simple_ = true;
+  std::string text_;         // the line in simple mode
+  std::vector<Cell> cells_;  // the line otherwise
   // Sum over the cells of max(size, 1): the rendered size plus the blank each width-0 cell
   // may become. Blanking never raises it, so keeping it within max_line_bytes_ bounds both the
   // cells and the rendered line.

@@ -72,6 +72,11 @@ void VtParser::Feed(std::string_view bytes) {
         } else if (b == kEsc) {
           StartSequence(State::kEscape);
           ++p;
+          if (p < end && *p == '[') {  // the common case, without the general dispatch
+            Count(1);
+            StartCsi();
+            ++p;
+          }
         } else {
           handler_.OnControl(static_cast<char>(b));
           ++p;
@@ -180,6 +185,13 @@ void VtParser::StartSequence(State state) {
   overflow_ = false;
 }
 
+void VtParser::StartCsi() {
+  csi_ = CsiSequence{};
+  csi_.params.fill(-1);
+  csi_index_ = -1;
+  state_ = State::kCsiEntry;
+}
+
 void VtParser::Count(size_t bytes) {
   sequence_bytes_ += bytes;
   if (!overflow_ && sequence_bytes_ > max_sequence_bytes_) {
@@ -231,10 +243,7 @@ bool VtParser::SequenceByte(unsigned char b) {
       }
       switch (b) {
         case '[':
-          csi_ = CsiSequence{};
-          csi_.params.fill(-1);
-          csi_index_ = -1;
-          state_ = State::kCsiEntry;
+          StartCsi();
           return true;
         case ']':
           osc_.clear();
@@ -294,26 +303,44 @@ bool VtParser::SequenceByte(unsigned char b) {
 }
 
 const unsigned char* VtParser::FeedCsiParams(const unsigned char* p, const unsigned char* end) {
-  // The bulk of a CSI (digits, separators, the final byte) without the general byte dispatch.
+  // The bulk of a CSI (digits, separators, the final byte) without the general byte dispatch;
+  // the same rules as CsiParamByte.
   const unsigned char* start = p;
+  int index = csi_index_;
   while (p < end) {
     const unsigned char b = *p;
-    if ((b >= '0' && b <= '9') || b == ';' || b == ':') {
-      CsiParamByte(b);
+    const unsigned digit = b - static_cast<unsigned>('0');
+    if (digit < 10) {
+      if (index < 0) index = 0;
+      if (index < CsiSequence::kMaxParams) {
+        int& value = csi_.params[static_cast<size_t>(index)];
+        value = value < 0 ? static_cast<int>(digit)
+                          : std::min(value * 10 + static_cast<int>(digit), kMaxParamValue);
+      }
       state_ = State::kCsiParam;
       ++p;
       continue;
     }
+    if (b == ';' || b == ':') {
+      if (index < 0) index = 0;
+      if (index < CsiSequence::kMaxParams) ++index;
+      state_ = State::kCsiParam;
+      ++p;
+      continue;
+    }
+    csi_index_ = index;
     if (b >= 0x40 && b <= 0x7e) {
       Count(static_cast<size_t>(p - start) + 1);
       csi_.final = static_cast<char>(b);
       DispatchCsi();
       return p + 1;
     }
-    break;
+    Count(static_cast<size_t>(p - start));
+    if (SequenceByte(b)) ++p;  // anything else takes the general path
+    return p;
   }
+  csi_index_ = index;
   Count(static_cast<size_t>(p - start));
-  if (p < end && SequenceByte(*p)) ++p;  // anything else takes the general path
   return p;
 }
 

@@ -67,6 +67,7 @@ class VtParser final {
   const unsigned char* FeedOsc(const unsigned char* p, const unsigned char* end);
   const unsigned char* FeedIgnoredString(const unsigned char* p, const unsigned char* end);
   void StartSequence(State state);
+  void StartCsi();
   void Count(size_t bytes);
   void CsiParamByte(unsigned char b);
   void DispatchCsi();
