@@ -174,6 +174,11 @@ void LineModel::SetColumns(int columns) {
   row_start_ = cursor_ - cursor_ % columns_;
 }
 
+void LineModel::DisableTextMode() {
+  text_mode_ = false;
+  Materialize();
+}
+
 void LineModel::SetLineSink(std::function<void(std::string_view line)> sink) {
   sink_ = std::move(sink);
 }
@@ -586,7 +591,7 @@ void LineModel::Commit() {
   } else {
     Render(line_);
     cells_.clear();
-    simple_ = true;
+    simple_ = text_mode_;
   }
   weight_ = 0;
   cursor_ = 0;

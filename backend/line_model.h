@@ -28,6 +28,9 @@ class LineModel final : public VtHandler {
   // The current unterminated line, rendered (trailing blanks trimmed).
   [[nodiscard]] std::string PendingText() const;
   [[nodiscard]] int columns() const { return static_cast<int>(columns_); }
+  // Keeps every line in cells, never as plain text: the same rendering by the general path, for
+  // tests and the fuzzer to compare the two.
+  void DisableTextMode();
 
   void OnPrint(std::string_view utf8) override;
   void OnControl(char c) override;
@@ -69,6 +72,7 @@ class LineModel final : public VtHandler {
   size_t max_line_bytes_;
   std::function<void(std::string_view)> sink_;
   bool simple_ = true;
+  bool text_mode_ = true;    // lines start simple
   std::string text_;         // the line in simple mode
   std::vector<Cell> cells_;  // the line otherwise
   // Sum over the cells of max(size, 1): the rendered size plus the blank each width-0 cell

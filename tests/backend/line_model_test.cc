@@ -137,6 +137,9 @@ std::vector<LineCase> LineCases() {
 TEST(LineModelTest, TableAtEverySplit) {
   for (const LineCase& c : LineCases()) {
     const Rendered expected{c.lines, c.pending};
+    EXPECT_EQ(RenderLines({c.input}, c.columns, 64 * 1024, 256 * 1024, /*text_mode=*/false),
+              expected)
+        << c.name << " (cells only)";
     ForEachSplit(c.input, [&](const std::vector<std::string_view>& parts, const std::string& how) {
       EXPECT_EQ(RenderLines(parts, c.columns), expected) << c.name << " (" << how << ")";
     });
