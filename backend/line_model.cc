@@ -335,8 +335,11 @@ void LineModel::PutChar(const char* bytes, size_t size, size_t width) {
     row_start_ += columns_;
     cursor_ = row_start_;
   }
+  // The weight this write may add: the gap's blanks and the new cells, less the cells it
+  // overwrites (each weighs at least 1; blanking what it splits never adds weight).
   const size_t gap = cursor_ > cells_.size() ? cursor_ - cells_.size() : 0;
-  if (gap + size + width > Budget()) {  // soft break: the line is as long as allowed
+  const size_t overwritten = cursor_ < cells_.size() ? std::min(width, cells_.size() - cursor_) : 0;
+  if (gap + size + width - 1 > Budget() + overwritten) {  // soft break: the line is full
     Commit();
     Materialize();  // this character goes on in cells
   }

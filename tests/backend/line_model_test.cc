@@ -194,6 +194,23 @@ TEST(LineModelTest, TabsAndCursorMovesStayWithinTheBound) {
   EXPECT_LE(model.PendingText().size(), 64u);
 }
 
+// A full line (at max_line_bytes) is overwritten, not broken, after a resize put the cursor on
+// an earlier row: the same in the plain-text and the cell paths.
+TEST(LineModelTest, OverwritingAFullLineDoesNotBreakIt) {
+  for (bool text_mode : {true, false}) {
+    LineModel model(100, 64);
+    if (!text_mode) model.DisableTextMode();
+    std::vector<std::string> lines;
+    model.SetLineSink([&](std::string_view line) { lines.emplace_back(line); });
+    VtParser parser(model, 1024);
+    parser.Feed(std::string(64, 'a') + "\r");
+    model.SetColumns(10);
+    parser.Feed(std::string(12, 'b'));  // wraps onto the second row, over the a's
+    EXPECT_TRUE(lines.empty()) << text_mode;
+    EXPECT_EQ(model.PendingText(), std::string(12, 'b') + std::string(52, 'a')) << text_mode;
+  }
+}
+
 TEST(LineModelTest, ResizeReflowsTheLogicalLine) {
   LineModel model(10, 1024);
   VtParser parser(model, 1024);

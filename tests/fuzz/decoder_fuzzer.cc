@@ -64,7 +64,7 @@ struct LinePath {
 };
 
 LinePath RunLinePath(std::string_view a, std::string_view b, int columns, size_t max_line,
-                     size_t max_sequence, bool text_mode) {
+                     size_t max_sequence, bool text_mode, int columns_after_a = 0) {
   LinePath out;
   LineModel model(columns, max_line);
   if (!text_mode) model.DisableTextMode();
@@ -74,6 +74,7 @@ LinePath RunLinePath(std::string_view a, std::string_view b, int columns, size_t
   });
   VtParser parser(model, max_sequence);
   parser.Feed(a);
+  if (columns_after_a > 0) model.SetColumns(columns_after_a);
   parser.Feed(b);
   out.pending = model.PendingText();
   return out;
@@ -115,13 +116,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Check(IsCleanText(pending));
   Check(pending.size() <= options.max_line_bytes);
 
-  // The split never changes the line path's result, nor does the plain-text fast path.
+  // The split never changes the line path's result, nor does the plain-text fast path (also
+  // across a change of width).
   if ((data[0] & 0x80) == 0) {
     const LinePath whole = RunLinePath(input, {}, options.columns, options.max_line_bytes,
                                        options.max_sequence_bytes, false);
     const LinePath split = RunLinePath(first, second, options.columns, options.max_line_bytes,
                                        options.max_sequence_bytes, true);
     Check(whole.lines == split.lines && whole.pending == split.pending);
+  } else {
+    const int width = 1 + data[5] % 100;
+    const LinePath cells = RunLinePath(first, second, options.columns, options.max_line_bytes,
+                                       options.max_sequence_bytes, false, width);
+    const LinePath text = RunLinePath(first, second, options.columns, options.max_line_bytes,
+                                      options.max_sequence_bytes, true, width);
+    Check(cells.lines == text.lines && cells.pending == text.pending);
   }
 
   // Scrollback: bounded, and paging walks it with clean text and increasing cursors.
