@@ -51,8 +51,10 @@ class Screen final {
   //   U+FFFD; a character split across Feed calls is held back until it is complete.
   // - CSI sequences with at most 16 parameters (a 17th writes past its argument array), each
   //   at most 9999, at most two intermediates, nothing malformed, at most kMaxCsiBytes long.
+  // - no intermediates before '[' or a string introducer (ESC & [ still starts a CSI there).
   // - no REP (CSI b): repeating a zero-width character loops forever. Repeat() emulates it.
   // The filter follows escape sequences and strings far enough to know the last character.
+  // Resize() works around two more: see screen.cc.
   void Sanitize(std::string_view bytes);
   void FilterAscii(const char* text, size_t size);
   void FilterCharacter(std::string_view utf8);
