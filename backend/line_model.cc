@@ -3,6 +3,7 @@
 #include "backend/line_model.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace ptybox::backend {
@@ -104,13 +105,56 @@ constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
 
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 
+bool IsPrintableAscii(char c) { return c >= 0x20 && c < 0x7f; }
+
+// How many of the first `size` bytes are printable ASCII, eight at a time where possible.
+size_t PrintableAsciiPrefix(const char* text, size_t size) {
+  constexpr uint64_t kOnes = 0x0101010101010101;
+  constexpr uint64_t kHigh = 0x8080808080808080;
+  size_t k = 0;
+  while (size - k >= 8) {
+    uint64_t word;
+    std::memcpy(&word, text + k, sizeof word);
+    if (((word - 0x20 * kOnes) | word | (word + kOnes)) & kHigh) break;
+    k += 8;
+  }
+  while (k < size && IsPrintableAscii(text[k])) ++k;
+  return k;
+}
+
+}  // namespace
+
+namespace {
+
+int TableWidth(char32_t cp) {
+  if (InTable(kZeroWidth, cp)) return 0;
+  if (InTable(kWide, cp)) return 2;
+  return 1;
+}
+
+// The widths of the Basic Multilingual Plane, two bits each, computed once from the tables.
+class BmpWidths {
+ public:
+  BmpWidths() {
+    for (char32_t cp = 0; cp < 0x10000; ++cp) {
+      bits_[cp / 4] = static_cast<uint8_t>(bits_[cp / 4] | TableWidth(cp) << (cp % 4 * 2));
+    }
+  }
+  [[nodiscard]] int Width(char32_t cp) const { return bits_[cp / 4] >> (cp % 4 * 2) & 3; }
+
+ private:
+  std::array<uint8_t, 0x10000 / 4> bits_{};
+};
+
 }  // namespace
 
 int TerminalCharWidth(char32_t cp) {
   if (cp < 0x300) return 1;
-  if (InTable(kZeroWidth, cp)) return 0;
-  if (InTable(kWide, cp)) return 2;
-  return 1;
+  if (cp < 0x10000) {
+    static const BmpWidths widths;
+    return widths.Width(cp);
+  }
+  return TableWidth(cp);
 }
 
 LineModel::LineModel(int columns, size_t max_line_bytes)
@@ -128,6 +172,11 @@ void LineModel::SetColumns(int columns) {
     }
   }
   row_start_ = cursor_ - cursor_ % columns_;
+}
+
+void LineModel::DisableTextMode() {
+  text_mode_ = false;
+  Materialize();
 }
 
 void LineModel::SetLineSink(std::function<void(std::string_view line)> sink) {
@@ -150,9 +199,10 @@ void LineModel::OnPrint(std::string_view utf8) {
   size_t i = 0;
   while (i < n) {
     if (s[i] < 0x80) {
-      i += PutAsciiRun(utf8.data() + i, n - i);
+      i += simple_ ? PutSimpleRun(utf8.data() + i, n - i) : PutAsciiRun(utf8.data() + i, n - i);
       continue;
     }
+    Materialize();
     char32_t cp = 0;
     const size_t size = Decode(s + i, n - i, &cp);
     if (size == 0) {
@@ -170,36 +220,111 @@ void LineModel::OnPrint(std::string_view utf8) {
   }
 }
 
+size_t LineModel::PutSimpleRun(const char* text, size_t size) {
+  if (!IsPrintableAscii(text[0])) return 1;  // controls never reach OnPrint from the parser
+  if (wrap_pending_) {                       // the deferred wrap happens now
+    row_start_ += columns_;
+    cursor_ = row_start_;
+    wrap_pending_ = false;
+  }
+  const size_t row_end = RowEnd();
+  const size_t k = PrintableAsciiPrefix(text, std::min(size, row_end - cursor_));
+  const size_t end = cursor_ + k;
+  if (end > max_line_bytes_) {  // a soft break is due: the cell path knows how
+    Materialize();
+    return PutAsciiRun(text, size);
+  }
+  if (cursor_ > text_.size()) text_.append(cursor_ - text_.size(), ' ');
+  const size_t overwritten = std::min(k, text_.size() - cursor_);
+  std::memcpy(text_.data() + cursor_, text, overwritten);
+  text_.append(text + overwritten, k - overwritten);
+  weight_ = text_.size();
+  cursor_ = end;
+  if (cursor_ == row_end) {
+    --cursor_;
+    wrap_pending_ = true;
+  }
+  return k;
+}
+
+void LineModel::Materialize() {
+  if (!simple_) return;
+  simple_ = false;
+  cells_.resize(text_.size());
+  for (size_t i = 0; i < text_.size(); ++i) cells_[i] = Cell{{text_[i]}, 1, 1};
+  weight_ = text_.size();
+  text_.clear();
+}
+
 size_t LineModel::PutAsciiRun(const char* text, size_t size) {
   auto printable = [](char c) { return c >= 0x20 && c < 0x7f; };
-  if (!wrap_pending_ && cursor_ == cells_.size()) {
-    // Appending at the end of the line: whole cells in one go, up to the end of the row.
-    const size_t limit = std::min({size, RowEnd() - cursor_, Budget()});
-    size_t k = 0;
-    while (k < limit && printable(text[k])) ++k;
-    if (k > 0) {
-      cells_.resize(cursor_ + k);
-      Cell* cell = cells_.data() + cursor_;
-      for (size_t j = 0; j < k; ++j) {
-        cell[j].bytes[0] = text[j];
-        cell[j].size = 1;
-        cell[j].width = 1;
-      }
-      weight_ += k;
-      cursor_ += k;
-      if (cursor_ == RowEnd()) {
-        --cursor_;
-        wrap_pending_ = true;
-      }
+  if (wrap_pending_ || !printable(text[0])) {
+    if (printable(text[0])) PutChar(text, 1, 1);  // controls never reach OnPrint from the parser
+    return 1;
+  }
+  const size_t row_end = RowEnd();
+  size_t k = 0;
+  // Over one-cell characters (a progress line being redrawn): in place.
+  while (k < size && cursor_ < cells_.size() && cells_[cursor_].width == 1 && printable(text[k])) {
+    Cell& cell = cells_[cursor_];
+    weight_ = weight_ - cell.size + 1;
+    cell.bytes[0] = text[k];
+    cell.size = 1;
+    ++k;
+    if (++cursor_ == row_end) {
+      --cursor_;
+      wrap_pending_ = true;
       return k;
     }
   }
-  if (printable(text[0])) PutChar(text, 1, 1);  // controls never reach OnPrint from the parser
-  return 1;
+  // At the end of the line: whole cells in one go, up to the end of the row.
+  if (cursor_ == cells_.size()) {
+    const size_t limit = k + std::min({size - k, row_end - cursor_, Budget()});
+    const size_t first = k;
+    while (k < limit && printable(text[k])) ++k;
+    const size_t added = k - first;
+    if (added > 0) {
+      cells_.resize(cursor_ + added);
+      Cell* cell = cells_.data() + cursor_;  // filled through a local pointer: no reloads
+      for (size_t j = 0; j < added; ++j) {
+        cell[j].bytes[0] = text[first + j];
+        cell[j].size = 1;
+        cell[j].width = 1;
+      }
+      weight_ += added;
+      cursor_ += added;
+      if (cursor_ == row_end) {
+        --cursor_;
+        wrap_pending_ = true;
+      }
+    }
+  }
+  if (k == 0) {  // over a wide character or a tab, or past the end of the line
+    PutChar(text, 1, 1);
+    return 1;
+  }
+  return k;
 }
 
 void LineModel::PutChar(const char* bytes, size_t size, size_t width) {
   if (columns_ < 2) width = 1;
+  size = std::min(size, Cell{}.bytes.size());
+  if (!wrap_pending_ && cursor_ == cells_.size() && cursor_ + width <= RowEnd() &&
+      size + width <= Budget()) {
+    // Appending at the end of the line, within the row: nothing to split or overwrite.
+    Cell& cell = cells_.emplace_back();  // built in place: no copy through the stack
+    std::memcpy(cell.bytes.data(), bytes, size);
+    cell.size = static_cast<uint8_t>(size);
+    cell.width = static_cast<uint8_t>(width);
+    if (width == 2) cells_.emplace_back();  // the right half: no bytes, width 0
+    weight_ += size + width - 1;
+    cursor_ += width;
+    if (cursor_ == RowEnd()) {
+      --cursor_;
+      wrap_pending_ = true;
+    }
+    return;
+  }
   if (wrap_pending_) {  // the deferred wrap happens now
     row_start_ += columns_;
     cursor_ = row_start_;
@@ -210,8 +335,14 @@ void LineModel::PutChar(const char* bytes, size_t size, size_t width) {
     row_start_ += columns_;
     cursor_ = row_start_;
   }
+  // The weight this write may add: the gap's blanks and the new cells, less the cells it
+  // overwrites (each weighs at least 1; blanking what it splits never adds weight).
   const size_t gap = cursor_ > cells_.size() ? cursor_ - cells_.size() : 0;
-  if (gap + size + width > Budget()) Commit();  // soft break: the line is as long as allowed
+  const size_t overwritten = cursor_ < cells_.size() ? std::min(width, cells_.size() - cursor_) : 0;
+  if (gap + size + width - 1 > Budget() + overwritten) {  // soft break: the line is full
+    Commit();
+    Materialize();  // this character goes on in cells
+  }
   if (cursor_ > cells_.size()) {
     weight_ += cursor_ - cells_.size();
     cells_.resize(cursor_, kBlank);
@@ -219,8 +350,8 @@ void LineModel::PutChar(const char* bytes, size_t size, size_t width) {
   const size_t last = cursor_ + width;
   SplitEdges(cursor_, last);
   Cell cell{};
-  std::memcpy(cell.bytes.data(), bytes, std::min(size, cell.bytes.size()));
-  cell.size = static_cast<uint8_t>(std::min(size, cell.bytes.size()));
+  std::memcpy(cell.bytes.data(), bytes, size);
+  cell.size = static_cast<uint8_t>(size);
   cell.width = static_cast<uint8_t>(width);
   SetCell(cursor_, cell);
   for (size_t i = cursor_ + 1; i < last; ++i) SetCell(i, Cell{{}, 0, 0});
@@ -291,6 +422,18 @@ void LineModel::SplitEdges(size_t first, size_t last) {
 }
 
 void LineModel::Erase(size_t first, size_t last) {
+  if (simple_) {
+    last = std::min(last, text_.size());
+    if (first >= last) return;
+    if (last == text_.size()) {
+      text_.resize(first);
+    } else {
+      std::fill(text_.begin() + static_cast<std::ptrdiff_t>(first),
+                text_.begin() + static_cast<std::ptrdiff_t>(last), ' ');
+    }
+    weight_ = text_.size();
+    return;
+  }
   last = std::min(last, cells_.size());
   if (first >= last) return;
   SplitEdges(first, last);
@@ -358,6 +501,7 @@ void LineModel::OnControl(char c) {
       }
       break;
     case '\t':
+      Materialize();
       Tab();
       break;
     default:  // BEL, NUL, SO/SI, ...: nothing to render
@@ -405,10 +549,12 @@ void LineModel::OnCsi(const CsiSequence& csi) {
       break;
     case 'P':  // DCH
       wrap_pending_ = false;
+      Materialize();
       DeleteChars(count);
       break;
     case '@':  // ICH
       wrap_pending_ = false;
+      Materialize();
       InsertBlanks(count);
       break;
     default:  // SGR and everything that leaves the line's text alone, or is not in-line
@@ -419,17 +565,21 @@ void LineModel::OnCsi(const CsiSequence& csi) {
 void LineModel::OnOsc(std::string_view /*payload*/) {}
 
 void LineModel::Render(std::string& out) const {
-  out.resize(weight_);  // at least the rendered size
+  if (simple_) {
+    out.assign(text_);
+    while (!out.empty() && IsBlank(out.back())) out.pop_back();
+    return;
+  }
+  // Every cell's whole byte array is copied (branch-free), then the cursor advances by its
+  // size: the buffer has one cell array of slack, and weight_ bounds the rendered size.
+  constexpr size_t kCellBytes = sizeof(Cell::bytes);
+  out.resize(weight_ + kCellBytes);
   char* d = out.data();
   const char* const end = d + out.size();
   for (const Cell& cell : cells_) {
-    if (static_cast<size_t>(end - d) < cell.size) break;  // cannot happen; never overrun anyway
-    if (cell.size == 1) {
-      *d++ = cell.bytes[0];
-    } else {
-      std::memcpy(d, cell.bytes.data(), cell.size);
-      d += cell.size;
-    }
+    if (static_cast<size_t>(end - d) < kCellBytes) break;  // cannot happen; never overrun anyway
+    std::memcpy(d, cell.bytes.data(), kCellBytes);
+    d += cell.size;
   }
   size_t size = static_cast<size_t>(d - out.data());
   while (size > 0 && IsBlank(out[size - 1])) --size;
@@ -437,8 +587,15 @@ void LineModel::Render(std::string& out) const {
 }
 
 void LineModel::Commit() {
-  Render(line_);
-  cells_.clear();
+  if (simple_) {
+    line_.swap(text_);  // the line's bytes are its text: no rendering
+    text_.clear();
+    while (!line_.empty() && IsBlank(line_.back())) line_.pop_back();
+  } else {
+    Render(line_);
+    cells_.clear();
+    simple_ = text_mode_;
+  }
   weight_ = 0;
   cursor_ = 0;
   row_start_ = 0;

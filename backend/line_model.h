@@ -28,6 +28,9 @@ class LineModel final : public VtHandler {
   // The current unterminated line, rendered (trailing blanks trimmed).
   [[nodiscard]] std::string PendingText() const;
   [[nodiscard]] int columns() const { return static_cast<int>(columns_); }
+  // Keeps every line in cells, never as plain text: the same rendering by the general path, for
+  // tests and the fuzzer to compare the two.
+  void DisableTextMode();
 
   void OnPrint(std::string_view utf8) override;
   void OnControl(char c) override;
@@ -44,6 +47,10 @@ class LineModel final : public VtHandler {
   };
   static constexpr Cell kBlank = {{' '}, 1, 1};
 
+  // Simple mode: while the line holds only printable ASCII (one byte, one cell each), it is
+  // kept as its text, which is what most output is; anything else turns it into cells.
+  size_t PutSimpleRun(const char* text, size_t size);
+  void Materialize();
   void PutChar(const char* bytes, size_t size, size_t width);
   size_t PutAsciiRun(const char* text, size_t size);  // the common case, cell by cell in bulk
   void Combine(const char* bytes, size_t size);
@@ -64,7 +71,10 @@ class LineModel final : public VtHandler {
   size_t columns_;
   size_t max_line_bytes_;
   std::function<void(std::string_view)> sink_;
-  std::vector<Cell> cells_;
+  bool simple_ = true;
+  bool text_mode_ = true;    // lines start simple
+  std::string text_;         // the line in simple mode
+  std::vector<Cell> cells_;  // the line otherwise
   // Sum over the cells of max(size, 1): the rendered size plus the blank each width-0 cell
   // may become. Blanking never raises it, so keeping it within max_line_bytes_ bounds both the
   // cells and the rendered line.

@@ -15,11 +15,17 @@ namespace ptybox::backend {
 
 class Screen final {
  public:
-  // Sizes are clamped to 1..kMaxRows and 1..kMaxColumns.
+  // Sizes are clamped to 1..kMaxRows and kMinColumns..kMaxColumns: libvterm 0.1.4 writes out of
+  // bounds when a wide character is printed on a one-column terminal.
   static constexpr int kMaxRows = 500;
+  static constexpr int kMinColumns = 2;
   static constexpr int kMaxColumns = 1000;
   // Replies beyond this many unread bytes are dropped (a program flooding DSR requests).
   static constexpr size_t kMaxReplyBytes = 64 * 1024;
+  // A longer CSI sequence is not passed to libvterm.
+  static constexpr size_t kMaxCsiBytes = 256;
+  // An escape sequence with more intermediate bytes is not passed to libvterm.
+  static constexpr size_t kMaxEscapeIntermediates = 2;
 
   Screen(int rows, int columns);
   ~Screen();
@@ -39,11 +45,22 @@ class Screen final {
  private:
   friend struct ScreenCallbacks;  // libvterm's C callbacks (screen.cc)
 
-  // libvterm only ever sees valid UTF-8 without C1 characters: libvterm 0.1.4 gives U+0080..
-  // U+009F a width of -1, and one of them in column 0 followed by an erase (ESC [ K or J)
-  // writes through a null pointer. Malformed bytes become U+FFFD; a character split across
-  // Feed calls is held back until it is complete.
+  // libvterm 0.1.4 crashes on some input, so it only ever sees a cleaned stream:
+  // - valid UTF-8 without C1 characters: it gives U+0080..U+009F a width of -1, and one of them
+  //   in column 0 followed by an erase writes through a null pointer. Malformed bytes become
+  //   U+FFFD; a character split across Feed calls is held back until it is complete.
+  // - CSI sequences with at most 16 parameters (a 17th writes past its argument array), each
+  //   at most 9999, at most two intermediates, nothing malformed, at most kMaxCsiBytes long.
+  // - no intermediates before '[' or a string introducer (ESC & [ still starts a CSI there).
+  // - no REP (CSI b): repeating a zero-width character loops forever. Repeat() emulates it.
+  // The filter follows escape sequences and strings far enough to know the last character.
+  // Resize() works around two more: see screen.cc.
   void Sanitize(std::string_view bytes);
+  void FilterAscii(const char* text, size_t size);
+  void FilterCharacter(std::string_view utf8);
+  void EmitCsi();
+  void Repeat(int count);
+  void StartEscape();
 
   struct VTermDeleter {
     void operator()(VTerm* vt) const;
@@ -55,6 +72,19 @@ class Screen final {
   bool alternate_screen_ = false;
   std::string replies_;
   std::string clean_;  // Sanitize's output, reused
+  enum class Filter : unsigned char {
+    kGround,
+    kEscape,
+    kCsi,
+    kString,        // OSC, DCS, SOS, PM, APC
+    kStringEscape,  // ESC in a string: ST, or the start of another escape
+  };
+  Filter filter_ = Filter::kGround;
+  std::string escape_;  // intermediates of the escape in progress
+  bool escape_overflow_ = false;
+  std::string csi_;  // the CSI in progress, from its ESC
+  bool csi_overflow_ = false;
+  std::string last_character_;  // the last printed character, for REP
   std::array<char, 4> utf8_bytes_{};
   unsigned char utf8_len_ = 0;
   unsigned char utf8_need_ = 0;

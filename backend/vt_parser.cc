@@ -4,6 +4,8 @@
 #include "backend/vt_parser.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 
 namespace ptybox::backend {
 namespace {
@@ -70,12 +72,21 @@ void VtParser::Feed(std::string_view bytes) {
         } else if (b == kEsc) {
           StartSequence(State::kEscape);
           ++p;
+          if (p < end && *p == '[') {  // the common case, without the general dispatch
+            Count(1);
+            StartCsi();
+            ++p;
+          }
         } else {
           handler_.OnControl(static_cast<char>(b));
           ++p;
         }
         break;
       }
+      case State::kCsiEntry:
+      case State::kCsiParam:
+        p = FeedCsiParams(p, end);
+        break;
       case State::kOscString:
         p = FeedOsc(p, end);
         break;
@@ -92,6 +103,16 @@ void VtParser::Feed(std::string_view bytes) {
 const unsigned char* VtParser::FeedGround(const unsigned char* p, const unsigned char* end) {
   const unsigned char* run = p;
   while (p < end) {
+    // Eight printable ASCII bytes at a time: no byte below 0x20, none at 0x7f or above.
+    constexpr uint64_t kOnes = 0x0101010101010101;
+    constexpr uint64_t kHigh = 0x8080808080808080;
+    while (end - p >= 8) {
+      uint64_t word;
+      std::memcpy(&word, p, sizeof word);
+      if (((word - 0x20 * kOnes) | word | (word + kOnes)) & kHigh) break;
+      p += 8;
+    }
+    if (p == end) break;
     const unsigned char b = *p;
     if (b >= 0x20 && b < 0x7f) {
       ++p;
@@ -164,6 +185,13 @@ void VtParser::StartSequence(State state) {
   overflow_ = false;
 }
 
+void VtParser::StartCsi() {
+  csi_ = CsiSequence{};
+  csi_.params.fill(-1);
+  csi_index_ = -1;
+  state_ = State::kCsiEntry;
+}
+
 void VtParser::Count(size_t bytes) {
   sequence_bytes_ += bytes;
   if (!overflow_ && sequence_bytes_ > max_sequence_bytes_) {
@@ -215,10 +243,7 @@ bool VtParser::SequenceByte(unsigned char b) {
       }
       switch (b) {
         case '[':
-          csi_ = CsiSequence{};
-          csi_.params.fill(-1);
-          csi_index_ = -1;
-          state_ = State::kCsiEntry;
+          StartCsi();
           return true;
         case ']':
           osc_.clear();
@@ -275,6 +300,48 @@ bool VtParser::SequenceByte(unsigned char b) {
       Reset();
       return true;
   }
+}
+
+const unsigned char* VtParser::FeedCsiParams(const unsigned char* p, const unsigned char* end) {
+  // The bulk of a CSI (digits, separators, the final byte) without the general byte dispatch;
+  // the same rules as CsiParamByte.
+  const unsigned char* start = p;
+  int index = csi_index_;
+  while (p < end) {
+    const unsigned char b = *p;
+    const unsigned digit = b - static_cast<unsigned>('0');
+    if (digit < 10) {
+      if (index < 0) index = 0;
+      if (index < CsiSequence::kMaxParams) {
+        int& value = csi_.params[static_cast<size_t>(index)];
+        value = value < 0 ? static_cast<int>(digit)
+                          : std::min(value * 10 + static_cast<int>(digit), kMaxParamValue);
+      }
+      state_ = State::kCsiParam;
+      ++p;
+      continue;
+    }
+    if (b == ';' || b == ':') {
+      if (index < 0) index = 0;
+      if (index < CsiSequence::kMaxParams) ++index;
+      state_ = State::kCsiParam;
+      ++p;
+      continue;
+    }
+    csi_index_ = index;
+    if (b >= 0x40 && b <= 0x7e) {
+      Count(static_cast<size_t>(p - start) + 1);
+      csi_.final = static_cast<char>(b);
+      DispatchCsi();
+      return p + 1;
+    }
+    Count(static_cast<size_t>(p - start));
+    if (SequenceByte(b)) ++p;  // anything else takes the general path
+    return p;
+  }
+  csi_index_ = index;
+  Count(static_cast<size_t>(p - start));
+  return p;
 }
 
 void VtParser::CsiParamByte(unsigned char b) {

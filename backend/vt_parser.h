@@ -63,9 +63,11 @@ class VtParser final {
   void EmitReplacement();
   // One byte of an escape sequence; false when `b` must be processed again (in ground).
   bool SequenceByte(unsigned char b);
+  const unsigned char* FeedCsiParams(const unsigned char* p, const unsigned char* end);
   const unsigned char* FeedOsc(const unsigned char* p, const unsigned char* end);
   const unsigned char* FeedIgnoredString(const unsigned char* p, const unsigned char* end);
   void StartSequence(State state);
+  void StartCsi();
   void Count(size_t bytes);
   void CsiParamByte(unsigned char b);
   void DispatchCsi();

@@ -105,9 +105,10 @@ inline void PrintTo(const Rendered& r, std::ostream* os) {
 
 inline Rendered RenderLines(const std::vector<std::string_view>& parts, int columns = 80,
                             size_t max_line_bytes = 64 * 1024,
-                            size_t max_sequence_bytes = 256 * 1024) {
+                            size_t max_sequence_bytes = 256 * 1024, bool text_mode = true) {
   Rendered result;
   LineModel model(columns, max_line_bytes);
+  if (!text_mode) model.DisableTextMode();
   model.SetLineSink([&](std::string_view line) { result.lines.emplace_back(line); });
   VtParser parser(model, max_sequence_bytes);
   for (std::string_view part : parts) parser.Feed(part);

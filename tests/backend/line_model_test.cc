@@ -137,6 +137,9 @@ std::vector<LineCase> LineCases() {
 TEST(LineModelTest, TableAtEverySplit) {
   for (const LineCase& c : LineCases()) {
     const Rendered expected{c.lines, c.pending};
+    EXPECT_EQ(RenderLines({c.input}, c.columns, 64 * 1024, 256 * 1024, /*text_mode=*/false),
+              expected)
+        << c.name << " (cells only)";
     ForEachSplit(c.input, [&](const std::vector<std::string_view>& parts, const std::string& how) {
       EXPECT_EQ(RenderLines(parts, c.columns), expected) << c.name << " (" << how << ")";
     });
@@ -189,6 +192,23 @@ TEST(LineModelTest, TabsAndCursorMovesStayWithinTheBound) {
   parser.Feed(input);
   EXPECT_LE(longest, 64u);
   EXPECT_LE(model.PendingText().size(), 64u);
+}
+
+// A full line (at max_line_bytes) is overwritten, not broken, after a resize put the cursor on
+// an earlier row: the same in the plain-text and the cell paths.
+TEST(LineModelTest, OverwritingAFullLineDoesNotBreakIt) {
+  for (bool text_mode : {true, false}) {
+    LineModel model(100, 64);
+    if (!text_mode) model.DisableTextMode();
+    std::vector<std::string> lines;
+    model.SetLineSink([&](std::string_view line) { lines.emplace_back(line); });
+    VtParser parser(model, 1024);
+    parser.Feed(std::string(64, 'a') + "\r");
+    model.SetColumns(10);
+    parser.Feed(std::string(12, 'b'));  // wraps onto the second row, over the a's
+    EXPECT_TRUE(lines.empty()) << text_mode;
+    EXPECT_EQ(model.PendingText(), std::string(12, 'b') + std::string(52, 'a')) << text_mode;
+  }
 }
 
 TEST(LineModelTest, ResizeReflowsTheLogicalLine) {

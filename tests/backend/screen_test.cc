@@ -103,6 +103,81 @@ TEST(ScreenTest, ResizeChangesTheRenderedSize) {
   EXPECT_EQ(clamped.columns(), Screen::kMaxColumns);
 }
 
+// libvterm 0.1.4 keeps a scroll region below the last row after shrinking, then scrolls it with
+// a negative memmove size.
+TEST(ScreenTest, ShrinkingBelowTheScrollRegionIsSafe) {
+  Screen s(14, 95);
+  s.Feed("\x1b[3r\x1b[5;10r\x1b[8;1Hkept");
+  s.Resize(1, 15);
+  s.Feed("\n\n\x1b[S\x1b[T\x1bM\x1b[L\x1b[M");
+  s.Resize(3, 15);
+  s.Feed("\x1b[6n");
+  s.Feed("x\n");
+  EXPECT_EQ(Rows(s.Render()).size(), 3u);
+  EXPECT_TRUE(s.TakeReplies().ends_with("R"));
+}
+
+// libvterm 0.1.4 writes past its argument array on a CSI with more than 16 parameters.
+TEST(ScreenTest, CsiWithManyParametersIsSafe) {
+  Screen s(5, 40);
+  std::string many = "\x1b[";
+  for (int i = 0; i < 40; ++i) many += "1;";
+  s.Feed(many + "1m" + "\x1b[" + std::string(300, ':') + "m" +
+         "\x1b[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1m");
+  s.Feed("\x1b[38:2::255:0:0mok\x1b[99999999999999999999Cx\x1b[1?2h\x1b[6n");
+  const std::vector<std::string> rows = Rows(s.Render());
+  EXPECT_TRUE(rows[0].starts_with("ok")) << rows[0];
+  EXPECT_TRUE(rows[0].ends_with("x")) << rows[0];  // the huge CUF stopped at the margin
+  EXPECT_EQ(s.TakeReplies(), "\x1b[1;40R");
+}
+
+// libvterm 0.1.4 starts a CSI at '[' even after escape intermediates ("ESC & ["), past the
+// parameter filter; Screen drops such intermediates.
+TEST(ScreenTest, CsiAfterEscapeIntermediatesIsFiltered) {
+  Screen s(3, 20);
+  s.Feed("\x1b&[" + std::string(40, ';') + "5m\n\x1b(Bok\x1b(((B!");
+  EXPECT_TRUE(Rows(s.Render())[1].starts_with("ok!")) << s.Render();
+}
+
+// libvterm 0.1.4 loops forever on REP (CSI b) repeating a zero-width character; Screen emulates
+// REP: the last printed character, repeated up to the right margin.
+TEST(ScreenTest, RepeatIsEmulatedSafely) {
+  Screen s(3, 10);
+  s.Feed("\x1b]0;title\x07\x1b[b\xCC\x81\x1b[b\x1b[5b");
+  s.Feed("x\x1b[3b\r\n");
+  s.Feed("\xE2\x94\x80\x1b[99b\r\n");  // ncurses: the character once, then CSI n-1 b
+  s.Feed("a\x1b[?5b\x1b[1;2b\x1b[ b");
+  const std::vector<std::string> rows = Rows(s.Render());
+  EXPECT_EQ(rows[0], "xxxx");  // libvterm drops a combining mark with nothing to combine with
+  std::string line;
+  for (int i = 0; i < 10; ++i) line += "\xE2\x94\x80";
+  EXPECT_EQ(rows[1], line);
+  EXPECT_EQ(rows[2], "aa");  // only "CSI 1;2 b" repeats (its first parameter)
+}
+
+// libvterm 0.1.4 leaves the cursor on row -1 after shrinking with the cursor on the top row; the
+// next erase writes through a null pointer.
+TEST(ScreenTest, ShrinkingWithTheCursorOnTopIsSafe) {
+  Screen s(20, 95);
+  s.Feed("\nr\x1b[r");  // cursor home
+  s.Resize(1, 5);
+  s.Feed("\x1b[K\x1b[6n");
+  EXPECT_EQ(s.TakeReplies(), "\x1b[1;1R");
+}
+
+// libvterm 0.1.4 writes out of bounds for a wide character on a one-column terminal.
+TEST(ScreenTest, OneColumnIsTwoColumns) {
+  Screen s(3, 1);
+  EXPECT_EQ(s.columns(), 2);
+  s.Feed(
+      "\xE6\x97\xA5\xE6\x97\xA5"
+      "a");
+  s.Resize(2, 1);
+  s.Feed("\xE6\x97\xA5");
+  EXPECT_EQ(s.columns(), 2);
+  EXPECT_EQ(Rows(s.Render()).size(), 2u);
+}
+
 TEST(ScreenTest, HostileInputRendersCleanText) {
   Screen s(5, 20);
   s.Feed("\xff\xfe\xc0\x80\x1b]0;");

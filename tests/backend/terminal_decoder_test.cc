@@ -193,9 +193,10 @@ struct LineRun {
 };
 
 LineRun RunLines(const std::vector<std::string_view>& parts, int columns, size_t max_line,
-                 size_t max_sequence) {
+                 size_t max_sequence, bool text_mode = true) {
   LineRun run;
   LineModel model(columns, max_line);
+  if (!text_mode) model.DisableTextMode();
   model.SetLineSink([&](std::string_view line) { run.lines.emplace_back(line); });
   VtParser parser(model, max_sequence);
   for (std::string_view part : parts) {
@@ -218,7 +219,8 @@ TEST(TerminalDecoderTest, RandomOutputPropertyTest) {
     for (size_t at = 0; at < input.size(); at += 1 + rng() % 16) {
       if (at > 0) cuts.push_back(at);
     }
-    const LineRun whole = RunLines({input}, columns, max_line, max_sequence);
+    // Whole and in cells only, against split with the plain-text fast path: the same lines.
+    const LineRun whole = RunLines({input}, columns, max_line, max_sequence, false);
     const LineRun split = RunLines(testing::SplitAt(input, cuts), columns, max_line, max_sequence);
     ASSERT_EQ(whole, split) << "case " << i << " input " << ::testing::PrintToString(input);
     for (const std::string& line : whole.lines) {
