@@ -189,6 +189,12 @@ std::string LineModel::PendingText() const {
   return text;
 }
 
+std::string LineModel::PendingTextUntrimmed() const {
+  std::string text;
+  Render(text, /*trim=*/false);
+  return text;
+}
+
 size_t LineModel::Budget() const {
   return weight_ >= max_line_bytes_ ? 0 : max_line_bytes_ - weight_;
 }
@@ -564,10 +570,10 @@ void LineModel::OnCsi(const CsiSequence& csi) {
 
 void LineModel::OnOsc(std::string_view /*payload*/) {}
 
-void LineModel::Render(std::string& out) const {
+void LineModel::Render(std::string& out, bool trim) const {
   if (simple_) {
     out.assign(text_);
-    while (!out.empty() && IsBlank(out.back())) out.pop_back();
+    while (trim && !out.empty() && IsBlank(out.back())) out.pop_back();
     return;
   }
   // Every cell's whole byte array is copied (branch-free), then the cursor advances by its
@@ -582,7 +588,7 @@ void LineModel::Render(std::string& out) const {
     d += cell.size;
   }
   size_t size = static_cast<size_t>(d - out.data());
-  while (size > 0 && IsBlank(out[size - 1])) --size;
+  while (trim && size > 0 && IsBlank(out[size - 1])) --size;
   out.resize(size);
 }
 

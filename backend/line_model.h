@@ -27,6 +27,8 @@ class LineModel final : public VtHandler {
   void SetLineSink(std::function<void(std::string_view line)> sink);
   // The current unterminated line, rendered (trailing blanks trimmed).
   [[nodiscard]] std::string PendingText() const;
+  // The same with its trailing blanks: a prompt like ">>> " as it stands before the input.
+  [[nodiscard]] std::string PendingTextUntrimmed() const;
   [[nodiscard]] int columns() const { return static_cast<int>(columns_); }
   // Keeps every line in cells, never as plain text: the same rendering by the general path, for
   // tests and the fuzzer to compare the two.
@@ -56,7 +58,7 @@ class LineModel final : public VtHandler {
   void Combine(const char* bytes, size_t size);
   void Tab();
   void Commit();
-  void Render(std::string& out) const;
+  void Render(std::string& out, bool trim = true) const;
   // Makes sure no multi-cell character is left half covered by a write or erase of the cells
   // [first, last): characters straddling either edge become blanks.
   void SplitEdges(size_t first, size_t last);

@@ -43,8 +43,14 @@ SendCapture::SendCapture(size_t max_result_bytes, size_t max_unconsumed_bytes,
       tail_keep_(max_result_bytes_ - max_result_bytes_ / 2) {}
 
 std::optional<std::string_view> SendCapture::AfterBoundary(std::string_view line) const {
-  if (line == pending_at_boundary_) return std::nullopt;
-  const std::string_view boundary = pending_at_boundary_;
+  // The boundary text keeps its trailing blanks (">>> " stays ">>> "), while committed and
+  // pending lines are rendered without them: "$" is the prompt line "$ " unchanged.
+  std::string_view boundary = pending_at_boundary_;
+  std::string_view trimmed = boundary;
+  while (!trimmed.empty() && (trimmed.back() == ' ' || trimmed.back() == '\t')) {
+    trimmed.remove_suffix(1);
+  }
+  if (line == boundary || line == trimmed) return std::nullopt;
   const auto mismatch = std::mismatch(line.begin(), line.end(), boundary.begin(), boundary.end());
   size_t common = static_cast<size_t>(mismatch.first - line.begin());
   // A shared lead byte of two different characters is not a common prefix.

@@ -18,7 +18,7 @@ namespace ptybox::backend {
 // line was committed since the boundary, the same rule applies to pending_now.
 class SendCapture final {
  public:
-  // `pending_at_boundary`: LineModel::PendingText() when the write was issued.
+  // `pending_at_boundary`: LineModel::PendingTextUntrimmed() when the write was issued.
   SendCapture(size_t max_result_bytes, size_t max_unconsumed_bytes,
               std::string pending_at_boundary);
   void AddLine(std::string_view line);  // a line committed after the boundary

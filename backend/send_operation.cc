@@ -77,7 +77,7 @@ void SendOperation::BeginWrite() {
   const TimePoint now = host_.Now();
   // The write boundary. Output before it belongs to the previous send.
   capture_ = std::make_unique<SendCapture>(config_.max_result_bytes, config_.max_unconsumed_bytes,
-                                           host_.PendingText());
+                                           host_.PendingTextUntrimmed());
   marker_.reset();
   prompt_on_line_ = false;
   engine().OnWriteStarted(now);

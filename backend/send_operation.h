@@ -23,6 +23,8 @@ class SendHost : public ReadinessHost {
  public:
   // The unterminated line as rendered now.
   virtual std::string PendingText() = 0;
+  // The same keeping trailing blanks (what stands on the line at the write boundary).
+  virtual std::string PendingTextUntrimmed() = 0;
   // The rendered screen when a full-screen program uses the alternate screen, else nullopt.
   virtual std::optional<std::string> AlternateScreen() = 0;
   virtual SessionStatus CurrentStatus() = 0;

@@ -72,6 +72,7 @@ class ShellSession final : public BackendSession,
   void CancelTimer() override;
   TerminalHandle& terminal() override { return terminal_; }
   std::string PendingText() override { return decoder_.PendingText(); }
+  std::string PendingTextUntrimmed() override { return decoder_.PendingTextUntrimmed(); }
   std::optional<std::string> AlternateScreen() override;
   SessionStatus CurrentStatus() override { return terminal_.status(); }
   bool InSignalTransition(const ForegroundFacts& facts) override;

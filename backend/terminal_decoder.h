@@ -36,6 +36,9 @@ class TerminalDecoder final {
   void Resize(int rows, int columns);
   [[nodiscard]] const Scrollback& scrollback() const { return scrollback_; }
   [[nodiscard]] std::string PendingText() const { return line_model_.PendingText(); }
+  [[nodiscard]] std::string PendingTextUntrimmed() const {
+    return line_model_.PendingTextUntrimmed();
+  }
   [[nodiscard]] const Screen& screen() const { return screen_; }
   std::string TakeReplies() { return screen_.TakeReplies(); }  // from the screen
 

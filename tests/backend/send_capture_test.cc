@@ -146,3 +146,22 @@ TEST(SendCaptureTest, UnconsumedOutputIsBoundedAndDropsTheOldest) {
 
 }  // namespace
 }  // namespace ptybox::backend
+
+namespace ptybox::backend {
+namespace {
+
+TEST(SendCaptureBoundaryTest, BoundaryKeepsTrailingBlanksOfAPrompt) {
+  // python's ">>> " before the input; its answer lands on the same line.
+  SendCapture capture(4096, 4096, ">>> ");
+  capture.AddLine(">>> 42");
+  bool truncated = false;
+  EXPECT_EQ(capture.Viewport(">>>", &truncated), "42\n>>>");
+  // The prompt line committed unchanged (rendered without its blank) is not output.
+  SendCapture unchanged(4096, 4096, "$ ");
+  unchanged.AddLine("$");
+  unchanged.AddLine("hi");
+  EXPECT_EQ(unchanged.Viewport("", &truncated), "hi");
+}
+
+}  // namespace
+}  // namespace ptybox::backend

@@ -83,6 +83,7 @@ class FakeHost final : public SendHost {
   void CancelTimer() override { timer.reset(); }
   TerminalHandle& terminal() override { return fake; }
   std::string PendingText() override { return pending; }
+  std::string PendingTextUntrimmed() override { return pending; }
   std::optional<std::string> AlternateScreen() override { return std::nullopt; }
   SessionStatus CurrentStatus() override { return SessionStatus::Running(); }
   bool transition = false;
