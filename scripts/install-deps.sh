@@ -8,10 +8,13 @@ packages=(
   bubblewrap
   libseccomp-dev libcap-dev libyaml-cpp-dev nlohmann-json3-dev libasio-dev libcli11-dev
   libvterm-dev googletest libgtest-dev libgmock-dev libbenchmark-dev
-  python3 procps
-  # tests/mcp runs the official MCP TypeScript SDK client (Node.js >= 18; Debian 12 has 18).
-  nodejs npm
+  python3 procps util-linux
 )
+# The test suite also runs the official MCP TypeScript SDK client (Node.js >= 18; Debian 12
+# has 18); scripts/test.sh asks for it, the demo does not need it.
+if [[ "${PTYBOX_WITH_NODE:-0}" == "1" ]]; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
