@@ -36,6 +36,7 @@ void ReadinessEngine::OnWriteStarted(TimePoint /*now*/) {
   output_seen_ = false;
   last_activity_.reset();
   exact_wait_ = false;
+  pending_wait_.reset();
   left_wait_.clear();
   next_probe_.reset();
 }
@@ -49,6 +50,7 @@ void ReadinessEngine::OnWriteSettled(TimePoint now) {
 
 void ReadinessEngine::OnOutput(TimePoint now) {
   if (settled() || stage_ == Stage::kBeforeWrite) return;
+  pending_wait_.reset();  // a wait seen before this output is not confirmed by a later look
   output_seen_ = true;
   last_activity_ = now;
   if (stage_ == Stage::kWaiting) ScheduleProbeAfterActivity(now);
@@ -103,13 +105,56 @@ void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
     if (facts.waiting_for_input == Tri::kYes && !drained) {
       // A reader with our input still queued is about to read it: not waiting for more.
     } else if (facts.waiting_for_input == Tri::kYes) {
-      if (ExactWaitIsFresh(facts)) exact_wait_ = true;
-    } else if (facts.waiting_for_input == Tri::kNo) {
+      if (ExactWaitIsFresh(facts)) {
+        // Exact evidence is a wait seen twice: the same tasks in the same wait (their
+        // scheduler counters unchanged), kConfirmGap apart, with no output in between. A
+        // program's last output can still be on its way through the pty when it starts to wait;
+        // whatever it leads to (a query answered, a prompt decoded) shows up in between.
+        WaitSnapshot seen = SnapshotOf(facts, now);
+        if (pending_wait_ && pending_wait_->Same(seen) && now - pending_wait_->at >= kConfirmGap) {
+          exact_wait_ = true;
+        } else {
+          if (!pending_wait_ || !pending_wait_->Same(seen)) pending_wait_ = std::move(seen);
+          // The confirming look comes right at the gap, not at the next step of the backoff.
+          next_probe_ = std::max(now + Millis(1), pending_wait_->at + kConfirmGap);
+          return;
+        }
+      } else {
+        pending_wait_.reset();
+      }
+    } else {
+      pending_wait_.reset();
       // The group was seen outside its wait: any later wait of it is new.
-      left_wait_[*facts.foreground_pgid] = true;
+      if (facts.waiting_for_input == Tri::kNo) left_wait_[*facts.foreground_pgid] = true;
     }
+  } else {
+    pending_wait_.reset();
   }
   AdvanceProbeSchedule(now);
+}
+
+ReadinessEngine::WaitSnapshot ReadinessEngine::SnapshotOf(const ForegroundFacts& facts,
+                                                          TimePoint now) {
+  WaitSnapshot snapshot;
+  snapshot.pgid = facts.foreground_pgid.value_or(0);
+  snapshot.at = now;
+  for (const TaskFacts& task : facts.tasks) {
+    if (task.tty_wait == TtyWait::kNone) continue;
+    snapshot.waits[task.tid] = WaitIdentity{task.run_ns, task.voluntary_switches};
+  }
+  return snapshot;
+}
+
+bool ReadinessEngine::WaitSnapshot::Same(const WaitSnapshot& other) const {
+  if (pgid != other.pgid || waits.size() != other.waits.size()) return false;
+  for (const auto& [tid, identity] : waits) {
+    auto it = other.waits.find(tid);
+    if (it == other.waits.end() || it->second.run_ns != identity.run_ns ||
+        it->second.voluntary_switches != identity.voluntary_switches) {
+      return false;
+    }
+  }
+  return true;
 }
 
 void ReadinessEngine::OnSessionExit() { session_exited_ = true; }
@@ -139,17 +184,19 @@ bool ReadinessEngine::ExactWaitIsFresh(const ForegroundFacts& facts) const {
 
 void ReadinessEngine::ScheduleProbeAfterActivity(TimePoint activity) {
   probe_phase_start_ = activity;
-  probe_step_ = Millis(1);
+  probe_step_ = std::chrono::microseconds(1000);
   next_probe_ = activity + probe_step_;
 }
 
 void ReadinessEngine::AdvanceProbeSchedule(TimePoint now) {
-  // Fast phase: right after activity, probes back off 1, 2, 4, ... ms so that an exact wait is
-  // seen within milliseconds; after exactProbeAfterMs they continue every pollIntervalMs.
+  // Fast phase: right after activity, probes back off from 1 ms by half a step each time
+  // (1, 2.5, 4.75, 8.1 … ms) so that an exact wait is seen within milliseconds; after
+  // exactProbeAfterMs they continue every pollIntervalMs.
+  const std::chrono::microseconds poll = timings_.poll_interval;
   if (now - probe_phase_start_ < timings_.exact_probe_after) {
-    probe_step_ = std::min(probe_step_ * 2, timings_.poll_interval);
+    probe_step_ = std::min(probe_step_ * 3 / 2, poll);
   } else {
-    probe_step_ = timings_.poll_interval;
+    probe_step_ = poll;
   }
   next_probe_ = now + probe_step_;
 }

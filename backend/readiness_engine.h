@@ -86,6 +86,15 @@ class ReadinessEngine final {
     uint64_t run_ns = 0;
     uint64_t voluntary_switches = 0;
   };
+  // The waiting tasks of one inspection, to confirm a wait by a second, later look.
+  struct WaitSnapshot {
+    pid_t pgid = 0;
+    TimePoint at{};
+    std::map<pid_t, WaitIdentity> waits;  // tid -> identity
+    [[nodiscard]] bool Same(const WaitSnapshot& other) const;
+  };
+  static constexpr Millis kConfirmGap{2};
+  static WaitSnapshot SnapshotOf(const ForegroundFacts& facts, TimePoint now);
 
   void Settle(WaitReason reason, bool by_prompt);
   bool ExactWaitIsFresh(const ForegroundFacts& facts) const;
@@ -111,7 +120,8 @@ class ReadinessEngine final {
   bool candidate_before_input_ = false;
   bool input_drained_ = true;          // no input queued in the terminal when last seen
   bool session_exited_ = false;
-  bool exact_wait_ = false;  // a fresh stdin wait was observed
+  bool exact_wait_ = false;  // a fresh stdin wait was observed, and confirmed
+  std::optional<WaitSnapshot> pending_wait_;  // a fresh wait seen once, awaiting its confirmation
 
   // Stale-wait bookkeeping.
   bool baseline_known_ = false;
@@ -122,7 +132,7 @@ class ReadinessEngine final {
   // Probe schedule.
   std::optional<TimePoint> next_probe_;
   TimePoint probe_phase_start_{};
-  Millis probe_step_{1};
+  std::chrono::microseconds probe_step_{1000};
 
   std::optional<WaitReason> settled_;
   bool settled_by_prompt_ = false;

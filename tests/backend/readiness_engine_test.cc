@@ -48,6 +48,13 @@ ForegroundFacts Busy(pid_t pgid) {
   return f;
 }
 
+// A stdin wait counts once a second look, kConfirmGap later, finds the same wait.
+void SeenTwice(ReadinessEngine& e, TimePoint at, const ForegroundFacts& facts) {
+  e.OnProbe(at, facts);
+  EXPECT_FALSE(e.Evaluate(at).settle) << "one look is not enough";
+  e.OnProbe(at + milliseconds(2), facts);
+}
+
 class EngineTest : public ::testing::Test {
  protected:
   TimePoint t0_ = TimePoint{} + std::chrono::hours(1);
@@ -195,8 +202,8 @@ TEST_F(EngineTest, PromptPrintedBeforeOurInputWasReadNeverVerifies) {
   // then reads it and blocks in `read` without printing anything.
   e.OnOutput(At(1));
   e.OnPromptCandidate(At(1), kShell, size_t{7});
-  e.OnProbe(At(2), Waiting(kShell, 6000));  // a wait that began after the write
-  ReadinessEngine::Decision d = e.Evaluate(At(2));
+  SeenTwice(e, At(2), Waiting(kShell, 6000));  // a wait that began after the write
+  ReadinessEngine::Decision d = e.Evaluate(At(4));
   ASSERT_TRUE(d.settle);
   EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
   EXPECT_FALSE(e.settled_by_prompt());  // no exit code of a command that has not finished
@@ -217,8 +224,8 @@ TEST_F(EngineTest, InheritedMarkerOfAChildCannotSettleButItsStdinWaitCan) {
   e.OnOutput(At(5));
   e.OnPromptCandidate(At(5), kChild);  // nested bash printed a marker in its own group
   EXPECT_FALSE(e.Evaluate(At(5)).settle);
-  e.OnProbe(At(6), Waiting(kChild, 7));  // the child group waits for input: a changed group
-  ReadinessEngine::Decision d = e.Evaluate(At(6));
+  SeenTwice(e, At(6), Waiting(kChild, 7));  // the child group waits for input: a changed group
+  ReadinessEngine::Decision d = e.Evaluate(At(8));
   ASSERT_TRUE(d.settle);
   EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
   EXPECT_FALSE(e.settled_by_prompt());
@@ -290,8 +297,8 @@ TEST_F(EngineTest, SameGroupSeenOutsideItsWaitMakesTheNextWaitCount) {
   EXPECT_FALSE(e.Evaluate(At(1)).settle);
   e.OnProbe(At(3), Busy(kChild));  // observed outside the wait
   EXPECT_FALSE(e.Evaluate(At(3)).settle);
-  e.OnProbe(At(7), Waiting(kChild, 500));
-  ReadinessEngine::Decision d = e.Evaluate(At(7));
+  SeenTwice(e, At(7), Waiting(kChild, 500));
+  ReadinessEngine::Decision d = e.Evaluate(At(9));
   ASSERT_TRUE(d.settle);
   EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
 }
@@ -302,8 +309,8 @@ TEST_F(EngineTest, AWaitingTaskThatRanSinceTheBaselineIsInANewWait) {
   e.OnWriteStarted(At(0));
   e.OnWriteSettled(At(0));
   // `read x`: the shell consumed the line (it ran) and blocks in the read builtin.
-  e.OnProbe(At(2), Waiting(kShell, 1900));
-  ReadinessEngine::Decision d = e.Evaluate(At(2));
+  SeenTwice(e, At(2), Waiting(kShell, 1900));
+  ReadinessEngine::Decision d = e.Evaluate(At(4));
   ASSERT_TRUE(d.settle);
   EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
   EXPECT_FALSE(e.settled_by_prompt());
@@ -314,8 +321,8 @@ TEST_F(EngineTest, ChangedForegroundGroupIsNewEvidence) {
   e.OnPreWriteFacts(Waiting(kShell, 1000));
   e.OnWriteStarted(At(0));
   e.OnWriteSettled(At(0));
-  e.OnProbe(At(4), Waiting(kChild, 3));  // `cat` started and waits
-  ReadinessEngine::Decision d = e.Evaluate(At(4));
+  SeenTwice(e, At(4), Waiting(kChild, 3));  // `cat` started and waits
+  ReadinessEngine::Decision d = e.Evaluate(At(6));
   ASSERT_TRUE(d.settle);
   EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
 }
@@ -328,10 +335,32 @@ TEST_F(EngineTest, WithoutABaselineAWaitMustBeSeenLeftFirst) {
   e.OnProbe(At(2), Waiting(kChild, 9));
   EXPECT_FALSE(e.Evaluate(At(2)).settle);
   e.OnProbe(At(4), Busy(kChild));
-  e.OnProbe(At(8), Waiting(kChild, 9));
-  ReadinessEngine::Decision d = e.Evaluate(At(8));
+  SeenTwice(e, At(8), Waiting(kChild, 9));
+  ReadinessEngine::Decision d = e.Evaluate(At(10));
   ASSERT_TRUE(d.settle);
   EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
+}
+
+TEST_F(EngineTest, AWaitNeedsASecondLookWithNothingInBetween) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnProbe(At(4), Waiting(kChild, 3));
+  ReadinessEngine::Decision d = e.Evaluate(At(4));
+  EXPECT_FALSE(d.settle);
+  ASSERT_TRUE(d.probe_at);
+  EXPECT_GE(*d.probe_at, At(6)) << "the confirming look comes after the gap";
+  // Too early: not yet a confirmation, and not a contradiction either.
+  e.OnProbe(At(5), Waiting(kChild, 3));
+  EXPECT_FALSE(e.Evaluate(At(5)).settle);
+  // Output in between (a reply to a query, the rest of a prompt): start over.
+  e.OnOutput(At(5));
+  e.OnProbe(At(7), Waiting(kChild, 3));
+  EXPECT_FALSE(e.Evaluate(At(7)).settle);
+  // The task ran in between (woken by the answer to its query): a different wait, start over.
+  e.OnProbe(At(9), Waiting(kChild, 4));
+  EXPECT_FALSE(e.Evaluate(At(9)).settle);
+  e.OnProbe(At(11), Waiting(kChild, 4));
+  EXPECT_EQ(*e.Evaluate(At(11)).settle, WaitReason::kStdinRead);
 }
 
 TEST_F(EngineTest, ProbesBeforeTheWriteSettlesAreNotEvidence) {
@@ -431,21 +460,24 @@ TEST_F(EngineTest, StartupPublishesOnTheVerifiedPrompt) {
 TEST_F(EngineTest, ProbesStartFastAndBackOffToThePollInterval) {
   ReadinessEngine e = SendEngine();
   WriteAt(e, At(0));
-  std::vector<int> probe_times;
+  std::vector<int> probe_times_us;
   TimePoint now = At(0);
-  for (int i = 0; i < 12; ++i) {
+  for (int i = 0; i < 16; ++i) {
     ReadinessEngine::Decision d = e.Evaluate(now);
     ASSERT_FALSE(d.settle);
     ASSERT_TRUE(d.probe_at);
     now = std::min(*d.wake_at, *d.probe_at);
     d = e.Evaluate(now);
     ASSERT_TRUE(d.probe_now);
-    probe_times.push_back(static_cast<int>((now - At(0)) / milliseconds(1)));
+    probe_times_us.push_back(
+        static_cast<int>((now - At(0)) / std::chrono::microseconds(1)));
     e.OnProbe(now, Busy(kChild));
   }
-  // 1, then doubling steps while within exactProbeAfterMs (150), capped at pollIntervalMs (50).
-  std::vector<int> expected = {1, 3, 7, 15, 31, 63, 113, 163, 213, 263, 313, 363};
-  EXPECT_EQ(probe_times, expected);
+  // 1 ms, then steps growing by half while within exactProbeAfterMs (150), capped at
+  // pollIntervalMs (50), then every pollIntervalMs.
+  std::vector<int> expected = {1000,   2500,   4750,   8125,   13187,  20780,  32169,  49252,
+                               74876,  113312, 163312, 213312, 263312, 313312, 363312, 413312};
+  EXPECT_EQ(probe_times_us, expected);
 }
 
 TEST_F(EngineTest, NoProbesWhileTheWriteIsInFlight) {
