@@ -475,6 +475,9 @@ void LocalTerminal::Terminate(std::chrono::milliseconds grace,
     terminate.b = grace.count();
     asked = static_cast<bool>(sandbox::SendInitMessage(control_->native_handle(), terminate));
   }
+  // A real hangup, as when a terminal window closes: with the master closed the kernel hangs
+  // up the slave, so a shell that missed its SIGHUP still sees end of input and exits.
+  Hangup();
   terminate_timer_.emplace(io_);
   // init needs `grace` plus the SIGKILL round; give it a little more before stepping in.
   terminate_timer_->expires_after(asked ? grace + std::chrono::milliseconds(2000)
@@ -482,6 +485,18 @@ void LocalTerminal::Terminate(std::chrono::milliseconds grace,
   terminate_timer_->async_wait([this, alive](const std::error_code& ec) {
     if (!alive.expired() && !ec) EscalateTermination();
   });
+}
+
+void LocalTerminal::Hangup() {
+  if (master_) {
+    DrainOutput();
+    std::error_code ignored;
+    master_->close(ignored);
+    master_.reset();
+  }
+  inspector_.reset();
+  slave_.Reset();
+  FailWrites(Error{ErrorKind::kClosed, "the session is closing", {}});
 }
 
 void LocalTerminal::EscalateTermination() {

@@ -99,6 +99,7 @@ class LocalTerminal final : public TerminalHandle {
   void FailWrites(const Error& error);
   void FinishTermination(Result<void> result);
   void EscalateTermination();
+  void Hangup();
   Result<pid_t> VerifiedForegroundGroup();
 
   asio::io_context& io_;

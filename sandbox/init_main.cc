@@ -340,17 +340,16 @@ void Reap(pid_t program, bool& program_exited, int control_fd) {
 void TerminateSession(const InitOptions& o, pid_t program, bool& program_exited,
                       std::chrono::milliseconds grace) {
   using Clock = std::chrono::steady_clock;
-  if (!program_exited) ::kill(-program, SIGHUP);
+  // The daemon also closes the terminal's master, which hangs the terminal up for real: a
+  // shell that misses this SIGHUP (readline can set it aside just before it blocks) still
+  // reads end of input and exits, running its EXIT trap once.
   SignalAll(o.confined, SIGHUP);
   SignalAll(o.confined, SIGTERM);
   SignalAll(o.confined, SIGCONT);
   const auto give_up_gracefully = Clock::now() + grace;
-  for (int tick = 1; Clock::now() < give_up_gracefully; ++tick) {
+  while (Clock::now() < give_up_gracefully) {
     Reap(program, program_exited, o.control_fd);
     if (SessionProcesses(o.confined).empty()) break;
-    // Interactive bash (readline) can swallow a SIGHUP that lands just before it blocks for
-    // input, then waits at the prompt until the next signal: repeat the hangup to its group.
-    if (!program_exited && tick % 10 == 0) ::kill(-program, SIGHUP);
     ::usleep(10'000);
   }
   // Keep killing until nothing is left (a process may fork while we look).

@@ -225,10 +225,16 @@ TEST_F(ImageTest, InstalledDaemonServesASessionAndStopsOnSigterm) {
 // Docker's default does): ptybox's own confined sandbox is such a place.
 TEST_F(ImageTest, DoctorUnderASeccompFilterThatRefusesNamespacesSaysWhichFlag) {
   TempDir ws;
-  // The built binary (the installed tree is under the host's /tmp, which a sandbox does not see).
+  // The sandbox sees the workspace but not a build tree under the host's /tmp (a checkout may
+  // live there): copy the two binaries into the workspace, where the inner ptybox finds
+  // ptybox-init beside itself.
+  const fs::path inner_bin = ws.path() / "bin";
+  fs::create_directories(inner_bin);
+  fs::copy_file(PtyboxBinary(), inner_bin / "ptybox");
+  fs::copy_file(InitBinary(), inner_bin / "ptybox-init");
+  const std::string inner = (inner_bin / "ptybox").string();
   ChildProcess::Options o;
-  o.argv = {PtyboxBinary().string(), "run",   "--mode", "workspace-write", "--",
-            PtyboxBinary().string(), "doctor"};
+  o.argv = {PtyboxBinary().string(), "run", "--mode", "workspace-write", "--", inner, "doctor"};
   o.env = TestEnvironment(ws.path() / "no-operator-policy.yaml");
   o.cwd = ws.path();
   ChildProcess run(std::move(o));
@@ -245,7 +251,7 @@ TEST_F(ImageTest, DoctorUnderASeccompFilterThatRefusesNamespacesSaysWhichFlag) {
             "--mode",
             "workspace-write",
             "--",
-            PtyboxBinary().string(),
+            inner,
             "run",
             "--mode",
             "workspace-write",

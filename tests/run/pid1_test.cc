@@ -133,7 +133,12 @@ TEST(Pid1Test, ReapsInheritedOrphansAndExitsZeroOnSigtermAfterClosingSessions) {
                             " sleep 3 & env RUNTEST_MARK=" + orphan_mark +
                             " sleep 4 & sh -c \"exit 7\" & exit 0'";
   ASSERT_EQ(std::system(enter.c_str()), 0);
-  std::vector<pid_t> orphans = ProcessesWithEnv(orphan_mark);
+  // The backgrounded `env` may not have exec'ed `sleep` yet when the shell has exited.
+  std::vector<pid_t> orphans;
+  WaitFor([&] {
+    orphans = ProcessesWithEnv(orphan_mark);
+    return orphans.size() == 2u;
+  });
   ASSERT_EQ(orphans.size(), 2u) << "the orphaned sleeps are running";
   for (pid_t pid : orphans) {
     std::optional<Stat> s = ReadStat(pid);
