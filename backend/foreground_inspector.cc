@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -123,6 +124,8 @@ class Inspection final {
 
   Tri FdIsTerminal(pid_t pid, pid_t tid, pid_t session, int fd, struct stat* st_out = nullptr);
   Tri SelectWatches(pid_t pid, pid_t tid, pid_t session, const proc::SyscallLine& call);
+  // The timeout a select/poll/epoll call was given: nullopt for none (or unreadable).
+  std::optional<int64_t> WaitTimeoutMs(pid_t pid, const proc::SyscallLine& call);
   Tri PollWatches(pid_t pid, pid_t tid, pid_t session, const proc::SyscallLine& call);
   Tri EpollWatches(pid_t pid, pid_t tid, pid_t session, int epfd, int depth);
   // Spends one unit of the per-task fd check budget; false when it is exhausted.
@@ -318,6 +321,50 @@ Tri Inspection::SelectWatches(pid_t pid, pid_t tid, pid_t session, const proc::S
   return result;
 }
 
+std::optional<int64_t> Inspection::WaitTimeoutMs(pid_t pid, const proc::SyscallLine& call) {
+  // A struct timeval or timespec at `address` in the process: two native longs.
+  auto read_pair = [&](uint64_t address, int64_t fraction_per_ms) -> std::optional<int64_t> {
+    if (address == 0) return std::nullopt;  // NULL: no timeout
+    auto bytes = ReadMemory(pid, address, 2 * sizeof(long));
+    if (!bytes) return std::nullopt;
+    long pair[2];
+    std::memcpy(pair, bytes->data(), sizeof(pair));
+    if (pair[0] < 0 || pair[1] < 0) return std::nullopt;
+    return static_cast<int64_t>(pair[0]) * 1000 + static_cast<int64_t>(pair[1]) / fraction_per_ms;
+  };
+  auto millis = [](uint64_t arg) -> std::optional<int64_t> {
+    const int timeout = static_cast<int>(static_cast<uint32_t>(arg));
+    if (timeout < 0) return std::nullopt;  // negative: no timeout
+    return timeout;
+  };
+  switch (call.nr) {
+#ifdef SYS_select
+    case SYS_select:
+      return read_pair(call.args[4], 1000);  // struct timeval
+#endif
+    case SYS_pselect6:
+      return read_pair(call.args[4], 1000000);  // struct timespec
+#ifdef SYS_poll
+    case SYS_poll:
+      return millis(call.args[2]);
+#endif
+    case SYS_ppoll:
+      return read_pair(call.args[2], 1000000);
+#ifdef SYS_epoll_wait
+    case SYS_epoll_wait:
+      return millis(call.args[3]);
+#endif
+    case SYS_epoll_pwait:
+      return millis(call.args[3]);
+#ifdef SYS_epoll_pwait2
+    case SYS_epoll_pwait2:
+      return read_pair(call.args[3], 1000000);
+#endif
+    default:
+      return std::nullopt;
+  }
+}
+
 Tri Inspection::PollWatches(pid_t pid, pid_t tid, pid_t session, const proc::SyscallLine& call) {
   const uint64_t fds = call.args[0];
   const uint32_t nfds = static_cast<uint32_t>(call.args[1]);
@@ -465,6 +512,7 @@ TaskVerdict Inspection::InspectTask(const Member& member, pid_t tid, TaskFacts& 
   if (waits == Tri::kUnknown) return TaskVerdict::kUnknown;
   if (waits == Tri::kYes) {
     facts.tty_wait = kind;
+    if (kind != TtyWait::kRead) facts.wait_timeout_ms = WaitTimeoutMs(pid, *call);
     verdict = TaskVerdict::kWaitsOnTerminal;
   }
 

@@ -36,6 +36,9 @@ struct TaskFacts {
   TtyWait tty_wait = TtyWait::kNone;
   uint64_t run_ns = 0;  // cumulative on-CPU time (schedstat); changes iff the task ran
   uint64_t voluntary_switches = 0;
+  // The timeout of its wait when it waits on the terminal with one (select, poll, epoll),
+  // as the program passed it; nullopt when it waits without a timeout (or for read).
+  std::optional<int64_t> wait_timeout_ms;
 };
 
 struct ForegroundFacts {

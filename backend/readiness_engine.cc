@@ -104,6 +104,13 @@ void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
   if (facts.foreground_pgid) {
     if (facts.waiting_for_input == Tri::kYes && !drained) {
       // A reader with our input still queued is about to read it: not waiting for more.
+    } else if (facts.waiting_for_input == Tri::kYes && IsTransientWait(facts)) {
+      // Waiting with a short timeout (an editor telling a lone ESC from a key sequence): the
+      // program goes on by itself soon, so it is not waiting for the user yet. Look again
+      // when that timeout has run out.
+      pending_wait_.reset();
+      AdvanceProbeSchedule(now);
+      return;
     } else if (facts.waiting_for_input == Tri::kYes) {
       if (ExactWaitIsFresh(facts)) {
         // Exact evidence is a wait seen twice: the same tasks in the same wait (their
@@ -131,6 +138,16 @@ void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
     pending_wait_.reset();
   }
   AdvanceProbeSchedule(now);
+}
+
+bool ReadinessEngine::IsTransientWait(const ForegroundFacts& facts) {
+  bool any_wait = false;
+  for (const TaskFacts& task : facts.tasks) {
+    if (task.tty_wait == TtyWait::kNone) continue;
+    any_wait = true;
+    if (!task.wait_timeout_ms || *task.wait_timeout_ms > kTransientWait.count()) return false;
+  }
+  return any_wait;
 }
 
 ReadinessEngine::WaitSnapshot ReadinessEngine::SnapshotOf(const ForegroundFacts& facts,

@@ -94,6 +94,9 @@ class ReadinessEngine final {
     [[nodiscard]] bool Same(const WaitSnapshot& other) const;
   };
   static constexpr Millis kConfirmGap{2};
+  // A wait whose own timeout is at most this long ends by itself: not a wait for the user.
+  static constexpr Millis kTransientWait{1000};
+  static bool IsTransientWait(const ForegroundFacts& facts);
   static WaitSnapshot SnapshotOf(const ForegroundFacts& facts, TimePoint now);
 
   void Settle(WaitReason reason, bool by_prompt);

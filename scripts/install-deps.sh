@@ -9,6 +9,8 @@ packages=(
   libseccomp-dev libcap-dev libyaml-cpp-dev nlohmann-json3-dev libasio-dev libcli11-dev
   libvterm-dev googletest libgtest-dev libgmock-dev libbenchmark-dev
   python3 procps util-linux
+  # Full-screen programs the output tests drive through the screen view.
+  vim-tiny less
 )
 # The test suite also runs the official MCP TypeScript SDK client (Node.js >= 18; Debian 12
 # has 18); scripts/test.sh asks for it, the demo does not need it.

@@ -630,6 +630,34 @@ TEST_F(PythonTest, EpollOnStdin) {
   ExpectWaits("import select; e = select.epoll(); e.register(0, select.EPOLLIN); e.poll()",
               TtyWait::kEpoll);
 }
+TEST_F(PythonTest, TheTimeoutOfAWaitIsReported) {
+  struct Case {
+    std::string code;
+    TtyWait kind;
+    std::optional<int64_t> timeout_ms;
+  };
+  const std::vector<Case> cases = {
+      {"import select, sys; select.select([sys.stdin], [], [], 30.25)", TtyWait::kSelect, 30250},
+      {"import select, sys; select.select([sys.stdin], [], [])", TtyWait::kSelect, std::nullopt},
+      {"import select, sys; p = select.poll(); p.register(0, select.POLLIN); p.poll(45000)",
+       TtyWait::kPoll, 45000},
+      {"import select; e = select.epoll(); e.register(0, select.EPOLLIN); e.poll(20)",
+       TtyWait::kEpoll, 20000},
+  };
+  for (const Case& c : cases) {
+    PtySession session({python_, "-c", c.code});
+    ASSERT_TRUE(session.ok());
+    ForegroundFacts f = session.WaitForTtyWait(c.kind);
+    ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f) << session.output();
+    bool found = false;
+    for (const TaskFacts& t : f.tasks) {
+      if (t.tty_wait != c.kind) continue;
+      found = true;
+      EXPECT_EQ(t.wait_timeout_ms, c.timeout_ms) << c.code;
+    }
+    EXPECT_TRUE(found) << Describe(f);
+  }
+}
 TEST_F(PythonTest, PasswordPromptReadingDevTty) {
   ExpectWaits("open('/dev/tty', 'rb', buffering=0).read(1)", TtyWait::kRead,
               SpawnOptions::DevNullStdin());

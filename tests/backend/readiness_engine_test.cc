@@ -363,6 +363,24 @@ TEST_F(EngineTest, AWaitNeedsASecondLookWithNothingInBetween) {
   EXPECT_EQ(*e.Evaluate(At(11)).settle, WaitReason::kStdinRead);
 }
 
+TEST_F(EngineTest, AWaitWithAShortTimeoutIsNotAWaitForTheUser) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  // vi after ESC: select with a 1 s timeout to tell ESC from a key sequence.
+  ForegroundFacts esc = Waiting(kChild, 3);
+  esc.tasks[0].tty_wait = TtyWait::kSelect;
+  esc.tasks[0].wait_timeout_ms = 1000;
+  e.OnProbe(At(4), esc);
+  e.OnProbe(At(7), esc);
+  EXPECT_FALSE(e.Evaluate(At(7)).settle);
+  // Then its idle wait (updatetime, 4 s): a wait for the user.
+  ForegroundFacts idle = Waiting(kChild, 9);
+  idle.tasks[0].tty_wait = TtyWait::kSelect;
+  idle.tasks[0].wait_timeout_ms = 4000;
+  SeenTwice(e, At(1010), idle);
+  EXPECT_EQ(*e.Evaluate(At(1012)).settle, WaitReason::kStdinRead);
+}
+
 TEST_F(EngineTest, ProbesBeforeTheWriteSettlesAreNotEvidence) {
   ReadinessEngine e = SendEngine();
   e.OnPreWriteFacts(Waiting(kShell, 1));
