@@ -270,8 +270,9 @@ void Screen::FilterCharacter(std::string_view utf8) {
     clean_.append(utf8);
     return;
   }
-  if (filter_ == Filter::kStringEscape) clean_.push_back('\x1b');
   // Not part of any escape sequence: an ESC or CSI in progress is dropped, the character kept.
+  // libvterm never sees an ESC followed by a non-ASCII byte: after ESC 0xEF it takes a later
+  // '[' for the start of a CSI, one the filter did not see.
   filter_ = Filter::kGround;
   clean_.append(utf8);
   last_character_.assign(utf8);

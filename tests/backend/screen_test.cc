@@ -139,6 +139,15 @@ TEST(ScreenTest, CsiAfterEscapeIntermediatesIsFiltered) {
   EXPECT_TRUE(Rows(s.Render())[1].starts_with("ok!")) << s.Render();
 }
 
+// ESC then a non-ASCII character inside a string made libvterm 0.1.4 start a CSI at a later
+// '[', past the parameter filter.
+TEST(ScreenTest, EscapeBeforeNonAsciiInAStringIsDropped) {
+  Screen s(3, 20);
+  s.Feed("\x1bX\x1b\xF4[" + std::string(40, ':') + "\x06\x1b\\ok");
+  s.Feed("\x1b]0;t\x1b\xC3\xA9[" + std::string(40, ';') + "m\x07!");
+  EXPECT_NE(s.Render().find("ok"), std::string::npos) << s.Render();
+}
+
 // libvterm 0.1.4 loops forever on REP (CSI b) repeating a zero-width character; Screen emulates
 // REP: the last printed character, repeated up to the right margin.
 TEST(ScreenTest, RepeatIsEmulatedSafely) {
