@@ -329,7 +329,7 @@ Result<std::shared_ptr<SendOperation>> ShellSession::StartSend(SendRequest reque
 }
 
 std::optional<std::string> ShellSession::AlternateScreen() {
-  if (!decoder_.screen().alternate_screen()) return std::nullopt;
+  if (!decoder_.alternate_screen()) return std::nullopt;
   return decoder_.screen().Render();
 }
 

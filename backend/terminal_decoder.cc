@@ -15,9 +15,29 @@ void TerminalDecoder::Fanout::OnControl(char c) {
   if (observer_ != nullptr) observer_->OnControl(c);
 }
 
+namespace {
+
+// Sequences the screen must see at once: switches to or from the alternate screen, and
+// questions the terminal answers (DSR cursor position / status, device attributes).
+bool NeedsScreenNow(const CsiSequence& csi) {
+  if (csi.private_marker == '?' && (csi.final == 'h' || csi.final == 'l')) {
+    for (int i = 0; i < csi.param_count; ++i) {
+      int mode = csi.params[static_cast<size_t>(i)];
+      if (mode == 47 || mode == 1047 || mode == 1049) return true;
+    }
+    return false;
+  }
+  if (csi.final == 'n' && csi.intermediate == 0) return true;  // DSR
+  if (csi.final == 'c' && csi.intermediate == 0) return true;  // DA, secondary DA
+  return false;
+}
+
+}  // namespace
+
 void TerminalDecoder::Fanout::OnCsi(const CsiSequence& csi) {
   line_model_.OnCsi(csi);
   if (observer_ != nullptr) observer_->OnCsi(csi);
+  if (NeedsScreenNow(csi)) screen_needed_ = true;
 }
 
 void TerminalDecoder::Fanout::OnOsc(std::string_view payload) {
@@ -26,9 +46,10 @@ void TerminalDecoder::Fanout::OnOsc(std::string_view payload) {
 }
 
 TerminalDecoder::TerminalDecoder(Options options)
-    : line_model_(options.columns, options.max_line_bytes),
+    : options_(options),
+      line_model_(options.columns, options.max_line_bytes),
       scrollback_(options.scrollback_lines, options.scrollback_bytes),
-      screen_(options.rows, options.columns),
+      screen_(std::in_place, options.rows, options.columns),
       fanout_(line_model_),
       parser_(fanout_, options.max_sequence_bytes) {
   line_model_.SetLineSink([this](std::string_view line) {
@@ -45,12 +66,44 @@ void TerminalDecoder::SetLineListener(std::function<void(std::string_view line)>
 
 void TerminalDecoder::Feed(std::string_view bytes) {
   parser_.Feed(bytes);
-  screen_.Feed(bytes);
+  const bool needed = fanout_.TakeScreenNeeded();
+  if (!needed && !screen_->alternate_screen()) {
+    screen_backlog_.append(bytes);
+    if (screen_backlog_.size() > kMaxScreenBacklog) CutBacklog();
+    return;
+  }
+  // A full-screen program, or a question to answer in stream order: the screen goes along.
+  SyncScreen();
+  screen_->Feed(bytes);
+}
+
+void TerminalDecoder::SyncScreen() const {
+  if (screen_backlog_.empty()) return;
+  std::string backlog;
+  backlog.swap(screen_backlog_);
+  screen_->Feed(backlog);
+}
+
+void TerminalDecoder::CutBacklog() const {
+  // Keep the tail from a line start, on a fresh screen of the same size.
+  size_t from = screen_backlog_.size() - kScreenTail;
+  size_t newline = screen_backlog_.find('\n', from);
+  from = newline == std::string::npos ? from : newline + 1;
+  const int rows = screen_->rows();
+  const int columns = screen_->columns();
+  screen_.emplace(rows, columns);
+  screen_backlog_.erase(0, from);
+}
+
+const Screen& TerminalDecoder::screen() const {
+  SyncScreen();
+  return *screen_;
 }
 
 void TerminalDecoder::Resize(int rows, int columns) {
   line_model_.SetColumns(columns);
-  screen_.Resize(rows, columns);
+  SyncScreen();
+  screen_->Resize(rows, columns);
 }
 
 }  // namespace ptybox::backend

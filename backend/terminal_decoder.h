@@ -5,7 +5,9 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <optional>
 #include <string_view>
+#include <utility>
 
 #include "backend/line_model.h"
 #include "backend/screen.h"
@@ -39,11 +41,24 @@ class TerminalDecoder final {
   [[nodiscard]] std::string PendingTextUntrimmed() const {
     return line_model_.PendingTextUntrimmed();
   }
-  [[nodiscard]] const Screen& screen() const { return screen_; }
-  std::string TakeReplies() { return screen_.TakeReplies(); }  // from the screen
+  // The screen, brought up to date with every byte fed so far.
+  [[nodiscard]] const Screen& screen() const;
+  // Whether a program uses the alternate screen, without bringing the screen up to date
+  // (switches always reach the screen at once, so this is never stale).
+  [[nodiscard]] bool alternate_screen() const { return screen_->alternate_screen(); }
+  std::string TakeReplies() { return screen_->TakeReplies(); }  // from the screen
+
+  // Output on the normal screen waits in a backlog and reaches libvterm (which is ~20 times
+  // slower than the line path) only when the screen is looked at, when a program switches to
+  // the alternate screen, or when it asks the terminal something (cursor position, device
+  // attributes). A backlog past this size is cut to its tail on a fresh screen: a flood of
+  // line output leaves its last lines on the screen either way.
+  static constexpr size_t kMaxScreenBacklog = 1024 * 1024;
+  static constexpr size_t kScreenTail = 64 * 1024;
 
  private:
-  // Hands each event to the line model (a direct call), then to the observer.
+  // Hands each event to the line model (a direct call), then to the observer, and notes what
+  // needs the screen at once.
   class Fanout final : public VtHandler {
    public:
     explicit Fanout(LineModel& line_model) : line_model_(line_model) {}
@@ -52,15 +67,24 @@ class TerminalDecoder final {
     void OnControl(char c) override;
     void OnCsi(const CsiSequence& csi) override;
     void OnOsc(std::string_view payload) override;
+    // True once since the last call when a CSI switched screens or asked for an answer.
+    bool TakeScreenNeeded() { return std::exchange(screen_needed_, false); }
 
    private:
     LineModel& line_model_;
     VtHandler* observer_ = nullptr;
+    bool screen_needed_ = false;
   };
 
+  void SyncScreen() const;
+  void CutBacklog() const;
+
+  Options options_;
   LineModel line_model_;
   Scrollback scrollback_;
-  Screen screen_;
+  // The screen lags behind the line path by `screen_backlog_` (see kMaxScreenBacklog).
+  mutable std::optional<Screen> screen_;
+  mutable std::string screen_backlog_;
   Fanout fanout_;
   VtParser parser_;
   std::function<void(std::string_view)> listener_;
