@@ -1,27 +1,13 @@
 #include "backend/prompt_protocol.h"
 
-#include <sys/random.h>
+#include "common/random.h"
 
 #include <charconv>
 #include <cstdio>
 
 namespace ptybox::backend {
 
-std::string NewPromptNonce() {
-  unsigned char bytes[16];
-  size_t filled = 0;
-  while (filled < sizeof(bytes)) {
-    ssize_t n = ::getrandom(bytes + filled, sizeof(bytes) - filled, 0);
-    if (n > 0) filled += static_cast<size_t>(n);
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string nonce;
-  for (unsigned char b : bytes) {
-    nonce.push_back(kHex[b >> 4]);
-    nonce.push_back(kHex[b & 0xf]);
-  }
-  return nonce;
-}
+std::string NewPromptNonce() { return RandomHex(16); }
 
 std::string BuildPromptCommand(std::string_view nonce) {
   // Kept free of forks: it runs before every prompt. Control characters and '%' in the working

@@ -3,6 +3,8 @@
 // (replies to queries) collected for the session.
 #include "backend/screen.h"
 
+#include "backend/utf8.h"
+
 #include <vterm.h>
 
 #include <algorithm>
@@ -97,22 +99,14 @@ void Screen::Sanitize(std::string_view bytes) {
       FilterAscii(reinterpret_cast<const char*>(run), static_cast<size_t>(p - run));
       if (p == end) break;
       const unsigned char b = *p++;
-      utf8_lower_ = 0x80;
-      utf8_upper_ = 0xbf;
-      if (b >= 0xc2 && b <= 0xdf) {
-        utf8_need_ = 1;
-      } else if (b >= 0xe0 && b <= 0xef) {
-        if (b == 0xe0) utf8_lower_ = 0xa0;
-        if (b == 0xed) utf8_upper_ = 0x9f;
-        utf8_need_ = 2;
-      } else if (b >= 0xf0 && b <= 0xf4) {
-        if (b == 0xf0) utf8_lower_ = 0x90;
-        if (b == 0xf4) utf8_upper_ = 0x8f;
-        utf8_need_ = 3;
-      } else {
+      const std::optional<Utf8Lead> lead = ClassifyUtf8Lead(b);
+      if (!lead) {
         FilterCharacter(kReplacement);
         continue;
       }
+      utf8_need_ = lead->need;
+      utf8_lower_ = lead->lower;
+      utf8_upper_ = lead->upper;
       utf8_bytes_[0] = static_cast<char>(b);
       utf8_len_ = 1;
       continue;

@@ -91,29 +91,14 @@ void ShellSession::Start(ReadyCallback ready) {
   ready_ = std::move(ready);
   const policy::ResolvedPolicy& p = spec_.policy;
   sandbox::LaunchSpec launch;
-  launch.mode = p.mode;
-  launch.sandbox.mode = p.mode;
-  launch.sandbox.workspace_root = p.workspace_root;
-  launch.sandbox.writable_roots = p.writable_roots;
-  std::vector<std::filesystem::path> writable = p.writable_roots;
-  if (p.mode == policy::Mode::kWorkspaceWrite) writable.push_back(p.workspace_root);
-  launch.sandbox.read_only_paths = sandbox::CollectProtectedPaths(writable, p.policy_files);
-  launch.sandbox.network_allowed = p.network_allowed;
-  launch.sandbox.cwd = spec_.cwd;
+  sandbox::ApplyPolicy(p, spec_.cwd, launch);
   launch.bwrap = options_.bwrap;
   launch.init_binary = options_.init_binary;
   launch.command = {options_.shell, "--noprofile", "--norc", "-i"};
   launch.environment = BuildEnvironment(spec_, nonce_);
-  launch.cwd = spec_.cwd;
   launch.rows = spec_.rows;
   launch.columns = spec_.columns;
   launch.pty = true;
-  const policy::Limits& l = p.limits;
-  if (l.max_processes) launch.rlimits.emplace_back("nproc", *l.max_processes);
-  if (l.max_open_files) launch.rlimits.emplace_back("nofile", *l.max_open_files);
-  if (l.max_memory_bytes) launch.rlimits.emplace_back("as", *l.max_memory_bytes);
-  if (l.max_file_bytes) launch.rlimits.emplace_back("fsize", *l.max_file_bytes);
-  if (l.max_cpu_seconds) launch.rlimits.emplace_back("cpu", *l.max_cpu_seconds);
 
   // The startup deadline covers the launch too (a sandbox that hangs before the shell runs).
   ReadinessTimings timings = TimingsFrom(p.limits);

@@ -3,6 +3,8 @@
 // decoder in the ground state. Owns only the sequence and the character in progress.
 #include "backend/vt_parser.h"
 
+#include "backend/utf8.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -136,22 +138,14 @@ const unsigned char* VtParser::FeedGround(const unsigned char* p, const unsigned
 
 bool VtParser::Utf8Step(unsigned char b) {
   if (utf8_need_ == 0) {
-    utf8_lower_ = 0x80;
-    utf8_upper_ = 0xbf;
-    if (b >= 0xc2 && b <= 0xdf) {
-      utf8_need_ = 1;
-    } else if (b >= 0xe0 && b <= 0xef) {
-      if (b == 0xe0) utf8_lower_ = 0xa0;
-      if (b == 0xed) utf8_upper_ = 0x9f;
-      utf8_need_ = 2;
-    } else if (b >= 0xf0 && b <= 0xf4) {
-      if (b == 0xf0) utf8_lower_ = 0x90;
-      if (b == 0xf4) utf8_upper_ = 0x8f;
-      utf8_need_ = 3;
-    } else {  // a continuation byte without a lead, C0/C1-overlong leads, F5..FF
+    const std::optional<Utf8Lead> lead = ClassifyUtf8Lead(b);
+    if (!lead) {  // a continuation byte without a lead, C0/C1-overlong leads, F5..FF
       EmitReplacement();
       return true;
     }
+    utf8_need_ = lead->need;
+    utf8_lower_ = lead->lower;
+    utf8_upper_ = lead->upper;
     utf8_bytes_[0] = static_cast<char>(b);
     utf8_len_ = 1;
     return true;

@@ -57,4 +57,27 @@ class LineConnection final : public std::enable_shared_from_this<LineConnection>
   std::array<char, 64 * 1024> chunk_{};
 };
 
+// What a server answers (with its own error shape) when a line over the bound was skipped.
+inline constexpr const char* kOversizedLineMessage =
+    "request line longer than 16 MiB was skipped; send smaller input in several terminal_send "
+    "calls";
+
+// Wires a connection's events to a protocol server held weakly: the server provides
+// HandleLine(std::string), OnOversizedLine() and OnDisconnected().
+template <typename Server>
+void AttachServer(LineConnection& connection, const std::shared_ptr<Server>& server) {
+  std::weak_ptr<Server> weak = server;
+  LineConnection::Handlers handlers;
+  handlers.on_line = [weak](std::string line) {
+    if (auto self = weak.lock()) self->HandleLine(line);
+  };
+  handlers.on_oversized_line = [weak] {
+    if (auto self = weak.lock()) self->OnOversizedLine();
+  };
+  handlers.on_closed = [weak] {
+    if (auto self = weak.lock()) self->OnDisconnected();
+  };
+  connection.Start(std::move(handlers));
+}
+
 }  // namespace ptybox::runtime

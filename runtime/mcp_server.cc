@@ -49,22 +49,10 @@ void McpServer::Start(std::function<void()> on_done) {
   owner_->on_policy_changed = [weak](const policy::ResolvedPolicy&) {
     if (auto self = weak.lock()) self->OnPolicyChanged();
   };
-  LineConnection::Handlers handlers;
-  handlers.on_line = [weak](std::string line) {
-    if (auto self = weak.lock()) self->HandleLine(line);
-  };
-  handlers.on_oversized_line = [weak] {
-    if (auto self = weak.lock()) {
-      self->ReplyError(nullptr, -32600,
-                       "request line longer than 16 MiB was skipped; send smaller input in "
-                       "several terminal_send calls");
-    }
-  };
-  handlers.on_closed = [weak] {
-    if (auto self = weak.lock()) self->OnDisconnected();
-  };
-  connection_->Start(std::move(handlers));
+  AttachServer(*connection_, shared_from_this());
 }
+
+void McpServer::OnOversizedLine() { ReplyError(nullptr, -32600, kOversizedLineMessage); }
 
 void McpServer::OnDisconnected() {
   if (disconnected_) return;

@@ -29,6 +29,9 @@ class McpServer final : public std::enable_shared_from_this<McpServer> {
 
   // Handles one line (exposed for tests).
   void HandleLine(const std::string& line);
+  // Called by the connection (AttachServer): a line over the bound, and end of input.
+  void OnOversizedLine();
+  void OnDisconnected();
 
  private:
   void HandleRequest(const Json& id, const std::string& method, const Json& params);
@@ -48,7 +51,6 @@ class McpServer final : public std::enable_shared_from_this<McpServer> {
   void Reply(const Json& id, Json result);
   void ReplyError(const Json& id, int code, const std::string& message, Json data = nullptr);
   void Notify(const std::string& method, Json params);
-  void OnDisconnected();
 
   PtyService& service_;
   std::shared_ptr<LineConnection> connection_;

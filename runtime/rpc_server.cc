@@ -17,22 +17,11 @@ RpcConnection::RpcConnection(PtyService& service, std::shared_ptr<LineConnection
 
 void RpcConnection::Start(std::function<void()> on_done) {
   on_done_ = std::move(on_done);
-  std::weak_ptr<RpcConnection> weak = weak_from_this();
-  LineConnection::Handlers handlers;
-  handlers.on_line = [weak](std::string line) {
-    if (auto self = weak.lock()) self->HandleLine(line);
-  };
-  handlers.on_oversized_line = [weak] {
-    if (auto self = weak.lock()) {
-      self->ReplyProtocolError(nullptr, -32600,
-                               "request line longer than 16 MiB was skipped; send smaller input "
-                               "in several terminal_send calls");
-    }
-  };
-  handlers.on_closed = [weak] {
-    if (auto self = weak.lock()) self->OnDisconnected();
-  };
-  connection_->Start(std::move(handlers));
+  AttachServer(*connection_, shared_from_this());
+}
+
+void RpcConnection::OnOversizedLine() {
+  ReplyProtocolError(nullptr, -32600, kOversizedLineMessage);
 }
 
 void RpcConnection::OnDisconnected() {

@@ -25,6 +25,9 @@ class RpcConnection final : public std::enable_shared_from_this<RpcConnection> {
 
   // Handles one line (exposed for tests).
   void HandleLine(const std::string& line);
+  // Called by the connection (AttachServer): a line over the bound, and end of input.
+  void OnOversizedLine();
+  void OnDisconnected();
 
  private:
   void HandleRequest(const Json& id, const std::string& method, const Json& params);
@@ -32,7 +35,6 @@ class RpcConnection final : public std::enable_shared_from_this<RpcConnection> {
   void Reply(const Json& id, Json result);
   void ReplyError(const Json& id, const Error& error);
   void ReplyProtocolError(const Json& id, int code, const std::string& message);
-  void OnDisconnected();
 
   PtyService& service_;
   std::shared_ptr<LineConnection> connection_;

@@ -83,28 +83,13 @@ std::vector<std::string> RunEnvironment(const policy::ResolvedPolicy& p) {
 sandbox::LaunchSpec BuildLaunch(const RunOptions& options, const policy::ResolvedPolicy& p,
                                 const std::filesystem::path& cwd) {
   sandbox::LaunchSpec launch;
-  launch.mode = p.mode;
-  launch.sandbox.mode = p.mode;
-  launch.sandbox.workspace_root = p.workspace_root;
-  launch.sandbox.writable_roots = p.writable_roots;
-  std::vector<std::filesystem::path> writable = p.writable_roots;
-  if (p.mode == policy::Mode::kWorkspaceWrite) writable.push_back(p.workspace_root);
-  launch.sandbox.read_only_paths = sandbox::CollectProtectedPaths(writable, p.policy_files);
-  launch.sandbox.network_allowed = p.network_allowed;
-  launch.sandbox.cwd = cwd;
+  sandbox::ApplyPolicy(p, cwd, launch);
   launch.bwrap = options.service.shell.bwrap;
   launch.init_binary = options.service.shell.init_binary;
   launch.command = options.command;
   launch.environment = RunEnvironment(p);
-  launch.cwd = cwd;
   launch.pty = false;                // the command inherits our stdin, stdout and stderr
   launch.new_process_group = false;  // a terminal's ^C reaches us and the command alike
-  const policy::Limits& l = p.limits;
-  if (l.max_processes) launch.rlimits.emplace_back("nproc", *l.max_processes);
-  if (l.max_open_files) launch.rlimits.emplace_back("nofile", *l.max_open_files);
-  if (l.max_memory_bytes) launch.rlimits.emplace_back("as", *l.max_memory_bytes);
-  if (l.max_file_bytes) launch.rlimits.emplace_back("fsize", *l.max_file_bytes);
-  if (l.max_cpu_seconds) launch.rlimits.emplace_back("cpu", *l.max_cpu_seconds);
   return launch;
 }
 

@@ -1,31 +1,14 @@
 #include "runtime/service.h"
 
-#include <sys/random.h>
-
 #include <asio/post.hpp>
 
 #include "common/log.h"
+#include "common/random.h"
 #include "policy/resolver.h"
 #include "runtime/owner.h"
 
 namespace ptybox::runtime {
 namespace {
-
-std::string RandomHex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  size_t filled = 0;
-  while (filled < bytes) {
-    ssize_t n = ::getrandom(raw.data() + filled, bytes - filled, 0);
-    if (n > 0) filled += static_cast<size_t>(n);
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned char b : raw) {
-    hex.push_back(kHex[b >> 4]);
-    hex.push_back(kHex[b & 0xf]);
-  }
-  return hex;
-}
 
 // Names the shell backend owns; a client may not override them.
 bool ReservedEnvName(const std::string& name) {

@@ -12,6 +12,27 @@
 
 namespace ptybox::sandbox {
 
+void ApplyPolicy(const policy::ResolvedPolicy& p, const std::filesystem::path& cwd,
+                 LaunchSpec& launch) {
+  launch.mode = p.mode;
+  launch.cwd = cwd;
+  launch.sandbox.mode = p.mode;
+  launch.sandbox.workspace_root = p.workspace_root;
+  launch.sandbox.writable_roots = p.writable_roots;
+  std::vector<std::filesystem::path> writable = p.writable_roots;
+  if (p.mode == policy::Mode::kWorkspaceWrite) writable.push_back(p.workspace_root);
+  launch.sandbox.read_only_paths = CollectProtectedPaths(writable, p.policy_files);
+  launch.sandbox.network_allowed = p.network_allowed;
+  launch.sandbox.cwd = cwd;
+  const policy::Limits& l = p.limits;
+  launch.rlimits.clear();
+  if (l.max_processes) launch.rlimits.emplace_back("nproc", *l.max_processes);
+  if (l.max_open_files) launch.rlimits.emplace_back("nofile", *l.max_open_files);
+  if (l.max_memory_bytes) launch.rlimits.emplace_back("as", *l.max_memory_bytes);
+  if (l.max_file_bytes) launch.rlimits.emplace_back("fsize", *l.max_file_bytes);
+  if (l.max_cpu_seconds) launch.rlimits.emplace_back("cpu", *l.max_cpu_seconds);
+}
+
 std::vector<std::string> BuildInitArgs(const LaunchSpec& spec) {
   std::vector<std::string> args = {"--control-fd", std::to_string(kInitControlFd)};
   if (policy::IsConfined(spec.mode)) args.emplace_back("--confined");

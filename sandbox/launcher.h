@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/unique_fd.h"
 #include "policy/mode.h"
+#include "policy/policy.h"
 #include "sandbox/bwrap_args.h"
 
 namespace ptybox::sandbox {
@@ -38,6 +39,12 @@ struct LaunchedInit {
   UniqueFd control;      // our end of the control socket
   UniqueFd diagnostics;  // read end of the child's stderr (PTY sessions only)
 };
+
+// Fills what the policy decides: the mode, the sandbox (roots, protected paths, network, the
+// starting directory) and the resource limits. The caller adds the program, its environment,
+// the binaries and the terminal.
+void ApplyPolicy(const policy::ResolvedPolicy& policy, const std::filesystem::path& cwd,
+                 LaunchSpec& launch);
 
 // Forks and execs; the start message (environment) is sent before returning. The caller reaps
 // `pid` (see backend/child_reaper.h).

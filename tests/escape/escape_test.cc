@@ -339,11 +339,7 @@ TEST_P(EscapeTest, PythonAndACompilerWork) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, EscapeTest,
                          ::testing::Values("read-only", "workspace-write", "danger-full-access"),
-                         [](const ::testing::TestParamInfo<std::string>& param) {
-                           std::string name = param.param;
-                           std::erase(name, '-');
-                           return name;
-                         });
+                         ModeTestName);
 
 }  // namespace
 }  // namespace ptybox::testing

@@ -520,11 +520,7 @@ TEST_P(LifecycleTest, DisconnectDuringOpenLeavesNoProcess) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, LifecycleTest,
                          ::testing::Values("danger-full-access", "workspace-write"),
-                         [](const ::testing::TestParamInfo<std::string>& param) {
-                           std::string name = param.param;
-                           std::erase(name, '-');
-                           return name;
-                         });
+                         ModeTestName);
 
 // Daemon shutdown, with a session of each mode and a busy send.
 TEST(DaemonShutdownTest, SigtermWithSessionsOpenExitsZeroAndLeavesNothing) {

@@ -129,11 +129,7 @@ TEST_P(OutputTest, MalformedUtf8BecomesReplacementCharacters) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, OutputTest,
                          ::testing::Values("danger-full-access", "workspace-write"),
-                         [](const ::testing::TestParamInfo<std::string>& param) {
-                           std::string name = param.param;
-                           std::erase(name, '-');
-                           return name;
-                         });
+                         ModeTestName);
 
 }  // namespace
 }  // namespace ptybox::testing

@@ -345,11 +345,7 @@ TEST_P(ReadinessTest, MeasuresExactReadinessLatency) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, ReadinessTest,
                          ::testing::Values("danger-full-access", "workspace-write"),
-                         [](const ::testing::TestParamInfo<std::string>& param) {
-                           std::string name = param.param;
-                           std::erase(name, '-');
-                           return name;
-                         });
+                         ModeTestName);
 
 }  // namespace
 }  // namespace ptybox::testing

@@ -224,11 +224,7 @@ TEST_P(RunModeTest, ClosedStdinReadsAsEmpty) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, RunModeTest,
                          ::testing::Values("read-only", "workspace-write", "danger-full-access"),
-                         [](const auto& param_info) {
-                           std::string name = param_info.param;
-                           std::erase(name, '-');
-                           return name;
-                         });
+                         ModeTestName);
 
 // --- What each mode allows -------------------------------------------------------------------
 

@@ -132,11 +132,7 @@ TEST_P(DaemonTest, ScrollbackPagesWithCursors) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, DaemonTest,
                          ::testing::Values("danger-full-access", "workspace-write"),
-                         [](const ::testing::TestParamInfo<std::string>& param) {
-                           std::string name = param.param;
-                           std::erase(name, '-');
-                           return name;
-                         });
+                         ModeTestName);
 
 class ProtocolTest : public ::testing::Test {
  protected:

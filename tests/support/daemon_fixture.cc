@@ -38,6 +38,12 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
+std::string ModeTestName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  std::erase(name, '-');
+  return name;
+}
+
 std::filesystem::path PtyboxBinary() { return PTYBOX_TEST_BINARY; }
 std::filesystem::path InitBinary() { return PTYBOX_TEST_INIT; }
 

@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -86,6 +88,9 @@ class Daemon final {
   std::filesystem::path log_;
   pid_t pid_ = -1;
 };
+
+// Test-name suffix for a mode parameter ("workspace-write" -> "workspacewrite").
+std::string ModeTestName(const ::testing::TestParamInfo<std::string>& info);
 
 // Paths of the built binaries (from the build system).
 std::filesystem::path PtyboxBinary();

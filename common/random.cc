@@ -1,0 +1,28 @@
+#include "common/random.h"
+
+#include <sys/random.h>
+
+#include <cerrno>
+#include <string>
+
+namespace ptybox {
+
+std::string RandomHex(size_t bytes) {
+  std::string raw(bytes, '\0');
+  size_t filled = 0;
+  while (filled < bytes) {
+    ssize_t n = ::getrandom(raw.data() + filled, bytes - filled, 0);
+    if (n > 0) filled += static_cast<size_t>(n);
+    // EINTR (or a not yet seeded pool, which blocks rather than fails): try again.
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * bytes);
+  for (unsigned char b : raw) {
+    hex.push_back(kHex[b >> 4]);
+    hex.push_back(kHex[b & 0xf]);
+  }
+  return hex;
+}
+
+}  // namespace ptybox
