@@ -126,7 +126,7 @@ std::vector<McpTool> BuildTools() {
                             "Start directory: absolute, or relative to the workspace root "
                             "(the default). Outside the workspace only in danger-full-access.")},
                {"cols", IntProp("Terminal width in columns (default 120).", 2, 1000)},
-               {"rows", IntProp("Terminal height in rows (default 40).", 2, 1000)},
+               {"rows", IntProp("Terminal height in rows (default 40).", 2, 500)},
                {"env", Json{{"type", "object"},
                             {"additionalProperties", Json{{"type", "string"}}},
                             {"description",

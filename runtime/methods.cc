@@ -33,7 +33,7 @@ Result<OpenParams> OpenParamsFrom(const Params& p) {
   auto name = p.OptionalString("name");
   auto cwd = p.OptionalString("cwd");
   auto cols = p.OptionalInt("cols", 2, 1000);
-  auto rows = p.OptionalInt("rows", 2, 1000);
+  auto rows = p.OptionalInt("rows", 2, 500);
   auto env = p.StringMap("env");
   auto timeout = p.OptionalInt("timeoutMs", 1, kMaxTimeoutMs);
   for (const Error* e : {type ? nullptr : &type.error(), name ? nullptr : &name.error(),

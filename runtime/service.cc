@@ -2,6 +2,7 @@
 
 #include <asio/post.hpp>
 
+#include "backend/screen.h"
 #include "common/log.h"
 #include "common/random.h"
 #include "policy/resolver.h"
@@ -66,7 +67,7 @@ Result<policy::ResolvedPolicy> PtyService::Resolve(const Owner& owner,
 }
 
 Result<std::shared_ptr<backend::BackendSession>> PtyService::Find(Owner& owner,
-                                                                   const std::string& id) {
+                                                                  const std::string& id) {
   auto it = owner.sessions.find(id);
   // An id of another owner is indistinguishable from an unknown one.
   if (it == owner.sessions.end()) return std::unexpected(NotFound(id));
@@ -85,8 +86,12 @@ void PtyService::Open(const std::shared_ptr<Owner>& owner, OpenParams params,
                "type"});
     return;
   }
-  if (params.columns < 2 || params.columns > 1000 || params.rows < 2 || params.rows > 1000) {
-    fail(Error{ErrorKind::kInvalidParams, "cols and rows must be between 2 and 1000", "cols"});
+  // The screen's own bounds (backend/screen.h): refused here rather than clamped there.
+  if (params.columns < backend::Screen::kMinColumns ||
+      params.columns > backend::Screen::kMaxColumns || params.rows < 2 ||
+      params.rows > backend::Screen::kMaxRows) {
+    fail(Error{ErrorKind::kInvalidParams, "cols must be between 2 and 1000, rows between 2 and 500",
+               "cols"});
     return;
   }
   for (const auto& [name, value] : params.env) {
@@ -268,15 +273,15 @@ void PtyService::Close(const std::shared_ptr<Owner>& owner, const std::string& s
     return;
   }
   std::weak_ptr<Owner> weak_owner = owner;
-  (*session)->Close(std::move(reason), [weak_owner, session_id,
-                                        done](Result<backend::SessionStatus> closed) {
-    if (closed) {
-      if (std::shared_ptr<Owner> o = weak_owner.lock()) {
-        if (o->sessions.erase(session_id) > 0) o->fence().SessionClosed();
-      }
-    }
-    done(std::move(closed));
-  });
+  (*session)->Close(std::move(reason),
+                    [weak_owner, session_id, done](Result<backend::SessionStatus> closed) {
+                      if (closed) {
+                        if (std::shared_ptr<Owner> o = weak_owner.lock()) {
+                          if (o->sessions.erase(session_id) > 0) o->fence().SessionClosed();
+                        }
+                      }
+                      done(std::move(closed));
+                    });
 }
 
 std::vector<SessionInfo> PtyService::List(Owner& owner) {
