@@ -16,6 +16,7 @@
 
 #include "tests/sandbox/process_runner.h"
 #include "tests/sandbox/sandbox_runner.h"
+#include "tests/support/files.h"
 
 namespace ptybox::testing {
 
@@ -168,20 +169,6 @@ std::string Quote(const fs::path& path) {
     }
   }
   return out + "'";
-}
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::vector<std::string> Words(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> words;
-  for (std::string w; in >> w;) words.push_back(w);
-  return words;
 }
 
 bool IsUnder(const fs::path& path, const fs::path& dir) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/files.h"
 
 namespace ptybox::testing {
 
@@ -105,8 +106,6 @@ class HostPty final {
 };
 
 std::string Quote(const std::filesystem::path& path);  // single-quoted for bash
-std::string ReadFile(const std::filesystem::path& path);
-std::vector<std::string> Words(const std::string& text);
 bool IsUnder(const std::filesystem::path& path, const std::filesystem::path& dir);
 // A host directory outside every writable root (the build tree of this test).
 std::filesystem::path OutsideDir();

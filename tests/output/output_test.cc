@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/files.h"
 
 namespace ptybox::testing {
 namespace {
@@ -17,13 +18,6 @@ bool HasControlBytes(const std::string& text) {
     if (c == 0x1b || (c < 0x20 && c != '\n' && c != '\t')) return true;
   }
   return false;
-}
-
-std::string ReadFileText(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 class OutputTest : public ::testing::TestWithParam<std::string> {
@@ -105,7 +99,7 @@ TEST_P(OutputTest, ViIsDrivenThroughTheScreenView) {
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_EQ(r["exitCode"], 0) << "back at the verified prompt";
   EXPECT_FALSE(HasControlBytes(r["viewport"])) << r.dump();
-  EXPECT_EQ(ReadFileText(daemon_.workspace() / "notes.txt"), "hello from the agent\n");
+  EXPECT_EQ(ReadFile(daemon_.workspace() / "notes.txt"), "hello from the agent\n");
   // Line view again once the alternate screen is left.
   r = Send(client_, id, "echo back\n");
   EXPECT_EQ(r["viewport"], "back");

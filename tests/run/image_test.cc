@@ -13,16 +13,12 @@
 
 #include "tests/run/child_process.h"
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/files.h"
 
 namespace ptybox::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 const fs::path kSource = PTYBOX_SOURCE_DIR;
 const fs::path kBuild = PTYBOX_BUILD_DIR;

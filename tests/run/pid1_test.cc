@@ -12,17 +12,13 @@
 
 #include "tests/run/child_process.h"
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/files.h"
 
 namespace ptybox::testing {
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 // Fields 3 (state) and 4 (ppid) of /proc/<pid>/stat; nullopt once the pid is gone entirely.
 struct Stat {

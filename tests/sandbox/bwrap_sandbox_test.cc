@@ -12,6 +12,7 @@
 
 #include "sandbox/bwrap_args.h"
 #include "tests/sandbox/sandbox_runner.h"
+#include "tests/support/files.h"
 
 namespace ptybox::sandbox {
 namespace {
@@ -21,20 +22,8 @@ using policy::Mode;
 using testing::RunOptions;
 using testing::RunProbesInSandbox;
 using testing::SandboxRun;
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::vector<std::string> Words(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> words;
-  for (std::string w; in >> w;) words.push_back(w);
-  return words;
-}
+using ptybox::testing::ReadFile;
+using ptybox::testing::Words;
 
 class BwrapSandboxTest : public ::testing::Test {
  protected:

@@ -1,4 +1,5 @@
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/files.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -194,12 +195,7 @@ int Daemon::Stop(int signal) {
   return status;
 }
 
-std::string Daemon::Log() const {
-  std::ifstream in(log_);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string Daemon::Log() const { return ReadFile(log_); }
 
 bool ProcessAlive(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
