@@ -82,7 +82,7 @@ int RunDaemon(DaemonOptions options) {
   }
   if (options.mcp) {
     auto line = std::make_shared<LineConnection>(io, ::dup(STDIN_FILENO), ::dup(STDOUT_FILENO));
-    auto mcp = std::make_shared<McpServer>(service, line, "mcp host");
+    auto mcp = std::make_shared<McpServer>(io, service, line, "mcp host", options.mcp_options);
     mcp->Start([&] { shutdown(0); });
     io.run();
     return exit_code;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "runtime/mcp_server.h"
 #include "runtime/service.h"
 
 namespace ptybox::runtime {
@@ -15,6 +16,7 @@ struct DaemonOptions {
   bool stdio = false;
   std::optional<std::filesystem::path> socket;
   bool mcp = false;
+  McpOptions mcp_options;
   ServiceOptions service;
 };
 

@@ -1,6 +1,6 @@
 // ptybox: persistent, sandboxed, interactive shells for AI agents and CI jobs.
 //   ptybox serve (--stdio | --socket PATH) [--workspace DIR] [--policy FILE]
-//   ptybox mcp [--workspace DIR] [--policy FILE]
+//   ptybox mcp [--workspace DIR] [--policy FILE] [--mode MODE] [--consent-timeout SECONDS]
 //   ptybox run [--workspace DIR] [--policy FILE] [--mode MODE] [--timeout SECONDS] -- CMD [ARG...]
 //   ptybox policy check [FILE...] | ptybox policy resolve [--workspace DIR] [--policy FILE]
 //   ptybox doctor
@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "policy/mode.h"
+#include "policy/resolver.h"
 #include "runtime/daemon.h"
 #include "runtime/demo.h"
 #include "runtime/doctor.h"
@@ -55,6 +56,33 @@ ptybox::runtime::ServiceOptions ServiceFrom(const CommonFlags& flags) {
   return o;
 }
 
+// `ptybox mcp --mode MODE`: the mode the model starts in, which must be within the ceiling.
+// Returns the exit code of a startup error, or nullopt to go on.
+std::optional<int> SetMcpStartMode(const std::string& text,
+                                   ptybox::runtime::ServiceOptions& service) {
+  std::optional<ptybox::policy::Mode> mode = ptybox::policy::ParseMode(text);
+  if (!mode) {
+    std::cerr << "ptybox mcp: unknown --mode \"" << text
+              << "\" (read-only, workspace-write or danger-full-access)\n";
+    return 2;
+  }
+  ptybox::policy::ResolveInputs inputs;
+  inputs.operator_policy = service.operator_policy;
+  inputs.default_operator_policy = service.default_operator_policy;
+  inputs.workspace = service.workspace;
+  inputs.workspace_from_cli = service.workspace_from_cli;
+  inputs.requested_mode = mode;
+  ptybox::Result<ptybox::policy::ResolvedPolicy> resolved = ptybox::policy::Resolve(inputs);
+  if (!resolved && resolved.error().kind == ptybox::ErrorKind::kPolicyDenied) {
+    std::cerr << "ptybox mcp: --mode " << text << " is refused: " << resolved.error().Describe()
+              << "\n";
+    return 2;
+  }
+  // Any other policy problem is reported at each spawn, as without --mode.
+  service.mode_override = mode;
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -71,8 +99,17 @@ int main(int argc, char** argv) {
   AddCommonFlags(serve, serve_flags);
 
   CommonFlags mcp_flags;
+  std::string mcp_mode;
+  int64_t mcp_consent_timeout = 300;
   CLI::App* mcp = app.add_subcommand("mcp", "serve the same tools as an MCP server on stdio");
   AddCommonFlags(mcp, mcp_flags);
+  mcp->add_option("--mode", mcp_mode,
+                  "the mode the model starts in: read-only, workspace-write or "
+                  "danger-full-access (default: the policy's mode); the model may narrow it, "
+                  "never widen it without the user's consent");
+  mcp->add_option("--consent-timeout", mcp_consent_timeout,
+                  "seconds the user has to answer a request to widen the mode (default 300; "
+                  "1 to 86400); no answer is a refusal");
 
   CommonFlags run_flags;
   std::string run_mode;
@@ -125,6 +162,14 @@ int main(int argc, char** argv) {
     DaemonOptions options;
     options.mcp = true;
     options.service = ServiceFrom(mcp_flags);
+    if (!mcp_mode.empty()) {
+      if (std::optional<int> failed = SetMcpStartMode(mcp_mode, options.service)) return *failed;
+    }
+    if (mcp_consent_timeout < 1 || mcp_consent_timeout > 86400) {
+      std::cerr << "ptybox mcp: --consent-timeout must be between 1 and 86400 seconds\n";
+      return 2;
+    }
+    options.mcp_options.consent_timeout = std::chrono::seconds(mcp_consent_timeout);
     return RunDaemon(std::move(options));
   }
   if (run->parsed()) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "policy/mode_fence.h"
+#include "runtime/mcp_consent.h"
 #include "runtime/mcp_tools.h"
 #include "runtime/methods.h"
 #include "runtime/owner.h"
@@ -29,6 +31,12 @@ Json PolicyResourceEntry() {
               {"mimeType", "application/json"}};
 }
 
+// "300 seconds", "250 ms".
+std::string DurationText(std::chrono::milliseconds d) {
+  if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + " seconds";
+  return std::to_string(d.count()) + " ms";
+}
+
 }  // namespace
 
 const std::vector<std::string>& McpServer::SupportedVersions() {
@@ -37,9 +45,10 @@ const std::vector<std::string>& McpServer::SupportedVersions() {
   return kVersions;
 }
 
-McpServer::McpServer(PtyService& service, std::shared_ptr<LineConnection> connection,
-                     std::string label)
-    : service_(service), connection_(std::move(connection)) {
+McpServer::McpServer(asio::io_context& io, PtyService& service,
+                     std::shared_ptr<LineConnection> connection, std::string label,
+                     McpOptions options)
+    : io_(io), options_(options), service_(service), connection_(std::move(connection)) {
   owner_ = service_.OpenOwner(std::move(label));
 }
 
@@ -57,6 +66,9 @@ void McpServer::OnOversizedLine() { ReplyError(nullptr, -32600, kOversizedLineMe
 void McpServer::OnDisconnected() {
   if (disconnected_) return;
   disconnected_ = true;
+  // Nobody is left to answer or to be answered: pending consent requests end unanswered.
+  for (auto& [key, pending] : consents_) pending.timer->cancel();
+  consents_.clear();
   std::shared_ptr<McpServer> self = shared_from_this();
   // The host left (end of input): every session of this owner ends with it, awaited.
   service_.CloseOwner(owner_, [self] {
@@ -78,8 +90,7 @@ void McpServer::HandleLine(const std::string& line) {
       HandleNotification(message->method, message->params);
       return;
     case RpcMessage::Kind::kResponse:
-      // This server sends no requests; a response to none is dropped.
-      LogDebug("mcp: ignored a response to no request");
+      OnResponse(line, message->id);
       return;
     case RpcMessage::Kind::kRequest:
       HandleRequest(message->id, message->method, message->params);
@@ -96,6 +107,8 @@ void McpServer::HandleNotification(const std::string& method, const Json& params
     if (params.contains("reason") && params["reason"].is_string()) {
       reason = params["reason"].get<std::string>();
     }
+    // A policy_set_mode waiting for the user: the question is withdrawn, nothing changes.
+    if (WithdrawConsent(key, reason)) return;
     // The spec asks for no response to a canceled request; the work still ends as the contract
     // says (an open closes its unpublished shell, a send is interrupted like terminal_cancel).
     canceled_.insert(key);
@@ -149,11 +162,20 @@ void McpServer::Initialize(const Json& id, const Json& params) {
                           ? requested
                           : supported.front();
   initialized_ = true;
+  can_elicit_ = CanElicitForm(params.value("capabilities", Json::object()), protocol_version_);
+  // The mode the model starts in is the widest it may choose alone. When the policy cannot be
+  // resolved now, only the --mode given (else read-only) is free.
+  Result<policy::ResolvedPolicy> start = service_.ResolvePolicy(*owner_);
+  widest_free_ =
+      start ? start->mode : owner_->fence().requested_mode().value_or(policy::Mode::kReadOnly);
   Json server_info{{"name", "ptybox"}, {"version", PTYBOX_VERSION}};
   if (Structured()) server_info["title"] = "ptybox sandboxed terminals";
   Json capabilities{{"tools", Json{{"listChanged", false}}},
                     {"resources", Json{{"subscribe", true}, {"listChanged", false}}}};
-  LogInfo("mcp: host asked for protocol " + requested + ", speaking " + protocol_version_);
+  LogInfo("mcp: host asked for protocol " + requested + ", speaking " + protocol_version_ +
+          "; model starts in " + std::string(policy::ToString(widest_free_)) +
+          (can_elicit_ ? "; wider modes ask the user (elicitation)"
+                       : "; wider modes are refused (the host cannot elicit)"));
   Reply(id, Json{{"protocolVersion", protocol_version_},
                  {"capabilities", capabilities},
                  {"serverInfo", server_info},
@@ -194,6 +216,11 @@ void McpServer::CallTool(const Json& id, const Json& params) {
   if (!arguments.is_object()) {
     return ReplyError(id, -32602, "invalid params: tools/call \"arguments\" must be an object");
   }
+  if (name == "policy_set_mode") return SetModeTool(id, arguments);
+  RunTool(id, name, arguments);
+}
+
+void McpServer::RunTool(const Json& id, const std::string& name, const Json& arguments) {
   const std::string key = RequestKey(id);
   in_flight_.insert(key);
   std::shared_ptr<McpServer> self = shared_from_this();
@@ -202,6 +229,107 @@ void McpServer::CallTool(const Json& id, const Json& params) {
     if (self->canceled_.erase(key) > 0) return;  // canceled: no response
     self->Reply(id, self->ToolResult(name, result));
   });
+}
+
+void McpServer::SetModeTool(const Json& id, const Json& arguments) {
+  // Anything but exactly {"mode": <a mode>} takes the ordinary way, which refuses it.
+  std::optional<policy::Mode> mode;
+  if (arguments.size() == 1 && arguments.contains("mode") && arguments["mode"].is_string()) {
+    mode = policy::ParseMode(arguments["mode"].get<std::string>());
+  }
+  if (!mode || !NeedsConsent(*mode, widest_free_)) return RunTool(id, "policy_set_mode", arguments);
+
+  // A widening. What the ceiling or the fence refuses anyway is refused without asking.
+  Result<policy::ResolvedPolicy> current = service_.ResolvePolicy(*owner_);
+  if (!current) return ReplyToolError(id, current.error());
+  Owner probe(0, "policy_set_mode probe", *mode);  // never registered: resolves the wanted mode
+  Result<policy::ResolvedPolicy> wanted = service_.ResolvePolicy(probe);
+  if (!wanted) return ReplyToolError(id, wanted.error());
+  policy::ModeFence fence = owner_->fence();  // a copy: checks, commits nothing
+  if (Result<void> fenced = fence.SetMode(wanted->mode, current->mode); !fenced) {
+    return ReplyToolError(id, fenced.error());
+  }
+  if (!can_elicit_) return ReplyToolError(id, ConsentUnavailable(current->mode, wanted->mode));
+  if (!consents_.empty()) {
+    return ReplyToolError(
+        id, Error{ErrorKind::kBusy,
+                  "the user is still being asked about another mode change: wait for that "
+                  "policy_set_mode to return, then try again if it is still needed",
+                  "mode"});
+  }
+  AskConsent(id, *current, *wanted);
+}
+
+void McpServer::AskConsent(const Json& id, const policy::ResolvedPolicy& current,
+                           const policy::ResolvedPolicy& wanted) {
+  const Json elicit_id = "ptybox-consent-" + std::to_string(next_request_++);
+  const std::string key = RequestKey(elicit_id);
+  PendingConsent pending{id, current.mode, wanted.mode, std::make_unique<asio::steady_timer>(io_)};
+  pending.timer->expires_after(options_.consent_timeout);
+  std::weak_ptr<McpServer> weak = weak_from_this();
+  pending.timer->async_wait([weak, key, elicit_id](const std::error_code& ec) {
+    if (ec) return;
+    auto self = weak.lock();
+    if (!self || !self->consents_.contains(key)) return;
+    const std::string why =
+        "no answer came within " + DurationText(self->options_.consent_timeout);
+    // The host may drop the question it still shows.
+    self->Notify("notifications/cancelled", Json{{"requestId", elicit_id}, {"reason", why}});
+    self->SettleConsent(key, why);
+  });
+  in_flight_.insert(RequestKey(id));
+  consents_.emplace(key, std::move(pending));
+  LogInfo("mcp: asking the user to widen the mode from " +
+          std::string(policy::ToString(current.mode)) + " to " +
+          std::string(policy::ToString(wanted.mode)) + " (elicitation " + key + ")");
+  connection_->Send(Dump(Json{{"jsonrpc", "2.0"},
+                              {"id", elicit_id},
+                              {"method", "elicitation/create"},
+                              {"params", ConsentRequestParams(current, wanted, protocol_version_)}}));
+}
+
+void McpServer::OnResponse(const std::string& line, const Json& id) {
+  const std::string key = RequestKey(id);
+  if (!consents_.contains(key)) {
+    // Not ours, already settled (timed out, withdrawn) or a stray: never applied.
+    LogDebug("mcp: ignored a response to no pending request (" + key + ")");
+    return;
+  }
+  SettleConsent(key, ConsentRefusal(Json::parse(line, nullptr, /*allow_exceptions=*/false)));
+}
+
+void McpServer::SettleConsent(const std::string& elicit_key, std::optional<std::string> refusal) {
+  auto it = consents_.find(elicit_key);
+  if (it == consents_.end()) return;
+  PendingConsent pending = std::move(it->second);
+  consents_.erase(it);
+  pending.timer->cancel();
+  in_flight_.erase(RequestKey(pending.tool_id));
+  const std::string from(policy::ToString(pending.from));
+  const std::string to(policy::ToString(pending.to));
+  if (refusal) {
+    LogInfo("mcp: widening from " + from + " to " + to + " refused: " + *refusal);
+    return ReplyToolError(pending.tool_id, ConsentRefused(pending.from, pending.to, *refusal));
+  }
+  LogInfo("mcp: the user accepted widening from " + from + " to " + to);
+  // Accepted for this connection; the ceiling and the fence are checked again as it applies.
+  if (!policy::Within(pending.to, widest_free_)) widest_free_ = pending.to;
+  RunTool(pending.tool_id, "policy_set_mode", Json{{"mode", to}});
+}
+
+bool McpServer::WithdrawConsent(const std::string& tool_key, const std::string& reason) {
+  for (auto it = consents_.begin(); it != consents_.end(); ++it) {
+    if (RequestKey(it->second.tool_id) != tool_key) continue;
+    it->second.timer->cancel();
+    const Json elicit_id = Json::parse(it->first);
+    consents_.erase(it);
+    in_flight_.erase(tool_key);
+    Notify("notifications/cancelled",
+           Json{{"requestId", elicit_id}, {"reason", "the tool call was canceled: " + reason}});
+    LogInfo("mcp: consent request " + Dump(elicit_id) + " withdrawn: " + reason);
+    return true;  // the canceled tools/call gets no response
+  }
+  return false;
 }
 
 Json McpServer::ToolResult(const std::string& tool, const Result<Json>& result) {
@@ -264,8 +392,15 @@ void McpServer::ReadResource(const Json& id, const Json& params) {
   Json contents = Json::array();
   contents.push_back(
       Json{{"uri", uri}, {"mimeType", "text/plain"}, {"text", PolicyClause(*resolved)}});
-  contents.push_back(Json{
-      {"uri", uri}, {"mimeType", "application/json"}, {"text", Dump(PolicyToJson(*resolved))}});
+  Json policy = PolicyToJson(*resolved);
+  // Over MCP: how far the model may change the mode by itself, and what a wider mode takes.
+  policy["modelConsent"] = Json{
+      {"widestWithoutConsent", std::string(policy::ToString(widest_free_))},
+      {"widerModes", can_elicit_ ? "ask the user (elicitation)"
+                                 : "refused: this host cannot ask the user; restart ptybox mcp "
+                                   "with a wider --mode"}};
+  contents.push_back(
+      Json{{"uri", uri}, {"mimeType", "application/json"}, {"text", Dump(policy)}});
   Reply(id, Json{{"contents", contents}});
 }
 
@@ -296,6 +431,10 @@ void McpServer::ReplyError(const Json& id, int code, const std::string& message,
   Json error{{"code", code}, {"message", message}};
   if (!data.is_null()) error["data"] = std::move(data);
   connection_->Send(Dump(RpcError(id, std::move(error))));
+}
+
+void McpServer::ReplyToolError(const Json& id, const Error& error) {
+  Reply(id, ToolResult("", std::unexpected(error)));
 }
 
 void McpServer::Notify(const std::string& method, Json params) {

@@ -2,10 +2,17 @@
 // lifecycle and protocol-version negotiation, the contract's methods as tools, the policy as the
 // resource ptybox://policy with update notifications, notifications/cancelled, and the owner's
 // sessions closed when the host disconnects. Requests run concurrently, as in rpc_server.
+// The model is the caller here: a policy_set_mode that widens the sandbox beyond what the user
+// started or accepted asks the user first (elicitation/create), or is refused (mcp_consent.h).
 #pragma once
 
+#include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
+#include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -17,13 +24,19 @@
 
 namespace ptybox::runtime {
 
+struct McpOptions {
+  // How long the user has to answer a consent request; no answer by then is a refusal.
+  std::chrono::milliseconds consent_timeout = std::chrono::minutes(5);
+};
+
 class McpServer final : public std::enable_shared_from_this<McpServer> {
  public:
   // Newest first; an unknown requested version is answered with the first.
   static const std::vector<std::string>& SupportedVersions();
   static constexpr std::string_view kPolicyUri = "ptybox://policy";
 
-  McpServer(PtyService& service, std::shared_ptr<LineConnection> connection, std::string label);
+  McpServer(asio::io_context& io, PtyService& service, std::shared_ptr<LineConnection> connection,
+            std::string label, McpOptions options = {});
   // Starts reading; `on_done` runs after the host left and its sessions were closed.
   void Start(std::function<void()> on_done);
 
@@ -38,6 +51,17 @@ class McpServer final : public std::enable_shared_from_this<McpServer> {
   void HandleNotification(const std::string& method, const Json& params);
   void Initialize(const Json& id, const Json& params);
   void CallTool(const Json& id, const Json& params);
+  // Runs a tool's method and answers the tools/call (nothing when it was canceled).
+  void RunTool(const Json& id, const std::string& name, const Json& arguments);
+  // policy_set_mode from the model: keeping or narrowing runs at once; a widening asks the user.
+  void SetModeTool(const Json& id, const Json& arguments);
+  void AskConsent(const Json& id, const policy::ResolvedPolicy& current,
+                  const policy::ResolvedPolicy& wanted);
+  void OnResponse(const std::string& line, const Json& id);
+  // Settles a pending consent request: accepted (nullopt) or refused for `why`.
+  void SettleConsent(const std::string& elicit_key, std::optional<std::string> refusal);
+  // The host canceled the tools/call waiting for consent: the question is withdrawn.
+  bool WithdrawConsent(const std::string& tool_key, const std::string& reason);
   void ReadResource(const Json& id, const Json& params);
   void Subscribe(const Json& id, const Json& params, bool subscribe);
   // The tools/call result for a finished method, shaped for the negotiated version.
@@ -51,7 +75,18 @@ class McpServer final : public std::enable_shared_from_this<McpServer> {
   void Reply(const Json& id, Json result);
   void ReplyError(const Json& id, int code, const std::string& message, Json data = nullptr);
   void Notify(const std::string& method, Json params);
+  void ReplyToolError(const Json& id, const Error& error);
 
+  // A policy_set_mode waiting for the user's answer to our elicitation/create request.
+  struct PendingConsent {
+    Json tool_id;  // the tools/call to answer
+    policy::Mode from = policy::Mode::kReadOnly;
+    policy::Mode to = policy::Mode::kReadOnly;
+    std::unique_ptr<asio::steady_timer> timer;
+  };
+
+  asio::io_context& io_;
+  McpOptions options_;
   PtyService& service_;
   std::shared_ptr<LineConnection> connection_;
   std::shared_ptr<Owner> owner_;
@@ -62,6 +97,12 @@ class McpServer final : public std::enable_shared_from_this<McpServer> {
   bool subscribed_to_policy_ = false;
   std::set<std::string> in_flight_;  // request keys of unanswered requests
   std::set<std::string> canceled_;   // in flight, canceled by the host: answered with nothing
+  bool can_elicit_ = false;          // the host declared form elicitation
+  // The widest mode the model may choose without asking: the start mode, then what the user
+  // accepted on this connection. Set at initialize.
+  policy::Mode widest_free_ = policy::Mode::kReadOnly;
+  std::map<std::string, PendingConsent> consents_;  // by the request key of our elicitation
+  uint64_t next_request_ = 1;                       // ids of the requests we send
 };
 
 }  // namespace ptybox::runtime

@@ -314,10 +314,14 @@ std::vector<McpTool> BuildTools() {
       "policy_set_mode", "Change the sandbox mode",
       "Change the sandbox mode of terminals opened from now on: read-only (nothing writable but "
       "a private /tmp), workspace-write (the workspace and configured roots writable) or "
-      "danger-full-access (no sandbox; only when the operator's ceiling allows it). Refused "
-      "with mode_fenced while a terminal is open or opening: close them first, so a terminal "
-      "opened with wider access cannot outlive a narrower mode. A change updates the resource "
-      "ptybox://policy.",
+      "danger-full-access (no sandbox). You may keep or narrow the mode at any time. A wider "
+      "mode than the one this server started with is the user's decision: the user is asked "
+      "through the host and the call returns once they answer; it may be refused (the user "
+      "declines or does not answer, or the host cannot ask). When refused, continue within the "
+      "current mode, or ask the user to restart ptybox mcp with a wider --mode. Never above the "
+      "operator's ceiling. Refused with mode_fenced while a terminal is open or opening: close "
+      "them first, so a terminal opened with wider access cannot outlive a narrower mode. A "
+      "change updates the resource ptybox://policy.",
       Input(Json{{"mode", EnumProp(ModeNames(), "The mode for terminals opened from now on.")}},
             {"mode"}),
       Output(Json{{"mode", EnumProp(ModeNames(), "The effective mode now.")}}),
