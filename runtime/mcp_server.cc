@@ -31,8 +31,9 @@ Json PolicyResourceEntry() {
               {"mimeType", "application/json"}};
 }
 
-// "300 seconds", "250 ms".
+// "300 seconds", "1 second", "250 ms".
 std::string DurationText(std::chrono::milliseconds d) {
+  if (d.count() == 1000) return "1 second";
   if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + " seconds";
   return std::to_string(d.count()) + " ms";
 }

@@ -1,0 +1,346 @@
+// Model consent (docs/security.md, "Model consent"): over MCP the model keeps or narrows its
+// sandbox mode freely but never widens it alone. Driven through the real `ptybox mcp` over its
+// stdio, with this test playing the host: it declares elicitation or not, and answers the
+// server's elicitation/create with accept, decline, cancel, an error, nothing, or a late or
+// unknown response. Each refusal is checked where it matters: a terminal opened afterwards
+// cannot write outside the workspace. The SDK client runs the same flows in
+// sdk_client_test.mjs.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/mcp/mcp_process.h"
+#include "tests/support/daemon_fixture.h"
+
+namespace ptybox::testing {
+namespace {
+
+const Json kElicitation = Json{{"elicitation", Json::object()}};
+
+bool IsElicitation(const Json& m) {
+  return m.contains("method") && m["method"] == "elicitation/create" && m.contains("id");
+}
+
+size_t Elicitations(const McpProcess& mcp) {
+  size_t n = 0;
+  for (const Json& m : mcp.seen()) n += IsElicitation(m) ? 1 : 0;
+  return n;
+}
+
+std::string CurrentMode(McpProcess& mcp) {
+  return mcp.Tool("policy_resolve")["structuredContent"].value("mode", "");
+}
+
+int SetModeAsync(McpProcess& mcp, const std::string& mode) {
+  return mcp.SendRequest("tools/call",
+                         Json{{"name", "policy_set_mode"}, {"arguments", {{"mode", mode}}}});
+}
+
+Json ToolResponse(McpProcess& mcp, int id) {
+  Json m = mcp.WaitFor([id](const Json& x) { return IsResponseTo(x, id); });
+  return m.value("result", Json::object());
+}
+
+// The elicitation/create sent after the previous `count` of them.
+Json NextElicitation(McpProcess& mcp, size_t count) {
+  size_t seen = 0;
+  return mcp.WaitFor([&seen, count](const Json& m) { return IsElicitation(m) && ++seen > count; });
+}
+
+// Opens a terminal, tries to write a file in `outside` (a host directory outside the workspace),
+// closes the terminal; true when the file reached the host.
+bool WritesOutsideWorkspace(McpProcess& mcp, const std::filesystem::path& outside,
+                            const std::string& name) {
+  Json opened = mcp.Tool("terminal_open");
+  EXPECT_EQ(opened["isError"], false) << opened.dump();
+  const std::string id = opened["structuredContent"].value("sessionId", "");
+  const std::filesystem::path target = outside / name;
+  Json sent = mcp.Tool("terminal_send",
+                       Json{{"sessionId", id}, {"input", "echo escaped > " + target.string() + "\n"}});
+  EXPECT_EQ(sent["structuredContent"]["waitReason"], "stdin_read") << sent.dump();
+  mcp.Tool("terminal_close", Json{{"sessionId", id}});
+  return std::filesystem::exists(target);
+}
+
+TEST(McpConsentTest, WithoutElicitationAWideningIsRefusedWithWhatToDoAndTheSandboxHolds) {
+  McpProcess mcp;
+  mcp.Initialize();
+  Json r = mcp.Tool("policy_set_mode", Json{{"mode", "danger-full-access"}});
+  EXPECT_EQ(r["isError"], true) << r.dump();
+  const std::string text = Text(r);
+  EXPECT_TRUE(text.starts_with("policy_denied: the sandbox stays in workspace-write mode")) << text;
+  EXPECT_NE(text.find("cannot ask the user"), std::string::npos) << text;
+  EXPECT_NE(text.find("Continue within workspace-write mode"), std::string::npos) << text;
+  EXPECT_NE(text.find("restart `ptybox mcp` with `--mode danger-full-access`"), std::string::npos)
+      << text;
+  EXPECT_EQ(Elicitations(mcp), 0u);
+  EXPECT_EQ(CurrentMode(mcp), "workspace-write");
+  TempDir outside;
+  EXPECT_FALSE(WritesOutsideWorkspace(mcp, outside.path(), "no-elicitation"));
+
+  // Elicitation did not exist before 2025-06-18: declaring it there changes nothing.
+  McpProcess old;
+  old.Initialize("2025-03-26", kElicitation);
+  Json refused = old.Tool("policy_set_mode", Json{{"mode", "danger-full-access"}});
+  EXPECT_EQ(refused["isError"], true) << refused.dump();
+  EXPECT_EQ(Elicitations(old), 0u);
+  // A host that can only elicit by URL cannot show the form either.
+  McpProcess url_only;
+  url_only.Initialize("2025-11-25", Json{{"elicitation", {{"url", Json::object()}}}});
+  EXPECT_EQ(url_only.Tool("policy_set_mode", Json{{"mode", "danger-full-access"}})["isError"],
+            true);
+  EXPECT_EQ(Elicitations(url_only), 0u);
+}
+
+TEST(McpConsentTest, KeepingAndNarrowingNeverAsk) {
+  McpProcess mcp;
+  mcp.Initialize("2025-11-25", kElicitation);
+  for (const char* mode : {"workspace-write", "read-only", "read-only", "workspace-write"}) {
+    Json r = mcp.Tool("policy_set_mode", Json{{"mode", mode}});
+    EXPECT_EQ(r["isError"], false) << mode << ": " << r.dump();
+    EXPECT_EQ(r["structuredContent"]["mode"], mode);
+  }
+  EXPECT_EQ(Elicitations(mcp), 0u);
+}
+
+TEST(McpConsentTest, AcceptedWideningAppliesOthersAreServedMeanwhileAndItIsRemembered) {
+  McpProcess mcp;
+  mcp.Initialize("2025-11-25", kElicitation);
+  const int call = SetModeAsync(mcp, "danger-full-access");
+  Json ask = NextElicitation(mcp, 0);
+  const Json& params = ask["params"];
+  const std::string message = params.value("message", "");
+  EXPECT_NE(message.find("from workspace-write to danger-full-access"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("Now: workspace-write mode; writable: " + mcp.workspace().string()),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("no sandbox"), std::string::npos) << message;
+  EXPECT_EQ(params["mode"], "form");
+  EXPECT_EQ(params["requestedSchema"], Json({{"type", "object"}, {"properties", Json::object()}}));
+
+  // While the user decides, the connection is served and nothing is applied yet.
+  EXPECT_EQ(mcp.Request("ping")["result"], Json::object());
+  EXPECT_EQ(mcp.Tool("terminal_list")["structuredContent"]["sessions"], Json::array());
+  EXPECT_EQ(CurrentMode(mcp), "workspace-write");
+  Json second = mcp.Tool("policy_set_mode", Json{{"mode", "danger-full-access"}});
+  EXPECT_EQ(second["isError"], true);
+  EXPECT_TRUE(Text(second).starts_with("busy: the user is still being asked")) << Text(second);
+  for (const Json& m : mcp.seen()) EXPECT_FALSE(IsResponseTo(m, call)) << m.dump();
+
+  mcp.Respond(ask["id"], Json{{"action", "accept"}, {"content", Json::object()}});
+  Json r = ToolResponse(mcp, call);
+  EXPECT_EQ(r["isError"], false) << r.dump();
+  EXPECT_EQ(r["structuredContent"]["mode"], "danger-full-access");
+  EXPECT_NE(Text(r).find("Sandbox policy: danger-full-access mode; no sandbox"), std::string::npos);
+  EXPECT_EQ(CurrentMode(mcp), "danger-full-access");
+  TempDir outside;
+  EXPECT_TRUE(WritesOutsideWorkspace(mcp, outside.path(), "accepted"))
+      << "the accepted mode did not apply";
+
+  // Accepted on this connection: narrowing and coming back does not ask again.
+  EXPECT_EQ(mcp.Tool("policy_set_mode", Json{{"mode", "read-only"}})["isError"], false);
+  EXPECT_EQ(mcp.Tool("policy_set_mode", Json{{"mode", "danger-full-access"}})["isError"], false);
+  EXPECT_EQ(Elicitations(mcp), 1u);
+}
+
+TEST(McpConsentTest, DeclineCancelErrorAndNonsenseAreRefusalsThatChangeNothing) {
+  McpProcess mcp;
+  mcp.Initialize("2025-06-18", kElicitation);
+  struct Case {
+    Json answer;  // the whole response body after id
+    std::string why;
+  };
+  const std::vector<Case> cases = {
+      {Json{{"result", {{"action", "decline"}}}}, "the user declined it"},
+      {Json{{"result", {{"action", "cancel"}}}}, "the user dismissed the request"},
+      {Json{{"error", {{"code", -32603}, {"message", "no dialog available"}}}},
+       "the host could not ask the user (no dialog available)"},
+      {Json{{"result", {{"action", "maybe"}}}}, "unknown action \"maybe\""},
+      {Json{{"result", Json::object()}}, "named no action"},
+  };
+  size_t asked = 0;
+  for (const Case& c : cases) {
+    const int call = SetModeAsync(mcp, "danger-full-access");
+    Json ask = NextElicitation(mcp, asked++);
+    // 2025-06-18 has no mode field: form is implied.
+    EXPECT_FALSE(ask["params"].contains("mode")) << ask.dump();
+    Json response = c.answer;
+    response["jsonrpc"] = "2.0";
+    response["id"] = ask["id"];
+    mcp.SendRaw(response.dump() + "\n");
+    Json r = ToolResponse(mcp, call);
+    EXPECT_EQ(r["isError"], true) << r.dump();
+    EXPECT_NE(Text(r).find(c.why), std::string::npos) << Text(r);
+    EXPECT_NE(Text(r).find("--mode danger-full-access"), std::string::npos) << Text(r);
+    EXPECT_EQ(CurrentMode(mcp), "workspace-write");
+  }
+  EXPECT_EQ(Elicitations(mcp), cases.size()) << "a refusal is not remembered as consent";
+  TempDir outside;
+  EXPECT_FALSE(WritesOutsideWorkspace(mcp, outside.path(), "refused"));
+}
+
+TEST(McpConsentTest, NoAnswerWithinTheBoundIsARefusalTheQuestionIsWithdrawnALateAcceptIgnored) {
+  McpProcess mcp({"--consent-timeout", "1"});
+  mcp.Initialize("2025-11-25", kElicitation);
+  const int call = SetModeAsync(mcp, "danger-full-access");
+  Json ask = NextElicitation(mcp, 0);
+  Json r = ToolResponse(mcp, call);
+  EXPECT_EQ(r["isError"], true) << r.dump();
+  EXPECT_NE(Text(r).find("no answer came within 1 second"), std::string::npos) << Text(r);
+  // The host was told to drop the question, before the refusal.
+  size_t withdrawn = mcp.seen().size();
+  size_t refused = mcp.seen().size();
+  for (size_t i = 0; i < mcp.seen().size(); ++i) {
+    const Json& m = mcp.seen()[i];
+    if (m.value("method", "") == "notifications/cancelled" &&
+        m["params"]["requestId"] == ask["id"]) {
+      withdrawn = std::min(withdrawn, i);
+    }
+    if (IsResponseTo(m, call)) refused = i;
+  }
+  EXPECT_LT(withdrawn, refused) << "no notifications/cancelled for the expired question";
+
+  // The user clicks accept after all: too late, nothing changes.
+  mcp.Respond(ask["id"], Json{{"action", "accept"}});
+  const size_t before = mcp.seen().size();
+  EXPECT_EQ(mcp.Request("ping")["result"], Json::object());
+  EXPECT_EQ(mcp.seen().size(), before + 1) << "the late answer was answered";
+  EXPECT_EQ(CurrentMode(mcp), "workspace-write");
+  TempDir outside;
+  EXPECT_FALSE(WritesOutsideWorkspace(mcp, outside.path(), "late"));
+}
+
+TEST(McpConsentTest, CancelingTheToolCallWithdrawsTheQuestionAndALateAcceptIsIgnored) {
+  McpProcess mcp;
+  mcp.Initialize("2025-11-25", kElicitation);
+  const int call = SetModeAsync(mcp, "danger-full-access");
+  Json ask = NextElicitation(mcp, 0);
+  mcp.Notify("notifications/cancelled", Json{{"requestId", call}, {"reason", "model moved on"}});
+  Json withdrawn = mcp.WaitFor([](const Json& m) {
+    return m.value("method", "") == "notifications/cancelled";
+  });
+  EXPECT_EQ(withdrawn["params"]["requestId"], ask["id"]) << withdrawn.dump();
+  EXPECT_NE(withdrawn["params"].value("reason", "").find("model moved on"), std::string::npos);
+  mcp.Respond(ask["id"], Json{{"action", "accept"}});
+  EXPECT_EQ(mcp.Request("ping")["result"], Json::object());
+  EXPECT_EQ(CurrentMode(mcp), "workspace-write");
+  for (const Json& m : mcp.seen()) EXPECT_FALSE(IsResponseTo(m, call)) << m.dump();
+  // The id of the canceled call is free again.
+  EXPECT_EQ(mcp.Tool("terminal_list")["isError"], false);
+  TempDir outside;
+  EXPECT_FALSE(WritesOutsideWorkspace(mcp, outside.path(), "withdrawn"));
+}
+
+TEST(McpConsentTest, AResponseWithAnUnknownIdIsIgnored) {
+  McpProcess mcp;
+  mcp.Initialize("2025-11-25", kElicitation);
+  const int call = SetModeAsync(mcp, "danger-full-access");
+  Json ask = NextElicitation(mcp, 0);
+  for (const Json& id : {Json("ptybox-consent-999"), Json(call), Json(7)}) {
+    mcp.Respond(id, Json{{"action", "accept"}});
+  }
+  const size_t before = mcp.seen().size();
+  EXPECT_EQ(mcp.Request("ping")["result"], Json::object());
+  EXPECT_EQ(mcp.seen().size(), before + 1);
+  EXPECT_EQ(CurrentMode(mcp), "workspace-write");
+  mcp.Respond(ask["id"], Json{{"action", "decline"}});
+  Json r = ToolResponse(mcp, call);
+  EXPECT_EQ(r["isError"], true) << r.dump();
+  EXPECT_EQ(CurrentMode(mcp), "workspace-write");
+}
+
+TEST(McpConsentTest, TheCeilingAndTheFenceRefuseWithoutAsking) {
+  TempDir dir;
+  const std::filesystem::path policy = dir.path() / "operator.yaml";
+  std::ofstream(policy) << "version: 1\nceiling: workspace-write\n";
+  McpProcess capped({"--policy", policy.string()});
+  capped.Initialize("2025-11-25", kElicitation);
+  Json above = capped.Tool("policy_set_mode", Json{{"mode", "danger-full-access"}});
+  EXPECT_EQ(above["isError"], true);
+  EXPECT_TRUE(Text(above).starts_with("policy_denied: ")) << Text(above);
+  EXPECT_NE(Text(above).find("ceiling"), std::string::npos) << Text(above);
+  EXPECT_EQ(Elicitations(capped), 0u);
+
+  McpProcess fenced({"--mode", "read-only"});
+  fenced.Initialize("2025-11-25", kElicitation);
+  Json opened = fenced.Tool("terminal_open");
+  ASSERT_EQ(opened["isError"], false) << opened.dump();
+  Json wider = fenced.Tool("policy_set_mode", Json{{"mode", "workspace-write"}});
+  EXPECT_TRUE(Text(wider).starts_with("mode_fenced: ")) << Text(wider);
+  EXPECT_EQ(Elicitations(fenced), 0u);
+  // Accepted, but a terminal opened while the user decided: the fence still holds.
+  fenced.Tool("terminal_close", Json{{"sessionId", opened["structuredContent"]["sessionId"]}});
+  const int call = SetModeAsync(fenced, "workspace-write");
+  Json ask = NextElicitation(fenced, 0);
+  Json late_open = fenced.Tool("terminal_open");
+  ASSERT_EQ(late_open["isError"], false) << late_open.dump();
+  EXPECT_EQ(late_open["structuredContent"]["mode"], "read-only");
+  fenced.Respond(ask["id"], Json{{"action", "accept"}});
+  Json r = ToolResponse(fenced, call);
+  EXPECT_TRUE(Text(r).starts_with("mode_fenced: ")) << Text(r);
+  EXPECT_EQ(CurrentMode(fenced), "read-only");
+}
+
+TEST(McpModeFlagTest, ModeSetsTheStartShownInInstructionsAndTheResource) {
+  McpProcess mcp({"--mode", "read-only"});
+  Json init = mcp.Initialize();
+  EXPECT_EQ(init["result"]["instructions"],
+            "Sandbox policy: read-only mode; writable: only a private /tmp; everything else "
+            "read-only; network denied.")
+      << init.dump();
+  Json read = mcp.Request("resources/read", Json{{"uri", "ptybox://policy"}});
+  Json policy = Json::parse(read["result"]["contents"][1]["text"].get<std::string>());
+  EXPECT_EQ(policy["mode"], "read-only");
+  EXPECT_EQ(policy["modelConsent"]["widestWithoutConsent"], "read-only");
+  EXPECT_NE(policy["modelConsent"]["widerModes"].get<std::string>().find("--mode"),
+            std::string::npos);
+  // workspace-write is the policy's default but not this server's start: it needs consent.
+  Json wider = mcp.Tool("policy_set_mode", Json{{"mode", "workspace-write"}});
+  EXPECT_EQ(wider["isError"], true);
+  EXPECT_NE(Text(wider).find("--mode workspace-write"), std::string::npos) << Text(wider);
+  Json opened = mcp.Tool("terminal_open");
+  EXPECT_EQ(opened["structuredContent"]["mode"], "read-only");
+  const std::string id = opened["structuredContent"]["sessionId"];
+  mcp.Tool("terminal_send", Json{{"sessionId", id}, {"input", "touch denied\n"}});
+  EXPECT_FALSE(std::filesystem::exists(mcp.workspace() / "denied"));
+
+  McpProcess full({"--mode", "danger-full-access"});
+  EXPECT_EQ(full.Initialize()["result"]["instructions"],
+            "Sandbox policy: danger-full-access mode; no sandbox: the whole file system is "
+            "writable and the network is reachable.");
+}
+
+TEST(McpModeFlagTest, AModeAboveTheCeilingOrUnknownIsAStartupError) {
+  TempDir dir;
+  const std::filesystem::path policy = dir.path() / "operator.yaml";
+  std::ofstream(policy) << "version: 1\nceiling: workspace-write\n";
+  McpProcess above({"--policy", policy.string(), "--mode", "danger-full-access"});
+  std::optional<int> status = above.WaitExit();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 2) << *status;
+  EXPECT_NE(above.Log().find("--mode danger-full-access is refused"), std::string::npos)
+      << above.Log();
+  EXPECT_NE(above.Log().find("ceiling"), std::string::npos) << above.Log();
+
+  McpProcess typo({"--mode", "full"});
+  status = typo.WaitExit();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 2) << *status;
+  EXPECT_NE(typo.Log().find("unknown --mode \"full\""), std::string::npos) << typo.Log();
+}
+
+// The JSON-RPC server's client is a harness acting for the user: no consent step there.
+TEST(McpModeFlagTest, TheJsonRpcServerStillSetsAWiderModeAtOnce) {
+  Daemon daemon;
+  RpcClient client(daemon.socket());
+  Json r = client.Call("policy_set_mode", Json{{"mode", "danger-full-access"}});
+  EXPECT_EQ(r["result"]["mode"], "danger-full-access") << r.dump();
+}
+
+}  // namespace
+}  // namespace ptybox::testing
