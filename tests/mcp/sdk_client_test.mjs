@@ -1,7 +1,9 @@
 // The official MCP TypeScript SDK client against the real `ptybox mcp`: it spawns the server
 // over stdio, checks the handshake, validates every tool's schemas and every structured result,
 // and runs whole sandboxed sessions (open, send, read, signal, cancel, close), the tool errors,
-// the policy resource and its update notification. Prints TAP; exits 1 on any failure.
+// the policy resource and its update notification; then model consent with more clients: a
+// widening is asked of the user (elicitation) and applies only on accept, a host without
+// elicitation is refused, and --mode sets the start. Prints TAP; exits 1 on any failure.
 //   node sdk_client_test.mjs PATH/TO/ptybox
 // PTYBOX_MCP_TRANSCRIPT=FILE also writes every JSON-RPC message, one per line, to FILE.
 import assert from 'node:assert/strict';
@@ -13,6 +15,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import {
+  ElicitRequestSchema,
   LATEST_PROTOCOL_VERSION,
   ResourceUpdatedNotificationSchema
 } from '@modelcontextprotocol/sdk/types.js';
@@ -141,7 +144,11 @@ client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) 
 // Calls a tool through the SDK (which validates structuredContent against the outputSchema) and
 // validates it again with the strict 2020-12 validator.
 async function call(name, args = {}, options = {}) {
-  const result = await withGuard(client.callTool({ name, arguments: args }, undefined, options),
+  return callWith(client, name, args, options);
+}
+
+async function callWith(someClient, name, args = {}, options = {}) {
+  const result = await withGuard(someClient.callTool({ name, arguments: args }, undefined, options),
     `tools/call ${name}`);
   assert.ok(Array.isArray(result.content) && result.content[0]?.type === 'text',
     `${name}: content starts with a text block`);
@@ -461,6 +468,163 @@ await step('disconnect: closing the client ends the server and the sessions it s
     assert.deepEqual(clientErrors.map(String), [], 'the SDK saw no protocol error (no response ' +
       'to a canceled request, nothing unparsable)');
   });
+
+// --- model consent: more clients, each with its own server and workspace ---------------------
+const cleanup = [];
+
+// A client declaring `capabilities`, answering elicitation/create with `onElicit` (when given).
+async function openClient({ capabilities = {}, onElicit, args = [] } = {}) {
+  const ws = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'ptybox-mcp-consent-')));
+  cleanup.push(ws);
+  const t = new StdioClientTransport({
+    command: binary,
+    args: ['mcp', '--workspace', ws, ...args],
+    env: { PTYBOX_OPERATOR_POLICY: path.join(ws, 'no-operator-policy.yaml') },
+    stderr: 'pipe'
+  });
+  t.stderr?.on('data', (chunk) => { stderrText += chunk.toString(); });
+  const c = new Client({ name: 'ptybox-sdk-consent', version: '1.0.0' }, { capabilities });
+  const asked = [];
+  if (onElicit) {
+    c.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
+      asked.push(request.params);
+      return onElicit(request, extra);
+    });
+  }
+  await withGuard(c.connect(t), 'initialize');
+  return { client: c, workspace: ws, asked, pid: t.pid };
+}
+
+async function mode(c) {
+  return (await callWith(c, 'policy_resolve')).structuredContent.mode;
+}
+
+// Opens a terminal and tries to write a file in a fresh host directory outside the workspace;
+// true when the file reached the host.
+async function writesOutside(c, name) {
+  const outside = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'ptybox-mcp-outside-')));
+  cleanup.push(outside);
+  const opened = await callWith(c, 'terminal_open', {});
+  assert.equal(opened.isError, false, opened.content[0].text);
+  const id = opened.structuredContent.sessionId;
+  const target = path.join(outside, name);
+  const r = await callWith(c, 'terminal_send', { sessionId: id, input: `echo escaped > ${target}\n` });
+  assert.equal(r.structuredContent.waitReason, 'stdin_read', r.content[0].text);
+  await callWith(c, 'terminal_close', { sessionId: id });
+  return fs.existsSync(target);
+}
+
+await step('consent: a host with elicitation whose user accepts gets the wider mode', async () => {
+  const host = await openClient({
+    capabilities: { elicitation: {} },
+    onElicit: async () => ({ action: 'accept', content: {} })
+  });
+  const r = await callWith(host.client, 'policy_set_mode', { mode: 'danger-full-access' });
+  assert.equal(r.isError, false, r.content[0].text);
+  assert.deepEqual(r.structuredContent, { mode: 'danger-full-access' });
+  assert.equal(host.asked.length, 1);
+  const asked = host.asked[0];
+  assert.match(asked.message, /from workspace-write to danger-full-access/);
+  assert.match(asked.message, new RegExp(`Now: workspace-write mode; writable: ${host.workspace}`));
+  assert.match(asked.message, /Requested: danger-full-access mode; no sandbox/);
+  assert.equal(asked.requestedSchema.type, 'object');
+  assert.ok(await writesOutside(host.client, 'accepted'),
+    'a terminal opened after the accept writes outside the workspace');
+  // Narrowing is free, and coming back to what the user accepted does not ask again.
+  for (const m of ['read-only', 'workspace-write', 'danger-full-access']) {
+    const again = await callWith(host.client, 'policy_set_mode', { mode: m });
+    assert.equal(again.isError, false, again.content[0].text);
+  }
+  assert.equal(host.asked.length, 1);
+  await host.client.close();
+});
+
+for (const action of ['decline', 'cancel']) {
+  await step(`consent: a user who answers ${action} leaves the sandbox confined`, async () => {
+    const host = await openClient({
+      capabilities: { elicitation: {} },
+      onElicit: async () => ({ action })
+    });
+    const r = await callWith(host.client, 'policy_set_mode', { mode: 'danger-full-access' });
+    assert.equal(r.isError, true);
+    assert.match(r.content[0].text, /^policy_denied: the sandbox stays in workspace-write mode/);
+    assert.match(r.content[0].text, action === 'decline' ? /the user declined it/
+      : /the user dismissed the request/);
+    assert.match(r.content[0].text, /restart `ptybox mcp` with `--mode danger-full-access`/);
+    assert.equal(host.asked.length, 1);
+    assert.equal(await mode(host.client), 'workspace-write');
+    assert.ok(!(await writesOutside(host.client, action)),
+      'a terminal opened after the refusal cannot write outside the workspace');
+    await host.client.close();
+  });
+}
+
+await step('consent: a host without elicitation is refused with what to do', async () => {
+  const host = await openClient({});
+  const r = await callWith(host.client, 'policy_set_mode', { mode: 'danger-full-access' });
+  assert.equal(r.isError, true);
+  assert.match(r.content[0].text, /this MCP host cannot ask the user/);
+  assert.match(r.content[0].text, /Continue within workspace-write mode/);
+  assert.match(r.content[0].text, /--mode danger-full-access/);
+  assert.equal(await mode(host.client), 'workspace-write');
+  assert.ok(!(await writesOutside(host.client, 'no-elicitation')));
+  const narrowed = await callWith(host.client, 'policy_set_mode', { mode: 'read-only' });
+  assert.equal(narrowed.isError, false, 'narrowing always works');
+  await host.client.close();
+});
+
+await step('consent: aborting the tool call withdraws the question; nothing changes', async () => {
+  let withdrawn;
+  const host = await openClient({
+    capabilities: { elicitation: {} },
+    // The user never answers; the server's notifications/cancelled aborts this handler.
+    onElicit: (request, extra) => new Promise((resolve) => {
+      extra.signal.addEventListener('abort', () => {
+        withdrawn = String(extra.signal.reason);
+        resolve({ action: 'accept' });
+      });
+    })
+  });
+  const controller = new AbortController();
+  const pending = host.client.callTool({ name: 'policy_set_mode',
+    arguments: { mode: 'danger-full-access' } }, undefined, { signal: controller.signal });
+  await waitFor('the question reaches the user', () => host.asked.length === 1);
+  controller.abort('the model moved on');
+  await assert.rejects(pending);
+  await waitFor('the server withdraws the question', () => withdrawn !== undefined);
+  assert.match(withdrawn, /the model moved on/);
+  assert.equal(await mode(host.client), 'workspace-write');
+  assert.ok(!(await writesOutside(host.client, 'withdrawn')));
+  await host.client.close();
+});
+
+await step('--mode sets the start: read-only, and workspace-write is then a widening', async () => {
+  const host = await openClient({
+    args: ['--mode', 'read-only'],
+    capabilities: { elicitation: {} },
+    onElicit: async () => ({ action: 'accept', content: {} })
+  });
+  assert.equal(host.client.getInstructions(), 'Sandbox policy: read-only mode; writable: only a ' +
+    'private /tmp; everything else read-only; network denied.');
+  const read = await host.client.readResource({ uri: 'ptybox://policy' });
+  const json = JSON.parse(read.contents.find((c) => c.mimeType === 'application/json').text);
+  assert.equal(json.mode, 'read-only');
+  assert.equal(json.modelConsent.widestWithoutConsent, 'read-only');
+  const opened = await callWith(host.client, 'terminal_open', {});
+  assert.equal(opened.structuredContent.mode, 'read-only');
+  const r = await callWith(host.client, 'terminal_send', {
+    sessionId: opened.structuredContent.sessionId, input: 'touch denied\n' });
+  assert.notEqual(r.structuredContent.exitCode, 0);
+  assert.ok(!fs.existsSync(path.join(host.workspace, 'denied')));
+  await callWith(host.client, 'terminal_close', { sessionId: opened.structuredContent.sessionId });
+  const wider = await callWith(host.client, 'policy_set_mode', { mode: 'workspace-write' });
+  assert.equal(wider.isError, false, wider.content[0].text);
+  assert.equal(host.asked.length, 1, 'the user was asked');
+  assert.match(host.asked[0].message, /from read-only to workspace-write/);
+  await host.client.close();
+});
+
+for (const dir of cleanup) fs.rmSync(dir, { recursive: true, force: true });
 
 if (transcriptPath) {
   fs.writeFileSync(transcriptPath, transcript.map((e) => JSON.stringify(e)).join('\n') + '\n');
