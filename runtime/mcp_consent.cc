@@ -43,12 +43,13 @@ bool CanElicitForm(const Json& client_capabilities, std::string_view protocol_ve
 }
 
 Json ConsentRequestParams(const policy::ResolvedPolicy& current,
-                          const policy::ResolvedPolicy& wanted,
-                          std::string_view protocol_version) {
+                          const policy::ResolvedPolicy& wanted, std::string_view protocol_version) {
   const std::string from = Quoted(current.mode);
   const std::string to = Quoted(wanted.mode);
-  std::string message = "The AI model asks to widen the sandbox of the terminals it opens from "
-                        "now on, from " + from + " to " + to + ".\n";
+  std::string message =
+      "The AI model asks to widen the sandbox of the terminals it opens from "
+      "now on, from " +
+      from + " to " + to + ".\n";
   message += "Now: " + Allows(current) + "\n";
   message += "Requested: " + Allows(wanted) + "\n";
   message += "Accept to allow " + to + " for this connection; decline to keep " + from + ".";

@@ -272,8 +272,7 @@ void McpServer::AskConsent(const Json& id, const policy::ResolvedPolicy& current
     if (ec) return;
     auto self = weak.lock();
     if (!self || !self->consents_.contains(key)) return;
-    const std::string why =
-        "no answer came within " + DurationText(self->options_.consent_timeout);
+    const std::string why = "no answer came within " + DurationText(self->options_.consent_timeout);
     // The host may drop the question it still shows.
     self->Notify("notifications/cancelled", Json{{"requestId", elicit_id}, {"reason", why}});
     self->SettleConsent(key, why);
@@ -283,10 +282,11 @@ void McpServer::AskConsent(const Json& id, const policy::ResolvedPolicy& current
   LogInfo("mcp: asking the user to widen the mode from " +
           std::string(policy::ToString(current.mode)) + " to " +
           std::string(policy::ToString(wanted.mode)) + " (elicitation " + key + ")");
-  connection_->Send(Dump(Json{{"jsonrpc", "2.0"},
-                              {"id", elicit_id},
-                              {"method", "elicitation/create"},
-                              {"params", ConsentRequestParams(current, wanted, protocol_version_)}}));
+  connection_->Send(
+      Dump(Json{{"jsonrpc", "2.0"},
+                {"id", elicit_id},
+                {"method", "elicitation/create"},
+                {"params", ConsentRequestParams(current, wanted, protocol_version_)}}));
 }
 
 void McpServer::OnResponse(const std::string& line, const Json& id) {
@@ -400,8 +400,7 @@ void McpServer::ReadResource(const Json& id, const Json& params) {
       {"widerModes", can_elicit_ ? "ask the user (elicitation)"
                                  : "refused: this host cannot ask the user; restart ptybox mcp "
                                    "with a wider --mode"}};
-  contents.push_back(
-      Json{{"uri", uri}, {"mimeType", "application/json"}, {"text", Dump(policy)}});
+  contents.push_back(Json{{"uri", uri}, {"mimeType", "application/json"}, {"text", Dump(policy)}});
   Reply(id, Json{{"contents", contents}});
 }
 

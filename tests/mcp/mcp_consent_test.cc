@@ -59,8 +59,9 @@ bool WritesOutsideWorkspace(McpProcess& mcp, const std::filesystem::path& outsid
   EXPECT_EQ(opened["isError"], false) << opened.dump();
   const std::string id = opened["structuredContent"].value("sessionId", "");
   const std::filesystem::path target = outside / name;
-  Json sent = mcp.Tool("terminal_send",
-                       Json{{"sessionId", id}, {"input", "echo escaped > " + target.string() + "\n"}});
+  Json sent =
+      mcp.Tool("terminal_send",
+               Json{{"sessionId", id}, {"input", "echo escaped > " + target.string() + "\n"}});
   EXPECT_EQ(sent["structuredContent"]["waitReason"], "stdin_read") << sent.dump();
   mcp.Tool("terminal_close", Json{{"sessionId", id}});
   return std::filesystem::exists(target);
@@ -221,9 +222,8 @@ TEST(McpConsentTest, CancelingTheToolCallWithdrawsTheQuestionAndALateAcceptIsIgn
   const int call = SetModeAsync(mcp, "danger-full-access");
   Json ask = NextElicitation(mcp, 0);
   mcp.Notify("notifications/cancelled", Json{{"requestId", call}, {"reason", "model moved on"}});
-  Json withdrawn = mcp.WaitFor([](const Json& m) {
-    return m.value("method", "") == "notifications/cancelled";
-  });
+  Json withdrawn =
+      mcp.WaitFor([](const Json& m) { return m.value("method", "") == "notifications/cancelled"; });
   EXPECT_EQ(withdrawn["params"]["requestId"], ask["id"]) << withdrawn.dump();
   EXPECT_NE(withdrawn["params"].value("reason", "").find("model moved on"), std::string::npos);
   mcp.Respond(ask["id"], Json{{"action", "accept"}});
