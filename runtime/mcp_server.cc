@@ -233,12 +233,20 @@ void McpServer::RunTool(const Json& id, const std::string& name, const Json& arg
 }
 
 void McpServer::SetModeTool(const Json& id, const Json& arguments) {
-  // Anything but exactly {"mode": <a mode>} takes the ordinary way, which refuses it.
+  // Without a valid mode the ordinary way refuses it; within the free range it simply runs.
   std::optional<policy::Mode> mode;
-  if (arguments.size() == 1 && arguments.contains("mode") && arguments["mode"].is_string()) {
+  if (arguments.contains("mode") && arguments["mode"].is_string()) {
     mode = policy::ParseMode(arguments["mode"].get<std::string>());
   }
   if (!mode || !NeedsConsent(*mode, widest_free_)) return RunTool(id, "policy_set_mode", arguments);
+  // A widening only ever applies {"mode": ...}: other arguments are refused here, whatever
+  // the ordinary way would do with them.
+  for (const auto& [key, value] : arguments.items()) {
+    if (key == "mode") continue;
+    return ReplyToolError(
+        id, Error{ErrorKind::kInvalidParams,
+                  "policy_set_mode: unknown parameter \"" + key + "\" (accepted: mode)", key});
+  }
 
   // A widening. What the ceiling or the fence refuses anyway is refused without asking.
   Result<policy::ResolvedPolicy> current = service_.ResolvePolicy(*owner_);

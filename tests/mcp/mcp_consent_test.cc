@@ -78,6 +78,13 @@ TEST(McpConsentTest, WithoutElicitationAWideningIsRefusedWithWhatToDoAndTheSandb
   EXPECT_NE(text.find("Continue within workspace-write mode"), std::string::npos) << text;
   EXPECT_NE(text.find("restart `ptybox mcp` with `--mode danger-full-access`"), std::string::npos)
       << text;
+  // Nor any other spelling of the request.
+  for (const Json& arguments :
+       {Json{{"mode", "danger-full-access"}, {"force", true}}, Json{{"mode", "DANGER-FULL-ACCESS"}},
+        Json{{"mode", Json::array({"danger-full-access"})}}, Json::object()}) {
+    Json other = mcp.Tool("policy_set_mode", arguments);
+    EXPECT_EQ(other["isError"], true) << arguments.dump() << ": " << other.dump();
+  }
   EXPECT_EQ(Elicitations(mcp), 0u);
   EXPECT_EQ(CurrentMode(mcp), "workspace-write");
   TempDir outside;
