@@ -104,6 +104,44 @@ TEST(McpConsentTest, WithoutElicitationAWideningIsRefusedWithWhatToDoAndTheSandb
   EXPECT_EQ(Elicitations(url_only), 0u);
 }
 
+// From each confined start mode, the model tries every wider mode on a host that cannot ask and
+// on one whose user declines: the terminal it opens afterwards has the start mode's limits.
+class McpConsentAttackTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(McpConsentAttackTest, EveryWiderModeIsRefusedAndTheNextTerminalKeepsTheStartLimits) {
+  const std::string start = GetParam();
+  std::vector<std::string> wider = {"danger-full-access"};
+  if (start == "read-only") wider.push_back("workspace-write");
+  for (bool can_ask : {false, true}) {
+    McpProcess mcp({"--mode", start});
+    mcp.Initialize("2025-11-25", can_ask ? kElicitation : Json::object());
+    size_t asked = 0;
+    for (const std::string& mode : wider) {
+      const int call = SetModeAsync(mcp, mode);
+      if (can_ask) {
+        Json ask = NextElicitation(mcp, asked++);
+        mcp.Respond(ask["id"], Json{{"action", "decline"}});
+      }
+      Json r = ToolResponse(mcp, call);
+      EXPECT_EQ(r["isError"], true) << mode << ": " << r.dump();
+      EXPECT_TRUE(Text(r).starts_with("policy_denied: the sandbox stays in " + start + " mode"))
+          << Text(r);
+    }
+    EXPECT_EQ(Elicitations(mcp), can_ask ? wider.size() : 0u);
+    EXPECT_EQ(CurrentMode(mcp), start);
+    TempDir outside;
+    EXPECT_FALSE(WritesOutsideWorkspace(mcp, outside.path(), can_ask ? "declined" : "unasked"));
+    Json opened = mcp.Tool("terminal_open");
+    EXPECT_EQ(opened["structuredContent"]["mode"], start);
+    const std::string id = opened["structuredContent"].value("sessionId", "");
+    mcp.Tool("terminal_send", Json{{"sessionId", id}, {"input", "echo w > in-workspace\n"}});
+    EXPECT_EQ(std::filesystem::exists(mcp.workspace() / "in-workspace"), start != "read-only");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, McpConsentAttackTest,
+                         ::testing::Values("read-only", "workspace-write"), ModeTestName);
+
 TEST(McpConsentTest, KeepingAndNarrowingNeverAsk) {
   McpProcess mcp;
   mcp.Initialize("2025-11-25", kElicitation);
