@@ -189,8 +189,18 @@ TEST(SeccompFilterTest, OtherAbisAreRefused) {
   const ProbeOutcome x32_baseline = RunProbeInChild("x32-getpid");
   std::cout << "  without filter: int $0x80 getpid " << ErrnoName(int80_baseline.err) << " "
             << int80_baseline.info << ", x32 getpid " << ErrnoName(x32_baseline.err) << "\n";
-  EXPECT_EQ(ErrnoName(RunProbeInChild("int80-getpid", &program).err), "ENOSYS");
-  EXPECT_EQ(ErrnoName(RunProbeInChild("x32-getpid", &program).err), "ENOSYS");
+  // A kernel built or booted without IA32 emulation (ia32_emulation=0, or no
+  // CONFIG_IA32_EMULATION) kills `int $0x80` before any filter runs: the ABI is unreachable
+  // either way, and the filter cannot make it reachable again.
+  const std::string int80_expected =
+      ErrnoName(int80_baseline.err) == "killed" ? "killed" : "ENOSYS";
+  const std::string x32_expected = ErrnoName(x32_baseline.err) == "killed" ? "killed" : "ENOSYS";
+  if (int80_expected == "killed" || x32_expected == "killed") {
+    std::cout << "  this kernel itself refuses an ABI (killed without the filter): checking that "
+                 "the filter keeps it refused\n";
+  }
+  EXPECT_EQ(ErrnoName(RunProbeInChild("int80-getpid", &program).err), int80_expected);
+  EXPECT_EQ(ErrnoName(RunProbeInChild("x32-getpid", &program).err), x32_expected);
 #else
   GTEST_SKIP() << "the i386 and x32 probes are x86_64 only";
 #endif
