@@ -91,7 +91,7 @@ class FileParser final {
         Version(k, v);
       } else if (key == "mode") {
         if (auto mode = ModeValue(k, v, "mode")) out_.file.mode = Located<Mode>{*mode, Pos(k, v)};
-      } else if (key == "ceiling" || key == "workspace") {
+      } else if (key == "ceiling" || key == "workspace" || key == "repository") {
         if (out_.file.role == PolicyRole::kRepository) {
           AddError(k, key,
                    "only the operator policy may set `" + key +
@@ -101,6 +101,8 @@ class FileParser final {
           if (auto mode = ModeValue(k, v, "ceiling")) {
             out_.file.ceiling = Located<Mode>{*mode, Pos(k, v)};
           }
+        } else if (key == "repository") {
+          Repository(k, v);
         } else {
           Workspace(k, v);
         }
@@ -331,20 +333,72 @@ class FileParser final {
     AddError(v, "network", message);
   }
 
-  // A name under env.pass or env.set: valid and not reserved.
-  bool EnvName(const YamlNode& at, const std::string& path, const std::string& name) {
-    if (!IsValidEnvName(name)) {
-      AddError(at, path,
-               "`" + Printable(name) +
-                   "` is not a valid variable name; use letters, digits and `_`, not starting "
-                   "with a digit (at most 128 characters)");
-      return false;
-    }
-    if (auto reason = ReservedEnvReason(name)) {
-      AddError(at, path, "`" + name + "` is reserved: " + *reason + "; remove it");
+  // A name under env.pass or env.set: valid and not reserved (policy/schema.h's one rule).
+  bool EnvName(const YamlNode& at, const std::string& path, const std::string& name, EnvUse use) {
+    if (auto problem = EnvNameProblem(name, use)) {
+      AddError(at, path, *problem + "; remove it");
       return false;
     }
     return true;
+  }
+
+  void Repository(const YamlNode& k, const YamlNode& v) {
+    if (v.kind != Kind::kMap) {
+      AddError(At(k, v), "repository",
+               "expected a mapping like `repository: {envSet: [CI], trustInDangerFullAccess: "
+               "false}`, got " +
+                   Got(v));
+      return;
+    }
+    ForEachEntry(
+        v, "repository", [&](const std::string& key, const YamlNode& rk, const YamlNode& rv) {
+          if (key == "envSet") {
+            RepositoryEnvSet(rk, rv);
+          } else if (key == "trustInDangerFullAccess") {
+            const bool is_bool = rv.kind == Kind::kScalar && rv.plain &&
+                                 (rv.value == "true" || rv.value == "false");
+            if (!is_bool) {
+              AddError(At(rk, rv), "repository.trustInDangerFullAccess",
+                       "expected `true` or `false`, got " + Got(rv));
+              return;
+            }
+            out_.file.repository_trust_in_danger = Located<bool>{rv.value == "true", Pos(rk, rv)};
+          } else {
+            Unknown(rk, "repository", RepositoryKeys());
+          }
+        });
+  }
+
+  // Names a repository file may set: each valid, settable, and never a code-loading name.
+  void RepositoryEnvSet(const YamlNode& k, const YamlNode& v) {
+    if (v.kind != Kind::kSequence) {
+      AddError(At(k, v), "repository.envSet",
+               "expected a list of variable names, like `envSet: [CI, NODE_ENV]`, got " + Got(v));
+      return;
+    }
+    out_.file.repository_env_set_where = Pos(k, v);
+    if (v.items.size() > kMaxListEntries) {
+      AddError(v, "repository.envSet",
+               "has " + std::to_string(v.items.size()) + " entries; at most " +
+                   std::to_string(kMaxListEntries) + " are allowed");
+      return;
+    }
+    std::set<std::string> seen;
+    for (size_t i = 0; i < v.items.size(); ++i) {
+      const YamlNode& item = v.items[i];
+      const std::string path = "repository.envSet[" + std::to_string(i) + "]";
+      auto name = StringValue(item, item, path, "a variable name");
+      if (!name || !EnvName(item, path, *name, EnvUse::kSet)) continue;
+      if (auto reason = CodeLoadingEnvReason(*name)) {
+        AddError(item, path,
+                 *reason + ". Remove it; if sessions need it, set it in this file's own "
+                           "`env.set`");
+        continue;
+      }
+      if (!seen.insert(*name).second) continue;
+      out_.file.repository_env_set.push_back(
+          Located<std::string>{*name, Where(out_.file.path, item.line, item.column)});
+    }
   }
 
   void Env(const YamlNode& k, const YamlNode& v) {
@@ -382,7 +436,7 @@ class FileParser final {
       const YamlNode& item = v.items[i];
       const std::string path = "env.pass[" + std::to_string(i) + "]";
       auto name = StringValue(item, item, path, "a variable name");
-      if (!name || !EnvName(item, path, *name)) continue;
+      if (!name || !EnvName(item, path, *name, EnvUse::kPass)) continue;
       auto [it, fresh] = seen.emplace(*name, &item);
       if (!fresh) {
         AddError(item, path,
@@ -411,17 +465,15 @@ class FileParser final {
     ForEachEntry(
         v, "env.set", [&](const std::string& name, const YamlNode& ek, const YamlNode& ev) {
           const std::string path = "env.set." + Printable(name);
-          if (!EnvName(ek, path, name)) return;
+          if (!EnvName(ek, path, name, EnvUse::kSet)) return;
           if (ev.kind != Kind::kScalar) {
             AddError(At(ek, ev), path,
                      "expected a string value (quote it, e.g. `" + name +
                          ": \"\"` for empty), got " + Got(ev));
             return;
           }
-          if (ev.value.find('\0') != std::string::npos || ev.value.size() > kMaxEnvValueBytes) {
-            AddError(ev, path,
-                     "expected a value of at most " + std::to_string(kMaxEnvValueBytes) +
-                         " bytes without NUL characters");
+          if (auto problem = EnvValueProblem(ev.value)) {
+            AddError(ev, path, *problem);
             return;
           }
           out_.file.env_set[name] = Located<std::string>{ev.value, Pos(ek, ev)};
