@@ -8,23 +8,26 @@
 
 namespace ptybox::runtime {
 
-int PolicyCheck(const std::vector<std::string>& files) {
+int PolicyCheck(const std::vector<std::string>& files,
+                const std::filesystem::path& default_operator_policy) {
   std::vector<std::filesystem::path> paths;
   for (const std::string& file : files) paths.emplace_back(file);
   if (paths.empty()) {
     std::error_code ec;
-    for (std::filesystem::path candidate : {std::filesystem::path("/etc/ptybox/policy.yaml"),
+    for (std::filesystem::path candidate : {default_operator_policy,
                                             std::filesystem::current_path(ec) / ".ptybox.yaml"}) {
       if (std::filesystem::exists(candidate, ec)) paths.push_back(candidate);
     }
     if (paths.empty()) {
-      std::printf("no policy files found (/etc/ptybox/policy.yaml, ./.ptybox.yaml): defaults apply\n");
+      std::printf("no policy files found (%s, ./.ptybox.yaml): defaults apply\n",
+                  default_operator_policy.string().c_str());
       return 0;
     }
   }
   std::vector<Error> problems = policy::CheckPolicyFiles(paths);
   // A repository file is checked as a spawn would see it: layered on the operator's.
-  std::vector<policy::LayeringCheck> layering = policy::CheckLayering(paths);
+  std::vector<policy::LayeringCheck> layering =
+      policy::CheckLayering(paths, default_operator_policy);
   for (policy::LayeringCheck& check : layering) {
     problems.insert(problems.end(), check.problems.begin(), check.problems.end());
   }

@@ -292,16 +292,21 @@ Result<policy::ResolvedPolicy> PtyService::ResolvePolicy(Owner& owner) {
 }
 
 Result<policy::Mode> PtyService::SetMode(Owner& owner, policy::Mode mode) {
+  // Without sessions or spawns the current mode does not matter: a policy that resolves only
+  // with a requested mode (a broken or denied repository file) must not block the request.
   Result<policy::ResolvedPolicy> current = Resolve(owner, std::nullopt);
-  if (!current) return std::unexpected(current.error());
+  if (!current && owner.fence().fenced()) return std::unexpected(current.error());
   // Above the ceiling is policy_denied whatever the fence says.
   Result<policy::ResolvedPolicy> wanted = Resolve(owner, mode);
   if (!wanted) return std::unexpected(wanted.error());
+  const policy::Mode current_mode = current ? current->mode : wanted->mode;
   // Check and commit in one step of the reactor: no spawn can start in between.
-  if (Result<void> set = owner.fence().SetMode(wanted->mode, current->mode); !set) {
+  if (Result<void> set = owner.fence().SetMode(wanted->mode, current_mode); !set) {
     return std::unexpected(set.error());
   }
-  if (wanted->mode != current->mode && owner.on_policy_changed) owner.on_policy_changed(*wanted);
+  if ((!current || wanted->mode != current->mode) && owner.on_policy_changed) {
+    owner.on_policy_changed(*wanted);
+  }
   return wanted->mode;
 }
 
