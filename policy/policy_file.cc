@@ -371,33 +371,53 @@ class FileParser final {
 
   // Names a repository file may set: each valid, settable, and never a code-loading name.
   void RepositoryEnvSet(const YamlNode& k, const YamlNode& v) {
+    NameList(k, v, "repository.envSet", "`envSet: [CI, NODE_ENV]`", EnvUse::kSet,
+             out_.file.repository_env_set_where, out_.file.repository_env_set,
+             [](const std::string& name) -> std::optional<std::string> {
+               auto reason = CodeLoadingEnvReason(name);
+               if (!reason) return std::nullopt;
+               return *reason + ". Remove it; if sessions need it, set it in this file's own "
+                                "`env.set`";
+             });
+  }
+
+  // A list of variable names (env.pass, repository.envSet): bounded, each valid for `use`,
+  // accepted by `also` (nullopt) and listed once.
+  template <typename Also>
+  void NameList(const YamlNode& k, const YamlNode& v, const std::string& key,
+                std::string_view example, EnvUse use, std::optional<std::string>& where,
+                std::vector<Located<std::string>>& names, Also also) {
     if (v.kind != Kind::kSequence) {
-      AddError(At(k, v), "repository.envSet",
-               "expected a list of variable names, like `envSet: [CI, NODE_ENV]`, got " + Got(v));
+      AddError(At(k, v), key,
+               "expected a list of variable names, like " + std::string(example) + ", got " +
+                   Got(v));
       return;
     }
-    out_.file.repository_env_set_where = Pos(k, v);
+    where = Pos(k, v);
     if (v.items.size() > kMaxListEntries) {
-      AddError(v, "repository.envSet",
+      AddError(v, key,
                "has " + std::to_string(v.items.size()) + " entries; at most " +
                    std::to_string(kMaxListEntries) + " are allowed");
       return;
     }
-    std::set<std::string> seen;
+    std::map<std::string, const YamlNode*> seen;
     for (size_t i = 0; i < v.items.size(); ++i) {
       const YamlNode& item = v.items[i];
-      const std::string path = "repository.envSet[" + std::to_string(i) + "]";
+      const std::string path = key + "[" + std::to_string(i) + "]";
       auto name = StringValue(item, item, path, "a variable name");
-      if (!name || !EnvName(item, path, *name, EnvUse::kSet)) continue;
-      if (auto reason = CodeLoadingEnvReason(*name)) {
-        AddError(item, path,
-                 *reason + ". Remove it; if sessions need it, set it in this file's own "
-                           "`env.set`");
+      if (!name || !EnvName(item, path, *name, use)) continue;
+      if (std::optional<std::string> problem = also(*name)) {
+        AddError(item, path, *problem);
         continue;
       }
-      if (!seen.insert(*name).second) continue;
-      out_.file.repository_env_set.push_back(
-          Located<std::string>{*name, Where(out_.file.path, item.line, item.column)});
+      auto [it, fresh] = seen.emplace(*name, &item);
+      if (!fresh) {
+        AddError(item, path,
+                 "`" + *name + "` is listed twice (first at line " +
+                     std::to_string(it->second->line) + "); keep one");
+        continue;
+      }
+      names.push_back(Located<std::string>{*name, Where(out_.file.path, item.line, item.column)});
     }
   }
 
@@ -419,34 +439,9 @@ class FileParser final {
   }
 
   void EnvPass(const YamlNode& k, const YamlNode& v) {
-    if (v.kind != Kind::kSequence) {
-      AddError(At(k, v), "env.pass",
-               "expected a list of variable names, like `pass: [PATH, HOME]`, got " + Got(v));
-      return;
-    }
-    out_.file.env_pass_where = Pos(k, v);
-    if (v.items.size() > kMaxListEntries) {
-      AddError(v, "env.pass",
-               "has " + std::to_string(v.items.size()) + " entries; at most " +
-                   std::to_string(kMaxListEntries) + " are allowed");
-      return;
-    }
-    std::map<std::string, const YamlNode*> seen;
-    for (size_t i = 0; i < v.items.size(); ++i) {
-      const YamlNode& item = v.items[i];
-      const std::string path = "env.pass[" + std::to_string(i) + "]";
-      auto name = StringValue(item, item, path, "a variable name");
-      if (!name || !EnvName(item, path, *name, EnvUse::kPass)) continue;
-      auto [it, fresh] = seen.emplace(*name, &item);
-      if (!fresh) {
-        AddError(item, path,
-                 "`" + *name + "` is listed twice (first at line " +
-                     std::to_string(it->second->line) + "); keep one");
-        continue;
-      }
-      out_.file.env_pass.push_back(
-          Located<std::string>{*name, Where(out_.file.path, item.line, item.column)});
-    }
+    NameList(k, v, "env.pass", "`pass: [PATH, HOME]`", EnvUse::kPass, out_.file.env_pass_where,
+             out_.file.env_pass,
+             [](const std::string&) -> std::optional<std::string> { return std::nullopt; });
   }
 
   void EnvSet(const YamlNode& k, const YamlNode& v) {

@@ -105,16 +105,20 @@ TEST(PolicyRuntimeTest, TypoInACheckedInPolicyNamesFileLineColumnAndKey) {
   EXPECT_NE(message.find("network"), std::string::npos) << "suggests the closest key: " << message;
 }
 
-std::pair<int, std::string> RunCli(const std::vector<std::string>& args) {
-  std::string command = PtyboxBinary().string();
-  for (const std::string& a : args) command += " '" + a + "'";
-  command += " 2>&1";
+// Runs a shell command line; its exit code and everything it printed.
+std::pair<int, std::string> Capture(const std::string& command) {
   FILE* pipe = ::popen(command.c_str(), "r");
   std::string out;
   char buf[4096];
   while (size_t n = std::fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
   int status = ::pclose(pipe);
   return {WEXITSTATUS(status), out};
+}
+
+std::pair<int, std::string> RunCli(const std::vector<std::string>& args) {
+  std::string command = PtyboxBinary().string();
+  for (const std::string& a : args) command += " '" + a + "'";
+  return Capture(command + " 2>&1");
 }
 
 TEST(PolicyCliTest, CheckPrintsOneLinePerProblemAndExitsNonZero) {
@@ -156,13 +160,7 @@ std::pair<int, std::string> RunCliWith(const std::filesystem::path& op,
   for (const std::string& kv : all) command += " '" + kv + "'";
   command += " " + PtyboxBinary().string();
   for (const std::string& a : args) command += " '" + a + "'";
-  command += " 2>&1 </dev/null";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
-  int status = ::pclose(pipe);
-  return {WEXITSTATUS(status), out};
+  return Capture(command + " 2>&1 </dev/null");
 }
 
 TEST(PolicyCliTest, CheckAppliesTheLayeringASpawnApplies) {
