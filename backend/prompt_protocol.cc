@@ -9,27 +9,48 @@ namespace ptybox::backend {
 
 std::string NewPromptNonce() { return RandomHex(16); }
 
+std::string PromptHookCommand() {
+  // Captures $? and the shell options first, then turns off what would echo or trace the hook
+  // (xtrace, verbose) or run a DEBUG trap inside it (functrace): the function below restores
+  // them after the marker. Traces of these first commands go to stderr, which the group sends
+  // to /dev/null; a compound command itself is never traced.
+  return "{ __ptybox_s=$? __ptybox_o=$-; set +xvT; __ptybox_prompt; } 2>/dev/null";
+}
+
 std::string BuildPromptCommand(std::string_view nonce) {
   // Kept free of forks: it runs before every prompt. Control characters and '%' in the working
-  // directory are percent-encoded so the OSC cannot be cut short by the path.
+  // directory are percent-encoded so the OSC cannot be cut short by the path. The nonce lives
+  // only in the function body, never in the text PROMPT_COMMAND holds after the first prompt,
+  // so `set -v` (which echoes PROMPT_COMMAND) and a DEBUG trap's $BASH_COMMAND never show it.
+  // The user's xtrace is restored last, so nothing is traced between the marker and PS1.
+  std::string fn;
+  fn += "__ptybox_prompt() { local __ptybox_p=${PWD-} __ptybox_q= __ptybox_i __ptybox_c;";
+  fn += " if [[ $__ptybox_p == *[%[:cntrl:]]* ]]; then";
+  fn += " for ((__ptybox_i=0; __ptybox_i<${#__ptybox_p}; __ptybox_i++)); do";
+  fn += " __ptybox_c=${__ptybox_p:__ptybox_i:1};";
+  fn += " case $__ptybox_c in [%[:cntrl:]]) printf -v __ptybox_c '%%%02X' \"'$__ptybox_c\";; esac;";
+  fn += " __ptybox_q+=$__ptybox_c; done; __ptybox_p=$__ptybox_q; fi;";
+  fn += " printf '\\033]";
+  fn += kMarkerOscCode;
+  fn += ";";
+  fn += nonce;
+  fn += ";%d;%s\\007' \"${__ptybox_s-0}\" \"$__ptybox_p\";";
+  fn += " PS1='";
+  fn += kPromptPs1;
+  fn += "';";
+  fn += " case ${__ptybox_o-} in *v*) set -v;; esac;";
+  fn += " case ${__ptybox_o-} in *T*) set -T;; esac;";
+  fn += " unset __ptybox_s;";
+  fn += " case ${__ptybox_o-} in *x*) unset __ptybox_o; set -x;; *) unset __ptybox_o;; esac; }";
+
+  // The first run (before any user input): define the function, swap PROMPT_COMMAND for the
+  // short hook, keep both out of child shells, history expansion and the history file off.
   std::string code;
-  code += "__ptybox_s=$?;";
-  code += "if [[ -z ${__ptybox_ready-} ]]; then __ptybox_ready=1; export -n PROMPT_COMMAND PS1;";
-  code += " set +H; unset HISTFILE; fi;";
-  code += "__ptybox_p=$PWD;";
-  code += "if [[ $__ptybox_p == *[%[:cntrl:]]* ]]; then __ptybox_q=;";
-  code += " for ((__ptybox_i=0; __ptybox_i<${#__ptybox_p}; __ptybox_i++)); do";
-  code += " __ptybox_c=${__ptybox_p:__ptybox_i:1};";
-  code += " case $__ptybox_c in [%[:cntrl:]]) printf -v __ptybox_c '%%%02X' \"'$__ptybox_c\";; esac;";
-  code += " __ptybox_q+=$__ptybox_c; done; __ptybox_p=$__ptybox_q; fi;";
-  code += "printf '\\033]";
-  code += kMarkerOscCode;
-  code += ";";
-  code += nonce;
-  code += ";%d;%s\\007' \"$__ptybox_s\" \"$__ptybox_p\";";
-  code += "PS1='";
-  code += kPromptPs1;
-  code += "';unset __ptybox_s __ptybox_p __ptybox_q __ptybox_i __ptybox_c";
+  code += "{ __ptybox_s=$? __ptybox_o=$-; set +xvT; ";
+  code += fn;
+  code += "; PROMPT_COMMAND='";
+  code += PromptHookCommand();
+  code += "'; export -n PROMPT_COMMAND PS1; set +H; unset HISTFILE; __ptybox_prompt; } 2>/dev/null";
   return code;
 }
 

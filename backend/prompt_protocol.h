@@ -17,11 +17,15 @@ inline constexpr std::string_view kMarkerOscCode = "6973";
 // 128 random bits, hex: unguessable by programs that do not read the shell's environment.
 std::string NewPromptNonce();
 
-// Bash code for PROMPT_COMMAND: prints the marker and re-asserts PS1 before every prompt, so a
-// user's `PS1=` cannot break readiness. On its first run it also un-exports itself and PS1 (so
-// child shells do not inherit the marker), turns off history expansion (`!` in agent commands)
-// and the history file.
+// Bash code for the initial PROMPT_COMMAND. Its first run defines `__ptybox_prompt` (prints
+// the marker and re-asserts PS1 before every prompt, so a user's `PS1=` cannot break
+// readiness), replaces PROMPT_COMMAND with PromptHookCommand(), un-exports it and PS1 (so child
+// shells do not inherit the marker), turns off history expansion (`!` in agent commands) and
+// the history file. Immune to the user's shell options: xtrace, verbose, functrace with a DEBUG
+// trap, nounset, errexit neither print the nonce nor put anything between the marker and PS1.
 std::string BuildPromptCommand(std::string_view nonce);
+// What PROMPT_COMMAND holds after the first prompt: calls the function; carries no nonce.
+std::string PromptHookCommand();
 
 struct PromptMarker {
   int exit_code = 0;

@@ -48,6 +48,7 @@ class Layers final {
     if (op_ != nullptr) out_.policy_files.push_back(op_->path);
     if (repo_ != nullptr) out_.policy_files.push_back(repo_->path);
     Modes();
+    IgnoreRepositoryInDangerFullAccess();
     Network();
     Writable();
     Env();
@@ -74,7 +75,9 @@ class Layers final {
     out_.mode = op_mode;
     std::string mode_source = op_mode_source;
 
-    if (repo_ != nullptr && repo_->mode) {
+    // A requested mode replaces the repository's, so the repository's is not judged then
+    // (the error below tells the user exactly that they may request the mode instead).
+    if (repo_ != nullptr && repo_->mode && !in_.requested_mode) {
       const Mode asked = repo_->mode->value;
       const std::string op_file = op_ != nullptr ? op_->path.string() : "/etc/ptybox/policy.yaml";
       if (!Within(asked, out_.ceiling)) {
@@ -117,6 +120,21 @@ class Layers final {
       }
     }
     out_.sources["mode"] = mode_source;
+  }
+
+  // Nothing from a repository file reaches a danger-full-access session unless the operator
+  // trusts repository files there: the file is reported as ignored. Its `mode` was applied
+  // above, which is safe: a repository mode only ever narrows (and a narrower mode is confined,
+  // where the file applies in full).
+  void IgnoreRepositoryInDangerFullAccess() {
+    if (repo_ == nullptr || out_.mode != Mode::kDangerFullAccess) return;
+    if (op_ != nullptr && op_->repository_trust_in_danger &&
+        op_->repository_trust_in_danger->value) {
+      return;
+    }
+    out_.ignored_repository_file = repo_->path;
+    std::erase(out_.policy_files, repo_->path);
+    repo_ = nullptr;
   }
 
   void Network() {
@@ -202,6 +220,15 @@ class Layers final {
       for (const auto& [name, value] : op_->env_set) out_.env.set[name] = value.value;
       if (op_->env_set_where) set_sources.push_back(*op_->env_set_where);
     }
+    std::vector<std::string> repo_allowed;
+    std::string allowed_source(kDefault);
+    if (op_ != nullptr && op_->repository_env_set_where) {
+      for (const auto& name : op_->repository_env_set) repo_allowed.push_back(name.value);
+      allowed_source = *op_->repository_env_set_where;
+    } else {
+      for (std::string_view name : DefaultRepositoryEnvSet()) repo_allowed.emplace_back(name);
+    }
+    const std::string op_file = op_ != nullptr ? op_->path.string() : "/etc/ptybox/policy.yaml";
     if (repo_ != nullptr) {
       for (const auto& [name, value] : repo_->env_set) {
         if (op_ != nullptr) {
@@ -213,6 +240,22 @@ class Layers final {
                     "Remove it"));
             continue;
           }
+        }
+        if (auto reason = CodeLoadingEnvReason(name)) {
+          errors_.push_back(Denied(value.where, "env.set." + name,
+                                   *reason + ". Remove it (an operator can set it in the "
+                                             "operator policy's `env.set`, " +
+                                       op_file + ")"));
+          continue;
+        }
+        if (std::find(repo_allowed.begin(), repo_allowed.end(), name) == repo_allowed.end()) {
+          errors_.push_back(Denied(
+              value.where, "env.set." + name,
+              "`" + name + "` is not among the names a repository policy may set (" +
+                  Describe(allowed_source) + "): " + JoinNames(repo_allowed) +
+                  ". Remove it, or ask the operator to list it under `repository.envSet` in " +
+                  op_file));
+          continue;
         }
         out_.env.set[name] = value.value;
       }

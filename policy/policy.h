@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct ResolvedPolicy {
   Limits limits;
   // Policy files that contributed; inside a writable root they stay read-only.
   std::vector<std::filesystem::path> policy_files;
+  // The repository file that was read but not applied: the mode is danger-full-access and the
+  // operator does not set `repository.trustInDangerFullAccess: true` (docs/security.md).
+  std::optional<std::filesystem::path> ignored_repository_file;
   // Where each top-level value came from: "mode" -> "/repo/.ptybox.yaml:2:7" or "default".
   std::map<std::string, std::string> sources;
 };

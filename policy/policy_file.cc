@@ -91,7 +91,7 @@ class FileParser final {
         Version(k, v);
       } else if (key == "mode") {
         if (auto mode = ModeValue(k, v, "mode")) out_.file.mode = Located<Mode>{*mode, Pos(k, v)};
-      } else if (key == "ceiling" || key == "workspace") {
+      } else if (key == "ceiling" || key == "workspace" || key == "repository") {
         if (out_.file.role == PolicyRole::kRepository) {
           AddError(k, key,
                    "only the operator policy may set `" + key +
@@ -101,6 +101,8 @@ class FileParser final {
           if (auto mode = ModeValue(k, v, "ceiling")) {
             out_.file.ceiling = Located<Mode>{*mode, Pos(k, v)};
           }
+        } else if (key == "repository") {
+          Repository(k, v);
         } else {
           Workspace(k, v);
         }
@@ -331,20 +333,92 @@ class FileParser final {
     AddError(v, "network", message);
   }
 
-  // A name under env.pass or env.set: valid and not reserved.
-  bool EnvName(const YamlNode& at, const std::string& path, const std::string& name) {
-    if (!IsValidEnvName(name)) {
-      AddError(at, path,
-               "`" + Printable(name) +
-                   "` is not a valid variable name; use letters, digits and `_`, not starting "
-                   "with a digit (at most 128 characters)");
-      return false;
-    }
-    if (auto reason = ReservedEnvReason(name)) {
-      AddError(at, path, "`" + name + "` is reserved: " + *reason + "; remove it");
+  // A name under env.pass or env.set: valid and not reserved (policy/schema.h's one rule).
+  bool EnvName(const YamlNode& at, const std::string& path, const std::string& name, EnvUse use) {
+    if (auto problem = EnvNameProblem(name, use)) {
+      AddError(at, path, *problem + "; remove it");
       return false;
     }
     return true;
+  }
+
+  void Repository(const YamlNode& k, const YamlNode& v) {
+    if (v.kind != Kind::kMap) {
+      AddError(At(k, v), "repository",
+               "expected a mapping like `repository: {envSet: [CI], trustInDangerFullAccess: "
+               "false}`, got " +
+                   Got(v));
+      return;
+    }
+    ForEachEntry(
+        v, "repository", [&](const std::string& key, const YamlNode& rk, const YamlNode& rv) {
+          if (key == "envSet") {
+            RepositoryEnvSet(rk, rv);
+          } else if (key == "trustInDangerFullAccess") {
+            const bool is_bool = rv.kind == Kind::kScalar && rv.plain &&
+                                 (rv.value == "true" || rv.value == "false");
+            if (!is_bool) {
+              AddError(At(rk, rv), "repository.trustInDangerFullAccess",
+                       "expected `true` or `false`, got " + Got(rv));
+              return;
+            }
+            out_.file.repository_trust_in_danger = Located<bool>{rv.value == "true", Pos(rk, rv)};
+          } else {
+            Unknown(rk, "repository", RepositoryKeys());
+          }
+        });
+  }
+
+  // Names a repository file may set: each valid, settable, and never a code-loading name.
+  void RepositoryEnvSet(const YamlNode& k, const YamlNode& v) {
+    NameList(k, v, "repository.envSet", "`envSet: [CI, NODE_ENV]`", EnvUse::kSet,
+             out_.file.repository_env_set_where, out_.file.repository_env_set,
+             [](const std::string& name) -> std::optional<std::string> {
+               auto reason = CodeLoadingEnvReason(name);
+               if (!reason) return std::nullopt;
+               return *reason + ". Remove it; if sessions need it, set it in this file's own "
+                                "`env.set`";
+             });
+  }
+
+  // A list of variable names (env.pass, repository.envSet): bounded, each valid for `use`,
+  // accepted by `also` (nullopt) and listed once.
+  template <typename Also>
+  void NameList(const YamlNode& k, const YamlNode& v, const std::string& key,
+                std::string_view example, EnvUse use, std::optional<std::string>& where,
+                std::vector<Located<std::string>>& names, Also also) {
+    if (v.kind != Kind::kSequence) {
+      AddError(At(k, v), key,
+               "expected a list of variable names, like " + std::string(example) + ", got " +
+                   Got(v));
+      return;
+    }
+    where = Pos(k, v);
+    if (v.items.size() > kMaxListEntries) {
+      AddError(v, key,
+               "has " + std::to_string(v.items.size()) + " entries; at most " +
+                   std::to_string(kMaxListEntries) + " are allowed");
+      return;
+    }
+    std::map<std::string, const YamlNode*> seen;
+    for (size_t i = 0; i < v.items.size(); ++i) {
+      const YamlNode& item = v.items[i];
+      const std::string path = key + "[" + std::to_string(i) + "]";
+      auto name = StringValue(item, item, path, "a variable name");
+      if (!name || !EnvName(item, path, *name, use)) continue;
+      if (std::optional<std::string> problem = also(*name)) {
+        AddError(item, path, *problem);
+        continue;
+      }
+      auto [it, fresh] = seen.emplace(*name, &item);
+      if (!fresh) {
+        AddError(item, path,
+                 "`" + *name + "` is listed twice (first at line " +
+                     std::to_string(it->second->line) + "); keep one");
+        continue;
+      }
+      names.push_back(Located<std::string>{*name, Where(out_.file.path, item.line, item.column)});
+    }
   }
 
   void Env(const YamlNode& k, const YamlNode& v) {
@@ -365,34 +439,9 @@ class FileParser final {
   }
 
   void EnvPass(const YamlNode& k, const YamlNode& v) {
-    if (v.kind != Kind::kSequence) {
-      AddError(At(k, v), "env.pass",
-               "expected a list of variable names, like `pass: [PATH, HOME]`, got " + Got(v));
-      return;
-    }
-    out_.file.env_pass_where = Pos(k, v);
-    if (v.items.size() > kMaxListEntries) {
-      AddError(v, "env.pass",
-               "has " + std::to_string(v.items.size()) + " entries; at most " +
-                   std::to_string(kMaxListEntries) + " are allowed");
-      return;
-    }
-    std::map<std::string, const YamlNode*> seen;
-    for (size_t i = 0; i < v.items.size(); ++i) {
-      const YamlNode& item = v.items[i];
-      const std::string path = "env.pass[" + std::to_string(i) + "]";
-      auto name = StringValue(item, item, path, "a variable name");
-      if (!name || !EnvName(item, path, *name)) continue;
-      auto [it, fresh] = seen.emplace(*name, &item);
-      if (!fresh) {
-        AddError(item, path,
-                 "`" + *name + "` is listed twice (first at line " +
-                     std::to_string(it->second->line) + "); keep one");
-        continue;
-      }
-      out_.file.env_pass.push_back(
-          Located<std::string>{*name, Where(out_.file.path, item.line, item.column)});
-    }
+    NameList(k, v, "env.pass", "`pass: [PATH, HOME]`", EnvUse::kPass, out_.file.env_pass_where,
+             out_.file.env_pass,
+             [](const std::string&) -> std::optional<std::string> { return std::nullopt; });
   }
 
   void EnvSet(const YamlNode& k, const YamlNode& v) {
@@ -411,17 +460,15 @@ class FileParser final {
     ForEachEntry(
         v, "env.set", [&](const std::string& name, const YamlNode& ek, const YamlNode& ev) {
           const std::string path = "env.set." + Printable(name);
-          if (!EnvName(ek, path, name)) return;
+          if (!EnvName(ek, path, name, EnvUse::kSet)) return;
           if (ev.kind != Kind::kScalar) {
             AddError(At(ek, ev), path,
                      "expected a string value (quote it, e.g. `" + name +
                          ": \"\"` for empty), got " + Got(ev));
             return;
           }
-          if (ev.value.find('\0') != std::string::npos || ev.value.size() > kMaxEnvValueBytes) {
-            AddError(ev, path,
-                     "expected a value of at most " + std::to_string(kMaxEnvValueBytes) +
-                         " bytes without NUL characters");
+          if (auto problem = EnvValueProblem(ev.value)) {
+            AddError(ev, path, *problem);
             return;
           }
           out_.file.env_set[name] = Located<std::string>{ev.value, Pos(ek, ev)};

@@ -2,6 +2,7 @@
 // location; FormatResolved prints ResolvedPolicy with its sources.
 #include "policy/report.h"
 
+#include <optional>
 #include <system_error>
 
 #include "policy/file_reader.h"
@@ -25,6 +26,24 @@ std::string List(const std::vector<std::string>& items) {
     out += items[i];
   }
   return out + "]";
+}
+
+fs::path AbsoluteNormal(const fs::path& path) {
+  std::error_code ec;
+  fs::path absolute = fs::absolute(path, ec);
+  if (ec) absolute = path;
+  return absolute.lexically_normal();
+}
+
+// The file read as a spawn reads it in `role`, parsed; nullopt on any problem.
+std::optional<PolicyFile> ParseClean(const fs::path& absolute, PolicyRole role) {
+  auto text = ReadPolicyFile(absolute, ReadOptions{.follow_symlinks = role == PolicyRole::kOperator,
+                                                   .missing_ok = false,
+                                                   .single_link = role == PolicyRole::kRepository});
+  if (!text || !*text) return std::nullopt;
+  ParsedPolicyFile parsed = ParsePolicyText(**text, absolute, role);
+  if (!parsed.errors.empty()) return std::nullopt;
+  return std::move(parsed.file);
 }
 
 }  // namespace
@@ -81,6 +100,46 @@ std::vector<Error> CheckPolicyFiles(const std::vector<fs::path>& paths) {
   return errors;
 }
 
+std::vector<LayeringCheck> CheckLayering(const std::vector<fs::path>& paths,
+                                         const fs::path& default_operator_policy) {
+  std::optional<fs::path> operator_path;
+  for (const fs::path& path : paths) {
+    if (RoleForPath(path) == PolicyRole::kOperator) {
+      operator_path = AbsoluteNormal(path);
+      break;
+    }
+  }
+  std::error_code ec;
+  if (!operator_path && fs::exists(default_operator_policy, ec)) {
+    operator_path = AbsoluteNormal(default_operator_policy);
+  }
+  std::optional<PolicyFile> op;
+  if (operator_path) {
+    op = ParseClean(*operator_path, PolicyRole::kOperator);
+    if (!op) return {};  // its own problems are listed by CheckPolicyFile
+  }
+  std::vector<LayeringCheck> checks;
+  for (const fs::path& path : paths) {
+    if (RoleForPath(path) != PolicyRole::kRepository) continue;
+    const fs::path absolute = AbsoluteNormal(path);
+    std::optional<PolicyFile> repo = ParseClean(absolute, PolicyRole::kRepository);
+    fs::path root = fs::canonical(absolute.parent_path(), ec);
+    // Its own problems (CheckPolicyFile lists them) come first; layering needs a clean file.
+    if (!repo || ec || !CheckRepositoryWritable(*repo, root).empty()) continue;
+    LayeringCheck check;
+    check.repository = absolute;
+    check.layered_on = operator_path ? operator_path->string() : "the built-in defaults";
+    auto combined = Combine(LayerInputs{op ? &*op : nullptr, &*repo, root, "default", std::nullopt});
+    if (!combined) {
+      check.problems = std::move(combined.error());
+    } else {
+      check.ignored_in_danger = combined->ignored_repository_file.has_value();
+    }
+    checks.push_back(std::move(check));
+  }
+  return checks;
+}
+
 std::string FormatResolved(const ResolvedPolicy& policy) {
   std::string out;
   auto line = [&](const std::string& key, const std::string& value, const std::string& source) {
@@ -110,6 +169,11 @@ std::string FormatResolved(const ResolvedPolicy& policy) {
   std::vector<std::string> files;
   for (const fs::path& file : policy.policy_files) files.push_back(Printable(file.string(), 4096));
   out += "policy files: " + List(files) + "\n";
+  if (policy.ignored_repository_file) {
+    out += "ignored: " + Printable(policy.ignored_repository_file->string(), 4096) +
+           "  # the mode is danger-full-access and the operator's "
+           "repository.trustInDangerFullAccess is not true\n";
+  }
   return out;
 }
 

@@ -24,6 +24,21 @@ PolicyRole RoleForPath(const std::filesystem::path& path);
 // CheckPolicyFile for each path with RoleForPath, problems concatenated in order.
 [[nodiscard]] std::vector<Error> CheckPolicyFiles(const std::vector<std::filesystem::path>& paths);
 
+// `ptybox policy check` applies the layering a spawn applies whenever it can see both layers.
+struct LayeringCheck {
+  std::filesystem::path repository;  // absolute
+  std::string layered_on;            // the operator file's path, or "the built-in defaults"
+  std::vector<Error> problems;       // kPolicyDenied, as a spawn in that workspace reports them
+  bool ignored_in_danger = false;    // the result is danger-full-access: the file is not applied
+};
+// For each repository file among `paths` (RoleForPath), Combine() over the operator layer a
+// spawn in the file's directory would use: the first operator file among `paths`, else
+// `default_operator_policy` when it exists, else the built-in defaults. Files with problems of
+// their own (CheckPolicyFile) are left out, since layering needs them parsed.
+[[nodiscard]] std::vector<LayeringCheck> CheckLayering(
+    const std::vector<std::filesystem::path>& paths,
+    const std::filesystem::path& default_operator_policy = "/etc/ptybox/policy.yaml");
+
 // One line per effective value, "key: value  # source", then the policy files read.
 [[nodiscard]] std::string FormatResolved(const ResolvedPolicy& policy);
 

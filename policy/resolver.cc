@@ -35,6 +35,14 @@ fs::path Absolute(const fs::path& path) {
   return ec ? path : absolute.lexically_normal();
 }
 
+// A broken repository file refuses every spawn in its workspace (failing closed: the file may
+// narrow what sessions get). Say so, and who can repair it, since a session may have written it.
+Error AsRepositoryRefusal(Error error, const fs::path& path) {
+  error.message += ". No session opens in this workspace until its owner fixes or removes " +
+                   path.string() + " (anything running in a workspace-write session can write it)";
+  return error;
+}
+
 // Reads and parses one file; nullopt when it is missing and that is allowed.
 Result<std::optional<PolicyFile>> Load(const fs::path& path, PolicyRole role,
                                        const ReadOptions& options) {
@@ -42,12 +50,15 @@ Result<std::optional<PolicyFile>> Load(const fs::path& path, PolicyRole role,
   if (!text) {
     Error error = std::move(text.error());
     error.message = "cannot read the " + std::string(ToString(role)) + " policy: " + error.message;
+    if (role == PolicyRole::kRepository) error = AsRepositoryRefusal(std::move(error), path);
     return std::unexpected(std::move(error));
   }
   if (!*text) return std::nullopt;
   ParsedPolicyFile parsed = ParsePolicyText(**text, path, role);
   if (!parsed.errors.empty()) {
-    return std::unexpected(FirstOf(std::move(parsed.errors), path.string()));
+    Error first = FirstOf(std::move(parsed.errors), path.string());
+    if (role == PolicyRole::kRepository) first = AsRepositoryRefusal(std::move(first), path);
+    return std::unexpected(std::move(first));
   }
   return std::move(parsed.file);
 }
@@ -108,10 +119,16 @@ Result<ResolvedPolicy> Resolve(const ResolveInputs& inputs) {
   if (!root) return std::unexpected(std::move(root.error()));
 
   // 3. The repository file, never through a symlink, and not when it is the operator file.
+  // Not read at all for an explicit danger-full-access request the operator does not extend
+  // to repository files: nothing of it would apply (layering.h), so it cannot refuse either.
   std::optional<PolicyFile> repo;
   const fs::path repo_path = *root / kRepositoryFileName;
   std::error_code ec;
-  if (!(op && fs::equivalent(op->path, repo_path, ec))) {
+  const bool trusted_in_danger =
+      op && op->repository_trust_in_danger && op->repository_trust_in_danger->value;
+  const bool skip_repository =
+      inputs.requested_mode == Mode::kDangerFullAccess && !trusted_in_danger;
+  if (!(op && fs::equivalent(op->path, repo_path, ec)) && !skip_repository) {
     auto loaded =
         Load(repo_path, PolicyRole::kRepository,
              ReadOptions{.follow_symlinks = false, .missing_ok = true, .single_link = true});
@@ -124,6 +141,10 @@ Result<ResolvedPolicy> Resolve(const ResolveInputs& inputs) {
                      inputs.requested_mode};
   auto combined = Combine(layers);
   if (!combined) return std::unexpected(FirstOf(std::move(combined.error()), ""));
+  if (skip_repository && !combined->ignored_repository_file &&
+      fs::symlink_status(repo_path, ec).type() != fs::file_type::not_found) {
+    combined->ignored_repository_file = repo_path;
+  }
 
   // Canonical paths, so the sandbox can keep the files read-only inside writable roots.
   for (fs::path& file : combined->policy_files) {

@@ -52,12 +52,76 @@ const std::array<LimitSpec, 17> kLimitSpecs = {
     Optional("maxCpuSeconds", "seconds", 1, 31'536'000, &Limits::max_cpu_seconds),
 };
 
-constexpr std::array<std::string_view, 8> kTopLevelKeys = {
-    "version", "mode", "ceiling", "workspace", "writable", "network", "env", "limits",
+constexpr std::array<std::string_view, 9> kTopLevelKeys = {
+    "version", "mode", "ceiling", "workspace", "writable", "network", "env", "limits", "repository",
 };
+constexpr std::array<std::string_view, 2> kRepositoryKeys = {"envSet", "trustInDangerFullAccess"};
 constexpr std::array<std::string_view, 2> kEnvKeys = {"pass", "set"};
 constexpr std::array<std::string_view, 9> kDefaultEnvPass = {
     "PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME",
+};
+
+// Names the shell backend owns. TERM only when given a value: a session's terminal type is the
+// one ptybox decodes, `ptybox run`'s the caller's (passed by name, see docs/policy.md).
+constexpr std::array<std::string_view, 10> kReservedPassNames = {
+    "PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS4", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS",
+    "BASH_XTRACEFD",
+};
+const std::array<std::string_view, kReservedPassNames.size() + 1> kReservedSetNames = [] {
+  std::array<std::string_view, kReservedPassNames.size() + 1> names{};
+  std::copy(kReservedPassNames.begin(), kReservedPassNames.end(), names.begin());
+  names.back() = "TERM";
+  return names;
+}();
+
+// A repository file's env.set, by default: output style and build parallelism only.
+constexpr std::array<std::string_view, 16> kDefaultRepositoryEnvSet = {
+    "CI",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "CMAKE_BUILD_PARALLEL_LEVEL",
+    "CTEST_OUTPUT_ON_FAILURE",
+    "CTEST_PARALLEL_LEVEL",
+    "DEBIAN_FRONTEND",
+    "FORCE_COLOR",
+    "NODE_ENV",
+    "NO_COLOR",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONHASHSEED",
+    "PYTHONUNBUFFERED",
+    "RUST_BACKTRACE",
+    "RUST_LOG",
+    "SOURCE_DATE_EPOCH",
+};
+
+// Names that make a program load or run code, or read its startup/config from elsewhere.
+constexpr std::string_view kCodeLoadingNames[] = {
+    // bash: startup files, hooks, options, parsing, timeouts, mail messages (expanded)
+    "BASH_ENV", "ENV", "PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS3", "PS4", "SHELLOPTS",
+    "BASHOPTS", "BASH_XTRACEFD", "TMOUT", "IFS", "CDPATH", "GLOBIGNORE", "EXECIGNORE", "HISTFILE",
+    "INPUTRC", "MAIL", "MAILPATH", "MAILCHECK", "SHELL", "HOME", "PATH", "TERM", "TERMINFO",
+    "TERMINFO_DIRS",
+    // the dynamic loader and libc
+    "GCONV_PATH", "LOCPATH", "NLSPATH", "GLIBC_TUNABLES", "HOSTALIASES", "RESOLV_HOST_CONF",
+    "LANG", "LANGUAGE", "LC_ALL", "TZ", "TZDIR",
+    // interpreters
+    "PYTHONSTARTUP", "PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONINSPECT",
+    "PYTHONBREAKPOINT", "PYTHONWARNINGS", "PYTHONEXECUTABLE", "PYTHONSAFEPATH", "PERL5LIB",
+    "PERLLIB", "PERL5OPT", "PERL5DB", "RUBYOPT", "RUBYLIB", "GEM_HOME", "GEM_PATH",
+    "BUNDLE_GEMFILE", "NODE_OPTIONS", "NODE_PATH", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS", "CLASSPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "R_ENVIRON",
+    "PHPRC", "PHP_INI_SCAN_DIR",
+    // tools that run a command or a compiler named by a variable
+    "EDITOR", "VISUAL", "PAGER", "MANPAGER", "BROWSER", "LESSOPEN", "LESSCLOSE", "SSH_ASKPASS",
+    "SUDO_ASKPASS", "SSH_AUTH_SOCK", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "GOFLAGS", "GOTOOLCHAIN",
+    "GOPROXY", "RUSTC", "RUSTC_WRAPPER", "RUSTFLAGS", "RUSTDOCFLAGS", "CC", "CXX", "CPP", "LD",
+    "AR", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "PKG_CONFIG_PATH", "OPENSSL_CONF",
+    "OPENSSL_ENGINES", "CURL_HOME", "WGETRC", "PIP_CONFIG_FILE", "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+};
+constexpr std::string_view kCodeLoadingPrefixes[] = {
+    "LD_",  "DYLD_",  "MALLOC_", "BASH_FUNC_",  "GIT_",        "XDG_",    "CARGO_",
+    "LUA_", "LC_",    "PTYBOX_", "NPM_CONFIG_", "npm_config_", "DOCKER_", "SSH_",
 };
 
 std::string Normalize(std::string_view text) {
@@ -99,21 +163,32 @@ const LimitSpec* FindLimit(std::string_view key) {
 
 std::span<const std::string_view> TopLevelKeys() { return kTopLevelKeys; }
 
-bool IsOperatorOnlyKey(std::string_view key) { return key == "ceiling" || key == "workspace"; }
+bool IsOperatorOnlyKey(std::string_view key) {
+  return key == "ceiling" || key == "workspace" || key == "repository";
+}
 
 std::span<const std::string_view> EnvKeys() { return kEnvKeys; }
 
 std::span<const std::string_view> DefaultEnvPass() { return kDefaultEnvPass; }
 
 bool IsValidEnvName(std::string_view name) {
-  if (name.empty() || name.size() > 128) return false;
+  if (name.empty() || name.size() > kMaxEnvNameBytes) return false;
   auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
   if (!alpha(name[0])) return false;
   return std::all_of(name.begin() + 1, name.end(),
                      [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
 }
 
-std::optional<std::string> ReservedEnvReason(std::string_view name) {
+std::string EnvNamePattern() {
+  return "^[A-Za-z_][A-Za-z0-9_]{0," + std::to_string(kMaxEnvNameBytes - 1) + "}$";
+}
+
+std::span<const std::string_view> ReservedEnvNames(EnvUse use) {
+  if (use == EnvUse::kPass) return kReservedPassNames;
+  return kReservedSetNames;
+}
+
+std::optional<std::string> ReservedEnvReason(std::string_view name, EnvUse use) {
   if (name == "PROMPT_COMMAND" || name == "PS0" || name == "PS1" || name == "PS2" ||
       name == "PS4") {
     return "the shell backend sets the prompt variables itself to detect when a command is done";
@@ -124,9 +199,58 @@ std::optional<std::string> ReservedEnvReason(std::string_view name) {
   if (name == "SHELLOPTS" || name == "BASHOPTS") {
     return "it turns on shell options (like xtrace) at startup, which the shell backend controls";
   }
-  if (name.starts_with("PTYBOX_")) return "the PTYBOX_ prefix is reserved for ptybox itself";
+  if (name == "BASH_XTRACEFD") {
+    return "it redirects the shell's trace output, which the shell backend keeps away from its "
+           "prompt";
+  }
+  if (name == "TERM" && use == EnvUse::kSet) {
+    return "the terminal type is the terminal's: a session gets xterm-256color (what ptybox "
+           "decodes), `ptybox run` the caller's TERM when the policy passes TERM, else dumb";
+  }
+  if (name.starts_with(kReservedEnvPrefix)) return "the PTYBOX_ prefix is reserved for ptybox itself";
   return std::nullopt;
 }
+
+std::optional<std::string> EnvNameProblem(std::string_view name, EnvUse use) {
+  if (!IsValidEnvName(name)) {
+    return "`" + Printable(name) +
+           "` is not a valid variable name; use letters, digits and `_`, not starting with a "
+           "digit (at most " +
+           std::to_string(kMaxEnvNameBytes) + " characters)";
+  }
+  if (auto reason = ReservedEnvReason(name, use)) {
+    return "`" + std::string(name) + "` is reserved: " + *reason;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> EnvValueProblem(std::string_view value) {
+  if (size_t nul = value.find('\0'); nul != std::string_view::npos) {
+    return "the value contains a NUL character at byte " + std::to_string(nul) +
+           "; a variable's value cannot hold NUL (it would end the value and start another "
+           "variable)";
+  }
+  if (value.size() > kMaxEnvValueBytes) {
+    return "the value has " + std::to_string(value.size()) + " bytes; at most " +
+           std::to_string(kMaxEnvValueBytes) + " are allowed";
+  }
+  return std::nullopt;
+}
+
+std::span<const std::string_view> DefaultRepositoryEnvSet() { return kDefaultRepositoryEnvSet; }
+
+std::optional<std::string> CodeLoadingEnvReason(std::string_view name) {
+  bool listed = std::find(std::begin(kCodeLoadingNames), std::end(kCodeLoadingNames), name) !=
+                std::end(kCodeLoadingNames);
+  for (std::string_view prefix : kCodeLoadingPrefixes) listed = listed || name.starts_with(prefix);
+  if (!listed) return std::nullopt;
+  return "`" + std::string(name) +
+         "` can make a program load or run code, or read its startup or configuration files "
+         "from elsewhere; a repository file can be written by anything that runs in the "
+         "workspace, so it may never set it";
+}
+
+std::span<const std::string_view> RepositoryKeys() { return kRepositoryKeys; }
 
 int EditDistance(std::string_view a, std::string_view b) {
   const size_t n = a.size();

@@ -50,11 +50,46 @@ std::span<const std::string_view> EnvKeys();
 
 // Names passed from the daemon's environment when no operator file says otherwise.
 std::span<const std::string_view> DefaultEnvPass();
-// A portable variable name: [A-Za-z_][A-Za-z0-9_]*, at most 128 characters.
+
+// ---- Environment rules: the one source for policy files (env.pass, env.set,
+// repository.envSet), terminal_open's `env` (runtime/service.cc) and the MCP input schema
+// (runtime/mcp_tools.cc), which derives its pattern and limits from these constants.
+
+// How a name is used: passed from the daemon's environment, or given a value (policy env.set,
+// a client's terminal_open env).
+enum class EnvUse { kPass, kSet };
+
+inline constexpr size_t kMaxEnvNameBytes = 128;
+inline constexpr size_t kMaxEnvValueBytes = 32 * 1024;
+inline constexpr std::string_view kReservedEnvPrefix = "PTYBOX_";
+
+// A portable variable name: [A-Za-z_][A-Za-z0-9_]*, at most kMaxEnvNameBytes characters.
 bool IsValidEnvName(std::string_view name);
-// Names the shell backend owns (prompt and startup hooks, PTYBOX_*): policy may not set or
-// pass them. Returns why, or nullopt when the name is free.
-std::optional<std::string> ReservedEnvReason(std::string_view name);
+// The same rule as an ECMA-262 regular expression for JSON Schema `pattern`.
+std::string EnvNamePattern();
+// Names the shell backend owns (prompt and startup hooks, shell options; TERM only for kSet):
+// no policy and no client may pass or set them. Every name with kReservedEnvPrefix too.
+std::span<const std::string_view> ReservedEnvNames(EnvUse use);
+// Why `name` is reserved for `use`, or nullopt when the name is free.
+std::optional<std::string> ReservedEnvReason(std::string_view name, EnvUse use = EnvUse::kSet);
+// Everything wrong with `name` for `use`, as one sentence naming it ("`X` is not a valid
+// variable name; ..." or "`PS1` is reserved: ..."), or nullopt when it may be used.
+std::optional<std::string> EnvNameProblem(std::string_view name, EnvUse use);
+// A value: at most kMaxEnvValueBytes bytes and no NUL (entries travel NUL-separated to
+// ptybox-init and execve, so a NUL would end the value and start a smuggled variable).
+std::optional<std::string> EnvValueProblem(std::string_view value);
+
+// ---- Repository files and the environment (docs/security.md).
+// Names a repository file's env.set may use when the operator's `repository.envSet` does not
+// say otherwise: variables that change output or build parallelism, never what code runs.
+std::span<const std::string_view> DefaultRepositoryEnvSet();
+// Why a repository file may never set `name`, even when the operator lists it in
+// `repository.envSet`: the name makes a program load or run code, read its startup or config
+// files from elsewhere, or changes how the shell parses and times out. nullopt otherwise. A
+// floor under the allowlist, not a complete list of dangerous names (hence the allowlist).
+std::optional<std::string> CodeLoadingEnvReason(std::string_view name);
+// Keys under the operator-only `repository` key.
+std::span<const std::string_view> RepositoryKeys();
 
 // The closest of `known` to `typo` when it is plausibly a misspelling (case, `_`/`-`
 // separators and a small edit distance are forgiven); nullopt otherwise.
@@ -69,8 +104,7 @@ std::string Printable(std::string_view text, size_t max_chars = 64);
 
 // Hard caps on file contents.
 inline constexpr int64_t kMaxPolicyFileBytes = 1024 * 1024;
-inline constexpr size_t kMaxListEntries = 256;  // writable, env.pass, env.set
-inline constexpr size_t kMaxEnvValueBytes = 32 * 1024;
+inline constexpr size_t kMaxListEntries = 256;  // writable, env.pass, env.set, a client env
 inline constexpr size_t kMaxPathBytes = 4096;
 
 }  // namespace ptybox::policy

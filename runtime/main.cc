@@ -188,7 +188,9 @@ int main(int argc, char** argv) {
     options.command = run_command;
     return RunCommand(options);
   }
-  if (check->parsed()) return PolicyCheck(check_files);
+  if (check->parsed()) {
+    return PolicyCheck(check_files, ServiceFrom(CommonFlags{}).default_operator_policy);
+  }
   if (resolve->parsed()) return PolicyResolve(ServiceFrom(resolve_flags));
   if (doctor->parsed()) return Doctor();
   if (demo->parsed()) return Demo(argv[0], ServiceFrom(demo_flags));

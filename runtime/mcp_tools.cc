@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "policy/schema.h"
+
 namespace ptybox::runtime {
 namespace {
 
@@ -105,6 +107,31 @@ Json Annotations(bool read_only, bool destructive, bool idempotent, bool open_wo
 
 constexpr int64_t kMaxTimeoutMs = 24LL * 3600 * 1000;
 
+// terminal_open's env, from the one set of rules in policy/schema.h (what the service checks).
+Json EnvSchema() {
+  Json reserved = Json::array();
+  std::string names;
+  for (std::string_view name : policy::ReservedEnvNames(policy::EnvUse::kSet)) {
+    reserved.push_back(std::string(name));
+    names += std::string(name) + ", ";
+  }
+  const std::string prefix(policy::kReservedEnvPrefix);
+  return Json{
+      {"type", "object"},
+      {"maxProperties", policy::kMaxListEntries},
+      {"propertyNames",
+       Json{{"pattern", policy::EnvNamePattern()},
+            {"not", Json{{"anyOf", Json::array({Json{{"enum", reserved}},
+                                                Json{{"pattern", "^" + prefix}}})}}}}},
+      {"additionalProperties",
+       Json{{"type", "string"}, {"maxLength", policy::kMaxEnvValueBytes}}},
+      {"description",
+       "Extra environment variables for the shell: names like FOO_BAR (at most " +
+           std::to_string(policy::kMaxEnvNameBytes) + " characters), values without NUL of at " +
+           "most " + std::to_string(policy::kMaxEnvValueBytes) + " bytes. Reserved: " + names +
+           "and " + prefix + "*."}};
+}
+
 std::vector<McpTool> BuildTools() {
   std::vector<McpTool> tools;
   const Json session_only = Input(Json{{"sessionId", SessionIdProp()}}, {"sessionId"});
@@ -127,11 +154,7 @@ std::vector<McpTool> BuildTools() {
                             "(the default). Outside the workspace only in danger-full-access.")},
                {"cols", IntProp("Terminal width in columns (default 120).", 2, 1000)},
                {"rows", IntProp("Terminal height in rows (default 40).", 2, 500)},
-               {"env", Json{{"type", "object"},
-                            {"additionalProperties", Json{{"type", "string"}}},
-                            {"description",
-                             "Extra environment variables for the shell (names like FOO_BAR; "
-                             "PS1, PROMPT_COMMAND, TERM and PTYBOX_* are reserved)."}}},
+               {"env", EnvSchema()},
                {"timeoutMs", IntProp("How long the shell may take to start (default from the "
                                      "policy).",
                                      1, kMaxTimeoutMs)}},

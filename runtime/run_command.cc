@@ -57,8 +57,8 @@ void EnsureStandardDescriptors() {
 }
 
 // The same allow-listed environment as a session, minus what only an interactive terminal
-// needs: no prompt, and TERM only as the policy gives it (the output goes wherever our stdout
-// goes, which we do not decode), else "dumb".
+// needs: no prompt, and TERM the caller's when the policy passes TERM (the output goes wherever
+// our stdout goes, which we do not decode), else "dumb".
 std::vector<std::string> RunEnvironment(const policy::ResolvedPolicy& p) {
   backend::SpawnSpec spec;
   spec.policy = p;
@@ -70,10 +70,9 @@ std::vector<std::string> RunEnvironment(const policy::ResolvedPolicy& p) {
     }
     env.push_back(std::move(entry));
   }
+  // TERM is reserved in env.set (policy/schema.h): the caller's terminal type, when passed.
   std::string term = "dumb";
-  if (auto set = p.env.set.find("TERM"); set != p.env.set.end()) {
-    term = set->second;
-  } else if (std::ranges::find(p.env.pass, "TERM") != p.env.pass.end()) {
+  if (std::ranges::find(p.env.pass, "TERM") != p.env.pass.end()) {
     if (const char* value = std::getenv("TERM"); value != nullptr && *value != '\0') term = value;
   }
   env.push_back("TERM=" + term);

@@ -6,27 +6,30 @@
 #include "common/log.h"
 #include "common/random.h"
 #include "policy/resolver.h"
+#include "policy/schema.h"
 #include "runtime/owner.h"
 
 namespace ptybox::runtime {
 namespace {
 
-// Names the shell backend owns; a client may not override them.
-bool ReservedEnvName(const std::string& name) {
-  return name == "PROMPT_COMMAND" || name == "PS0" || name == "PS1" || name == "PS2" ||
-         name == "PS4" || name == "BASH_ENV" || name == "ENV" || name == "TERM" ||
-         name.starts_with("PTYBOX_");
-}
-
-bool ValidEnvName(const std::string& name) {
-  if (name.empty()) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    bool ok = c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-              (i > 0 && c >= '0' && c <= '9');
-    if (!ok) return false;
+// A client's env, checked by exactly the rules of a policy file's env.set (policy/schema.h):
+// the same names refused, the same value bound, no NUL in a name or a value.
+std::optional<Error> CheckClientEnv(const std::map<std::string, std::string>& env) {
+  if (env.size() > policy::kMaxListEntries) {
+    return Error{ErrorKind::kInvalidParams,
+                 "env has " + std::to_string(env.size()) + " variables; at most " +
+                     std::to_string(policy::kMaxListEntries) + " are allowed",
+                 "env"};
   }
-  return true;
+  for (const auto& [name, value] : env) {
+    if (auto problem = policy::EnvNameProblem(name, policy::EnvUse::kSet)) {
+      return Error{ErrorKind::kInvalidParams, "env: " + *problem + "; remove it from env", "env"};
+    }
+    if (auto problem = policy::EnvValueProblem(value)) {
+      return Error{ErrorKind::kInvalidParams, "env." + name + ": " + *problem, "env." + name};
+    }
+  }
+  return std::nullopt;
 }
 
 Error NotFound(const std::string& id) {
@@ -94,17 +97,9 @@ void PtyService::Open(const std::shared_ptr<Owner>& owner, OpenParams params,
                "cols"});
     return;
   }
-  for (const auto& [name, value] : params.env) {
-    if (!ValidEnvName(name)) {
-      fail(Error{ErrorKind::kInvalidParams,
-                 "env name \"" + name + "\" is not a valid variable name", "env"});
-      return;
-    }
-    if (ReservedEnvName(name)) {
-      fail(Error{ErrorKind::kInvalidParams,
-                 "env name " + name + " is owned by ptybox (prompt and terminal control)", "env"});
-      return;
-    }
+  if (std::optional<Error> bad_env = CheckClientEnv(params.env)) {
+    fail(std::move(*bad_env));
+    return;
   }
   Result<policy::ResolvedPolicy> resolved = Resolve(*owner, std::nullopt);
   if (!resolved) {
@@ -297,16 +292,21 @@ Result<policy::ResolvedPolicy> PtyService::ResolvePolicy(Owner& owner) {
 }
 
 Result<policy::Mode> PtyService::SetMode(Owner& owner, policy::Mode mode) {
+  // Without sessions or spawns the current mode does not matter: a policy that resolves only
+  // with a requested mode (a broken or denied repository file) must not block the request.
   Result<policy::ResolvedPolicy> current = Resolve(owner, std::nullopt);
-  if (!current) return std::unexpected(current.error());
+  if (!current && owner.fence().fenced()) return std::unexpected(current.error());
   // Above the ceiling is policy_denied whatever the fence says.
   Result<policy::ResolvedPolicy> wanted = Resolve(owner, mode);
   if (!wanted) return std::unexpected(wanted.error());
+  const policy::Mode current_mode = current ? current->mode : wanted->mode;
   // Check and commit in one step of the reactor: no spawn can start in between.
-  if (Result<void> set = owner.fence().SetMode(wanted->mode, current->mode); !set) {
+  if (Result<void> set = owner.fence().SetMode(wanted->mode, current_mode); !set) {
     return std::unexpected(set.error());
   }
-  if (wanted->mode != current->mode && owner.on_policy_changed) owner.on_policy_changed(*wanted);
+  if ((!current || wanted->mode != current->mode) && owner.on_policy_changed) {
+    owner.on_policy_changed(*wanted);
+  }
   return wanted->mode;
 }
 

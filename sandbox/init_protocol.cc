@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "policy/schema.h"
+
 namespace ptybox::sandbox {
 namespace {
 
@@ -118,10 +120,24 @@ std::vector<std::string> DecodeEnvironment(const std::string& block) {
   while (start < block.size()) {
     size_t end = block.find('\0', start);
     if (end == std::string::npos) end = block.size();
-    if (end > start) entries.emplace_back(block, start, end - start);
+    std::string entry(block, start, end - start);
+    if (!EnvironmentEntryProblem(entry)) entries.push_back(std::move(entry));
     start = end + 1;
   }
   return entries;
+}
+
+std::optional<std::string> EnvironmentEntryProblem(std::string_view entry) {
+  const size_t equals = entry.find('=');
+  if (equals == std::string_view::npos || !policy::IsValidEnvName(entry.substr(0, equals))) {
+    return "environment entry `" + policy::Printable(entry) +
+           "` is not NAME=value with a valid variable name";
+  }
+  if (entry.find('\0') != std::string_view::npos) {
+    return "environment variable " + std::string(entry.substr(0, equals)) +
+           " has a NUL character in its value, which would end it and start another variable";
+  }
+  return std::nullopt;
 }
 
 }  // namespace ptybox::sandbox

@@ -49,8 +49,13 @@ struct ReceivedInitMessage {
 // socket is non-blocking and empty: returns an error with errno EAGAIN in that case.
 Result<std::optional<ReceivedInitMessage>> ReceiveInitMessage(int socket_fd);
 
-// Environment block helpers for kStart.
+// Environment block helpers for kStart. Entries are joined with NUL, so an entry that is not
+// "NAME=value" with a valid name and no NUL would be read back as something else (a NUL in a
+// value would start a smuggled variable): the launcher refuses such an entry before anything
+// starts (EnvironmentEntryProblem), and the decoder drops any entry that is not well formed.
 std::string EncodeEnvironment(const std::vector<std::string>& entries);
 std::vector<std::string> DecodeEnvironment(const std::string& block);
+// Why `entry` cannot travel in the block, or nullopt when it is a well-formed NAME=value.
+std::optional<std::string> EnvironmentEntryProblem(std::string_view entry);
 
 }  // namespace ptybox::sandbox

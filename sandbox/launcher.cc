@@ -117,6 +117,11 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
                     ": install ptybox completely or set PTYBOX_INIT to its path",
                 spec.init_binary.string());
   }
+  for (const std::string& entry : spec.environment) {
+    if (auto problem = EnvironmentEntryProblem(entry)) {
+      return Fail(ErrorKind::kSpawnFailed, *problem, "env");
+    }
+  }
 
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {

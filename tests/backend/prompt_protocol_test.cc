@@ -65,6 +65,19 @@ TEST(PromptMarkerTest, PromptCommandCarriesTheNonceAndReassertsPs1) {
   EXPECT_NE(code.find("export -n PROMPT_COMMAND"), std::string::npos);
 }
 
+// After the first prompt PROMPT_COMMAND holds only the hook: `set -v` echoes it and a DEBUG
+// trap sees it, so it must not carry the nonce; it turns tracing off before the function runs.
+TEST(PromptMarkerTest, TheLastingHookCarriesNoNonceAndSilencesTracing) {
+  const std::string hook = PromptHookCommand();
+  EXPECT_EQ(hook.find(std::string(kNonce)), std::string::npos);
+  EXPECT_EQ(hook.find("printf"), std::string::npos);
+  EXPECT_EQ(hook, "{ __ptybox_s=$? __ptybox_o=$-; set +xvT; __ptybox_prompt; } 2>/dev/null");
+  const std::string code = BuildPromptCommand(kNonce);
+  EXPECT_NE(code.find("PROMPT_COMMAND='" + hook + "'"), std::string::npos);
+  EXPECT_TRUE(code.starts_with("{ __ptybox_s=$? __ptybox_o=$-; set +xvT; "));
+  EXPECT_TRUE(code.ends_with("} 2>/dev/null"));
+}
+
 class TrackerTest : public ::testing::Test {
  protected:
   Recorder recorder_;

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <optional>
@@ -269,6 +270,31 @@ TEST(McpShutdownTest, EndOfInputClosesEverySessionAndExitsZero) {
   EXPECT_EQ(WEXITSTATUS(*status), 0);
   EXPECT_FALSE(ProcessAlive(shell));
   EXPECT_TRUE(ProcessesWithEnv(marker).empty());
+}
+
+// terminal_open's env schema states the service's rules (policy/schema.h: EnvNamePattern,
+// kMaxEnvValueBytes, kMaxListEntries, the reserved names), and the tool enforces them.
+TEST(McpToolsTest, TerminalOpenEnvSchemaStatesTheServiceRules) {
+  McpProcess mcp;
+  mcp.Initialize("2025-06-18");
+  const Json listed = mcp.Request("tools/list");
+  Json env;
+  for (const Json& tool : listed["result"]["tools"]) {
+    if (tool["name"] == "terminal_open") env = tool["inputSchema"]["properties"]["env"];
+  }
+  ASSERT_TRUE(env.is_object());
+  EXPECT_EQ(env["propertyNames"]["pattern"], "^[A-Za-z_][A-Za-z0-9_]{0,127}$") << env.dump();
+  EXPECT_EQ(env["maxProperties"], 256);
+  EXPECT_EQ(env["additionalProperties"]["maxLength"], 32768);
+  const Json& reserved = env["propertyNames"]["not"]["anyOf"][0]["enum"];
+  for (const char* name : {"SHELLOPTS", "BASHOPTS", "BASH_XTRACEFD", "PROMPT_COMMAND", "TERM"}) {
+    EXPECT_NE(std::find(reserved.begin(), reserved.end(), Json(name)), reserved.end()) << name;
+  }
+  EXPECT_EQ(env["propertyNames"]["not"]["anyOf"][1]["pattern"], "^PTYBOX_");
+  for (const Json& bad : {Json{{"SHELLOPTS", "xtrace"}}, Json{{"A", std::string("x\0PS0=y", 7)}}}) {
+    Json refused = mcp.Tool("terminal_open", Json{{"env", bad}});
+    EXPECT_EQ(refused["isError"], true) << refused.dump();
+  }
 }
 
 }  // namespace

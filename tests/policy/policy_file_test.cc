@@ -71,7 +71,7 @@ const BadCase kBadCases[] = {
      kOp,
      "version: 1\nsandbox: strict\n",
      {"{dir}/p.yaml:2:1: sandbox: unknown key; expected one of: version, mode, ceiling, workspace, "
-      "writable, network, env, limits"}},
+      "writable, network, env, limits, repository"}},
     {"UnknownRepoList",
      kRepo,
      "version: 1\nsandbox: strict\n",
@@ -186,9 +186,9 @@ const BadCase kBadCases[] = {
      kOp,
      "version: 1\nenv:\n  pass: [\"A-B\", \"1X\", PATH, PATH]\n",
      {"{dir}/p.yaml:3:10: env.pass[0]: `A-B` is not a valid variable name; use letters, digits and "
-      "`_`, not starting with a digit (at most 128 characters)",
+      "`_`, not starting with a digit (at most 128 characters); remove it",
       "{dir}/p.yaml:3:17: env.pass[1]: `1X` is not a valid variable name; use letters, digits and "
-      "`_`, not starting with a digit (at most 128 characters)",
+      "`_`, not starting with a digit (at most 128 characters); remove it",
       "{dir}/p.yaml:3:29: env.pass[3]: `PATH` is listed twice (first at line 3); keep one"}},
     {"EnvSetReserved",
      kOp,
@@ -207,8 +207,8 @@ const BadCase kBadCases[] = {
     {"EnvSetNul",
      kOp,
      "version: 1\nenv:\n  set:\n    A: \"x\\0y\"\n",
-     {"{dir}/p.yaml:4:8: env.set.A: expected a value of at most 32768 bytes without NUL "
-      "characters"}},
+     {"{dir}/p.yaml:4:8: env.set.A: the value contains a NUL character at byte 1; a variable's "
+      "value cannot hold NUL (it would end the value and start another variable)"}},
     {"LimitsNotMap",
      kOp,
      "version: 1\nlimits: 5\n",
@@ -276,7 +276,7 @@ const BadCase kBadCases[] = {
      kOp,
      "version: 1\n\"a\\e[31mb\": 1\n",
      {"{dir}/p.yaml:2:1: a\\x1b[31mb: unknown key; expected one of: version, mode, ceiling, "
-      "workspace, writable, network, env, limits"}},
+      "workspace, writable, network, env, limits, repository"}},
     {"ManyProblemsAllReported",
      kRepo,
      "mode: root\nceiling: read-only\nnetwork: maybe\nlimits: {maxSessions: 0}\n",
@@ -429,7 +429,7 @@ TEST(PolicyFileTest, SmallAliasesExpand) {
   ASSERT_EQ(parsed.errors.size(), 1u);  // the unknown key, not the alias
   EXPECT_EQ(parsed.errors[0].message,
             "/x/p.yaml:4:1: x-unused: unknown key; expected one of: version, mode, ceiling, "
-            "workspace, writable, network, env, limits");
+            "workspace, writable, network, env, limits, repository");
   EXPECT_EQ(parsed.file.env_pass.size(), 2u);
 }
 

@@ -230,6 +230,23 @@ TEST(SchemaDocTest, JsonSchemaMatchesTheParserTables) {
   const nlohmann::json& repository = schema.at("$defs").at("repository");
   EXPECT_EQ(repository.at("properties").at("ceiling"), false);
   EXPECT_EQ(repository.at("properties").at("workspace"), false);
+  EXPECT_EQ(repository.at("properties").at("repository"), false);
+
+  // The environment rules: one list of reserved names, the repository allowlist and keys.
+  EXPECT_EQ(env_name.at("pattern"), EnvNamePattern());
+  EXPECT_EQ(env_name.at("not").at("anyOf").at(0).at("enum").get<std::vector<std::string>>(),
+            std::vector<std::string>(ReservedEnvNames(EnvUse::kPass).begin(),
+                                     ReservedEnvNames(EnvUse::kPass).end()));
+  const nlohmann::json& operator_repository = schema.at("properties").at("repository");
+  std::set<std::string> repository_keys;
+  for (const auto& [key, value] : operator_repository.at("properties").items()) {
+    repository_keys.insert(key);
+  }
+  EXPECT_EQ(repository_keys,
+            std::set<std::string>(RepositoryKeys().begin(), RepositoryKeys().end()));
+  EXPECT_EQ(operator_repository.at("properties").at("envSet").at("default"),
+            nlohmann::json(std::vector<std::string>(DefaultRepositoryEnvSet().begin(),
+                                                    DefaultRepositoryEnvSet().end())));
 }
 
 // docs/policy.md has a row for every limit, with its default and both bounds.

@@ -297,7 +297,9 @@ TEST_F(ResolverTest, OperatorOnlyKeysInARepositoryFileAreErrors) {
   ExpectError(ErrorKind::kPolicyError,
               "{dir}/ws/.ptybox.yaml:2:1: ceiling: only the operator policy may set `ceiling`; "
               "a repository policy cannot widen or move the sandbox. Remove it (operators set it "
-              "in /etc/ptybox/policy.yaml or the --policy file)");
+              "in /etc/ptybox/policy.yaml or the --policy file)"
+              ". No session opens in this workspace until its owner fixes or removes "
+              "{dir}/ws/.ptybox.yaml (anything running in a workspace-write session can write it)");
 }
 
 TEST_F(ResolverTest, OperatorWorkspaceAppliesOnlyWithoutACommandLineWorkspace) {
@@ -341,7 +343,9 @@ TEST_F(ResolverTest, ASymlinkedRepositoryFileIsRefused) {
   ExpectError(ErrorKind::kPolicyError,
               "cannot read the repository policy: {dir}/ws/.ptybox.yaml: is a symbolic link; a "
               "repository policy must be a regular file in the workspace (replace the link with "
-              "the file itself)");
+              "the file itself)"
+              ". No session opens in this workspace until its owner fixes or removes "
+              "{dir}/ws/.ptybox.yaml (anything running in a workspace-write session can write it)");
 }
 
 TEST_F(ResolverTest, AHardLinkedRepositoryFileIsRefused) {
@@ -349,7 +353,9 @@ TEST_F(ResolverTest, AHardLinkedRepositoryFileIsRefused) {
   fs::create_hard_link(outside, ws_ / ".ptybox.yaml");
   ExpectError(ErrorKind::kPolicyError,
               "cannot read the repository policy: {dir}/ws/.ptybox.yaml: has 2 hard links; a "
-              "repository policy must be a file of its own (copy it instead of linking it)");
+              "repository policy must be a file of its own (copy it instead of linking it)"
+              ". No session opens in this workspace until its owner fixes or removes "
+              "{dir}/ws/.ptybox.yaml (anything running in a workspace-write session can write it)");
 }
 
 TEST_F(ResolverTest, ADanglingDefaultOperatorLinkIsAnErrorNotAbsence) {

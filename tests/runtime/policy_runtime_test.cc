@@ -105,16 +105,20 @@ TEST(PolicyRuntimeTest, TypoInACheckedInPolicyNamesFileLineColumnAndKey) {
   EXPECT_NE(message.find("network"), std::string::npos) << "suggests the closest key: " << message;
 }
 
-std::pair<int, std::string> RunCli(const std::vector<std::string>& args) {
-  std::string command = PtyboxBinary().string();
-  for (const std::string& a : args) command += " '" + a + "'";
-  command += " 2>&1";
+// Runs a shell command line; its exit code and everything it printed.
+std::pair<int, std::string> Capture(const std::string& command) {
   FILE* pipe = ::popen(command.c_str(), "r");
   std::string out;
   char buf[4096];
   while (size_t n = std::fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
   int status = ::pclose(pipe);
   return {WEXITSTATUS(status), out};
+}
+
+std::pair<int, std::string> RunCli(const std::vector<std::string>& args) {
+  std::string command = PtyboxBinary().string();
+  for (const std::string& a : args) command += " '" + a + "'";
+  return Capture(command + " 2>&1");
 }
 
 TEST(PolicyCliTest, CheckPrintsOneLinePerProblemAndExitsNonZero) {
@@ -140,6 +144,114 @@ TEST(PolicyCliTest, ResolvePrintsEachValueWithItsSource) {
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("read-only"), std::string::npos) << out;
   EXPECT_NE(out.find("operator.yaml:2:7"), std::string::npos) << out;
+}
+
+// ---- Layering in `policy check`, requested modes, TERM (issue 19 items 1, 4 and 7).
+
+// `ptybox <args>` with `env` ("K=V") before it, the operator policy pointed at `op` (which may
+// not exist) so the machine's /etc/ptybox/policy.yaml never counts.
+std::pair<int, std::string> RunCliWith(const std::filesystem::path& op,
+                                       const std::vector<std::string>& args,
+                                       const std::vector<std::string>& env = {}) {
+  std::vector<std::string> all = {"PTYBOX_OPERATOR_POLICY=" + op.string(),
+                                  "PTYBOX_INIT=" + InitBinary().string()};
+  all.insert(all.end(), env.begin(), env.end());
+  std::string command = "env";
+  for (const std::string& kv : all) command += " '" + kv + "'";
+  command += " " + PtyboxBinary().string();
+  for (const std::string& a : args) command += " '" + a + "'";
+  return Capture(command + " 2>&1 </dev/null");
+}
+
+TEST(PolicyCliTest, CheckAppliesTheLayeringASpawnApplies) {
+  TempDir dir;
+  const auto op = dir.path() / "operator.yaml";
+  WriteFile(op, "version: 1\nlimits: {maxSessions: 8}\n");
+  std::filesystem::create_directory(dir.path() / "ws");
+  const auto repo = dir.path() / "ws/.ptybox.yaml";
+  WriteFile(repo,
+            "version: 1\nnetwork: allow\nenv:\n  pass: [AWS_SECRET_ACCESS_KEY]\n"
+            "limits: {maxSessions: 9}\n");
+  // The operator file named, and found at its default place: the same three denials.
+  for (const auto& args : {std::vector<std::string>{"policy", "check", op.string(), repo.string()},
+                           std::vector<std::string>{"policy", "check", repo.string()}}) {
+    auto [code, out] = RunCliWith(op, args);
+    EXPECT_EQ(code, 1) << out;
+    EXPECT_NE(out.find("ws/.ptybox.yaml:2:10: network: `allow` is not permitted"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("env.pass: `AWS_SECRET_ACCESS_KEY` is not passed by the operator policy"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("limits.maxSessions: 9 is above the operator's 8"), std::string::npos)
+        << out;
+  }
+  // What a spawn says about the same file.
+  auto [run_code, run_out] = RunCliWith(op, {"run", "--workspace", (dir.path() / "ws").string(),
+                                             "--", "true"});
+  EXPECT_EQ(run_code, 125) << run_out;
+  EXPECT_NE(run_out.find("network: `allow` is not permitted"), std::string::npos) << run_out;
+
+  // With no operator file anywhere the built-in defaults are the operator layer.
+  const auto none = dir.path() / "absent.yaml";
+  auto [bare_code, bare_out] = RunCliWith(none, {"policy", "check", repo.string()});
+  EXPECT_EQ(bare_code, 1) << bare_out;
+  EXPECT_NE(bare_out.find("network: `allow` is not permitted"), std::string::npos) << bare_out;
+
+  WriteFile(repo, "version: 1\nlimits: {maxSessions: 2}\n");
+  auto [ok_code, ok_out] = RunCliWith(op, {"policy", "check", repo.string()});
+  EXPECT_EQ(ok_code, 0) << ok_out;
+  EXPECT_NE(ok_out.find(repo.string() + ": ok (layered on " + op.string() + ")"),
+            std::string::npos)
+      << ok_out;
+}
+
+// policy.md: a mode a repository file was denied can be requested; the error says so.
+TEST(PolicyCliTest, ARequestedModeReplacesADeniedRepositoryMode) {
+  TempDir dir;
+  const auto none = dir.path() / "absent.yaml";
+  WriteFile(dir.path() / ".ptybox.yaml", "version: 1\nmode: danger-full-access\n");
+  const std::string ws = dir.path().string();
+  auto [denied_code, denied_out] = RunCliWith(none, {"run", "--workspace", ws, "--", "true"});
+  EXPECT_EQ(denied_code, 125) << denied_out;
+  EXPECT_NE(denied_out.find("or request the mode explicitly (--mode or policy_set_mode"),
+            std::string::npos)
+      << denied_out;
+  auto [code, out] = RunCliWith(none, {"run", "--workspace", ws, "--mode", "danger-full-access",
+                                       "--", "sh", "-c", "echo requested-ok"});
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("requested-ok"), std::string::npos) << out;
+  auto [narrow_code, narrow_out] =
+      RunCliWith(none, {"run", "--workspace", ws, "--mode", "read-only", "--", "true"});
+  EXPECT_EQ(narrow_code, 0) << narrow_out;
+}
+
+// TERM is the terminal's: refused in env.set; passed by name it reaches `ptybox run` (the
+// caller's terminal shows the output), while a session keeps xterm-256color (ptybox decodes).
+TEST(PolicyCliTest, TermIsReservedInEnvSetAndPassedOnlyToRun) {
+  TempDir dir;
+  const auto op = dir.path() / "operator.yaml";
+  WriteFile(op, "version: 1\nenv:\n  set: {TERM: vt100}\n");
+  auto [set_code, set_out] =
+      RunCliWith(op, {"run", "--workspace", dir.path().string(), "--", "true"});
+  EXPECT_EQ(set_code, 125) << set_out;
+  EXPECT_NE(set_out.find("env.set.TERM: `TERM` is reserved: the terminal type is the terminal's"),
+            std::string::npos)
+      << set_out;
+
+  WriteFile(op, "version: 1\nenv:\n  pass: [PATH, TERM]\n");
+  auto [code, out] = RunCliWith(op, {"run", "--workspace", dir.path().string(), "--", "sh", "-c",
+                                     "echo \"term=$TERM\""},
+                                {"TERM=vt220"});
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("term=vt220"), std::string::npos) << out;
+
+  Daemon daemon(Daemon::Options{{"--policy", op.string()}, {"TERM=vt220"}});
+  RpcClient client(daemon.socket());
+  Json opened = client.Call("terminal_open", Json::object());
+  ASSERT_TRUE(opened.contains("result")) << opened.dump();
+  Json r = Send(client, opened["result"]["sessionId"], "echo \"term=$TERM\"\n");
+  EXPECT_EQ(r["viewport"], "term=xterm-256color") << r.dump();
 }
 
 }  // namespace
