@@ -331,18 +331,20 @@ void LocalTerminal::WriteReply(std::string bytes) {
   Flush();
 }
 
-void LocalTerminal::AbortWrite() {
+bool LocalTerminal::AbortWrite() {
   for (auto it = writes_.begin(); it != writes_.end(); ++it) {
     if (it->reply) continue;
     size_t written = it->offset;
+    const bool dropped = written < it->bytes.size();
     std::function<void(Result<size_t>)> done = std::move(it->done);
     writes_.erase(it);
     std::weak_ptr<bool> alive = alive_;
     asio::post(io_, [alive, done = std::move(done), written] {
       if (!alive.expired() && done) done(written);
     });
-    return;
+    return dropped;
   }
+  return false;
 }
 
 void LocalTerminal::Flush() {
