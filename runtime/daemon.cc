@@ -7,6 +7,7 @@
 
 #include <asio/io_context.hpp>
 #include <asio/signal_set.hpp>
+#include <asio/steady_timer.hpp>
 #include <cstdlib>
 #include <memory>
 
@@ -130,9 +131,16 @@ int RunDaemon(DaemonOptions options) {
       return 1;
     }
     // At end of input: every session closed (a pending open answered), then every answer
-    // written, then exit.
+    // written, then exit; a client that no longer reads gets 10 s for that.
+    asio::steady_timer flush_grace(io);
     auto finish = [&, connection = *line] {
       connection->WhenFlushed([&] { shutdown(0); });
+      flush_grace.expires_after(std::chrono::seconds(10));
+      flush_grace.async_wait([&](const std::error_code& ec) {
+        if (ec) return;
+        LogWarn("the client does not read its last answers; exiting without them");
+        shutdown(0);
+      });
     };
     std::shared_ptr<void> server;
     if (options.stdio) {
