@@ -355,8 +355,22 @@ void LocalTerminal::Flush() {
     }
     return;
   }
+  // At most this much per turn of the reactor: a reader that keeps up with a huge input must not
+  // hold the reactor (and every deadline, this send's own included) inside this loop.
+  constexpr size_t kWriteBytesPerTurn = 64 * 1024;
+  size_t written_this_turn = 0;
   while (!writes_.empty()) {
     PendingWrite& w = writes_.front();
+    if (w.offset < w.bytes.size() && written_this_turn >= kWriteBytesPerTurn) {
+      if (write_waiting_) return;
+      write_waiting_ = true;
+      asio::post(io_, [this, alive] {
+        if (alive.expired()) return;
+        write_waiting_ = false;
+        Flush();
+      });
+      return;
+    }
     if (w.offset < w.bytes.size()) {
       ssize_t n = ::write(master_->native_handle(), w.bytes.data() + w.offset,
                           w.bytes.size() - w.offset);
@@ -377,6 +391,7 @@ void LocalTerminal::Flush() {
         return;
       }
       w.offset += static_cast<size_t>(n);
+      written_this_turn += static_cast<size_t>(n);
       ++writes_done_;
       if (w.offset < w.bytes.size()) continue;
     }
