@@ -146,7 +146,8 @@ Result<void> CheckSocketPathFree(const std::filesystem::path& path) {
                 path.string());
   }
   std::memcpy(address.sun_path, path.c_str(), path.string().size());
-  int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Non-blocking: a live daemon whose backlog is full answers EAGAIN instead of blocking us.
+  int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (probe < 0) return std::unexpected(Error::FromErrno(ErrorKind::kInternal, "socket"));
   int rc = ::connect(probe, reinterpret_cast<const sockaddr*>(&address), sizeof(address));
   int err = errno;

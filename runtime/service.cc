@@ -402,7 +402,8 @@ size_t PtyService::session_count() const {
   size_t count = 0;
   for (const std::weak_ptr<Owner>& weak : owners_) {
     if (std::shared_ptr<Owner> owner = weak.lock()) {
-      count += owner->sessions.size() + owner->pending_opens.size();
+      // Spawns still count while a canceled one is being cleaned up.
+      count += owner->sessions.size() + static_cast<size_t>(owner->fence().spawns_in_progress());
     }
   }
   return count;

@@ -112,8 +112,10 @@ TEST(DaemonWallsTest, DeeplyNestedJsonIsRefusedAndEveryoneStaysServed) {
   ASSERT_FALSE(session.empty());
 
   RpcClient attacker(daemon.socket());
-  const std::string deep_params = R"({"jsonrpc":"2.0","id":1,"method":"terminal_list","params":{"a":)" +
-                                  Nested(100000, '[', ']') + "}}";
+  // The shape that crashed the daemon (SIGSEGV): objects nested in params.
+  std::string deep_params = R"({"jsonrpc":"2.0","id":1,"method":"terminal_list","params":)";
+  for (int i = 0; i < 100000; ++i) deep_params += R"({"a":)";
+  deep_params += "1" + std::string(100000, '}') + "}";
   for (const std::string& line :
        {Nested(100000, '[', ']'), std::string(100000, '{'), deep_params}) {
     attacker.SendRaw(line + "\n");
@@ -213,7 +215,8 @@ struct LimitedDaemon {
   std::unique_ptr<ChildProcess> process;
 
   LimitedDaemon(int descriptor_limit, std::vector<std::string> extra) {
-    std::string command = "ulimit -n " + std::to_string(descriptor_limit) + " && exec \"$0\" \"$@\"";
+    std::string command =
+        "ulimit -n " + std::to_string(descriptor_limit) + " && exec \"$0\" \"$@\"";
     std::vector<std::string> argv = {"/bin/sh",  "-c", command, PtyboxBinary().string(),
                                      "serve",    "--socket", socket.string(), "--workspace",
                                      workspace.path().string()};
@@ -723,7 +726,9 @@ TEST_P(CwdProbeTest, OutsideTheWorkspaceEveryPathGetsTheSameAnswer) {
     Json reply = client.Call("terminal_open", Json{{"cwd", cwd}});
     EXPECT_EQ(reply["error"]["data"]["kind"], "policy_denied") << reply.dump();
     std::string message = reply["error"]["message"].get<std::string>();
-    if (size_t at = message.find(cwd); at != std::string::npos) message.replace(at, cwd.size(), "X");
+    if (size_t at = message.find(cwd); at != std::string::npos) {
+      message.replace(at, cwd.size(), "X");
+    }
     return message;
   };
   const std::string reference = answer("/etc");
