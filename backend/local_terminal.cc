@@ -331,18 +331,20 @@ void LocalTerminal::WriteReply(std::string bytes) {
   Flush();
 }
 
-void LocalTerminal::AbortWrite() {
+bool LocalTerminal::AbortWrite() {
   for (auto it = writes_.begin(); it != writes_.end(); ++it) {
     if (it->reply) continue;
     size_t written = it->offset;
+    const bool dropped = written < it->bytes.size();
     std::function<void(Result<size_t>)> done = std::move(it->done);
     writes_.erase(it);
     std::weak_ptr<bool> alive = alive_;
     asio::post(io_, [alive, done = std::move(done), written] {
       if (!alive.expired() && done) done(written);
     });
-    return;
+    return dropped;
   }
+  return false;
 }
 
 void LocalTerminal::Flush() {
@@ -353,8 +355,22 @@ void LocalTerminal::Flush() {
     }
     return;
   }
+  // At most this much per turn of the reactor: a reader that keeps up with a huge input must not
+  // hold the reactor (and every deadline, this send's own included) inside this loop.
+  constexpr size_t kWriteBytesPerTurn = 64 * 1024;
+  size_t written_this_turn = 0;
   while (!writes_.empty()) {
     PendingWrite& w = writes_.front();
+    if (w.offset < w.bytes.size() && written_this_turn >= kWriteBytesPerTurn) {
+      if (write_waiting_) return;
+      write_waiting_ = true;
+      asio::post(io_, [this, alive] {
+        if (alive.expired()) return;
+        write_waiting_ = false;
+        Flush();
+      });
+      return;
+    }
     if (w.offset < w.bytes.size()) {
       ssize_t n = ::write(master_->native_handle(), w.bytes.data() + w.offset,
                           w.bytes.size() - w.offset);
@@ -375,6 +391,7 @@ void LocalTerminal::Flush() {
         return;
       }
       w.offset += static_cast<size_t>(n);
+      written_this_turn += static_cast<size_t>(n);
       ++writes_done_;
       if (w.offset < w.bytes.size()) continue;
     }

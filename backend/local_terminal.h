@@ -54,7 +54,7 @@ class LocalTerminal final : public TerminalHandle {
   std::optional<pid_t> ForegroundPgid() override;
   std::optional<size_t> UnreadInput() override;
   void Write(std::string bytes, std::function<void(Result<size_t>)> done) override;
-  void AbortWrite() override;
+  bool AbortWrite() override;
   void SignalForeground(int signal, std::function<void(Result<SignalResult>)> done) override;
 
   // Answers the terminal owes a program (cursor reports): written ahead of queued input.

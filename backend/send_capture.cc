@@ -118,6 +118,19 @@ std::string SendCapture::TakeOutput(size_t max_bytes, bool* dropped) {
   return out;
 }
 
+std::string SendCapture::Bound(std::string_view text, size_t max_bytes, bool* truncated) {
+  if (text.size() <= max_bytes) {
+    if (truncated != nullptr) *truncated = false;
+    return std::string(text);
+  }
+  if (truncated != nullptr) *truncated = true;
+  if (max_bytes < kMinResultBytes) return std::string(text.substr(0, CharPrefix(text, max_bytes)));
+  SendCapture capture(max_bytes, 1, std::string());
+  capture.any_line_ = true;  // no first-line rule: the text is all output
+  capture.Capture(text);
+  return capture.Viewport(std::string_view(), nullptr);
+}
+
 std::string SendCapture::Viewport(std::string_view pending_now, bool* truncated) const {
   std::string_view pending = pending_now;
   if (!any_line_) pending = AfterBoundary(pending_now).value_or(std::string_view());

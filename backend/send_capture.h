@@ -33,6 +33,11 @@ class SendCapture final {
   [[nodiscard]] std::string Viewport(std::string_view pending_now, bool* truncated) const;
   [[nodiscard]] uint64_t captured_bytes() const { return total_bytes_; }
 
+  // Any text (a rendered screen) within `max_bytes` the way a viewport is: unchanged when it
+  // fits; else its head and tail with the drop line (or, under 256 bytes, its longest prefix
+  // of whole characters), and *truncated (when not null) set.
+  static std::string Bound(std::string_view text, size_t max_bytes, bool* truncated);
+
  private:
   // What a first line (or pending_now without any line) contributes; nullopt: nothing at all.
   [[nodiscard]] std::optional<std::string_view> AfterBoundary(std::string_view line) const;

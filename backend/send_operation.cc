@@ -220,9 +220,16 @@ void SendOperation::Finish(WaitReason reason) {
   if (settled()) return;  // rejected earlier
   SendResult result;
   result.wait_reason = reason;
+  // Settled (the deadline, most often) while its input was still being written, blocked on a
+  // full terminal input buffer: the rest is dropped, so the send ends now and no later input
+  // lands after it. The result says so with `truncated`.
+  const bool input_dropped = write_ == WriteState::kInFlight && host_.terminal().AbortWrite();
   result.session_status = host_.CurrentStatus();
   if (std::optional<std::string> screen = host_.AlternateScreen()) {
-    result.viewport = *screen;
+    // The rendered screen, within maxResultBytes like any viewport.
+    bool truncated = false;
+    result.viewport = SendCapture::Bound(*screen, config_.max_result_bytes, &truncated);
+    result.truncated = truncated;
   } else if (capture_) {
     bool by_prompt = engine().settled_by_prompt() && marker_.has_value();
     std::string pending = by_prompt ? pending_before_marker_ : host_.PendingText();
@@ -235,6 +242,7 @@ void SendOperation::Finish(WaitReason reason) {
     result.viewport = capture_->Viewport(pending, &truncated);
     result.truncated = truncated;
   }
+  if (input_dropped) result.truncated = true;
   if (engine().settled_by_prompt() && marker_) {
     result.exit_code = marker_->exit_code;
     result.cwd = marker_->cwd;

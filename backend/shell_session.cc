@@ -320,17 +320,19 @@ std::optional<std::string> ShellSession::AlternateScreen() {
 
 ReadResult ShellSession::Read(const ReadRequest& request) const {
   const Scrollback& scrollback = decoder_.scrollback();
+  const auto limit = static_cast<size_t>(spec_.policy.limits.max_read_bytes);
+  size_t max_bytes = request.max_bytes ? std::min(static_cast<size_t>(*request.max_bytes), limit)
+                                       : limit;
   if (request.view == ReadView::kScreen) {
+    // The screen (up to 1000 x 500 cells, each with combining marks) within the same bound as
+    // a page of lines; `truncated` says a part was dropped.
     ReadResult screen;
-    screen.text = decoder_.screen().Render();
+    screen.text = SendCapture::Bound(decoder_.screen().Render(), max_bytes, &screen.truncated);
     screen.cursor = scrollback.end();
     screen.next_cursor = scrollback.end();
     screen.end = true;
     return screen;
   }
-  const auto limit = static_cast<size_t>(spec_.policy.limits.max_read_bytes);
-  size_t max_bytes = request.max_bytes ? std::min(static_cast<size_t>(*request.max_bytes), limit)
-                                       : limit;
   return scrollback.Read(request.cursor, max_bytes, decoder_.PendingText());
 }
 

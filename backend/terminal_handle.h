@@ -30,7 +30,8 @@ class TerminalHandle {
   // rejected the write.
   virtual void Write(std::string bytes, std::function<void(Result<size_t>)> done) = 0;
   // Stops an in-flight write after what has been written so far; its `done` runs with that count.
-  virtual void AbortWrite() = 0;
+  // True when bytes of it were left unwritten (dropped).
+  virtual bool AbortWrite() = 0;
   // Sends `signal` to the verified foreground process group.
   virtual void SignalForeground(int signal, std::function<void(Result<SignalResult>)> done) = 0;
 };

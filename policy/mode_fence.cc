@@ -1,4 +1,5 @@
-// Counting open sessions and spawns in progress; refusing mode changes while either is non-zero.
+// Counting open sessions and spawns by mode; refusing mode changes that would leave one of them
+// in another mode than the owner's.
 #include "policy/mode_fence.h"
 
 #include <string>
@@ -6,42 +7,73 @@
 #include "common/log.h"
 
 namespace ptybox::policy {
+namespace {
+
+std::string Plural(int n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+constexpr Mode kModes[] = {Mode::kReadOnly, Mode::kWorkspaceWrite, Mode::kDangerFullAccess};
+
+}  // namespace
 
 ModeFence::ModeFence(std::optional<Mode> requested) : requested_(requested) {}
 
-void ModeFence::BeginSpawn() { ++spawns_in_progress_; }
+void ModeFence::BeginSpawn(Mode mode) { ++At(spawning_, mode); }
 
-void ModeFence::EndSpawn(bool published) {
-  if (spawns_in_progress_ == 0) {
+void ModeFence::EndSpawn(Mode mode, bool published) {
+  if (At(spawning_, mode) == 0) {
     // A caller bug; keep the counts meaningful rather than going negative.
     LogError("ModeFence::EndSpawn without a matching BeginSpawn");
     return;
   }
-  --spawns_in_progress_;
-  if (published) ++open_sessions_;
+  --At(spawning_, mode);
+  if (published) ++At(open_, mode);
 }
 
-void ModeFence::SessionClosed() {
-  if (open_sessions_ == 0) {
+void ModeFence::SessionClosed(Mode mode) {
+  if (At(open_, mode) == 0) {
     LogError("ModeFence::SessionClosed without an open session");
     return;
   }
-  --open_sessions_;
+  --At(open_, mode);
+}
+
+bool ModeFence::LiveOtherThan(Mode mode) const {
+  for (Mode other : kModes) {
+    if (other == mode) continue;
+    if (open_[static_cast<size_t>(other)] + spawning_[static_cast<size_t>(other)] > 0) return true;
+  }
+  return false;
 }
 
 Result<void> ModeFence::SetMode(Mode requested, Mode current_effective) {
+  const std::string counts = Plural(open_sessions(), "open session", "open sessions") + " and " +
+                             Plural(spawns_in_progress(), "spawn", "spawns") + " in progress";
   if (requested != current_effective && fenced()) {
-    auto plural = [](int n, const char* one, const char* many) {
-      return std::to_string(n) + " " + (n == 1 ? one : many);
-    };
     return Fail(ErrorKind::kModeFenced,
                 "cannot change the mode from `" + std::string(ToString(current_effective)) +
                     "` to `" + std::string(ToString(requested)) + "` while this owner has " +
-                    plural(open_sessions_, "open session", "open sessions") + " and " +
-                    plural(spawns_in_progress_, "spawn", "spawns") +
-                    " in progress: wait for terminal_open to settle, close the sessions "
+                    counts +
+                    ": wait for terminal_open to settle, close the sessions "
                     "(terminal_close), then change the mode, so no terminal keeps the old "
                     "access");
+  }
+  if (LiveOtherThan(requested)) {
+    // The effective mode changed under live sessions (a repository file): choosing it now
+    // would claim a mode that a live terminal does not have.
+    std::string modes;
+    for (Mode other : kModes) {
+      if (other == requested) continue;
+      const size_t at = static_cast<size_t>(other);
+      if (open_[at] + spawning_[at] == 0) continue;
+      modes += std::string(modes.empty() ? "" : ", ") + "`" + std::string(ToString(other)) + "`";
+    }
+    return Fail(ErrorKind::kModeFenced,
+                "cannot set the mode `" + std::string(ToString(requested)) +
+                    "` while this owner has " + counts + " in " + modes +
+                    ": close those sessions (terminal_close) and wait for terminal_open to "
+                    "settle, then set the mode, so no terminal keeps other access");
   }
   requested_ = requested;
   return {};

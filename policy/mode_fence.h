@@ -1,8 +1,10 @@
 // The mode fence of one owner (seeds/001): a change to a different effective mode is refused
-// while the owner has an open session or a spawn in progress. Owned by the owner scope itself,
-// so it outlives any provider reload that keeps the owner's sessions.
+// while the owner has an open session or a spawn in progress, and so is any mode change that
+// would leave a live session or spawn in another mode than the one chosen. Owned by the owner
+// scope itself, so it outlives any provider reload that keeps the owner's sessions.
 #pragma once
 
+#include <array>
 #include <optional>
 
 #include "common/error.h"
@@ -16,6 +18,11 @@ namespace ptybox::policy {
 // BeginSpawn() in the same handler that resolved the spawn's mode. policy_set_mode is:
 // Resolve() with the requested mode (above the ceiling: kPolicyDenied), Resolve() with
 // requested_mode() for the current effective mode, then SetMode(requested, current).
+//
+// The fence remembers the mode of every live session and spawn, not only how many there are:
+// the effective mode can change under it (a repository file written by a session), and a
+// change "to the mode already in effect" must still be refused while a session of another mode
+// lives on.
 class ModeFence final {
  public:
   explicit ModeFence(std::optional<Mode> requested = {});
@@ -23,25 +30,31 @@ class ModeFence final {
   // The owner's policy_set_mode choice; nullopt: the policy files decide.
   [[nodiscard]] std::optional<Mode> requested_mode() const { return requested_; }
 
-  // A spawn resolved its mode and is starting; ends with EndSpawn exactly once.
-  void BeginSpawn();
+  // A spawn resolved `mode` and is starting; ends with EndSpawn (same mode) exactly once.
+  void BeginSpawn(Mode mode);
   // The spawn settled: published (the session is now open) or failed/canceled.
-  void EndSpawn(bool published);
-  // A published session closed (its processes are gone).
-  void SessionClosed();
+  void EndSpawn(Mode mode, bool published);
+  // A published session of `mode` closed (its processes are gone).
+  void SessionClosed(Mode mode);
 
-  [[nodiscard]] int open_sessions() const { return open_sessions_; }
-  [[nodiscard]] int spawns_in_progress() const { return spawns_in_progress_; }
-  [[nodiscard]] bool fenced() const { return open_sessions_ + spawns_in_progress_ > 0; }
+  [[nodiscard]] int open_sessions() const { return Sum(open_); }
+  [[nodiscard]] int spawns_in_progress() const { return Sum(spawning_); }
+  [[nodiscard]] bool fenced() const { return open_sessions() + spawns_in_progress() > 0; }
+  // True when a live session or spawn runs in a mode other than `mode`.
+  [[nodiscard]] bool LiveOtherThan(Mode mode) const;
 
-  // Records `requested` as the owner's mode. kModeFenced when it differs from
-  // `current_effective` while fenced(); choosing the mode already in effect always succeeds.
+  // Records `requested` as the owner's mode. kModeFenced while fenced() when it differs from
+  // `current_effective` or from the mode of any live session or spawn; otherwise succeeds.
   [[nodiscard]] Result<void> SetMode(Mode requested, Mode current_effective);
 
  private:
+  using Counts = std::array<int, 3>;  // by Mode
+  static int Sum(const Counts& counts) { return counts[0] + counts[1] + counts[2]; }
+  static int& At(Counts& counts, Mode mode) { return counts[static_cast<size_t>(mode)]; }
+
   std::optional<Mode> requested_;
-  int open_sessions_ = 0;
-  int spawns_in_progress_ = 0;
+  Counts open_{};
+  Counts spawning_{};
 };
 
 }  // namespace ptybox::policy

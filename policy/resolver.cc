@@ -2,6 +2,10 @@
 // everything to the pure Combine().
 #include "policy/resolver.h"
 
+#include <sys/stat.h>
+
+#include <deque>
+#include <optional>
 #include <system_error>
 #include <vector>
 
@@ -154,6 +158,46 @@ Result<ResolvedPolicy> Resolve(const ResolveInputs& inputs) {
   return std::move(*combined);
 }
 
+namespace {
+
+// Where the absolute `path` leads with every link followed, a dangling one too; from the first
+// part that does not exist (or cannot be looked at) on, the rest is taken as written. nullopt on
+// a loop. Unlike weakly_canonical, a link to a missing host path is followed, so whether that
+// path exists makes no difference to where it leads.
+std::optional<fs::path> FollowLinks(const fs::path& path) {
+  std::deque<fs::path> rest;
+  for (const fs::path& part : path.relative_path()) rest.push_back(part);
+  fs::path done = "/";
+  bool missing = false;
+  int hops = 0;
+  while (!rest.empty()) {
+    fs::path part = rest.front();
+    rest.pop_front();
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      done = done.parent_path();
+      continue;
+    }
+    fs::path next = done / part;
+    struct stat st {};
+    if (!missing && ::lstat(next.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+      std::error_code ec;
+      fs::path target = fs::read_symlink(next, ec);
+      if (ec || ++hops > 40) return std::nullopt;
+      if (target.is_absolute()) done = "/";
+      const fs::path relative = target.relative_path();
+      std::vector<fs::path> parts(relative.begin(), relative.end());
+      rest.insert(rest.begin(), parts.begin(), parts.end());
+      continue;
+    }
+    if (!missing && ::lstat(next.c_str(), &st) != 0) missing = true;
+    done = next;
+  }
+  return done;
+}
+
+}  // namespace
+
 Result<fs::path> ResolveCwd(const ResolvedPolicy& policy, const std::optional<std::string>& cwd) {
   if (!cwd) return policy.workspace_root;
   if (cwd->empty() || cwd->find('\0') != std::string::npos || cwd->size() > kMaxPathBytes) {
@@ -166,6 +210,21 @@ Result<fs::path> ResolveCwd(const ResolvedPolicy& policy, const std::optional<st
   fs::path wanted(*cwd);
   if (wanted.is_relative()) wanted = policy.workspace_root / wanted;
   std::error_code ec;
+  if (IsConfined(policy.mode)) {
+    // Where the path leads is decided before anything about it is said: a path that leaves the
+    // workspace (by name or through a link) gets one answer whether or not it exists on the
+    // host, and never its resolved form (cwd "/proc/self/cwd" would name the daemon's).
+    std::optional<fs::path> leads_to = FollowLinks(wanted);
+    if (!leads_to || !IsWithin(*leads_to, policy.workspace_root)) {
+      return Fail(ErrorKind::kPolicyDenied,
+                  "cwd " + Printable(*cwd, 256) + " is not inside the workspace root " +
+                      Printable(policy.workspace_root.string(), 256) + "; in mode `" +
+                      std::string(ToString(policy.mode)) +
+                      "` a shell starts inside the workspace. Pick a directory inside it, or "
+                      "omit cwd",
+                  "cwd");
+    }
+  }
   fs::path canonical = fs::canonical(wanted, ec);
   if (ec) {
     return Fail(ErrorKind::kInvalidParams,

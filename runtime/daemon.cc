@@ -2,10 +2,12 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <asio/io_context.hpp>
 #include <asio/signal_set.hpp>
+#include <asio/steady_timer.hpp>
 #include <cstdlib>
 #include <memory>
 
@@ -30,12 +32,60 @@ std::filesystem::path FindInitBinary() {
   return "/usr/local/libexec/ptybox/ptybox-init";
 }
 
+namespace {
+
+constexpr size_t kReservedDescriptors = 64;  // logs, policy files, spawns in progress
+constexpr size_t kDescriptorsPerSession = 4;  // PTY master, control socket, spawn pipes
+
+// Raises the soft descriptor limit to the hard one, then lowers the connection and session
+// limits until they fit in it: running out of descriptors must be a refused connection or a
+// refused open, never a failure deep inside the reactor.
+void FitLimitsToDescriptors(DaemonOptions& options) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  if (limit.rlim_cur == RLIM_INFINITY) return;
+  const auto available = static_cast<size_t>(limit.rlim_cur);
+  size_t& connections = options.max_connections;
+  size_t& sessions = options.service.max_total_sessions;
+  if (kReservedDescriptors + connections + kDescriptorsPerSession * sessions <= available) return;
+  const size_t budget = available > kReservedDescriptors ? available - kReservedDescriptors : 0;
+  const size_t share = std::max<size_t>(budget / (1 + kDescriptorsPerSession), 1);
+  connections = std::min(connections, share);
+  sessions = std::min(sessions, share);
+  LogWarn("the descriptor limit is " + std::to_string(available) + ": serving at most " +
+          std::to_string(connections) + " connections and " + std::to_string(sessions) +
+          " sessions (raise `ulimit -n` for more)");
+}
+
+// Runs the reactor until it is stopped. A handler that throws is a bug; it is logged and the
+// reactor goes on serving every other client rather than ending all of them.
+void RunReactor(asio::io_context& io) {
+  for (;;) {
+    try {
+      io.run();
+      return;
+    } catch (const std::exception& e) {
+      LogError(std::string("a handler failed, the daemon continues: ") + e.what());
+    } catch (...) {
+      LogError("a handler failed, the daemon continues");
+    }
+  }
+}
+
+}  // namespace
+
 int RunDaemon(DaemonOptions options) {
   ::signal(SIGPIPE, SIG_IGN);
   // Orphans of a session whose ptybox-init was killed re-parent to us, not to the host's init;
   // as a container entrypoint we are PID 1 and reap everything anyway.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
 
+  FitLimitsToDescriptors(options);
   asio::io_context io(1);
   backend::ChildReaper reaper(io);
   PtyService service(io, reaper, options.service);
@@ -73,27 +123,45 @@ int RunDaemon(DaemonOptions options) {
   };
   arm_reload();
 
-  if (options.stdio) {
-    auto line = std::make_shared<LineConnection>(io, ::dup(STDIN_FILENO), ::dup(STDOUT_FILENO));
-    auto rpc = std::make_shared<RpcConnection>(service, line, "stdio client");
-    rpc->Start([&] { shutdown(0); });
-    io.run();
+  if (options.stdio || options.mcp) {
+    Result<std::shared_ptr<LineConnection>> line =
+        LineConnection::Create(io, ::dup(STDIN_FILENO), ::dup(STDOUT_FILENO));
+    if (!line) {
+      LogError(line.error().Describe());
+      return 1;
+    }
+    // At end of input: every session closed (a pending open answered), then every answer
+    // written, then exit; a client that no longer reads gets 10 s for that.
+    asio::steady_timer flush_grace(io);
+    auto finish = [&, connection = *line] {
+      connection->WhenFlushed([&] { shutdown(0); });
+      flush_grace.expires_after(std::chrono::seconds(10));
+      flush_grace.async_wait([&](const std::error_code& ec) {
+        if (ec) return;
+        LogWarn("the client does not read its last answers; exiting without them");
+        shutdown(0);
+      });
+    };
+    std::shared_ptr<void> server;
+    if (options.stdio) {
+      auto rpc = std::make_shared<RpcConnection>(service, *line, "stdio client");
+      rpc->Start(finish);
+      server = rpc;
+    } else {
+      auto mcp = std::make_shared<McpServer>(io, service, *line, "mcp host", options.mcp_options);
+      mcp->Start(finish);
+      server = mcp;
+    }
+    RunReactor(io);
     return exit_code;
   }
-  if (options.mcp) {
-    auto line = std::make_shared<LineConnection>(io, ::dup(STDIN_FILENO), ::dup(STDOUT_FILENO));
-    auto mcp = std::make_shared<McpServer>(io, service, line, "mcp host", options.mcp_options);
-    mcp->Start([&] { shutdown(0); });
-    io.run();
-    return exit_code;
-  }
-  socket_server = std::make_unique<SocketServer>(io, service);
+  socket_server = std::make_unique<SocketServer>(io, service, options.max_connections);
   if (Result<void> listening = socket_server->Listen(*options.socket); !listening) {
     LogError(listening.error().Describe());
     return 1;
   }
   LogInfo("listening on " + options.socket->string());
-  io.run();
+  RunReactor(io);
   return exit_code;
 }
 

@@ -12,7 +12,13 @@
 
 namespace ptybox::runtime {
 
+// Defaults of the daemon-wide limits (serve --max-connections, --max-sessions). The daemon
+// raises its soft descriptor limit to the hard one and lowers both when even then they could
+// exhaust its descriptors (about one per connection, four per session).
+inline constexpr size_t kDefaultMaxConnections = 256;
+
 struct DaemonOptions {
+  size_t max_connections = kDefaultMaxConnections;
   bool stdio = false;
   std::optional<std::filesystem::path> socket;
   bool mcp = false;

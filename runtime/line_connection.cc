@@ -18,88 +18,132 @@ bool IsRegularFile(int fd) {
 
 }  // namespace
 
+Result<std::shared_ptr<LineConnection>> LineConnection::Create(asio::io_context& io, int in_fd,
+                                                               int out_fd) {
+  std::shared_ptr<LineConnection> connection(new LineConnection(io, in_fd, out_fd));
+  if (Result<void> opened = connection->Open(); !opened) return std::unexpected(opened.error());
+  return connection;
+}
+
 LineConnection::LineConnection(asio::io_context& io, int in_fd, int out_fd)
-    : io_(io), in_fd_(in_fd), out_fd_(out_fd) {
+    : io_(io), in_fd_(in_fd), out_fd_(out_fd) {}
+
+Result<void> LineConnection::Open() {
+  if (in_fd_ < 0 || out_fd_ < 0) {
+    return Fail(ErrorKind::kInternal, "a client connection has no valid descriptor");
+  }
   // epoll cannot watch regular files: those are read and written synchronously.
   in_is_file_ = IsRegularFile(in_fd_);
   out_is_file_ = IsRegularFile(out_fd_);
+  out_is_in_ = in_fd_ == out_fd_ && !in_is_file_;
+  std::error_code ec;
   if (!in_is_file_) {
-    in_.emplace(io_, in_fd_ == out_fd_ ? ::dup(in_fd_) : in_fd_);
-    in_->non_blocking(true);
+    in_.emplace(io_);
+    in_->assign(in_fd_, ec);
+    if (!ec) in_->non_blocking(true, ec);
+    if (ec) {
+      in_.reset();
+      return Fail(ErrorKind::kInternal, "cannot watch a client connection: " + ec.message());
+    }
   }
-  if (!out_is_file_) {
-    out_.emplace(io_, out_fd_);
-    out_->non_blocking(true);
+  if (!out_is_file_ && !out_is_in_) {
+    out_.emplace(io_);
+    out_->assign(out_fd_, ec);
+    if (!ec) out_->non_blocking(true, ec);
+    if (ec) {
+      out_.reset();
+      return Fail(ErrorKind::kInternal, "cannot watch a client connection: " + ec.message());
+    }
   }
+  return {};
 }
 
 LineConnection::~LineConnection() {
-  if (in_) in_->close();
-  if (out_) out_->close();
-  if (in_is_file_) ::close(in_fd_);
-  if (out_is_file_ && out_fd_ != in_fd_) ::close(out_fd_);
+  std::error_code ignored;
+  const bool in_owned = in_.has_value() && in_->is_open();
+  const bool out_owned = out_.has_value() && out_->is_open();
+  if (in_) in_->close(ignored);
+  if (out_) out_->close(ignored);
+  if (!in_owned && in_fd_ >= 0) ::close(in_fd_);
+  if (!out_owned && out_fd_ >= 0 && out_fd_ != in_fd_) ::close(out_fd_);
 }
 
 void LineConnection::Start(Handlers handlers) {
   handlers_ = std::move(handlers);
-  if (in_is_file_) {
-    std::weak_ptr<LineConnection> weak = weak_from_this();
-    asio::post(io_, [weak] {
-      std::shared_ptr<LineConnection> self = weak.lock();
-      if (!self) return;
-      for (;;) {
-        ssize_t n = ::read(self->in_fd_, self->chunk_.data(), self->chunk_.size());
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        self->OnData(self->chunk_.data(), static_cast<size_t>(n));
-        if (self->closed_) return;
-      }
-      self->input_done_ = true;
-      if (self->handlers_.on_closed) self->handlers_.on_closed();
-    });
-    return;
-  }
   ReadMore();
 }
 
 void LineConnection::ReadMore() {
-  if (closed_ || !in_) return;
+  if (closed_ || input_done_ || reading_ || read_paused_ || pending_at_ < pending_.size()) return;
+  reading_ = true;
   std::weak_ptr<LineConnection> weak = weak_from_this();
+  if (in_is_file_) {
+    asio::post(io_, [weak] {
+      std::shared_ptr<LineConnection> self = weak.lock();
+      if (!self || self->closed_) return;
+      ssize_t n;
+      do {
+        n = ::read(self->in_fd_, self->chunk_.data(), self->chunk_.size());
+      } while (n < 0 && errno == EINTR);
+      if (n <= 0) return self->InputEnded();
+      self->OnChunk(static_cast<size_t>(n));
+    });
+    return;
+  }
   in_->async_read_some(asio::buffer(chunk_), [weak](const std::error_code& ec, size_t n) {
     std::shared_ptr<LineConnection> self = weak.lock();
     if (!self || self->closed_) return;
-    if (ec) {
-      self->input_done_ = true;
-      if (self->handlers_.on_closed) self->handlers_.on_closed();
-      return;
-    }
-    self->OnData(self->chunk_.data(), n);
-    self->ReadMore();
+    if (ec) return self->InputEnded();
+    self->OnChunk(n);
   });
 }
 
-void LineConnection::OnData(const char* data, size_t size) {
+void LineConnection::InputEnded() {
+  reading_ = false;
+  if (input_done_) return;
+  input_done_ = true;
+  if (handlers_.on_closed) handlers_.on_closed();
+}
+
+void LineConnection::OnChunk(size_t size) {
+  reading_ = false;
+  pending_.assign(chunk_.data(), size);
+  pending_at_ = 0;
+  ProcessInput();
+  ReadMore();
+}
+
+void LineConnection::ProcessInput() {
   std::shared_ptr<LineConnection> keep = shared_from_this();
-  std::string_view incoming(data, size);
-  while (!incoming.empty() && !closed_) {
+  while (pending_at_ < pending_.size() && !closed_) {
+    if (OutputFull()) {
+      // The client is not reading its answers: read no further request until it does.
+      read_paused_ = true;
+      return;
+    }
+    std::string_view incoming = std::string_view(pending_).substr(pending_at_);
     size_t newline = incoming.find('\n');
     if (skipping_) {
-      if (newline == std::string_view::npos) return;
+      if (newline == std::string_view::npos) {
+        pending_at_ = pending_.size();
+        break;
+      }
       skipping_ = false;
-      incoming.remove_prefix(newline + 1);
+      pending_at_ += newline + 1;
       continue;
     }
     if (newline == std::string_view::npos) {
       buffer_.append(incoming);
+      pending_at_ = pending_.size();
       if (buffer_.size() > kMaxLineBytes) {
-        buffer_.clear();
+        std::string().swap(buffer_);
         skipping_ = true;
         if (handlers_.on_oversized_line) handlers_.on_oversized_line();
       }
-      return;
+      break;
     }
     buffer_.append(incoming.substr(0, newline));
-    incoming.remove_prefix(newline + 1);
+    pending_at_ += newline + 1;
     std::string line;
     line.swap(buffer_);
     if (line.size() > kMaxLineBytes) {
@@ -110,10 +154,14 @@ void LineConnection::OnData(const char* data, size_t size) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are ignored
     if (handlers_.on_line) handlers_.on_line(std::move(line));
   }
+  if (pending_at_ >= pending_.size()) {
+    pending_.clear();
+    pending_at_ = 0;
+  }
 }
 
 void LineConnection::Send(std::string message) {
-  if (closed_) return;
+  if (write_failed_) return;
   message.push_back('\n');
   if (out_is_file_) {
     size_t off = 0;
@@ -125,36 +173,63 @@ void LineConnection::Send(std::string message) {
     }
     return;
   }
+  outbox_bytes_ += message.size();
   outbox_.push_back(std::move(message));
   WriteMore();
 }
 
 void LineConnection::WriteMore() {
-  if (writing_ || outbox_.empty() || !out_) return;
+  if (writing_ || outbox_.empty() || write_failed_) return;
   writing_ = true;
   std::weak_ptr<LineConnection> weak = weak_from_this();
-  asio::async_write(*out_, asio::buffer(outbox_.front()),
+  asio::async_write(*out(), asio::buffer(outbox_.front()),
                     [weak](const std::error_code& ec, size_t) {
                       std::shared_ptr<LineConnection> self = weak.lock();
                       if (!self) return;
                       self->writing_ = false;
                       if (ec) {
-                        // The peer is gone: nothing more can be delivered.
-                        self->outbox_.clear();
-                        if (!self->input_done_ && self->handlers_.on_closed) {
+                        // The peer is gone: nothing more can be delivered; free it all now.
+                        self->write_failed_ = true;
+                        std::deque<std::string>().swap(self->outbox_);
+                        self->outbox_bytes_ = 0;
+                        self->OutputDrained();
+                        if (!self->input_done_) {
                           self->input_done_ = true;
-                          self->handlers_.on_closed();
+                          if (self->handlers_.on_closed) self->handlers_.on_closed();
                         }
                         return;
                       }
+                      self->outbox_bytes_ -= self->outbox_.front().size();
                       self->outbox_.pop_front();
+                      self->OutputDrained();
                       self->WriteMore();
                     });
 }
 
+void LineConnection::OutputDrained() {
+  if (read_paused_ && outbox_bytes_ <= kOutboxLowWaterBytes) {
+    read_paused_ = false;
+    ProcessInput();
+    ReadMore();
+  }
+  if (outbox_.empty() && !flushed_waiters_.empty()) {
+    std::vector<std::function<void()>> waiters;
+    waiters.swap(flushed_waiters_);
+    for (auto& waiter : waiters) waiter();
+  }
+}
+
+void LineConnection::WhenFlushed(std::function<void()> done) {
+  if (outbox_.empty() || write_failed_ || out_is_file_) {
+    asio::post(io_, std::move(done));
+    return;
+  }
+  flushed_waiters_.push_back(std::move(done));
+}
+
 void LineConnection::Close() {
   closed_ = true;
-  if (in_) {
+  if (in_ && !out_is_in_) {
     std::error_code ignored;
     in_->cancel(ignored);
   }

@@ -1,5 +1,6 @@
 // ptybox: persistent, sandboxed, interactive shells for AI agents and CI jobs.
-//   ptybox serve (--stdio | --socket PATH) [--workspace DIR] [--policy FILE]
+//   ptybox serve (--stdio | --socket PATH) [--max-connections N] [--max-sessions N]
+//                [--workspace DIR] [--policy FILE]
 //   ptybox mcp [--workspace DIR] [--policy FILE] [--mode MODE] [--consent-timeout SECONDS]
 //   ptybox run [--workspace DIR] [--policy FILE] [--mode MODE] [--timeout SECONDS] -- CMD [ARG...]
 //   ptybox policy check [FILE...] | ptybox policy resolve [--workspace DIR] [--policy FILE]
@@ -96,6 +97,14 @@ int main(int argc, char** argv) {
   CLI::App* serve = app.add_subcommand("serve", "serve the JSON-RPC protocol");
   serve->add_flag("--stdio", stdio, "one client on standard input/output");
   serve->add_option("--socket", socket_path, "many clients on a Unix socket (mode 0600)");
+  size_t max_connections = ptybox::runtime::kDefaultMaxConnections;
+  size_t max_sessions = ptybox::runtime::kDefaultMaxTotalSessions;
+  serve->add_option("--max-connections", max_connections,
+                    "clients served at once on the socket; one more is refused (default 256)")
+      ->check(CLI::Range(size_t{1}, size_t{65536}));
+  serve->add_option("--max-sessions", max_sessions,
+                    "sessions open or opening across every client (default 256)")
+      ->check(CLI::Range(size_t{1}, size_t{65536}));
   AddCommonFlags(serve, serve_flags);
 
   CommonFlags mcp_flags;
@@ -156,6 +165,8 @@ int main(int argc, char** argv) {
     options.stdio = stdio;
     if (!socket_path.empty()) options.socket = std::filesystem::absolute(socket_path);
     options.service = ServiceFrom(serve_flags);
+    options.max_connections = max_connections;
+    options.service.max_total_sessions = max_sessions;
     return RunDaemon(std::move(options));
   }
   if (mcp->parsed()) {

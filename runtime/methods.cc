@@ -15,7 +15,7 @@ using Done = std::function<void(Result<Json>)>;
 
 Result<backend::SendRequest> SendRequestFrom(const Params& p) {
   backend::SendRequest request;
-  Result<std::string> input = p.RequiredString("input");
+  Result<std::string> input = p.RequiredString("input", kUnboundedString);
   if (!input) return std::unexpected(input.error());
   request.input = std::move(*input);
   Result<std::optional<int64_t>> timeout = p.OptionalInt("timeoutMs", 1, kMaxTimeoutMs);
@@ -30,7 +30,7 @@ Result<backend::SendRequest> SendRequestFrom(const Params& p) {
 Result<OpenParams> OpenParamsFrom(const Params& p) {
   OpenParams open;
   auto type = p.OptionalString("type");
-  auto name = p.OptionalString("name");
+  auto name = p.OptionalString("name", kMaxNameBytes);
   auto cwd = p.OptionalString("cwd");
   auto cols = p.OptionalInt("cols", 2, 1000);
   auto rows = p.OptionalInt("rows", 2, 500);
@@ -163,7 +163,7 @@ void CallMethod(PtyService& service, const std::shared_ptr<Owner>& owner, const 
     std::optional<int> signal = backend::ParseClientSignal(*name);
     if (!signal) {
       return fail(Error{ErrorKind::kInvalidParams,
-                        "terminal_signal: unknown signal \"" + *name +
+                        "terminal_signal: unknown signal \"" + Abbreviate(*name) +
                             "\" (SIGINT, SIGTERM, SIGKILL, SIGQUIT, SIGHUP, SIGTSTP or SIGCONT)",
                         "signal"});
     }
@@ -178,7 +178,7 @@ void CallMethod(PtyService& service, const std::shared_ptr<Owner>& owner, const 
     if (!p) return fail(p.error());
     Result<std::string> session = p->RequiredString("sessionId");
     if (!session) return fail(session.error());
-    Result<std::optional<std::string>> reason = p->OptionalString("reason");
+    Result<std::optional<std::string>> reason = p->OptionalString("reason", kMaxReasonBytes);
     if (!reason) return fail(reason.error());
     service.Close(owner, *session, reason->value_or("closed by the client"),
                   [done](Result<backend::SessionStatus> status) {
@@ -209,7 +209,7 @@ void CallMethod(PtyService& service, const std::shared_ptr<Owner>& owner, const 
     std::optional<policy::Mode> mode = policy::ParseMode(*text);
     if (!mode) {
       return fail(Error{ErrorKind::kInvalidParams,
-                        "policy_set_mode: unknown mode \"" + *text +
+                        "policy_set_mode: unknown mode \"" + Abbreviate(*text) +
                             "\" (read-only, workspace-write or danger-full-access)",
                         "mode"});
     }

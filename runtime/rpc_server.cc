@@ -1,7 +1,12 @@
 #include "runtime/rpc_server.h"
 
+#include <malloc.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include "backend/types.h"
 #include "common/log.h"
@@ -37,6 +42,16 @@ void RpcConnection::OnDisconnected() {
 }
 
 void RpcConnection::HandleLine(const std::string& line) {
+  try {
+    HandleMessage(line);
+  } catch (const std::exception& e) {
+    // A bug, never an answer to be expected: logged, answered, and contained to this request.
+    LogError(std::string("handling a request failed: ") + e.what());
+    ReplyProtocolError(nullptr, -32603, std::string("internal error: ") + e.what());
+  }
+}
+
+void RpcConnection::HandleMessage(const std::string& line) {
   std::expected<RpcMessage, RpcReject> message = ParseRpcLine(line);
   if (!message) {
     ReplyProtocolError(message.error().id, message.error().code, message.error().message);
@@ -60,7 +75,7 @@ void RpcConnection::HandleNotification(const std::string& method, const Json& pa
   if (method == "$/cancelRequest" && params.is_object() && params.contains("id")) {
     std::string reason = "canceled by the client ($/cancelRequest)";
     if (params.contains("reason") && params["reason"].is_string()) {
-      reason = params["reason"].get<std::string>();
+      reason = Abbreviate(params["reason"].get<std::string>(), kMaxReasonBytes);
     }
     service_.CancelRequest(*owner_, RequestKey(params["id"]), reason);
   }
@@ -81,23 +96,84 @@ void RpcConnection::ReplyProtocolError(const Json& id, int code, const std::stri
 
 void RpcConnection::HandleRequest(const Json& id, const std::string& method, const Json& params) {
   if (!IsContractMethod(method)) {
-    ReplyProtocolError(id, -32601, "method not found: " + method);
+    ReplyProtocolError(id, -32601, "method not found: " + Abbreviate(method));
     return;
   }
+  // An id is the key of its request until answered (cancellation, pending opens): a second
+  // request with the same id would overwrite the first, which could then escape its limits.
+  const std::string key = RequestKey(id);
+  if (in_flight_.contains(key)) {
+    ReplyProtocolError(id, -32600,
+                       "invalid request: id " + key +
+                           " is already in flight on this connection; use a new id for each "
+                           "request");
+    return;
+  }
+  in_flight_.insert(key);
   std::shared_ptr<RpcConnection> self = shared_from_this();
-  CallMethod(service_, owner_, method, params, RequestKey(id), [self, id](Result<Json> result) {
+  CallMethod(service_, owner_, method, params, key, [self, id, key](Result<Json> result) {
+    self->in_flight_.erase(key);
     if (!result) return self->ReplyError(id, result.error());
     self->Reply(id, std::move(*result));
   });
 }
 
-SocketServer::SocketServer(asio::io_context& io, PtyService& service)
-    : io_(io), service_(service) {}
+SocketServer::SocketServer(asio::io_context& io, PtyService& service, size_t max_connections)
+    : io_(io), service_(service), max_connections_(std::max<size_t>(max_connections, 1)) {}
+
+namespace {
+
+// Is a daemon accepting on `path`? Connecting is the only way to know: a socket file outlives
+// its daemon, and a live daemon's file must never be replaced (its clients would be cut off).
+Result<void> CheckSocketPathFree(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return {};
+    return std::unexpected(Error::FromErrno(ErrorKind::kInternal, "lstat", path.string()));
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    return Fail(ErrorKind::kInternal,
+                path.string() + " exists and is not a socket; remove it or choose another "
+                                "--socket path",
+                path.string());
+  }
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.string().size() >= sizeof(address.sun_path)) {
+    return Fail(ErrorKind::kInternal,
+                "the socket path is longer than " + std::to_string(sizeof(address.sun_path) - 1) +
+                    " bytes; choose a shorter --socket path",
+                path.string());
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.string().size());
+  // Non-blocking: a live daemon whose backlog is full answers EAGAIN instead of blocking us.
+  int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (probe < 0) return std::unexpected(Error::FromErrno(ErrorKind::kInternal, "socket"));
+  int rc = ::connect(probe, reinterpret_cast<const sockaddr*>(&address), sizeof(address));
+  int err = errno;
+  ::close(probe);
+  if (rc == 0 || err == EAGAIN) {
+    return Fail(ErrorKind::kInternal,
+                "another ptybox daemon is listening on " + path.string() +
+                    "; stop it first (SIGTERM) or choose another --socket path",
+                path.string());
+  }
+  if (err != ECONNREFUSED) {
+    return std::unexpected(Error::FromErrno(ErrorKind::kInternal, "connect", path.string(), err));
+  }
+  // Nobody accepts on it: the file of a daemon that is gone, safe to replace.
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return std::unexpected(Error::FromErrno(ErrorKind::kInternal, "unlink", path.string()));
+  }
+  return {};
+}
+
+}  // namespace
 
 Result<void> SocketServer::Listen(const std::filesystem::path& path) {
+  if (Result<void> free = CheckSocketPathFree(path); !free) return free;
   path_ = path;
   std::error_code ec;
-  if (std::filesystem::is_socket(path, ec)) std::filesystem::remove(path, ec);
   // Created with 0600 from the start: no window in which another user can connect.
   mode_t old_mask = ::umask(0177);
   acceptor_.emplace(io_);
@@ -107,6 +183,7 @@ Result<void> SocketServer::Listen(const std::filesystem::path& path) {
   if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
     acceptor_.reset();
+    path_.clear();
     return Fail(ErrorKind::kInternal, "cannot listen on " + path.string() + ": " + ec.message() +
                                           " (is the directory writable? is another ptybox using it?)",
                 path.string());
@@ -116,17 +193,50 @@ Result<void> SocketServer::Listen(const std::filesystem::path& path) {
   return {};
 }
 
+void SocketServer::Refuse(int fd, const std::string& message) {
+  // Best effort and never blocking: the client learns why, the daemon does not wait for it.
+  std::string line = Dump(RpcError(nullptr, Json{{"code", -32000},
+                                                 {"message", message},
+                                                 {"data", Json{{"kind", "busy"}}}})) +
+                     "\n";
+  (void)::send(fd, line.data(), line.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  ::close(fd);
+}
+
 void SocketServer::Accept() {
   if (!acceptor_) return;
   acceptor_->async_accept([this](const std::error_code& ec,
                                  asio::local::stream_protocol::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_) return;
+    if (ec) {
+      // Out of descriptors or memory: the connection waits in the backlog; try again shortly
+      // rather than spinning (the client sees a slow connect, every other client is served).
+      LogWarn("accepting a connection failed: " + ec.message() + "; retrying in 100 ms");
+      backoff_.emplace(io_, std::chrono::milliseconds(100));
+      backoff_->async_wait([this](const std::error_code& wait_ec) {
+        if (!wait_ec) Accept();
+      });
+      return;
+    }
     if (!ec) {
       int fd = socket.release();
-      auto line = std::make_shared<LineConnection>(io_, fd, fd);
-      auto rpc = std::make_shared<RpcConnection>(service_, line,
-                                                 "socket client " + std::to_string(next_client_++));
-      rpc->Start([rpc] {});
+      if (*connections_ >= max_connections_) {
+        Refuse(fd, "this daemon already serves " + std::to_string(max_connections_) +
+                       " connections (serve --max-connections); close one and retry");
+      } else if (Result<std::shared_ptr<LineConnection>> line =
+                     LineConnection::Create(io_, fd, fd);
+                 !line) {
+        LogWarn("refusing a connection: " + line.error().message);
+      } else {
+        ++*connections_;
+        auto rpc = std::make_shared<RpcConnection>(
+            service_, *line, "socket client " + std::to_string(next_client_++));
+        rpc->Start([rpc, count = connections_] {
+          --*count;
+          // What the client's traffic allocated goes back to the system now, not at exit.
+          ::malloc_trim(0);
+        });
+      }
     }
     Accept();
   });
@@ -137,6 +247,7 @@ void SocketServer::Stop() {
   std::error_code ec;
   acceptor_->close(ec);
   acceptor_.reset();
+  backoff_.reset();
   std::filesystem::remove(path_, ec);
 }
 

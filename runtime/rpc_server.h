@@ -5,9 +5,11 @@
 
 #include <asio/io_context.hpp>
 #include <asio/local/stream_protocol.hpp>
+#include <asio/steady_timer.hpp>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "runtime/line_connection.h"
@@ -30,6 +32,7 @@ class RpcConnection final : public std::enable_shared_from_this<RpcConnection> {
   void OnDisconnected();
 
  private:
+  void HandleMessage(const std::string& line);
   void HandleRequest(const Json& id, const std::string& method, const Json& params);
   void HandleNotification(const std::string& method, const Json& params);
   void Reply(const Json& id, Json result);
@@ -40,23 +43,34 @@ class RpcConnection final : public std::enable_shared_from_this<RpcConnection> {
   std::shared_ptr<LineConnection> connection_;
   std::shared_ptr<Owner> owner_;
   std::function<void()> on_done_;
+  std::set<std::string> in_flight_;  // request keys answered not yet
   bool disconnected_ = false;
 };
 
-// Accepts connections on a Unix socket created with mode 0600.
+// Accepts connections on a Unix socket created with mode 0600, at most `max_connections` at
+// once: one more is answered with an error line and closed. Never takes the path of a live
+// daemon: a socket that accepts a connection is left alone; only a dead one is replaced.
 class SocketServer final {
  public:
-  SocketServer(asio::io_context& io, PtyService& service);
+  static constexpr size_t kDefaultMaxConnections = 256;
+
+  SocketServer(asio::io_context& io, PtyService& service,
+               size_t max_connections = kDefaultMaxConnections);
   Result<void> Listen(const std::filesystem::path& path);
   void Stop();
+  [[nodiscard]] size_t connection_count() const { return *connections_; }
 
  private:
   void Accept();
+  void Refuse(int fd, const std::string& message);
 
   asio::io_context& io_;
   PtyService& service_;
+  size_t max_connections_;
   std::optional<asio::local::stream_protocol::acceptor> acceptor_;
+  std::optional<asio::steady_timer> backoff_;
   std::filesystem::path path_;
+  std::shared_ptr<size_t> connections_ = std::make_shared<size_t>(0);
   uint64_t next_client_ = 1;
 };
 

@@ -114,6 +114,13 @@ void PtyService::Open(const std::shared_ptr<Owner>& owner, OpenParams params,
                "limits.maxSessions"});
     return;
   }
+  if (session_count() >= options_.max_total_sessions) {
+    fail(Error{ErrorKind::kPolicyDenied,
+               "this daemon already runs " + std::to_string(options_.max_total_sessions) +
+                   " sessions across all clients (serve --max-sessions); close one first",
+               "maxSessions"});
+    return;
+  }
   Result<std::filesystem::path> cwd = policy::ResolveCwd(*resolved, params.cwd);
   if (!cwd) {
     fail(cwd.error());
@@ -129,8 +136,8 @@ void PtyService::Open(const std::shared_ptr<Owner>& owner, OpenParams params,
   spec.env = std::move(params.env);
   spec.timeout_ms = params.timeout_ms;
 
-  owner->fence().BeginSpawn();
   const policy::Mode mode = resolved->mode;
+  owner->fence().BeginSpawn(mode);
   const std::string cwd_text = cwd->string();
   const std::string name = spec.name;
   std::weak_ptr<Owner> weak_owner = owner;
@@ -140,19 +147,27 @@ void PtyService::Open(const std::shared_ptr<Owner>& owner, OpenParams params,
         std::shared_ptr<Owner> live = weak_owner.lock();
         if (live) live->pending_opens.erase(request_key);
         if (!spawned) {
-          if (live) live->fence().EndSpawn(false);
+          if (live) {
+            live->fence().EndSpawn(mode, false);
+            live->SpawnSettled();
+          }
           done(std::unexpected(spawned.error()));
           return;
         }
         std::shared_ptr<backend::BackendSession> session = *spawned;
         if (!live || live->closed) {
-          // The client left while the shell started: nobody may own it; close it now.
-          if (live) live->fence().EndSpawn(false);
-          session->Close("owner disconnected during open", [session](auto) {});
+          // The client left while the shell started: nobody may own it; close it now. The
+          // spawn counts as in progress until its processes are gone, so a disconnect awaits it.
+          session->Close("owner disconnected during open", [session, weak_owner, mode](auto) {
+            if (std::shared_ptr<Owner> o = weak_owner.lock()) {
+              o->fence().EndSpawn(mode, false);
+              o->SpawnSettled();
+            }
+          });
           done(Fail(ErrorKind::kCanceled, "the client disconnected while the session opened"));
           return;
         }
-        live->fence().EndSpawn(true);
+        live->fence().EndSpawn(mode, true);
         OpenResult result;
         result.session_id = NewSessionId();
         result.name = name;
@@ -272,7 +287,12 @@ void PtyService::Close(const std::shared_ptr<Owner>& owner, const std::string& s
                     [weak_owner, session_id, done](Result<backend::SessionStatus> closed) {
                       if (closed) {
                         if (std::shared_ptr<Owner> o = weak_owner.lock()) {
-                          if (o->sessions.erase(session_id) > 0) o->fence().SessionClosed();
+                          auto entry = o->sessions.find(session_id);
+                          if (entry != o->sessions.end()) {
+                            const policy::Mode mode = entry->second.mode;
+                            o->sessions.erase(entry);
+                            o->fence().SessionClosed(mode);
+                          }
                         }
                       }
                       done(std::move(closed));
@@ -330,19 +350,21 @@ void PtyService::CloseOwner(const std::shared_ptr<Owner>& owner, std::function<v
   std::map<std::string, std::shared_ptr<backend::PendingSpawn>> pending;
   pending.swap(owner->pending_opens);
   for (auto& [key, spawn] : pending) spawn->Cancel("the client disconnected");
-  if (owner->sessions.empty()) {
-    asio::post(io_, std::move(done));
-    return;
-  }
-  auto remaining = std::make_shared<size_t>(owner->sessions.size());
-  auto finish = std::make_shared<std::function<void()>>(std::move(done));
+  // Done once every session is closed and every spawn in progress has ended (a canceled one
+  // has answered its terminal_open and left nothing running).
   std::vector<std::string> ids;
   for (const auto& [id, entry] : owner->sessions) ids.push_back(id);
+  auto remaining = std::make_shared<size_t>(ids.size() + 1);
+  auto finish = std::make_shared<std::function<void()>>(std::move(done));
+  auto one_done = [remaining, finish] {
+    if (--*remaining == 0) (*finish)();
+  };
+  owner->WhenSpawnsSettled([this, one_done] { asio::post(io_, one_done); });
   for (const std::string& id : ids) {
     Close(owner, id, "owner disconnected",
-          [remaining, finish, id](Result<backend::SessionStatus> closed) {
+          [one_done, id](Result<backend::SessionStatus> closed) {
             if (!closed) LogWarn("closing " + id + ": " + closed.error().message);
-            if (--*remaining == 0) (*finish)();
+            one_done();
           });
   }
 }
@@ -379,7 +401,10 @@ void PtyService::Reload() {
 size_t PtyService::session_count() const {
   size_t count = 0;
   for (const std::weak_ptr<Owner>& weak : owners_) {
-    if (std::shared_ptr<Owner> owner = weak.lock()) count += owner->sessions.size();
+    if (std::shared_ptr<Owner> owner = weak.lock()) {
+      // Spawns still count while a canceled one is being cleaned up.
+      count += owner->sessions.size() + static_cast<size_t>(owner->fence().spawns_in_progress());
+    }
   }
   return count;
 }

@@ -24,7 +24,12 @@ namespace ptybox::runtime {
 // A 128-bit random id (32 hex digits after "pty-"): names never authorize anything.
 std::string NewSessionId();
 
+// Sessions open or opening across every owner of one daemon (serve --max-sessions), on top of
+// each owner's limits.maxSessions.
+inline constexpr size_t kDefaultMaxTotalSessions = 256;
+
 struct ServiceOptions {
+  size_t max_total_sessions = kDefaultMaxTotalSessions;
   std::optional<std::filesystem::path> operator_policy;  // --policy FILE
   std::filesystem::path default_operator_policy = "/etc/ptybox/policy.yaml";
   std::filesystem::path workspace;  // --workspace or the current directory
@@ -111,6 +116,7 @@ class PtyService final {
   // SIGHUP: policy files are read again on the next spawn; live sessions and fences stay.
   void Reload();
 
+  // Sessions open plus opening, across every owner.
   [[nodiscard]] size_t session_count() const;
 
  private:

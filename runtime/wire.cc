@@ -97,7 +97,52 @@ Json ErrorObject(const Error& error) {
   return Json{{"code", -32000}, {"message", message}, {"data", data}};
 }
 
+std::string Abbreviate(std::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+  return std::string(text.substr(0, cut)) + "... (" + std::to_string(text.size()) + " bytes)";
+}
+
+namespace {
+
+// The nesting depth of `text` read as JSON (strings skipped), without recursion; stops counting
+// once past `limit`.
+size_t NestingDepth(std::string_view text, size_t limit) {
+  size_t depth = 0;
+  size_t deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > limit) return deepest;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+}  // namespace
+
 std::expected<RpcMessage, RpcReject> ParseRpcLine(const std::string& line) {
+  if (NestingDepth(line, kMaxJsonDepth) > kMaxJsonDepth) {
+    return std::unexpected(RpcReject{
+        nullptr, -32600,
+        "invalid request: JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+            " levels of arrays and objects; flatten the message"});
+  }
   Json message = Json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (message.is_discarded()) {
     return std::unexpected(RpcReject{nullptr, -32700, "parse error: the line is not valid JSON"});
@@ -115,6 +160,11 @@ std::expected<RpcMessage, RpcReject> ParseRpcLine(const std::string& line) {
         !id->is_null()) {
       return std::unexpected(
           RpcReject{nullptr, -32600, "invalid request: id must be a string or an integer"});
+    }
+    if (Dump(*id).size() > kMaxRequestIdBytes) {
+      return std::unexpected(RpcReject{nullptr, -32600,
+                                       "invalid request: id longer than " +
+                                           std::to_string(kMaxRequestIdBytes) + " bytes"});
     }
     out.id = *id;
   }
@@ -172,28 +222,49 @@ Result<Params> Params::Check(const Json& params, const std::string& method,
       std::string list;
       for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
       return Fail(ErrorKind::kInvalidParams,
-                  method + ": unknown parameter \"" + key + "\" (accepted: " +
+                  method + ": unknown parameter \"" + Abbreviate(key) + "\" (accepted: " +
                       (list.empty() ? std::string("none") : list) + ")",
-                  key);
+                  Abbreviate(key));
     }
   }
   return Params(params, method);
 }
 
-Result<std::string> Params::RequiredString(const std::string& key) const {
+namespace {
+
+Result<void> CheckLength(const std::string& method, const std::string& key, const Json& value,
+                         size_t max_bytes) {
+  const size_t size = value.get_ref<const std::string&>().size();
+  if (size <= max_bytes) return {};
+  return Fail(ErrorKind::kInvalidParams,
+              method + ": \"" + key + "\" is " + std::to_string(size) + " bytes; the maximum is " +
+                  std::to_string(max_bytes) + " bytes",
+              key);
+}
+
+}  // namespace
+
+Result<std::string> Params::RequiredString(const std::string& key, size_t max_bytes) const {
   auto it = params_.find(key);
   if (it == params_.end() || !it->is_string()) {
     return Fail(ErrorKind::kInvalidParams, method_ + ": \"" + key + "\" (a string) is required",
                 key);
   }
+  if (Result<void> ok = CheckLength(method_, key, *it, max_bytes); !ok) {
+    return std::unexpected(ok.error());
+  }
   return it->get<std::string>();
 }
 
-Result<std::optional<std::string>> Params::OptionalString(const std::string& key) const {
+Result<std::optional<std::string>> Params::OptionalString(const std::string& key,
+                                                          size_t max_bytes) const {
   auto it = params_.find(key);
   if (it == params_.end() || it->is_null()) return std::optional<std::string>();
   if (!it->is_string()) {
     return Fail(ErrorKind::kInvalidParams, method_ + ": \"" + key + "\" must be a string", key);
+  }
+  if (Result<void> ok = CheckLength(method_, key, *it, max_bytes); !ok) {
+    return std::unexpected(ok.error());
   }
   return std::optional<std::string>(it->get<std::string>());
 }

@@ -39,6 +39,22 @@ struct RpcMessage {
   Json params;         // an object, or null when absent
 };
 
+// The deepest nesting of arrays and objects a message may have. Deeper input is refused before
+// it is parsed: a parse, copy or destruction of a deeply nested value recurses once per level.
+inline constexpr size_t kMaxJsonDepth = 64;
+
+// Bounds of strings in params (bytes). `input` is bounded by the line (16 MiB) only.
+inline constexpr size_t kMaxParamStringBytes = 4096;  // default: ids, modes, signals, cwd
+inline constexpr size_t kMaxNameBytes = 256;          // terminal_open `name`
+inline constexpr size_t kMaxReasonBytes = 1024;       // terminal_close / $/cancelRequest `reason`
+inline constexpr size_t kUnboundedString = static_cast<size_t>(-1);
+// The longest request id accepted, in bytes of its JSON text.
+inline constexpr size_t kMaxRequestIdBytes = 256;
+
+// `text` for an error message: at most `max_bytes` (on a character boundary) and a note of what
+// was left out, so a client's long value is never echoed whole.
+std::string Abbreviate(std::string_view text, size_t max_bytes = 64);
+
 // A line that is not a usable message, and the error response it gets.
 struct RpcReject {
   Json id;  // null when no valid id could be read
@@ -46,8 +62,9 @@ struct RpcReject {
   std::string message;
 };
 
-// Parse error (-32700), invalid request (-32600: not an object, bad id, "jsonrpc" not "2.0", no
-// method) or invalid params (-32602: "params" not an object).
+// Parse error (-32700), invalid request (-32600: nested deeper than kMaxJsonDepth, not an
+// object, bad or longer id than kMaxRequestIdBytes, "jsonrpc" not "2.0", no method) or invalid
+// params (-32602: "params" not an object).
 std::expected<RpcMessage, RpcReject> ParseRpcLine(const std::string& line);
 
 // A request id as a key for cancellation: its JSON text ("1" and "\"1\"" are different ids).
@@ -67,8 +84,11 @@ class Params final {
   // `allowed` lists every parameter the method accepts; any other key is an error.
   static Result<Params> Check(const Json& params, const std::string& method,
                               std::vector<std::string> allowed);
-  Result<std::string> RequiredString(const std::string& key) const;
-  Result<std::optional<std::string>> OptionalString(const std::string& key) const;
+  // Strings longer than `max_bytes` are refused with a message naming the bound.
+  Result<std::string> RequiredString(const std::string& key,
+                                     size_t max_bytes = kMaxParamStringBytes) const;
+  Result<std::optional<std::string>> OptionalString(const std::string& key,
+                                                    size_t max_bytes = kMaxParamStringBytes) const;
   Result<std::optional<int64_t>> OptionalInt(const std::string& key, int64_t min,
                                              int64_t max) const;
   Result<std::optional<bool>> OptionalBool(const std::string& key) const;

@@ -163,5 +163,39 @@ TEST(SendCaptureBoundaryTest, BoundaryKeepsTrailingBlanksOfAPrompt) {
   EXPECT_EQ(unchanged.Viewport("", &truncated), "hi");
 }
 
+// A rendered screen is bounded like a viewport (issue 20: a 1000 x 500 screen of combining
+// marks came back whole, megabytes, with truncated false).
+TEST(SendCaptureBoundTest, AScreenIsBoundedLikeAViewport) {
+  bool truncated = true;
+  EXPECT_EQ(SendCapture::Bound("row 1\nrow 2", 1024, &truncated), "row 1\nrow 2");
+  EXPECT_FALSE(truncated);
+
+  std::string screen;
+  for (int row = 0; row < 500; ++row) {
+    for (int col = 0; col < 999; ++col) screen += "e\xcc\x81";  // e + combining acute
+    screen += "\n";
+  }
+  const std::string bounded = SendCapture::Bound(screen, 1024, &truncated);
+  EXPECT_TRUE(truncated);
+  EXPECT_LE(bounded.size(), 1024u);
+  EXPECT_NE(bounded.find("dropped ...]"), std::string::npos) << "the drop line says so";
+  EXPECT_TRUE(bounded.starts_with("e\xcc\x81")) << "the head is kept";
+  // Whole characters only, at every cut: each \xcc is followed by its \x81, each \x81
+  // follows its \xcc.
+  for (size_t i = 0; i < bounded.size(); ++i) {
+    if (bounded[i] == '\xcc') {
+      EXPECT_EQ(bounded[i + 1], '\x81') << "at " << i;
+    }
+    if (bounded[i] == '\x81') {
+      EXPECT_TRUE(i > 0 && bounded[i - 1] == '\xcc') << "at " << i;
+    }
+  }
+
+  // Under the smallest viewport: the longest prefix of whole characters.
+  const std::string tiny = SendCapture::Bound(screen, 10, &truncated);
+  EXPECT_TRUE(truncated);
+  EXPECT_EQ(tiny, "e\xcc\x81" "e\xcc\x81" "e\xcc\x81" "e");  // 10 bytes
+}
+
 }  // namespace
 }  // namespace ptybox::backend

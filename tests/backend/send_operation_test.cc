@@ -34,7 +34,10 @@ class FakeTerminal final : public TerminalHandle {
     written = bytes;
     write_done = std::move(done);
   }
-  void AbortWrite() override { log.push_back("abort"); }
+  bool AbortWrite() override {
+    log.push_back("abort");
+    return true;
+  }
   void SignalForeground(int signal, std::function<void(Result<SignalResult>)> done) override {
     log.push_back("signal:" + std::to_string(signal));
     signal_done = std::move(done);

@@ -427,13 +427,43 @@ TEST_F(ResolveCwdTest, OutsideTheWorkspaceIsDeniedInConfinedModes) {
   policy_.mode = Mode::kWorkspaceWrite;
   auto resolved = ResolveCwd(policy_, "escape");
   EXPECT_EQ(resolved.error().message,
-            Expand("cwd {dir}/outside is outside the workspace root {dir}/ws; in mode "
+            Expand("cwd escape is not inside the workspace root {dir}/ws; in mode "
                    "`workspace-write` a shell starts inside the workspace. Pick a directory "
                    "inside it, or omit cwd",
                    dir_.path()));
   // A sibling whose name starts with the root's is outside too (no string-prefix matching).
   dir_.Dir("ws2");
   EXPECT_FALSE(ResolveCwd(policy_, (dir_.path() / "ws2").string()).has_value());
+}
+
+// The answer for a path outside the workspace says nothing about the host: existing or not, a
+// directory or not, reached by name or through a link, it is the same sentence naming only what
+// the client sent (issue 20: cwd "/proc/self/cwd" named the daemon's directory).
+TEST_F(ResolveCwdTest, OutsideAnswersRevealNothingAboutHostPaths) {
+  for (Mode mode : {Mode::kReadOnly, Mode::kWorkspaceWrite}) {
+    policy_.mode = mode;
+    auto answer = [&](const std::string& cwd) {
+      auto resolved = ResolveCwd(policy_, cwd);
+      EXPECT_FALSE(resolved.has_value()) << cwd;
+      if (resolved.has_value()) return std::string();
+      EXPECT_EQ(resolved.error().kind, ErrorKind::kPolicyDenied) << cwd;
+      EXPECT_EQ(resolved.error().context, "cwd");
+      std::string message = resolved.error().message;
+      const size_t at = message.find(cwd);
+      EXPECT_EQ(at, 4u) << message;
+      if (at == 4u) message.replace(at, cwd.size(), "X");
+      return message;
+    };
+    const std::string exists = answer("/etc");
+    EXPECT_EQ(answer("/nonexistent-ptybox-host-path"), exists);
+    EXPECT_EQ(answer("/etc/hostname/deeper"), exists);  // below a file
+    EXPECT_EQ(answer("/proc/self/cwd"), exists);
+    EXPECT_EQ(answer("escape"), exists);  // a link inside the workspace to a host directory
+    fs::create_directory_symlink("/nonexistent-ptybox-host-path", dir_.path() / "ws/dangling");
+    EXPECT_EQ(answer("dangling"), exists);
+    fs::remove(dir_.path() / "ws/dangling");
+    EXPECT_EQ(exists.find(fs::current_path().string() + ";"), std::string::npos) << exists;
+  }
 }
 
 TEST_F(ResolveCwdTest, DangerFullAccessMayStartAnywhere) {
