@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "policy/mode.h"
+#include "policy/policy.h"
 #include "policy/schema.h"
 
 namespace ptybox::policy {
@@ -40,6 +41,7 @@ struct PolicyFile {
   std::optional<std::string> env_set_where;  // set when the file has `env.set`
   std::map<std::string, Located<std::string>> env_set;
   std::map<std::string, Located<int64_t>, std::less<>> limits;  // by YAML key
+  std::optional<Located<SessionIdRange>> session_ids;          // operator files only
 };
 
 struct ParsedPolicyFile {

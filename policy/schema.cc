@@ -52,8 +52,9 @@ const std::array<LimitSpec, 17> kLimitSpecs = {
     Optional("maxCpuSeconds", "seconds", 1, 31'536'000, &Limits::max_cpu_seconds),
 };
 
-constexpr std::array<std::string_view, 8> kTopLevelKeys = {
+constexpr std::array<std::string_view, 9> kTopLevelKeys = {
     "version", "mode", "ceiling", "workspace", "writable", "network", "env", "limits",
+    "sessionIds",
 };
 constexpr std::array<std::string_view, 2> kEnvKeys = {"pass", "set"};
 constexpr std::array<std::string_view, 9> kDefaultEnvPass = {
@@ -99,7 +100,9 @@ const LimitSpec* FindLimit(std::string_view key) {
 
 std::span<const std::string_view> TopLevelKeys() { return kTopLevelKeys; }
 
-bool IsOperatorOnlyKey(std::string_view key) { return key == "ceiling" || key == "workspace"; }
+bool IsOperatorOnlyKey(std::string_view key) {
+  return key == "ceiling" || key == "workspace" || key == "sessionIds";
+}
 
 std::span<const std::string_view> EnvKeys() { return kEnvKeys; }
 
