@@ -68,6 +68,13 @@ Result<OpenedPath> OpenRootNoFollow(const std::filesystem::path& root) {
     return std::unexpected(error);
   }
   Result<OpenedPath> opened = Describe(root, fd);
+  if (opened && opened->type == S_IFLNK) {
+    return Fail(ErrorKind::kPolicyDenied,
+                "the sandbox root " + root.string() +
+                    " is a symbolic link now (replaced after the policy was resolved?); a link "
+                    "is never bound: name the real directory",
+                root.string());
+  }
   if (opened && opened->type != S_IFDIR) {
     return Fail(ErrorKind::kPolicyDenied,
                 "the sandbox root " + root.string() + " is not a directory", root.string());
