@@ -561,7 +561,7 @@ class Prober final {
   // be free on this host (checked against the default range; the launcher checks the policy's).
   ProbeResult ProbeSessionIds() {
     const std::string name = "session-ids";
-    if (::geteuid() != 0) {
+    if (!RunsAsHostRoot()) {
       return Ok(name, "the daemon is not root: sessions run as its own uid " +
                           std::to_string(::geteuid()) + ", mapped 1:1");
     }
@@ -580,7 +580,7 @@ class Prober final {
   // The uid the sandbox's processes hold, read from inside: with a root daemon, no id of the
   // sandbox may map to host uid 0 (the launcher's idmapped, unprivileged path really works).
   ProbeResult ProbeNoHostRoot() {
-    if (::geteuid() != 0) {
+    if (!RunsAsHostRoot()) {
       return Ok("no-host-root", "the daemon is not root: sessions cannot hold host root");
     }
     return RunTinySandbox(
@@ -625,7 +625,7 @@ class Prober final {
     spec.workspace_root = "/usr";
     spec.cwd = "/";
     // Staged as the launcher stages a session: the same namespaces, ids and idmapped binds.
-    Result<StagePlan> stage = PrepareStage(spec, resolved, ::geteuid() == 0, {});
+    Result<StagePlan> stage = PrepareStage(spec, resolved, RunsAsHostRoot(), {});
     if (!stage) {
       return Failed(name, stage.error().message,
                     "see the message; the launcher stages every bind this way");

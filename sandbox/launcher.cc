@@ -10,6 +10,7 @@
 
 #include "sandbox/init_protocol.h"
 #include "sandbox/mount_stage.h"
+#include "sandbox/user_namespace.h"
 #include "sandbox/seccomp_filter.h"
 
 namespace ptybox::sandbox {
@@ -158,7 +159,7 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
       return std::unexpected(roots.error());
     }
     Result<StagePlan> plan =
-        PrepareStage(sandbox, spec.init_binary, ::geteuid() == 0, spec.session_ids);
+        PrepareStage(sandbox, spec.init_binary, RunsAsHostRoot(), spec.session_ids);
     if (!plan) return std::unexpected(plan.error());
     stage.emplace(std::move(*plan));
   }

@@ -109,6 +109,19 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
     plan.self_gid_map = IdMapLine(::getgid(), ::getgid(), 1);
   }
 
+  // The staging tmpfs needs its mount point (mounted over in the child's namespace only).
+  struct stat stage_point {};
+  if (::lstat(kStageMount, &stage_point) != 0 && errno == ENOENT && as_root) {
+    ::mkdir(kStageMount, 0755);
+  }
+  if (::lstat(kStageMount, &stage_point) != 0 || !S_ISDIR(stage_point.st_mode)) {
+    return Fail(ErrorKind::kSandboxUnavailable,
+                std::string("the launcher stages a session's binds on a private tmpfs at ") +
+                    kStageMount + ", which is missing or not a directory here: create it "
+                    "(mkdir -m 0755 " + kStageMount + ")",
+                kStageMount);
+  }
+
   // 1. The roots, each opened once with no link in its path.
   const bool writable = sandbox.mode == policy::Mode::kWorkspaceWrite;
   std::vector<std::filesystem::path> root_paths = {sandbox.workspace_root};

@@ -15,6 +15,11 @@
 
 namespace ptybox::sandbox {
 
+// True when this process is uid 0 of the host's own (initial) user namespace: a root daemon,
+// whose confined sessions then run as an id of `sessionIds`. uid 0 of a nested namespace (inside
+// a sandbox, a rootless container) is not host root and launches as an ordinary user does.
+bool RunsAsHostRoot();
+
 // One line of /proc/PID/uid_map or gid_map: "inside outside count\n".
 std::string IdMapLine(uint32_t inside, uint32_t outside, uint32_t count);
 

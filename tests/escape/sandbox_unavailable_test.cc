@@ -21,7 +21,9 @@ using sandbox::testing::RunResult;
 
 void WriteScript(const fs::path& path, const std::string& text) {
   std::ofstream(path) << text;
-  fs::permissions(path, fs::perms::owner_all);
+  // 0755: a root daemon execs bwrap as the session's unprivileged id.
+  fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
 }
 
 struct BrokenBwrap {
