@@ -474,6 +474,7 @@ class FileParser final {
       return;
     }
     static const std::vector<std::string_view> known = {"first", "count"};
+    const size_t errors_before = out_.errors.size();
     std::optional<int64_t> first;
     std::optional<int64_t> count;
     ForEachEntry(v, "sessionIds", [&](const std::string& key, const YamlNode& ik,
@@ -495,10 +496,9 @@ class FileParser final {
       }
       (key == "first" ? first : count) = number;
     });
+    if (out_.errors.size() != errors_before) return;
     if (!first || !count) {
-      if (out_.errors.empty()) {
-        AddError(At(k, v), "sessionIds", "needs both `first` and `count`: " + shape);
-      }
+      AddError(At(k, v), "sessionIds", "needs both `first` and `count`: " + shape);
       return;
     }
     if (*first + *count - 1 > 4294967294LL) {
