@@ -160,6 +160,24 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
 
   Result<OpenedPath> init = OpenFollowing(init_binary);
   if (!init) return std::unexpected(init.error());
+  if (as_root) {
+    // bwrap runs as the session id and must reach ptybox-init's own path inside (its bind
+    // destination and what it execs): every directory above it must be searchable by others.
+    for (std::filesystem::path dir = init_binary.parent_path(); !dir.empty();
+         dir = dir.parent_path()) {
+      struct stat st {};
+      if (::stat(dir.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) {
+        return Fail(ErrorKind::kSandboxUnavailable,
+                    "ptybox-init at " + init_binary.string() +
+                        " is out of reach of the session's unprivileged id: " + dir.string() +
+                        " is not searchable by other users. A root daemon's sessions never run "
+                        "as root; install ptybox under a world-searchable path (e.g. "
+                        "/usr/local) or run chmod o+x " + dir.string(),
+                    init_binary.string());
+      }
+      if (dir == dir.root_path()) break;
+    }
+  }
 
   // 3. One entry per bind; for a root daemon the idmapped clone of exactly what was checked.
   std::map<std::pair<uid_t, gid_t>, UniqueFd> namespaces;

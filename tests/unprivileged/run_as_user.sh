@@ -25,7 +25,8 @@ setup)
     useradd --create-home --shell /bin/sh --comment "ptybox unprivileged test runs" "$user"
   fi
   # Every directory above the build tree must let the user through (a clone under /root does
-  # not): grant search permission to this user only, with an ACL when possible.
+  # not): grant search permission to this user only, with an ACL when possible. (A root
+  # daemon's sessions need the same for ptybox-init: docs/sandbox.md, "The launch sequence".)
   dir=$(cd "$build" && pwd -P)
   while [ "$dir" != / ]; do
     if ! runuser -u "$user" -- test -x "$dir"; then
