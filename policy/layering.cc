@@ -53,6 +53,12 @@ class Layers final {
     Writable();
     Env();
     LimitValues();
+    // Operator only (a repository file cannot set it): the host ids of a root daemon's sessions.
+    out_.sources["sessionIds"] = std::string(kDefault);
+    if (op_ != nullptr && op_->session_ids) {
+      out_.session_ids = op_->session_ids->value;
+      out_.sources["sessionIds"] = op_->session_ids->where;
+    }
     if (!errors_.empty()) return std::unexpected(std::move(errors_));
     return std::move(out_);
   }

@@ -2,6 +2,7 @@
 // Produced by the resolver from the operator file, the repository file and built-in defaults.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -20,6 +21,15 @@ struct EnvPolicy {
   std::map<std::string, std::string> set;
 };
 
+// The host ids a root daemon's confined sessions run as (operator policy `sessionIds`). Each
+// session takes the next id of the range, round robin; uid and gid are the same number.
+// The default lies above the ranges useradd hands out in /etc/subuid (100000-600100000) and
+// below 2^31, where no distribution allocates users.
+struct SessionIdRange {
+  uint32_t first = 2147418112;  // 0x7FFF0000
+  uint32_t count = 65536;
+};
+
 struct ResolvedPolicy {
   Mode mode = Mode::kWorkspaceWrite;
   Mode ceiling = Mode::kDangerFullAccess;
@@ -28,6 +38,7 @@ struct ResolvedPolicy {
   bool network_allowed = false;
   EnvPolicy env;
   Limits limits;
+  SessionIdRange session_ids;  // operator only
   // Policy files that contributed; inside a writable root they stay read-only.
   std::vector<std::filesystem::path> policy_files;
   // The repository file that was read but not applied: the mode is danger-full-access and the

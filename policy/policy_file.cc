@@ -91,7 +91,8 @@ class FileParser final {
         Version(k, v);
       } else if (key == "mode") {
         if (auto mode = ModeValue(k, v, "mode")) out_.file.mode = Located<Mode>{*mode, Pos(k, v)};
-      } else if (key == "ceiling" || key == "workspace" || key == "repository") {
+      } else if (key == "ceiling" || key == "workspace" || key == "repository" ||
+                 key == "sessionIds") {
         if (out_.file.role == PolicyRole::kRepository) {
           AddError(k, key,
                    "only the operator policy may set `" + key +
@@ -103,6 +104,8 @@ class FileParser final {
           }
         } else if (key == "repository") {
           Repository(k, v);
+        } else if (key == "sessionIds") {
+          SessionIds(k, v);
         } else {
           Workspace(k, v);
         }
@@ -509,6 +512,51 @@ class FileParser final {
       }
       out_.file.limits[key] = Located<int64_t>{*number, Pos(lk, lv)};
     });
+  }
+
+  // `sessionIds: {first: N, count: M}`: the host ids of a root daemon's sessions.
+  void SessionIds(const YamlNode& k, const YamlNode& v) {
+    const std::string shape = "a mapping like `sessionIds: {first: 2147418112, count: 65536}`";
+    if (v.kind != Kind::kMap) {
+      AddError(At(k, v), "sessionIds", "expected " + shape + ", got " + Got(v));
+      return;
+    }
+    static const std::vector<std::string_view> known = {"first", "count"};
+    const size_t errors_before = out_.errors.size();
+    std::optional<int64_t> first;
+    std::optional<int64_t> count;
+    ForEachEntry(v, "sessionIds", [&](const std::string& key, const YamlNode& ik,
+                                      const YamlNode& iv) {
+      if (key != "first" && key != "count") {
+        Unknown(ik, "sessionIds", known);
+        return;
+      }
+      const int64_t min = 1;
+      const int64_t max = key == "first" ? 4294967294LL : 1048576;
+      bool overflow = false;
+      std::optional<int64_t> number;
+      if (iv.kind == Kind::kScalar && iv.plain) number = ParseInteger(iv.value, overflow);
+      if (!number || *number < min || *number > max) {
+        AddError(At(ik, iv), "sessionIds." + key,
+                 "expected an integer from " + std::to_string(min) + " to " +
+                     std::to_string(max) + " (host ids), got " + Got(iv));
+        return;
+      }
+      (key == "first" ? first : count) = number;
+    });
+    if (out_.errors.size() != errors_before) return;
+    if (!first || !count) {
+      AddError(At(k, v), "sessionIds", "needs both `first` and `count`: " + shape);
+      return;
+    }
+    if (*first + *count - 1 > 4294967294LL) {
+      AddError(At(k, v), "sessionIds",
+               "the range " + std::to_string(*first) + "+" + std::to_string(*count) +
+                   " goes past the largest host id 4294967294; lower `first` or `count`");
+      return;
+    }
+    out_.file.session_ids = Located<SessionIdRange>{
+        SessionIdRange{static_cast<uint32_t>(*first), static_cast<uint32_t>(*count)}, Pos(k, v)};
   }
 
   fs::path dir_;

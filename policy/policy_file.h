@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "policy/mode.h"
+#include "policy/policy.h"
 #include "policy/schema.h"
 
 namespace ptybox::policy {
@@ -44,6 +45,7 @@ struct PolicyFile {
   std::optional<std::string> repository_env_set_where;  // set when `repository.envSet` is given
   std::vector<Located<std::string>> repository_env_set;  // names a repository env.set may use
   std::optional<Located<bool>> repository_trust_in_danger;  // repository.trustInDangerFullAccess
+  std::optional<Located<SessionIdRange>> session_ids;          // operator files only
 };
 
 struct ParsedPolicyFile {

@@ -52,8 +52,9 @@ const std::array<LimitSpec, 17> kLimitSpecs = {
     Optional("maxCpuSeconds", "seconds", 1, 31'536'000, &Limits::max_cpu_seconds),
 };
 
-constexpr std::array<std::string_view, 9> kTopLevelKeys = {
+constexpr std::array<std::string_view, 10> kTopLevelKeys = {
     "version", "mode", "ceiling", "workspace", "writable", "network", "env", "limits", "repository",
+    "sessionIds",
 };
 constexpr std::array<std::string_view, 2> kRepositoryKeys = {"envSet", "trustInDangerFullAccess"};
 constexpr std::array<std::string_view, 2> kEnvKeys = {"pass", "set"};
@@ -164,7 +165,7 @@ const LimitSpec* FindLimit(std::string_view key) {
 std::span<const std::string_view> TopLevelKeys() { return kTopLevelKeys; }
 
 bool IsOperatorOnlyKey(std::string_view key) {
-  return key == "ceiling" || key == "workspace" || key == "repository";
+  return key == "ceiling" || key == "workspace" || key == "repository" || key == "sessionIds";
 }
 
 std::span<const std::string_view> EnvKeys() { return kEnvKeys; }

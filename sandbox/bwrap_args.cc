@@ -22,6 +22,14 @@ class ArgvBuilder final {
     argv_.push_back(path.string());
     argv_.push_back(path.string());
   }
+  // `flag` SRC DEST where SRC is the staged source of DEST when there is one.
+  void Bind(std::string_view flag, const std::filesystem::path& dest,
+            const std::map<std::filesystem::path, std::filesystem::path>& sources) {
+    auto found = sources.find(dest);
+    argv_.emplace_back(flag);
+    argv_.push_back(found == sources.end() ? dest.string() : found->second.string());
+    argv_.push_back(dest.string());
+  }
   std::vector<std::string> Take() { return std::move(argv_); }
 
  private:
@@ -40,6 +48,10 @@ std::vector<std::string> BuildBwrapArgv(const SandboxSpec& spec,
   argv.Flag("--unshare-all");
   if (spec.network_allowed) argv.Flag("--share-net");
   argv.Flag("--unshare-user");  // also when the daemon is root: capabilities stay in the sandbox
+  if (spec.uid_zero_inside) {
+    argv.Option("--uid", "0");
+    argv.Option("--gid", "0");
+  }
   argv.Flag("--die-with-parent");
   argv.Flag("--new-session");
 
@@ -50,17 +62,21 @@ std::vector<std::string> BuildBwrapArgv(const SandboxSpec& spec,
   argv.Option("--tmpfs", "/tmp");
 
   // The workspace and the extra roots after the tmpfs, so they stay visible under /tmp too.
+  // Sources are the staged objects the launcher checked (bind_sources), not the host paths.
+  const auto& from = spec.bind_sources;
   if (writable) {
-    argv.SamePath("--bind", spec.workspace_root);
-    for (const auto& root : spec.writable_roots) argv.SamePath("--bind", root);
+    argv.Bind("--bind", spec.workspace_root, from);
+    for (const auto& root : spec.writable_roots) argv.Bind("--bind", root, from);
     // Protected paths go over the writable binds that contain them.
-    for (const auto& path : spec.read_only_paths) argv.SamePath("--ro-bind", path);
+    for (const auto& path : spec.read_only_paths) argv.Bind("--ro-bind", path, from);
   } else {
-    argv.SamePath("--ro-bind", spec.workspace_root);
-    for (const auto& root : spec.writable_roots) argv.SamePath("--ro-bind", root);
+    argv.Bind("--ro-bind", spec.workspace_root, from);
+    for (const auto& root : spec.writable_roots) argv.Bind("--ro-bind", root, from);
   }
   // Last mount: the init binary, read-only even when it lives in /tmp or a writable root.
-  argv.SamePath("--ro-bind", invocation.init_binary);
+  argv.Bind("--ro-bind", invocation.init_binary, from);
+  // The staged sources stay out of sight: the sandbox never sees the launcher's staging place.
+  if (!from.empty()) argv.Option("--tmpfs", kStageDir);
 
   // Process setup inside the sandbox.
   argv.Option("--cap-drop", "ALL");
@@ -81,16 +97,28 @@ std::vector<std::filesystem::path> CollectProtectedPaths(
   std::vector<std::filesystem::path> wanted;
   wanted.reserve(writable_roots.size() + candidates.size());
   for (const auto& root : writable_roots) wanted.push_back(root / ".git");
-  wanted.insert(wanted.end(), candidates.begin(), candidates.end());
+  for (const auto& candidate : candidates) {
+    // The directory a policy file lies in is the operator's layout: its links are resolved so
+    // the file is found inside the root that holds it; the file itself is never followed.
+    std::error_code ec;
+    const std::filesystem::path parent = std::filesystem::canonical(
+        std::filesystem::absolute(candidate, ec).parent_path(), ec);
+    wanted.push_back(ec ? candidate : parent / candidate.filename());
+  }
 
   std::vector<std::filesystem::path> result;
   for (const auto& path : wanted) {
+    // Never canonical(): a link would name its target, which may be any host path.
     std::error_code ec;
-    // canonical() fails for paths that do not exist: those need no protection.
-    std::filesystem::path canonical = std::filesystem::canonical(path, ec);
+    const std::filesystem::file_status status = std::filesystem::symlink_status(path, ec);
+    if (ec || (status.type() != std::filesystem::file_type::directory &&
+               status.type() != std::filesystem::file_type::regular)) {
+      continue;
+    }
+    std::filesystem::path normal = std::filesystem::absolute(path, ec).lexically_normal();
     if (ec) continue;
-    if (std::find(result.begin(), result.end(), canonical) == result.end()) {
-      result.push_back(std::move(canonical));
+    if (std::find(result.begin(), result.end(), normal) == result.end()) {
+      result.push_back(std::move(normal));
     }
   }
   return result;

@@ -3,12 +3,17 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "policy/mode.h"
 
 namespace ptybox::sandbox {
+
+// Where the launcher attaches the checked objects it binds, in its private mount namespace only
+// (sandbox/mount_stage.h). Covered with an empty tmpfs inside the sandbox after the binds.
+inline constexpr char kStageDir[] = "/run/ptybox-stage";
 
 struct SandboxSpec {
   policy::Mode mode = policy::Mode::kWorkspaceWrite;  // read-only or workspace-write
@@ -18,6 +23,12 @@ struct SandboxSpec {
   std::vector<std::filesystem::path> read_only_paths;
   bool network_allowed = false;
   std::filesystem::path cwd;  // the shell's starting directory
+  // Where each bind takes its source: destination -> staged path (sandbox/mount_stage.h, the
+  // very object that was checked). A destination absent here is bound from its own path.
+  std::map<std::filesystem::path, std::filesystem::path> bind_sources;
+  // --uid 0 --gid 0: a root daemon's session is root of its own user namespace only (bwrap runs
+  // as the session's unprivileged host id, which it maps to 0).
+  bool uid_zero_inside = false;
 };
 
 struct BwrapInvocation {
@@ -30,8 +41,10 @@ struct BwrapInvocation {
 // The complete argv: bwrap, its options, "--", init_binary, init_args...
 std::vector<std::string> BuildBwrapArgv(const SandboxSpec& spec, const BwrapInvocation& invocation);
 
-// The paths of `candidates` plus "<root>/.git" for each writable root that exist on the host,
-// for SandboxSpec::read_only_paths.
+// The paths of `candidates` plus "<root>/.git" for each writable root that exist on the host as
+// a directory or a regular file (a symbolic link is never followed: not a candidate), absolute
+// and lexically normal, for SandboxSpec::read_only_paths. The launcher opens each again beneath
+// its root without following links before binding it (mount_stage.h).
 std::vector<std::filesystem::path> CollectProtectedPaths(
     const std::vector<std::filesystem::path>& writable_roots,
     const std::vector<std::filesystem::path>& candidates);

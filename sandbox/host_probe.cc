@@ -28,7 +28,9 @@
 
 #include "policy/mode.h"
 #include "sandbox/bwrap_args.h"
+#include "sandbox/mount_stage.h"
 #include "sandbox/seccomp_filter.h"
+#include "sandbox/user_namespace.h"
 
 namespace ptybox::sandbox {
 namespace {
@@ -74,7 +76,9 @@ void AppendCapped(std::string& to, const char* data, size_t size) {
 // Runs argv[0] (an absolute path, no PATH search) with stdin from /dev/null, capturing
 // stdout and stderr, in its own process group that is killed at the deadline. `keep_fd`
 // (when >= 0) is inherited at the same number.
-ChildResult RunChild(const std::vector<std::string>& argv, int keep_fd = -1) {
+// `stage` (when set) is entered in the child first, as the launcher does (mount_stage.h).
+ChildResult RunChild(const std::vector<std::string>& argv, int keep_fd = -1,
+                     StagePlan* stage = nullptr) {
   ChildResult result;
   std::vector<char*> cargv;
   for (const auto& arg : argv) cargv.push_back(const_cast<char*>(arg.c_str()));
@@ -113,7 +117,14 @@ ChildResult RunChild(const std::vector<std::string>& argv, int keep_fd = -1) {
     // Only async-signal-safe calls from here to exec.
     setpgid(0, 0);
     if (dup2(null_fd.Get(), STDIN_FILENO) < 0 || dup2(out_write.Get(), STDOUT_FILENO) < 0 ||
-        dup2(err_write.Get(), STDERR_FILENO) < 0 ||
+        dup2(err_write.Get(), STDERR_FILENO) < 0) {
+      const int err = errno;
+      ssize_t ignored = write(exec_write.Get(), &err, sizeof err);
+      (void)ignored;
+      _exit(127);
+    }
+    if (stage != nullptr && !EnterStage(*stage, STDERR_FILENO)) _exit(125);
+    if (
         (keep_fd >= 0 && fcntl(keep_fd, F_SETFD, 0) != 0)) {
       const int err = errno;
       ssize_t ignored = write(exec_write.Get(), &err, sizeof err);
@@ -304,6 +315,19 @@ constexpr StderrHint kStderrHints[] = {
      "choose a cwd inside the workspace or another path the sandbox can see"},
     {"execvp", "ptybox-init could not be executed inside the sandbox",
      "reinstall ptybox so that ptybox-init sits next to the ptybox binary"},
+    {"ptybox-launch: refusing to bind",
+     "a path changed between its check and its bind (a directory was swapped with a link)",
+     "nothing to change on the host: a process is racing the sandbox's roots; the session was "
+     "refused instead of binding something else"},
+    {"ptybox-launch: unshare(CLONE_NEWUSER",
+     "the launcher could not create its own user namespace (needed to stage the binds)",
+     kUserNsSysctlFix},
+    {"ptybox-launch: dropping to the session id",
+     "the root daemon could not switch to the session's unprivileged host id",
+     "run the daemon as real root (CAP_SETUID, CAP_SETGID), or as an ordinary user"},
+    {"ptybox-launch:", "the launcher could not stage the session's binds",
+     "run `ptybox doctor`; the staging needs Linux 5.12+ with open_tree, move_mount and "
+     "(for a root daemon) idmapped mounts"},
     {"Unexpected capabilities but not setuid",
      "bwrap has file capabilities but is not setuid, which it refuses",
      "remove the file capabilities (setcap -r) from the bwrap binary"},
@@ -339,9 +363,10 @@ class Prober final {
   // Runs the probes in order; stops at the first failure when `stop_at_failure`.
   std::vector<ProbeResult> Run(bool stop_at_failure) {
     using Step = ProbeResult (Prober::*)();
-    static constexpr Step kSteps[] = {&Prober::ProbeBwrap,        &Prober::ProbeUserNamespaces,
-                                      &Prober::ProbeSeccomp,      &Prober::ProbeSeccompFilter,
-                                      &Prober::ProbeSandboxStart, &Prober::ProbeSandboxPty};
+    static constexpr Step kSteps[] = {
+        &Prober::ProbeBwrap,         &Prober::ProbeUserNamespaces, &Prober::ProbeSeccomp,
+        &Prober::ProbeSeccompFilter, &Prober::ProbeSessionIds,     &Prober::ProbeSandboxStart,
+        &Prober::ProbeSandboxPty,    &Prober::ProbeNoHostRoot};
     std::vector<ProbeResult> results;
     for (Step step : kSteps) {
       results.push_back((this->*step)());
@@ -532,6 +557,39 @@ class Prober final {
                         " BPF instructions) loads in a child");
   }
 
+  // A root daemon runs confined sessions as an unprivileged id of `sessionIds`: the range must
+  // be free on this host (checked against the default range; the launcher checks the policy's).
+  ProbeResult ProbeSessionIds() {
+    const std::string name = "session-ids";
+    if (!RunsAsHostRoot()) {
+      return Ok(name, "the daemon is not root: sessions run as its own uid " +
+                          std::to_string(::geteuid()) + ", mapped 1:1");
+    }
+    const policy::SessionIdRange range;
+    if (std::optional<std::string> conflict = SessionRangeConflictOnHost(range)) {
+      return Failed(name, *conflict,
+                    "set `sessionIds: {first: N, count: M}` in the operator policy to a range no "
+                    "user, group or /etc/subuid entry uses");
+    }
+    return Ok(name, "root daemon: confined sessions run as host ids " +
+                        std::to_string(range.first) + "-" +
+                        std::to_string(range.first + range.count - 1) +
+                        " (the default `sessionIds`), never as root");
+  }
+
+  // The uid the sandbox's processes hold, read from inside: with a root daemon, no id of the
+  // sandbox may map to host uid 0 (the launcher's idmapped, unprivileged path really works).
+  ProbeResult ProbeNoHostRoot() {
+    if (!RunsAsHostRoot()) {
+      return Ok("no-host-root", "the daemon is not root: sessions cannot hold host root");
+    }
+    return RunTinySandbox(
+        "no-host-root", "/bin/sh",
+        {"-c", "while read -r a b c; do [ \"$b\" = 0 ] && exit 1; done < /proc/self/uid_map; "
+               "test -d /usr/bin"},
+        "a sandbox of a root daemon maps no id to host uid 0 and reads its idmapped root");
+  }
+
   ProbeResult ProbeSandboxStart() {
     return RunTinySandbox("sandbox-start", "/bin/true", {},
                           "bwrap ran /bin/true in new user, pid, network, ipc, uts and mount "
@@ -566,8 +624,14 @@ class Prober final {
     spec.mode = policy::Mode::kReadOnly;
     spec.workspace_root = "/usr";
     spec.cwd = "/";
+    // Staged as the launcher stages a session: the same namespaces, ids and idmapped binds.
+    Result<StagePlan> stage = PrepareStage(spec, resolved, RunsAsHostRoot(), {});
+    if (!stage) {
+      return Failed(name, stage.error().message,
+                    "see the message; the launcher stages every bind this way");
+    }
     BwrapInvocation invocation{bwrap_, seccomp->Get(), resolved, std::move(args)};
-    const ChildResult child = RunChild(BuildBwrapArgv(spec, invocation), seccomp->Get());
+    const ChildResult child = RunChild(BuildBwrapArgv(spec, invocation), seccomp->Get(), &*stage);
     if (child.Succeeded()) return Ok(name, success);
 
     std::string detail;

@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 
 #include "sandbox/init_protocol.h"
+#include "sandbox/mount_stage.h"
+#include "sandbox/user_namespace.h"
 #include "sandbox/seccomp_filter.h"
 
 namespace ptybox::sandbox {
@@ -24,6 +27,7 @@ void ApplyPolicy(const policy::ResolvedPolicy& p, const std::filesystem::path& c
   launch.sandbox.read_only_paths = CollectProtectedPaths(writable, p.policy_files);
   launch.sandbox.network_allowed = p.network_allowed;
   launch.sandbox.cwd = cwd;
+  launch.session_ids = p.session_ids;
   const policy::Limits& l = p.limits;
   launch.rlimits.clear();
   if (l.max_processes) launch.rlimits.emplace_back("nproc", *l.max_processes);
@@ -58,8 +62,14 @@ namespace {
 
 // Runs in the forked child: only async-signal-safe calls until execve.
 [[noreturn]] void ExecChild(const LaunchSpec& spec, const std::vector<char*>& argv, int control,
-                            int seccomp, int diagnostics, int devnull) {
+                            int seccomp, int diagnostics, int devnull, StagePlan* stage) {
   if (spec.new_process_group) ::setpgid(0, 0);
+  // The private mount namespace with the checked binds staged (and, for a root daemon, the
+  // drop to the session's unprivileged id) comes first, while the clones' descriptors are
+  // still where the parent left them.
+  if (stage != nullptr && !EnterStage(*stage, diagnostics >= 0 ? diagnostics : STDERR_FILENO)) {
+    ::_exit(125);
+  }
   // Fixed descriptor numbers: dup to high numbers first so no source is overwritten.
   int control_hi = ::fcntl(control, F_DUPFD_CLOEXEC, 100);
   int seccomp_hi = seccomp >= 0 ? ::fcntl(seccomp, F_DUPFD_CLOEXEC, 100) : -1;
@@ -83,33 +93,51 @@ namespace {
   ::_exit(127);
 }
 
-// A writable or visible root that would bind host mounts back over the sandbox's own /dev,
-// /proc or /tmp undoes the sandbox: refuse it instead of starting a leaky one.
+}  // namespace
+
 Result<void> CheckSandboxRoots(const SandboxSpec& sandbox) {
   std::vector<std::filesystem::path> roots = sandbox.writable_roots;
   roots.push_back(sandbox.workspace_root);
   for (const std::filesystem::path& root : roots) {
     std::string text = root.lexically_normal().string();
     while (text.size() > 1 && text.back() == '/') text.pop_back();
+    // A root that would bind host mounts back over the sandbox's own /dev, /proc or /tmp, or
+    // over the launcher's staging directory, undoes the sandbox.
     bool bad = text == "/" || text.empty();
-    for (std::string_view system : {"/proc", "/dev", "/sys"}) {
+    for (std::string_view system : {"/proc", "/dev", "/sys", "/run", "/var/run"}) {
       if (text == system || text.starts_with(std::string(system) + "/")) bad = true;
     }
     if (bad) {
       return Fail(ErrorKind::kPolicyDenied,
                   "the root " + root.string() +
-                      " cannot be sandboxed (it would expose the host's /, /proc, /dev or /sys "
-                      "inside the sandbox); use a project directory as the workspace",
+                      " cannot be sandboxed (it would expose the host's /, /proc, /dev, /sys or "
+                      "/run inside the sandbox); use a project directory as the workspace",
                   root.string());
+    }
+    // Directories every host process shares: binding one writable (or visible, in read-only)
+    // hands the session other programs' files and sockets (a tmux server's, an agent's).
+    for (std::string_view shared : {"/tmp", "/var/tmp"}) {
+      if (text == shared) {
+        return Fail(ErrorKind::kPolicyDenied,
+                    "the root " + root.string() +
+                        " is a directory shared by every process of the host; binding it would "
+                        "hand the session other programs' files and sockets. Use a directory of "
+                        "its own (e.g. mkdir " + std::string(shared) +
+                        "/myproject) as the workspace or writable root",
+                    root.string());
+      }
     }
   }
   return {};
 }
 
+namespace {
+
 }  // namespace
 
 Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
   const bool confined = policy::IsConfined(spec.mode);
+  // Validate, then act: nothing is created before every input is known to be acceptable.
   if (spec.command.empty()) return Fail(ErrorKind::kSpawnFailed, "no program to start");
   if (::access(spec.init_binary.c_str(), X_OK) != 0) {
     return Fail(ErrorKind::kSpawnFailed,
@@ -122,6 +150,24 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
       return Fail(ErrorKind::kSpawnFailed, *problem, "env");
     }
   }
+  InitMessage start;
+  start.type = InitMessageType::kStart;
+  start.payload = EncodeEnvironment(spec.environment);
+  if (start.payload.size() > kMaxInitPayload) {
+    return Fail(ErrorKind::kSpawnFailed, "the session environment is larger than 128 KiB",
+                "env");
+  }
+  SandboxSpec sandbox = spec.sandbox;
+  std::optional<StagePlan> stage;
+  if (confined) {
+    if (Result<void> roots = CheckSandboxRoots(sandbox); !roots) {
+      return std::unexpected(roots.error());
+    }
+    Result<StagePlan> plan =
+        PrepareStage(sandbox, spec.init_binary, RunsAsHostRoot(), spec.session_ids);
+    if (!plan) return std::unexpected(plan.error());
+    stage.emplace(std::move(*plan));
+  }
 
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
@@ -133,9 +179,6 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
   UniqueFd seccomp;
   std::vector<std::string> args;
   if (confined) {
-    if (Result<void> roots = CheckSandboxRoots(spec.sandbox); !roots) {
-      return std::unexpected(roots.error());
-    }
     Result<UniqueFd> program = BuildSeccompProgram({.network_allowed = spec.sandbox.network_allowed});
     if (!program) return std::unexpected(program.error());
     seccomp = std::move(*program);
@@ -144,7 +187,7 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
     invocation.seccomp_fd = kSeccompFd;
     invocation.init_binary = spec.init_binary;
     invocation.init_args = BuildInitArgs(spec);
-    args = BuildBwrapArgv(spec.sandbox, invocation);
+    args = BuildBwrapArgv(sandbox, invocation);
   } else {
     args.push_back(spec.init_binary.string());
     std::vector<std::string> init_args = BuildInitArgs(spec);
@@ -171,7 +214,8 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
   pid_t pid = ::fork();
   if (pid < 0) return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "fork"));
   if (pid == 0) {
-    ExecChild(spec, argv, theirs.Get(), seccomp.Get(), diag_write.Get(), devnull.Get());
+    ExecChild(spec, argv, theirs.Get(), seccomp.Get(), diag_write.Get(), devnull.Get(),
+              stage ? &*stage : nullptr);
   }
   theirs.Reset();
   diag_write.Reset();
@@ -181,14 +225,6 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
   launched.control = std::move(ours);
   launched.diagnostics = std::move(diag_read);
 
-  InitMessage start;
-  start.type = InitMessageType::kStart;
-  start.payload = EncodeEnvironment(spec.environment);
-  if (start.payload.size() > kMaxInitPayload) {
-    ::kill(pid, SIGKILL);
-    return Fail(ErrorKind::kSpawnFailed, "the session environment is larger than 128 KiB",
-                "env");
-  }
   // A child that died before reading gives EPIPE here; the caller learns why from the reaper
   // and the diagnostics pipe, so this failure is not final on its own.
   (void)SendInitMessage(launched.control.Get(), start);

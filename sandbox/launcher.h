@@ -32,6 +32,8 @@ struct LaunchSpec {
   bool pty = true;  // false: the program inherits our stdin/stdout/stderr (ptybox run)
   std::vector<std::pair<std::string, int64_t>> rlimits;  // "nproc", "nofile", "as", "fsize", "cpu"
   bool new_process_group = true;  // keep terminal signals of the daemon away from the session
+  // A root daemon's confined sessions run as the next id of this range (policy `sessionIds`).
+  policy::SessionIdRange session_ids;
 };
 
 struct LaunchedInit {
@@ -46,9 +48,15 @@ struct LaunchedInit {
 void ApplyPolicy(const policy::ResolvedPolicy& policy, const std::filesystem::path& cwd,
                  LaunchSpec& launch);
 
-// Forks and execs; the start message (environment) is sent before returning. The caller reaps
-// `pid` (see backend/child_reaper.h).
+// Checks everything first (roots, environment size, every bind opened without following links:
+// sandbox/mount_stage.h), then forks and execs; the start message (environment) is sent before
+// returning. With the daemon as root, a confined session runs as an unprivileged host id from
+// `session_ids`, never as host root. The caller reaps `pid` (see backend/child_reaper.h).
 Result<LaunchedInit> LaunchInit(const LaunchSpec& spec);
+
+// Refuses roots that cannot be sandboxed: /, anything under /proc, /dev, /sys, /run (the
+// launcher's staging place), and the shared /tmp and /var/tmp themselves (policy_denied).
+Result<void> CheckSandboxRoots(const SandboxSpec& sandbox);
 
 // The init argv after the binary: --control-fd 3 [--confined] ... -- command...
 std::vector<std::string> BuildInitArgs(const LaunchSpec& spec);

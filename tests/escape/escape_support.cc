@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -176,7 +177,14 @@ bool IsUnder(const fs::path& path, const fs::path& dir) {
   return !rel.empty() && *rel.begin() != "..";
 }
 
-fs::path OutsideDir() { return ESCAPE_OUTSIDE_DIR; }
+fs::path OutsideDir() {
+  // The unprivileged run (tests/unprivileged/) names a directory its user may write.
+  const char* unprivileged = std::getenv("PTYBOX_ESCAPE_OUTSIDE_DIR");
+  if (unprivileged != nullptr && *unprivileged != '\0' && fs::is_directory(unprivileged)) {
+    return unprivileged;
+  }
+  return ESCAPE_OUTSIDE_DIR;
+}
 
 std::map<std::string, std::string> StatusFields(const std::string& text) {
   std::map<std::string, std::string> fields;

@@ -38,7 +38,8 @@ TEST_P(EscapeTest, WritingOutsideTheWritableRootsFails) {
                                "/usr/local/bin/ptybox-escape-probe"}) {
       Observed c = Run("write-system", std::string("touch ") + target);
       EXPECT_EQ(c.exit, 1) << c.Show();
-      EXPECT_TRUE(c.Says("Read-only file system")) << c.Show();
+      // A root daemon's session is not the owner of /root: refused before the mount is asked.
+      EXPECT_TRUE(c.Says("Read-only file system") || c.Says("Permission denied")) << c.Show();
     }
   } else {
     EXPECT_EQ(a.exit, 0) << a.Show();
@@ -241,7 +242,8 @@ TEST_P(EscapeTest, NamespacesAndMountsFail) {
     EXPECT_EQ(userns.exit, 1) << userns.Show();
     EXPECT_TRUE(userns.Says("unshare failed: Operation not permitted")) << userns.Show();
     EXPECT_EQ(mount.exit, 32) << mount.Show();
-    EXPECT_TRUE(mount.Says("permission denied")) << mount.Show();
+    // mount(8) of a non-root daemon's session (not uid 0 inside) refuses before the syscall.
+    EXPECT_TRUE(mount.Says("permission denied") || mount.Says("must be superuser")) << mount.Show();
   } else if (::geteuid() == 0) {
     EXPECT_EQ(userns.exit, 0) << userns.Show();
     EXPECT_EQ(mount.exit, 0) << mount.Show();
@@ -274,6 +276,9 @@ TEST_P(EscapeTest, SyscallProbesAreRefused) {
     ASSERT_TRUE(seen.contains(spec)) << spec << ": " << o.Show();
     if (Confined()) {
       EXPECT_EQ(seen[spec], result) << spec << ": " << o.Show();
+    } else if (spec == "pivot_root" && ::geteuid() != 0) {
+      // Without CAP_SYS_ADMIN the kernel itself answers EPERM: no control as an ordinary user.
+      std::cout << "  control skipped for pivot_root: the test does not run as root\n";
     } else if (spec != "socket:unix") {
       // The control: without the filter none of these answers the filter's errno.
       EXPECT_NE(seen[spec], result) << spec << ": " << o.Show();
@@ -291,10 +296,16 @@ TEST_P(EscapeTest, NoCapabilityIsHeld) {
     }
     EXPECT_EQ(fields["NoNewPrivs"], "1") << o.Show();
     EXPECT_EQ(fields["Seccomp"], "2") << o.Show();
+    // One id inside: 0 for a root daemon (an unprivileged host id outside, never 0: see
+    // host_root_test.cc), the daemon's own uid otherwise.
     Observed map = Run("uid-map", "cat /proc/self/uid_map");
-    EXPECT_EQ(Words(map.text), (std::vector<std::string>{std::to_string(::getuid()),
-                                                         std::to_string(::getuid()), "1"}))
-        << map.Show();
+    const std::vector<std::string> line = Words(map.text);
+    ASSERT_EQ(line.size(), 3u) << map.Show();
+    EXPECT_EQ(line[0], std::to_string(::getuid())) << map.Show();
+    EXPECT_EQ(line[2], "1") << map.Show();
+    if (::geteuid() == 0) {
+      EXPECT_NE(line[1], "0") << map.Show();
+    }
   } else if (::geteuid() == 0) {
     EXPECT_NE(fields["CapEff"], "0000000000000000") << o.Show();
     EXPECT_EQ(fields["Seccomp"], "0") << o.Show();

@@ -21,7 +21,9 @@ using sandbox::testing::RunResult;
 
 void WriteScript(const fs::path& path, const std::string& text) {
   std::ofstream(path) << text;
-  fs::permissions(path, fs::perms::owner_all);
+  // 0755: a root daemon execs bwrap as the session's unprivileged id.
+  fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
 }
 
 struct BrokenBwrap {
@@ -36,6 +38,9 @@ class SandboxUnavailableTest : public ::testing::TestWithParam<BrokenBwrap> {
   // user namespaces are blocked.
   fs::path Bwrap() {
     if (GetParam().name == "missing") return scripts_.path() / "no-such-dir" / "bwrap";
+    // A root daemon execs bwrap as the session's unprivileged id: it must be reachable.
+    fs::permissions(scripts_.path(), fs::perms::owner_all | fs::perms::group_exec |
+                                         fs::perms::others_exec);
     const fs::path fake = scripts_.path() / "bwrap";
     WriteScript(fake,
                 "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n");
@@ -94,6 +99,9 @@ TEST(BwrapFromEnvironmentTest, ThePathInPtyboxBwrapIsTheOneThatRuns) {
   // A wrapper that logs its arguments, then runs the real bwrap: the session works, and the
   // log proves the daemon started the sandbox through PTYBOX_BWRAP.
   TempDir scripts;
+  // A root daemon runs bwrap as the session's unprivileged id, which must reach the wrapper and
+  // append to its log.
+  fs::permissions(scripts.path(), fs::perms::all);
   const fs::path log = scripts.path() / "calls.log";
   const fs::path wrapper = scripts.path() / "bwrap-wrapper";
   WriteScript(wrapper, "#!/bin/sh\necho \"$@\" >> '" + log.string() + "'\nexec '" +
@@ -142,7 +150,7 @@ TEST(DoctorTest, PassesOnThisHostAndNamesEachProbe) {
   std::cout << run.out;
   EXPECT_EQ(run.exit_code, 0) << run.Describe();
   for (const char* probe : {"ptybox-init", "bwrap", "user-namespaces", "seccomp", "seccomp-filter",
-                            "sandbox-start", "sandbox-pty"}) {
+                            "session-ids", "sandbox-start", "sandbox-pty", "no-host-root"}) {
     EXPECT_NE(run.out.find(std::string("[ ok ] ") + probe + ": "), std::string::npos)
         << probe << " not reported as ok:\n"
         << run.out;

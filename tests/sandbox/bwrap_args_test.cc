@@ -220,12 +220,17 @@ TEST_F(ProtectedPathsTest, ExistingGitDirsAndCandidatesCanonicalAndDeduplicated)
   Touch(repo / ".ptybox.yaml");
   fs::create_directory_symlink(repo, dir_ / "repo-link");
 
-  const auto paths = CollectProtectedPaths({dir_ / "repo-link", worktree, plain, repo},
+  const fs::path linked = dir_ / "linked";
+  fs::create_directories(linked);
+  fs::create_directory_symlink("/tmp", linked / ".git");  // a link is never followed
+
+  const auto paths = CollectProtectedPaths({dir_ / "repo-link", worktree, plain, repo, linked},
                                            {repo / ".ptybox.yaml", dir_ / "repo/./.ptybox.yaml",
                                             plain / "missing.yaml", dir_ / "repo-link/.git"});
-  const std::vector<fs::path> expected = {fs::canonical(repo / ".git"),
-                                          fs::canonical(worktree / ".git"),
-                                          fs::canonical(repo / ".ptybox.yaml")};
+  // Roots' .git lexically (the launcher opens each again beneath its root, without links);
+  // candidates with their directory resolved, never the file itself; no duplicates.
+  const std::vector<fs::path> expected = {dir_ / "repo-link/.git", worktree / ".git",
+                                          repo / ".git", repo / ".ptybox.yaml"};
   EXPECT_EQ(paths, expected);
 }
 

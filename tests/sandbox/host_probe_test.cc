@@ -47,6 +47,8 @@ class HostProbeTest : public ::testing::Test {
     char pattern[] = "/tmp/ptybox-probe-XXXXXX";
     ASSERT_NE(mkdtemp(pattern), nullptr);
     dir_ = pattern;
+    // A root daemon execs bwrap as the session's unprivileged id: the fakes must be reachable.
+    chmod(dir_.c_str(), 0755);
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -74,8 +76,9 @@ TEST_F(HostProbeTest, ProbesPassOnThisHost) {
     EXPECT_TRUE(result.ok) << result.name << ": " << result.detail;
     EXPECT_EQ(result.fix.empty(), result.ok) << result.name;
   }
-  const std::vector<std::string> expected = {"bwrap",          "user-namespaces", "seccomp",
-                                             "seccomp-filter", "sandbox-start",   "sandbox-pty"};
+  const std::vector<std::string> expected = {
+      "bwrap",         "user-namespaces", "seccomp",    "seccomp-filter",
+      "session-ids",   "sandbox-start",   "sandbox-pty", "no-host-root"};
   EXPECT_EQ(names, expected);
   auto required = RequireSandbox(bwrap);
   EXPECT_TRUE(required.has_value()) << (required ? "" : required.error().Describe());
@@ -140,10 +143,10 @@ TEST_F(HostProbeTest, MissingBwrapNamesTheBubblewrapPackage) {
 
   // Every probe still reports; the sandbox ones say why they did not run.
   const std::vector<ProbeResult> results = ProbeHost(missing);
-  ASSERT_EQ(results.size(), 6u);
+  ASSERT_EQ(results.size(), 8u);
   EXPECT_FALSE(results[0].ok);
-  EXPECT_FALSE(results[4].ok);
-  EXPECT_NE(results[4].detail.find("not run"), std::string::npos);
+  EXPECT_FALSE(results[5].ok);  // sandbox-start
+  EXPECT_NE(results[5].detail.find("not run"), std::string::npos);
 
   const Error diagnosed = DiagnoseSandboxFailure(missing, "");
   EXPECT_NE(diagnosed.message.find("bubblewrap"), std::string::npos);

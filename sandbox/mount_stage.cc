@@ -1,0 +1,308 @@
+// Staging of the binds. The parent part opens and checks (errors are values); the child part is
+// a flat list of syscalls on precomputed strings, so it stays async-signal-safe after fork.
+#include "sandbox/mount_stage.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/openat2.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "sandbox/path_open.h"
+#include "sandbox/user_namespace.h"
+
+namespace ptybox::sandbox {
+namespace {
+
+constexpr unsigned kCloneFlags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE;
+
+Error IdmapError(const std::string& path, int saved) {
+  return Error(ErrorKind::kSandboxUnavailable,
+               "cannot give the session an idmapped mount of " + path +
+                   " (mount_setattr MOUNT_ATTR_IDMAP: " + std::strerror(saved) +
+                   "). A root daemon's sessions run as an unprivileged host id and reach their "
+                   "roots only through idmapped mounts; ptybox never falls back to host root. "
+                   "Fix: keep the workspace and writable roots on a filesystem that supports "
+                   "idmapped mounts (ext4, xfs, btrfs; tmpfs from Linux 6.3, overlayfs from "
+                   "5.19) on Linux 5.12 or later, or run the daemon as an ordinary user",
+               path);
+}
+
+// The writable root that lexically contains `path` (the longest), or nullptr.
+const OpenedPath* ContainingRoot(const std::vector<OpenedPath>& roots,
+                                 const std::filesystem::path& path,
+                                 std::filesystem::path& relative) {
+  const OpenedPath* best = nullptr;
+  for (const OpenedPath& root : roots) {
+    const std::filesystem::path rel = path.lexically_normal().lexically_relative(root.path);
+    if (rel.empty() || rel == "." || *rel.begin() == "..") continue;
+    if (best == nullptr || root.path.string().size() > best->path.string().size()) {
+      best = &root;
+      relative = rel;
+    }
+  }
+  return best;
+}
+
+// --- child side: async-signal-safe helpers ---
+
+void Say(int fd, const char* text) noexcept { (void)::write(fd, text, std::strlen(text)); }
+
+bool Failed(int fd, const char* what, const char* path, int saved) noexcept {
+  char number[16];
+  int n = 0;
+  char reversed[16];
+  unsigned value = static_cast<unsigned>(saved);
+  do {
+    reversed[n++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value != 0 && n < 15);
+  for (int i = 0; i < n; ++i) number[i] = reversed[n - 1 - i];
+  number[n] = '\0';
+  Say(fd, "ptybox-launch: ");
+  Say(fd, what);
+  if (path != nullptr) {
+    Say(fd, " ");
+    Say(fd, path);
+  }
+  Say(fd, ": errno ");
+  Say(fd, number);
+  Say(fd, "\n");
+  return false;
+}
+
+bool WriteFile(const char* path, const char* text) noexcept {
+  const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const size_t length = std::strlen(text);
+  const bool ok = ::write(fd, text, length) == static_cast<ssize_t>(length);
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace
+
+Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path& init_binary,
+                               bool as_root, const policy::SessionIdRange& ids) {
+  StagePlan plan;
+  plan.as_root = as_root;
+  if (as_root) {
+    if (std::optional<std::string> conflict = SessionRangeConflictOnHost(ids)) {
+      return Fail(ErrorKind::kSandboxUnavailable,
+                  "a root daemon runs each confined session as an unprivileged host id, but " +
+                      *conflict + " (set `sessionIds: {first: N, count: M}` in the operator "
+                      "policy to a range no user, group or /etc/subuid entry uses)",
+                  "sessionIds");
+    }
+    plan.session_id = NextSessionId(ids);
+  } else {
+    plan.self_uid_map = IdMapLine(::getuid(), ::getuid(), 1);
+    plan.self_gid_map = IdMapLine(::getgid(), ::getgid(), 1);
+  }
+
+  // The staging tmpfs needs its mount point (mounted over in the child's namespace only).
+  struct stat stage_point {};
+  if (::lstat(kStageMount, &stage_point) != 0 && errno == ENOENT && as_root) {
+    ::mkdir(kStageMount, 0755);
+  }
+  if (::lstat(kStageMount, &stage_point) != 0 || !S_ISDIR(stage_point.st_mode)) {
+    return Fail(ErrorKind::kSandboxUnavailable,
+                std::string("the launcher stages a session's binds on a private tmpfs at ") +
+                    kStageMount + ", which is missing or not a directory here: create it "
+                    "(mkdir -m 0755 " + kStageMount + ")",
+                kStageMount);
+  }
+
+  // 1. The roots, each opened once with no link in its path.
+  const bool writable = sandbox.mode == policy::Mode::kWorkspaceWrite;
+  std::vector<std::filesystem::path> root_paths = {sandbox.workspace_root};
+  root_paths.insert(root_paths.end(), sandbox.writable_roots.begin(), sandbox.writable_roots.end());
+  std::vector<OpenedPath> roots;
+  for (const std::filesystem::path& path : root_paths) {
+    Result<OpenedPath> opened = OpenRootNoFollow(path.lexically_normal());
+    if (!opened) return std::unexpected(opened.error());
+    roots.push_back(std::move(*opened));
+  }
+
+  // 2. Protected paths, beneath the writable root that holds them, never through a link.
+  struct Protected {
+    OpenedPath opened;
+    uid_t owner_uid;
+    gid_t owner_gid;
+  };
+  std::vector<Protected> protected_paths;
+  std::vector<std::filesystem::path> kept;
+  if (writable) {
+    for (const std::filesystem::path& path : sandbox.read_only_paths) {
+      std::filesystem::path relative;
+      const OpenedPath* root = ContainingRoot(roots, path, relative);
+      if (root == nullptr) continue;  // outside every writable root: read-only anyway
+      Result<std::optional<OpenedPath>> opened = OpenBeneath(*root, relative);
+      if (!opened) return std::unexpected(opened.error());
+      if (!*opened) continue;  // missing or a link: not bound (docs/sandbox.md says why)
+      bool duplicate = false;
+      for (const std::filesystem::path& k : kept) duplicate = duplicate || k == (*opened)->path;
+      if (duplicate) continue;
+      kept.push_back((*opened)->path);
+      protected_paths.push_back({std::move(**opened), root->owner_uid, root->owner_gid});
+    }
+  }
+  sandbox.read_only_paths = kept;
+
+  Result<OpenedPath> init = OpenFollowing(init_binary);
+  if (!init) return std::unexpected(init.error());
+  if (as_root) {
+    // bwrap runs as the session id and must reach ptybox-init's own path inside (its bind
+    // destination and what it execs): every directory above it must be searchable by others.
+    for (std::filesystem::path dir = init_binary.parent_path(); !dir.empty();
+         dir = dir.parent_path()) {
+      struct stat st {};
+      if (::stat(dir.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) {
+        return Fail(ErrorKind::kSandboxUnavailable,
+                    "ptybox-init at " + init_binary.string() +
+                        " is out of reach of the session's unprivileged id: " + dir.string() +
+                        " is not searchable by other users. A root daemon's sessions never run "
+                        "as root; install ptybox under a world-searchable path (e.g. "
+                        "/usr/local) or run chmod o+x " + dir.string(),
+                    init_binary.string());
+      }
+      if (dir == dir.root_path()) break;
+    }
+  }
+
+  // 3. One entry per bind; for a root daemon the idmapped clone of exactly what was checked.
+  std::map<std::pair<uid_t, gid_t>, UniqueFd> namespaces;
+  auto add = [&](OpenedPath opened, std::optional<std::pair<uid_t, gid_t>> owner,
+                 bool follow) -> Result<void> {
+    StageEntry entry;
+    entry.host_path = opened.path.string();
+    entry.stage_path = std::string(kStageDir) + "/" + std::to_string(plan.entries.size());
+    entry.directory = opened.type == S_IFDIR;
+    entry.follow_links = follow;
+    entry.dev = opened.dev;
+    entry.ino = opened.ino;
+    if (as_root) {
+      entry.tree.Reset(::open_tree(opened.fd.Get(), "", kCloneFlags));
+      if (!entry.tree) {
+        Error error = Error::FromErrno(ErrorKind::kSandboxUnavailable, "open_tree", entry.host_path);
+        error.message += " (cloning a mount needs Linux 5.2 or later and CAP_SYS_ADMIN)";
+        return std::unexpected(error);
+      }
+      if (owner) {
+        auto found = namespaces.find(*owner);
+        if (found == namespaces.end()) {
+          Result<UniqueFd> ns =
+              CreateUserNamespace(RootIdMapFor(owner->first, owner->second, plan.session_id));
+          if (!ns) return std::unexpected(ns.error());
+          found = namespaces.emplace(*owner, std::move(*ns)).first;
+        }
+        struct mount_attr attr {};
+        attr.attr_set = MOUNT_ATTR_IDMAP;
+        attr.userns_fd = static_cast<uint64_t>(found->second.Get());
+        if (::mount_setattr(entry.tree.Get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+                            sizeof attr) != 0) {
+          return std::unexpected(IdmapError(entry.host_path, errno));
+        }
+      }
+    }
+    entry.checked = std::move(opened.fd);
+    plan.entries.push_back(std::move(entry));
+    return {};
+  };
+
+  for (OpenedPath& root : roots) {
+    const std::filesystem::path path = root.path;
+    const std::pair<uid_t, gid_t> owner{root.owner_uid, root.owner_gid};
+    if (Result<void> added = add(std::move(root), owner, false); !added) {
+      return std::unexpected(added.error());
+    }
+    sandbox.bind_sources[path] = plan.entries.back().stage_path;
+  }
+  for (Protected& p : protected_paths) {
+    const std::filesystem::path path = p.opened.path;
+    if (Result<void> added = add(std::move(p.opened), std::pair{p.owner_uid, p.owner_gid}, false);
+        !added) {
+      return std::unexpected(added.error());
+    }
+    sandbox.bind_sources[path] = plan.entries.back().stage_path;
+  }
+  if (Result<void> added = add(std::move(*init), std::nullopt, true); !added) {
+    return std::unexpected(added.error());
+  }
+  sandbox.bind_sources[init_binary] = plan.entries.back().stage_path;
+  sandbox.uid_zero_inside = as_root;
+  return plan;
+}
+
+bool EnterStage(StagePlan& plan, int error_fd) noexcept {
+  if (plan.as_root) {
+    if (::unshare(CLONE_NEWNS) != 0) return Failed(error_fd, "unshare(CLONE_NEWNS)", nullptr, errno);
+  } else {
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
+      return Failed(error_fd, "unshare(CLONE_NEWUSER|CLONE_NEWNS)", nullptr, errno);
+    }
+    if (!WriteFile("/proc/self/setgroups", "deny") ||
+        !WriteFile("/proc/self/uid_map", plan.self_uid_map.c_str()) ||
+        !WriteFile("/proc/self/gid_map", plan.self_gid_map.c_str())) {
+      return Failed(error_fd, "writing the id maps of", "/proc/self", errno);
+    }
+  }
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return Failed(error_fd, "making / private", nullptr, errno);
+  }
+  if (!plan.as_root) {
+    // Same path, same inode as the parent checked, no link on the way: the object bound is the
+    // object checked (a swap in between fails here instead of binding something else).
+    for (StageEntry& e : plan.entries) {
+      const uint64_t resolve = e.follow_links ? 0 : (RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+      const int fd = OpenAt2(AT_FDCWD, e.host_path.c_str(),
+                             O_PATH | O_CLOEXEC | (e.follow_links ? 0 : O_NOFOLLOW), resolve);
+      if (fd < 0) return Failed(error_fd, "re-opening (changed since it was checked?)", e.host_path.c_str(), errno);
+      struct stat st {};
+      if (::fstat(fd, &st) != 0 || st.st_dev != e.dev || st.st_ino != e.ino) {
+        return Failed(error_fd, "refusing to bind: replaced since it was checked:",
+                      e.host_path.c_str(), ESTALE);
+      }
+      e.child_tree = static_cast<int>(::syscall(SYS_open_tree, fd, "", kCloneFlags));
+      if (e.child_tree < 0) return Failed(error_fd, "open_tree", e.host_path.c_str(), errno);
+    }
+  }
+  if (::mount("tmpfs", kStageMount, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) {
+    return Failed(error_fd, "mounting the staging tmpfs on", kStageMount, errno);
+  }
+  if (::mkdir(kStageDir, 0755) != 0) return Failed(error_fd, "mkdir", kStageDir, errno);
+  for (StageEntry& e : plan.entries) {
+    if (e.directory) {
+      if (::mkdir(e.stage_path.c_str(), 0755) != 0) {
+        return Failed(error_fd, "mkdir", e.stage_path.c_str(), errno);
+      }
+    } else {
+      const int fd = ::open(e.stage_path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+      if (fd < 0) return Failed(error_fd, "creating", e.stage_path.c_str(), errno);
+      ::close(fd);
+    }
+    const int tree = plan.as_root ? e.tree.Get() : e.child_tree;
+    if (::move_mount(tree, "", AT_FDCWD, e.stage_path.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+      return Failed(error_fd, "move_mount to", e.stage_path.c_str(), errno);
+    }
+  }
+  if (plan.as_root) {
+    const uid_t id = plan.session_id;
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(id, id, id) != 0 ||
+        ::setresuid(id, id, id) != 0) {
+      return Failed(error_fd, "dropping to the session id", nullptr, errno);
+    }
+  }
+  return true;
+}
+
+}  // namespace ptybox::sandbox

@@ -1,0 +1,62 @@
+// The staging of a confined session's binds: every root, protected path and the init binary is
+// opened once without following links (path_open.h), and what bwrap binds is that very object,
+// attached at a staging path that only the launcher's private mount namespace has.
+//
+// Root daemon: the parent clones each tree (open_tree) from its checked descriptor and idmaps
+// it so the root's on-disk owner appears as the session's unprivileged host id; the forked child
+// makes a private mount namespace, attaches the clones under kStageDir, drops to that id and
+// execs bwrap. Non-root daemon: the child creates its own user and mount namespace, re-opens
+// each path without links, checks it is the same inode the parent checked, clones and attaches
+// it there, then execs bwrap (no idmap: its ids are the daemon's own).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/unique_fd.h"
+#include "policy/policy.h"
+#include "sandbox/bwrap_args.h"
+
+namespace ptybox::sandbox {
+
+// The private tmpfs is mounted here in the launcher's own mount namespace only (the host never
+// sees it); sessions cannot write it, and no sandbox root may lie under it.
+inline constexpr char kStageMount[] = "/run";  // kStageDir (bwrap_args.h) lies in it
+
+struct StageEntry {
+  std::string host_path;   // for messages and the non-root re-open
+  std::string stage_path;  // kStageDir/N
+  bool directory = true;
+  bool follow_links = false;  // only the init binary (an operator path)
+  dev_t dev = 0;              // the inode the parent checked
+  ino_t ino = 0;
+  UniqueFd checked;  // O_PATH; keeps that inode alive until the child has cloned it
+  UniqueFd tree;     // root daemon: the detached clone (idmapped for roots and protected paths)
+  int child_tree = -1;  // non-root: the clone the child made
+};
+
+struct StagePlan {
+  bool as_root = false;
+  uint32_t session_id = 0;   // root daemon: the host uid and gid of the session
+  std::string self_uid_map;  // non-root: the child's own user namespace, its ids 1:1
+  std::string self_gid_map;
+  std::vector<StageEntry> entries;
+};
+
+// In the parent, before fork: opens and checks every path, fills sandbox.bind_sources (and
+// uid_zero_inside for a root daemon) and, for a root daemon, makes the idmapped clones.
+// Protected paths that are missing, links, or outside every writable root are dropped from
+// sandbox.read_only_paths (never followed, never bound).
+Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path& init_binary,
+                               bool as_root, const policy::SessionIdRange& ids);
+
+// In the forked child, async-signal-safe only. True when the stage is in place (and, for a root
+// daemon, the process runs as the session id); false after writing one line to `error_fd`.
+bool EnterStage(StagePlan& plan, int error_fd) noexcept;
+
+}  // namespace ptybox::sandbox

@@ -1,0 +1,189 @@
+// User namespaces for idmapped mounts, and the session id range check. CreateUserNamespace
+// forks a helper that only unshares and waits (async-signal-safe), writes its maps from here,
+// keeps /proc/PID/ns/user open and reaps the helper before returning.
+#include "sandbox/user_namespace.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace ptybox::sandbox {
+namespace {
+
+Result<void> WriteProcFile(pid_t pid, const char* name, const std::string& text) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/" + name;
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "open", path));
+  if (::write(fd.Get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "write", path));
+  }
+  return {};
+}
+
+struct IdSpan {
+  uint64_t first;
+  uint64_t count;
+};
+
+// Ids named by a colon-separated file: field `id_field` of passwd/group lines (count 1), or
+// "name:first:count" of subuid/subgid lines.
+std::vector<IdSpan> Spans(std::string_view text, bool ranges) {
+  std::vector<IdSpan> spans;
+  std::istringstream in{std::string(text)};
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> fields;
+    std::istringstream fs(line);
+    for (std::string f; std::getline(fs, f, ':');) fields.push_back(f);
+    try {
+      if (ranges && fields.size() >= 3) {
+        spans.push_back({std::stoull(fields[1]), std::stoull(fields[2])});
+      } else if (!ranges && fields.size() >= 3) {
+        spans.push_back({std::stoull(fields[2]), 1});
+      }
+    } catch (const std::exception&) {
+      // A malformed line names no id.
+    }
+  }
+  return spans;
+}
+
+std::string ReadSmallFile(const char* path) {
+  std::ifstream in(path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+}  // namespace
+
+bool RunsAsHostRoot() {
+  if (::geteuid() != 0) return false;
+  // The initial user namespace maps every id to itself: "0 0 4294967295".
+  std::istringstream in(ReadSmallFile("/proc/self/uid_map"));
+  std::string inside, outside, count, extra;
+  in >> inside >> outside >> count;
+  return inside == "0" && outside == "0" && count == "4294967295" && !(in >> extra);
+}
+
+std::string IdMapLine(uint32_t inside, uint32_t outside, uint32_t count) {
+  return std::to_string(inside) + " " + std::to_string(outside) + " " + std::to_string(count) +
+         "\n";
+}
+
+RootIdMap RootIdMapFor(uid_t owner_uid, gid_t owner_gid, uint32_t session_id) {
+  return {IdMapLine(owner_uid, session_id, 1), IdMapLine(owner_gid, session_id, 1)};
+}
+
+uint32_t NextSessionId(const policy::SessionIdRange& range) {
+  static std::atomic<uint64_t> counter{0};
+  const uint64_t n = counter.fetch_add(1);
+  return range.first + static_cast<uint32_t>(n % (range.count == 0 ? 1 : range.count));
+}
+
+Result<UniqueFd> CreateUserNamespace(const RootIdMap& maps) {
+  int ready[2];
+  int hold[2];
+  if (::pipe2(ready, O_CLOEXEC) != 0) {
+    return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "pipe2"));
+  }
+  UniqueFd ready_read(ready[0]), ready_write(ready[1]);
+  if (::pipe2(hold, O_CLOEXEC) != 0) {
+    return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "pipe2"));
+  }
+  UniqueFd hold_read(hold[0]), hold_write(hold[1]);
+  const pid_t pid = ::fork();
+  if (pid < 0) return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "fork"));
+  if (pid == 0) {
+    // Only async-signal-safe calls: unshare, report, wait for the parent to let go (our copy
+    // of the write end must go, or the read below never sees end of file).
+    ::close(hold[1]);
+    ::close(ready[0]);
+    char status = ::unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
+    (void)::write(ready[1], &status, 1);
+    char ignored;
+    (void)::read(hold[0], &ignored, 1);
+    ::_exit(0);
+  }
+  ready_write.Reset();
+  hold_read.Reset();
+  auto finish = [&] {
+    hold_write.Reset();
+    int wait_status = 0;
+    while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+    }
+  };
+  char status = 0;
+  ssize_t got;
+  do {
+    got = ::read(ready_read.Get(), &status, 1);
+  } while (got < 0 && errno == EINTR);
+  if (got != 1 || status != 'y') {
+    finish();
+    return Fail(ErrorKind::kSandboxUnavailable,
+                "cannot create a user namespace for the session's idmapped mounts "
+                "(unshare(CLONE_NEWUSER) failed in a helper): check user.max_user_namespaces "
+                "and any seccomp profile around the daemon (ptybox doctor)");
+  }
+  Result<void> written = WriteProcFile(pid, "uid_map", maps.uid_map);
+  if (written) written = WriteProcFile(pid, "gid_map", maps.gid_map);
+  UniqueFd ns;
+  if (written) {
+    const std::string path = "/proc/" + std::to_string(pid) + "/ns/user";
+    ns.Reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!ns) written = std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "open", path));
+  }
+  finish();
+  if (!written) return std::unexpected(written.error());
+  return ns;
+}
+
+std::optional<std::string> SessionRangeConflict(const policy::SessionIdRange& range,
+                                                std::string_view passwd, std::string_view group,
+                                                std::string_view subuid,
+                                                std::string_view subgid) {
+  const uint64_t first = range.first;
+  const uint64_t end = first + range.count;  // exclusive
+  auto inside = [&](uint64_t id) { return id >= first && id < end; };
+  const std::string where =
+      "the session id range " + std::to_string(first) + "-" + std::to_string(end - 1);
+  if (range.count == 0) return where + " is empty (count 0)";
+  for (uint64_t reserved : {uint64_t{0}, uint64_t{65534}, uint64_t{4294967295}}) {
+    if (inside(reserved)) {
+      return where + " contains " + std::to_string(reserved) +
+             " (root, nobody or the invalid id -1)";
+    }
+  }
+  if (end > 4294967295ULL) return where + " goes past the largest id 4294967294";
+  struct Source {
+    std::string_view text;
+    bool ranges;
+    const char* file;
+  };
+  for (const Source& s : {Source{passwd, false, "/etc/passwd"}, Source{group, false, "/etc/group"},
+                          Source{subuid, true, "/etc/subuid"},
+                          Source{subgid, true, "/etc/subgid"}}) {
+    for (const IdSpan& span : Spans(s.text, s.ranges)) {
+      if (span.count == 0) continue;
+      if (span.first < end && first < span.first + span.count) {
+        return where + " overlaps ids " + std::to_string(span.first) +
+               (span.count > 1 ? "-" + std::to_string(span.first + span.count - 1) : "") +
+               " of " + s.file + ": choose another `sessionIds` range in the operator policy";
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> SessionRangeConflictOnHost(const policy::SessionIdRange& range) {
+  return SessionRangeConflict(range, ReadSmallFile("/etc/passwd"), ReadSmallFile("/etc/group"),
+                              ReadSmallFile("/etc/subuid"), ReadSmallFile("/etc/subgid"));
+}
+
+}  // namespace ptybox::sandbox

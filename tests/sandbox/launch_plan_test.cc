@@ -1,0 +1,166 @@
+// The pure parts of the launch path: idmap lines, the session id range check, the argv with
+// staged sources and --uid 0, the roots refused before anything is created, and the race-free
+// opener against a real directory tree with links.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "sandbox/bwrap_args.h"
+#include "sandbox/launcher.h"
+#include "sandbox/path_open.h"
+#include "sandbox/user_namespace.h"
+
+namespace ptybox::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(IdMapTest, TheRootsOwnerBecomesTheSessionId) {
+  EXPECT_EQ(IdMapLine(0, 2147418112, 1), "0 2147418112 1\n");
+  const RootIdMap map = RootIdMapFor(1000, 1001, 2147418113);
+  EXPECT_EQ(map.uid_map, "1000 2147418113 1\n");
+  EXPECT_EQ(map.gid_map, "1001 2147418113 1\n");
+  const RootIdMap root = RootIdMapFor(0, 0, 7);
+  EXPECT_EQ(root.uid_map, "0 7 1\n");
+}
+
+TEST(IdMapTest, SessionIdsGoRoundRobinWithinTheRange) {
+  const policy::SessionIdRange range{5000, 3};
+  for (int i = 0; i < 10; ++i) {
+    const uint32_t id = NextSessionId(range);
+    EXPECT_GE(id, 5000u);
+    EXPECT_LT(id, 5003u);
+  }
+  const policy::SessionIdRange one{9000, 1};
+  EXPECT_EQ(NextSessionId(one), 9000u);
+  EXPECT_EQ(NextSessionId(one), 9000u);
+}
+
+TEST(SessionRangeTest, DefaultIsFreeOnATypicalHost) {
+  const std::string passwd =
+      "root:x:0:0::/root:/bin/bash\nnobody:x:65534:65534::/:/usr/sbin/nologin\n"
+      "u:x:1000:1000::/home/u:/bin/bash\n";
+  const std::string subuid = "u:100000:65536\n";
+  EXPECT_EQ(SessionRangeConflict(policy::SessionIdRange{}, passwd, passwd, subuid, subuid),
+            std::nullopt);
+}
+
+TEST(SessionRangeTest, OverlapsAndReservedIdsAreNamed) {
+  const std::string passwd = "u:x:1000:1000::/home/u:/bin/bash\n";
+  const std::string subuid = "u:100000:65536\n";
+  auto conflict = [&](uint32_t first, uint32_t count) {
+    return SessionRangeConflict({first, count}, passwd, "", subuid, "").value_or("");
+  };
+  EXPECT_NE(conflict(150000, 10).find("/etc/subuid"), std::string::npos);
+  EXPECT_NE(conflict(999, 2).find("/etc/passwd"), std::string::npos);
+  EXPECT_NE(conflict(65530, 10).find("65534"), std::string::npos);
+  EXPECT_NE(conflict(4294967290u, 10).find("4294967295"), std::string::npos);
+  EXPECT_EQ(conflict(200000, 100), "");
+  EXPECT_NE(SessionRangeConflict({100, 5}, "", "", "", "u:102:1\n").value_or("").find(
+                "/etc/subgid"),
+            std::string::npos);
+}
+
+TEST(StagedArgvTest, SourcesComeFromTheStageAndTheSessionIsRootOfItsNamespace) {
+  SandboxSpec spec;
+  spec.mode = policy::Mode::kWorkspaceWrite;
+  spec.workspace_root = "/w";
+  spec.writable_roots = {"/w/sub"};
+  spec.read_only_paths = {"/w/.git"};
+  spec.cwd = "/w";
+  spec.bind_sources = {{"/w", "/run/ptybox-stage/0"},
+                       {"/w/sub", "/run/ptybox-stage/1"},
+                       {"/w/.git", "/run/ptybox-stage/2"},
+                       {"/i/init", "/run/ptybox-stage/3"}};
+  spec.uid_zero_inside = true;
+  BwrapInvocation invocation{"/usr/bin/bwrap", 4, "/i/init", {"--x"}};
+  const std::vector<std::string> argv = BuildBwrapArgv(spec, invocation);
+  auto sequence = [&](std::vector<std::string> want) {
+    return std::search(argv.begin(), argv.end(), want.begin(), want.end()) != argv.end();
+  };
+  EXPECT_TRUE(sequence({"--unshare-user", "--uid", "0", "--gid", "0"}));
+  EXPECT_TRUE(sequence({"--bind", "/run/ptybox-stage/0", "/w", "--bind", "/run/ptybox-stage/1",
+                        "/w/sub", "--ro-bind", "/run/ptybox-stage/2", "/w/.git", "--ro-bind",
+                        "/run/ptybox-stage/3", "/i/init", "--tmpfs", kStageDir}));
+  // No host path of a root is ever a bind source.
+  for (size_t i = 0; i + 2 < argv.size(); ++i) {
+    if (argv[i] == "--bind" || argv[i] == "--ro-bind") {
+      if (argv[i + 2] == "/") continue;  // --ro-bind / /
+      EXPECT_EQ(argv[i + 1].rfind(kStageDir, 0), 0u) << argv[i + 1];
+    }
+  }
+  spec.uid_zero_inside = false;
+  const std::vector<std::string> unprivileged = BuildBwrapArgv(spec, invocation);
+  EXPECT_EQ(std::count(unprivileged.begin(), unprivileged.end(), std::string("--uid")), 0);
+}
+
+TEST(SandboxRootsTest, SharedAndSystemDirectoriesAreRefused) {
+  for (const char* bad : {"/", "/tmp", "/tmp/", "/var/tmp", "/dev/shm", "/proc/1", "/sys",
+                          "/run", "/run/user/1000/p", "/var/run"}) {
+    SandboxSpec spec;
+    spec.workspace_root = bad;
+    Result<void> checked = CheckSandboxRoots(spec);
+    ASSERT_FALSE(checked) << bad;
+    EXPECT_EQ(checked.error().kind, ErrorKind::kPolicyDenied) << bad;
+    SandboxSpec extra;
+    extra.workspace_root = "/home/u/p";
+    extra.writable_roots = {bad};
+    EXPECT_FALSE(CheckSandboxRoots(extra)) << bad;
+  }
+  for (const char* good : {"/tmp/project", "/var/tmp/p", "/home/u/p", "/srv"}) {
+    SandboxSpec spec;
+    spec.workspace_root = good;
+    EXPECT_TRUE(CheckSandboxRoots(spec)) << good;
+  }
+}
+
+class PathOpenTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/ptybox-open-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(PathOpenTest, RootsWithALinkAnywhereAreRefused) {
+  fs::create_directories(dir_ / "real" / "sub");
+  fs::create_directory_symlink(dir_ / "real", dir_ / "link");
+  ASSERT_TRUE(OpenRootNoFollow(dir_ / "real" / "sub"));
+  Result<OpenedPath> through = OpenRootNoFollow(dir_ / "link" / "sub");
+  ASSERT_FALSE(through);
+  EXPECT_NE(through.error().message.find("symbolic link"), std::string::npos);
+  EXPECT_FALSE(OpenRootNoFollow(dir_ / "link"));
+  std::ofstream(dir_ / "file") << "x";
+  EXPECT_FALSE(OpenRootNoFollow(dir_ / "file"));
+  EXPECT_FALSE(OpenRootNoFollow(dir_ / "missing"));
+}
+
+TEST_F(PathOpenTest, ProtectedPathsAreNeverFollowedOutOfTheirRoot) {
+  fs::create_directories(dir_ / "root" / "real-git");
+  Result<OpenedPath> root = OpenRootNoFollow(dir_ / "root");
+  ASSERT_TRUE(root);
+  fs::create_directory_symlink("/tmp", dir_ / "root" / ".git");
+  fs::create_directory_symlink(dir_ / "root" / "real-git", dir_ / "root" / "inside-link");
+  std::ofstream(dir_ / "root" / ".ptybox.yaml") << "version: 1\n";
+  for (const char* name : {".git", "inside-link", "missing", "../root/.ptybox.yaml"}) {
+    Result<std::optional<OpenedPath>> opened = OpenBeneath(*root, name);
+    ASSERT_TRUE(opened) << name;
+    EXPECT_FALSE(opened->has_value()) << name << " would be bound";
+  }
+  Result<std::optional<OpenedPath>> file = OpenBeneath(*root, ".ptybox.yaml");
+  ASSERT_TRUE(file && file->has_value());
+  EXPECT_EQ((*file)->type, static_cast<mode_t>(S_IFREG));
+  Result<std::optional<OpenedPath>> dir = OpenBeneath(*root, "real-git");
+  ASSERT_TRUE(dir && dir->has_value());
+  EXPECT_EQ((*dir)->type, static_cast<mode_t>(S_IFDIR));
+}
+
+}  // namespace
+}  // namespace ptybox::sandbox
