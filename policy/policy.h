@@ -27,6 +27,9 @@ struct ResolvedPolicy {
   bool network_allowed = false;
   EnvPolicy env;
   Limits limits;
+  // Paths hidden from confined sessions (`hide`): absolute, or "~/..." for every home
+  // directory (expanded at each spawn by sandbox/host_walls.h).
+  std::vector<std::string> hidden;
   // Policy files that contributed; inside a writable root they stay read-only.
   std::vector<std::filesystem::path> policy_files;
   // Where each top-level value came from: "mode" -> "/repo/.ptybox.yaml:2:7" or "default".

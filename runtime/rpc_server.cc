@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "runtime/methods.h"
 #include "runtime/owner.h"
+#include "runtime/peer_check.h"
 
 namespace ptybox::runtime {
 RpcConnection::RpcConnection(PtyService& service, std::shared_ptr<LineConnection> connection,
@@ -121,7 +122,7 @@ void SocketServer::Accept() {
   acceptor_->async_accept([this](const std::error_code& ec,
                                  asio::local::stream_protocol::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_) return;
-    if (!ec) {
+    if (!ec && AdmitPeer(socket.native_handle())) {  // runtime/peer_check.h
       int fd = socket.release();
       auto line = std::make_shared<LineConnection>(io_, fd, fd);
       auto rpc = std::make_shared<RpcConnection>(service_, line,

@@ -10,6 +10,14 @@
 
 namespace ptybox::sandbox {
 
+// One host path hidden from a session: a directory becomes an empty read-only tmpfs, anything
+// else is covered by /dev/null.
+struct HiddenPath {
+  std::filesystem::path path;
+  bool directory = false;
+  bool operator==(const HiddenPath&) const = default;
+};
+
 struct SandboxSpec {
   policy::Mode mode = policy::Mode::kWorkspaceWrite;  // read-only or workspace-write
   std::filesystem::path workspace_root;               // absolute
@@ -18,6 +26,15 @@ struct SandboxSpec {
   std::vector<std::filesystem::path> read_only_paths;
   bool network_allowed = false;
   std::filesystem::path cwd;  // the shell's starting directory
+
+  // Walls against the host (docs/security.md). Facts collected by sandbox/host_walls.h.
+  // Host run-time directories (/run, and /var/run when it is not a link into /run): an empty
+  // tmpfs each, so no host service socket is reachable.
+  std::vector<std::filesystem::path> run_dirs = {"/run"};
+  // The daemon's own socket; empty when there is none (stdio, mcp, ptybox run).
+  std::filesystem::path daemon_socket;
+  // Host paths hidden from the session (secrets): existing paths, canonical.
+  std::vector<HiddenPath> hidden;
 };
 
 struct BwrapInvocation {
@@ -29,6 +46,16 @@ struct BwrapInvocation {
 
 // The complete argv: bwrap, its options, "--", init_binary, init_args...
 std::vector<std::string> BuildBwrapArgv(const SandboxSpec& spec, const BwrapInvocation& invocation);
+
+// The /proc entries made read-only (runc's and podman's readonlyPaths) and the /sys
+// directories kept visible inside (read-only) over an empty /sys.
+const std::vector<std::filesystem::path>& ReadOnlyProcPaths();
+const std::vector<std::filesystem::path>& VisibleSysPaths();
+
+// Whether the daemon socket's directory can be hidden as a whole (an empty tmpfs), or only the
+// socket file itself (covered by /dev/null): the directory is hidden unless it is a system
+// directory, holds or lies inside the workspace, a writable root or the init binary.
+bool SocketDirectoryHideable(const SandboxSpec& spec, const std::filesystem::path& init_binary);
 
 // The paths of `candidates` plus "<root>/.git" for each writable root that exist on the host,
 // for SandboxSpec::read_only_paths.

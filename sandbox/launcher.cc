@@ -7,6 +7,7 @@
 
 #include <cerrno>
 
+#include "sandbox/host_walls.h"
 #include "sandbox/init_protocol.h"
 #include "sandbox/seccomp_filter.h"
 
@@ -24,6 +25,7 @@ void ApplyPolicy(const policy::ResolvedPolicy& p, const std::filesystem::path& c
   launch.sandbox.read_only_paths = CollectProtectedPaths(writable, p.policy_files);
   launch.sandbox.network_allowed = p.network_allowed;
   launch.sandbox.cwd = cwd;
+  ApplyHostWalls(p, launch.sandbox);  // run dirs and hidden paths (docs/security.md)
   const policy::Limits& l = p.limits;
   launch.rlimits.clear();
   if (l.max_processes) launch.rlimits.emplace_back("nproc", *l.max_processes);
