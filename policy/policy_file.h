@@ -40,6 +40,9 @@ struct PolicyFile {
   std::optional<std::string> env_set_where;  // set when the file has `env.set`
   std::map<std::string, Located<std::string>> env_set;
   std::map<std::string, Located<int64_t>, std::less<>> limits;  // by YAML key
+  std::optional<std::string> hide_where;  // set when the file has `hide`
+  // Absolute and lexically normal, or "~/..." (every home directory); existence not required.
+  std::vector<Located<std::string>> hide;
 };
 
 struct ParsedPolicyFile {

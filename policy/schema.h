@@ -50,6 +50,8 @@ std::span<const std::string_view> EnvKeys();
 
 // Names passed from the daemon's environment when no operator file says otherwise.
 std::span<const std::string_view> DefaultEnvPass();
+// Paths hidden from confined sessions when no operator file sets `hide` (common credentials).
+std::span<const std::string_view> DefaultHidden();
 // A portable variable name: [A-Za-z_][A-Za-z0-9_]*, at most 128 characters.
 bool IsValidEnvName(std::string_view name);
 // Names the shell backend owns (prompt and startup hooks, PTYBOX_*): policy may not set or
@@ -69,7 +71,7 @@ std::string Printable(std::string_view text, size_t max_chars = 64);
 
 // Hard caps on file contents.
 inline constexpr int64_t kMaxPolicyFileBytes = 1024 * 1024;
-inline constexpr size_t kMaxListEntries = 256;  // writable, env.pass, env.set
+inline constexpr size_t kMaxListEntries = 256;  // writable, env.pass, env.set, hide
 inline constexpr size_t kMaxEnvValueBytes = 32 * 1024;
 inline constexpr size_t kMaxPathBytes = 4096;
 
