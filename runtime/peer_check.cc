@@ -36,7 +36,8 @@ std::optional<ProcStat> ReadStat(pid_t pid) {
   const std::string_view stat(buf, static_cast<size_t>(n));
   const size_t open = stat.find('(');
   const size_t close = stat.rfind(')');
-  if (open == std::string_view::npos || close == std::string_view::npos || close + 4 >= stat.size()) {
+  if (open == std::string_view::npos || close == std::string_view::npos ||
+      close + 4 >= stat.size()) {
     return std::nullopt;
   }
   ProcStat out;
@@ -94,8 +95,8 @@ bool AdmitPeer(int fd) {
   std::optional<std::string> reason = SessionPeerReason(cred.pid, ::getpid());
   if (!reason && peer_pidfd && cred.pid > 0 &&
       ::syscall(SYS_pidfd_send_signal, peer_pidfd.Get(), 0, nullptr, 0) != 0) {
-    reason = "the connecting process " + std::to_string(cred.pid) +
-             " exited before it could be checked";
+    reason =
+        "the connecting process " + std::to_string(cred.pid) + " exited before it could be checked";
   }
   if (!reason) return true;
   LogInfo("refused a socket client: " + *reason);

@@ -29,7 +29,8 @@ class ArgvBuilder final {
 };
 
 bool IsUnderOrEqual(const std::filesystem::path& path, const std::filesystem::path& dir) {
-  const std::filesystem::path rel = path.lexically_normal().lexically_relative(dir.lexically_normal());
+  const std::filesystem::path rel =
+      path.lexically_normal().lexically_relative(dir.lexically_normal());
   return !rel.empty() && *rel.begin() != "..";
 }
 

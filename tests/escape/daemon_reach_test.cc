@@ -20,9 +20,9 @@ class DaemonReachTest : public WallsTest {
   // The attack, typed into `session` of `client`: connect to `socket`, ask for the widest mode.
   Observed Attack(RpcClient& client, const std::string& session, const fs::path& socket,
                   const std::string& name) {
-    return RunInSession(client, session, Mode(), name,
-                        Walls("rpc " + Quote(socket) +
-                              " policy_set_mode '{\"mode\": \"danger-full-access\"}'"));
+    return RunInSession(
+        client, session, Mode(), name,
+        Walls("rpc " + Quote(socket) + " policy_set_mode '{\"mode\": \"danger-full-access\"}'"));
   }
   // What the attack must see when the first wall holds (`hidden_as`: "ENOENT" when the
   // directory is hidden, "ECONNREFUSED" when the file is covered) and, in danger-full-access,
@@ -32,8 +32,9 @@ class DaemonReachTest : public WallsTest {
     if (Confined()) {
       EXPECT_TRUE(o.Says("rpc: " + hidden_as)) << o.Show();
     } else {
-      EXPECT_TRUE(o.Says("rpc: refused connection refused: this client runs inside a ptybox "
-                         "session of this daemon"))
+      EXPECT_TRUE(
+          o.Says("rpc: refused connection refused: this client runs inside a ptybox "
+                 "session of this daemon"))
           << o.Show();
       EXPECT_NE(daemon.Log().find("refused a socket client"), std::string::npos) << daemon.Log();
     }
@@ -78,9 +79,9 @@ TEST_P(DaemonReachTest, SocketInsideTheWorkspaceIsCovered) {
   RpcClient client(daemon.socket());
   const std::string session = OpenSession(client, Mode());
   ASSERT_FALSE(session.empty()) << daemon.Log();
-  const std::string probe =
-      "python3 " + Quote(daemon.workspace() / ".escape" / "walls_probe.py") + " rpc " +
-      Quote(daemon.socket()) + " policy_set_mode '{\"mode\": \"danger-full-access\"}'";
+  const std::string probe = "python3 " + Quote(daemon.workspace() / ".escape" / "walls_probe.py") +
+                            " rpc " + Quote(daemon.socket()) +
+                            " policy_set_mode '{\"mode\": \"danger-full-access\"}'";
   Observed o = RunInSession(client, session, Mode(), "rpc-socket-in-workspace", probe);
   ExpectRefused(o, "ECONNREFUSED", daemon);
   if (Mode() == "workspace-write") {
@@ -108,8 +109,8 @@ TEST_P(DaemonReachTest, SocketInAVisibleHostDirectoryIsHidden) {
     RpcClient client(daemon.socket());
     const std::string session = OpenSession(client, Mode());
     ASSERT_FALSE(session.empty()) << daemon.Log();
-    Observed ls = RunInSession(client, session, Mode(), "ls-socket-dir",
-                               "ls -A " + Quote(dir) + " | wc -l");
+    Observed ls =
+        RunInSession(client, session, Mode(), "ls-socket-dir", "ls -A " + Quote(dir) + " | wc -l");
     EXPECT_EQ(ls.text, Confined() ? "0" : "1") << ls.Show();
     const std::string probe =
         "python3 " + Quote(daemon.workspace() / ".escape" / "walls_probe.py") + " rpc " +

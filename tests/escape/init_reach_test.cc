@@ -74,8 +74,8 @@ TEST_P(InitReachTest, NewSeccompRowsRefuseFromInside) {
   auto seen = ProbeDetails(o.text);
   EXPECT_EQ(seen["personality:query"].front(), "ok") << o.Show();
   EXPECT_EQ(seen["personality:linux"].front(), "ok") << o.Show();
-  for (const char* spec : {"personality", "personality:linux32", "modify_ldt", "ioctl:tiocsetd",
-                           "pidfd_getfd"}) {
+  for (const char* spec :
+       {"personality", "personality:linux32", "modify_ldt", "ioctl:tiocsetd", "pidfd_getfd"}) {
     ASSERT_FALSE(seen[spec].empty()) << spec << ": " << o.Show();
     if (Confined()) {
       EXPECT_EQ(seen[spec].front(), "EPERM") << spec << ": " << o.Show();

@@ -104,7 +104,8 @@ TEST_P(KernelWallsTest, HostSysIsNotExposed) {
     Observed write = Run("write-/sys", "touch /sys/x /sys/devices/system/cpu/x");
     EXPECT_EQ(write.exit, 1) << write.Show();
     EXPECT_TRUE(write.Says("touch: cannot touch '/sys/x': Read-only file system")) << write.Show();
-    EXPECT_TRUE(write.Says("touch: cannot touch '/sys/devices/system/cpu/x': Read-only file system"))
+    EXPECT_TRUE(
+        write.Says("touch: cannot touch '/sys/devices/system/cpu/x': Read-only file system"))
         << write.Show();
   } else if (fs::exists("/sys/class/net/lo")) {
     // The control: the host's interfaces really are there to be listed.

@@ -19,8 +19,8 @@ class SecretsTest : public ::testing::TestWithParam<std::string> {
  protected:
   SecretsTest()
       : home_(OutsideDir() / ("home-" + std::to_string(::getpid()) + "-" + Mode().substr(0, 2))),
-        operator_secret_(OutsideDir() / ("op-secret-" + std::to_string(::getpid()) + "-" +
-                                         Mode().substr(0, 2))) {}
+        operator_secret_(OutsideDir() /
+                         ("op-secret-" + std::to_string(::getpid()) + "-" + Mode().substr(0, 2))) {}
   void SetUp() override {
     // The scratch home must be visible inside (so not under /tmp): the build tree.
     if (::access(OutsideDir().c_str(), W_OK) != 0) {
@@ -73,7 +73,8 @@ TEST_P(SecretsTest, PlantedCredentialsAreHidden) {
   // Every planted secret, read as the shell would; the FAKE- prefix marks a leak.
   Observed read = run("read-secrets",
                       "cat ~/.ssh/id_ed25519 ~/.npmrc ~/.netrc ~/.aws/credentials "
-                      "~/.bash_history " + Quote(operator_secret_) + " .env 2>&1 | grep -c FAKE-");
+                      "~/.bash_history " +
+                          Quote(operator_secret_) + " .env 2>&1 | grep -c FAKE-");
   Observed list = run("list-secret-dirs", "ls -A ~/.ssh | wc -l; ls -A ~/.aws | wc -l");
   Observed other = run("read-ordinary", "cat ~/notes.txt");
   EXPECT_EQ(other.text, "not a secret") << other.Show();

@@ -20,7 +20,8 @@ namespace {
 // The default `hide` list as `ptybox policy resolve` prints it.
 std::string DefaultHiddenList() {
   std::string out;
-  for (std::string_view path : DefaultHidden()) out += (out.empty() ? "" : ", ") + std::string(path);
+  for (std::string_view path : DefaultHidden())
+    out += (out.empty() ? "" : ", ") + std::string(path);
   return out;
 }
 

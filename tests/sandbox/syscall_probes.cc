@@ -268,8 +268,8 @@ std::optional<std::pair<pid_t, int>> PidAndFd(std::string_view arg, int default_
   if (arg.empty()) return std::pair<pid_t, int>{getpid(), default_fd};
   const size_t colon = arg.find(':');
   const std::string pid_text(arg.substr(0, colon));
-  const std::string fd_text =
-      colon == std::string_view::npos ? std::to_string(default_fd) : std::string(arg.substr(colon + 1));
+  const std::string fd_text = colon == std::string_view::npos ? std::to_string(default_fd)
+                                                              : std::string(arg.substr(colon + 1));
   char* end = nullptr;
   const long pid = std::strtol(pid_text.c_str(), &end, 10);
   if (end == pid_text.c_str() || *end != '\0' || pid <= 0) return std::nullopt;
