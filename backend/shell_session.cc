@@ -93,6 +93,7 @@ void ShellSession::Start(ReadyCallback ready) {
   sandbox::LaunchSpec launch;
   sandbox::ApplyPolicy(p, spec_.cwd, launch);
   launch.bwrap = options_.bwrap;
+  launch.sandbox.daemon_socket = options_.daemon_socket;
   launch.init_binary = options_.init_binary;
   launch.command = {options_.shell, "--noprofile", "--norc", "-i"};
   launch.environment = BuildEnvironment(spec_, nonce_);

@@ -23,6 +23,7 @@ struct ShellBackendOptions {
   std::filesystem::path init_binary;  // ptybox-init
   std::filesystem::path bwrap;        // for confined modes
   std::string shell = "bash";
+  std::filesystem::path daemon_socket;  // hidden inside confined sessions (docs/security.md)
 };
 
 class ShellSession final : public BackendSession,

@@ -51,6 +51,7 @@ class Layers final {
     IgnoreRepositoryInDangerFullAccess();
     Network();
     Writable();
+    Hide();
     Env();
     LimitValues();
     // Operator only (a repository file cannot set it): the host ids of a root daemon's sessions.
@@ -188,6 +189,31 @@ class Layers final {
     std::string joined;
     for (const std::string& s : sources) joined += (joined.empty() ? "" : ", ") + s;
     out_.sources["writable"] = joined.empty() ? std::string(kDefault) : joined;
+  }
+
+  // The operator's list (or the default one), then the repository's additions: a repository
+  // file can hide more, never reveal.
+  void Hide() {
+    std::vector<std::string> sources;
+    auto add = [&](const std::string& path) {
+      if (std::find(out_.hidden.begin(), out_.hidden.end(), path) == out_.hidden.end()) {
+        out_.hidden.push_back(path);
+      }
+    };
+    if (op_ != nullptr && op_->hide_where) {
+      sources.push_back(*op_->hide_where);
+      for (const auto& path : op_->hide) add(path.value);
+    } else {
+      sources.emplace_back(kDefault);
+      for (std::string_view path : DefaultHidden()) add(std::string(path));
+    }
+    if (repo_ != nullptr && repo_->hide_where) {
+      sources.push_back(*repo_->hide_where);
+      for (const auto& path : repo_->hide) add(path.value);
+    }
+    std::string joined;
+    for (const std::string& s : sources) joined += (joined.empty() ? "" : ", ") + s;
+    out_.sources["hide"] = joined;
   }
 
   void Env() {

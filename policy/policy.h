@@ -39,6 +39,9 @@ struct ResolvedPolicy {
   EnvPolicy env;
   Limits limits;
   SessionIdRange session_ids;  // operator only
+  // Paths hidden from confined sessions (`hide`): absolute, or "~/..." for every home
+  // directory (expanded at each spawn by sandbox/host_walls.h).
+  std::vector<std::string> hidden;
   // Policy files that contributed; inside a writable root they stay read-only.
   std::vector<std::filesystem::path> policy_files;
   // The repository file that was read but not applied: the mode is danger-full-access and the

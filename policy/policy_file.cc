@@ -117,6 +117,8 @@ class FileParser final {
         Env(k, v);
       } else if (key == "limits") {
         LimitsMap(k, v);
+      } else if (key == "hide") {
+        Hide(k, v);
       } else {
         Unknown(k, "", KnownTopLevel());
       }
@@ -316,6 +318,48 @@ class FileParser final {
       if (!seen.insert(canonical).second) continue;  // the same directory twice is harmless
       out_.file.writable.push_back(
           Located<fs::path>{canonical, Where(out_.file.path, item.line, item.column)});
+    }
+  }
+
+  // `hide`: paths hidden from confined sessions. "~/rest" stays as written (every home
+  // directory, expanded at each spawn); other paths resolve like `writable` but need not exist.
+  void Hide(const YamlNode& k, const YamlNode& v) {
+    if (v.kind != Kind::kSequence) {
+      AddError(At(k, v), "hide",
+               "expected a list of paths, like `hide: [~/.ssh, /etc/secret]`, got " + Got(v));
+      return;
+    }
+    out_.file.hide_where = Pos(k, v);
+    if (v.items.size() > kMaxListEntries) {
+      AddError(v, "hide",
+               "has " + std::to_string(v.items.size()) + " entries; at most " +
+                   std::to_string(kMaxListEntries) + " are allowed");
+      return;
+    }
+    for (size_t i = 0; i < v.items.size(); ++i) {
+      const YamlNode& item = v.items[i];
+      const std::string path = "hide[" + std::to_string(i) + "]";
+      std::string value;
+      if (item.kind == Kind::kScalar && item.value.starts_with("~")) {
+        const std::string rest = item.value.starts_with("~/") ? item.value.substr(2) : "";
+        const fs::path normal = fs::path(rest).lexically_normal();
+        if (rest.empty() || normal.is_absolute() || normal.empty() || *normal.begin() == ".." ||
+            normal == "." || item.value.find('\0') != std::string::npos ||
+            item.value.size() > kMaxPathBytes) {
+          AddError(item, path,
+                   "`" + Printable(item.value, 256) +
+                       "`: `~` must be followed by `/` and a path inside the home directory, "
+                       "like `~/.ssh` (it stands for every home directory)");
+          continue;
+        }
+        value = "~/" + normal.string();
+      } else {
+        auto lexical = PathValue(item, item, path);
+        if (!lexical) continue;
+        value = lexical->string();
+      }
+      out_.file.hide.push_back(
+          Located<std::string>{value, Where(out_.file.path, item.line, item.column)});
     }
   }
 

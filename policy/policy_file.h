@@ -46,6 +46,9 @@ struct PolicyFile {
   std::vector<Located<std::string>> repository_env_set;  // names a repository env.set may use
   std::optional<Located<bool>> repository_trust_in_danger;  // repository.trustInDangerFullAccess
   std::optional<Located<SessionIdRange>> session_ids;          // operator files only
+  std::optional<std::string> hide_where;  // set when the file has `hide`
+  // Absolute and lexically normal, or "~/..." (every home directory); existence not required.
+  std::vector<Located<std::string>> hide;
 };
 
 struct ParsedPolicyFile {

@@ -153,6 +153,9 @@ std::string FormatResolved(const ResolvedPolicy& policy) {
     writable.push_back(Printable(root.string(), 4096));
   line("writable", List(writable), SourceOf(policy, "writable"));
   line("network", policy.network_allowed ? "allow" : "deny", SourceOf(policy, "network"));
+  std::vector<std::string> hidden;
+  for (const std::string& path : policy.hidden) hidden.push_back(Printable(path, 4096));
+  line("hide", List(hidden), SourceOf(policy, "hide"));
   line("env.pass", List(policy.env.pass), SourceOf(policy, "env.pass"));
   std::vector<std::string> set;
   for (const auto& [name, value] : policy.env.set) {

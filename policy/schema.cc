@@ -52,9 +52,23 @@ const std::array<LimitSpec, 17> kLimitSpecs = {
     Optional("maxCpuSeconds", "seconds", 1, 31'536'000, &Limits::max_cpu_seconds),
 };
 
-constexpr std::array<std::string_view, 10> kTopLevelKeys = {
-    "version", "mode", "ceiling", "workspace", "writable", "network", "env", "limits", "repository",
-    "sessionIds",
+constexpr std::array<std::string_view, 11> kTopLevelKeys = {
+    "version", "mode", "ceiling", "workspace", "writable", "network", "env", "limits", "hide",
+    "repository", "sessionIds",
+};
+// Common credentials, hidden from confined sessions unless the operator's `hide` replaces the
+// list. `~/` stands for every home directory (sandbox/host_walls.h).
+constexpr std::array<std::string_view, 40> kDefaultHidden = {
+    "~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.kube",
+    "~/.docker/config.json", "~/.netrc", "~/.npmrc", "~/.yarnrc.yml", "~/.pypirc",
+    "~/.config/pip/pip.conf", "~/.git-credentials", "~/.config/git/credentials", "~/.config/gh",
+    "~/.config/hub", "~/.cargo/credentials", "~/.cargo/credentials.toml", "~/.gem/credentials",
+    "~/.terraform.d/credentials.tfrc.json", "~/.vault-token", "~/.password-store",
+    "~/.local/share/keyrings", "~/.bash_history", "~/.zsh_history", "~/.history",
+    "~/.python_history", "~/.node_repl_history", "~/.psql_history", "~/.mysql_history",
+    "~/.lesshst", "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+    "/etc/ptybox", "/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key",
+    "/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_dsa_key",
 };
 constexpr std::array<std::string_view, 2> kRepositoryKeys = {"envSet", "trustInDangerFullAccess"};
 constexpr std::array<std::string_view, 2> kEnvKeys = {"pass", "set"};
@@ -171,6 +185,7 @@ bool IsOperatorOnlyKey(std::string_view key) {
 std::span<const std::string_view> EnvKeys() { return kEnvKeys; }
 
 std::span<const std::string_view> DefaultEnvPass() { return kDefaultEnvPass; }
+std::span<const std::string_view> DefaultHidden() { return kDefaultHidden; }
 
 bool IsValidEnvName(std::string_view name) {
   if (name.empty() || name.size() > kMaxEnvNameBytes) return false;

@@ -50,6 +50,8 @@ std::span<const std::string_view> EnvKeys();
 
 // Names passed from the daemon's environment when no operator file says otherwise.
 std::span<const std::string_view> DefaultEnvPass();
+// Paths hidden from confined sessions when no operator file sets `hide` (common credentials).
+std::span<const std::string_view> DefaultHidden();
 
 // ---- Environment rules: the one source for policy files (env.pass, env.set,
 // repository.envSet), terminal_open's `env` (runtime/service.cc) and the MCP input schema
@@ -104,7 +106,7 @@ std::string Printable(std::string_view text, size_t max_chars = 64);
 
 // Hard caps on file contents.
 inline constexpr int64_t kMaxPolicyFileBytes = 1024 * 1024;
-inline constexpr size_t kMaxListEntries = 256;  // writable, env.pass, env.set, a client env
+inline constexpr size_t kMaxListEntries = 256;  // writable, env.pass, env.set, hide, a client env
 inline constexpr size_t kMaxPathBytes = 4096;
 
 }  // namespace ptybox::policy

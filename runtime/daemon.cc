@@ -88,6 +88,11 @@ int RunDaemon(DaemonOptions options) {
   FitLimitsToDescriptors(options);
   asio::io_context io(1);
   backend::ChildReaper reaper(io);
+  if (options.socket) {  // hidden inside confined sessions (docs/security.md)
+    std::error_code ec;
+    std::filesystem::path socket = std::filesystem::weakly_canonical(*options.socket, ec);
+    options.service.shell.daemon_socket = ec ? *options.socket : socket;
+  }
   PtyService service(io, reaper, options.service);
 
   bool stopping = false;

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "runtime/methods.h"
 #include "runtime/owner.h"
+#include "runtime/peer_check.h"
 
 namespace ptybox::runtime {
 RpcConnection::RpcConnection(PtyService& service, std::shared_ptr<LineConnection> connection,
@@ -218,7 +219,7 @@ void SocketServer::Accept() {
       });
       return;
     }
-    if (!ec) {
+    if (AdmitPeer(socket.native_handle())) {  // runtime/peer_check.h
       int fd = socket.release();
       if (*connections_ >= max_connections_) {
         Refuse(fd, "this daemon already serves " + std::to_string(max_connections_) +

@@ -36,7 +36,103 @@ class ArgvBuilder final {
   std::vector<std::string> argv_;
 };
 
+bool IsUnderOrEqual(const std::filesystem::path& path, const std::filesystem::path& dir) {
+  const std::filesystem::path rel =
+      path.lexically_normal().lexically_relative(dir.lexically_normal());
+  return !rel.empty() && *rel.begin() != "..";
+}
+
+// Every root the session is granted, and the init binary: a hidden directory must not hold one.
+std::vector<std::filesystem::path> Granted(const SandboxSpec& spec,
+                                           const std::filesystem::path& init_binary) {
+  std::vector<std::filesystem::path> granted = spec.writable_roots;
+  granted.push_back(spec.workspace_root);
+  granted.push_back(spec.cwd);
+  if (!init_binary.empty()) granted.push_back(init_binary);
+  return granted;
+}
+
+bool HoldsAny(const std::filesystem::path& dir, const std::vector<std::filesystem::path>& paths) {
+  return std::any_of(paths.begin(), paths.end(), [&](const std::filesystem::path& p) {
+    return !p.empty() && IsUnderOrEqual(p, dir);
+  });
+}
+
+void AddKernelWalls(ArgvBuilder& argv) {
+  // Bound from the host's /proc over the sandbox's: the same kernel objects (sysctls are
+  // global or follow the caller's namespace), read-only. -try: a kernel without the entry has
+  // nothing to protect.
+  for (const auto& path : ReadOnlyProcPaths()) argv.SamePath("--ro-bind-try", path);
+  argv.Option("--tmpfs", "/sys");
+  for (const auto& path : VisibleSysPaths()) argv.SamePath("--ro-bind-try", path);
+  argv.Option("--remount-ro", "/sys");
+}
+
+void HideDirectory(ArgvBuilder& argv, const std::filesystem::path& dir) {
+  argv.Option("--tmpfs", dir.string());
+  argv.Option("--remount-ro", dir.string());
+}
+
+void AddHiddenPaths(const SandboxSpec& spec, const std::filesystem::path& init_binary,
+                    ArgvBuilder& argv) {
+  if (!spec.daemon_socket.empty()) {
+    if (SocketDirectoryHideable(spec, init_binary)) {
+      HideDirectory(argv, spec.daemon_socket.parent_path());
+    } else {
+      argv.Option("--ro-bind", "/dev/null");
+      argv.Flag(spec.daemon_socket.string());
+    }
+  }
+  const std::vector<std::filesystem::path> granted = Granted(spec, init_binary);
+  for (const HiddenPath& hidden : spec.hidden) {
+    if (hidden.directory) {
+      // A directory that holds a granted root stays: the operator granted the root.
+      if (HoldsAny(hidden.path, granted)) continue;
+      HideDirectory(argv, hidden.path);
+    } else {
+      argv.Option("--ro-bind", "/dev/null");
+      argv.Flag(hidden.path.string());
+    }
+  }
+}
+
 }  // namespace
+
+const std::vector<std::filesystem::path>& ReadOnlyProcPaths() {
+  static const std::vector<std::filesystem::path> paths = {
+      "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"};
+  return paths;
+}
+
+const std::vector<std::filesystem::path>& VisibleSysPaths() {
+  static const std::vector<std::filesystem::path> paths = {"/sys/devices/system/cpu",
+                                                           "/sys/devices/system/node"};
+  return paths;
+}
+
+bool SocketDirectoryHideable(const SandboxSpec& spec, const std::filesystem::path& init_binary) {
+  const std::filesystem::path dir = spec.daemon_socket.parent_path().lexically_normal();
+  // Directories the system (or the sandbox's own mounts) needs: hiding one breaks the shell.
+  static const std::vector<std::filesystem::path> kSystem = {
+      "/",         "/bin",     "/boot", "/dev",  "/etc",  "/home",     "/lib",     "/lib32",
+      "/lib64",    "/libx32",  "/media", "/mnt", "/opt",  "/proc",     "/root",    "/run",
+      "/sbin",     "/srv",     "/sys",  "/tmp",  "/usr",  "/var",      "/var/lib", "/var/tmp",
+      "/var/cache", "/var/log", "/var/run"};
+  if (dir.empty() || !dir.is_absolute()) return false;
+  std::string text = dir.string();
+  while (text.size() > 1 && text.back() == '/') text.pop_back();
+  if (std::find(kSystem.begin(), kSystem.end(), std::filesystem::path(text)) != kSystem.end() ||
+      text.starts_with("/usr/") || text.starts_with("/proc/") || text.starts_with("/sys/") ||
+      text.starts_with("/dev/")) {
+    return false;
+  }
+  const std::vector<std::filesystem::path> granted = Granted(spec, init_binary);
+  if (HoldsAny(text, granted)) return false;
+  for (const auto& root : granted) {
+    if (!root.empty() && IsUnderOrEqual(text, root)) return false;
+  }
+  return true;
+}
 
 std::vector<std::string> BuildBwrapArgv(const SandboxSpec& spec,
                                         const BwrapInvocation& invocation) {
@@ -61,6 +157,12 @@ std::vector<std::string> BuildBwrapArgv(const SandboxSpec& spec,
   argv.Option("--proc", "/proc");
   argv.Option("--tmpfs", "/tmp");
 
+  // Walls 1 and 2 (docs/security.md), before the binds so a root under /run stays visible:
+  // the kernel's global knobs read-only, the host's /sys reduced to the CPU and NUMA topology,
+  // the host's run-time directories (service sockets) replaced by empty ones.
+  AddKernelWalls(argv);
+  for (const auto& dir : spec.run_dirs) argv.Option("--tmpfs", dir.string());
+
   // The workspace and the extra roots after the tmpfs, so they stay visible under /tmp too.
   // Sources are the staged objects the launcher checked (bind_sources), not the host paths.
   const auto& from = spec.bind_sources;
@@ -73,12 +175,19 @@ std::vector<std::string> BuildBwrapArgv(const SandboxSpec& spec,
     argv.Bind("--ro-bind", spec.workspace_root, from);
     for (const auto& root : spec.writable_roots) argv.Bind("--ro-bind", root, from);
   }
+  // Walls 2 and 3, after the binds so they cover paths inside the roots too: the daemon's
+  // socket (its directory, or the file alone) and the hidden paths (secrets).
+  AddHiddenPaths(spec, invocation.init_binary, argv);
+
   // Last mount: the init binary, read-only even when it lives in /tmp or a writable root.
   argv.Bind("--ro-bind", invocation.init_binary, from);
   // The staged sources stay out of sight: the sandbox never sees the launcher's staging place.
   if (!from.empty()) argv.Option("--tmpfs", kStageDir);
 
-  // Process setup inside the sandbox.
+  // Process setup inside the sandbox. ptybox-init is the namespace's pid 1 (non-dumpable), so
+  // no process without the seccomp filter (bwrap's own reaper) is left for the session to
+  // reach through /proc/1/mem.
+  argv.Flag("--as-pid-1");
   argv.Option("--cap-drop", "ALL");
   argv.Flag("--clearenv");
   argv.Option("--seccomp", std::to_string(invocation.seccomp_fd));

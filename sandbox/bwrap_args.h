@@ -14,6 +14,13 @@ namespace ptybox::sandbox {
 // Where the launcher attaches the checked objects it binds, in its private mount namespace only
 // (sandbox/mount_stage.h). Covered with an empty tmpfs inside the sandbox after the binds.
 inline constexpr char kStageDir[] = "/run/ptybox-stage";
+// One host path hidden from a session: a directory becomes an empty read-only tmpfs, anything
+// else is covered by /dev/null.
+struct HiddenPath {
+  std::filesystem::path path;
+  bool directory = false;
+  bool operator==(const HiddenPath&) const = default;
+};
 
 struct SandboxSpec {
   policy::Mode mode = policy::Mode::kWorkspaceWrite;  // read-only or workspace-write
@@ -29,6 +36,15 @@ struct SandboxSpec {
   // --uid 0 --gid 0: a root daemon's session is root of its own user namespace only (bwrap runs
   // as the session's unprivileged host id, which it maps to 0).
   bool uid_zero_inside = false;
+
+  // Walls against the host (docs/security.md). Facts collected by sandbox/host_walls.h.
+  // Host run-time directories (/run, and /var/run when it is not a link into /run): an empty
+  // tmpfs each, so no host service socket is reachable.
+  std::vector<std::filesystem::path> run_dirs = {"/run"};
+  // The daemon's own socket; empty when there is none (stdio, mcp, ptybox run).
+  std::filesystem::path daemon_socket;
+  // Host paths hidden from the session (secrets): existing paths, canonical.
+  std::vector<HiddenPath> hidden;
 };
 
 struct BwrapInvocation {
@@ -45,6 +61,18 @@ std::vector<std::string> BuildBwrapArgv(const SandboxSpec& spec, const BwrapInvo
 // a directory or a regular file (a symbolic link is never followed: not a candidate), absolute
 // and lexically normal, for SandboxSpec::read_only_paths. The launcher opens each again beneath
 // its root without following links before binding it (mount_stage.h).
+// The /proc entries made read-only (runc's and podman's readonlyPaths) and the /sys
+// directories kept visible inside (read-only) over an empty /sys.
+const std::vector<std::filesystem::path>& ReadOnlyProcPaths();
+const std::vector<std::filesystem::path>& VisibleSysPaths();
+
+// Whether the daemon socket's directory can be hidden as a whole (an empty tmpfs), or only the
+// socket file itself (covered by /dev/null): the directory is hidden unless it is a system
+// directory, holds or lies inside the workspace, a writable root or the init binary.
+bool SocketDirectoryHideable(const SandboxSpec& spec, const std::filesystem::path& init_binary);
+
+// The paths of `candidates` plus "<root>/.git" for each writable root that exist on the host,
+// for SandboxSpec::read_only_paths.
 std::vector<std::filesystem::path> CollectProtectedPaths(
     const std::vector<std::filesystem::path>& writable_roots,
     const std::vector<std::filesystem::path>& candidates);

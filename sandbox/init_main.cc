@@ -365,6 +365,9 @@ void TerminateSession(const InitOptions& o, pid_t program, bool& program_exited,
 
 int Run(int argc, char** argv) {
   InitOptions o = ParseArgs(argc, argv);
+  // Non-dumpable: the session's processes cannot open /proc/<init>/mem nor take init's fds
+  // with pidfd_getfd (both need ptrace access). The shell's exec makes it dumpable again.
+  if (::prctl(PR_SET_DUMPABLE, 0) != 0) Die(ErrnoText("prctl PR_SET_DUMPABLE"));
 
   // 1. Signals arrive through a signalfd so the loop below sees them in order.
   sigset_t handled;

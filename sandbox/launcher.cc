@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <optional>
 
+#include "sandbox/host_walls.h"
 #include "sandbox/init_protocol.h"
 #include "sandbox/mount_stage.h"
 #include "sandbox/user_namespace.h"
@@ -28,6 +29,7 @@ void ApplyPolicy(const policy::ResolvedPolicy& p, const std::filesystem::path& c
   launch.sandbox.network_allowed = p.network_allowed;
   launch.sandbox.cwd = cwd;
   launch.session_ids = p.session_ids;
+  ApplyHostWalls(p, launch.sandbox);  // run dirs and hidden paths (docs/security.md)
   const policy::Limits& l = p.limits;
   launch.rlimits.clear();
   if (l.max_processes) launch.rlimits.emplace_back("nproc", *l.max_processes);

@@ -26,6 +26,7 @@ enum class Match {
   kIoctlRequest,        // arg1, low 32 bits only (the kernel truncates the request to int)
   kCloneNamespaceFlag,  // any CLONE_NEW* bit in the flags argument
   kDomainNotUnix,       // arg0 != AF_UNIX; only when the network is denied
+  kPersonalityChange,   // arg0 other than PER_LINUX (0) and the query 0xffffffff
 };
 
 struct Row {
@@ -60,6 +61,8 @@ constexpr Row kRules[] = {
    "TIOCSTI (arg1, low 32 bits): injects keystrokes into a terminal's input"},
   {"ioctl", EPERM, "EPERM", Match::kIoctlRequest, TIOCLINUX,
    "TIOCLINUX (arg1, low 32 bits): console selection paste can inject input"},
+  {"ioctl", EPERM, "EPERM", Match::kIoctlRequest, TIOCSETD,
+   "TIOCSETD (arg1, low 32 bits): switching line discipline loads rarely used kernel code"},
   // Namespaces: the sandbox's own namespaces are final.
   {"clone", EPERM, "EPERM", Match::kCloneNamespaceFlag, 0,
    "with any CLONE_NEW* flag: no new namespaces inside the sandbox"},
@@ -97,10 +100,17 @@ constexpr Row kRules[] = {
   {"init_module", EPERM, "EPERM", Match::kAlways, 0, "loads kernel modules"},
   {"finit_module", EPERM, "EPERM", Match::kAlways, 0, "loads kernel modules"},
   {"delete_module", EPERM, "EPERM", Match::kAlways, 0, "unloads kernel modules"},
-  // Other processes' memory.
+  {"personality", EPERM, "EPERM", Match::kPersonalityChange, 0,
+   "any persona but PER_LINUX (0); the query 0xffffffff works: flags such as "
+   "ADDR_NO_RANDOMIZE and READ_IMPLIES_EXEC weaken exploit mitigations"},
+  {"modify_ldt", EPERM, "EPERM", Match::kAlways, 0,
+   "x86 local descriptor tables: old kernel attack surface, needed only by 16-bit code"},
+  // Other processes' memory and descriptors.
   {"ptrace", EPERM, "EPERM", Match::kAlways, 0, "no tracing (debuggers and strace fail)"},
   {"process_vm_readv", EPERM, "EPERM", Match::kAlways, 0, "reads another process's memory"},
   {"process_vm_writev", EPERM, "EPERM", Match::kAlways, 0, "writes another process's memory"},
+  {"pidfd_getfd", EPERM, "EPERM", Match::kAlways, 0,
+   "copies another process's descriptor (ptybox-init's control socket)"},
   // Network, when the policy denies it (the network namespace is empty as well).
   {"socket", EAFNOSUPPORT, "EAFNOSUPPORT", Match::kDomainNotUnix, 0,
    "network denied: any domain but AF_UNIX"},
@@ -162,6 +172,16 @@ Result<void> AddRow(scmp_filter_ctx ctx, const Row& row, const SeccompOptions& o
       break;
     case Match::kDomainNotUnix:
       rc = seccomp_rule_add(ctx, action, nr, 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+      break;
+    case Match::kPersonalityChange:
+      // The kernel reads the low 32 bits. A 32-bit value other than 0 and 0xffffffff has a
+      // set bit followed (cyclically) by a clear one: one masked rule per such pair. libseccomp
+      // cannot AND two comparisons of one argument.
+      for (unsigned bit = 0; bit < 32 && rc == 0; ++bit) {
+        const uint64_t set = uint64_t{1} << bit;
+        const uint64_t clear = uint64_t{1} << ((bit + 1) % 32);
+        rc = seccomp_rule_add(ctx, action, nr, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, set | clear, set));
+      }
       break;
   }
   if (rc != 0) return LibseccompError("seccomp_rule_add", row.syscall, rc);

@@ -111,7 +111,8 @@ TEST(BwrapFromEnvironmentTest, ThePathInPtyboxBwrapIsTheOneThatRuns) {
   const std::string id = OpenSession(client, "workspace-write");
   ASSERT_FALSE(id.empty()) << daemon.Log();
   Observed o = RunInSession(client, id, "workspace-write", "pid-1", "cat /proc/1/comm");
-  EXPECT_EQ(o.text, "bwrap") << o.Show();
+  // ptybox-init is the sandbox's pid 1 (bwrap --as-pid-1): a new pid namespace, from bwrap.
+  EXPECT_EQ(o.text, "ptybox-init") << o.Show();
   const std::string calls = ReadFile(log);
   EXPECT_NE(calls.find("--unshare-all"), std::string::npos) << calls;
   EXPECT_NE(calls.find("--seccomp 4"), std::string::npos) << calls;
@@ -137,7 +138,7 @@ TEST(DefaultModeTest, WithoutAnyPolicyASessionIsSandboxed) {
     EXPECT_NE(o.text, fs::read_symlink(path).string()) << o.Show();
   }
   Observed pid1 = RunInSession(client, id, "default", "pid-1", "cat /proc/1/comm");
-  EXPECT_EQ(pid1.text, "bwrap") << pid1.Show();
+  EXPECT_EQ(pid1.text, "ptybox-init") << pid1.Show();
   Observed seccomp = RunInSession(client, id, "default", "seccomp",
                                   "grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status");
   std::map<std::string, std::string> fields = StatusFields(seccomp.text);

@@ -71,12 +71,24 @@ const BadCase kBadCases[] = {
      kOp,
      "version: 1\nsandbox: strict\n",
      {"{dir}/p.yaml:2:1: sandbox: unknown key; expected one of: version, mode, ceiling, workspace, "
-      "writable, network, env, limits, repository, sessionIds"}},
+      "writable, network, env, limits, hide, repository, sessionIds"}},
     {"UnknownRepoList",
      kRepo,
      "version: 1\nsandbox: strict\n",
      {"{dir}/p.yaml:2:1: sandbox: unknown key; expected one of: version, mode, writable, network, "
-      "env, limits"}},
+      "env, limits, hide"}},
+    {"HideTilde",
+     kRepo,
+     "version: 1\nhide: [~root/.ssh, \"~/../etc\"]\n",
+     {"{dir}/p.yaml:2:8: hide[0]: `~root/.ssh`: `~` must be followed by `/` and a path inside the "
+      "home directory, like `~/.ssh` (it stands for every home directory)",
+      "{dir}/p.yaml:2:20: hide[1]: `~/../etc`: `~` must be followed by `/` and a path inside the "
+      "home directory, like `~/.ssh` (it stands for every home directory)"}},
+    {"HideNotAList",
+     kOp,
+     "version: 1\nhide: ~/.ssh\n",
+     {"{dir}/p.yaml:2:7: hide: expected a list of paths, like `hide: [~/.ssh, /etc/secret]`, got "
+      "`~/.ssh`"}},
     {"DuplicateKey",
      kOp,
      "version: 1\nmode: read-only\nmode: danger-full-access\n",
@@ -276,7 +288,7 @@ const BadCase kBadCases[] = {
      kOp,
      "version: 1\n\"a\\e[31mb\": 1\n",
      {"{dir}/p.yaml:2:1: a\\x1b[31mb: unknown key; expected one of: version, mode, ceiling, "
-      "workspace, writable, network, env, limits, repository, sessionIds"}},
+      "workspace, writable, network, env, limits, hide, repository, sessionIds"}},
     {"ManyProblemsAllReported",
      kRepo,
      "mode: root\nceiling: read-only\nnetwork: maybe\nlimits: {maxSessions: 0}\n",
@@ -429,7 +441,7 @@ TEST(PolicyFileTest, SmallAliasesExpand) {
   ASSERT_EQ(parsed.errors.size(), 1u);  // the unknown key, not the alias
   EXPECT_EQ(parsed.errors[0].message,
             "/x/p.yaml:4:1: x-unused: unknown key; expected one of: version, mode, ceiling, "
-            "workspace, writable, network, env, limits, repository, sessionIds");
+            "workspace, writable, network, env, limits, hide, repository, sessionIds");
   EXPECT_EQ(parsed.file.env_pass.size(), 2u);
 }
 

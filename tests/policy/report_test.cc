@@ -17,6 +17,14 @@
 namespace ptybox::policy {
 namespace {
 
+// The default `hide` list as `ptybox policy resolve` prints it.
+std::string DefaultHiddenList() {
+  std::string out;
+  for (std::string_view path : DefaultHidden())
+    out += (out.empty() ? "" : ", ") + std::string(path);
+  return out;
+}
+
 namespace fs = std::filesystem;
 using testing::Expand;
 using testing::TempDir;
@@ -112,6 +120,7 @@ TEST(FormatResolvedTest, ListsEveryValueWithItsSource) {
       "workspace: {dir}/ws  # command line\n"
       "writable: [{dir}/ws/build]  # {dir}/ws/.ptybox.yaml:3:11\n"
       "network: deny  # default\n"
+      "hide: [" + DefaultHiddenList() + "]  # default\n"
       "env.pass: [PATH, HOME, LANG, LANGUAGE, LC_ALL, LC_CTYPE, TZ, USER, LOGNAME]  # default\n"
       "env.set: {CI: \"1\"}  # {dir}/op.yaml:4:8\n"
       "limits.idleSilenceMs: 3000  # default\n"

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -70,6 +71,28 @@ TEST_F(ResolverTest, WithNeitherFileTheDefaultsApply) {
   for (const LimitSpec& spec : LimitSpecs()) {
     EXPECT_EQ(p.sources.at("limits." + std::string(spec.key)), "default");
   }
+}
+
+// `hide`: the default credentials list, replaced by the operator's, added to by a repository
+// (which can never reveal: it has no way to remove an entry).
+TEST_F(ResolverTest, HiddenPathsLayerOperatorThenRepository) {
+  ResolvedPolicy defaults = MustResolve();
+  EXPECT_EQ(defaults.hidden.size(), DefaultHidden().size());
+  EXPECT_NE(std::find(defaults.hidden.begin(), defaults.hidden.end(), "~/.ssh"),
+            defaults.hidden.end());
+  EXPECT_EQ(defaults.sources.at("hide"), "default");
+
+  Repo("version: 1\nhide: [.env, ~/.ssh, ~/work/../.token]\n");
+  ResolvedPolicy repo = MustResolve();
+  EXPECT_EQ(repo.hidden.size(), DefaultHidden().size() + 2);
+  EXPECT_EQ(repo.hidden[repo.hidden.size() - 2], (ws_ / ".env").string());
+  EXPECT_EQ(repo.hidden.back(), "~/.token");
+  EXPECT_EQ(repo.sources.at("hide"), Expand("default, {dir}/ws/.ptybox.yaml:2:7", dir_.path()));
+
+  Operator("version: 1\nhide: [/srv/secret]\n");
+  ResolvedPolicy op = MustResolve();
+  EXPECT_EQ(op.hidden, (std::vector<std::string>{"/srv/secret", (ws_ / ".env").string(),
+                                                 "~/.ssh", "~/.token"}));
 }
 
 TEST_F(ResolverTest, TheDefaultOperatorFileIsReadWhenPresent) {

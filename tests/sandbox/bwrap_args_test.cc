@@ -49,8 +49,20 @@ TEST(BwrapArgsTest, ReadOnlyExactArgv) {
       "--dev", "/dev",
       "--proc", "/proc",
       "--tmpfs", "/tmp",
+      // Walls 1 and 2: kernel knobs read-only, /sys reduced, /run empty.
+      "--ro-bind-try", "/proc/sys", "/proc/sys",
+      "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
+      "--ro-bind-try", "/proc/irq", "/proc/irq",
+      "--ro-bind-try", "/proc/bus", "/proc/bus",
+      "--ro-bind-try", "/proc/fs", "/proc/fs",
+      "--tmpfs", "/sys",
+      "--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu",
+      "--ro-bind-try", "/sys/devices/system/node", "/sys/devices/system/node",
+      "--remount-ro", "/sys",
+      "--tmpfs", "/run",
       "--ro-bind", "/home/u/proj", "/home/u/proj",
       "--ro-bind", "/usr/libexec/ptybox-init", "/usr/libexec/ptybox-init",
+      "--as-pid-1",
       "--cap-drop", "ALL",
       "--clearenv",
       "--seccomp", "7",
@@ -72,12 +84,24 @@ TEST(BwrapArgsTest, WorkspaceWriteExactArgv) {
       "--dev", "/dev",
       "--proc", "/proc",
       "--tmpfs", "/tmp",
+      // Walls 1 and 2: kernel knobs read-only, /sys reduced, /run empty.
+      "--ro-bind-try", "/proc/sys", "/proc/sys",
+      "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
+      "--ro-bind-try", "/proc/irq", "/proc/irq",
+      "--ro-bind-try", "/proc/bus", "/proc/bus",
+      "--ro-bind-try", "/proc/fs", "/proc/fs",
+      "--tmpfs", "/sys",
+      "--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu",
+      "--ro-bind-try", "/sys/devices/system/node", "/sys/devices/system/node",
+      "--remount-ro", "/sys",
+      "--tmpfs", "/run",
       "--bind", "/home/u/proj", "/home/u/proj",
       "--bind", "/var/cache/build", "/var/cache/build",
       "--bind", "/tmp/scratch", "/tmp/scratch",
       "--ro-bind", "/home/u/proj/.git", "/home/u/proj/.git",
       "--ro-bind", "/home/u/proj/.ptybox.yaml", "/home/u/proj/.ptybox.yaml",
       "--ro-bind", "/usr/libexec/ptybox-init", "/usr/libexec/ptybox-init",
+      "--as-pid-1",
       "--cap-drop", "ALL",
       "--clearenv",
       "--seccomp", "7",
@@ -85,6 +109,76 @@ TEST(BwrapArgsTest, WorkspaceWriteExactArgv) {
       "--", "/usr/libexec/ptybox-init", "--control-fd", "3"};
   // clang-format on
   EXPECT_EQ(BuildBwrapArgv(spec, Invocation()), expected);
+}
+
+// Walls 2 and 3 (docs/security.md): the daemon socket and the hidden paths come after every
+// bind (so they cover paths inside the roots) and before the init binary.
+TEST(BwrapArgsTest, HiddenPathsAndSocketExactArgv) {
+  SandboxSpec spec = Spec(Mode::kWorkspaceWrite);
+  spec.run_dirs = {"/run", "/var/run"};
+  spec.read_only_paths = {"/home/u/proj/.git"};
+  spec.daemon_socket = "/srv/ptybox/run/ptybox.sock";
+  spec.hidden = {{"/home/u/.ssh", true},
+                 {"/home/u/.netrc", false},
+                 {"/home/u/proj/.env", false},
+                 // Holds the workspace: the operator granted the workspace, so it stays.
+                 {"/home/u", true}};
+  // clang-format off
+  const Argv expected = {
+      "--tmpfs", "/run",
+      "--tmpfs", "/var/run",
+      "--bind", "/home/u/proj", "/home/u/proj",
+      "--ro-bind", "/home/u/proj/.git", "/home/u/proj/.git",
+      "--tmpfs", "/srv/ptybox/run", "--remount-ro", "/srv/ptybox/run",
+      "--tmpfs", "/home/u/.ssh", "--remount-ro", "/home/u/.ssh",
+      "--ro-bind", "/dev/null", "/home/u/.netrc",
+      "--ro-bind", "/dev/null", "/home/u/proj/.env",
+      "--ro-bind", "/usr/libexec/ptybox-init", "/usr/libexec/ptybox-init",
+      "--as-pid-1"};
+  // clang-format on
+  const Argv argv = BuildBwrapArgv(spec, Invocation());
+  const size_t from = Find(argv, {"--tmpfs", "/run"});
+  ASSERT_NE(from, std::string::npos);
+  EXPECT_EQ(Argv(argv.begin() + static_cast<long>(from),
+                 argv.begin() + static_cast<long>(from + expected.size())),
+            expected);
+}
+
+TEST(BwrapArgsTest, SocketDirectoryHiddenOnlyWhenNothingGrantedIsInIt) {
+  const auto hidden_as = [](const std::filesystem::path& socket, Mode mode) {
+    SandboxSpec spec = Spec(mode);
+    spec.writable_roots = {"/var/cache/build"};
+    spec.daemon_socket = socket;
+    const Argv argv = BuildBwrapArgv(spec, Invocation());
+    if (Find(argv, {"--ro-bind", "/dev/null", socket.string()}) != std::string::npos) {
+      return std::string("file");
+    }
+    const std::string dir = socket.parent_path().string();
+    if (Find(argv, {"--tmpfs", dir, "--remount-ro", dir}) != std::string::npos) {
+      return std::string("directory");
+    }
+    return std::string("nothing");
+  };
+  for (Mode mode : {Mode::kReadOnly, Mode::kWorkspaceWrite}) {
+    SCOPED_TRACE(ToString(mode));
+    EXPECT_EQ(hidden_as("/run/ptybox/ptybox.sock", mode), "directory");
+    EXPECT_EQ(hidden_as("/srv/ptybox/ptybox.sock", mode), "directory");
+    // Inside the workspace or a writable root, or beside the workspace: the file alone.
+    EXPECT_EQ(hidden_as("/home/u/proj/ptybox.sock", mode), "file");
+    EXPECT_EQ(hidden_as("/home/u/proj/sub/ptybox.sock", mode), "file");
+    EXPECT_EQ(hidden_as("/var/cache/build/ptybox.sock", mode), "file");
+    EXPECT_EQ(hidden_as("/home/u/ptybox.sock", mode), "file");
+    // System directories the shell needs: the file alone.
+    for (const char* socket : {"/ptybox.sock", "/tmp/ptybox.sock", "/run/ptybox.sock",
+                               "/etc/ptybox.sock", "/var/lib/ptybox.sock", "/usr/lib/x/p.sock"}) {
+      EXPECT_EQ(hidden_as(socket, mode), "file") << socket;
+    }
+    // Holding the init binary: the file alone.
+    EXPECT_EQ(hidden_as("/usr/libexec/ptybox.sock", mode), "file");
+  }
+  SandboxSpec none = Spec(Mode::kReadOnly);
+  const Argv argv = BuildBwrapArgv(none, Invocation());
+  EXPECT_EQ(Find(argv, {"--ro-bind", "/dev/null"}), std::string::npos);
 }
 
 TEST(BwrapArgsTest, NetworkIsSharedOnlyWhenAllowed) {

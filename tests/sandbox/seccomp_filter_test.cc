@@ -93,6 +93,8 @@ TEST(SeccompFilterTest, TableCoversTheRequiredSyscalls) {
                                 "ptrace",
                                 "process_vm_readv",
                                 "process_vm_writev",
+                                "pidfd_getfd",
+                                "personality",
                                 "open_tree",
                                 "move_mount",
                                 "fsopen",
@@ -143,6 +145,24 @@ TEST(SeccompFilterTest, TerminalInjectionIsRefusedIncludingTheHighBitVariant) {
   EXPECT_EQ(ErrnoName(RunProbeInChild("ioctl:tioclinux", &program).err), "EPERM");
   // Other terminal ioctls still work.
   EXPECT_EQ(ErrnoName(RunProbeInChild("ioctl:tiocgwinsz", &program).err), "ok");
+}
+
+// personality: only PER_LINUX and the query pass; modify_ldt and TIOCSETD never (issue 11).
+TEST(SeccompFilterTest, PersonalityLdtAndLineDisciplineAreRefused) {
+  const std::vector<uint8_t> program = Program(/*network_allowed=*/false);
+  EXPECT_EQ(ErrnoName(RunProbeInChild("personality:query", &program).err), "ok");
+  EXPECT_EQ(ErrnoName(RunProbeInChild("personality:linux", &program).err), "ok");
+  EXPECT_EQ(ErrnoName(RunProbeInChild("personality", &program).err), "EPERM");
+  EXPECT_EQ(ErrnoName(RunProbeInChild("personality:linux32", &program).err), "EPERM");
+  EXPECT_EQ(ErrnoName(RunProbeInChild("personality", nullptr).err), "ok");
+#if defined(__x86_64__)
+  EXPECT_EQ(ErrnoName(RunProbeInChild("modify_ldt", &program).err), "EPERM");
+  EXPECT_EQ(ErrnoName(RunProbeInChild("modify_ldt", nullptr).err), "ok");
+#endif
+  EXPECT_EQ(ErrnoName(RunProbeInChild("ioctl:tiocsetd", &program).err), "EPERM");
+  EXPECT_EQ(ErrnoName(RunProbeInChild("ioctl:tiocsetd", nullptr).err), "ok");
+  EXPECT_EQ(ErrnoName(RunProbeInChild("pidfd_getfd", &program).err), "EPERM");
+  EXPECT_EQ(ErrnoName(RunProbeInChild("pidfd_getfd", nullptr).err), "ok");
 }
 
 TEST(SeccompFilterTest, CloneWithAnyNamespaceFlagIsRefused) {
@@ -248,6 +268,16 @@ TEST_F(SeccompBpfTest, IoctlRequestIsComparedOnItsLow32Bits) {
   EXPECT_EQ(Run(SYS_ioctl, {0, (1ULL << 32) | TIOCSTI}), Errno(EPERM));
   EXPECT_EQ(Run(SYS_ioctl, {0, 0xFFFFFFFF00000000ULL | TIOCLINUX}), Errno(EPERM));
   EXPECT_EQ(Run(SYS_ioctl, {0, TIOCGWINSZ}), SECCOMP_RET_ALLOW);
+}
+
+TEST_F(SeccompBpfTest, PersonalityPassesOnlyLinuxAndTheQueryOnItsLow32Bits) {
+  for (uint64_t allowed : {0ULL, 0xFFFFFFFFULL, 1ULL << 32, 0xFFFFFFFFFFFFFFFFULL}) {
+    EXPECT_EQ(Run(SYS_personality, {allowed}), SECCOMP_RET_ALLOW) << std::hex << allowed;
+  }
+  for (uint64_t refused : {0x1ULL, 0x8ULL, 0x40000ULL, 0x0400000ULL, 0x7FFFFFFFULL, 0x80000000ULL,
+                           0xFFFFFFFEULL, 0xFFFFFFFF00000008ULL, 0xAAAAAAAAULL, 0x55555555ULL}) {
+    EXPECT_EQ(Run(SYS_personality, {refused}), Errno(EPERM)) << std::hex << refused;
+  }
 }
 
 TEST_F(SeccompBpfTest, CloneFlagsAreCheckedBitByBit) {

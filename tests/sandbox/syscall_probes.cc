@@ -34,6 +34,8 @@
 #include <map>
 #include <sstream>
 
+#include "sandbox/init_protocol.h"
+
 extern char** environ;
 
 namespace ptybox::sandbox::testing {
@@ -130,6 +132,10 @@ ProbeOutcome ProbeIoctl(std::string_view arg) {
   if (arg == "tioclinux") {
     char subcode = 0;  // no such subcode: harmless even where TIOCLINUX exists
     return Err(ErrnoOf(ioctl(pty.slave, TIOCLINUX, &subcode)));
+  }
+  if (arg == "tiocsetd") {
+    int discipline = 0;  // N_TTY, the discipline the terminal already has: changes nothing
+    return Err(ErrnoOf(ioctl(pty.slave, TIOCSETD, &discipline)));
   }
   if (arg == "tiocgwinsz") {
     winsize size{};
@@ -229,6 +235,96 @@ ProbeOutcome ProbeProcessVm(bool write) {
   const ssize_t n = write ? process_vm_writev(getpid(), &local_iov, 1, &remote_iov, 1, 0)
                           : process_vm_readv(getpid(), &local_iov, 1, &remote_iov, 1, 0);
   return Err(ErrnoOf(n));
+}
+
+// personality(2): "query" (0xffffffff), "linux" (PER_LINUX), or by default PER_LINUX |
+// ADDR_NO_RANDOMIZE, which changes only this process and is undone right away.
+ProbeOutcome ProbePersonality(std::string_view arg) {
+  constexpr unsigned long kQuery = 0xffffffffUL;
+  constexpr unsigned long kAddrNoRandomize = 0x0040000UL;
+  unsigned long persona = kAddrNoRandomize;
+  if (arg == "query") persona = kQuery;
+  if (arg == "linux") persona = 0;
+  if (arg == "linux32") persona = 0x0008;
+  const long previous = syscall(SYS_personality, persona);
+  if (previous < 0) return Err(errno);
+  if (persona != kQuery) syscall(SYS_personality, static_cast<unsigned long>(previous));
+  return Ok("previous " + std::to_string(previous));
+}
+
+ProbeOutcome ProbeModifyLdt() {
+#if defined(__x86_64__) || defined(__i386__)
+  char table[64] = {};
+  const long n = syscall(SYS_modify_ldt, 0, table, sizeof table);  // 0: read the LDT
+  if (n < 0) return Err(errno);
+  return Ok(std::to_string(n) + " bytes");
+#else
+  return Err(ENOSYS, "x86 only");
+#endif
+}
+
+// "PID:FD" (default: this process, fd 0): pidfd_open, then pidfd_getfd of that descriptor.
+std::optional<std::pair<pid_t, int>> PidAndFd(std::string_view arg, int default_fd) {
+  if (arg.empty()) return std::pair<pid_t, int>{getpid(), default_fd};
+  const size_t colon = arg.find(':');
+  const std::string pid_text(arg.substr(0, colon));
+  const std::string fd_text = colon == std::string_view::npos ? std::to_string(default_fd)
+                                                              : std::string(arg.substr(colon + 1));
+  char* end = nullptr;
+  const long pid = std::strtol(pid_text.c_str(), &end, 10);
+  if (end == pid_text.c_str() || *end != '\0' || pid <= 0) return std::nullopt;
+  return std::pair<pid_t, int>{static_cast<pid_t>(pid), std::atoi(fd_text.c_str())};
+}
+
+// The descriptor `fd` of process `pid`, taken with pidfd_open + pidfd_getfd; -1 and errno set
+// when either step fails (info says which).
+int StealFd(pid_t pid, int fd, std::string& info) {
+  const long pidfd = syscall(SYS_pidfd_open, pid, 0);
+  if (pidfd < 0) {
+    info = "pidfd_open failed";
+    return -1;
+  }
+  const long stolen = syscall(SYS_pidfd_getfd, static_cast<int>(pidfd), fd, 0);
+  const int err = errno;
+  close(static_cast<int>(pidfd));
+  errno = err;
+  if (stolen < 0) info = "pidfd_getfd failed";
+  return static_cast<int>(stolen);
+}
+
+ProbeOutcome ProbePidfdGetfd(std::string_view arg) {
+  auto target = PidAndFd(arg, 0);
+  if (!target) return Err(EINVAL, "expected PID:FD");
+  std::string info;
+  const int fd = StealFd(target->first, target->second, info);
+  if (fd < 0) return Err(errno, info);
+  close(fd);
+  return Ok("took fd " + std::to_string(target->second) + " of " + std::to_string(target->first));
+}
+
+// The attack of issue 20: take ptybox-init's control socket (fd 3 of PID) and send the daemon
+// a forged "the program exited with 0" message on it.
+ProbeOutcome ProbeForgeExit(std::string_view arg) {
+  auto target = PidAndFd(arg, 3);
+  if (!target || arg.empty()) return Err(EINVAL, "expected PID[:FD]");
+  std::string info;
+  const int fd = StealFd(target->first, target->second, info);
+  if (fd < 0) return Err(errno, info);
+  sandbox::InitMessage forged;
+  forged.type = sandbox::InitMessageType::kExited;  // a = 0: "exit code 0"
+  const Result<void> sent = sandbox::SendInitMessage(fd, forged);
+  close(fd);
+  if (!sent) return Err(EIO, "send on the stolen socket failed: " + sent.error().message);
+  return Ok("sent a forged exit message on fd " + std::to_string(target->second) + " of " +
+            std::to_string(target->first));
+}
+
+ProbeOutcome ProbeProcMem(std::string_view arg) {
+  const std::string path = "/proc/" + std::string(arg.empty() ? "self" : arg) + "/mem";
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Err(errno, path);
+  close(fd);
+  return Ok("opened " + path);
 }
 
 ProbeOutcome ProbeWrite(std::string_view path) {
@@ -451,6 +547,12 @@ const std::vector<std::pair<std::string_view, ProbeFn>>& Table() {
        [](std::string_view) { return Err(ErrnoOf(ptrace(PTRACE_TRACEME, 0, nullptr, nullptr))); }},
       {"process_vm_readv", [](std::string_view) { return ProbeProcessVm(false); }},
       {"process_vm_writev", [](std::string_view) { return ProbeProcessVm(true); }},
+      {"personality", ProbePersonality},
+      {"modify_ldt", [](std::string_view) { return ProbeModifyLdt(); }},
+      {"pidfd_getfd", ProbePidfdGetfd},
+      // Attacks on ptybox-init (issue 20): its control socket and its memory.
+      {"forge-exit", ProbeForgeExit},
+      {"proc-mem", ProbeProcMem},
       {"socket", ProbeSocket},
       {"socketpair", ProbeSocketpair},
       // Other ABIs.

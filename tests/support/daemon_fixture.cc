@@ -142,8 +142,8 @@ Json RpcClient::Call(const std::string& method, const Json& params, std::chrono:
   return WaitResponse(SendRequest(method, params), guard);
 }
 
-Daemon::Daemon(Options options) {
-  socket_ = state_.path() / "ptybox.sock";
+Daemon::Daemon(Options options, const std::filesystem::path& socket) {
+  socket_ = socket.empty() ? state_.path() / "ptybox.sock" : workspace_.path() / socket;
   log_ = state_.path() / "daemon.log";
   std::vector<std::string> args = {PtyboxBinary().string(), "serve", "--socket", socket_.string(),
                                    "--workspace", workspace_.path().string()};

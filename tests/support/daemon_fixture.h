@@ -68,7 +68,10 @@ class Daemon final {
     std::vector<std::string> env;         // extra "K=V" for the daemon
   };
   Daemon() : Daemon(Options{}) {}
-  explicit Daemon(Options options);
+  explicit Daemon(Options options) : Daemon(std::move(options), {}) {}
+  // `socket`: where the socket is; empty for <state dir>/ptybox.sock, a relative path is taken
+  // inside the workspace.
+  Daemon(Options options, const std::filesystem::path& socket);
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;

@@ -1,0 +1,85 @@
+// Host facts for the walls: run-time directories, home directories, hidden paths.
+#include "sandbox/host_walls.h"
+
+#include <pwd.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <system_error>
+
+namespace ptybox::sandbox {
+namespace fs = std::filesystem;
+
+namespace {
+
+void AddUnique(std::vector<fs::path>& paths, fs::path path) {
+  if (std::find(paths.begin(), paths.end(), path) == paths.end()) paths.push_back(std::move(path));
+}
+
+}  // namespace
+
+std::vector<fs::path> HostRunDirs() {
+  std::vector<fs::path> dirs;
+  for (const char* name : {"/run", "/var/run"}) {
+    std::error_code ec;
+    const fs::path canonical = fs::canonical(name, ec);
+    if (ec || !fs::is_directory(canonical, ec)) continue;
+    // A run directory inside another granted location would be odd; the root is never one.
+    if (canonical == "/") continue;
+    AddUnique(dirs, canonical);
+  }
+  return dirs;
+}
+
+std::vector<fs::path> HomeDirectories() {
+  std::vector<fs::path> homes;
+  auto add = [&](const char* dir) {
+    if (dir == nullptr || dir[0] != '/') return;
+    std::error_code ec;
+    fs::path canonical = fs::canonical(dir, ec);
+    // "/" (daemon users, nobody's /nonexistent) is not a home worth expanding into.
+    if (ec || canonical == "/" || !fs::is_directory(canonical, ec)) return;
+    AddUnique(homes, std::move(canonical));
+  };
+  add(std::getenv("HOME"));
+  // getpwent keeps process-wide state: one walk at a time.
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  ::setpwent();
+  while (passwd* entry = ::getpwent()) add(entry->pw_dir);
+  ::endpwent();
+  return homes;
+}
+
+std::vector<HiddenPath> CollectHiddenPaths(const std::vector<std::string>& patterns,
+                                           const std::vector<fs::path>& homes) {
+  std::vector<fs::path> candidates;
+  for (const std::string& pattern : patterns) {
+    if (pattern.starts_with("~/")) {
+      for (const fs::path& home : homes) candidates.push_back(home / pattern.substr(2));
+    } else if (!pattern.empty() && pattern[0] == '/') {
+      candidates.emplace_back(pattern);
+    }
+  }
+  std::vector<HiddenPath> hidden;
+  for (const fs::path& candidate : candidates) {
+    std::error_code ec;
+    fs::path canonical = fs::canonical(candidate, ec);
+    if (ec || canonical == "/") continue;
+    struct stat st {};
+    if (::stat(canonical.c_str(), &st) != 0) continue;
+    HiddenPath entry{canonical, S_ISDIR(st.st_mode)};
+    if (std::find(hidden.begin(), hidden.end(), entry) == hidden.end()) hidden.push_back(entry);
+  }
+  return hidden;
+}
+
+void ApplyHostWalls(const policy::ResolvedPolicy& policy, SandboxSpec& spec) {
+  spec.run_dirs = HostRunDirs();
+  spec.hidden = policy.hidden.empty() ? std::vector<HiddenPath>{}
+                                      : CollectHiddenPaths(policy.hidden, HomeDirectories());
+}
+
+}  // namespace ptybox::sandbox

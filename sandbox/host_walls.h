@@ -1,0 +1,32 @@
+// The host facts behind the walls of docs/security.md that BuildBwrapArgv cannot know as a pure
+// function: which run-time directories exist, which hidden paths (secrets) exist and whether
+// each is a directory, and every home directory `~/` stands for. Read at every spawn.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "policy/policy.h"
+#include "sandbox/bwrap_args.h"
+
+namespace ptybox::sandbox {
+
+// /run, and /var/run when it is a directory of its own (usually it is a link to /run; a link
+// elsewhere counts as its target).
+std::vector<std::filesystem::path> HostRunDirs();
+
+// Every home directory `~/` expands to: $HOME of the daemon and each existing home directory
+// of the password database (getpwent), canonical, without duplicates.
+std::vector<std::filesystem::path> HomeDirectories();
+
+// The existing paths among `patterns` ("/abs/path" or "~/rel/path", expanded over `homes`),
+// canonical (a link is hidden at its target), without duplicates. A pattern that names
+// nothing on this host needs nothing.
+std::vector<HiddenPath> CollectHiddenPaths(const std::vector<std::string>& patterns,
+                                           const std::vector<std::filesystem::path>& homes);
+
+// Fills the walls' facts into `spec` (run_dirs, hidden) from the policy.
+void ApplyHostWalls(const policy::ResolvedPolicy& policy, SandboxSpec& spec);
+
+}  // namespace ptybox::sandbox

@@ -1,0 +1,127 @@
+// Wall 3 of docs/security.md: secrets hidden. The daemon's HOME points at a scratch home
+// (visible read-only inside, unlike /tmp) holding fake credentials; an operator policy hides
+// one more host file and the repository file hides a file of the workspace. From inside, each
+// read fails or finds nothing in both confined modes; danger-full-access reads them all (the
+// control). No real host secret is involved.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "tests/escape/walls_support.h"
+
+namespace ptybox::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SecretsTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  SecretsTest()
+      : home_(OutsideDir() / ("home-" + std::to_string(::getpid()) + "-" + Mode().substr(0, 2))),
+        operator_secret_(OutsideDir() /
+                         ("op-secret-" + std::to_string(::getpid()) + "-" + Mode().substr(0, 2))) {}
+  void SetUp() override {
+    // The scratch home must be visible inside (so not under /tmp): the build tree.
+    if (::access(OutsideDir().c_str(), W_OK) != 0) {
+      GTEST_SKIP() << OutsideDir() << " is not writable by this user: no scratch home to plant";
+    }
+    fs::remove_all(home_);
+    Plant(home_ / ".ssh" / "id_ed25519", "FAKE-SSH-KEY");
+    Plant(home_ / ".npmrc", "//registry.npmjs.org/:_authToken=FAKE-NPM-TOKEN");
+    Plant(home_ / ".netrc", "machine example.com login u password FAKE-NETRC");
+    Plant(home_ / ".aws" / "credentials", "aws_secret_access_key = FAKE-AWS");
+    Plant(home_ / ".bash_history", "export TOKEN=FAKE-HISTORY");
+    Plant(home_ / "notes.txt", "not a secret");
+    Plant(operator_secret_, "FAKE-OPERATOR-SECRET");
+    Plant(policy_.path() / "op.yaml",
+          "version: 1\nhide: [~/.ssh, ~/.npmrc, ~/.netrc, ~/.aws, ~/.bash_history, " +
+              operator_secret_.string() + "]\n");
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(home_, ec);
+    fs::remove(operator_secret_, ec);
+  }
+  static void Plant(const fs::path& path, const std::string& text) {
+    fs::create_directories(path.parent_path());
+    std::ofstream(path) << text << "\n";
+    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+  }
+  [[nodiscard]] const std::string& Mode() const { return GetParam(); }
+  [[nodiscard]] bool Confined() const { return Mode() != "danger-full-access"; }
+
+  fs::path home_;
+  fs::path operator_secret_;
+  TempDir policy_;
+};
+
+TEST_P(SecretsTest, PlantedCredentialsAreHidden) {
+  Daemon daemon(Daemon::Options{.extra_args = {"--policy", (policy_.path() / "op.yaml").string()},
+                                .env = {"HOME=" + home_.string()}});
+  PrepareWorkspace(daemon.workspace());
+  Plant(daemon.workspace() / ".env", "FAKE-WORKSPACE-SECRET");
+  std::ofstream(daemon.workspace() / ".ptybox.yaml") << "version: 1\nhide: [.env]\n";
+  RpcClient client(daemon.socket());
+  const std::string session = OpenSession(client, Mode());
+  ASSERT_FALSE(session.empty()) << daemon.Log();
+  auto run = [&](const std::string& name, const std::string& command) {
+    return RunInSession(client, session, Mode(), name, command);
+  };
+  Observed home = run("home", "echo $HOME");
+  EXPECT_EQ(home.text, home_.string()) << home.Show();
+  // Every planted secret, read as the shell would; the FAKE- prefix marks a leak.
+  Observed read = run("read-secrets",
+                      "cat ~/.ssh/id_ed25519 ~/.npmrc ~/.netrc ~/.aws/credentials "
+                      "~/.bash_history " +
+                          Quote(operator_secret_) + " .env 2>&1 | grep -c FAKE-");
+  Observed list = run("list-secret-dirs", "ls -A ~/.ssh | wc -l; ls -A ~/.aws | wc -l");
+  Observed other = run("read-ordinary", "cat ~/notes.txt");
+  EXPECT_EQ(other.text, "not a secret") << other.Show();
+  if (Confined()) {
+    EXPECT_EQ(read.text, "0") << read.Show();
+    // The directories are empty, read-only tmpfs; the files /dev/null.
+    EXPECT_EQ(Words(list.text), (std::vector<std::string>{"0", "0"})) << list.Show();
+    Observed write = run("write-hidden-dir", "touch ~/.ssh/authorized_keys");
+    EXPECT_EQ(write.exit, 1) << write.Show();
+    EXPECT_TRUE(write.Says("Read-only file system")) << write.Show();
+    Observed kind = run("hidden-file-kind", "stat -c %F ~/.npmrc .env");
+    EXPECT_EQ(kind.text, "character special file\ncharacter special file") << kind.Show();
+    if (Mode() == "workspace-write") {
+      // The covered workspace file cannot be replaced to uncover it for later sessions.
+      Observed rm = run("remove-hidden", "rm -f .env");
+      EXPECT_EQ(rm.exit, 1) << rm.Show();
+      EXPECT_TRUE(rm.Says("Device or resource busy")) << rm.Show();
+    }
+  } else {
+    EXPECT_EQ(read.text, "7") << read.Show();
+  }
+  // The host files are untouched.
+  EXPECT_EQ(ReadFile(home_ / ".npmrc"), "//registry.npmjs.org/:_authToken=FAKE-NPM-TOKEN\n");
+  EXPECT_EQ(ReadFile(daemon.workspace() / ".env"), "FAKE-WORKSPACE-SECRET\n");
+}
+
+TEST_P(SecretsTest, DefaultListHidesCredentialsWithoutAnyPolicy) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"HOME=" + home_.string()}});
+  PrepareWorkspace(daemon.workspace());
+  RpcClient client(daemon.socket());
+  const std::string session = OpenSession(client, Mode());
+  ASSERT_FALSE(session.empty()) << daemon.Log();
+  Observed read = RunInSession(client, session, Mode(), "read-default-secrets",
+                               "cat ~/.ssh/id_ed25519 ~/.npmrc ~/.netrc ~/.aws/credentials "
+                               "~/.bash_history 2>&1 | grep -c FAKE-");
+  EXPECT_EQ(read.text, Confined() ? "0" : "5") << read.Show();
+  if (Confined() && fs::exists("/etc/shadow")) {
+    // /dev/null bound without device access (nodev): it cannot even be opened.
+    Observed shadow = RunInSession(client, session, Mode(), "read-/etc/shadow", "cat /etc/shadow");
+    EXPECT_EQ(shadow.exit, 1) << shadow.Show();
+    EXPECT_EQ(shadow.text, "cat: /etc/shadow: Permission denied") << shadow.Show();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, SecretsTest,
+                         ::testing::Values("read-only", "workspace-write", "danger-full-access"),
+                         ModeTestName);
+
+}  // namespace
+}  // namespace ptybox::testing
