@@ -2,8 +2,18 @@
 
 #include <sys/wait.h>
 
+#include <filesystem>
+
 #include <asio/post.hpp>
 #include <csignal>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "backend/proc_parse.h"
+#include "common/log.h"
+#include "common/proc_stat.h"
 
 namespace ptybox::backend {
 
@@ -30,11 +40,50 @@ void ChildReaper::Watch(pid_t pid, ExitCallback callback) {
 
 void ChildReaper::Unwatch(pid_t pid) { watchers_.erase(pid); }
 
+namespace {
+
+// Our live children (a child hangs off the thread that forked it, or, adopted, off any of ours).
+std::vector<pid_t> OurChildren() {
+  std::vector<pid_t> children;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream in(task.path() / "children");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<pid_t> listed;
+    if (proc::ParsePidList(text, listed)) children.insert(children.end(), listed.begin(), listed.end());
+  }
+  return children;
+}
+
+}  // namespace
+
+int ChildReaper::EndAdopted() {
+  if (!kill_adopted_) return 0;
+  std::vector<pid_t> adopted;
+  for (pid_t pid : OurChildren()) {
+    if (!watchers_.contains(pid)) adopted.push_back(pid);
+  }
+  if (adopted.empty()) return 0;
+  const std::vector<::ptybox::proc::StatFields> table = ::ptybox::proc::ReadAllStats();
+  int killed = 0;
+  for (pid_t pid : adopted) {
+    std::vector<pid_t> tree = ::ptybox::proc::Descendants(table, pid);
+    tree.insert(tree.begin(), pid);
+    for (pid_t member : tree) killed += ::kill(member, SIGKILL) == 0 ? 1 : 0;
+    LogWarn("ended process " + std::to_string(pid) + " (and " + std::to_string(tree.size() - 1) +
+            " descendants): a session leaked it when its ptybox-init died");
+  }
+  return killed;
+}
+
 void ChildReaper::ReapAll() {
   for (;;) {
     int status = 0;
     pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) return;
+    if (pid <= 0) {
+      EndAdopted();
+      return;
+    }
     auto it = watchers_.find(pid);
     if (it == watchers_.end()) {
       // An orphan, or a child whose watcher is not registered yet.

@@ -11,6 +11,7 @@
 
 #include "backend/child_reaper.h"
 #include "common/log.h"
+#include "sandbox/cgroup.h"
 #include "runtime/mcp_server.h"
 #include "runtime/rpc_server.h"
 
@@ -38,6 +39,17 @@ int RunDaemon(DaemonOptions options) {
 
   asio::io_context io(1);
   backend::ChildReaper reaper(io);
+  // What ends a session's processes whatever happens to its ptybox-init: its own cgroup, or
+  // (without a delegated cgroup subtree) the rule that every child we adopt is a leak.
+  const sandbox::CleanupSupport& cleanup = sandbox::SessionCleanupSupport();
+  reaper.KillAdoptedChildren(!cleanup.cgroups);
+  LogInfo("session cleanup: " + cleanup.detail);
+  if (int ended = sandbox::SweepStaleCgroups(); ended > 0) {
+    LogWarn("ended " + std::to_string(ended) + " processes left by a daemon that is gone");
+  }
+  struct RemoveCleanupDirectory {
+    ~RemoveCleanupDirectory() { sandbox::RemoveCleanupDirectory(); }
+  } remove_cleanup_directory;
   PtyService service(io, reaper, options.service);
 
   bool stopping = false;

@@ -176,10 +176,8 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
   launched.control = std::move(ours);
   launched.diagnostics = std::move(diag_read);
 
-  InitMessage start;
-  start.type = InitMessageType::kStart;
-  start.payload = EncodeEnvironment(spec.environment);
-  if (start.payload.size() > kMaxInitPayload) {
+  const StartMessage start{spec.environment};
+  if (!EncodeInitMessage(start)) {
     ::kill(pid, SIGKILL);
     return Fail(ErrorKind::kSpawnFailed, "the session environment is larger than 128 KiB",
                 "env");
