@@ -289,6 +289,7 @@ int RunCommand(const RunOptions& options) {
   LogInfo("running in " + std::string(policy::ToString(p.mode)) + " at " + cwd->string());
   io.run();
   terminal.Restore();
+  sandbox::RemoveCleanupDirectory();
   return driver.exit_code();
 }
 

@@ -31,6 +31,7 @@
 #include "common/unique_fd.h"
 #include "sandbox/capabilities.h"
 #include "sandbox/init_protocol.h"
+#include "sandbox/resource_limits.h"
 
 namespace ptybox::sandbox {
 namespace {
@@ -70,15 +71,6 @@ bool ParseNumber(std::string_view text, T& out) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
-std::optional<int> RlimitResource(std::string_view name) {
-  if (name == "nproc") return RLIMIT_NPROC;
-  if (name == "nofile") return RLIMIT_NOFILE;
-  if (name == "as") return RLIMIT_AS;
-  if (name == "fsize") return RLIMIT_FSIZE;
-  if (name == "cpu") return RLIMIT_CPU;
-  return std::nullopt;
-}
-
 InitOptions ParseArgs(int argc, char** argv) {
   InitOptions o;
   int i = 1;
@@ -107,12 +99,12 @@ InitOptions ParseArgs(int argc, char** argv) {
       std::string_view spec = value(arg);
       size_t eq = spec.find('=');
       rlim_t limit = 0;
-      std::optional<int> resource =
-          eq == std::string_view::npos ? std::nullopt : RlimitResource(spec.substr(0, eq));
+      std::optional<LimitedResource> resource =
+          eq == std::string_view::npos ? std::nullopt : LimitedResourceNamed(spec.substr(0, eq));
       if (!resource || !ParseNumber(spec.substr(eq + 1), limit)) {
         Die("--rlimit needs NAME=VALUE with NAME one of nproc, nofile, as, fsize, cpu");
       }
-      o.rlimits.emplace_back(*resource, limit);
+      o.rlimits.emplace_back(InfoOf(*resource).rlimit, limit);
     } else {
       Die("unknown option " + std::string(arg));
     }

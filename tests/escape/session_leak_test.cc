@@ -3,6 +3,7 @@
 // every mode, with per-session cgroups (when the host has them) and with the subreaper rule
 // (PTYBOX_SESSION_CGROUPS=0), then terminal_close or the daemon's SIGTERM; afterwards no
 // process carrying the attack's marker may exist anywhere on the host.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -34,8 +35,13 @@ std::vector<pid_t> ProcessesWithArgv(const std::string& marker, const std::strin
   for (const fs::directory_entry& entry : fs::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // Plain read(2): a process that exits while we read gives ESRCH, not an exception.
+    std::string cmdline;
+    int fd = ::open((entry.path() / "cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) cmdline.append(buf, static_cast<size_t>(n));
+    ::close(fd);
     for (char& c : cmdline) {
       if (c == '\0') c = ' ';
     }
