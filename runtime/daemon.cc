@@ -44,9 +44,6 @@ int RunDaemon(DaemonOptions options) {
   const sandbox::CleanupSupport& cleanup = sandbox::SessionCleanupSupport();
   reaper.KillAdoptedChildren(!cleanup.cgroups);
   LogInfo("session cleanup: " + cleanup.detail);
-  if (int ended = sandbox::SweepStaleCgroups(); ended > 0) {
-    LogWarn("ended " + std::to_string(ended) + " processes left by a daemon that is gone");
-  }
   struct RemoveCleanupDirectory {
     ~RemoveCleanupDirectory() { sandbox::RemoveCleanupDirectory(); }
   } remove_cleanup_directory;

@@ -5,14 +5,13 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <sstream>
-#include <thread>
 
 #include "common/log.h"
+#include "common/random.h"
 #include "common/unique_fd.h"
 
 namespace ptybox::sandbox {
@@ -98,7 +97,8 @@ State& Probed() {
     if (!home) return fallback(home.error().message);
     s.home = *home;
     g_home = *home;
-    fs::path directory = *home / ("ptybox-" + std::to_string(::getpid()));
+    // The pid alone could repeat: daemons in other pid namespaces may share this cgroup.
+    fs::path directory = *home / ("ptybox-" + std::to_string(::getpid()) + "-" + RandomHex(4));
     if (::mkdir(directory.c_str(), 0755) != 0 && errno != EEXIST) {
       return fallback(Error::FromErrno(ErrorKind::kSandboxUnavailable, "mkdir", directory.string()).message +
                       " (no delegated cgroup subtree)");
@@ -132,11 +132,6 @@ State& Probed() {
   return state;
 }
 
-bool PidRunsPtybox(pid_t pid) {
-  std::string comm = ReadText("/proc/" + std::to_string(pid) + "/comm");
-  return comm.starts_with("ptybox");
-}
-
 }  // namespace
 
 const CleanupSupport& SessionCleanupSupport() { return Probed().support; }
@@ -144,39 +139,6 @@ const CleanupSupport& SessionCleanupSupport() { return Probed().support; }
 void RemoveCleanupDirectory() {
   const CleanupSupport& support = SessionCleanupSupport();
   if (support.cgroups) ::rmdir(support.directory.c_str());
-}
-
-int SweepStaleCgroups() {
-  const CleanupSupport& support = SessionCleanupSupport();
-  if (!support.cgroups) return 0;
-  int ended = 0;
-  std::error_code ec;
-  for (const fs::directory_entry& entry : fs::directory_iterator(Probed().home, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (!name.starts_with("ptybox-") || entry.path() == support.directory) continue;
-    pid_t pid = 0;
-    auto [end, err] = std::from_chars(name.data() + 7, name.data() + name.size(), pid);
-    if (err != std::errc() || end != name.data() + name.size() || pid <= 0) continue;
-    if (PidRunsPtybox(pid)) continue;  // a live daemon's
-    // cgroup.kill of the stale daemon's directory ends every session cgroup beneath it.
-    for (const fs::directory_entry& session : fs::directory_iterator(entry.path(), ec)) {
-      if (!session.is_directory()) continue;
-      std::string procs = ReadText(session.path() / "cgroup.procs");
-      for (char c : procs) ended += c == '\n';
-    }
-    (void)WriteText(entry.path() / "cgroup.kill", "1");
-    for (int round = 0; round < 100; ++round) {
-      if (ReadText(entry.path() / "cgroup.events").find("populated 0") != std::string::npos) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    for (const fs::directory_entry& session : fs::directory_iterator(entry.path(), ec)) {
-      if (session.is_directory()) ::rmdir(session.path().c_str());
-    }
-    if (::rmdir(entry.path().c_str()) == 0) {
-      LogInfo("removed the session cgroups of a daemon that is gone: " + entry.path().string());
-    }
-  }
-  return ended;
 }
 
 Result<SessionCgroup> SessionCgroup::Create(const std::string& name) {

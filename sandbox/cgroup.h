@@ -2,7 +2,7 @@
 // they are launched, and ended through it (cgroup v2 `cgroup.kill`) whatever happened to
 // ptybox-init, so nothing a session started outlives its close, however it detached (setsid,
 // double fork, a killed init). The cgroups live beneath the daemon's own cgroup, in a
-// directory of this daemon (`<daemon's cgroup>/ptybox-<pid>/<session>`); nothing is ever
+// directory of this daemon (`<daemon's cgroup>/ptybox-<pid>-<random>/s<N>`); nothing is ever
 // written to a hierarchy's root or to the daemon's own cgroup.
 //
 // Available only where the daemon may create cgroups beneath its own (root, or a delegated
@@ -37,11 +37,6 @@ const CleanupSupport& SessionCleanupSupport();
 
 // Removes this daemon's directory if it is empty (at exit; best effort).
 void RemoveCleanupDirectory();
-
-// Directories of daemons that died without cleaning up (`ptybox-<pid>` beside ours, whose pid
-// no longer runs a ptybox): their processes are killed and the directories removed. Returns
-// how many leftover processes were ended.
-int SweepStaleCgroups();
 
 class SessionCgroup final {
  public:
