@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include <algorithm>
 #include <asio/post.hpp>
 #include <csignal>
 #include <fstream>
@@ -55,6 +56,18 @@ std::vector<pid_t> OurChildren() {
   return children;
 }
 
+// Whether `pid` is the init (pid 1) of a pid namespace below ours: the last NSpid field is 1.
+bool IsNamespaceInit(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with("NSpid:")) continue;
+    size_t tab = line.find_last_of(" \t");
+    return tab != std::string::npos && line.substr(tab + 1) == "1" &&
+           line.find_first_of(" \t", 6) != tab;
+  }
+  return false;
+}
+
 }  // namespace
 
 int ChildReaper::EndAdopted() {
@@ -67,11 +80,19 @@ int ChildReaper::EndAdopted() {
   const std::vector<::ptybox::proc::StatFields> table = ::ptybox::proc::ReadAllStats();
   int killed = 0;
   for (pid_t pid : adopted) {
+    // A zombie (or a task already dying) runs nothing; the next SIGCHLD reaps it.
+    auto stat = std::ranges::find(table, pid, &::ptybox::proc::StatFields::pid);
+    if (stat == table.end() || ::ptybox::proc::IsDead(*stat)) continue;
     std::vector<pid_t> tree = ::ptybox::proc::Descendants(table, pid);
     tree.insert(tree.begin(), pid);
     for (pid_t member : tree) killed += ::kill(member, SIGKILL) == 0 ? 1 : 0;
-    LogWarn("ended process " + std::to_string(pid) + " (and " + std::to_string(tree.size() - 1) +
-            " descendants): a session leaked it when its ptybox-init died");
+    // The pid 1 of a confined session's pid namespace (bwrap) re-parents to us for a moment
+    // when the outer bwrap exits first at the session's normal end: ending it ends its
+    // namespace, as it was about to. Anything else is a leak worth a line in the log.
+    if (!IsNamespaceInit(pid)) {
+      LogWarn("ended process " + std::to_string(pid) + " (and " + std::to_string(tree.size() - 1) +
+              " descendants): a session leaked it when its ptybox-init died");
+    }
   }
   return killed;
 }
