@@ -2,8 +2,19 @@
 
 #include <sys/wait.h>
 
+#include <filesystem>
+
+#include <algorithm>
 #include <asio/post.hpp>
 #include <csignal>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "backend/proc_parse.h"
+#include "common/log.h"
+#include "common/proc_stat.h"
 
 namespace ptybox::backend {
 
@@ -30,11 +41,70 @@ void ChildReaper::Watch(pid_t pid, ExitCallback callback) {
 
 void ChildReaper::Unwatch(pid_t pid) { watchers_.erase(pid); }
 
+namespace {
+
+// Our live children (a child hangs off the thread that forked it, or, adopted, off any of ours).
+std::vector<pid_t> OurChildren() {
+  std::vector<pid_t> children;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream in(task.path() / "children");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<pid_t> listed;
+    if (proc::ParsePidList(text, listed)) children.insert(children.end(), listed.begin(), listed.end());
+  }
+  return children;
+}
+
+// Whether `pid` is the init (pid 1) of a pid namespace below ours: the last NSpid field is 1.
+bool IsNamespaceInit(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with("NSpid:")) continue;
+    size_t tab = line.find_last_of(" \t");
+    return tab != std::string::npos && line.substr(tab + 1) == "1" &&
+           line.find_first_of(" \t", 6) != tab;
+  }
+  return false;
+}
+
+}  // namespace
+
+int ChildReaper::EndAdopted() {
+  if (!kill_adopted_) return 0;
+  std::vector<pid_t> adopted;
+  for (pid_t pid : OurChildren()) {
+    if (!watchers_.contains(pid)) adopted.push_back(pid);
+  }
+  if (adopted.empty()) return 0;
+  const std::vector<::ptybox::proc::StatFields> table = ::ptybox::proc::ReadAllStats();
+  int killed = 0;
+  for (pid_t pid : adopted) {
+    // A zombie (or a task already dying) runs nothing; the next SIGCHLD reaps it.
+    auto stat = std::ranges::find(table, pid, &::ptybox::proc::StatFields::pid);
+    if (stat == table.end() || ::ptybox::proc::IsDead(*stat)) continue;
+    std::vector<pid_t> tree = ::ptybox::proc::Descendants(table, pid);
+    tree.insert(tree.begin(), pid);
+    for (pid_t member : tree) killed += ::kill(member, SIGKILL) == 0 ? 1 : 0;
+    // The pid 1 of a confined session's pid namespace (bwrap) re-parents to us for a moment
+    // when the outer bwrap exits first at the session's normal end: ending it ends its
+    // namespace, as it was about to. Anything else is a leak worth a line in the log.
+    if (!IsNamespaceInit(pid)) {
+      LogWarn("ended process " + std::to_string(pid) + " (and " + std::to_string(tree.size() - 1) +
+              " descendants): a session leaked it when its ptybox-init died");
+    }
+  }
+  return killed;
+}
+
 void ChildReaper::ReapAll() {
   for (;;) {
     int status = 0;
     pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) return;
+    if (pid <= 0) {
+      EndAdopted();
+      return;
+    }
     auto it = watchers_.find(pid);
     if (it == watchers_.end()) {
       // An orphan, or a child whose watcher is not registered yet.

@@ -9,19 +9,15 @@
 
 #include <asio/post.hpp>
 #include <cerrno>
-#include <charconv>
-#include <dirent.h>
 
 #include "common/log.h"
-#include "sandbox/host_probe.h"
-#include "sandbox/init_protocol.h"
+#include "common/proc_stat.h"
 
 namespace ptybox::backend {
 namespace {
 
 constexpr size_t kReadChunk = 64 * 1024;
 constexpr size_t kReadBudgetPerWakeup = 256 * 1024;
-constexpr std::chrono::milliseconds kKillWait{5000};
 
 SessionStatus StatusFromWait(int wait_status) {
   SessionStatus status;
@@ -31,213 +27,50 @@ SessionStatus StatusFromWait(int wait_status) {
   return status;
 }
 
-// Field `index` (1-based, after the comm field) of /proc/<pid>/stat, or nullopt.
-std::optional<long> StatField(pid_t pid, int index) {
-  std::string path = "/proc/" + std::to_string(pid) + "/stat";
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return std::nullopt;
-  char buf[1024];
-  ssize_t n = ::read(fd.Get(), buf, sizeof(buf) - 1);
-  if (n <= 0) return std::nullopt;
-  std::string_view stat(buf, static_cast<size_t>(n));
-  size_t close_paren = stat.rfind(')');
-  if (close_paren == std::string_view::npos) return std::nullopt;
-  // After ") ": field 3 is the state; fields are counted from 3.
-  std::string_view rest = stat.substr(close_paren + 2);
-  for (int field = 3; field < index; ++field) {
-    size_t space = rest.find(' ');
-    if (space == std::string_view::npos) return std::nullopt;
-    rest.remove_prefix(space + 1);
-  }
-  long value = 0;
-  auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
-  (void)end;
-  if (ec != std::errc()) return std::nullopt;
-  return value;
-}
-
-// Processes that are descendants of `root` (by parent links) or members of session `sid`.
-std::vector<pid_t> ProcessesOf(pid_t root, pid_t sid) {
-  std::vector<std::pair<pid_t, pid_t>> parent_links;
-  std::vector<pid_t> result;
-  DIR* dir = ::opendir("/proc");
-  if (dir == nullptr) return result;
-  while (dirent* entry = ::readdir(dir)) {
-    pid_t pid = 0;
-    std::string_view name(entry->d_name);
-    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
-    if (ec != std::errc() || end != name.data() + name.size()) continue;
-    std::optional<long> ppid = StatField(pid, 4);
-    std::optional<long> session = StatField(pid, 6);
-    if (!ppid) continue;
-    if (sid > 0 && session && *session == sid) result.push_back(pid);
-    parent_links.emplace_back(pid, static_cast<pid_t>(*ppid));
-  }
-  ::closedir(dir);
-  // Breadth-first over parent links from `root`.
-  std::vector<pid_t> frontier = {root};
-  for (size_t i = 0; i < frontier.size() && frontier.size() < 65536; ++i) {
-    for (const auto& [pid, ppid] : parent_links) {
-      if (ppid == frontier[i]) {
-        frontier.push_back(pid);
-        result.push_back(pid);
-      }
-    }
-  }
-  return result;
-}
-
 }  // namespace
 
 LocalTerminal::LocalTerminal(asio::io_context& io, ChildReaper& reaper, Listener& listener)
-    : io_(io), reaper_(reaper), listener_(listener) {}
+    : io_(io), listener_(listener), init_(io, reaper, *this, "the shell") {}
 
-LocalTerminal::~LocalTerminal() {
-  *alive_ = false;
-  if (child_pid_ > 0 && !child_exited_) {
-    // Last resort; the session normally terminates before it is destroyed.
-    if (!confined_) {
-      for (pid_t pid : ProcessesOf(child_pid_, shell_pid_)) ::kill(pid, SIGKILL);
-    }
-    ::kill(child_pid_, SIGKILL);
-  }
+LocalTerminal::~LocalTerminal() { *alive_ = false; }
+
+void LocalTerminal::Start(const sandbox::LaunchSpec& spec) { init_.Start(spec); }
+
+void LocalTerminal::OnReady(const sandbox::ReadyMessage& ready, UniqueFd master) {
+  if (master_ || !master) return;
+  int fd = master.Release();
+  pid_t sid = 0;
+  if (::ioctl(fd, TIOCGSID, &sid) != 0) sid = 0;
+  shell_pid_ = sid;
+  init_.set_program_session(sid);
+  master_.emplace(io_, fd);
+  master_->non_blocking(true);
+  // A descriptor of the slave from the master itself (no path lookup in the sandbox's
+  // devpts): FIONREAD on it says how much input is still unread.
+  slave_.Reset(::ioctl(fd, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK));
+  TerminalIdentity identity;
+  identity.slave_dev = ready.slave_dev;
+  identity.slave_rdev = ready.slave_rdev;
+  identity.session_id = shell_pid_;
+  // Group members are searched below our direct child (bwrap or init), so a member that
+  // was orphaned out of the shell's tree is still found.
+  inspector_.emplace(fd, identity, init_.child_pid());
+  ArmRead();
+  listener_.OnTerminalReady();
 }
 
-void LocalTerminal::Start(const sandbox::LaunchSpec& spec) {
-  confined_ = policy::IsConfined(spec.mode);
-  bwrap_ = spec.bwrap;
-  Result<sandbox::LaunchedInit> launched = sandbox::LaunchInit(spec);
-  if (!launched) {
-    Error error = launched.error();
-    std::weak_ptr<bool> alive = alive_;
-    start_reported_ = true;
-    asio::post(io_, [this, alive, error] {
-      if (!alive.expired()) listener_.OnStartFailed(error);
-    });
-    return;
-  }
-  launched_ = std::move(*launched);
-  child_pid_ = launched_.pid;
-  if (launched_.diagnostics) {
-    ::fcntl(launched_.diagnostics.Get(), F_SETFL, O_NONBLOCK);
-  }
+void LocalTerminal::OnStartFailed(Error error) { listener_.OnStartFailed(std::move(error)); }
+
+void LocalTerminal::OnProgramExit(SessionStatus status) {
+  status_ = status;
+  if (exit_reported_) return;
+  DrainOutput();
+  exit_reported_ = true;
+  listener_.OnShellExit(status_);
+}
+
+void LocalTerminal::OnInitExit(int wait_status) {
   std::weak_ptr<bool> alive = alive_;
-  reaper_.Watch(child_pid_, [this, alive](int wait_status) {
-    if (!alive.expired()) OnChildExit(wait_status);
-  });
-  control_.emplace(io_, launched_.control.Release());
-  control_->non_blocking(true);
-  ReadControl();
-}
-
-void LocalTerminal::ReadControl() {
-  if (!control_) return;
-  std::weak_ptr<bool> alive = alive_;
-  control_->async_wait(asio::posix::stream_descriptor::wait_read,
-                       [this, alive](const std::error_code& ec) {
-                         if (alive.expired() || ec || !control_) return;
-                         for (;;) {
-                           Result<std::optional<sandbox::ReceivedInitMessage>> received =
-                               sandbox::ReceiveInitMessage(control_->native_handle());
-                           if (!received) {
-                             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-                             LogWarn("control socket: " + received.error().message);
-                             control_.reset();
-                             return;
-                           }
-                           if (!*received) {  // init is gone
-                             control_.reset();
-                             return;
-                           }
-                           OnControlMessage(std::move(**received));
-                           if (alive.expired() || !control_) return;
-                         }
-                         ReadControl();
-                       });
-}
-
-void LocalTerminal::OnControlMessage(sandbox::ReceivedInitMessage received) {
-  using sandbox::InitMessageType;
-  const sandbox::InitMessage& m = received.message;
-  switch (m.type) {
-    case InitMessageType::kReady: {
-      if (master_ || !received.fd) return;
-      int fd = received.fd.Release();
-      pid_t sid = 0;
-      if (::ioctl(fd, TIOCGSID, &sid) != 0) sid = 0;
-      shell_pid_ = sid;
-      master_.emplace(io_, fd);
-      master_->non_blocking(true);
-      // A descriptor of the slave from the master itself (no path lookup in the sandbox's
-      // devpts): FIONREAD on it says how much input is still unread.
-      slave_.Reset(::ioctl(fd, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK));
-      TerminalIdentity identity;
-      identity.slave_dev = static_cast<dev_t>(m.c);
-      identity.slave_rdev = static_cast<dev_t>(m.d);
-      identity.session_id = shell_pid_;
-      // Group members are searched below our direct child (bwrap or init), so a member that
-      // was orphaned out of the shell's tree is still found.
-      inspector_.emplace(fd, identity, child_pid_);
-      start_reported_ = true;
-      ArmRead();
-      listener_.OnTerminalReady();
-      return;
-    }
-    case InitMessageType::kFailed: {
-      if (start_reported_) {
-        LogWarn("ptybox-init: " + m.payload);
-        return;
-      }
-      start_reported_ = true;
-      listener_.OnStartFailed(Error{ErrorKind::kSpawnFailed, "the shell could not start: " + m.payload, {}});
-      return;
-    }
-    case InitMessageType::kExited: {
-      SessionStatus status;
-      status.exited = true;
-      if (m.a >= 0) status.exit_code = m.a;
-      if (m.b > 0) status.signal = static_cast<int>(m.b);
-      status_ = status;
-      if (exit_reported_) return;
-      DrainOutput();
-      exit_reported_ = true;
-      listener_.OnShellExit(status_);
-      return;
-    }
-    case InitMessageType::kQuiet:
-      quiet_ = true;
-      return;
-    default:
-      LogWarn("ptybox-init sent an unknown message type " +
-              std::to_string(static_cast<uint32_t>(m.type)));
-      return;
-  }
-}
-
-void LocalTerminal::OnChildExit(int wait_status) {
-  child_exited_ = true;
-  std::weak_ptr<bool> alive = alive_;
-  if (!start_reported_) {
-    start_reported_ = true;
-    std::string diagnostics = Diagnostics();
-    Error error;
-    if (confined_) {
-      error = sandbox::DiagnoseSandboxFailure(bwrap_, diagnostics);
-    } else {
-      error = Error{ErrorKind::kSpawnFailed,
-                    "ptybox-init exited before the shell started" +
-                        (diagnostics.empty() ? std::string() : ": " + diagnostics),
-                    {}};
-    }
-    listener_.OnStartFailed(std::move(error));
-    if (alive.expired()) return;
-  }
-  if (!confined_ && !quiet_) {
-    // init went away without reporting quiet (killed from inside the session): its orphans
-    // re-parented to us; end whatever is left of the session.
-    for (pid_t pid : ProcessesOf(child_pid_, shell_pid_)) ::kill(pid, SIGKILL);
-  }
-  quiet_ = true;
   if (master_) DrainOutput();
   if (alive.expired()) return;
   if (!exit_reported_ && master_) {
@@ -247,7 +80,6 @@ void LocalTerminal::OnChildExit(int wait_status) {
     if (alive.expired()) return;
   }
   FailWrites(Error{ErrorKind::kClosed, "the session has ended", {}});
-  if (terminating_) FinishTermination({});
 }
 
 void LocalTerminal::ArmRead() {
@@ -428,8 +260,8 @@ Result<pid_t> LocalTerminal::VerifiedForegroundGroup() {
   // The kernel only reports a group of this terminal's session; check the leader still belongs
   // to it, so a recycled pid never receives our signal.
   // (A leader being reaped reads session 0: it is going, not foreign; kill() decides.)
-  if (std::optional<long> session = StatField(pgid, 6);
-      session && *session != 0 && *session != shell_pid_) {
+  if (std::optional<::ptybox::proc::StatFields> stat = ::ptybox::proc::ReadStat(pgid);
+      stat && stat->session != 0 && stat->session != shell_pid_) {
     return Fail(ErrorKind::kClosed, "the foreground process group " + std::to_string(pgid) +
                                         " no longer belongs to this session");
   }
@@ -473,34 +305,19 @@ void LocalTerminal::SignalForeground(int signal, std::function<void(Result<Signa
 
 void LocalTerminal::Terminate(std::chrono::milliseconds grace,
                               std::function<void(Result<void>)> done) {
-  std::weak_ptr<bool> alive = alive_;
-  if (child_pid_ <= 0 || child_exited_) {
-    // Never started, or already gone (with its whole tree).
-    asio::post(io_, [alive, done = std::move(done)] {
-      if (!alive.expired()) done({});
-    });
-    return;
-  }
-  terminate_waiters_.push_back(std::move(done));
-  if (terminating_) return;
-  terminating_ = true;
-  escalation_ = 0;
-  bool asked = false;
-  if (control_) {
-    sandbox::InitMessage terminate;
-    terminate.type = sandbox::InitMessageType::kTerminate;
-    terminate.b = grace.count();
-    asked = static_cast<bool>(sandbox::SendInitMessage(control_->native_handle(), terminate));
-  }
   // A real hangup, as when a terminal window closes: with the master closed the kernel hangs
   // up the slave, so a shell that missed its SIGHUP still sees end of input and exits.
-  Hangup();
-  terminate_timer_.emplace(io_);
-  // init needs `grace` plus the SIGKILL round; give it a little more before stepping in.
-  terminate_timer_->expires_after(asked ? grace + std::chrono::milliseconds(2000)
-                                        : std::chrono::milliseconds(0));
-  terminate_timer_->async_wait([this, alive](const std::error_code& ec) {
-    if (!alive.expired() && !ec) EscalateTermination();
+  if (init_.started() && !init_.init_exited()) Hangup();
+  std::weak_ptr<bool> alive = alive_;
+  init_.Terminate(grace, [this, alive, done = std::move(done)](Result<void> result) {
+    if (alive.expired()) return;
+    if (result) {
+      // Everything of the session has ended: release the terminal.
+      master_.reset();
+      inspector_.reset();
+      slave_.Reset();
+    }
+    done(std::move(result));
   });
 }
 
@@ -514,68 +331,6 @@ void LocalTerminal::Hangup() {
   inspector_.reset();
   slave_.Reset();
   FailWrites(Error{ErrorKind::kClosed, "the session is closing", {}});
-}
-
-void LocalTerminal::EscalateTermination() {
-  if (child_exited_) return;
-  std::weak_ptr<bool> alive = alive_;
-  if (escalation_ == 0) {
-    escalation_ = 1;
-    LogWarn("session did not end on request; killing its process tree");
-    if (!confined_) {
-      for (pid_t pid : ProcessesOf(child_pid_, shell_pid_)) ::kill(pid, SIGKILL);
-    }
-    // Confined: bwrap's --die-with-parent chain takes the whole pid namespace down with it.
-    ::kill(child_pid_, SIGKILL);
-    terminate_timer_->expires_after(kKillWait);
-    terminate_timer_->async_wait([this, alive](const std::error_code& ec) {
-      if (!alive.expired() && !ec) EscalateTermination();
-    });
-    return;
-  }
-  // Still there after SIGKILL: stuck in the kernel (D state). Report; a retry may succeed.
-  std::string left;
-  for (pid_t pid : ProcessesOf(child_pid_, confined_ ? 0 : shell_pid_)) {
-    left += (left.empty() ? "" : ", ") + std::to_string(pid);
-  }
-  terminating_ = false;
-  FinishTermination(Fail(ErrorKind::kCleanupFailed,
-                         "the session's processes did not end after SIGKILL (pid " +
-                             std::to_string(child_pid_) + (left.empty() ? "" : "; " + left) +
-                             "); they may be stuck in the kernel. Retry terminal_close."));
-}
-
-void LocalTerminal::FinishTermination(Result<void> result) {
-  if (result) {
-    terminating_ = false;
-    if (terminate_timer_) terminate_timer_->cancel();
-    // Everything of the session has ended: release the terminal.
-    master_.reset();
-    inspector_.reset();
-    slave_.Reset();
-    control_.reset();
-  }
-  std::vector<std::function<void(Result<void>)>> waiters;
-  waiters.swap(terminate_waiters_);
-  std::weak_ptr<bool> alive = alive_;
-  for (auto& waiter : waiters) {
-    asio::post(io_, [alive, waiter = std::move(waiter), result] {
-      if (!alive.expired()) waiter(result);
-    });
-  }
-}
-
-std::string LocalTerminal::Diagnostics() {
-  std::string text;
-  if (!launched_.diagnostics) return text;
-  char buf[4096];
-  while (text.size() < 64 * 1024) {
-    ssize_t n = ::read(launched_.diagnostics.Get(), buf, sizeof(buf));
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  return text;
 }
 
 }  // namespace ptybox::backend

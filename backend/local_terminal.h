@@ -1,6 +1,6 @@
-// The local terminal provider: one session's ptybox-init (inside bwrap or not), the PTY master it
-// handed over, the write queue, foreground facts from /proc, signals to the verified foreground
-// group, and complete termination of the session's process tree.
+// The local terminal provider: the PTY master one session's ptybox-init handed over, the write
+// queue, foreground facts from /proc, signals to the verified foreground group, hangup. The
+// processes behind it (launch, init messages, termination, orphans) are its InitSession's.
 #pragma once
 
 #include <sys/types.h>
@@ -19,15 +19,15 @@
 
 #include "backend/child_reaper.h"
 #include "backend/foreground_inspector.h"
+#include "backend/init_session.h"
 #include "backend/terminal_handle.h"
 #include "backend/types.h"
 #include "common/error.h"
-#include "sandbox/init_protocol.h"
 #include "sandbox/launcher.h"
 
 namespace ptybox::backend {
 
-class LocalTerminal final : public TerminalHandle {
+class LocalTerminal final : public TerminalHandle, private InitSession::Listener {
  public:
   class Listener {
    public:
@@ -62,9 +62,8 @@ class LocalTerminal final : public TerminalHandle {
   // Decodes what the master already holds, synchronously.
   void DrainOutput();
 
-  // Ends every process of the session: SIGHUP/SIGTERM, `grace`, then SIGKILL, awaited.
-  // `done` gets success once nothing of the session runs, or cleanup_failed. Idempotent: a
-  // second call while one runs joins it; after success it answers at once.
+  // Hangs the terminal up and ends every process of the session (InitSession::Terminate):
+  // `done` gets success once nothing of the session runs, or cleanup_failed. Idempotent.
   void Terminate(std::chrono::milliseconds grace, std::function<void(Result<void>)> done);
 
   struct DeliveredSignal {
@@ -78,9 +77,9 @@ class LocalTerminal final : public TerminalHandle {
   [[nodiscard]] bool ready() const { return master_.has_value(); }
   [[nodiscard]] pid_t shell_pid() const { return shell_pid_; }  // host pid, 0 before ready
   [[nodiscard]] const SessionStatus& status() const { return status_; }
-  [[nodiscard]] bool quiet() const { return quiet_; }
+  [[nodiscard]] bool quiet() const { return init_.quiet(); }
   // What bwrap/init printed on their stderr (bounded), for diagnosing a failed start.
-  std::string Diagnostics();
+  std::string Diagnostics() { return init_.Diagnostics(); }
 
  private:
   struct PendingWrite {
@@ -90,29 +89,24 @@ class LocalTerminal final : public TerminalHandle {
     std::function<void(Result<size_t>)> done;
   };
 
-  void ReadControl();
-  void OnControlMessage(sandbox::ReceivedInitMessage received);
-  void OnChildExit(int wait_status);
+  // InitSession::Listener.
+  void OnReady(const sandbox::ReadyMessage& ready, UniqueFd master) override;
+  void OnStartFailed(Error error) override;
+  void OnProgramExit(SessionStatus status) override;
+  void OnInitExit(int wait_status) override;
+
   void ArmRead();
   bool ReadAvailable(size_t budget);
   void Flush();
   void FailWrites(const Error& error);
-  void FinishTermination(Result<void> result);
-  void EscalateTermination();
   void Hangup();
   Result<pid_t> VerifiedForegroundGroup();
 
   asio::io_context& io_;
-  ChildReaper& reaper_;
   Listener& listener_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 
-  bool confined_ = false;
-  std::filesystem::path bwrap_;
-  pid_t child_pid_ = -1;  // our direct child: bwrap or init
-  bool child_exited_ = false;
-  std::optional<asio::posix::stream_descriptor> control_;
-  sandbox::LaunchedInit launched_;
+  InitSession init_;
   std::optional<asio::posix::stream_descriptor> master_;
   std::optional<ForegroundInspector> inspector_;
   UniqueFd slave_;  // our own view of the slave (TIOCGPTPEER), only to count unread input
@@ -127,14 +121,6 @@ class LocalTerminal final : public TerminalHandle {
   SessionStatus status_;
   std::optional<DeliveredSignal> last_signal_;
   bool exit_reported_ = false;
-  bool start_reported_ = false;
-
-  // Termination.
-  bool terminating_ = false;
-  bool quiet_ = false;
-  std::vector<std::function<void(Result<void>)>> terminate_waiters_;
-  std::optional<asio::steady_timer> terminate_timer_;
-  int escalation_ = 0;
 };
 
 }  // namespace ptybox::backend

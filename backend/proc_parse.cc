@@ -117,30 +117,6 @@ std::optional<std::string_view> FieldValue(std::string_view text, std::string_vi
 
 }  // namespace
 
-std::optional<StatFields> ParseStat(std::string_view text) {
-  StatFields f;
-  size_t open = text.find(" (");
-  size_t close = text.rfind(')');
-  if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
-    return std::nullopt;
-  }
-  if (!ParseNumber(text.substr(0, open), f.pid)) return std::nullopt;
-  std::string_view rest = text.substr(close + 1);
-  // Fields 3.. follow the comm; field 3 is the state letter.
-  std::string_view state = NextToken(rest);
-  if (state.size() != 1) return std::nullopt;
-  f.state = state[0];
-  if (!ParseNumber(NextToken(rest), f.ppid) || !ParseNumber(NextToken(rest), f.pgrp) ||
-      !ParseNumber(NextToken(rest), f.session)) {
-    return std::nullopt;
-  }
-  for (int field = 7; field < 20; ++field) {
-    if (NextToken(rest).empty()) return std::nullopt;
-  }
-  if (!ParseNumber(NextToken(rest), f.num_threads)) return std::nullopt;
-  return f;
-}
-
 std::optional<SyscallLine> ParseSyscall(std::string_view text) {
   SyscallLine line;
   std::string_view rest = text;

@@ -13,19 +13,13 @@
 #include <string_view>
 #include <vector>
 
+#include "common/proc_stat.h"
+
 namespace ptybox::backend::proc {
 
-// The fields of /proc/<pid>/stat (or task/<tid>/stat) we use. The comm field is skipped by
-// its last ')', so a name holding spaces, parentheses or newlines cannot shift the fields.
-struct StatFields {
-  pid_t pid = 0;
-  char state = '?';      // field 3
-  pid_t ppid = 0;        // field 4
-  pid_t pgrp = 0;        // field 5
-  pid_t session = 0;     // field 6
-  long num_threads = 0;  // field 20
-};
-[[nodiscard]] std::optional<StatFields> ParseStat(std::string_view text);
+// /proc/<pid>/stat has one parser for the daemon and ptybox-init alike (common/proc_stat.h).
+using ::ptybox::proc::ParseStat;
+using ::ptybox::proc::StatFields;
 
 // /proc/<pid>/task/<tid>/syscall: "running", "-1 sp pc" (blocked outside any syscall), or
 // "nr a1 a2 a3 a4 a5 a6 sp pc" (nr decimal, the rest 0x-prefixed hex).

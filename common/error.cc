@@ -31,7 +31,9 @@ Error Error::FromErrno(ErrorKind kind, std::string_view syscall, std::string_vie
   }
   message += ": ";
   message += std::strerror(err);
-  return Error{kind, std::move(message), std::string(path)};
+  Error error{kind, std::move(message), std::string(path)};
+  error.sys_errno = err;
+  return error;
 }
 
 std::string Error::Describe() const {

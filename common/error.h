@@ -41,6 +41,9 @@ struct Error {
   // A cleanup that failed while handling this error (e.g. closing a canceled spawn): reported
   // alongside the error, never instead of it.
   std::string cleanup_failure;
+  // The errno of the failed system call behind this error, 0 when none (as crun's errors
+  // carry their status): callers test it instead of the global errno, which later calls reuse.
+  int sys_errno = 0;
 
   // "<syscall> <path>: <strerror>" for an errno failure.
   static Error FromErrno(ErrorKind kind, std::string_view syscall, std::string_view path = {},

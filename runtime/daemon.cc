@@ -13,6 +13,7 @@
 
 #include "backend/child_reaper.h"
 #include "common/log.h"
+#include "sandbox/cgroup.h"
 #include "runtime/mcp_server.h"
 #include "runtime/rpc_server.h"
 
@@ -88,6 +89,14 @@ int RunDaemon(DaemonOptions options) {
   FitLimitsToDescriptors(options);
   asio::io_context io(1);
   backend::ChildReaper reaper(io);
+  // What ends a session's processes whatever happens to its ptybox-init: its own cgroup, or
+  // (without a delegated cgroup subtree) the rule that every child we adopt is a leak.
+  const sandbox::CleanupSupport& cleanup = sandbox::SessionCleanupSupport();
+  reaper.KillAdoptedChildren(!cleanup.cgroups);
+  LogInfo("session cleanup: " + cleanup.detail);
+  struct RemoveCleanupDirectory {
+    ~RemoveCleanupDirectory() { sandbox::RemoveCleanupDirectory(); }
+  } remove_cleanup_directory;
   if (options.socket) {  // hidden inside confined sessions (docs/security.md)
     std::error_code ec;
     std::filesystem::path socket = std::filesystem::weakly_canonical(*options.socket, ec);

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "runtime/daemon.h"
+#include "sandbox/cgroup.h"
 #include "sandbox/host_probe.h"
 
 namespace ptybox::runtime {
@@ -27,6 +28,11 @@ int Doctor() {
       if (!probe.fix.empty()) std::printf("       fix: %s\n", probe.fix.c_str());
     }
   }
+  // Not a failure either way: both end every process of a session; cgroups also hold what a
+  // session started when the daemon itself is killed.
+  const sandbox::CleanupSupport& cleanup = sandbox::SessionCleanupSupport();
+  std::printf("[ ok ] session cleanup: %s\n", cleanup.detail.c_str());
+  sandbox::RemoveCleanupDirectory();
   std::printf(all_ok ? "this host can run confined sessions (read-only, workspace-write)\n"
                      : "this host cannot sandbox: confined sessions fail with sandbox_unavailable "
                        "until the failures above are fixed\n");

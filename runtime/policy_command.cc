@@ -50,12 +50,8 @@ int PolicyCheck(const std::vector<std::string>& files,
 }
 
 int PolicyResolve(const ServiceOptions& options) {
-  policy::ResolveInputs inputs;
-  inputs.operator_policy = options.operator_policy;
-  inputs.default_operator_policy = options.default_operator_policy;
-  inputs.workspace = options.workspace;
-  inputs.workspace_from_cli = options.workspace_from_cli;
-  Result<policy::ResolvedPolicy> resolved = policy::Resolve(inputs);
+  Result<policy::ResolvedPolicy> resolved =
+      policy::Resolve(ResolveInputsFrom(options, std::nullopt));
   if (!resolved) {
     std::fprintf(stderr, "%s\n", resolved.error().Describe().c_str());
     return 1;

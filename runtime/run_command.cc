@@ -1,28 +1,28 @@
 #include "runtime/run_command.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
-#include <sys/signalfd.h>
-#include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <asio/io_context.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/steady_timer.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
+#include <cstring>
 
-#include "backend/proc_parse.h"
+#include "backend/init_session.h"
 #include "backend/shell_session.h"
 #include "common/log.h"
 #include "policy/resolver.h"
-#include "sandbox/host_probe.h"
-#include "sandbox/init_protocol.h"
+#include "sandbox/cgroup.h"
 #include "sandbox/launcher.h"
 
 namespace ptybox::runtime {
@@ -30,10 +30,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using Millis = std::chrono::milliseconds;
-
-// After the grace of a termination, how long ptybox-init may take to report quiet before we
-// SIGKILL it (and with it, through --die-with-parent or our sweep, whatever is left).
-constexpr Millis kInitQuietSlack{3000};
 
 void Say(const std::string& line) { std::fprintf(stderr, "ptybox run: %s\n", line.c_str()); }
 
@@ -92,51 +88,166 @@ sandbox::LaunchSpec BuildLaunch(const RunOptions& options, const policy::Resolve
   return launch;
 }
 
-// The command's wait status as init reported it: a = exit code (or -1), b = signal (or 0).
-int ExitCodeOf(const sandbox::InitMessage& exited) {
-  if (exited.b > 0 && exited.b < 128) return 128 + static_cast<int>(exited.b);
-  if (exited.a >= 0 && exited.a <= 255) return exited.a;
-  return kRunExitSandbox;
-}
-
-// A setup failure reported by init: a = execve's errno when the command itself could not be
-// started (as a shell reports it: 127 not found, 126 not executable), else 0.
-int ExitCodeOfFailure(const sandbox::InitMessage& failed) {
-  if (failed.a == ENOENT) return kRunExitNotFound;
-  if (failed.a != 0) return kRunExitCannotExec;
-  return kRunExitSandbox;
-}
-
-// Our children right now (we are single-threaded, so our one task lists them all).
-std::vector<pid_t> OurChildren() {
-  const std::string self = std::to_string(::getpid());
-  std::ifstream in("/proc/" + self + "/task/" + self + "/children");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<pid_t> children;
-  if (!backend::proc::ParsePidList(text, children)) children.clear();
-  return children;
-}
-
-// Only needed when ptybox-init died before ending the session (killed from outside, or by us
-// after it stopped answering): its orphans re-parented to us, the subreaper. End them, and
-// theirs as they re-parent in turn, until we have no child left.
-void EndOrphans() {
-  for (int round = 0; round < 500; ++round) {
-    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
-    }
-    std::vector<pid_t> left = OurChildren();
-    if (left.empty()) return;
-    for (pid_t pid : left) ::kill(pid, SIGKILL);
-    ::usleep(10'000);
+// The command's status as init reported it, as a shell would pass it on.
+int ExitCodeOf(const backend::SessionStatus& status) {
+  if (status.signal && *status.signal > 0 && *status.signal < 128) return 128 + *status.signal;
+  if (status.exit_code && *status.exit_code >= 0 && *status.exit_code <= 255) {
+    return *status.exit_code;
   }
-  Say("some processes the command started could not be ended");
+  return kRunExitSandbox;
 }
 
-int ToPollTimeout(std::optional<Clock::time_point> at, Clock::time_point now) {
-  if (!at) return -1;
-  auto left = std::chrono::duration_cast<Millis>(*at - now).count();
-  return static_cast<int>(std::clamp<int64_t>(left + 1, 0, 24 * 3600 * 1000));
-}
+// The caller's terminal, when one of our standard descriptors is one: its settings and size
+// are put back when the run ends, whatever the command did to them (stty -echo, a resize, a
+// suspended output), as a shell does for a job that leaves its terminal in a mess.
+class CallerTerminal final {
+ public:
+  CallerTerminal() {
+    for (int fd = 0; fd <= 2; ++fd) {
+      if (::isatty(fd) == 1 && ::tcgetattr(fd, &saved_) == 0) {
+        fd_ = fd;
+        has_size_ = ::ioctl(fd, TIOCGWINSZ, &size_) == 0;
+        return;
+      }
+    }
+  }
+  CallerTerminal(const CallerTerminal&) = delete;
+  CallerTerminal& operator=(const CallerTerminal&) = delete;
+
+  void Restore() const {
+    if (fd_ < 0) return;
+    // As a background job we would be stopped by SIGTTOU for touching the terminal: not now.
+    sigset_t ttou;
+    sigset_t previous;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    ::sigprocmask(SIG_BLOCK, &ttou, &previous);
+    termios now{};
+    if (::tcgetattr(fd_, &now) != 0 || std::memcmp(&now, &saved_, sizeof(now)) != 0) {
+      ::tcsetattr(fd_, TCSANOW, &saved_);
+    }
+    ::tcflow(fd_, TCOON);  // output suspended by the command (^S, tcflow) resumes
+    winsize size{};
+    if (has_size_ && ::ioctl(fd_, TIOCGWINSZ, &size) == 0 &&
+        (size.ws_row != size_.ws_row || size.ws_col != size_.ws_col)) {
+      ::ioctl(fd_, TIOCSWINSZ, &size_);
+    }
+    ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+  }
+
+ private:
+  int fd_ = -1;
+  termios saved_{};
+  winsize size_{};
+  bool has_size_ = false;
+};
+
+// One command in the sandbox, on the reactor: the InitSession, the deadline, our signals.
+class RunDriver final : private backend::InitSession::Listener {
+ public:
+  RunDriver(asio::io_context& io, backend::ChildReaper& reaper, const RunOptions& options,
+            Millis grace)
+      : io_(io),
+        options_(options),
+        grace_(grace),
+        init_(io, reaper, *this, "the command"),
+        deadline_(io),
+        signals_(io, SIGTERM, SIGINT, SIGHUP) {
+    signals_.add(SIGQUIT);
+  }
+
+  void Start(const sandbox::LaunchSpec& launch) {
+    ArmSignals();
+    if (options_.timeout_seconds) {
+      deadline_.expires_after(std::chrono::seconds(*options_.timeout_seconds));
+      deadline_.async_wait([this](const std::error_code& ec) {
+        if (ec || terminating_) return;
+        Say("timed out after " + std::to_string(*options_.timeout_seconds) +
+            " s; ending the command (exit " + std::to_string(kRunExitTimeout) + ")");
+        RequestTermination(kRunExitTimeout);
+      });
+    }
+    init_.Start(launch);
+  }
+
+  [[nodiscard]] int exit_code() const { return exit_code_.value_or(kRunExitSandbox); }
+
+ private:
+  void OnReady(const sandbox::ReadyMessage&, UniqueFd) override {}
+
+  void OnStartFailed(Error error) override {
+    if (exit_code_) return;
+    if (error.sys_errno == ENOENT) {
+      exit_code_ = kRunExitNotFound;  // as a shell reports it
+    } else if (error.sys_errno != 0) {
+      exit_code_ = kRunExitCannotExec;
+    } else {
+      exit_code_ = kRunExitSandbox;
+    }
+    // ptybox-init already said why on our stderr, which it shares; a sandbox that ended
+    // before init ran did not: say why, never fall back to running unconfined.
+    if (init_.init_exited()) Say(error.Describe());
+  }
+
+  void OnProgramExit(backend::SessionStatus status) override {
+    // The command is done; whatever it left running ends now.
+    RequestTermination(ExitCodeOf(status));
+  }
+
+  void OnInitExit(int) override {
+    if (!exit_code_) {
+      Say("ptybox-init ended before the command finished");
+      exit_code_ = kRunExitSandbox;
+    }
+    // Waits for the orphans' end (a no-op when init ended them, as it normally does).
+    init_.Terminate(grace_, [this](Result<void> ended) { Done(std::move(ended)); });
+  }
+
+  void ArmSignals() {
+    signals_.async_wait([this](const std::error_code& ec, int sig) {
+      if (ec) return;
+      if (!terminating_) {
+        Say("received " + SignalName(sig) + "; ending the command (exit " +
+            std::to_string(128 + sig) + ")");
+        RequestTermination(128 + sig);
+      } else if (!killed_) {
+        // A second signal while the command is being ended: no more grace.
+        Say("received " + SignalName(sig) + " again; killing the sandbox");
+        killed_ = true;
+        init_.KillNow();
+      }
+      ArmSignals();
+    });
+  }
+
+  void RequestTermination(int code_if_undecided) {
+    if (!exit_code_) exit_code_ = code_if_undecided;
+    if (terminating_) return;
+    terminating_ = true;
+    deadline_.cancel();
+    init_.Terminate(grace_, [this](Result<void> ended) { Done(std::move(ended)); });
+  }
+
+  void Done(Result<void> ended) {
+    if (done_) return;
+    done_ = true;
+    if (!ended) Say("some processes the command started could not be ended: " + ended.error().message);
+    deadline_.cancel();
+    signals_.cancel();
+    io_.stop();
+  }
+
+  asio::io_context& io_;
+  const RunOptions& options_;
+  const Millis grace_;
+  backend::InitSession init_;
+  asio::steady_timer deadline_;
+  asio::signal_set signals_;
+  std::optional<int> exit_code_;  // decided by the first of: exit, failure, timeout, signal
+  bool terminating_ = false;
+  bool killed_ = false;
+  bool done_ = false;
+};
 
 }  // namespace
 
@@ -152,13 +263,8 @@ int RunCommand(const RunOptions& options) {
     return kRunExitUsage;
   }
 
-  policy::ResolveInputs inputs;
-  inputs.operator_policy = options.service.operator_policy;
-  inputs.default_operator_policy = options.service.default_operator_policy;
-  inputs.workspace = options.service.workspace;
-  inputs.workspace_from_cli = options.service.workspace_from_cli;
-  inputs.requested_mode = options.service.mode_override;
-  Result<policy::ResolvedPolicy> resolved = policy::Resolve(inputs);
+  Result<policy::ResolvedPolicy> resolved =
+      policy::Resolve(ResolveInputsFrom(options.service, options.service.mode_override));
   if (!resolved) {
     Say(resolved.error().Describe());
     return kRunExitSandbox;
@@ -170,143 +276,20 @@ int RunCommand(const RunOptions& options) {
     return kRunExitSandbox;
   }
 
-  // Signals come through a signalfd, in order with the control socket. They are blocked before
-  // the launch; the launcher restores the default mask in the child.
-  sigset_t handled;
-  sigemptyset(&handled);
-  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaddset(&handled, sig);
-  if (::sigprocmask(SIG_BLOCK, &handled, nullptr) != 0) {
-    Say(Error::FromErrno(ErrorKind::kSpawnFailed, "sigprocmask").Describe());
-    return kRunExitSandbox;
-  }
-  UniqueFd signals(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
-  if (!signals) {
-    Say(Error::FromErrno(ErrorKind::kSpawnFailed, "signalfd").Describe());
-    return kRunExitSandbox;
-  }
+  const CallerTerminal terminal;
   // Whatever escapes ptybox-init re-parents to us, never to the host's init; and as a
-  // container's PID 1 we reap everything anyway (waitpid(-1) below).
+  // container's PID 1 we reap everything anyway (the reaper below).
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-
-  const sandbox::LaunchSpec launch = BuildLaunch(options, p, *cwd);
-  Result<sandbox::LaunchedInit> launched = sandbox::LaunchInit(launch);
-  if (!launched) {
-    Say(launched.error().Describe());
-    return kRunExitSandbox;
-  }
+  asio::io_context io(1);
+  backend::ChildReaper reaper(io);
+  reaper.KillAdoptedChildren(!sandbox::SessionCleanupSupport().cgroups);
+  RunDriver driver(io, reaper, options, Millis(p.limits.dispose_grace_ms));
+  driver.Start(BuildLaunch(options, p, *cwd));
   LogInfo("running in " + std::string(policy::ToString(p.mode)) + " at " + cwd->string());
-
-  const int control = launched->control.Get();
-  const std::optional<Clock::time_point> deadline =
-      options.timeout_seconds
-          ? std::optional(Clock::now() + std::chrono::seconds(*options.timeout_seconds))
-          : std::nullopt;
-  const Millis grace(p.limits.dispose_grace_ms);
-
-  std::optional<int> exit_code;  // decided by the first of: exit, failure, timeout, signal
-  bool terminating = false;      // kTerminate sent
-  bool init_gone = false;        // our direct child (bwrap or ptybox-init) was reaped
-  bool init_quiet = false;       // init reported that every process of the command ended
-  bool control_open = true;
-  std::optional<Clock::time_point> kill_at;
-
-  auto request_termination = [&](int code_if_undecided) {
-    if (!exit_code) exit_code = code_if_undecided;
-    if (terminating) return;
-    terminating = true;
-    sandbox::InitMessage terminate;
-    terminate.type = sandbox::InitMessageType::kTerminate;
-    terminate.b = grace.count();
-    (void)sandbox::SendInitMessage(control, terminate);
-    kill_at = Clock::now() + grace + kInitQuietSlack;
-  };
-
-  while (!init_gone) {
-    Clock::time_point now = Clock::now();
-    int timeout_ms = ToPollTimeout(terminating ? std::nullopt : deadline, now);
-    if (kill_at) {
-      int until_kill = ToPollTimeout(kill_at, now);
-      timeout_ms = timeout_ms < 0 ? until_kill : std::min(timeout_ms, until_kill);
-    }
-    pollfd fds[2] = {{control_open ? control : -1, POLLIN, 0}, {signals.Get(), POLLIN, 0}};
-    if (::poll(fds, 2, timeout_ms) < 0 && errno != EINTR) {
-      // Cannot happen with valid descriptors; if it does, end everything rather than spin.
-      Say(Error::FromErrno(ErrorKind::kSpawnFailed, "poll").Describe() + "; killing the sandbox");
-      ::kill(launched->pid, SIGKILL);
-      ::waitpid(launched->pid, nullptr, 0);
-      EndOrphans();
-      return exit_code.value_or(kRunExitSandbox);
-    }
-    now = Clock::now();
-    if (deadline && !terminating && now >= *deadline) {
-      Say("timed out after " + std::to_string(*options.timeout_seconds) +
-          " s; ending the command (exit " + std::to_string(kRunExitTimeout) + ")");
-      request_termination(kRunExitTimeout);
-    }
-    if (kill_at && now >= *kill_at) {
-      Say("ptybox-init did not end the command in time; killing the sandbox");
-      ::kill(launched->pid, SIGKILL);
-      kill_at.reset();
-    }
-    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      Result<std::optional<sandbox::ReceivedInitMessage>> received =
-          sandbox::ReceiveInitMessage(control);
-      if (!received || !*received) {
-        control_open = false;
-      } else {
-        const sandbox::InitMessage& m = (**received).message;
-        switch (m.type) {
-          case sandbox::InitMessageType::kFailed:
-            // ptybox-init already said why on our stderr, which it shares.
-            if (!exit_code) exit_code = ExitCodeOfFailure(m);
-            break;
-          case sandbox::InitMessageType::kExited:
-            // The command is done; whatever it left running ends now.
-            request_termination(ExitCodeOf(m));
-            break;
-          case sandbox::InitMessageType::kQuiet:
-            init_quiet = true;
-            break;
-          default:
-            break;
-        }
-      }
-    }
-    if (fds[1].revents & POLLIN) {
-      signalfd_siginfo info;
-      while (::read(signals.Get(), &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
-        const int sig = static_cast<int>(info.ssi_signo);
-        if (sig == SIGCHLD) {
-          int status = 0;
-          pid_t pid;
-          while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
-            if (pid == launched->pid) init_gone = true;
-          }
-        } else if (!terminating) {
-          Say("received " + SignalName(sig) + "; ending the command (exit " +
-              std::to_string(128 + sig) + ")");
-          request_termination(128 + sig);
-        } else if (kill_at) {
-          // A second signal while the command is being ended: no more grace.
-          Say("received " + SignalName(sig) + " again; killing the sandbox");
-          ::kill(launched->pid, SIGKILL);
-          kill_at.reset();
-        }
-      }
-    }
-  }
-  // ptybox-init normally ends every process and says so; if it did not, orphans are ours.
-  if (!init_quiet) EndOrphans();
-
-  if (!exit_code) {
-    // The sandbox ended before the command ran: say why, never fall back to running unconfined.
-    std::string why = policy::IsConfined(p.mode)
-                          ? sandbox::DiagnoseSandboxFailure(launch.bwrap, "").Describe()
-                          : "ptybox-init ended before the command started";
-    Say(why);
-    return kRunExitSandbox;
-  }
-  return *exit_code;
+  io.run();
+  terminal.Restore();
+  sandbox::RemoveCleanupDirectory();
+  return driver.exit_code();
 }
 
 }  // namespace ptybox::runtime

@@ -51,6 +51,17 @@ PtyService::PtyService(asio::io_context& io, backend::ChildReaper& reaper, Servi
 
 PtyService::~PtyService() = default;
 
+policy::ResolveInputs ResolveInputsFrom(const ServiceOptions& options,
+                                        std::optional<policy::Mode> requested_mode) {
+  policy::ResolveInputs inputs;
+  inputs.operator_policy = options.operator_policy;
+  inputs.default_operator_policy = options.default_operator_policy;
+  inputs.workspace = options.workspace;
+  inputs.workspace_from_cli = options.workspace_from_cli;
+  inputs.requested_mode = requested_mode;
+  return inputs;
+}
+
 std::shared_ptr<Owner> PtyService::OpenOwner(std::string label) {
   auto owner = std::make_shared<Owner>(next_owner_++, std::move(label), options_.mode_override);
   std::erase_if(owners_, [](const std::weak_ptr<Owner>& o) { return o.expired(); });
@@ -60,13 +71,8 @@ std::shared_ptr<Owner> PtyService::OpenOwner(std::string label) {
 
 Result<policy::ResolvedPolicy> PtyService::Resolve(const Owner& owner,
                                                    std::optional<policy::Mode> requested) const {
-  policy::ResolveInputs inputs;
-  inputs.operator_policy = options_.operator_policy;
-  inputs.default_operator_policy = options_.default_operator_policy;
-  inputs.workspace = options_.workspace;
-  inputs.workspace_from_cli = options_.workspace_from_cli;
-  inputs.requested_mode = requested ? requested : owner.fence().requested_mode();
-  return policy::Resolve(inputs);
+  return policy::Resolve(
+      ResolveInputsFrom(options_, requested ? requested : owner.fence().requested_mode()));
 }
 
 Result<std::shared_ptr<backend::BackendSession>> PtyService::Find(Owner& owner,

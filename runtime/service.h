@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "policy/mode_fence.h"
 #include "policy/policy.h"
+#include "policy/resolver.h"
 
 namespace ptybox::runtime {
 
@@ -37,6 +38,10 @@ struct ServiceOptions {
   std::optional<policy::Mode> mode_override;  // --mode (ptybox run) / initial owner mode
   backend::ShellBackendOptions shell;
 };
+
+// The policy inputs of this daemon's (or `ptybox run`'s) command line, with the mode asked for.
+policy::ResolveInputs ResolveInputsFrom(const ServiceOptions& options,
+                                        std::optional<policy::Mode> requested_mode);
 
 struct OpenParams {
   std::string type = "shell";

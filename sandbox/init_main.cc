@@ -5,7 +5,6 @@
 //
 //   ptybox-init --control-fd N [--confined] [--no-pty] [--cwd DIR] [--rows R] [--cols C]
 //               [--rlimit NAME=VALUE]... -- PROGRAM [ARG]...
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -23,16 +22,16 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
-#include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/proc_stat.h"
 #include "common/unique_fd.h"
 #include "sandbox/capabilities.h"
 #include "sandbox/init_protocol.h"
+#include "sandbox/resource_limits.h"
 
 namespace ptybox::sandbox {
 namespace {
@@ -58,11 +57,7 @@ struct InitOptions {
 // Reports a setup failure to the daemon (which turns it into spawn_failed) and exits.
 // `exec_errno` is execve's errno when the program itself could not be started.
 [[noreturn]] void FailSetup(int control_fd, const std::string& message, int exec_errno = 0) {
-  InitMessage failed;
-  failed.type = InitMessageType::kFailed;
-  failed.a = exec_errno;
-  failed.payload = message;
-  (void)SendInitMessage(control_fd, failed);
+  (void)SendInitMessage(control_fd, FailedMessage{message, exec_errno});
   Die(message);
 }
 
@@ -74,15 +69,6 @@ template <typename T>
 bool ParseNumber(std::string_view text, T& out) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
   return ec == std::errc() && end == text.data() + text.size();
-}
-
-std::optional<int> RlimitResource(std::string_view name) {
-  if (name == "nproc") return RLIMIT_NPROC;
-  if (name == "nofile") return RLIMIT_NOFILE;
-  if (name == "as") return RLIMIT_AS;
-  if (name == "fsize") return RLIMIT_FSIZE;
-  if (name == "cpu") return RLIMIT_CPU;
-  return std::nullopt;
 }
 
 InitOptions ParseArgs(int argc, char** argv) {
@@ -113,12 +99,12 @@ InitOptions ParseArgs(int argc, char** argv) {
       std::string_view spec = value(arg);
       size_t eq = spec.find('=');
       rlim_t limit = 0;
-      std::optional<int> resource =
-          eq == std::string_view::npos ? std::nullopt : RlimitResource(spec.substr(0, eq));
+      std::optional<LimitedResource> resource =
+          eq == std::string_view::npos ? std::nullopt : LimitedResourceNamed(spec.substr(0, eq));
       if (!resource || !ParseNumber(spec.substr(eq + 1), limit)) {
         Die("--rlimit needs NAME=VALUE with NAME one of nproc, nofile, as, fsize, cpu");
       }
-      o.rlimits.emplace_back(*resource, limit);
+      o.rlimits.emplace_back(InfoOf(*resource).rlimit, limit);
     } else {
       Die("unknown option " + std::string(arg));
     }
@@ -133,10 +119,9 @@ InitOptions ParseArgs(int argc, char** argv) {
 std::vector<std::string> ReceiveEnvironment(int control_fd) {
   Result<std::optional<ReceivedInitMessage>> received = ReceiveInitMessage(control_fd);
   if (!received) Die("reading the start message: " + received.error().message);
-  if (!*received || (*received)->message.type != InitMessageType::kStart) {
-    Die("the daemon closed the control socket before starting the session");
-  }
-  return DecodeEnvironment((*received)->message.payload);
+  const auto* start = *received ? std::get_if<StartMessage>(&(*received)->message) : nullptr;
+  if (start == nullptr) Die("the daemon closed the control socket before starting the session");
+  return start->environment;
 }
 
 void ApplyRlimits(const InitOptions& o) {
@@ -268,50 +253,18 @@ pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, co
 // pid 1 (bwrap's reaper) and ourselves. Danger-full-access: our descendants (we are their
 // subreaper, so orphans stay in our tree).
 std::vector<pid_t> SessionProcesses(bool confined) {
-  std::map<pid_t, pid_t> parent_of;
-  std::vector<pid_t> all;
-  DIR* dir = ::opendir("/proc");
-  if (dir == nullptr) return {};
-  while (dirent* entry = ::readdir(dir)) {
-    pid_t pid = 0;
-    if (!ParseNumber(std::string_view(entry->d_name), pid) || pid <= 0) continue;
-    std::string path = std::string("/proc/") + entry->d_name + "/stat";
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) continue;
-    char buf[512];
-    ssize_t n = ::read(fd.Get(), buf, sizeof(buf) - 1);
-    if (n <= 0) continue;
-    std::string_view stat(buf, static_cast<size_t>(n));
-    size_t close_paren = stat.rfind(')');
-    if (close_paren == std::string_view::npos || close_paren + 4 >= stat.size()) continue;
-    // ") S ppid ...": zombies and dead tasks are left to whoever reaps them.
-    char state = stat[close_paren + 2];
-    if (state == 'Z' || state == 'X') continue;
-    std::string_view rest = stat.substr(close_paren + 4);
-    pid_t ppid = 0;
-    auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), ppid);
-    (void)end;
-    if (ec != std::errc()) continue;
-    parent_of[pid] = ppid;
-    all.push_back(pid);
-  }
-  ::closedir(dir);
   const pid_t self = ::getpid();
+  std::vector<proc::StatFields> table = proc::ReadAllStats();
+  // Zombies and dead tasks are left to whoever reaps them.
+  std::erase_if(table, [](const proc::StatFields& f) { return proc::IsDead(f); });
   std::vector<pid_t> result;
-  for (pid_t pid : all) {
-    if (pid == self) continue;
-    if (confined) {
-      if (pid != 1) result.push_back(pid);
-      continue;
+  if (confined) {
+    for (const proc::StatFields& f : table) {
+      if (f.pid != 1 && f.pid != self) result.push_back(f.pid);
     }
-    for (pid_t p = parent_of[pid], hops = 0; p > 1 && hops < 4096; p = parent_of[p], ++hops) {
-      if (p == self) {
-        result.push_back(pid);
-        break;
-      }
-    }
+    return result;
   }
-  return result;
+  return proc::Descendants(table, self);
 }
 
 void SignalAll(bool confined, int sig) {
@@ -326,10 +279,9 @@ void Reap(pid_t program, bool& program_exited, int control_fd) {
     if (pid <= 0) return;
     if (pid == program && !program_exited) {
       program_exited = true;
-      InitMessage exited;
-      exited.type = InitMessageType::kExited;
-      exited.a = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      exited.b = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+      ExitedMessage exited;
+      if (WIFEXITED(status)) exited.exit_code = WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) exited.signal = WTERMSIG(status);
       (void)SendInitMessage(control_fd, exited);
     }
   }
@@ -405,12 +357,10 @@ int Run(int argc, char** argv) {
 
   // 7. Hand the master to the daemon; keep no terminal fd here, so the terminal hangs up when
   //    the program's side closes.
-  InitMessage ready;
-  ready.type = InitMessageType::kReady;
-  ready.a = program;
+  ReadyMessage ready{.program_pid = program};
   if (pty) {
-    ready.c = pty->slave_stat.st_dev;
-    ready.d = pty->slave_stat.st_rdev;
+    ready.slave_dev = pty->slave_stat.st_dev;
+    ready.slave_rdev = pty->slave_stat.st_rdev;
   }
   if (Result<void> sent = SendInitMessage(o.control_fd, ready, pty ? pty->master.Get() : -1);
       !sent) {
@@ -445,12 +395,9 @@ int Run(int argc, char** argv) {
         TerminateSession(o, program, program_exited, std::chrono::milliseconds(500));
         return 0;
       }
-      if ((*received)->message.type == InitMessageType::kTerminate) {
-        TerminateSession(o, program, program_exited,
-                         std::chrono::milliseconds((*received)->message.b));
-        InitMessage quiet;
-        quiet.type = InitMessageType::kQuiet;
-        (void)SendInitMessage(o.control_fd, quiet);
+      if (const auto* terminate = std::get_if<TerminateMessage>(&(*received)->message)) {
+        TerminateSession(o, program, program_exited, terminate->grace);
+        (void)SendInitMessage(o.control_fd, QuietMessage{});
         return 0;
       }
     }

@@ -10,6 +10,8 @@
 namespace ptybox::sandbox {
 namespace {
 
+// The record: this header, then `payload_size` bytes. What a, b, c and d hold depends on the
+// type; only Encode and Decode below know it.
 struct WireHeader {
   uint32_t type;
   int32_t a;
@@ -20,24 +22,157 @@ struct WireHeader {
   uint32_t reserved;
 };
 
+enum class WireType : uint32_t {
+  kStart = 1,
+  kReady = 2,
+  kExited = 3,
+  kTerminate = 4,
+  kQuiet = 5,
+  kFailed = 6,
+};
+
+std::string EncodeEnvironment(const std::vector<std::string>& entries) {
+  std::string block;
+  for (const std::string& entry : entries) {
+    block += entry;
+    block.push_back('\0');
+  }
+  return block;
+}
+
+std::vector<std::string> DecodeEnvironment(std::string_view block) {
+  std::vector<std::string> entries;
+  size_t start = 0;
+  while (start < block.size()) {
+    size_t end = block.find('\0', start);
+    if (end == std::string_view::npos) end = block.size();
+    // An entry that is not a well-formed NAME=value is dropped (the launcher refuses one before
+    // anything starts: EnvironmentEntryProblem).
+    std::string_view entry = block.substr(start, end - start);
+    if (!EnvironmentEntryProblem(entry)) entries.emplace_back(entry);
+    start = end + 1;
+  }
+  return entries;
+}
+
+struct Wire {
+  WireHeader header{};
+  std::string payload;
+};
+
+Wire ToWire(const InitMessage& message) {
+  Wire w;
+  std::visit(
+      [&w](const auto& m) {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, StartMessage>) {
+          w.header.type = static_cast<uint32_t>(WireType::kStart);
+          w.payload = EncodeEnvironment(m.environment);
+        } else if constexpr (std::is_same_v<T, ReadyMessage>) {
+          w.header.type = static_cast<uint32_t>(WireType::kReady);
+          w.header.a = m.program_pid;
+          w.header.c = m.slave_dev;
+          w.header.d = m.slave_rdev;
+        } else if constexpr (std::is_same_v<T, ExitedMessage>) {
+          w.header.type = static_cast<uint32_t>(WireType::kExited);
+          w.header.a = m.exit_code.value_or(-1);
+          w.header.b = m.signal.value_or(0);
+        } else if constexpr (std::is_same_v<T, TerminateMessage>) {
+          w.header.type = static_cast<uint32_t>(WireType::kTerminate);
+          w.header.b = m.grace.count();
+        } else if constexpr (std::is_same_v<T, QuietMessage>) {
+          w.header.type = static_cast<uint32_t>(WireType::kQuiet);
+        } else {
+          static_assert(std::is_same_v<T, FailedMessage>);
+          w.header.type = static_cast<uint32_t>(WireType::kFailed);
+          w.header.a = m.exec_errno;
+          w.payload = m.reason;
+        }
+      },
+      message);
+  w.header.payload_size = static_cast<uint32_t>(w.payload.size());
+  return w;
+}
+
 }  // namespace
 
-Result<void> SendInitMessage(int socket_fd, const InitMessage& message, int fd) {
-  if (message.payload.size() > kMaxInitPayload) {
-    return Fail(ErrorKind::kInternal, "init message payload is larger than 128 KiB");
+Result<std::string> EncodeInitMessage(const InitMessage& message) {
+  Wire w = ToWire(message);
+  if (w.payload.size() > kMaxInitPayload) {
+    return Fail(ErrorKind::kSpawnFailed,
+                "the " + std::string(InitMessageName(message)) +
+                    " message is larger than 128 KiB (for a start message: the session "
+                    "environment is too large; pass fewer or shorter variables)",
+                "env");
   }
-  WireHeader header{static_cast<uint32_t>(message.type),
-                    message.a,
-                    message.b,
-                    message.c,
-                    message.d,
-                    static_cast<uint32_t>(message.payload.size()),
-                    0};
-  std::string buffer(sizeof(header) + message.payload.size(), '\0');
-  std::memcpy(buffer.data(), &header, sizeof(header));
-  std::memcpy(buffer.data() + sizeof(header), message.payload.data(), message.payload.size());
+  std::string record(sizeof(WireHeader) + w.payload.size(), '\0');
+  std::memcpy(record.data(), &w.header, sizeof(WireHeader));
+  std::memcpy(record.data() + sizeof(WireHeader), w.payload.data(), w.payload.size());
+  return record;
+}
 
-  iovec iov{buffer.data(), buffer.size()};
+Result<InitMessage> DecodeInitMessage(std::string_view record) {
+  if (record.size() < sizeof(WireHeader)) {
+    return Fail(ErrorKind::kInternal, "malformed message on the ptybox-init control socket (" +
+                                          std::to_string(record.size()) + " bytes)");
+  }
+  WireHeader h;
+  std::memcpy(&h, record.data(), sizeof(h));
+  std::string_view payload = record.substr(sizeof(WireHeader));
+  if (h.payload_size != payload.size()) {
+    return Fail(ErrorKind::kInternal, "ptybox-init control message has a wrong payload size");
+  }
+  auto no_payload = [&](std::string_view name) -> Result<void> {
+    if (payload.empty()) return {};
+    return Fail(ErrorKind::kInternal,
+                "ptybox-init " + std::string(name) + " message carries an unexpected payload");
+  };
+  switch (static_cast<WireType>(h.type)) {
+    case WireType::kStart:
+      return StartMessage{DecodeEnvironment(payload)};
+    case WireType::kReady: {
+      if (Result<void> ok = no_payload("ready"); !ok) return std::unexpected(ok.error());
+      if (h.a <= 0) return Fail(ErrorKind::kInternal, "ptybox-init ready message has no pid");
+      return ReadyMessage{h.a, static_cast<dev_t>(h.c), static_cast<dev_t>(h.d)};
+    }
+    case WireType::kExited: {
+      if (Result<void> ok = no_payload("exited"); !ok) return std::unexpected(ok.error());
+      ExitedMessage m;
+      if (h.a >= 0) m.exit_code = h.a;
+      if (h.b > 0 && h.b < 65) m.signal = static_cast<int>(h.b);
+      if (h.a > 255 || h.b < 0 || h.b >= 65 || (m.exit_code.has_value() == m.signal.has_value())) {
+        return Fail(ErrorKind::kInternal,
+                    "ptybox-init exited message needs exactly one of an exit code (0-255) and "
+                    "a signal (1-64)");
+      }
+      return m;
+    }
+    case WireType::kTerminate: {
+      if (Result<void> ok = no_payload("terminate"); !ok) return std::unexpected(ok.error());
+      if (h.b < 0) return Fail(ErrorKind::kInternal, "terminate message has a negative grace");
+      return TerminateMessage{std::chrono::milliseconds(h.b)};
+    }
+    case WireType::kQuiet: {
+      if (Result<void> ok = no_payload("quiet"); !ok) return std::unexpected(ok.error());
+      return QuietMessage{};
+    }
+    case WireType::kFailed:
+      return FailedMessage{std::string(payload), h.a};
+  }
+  return Fail(ErrorKind::kInternal,
+              "unknown message type " + std::to_string(h.type) + " on the ptybox-init control socket");
+}
+
+std::string_view InitMessageName(const InitMessage& message) {
+  static constexpr std::string_view kNames[] = {"start", "ready", "exited",
+                                                "terminate", "quiet", "failed"};
+  return kNames[message.index()];
+}
+
+Result<void> SendInitMessage(int socket_fd, const InitMessage& message, int fd) {
+  Result<std::string> record = EncodeInitMessage(message);
+  if (!record) return std::unexpected(record.error());
+  iovec iov{record->data(), record->size()};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
@@ -73,58 +208,29 @@ Result<std::optional<ReceivedInitMessage>> ReceiveInitMessage(int socket_fd) {
   } while (n < 0 && errno == EINTR);
   if (n < 0) return std::unexpected(Error::FromErrno(ErrorKind::kInternal, "recvmsg"));
 
-  ReceivedInitMessage received;
+  UniqueFd attached;
   for (cmsghdr* cmsg = CMSG_FIRSTHDR(&msg); cmsg != nullptr; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
     if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS) continue;
     size_t count = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
     for (size_t i = 0; i < count; ++i) {
       int fd;
       std::memcpy(&fd, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
-      if (!received.fd) {
-        received.fd.Reset(fd);
+      if (!attached) {
+        attached.Reset(fd);
       } else {
         ::close(fd);  // only one descriptor is ever expected
       }
     }
   }
   if (n == 0) return std::optional<ReceivedInitMessage>();
-  if (static_cast<size_t>(n) < sizeof(WireHeader) || (msg.msg_flags & MSG_TRUNC) != 0) {
-    return Fail(ErrorKind::kInternal, "malformed message on the ptybox-init control socket");
+  if ((msg.msg_flags & MSG_TRUNC) != 0) {
+    return Fail(ErrorKind::kInternal, "oversized message on the ptybox-init control socket");
   }
-  WireHeader header;
-  std::memcpy(&header, buffer.data(), sizeof(header));
-  if (header.payload_size != static_cast<size_t>(n) - sizeof(WireHeader)) {
-    return Fail(ErrorKind::kInternal, "ptybox-init control message has a wrong payload size");
-  }
-  received.message.type = static_cast<InitMessageType>(header.type);
-  received.message.a = header.a;
-  received.message.b = header.b;
-  received.message.c = header.c;
-  received.message.d = header.d;
-  received.message.payload.assign(buffer.data() + sizeof(WireHeader), header.payload_size);
-  return std::optional<ReceivedInitMessage>(std::move(received));
-}
-
-std::string EncodeEnvironment(const std::vector<std::string>& entries) {
-  std::string block;
-  for (const std::string& entry : entries) {
-    block += entry;
-    block.push_back('\0');
-  }
-  return block;
-}
-
-std::vector<std::string> DecodeEnvironment(const std::string& block) {
-  std::vector<std::string> entries;
-  size_t start = 0;
-  while (start < block.size()) {
-    size_t end = block.find('\0', start);
-    if (end == std::string::npos) end = block.size();
-    std::string entry(block, start, end - start);
-    if (!EnvironmentEntryProblem(entry)) entries.push_back(std::move(entry));
-    start = end + 1;
-  }
-  return entries;
+  Result<InitMessage> message =
+      DecodeInitMessage(std::string_view(buffer.data(), static_cast<size_t>(n)));
+  if (!message) return std::unexpected(message.error());
+  return std::optional<ReceivedInitMessage>(
+      ReceivedInitMessage{std::move(*message), std::move(attached)});
 }
 
 std::optional<std::string> EnvironmentEntryProblem(std::string_view entry) {

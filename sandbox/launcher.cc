@@ -32,11 +32,14 @@ void ApplyPolicy(const policy::ResolvedPolicy& p, const std::filesystem::path& c
   ApplyHostWalls(p, launch.sandbox);  // run dirs and hidden paths (docs/security.md)
   const policy::Limits& l = p.limits;
   launch.rlimits.clear();
-  if (l.max_processes) launch.rlimits.emplace_back("nproc", *l.max_processes);
-  if (l.max_open_files) launch.rlimits.emplace_back("nofile", *l.max_open_files);
-  if (l.max_memory_bytes) launch.rlimits.emplace_back("as", *l.max_memory_bytes);
-  if (l.max_file_bytes) launch.rlimits.emplace_back("fsize", *l.max_file_bytes);
-  if (l.max_cpu_seconds) launch.rlimits.emplace_back("cpu", *l.max_cpu_seconds);
+  auto limit = [&](LimitedResource resource, const std::optional<int64_t>& value) {
+    if (value) launch.rlimits.push_back(ResourceLimit{resource, *value});
+  };
+  limit(LimitedResource::kProcesses, l.max_processes);
+  limit(LimitedResource::kOpenFiles, l.max_open_files);
+  limit(LimitedResource::kAddressSpace, l.max_memory_bytes);
+  limit(LimitedResource::kFileSize, l.max_file_bytes);
+  limit(LimitedResource::kCpuSeconds, l.max_cpu_seconds);
 }
 
 std::vector<std::string> BuildInitArgs(const LaunchSpec& spec) {
@@ -51,9 +54,9 @@ std::vector<std::string> BuildInitArgs(const LaunchSpec& spec) {
   args.push_back(std::to_string(spec.rows));
   args.emplace_back("--cols");
   args.push_back(std::to_string(spec.columns));
-  for (const auto& [name, value] : spec.rlimits) {
+  for (const ResourceLimit& limit : spec.rlimits) {
     args.emplace_back("--rlimit");
-    args.push_back(name + "=" + std::to_string(value));
+    args.push_back(std::string(InfoOf(limit.resource).name) + "=" + std::to_string(limit.value));
   }
   args.emplace_back("--");
   args.insert(args.end(), spec.command.begin(), spec.command.end());
@@ -152,10 +155,8 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
       return Fail(ErrorKind::kSpawnFailed, *problem, "env");
     }
   }
-  InitMessage start;
-  start.type = InitMessageType::kStart;
-  start.payload = EncodeEnvironment(spec.environment);
-  if (start.payload.size() > kMaxInitPayload) {
+  const StartMessage start{spec.environment};
+  if (!EncodeInitMessage(start)) {
     return Fail(ErrorKind::kSpawnFailed, "the session environment is larger than 128 KiB",
                 "env");
   }

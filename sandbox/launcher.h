@@ -16,6 +16,7 @@
 #include "policy/mode.h"
 #include "policy/policy.h"
 #include "sandbox/bwrap_args.h"
+#include "sandbox/resource_limits.h"
 
 namespace ptybox::sandbox {
 
@@ -30,7 +31,7 @@ struct LaunchSpec {
   int rows = 40;
   int columns = 120;
   bool pty = true;  // false: the program inherits our stdin/stdout/stderr (ptybox run)
-  std::vector<std::pair<std::string, int64_t>> rlimits;  // "nproc", "nofile", "as", "fsize", "cpu"
+  std::vector<ResourceLimit> rlimits;
   bool new_process_group = true;  // keep terminal signals of the daemon away from the session
   // A root daemon's confined sessions run as the next id of this range (policy `sessionIds`).
   policy::SessionIdRange session_ids;

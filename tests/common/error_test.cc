@@ -37,5 +37,12 @@ TEST(SignalTest, ClientSignalsAreTheContractList) {
   EXPECT_EQ(backend::ToString(backend::WaitReason::kInferredIdle), "inferred_idle");
 }
 
+TEST(ErrorTest, AnErrnoFailureKeepsItsErrno) {
+  Error error = Error::FromErrno(ErrorKind::kSpawnFailed, "open", "/nowhere", ENOENT);
+  EXPECT_EQ(error.sys_errno, ENOENT);
+  EXPECT_NE(error.message.find("open /nowhere"), std::string::npos) << error.message;
+  EXPECT_EQ(Error(ErrorKind::kBusy, "busy").sys_errno, 0);
+}
+
 }  // namespace
 }  // namespace ptybox

@@ -221,8 +221,14 @@ std::vector<pid_t> ProcessesWithEnv(const std::string& marker) {
   while (dirent* entry = ::readdir(dir)) {
     pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
     if (pid <= 0 || !ProcessAlive(pid)) continue;
-    std::ifstream environ("/proc/" + std::to_string(pid) + "/environ");
-    std::string env((std::istreambuf_iterator<char>(environ)), std::istreambuf_iterator<char>());
+    // read(2), not a stream: a process that exits while we read gives ESRCH, which a stream
+    // buffer turns into an exception.
+    std::string env;
+    int fd = ::open(("/proc/" + std::to_string(pid) + "/environ").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) env.append(buf, static_cast<size_t>(n));
+    ::close(fd);
     if (env.find(marker) != std::string::npos) found.push_back(pid);
   }
   ::closedir(dir);

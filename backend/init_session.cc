@@ -1,0 +1,348 @@
+#include "backend/init_session.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <asio/post.hpp>
+#include <cerrno>
+#include <algorithm>
+#include <variant>
+
+#include "backend/proc_parse.h"
+#include "common/log.h"
+#include "common/proc_stat.h"
+#include "sandbox/host_probe.h"
+
+namespace ptybox::backend {
+namespace {
+
+constexpr std::chrono::milliseconds kEmptyCheck{10};
+constexpr int kEmptyRounds = static_cast<int>(kKillWait / kEmptyCheck);
+
+// Processes that are descendants of `root` (by parent links) or members of session `sid`:
+// a danger-full-access session's tree, when there is no cgroup to end it through.
+std::vector<pid_t> ProcessesOf(pid_t root, pid_t sid) {
+  const std::vector<::ptybox::proc::StatFields> table = ::ptybox::proc::ReadAllStats();
+  std::vector<pid_t> result = ::ptybox::proc::Descendants(table, root);
+  if (sid > 0) {
+    for (const ::ptybox::proc::StatFields& f : table) {
+      if (f.session == sid && std::ranges::find(result, f.pid) == result.end()) {
+        result.push_back(f.pid);
+      }
+    }
+  }
+  return result;
+}
+
+SessionStatus StatusOf(const sandbox::ExitedMessage& exited) {
+  SessionStatus status;
+  status.exited = true;
+  status.exit_code = exited.exit_code;
+  status.signal = exited.signal;
+  return status;
+}
+
+}  // namespace
+
+InitSession::InitSession(asio::io_context& io, ChildReaper& reaper, Listener& listener,
+                         std::string program)
+    : io_(io), reaper_(reaper), listener_(listener), program_(std::move(program)) {}
+
+InitSession::~InitSession() {
+  *alive_ = false;
+  if (child_pid_ > 0 && !child_exited_) {
+    // Last resort; the owner normally terminates before it is destroyed.
+    KillTree();
+    ::kill(child_pid_, SIGKILL);
+  }
+}
+
+void InitSession::Start(const sandbox::LaunchSpec& spec) {
+  confined_ = policy::IsConfined(spec.mode);
+  bwrap_ = spec.bwrap;
+  if (sandbox::SessionCleanupSupport().cgroups) {
+    static uint64_t sessions = 0;
+    Result<sandbox::SessionCgroup> cgroup =
+        sandbox::SessionCgroup::Create("s" + std::to_string(++sessions));
+    if (cgroup) {
+      cgroup_.emplace(std::move(*cgroup));
+    } else {
+      LogWarn("no cgroup for this session (" + cgroup.error().message +
+              "); its tree is ended by parent links");
+    }
+  }
+  std::optional<Result<sandbox::LaunchedInit>> launched;
+  auto launch = [&] { launched = sandbox::LaunchInit(spec); };
+  if (cgroup_) {
+    if (Result<void> inside = cgroup_->RunInside(launch); !inside && !launched) {
+      LogWarn("cannot launch inside the session cgroup (" + inside.error().message +
+              "); its tree is ended by parent links");
+      cgroup_.reset();
+    }
+  }
+  if (!launched) launch();
+  if (!*launched) {
+    Error error = launched->error();
+    start_reported_ = true;
+    cgroup_.reset();
+    std::weak_ptr<bool> alive = alive_;
+    asio::post(io_, [this, alive, error] {
+      if (!alive.expired()) listener_.OnStartFailed(error);
+    });
+    return;
+  }
+  sandbox::LaunchedInit& init = **launched;
+  child_pid_ = init.pid;
+  diagnostics_ = std::move(init.diagnostics);
+  if (diagnostics_) ::fcntl(diagnostics_.Get(), F_SETFL, O_NONBLOCK);
+  std::weak_ptr<bool> alive = alive_;
+  reaper_.Watch(child_pid_, [this, alive](int wait_status) {
+    if (!alive.expired()) OnChildExit(wait_status);
+  });
+  control_.emplace(io_, init.control.Release());
+  control_->non_blocking(true);
+  ReadControl();
+}
+
+void InitSession::ReadControl() {
+  if (!control_) return;
+  std::weak_ptr<bool> alive = alive_;
+  control_->async_wait(
+      asio::posix::stream_descriptor::wait_read, [this, alive](const std::error_code& ec) {
+        if (alive.expired() || ec || !control_) return;
+        for (;;) {
+          Result<std::optional<sandbox::ReceivedInitMessage>> received =
+              sandbox::ReceiveInitMessage(control_->native_handle());
+          if (!received) {
+            const int err = received.error().sys_errno;
+            if (err == EAGAIN || err == EWOULDBLOCK) break;
+            LogWarn("control socket: " + received.error().message);
+            if (err == 0) continue;  // a malformed message: the next may be fine
+            control_.reset();
+            return;
+          }
+          if (!*received) {  // init is gone
+            control_.reset();
+            return;
+          }
+          OnMessage(std::move(**received));
+          if (alive.expired() || !control_) return;
+        }
+        ReadControl();
+      });
+}
+
+void InitSession::OnMessage(sandbox::ReceivedInitMessage received) {
+  std::visit(
+      [this, &received](auto& m) {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, sandbox::ReadyMessage>) {
+          if (start_reported_) return;
+          start_reported_ = true;
+          listener_.OnReady(m, std::move(received.fd));
+        } else if constexpr (std::is_same_v<T, sandbox::FailedMessage>) {
+          if (start_reported_) {
+            LogWarn("ptybox-init: " + m.reason);
+            return;
+          }
+          start_reported_ = true;
+          Error error{ErrorKind::kSpawnFailed, program_ + " could not start: " + m.reason};
+          error.sys_errno = m.exec_errno;
+          listener_.OnStartFailed(std::move(error));
+        } else if constexpr (std::is_same_v<T, sandbox::ExitedMessage>) {
+          if (exit_reported_) return;
+          exit_reported_ = true;
+          listener_.OnProgramExit(StatusOf(m));
+        } else if constexpr (std::is_same_v<T, sandbox::QuietMessage>) {
+          quiet_ = true;
+        } else {
+          LogWarn("ptybox-init sent a " + std::string(sandbox::InitMessageName(received.message)) +
+                  " message, which only the daemon sends");
+        }
+      },
+      received.message);
+}
+
+void InitSession::OnChildExit(int wait_status) {
+  child_exited_ = true;
+  if (timer_) timer_->cancel();
+  std::weak_ptr<bool> alive = alive_;
+  if (!start_reported_) {
+    start_reported_ = true;
+    std::string diagnostics = Diagnostics();
+    Error error;
+    if (confined_) {
+      error = sandbox::DiagnoseSandboxFailure(bwrap_, diagnostics);
+    } else {
+      error = Error{ErrorKind::kSpawnFailed,
+                    "ptybox-init exited before " + program_ + " started" +
+                        (diagnostics.empty() ? std::string() : ": " + diagnostics),
+                    {}};
+    }
+    listener_.OnStartFailed(std::move(error));
+    if (alive.expired()) return;
+  }
+  // init went away: whatever of the session is left (init killed from inside the session
+  // leaves orphans that re-parented to us) ends now. With a cgroup this is unconditional:
+  // nothing the session started can be outside it.
+  if (cgroup_ || !quiet_) KillTree();
+  quiet_ = true;
+  listener_.OnInitExit(wait_status);
+  if (alive.expired()) return;
+  cleaning_ = true;
+  AwaitEmpty(kEmptyRounds);
+}
+
+void InitSession::KillTree() {
+  if (cgroup_) {
+    if (Result<void> killed = cgroup_->Kill(); killed) return;
+    else LogWarn("cgroup.kill: " + killed.error().message);
+  }
+  // Confined: bwrap's --die-with-parent chain and the pid namespace take the whole session
+  // down with init; danger-full-access: its descendants and the program's session members.
+  if (!confined_) {
+    for (pid_t pid : ProcessesOf(child_pid_, program_sid_)) ::kill(pid, SIGKILL);
+  }
+  reaper_.EndAdopted();
+}
+
+void InitSession::AwaitEmpty(int rounds_left) {
+  Result<bool> populated = cgroup_ ? cgroup_->Populated() : Result<bool>(false);
+  if (populated && !*populated) {
+    if (cgroup_) {
+      if (Result<void> removed = cgroup_->Remove(); !removed) {
+        LogWarn(removed.error().message);
+      }
+      cgroup_.reset();
+    }
+    Finish({});
+    return;
+  }
+  if (rounds_left <= 0) {
+    Finish(Fail(ErrorKind::kCleanupFailed,
+                "the session's processes did not end after SIGKILL (" + cgroup_->Members() +
+                    " in " + cgroup_->path().string() +
+                    "); they may be stuck in the kernel. Retry terminal_close."));
+    return;
+  }
+  if (!timer_) timer_.emplace(io_);
+  timer_->expires_after(kEmptyCheck);
+  std::weak_ptr<bool> alive = alive_;
+  timer_->async_wait([this, alive, rounds_left](const std::error_code& ec) {
+    if (alive.expired() || ec) return;
+    KillTree();  // one that forked meanwhile
+    AwaitEmpty(rounds_left - 1);
+  });
+}
+
+void InitSession::Terminate(std::chrono::milliseconds grace,
+                            std::function<void(Result<void>)> done) {
+  std::weak_ptr<bool> alive = alive_;
+  if (child_pid_ <= 0 || ended_) {
+    // Never started, or already gone with its whole tree.
+    asio::post(io_, [alive, done = std::move(done)] {
+      if (!alive.expired()) done({});
+    });
+    return;
+  }
+  waiters_.push_back(std::move(done));
+  if (child_exited_) {
+    // init is gone; the cleanup of what it left answers soon (or a retry after a failure).
+    if (!cleaning_) {
+      cleaning_ = true;
+      AwaitEmpty(kEmptyRounds);
+    }
+    return;
+  }
+  if (terminating_) return;
+  terminating_ = true;
+  escalation_ = 0;
+  bool asked = false;
+  if (control_) {
+    asked = static_cast<bool>(
+        sandbox::SendInitMessage(control_->native_handle(), sandbox::TerminateMessage{grace}));
+  }
+  if (!timer_) timer_.emplace(io_);
+  // init needs `grace` plus the SIGKILL round; give it a little more before stepping in.
+  timer_->expires_after(asked ? grace + kInitQuietSlack : std::chrono::milliseconds(0));
+  timer_->async_wait([this, alive](const std::error_code& ec) {
+    if (!alive.expired() && !ec) Escalate();
+  });
+}
+
+void InitSession::KillNow() {
+  if (child_pid_ <= 0 || child_exited_ || escalation_ > 0) return;
+  terminating_ = true;
+  if (timer_) timer_->cancel();
+  Escalate();
+}
+
+void InitSession::Escalate() {
+  if (child_exited_) return;
+  std::weak_ptr<bool> alive = alive_;
+  if (escalation_ == 0) {
+    escalation_ = 1;
+    LogWarn("the session did not end on request; killing its process tree");
+    KillTree();
+    ::kill(child_pid_, SIGKILL);
+    if (!timer_) timer_.emplace(io_);
+    timer_->expires_after(kKillWait);
+    timer_->async_wait([this, alive](const std::error_code& ec) {
+      if (!alive.expired() && !ec) Escalate();
+    });
+    return;
+  }
+  // Still there after SIGKILL: stuck in the kernel (D state). Report; a retry may succeed.
+  std::string left;
+  for (pid_t pid : Leftovers()) left += (left.empty() ? "" : ", ") + std::to_string(pid);
+  terminating_ = false;
+  escalation_ = 0;
+  Finish(Fail(ErrorKind::kCleanupFailed,
+              "the session's processes did not end after SIGKILL (pid " +
+                  std::to_string(child_pid_) + (left.empty() ? "" : "; " + left) +
+                  "); they may be stuck in the kernel. Retry terminal_close."));
+}
+
+std::vector<pid_t> InitSession::Leftovers() {
+  if (cgroup_) {
+    std::vector<pid_t> pids;
+    if (!proc::ParsePidList(cgroup_->Members(), pids)) pids.clear();
+    return pids;
+  }
+  return ProcessesOf(child_pid_, confined_ ? 0 : program_sid_);
+}
+
+void InitSession::Finish(Result<void> result) {
+  cleaning_ = false;
+  if (result) {
+    ended_ = true;
+    terminating_ = false;
+    if (timer_) timer_->cancel();
+    control_.reset();
+  }
+  std::vector<std::function<void(Result<void>)>> waiters;
+  waiters.swap(waiters_);
+  std::weak_ptr<bool> alive = alive_;
+  for (auto& waiter : waiters) {
+    asio::post(io_, [alive, waiter = std::move(waiter), result] {
+      if (!alive.expired()) waiter(result);
+    });
+  }
+}
+
+std::string InitSession::Diagnostics() {
+  std::string text;
+  if (!diagnostics_) return text;
+  char buf[4096];
+  while (text.size() < 64 * 1024) {
+    ssize_t n = ::read(diagnostics_.Get(), buf, sizeof(buf));
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
+}  // namespace ptybox::backend

@@ -1,0 +1,120 @@
+// One sandboxed program and everything it starts, on the reactor: launching ptybox-init (in
+// bwrap, or directly in danger-full-access) inside a per-session cgroup when the host has them,
+// the typed init messages, and the one termination rule (ask init: SIGHUP/SIGTERM, grace,
+// SIGKILL; after grace + kInitQuietSlack, SIGKILL the tree ourselves; cleanup_failed if even
+// that does not end it), and the end of orphans whatever happened to init. Every caller uses
+// it: a session's terminal (LocalTerminal) and `ptybox run`, as sandbox2's RunAsync /
+// AwaitResult / Kill serve every caller of a sandbox.
+#pragma once
+
+#include <sys/types.h>
+
+#include <asio/io_context.hpp>
+#include <asio/posix/stream_descriptor.hpp>
+#include <asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/child_reaper.h"
+#include "backend/types.h"
+#include "common/error.h"
+#include "common/unique_fd.h"
+#include "sandbox/cgroup.h"
+#include "sandbox/init_protocol.h"
+#include "sandbox/launcher.h"
+
+namespace ptybox::backend {
+
+// After the grace of a termination, how long ptybox-init may take to report quiet before we
+// SIGKILL it and the session's tree ourselves.
+inline constexpr std::chrono::milliseconds kInitQuietSlack{2000};
+// After that SIGKILL, how long the processes may take to disappear before cleanup_failed.
+inline constexpr std::chrono::milliseconds kKillWait{5000};
+
+class InitSession final {
+ public:
+  class Listener {
+   public:
+    virtual ~Listener() = default;
+    // The program runs; `master` is the PTY master (invalid without a PTY).
+    virtual void OnReady(const sandbox::ReadyMessage& ready, UniqueFd master) = 0;
+    // Setup failed before the program ran: init's own report (spawn_failed; sys_errno is
+    // execve's errno when the program itself could not be executed), or the sandbox ended
+    // first (sandbox_unavailable with the diagnosis, or spawn_failed).
+    virtual void OnStartFailed(Error error) = 0;
+    // The program ended, as ptybox-init saw it (once).
+    virtual void OnProgramExit(SessionStatus status) = 0;
+    // ptybox-init (our direct child: bwrap or init) was reaped; `wait_status` is its status.
+    // Orphan cleanup is under way or done; Terminate answers once it is done.
+    virtual void OnInitExit(int wait_status) = 0;
+  };
+
+  // `program` names what init starts in messages ("the shell", "the command").
+  InitSession(asio::io_context& io, ChildReaper& reaper, Listener& listener, std::string program);
+  InitSession(const InitSession&) = delete;
+  InitSession& operator=(const InitSession&) = delete;
+  ~InitSession();
+
+  // Launches init; the outcome arrives through the listener (never synchronously).
+  void Start(const sandbox::LaunchSpec& spec);
+
+  // Ends every process of the session, by the one rule above. `done` gets success once nothing
+  // of the session runs (init reaped, orphans ended, the session cgroup empty and removed), or
+  // cleanup_failed. Idempotent: a call while one runs joins it; after success it answers at once.
+  void Terminate(std::chrono::milliseconds grace, std::function<void(Result<void>)> done);
+  // Skips what is left of the grace: SIGKILL to the tree now (a second ^C to `ptybox run`).
+  void KillNow();
+
+  [[nodiscard]] bool started() const { return child_pid_ > 0; }
+  [[nodiscard]] bool init_exited() const { return child_exited_; }
+  // init reported that every process of the session ended (or init is gone and we did it).
+  [[nodiscard]] bool quiet() const { return quiet_; }
+  [[nodiscard]] pid_t child_pid() const { return child_pid_; }
+  // The host pid of the program's session (PTY mode), once the caller learned it: its members
+  // are swept with the tree when there is no session cgroup.
+  void set_program_session(pid_t sid) { program_sid_ = sid; }
+  // What bwrap/init printed on their stderr (bounded), for diagnosing a failed start.
+  std::string Diagnostics();
+
+ private:
+  void ReadControl();
+  void OnMessage(sandbox::ReceivedInitMessage received);
+  void OnChildExit(int wait_status);
+  void KillTree();
+  void AwaitEmpty(int rounds_left);
+  void Escalate();
+  void Finish(Result<void> result);
+  std::vector<pid_t> Leftovers();
+
+  asio::io_context& io_;
+  ChildReaper& reaper_;
+  Listener& listener_;
+  std::string program_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+
+  bool confined_ = false;
+  std::filesystem::path bwrap_;
+  std::optional<sandbox::SessionCgroup> cgroup_;
+  pid_t child_pid_ = -1;  // our direct child: bwrap or init
+  pid_t program_sid_ = 0;  // the program's session on the host (PTY mode), for the tree sweep
+  bool child_exited_ = false;
+  bool start_reported_ = false;
+  bool exit_reported_ = false;
+  bool quiet_ = false;
+  std::optional<asio::posix::stream_descriptor> control_;
+  UniqueFd diagnostics_;
+
+  // Termination.
+  bool terminating_ = false;
+  bool ended_ = false;  // init reaped and every process of the session gone
+  bool cleaning_ = false;  // init reaped; waiting for the session's cgroup to empty
+  int escalation_ = 0;
+  std::optional<asio::steady_timer> timer_;
+  std::vector<std::function<void(Result<void>)>> waiters_;
+};
+
+}  // namespace ptybox::backend
