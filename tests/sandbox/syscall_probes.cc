@@ -310,8 +310,7 @@ ProbeOutcome ProbeForgeExit(std::string_view arg) {
   std::string info;
   const int fd = StealFd(target->first, target->second, info);
   if (fd < 0) return Err(errno, info);
-  sandbox::InitMessage forged;
-  forged.type = sandbox::InitMessageType::kExited;  // a = 0: "exit code 0"
+  const sandbox::InitMessage forged = sandbox::ExitedMessage{.exit_code = 0, .signal = {}};
   const Result<void> sent = sandbox::SendInitMessage(fd, forged);
   close(fd);
   if (!sent) return Err(EIO, "send on the stolen socket failed: " + sent.error().message);
