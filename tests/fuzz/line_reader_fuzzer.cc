@@ -1,0 +1,75 @@
+// libFuzzer target for the JSON-RPC line reader (runtime/line_connection.h) and, behind it, the
+// request decoder: the input is written into a real socket in chunks whose sizes come from the
+// input's first byte, read by a LineConnection on an asio loop, and every line it hands out must
+// be exactly the line a simple model of the framing expects (split at '\n', one trailing '\r'
+// dropped, blank lines skipped, an unterminated tail never delivered), whatever the chunking.
+// Each line then goes through the decoder as in rpc_request_fuzzer.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <asio/io_context.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/line_connection.h"
+#include "tests/fuzz/rpc_checks.h"
+
+namespace {
+
+using ptybox::fuzz::Check;
+
+std::vector<std::string> ExpectedLines(std::string_view data) {
+  std::vector<std::string> lines;
+  for (;;) {
+    size_t newline = data.find('\n');
+    if (newline == std::string_view::npos) break;
+    std::string line(data.substr(0, newline));
+    data.remove_prefix(newline + 1);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const size_t chunk = 1 + data[0] % 64;
+  const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
+
+  int fds[2];
+  Check(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
+  asio::io_context io;
+  std::vector<std::string> lines;
+  bool closed = false;
+  {
+    // Owns fds[0] (read through a duplicate, written through the original).
+    auto connection = std::make_shared<ptybox::runtime::LineConnection>(io, fds[0], fds[0]);
+    ptybox::runtime::LineConnection::Handlers handlers;
+    handlers.on_line = [&](std::string line) { lines.push_back(std::move(line)); };
+    handlers.on_oversized_line = [] { Check(false); };  // the input is far below the bound
+    handlers.on_closed = [&] { closed = true; };
+    connection->Start(std::move(handlers));
+    for (size_t off = 0; off < input.size(); off += chunk) {
+      std::string_view piece = input.substr(off, chunk);
+      Check(::write(fds[1], piece.data(), piece.size()) == static_cast<ssize_t>(piece.size()));
+      io.poll();
+    }
+    ::shutdown(fds[1], SHUT_WR);
+    io.run();
+    Check(closed);
+    connection->Close();
+  }
+  ::close(fds[1]);
+
+  const std::vector<std::string> expected = ExpectedLines(input);
+  Check(lines == expected);
+  for (const std::string& line : lines) ptybox::fuzz::CheckLine(line);
+  return 0;
+}
