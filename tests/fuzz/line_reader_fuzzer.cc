@@ -3,7 +3,8 @@
 // input's first byte, read by a LineConnection on an asio loop, and every line it hands out must
 // be exactly the line a simple model of the framing expects (split at '\n', one trailing '\r'
 // dropped, blank lines skipped, an unterminated tail never delivered), whatever the chunking.
-// Each line then goes through the decoder as in rpc_request_fuzzer.
+// Each line is answered through the same connection, as a server does, and every answer must
+// reach the peer. Each line then goes through the decoder as in rpc_request_fuzzer.
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -36,6 +37,18 @@ std::vector<std::string> ExpectedLines(std::string_view data) {
   return lines;
 }
 
+// LineConnection::Create where it exists (it never throws), else the constructor.
+template <typename Connection = ptybox::runtime::LineConnection>
+std::shared_ptr<Connection> MakeConnection(asio::io_context& io, int fd) {
+  if constexpr (requires { Connection::Create(io, fd, fd); }) {
+    auto made = Connection::Create(io, fd, fd);
+    Check(made.has_value());
+    return *made;
+  } else {
+    return std::make_shared<Connection>(io, fd, fd);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -49,10 +62,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> lines;
   bool closed = false;
   {
-    // Owns fds[0] (read through a duplicate, written through the original).
-    auto connection = std::make_shared<ptybox::runtime::LineConnection>(io, fds[0], fds[0]);
+    // Owns fds[0], read and written.
+    std::shared_ptr<ptybox::runtime::LineConnection> connection = MakeConnection(io, fds[0]);
     ptybox::runtime::LineConnection::Handlers handlers;
-    handlers.on_line = [&](std::string line) { lines.push_back(std::move(line)); };
+    handlers.on_line = [&](std::string line) {
+      lines.push_back(std::move(line));
+      connection->Send("ok " + std::to_string(lines.size()));
+    };
     handlers.on_oversized_line = [] { Check(false); };  // the input is far below the bound
     handlers.on_closed = [&] { closed = true; };
     connection->Start(std::move(handlers));
@@ -62,11 +78,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       io.poll();
     }
     ::shutdown(fds[1], SHUT_WR);
-    io.run();
+    io.run();  // until end of input is seen and every answer written
     Check(closed);
     connection->Close();
   }
+  // Every answer arrived, in order ("ok 1\nok 2\n..."); the socket buffer holds them all.
+  std::string answers;
+  char buffer[4096];
+  for (;;) {
+    ssize_t n = ::recv(fds[1], buffer, sizeof buffer, MSG_DONTWAIT);
+    if (n <= 0) break;
+    answers.append(buffer, static_cast<size_t>(n));
+  }
   ::close(fds[1]);
+  std::string expected_answers;
+  for (size_t i = 1; i <= lines.size(); ++i) expected_answers += "ok " + std::to_string(i) + "\n";
+  Check(answers == expected_answers);
 
   const std::vector<std::string> expected = ExpectedLines(input);
   Check(lines == expected);
