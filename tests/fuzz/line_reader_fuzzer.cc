@@ -1,6 +1,6 @@
 // libFuzzer target for the JSON-RPC line reader (runtime/line_connection.h) and, behind it, the
 // request decoder: the input is written into a real socket in chunks whose sizes come from the
-// input's first byte, read by a LineConnection on an asio loop, and every line it hands out must
+// input's first byte (1 to 4096 bytes), read by a LineConnection on an asio loop, and every line it hands out must
 // be exactly the line a simple model of the framing expects (split at '\n', one trailing '\r'
 // dropped, blank lines skipped, an unterminated tail never delivered), whatever the chunking.
 // Each line is answered through the same connection, as a server does, and every answer must
@@ -53,7 +53,8 @@ std::shared_ptr<Connection> MakeConnection(asio::io_context& io, int fd) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const size_t chunk = 1 + data[0] % 64;
+  // 1 to 4096 bytes per write: splits inside lines, "\r\n" and UTF-8, and whole lines.
+  const size_t chunk = size_t{1} << (data[0] % 13);
   const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
 
   int fds[2];
