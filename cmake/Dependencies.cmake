@@ -50,7 +50,13 @@ if(NOT PTYBOX_HAVE_ASIO)
   ptybox_missing("standalone Asio (asio.hpp)" "libasio-dev")
 endif()
 add_library(ptybox_asio INTERFACE)
-target_compile_definitions(ptybox_asio INTERFACE ASIO_STANDALONE ASIO_NO_DEPRECATED)
+# ASIO_HAS_STD_ALIGNED_ALLOC: asio decides between aligned_alloc/free and operator new/delete
+# for its handler memory from _GLIBCXX_HAVE_ALIGNED_ALLOC, which is only defined once a standard
+# header was included; a file that includes asio first got operator new, the others
+# aligned_alloc, and the linker kept one aligned_new and another aligned_delete (an ODR
+# violation: ASan's alloc-dealloc-mismatch in the daemon). Stating it makes every file agree.
+target_compile_definitions(ptybox_asio INTERFACE ASIO_STANDALONE ASIO_NO_DEPRECATED
+                                                 ASIO_HAS_STD_ALIGNED_ALLOC=1)
 find_package(Threads REQUIRED)
 target_link_libraries(ptybox_asio INTERFACE Threads::Threads)
 

@@ -12,6 +12,8 @@
 
 namespace ptybox::policy {
 
+struct YamlEntry;
+
 struct YamlNode {
   enum class Kind { kNull, kScalar, kSequence, kMap };
   Kind kind = Kind::kNull;
@@ -20,7 +22,15 @@ struct YamlNode {
   std::string value;            // kScalar: the text
   bool plain = true;            // kScalar: unquoted, not a block literal (so it may be a number)
   std::vector<YamlNode> items;  // kSequence
-  std::vector<std::pair<YamlNode, YamlNode>> entries;  // kMap, in file order
+  std::vector<YamlEntry> entries;  // kMap, in file order
+};
+
+// One key and its value in a mapping. A struct rather than std::pair<YamlNode, YamlNode>: clang
+// (16, with libstdc++ 12) rejects that pair inside YamlNode's own definition, and the fuzz build
+// (scripts/fuzz.sh) uses clang.
+struct YamlEntry {
+  YamlNode key;
+  YamlNode value;
 };
 
 struct YamlLimits {

@@ -1,52 +1,79 @@
-#!/bin/sh
-# Builds the terminal decoder's libFuzzer target with clang (-fsanitize=fuzzer,address,undefined)
-# against just the decoder sources, not through the main g++ CMake build, and runs it.
-# Usage: scripts/fuzz.sh [SECONDS] [extra libFuzzer flags...]   (default 60 seconds)
-#        FUZZ_BUILD_ONLY=1 scripts/fuzz.sh     builds build-fuzz/decoder_fuzzer only; run it on a
-#        crash file to reproduce: build-fuzz/decoder_fuzzer build-fuzz/artifacts/crash-...
-# Needs clang++ (Debian: clang) and libFuzzer's runtime (Debian: libclang-rt-14-dev), libvterm-dev.
-set -eu
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz) with clang-16 into build-fuzz/ and runs each for a
+# bounded time; CI runs it after the test suite.
+#   scripts/fuzz.sh [SECONDS] [TARGET...]   each target SECONDS long (default 60); default
+#                                           targets: decoder line_reader rpc_request policy
+#   FUZZ_BUILD_ONLY=1 scripts/fuzz.sh       builds only; reproduce a crash with
+#                                           build-fuzz/tests/fuzz/TARGET_fuzzer CRASH-FILE
+#   FUZZ_ARGS="-jobs=2" scripts/fuzz.sh     extra libFuzzer flags
+# Why clang-16: libFuzzer is clang's; clang 14 (Debian's default) cannot compile libstdc++ 12's
+# <expected>, which clang 16 can (see cmake/CompilerQuirks.cmake), so the targets link the very
+# libraries the program uses, Debian's yaml-cpp and libvterm included (uninstrumented; our
+# code has coverage, ASan and UBSan). Needs clang-16 and libclang-rt-16-dev
+# (PTYBOX_WITH_FUZZ=1 scripts/install-deps.sh installs them).
+# A crash stops that target (the others still run) and the script fails; the input is left in
+# build-fuzz/artifacts/TARGET/. Keep it as tests/fuzz/regressions/TARGET/NAME: ctest replays it.
+set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}
-[ $# -gt 0 ] && shift
+[[ $# -gt 0 ]] && shift
+targets=("$@")
+((${#targets[@]} == 0)) && targets=(decoder line_reader rpc_request policy)
 out=${FUZZ_DIR:-"$root/build-fuzz"}
-cxx=${CXX_FUZZ:-clang++}
+cxx=${CXX_FUZZ:-clang++-16}
 
 if ! command -v "$cxx" >/dev/null 2>&1; then
-  echo "fuzz.sh: $cxx not found; install the Debian package 'clang' (apt-get install clang)" >&2
+  echo "fuzz.sh: $cxx not found; install the Debian packages clang-16 and libclang-rt-16-dev" \
+       "(or run PTYBOX_WITH_FUZZ=1 scripts/install-deps.sh)" >&2
   exit 1
 fi
-mkdir -p "$out/corpus" "$out/artifacts"
 
-# The decoder sources must not include common/error.h or <expected>: clang 14 cannot use
-# libstdc++ 12's <expected>.
-sources="backend/vt_parser.cc backend/line_model.cc backend/scrollback.cc
-         backend/send_capture.cc backend/screen.cc backend/terminal_decoder.cc
-         tests/fuzz/decoder_fuzzer.cc"
-cd "$root"
-# shellcheck disable=SC2086
-"$cxx" -std=c++2b -O1 -g -fno-omit-frame-pointer \
-  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -I"$root" $sources $(pkg-config --cflags --libs vterm) -o "$out/decoder_fuzzer"
-
-[ -n "${FUZZ_BUILD_ONLY:-}" ] && exit 0
-
-# Seeds: a few real-looking outputs.
-seed() { printf "$2" > "$out/corpus/seed-$1"; }
-seed ls '\120\040\060\001\010\000\033[0m\033[01;34mdir\033[0m  \033[01;32mrun.sh\033[0m\r\n'
-seed progress '\050\030\100\002\020\003downloading 10%%\r20%%\r\033[K30%%\r\n$ '
-seed readline '\012\005\200\010\040\040$ echo 012 \r3456\r\033[K78\r\n'
-seed vim '\120\030\100\040\010\004\033[?1049h\033[1;5r\033[H\033[2J~\r\n~\033[5;1H\033[7m"a.c"\033[m\033[6n\033[?1049l'
-seed utf8 '\100\010\100\010\010\010caf\303\251 \346\227\245\346\234\254 \360\237\230\200 e\314\201 \377\300\257\355\240\200\r\n'
-seed osc '\100\010\100\001\010\000\033]0;title\007\033]133;A\033\\$ \033Pq#0\033\\ok\n'
+launcher=()
+command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+if [[ ! -f "$out/CMakeCache.txt" ]]; then
+  # Warnings stay warnings here: the g++ build is the one held to -Werror.
+  cmake -S "$root" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_COMPILER="$cxx" "${launcher[@]}" -DPTYBOX_FUZZ=ON -DPTYBOX_WERROR=OFF >/dev/null
+fi
+cmake --build "$out" -j"$(nproc)" --target "${targets[@]/%/_fuzzer}"
+[[ -n "${FUZZ_BUILD_ONLY:-}" ]] && exit 0
 
 # libvterm answers an unknown DECRQSS with the format "0$r%.s": glibc reads no argument for a
 # zero precision, but ASan's printf check takes the argument for a string and reads it, a false
-# positive that would stop every run at the first "ESC P $ q" the fuzzer invents.
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}check_printf=0"
+# positive that would stop every decoder run at the first "ESC P $ q" the fuzzer invents.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}check_printf=0:print_stacktrace=1"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}print_stacktrace=1:halt_on_error=1"
 
-echo "fuzz.sh: running $out/decoder_fuzzer for $seconds s (corpus $out/corpus)"
-exec "$out/decoder_fuzzer" "$out/corpus" -dict="$root/tests/fuzz/decoder.dict" \
-  -max_total_time="$seconds" -max_len=4096 -timeout=10 -print_final_stats=1 \
-  -artifact_prefix="$out/artifacts/" "$@"
+failed=()
+for target in "${targets[@]}"; do
+  dict=rpc.dict
+  case "$target" in
+    decoder) dict=decoder.dict ;;
+    policy) dict=policy.dict ;;
+  esac
+  corpus="$out/corpus/$target"
+  artifacts="$out/artifacts/$target"
+  mkdir -p "$corpus" "$artifacts"
+  echo "fuzz.sh: $target for $seconds s (corpus $corpus)"
+  # The first directory collects what the run finds; the seeds and regressions are read only.
+  # shellcheck disable=SC2086
+  if ! "$out/tests/fuzz/${target}_fuzzer" "$corpus" "$root/tests/fuzz/seeds/$target" \
+      "$root/tests/fuzz/regressions/$target" -dict="$root/tests/fuzz/$dict" \
+      -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+      -print_final_stats=1 -artifact_prefix="$artifacts/" ${FUZZ_ARGS:-} \
+      >"$out/$target.log" 2>&1; then
+    failed+=("$target")
+    tail -n 60 "$out/$target.log" >&2
+    echo "fuzz.sh: $target FAILED; inputs in $artifacts/:" >&2
+    ls -l "$artifacts" >&2
+  fi
+  grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)" "$out/$target.log" \
+    | sed "s/^/fuzz.sh: $target: /" || true
+done
+
+if ((${#failed[@]} > 0)); then
+  echo "fuzz.sh: crashes in: ${failed[*]}; keep each input as tests/fuzz/regressions/TARGET/NAME" >&2
+  exit 1
+fi
+echo "fuzz.sh: every target ran $seconds s without a crash"

@@ -17,6 +17,10 @@ packages=(
 if [[ "${PTYBOX_WITH_NODE:-0}" == "1" ]]; then
   packages+=(nodejs npm)
 fi
+# CI also fuzzes (scripts/fuzz.sh: clang-16 and its libFuzzer runtime) and builds with ccache.
+if [[ "${PTYBOX_WITH_FUZZ:-0}" == "1" ]]; then
+  packages+=(clang-16 libclang-rt-16-dev ccache)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

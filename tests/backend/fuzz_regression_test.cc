@@ -15,7 +15,7 @@ namespace {
 
 TEST(FuzzRegressionTest, EveryRegressionInputPasses) {
   const std::filesystem::path dir =
-      std::filesystem::path(PTYBOX_SOURCE_DIR) / "tests/fuzz/regressions";
+      std::filesystem::path(PTYBOX_SOURCE_DIR) / "tests/fuzz/regressions/decoder";
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     std::ifstream in(entry.path(), std::ios::binary);

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds everything with AddressSanitizer + UndefinedBehaviorSanitizer into build-asan/ and runs
+# the whole test suite on it (CI runs it after the normal suite). Every sanitizer report fails
+# the run: the instrumented processes (tests, the daemon, ptybox-init, their forked children)
+# stop at the first report, and each report is also written to build-asan/sanitizer-logs/,
+# which must stay empty, so a report from a child whose exit status no test looks at still
+# fails CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${ASAN_DIR:-build-asan}
+
+launcher=()
+command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+if [[ ! -f "$out/CMakeCache.txt" ]]; then
+  cmake -S . -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
+    -DPTYBOX_SANITIZE=address,undefined -DPTYBOX_BUILD_BENCH=OFF >/dev/null
+fi
+cmake --build "$out" -j"$(nproc)"
+
+logs="$PWD/$out/sanitizer-logs"
+rm -rf "$logs"
+mkdir -p "$logs"
+chmod 1777 "$logs"  # the unprivileged-daemon runs write here too
+# detect_leaks: a leak in a test, the daemon or a child that returns from main is a report.
+#   Children that exec or leave with _exit are not checked (LSan runs at exit), as intended.
+# abort_on_error=0 / exitcode: a report ends the process with a failing status, not SIGABRT,
+#   so the daemon's parent sees a plain failure.
+# log_path: each process's report also goes to its own file (asan.PID) under $logs.
+# handle_segv etc. stay on; allow_user_segv_handler lets the runtime's own handlers coexist.
+export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:print_stacktrace=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:log_path=$logs/asan"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$logs/ubsan"
+export LSAN_OPTIONS="print_suppressions=0"
+
+status=0
+(cd "$out" && ctest --output-on-failure -j2 --timeout 900) || status=$?
+
+if compgen -G "$logs/*" >/dev/null; then
+  echo "test-sanitized: sanitizer reports:" >&2
+  for f in "$logs"/*; do
+    echo "=== $f" >&2
+    head -n 80 "$f" >&2
+  done
+  status=1
+fi
+if ((status != 0)); then
+  echo "test-sanitized: FAILED (ASan+UBSan)" >&2
+  exit "$status"
+fi
+echo "test-sanitized: the whole suite passed under ASan+UBSan with no report"

@@ -1,0 +1,66 @@
+// What the JSON-RPC fuzz targets check on one line: ParseRpcLine (runtime/wire.h) answers every
+// line with a message or a reject and never throws; a reject has one of the three documented
+// codes and a message; the answer a server would send serializes; and a request's params go
+// through Params::Check and every accessor, each giving a value or an error that names the
+// parameter. A violated expectation traps, which libFuzzer reports as a crash.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/wire.h"
+
+namespace ptybox::fuzz {
+
+inline void Check(bool ok) {
+  if (!ok) __builtin_trap();
+}
+
+inline void CheckDecodesParams(const runtime::RpcMessage& message) {
+  std::vector<std::string> keys;
+  if (message.params.is_object()) {
+    for (const auto& [key, value] : message.params.items()) keys.push_back(key);
+  }
+  // With no key allowed, any key is refused, and the message names it.
+  Result<runtime::Params> none = runtime::Params::Check(message.params, message.method, {});
+  Check(none.has_value() == keys.empty());
+  if (!none) Check(!none.error().message.empty() && none.error().context == keys.front());
+
+  Result<runtime::Params> params = runtime::Params::Check(message.params, message.method, keys);
+  Check(params.has_value());
+  for (const std::string& key : keys) {
+    auto s = params->RequiredString(key);
+    Check(s.has_value() == params->raw()[key].is_string());
+    auto os = params->OptionalString(key);
+    if (!os) Check(os.error().context == key);
+    auto oi = params->OptionalInt(key, -1000, 1000);
+    if (oi && *oi) Check(**oi >= -1000 && **oi <= 1000);
+    if (!oi) Check(oi.error().context == key);
+    auto ob = params->OptionalBool(key);
+    if (!ob) Check(ob.error().context == key);
+    auto map = params->StringMap(key);
+    if (!map) Check(!map.error().message.empty());
+  }
+  Check(!params->RequiredString("no such key").has_value());
+}
+
+// Decodes one line as both servers do, and builds the answer they would send.
+inline void CheckLine(const std::string& line) {
+  auto message = runtime::ParseRpcLine(line);
+  if (!message) {
+    const runtime::RpcReject& reject = message.error();
+    Check(reject.code == -32700 || reject.code == -32600 || reject.code == -32602);
+    Check(!reject.message.empty());
+    Check(reject.id.is_null() || reject.id.is_string() || reject.id.is_number_integer() ||
+          reject.id.is_number_unsigned());
+    Check(!runtime::Dump(runtime::RpcError(reject.id, reject.code, reject.message)).empty());
+    return;
+  }
+  Check(message->params.is_null() || message->params.is_object());
+  Check(!runtime::RequestKey(message->id).empty());
+  if (message->kind == runtime::RpcMessage::Kind::kResponse) return;
+  Check(!runtime::Dump(runtime::RpcResult(message->id, message->params)).empty());
+  CheckDecodesParams(*message);
+}
+
+}  // namespace ptybox::fuzz
