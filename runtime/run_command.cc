@@ -185,8 +185,14 @@ class RunDriver final : private backend::InitSession::Listener {
       exit_code_ = kRunExitSandbox;
     }
     // ptybox-init already said why on our stderr, which it shares; a sandbox that ended
-    // before init ran did not: say why, never fall back to running unconfined.
-    if (init_.init_exited()) Say(error.Describe());
+    // before init ran did not, nor did a launch refused before anything started: say why,
+    // never fall back to running unconfined.
+    if (init_.init_exited() || !init_.started()) Say(error.Describe());
+    // Refused before a process existed: no exit will come to end the run.
+    if (!init_.started()) {
+      terminating_ = true;
+      init_.Terminate(grace_, [this](Result<void> ended) { Done(std::move(ended)); });
+    }
   }
 
   void OnProgramExit(backend::SessionStatus status) override {

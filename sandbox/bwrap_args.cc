@@ -182,7 +182,13 @@ std::vector<std::string> BuildBwrapArgv(const SandboxSpec& spec,
   // Last mount: the init binary, read-only even when it lives in /tmp or a writable root.
   argv.Bind("--ro-bind", invocation.init_binary, from);
   // The staged sources stay out of sight: the sandbox never sees the launcher's staging place.
-  if (!from.empty()) argv.Option("--tmpfs", kStageDir);
+  // An empty /run (run_dirs) already hides it; otherwise an empty tmpfs covers it.
+  const bool stage_hidden =
+      std::any_of(spec.run_dirs.begin(), spec.run_dirs.end(), [](const std::filesystem::path& dir) {
+        const std::string stage = kStageDir;
+        return stage.starts_with(dir.string() + "/");
+      });
+  if (!from.empty() && !stage_hidden) argv.Option("--tmpfs", kStageDir);
 
   // Process setup inside the sandbox. ptybox-init is the namespace's pid 1 (non-dumpable), so
   // no process without the seccomp filter (bwrap's own reaper) is left for the session to

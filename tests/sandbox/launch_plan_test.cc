@@ -85,7 +85,14 @@ TEST(StagedArgvTest, SourcesComeFromTheStageAndTheSessionIsRootOfItsNamespace) {
   EXPECT_TRUE(sequence({"--unshare-user", "--uid", "0", "--gid", "0"}));
   EXPECT_TRUE(sequence({"--bind", "/run/ptybox-stage/0", "/w", "--bind", "/run/ptybox-stage/1",
                         "/w/sub", "--ro-bind", "/run/ptybox-stage/2", "/w/.git", "--ro-bind",
-                        "/run/ptybox-stage/3", "/i/init", "--tmpfs", kStageDir}));
+                        "/run/ptybox-stage/3", "/i/init", "--as-pid-1"}));
+  // The empty /run (run_dirs) already hides the staging place; without it an empty tmpfs does.
+  EXPECT_TRUE(sequence({"--tmpfs", "/run"}));
+  SandboxSpec no_run = spec;
+  no_run.run_dirs.clear();
+  const std::vector<std::string> covered = BuildBwrapArgv(no_run, invocation);
+  const std::vector<std::string> tail = {"/i/init", "--tmpfs", kStageDir, "--as-pid-1"};
+  EXPECT_NE(std::search(covered.begin(), covered.end(), tail.begin(), tail.end()), covered.end());
   // No host path of a root is ever a bind source.
   for (size_t i = 0; i + 2 < argv.size(); ++i) {
     if (argv[i] == "--bind" || argv[i] == "--ro-bind") {
