@@ -9,6 +9,8 @@
 #include <mutex>
 #include <system_error>
 
+#include "sandbox/user_namespace.h"
+
 namespace ptybox::sandbox {
 namespace fs = std::filesystem;
 
@@ -76,10 +78,39 @@ std::vector<HiddenPath> CollectHiddenPaths(const std::vector<std::string>& patte
   return hidden;
 }
 
+bool ReachableByStranger(const fs::path& path, const std::vector<fs::path>& roots) {
+  auto inside_a_root = [&](const fs::path& dir) {
+    return std::any_of(roots.begin(), roots.end(), [&](const fs::path& root) {
+      const std::string r = root.string();
+      const std::string d = dir.string();
+      return d == r || d.starts_with(r.back() == '/' ? r : r + "/");
+    });
+  };
+  fs::path dir = "/";
+  for (const fs::path& part : path.parent_path().relative_path()) {
+    dir /= part;
+    // Inside a root the owner is the session itself (idmapped): the owner's bits apply there,
+    // and the session reaches what its roots hold.
+    if (inside_a_root(dir)) return true;
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0 || (st.st_mode & S_IXOTH) == 0) return false;
+  }
+  return true;
+}
+
 void ApplyHostWalls(const policy::ResolvedPolicy& policy, SandboxSpec& spec) {
   spec.run_dirs = HostRunDirs();
   spec.hidden = policy.hidden.empty() ? std::vector<HiddenPath>{}
                                       : CollectHiddenPaths(policy.hidden, HomeDirectories());
+  if (RunsAsHostRoot()) {
+    // A root daemon's session (and bwrap, which mounts the covers) runs as an unprivileged id
+    // that owns nothing outside its roots: a path below a directory it cannot search is out of
+    // its reach already, and bwrap could not cover it either.
+    std::vector<fs::path> roots = spec.writable_roots;
+    roots.push_back(spec.workspace_root);
+    std::erase_if(spec.hidden,
+                  [&](const HiddenPath& h) { return !ReachableByStranger(h.path, roots); });
+  }
 }
 
 }  // namespace ptybox::sandbox

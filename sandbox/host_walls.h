@@ -23,6 +23,11 @@ std::vector<std::filesystem::path> HomeDirectories();
 // The existing paths among `patterns` ("/abs/path" or "~/rel/path", expanded over `homes`),
 // canonical (a link is hidden at its target), without duplicates. A pattern that names
 // nothing on this host needs nothing.
+// Whether an id that owns no host file (a root daemon's session id) can search every directory
+// above `path`; directories inside `roots` (idmapped to the session) count as reachable.
+bool ReachableByStranger(const std::filesystem::path& path,
+                         const std::vector<std::filesystem::path>& roots);
+
 std::vector<HiddenPath> CollectHiddenPaths(const std::vector<std::string>& patterns,
                                            const std::vector<std::filesystem::path>& homes);
 

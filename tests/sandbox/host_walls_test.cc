@@ -1,0 +1,50 @@
+// Host facts behind the walls: which hidden paths a root daemon's session id could reach at all
+// (bwrap, running as that id, must be able to cover every one it is given).
+#include "sandbox/host_walls.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <cstdlib>
+#include <string>
+
+namespace ptybox::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(HostWallsTest, APathBelowADirectoryStrangersCannotSearchIsOutOfReach) {
+  std::string pattern = (fs::temp_directory_path() / "ptybox-walls-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  struct Cleanup {
+    fs::path path;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } dir{pattern};
+  const fs::path closed = dir.path / "closed";
+  const fs::path open = dir.path / "open";
+  fs::create_directories(closed / "inner");
+  fs::create_directories(open / "inner");
+  std::ofstream(closed / "inner" / "secret") << "x";
+  std::ofstream(open / "inner" / "secret") << "x";
+  ::chmod(dir.path.c_str(), 0755);
+  ::chmod(closed.c_str(), 0700);
+  ::chmod(open.c_str(), 0755);
+  ::chmod((open / "inner").c_str(), 0711);
+
+  EXPECT_FALSE(ReachableByStranger(closed / "inner" / "secret", {}));
+  EXPECT_TRUE(ReachableByStranger(open / "inner" / "secret", {}));
+  // The closed directory itself can be covered: only the directories above it count.
+  EXPECT_TRUE(ReachableByStranger(closed, {}));
+  // Inside a root the session owns what the root's owner owns (idmapped): reachable.
+  EXPECT_TRUE(ReachableByStranger(closed / "inner" / "secret", {closed}));
+  EXPECT_TRUE(ReachableByStranger(closed / "inner" / "secret", {dir.path}));
+}
+
+}  // namespace
+}  // namespace ptybox::sandbox
