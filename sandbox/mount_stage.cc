@@ -161,22 +161,46 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
   Result<OpenedPath> init = OpenFollowing(init_binary);
   if (!init) return std::unexpected(init.error());
   if (as_root) {
-    // bwrap runs as the session id and must reach ptybox-init's own path inside (its bind
-    // destination and what it execs): every directory above it must be searchable by others.
-    for (std::filesystem::path dir = init_binary.parent_path(); !dir.empty();
-         dir = dir.parent_path()) {
-      struct stat st {};
-      if (::stat(dir.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) {
-        return Fail(ErrorKind::kSandboxUnavailable,
-                    "ptybox-init at " + init_binary.string() +
-                        " is out of reach of the session's unprivileged id: " + dir.string() +
-                        " is not searchable by other users. A root daemon's sessions never run "
-                        "as root; install ptybox under a world-searchable path (e.g. "
-                        "/usr/local) or run chmod o+x " + dir.string(),
-                    init_binary.string());
-      }
-      if (dir == dir.root_path()) break;
+    // bwrap runs as the session id and must reach every bind destination (a workspace in
+    // /root, ptybox-init built there): a directory above one that the id cannot search is
+    // veiled, an empty tmpfs holding only the path down to each destination below it.
+    std::vector<std::pair<std::filesystem::path, bool>> destinations;
+    for (const OpenedPath& root : roots) destinations.emplace_back(root.path, true);
+    std::filesystem::path unused;
+    if (ContainingRoot(roots, init_binary, unused) == nullptr) {
+      destinations.emplace_back(init_binary.lexically_normal(), false);
     }
+    for (const auto& [destination, directory] : destinations) {
+      // A root inside another root is reached through the outer one's bind.
+      if (directory && ContainingRoot(roots, destination, unused) != nullptr) continue;
+      const std::filesystem::path veil = TopmostVeil(destination);
+      if (veil.empty()) continue;
+      bool known = false;
+      for (const std::string& v : plan.veils) known = known || v == veil.string();
+      if (!known) plan.veils.push_back(veil.string());
+      std::filesystem::path path = veil;
+      const std::filesystem::path rest = destination.lexically_relative(veil);
+      for (auto part = rest.begin(); part != rest.end(); ++part) {
+        path /= *part;
+        const bool last = std::next(part) == rest.end();
+        bool seen = false;
+        for (const auto& e : plan.skeleton) seen = seen || e.path == path.string();
+        if (!seen) plan.skeleton.push_back({path.string(), !last || directory});
+      }
+    }
+    // A veil inside another veil is already covered by the outer tmpfs.
+    std::erase_if(plan.veils, [&](const std::string& v) {
+      for (const std::string& outer : plan.veils) {
+        if (v != outer && v.starts_with(outer + "/")) return true;
+      }
+      return false;
+    });
+    std::erase_if(plan.skeleton, [&](const StagePlan::SkeletonEntry& e) {
+      for (const std::string& v : plan.veils) {
+        if (e.path == v) return true;
+      }
+      return false;
+    });
   }
 
   // 3. One entry per bind; for a root daemon the idmapped clone of exactly what was checked.
@@ -243,6 +267,19 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
   return plan;
 }
 
+std::filesystem::path TopmostVeil(const std::filesystem::path& destination) {
+  std::filesystem::path dir = "/";
+  const std::filesystem::path parent = destination.lexically_normal().parent_path();
+  for (const std::filesystem::path& part : parent.relative_path()) {
+    dir /= part;
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & S_IXOTH) == 0) {
+      return dir;
+    }
+  }
+  return {};
+}
+
 bool EnterStage(StagePlan& plan, int error_fd) noexcept {
   if (plan.as_root) {
     if (::unshare(CLONE_NEWNS) != 0) return Failed(error_fd, "unshare(CLONE_NEWNS)", nullptr, errno);
@@ -293,6 +330,23 @@ bool EnterStage(StagePlan& plan, int error_fd) noexcept {
     const int tree = plan.as_root ? e.tree.Get() : e.child_tree;
     if (::move_mount(tree, "", AT_FDCWD, e.stage_path.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) {
       return Failed(error_fd, "move_mount to", e.stage_path.c_str(), errno);
+    }
+  }
+  // Veils (root daemon): after the stage's clones exist, so they hold the real objects.
+  for (const std::string& veil : plan.veils) {
+    if (::mount("tmpfs", veil.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) {
+      return Failed(error_fd, "veiling", veil.c_str(), errno);
+    }
+  }
+  for (const StagePlan::SkeletonEntry& e : plan.skeleton) {
+    if (e.directory) {
+      if (::mkdir(e.path.c_str(), 0755) != 0 && errno != EEXIST) {
+        return Failed(error_fd, "mkdir in a veil", e.path.c_str(), errno);
+      }
+    } else {
+      const int fd = ::open(e.path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+      if (fd < 0) return Failed(error_fd, "creating in a veil", e.path.c_str(), errno);
+      ::close(fd);
     }
   }
   if (plan.as_root) {

@@ -46,7 +46,21 @@ struct StagePlan {
   std::string self_uid_map;  // non-root: the child's own user namespace, its ids 1:1
   std::string self_gid_map;
   std::vector<StageEntry> entries;
+  // Root daemon: host directories above a bind destination that the session id cannot search
+  // (e.g. /root, mode 0700). Each becomes an empty tmpfs in the launcher's namespace (and so in
+  // the sandbox: what they held stays out of sight), holding only the path down to each
+  // destination (`skeleton`, parents first; `directory` false for a file's mount point).
+  std::vector<std::string> veils;
+  struct SkeletonEntry {
+    std::string path;
+    bool directory = true;
+  };
+  std::vector<SkeletonEntry> skeleton;
 };
+
+// The topmost directory above `destination` (strictly) that an id owning no host file cannot
+// search, or empty when every directory above it can be searched. Pure but for stat(2).
+std::filesystem::path TopmostVeil(const std::filesystem::path& destination);
 
 // In the parent, before fork: opens and checks every path, fills sandbox.bind_sources (and
 // uid_zero_inside for a root daemon) and, for a root daemon, makes the idmapped clones.

@@ -1,9 +1,39 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test (the command CI runs, via .ci/run).
+# Installs what is missing, builds, and runs every test: the README's second command and what CI
+# runs (.ci/run). Cheapest and most telling first, so a failure shows early; each step prints
+# its wall time (docs/ci.md, "ptybox's own CI").
+#   1. install-deps (with Node for the MCP SDK test, clang-16 for fuzzing, ccache)
+#   2. build (RelWithDebInfo, -Werror) and the whole test suite
+#   3. the Release configuration the image builds (-O3, -Werror; no tests or benchmarks)
+#   4. every libFuzzer target for FUZZ_SECONDS (default 60) each: scripts/fuzz.sh
+#   5. the whole test suite again under ASan + UBSan: scripts/test-sanitized.sh
+# PTYBOX_TEST_QUICK=1 stops after step 2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PTYBOX_WITH_NODE=1 ./scripts/install-deps.sh
-./scripts/build.sh
-cd build
-# Tests assert reasons and order, never durations, so running two at a time is safe.
-ctest --output-on-failure -j2 --timeout 600
+
+step() {
+  local name=$1
+  shift
+  local start=$SECONDS
+  echo "=== test: $name"
+  "$@"
+  echo "=== test: $name passed in $((SECONDS - start)) s"
+}
+
+run_suite() {
+  # Tests assert reasons and order, never durations, so running two at a time is safe.
+  (cd build && ctest --output-on-failure -j2 --timeout 600)
+}
+
+step "dependencies" env PTYBOX_WITH_NODE=1 PTYBOX_WITH_FUZZ=1 ./scripts/install-deps.sh
+step "build (RelWithDebInfo)" ./scripts/build.sh
+step "test suite" run_suite
+if [[ "${PTYBOX_TEST_QUICK:-0}" == "1" ]]; then
+  echo "=== test: PTYBOX_TEST_QUICK=1: skipping the Release build, fuzzing and ASan+UBSan"
+  exit 0
+fi
+step "build (Release, as the image)" env BUILD_DIR=build-release BUILD_TYPE=Release \
+  ./scripts/build.sh -DPTYBOX_BUILD_TESTS=OFF -DPTYBOX_BUILD_BENCH=OFF
+step "fuzz (${FUZZ_SECONDS:-60} s per target)" ./scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+step "test suite under ASan+UBSan" ./scripts/test-sanitized.sh
+echo "=== test: every step passed in $SECONDS s"

@@ -67,7 +67,11 @@ TEST_P(BindRaceTest, SwappingAWritableRootWithALinkNeverBindsTheHostDirectory) {
   EXPECT_TRUE(mode_set);
   int opened = 0;
   int refused = 0;
-  for (int i = 0; i < 16; ++i) {
+  int attempts = 0;
+  // At least 16 opens; more (up to 96) while none has got through the race yet, so that a
+  // busy machine where every early open met the link still checks a session.
+  for (int i = 0; i < 96 && (i < 16 || opened == 0); ++i) {
+    ++attempts;
     Json reply = client.Call("terminal_open", Json::object());
     if (!reply.contains("result")) {
       ++refused;
@@ -88,7 +92,7 @@ TEST_P(BindRaceTest, SwappingAWritableRootWithALinkNeverBindsTheHostDirectory) {
   std::cout << "  observed [" << mode << "] " << swaps << " swaps, " << opened << " opened, "
             << refused << " refused\n";
   EXPECT_GT(swaps, 0);
-  EXPECT_EQ(opened + refused, 16);
+  EXPECT_EQ(opened + refused, attempts);
   EXPECT_GT(opened, 0) << "no session opened: nothing was checked";
   for (const auto& entry : fs::directory_iterator(host.path())) {
     EXPECT_EQ(entry.path().filename(), "host-marker") << "a session wrote the host directory";
