@@ -101,7 +101,10 @@ TEST_P(DaemonReachTest, SocketInAVisibleHostDirectoryIsHidden) {
   // Short: a socket path has at most 107 bytes.
   const fs::path dir = OutsideDir() / ("s" + std::to_string(::getpid()) + Mode().substr(0, 2));
   fs::create_directories(dir);
-  fs::permissions(dir, fs::perms::owner_all);
+  // Searchable by anyone, so that hiding it is what stops the session (a root daemon's session
+  // id could not search a 0700 directory at all: then it needs no cover and gets none).
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec);
   {
     Daemon daemon(Daemon::Options{}, dir / "ptybox.sock");
     PrepareWorkspace(daemon.workspace());

@@ -46,7 +46,10 @@ class SecretsTest : public ::testing::TestWithParam<std::string> {
   static void Plant(const fs::path& path, const std::string& text) {
     fs::create_directories(path.parent_path());
     std::ofstream(path) << text << "\n";
-    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+    // Readable by anyone (a root daemon's session runs as an unprivileged id): only the
+    // hiding can keep these from the session, so the test sees that wall and no other.
+    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write |
+                              fs::perms::group_read | fs::perms::others_read);
   }
   [[nodiscard]] const std::string& Mode() const { return GetParam(); }
   [[nodiscard]] bool Confined() const { return Mode() != "danger-full-access"; }
