@@ -15,6 +15,7 @@
 #include <random>
 #include <sstream>
 
+#include "sandbox/mount_stage.h"
 #include "tests/sandbox/process_runner.h"
 #include "tests/sandbox/sandbox_runner.h"
 #include "tests/support/files.h"
@@ -183,7 +184,20 @@ fs::path OutsideDir() {
   if (unprivileged != nullptr && *unprivileged != '\0' && fs::is_directory(unprivileged)) {
     return unprivileged;
   }
-  return ESCAPE_OUTSIDE_DIR;
+  // A build tree below a directory a root daemon's session id cannot search (a clone in
+  // /root) is veiled inside the sandbox, not visible read-only: use a visible host directory.
+  const fs::path built = ESCAPE_OUTSIDE_DIR;
+  if (::geteuid() == 0 && !sandbox::TopmostVeil(built / "x").empty()) {
+    const fs::path visible = "/var/tmp/ptybox-escape-outside";
+    std::error_code ec;
+    fs::create_directories(visible, ec);
+    fs::permissions(visible,
+                    fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                        fs::perms::others_read | fs::perms::others_exec,
+                    ec);
+    return visible;
+  }
+  return built;
 }
 
 std::map<std::string, std::string> StatusFields(const std::string& text) {
