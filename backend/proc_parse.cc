@@ -8,6 +8,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "common/text_scan.h"
+
 namespace ptybox::backend::proc {
 namespace {
 
@@ -72,30 +74,10 @@ static_assert(kSyscalls.epoll_pwait2 == SYS_epoll_pwait2);
 // AArch32 on aarch64) cannot, and its syscall numbers mean other calls.
 constexpr uint64_t kCompatStackLimit = uint64_t{1} << 32;
 
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n'; }
-
-std::string_view SkipSpaces(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size() && IsSpace(s[i])) ++i;
-  return s.substr(i);
-}
-
-// Splits off the next whitespace-delimited token.
-std::string_view NextToken(std::string_view& s) {
-  s = SkipSpaces(s);
-  size_t end = 0;
-  while (end < s.size() && !IsSpace(s[end])) ++end;
-  std::string_view token = s.substr(0, end);
-  s.remove_prefix(end);
-  return token;
-}
-
-template <typename T>
-bool ParseNumber(std::string_view token, T& out, int base = 10) {
-  if (token.empty()) return false;
-  auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), out, base);
-  return ec == std::errc() && ptr == token.data() + token.size();
-}
+using text::IsSpace;
+using text::NextToken;
+using text::ParseNumber;
+using text::SkipSpaces;
 
 bool ParseHex(std::string_view token, uint64_t& out) {
   if (token.starts_with("0x")) token.remove_prefix(2);

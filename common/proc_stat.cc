@@ -8,31 +8,15 @@
 #include <string>
 #include <unordered_set>
 
+#include "common/text_scan.h"
 #include "common/unique_fd.h"
 
 namespace ptybox::proc {
 namespace {
 
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n'; }
-
-// Splits off the next whitespace-delimited token.
-std::string_view NextToken(std::string_view& s) {
-  size_t i = 0;
-  while (i < s.size() && IsSpace(s[i])) ++i;
-  s.remove_prefix(i);
-  size_t end = 0;
-  while (end < s.size() && !IsSpace(s[end])) ++end;
-  std::string_view token = s.substr(0, end);
-  s.remove_prefix(end);
-  return token;
-}
-
-template <typename T>
-bool ParseNumber(std::string_view token, T& out) {
-  if (token.empty()) return false;
-  auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), out);
-  return ec == std::errc() && ptr == token.data() + token.size();
-}
+using text::IsSpace;
+using text::NextToken;
+using text::ParseNumber;
 
 }  // namespace
 
