@@ -9,8 +9,6 @@
 #include <mutex>
 #include <system_error>
 
-#include "sandbox/user_namespace.h"
-
 namespace ptybox::sandbox {
 namespace fs = std::filesystem;
 
@@ -102,14 +100,15 @@ void ApplyHostWalls(const policy::ResolvedPolicy& policy, SandboxSpec& spec) {
   spec.run_dirs = HostRunDirs();
   spec.hidden = policy.hidden.empty() ? std::vector<HiddenPath>{}
                                       : CollectHiddenPaths(policy.hidden, HomeDirectories());
-  if (RunsAsHostRoot()) {
-    // A root daemon's session (and bwrap, which mounts the covers) runs as an unprivileged id
-    // that owns nothing outside its roots: a path below a directory it cannot search is out of
-    // its reach already, and bwrap could not cover it either.
-    std::vector<fs::path> roots = spec.writable_roots;
-    roots.push_back(spec.workspace_root);
-    std::erase_if(spec.hidden,
-                  [&](const HiddenPath& h) { return !ReachableByStranger(h.path, roots); });
+}
+
+void DropCoversOutOfReach(SandboxSpec& spec) {
+  std::vector<fs::path> roots = spec.writable_roots;
+  roots.push_back(spec.workspace_root);
+  std::erase_if(spec.hidden,
+                [&](const HiddenPath& h) { return !ReachableByStranger(h.path, roots); });
+  if (!spec.daemon_socket.empty() && !ReachableByStranger(spec.daemon_socket, roots)) {
+    spec.daemon_socket.clear();
   }
 }
 

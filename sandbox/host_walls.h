@@ -34,4 +34,9 @@ std::vector<HiddenPath> CollectHiddenPaths(const std::vector<std::string>& patte
 // Fills the walls' facts into `spec` (run_dirs, hidden) from the policy.
 void ApplyHostWalls(const policy::ResolvedPolicy& policy, SandboxSpec& spec);
 
+// A root daemon's session (and bwrap, which places the covers) runs as an unprivileged id that
+// owns nothing outside its roots: a hidden path or the daemon's socket below a directory it
+// cannot search is out of its reach already, and bwrap could not cover it. Drops those.
+void DropCoversOutOfReach(SandboxSpec& spec);
+
 }  // namespace ptybox::sandbox

@@ -169,13 +169,7 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
     const bool as_root = RunsAsHostRoot();
     Result<StagePlan> plan = PrepareStage(sandbox, spec.init_binary, as_root, spec.session_ids);
     if (!plan) return std::unexpected(plan.error());
-    if (as_root && !sandbox.daemon_socket.empty()) {
-      // A socket the session id cannot reach needs no cover, and bwrap (as that id) could not
-      // place one (a veiled /root, a 0700 directory).
-      std::vector<std::filesystem::path> roots = sandbox.writable_roots;
-      roots.push_back(sandbox.workspace_root);
-      if (!ReachableByStranger(sandbox.daemon_socket, roots)) sandbox.daemon_socket.clear();
-    }
+    if (as_root) DropCoversOutOfReach(sandbox);
     stage.emplace(std::move(*plan));
   }
 
