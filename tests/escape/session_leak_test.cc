@@ -88,6 +88,18 @@ class SessionLeakTest : public ::testing::TestWithParam<Param> {
   }
 
   // Starts the detached sleep, then (when `kill_init`) kills ptybox-init from inside.
+  // The attack (ptybox-init killed or not), then the daemon's SIGTERM: nothing may be left.
+  void AttackThenStopTheDaemon(bool kill_init) {
+    Daemon daemon(DaemonOptions());
+    RpcClient client(daemon.socket());
+    const std::string session = OpenSession(client, Mode());
+    ASSERT_FALSE(session.empty());
+    const std::string seconds = UniqueSeconds();
+    Attack(client, session, seconds, kill_init);
+    int status = daemon.Stop(SIGTERM);
+    EXPECT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(LeftAfterGuard(seconds), std::vector<pid_t>{}) << "leaked past the daemon";
+  }
   void Attack(RpcClient& client, const std::string& session, const std::string& seconds,
               bool kill_init) {
     std::string command = "(setsid sleep " + seconds + " >/dev/null 2>&1 &)";
@@ -126,27 +138,11 @@ TEST_P(SessionLeakTest, KilledInitLeavesNothingAfterClose) {
 }
 
 TEST_P(SessionLeakTest, KilledInitLeavesNothingAfterDaemonSigterm) {
-  Daemon daemon(DaemonOptions());
-  RpcClient client(daemon.socket());
-  const std::string session = OpenSession(client, Mode());
-  ASSERT_FALSE(session.empty());
-  const std::string seconds = UniqueSeconds();
-  Attack(client, session, seconds, /*kill_init=*/true);
-  int status = daemon.Stop(SIGTERM);
-  EXPECT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(LeftAfterGuard(seconds), std::vector<pid_t>{}) << "leaked past the daemon";
+  AttackThenStopTheDaemon(/*kill_init=*/true);
 }
 
 TEST_P(SessionLeakTest, DetachedProcessEndsWithDaemonSigterm) {
-  Daemon daemon(DaemonOptions());
-  RpcClient client(daemon.socket());
-  const std::string session = OpenSession(client, Mode());
-  ASSERT_FALSE(session.empty());
-  const std::string seconds = UniqueSeconds();
-  Attack(client, session, seconds, /*kill_init=*/false);
-  int status = daemon.Stop(SIGTERM);
-  EXPECT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(LeftAfterGuard(seconds), std::vector<pid_t>{}) << "leaked past the daemon";
+  AttackThenStopTheDaemon(/*kill_init=*/false);
 }
 
 std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
