@@ -22,6 +22,11 @@ if [[ "${PTYBOX_WITH_FUZZ:-0}" == "1" ]]; then
   packages+=(clang-16 libclang-rt-16-dev ccache)
 fi
 
+# The side-by-side benchmarks (scripts/bench.sh) measure these baselines and profile the daemon.
+if [[ "${PTYBOX_WITH_BENCH:-0}" == "1" ]]; then
+  packages+=(python3-pexpect tmux valgrind strace)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   # A package counts as present when dpkg has it installed, or (for node/npm) the command exists.
