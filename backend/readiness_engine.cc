@@ -123,12 +123,13 @@ void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
         // program's last output can still be on its way through the pty when it starts to wait;
         // whatever it leads to (a query answered, a prompt decoded) shows up in between.
         WaitSnapshot seen = SnapshotOf(facts, now);
-        if (pending_wait_ && pending_wait_->Same(seen) && now - pending_wait_->at >= kConfirmGap) {
+        const Millis gap = seen.outside ? kRelayConfirmGap : kConfirmGap;
+        if (pending_wait_ && pending_wait_->Same(seen) && now - pending_wait_->at >= gap) {
           exact_wait_ = true;
         } else {
           if (!pending_wait_ || !pending_wait_->Same(seen)) pending_wait_ = std::move(seen);
           // The confirming look comes right at the gap, not at the next step of the backoff.
-          next_probe_ = std::max(now + Millis(1), pending_wait_->at + kConfirmGap);
+          next_probe_ = std::max(now + Millis(1), pending_wait_->at + gap);
           return;
         }
       } else {
@@ -208,6 +209,7 @@ ReadinessEngine::WaitSnapshot ReadinessEngine::SnapshotOf(const ForegroundFacts&
   for (const TaskFacts& task : facts.tasks) {
     if (task.tty_wait == TtyWait::kNone) continue;
     snapshot.waits[task.tid] = WaitIdentity{task.run_ns, task.voluntary_switches};
+    snapshot.outside = snapshot.outside || task.outside_group;
   }
   return snapshot;
 }

@@ -91,9 +91,14 @@ class ReadinessEngine final {
     pid_t pgid = 0;
     TimePoint at{};
     std::map<pid_t, WaitIdentity> waits;  // tid -> identity
+    bool outside = false;                 // a waiting task is outside the foreground group
     [[nodiscard]] bool Same(const WaitSnapshot& other) const;
   };
   static constexpr Millis kConfirmGap{2};
+  // A reader outside the foreground group may be relaying (a tmux server forwards our input to
+  // a pane and waits for the pane's output in the same poll as for the terminal): its wait must
+  // hold this long, with no output, before it counts.
+  static constexpr Millis kRelayConfirmGap{100};
   // A wait on the terminal whose own timeout is at most this long (every waiting task's) ends by
   // itself: a program's timer (node's setTimeout with the terminal still in its epoll set), an
   // editor telling a lone ESC from a key sequence, a poller's tick. It is a wait for the user

@@ -500,7 +500,12 @@ TEST_F(EngineTest, AReaderOutsideTheForegroundGroupIsAWait) {
   server.wait_timeout_ms = 14000;
   f.tasks = {client, server};
   SeenTwice(e, At(5), f);
-  EXPECT_EQ(*e.Evaluate(At(7)).settle, WaitReason::kStdinRead);
+  EXPECT_FALSE(e.Evaluate(At(7)).settle) << "a relay's wait must hold longer";
+  ReadinessEngine::Decision d = e.Evaluate(At(7));
+  ASSERT_TRUE(d.probe_at);
+  EXPECT_EQ(*d.probe_at, At(105));
+  e.OnProbe(At(105), f);
+  EXPECT_EQ(*e.Evaluate(At(105)).settle, WaitReason::kStdinRead);
 }
 
 TEST_F(EngineTest, ProbesBeforeTheWriteSettlesAreNotEvidence) {
