@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -50,6 +51,18 @@ class ProgramsTest : public ::testing::TestWithParam<std::string> {
     return tag + "-" + mode + "-" + std::to_string(::getpid());
   }
 
+  // terminal_send that prints how long it took and why it settled, for the record
+  // (docs/readiness.md); never asserted.
+  Json Step(const std::string& id, const std::string& what, const std::string& input) {
+    auto start = std::chrono::steady_clock::now();
+    Json r = Send(client_, id, input);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::printf("[ settle   ] %s %s: %.0f ms, %s\n", GetParam().c_str(), what.c_str(), ms,
+                r.contains("waitReason") ? r["waitReason"].dump().c_str() : r.dump().c_str());
+    return r;
+  }
+
   static Daemon* daemon_;
   RpcClient client_{daemon_->socket()};
 };
@@ -66,10 +79,10 @@ TEST_P(ProgramsTest, NodeReadlineSettlesOnlyAfterItsTimerPrinted) {
                "rl.question('name? ', a => { rl.close(); console.log('working');\n"
                "  setTimeout(() => console.log('done ' + a), 2500); });\n");
   std::string id = Open();
-  Json r = Send(client_, id, "node rl.js\n");
+  Json r = Step(id, "node readline start", "node rl.js\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_TRUE(Contains(r["viewport"], "name?")) << r.dump();
-  r = Send(client_, id, "Ada\n");
+  r = Step(id, "node readline answer (2.5 s timer)", "Ada\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   const std::string out = r["viewport"].is_string() ? r["viewport"].get<std::string>() : "";
   const size_t working = out.find("working");
@@ -83,12 +96,12 @@ TEST_P(ProgramsTest, NodeReadlineSettlesOnlyAfterItsTimerPrinted) {
 TEST_P(ProgramsTest, NodeReplAwaitSettlesWithItsResult) {
   REQUIRE_PROGRAM("/usr/bin/node");
   std::string id = Open();
-  Json r = Send(client_, id, "node\n");
+  Json r = Step(id, "node REPL start", "node\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
-  r = Send(client_, id, "await new Promise(r => setTimeout(() => r(5), 2000))\n");
+  r = Step(id, "node REPL await (2 s timer)", "await new Promise(r => setTimeout(() => r(5), 2000))\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_TRUE(Contains(r["viewport"], "5")) << "settled before the promise resolved: " << r.dump();
-  r = Send(client_, id, "6*7\n");
+  r = Step(id, "node REPL 6*7", "6*7\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_TRUE(Contains(r["viewport"], "42")) << "the next line is still JavaScript: " << r.dump();
   r = Send(client_, id, ".exit\n");
@@ -101,12 +114,12 @@ TEST_P(ProgramsTest, IPythonIsASteadyInputLoop) {
   REQUIRE_PROGRAM("/usr/bin/ipython3");
   std::string id = Open();
   // Its profile and history in the workspace (HOME may be read-only).
-  Json r = Send(client_, id,
+  Json r = Step(id, "ipython3 start",
                 "IPYTHONDIR=$PWD/.ipython-" + Unique("p") +
                     " /usr/bin/ipython3 --no-banner --colors=NoColor --no-confirm-exit\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_TRUE(Contains(r["viewport"], "In [1]")) << r.dump();
-  r = Send(client_, id, "6*7\n");
+  r = Step(id, "ipython3 6*7", "6*7\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_TRUE(Contains(r["viewport"], "42")) << r.dump();
   r = Send(client_, id, "exit\n");
@@ -118,7 +131,7 @@ TEST_P(ProgramsTest, IPythonIsASteadyInputLoop) {
 TEST_P(ProgramsTest, TopIsARedrawLoopWaitingForAKey) {
   REQUIRE_PROGRAM("/usr/bin/top");
   std::string id = Open();
-  Json r = Send(client_, id, "top -d 1\n");
+  Json r = Step(id, "top -d 1 start", "top -d 1\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_TRUE(Contains(r["viewport"], "PID")) << r.dump();
   r = Send(client_, id, "q");
@@ -153,10 +166,10 @@ TEST_P(ProgramsTest, RawModeTuiPollingEvery250MsWaitsForAKey) {
                "    termios.tcsetattr(fd, termios.TCSADRAIN, saved)\n"
                "    out('\\r\\nbye\\r\\n')\n");
   std::string id = Open();
-  Json r = Send(client_, id, "/usr/bin/python3 tui.py\n");
+  Json r = Step(id, "250 ms TUI start", "/usr/bin/python3 tui.py\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_TRUE(Contains(r["viewport"], "tui ready")) << r.dump();
-  r = Send(client_, id, "a");
+  r = Step(id, "250 ms TUI key", "a");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_TRUE(Contains(r["viewport"], "got a")) << r.dump();
   r = Send(client_, id, "q");
@@ -171,9 +184,9 @@ TEST_P(ProgramsTest, TmuxServerReadingTheTerminalIsAWait) {
   REQUIRE_PROGRAM("/usr/bin/tmux");
   const std::string sock = Unique("tmux");
   std::string id = Open();
-  Json r = Send(client_, id, "tmux -L " + sock + " -f /dev/null new-session\n");
+  Json r = Step(id, "tmux new-session", "tmux -L " + sock + " -f /dev/null new-session bash --norc --noprofile\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
-  r = Send(client_, id, "echo from-$((6*7))-tmux\n");
+  r = Step(id, "tmux command", "echo from-$((6*7))-tmux\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   Json screen = client_.Call("terminal_read", Json{{"sessionId", id}, {"view", "screen"}});
   ASSERT_TRUE(screen.contains("result")) << screen.dump();
@@ -196,13 +209,13 @@ TEST_P(ProgramsTest, GpgPinentryReadingTheTerminalIsAWait) {
                 "echo pinentry-program /usr/bin/pinentry-curses > $GNUPGHOME/gpg-agent.conf; "
                 "echo secret > " + home + ".txt; export GPG_TTY=$(tty)\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
-  r = Send(client_, id, "gpg -c -o " + home + ".gpg " + home + ".txt\n");
+  r = Step(id, "gpg -c (pinentry)", "gpg -c -o " + home + ".gpg " + home + ".txt\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   Json screen = client_.Call("terminal_read", Json{{"sessionId", id}, {"view", "screen"}});
   ASSERT_TRUE(screen.contains("result")) << screen.dump();
   EXPECT_TRUE(Contains(screen["result"]["text"], "assphrase")) << screen.dump();
   // The passphrase, then its repetition (a second pinentry dialog).
-  r = Send(client_, id, "correct horse\r");
+  r = Step(id, "gpg passphrase (second pinentry)", "correct horse\r");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   r = Send(client_, id, "correct horse\r");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
