@@ -299,7 +299,6 @@ class PtySession final {
 };
 
 std::string Waiter() { return PTYBOX_TTY_WAITER; }
-void MeasureAndCheckPassive(PtySession& session, const char* what);
 
 // The waiter runs as the foreground job of a shell-like leader; it must be found as the
 // group's only member, waiting in `kind`.
@@ -576,7 +575,19 @@ TEST_F(InteractiveBashTest, ReaderOutsideTheForegroundGroupCountsWhenTheGroupSle
   EXPECT_EQ(outside, 1) << Describe(f);
   EXPECT_GE(f.outside_scanned, 1u);
   EXPECT_EQ(f.canonical, std::optional<bool>(true)) << "bash gives a job the terminal in line mode";
-  MeasureAndCheckPassive(*session_, "sleep + outside reader");
+  // The cost of a look with the outside scan finding the reader, for the record; never
+  // asserted (on a loaded machine a look can run past its 20 ms budget: unknown).
+  ForegroundInspector inspector = session_->Inspector();
+  constexpr int kRounds = 300;
+  auto start = std::chrono::steady_clock::now();
+  int yes = 0;
+  for (int i = 0; i < kRounds; ++i) yes += inspector.Inspect().waiting_for_input == Tri::kYes;
+  double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                  .count() /
+              kRounds;
+  EXPECT_GT(yes, 0);
+  std::printf("[ cost     ] sleep + outside reader (scan of %zu tasks): %.1f us per Inspect()\n",
+              f.outside_scanned, us);
 }
 
 TEST_F(InteractiveBashTest, NoOutsideScanWhileTheGroupWaitsOnTheTerminalItself) {
@@ -589,7 +600,10 @@ TEST_F(InteractiveBashTest, NoOutsideScanWhileTheGroupWaitsOnTheTerminalItself) 
 
 TEST_F(InteractiveBashTest, SleepWithNoReaderAnywhereIsNotWaiting) {
   session_->Write("sleep 100\n");
-  ForegroundFacts f = WaitForJob(1, Tri::kNo);
+  ForegroundFacts f = session_->WaitFor([&](const ForegroundFacts& facts) {
+    return facts.foreground_pgid != session_->leader() && facts.waiting_for_input == Tri::kNo &&
+           AllAsleep(facts) && Comm(*facts.foreground_pgid) == "sleep";
+  });
   EXPECT_EQ(f.waiting_for_input, Tri::kNo) << Describe(f);
   EXPECT_GE(f.outside_scanned, 1u) << "bash itself (in wait4) was looked at";
   // The cost of a look with the outside scan, for the record (docs/readiness-facts.md).
