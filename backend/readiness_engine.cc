@@ -123,6 +123,7 @@ void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
         // program's last output can still be on its way through the pty when it starts to wait;
         // whatever it leads to (a query answered, a prompt decoded) shows up in between.
         WaitSnapshot seen = SnapshotOf(facts, now);
+        seen.loop = IsTimedWait(facts);  // only a recognised steady loop gets this far
         const Millis gap = seen.outside ? kRelayConfirmGap : kConfirmGap;
         if (pending_wait_ && pending_wait_->Same(seen) && now - pending_wait_->at >= gap) {
           exact_wait_ = true;
@@ -215,10 +216,14 @@ ReadinessEngine::WaitSnapshot ReadinessEngine::SnapshotOf(const ForegroundFacts&
 }
 
 bool ReadinessEngine::WaitSnapshot::Same(const WaitSnapshot& other) const {
-  if (pgid != other.pgid || waits.size() != other.waits.size()) return false;
+  if (pgid != other.pgid || loop != other.loop || waits.size() != other.waits.size()) {
+    return false;
+  }
   for (const auto& [tid, identity] : waits) {
     auto it = other.waits.find(tid);
-    if (it == other.waits.end() || it->second.run_ns != identity.run_ns ||
+    if (it == other.waits.end()) return false;
+    if (loop) continue;  // a loop goes round between looks; SteadyLoop vouched for both
+    if (it->second.run_ns != identity.run_ns ||
         it->second.voluntary_switches != identity.voluntary_switches) {
       return false;
     }

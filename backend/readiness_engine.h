@@ -92,6 +92,9 @@ class ReadinessEngine final {
     TimePoint at{};
     std::map<pid_t, WaitIdentity> waits;  // tid -> identity
     bool outside = false;                 // a waiting task is outside the foreground group
+    // A steady loop's wait: its tasks wake every period, so a later look confirms it by the
+    // same tasks still in the loop (SteadyLoop holds again), not by unchanged counters.
+    bool loop = false;
     [[nodiscard]] bool Same(const WaitSnapshot& other) const;
   };
   static constexpr Millis kConfirmGap{2};

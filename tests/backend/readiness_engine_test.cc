@@ -508,6 +508,32 @@ TEST_F(EngineTest, AReaderOutsideTheForegroundGroupIsAWait) {
   EXPECT_EQ(*e.Evaluate(At(105)).settle, WaitReason::kStdinRead);
 }
 
+TEST_F(EngineTest, ARelayPollingFasterThanItsConfirmGapStillSettles) {
+  // pinentry-curses (started by gpg-agent, outside the foreground group): poll 70 ms in a loop.
+  // Its counters move between the looks 100 ms apart; the loop, not the counters, confirms.
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  auto pinentry = [](uint64_t switches, uint64_t run_ns) {
+    ForegroundFacts f;
+    f.foreground_pgid = kChild;
+    f.waiting_for_input = Tri::kYes;
+    f.canonical = false;
+    TaskFacts gpg = Task(kChild, TtyWait::kNone, 10);
+    TaskFacts reader = Task(kChild + 70, TtyWait::kPoll, run_ns);
+    reader.outside_group = true;
+    reader.wait_timeout_ms = 70;
+    reader.voluntary_switches = switches;
+    f.tasks = {gpg, reader};
+    return f;
+  };
+  e.OnProbe(At(10), pinentry(5, 1000));
+  e.OnProbe(At(60), pinentry(5, 1000));
+  e.OnProbe(At(120), pinentry(6, 1100));  // one round: a steady loop, first look
+  EXPECT_FALSE(e.Evaluate(At(120)).settle);
+  e.OnProbe(At(220), pinentry(8, 1300));  // two rounds later, nothing printed
+  EXPECT_EQ(*e.Evaluate(At(220)).settle, WaitReason::kStdinRead);
+}
+
 TEST_F(EngineTest, ProbesBeforeTheWriteSettlesAreNotEvidence) {
   ReadinessEngine e = SendEngine();
   e.OnPreWriteFacts(Waiting(kShell, 1));

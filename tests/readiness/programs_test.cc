@@ -53,9 +53,10 @@ class ProgramsTest : public ::testing::TestWithParam<std::string> {
 
   // terminal_send that prints how long it took and why it settled, for the record
   // (docs/readiness.md); never asserted.
-  Json Step(const std::string& id, const std::string& what, const std::string& input) {
+  Json Step(const std::string& id, const std::string& what, const std::string& input,
+            Json extra = Json::object()) {
     auto start = std::chrono::steady_clock::now();
-    Json r = Send(client_, id, input);
+    Json r = Send(client_, id, input, std::move(extra));
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     std::printf("[ settle   ] %s %s: %.0f ms, %s\n", GetParam().c_str(), what.c_str(), ms,
@@ -116,7 +117,9 @@ TEST_P(ProgramsTest, IPythonIsASteadyInputLoop) {
   // Its profile and history in the workspace (HOME may be read-only).
   Json r = Step(id, "ipython3 start",
                 "IPYTHONDIR=$PWD/.ipython-" + Unique("p") +
-                    " /usr/bin/ipython3 --no-banner --colors=NoColor --no-confirm-exit\n");
+                    " /usr/bin/ipython3 --no-banner --colors=NoColor --no-confirm-exit\n",
+                // Its start is silent for seconds on a loaded machine: not the rule under test.
+                Json{{"silenceMs", 20000}});
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_TRUE(Contains(r["viewport"], "In [1]")) << r.dump();
   r = Step(id, "ipython3 6*7", "6*7\n");
@@ -209,13 +212,15 @@ TEST_P(ProgramsTest, GpgPinentryReadingTheTerminalIsAWait) {
                 "echo pinentry-program /usr/bin/pinentry-curses > $GNUPGHOME/gpg-agent.conf; "
                 "echo secret > " + home + ".txt; export GPG_TTY=$(tty)\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
-  r = Step(id, "gpg -c (pinentry)", "gpg -c -o " + home + ".gpg " + home + ".txt\n");
+  // gpg-agent's start is silent for a while; the silence bound must not answer first.
+  r = Step(id, "gpg -c (pinentry)", "gpg -c -o " + home + ".gpg " + home + ".txt\n",
+           Json{{"silenceMs", 20000}});
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   Json screen = client_.Call("terminal_read", Json{{"sessionId", id}, {"view", "screen"}});
   ASSERT_TRUE(screen.contains("result")) << screen.dump();
   EXPECT_TRUE(Contains(screen["result"]["text"], "assphrase")) << screen.dump();
   // The passphrase, then its repetition (a second pinentry dialog).
-  r = Step(id, "gpg passphrase (second pinentry)", "correct horse\r");
+  r = Step(id, "gpg passphrase (second pinentry)", "correct horse\r", Json{{"silenceMs", 20000}});
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   r = Send(client_, id, "correct horse\r");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
