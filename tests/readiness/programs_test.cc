@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -219,10 +220,15 @@ TEST_P(ProgramsTest, GpgPinentryReadingTheTerminalIsAWait) {
   Json screen = client_.Call("terminal_read", Json{{"sessionId", id}, {"view", "screen"}});
   ASSERT_TRUE(screen.contains("result")) << screen.dump();
   EXPECT_TRUE(Contains(screen["result"]["text"], "assphrase")) << screen.dump();
-  // The passphrase, then its repetition (a second pinentry dialog).
-  r = Step(id, "gpg passphrase (second pinentry)", "correct horse\r", Json{{"silenceMs", 20000}});
+  // The passphrase (a digit in it, or gpg-agent asks about an insecure one), then its
+  // repetition (a second pinentry dialog).
+  r = Step(id, "gpg passphrase (second pinentry)", "correct horse 42\r", Json{{"silenceMs", 20000}});
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
-  r = Send(client_, id, "correct horse\r");
+  if (std::getenv("PTYBOX_TEST_VERBOSE") != nullptr) {
+    std::printf("%s\n", client_.Call("terminal_read", Json{{"sessionId", id}, {"view", "screen"}})
+                             .dump().c_str());
+  }
+  r = Send(client_, id, "correct horse 42\r");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_EQ(r["exitCode"], 0) << "gpg finished at the shell's prompt: " << r.dump();
   EXPECT_TRUE(std::filesystem::exists(daemon_->workspace() / (home + ".gpg")));
