@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +33,7 @@ namespace {
 // any of them the answer is unknown (the readiness engine then falls back to silence).
 constexpr size_t kMaxProcesses = 1024;  // descendants visited per inspection
 constexpr size_t kMaxTasks = 256;       // tasks of the foreground group inspected
+constexpr size_t kMaxOutsideTasks = 256;  // tasks outside the group looked at (outside scan)
 constexpr auto kTimeBudget = std::chrono::milliseconds(20);
 constexpr uint32_t kMaxSelectFds = 1 << 16;   // nfds of a select we read (8 KiB of fd_set)
 constexpr uint32_t kMaxPollFds = 4096;        // entries of a poll array we read (32 KiB)
@@ -103,9 +105,15 @@ class Inspection final {
 
   [[nodiscard]] bool OverBudget() const { return std::chrono::steady_clock::now() > deadline_; }
 
-  // Members of group `pgid` among the descendants of `root` and of the group leader. False
-  // when the walk could not see everything (a process vanished, a file could not be read).
-  bool CollectMembers(pid_t root, pid_t pgid, std::vector<Member>& members);
+  // Members of group `pgid` among the descendants of `root` and of the group leader, and the
+  // other processes the walk met (`others`). False when the walk could not see everything (a
+  // process vanished, a file could not be read).
+  bool CollectMembers(pid_t root, pid_t pgid, std::vector<Member>& members,
+                      std::vector<Member>& others);
+
+  // Cheap filter for the outside scan: the task is blocked in a call that may wait for input
+  // (read, select, poll, epoll). One read of its syscall file.
+  bool MayWaitForInput(pid_t pid, pid_t tid);
 
   // Inspects one task of a member; fills `facts` when the verdict is not kUnknown.
   TaskVerdict InspectTask(const Member& member, pid_t tid, TaskFacts& facts);
@@ -117,7 +125,7 @@ class Inspection final {
   std::expected<void, int> ListTasks(pid_t pid, std::vector<pid_t>& tids);
   // Walks `start` and its descendants, appending them to `seen` and members to `members`.
   bool WalkTree(pid_t start, pid_t pgid, bool start_is_leader, std::vector<pid_t>& seen,
-                std::vector<Member>& members);
+                std::vector<Member>& members, std::vector<Member>& others);
   // Reads `size` bytes at `address` of the member's memory into mem_buf_.
   std::expected<std::span<const std::byte>, int> ReadMemory(pid_t pid, uint64_t address,
                                                             size_t size);
@@ -215,12 +223,13 @@ std::expected<std::span<const std::byte>, int> Inspection::ReadMemory(pid_t pid,
   return std::span<const std::byte>(mem_buf_.data(), size);
 }
 
-bool Inspection::CollectMembers(pid_t root, pid_t pgid, std::vector<Member>& members) {
+bool Inspection::CollectMembers(pid_t root, pid_t pgid, std::vector<Member>& members,
+                                std::vector<Member>& others) {
   std::vector<pid_t> seen;
-  bool complete = WalkTree(root, pgid, /*start_is_leader=*/false, seen, members);
+  bool complete = WalkTree(root, pgid, /*start_is_leader=*/false, seen, members, others);
   // The leader of the group may live outside the shell's tree (or be the shell itself).
   if (std::find(seen.begin(), seen.end(), pgid) == seen.end()) {
-    complete = WalkTree(pgid, pgid, /*start_is_leader=*/true, seen, members) && complete;
+    complete = WalkTree(pgid, pgid, /*start_is_leader=*/true, seen, members, others) && complete;
   }
   // A process reparented during the walk may have been seen twice.
   std::sort(members.begin(), members.end(),
@@ -235,7 +244,7 @@ bool Inspection::CollectMembers(pid_t root, pid_t pgid, std::vector<Member>& mem
 }
 
 bool Inspection::WalkTree(pid_t start, pid_t pgid, bool start_is_leader, std::vector<pid_t>& seen,
-                          std::vector<Member>& members) {
+                          std::vector<Member>& members, std::vector<Member>& others) {
   const size_t first = seen.size();
   seen.push_back(start);
   bool complete = true;
@@ -278,7 +287,11 @@ bool Inspection::WalkTree(pid_t start, pid_t pgid, bool start_is_leader, std::ve
         complete = false;
       }
     }
-    if (stat->pgrp == pgid) members.push_back(Member{pid, stat->session, stat->state, tids});
+    if (stat->pgrp == pgid) {
+      members.push_back(Member{pid, stat->session, stat->state, tids});
+    } else {
+      others.push_back(Member{pid, stat->session, stat->state, tids});
+    }
   }
   return complete;
 }
@@ -422,6 +435,25 @@ Tri Inspection::EpollWatches(pid_t pid, pid_t tid, pid_t session, int epfd, int 
   return result;
 }
 
+bool Inspection::MayWaitForInput(pid_t pid, pid_t tid) {
+  ProcPath path = TaskPath(pid, tid, "syscall");
+  auto text = ReadFile(path.c_str());
+  if (!text) return false;
+  std::optional<proc::SyscallLine> call = proc::ParseSyscall(*text);
+  if (!call || call->state != proc::SyscallState::kInSyscall) return false;
+  switch (proc::ClassifySyscall(*call)) {
+    case proc::WaitCall::kRead:
+    case proc::WaitCall::kSelect:
+    case proc::WaitCall::kPoll:
+    case proc::WaitCall::kEpoll:
+      return true;
+    case proc::WaitCall::kOther:
+    case proc::WaitCall::kUndecidable:
+      return false;
+  }
+  return false;
+}
+
 TaskVerdict Inspection::InspectTask(const Member& member, pid_t tid, TaskFacts& facts) {
   const pid_t pid = member.pid;
   fd_checks_left_ = kMaxFdChecks;
@@ -555,9 +587,13 @@ ForegroundFacts ForegroundInspector::Inspect() const {
   if (!facts.foreground_pgid) return facts;
   const pid_t pgid = *facts.foreground_pgid;
 
+  struct termios tio {};
+  if (::tcgetattr(master_fd_, &tio) == 0) facts.canonical = (tio.c_lflag & ICANON) != 0;
+
   Inspection inspection(identity_);
   std::vector<Inspection::Member> members;
-  bool complete = inspection.CollectMembers(shell_pid_, pgid, members);
+  std::vector<Inspection::Member> others;
+  bool complete = inspection.CollectMembers(shell_pid_, pgid, members, others);
 
   std::vector<TaskVerdict> verdicts;
   bool running = false;
@@ -577,6 +613,32 @@ ForegroundFacts ForegroundInspector::Inspect() const {
     if (running || truncated) break;
   }
   complete = complete && !truncated;
+  // The whole group is asleep, and not on this terminal (a tmux client waiting on its server,
+  // gpg waiting on its agent): another process of the session may be the one reading the
+  // terminal (the tmux server, pinentry). Within a sandbox every process of the walk is the
+  // session's; a reader found there is a wait for the user like a member's. Unknowns here stay
+  // out of the answer: without a reader the group's kNo stands.
+  const bool asleep_elsewhere =
+      complete && !verdicts.empty() &&
+      std::all_of(verdicts.begin(), verdicts.end(),
+                  [](TaskVerdict v) { return v == TaskVerdict::kAsleepElsewhere; });
+  if (asleep_elsewhere) {
+    for (const Inspection::Member& other : others) {
+      if (other.state == 'Z' || other.state == 'X' || other.state == 'T' || other.state == 't') {
+        continue;
+      }
+      for (pid_t tid : other.tids) {
+        if (facts.outside_scanned >= kMaxOutsideTasks || inspection.OverBudget()) break;
+        ++facts.outside_scanned;
+        if (!inspection.MayWaitForInput(other.pid, tid)) continue;
+        TaskFacts task;
+        if (inspection.InspectTask(other, tid, task) != TaskVerdict::kWaitsOnTerminal) continue;
+        task.outside_group = true;
+        facts.tasks.push_back(task);
+        verdicts.push_back(TaskVerdict::kWaitsOnTerminal);
+      }
+    }
+  }
   // The group handed the terminal on while we looked: what we saw is about a former group.
   if (ForegroundPgid() != facts.foreground_pgid) complete = false;
   facts.waiting_for_input = CombineTaskVerdicts(verdicts, complete);

@@ -39,12 +39,18 @@ struct TaskFacts {
   // The timeout of its wait when it waits on the terminal with one (select, poll, epoll),
   // as the program passed it; nullopt when it waits without a timeout (or for read).
   std::optional<int64_t> wait_timeout_ms;
+  // A process of the session outside the foreground group (a tmux server, a pinentry started by
+  // a daemon): reported only when it waits on this terminal and the foreground group is asleep
+  // elsewhere (see ForegroundFacts::waiting_for_input).
+  bool outside_group = false;
 };
 
 struct ForegroundFacts {
   std::optional<pid_t> foreground_pgid;  // TIOCGPGRP on the master; nullopt when unknown
   // kYes: every inspected task of the foreground group is asleep and at least one of them waits
-  // for input from this terminal. kNo: some task runs, or none waits on this terminal.
+  // for input from this terminal, or the whole group is asleep elsewhere and another process of
+  // the session (one the walk from the session's root reaches) waits for input from this
+  // terminal. kNo: some task of the group runs, or no one waits on this terminal.
   // kUnknown: something needed could not be read (permissions, a vanished task, no group).
   Tri waiting_for_input = Tri::kUnknown;
   // Every task of the foreground group that was inspected, in no particular order. Tasks that
@@ -54,6 +60,13 @@ struct ForegroundFacts {
   // Bytes written to the terminal that no program has read yet (FIONREAD on the slave; complete
   // lines only in canonical mode); nullopt when unknown. Filled by the terminal provider.
   std::optional<size_t> unread_input;
+  // The terminal's line discipline is canonical (ICANON: line by line) rather than raw or
+  // cbreak (key by key, as full-screen programs and key-polling loops set it); nullopt when
+  // unknown. One tcgetattr on the master.
+  std::optional<bool> canonical;
+  // Tasks of processes outside the foreground group that were looked at for a terminal wait
+  // (the outside scan runs only when the group is asleep elsewhere); a measure of its cost.
+  size_t outside_scanned = 0;
 };
 
 // How one inspected task stands; the group's answer combines them (CombineTaskVerdicts).

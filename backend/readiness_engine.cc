@@ -37,6 +37,8 @@ void ReadinessEngine::OnWriteStarted(TimePoint /*now*/) {
   last_activity_.reset();
   exact_wait_ = false;
   pending_wait_.reset();
+  loop_mark_.reset();
+  output_since_mark_ = false;
   left_wait_.clear();
   next_probe_.reset();
 }
@@ -51,6 +53,7 @@ void ReadinessEngine::OnWriteSettled(TimePoint now) {
 void ReadinessEngine::OnOutput(TimePoint now) {
   if (settled() || stage_ == Stage::kBeforeWrite) return;
   pending_wait_.reset();  // a wait seen before this output is not confirmed by a later look
+  output_since_mark_ = true;
   output_seen_ = true;
   last_activity_ = now;
   if (stage_ == Stage::kWaiting) ScheduleProbeAfterActivity(now);
@@ -104,26 +107,30 @@ void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
   if (facts.foreground_pgid) {
     if (facts.waiting_for_input == Tri::kYes && !drained) {
       // A reader with our input still queued is about to read it: not waiting for more.
-    } else if (facts.waiting_for_input == Tri::kYes && IsTransientWait(facts)) {
-      // Waiting with a short timeout (an editor telling a lone ESC from a key sequence): the
-      // program goes on by itself soon, so it is not waiting for the user yet. Look again
-      // when that timeout has run out.
+    } else if (facts.waiting_for_input == Tri::kYes && IsTimedWait(facts) &&
+               !SteadyLoop(now, facts)) {
+      // Waiting with a timeout that runs out before the silence bound (a timer of the program,
+      // an editor telling a lone ESC from a key sequence): the program goes on by itself soon,
+      // so it is not waiting for the user unless it keeps coming back to this wait.
       pending_wait_.reset();
       AdvanceProbeSchedule(now);
       return;
     } else if (facts.waiting_for_input == Tri::kYes) {
+      if (!IsTimedWait(facts)) loop_mark_.reset();
       if (ExactWaitIsFresh(facts)) {
         // Exact evidence is a wait seen twice: the same tasks in the same wait (their
         // scheduler counters unchanged), kConfirmGap apart, with no output in between. A
         // program's last output can still be on its way through the pty when it starts to wait;
         // whatever it leads to (a query answered, a prompt decoded) shows up in between.
         WaitSnapshot seen = SnapshotOf(facts, now);
-        if (pending_wait_ && pending_wait_->Same(seen) && now - pending_wait_->at >= kConfirmGap) {
+        seen.loop = IsTimedWait(facts);  // only a recognised steady loop gets this far
+        const Millis gap = seen.outside ? kRelayConfirmGap : kConfirmGap;
+        if (pending_wait_ && pending_wait_->Same(seen) && now - pending_wait_->at >= gap) {
           exact_wait_ = true;
         } else {
           if (!pending_wait_ || !pending_wait_->Same(seen)) pending_wait_ = std::move(seen);
           // The confirming look comes right at the gap, not at the next step of the backoff.
-          next_probe_ = std::max(now + Millis(1), pending_wait_->at + kConfirmGap);
+          next_probe_ = std::max(now + Millis(1), pending_wait_->at + gap);
           return;
         }
       } else {
@@ -140,14 +147,59 @@ void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
   AdvanceProbeSchedule(now);
 }
 
-bool ReadinessEngine::IsTransientWait(const ForegroundFacts& facts) {
+bool ReadinessEngine::IsTimedWait(const ForegroundFacts& facts) {
   bool any_wait = false;
   for (const TaskFacts& task : facts.tasks) {
     if (task.tty_wait == TtyWait::kNone) continue;
     any_wait = true;
-    if (!task.wait_timeout_ms || *task.wait_timeout_ms > kTransientWait.count()) return false;
+    if (!task.wait_timeout_ms || *task.wait_timeout_ms > kLongWait.count()) return false;
   }
   return any_wait;
+}
+
+bool ReadinessEngine::SteadyLoop(TimePoint now, const ForegroundFacts& facts) {
+  LoopMark seen;
+  seen.pgid = facts.foreground_pgid.value_or(0);
+  seen.at = now;
+  for (const TaskFacts& task : facts.tasks) {
+    seen.run_ns[task.tid] = task.run_ns;
+    if (task.tty_wait == TtyWait::kNone) continue;
+    seen.waits[task.tid] = LoopTask{task.voluntary_switches, task.wait_timeout_ms.value_or(0)};
+  }
+  auto restart = [&] {
+    loop_mark_ = std::move(seen);
+    output_since_mark_ = false;
+    return false;
+  };
+  if (!loop_mark_ || loop_mark_->pgid != seen.pgid ||
+      loop_mark_->waits.size() != seen.waits.size()) {
+    return restart();
+  }
+  // Output in between is a redraw only from a program that reads keys (raw or cbreak); in
+  // line mode it is news (node printing what its timer computed), and the loop starts over.
+  if (output_since_mark_ && facts.canonical != false) return restart();
+  bool all_woke = true;
+  for (const auto& [tid, now_wait] : seen.waits) {
+    auto it = loop_mark_->waits.find(tid);
+    if (it == loop_mark_->waits.end()) return restart();
+    const int64_t a = it->second.timeout_ms;
+    const int64_t b = now_wait.timeout_ms;
+    // The same wait again: a like timeout (a poller's period; asyncio's 497, 500, 499 ms),
+    // not the next of a series of different waits (vi's 25 ms, then 100 ms, then 4 s).
+    if (a <= 0 || b <= 0 || std::max(a, b) > 2 * std::min(a, b)) return restart();
+    if (now_wait.voluntary_switches == it->second.voluntary_switches) all_woke = false;
+  }
+  const auto span = now - loop_mark_->at;
+  if (!all_woke || span < kMinLoopSpan) return false;  // keep watching from the same mark
+  uint64_t cpu_ns = 0;
+  for (const auto& [tid, run_ns] : seen.run_ns) {
+    auto it = loop_mark_->run_ns.find(tid);
+    if (it != loop_mark_->run_ns.end() && run_ns > it->second) cpu_ns += run_ns - it->second;
+  }
+  const auto span_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(span).count();
+  // A loop that works between its waits (a job with a progress poll) is not waiting.
+  if (cpu_ns * 2 > static_cast<uint64_t>(span_ns)) return restart();
+  return true;
 }
 
 ReadinessEngine::WaitSnapshot ReadinessEngine::SnapshotOf(const ForegroundFacts& facts,
@@ -158,15 +210,20 @@ ReadinessEngine::WaitSnapshot ReadinessEngine::SnapshotOf(const ForegroundFacts&
   for (const TaskFacts& task : facts.tasks) {
     if (task.tty_wait == TtyWait::kNone) continue;
     snapshot.waits[task.tid] = WaitIdentity{task.run_ns, task.voluntary_switches};
+    snapshot.outside = snapshot.outside || task.outside_group;
   }
   return snapshot;
 }
 
 bool ReadinessEngine::WaitSnapshot::Same(const WaitSnapshot& other) const {
-  if (pgid != other.pgid || waits.size() != other.waits.size()) return false;
+  if (pgid != other.pgid || loop != other.loop || waits.size() != other.waits.size()) {
+    return false;
+  }
   for (const auto& [tid, identity] : waits) {
     auto it = other.waits.find(tid);
-    if (it == other.waits.end() || it->second.run_ns != identity.run_ns ||
+    if (it == other.waits.end()) return false;
+    if (loop) continue;  // a loop goes round between looks; SteadyLoop vouched for both
+    if (it->second.run_ns != identity.run_ns ||
         it->second.voluntary_switches != identity.voluntary_switches) {
       return false;
     }

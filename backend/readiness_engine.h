@@ -91,12 +91,33 @@ class ReadinessEngine final {
     pid_t pgid = 0;
     TimePoint at{};
     std::map<pid_t, WaitIdentity> waits;  // tid -> identity
+    bool outside = false;                 // a waiting task is outside the foreground group
+    // A steady loop's wait: its tasks wake every period, so a later look confirms it by the
+    // same tasks still in the loop (SteadyLoop holds again), not by unchanged counters.
+    bool loop = false;
     [[nodiscard]] bool Same(const WaitSnapshot& other) const;
   };
   static constexpr Millis kConfirmGap{2};
-  // A wait whose own timeout is at most this long ends by itself: not a wait for the user.
-  static constexpr Millis kTransientWait{1000};
-  static bool IsTransientWait(const ForegroundFacts& facts);
+  // A reader outside the foreground group may be relaying (a tmux server forwards our input to
+  // a pane and waits for the pane's output in the same poll as for the terminal): its wait must
+  // hold this long, with no output, before it counts.
+  static constexpr Millis kRelayConfirmGap{100};
+  // A wait on the terminal whose own timeout is at most this long (every waiting task's) ends by
+  // itself: a program's timer (node's setTimeout with the terminal still in its epoll set), an
+  // editor telling a lone ESC from a key sequence, a poller's tick. It is a wait for the user
+  // only once it is seen to recur as a steady loop (SteadyLoop). Longer waits (and waits with no
+  // timeout) count when seen twice: the silence bound would run out before they do.
+  static constexpr Millis kLongWait{3000};
+  // A steady loop spans at least this long between its two looks, so that two waits a
+  // moment apart (an ESC timeout, then the next one) are not one loop.
+  static constexpr Millis kMinLoopSpan{100};
+  static bool IsTimedWait(const ForegroundFacts& facts);
+  // Tracks the loop mark and answers whether `facts` (a timed wait) closes a steady loop:
+  // the same tasks seen waiting on the terminal before, each woken since and back in a wait
+  // with a like timeout, at least kMinLoopSpan later, with at most half a core used in
+  // between, and no output in between unless the terminal is raw (a key-driven program's
+  // redraws). Otherwise it starts a new mark when the facts do not continue the current one.
+  bool SteadyLoop(TimePoint now, const ForegroundFacts& facts);
   static WaitSnapshot SnapshotOf(const ForegroundFacts& facts, TimePoint now);
 
   void Settle(WaitReason reason, bool by_prompt);
@@ -125,6 +146,20 @@ class ReadinessEngine final {
   bool session_exited_ = false;
   bool exact_wait_ = false;  // a fresh stdin wait was observed, and confirmed
   std::optional<WaitSnapshot> pending_wait_;  // a fresh wait seen once, awaiting its confirmation
+
+  // Steady-loop bookkeeping: the first look of a possible input loop.
+  struct LoopTask {
+    uint64_t voluntary_switches = 0;
+    int64_t timeout_ms = 0;
+  };
+  struct LoopMark {
+    pid_t pgid = 0;
+    TimePoint at{};
+    std::map<pid_t, LoopTask> waits;    // tid -> its timed wait
+    std::map<pid_t, uint64_t> run_ns;   // every inspected task's on-CPU time
+  };
+  std::optional<LoopMark> loop_mark_;
+  bool output_since_mark_ = false;
 
   // Stale-wait bookkeeping.
   bool baseline_known_ = false;

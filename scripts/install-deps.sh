@@ -11,6 +11,13 @@ packages=(
   python3 procps util-linux
   # Full-screen programs the output tests drive through the screen view.
   vim-tiny less
+  # Interactive programs the readiness tests drive (tests/readiness/programs_test.cc): an
+  # input loop with a short poll (ipython3), a reader outside the foreground group (tmux's
+  # server), a pinentry started by gpg-agent (gnupg, pinentry-curses); top is in procps.
+  ipython3
+  tmux
+  gnupg
+  pinentry-curses
 )
 # The test suite also runs the official MCP TypeScript SDK client (Node.js >= 18; Debian 12
 # has 18); scripts/test.sh asks for it, the demo does not need it.

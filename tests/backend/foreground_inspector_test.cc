@@ -22,6 +22,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -550,6 +551,71 @@ TEST_F(InteractiveBashTest, PipelineWithASpinningMemberIsNotWaiting) {
   EXPECT_EQ(f.waiting_for_input, Tri::kNo) << Describe(f);
   ForegroundInspector inspector = session_->Inspector();
   for (int i = 0; i < 20; ++i) EXPECT_NE(inspector.Inspect().waiting_for_input, Tri::kYes);
+}
+
+// tmux's server, pinentry under gpg-agent: a process of the session in a session of its own
+// reads the terminal while the foreground group waits elsewhere. The walk finds it.
+TEST_F(InteractiveBashTest, ReaderOutsideTheForegroundGroupCountsWhenTheGroupSleepsElsewhere) {
+  std::string setsid = FindProgram("setsid", "/usr/bin/setsid");
+  ASSERT_FALSE(setsid.empty()) << "setsid (util-linux) is required";
+  // `setsid -w` stays in the tree (it waits for its child); the child leads a new session and
+  // reads the terminal it inherited as stdin (not its controlling terminal: no SIGTTIN).
+  session_->Write(setsid + " -w " + Waiter() + " read-stdin & sleep 100\n");
+  ForegroundFacts f = session_->WaitFor([&](const ForegroundFacts& facts) {
+    return facts.foreground_pgid != session_->leader() && facts.waiting_for_input == Tri::kYes;
+  });
+  ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f) << session_->output();
+  int outside = 0;
+  for (const TaskFacts& t : f.tasks) {
+    if (!t.outside_group) continue;
+    ++outside;
+    EXPECT_EQ(t.tty_wait, TtyWait::kRead);
+    EXPECT_EQ(Comm(t.pid), "tty_waiter");
+  }
+  EXPECT_EQ(outside, 1) << Describe(f);
+  EXPECT_GE(f.outside_scanned, 1u);
+  EXPECT_EQ(f.canonical, std::optional<bool>(true)) << "bash gives a job the terminal in line mode";
+  // The cost of a look with the outside scan finding the reader, for the record; never
+  // asserted (on a loaded machine a look can run past its 20 ms budget: unknown).
+  ForegroundInspector inspector = session_->Inspector();
+  constexpr int kRounds = 300;
+  auto start = std::chrono::steady_clock::now();
+  int yes = 0;
+  for (int i = 0; i < kRounds; ++i) yes += inspector.Inspect().waiting_for_input == Tri::kYes;
+  double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                  .count() /
+              kRounds;
+  EXPECT_GT(yes, 0);
+  std::printf("[ cost     ] sleep + outside reader (scan of %zu tasks): %.1f us per Inspect()\n",
+              f.outside_scanned, us);
+}
+
+TEST_F(InteractiveBashTest, NoOutsideScanWhileTheGroupWaitsOnTheTerminalItself) {
+  session_->Write("cat\n");
+  ForegroundFacts f = WaitForJob(1, Tri::kYes);
+  ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f);
+  EXPECT_EQ(f.outside_scanned, 0u);
+  for (const TaskFacts& t : f.tasks) EXPECT_FALSE(t.outside_group);
+}
+
+TEST_F(InteractiveBashTest, SleepWithNoReaderAnywhereIsNotWaiting) {
+  session_->Write("sleep 100\n");
+  ForegroundFacts f = session_->WaitFor([&](const ForegroundFacts& facts) {
+    return facts.foreground_pgid != session_->leader() && facts.waiting_for_input == Tri::kNo &&
+           AllAsleep(facts) && Comm(*facts.foreground_pgid) == "sleep";
+  });
+  EXPECT_EQ(f.waiting_for_input, Tri::kNo) << Describe(f);
+  EXPECT_GE(f.outside_scanned, 1u) << "bash itself (in wait4) was looked at";
+  // The cost of a look with the outside scan, for the record (docs/readiness-facts.md).
+  ForegroundInspector inspector = session_->Inspector();
+  constexpr int kRounds = 300;
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kRounds; ++i) EXPECT_NE(inspector.Inspect().waiting_for_input, Tri::kYes);
+  double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                  .count() /
+              kRounds;
+  std::printf("[ cost     ] sleep (answer kNo, outside scan of %zu tasks): %.1f us per Inspect()\n",
+              f.outside_scanned, us);
 }
 
 TEST(ForegroundInspectorTest, ProcessInANewPidNamespaceIsSeenByHostPid) {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 namespace ptybox::backend {
 namespace {
 
@@ -379,6 +381,157 @@ TEST_F(EngineTest, AWaitWithAShortTimeoutIsNotAWaitForTheUser) {
   idle.tasks[0].wait_timeout_ms = 4000;
   SeenTwice(e, At(1010), idle);
   EXPECT_EQ(*e.Evaluate(At(1012)).settle, WaitReason::kStdinRead);
+}
+
+// A task in a wait on the terminal with a timeout, as select/poll/epoll report it.
+ForegroundFacts TimedWait(pid_t pgid, int64_t timeout_ms, uint64_t switches, uint64_t run_ns,
+                          std::optional<bool> canonical = false) {
+  ForegroundFacts f = Waiting(pgid, run_ns);
+  f.tasks[0].tty_wait = TtyWait::kEpoll;
+  f.tasks[0].wait_timeout_ms = timeout_ms;
+  f.tasks[0].voluntary_switches = switches;
+  f.canonical = canonical;
+  return f;
+}
+
+TEST_F(EngineTest, ATimerShorterThanTheSilenceBoundIsNotAWaitForTheUser) {
+  // node after readline closed: its epoll set still holds the terminal, and a 2.5 s timer is
+  // pending. The same wait, looked at again and again, never settles.
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  for (int ms = 4; ms < 2500; ms += 50) {
+    e.OnProbe(At(ms), TimedWait(kChild, 2500, 7, 100, /*canonical=*/true));
+    EXPECT_FALSE(e.Evaluate(At(ms)).settle) << ms;
+  }
+  // The timer fires: node prints, in line mode, and comes back to a like wait. News, not a loop.
+  e.OnOutput(At(2501));
+  for (int ms = 2510; ms < 2800; ms += 50) {
+    e.OnProbe(At(ms), TimedWait(kChild, 2400, 9, 300, /*canonical=*/true));
+    EXPECT_FALSE(e.Evaluate(At(ms)).settle) << ms;
+  }
+}
+
+TEST_F(EngineTest, ASteadyPollerSettlesOnceItsWaitRecurs) {
+  // ipython (prompt_toolkit): epoll_wait 500 ms in a loop, nothing printed in between.
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(5));  // the result and the next prompt
+  e.OnProbe(At(10), TimedWait(kChild, 497, 20, 1000));
+  EXPECT_FALSE(e.Evaluate(At(10)).settle) << "one wait with a timeout is not yet a loop";
+  e.OnProbe(At(300), TimedWait(kChild, 497, 20, 1000));
+  EXPECT_FALSE(e.Evaluate(At(300)).settle) << "still the first wait: it has not recurred";
+  // It ran out, the loop went round (a few µs of CPU) and waits again with a like timeout.
+  e.OnProbe(At(520), TimedWait(kChild, 500, 24, 1400));
+  EXPECT_FALSE(e.Evaluate(At(520)).settle) << "a recurrence is confirmed by a second look";
+  e.OnProbe(At(522), TimedWait(kChild, 500, 24, 1400));
+  EXPECT_EQ(*e.Evaluate(At(522)).settle, WaitReason::kStdinRead);
+}
+
+TEST_F(EngineTest, ARawModeRedrawLoopSettles) {
+  // top -d 1: a 1 s wait for a key, a redraw, the same wait again.
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(5));
+  e.OnProbe(At(20), TimedWait(kChild, 1000, 3, 1000));
+  e.OnOutput(At(1010));  // the redraw
+  e.OnProbe(At(1030), TimedWait(kChild, 1000, 5, 9'000'000));
+  e.OnProbe(At(1032), TimedWait(kChild, 1000, 5, 9'000'000));
+  EXPECT_EQ(*e.Evaluate(At(1032)).settle, WaitReason::kStdinRead);
+}
+
+TEST_F(EngineTest, OutputInLineModeRestartsTheLoop) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnProbe(At(20), TimedWait(kChild, 250, 3, 1000, /*canonical=*/true));
+  e.OnOutput(At(260));
+  e.OnProbe(At(280), TimedWait(kChild, 250, 5, 2000, /*canonical=*/true));
+  e.OnProbe(At(282), TimedWait(kChild, 250, 5, 2000, /*canonical=*/true));
+  EXPECT_FALSE(e.Evaluate(At(282)).settle) << "line-mode output between the waits is news";
+  // Unknown mode counts as line mode.
+  e.OnOutput(At(300));
+  e.OnProbe(At(540), TimedWait(kChild, 250, 7, 3000, std::nullopt));
+  e.OnProbe(At(542), TimedWait(kChild, 250, 7, 3000, std::nullopt));
+  EXPECT_FALSE(e.Evaluate(At(542)).settle);
+  // A round with nothing new in between closes the loop.
+  e.OnProbe(At(800), TimedWait(kChild, 250, 9, 3100, /*canonical=*/true));
+  e.OnProbe(At(802), TimedWait(kChild, 250, 9, 3100, /*canonical=*/true));
+  EXPECT_EQ(*e.Evaluate(At(802)).settle, WaitReason::kStdinRead);
+}
+
+TEST_F(EngineTest, ASeriesOfDifferentShortWaitsIsNotALoop) {
+  // vi after ESC: 25 ms to tell ESC from a key sequence, output, 100 ms, output, then its 4 s
+  // idle wait. Only the last is a wait for the user.
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnProbe(At(2), TimedWait(kChild, 25, 3, 100));
+  e.OnOutput(At(28));
+  e.OnProbe(At(130), TimedWait(kChild, 100, 4, 200));
+  e.OnProbe(At(132), TimedWait(kChild, 100, 4, 200));
+  EXPECT_FALSE(e.Evaluate(At(132)).settle) << "25 ms then 100 ms: not the same wait again";
+  e.OnOutput(At(135));
+  e.OnProbe(At(140), TimedWait(kChild, 4000, 5, 300));
+  e.OnProbe(At(142), TimedWait(kChild, 4000, 5, 300));
+  EXPECT_EQ(*e.Evaluate(At(142)).settle, WaitReason::kStdinRead);
+}
+
+TEST_F(EngineTest, ALoopThatWorksBetweenItsWaitsIsNotWaiting) {
+  // A job that polls the terminal for a key between chunks of work (most of its time on a CPU).
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnProbe(At(10), TimedWait(kChild, 100, 3, 0, /*canonical=*/true));
+  e.OnProbe(At(210), TimedWait(kChild, 100, 5, 150'000'000, /*canonical=*/true));
+  e.OnProbe(At(212), TimedWait(kChild, 100, 5, 150'000'000, /*canonical=*/true));
+  EXPECT_FALSE(e.Evaluate(At(212)).settle) << "150 ms of CPU in 200 ms";
+}
+
+TEST_F(EngineTest, AReaderOutsideTheForegroundGroupIsAWait) {
+  // tmux: the client (the foreground group) waits on its server; the server, in its own
+  // session, reads the terminal. The inspector reports the server's task as outside_group.
+  ReadinessEngine e = SendEngine();
+  e.OnPreWriteFacts(Waiting(kShell, 1000));
+  e.OnWriteStarted(At(0));
+  e.OnWriteSettled(At(0));
+  ForegroundFacts f;
+  f.foreground_pgid = kChild;
+  f.waiting_for_input = Tri::kYes;
+  TaskFacts client = Task(kChild, TtyWait::kNone, 10);
+  TaskFacts server = Task(kChild + 50, TtyWait::kPoll, 20);
+  server.outside_group = true;
+  server.wait_timeout_ms = 14000;
+  f.tasks = {client, server};
+  SeenTwice(e, At(5), f);
+  EXPECT_FALSE(e.Evaluate(At(7)).settle) << "a relay's wait must hold longer";
+  ReadinessEngine::Decision d = e.Evaluate(At(7));
+  ASSERT_TRUE(d.probe_at);
+  EXPECT_EQ(*d.probe_at, At(105));
+  e.OnProbe(At(105), f);
+  EXPECT_EQ(*e.Evaluate(At(105)).settle, WaitReason::kStdinRead);
+}
+
+TEST_F(EngineTest, ARelayPollingFasterThanItsConfirmGapStillSettles) {
+  // pinentry-curses (started by gpg-agent, outside the foreground group): poll 70 ms in a loop.
+  // Its counters move between the looks 100 ms apart; the loop, not the counters, confirms.
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  auto pinentry = [](uint64_t switches, uint64_t run_ns) {
+    ForegroundFacts f;
+    f.foreground_pgid = kChild;
+    f.waiting_for_input = Tri::kYes;
+    f.canonical = false;
+    TaskFacts gpg = Task(kChild, TtyWait::kNone, 10);
+    TaskFacts reader = Task(kChild + 70, TtyWait::kPoll, run_ns);
+    reader.outside_group = true;
+    reader.wait_timeout_ms = 70;
+    reader.voluntary_switches = switches;
+    f.tasks = {gpg, reader};
+    return f;
+  };
+  e.OnProbe(At(10), pinentry(5, 1000));
+  e.OnProbe(At(60), pinentry(5, 1000));
+  e.OnProbe(At(120), pinentry(6, 1100));  // one round: a steady loop, first look
+  EXPECT_FALSE(e.Evaluate(At(120)).settle);
+  e.OnProbe(At(220), pinentry(8, 1300));  // two rounds later, nothing printed
+  EXPECT_EQ(*e.Evaluate(At(220)).settle, WaitReason::kStdinRead);
 }
 
 TEST_F(EngineTest, ProbesBeforeTheWriteSettlesAreNotEvidence) {
