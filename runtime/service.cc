@@ -460,12 +460,13 @@ bool PtyService::DetachOwner(const std::shared_ptr<Owner>& owner) {
     std::shared_ptr<Owner> expired = it->second.owner;
     LogInfo("owner " + std::to_string(id) + ": detach grace expired with no owner_attach; closing " +
             std::to_string(expired->sessions.size()) + " sessions");
+    // This timer is destroyed on a later turn, never inside its own handler.
+    asio::post(io_, [timer = std::move(it->second.expiry)] {});
+    detached_.erase(it);
+    expired->detached = false;
     // Exactly as a disconnect: every session closed, awaited.
-    asio::post(io_, [this, expired] {
-      detached_.erase(expired->id());
-      CloseOwner(expired, [expired] {
-        LogInfo("owner " + std::to_string(expired->id()) + ": closed after its grace");
-      });
+    CloseOwner(expired, [expired] {
+      LogInfo("owner " + std::to_string(expired->id()) + ": closed after its grace");
     });
   });
   detached_[id] = Detached{owner, std::move(expiry)};
