@@ -4,6 +4,7 @@
 #include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -318,8 +319,8 @@ Result<std::shared_ptr<RemoteDaemon>> RemoteDaemon::Connect(
 void RemoteDaemon::Call(const std::string& method, const Json& params, const std::string& key,
                         std::function<void(Result<Json>)> done) {
   if (gone_) {
-    asio::post(io_, [done, socket = socket_] {
-      done(Fail(ErrorKind::kClosed, "the ptybox daemon at " + socket +
+    asio::post(io_, [done, where = socket_] {
+      done(Fail(ErrorKind::kClosed, "the ptybox daemon at " + where +
                                         " is gone; start it again and restart ptybox mcp"));
     });
     return;

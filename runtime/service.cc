@@ -423,7 +423,8 @@ void PtyService::Shutdown(std::function<void()> done) {
   auto remaining = std::make_shared<size_t>(live.size());
   auto finish = std::make_shared<std::function<void()>>(std::move(done));
   for (const std::shared_ptr<Owner>& owner : live) {
-    CloseOwner(owner, [remaining, finish] {
+    // Held until closed: a detached owner has no connection that keeps it (and its sessions).
+    CloseOwner(owner, [remaining, finish, owner] {
       if (--*remaining == 0) (*finish)();
     });
   }

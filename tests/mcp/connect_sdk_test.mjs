@@ -105,7 +105,8 @@ await step('mcp --connect opens a terminal on the daemon and starts a long comma
   const set = await call(first.client, 'terminal_send', { sessionId, input: 'KEPT=state-7\n' });
   assert.equal(set.waitReason, 'stdin_read');
   const started = await call(first.client, 'terminal_send', {
-    sessionId, input: 'sleep 3; echo finished-$KEPT\n', background: true
+    // A long silence: the send must settle at the prompt after the echo, not on the quiet sleep.
+    sessionId, input: 'sleep 2; echo finished-$KEPT\n', background: true, silenceMs: 120000
   });
   assert.match(started.operationId, /^op-/);
 });
@@ -144,7 +145,7 @@ await step('a restarted mcp --connect finds the terminal, the output and the she
     done = piece;
     return piece.done;
   });
-  assert.match(output, /finished-state-7/);
+  assert.match(output, /finished-state-7/, JSON.stringify(done));
   assert.equal(done.result.waitReason, 'stdin_read');
   assert.equal(done.result.exitCode, 0);
   const again = await call(second.client, 'terminal_send', { sessionId, input: 'echo again-$KEPT\n' });

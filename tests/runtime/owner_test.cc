@@ -3,6 +3,7 @@
 // the tests assert reasons and order, never durations.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <thread>
@@ -121,7 +122,7 @@ TEST(OwnerTest, ReconnectWithinTheGraceFindsTheShellAndTheSendInFlight) {
 
 TEST(OwnerTest, ExpiryClosesTheSessionsAsADisconnectDoes) {
   PolicyDaemon pd("{detachGraceMs: 200}");
-  const std::string marker = "PTYBOX_OWNER_EXPIRY_" + RandomHex(8);
+  const std::string marker = "OWNER_TEST_EXPIRY_" + RandomHex(8);
   std::string token;
   {
     RpcClient first(pd.daemon().socket());
@@ -180,7 +181,7 @@ TEST(OwnerTest, AttachErrors) {
 
 TEST(OwnerTest, WithoutAGraceADisconnectClosesEverything) {
   Daemon daemon;  // default policy: detachGraceMs 0
-  const std::string marker = "PTYBOX_OWNER_NOGRACE_" + RandomHex(8);
+  const std::string marker = "OWNER_TEST_NOGRACE_" + RandomHex(8);
   std::string token;
   {
     RpcClient first(daemon.socket());
@@ -203,7 +204,7 @@ TEST(OwnerTest, WithoutAGraceADisconnectClosesEverything) {
 TEST(NamesTest, ASecondOpenOfTheSameNameIsNameTakenConcurrentOrNot) {
   Daemon daemon;
   RpcClient client(daemon.socket());
-  const std::string marker = "PTYBOX_NAME_TAKEN_" + RandomHex(8);
+  const std::string marker = "OWNER_TEST_NAME_TAKEN_" + RandomHex(8);
   // Two opens in flight at once: exactly one wins.
   int a = client.SendRequest("terminal_open", Json{{"name", "build"}});
   int b = client.SendRequest("terminal_open", Json{{"name", "build"}, {"env", {{marker, "1"}}}});
@@ -243,7 +244,8 @@ TEST(ConformanceTest, ReadPagesKeepBothBoundsWithALongUnterminatedLine) {
   RpcClient client(pd.daemon().socket());
   std::string id = OpenSession(client, "workspace-write");
   // 300,000 bytes on one line, no newline after it: the prompt follows on the same line.
-  Json r = Send(client, id, "head -c 300000 /dev/zero | tr '\\\\0' x\n");
+  // 'A' written as an octal escape: the echoed command holds no A of its own.
+  Json r = Send(client, id, "head -c 300000 /dev/zero | tr '\\0' '\\101'\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump().substr(0, 300);
   Json small = client.Call("terminal_read", Json{{"sessionId", id}, {"maxBytes", 100}});
   ASSERT_TRUE(small.contains("result")) << small.dump();
@@ -266,7 +268,7 @@ TEST(ConformanceTest, ReadPagesKeepBothBoundsWithALongUnterminatedLine) {
     cursor = page["result"]["nextCursor"];
   }
   EXPECT_GE(pages, 4);
-  EXPECT_EQ(std::count(all.begin(), all.end(), 'x'), 300000);
+  EXPECT_EQ(std::count(all.begin(), all.end(), 'A'), 300000);
   // The last page of 100 bytes at the end also keeps its bound.
   Json tail = client.Call("terminal_read", Json{{"sessionId", id}, {"maxBytes", 100},
                                                 {"cursor", cursor}});
