@@ -201,6 +201,17 @@ TEST(OwnerTest, WithoutAGraceADisconnectClosesEverything) {
             "not_found");
 }
 
+TEST(OwnerTest, ARepositoryFileCannotGrantAGrace) {
+  Daemon daemon;  // no operator policy: detachGraceMs 0
+  std::ofstream(daemon.workspace() / ".ptybox.yaml") << "version: 1\nlimits: {detachGraceMs: 60000}\n";
+  RpcClient client(daemon.socket());
+  Json info = client.Call("owner_info", Json::object());
+  EXPECT_EQ(info["result"]["detachGraceMs"], 0) << info.dump();
+  Json opened = client.Call("terminal_open", Json::object());
+  EXPECT_EQ(opened["error"]["data"]["kind"], "policy_denied") << opened.dump();
+  EXPECT_NE(opened.dump().find("detachGraceMs"), std::string::npos) << opened.dump();
+}
+
 TEST(NamesTest, ASecondOpenOfTheSameNameIsNameTakenConcurrentOrNot) {
   Daemon daemon;
   RpcClient client(daemon.socket());
@@ -269,10 +280,15 @@ TEST(ConformanceTest, ReadPagesKeepBothBoundsWithALongUnterminatedLine) {
   }
   EXPECT_GE(pages, 4);
   EXPECT_EQ(std::count(all.begin(), all.end(), 'A'), 300000);
-  // The last page of 100 bytes at the end also keeps its bound.
+  // A cursor past everything starts where the unterminated line starts: 100 bytes of it. The
+  // rest of the 300,000 bytes (37,856 of them) plus the prompt used to come whole.
+  const uint64_t beyond = 1'000'000'000'000;
   Json tail = client.Call("terminal_read", Json{{"sessionId", id}, {"maxBytes", 100},
-                                                {"cursor", cursor}});
-  EXPECT_LE(tail["result"]["text"].get<std::string>().size(), 100u) << tail.dump();
+                                                {"cursor", beyond}});
+  ASSERT_TRUE(tail.contains("result")) << tail.dump().substr(0, 300);
+  EXPECT_EQ(tail["result"]["text"].get<std::string>(), std::string(100, 'A'));
+  EXPECT_EQ(tail["result"]["end"], false);
+  EXPECT_EQ(tail["result"]["nextCursor"], tail["result"]["cursor"].get<uint64_t>() + 100);
 }
 
 TEST(ConformanceTest, AnIncompleteUtf8SequenceAtTheEndIsFlushedAsReplacement) {
