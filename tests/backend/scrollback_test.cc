@@ -155,8 +155,12 @@ TEST(ScrollbackTest, PagesAreCutAtCharacterBoundariesWithAtLeastOneCharacter) {
   EXPECT_EQ(r.text, "\xF0\x9F\x98\x81");
   EXPECT_EQ(r.next_cursor, 8u);
   EXPECT_FALSE(r.end);
+  // The unterminated line counts against the bound too: one character per page.
   r = s.Read(r.next_cursor, 0, "$");
-  EXPECT_EQ(r.text, "\n$");
+  EXPECT_EQ(r.text, "\n");
+  EXPECT_FALSE(r.end);
+  r = s.Read(r.next_cursor, 0, "$");
+  EXPECT_EQ(r.text, "$");
   EXPECT_TRUE(r.end);
 }
 
