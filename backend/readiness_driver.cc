@@ -20,6 +20,26 @@ void ReadinessDriver::Resume() {
   Pump();
 }
 
+bool ReadinessDriver::NeedsLastLook(TimePoint now) const {
+  if (!engine_.has_candidate() || engine_.settled()) return false;
+  std::optional<TimePoint> fallback = engine_.FallbackAt();
+  if (!fallback || now < *fallback) return false;
+  return !last_probe_ || *last_probe_ < *fallback - engine_.handoff_grace();
+}
+
+void ReadinessDriver::StartInspection() {
+  probe_in_flight_ = true;
+  std::weak_ptr<bool> alive = alive_;
+  host_.terminal().Inspect([this, alive](ForegroundFacts facts) {
+    if (alive.expired()) return;
+    probe_in_flight_ = false;
+    if (settle_reported_ || stopped_) return;
+    last_probe_ = host_.Now();
+    engine_.OnProbe(*last_probe_, facts);
+    Pump();
+  });
+}
+
 void ReadinessDriver::Pump() {
   if (in_pump_) {
     repump_ = true;
@@ -29,24 +49,19 @@ void ReadinessDriver::Pump() {
   do {
     repump_ = false;
     if (settle_reported_ || stopped_) break;
-    ReadinessEngine::Decision decision = engine_.Evaluate(host_.Now());
+    const TimePoint now = host_.Now();
+    if (NeedsLastLook(now)) {
+      if (!probe_in_flight_) StartInspection();
+      break;  // its facts pump again
+    }
+    ReadinessEngine::Decision decision = engine_.Evaluate(now);
     if (decision.settle) {
       settle_reported_ = true;
       host_.CancelTimer();
       on_settle_(*decision.settle);  // may destroy nothing: the owner outlives this call
       break;
     }
-    if (decision.probe_now && !probe_in_flight_) {
-      probe_in_flight_ = true;
-      std::weak_ptr<bool> alive = alive_;
-      host_.terminal().Inspect([this, alive](ForegroundFacts facts) {
-        if (alive.expired()) return;
-        probe_in_flight_ = false;
-        if (settle_reported_ || stopped_) return;
-        engine_.OnProbe(host_.Now(), facts);
-        Pump();
-      });
-    }
+    if (decision.probe_now && !probe_in_flight_) StartInspection();
     std::optional<TimePoint> wake = decision.wake_at;
     if (decision.probe_at && !probe_in_flight_) {
       wake = wake ? std::min(*wake, *decision.probe_at) : *decision.probe_at;

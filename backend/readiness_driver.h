@@ -41,6 +41,12 @@ class ReadinessDriver final {
   void Resume();
 
  private:
+  // The silence fallback is due with an unverified prompt candidate, and no inspection has
+  // looked at the foreground since the handoff grace began (a grace shorter than the poll
+  // interval): one last look decides between stdin_read and inferred_idle.
+  [[nodiscard]] bool NeedsLastLook(TimePoint now) const;
+  void StartInspection();
+
   ReadinessHost& host_;
   ReadinessEngine engine_;
   SettleCallback on_settle_;
@@ -49,6 +55,9 @@ class ReadinessDriver final {
   bool in_pump_ = false;
   bool repump_ = false;
   bool settle_reported_ = false;
+  // When the latest inspection's facts arrived: a fallback with a prompt candidate first looks
+  // at the foreground once within the handoff grace (NeedsLastLook).
+  std::optional<TimePoint> last_probe_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

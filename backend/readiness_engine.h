@@ -79,6 +79,9 @@ class ReadinessEngine final {
   [[nodiscard]] bool settled_by_prompt() const { return settled_by_prompt_; }
   [[nodiscard]] bool has_candidate() const { return candidate_; }
   [[nodiscard]] bool output_seen() const { return output_seen_; }
+  // When the silence fallback (inferred_idle) is due, grace included; nullopt while none is.
+  [[nodiscard]] std::optional<TimePoint> FallbackAt() const { return SilenceDeadline(); }
+  [[nodiscard]] Millis handoff_grace() const { return timings_.handoff_grace; }
 
  private:
   enum class Stage { kBeforeWrite, kWriting, kWaiting };

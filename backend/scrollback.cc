@@ -87,19 +87,32 @@ ReadResult Scrollback::Read(std::optional<uint64_t> cursor, size_t max_bytes,
   ReadResult result;
   const uint64_t wanted = cursor.value_or(begin_);
   result.truncated = wanted < begin_;
-  uint64_t start = std::clamp(wanted, begin_, end_);
-  while (start < end_ && IsContinuation(ByteAt(start))) ++start;
-  uint64_t stop = start + std::min<uint64_t>(max_bytes, end_ - start);
-  while (stop > start && stop < end_ && IsContinuation(ByteAt(stop))) --stop;
-  if (stop == start && start < end_) {  // at least one character
+  // The unterminated line continues the offsets past end(): it counts against max_bytes like
+  // committed text, and a page may stop inside it.
+  const uint64_t last = end_ + pending_line.size();
+  uint64_t start = wanted > last ? end_ : std::max(wanted, begin_);
+  auto byte = [&](uint64_t offset) {
+    return offset < end_ ? ByteAt(offset) : pending_line[static_cast<size_t>(offset - end_)];
+  };
+  while (start < last && IsContinuation(byte(start))) ++start;
+  uint64_t stop = start + std::min<uint64_t>(max_bytes, last - start);
+  while (stop > start && stop < last && IsContinuation(byte(stop))) --stop;
+  if (stop == start && start < last) {  // at least one character
     ++stop;
-    while (stop < end_ && IsContinuation(ByteAt(stop))) ++stop;
+    while (stop < last && IsContinuation(byte(stop))) ++stop;
   }
-  CopyOut(start, static_cast<size_t>(stop - start), result.text);
+  if (start < end_) CopyOut(start, static_cast<size_t>(std::min(stop, end_) - start), result.text);
+  if (stop > end_) {
+    const uint64_t from = std::max(start, end_);
+    result.text.append(pending_line.substr(static_cast<size_t>(from - end_),
+                                           static_cast<size_t>(stop - from)));
+  }
   result.cursor = start;
-  result.next_cursor = stop;
-  result.end = stop == end_;
-  if (result.end) result.text.append(pending_line);
+  result.end = stop == last;
+  // A page that holds the whole unterminated line leaves the cursor where that line will be
+  // committed (the next page shows it again, completed); a page that had to cut it continues
+  // inside it.
+  result.next_cursor = result.end && start <= end_ ? end_ : stop;
   return result;
 }
 

@@ -22,11 +22,13 @@ class Scrollback final {
   [[nodiscard]] uint64_t begin() const { return begin_; }  // offset of the oldest retained byte
   [[nodiscard]] uint64_t end() const { return end_; }      // offset just past the newest line
   [[nodiscard]] size_t lines() const { return line_ends_.size(); }  // retained (first may be cut)
-  // One page: from `cursor` (default begin()), at most max_bytes of committed text (cut at a
-  // UTF-8 boundary, at least one character); when the page reaches end(), `pending_line` is
-  // appended (not counted in next_cursor). truncated = cursor < begin(). end = page reached end().
-  // A cursor beyond end() is clamped to end(); one inside a UTF-8 character moves forward to the
-  // next character.
+  // One page: from `cursor` (default begin()), at most max_bytes (cut at a UTF-8 boundary, at
+  // least one character) of the committed text followed by `pending_line`, the unterminated
+  // line, which occupies the offsets from end() on. truncated = cursor < begin(); end = the page
+  // reached the end of the pending line. A page holding the whole pending line has next_cursor
+  // end() (that line is shown again once committed); one that cut it continues inside it.
+  // A cursor beyond the pending line is clamped to end(); one inside a UTF-8 character moves
+  // forward to the next character.
   [[nodiscard]] ReadResult Read(std::optional<uint64_t> cursor, size_t max_bytes,
                                 std::string_view pending_line) const;
 

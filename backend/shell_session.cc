@@ -158,6 +158,8 @@ void ShellSession::OnInvalidated() {
 }
 
 void ShellSession::OnShellExit(SessionStatus status) {
+  // The output was drained before the exit was reported: the stream has ended.
+  decoder_.Finish();
   if (!published_) {
     if (startup_) {
       startup_->engine().OnSessionExit();

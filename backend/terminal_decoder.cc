@@ -77,6 +77,11 @@ void TerminalDecoder::Feed(std::string_view bytes) {
   screen_->Feed(bytes);
 }
 
+void TerminalDecoder::Finish() {
+  // The line path only: the screen renders what libvterm made of the same bytes.
+  parser_.Finish();
+}
+
 void TerminalDecoder::SyncScreen() const {
   if (screen_backlog_.empty()) return;
   std::string backlog;

@@ -35,6 +35,9 @@ class TerminalDecoder final {
   // Called for each committed line after it was appended to the scrollback.
   void SetLineListener(std::function<void(std::string_view line)> listener);
   void Feed(std::string_view bytes);
+  // End of stream (the shell exited and its output was drained): flushes an incomplete UTF-8
+  // character as U+FFFD.
+  void Finish();
   void Resize(int rows, int columns);
   [[nodiscard]] const Scrollback& scrollback() const { return scrollback_; }
   [[nodiscard]] std::string PendingText() const { return line_model_.PendingText(); }

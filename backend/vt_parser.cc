@@ -173,6 +173,15 @@ bool VtParser::Utf8Step(unsigned char b) {
 
 void VtParser::EmitReplacement() { handler_.OnPrint(kReplacement); }
 
+void VtParser::Finish() {
+  if (state_ != State::kGround || utf8_need_ == 0) return;
+  utf8_need_ = 0;
+  utf8_len_ = 0;
+  utf8_lower_ = 0x80;
+  utf8_upper_ = 0xbf;
+  EmitReplacement();
+}
+
 void VtParser::StartSequence(State state) {
   state_ = state;
   sequence_bytes_ = 1;  // the ESC

@@ -41,6 +41,9 @@ class VtParser final {
   // `max_sequence_bytes` bounds one incomplete escape sequence (maxReadBytes, 256 KiB default).
   VtParser(VtHandler& handler, size_t max_sequence_bytes);
   void Feed(std::string_view bytes);
+  // End of stream: a multibyte character still incomplete becomes one U+FFFD (WHATWG decoding
+  // at end of input), never dropped.
+  void Finish();
 
  private:
   enum class State : unsigned char {

@@ -17,6 +17,7 @@ std::string_view ToString(ErrorKind kind) {
     case ErrorKind::kClosed: return "closed";
     case ErrorKind::kCleanupFailed: return "cleanup_failed";
     case ErrorKind::kCanceled: return "canceled";
+    case ErrorKind::kNameTaken: return "name_taken";
     case ErrorKind::kInvalidParams: return "invalid_params";
     case ErrorKind::kInternal: return "internal";
   }

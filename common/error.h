@@ -23,6 +23,7 @@ enum class ErrorKind {
   kClosed,
   kCleanupFailed,
   kCanceled,
+  kNameTaken,  // v1.1: the owner already has an open or opening session of that name
   kInvalidParams,  // maps to JSON-RPC -32602, not to an application error
   kInternal,
 };
@@ -44,6 +45,8 @@ struct Error {
   // The errno of the failed system call behind this error, 0 when none (as crun's errors
   // carry their status): callers test it instead of the global errno, which later calls reuse.
   int sys_errno = 0;
+  // name_taken: the session that holds the name, once published (error.data.sessionId).
+  std::string session_id;
 
   // "<syscall> <path>: <strerror>" for an errno failure.
   static Error FromErrno(ErrorKind kind, std::string_view syscall, std::string_view path = {},

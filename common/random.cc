@@ -25,4 +25,14 @@ std::string RandomHex(size_t bytes) {
   return hex;
 }
 
+bool SecretEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  // The accumulated difference is read once, after every byte was compared.
+  return *static_cast<volatile unsigned char*>(&diff) == 0;
+}
+
 }  // namespace ptybox

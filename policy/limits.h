@@ -23,6 +23,8 @@ struct Limits {
   // Lifecycle.
   int64_t dispose_grace_ms = 3000;
   int64_t max_sessions = 16;  // open sessions per owner
+  // How long an owner outlives its client connection over `serve --socket` (0: closed with it).
+  int64_t detach_grace_ms = 0;
   // Resource limits applied inside every session (unset: inherit the daemon's).
   std::optional<int64_t> max_processes;     // RLIMIT_NPROC
   std::optional<int64_t> max_open_files;    // RLIMIT_NOFILE

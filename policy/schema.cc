@@ -25,7 +25,7 @@ constexpr LimitSpec Optional(std::string_view key, std::string_view unit, int64_
 
 // Bounds: zero only where it means "no wait"; maxima well past any real use, low enough that a
 // value is never a typo for "infinite" and never overflows arithmetic on milliseconds or bytes.
-const std::array<LimitSpec, 17> kLimitSpecs = {
+const std::array<LimitSpec, 18> kLimitSpecs = {
     Plain("idleSilenceMs", "milliseconds", 1, 3'600'000, LimitRule::kFree,
           &Limits::idle_silence_ms),
     Plain("handoffGraceMs", "milliseconds", 0, 60'000, LimitRule::kFree, &Limits::handoff_grace_ms),
@@ -45,6 +45,9 @@ const std::array<LimitSpec, 17> kLimitSpecs = {
     Plain("disposeGraceMs", "milliseconds", 0, 600'000, LimitRule::kLowerOnly,
           &Limits::dispose_grace_ms),
     Plain("maxSessions", "sessions", 1, 1024, LimitRule::kLowerOnly, &Limits::max_sessions),
+    // Operator only in effect: the default is 0, and a repository file may only lower it.
+    Plain("detachGraceMs", "milliseconds", 0, 86'400'000, LimitRule::kLowerOnly,
+          &Limits::detach_grace_ms),
     Optional("maxProcesses", "processes", 1, 4'194'304, &Limits::max_processes),
     Optional("maxOpenFiles", "files", 16, 1'048'576, &Limits::max_open_files),
     Optional("maxMemoryBytes", "bytes", 16 * kMiB, 128 * kTiB, &Limits::max_memory_bytes),

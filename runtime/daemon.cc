@@ -163,6 +163,15 @@ int RunDaemon(DaemonOptions options) {
       server = rpc;
     } else {
       auto mcp = std::make_shared<McpServer>(io, service, *line, "mcp host", options.mcp_options);
+      if (options.mcp_options.connect) {
+        Result<std::shared_ptr<RemoteDaemon>> remote =
+            RemoteDaemon::Connect(io, *options.mcp_options.connect, options.service.workspace);
+        if (!remote) {
+          LogError("ptybox mcp --connect: " + remote.error().Describe());
+          return 1;
+        }
+        mcp->UseRemote(*remote);
+      }
       mcp->Start(finish);
       server = mcp;
     }

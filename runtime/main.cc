@@ -116,6 +116,12 @@ int main(int argc, char** argv) {
                   "the mode the model starts in: read-only, workspace-write or "
                   "danger-full-access (default: the policy's mode); the model may narrow it, "
                   "never widen it without the user's consent");
+  std::string mcp_connect;
+  mcp->add_option("--connect", mcp_connect,
+                  "serve as a client of a running `ptybox serve --socket SOCKET` daemon: the "
+                  "terminals outlive this process for the daemon's limits.detachGraceMs and a "
+                  "restarted ptybox mcp finds them (its owner token is kept under "
+                  "$XDG_STATE_HOME/ptybox/)");
   mcp->add_option("--consent-timeout", mcp_consent_timeout,
                   "seconds the user has to answer a request to widen the mode (default 300; "
                   "1 to 86400); no answer is a refusal");
@@ -173,6 +179,15 @@ int main(int argc, char** argv) {
     DaemonOptions options;
     options.mcp = true;
     options.service = ServiceFrom(mcp_flags);
+    if (!mcp_connect.empty()) {
+      if (!mcp_mode.empty() || !mcp_flags.policy.empty()) {
+        std::cerr << "ptybox mcp: --mode and --policy do not apply with --connect: the daemon's "
+                     "policy and the attached owner's mode do (policy_set_mode changes it)\n";
+        return 2;
+      }
+      std::error_code ec;
+      options.mcp_options.connect = std::filesystem::absolute(mcp_connect, ec);
+    }
     if (!mcp_mode.empty()) {
       if (std::optional<int> failed = SetMcpStartMode(mcp_mode, options.service)) return *failed;
     }

@@ -71,6 +71,8 @@ void McpServer::OnDisconnected() {
   for (auto& [key, pending] : consents_) pending.timer->cancel();
   consents_.clear();
   std::shared_ptr<McpServer> self = shared_from_this();
+  // --connect: the daemon keeps the owner for its grace; this process only leaves.
+  if (remote_) remote_->Close();
   // The host left (end of input): every session of this owner ends with it, awaited.
   service_.CloseOwner(owner_, [self] {
     self->owner_->on_policy_changed = nullptr;
@@ -113,7 +115,11 @@ void McpServer::HandleNotification(const std::string& method, const Json& params
     // The spec asks for no response to a canceled request; the work still ends as the contract
     // says (an open closes its unpublished shell, a send is interrupted like terminal_cancel).
     canceled_.insert(key);
-    service_.CancelRequest(*owner_, key, reason);
+    if (remote_) {
+      remote_->Cancel(key, reason);
+    } else {
+      service_.CancelRequest(*owner_, key, reason);
+    }
     LogInfo("mcp: request " + key + " canceled: " + reason);
     return;
   }
@@ -166,7 +172,7 @@ void McpServer::Initialize(const Json& id, const Json& params) {
   can_elicit_ = CanElicitForm(params.value("capabilities", Json::object()), protocol_version_);
   // The mode the model starts in is the widest it may choose alone. When the policy cannot be
   // resolved now, only the --mode given (else read-only) is free.
-  Result<policy::ResolvedPolicy> start = service_.ResolvePolicy(*owner_);
+  Result<policy::ResolvedPolicy> start = CurrentPolicy();
   widest_free_ =
       start ? start->mode : owner_->fence().requested_mode().value_or(policy::Mode::kReadOnly);
   Json server_info{{"name", "ptybox"}, {"version", PTYBOX_VERSION}};
@@ -181,6 +187,11 @@ void McpServer::Initialize(const Json& id, const Json& params) {
                  {"capabilities", capabilities},
                  {"serverInfo", server_info},
                  {"instructions", PolicyText()}});
+}
+
+Result<policy::ResolvedPolicy> McpServer::CurrentPolicy() {
+  if (remote_) return remote_->policy();
+  return service_.ResolvePolicy(*owner_);
 }
 
 bool McpServer::Structured() const {
@@ -225,11 +236,23 @@ void McpServer::RunTool(const Json& id, const std::string& name, const Json& arg
   const std::string key = RequestKey(id);
   in_flight_.insert(key);
   std::shared_ptr<McpServer> self = shared_from_this();
-  CallMethod(service_, owner_, name, arguments, key, [self, id, key, name](Result<Json> result) {
+  auto answer = [self, id, key, name](Result<Json> result) {
     self->in_flight_.erase(key);
     if (self->canceled_.erase(key) > 0) return;  // canceled: no response
     self->Reply(id, self->ToolResult(name, result));
-  });
+  };
+  if (remote_) {
+    // On the daemon: a mode change is read back before the answer states the new policy.
+    remote_->Call(name, arguments, key, [self, answer, name](Result<Json> result) {
+      if (name != "policy_set_mode" || !result) return answer(std::move(result));
+      self->remote_->RefreshPolicy([self, answer, result] {
+        self->OnPolicyChanged();
+        answer(result);
+      });
+    });
+    return;
+  }
+  CallMethod(service_, owner_, name, arguments, key, answer);
 }
 
 void McpServer::SetModeTool(const Json& id, const Json& arguments) {
@@ -249,8 +272,22 @@ void McpServer::SetModeTool(const Json& id, const Json& arguments) {
   }
 
   // A widening. What the ceiling or the fence refuses anyway is refused without asking.
-  Result<policy::ResolvedPolicy> current = service_.ResolvePolicy(*owner_);
+  Result<policy::ResolvedPolicy> current = CurrentPolicy();
   if (!current) return ReplyToolError(id, current.error());
+  if (remote_) {
+    // The daemon checks the ceiling and the fence when the accepted change applies.
+    if (!can_elicit_) return ReplyToolError(id, ConsentUnavailable(current->mode, *mode));
+    if (!consents_.empty()) {
+      return ReplyToolError(
+          id, Error{ErrorKind::kBusy,
+                    "the user is still being asked about another mode change: wait for that "
+                    "policy_set_mode to return, then try again if it is still needed",
+                    "mode"});
+    }
+    policy::ResolvedPolicy wanted = *current;
+    wanted.mode = *mode;
+    return AskConsent(id, *current, wanted);
+  }
   Owner probe(0, "policy_set_mode probe", *mode);  // never registered: resolves the wanted mode
   Result<policy::ResolvedPolicy> wanted = service_.ResolvePolicy(probe);
   if (!wanted) return ReplyToolError(id, wanted.error());
@@ -374,7 +411,7 @@ Json McpServer::ToolResult(const std::string& tool, const Result<Json>& result) 
 }
 
 std::string McpServer::PolicyText() {
-  Result<policy::ResolvedPolicy> resolved = service_.ResolvePolicy(*owner_);
+  Result<policy::ResolvedPolicy> resolved = CurrentPolicy();
   if (!resolved) {
     return "Sandbox policy: unresolved (" + resolved.error().Describe() +
            "); terminals cannot open until the policy files are fixed.";
@@ -392,7 +429,7 @@ void McpServer::ReadResource(const Json& id, const Json& params) {
                       "resource not found: " + uri + " (the only resource is ptybox://policy)",
                       Json{{"uri", uri}});
   }
-  Result<policy::ResolvedPolicy> resolved = service_.ResolvePolicy(*owner_);
+  Result<policy::ResolvedPolicy> resolved = CurrentPolicy();
   if (!resolved) {
     return ReplyError(id, kInternalError,
                       "the policy cannot be resolved: " + resolved.error().Describe(),

@@ -9,6 +9,7 @@
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "runtime/line_connection.h"
+#include "runtime/mcp_connect.h"
 #include "runtime/service.h"
 #include "runtime/wire.h"
 
@@ -27,6 +29,8 @@ namespace ptybox::runtime {
 struct McpOptions {
   // How long the user has to answer a consent request; no answer by then is a refusal.
   std::chrono::milliseconds consent_timeout = std::chrono::minutes(5);
+  // `ptybox mcp --connect SOCKET`: the daemon to serve as a client of.
+  std::optional<std::filesystem::path> connect;
 };
 
 class McpServer final : public std::enable_shared_from_this<McpServer> {
@@ -39,6 +43,8 @@ class McpServer final : public std::enable_shared_from_this<McpServer> {
             std::string label, McpOptions options = {});
   // Starts reading; `on_done` runs after the host left and its sessions were closed.
   void Start(std::function<void()> on_done);
+  // `ptybox mcp --connect`: every tool runs on the daemon as the attached owner (before Start).
+  void UseRemote(std::shared_ptr<RemoteDaemon> remote) { remote_ = std::move(remote); }
 
   // Handles one line (exposed for tests).
   void HandleLine(const std::string& line);
@@ -71,6 +77,8 @@ class McpServer final : public std::enable_shared_from_this<McpServer> {
   void OnPolicyChanged();
   // Structured results, titles and output schemas exist from 2025-06-18 on.
   [[nodiscard]] bool Structured() const;
+  // The owner's policy: this process's service, or the daemon's answer (--connect).
+  Result<policy::ResolvedPolicy> CurrentPolicy();
 
   void Reply(const Json& id, Json result);
   void ReplyError(const Json& id, int code, const std::string& message, Json data = nullptr);
@@ -90,6 +98,7 @@ class McpServer final : public std::enable_shared_from_this<McpServer> {
   PtyService& service_;
   std::shared_ptr<LineConnection> connection_;
   std::shared_ptr<Owner> owner_;
+  std::shared_ptr<RemoteDaemon> remote_;  // --connect
   std::function<void()> on_done_;
   bool disconnected_ = false;
   bool initialized_ = false;

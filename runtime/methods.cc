@@ -77,7 +77,7 @@ const std::vector<std::string>& ContractMethods() {
   static const std::vector<std::string> kMethods = {
       "terminal_open", "terminal_send",   "terminal_output", "terminal_cancel",
       "terminal_read", "terminal_signal", "terminal_status", "terminal_close",
-      "terminal_list", "policy_resolve",  "policy_set_mode"};
+      "terminal_list", "policy_resolve",  "policy_set_mode", "owner_info", "owner_attach"};
   return kMethods;
 }
 
@@ -216,6 +216,17 @@ void CallMethod(PtyService& service, const std::shared_ptr<Owner>& owner, const 
     Result<policy::Mode> set = service.SetMode(*owner, *mode);
     if (!set) return fail(set.error());
     return done(Json{{"mode", std::string(policy::ToString(*set))}});
+  }
+  if (method == "owner_info") {  // v1.1; the logic is PtyService::Info
+    Result<Params> p = check({});
+    if (!p) return fail(p.error());
+    OwnerInfo info = service.Info(*owner);
+    return done(Json{{"ownerToken", info.token}, {"detachGraceMs", info.detach_grace_ms}});
+  }
+  if (method == "owner_attach") {  // v1.1: it replaces the connection's owner (RpcConnection)
+    return fail(Error{ErrorKind::kInvalidParams,
+                      "owner_attach is answered by a serve --socket or --stdio connection only",
+                      "ownerToken"});
   }
   fail(Error{ErrorKind::kInternal, "no contract method named " + method, method});
 }

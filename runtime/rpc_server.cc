@@ -16,9 +16,10 @@
 
 namespace ptybox::runtime {
 RpcConnection::RpcConnection(PtyService& service, std::shared_ptr<LineConnection> connection,
-                             std::string label)
+                             std::string label, bool may_detach)
     : service_(service), connection_(std::move(connection)) {
   owner_ = service_.OpenOwner(std::move(label));
+  owner_->may_detach = may_detach;
 }
 
 void RpcConnection::Start(std::function<void()> on_done) {
@@ -34,6 +35,14 @@ void RpcConnection::OnDisconnected() {
   if (disconnected_) return;
   disconnected_ = true;
   std::shared_ptr<RpcConnection> self = shared_from_this();
+  // An owner with a detach grace outlives the connection (contract v1.1): nothing to await.
+  if (service_.DetachOwner(owner_)) {
+    owner_.reset();
+    std::function<void()> done = std::move(on_done_);
+    on_done_ = nullptr;
+    if (done) done();
+    return;
+  }
   // Every session of this owner ends with the connection, awaited.
   service_.CloseOwner(owner_, [self] {
     std::function<void()> done = std::move(self->on_done_);
@@ -110,6 +119,7 @@ void RpcConnection::HandleRequest(const Json& id, const std::string& method, con
                            "request");
     return;
   }
+  if (method == "owner_attach") return Attach(id, params);
   in_flight_.insert(key);
   std::shared_ptr<RpcConnection> self = shared_from_this();
   CallMethod(service_, owner_, method, params, key, [self, id, key](Result<Json> result) {
@@ -117,6 +127,35 @@ void RpcConnection::HandleRequest(const Json& id, const std::string& method, con
     if (!result) return self->ReplyError(id, result.error());
     self->Reply(id, std::move(*result));
   });
+}
+
+void RpcConnection::Attach(const Json& id, const Json& params) {
+  Result<Params> p = Params::Check(params, "owner_attach", {"ownerToken"});
+  if (!p) return ReplyError(id, p.error());
+  Result<std::string> token = p->RequiredString("ownerToken");
+  if (!token) return ReplyError(id, token.error());
+  // Only the first call of a connection may attach: the fresh owner it replaces must hold
+  // nothing (contract v1.1).
+  if (attached_ || owner_->opened_any || !owner_->sessions.empty() ||
+      owner_->fence().spawns_in_progress() > 0) {
+    return ReplyProtocolError(
+        id, -32600,
+        "invalid request: owner_attach must come before this connection opens a session or "
+        "attaches; use a new connection to attach");
+  }
+  Result<AttachResult> attached = service_.AttachOwner(*token);
+  if (!attached) return ReplyError(id, attached.error());
+  attached_ = true;
+  const bool may_detach = owner_->may_detach;
+  owner_ = attached->owner;
+  owner_->may_detach = may_detach;
+  Json sessions = Json::array();
+  for (const SessionInfo& info : attached->sessions) sessions.push_back(ToJson(info, true));
+  Json operations = Json::array();
+  for (const auto& [operation, session] : attached->operations) {
+    operations.push_back(Json{{"operationId", operation}, {"sessionId", session}});
+  }
+  Reply(id, Json{{"sessions", sessions}, {"operations", operations}});
 }
 
 SocketServer::SocketServer(asio::io_context& io, PtyService& service, size_t max_connections)
@@ -231,7 +270,8 @@ void SocketServer::Accept() {
       } else {
         ++*connections_;
         auto rpc = std::make_shared<RpcConnection>(
-            service_, *line, "socket client " + std::to_string(next_client_++));
+            service_, *line, "socket client " + std::to_string(next_client_++),
+            /*may_detach=*/true);
         rpc->Start([rpc, count = connections_] {
           --*count;
           // What the client's traffic allocated goes back to the system now, not at exit.

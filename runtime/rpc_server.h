@@ -20,8 +20,9 @@ namespace ptybox::runtime {
 
 class RpcConnection final : public std::enable_shared_from_this<RpcConnection> {
  public:
+  // `may_detach`: the owner may outlive this connection (serve --socket; contract v1.1).
   RpcConnection(PtyService& service, std::shared_ptr<LineConnection> connection,
-                std::string label);
+                std::string label, bool may_detach = false);
   // Starts reading; `on_done` runs after the client left and its sessions were closed.
   void Start(std::function<void()> on_done);
 
@@ -38,6 +39,8 @@ class RpcConnection final : public std::enable_shared_from_this<RpcConnection> {
   void Reply(const Json& id, Json result);
   void ReplyError(const Json& id, const Error& error);
   void ReplyProtocolError(const Json& id, int code, const std::string& message);
+  // owner_attach (contract v1.1): this connection becomes the detached owner of the token.
+  void Attach(const Json& id, const Json& params);
 
   PtyService& service_;
   std::shared_ptr<LineConnection> connection_;
@@ -45,6 +48,7 @@ class RpcConnection final : public std::enable_shared_from_this<RpcConnection> {
   std::function<void()> on_done_;
   std::set<std::string> in_flight_;  // request keys answered not yet
   bool disconnected_ = false;
+  bool attached_ = false;  // owner_attach succeeded on this connection
 };
 
 // Accepts connections on a Unix socket created with mode 0600, at most `max_connections` at

@@ -63,7 +63,9 @@ policy::ResolveInputs ResolveInputsFrom(const ServiceOptions& options,
 }
 
 std::shared_ptr<Owner> PtyService::OpenOwner(std::string label) {
-  auto owner = std::make_shared<Owner>(next_owner_++, std::move(label), options_.mode_override);
+  // The token is a secret of 256 random bits: never logged, never listed (contract v1.1).
+  auto owner = std::make_shared<Owner>(next_owner_++, std::move(label), options_.mode_override,
+                                       "owner-" + RandomHex(32));
   std::erase_if(owners_, [](const std::weak_ptr<Owner>& o) { return o.expired(); });
   owners_.push_back(owner);
   return owner;
@@ -133,8 +135,25 @@ void PtyService::Open(const std::shared_ptr<Owner>& owner, OpenParams params,
     return;
   }
 
+  // Names are unique among this owner's open and opening sessions, reserved from here on.
+  const std::string name = params.name.value_or("");
+  if (!name.empty()) {
+    if (auto held = owner->names.find(name); held != owner->names.end()) {
+      Error taken{ErrorKind::kNameTaken,
+                  "this connection already has a session named \"" + name + "\"" +
+                      (held->second.empty() ? " still opening" : " (" + held->second + ")") +
+                      "; choose another name, or close that session first",
+                  "name"};
+      taken.session_id = held->second;
+      fail(std::move(taken));
+      return;
+    }
+    owner->names[name] = "";
+  }
+  owner->opened_any = true;
+
   backend::SpawnSpec spec;
-  spec.name = params.name.value_or("");
+  spec.name = name;
   spec.policy = *resolved;
   spec.cwd = *cwd;
   spec.rows = params.rows;
@@ -145,13 +164,14 @@ void PtyService::Open(const std::shared_ptr<Owner>& owner, OpenParams params,
   const policy::Mode mode = resolved->mode;
   owner->fence().BeginSpawn(mode);
   const std::string cwd_text = cwd->string();
-  const std::string name = spec.name;
   std::weak_ptr<Owner> weak_owner = owner;
   auto pending = backend->second->Spawn(
       std::move(spec), [this, weak_owner, request_key, done, mode, cwd_text,
                         name](Result<std::shared_ptr<backend::BackendSession>> spawned) {
         std::shared_ptr<Owner> live = weak_owner.lock();
         if (live) live->pending_opens.erase(request_key);
+        // A failed open gives its name back.
+        if (live && !name.empty() && (!spawned || live->closed)) live->names.erase(name);
         if (!spawned) {
           if (live) {
             live->fence().EndSpawn(mode, false);
@@ -182,6 +202,7 @@ void PtyService::Open(const std::shared_ptr<Owner>& owner, OpenParams params,
         result.mode = mode;
         result.cwd = cwd_text;
         live->sessions[result.session_id] = Owner::Entry{name, mode, cwd_text, session};
+        if (!name.empty()) live->names[name] = result.session_id;
         LogInfo("owner " + std::to_string(live->id()) + " opened " + result.session_id + " (" +
                 std::string(policy::ToString(mode)) + ")");
         done(std::move(result));
@@ -201,17 +222,25 @@ void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& se
     asio::post(io_, [done, error = op.error()] { done(std::unexpected(error)); });
     return;
   }
+  // Operations a session replaced are no longer readable: forgotten.
+  std::erase_if(owner->operations, [](const auto& entry) { return entry.second.op.expired(); });
   if (background) {
     SendOutcome outcome;
     outcome.operation_id = "op-" + RandomHex(8);
+    owner->operations[*outcome.operation_id] = Owner::Operation{session_id, *op};
     asio::post(io_, [done, outcome] { done(outcome); });
     return;
   }
   owner->foreground_sends[request_key] = session_id;
   std::weak_ptr<Owner> weak_owner = owner;
+  const uint64_t generation = owner->connection_generation;
   (*op)->SetSettledCallback(
-      [weak_owner, request_key, done](const Result<backend::SendResult>& result) {
-        if (std::shared_ptr<Owner> o = weak_owner.lock()) o->foreground_sends.erase(request_key);
+      [weak_owner, request_key, generation, done](const Result<backend::SendResult>& result) {
+        // After a detach the request key may already name a later connection's request.
+        if (std::shared_ptr<Owner> o = weak_owner.lock();
+            o && o->connection_generation == generation) {
+          o->foreground_sends.erase(request_key);
+        }
         if (!result) {
           done(std::unexpected(result.error()));
           return;
@@ -296,6 +325,11 @@ void PtyService::Close(const std::shared_ptr<Owner>& owner, const std::string& s
                           auto entry = o->sessions.find(session_id);
                           if (entry != o->sessions.end()) {
                             const policy::Mode mode = entry->second.mode;
+                            // The session's name is free again.
+                            if (auto held = o->names.find(entry->second.name);
+                                held != o->names.end() && held->second == session_id) {
+                              o->names.erase(held);
+                            }
                             o->sessions.erase(entry);
                             o->fence().SessionClosed(mode);
                           }
@@ -380,6 +414,8 @@ void PtyService::Shutdown(std::function<void()> done) {
   for (const std::weak_ptr<Owner>& weak : owners_) {
     if (std::shared_ptr<Owner> owner = weak.lock()) live.push_back(owner);
   }
+  // Detached owners close with the rest; their grace timers stop.
+  detached_.clear();
   if (live.empty()) {
     asio::post(io_, std::move(done));
     return;
@@ -387,10 +423,107 @@ void PtyService::Shutdown(std::function<void()> done) {
   auto remaining = std::make_shared<size_t>(live.size());
   auto finish = std::make_shared<std::function<void()>>(std::move(done));
   for (const std::shared_ptr<Owner>& owner : live) {
-    CloseOwner(owner, [remaining, finish] {
+    // Held until closed: a detached owner has no connection that keeps it (and its sessions).
+    CloseOwner(owner, [remaining, finish, owner] {
       if (--*remaining == 0) (*finish)();
     });
   }
+}
+
+bool PtyService::DetachOwner(const std::shared_ptr<Owner>& owner) {
+  if (!owner->may_detach || owner->closed) return false;
+  Result<policy::ResolvedPolicy> resolved = Resolve(*owner, std::nullopt);
+  if (!resolved || resolved->limits.detach_grace_ms <= 0) return false;
+  const int64_t grace_ms = resolved->limits.detach_grace_ms;
+  owner->detached = true;
+  ++owner->connection_generation;
+  owner->on_policy_changed = nullptr;
+  // An open in flight answers nobody: canceled as on a disconnect (its shell is closed).
+  std::map<std::string, std::shared_ptr<backend::PendingSpawn>> pending;
+  pending.swap(owner->pending_opens);
+  for (auto& [key, spawn] : pending) spawn->Cancel("the client disconnected");
+  // A foreground send in flight goes on as an operation terminal_output reads after attach.
+  for (const auto& [key, session_id] : owner->foreground_sends) {
+    auto entry = owner->sessions.find(session_id);
+    if (entry == owner->sessions.end()) continue;
+    std::shared_ptr<backend::SendOperation> op = entry->second.session->last_send();
+    if (op && !op->settled()) {
+      owner->operations["op-" + RandomHex(8)] = Owner::Operation{session_id, op};
+    }
+  }
+  owner->foreground_sends.clear();
+  auto expiry = std::make_unique<asio::steady_timer>(io_, std::chrono::milliseconds(grace_ms));
+  const uint64_t id = owner->id();
+  expiry->async_wait([this, id](const std::error_code& ec) {
+    if (ec) return;
+    auto it = detached_.find(id);
+    if (it == detached_.end()) return;
+    std::shared_ptr<Owner> expired = it->second.owner;
+    LogInfo("owner " + std::to_string(id) + ": detach grace expired with no owner_attach; closing " +
+            std::to_string(expired->sessions.size()) + " sessions");
+    // This timer is destroyed on a later turn, never inside its own handler.
+    asio::post(io_, [timer = std::move(it->second.expiry)] {});
+    detached_.erase(it);
+    expired->detached = false;
+    // Exactly as a disconnect: every session closed, awaited.
+    CloseOwner(expired, [expired] {
+      LogInfo("owner " + std::to_string(expired->id()) + ": closed after its grace");
+    });
+  });
+  detached_[id] = Detached{owner, std::move(expiry)};
+  LogInfo("owner " + std::to_string(id) + " detached: " + std::to_string(owner->sessions.size()) +
+          " sessions keep running for " + std::to_string(grace_ms) + " ms awaiting owner_attach");
+  return true;
+}
+
+Result<AttachResult> PtyService::AttachOwner(const std::string& token) {
+  // Every owner's token is compared, each in constant time: no early exit tells a guess apart.
+  std::shared_ptr<Owner> found;
+  for (const std::weak_ptr<Owner>& weak : owners_) {
+    std::shared_ptr<Owner> owner = weak.lock();
+    if (owner && !owner->token().empty() && SecretEquals(owner->token(), token) && !found) {
+      found = owner;
+    }
+  }
+  if (!found || found->closed || (!found->detached && !found->may_detach)) {
+    return Fail(ErrorKind::kNotFound,
+                "no detached owner has this token (unknown, expired or already closed); open "
+                "new sessions instead",
+                "ownerToken");
+  }
+  if (!found->detached) {
+    return Fail(ErrorKind::kBusy,
+                "the owner of this token still has a live connection; close that connection "
+                "first, then attach",
+                "ownerToken");
+  }
+  detached_.erase(found->id());  // stops the grace
+  found->detached = false;
+  AttachResult result;
+  result.owner = found;
+  result.sessions = List(*found);
+  std::erase_if(found->operations, [&](const auto& entry) {
+    std::shared_ptr<backend::SendOperation> op = entry.second.op.lock();
+    auto session = found->sessions.find(entry.second.session_id);
+    return !op || session == found->sessions.end() || session->second.session->last_send() != op;
+  });
+  for (const auto& [op_id, operation] : found->operations) {
+    result.operations.emplace_back(op_id, operation.session_id);
+  }
+  LogInfo("owner " + std::to_string(found->id()) + " attached: " +
+          std::to_string(result.sessions.size()) + " sessions, " +
+          std::to_string(result.operations.size()) + " operations");
+  return result;
+}
+
+OwnerInfo PtyService::Info(Owner& owner) {
+  OwnerInfo info;
+  info.token = owner.token();
+  if (owner.may_detach) {
+    Result<policy::ResolvedPolicy> resolved = Resolve(owner, std::nullopt);
+    if (resolved) info.detach_grace_ms = resolved->limits.detach_grace_ms;
+  }
+  return info;
 }
 
 void PtyService::Reload() {

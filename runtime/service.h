@@ -4,6 +4,7 @@
 #pragma once
 
 #include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -71,6 +72,21 @@ struct SessionInfo {
   std::optional<pid_t> pid;
 };
 
+class Owner;
+
+// owner_info (contract v1.1).
+struct OwnerInfo {
+  std::string token;
+  int64_t detach_grace_ms = 0;
+};
+
+// owner_attach (contract v1.1): the attached owner's sessions and readable operations.
+struct AttachResult {
+  std::shared_ptr<Owner> owner;
+  std::vector<SessionInfo> sessions;
+  std::vector<std::pair<std::string, std::string>> operations;  // operation id, session id
+};
+
 struct SendOutcome {
   std::optional<backend::SendResult> result;  // foreground
   std::optional<std::string> operation_id;    // background
@@ -78,8 +94,6 @@ struct SendOutcome {
 
 // Called when an owner's effective policy changed (MCP announces it).
 using PolicyChanged = std::function<void(const policy::ResolvedPolicy&)>;
-
-class Owner;
 
 class PtyService final {
  public:
@@ -92,6 +106,16 @@ class PtyService final {
   std::shared_ptr<Owner> OpenOwner(std::string label);
   // Disconnect: cancels pending spawns, closes every session of the owner, awaited.
   void CloseOwner(const std::shared_ptr<Owner>& owner, std::function<void()> done);
+  // The connection of an owner ended. When the owner may outlive it (a socket client) and its
+  // policy's limits.detachGraceMs is above 0, the owner is detached: its sessions keep running,
+  // a foreground send in flight becomes an operation terminal_output reads, and the grace's end
+  // closes it as CloseOwner does; true then. False: nothing was done, call CloseOwner.
+  bool DetachOwner(const std::shared_ptr<Owner>& owner);
+  // owner_attach: the detached owner with `token`, now attached (its grace stopped). not_found
+  // when no detached owner has it, busy when its owner still has a live connection.
+  Result<AttachResult> AttachOwner(const std::string& token);
+  OwnerInfo Info(Owner& owner);
+
   // Daemon shutdown: closes every owner.
   void Shutdown(std::function<void()> done);
 
@@ -133,6 +157,12 @@ class PtyService final {
   ServiceOptions options_;
   std::map<std::string, std::unique_ptr<backend::Backend>> backends_;
   std::vector<std::weak_ptr<Owner>> owners_;
+  // Detached owners, held here until attached or expired (their grace timer), by owner id.
+  struct Detached {
+    std::shared_ptr<Owner> owner;
+    std::unique_ptr<asio::steady_timer> expiry;
+  };
+  std::map<uint64_t, Detached> detached_;
   uint64_t next_owner_ = 1;
 };
 

@@ -92,6 +92,7 @@ Json ErrorObject(const Error& error) {
     return Json{{"code", -32602}, {"message", error.Describe()}, {"data", data}};
   }
   if (error.kind == ErrorKind::kCanceled) data["reason"] = error.message;
+  if (!error.session_id.empty()) data["sessionId"] = error.session_id;
   std::string message = error.message;
   if (!error.cleanup_failure.empty()) message += " (cleanup also failed: " + error.cleanup_failure + ")";
   return Json{{"code", -32000}, {"message", message}, {"data", data}};

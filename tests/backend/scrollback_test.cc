@@ -42,20 +42,20 @@ TEST(ScrollbackTest, PagesFollowNextCursorAndOnlyTheLastHasThePendingLine) {
     const ReadResult r = s.Read(cursor, 7, "PENDING");
     ++pages;
     EXPECT_FALSE(r.truncated);
+    EXPECT_LE(r.text.size(), 7u);  // the unterminated line counts against the bound
+    all += r.text;
     if (r.end) {
-      EXPECT_TRUE(r.text.ends_with("PENDING"));
-      all += r.text.substr(0, r.text.size() - 7);
-      EXPECT_EQ(r.next_cursor, s.end());
+      EXPECT_EQ(r.next_cursor, s.end() + 7);  // the page started inside the pending line
       break;
     }
     EXPECT_EQ(r.text.size(), 7u);
     EXPECT_EQ(r.next_cursor, r.cursor + 7);
-    all += r.text;
     cursor = r.next_cursor;
   }
-  EXPECT_EQ(pages, 9);  // 60 bytes in pages of 7
+  EXPECT_EQ(pages, 10);  // 60 + 7 bytes in pages of 7
   std::string expected;
   for (int i = 0; i < 10; ++i) expected += "line" + std::to_string(i) + "\n";
+  expected += "PENDING";
   EXPECT_EQ(all, expected);
 }
 
@@ -117,6 +117,26 @@ TEST(ScrollbackTest, CursorBeyondEndIsClampedToEnd) {
   EXPECT_FALSE(r.truncated);
 }
 
+TEST(ScrollbackTest, APageThatReachesTheEndKeepsItsBoundWithTheUnterminatedLine) {
+  Scrollback s(10, 1024);
+  s.Append("ab");
+  // 3 committed bytes and 5 pending ones: a bound of 5 stops inside the pending line.
+  ReadResult r = s.Read(std::nullopt, 5, "\xE6\x97\xA5xy");
+  EXPECT_EQ(r.text, "ab\n");  // the 3-byte character does not fit whole
+  EXPECT_FALSE(r.end);
+  EXPECT_EQ(r.next_cursor, s.end());
+  r = s.Read(r.next_cursor, 4, "\xE6\x97\xA5xy");
+  EXPECT_EQ(r.text, "\xE6\x97\xA5x");
+  EXPECT_FALSE(r.end);
+  r = s.Read(r.next_cursor, 4, "\xE6\x97\xA5xy");
+  EXPECT_EQ(r.text, "y");
+  EXPECT_TRUE(r.end);
+  // The one-character minimum stays: a bound of 1 still returns the whole character.
+  r = s.Read(s.end(), 1, "\xE6\x97\xA5xy");
+  EXPECT_EQ(r.text, "\xE6\x97\xA5");
+  EXPECT_EQ(r.next_cursor, s.end() + 3);
+}
+
 TEST(ScrollbackTest, CursorInsideACharacterMovesToTheNextOne) {
   Scrollback s(10, 1024);
   s.Append("\xE6\x97\xA5x");  // 3-byte character, 'x', '\n'
@@ -135,8 +155,12 @@ TEST(ScrollbackTest, PagesAreCutAtCharacterBoundariesWithAtLeastOneCharacter) {
   EXPECT_EQ(r.text, "\xF0\x9F\x98\x81");
   EXPECT_EQ(r.next_cursor, 8u);
   EXPECT_FALSE(r.end);
+  // The unterminated line counts against the bound too: one character per page.
   r = s.Read(r.next_cursor, 0, "$");
-  EXPECT_EQ(r.text, "\n$");
+  EXPECT_EQ(r.text, "\n");
+  EXPECT_FALSE(r.end);
+  r = s.Read(r.next_cursor, 0, "$");
+  EXPECT_EQ(r.text, "$");
   EXPECT_TRUE(r.end);
 }
 

@@ -139,9 +139,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Check(scrollback.lines() <= options.scrollback_lines);
   std::optional<uint64_t> cursor;
   for (int page = 0; page < 10000; ++page) {
-    const ReadResult r = scrollback.Read(cursor, 1 + data[1] % 97, pending);
+    const size_t bound = 1 + data[1] % 97;
+    const ReadResult r = scrollback.Read(cursor, bound, pending);
     Check(!r.truncated);
-    Check(r.cursor >= scrollback.begin() && r.next_cursor <= scrollback.end());
+    // The unterminated line continues the offsets: a page may stop inside it.
+    Check(r.cursor >= scrollback.begin() && r.next_cursor <= scrollback.end() + pending.size());
+    // Every page keeps its bound, the unterminated line included (at least one character).
+    Check(r.text.size() <= std::max<size_t>(bound, 4));
     Check(IsCleanMultiline(r.text));
     if (r.end) break;
     Check(r.next_cursor > r.cursor);

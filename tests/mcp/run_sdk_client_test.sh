@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # CTest driver for sdk_client_test.mjs: installs the pinned SDK with `npm ci` into WORK_DIR (kept
 # between runs, redone when package-lock.json changes), then runs the test against PTYBOX.
-#   run_sdk_client_test.sh SOURCE_DIR WORK_DIR PTYBOX
+#   run_sdk_client_test.sh SOURCE_DIR WORK_DIR PTYBOX [SCRIPT]  (default sdk_client_test.mjs)
 set -euo pipefail
-src=$1 work=$2 ptybox=$3
+src=$1 work=$2 ptybox=$3 script=${4:-sdk_client_test.mjs}
 
 for tool in node npm; do
   if ! command -v "$tool" >/dev/null 2>&1; then
@@ -13,11 +13,11 @@ for tool in node npm; do
 done
 
 mkdir -p "$work"
-cp "$src/package.json" "$src/package-lock.json" "$src/sdk_client_test.mjs" "$work/"
+cp "$src/package.json" "$src/package-lock.json" "$src/$script" "$work/"
 stamp="$work/node_modules/.ptybox-package-lock.json"
 if ! cmp -s "$src/package-lock.json" "$stamp"; then
   echo "npm ci (node $(node --version), npm $(npm --version)) into $work"
   npm ci --prefix "$work" --no-audit --no-fund --loglevel=error
   cp "$src/package-lock.json" "$stamp"
 fi
-exec node "$work/sdk_client_test.mjs" "$ptybox"
+exec node "$work/$script" "$ptybox"

@@ -135,6 +135,7 @@ TEST(FormatResolvedTest, ListsEveryValueWithItsSource) {
       "limits.maxResultBytes: 262144  # default\n"
       "limits.disposeGraceMs: 3000  # default\n"
       "limits.maxSessions: 16  # default\n"
+      "limits.detachGraceMs: 0  # default\n"
       "limits.maxProcesses: 64  # {dir}/ws/.ptybox.yaml:4:24\n"
       "limits.maxOpenFiles: inherit  # default\n"
       "limits.maxMemoryBytes: inherit  # default\n"
