@@ -11,6 +11,8 @@ packages=(
   python3 procps util-linux
   # Full-screen programs the output tests drive through the screen view.
   vim-tiny less
+  # The recording tests replay a session's asciicast file with `asciinema cat` (tests/audit/).
+  asciinema
 )
 # The test suite also runs the official MCP TypeScript SDK client (Node.js >= 18; Debian 12
 # has 18); scripts/test.sh asks for it, the demo does not need it.
