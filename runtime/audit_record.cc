@@ -142,6 +142,44 @@ std::string Utf8Stream::Flush() {
   return out;
 }
 
+std::string MarkerStripper::Feed(std::string_view bytes) {
+  static constexpr std::string_view kStart = "\x1b]6973;";
+  std::string out;
+  out.reserve(bytes.size());
+  for (char c : bytes) {
+    if (inside_) {
+      held_ += c;
+      const bool bel = c == '\x07';
+      const bool st = held_.size() >= 2 && held_.ends_with("\x1b\\");
+      if (bel || st) {
+        held_.clear();
+        inside_ = false;
+      } else if (held_.size() > kMaxMarkerBytes) {
+        out += held_;
+        held_.clear();
+        inside_ = false;
+      }
+      continue;
+    }
+    held_ += c;
+    if (kStart.starts_with(held_)) {
+      if (held_.size() == kStart.size()) inside_ = true;
+      continue;
+    }
+    // Not a marker: pass on what was held; its last byte may begin a new one.
+    const char last = held_.back();
+    held_.pop_back();
+    out += held_;
+    held_.clear();
+    if (last == '\x1b') {
+      held_ = last;
+    } else {
+      out += last;
+    }
+  }
+  return out;
+}
+
 std::string CastHeaderLine(const CastHeader& header) {
   Json h = {{"version", 2},
             {"width", header.width},

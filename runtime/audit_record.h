@@ -13,7 +13,7 @@
 
 namespace ptybox::runtime::audit {
 
-using Json = nlohmann::json;
+using Json = nlohmann::ordered_json;  // keys in the order written: ts, seq, event first
 
 // Text fields of an audit record (an input, a viewport, a message) keep at most this many
 // bytes of text; escaped as JSON that is at most six times as many.
@@ -58,6 +58,20 @@ class Utf8Stream final {
 
  private:
   std::string held_;
+};
+
+// Removes the shell backend's prompt markers (OSC 6973 ... BEL or ST, backend/prompt_protocol.h)
+// from a byte stream, also when one is split across reads: they carry the session's nonce,
+// which no record keeps, and a terminal shows nothing for them anyway. A marker that never
+// ends is passed on after kMaxMarkerBytes.
+class MarkerStripper final {
+ public:
+  static constexpr size_t kMaxMarkerBytes = 4096;
+  std::string Feed(std::string_view bytes);
+
+ private:
+  std::string held_;  // a possible start of a marker, or the marker so far
+  bool inside_ = false;
 };
 
 // asciicast v2 (https://docs.asciinema.org/manual/asciicast/v2/).

@@ -25,7 +25,7 @@ double SessionRecorder::Now() const {
 
 void SessionRecorder::Output(std::string_view bytes) {
   if (stopped_ || bytes.empty()) return;
-  std::string text = output_.Feed(bytes);
+  std::string text = output_.Feed(markers_.Feed(bytes));
   if (!text.empty()) Event('o', text);
 }
 

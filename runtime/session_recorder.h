@@ -58,6 +58,7 @@ class SessionRecorder final : public SessionTap {
   AsyncWriter& writer_;
   Options options_;
   std::chrono::steady_clock::time_point start_;
+  audit::MarkerStripper markers_;
   audit::Utf8Stream output_;
   std::optional<std::filesystem::path> path_;
   std::shared_ptr<AsyncWriter::File> file_;

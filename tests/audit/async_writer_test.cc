@@ -196,7 +196,9 @@ TEST(SessionRecorderTest, WritesAHeaderAndOrderedEventsAndStopsAtItsBound) {
     last = e[0].get<double>();
     codes.push_back(e[1]);
     if (e[1] == "o") output += e[2].get<std::string>();
-    if (i <= 5) EXPECT_NE(e[1], "m") << lines[i];
+    if (i <= 5) {
+      EXPECT_NE(e[1], "m") << lines[i];
+    }
   }
   EXPECT_EQ(nlohmann::json::parse(lines[1])[2], "startup$ ");
   EXPECT_EQ(nlohmann::json::parse(lines[2])[1], "i");

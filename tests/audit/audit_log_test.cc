@@ -105,7 +105,9 @@ TEST(AuditLogTest, RecordsASessionsEventsInOrder) {
   EXPECT_EQ(records[14]["from"], "workspace-write");
   EXPECT_EQ(records[14]["to"], "read-only");
   for (const Json& r : records) {
-    if (r.contains("owner")) EXPECT_EQ(r["owner"], records[1]["owner"]);
+    if (r.contains("owner")) {
+      EXPECT_EQ(r["owner"], records[1]["owner"]);
+    }
   }
 }
 

@@ -73,6 +73,20 @@ TEST(Utf8StreamTest, HoldsACharacterSplitAcrossReads) {
   EXPECT_EQ(s.Flush(), "\xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
+TEST(MarkerStripperTest, RemovesPromptMarkersAlsoWhenSplit) {
+  MarkerStripper m;
+  EXPECT_EQ(m.Feed("a\x1b]6973;nonce;0;/ws\x07$ "), "a$ ");
+  EXPECT_EQ(m.Feed("out\x1b]69"), "out");
+  EXPECT_EQ(m.Feed("73;nonce;1;/ws\x1b\\$ "), "$ ");
+  // Other escapes pass whole, also an ESC at the end of a read.
+  EXPECT_EQ(m.Feed("\x1b[31mred\x1b"), "\x1b[31mred");
+  EXPECT_EQ(m.Feed("]0;title\x07"), "\x1b]0;title\x07");
+  EXPECT_EQ(m.Feed("\x1b\x1b]6973;x\x07z"), "\x1bz");
+  // A marker that never ends is passed on once it is too long to be one.
+  std::string endless = "\x1b]6973;" + std::string(MarkerStripper::kMaxMarkerBytes, 'n');
+  EXPECT_EQ(m.Feed(endless).size(), endless.size());
+}
+
 TEST(IsoTimestampTest, IsUtcWithMilliseconds) {
   using namespace std::chrono;
   const system_clock::time_point at{milliseconds(1796074805123)};

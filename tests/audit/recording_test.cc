@@ -91,6 +91,8 @@ TEST(RecordingTest, ASessionIsRecordedAsAsciicastV2) {
   EXPECT_NE(cast.output.find("rec-hello\r\n"), std::string::npos) << cast.output;
   EXPECT_NE(cast.output.find("\xE2\x82\xAC\r\n"), std::string::npos) << cast.output;
   EXPECT_NE(cast.output.find("x\xEF\xBF\xBD\xEF\xBF\xBDy"), std::string::npos) << cast.output;
+  // The prompt markers, which carry the session's nonce, are not recorded.
+  EXPECT_EQ(cast.output.find("\x1b]6973;"), std::string::npos) << cast.output;
   // The session's close is the last event, as a marker.
   ASSERT_FALSE(cast.events.empty());
   EXPECT_EQ(cast.events.back()[1], "m");
