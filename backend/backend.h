@@ -28,6 +28,8 @@ struct SpawnSpec {
   int columns = 120;
   std::map<std::string, std::string> env;  // the client's additions (already validated)
   std::optional<int64_t> timeout_ms;       // startup deadline; default from the policy
+  // Sees every byte the terminal outputs, from the first (a session recording); may be empty.
+  std::function<void(std::string_view)> output_tap;
 };
 
 class BackendSession {

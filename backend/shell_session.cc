@@ -131,6 +131,7 @@ void ShellSession::OnOutput(std::string_view bytes) {
   const bool starting = startup_ && !published_;
   if (starting) startup_->engine().OnOutput(now);
   if (send_ && !send_->settled()) send_->OnOutput();
+  if (spec_.output_tap) spec_.output_tap(bytes);
   decoder_.Feed(bytes);
   if (std::string replies = decoder_.TakeReplies(); !replies.empty()) {
     terminal_.WriteReply(std::move(replies));

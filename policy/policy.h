@@ -30,6 +30,14 @@ struct SessionIdRange {
   uint32_t count = 65536;
 };
 
+// Operator only (`audit`): where the daemon and `ptybox run` keep their audit log, and where
+// the daemon records sessions. Read once at startup (docs/security.md).
+struct AuditPolicy {
+  std::optional<std::filesystem::path> log;         // audit.log
+  std::optional<std::filesystem::path> record_dir;  // audit.recordDir
+  int64_t record_max_bytes = 64LL * 1024 * 1024;    // audit.recordMaxBytes
+};
+
 struct ResolvedPolicy {
   Mode mode = Mode::kWorkspaceWrite;
   Mode ceiling = Mode::kDangerFullAccess;

@@ -92,7 +92,7 @@ class FileParser final {
       } else if (key == "mode") {
         if (auto mode = ModeValue(k, v, "mode")) out_.file.mode = Located<Mode>{*mode, Pos(k, v)};
       } else if (key == "ceiling" || key == "workspace" || key == "repository" ||
-                 key == "sessionIds") {
+                 key == "sessionIds" || key == "audit") {
         if (out_.file.role == PolicyRole::kRepository) {
           AddError(k, key,
                    "only the operator policy may set `" + key +
@@ -106,6 +106,8 @@ class FileParser final {
           Repository(k, v);
         } else if (key == "sessionIds") {
           SessionIds(k, v);
+        } else if (key == "audit") {
+          Audit(k, v);
         } else {
           Workspace(k, v);
         }
@@ -601,6 +603,41 @@ class FileParser final {
     }
     out_.file.session_ids = Located<SessionIdRange>{
         SessionIdRange{static_cast<uint32_t>(*first), static_cast<uint32_t>(*count)}, Pos(k, v)};
+  }
+
+  // `audit: {log: PATH, recordDir: DIR, recordMaxBytes: N}`: the audit log and recordings.
+  void Audit(const YamlNode& k, const YamlNode& v) {
+    if (v.kind != Kind::kMap) {
+      AddError(At(k, v), "audit",
+               "expected a mapping like `audit: {log: /var/log/ptybox/audit.jsonl, recordDir: "
+               "/var/log/ptybox/sessions}`, got " +
+                   Got(v));
+      return;
+    }
+    ForEachEntry(v, "audit", [&](const std::string& key, const YamlNode& ak, const YamlNode& av) {
+      if (key == "log") {
+        if (auto path = PathValue(ak, av, "audit.log")) {
+          out_.file.audit_log = Located<fs::path>{*path, Pos(ak, av)};
+        }
+      } else if (key == "recordDir") {
+        if (auto path = PathValue(ak, av, "audit.recordDir")) {
+          out_.file.audit_record_dir = Located<fs::path>{*path, Pos(ak, av)};
+        }
+      } else if (key == "recordMaxBytes") {
+        bool overflow = false;
+        std::optional<int64_t> number;
+        if (av.kind == Kind::kScalar && av.plain) number = ParseInteger(av.value, overflow);
+        if (!number || *number < kMinRecordBytes || *number > kMaxRecordBytes) {
+          AddError(At(ak, av), "audit.recordMaxBytes",
+                   "expected an integer from " + std::to_string(kMinRecordBytes) + " to " +
+                       std::to_string(kMaxRecordBytes) + " (bytes), got " + Got(av));
+          return;
+        }
+        out_.file.audit_record_max_bytes = Located<int64_t>{*number, Pos(ak, av)};
+      } else {
+        Unknown(ak, "audit", AuditKeys());
+      }
+    });
   }
 
   fs::path dir_;

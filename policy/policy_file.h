@@ -46,6 +46,11 @@ struct PolicyFile {
   std::vector<Located<std::string>> repository_env_set;  // names a repository env.set may use
   std::optional<Located<bool>> repository_trust_in_danger;  // repository.trustInDangerFullAccess
   std::optional<Located<SessionIdRange>> session_ids;          // operator files only
+  // Operator files only: `audit.log`, `audit.recordDir` (absolute or relative to the file),
+  // `audit.recordMaxBytes`.
+  std::optional<Located<std::filesystem::path>> audit_log;
+  std::optional<Located<std::filesystem::path>> audit_record_dir;
+  std::optional<Located<int64_t>> audit_record_max_bytes;
   std::optional<std::string> hide_where;  // set when the file has `hide`
   // Absolute and lexically normal, or "~/..." (every home directory); existence not required.
   std::vector<Located<std::string>> hide;

@@ -92,6 +92,22 @@ Result<fs::path> CanonicalWorkspace(const fs::path& workspace, const std::string
 
 }  // namespace
 
+Result<AuditPolicy> ReadOperatorAudit(const ResolveInputs& inputs) {
+  const bool explicit_file = inputs.operator_policy.has_value();
+  const fs::path path =
+      Absolute(explicit_file ? *inputs.operator_policy : inputs.default_operator_policy);
+  auto loaded = Load(path, PolicyRole::kOperator,
+                     ReadOptions{.follow_symlinks = true, .missing_ok = !explicit_file});
+  if (!loaded) return std::unexpected(std::move(loaded.error()));
+  AuditPolicy audit;
+  if (!*loaded) return audit;
+  const PolicyFile& op = **loaded;
+  if (op.audit_log) audit.log = op.audit_log->value;
+  if (op.audit_record_dir) audit.record_dir = op.audit_record_dir->value;
+  if (op.audit_record_max_bytes) audit.record_max_bytes = op.audit_record_max_bytes->value;
+  return audit;
+}
+
 Result<ResolvedPolicy> Resolve(const ResolveInputs& inputs) {
   // 1. The operator file.
   std::optional<PolicyFile> op;

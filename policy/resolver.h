@@ -38,6 +38,10 @@ struct ResolveInputs {
 // it. Must be an existing directory (kInvalidParams otherwise); outside the workspace root
 // (after resolving symlinks and `..`) it is kPolicyDenied unless the mode is
 // danger-full-access. The result is canonical.
+// The operator file's `audit` settings alone (no workspace, no repository file): the daemon
+// and `ptybox run` read them once at startup. Errors as for Resolve's operator file.
+[[nodiscard]] Result<AuditPolicy> ReadOperatorAudit(const ResolveInputs& inputs);
+
 [[nodiscard]] Result<std::filesystem::path> ResolveCwd(const ResolvedPolicy& policy,
                                                        const std::optional<std::string>& cwd);
 

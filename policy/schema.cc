@@ -55,10 +55,11 @@ const std::array<LimitSpec, 18> kLimitSpecs = {
     Optional("maxCpuSeconds", "seconds", 1, 31'536'000, &Limits::max_cpu_seconds),
 };
 
-constexpr std::array<std::string_view, 11> kTopLevelKeys = {
+constexpr std::array<std::string_view, 12> kTopLevelKeys = {
     "version", "mode", "ceiling", "workspace", "writable", "network", "env", "limits", "hide",
-    "repository", "sessionIds",
+    "repository", "sessionIds", "audit",
 };
+constexpr std::array<std::string_view, 3> kAuditKeys = {"log", "recordDir", "recordMaxBytes"};
 // Common credentials, hidden from confined sessions unless the operator's `hide` replaces the
 // list. `~/` stands for every home directory (sandbox/host_walls.h).
 constexpr std::array<std::string_view, 40> kDefaultHidden = {
@@ -182,8 +183,11 @@ const LimitSpec* FindLimit(std::string_view key) {
 std::span<const std::string_view> TopLevelKeys() { return kTopLevelKeys; }
 
 bool IsOperatorOnlyKey(std::string_view key) {
-  return key == "ceiling" || key == "workspace" || key == "repository" || key == "sessionIds";
+  return key == "ceiling" || key == "workspace" || key == "repository" || key == "sessionIds" ||
+         key == "audit";
 }
+
+std::span<const std::string_view> AuditKeys() { return kAuditKeys; }
 
 std::span<const std::string_view> EnvKeys() { return kEnvKeys; }
 

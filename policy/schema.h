@@ -92,6 +92,12 @@ std::span<const std::string_view> DefaultRepositoryEnvSet();
 std::optional<std::string> CodeLoadingEnvReason(std::string_view name);
 // Keys under the operator-only `repository` key.
 std::span<const std::string_view> RepositoryKeys();
+// Keys under the operator-only `audit` key (docs/security.md, "Audit log and recordings").
+std::span<const std::string_view> AuditKeys();
+// Bounds of `audit.recordMaxBytes`, the size of one session recording.
+inline constexpr int64_t kMinRecordBytes = 64 * 1024;
+inline constexpr int64_t kMaxRecordBytes = 16LL * 1024 * 1024 * 1024;
+inline constexpr int64_t kDefaultRecordBytes = 64LL * 1024 * 1024;
 
 // The closest of `known` to `typo` when it is plausibly a misspelling (case, `_`/`-`
 // separators and a small edit distance are forgiven); nullopt otherwise.

@@ -1,8 +1,10 @@
 // ptybox: persistent, sandboxed, interactive shells for AI agents and CI jobs.
 //   ptybox serve (--stdio | --socket PATH) [--max-connections N] [--max-sessions N]
-//                [--workspace DIR] [--policy FILE]
+//                [--workspace DIR] [--policy FILE] [--audit-log FILE] [--record DIR]
 //   ptybox mcp [--workspace DIR] [--policy FILE] [--mode MODE] [--consent-timeout SECONDS]
-//   ptybox run [--workspace DIR] [--policy FILE] [--mode MODE] [--timeout SECONDS] -- CMD [ARG...]
+//              [--audit-log FILE] [--record DIR]
+//   ptybox run [--workspace DIR] [--policy FILE] [--mode MODE] [--timeout SECONDS]
+//              [--audit-log FILE] -- CMD [ARG...]
 //   ptybox policy check [FILE...] | ptybox policy resolve [--workspace DIR] [--policy FILE]
 //   ptybox doctor
 //   ptybox demo [--workspace DIR] [--policy FILE]
@@ -16,6 +18,7 @@
 #include "common/log.h"
 #include "policy/mode.h"
 #include "policy/resolver.h"
+#include "runtime/audit_log.h"
 #include "runtime/daemon.h"
 #include "runtime/demo.h"
 #include "runtime/doctor.h"
@@ -55,6 +58,37 @@ ptybox::runtime::ServiceOptions ServiceFrom(const CommonFlags& flags) {
   o.shell.init_binary = ptybox::runtime::FindInitBinary();
   o.shell.bwrap = ptybox::sandbox::FindBwrap();
   return o;
+}
+
+// --audit-log FILE (serve, mcp, run) and --record DIR (serve, mcp): docs/security.md.
+struct AuditFlags {
+  std::string log;
+  std::string record;
+};
+
+void AddAuditFlags(CLI::App* app, AuditFlags& flags, bool record) {
+  app->add_option("--audit-log", flags.log,
+                  "append one JSON line per event to FILE (created 0600; never a symlink); "
+                  "overrides the operator policy's audit.log");
+  if (record) {
+    app->add_option("--record", flags.record,
+                    "record each session as DIR/<sessionId>.cast (asciicast v2, for `asciinema "
+                    "play`); overrides the operator policy's audit.recordDir");
+  }
+}
+
+// The audit sink of a daemon (or nullptr), from the flags and the operator policy.
+std::shared_ptr<ptybox::runtime::AuditLog> AuditFrom(const AuditFlags& flags,
+                                                     const ptybox::runtime::ServiceOptions& service,
+                                                     const char* program) {
+  std::optional<std::filesystem::path> log;
+  std::optional<std::filesystem::path> record;
+  if (!flags.log.empty()) log = flags.log;
+  if (!flags.record.empty()) record = flags.record;
+  std::optional<ptybox::runtime::AuditOptions> options = ptybox::runtime::AuditOptionsFrom(
+      log, record, ptybox::runtime::ResolveInputsFrom(service, std::nullopt), program);
+  if (!options) return nullptr;
+  return std::make_shared<ptybox::runtime::AuditLog>(std::move(*options));
 }
 
 // `ptybox mcp --mode MODE`: the mode the model starts in, which must be within the ceiling.
@@ -106,12 +140,16 @@ int main(int argc, char** argv) {
                     "sessions open or opening across every client (default 256)")
       ->check(CLI::Range(size_t{1}, size_t{65536}));
   AddCommonFlags(serve, serve_flags);
+  AuditFlags serve_audit;
+  AddAuditFlags(serve, serve_audit, /*record=*/true);
 
   CommonFlags mcp_flags;
   std::string mcp_mode;
   int64_t mcp_consent_timeout = 300;
   CLI::App* mcp = app.add_subcommand("mcp", "serve the same tools as an MCP server on stdio");
   AddCommonFlags(mcp, mcp_flags);
+  AuditFlags mcp_audit;
+  AddAuditFlags(mcp, mcp_audit, /*record=*/true);
   mcp->add_option("--mode", mcp_mode,
                   "the mode the model starts in: read-only, workspace-write or "
                   "danger-full-access (default: the policy's mode); the model may narrow it, "
@@ -132,6 +170,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> run_command;
   CLI::App* run = app.add_subcommand("run", "run one command in the sandbox (for CI jobs)");
   AddCommonFlags(run, run_flags);
+  AuditFlags run_audit;
+  AddAuditFlags(run, run_audit, /*record=*/false);
   run->add_option("--mode", run_mode, "read-only, workspace-write or danger-full-access");
   run->add_option("--timeout", run_timeout,
                   "whole seconds before the command is ended (exit 124); 1 to 2592000");
@@ -173,6 +213,7 @@ int main(int argc, char** argv) {
     options.service = ServiceFrom(serve_flags);
     options.max_connections = max_connections;
     options.service.max_total_sessions = max_sessions;
+    options.service.audit = AuditFrom(serve_audit, options.service, "serve");
     return RunDaemon(std::move(options));
   }
   if (mcp->parsed()) {
@@ -196,6 +237,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     options.mcp_options.consent_timeout = std::chrono::seconds(mcp_consent_timeout);
+    options.service.audit = AuditFrom(mcp_audit, options.service, "mcp");
     return RunDaemon(std::move(options));
   }
   if (run->parsed()) {
@@ -212,6 +254,7 @@ int main(int argc, char** argv) {
     }
     if (run->count("--timeout") > 0) options.timeout_seconds = run_timeout;
     options.command = run_command;
+    options.audit = AuditFrom(run_audit, options.service, "run");
     return RunCommand(options);
   }
   if (check->parsed()) {

@@ -273,14 +273,17 @@ int RunCommand(const RunOptions& options) {
       policy::Resolve(ResolveInputsFrom(options.service, options.service.mode_override));
   if (!resolved) {
     Say(resolved.error().Describe());
+    if (options.audit) options.audit->RunRefused(resolved.error());
     return kRunExitSandbox;
   }
   const policy::ResolvedPolicy& p = *resolved;
   Result<std::filesystem::path> cwd = policy::ResolveCwd(p, std::nullopt);
   if (!cwd) {
     Say(cwd.error().Describe());
+    if (options.audit) options.audit->RunRefused(cwd.error());
     return kRunExitSandbox;
   }
+  if (options.audit) options.audit->RunStarted(options.command, p, *cwd);
 
   const CallerTerminal terminal;
   // Whatever escapes ptybox-init re-parents to us, never to the host's init; and as a
@@ -295,6 +298,7 @@ int RunCommand(const RunOptions& options) {
   io.run();
   terminal.Restore();
   sandbox::RemoveCleanupDirectory();
+  if (options.audit) options.audit->RunEnded(driver.exit_code());
   return driver.exit_code();
 }
 

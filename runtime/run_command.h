@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/audit_log.h"
 #include "runtime/service.h"
 
 namespace ptybox::runtime {
@@ -25,6 +26,7 @@ struct RunOptions {
   ServiceOptions service;
   std::optional<int64_t> timeout_seconds;  // 1..kRunMaxTimeoutSeconds; nullopt: no deadline
   std::vector<std::string> command;
+  std::shared_ptr<AuditLog> audit;  // --audit-log / audit.log: records the command and its end
 };
 
 // Runs the command to completion and returns the exit code for the process to exit with.

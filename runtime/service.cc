@@ -43,7 +43,7 @@ Error NotFound(const std::string& id) {
 std::string NewSessionId() { return "pty-" + RandomHex(16); }
 
 PtyService::PtyService(asio::io_context& io, backend::ChildReaper& reaper, ServiceOptions options)
-    : io_(io), options_(std::move(options)) {
+    : io_(io), options_(std::move(options)), audit_(options_.audit ? options_.audit : NoAudit()) {
   auto shell = std::make_unique<backend::ShellBackend>(io_, reaper, options_.shell);
   std::string type(shell->type());
   backends_[type] = std::move(shell);
@@ -68,6 +68,7 @@ std::shared_ptr<Owner> PtyService::OpenOwner(std::string label) {
                                        "owner-" + RandomHex(32));
   std::erase_if(owners_, [](const std::weak_ptr<Owner>& o) { return o.expired(); });
   owners_.push_back(owner);
+  audit_->OwnerOpened(owner->id(), owner->label());
   return owner;
 }
 
@@ -87,6 +88,10 @@ Result<std::shared_ptr<backend::BackendSession>> PtyService::Find(Owner& owner,
 
 void PtyService::Open(const std::shared_ptr<Owner>& owner, OpenParams params,
                       std::string request_key, std::function<void(Result<OpenResult>)> done) {
+  done = [audit = audit_, id = owner->id(), done = std::move(done)](Result<OpenResult> result) {
+    if (!result) audit->Refused(id, "terminal_open", "", result.error());
+    done(std::move(result));
+  };
   auto fail = [&](Error error) {
     asio::post(io_, [done, error = std::move(error)] { done(std::unexpected(error)); });
   };
@@ -160,14 +165,18 @@ void PtyService::Open(const std::shared_ptr<Owner>& owner, OpenParams params,
   spec.columns = params.columns;
   spec.env = std::move(params.env);
   spec.timeout_ms = params.timeout_ms;
+  std::shared_ptr<SessionTap> tap = audit_->SpawnStarting(params.columns, params.rows);
+  if (tap) spec.output_tap = [tap](std::string_view bytes) { tap->Output(bytes); };
+  auto audited_policy = std::make_shared<const policy::ResolvedPolicy>(*resolved);
 
   const policy::Mode mode = resolved->mode;
   owner->fence().BeginSpawn(mode);
   const std::string cwd_text = cwd->string();
   std::weak_ptr<Owner> weak_owner = owner;
   auto pending = backend->second->Spawn(
-      std::move(spec), [this, weak_owner, request_key, done, mode, cwd_text,
-                        name](Result<std::shared_ptr<backend::BackendSession>> spawned) {
+      std::move(spec), [this, weak_owner, request_key, done, mode, cwd_text, name, tap,
+                        audited_policy, columns = params.columns, rows = params.rows](
+                           Result<std::shared_ptr<backend::BackendSession>> spawned) {
         std::shared_ptr<Owner> live = weak_owner.lock();
         if (live) live->pending_opens.erase(request_key);
         // A failed open gives its name back.
@@ -205,6 +214,9 @@ void PtyService::Open(const std::shared_ptr<Owner>& owner, OpenParams params,
         if (!name.empty()) live->names[name] = result.session_id;
         LogInfo("owner " + std::to_string(live->id()) + " opened " + result.session_id + " (" +
                 std::string(policy::ToString(mode)) + ")");
+        audit_->SessionOpened(AuditOpened{live->id(), result.session_id, name, cwd_text,
+                                          result.pid, columns, rows},
+                              *audited_policy, tap);
         done(std::move(result));
       });
   // The spawn may already have completed (a synchronous failure is posted, never inline).
@@ -215,16 +227,24 @@ void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& se
                       backend::SendRequest request, bool background, std::string request_key,
                       std::function<void(Result<SendOutcome>)> done) {
   Result<std::shared_ptr<backend::BackendSession>> session = Find(*owner, session_id);
+  const std::string audited_input = audit_->active() ? request.input : std::string();
   Result<std::shared_ptr<backend::SendOperation>> op =
       session ? (*session)->StartSend(std::move(request))
               : Result<std::shared_ptr<backend::SendOperation>>(std::unexpected(session.error()));
   if (!op) {
+    audit_->Refused(owner->id(), "terminal_send", session_id, op.error());
     asio::post(io_, [done, error = op.error()] { done(std::unexpected(error)); });
     return;
   }
   // Operations a session replaced are no longer readable: forgotten.
   std::erase_if(owner->operations, [](const auto& entry) { return entry.second.op.expired(); });
+  audit_->SendStarted(owner->id(), session_id, audited_input, background);
+  auto audit_settled = [audit = audit_, id = owner->id(),
+                        session_id](const Result<backend::SendResult>& result) {
+    audit->SendSettled(id, session_id, result);
+  };
   if (background) {
+    (*op)->SetSettledCallback(audit_settled);
     SendOutcome outcome;
     outcome.operation_id = "op-" + RandomHex(8);
     owner->operations[*outcome.operation_id] = Owner::Operation{session_id, *op};
@@ -235,7 +255,9 @@ void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& se
   std::weak_ptr<Owner> weak_owner = owner;
   const uint64_t generation = owner->connection_generation;
   (*op)->SetSettledCallback(
-      [weak_owner, request_key, generation, done](const Result<backend::SendResult>& result) {
+      [weak_owner, request_key, generation, done,
+       audit_settled](const Result<backend::SendResult>& result) {
+        audit_settled(result);
         // After a detach the request key may already name a later connection's request.
         if (std::shared_ptr<Owner> o = weak_owner.lock();
             o && o->connection_generation == generation) {
@@ -269,10 +291,14 @@ Result<backend::SendRead> PtyService::Output(Owner& owner, const std::string& se
 
 Result<bool> PtyService::Cancel(Owner& owner, const std::string& session_id) {
   Result<std::shared_ptr<backend::BackendSession>> session = Find(owner, session_id);
-  if (!session) return std::unexpected(session.error());
+  if (!session) {
+    audit_->Refused(owner.id(), "terminal_cancel", session_id, session.error());
+    return std::unexpected(session.error());
+  }
   std::shared_ptr<backend::SendOperation> op = (*session)->last_send();
-  if (!op || op->settled()) return false;
-  return op->Cancel();
+  const bool canceled = op && !op->settled() && op->Cancel();
+  audit_->Canceled(owner.id(), session_id, canceled);
+  return canceled;
 }
 
 Result<backend::ReadResult> PtyService::Read(Owner& owner, const std::string& session_id,
@@ -287,6 +313,11 @@ Result<backend::ReadResult> PtyService::Read(Owner& owner, const std::string& se
 
 void PtyService::Signal(Owner& owner, const std::string& session_id, int signal,
                         std::function<void(Result<backend::SignalResult>)> done) {
+  done = [audit = audit_, id = owner.id(), session_id, signal,
+          done = std::move(done)](Result<backend::SignalResult> result) {
+    audit->Signaled(id, session_id, signal, result);
+    done(std::move(result));
+  };
   Result<std::shared_ptr<backend::BackendSession>> session = Find(owner, session_id);
   if (!session) {
     asio::post(io_, [done, error = session.error()] { done(std::unexpected(error)); });
@@ -312,6 +343,11 @@ Result<SessionInfo> PtyService::Status(Owner& owner, const std::string& session_
 void PtyService::Close(const std::shared_ptr<Owner>& owner, const std::string& session_id,
                        std::string reason,
                        std::function<void(Result<backend::SessionStatus>)> done) {
+  done = [audit = audit_, id = owner->id(), session_id, reason,
+          done = std::move(done)](Result<backend::SessionStatus> result) {
+    audit->Closed(id, session_id, reason, result);
+    done(std::move(result));
+  };
   Result<std::shared_ptr<backend::BackendSession>> session = Find(*owner, session_id);
   if (!session) {
     asio::post(io_, [done, error = session.error()] { done(std::unexpected(error)); });
@@ -352,6 +388,12 @@ Result<policy::ResolvedPolicy> PtyService::ResolvePolicy(Owner& owner) {
 }
 
 Result<policy::Mode> PtyService::SetMode(Owner& owner, policy::Mode mode) {
+  Result<policy::Mode> set = SetModeChecked(owner, mode);
+  if (!set) audit_->Refused(owner.id(), "policy_set_mode", "", set.error());
+  return set;
+}
+
+Result<policy::Mode> PtyService::SetModeChecked(Owner& owner, policy::Mode mode) {
   // Without sessions or spawns the current mode does not matter: a policy that resolves only
   // with a requested mode (a broken or denied repository file) must not block the request.
   Result<policy::ResolvedPolicy> current = Resolve(owner, std::nullopt);
@@ -363,6 +405,10 @@ Result<policy::Mode> PtyService::SetMode(Owner& owner, policy::Mode mode) {
   // Check and commit in one step of the reactor: no spawn can start in between.
   if (Result<void> set = owner.fence().SetMode(wanted->mode, current_mode); !set) {
     return std::unexpected(set.error());
+  }
+  if (!current || wanted->mode != current->mode) {
+    audit_->ModeChanged(owner.id(), current ? std::optional(current->mode) : std::nullopt,
+                        wanted->mode);
   }
   if ((!current || wanted->mode != current->mode) && owner.on_policy_changed) {
     owner.on_policy_changed(*wanted);
@@ -385,6 +431,10 @@ bool PtyService::CancelRequest(Owner& owner, const std::string& request_key,
 }
 
 void PtyService::CloseOwner(const std::shared_ptr<Owner>& owner, std::function<void()> done) {
+  done = [audit = audit_, id = owner->id(), done = std::move(done)] {
+    audit->OwnerClosed(id);
+    done();
+  };
   owner->closed = true;
   // Pending opens end as canceled; their shells are closed by the spawn itself.
   std::map<std::string, std::shared_ptr<backend::PendingSpawn>> pending;

@@ -20,6 +20,7 @@
 #include "policy/mode_fence.h"
 #include "policy/policy.h"
 #include "policy/resolver.h"
+#include "runtime/audit_sink.h"
 
 namespace ptybox::runtime {
 
@@ -38,6 +39,7 @@ struct ServiceOptions {
   bool workspace_from_cli = false;
   std::optional<policy::Mode> mode_override;  // --mode (ptybox run) / initial owner mode
   backend::ShellBackendOptions shell;
+  std::shared_ptr<AuditSink> audit;  // --audit-log, --record; nullptr: nothing is recorded
 };
 
 // The policy inputs of this daemon's (or `ptybox run`'s) command line, with the mode asked for.
@@ -152,6 +154,7 @@ class PtyService final {
   Result<policy::ResolvedPolicy> Resolve(const Owner& owner,
                                          std::optional<policy::Mode> requested) const;
   Result<std::shared_ptr<backend::BackendSession>> Find(Owner& owner, const std::string& id);
+  Result<policy::Mode> SetModeChecked(Owner& owner, policy::Mode mode);
 
   asio::io_context& io_;
   ServiceOptions options_;
@@ -164,6 +167,7 @@ class PtyService final {
   };
   std::map<uint64_t, Detached> detached_;
   uint64_t next_owner_ = 1;
+  std::shared_ptr<AuditSink> audit_;  // never null (NoAudit())
 };
 
 }  // namespace ptybox::runtime

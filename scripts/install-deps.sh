@@ -18,6 +18,9 @@ packages=(
   tmux
   gnupg
   pinentry-curses
+
+  # The recording tests replay a session's asciicast file with `asciinema cat` (tests/audit/).
+  asciinema
 )
 # The test suite also runs the official MCP TypeScript SDK client (Node.js >= 18; Debian 12
 # has 18); scripts/test.sh asks for it, the demo does not need it.

@@ -71,7 +71,7 @@ const BadCase kBadCases[] = {
      kOp,
      "version: 1\nsandbox: strict\n",
      {"{dir}/p.yaml:2:1: sandbox: unknown key; expected one of: version, mode, ceiling, workspace, "
-      "writable, network, env, limits, hide, repository, sessionIds"}},
+      "writable, network, env, limits, hide, repository, sessionIds, audit"}},
     {"UnknownRepoList",
      kRepo,
      "version: 1\nsandbox: strict\n",
@@ -288,7 +288,7 @@ const BadCase kBadCases[] = {
      kOp,
      "version: 1\n\"a\\e[31mb\": 1\n",
      {"{dir}/p.yaml:2:1: a\\x1b[31mb: unknown key; expected one of: version, mode, ceiling, "
-      "workspace, writable, network, env, limits, hide, repository, sessionIds"}},
+      "workspace, writable, network, env, limits, hide, repository, sessionIds, audit"}},
     {"ManyProblemsAllReported",
      kRepo,
      "mode: root\nceiling: read-only\nnetwork: maybe\nlimits: {maxSessions: 0}\n",
@@ -441,7 +441,7 @@ TEST(PolicyFileTest, SmallAliasesExpand) {
   ASSERT_EQ(parsed.errors.size(), 1u);  // the unknown key, not the alias
   EXPECT_EQ(parsed.errors[0].message,
             "/x/p.yaml:4:1: x-unused: unknown key; expected one of: version, mode, ceiling, "
-            "workspace, writable, network, env, limits, hide, repository, sessionIds");
+            "workspace, writable, network, env, limits, hide, repository, sessionIds, audit");
   EXPECT_EQ(parsed.file.env_pass.size(), 2u);
 }
 

@@ -1,0 +1,308 @@
+// The audit log through the real binary (docs/security.md, "Audit log and recordings"): a real
+// session's open, sends with their input, exit codes, a cancel, a signal, a fenced mode change,
+// a denied open, the close and a mode change appear in order as JSON lines in a 0600 file; the
+// operator policy key works and a repository file cannot set it; an unwritable path, a full
+// disk or a symlink never stops a session and is reported once; a hostile session's output
+// stays bounded valid JSON; `ptybox run` records its command. The daemon is stopped before the
+// log is read (it writes everything queued on exit), so nothing waits on time.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <gtest/gtest.h>
+#include <regex>
+
+#include "tests/audit/audit_support.h"
+
+namespace ptybox::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+void WriteFile(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+// Every owner is named by its connection number, never by anything a client sent.
+void ExpectOpaqueOwners(const std::vector<Json>& records) {
+  const std::regex opaque("conn-[0-9]+");
+  for (const Json& r : records) {
+    if (!r.contains("owner")) continue;
+    EXPECT_TRUE(std::regex_match(r["owner"].get<std::string>(), opaque)) << r.dump();
+  }
+}
+
+TEST(AuditLogTest, RecordsASessionsEventsInOrder) {
+  TempDir logs;
+  const fs::path log = logs.path() / "audit.jsonl";
+  Daemon daemon(Daemon::Options{{"--audit-log", log.string()}, {}});
+  std::string id;
+  {
+    RpcClient client(daemon.socket());
+    id = OpenSession(client, "workspace-write", Json{{"name", "audited"}});
+    ASSERT_FALSE(id.empty());
+    Json ok = Send(client, id, "echo hello-audit\n");
+    EXPECT_EQ(ok["exitCode"], 0) << ok.dump();
+    Json failed = Send(client, id, "false\n");
+    EXPECT_EQ(failed["exitCode"], 1) << failed.dump();
+    Json background = client.Call("terminal_send", Json{{"sessionId", id},
+                                                        {"input", "sleep 30\n"},
+                                                        {"background", true}});
+    ASSERT_TRUE(background.contains("result")) << background.dump();
+    Json canceled = client.Call("terminal_cancel", Json{{"sessionId", id}});
+    EXPECT_EQ(canceled["result"]["canceled"], true) << canceled.dump();
+    WaitBackgroundDone(client, id);
+    Json signaled = client.Call("terminal_signal", Json{{"sessionId", id}, {"signal", "SIGINT"}});
+    EXPECT_TRUE(signaled.contains("result")) << signaled.dump();
+    Json fenced = client.Call("policy_set_mode", Json{{"mode", "danger-full-access"}});
+    EXPECT_EQ(fenced["error"]["data"]["kind"], "mode_fenced") << fenced.dump();
+    Json denied = client.Call("terminal_open", Json{{"cwd", "/"}});
+    EXPECT_EQ(denied["error"]["data"]["kind"], "policy_denied") << denied.dump();
+    Json closed = client.Call("terminal_close", Json{{"sessionId", id}, {"reason", "done"}});
+    EXPECT_TRUE(closed.contains("result")) << closed.dump();
+    Json narrowed = client.Call("policy_set_mode", Json{{"mode", "read-only"}});
+    EXPECT_EQ(narrowed["result"]["mode"], "read-only") << narrowed.dump();
+  }
+  daemon.Stop(SIGTERM);
+
+  EXPECT_EQ(FileMode(log), 0600u);
+  std::vector<Json> records = ReadAuditLog(log);
+  EXPECT_EQ(EventNames(records),
+            (std::vector<std::string>{"audit_started", "owner_connected", "session_opened",
+                                      "send", "send_result", "send", "send_result", "send",
+                                      "cancel", "send_result", "signal", "refused", "refused",
+                                      "close", "mode_changed", "owner_disconnected",
+                                      "audit_stopped"}));
+  ASSERT_EQ(records.size(), 17u);
+  ExpectOpaqueOwners(records);
+  for (size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(records[i]["seq"], i + 1) << records[i].dump();
+    EXPECT_TRUE(records[i]["ts"].get<std::string>().ends_with("Z")) << records[i].dump();
+  }
+  EXPECT_EQ(records[0]["program"], "serve");
+  const Json& opened = records[2];
+  EXPECT_EQ(opened["sessionId"], id);
+  EXPECT_EQ(opened["name"], "audited");
+  EXPECT_EQ(opened["mode"], "workspace-write");
+  EXPECT_EQ(opened["workspace"], fs::canonical(daemon.workspace()).string());
+  EXPECT_TRUE(opened["writableRoots"].is_array());
+  EXPECT_EQ(opened["network"], false);
+  EXPECT_EQ(records[3]["input"], "echo hello-audit\n");
+  EXPECT_EQ(records[4]["exitCode"], 0);
+  EXPECT_EQ(records[4]["waitReason"], "stdin_read");
+  EXPECT_EQ(records[4]["viewport"], "hello-audit");
+  EXPECT_EQ(records[5]["input"], "false\n");
+  EXPECT_EQ(records[6]["exitCode"], 1);
+  EXPECT_EQ(records[7]["input"], "sleep 30\n");
+  EXPECT_EQ(records[7]["background"], true);
+  EXPECT_EQ(records[8]["canceled"], true);
+  EXPECT_EQ(records[10]["signal"], "SIGINT");
+  EXPECT_EQ(records[11]["request"], "policy_set_mode");
+  EXPECT_EQ(records[11]["error"]["kind"], "mode_fenced");
+  EXPECT_EQ(records[12]["request"], "terminal_open");
+  EXPECT_EQ(records[12]["error"]["kind"], "policy_denied");
+  EXPECT_EQ(records[13]["sessionId"], id);
+  EXPECT_EQ(records[13]["reason"], "done");
+  EXPECT_EQ(records[13]["status"]["exited"], true);
+  EXPECT_EQ(records[14]["from"], "workspace-write");
+  EXPECT_EQ(records[14]["to"], "read-only");
+  for (const Json& r : records) {
+    if (r.contains("owner")) {
+      EXPECT_EQ(r["owner"], records[1]["owner"]);
+    }
+  }
+}
+
+TEST(AuditLogTest, TheOperatorPolicyKeySetsTheLog) {
+  TempDir config;
+  const fs::path log = config.path() / "from-policy.jsonl";
+  const fs::path policy = config.path() / "operator.yaml";
+  WriteFile(policy, "version: 1\naudit:\n  log: from-policy.jsonl\n");
+  Daemon daemon(Daemon::Options{{"--policy", policy.string()}, {}});
+  {
+    RpcClient client(daemon.socket());
+    std::string id = OpenSession(client, "workspace-write");
+    EXPECT_EQ(Send(client, id, "echo via-policy\n")["exitCode"], 0);
+  }
+  daemon.Stop(SIGTERM);
+  std::vector<Json> sends = EventsNamed(ReadAuditLog(log), "send");
+  ASSERT_EQ(sends.size(), 1u);
+  EXPECT_EQ(sends[0]["input"], "echo via-policy\n");
+  EXPECT_EQ(FileMode(log), 0600u);
+}
+
+TEST(AuditLogTest, ARepositoryPolicyCannotSetTheAuditPath) {
+  TempDir logs;
+  const fs::path log = logs.path() / "audit.jsonl";
+  const fs::path moved = logs.path() / "moved.jsonl";
+  Daemon daemon(Daemon::Options{{"--audit-log", log.string()}, {}});
+  WriteFile(daemon.workspace() / ".ptybox.yaml",
+            "version: 1\naudit:\n  log: " + moved.string() + "\n");
+  {
+    RpcClient client(daemon.socket());
+    Json refused = client.Call("terminal_open", Json::object());
+    ASSERT_TRUE(refused.contains("error")) << refused.dump();
+    EXPECT_EQ(refused["error"]["data"]["kind"], "policy_error") << refused.dump();
+    const std::string message = refused["error"]["message"];
+    EXPECT_NE(message.find(".ptybox.yaml:2:1: audit: only the operator policy may set `audit`"),
+              std::string::npos)
+        << message;
+  }
+  daemon.Stop(SIGTERM);
+  EXPECT_FALSE(fs::exists(moved));
+  std::vector<Json> refusals = EventsNamed(ReadAuditLog(log), "refused");
+  ASSERT_EQ(refusals.size(), 1u);
+  EXPECT_EQ(refusals[0]["error"]["kind"], "policy_error");
+}
+
+// Mounts a tmpfs for the life of the object (root only); `ok()` false when it could not.
+class Tmpfs final {
+ public:
+  Tmpfs(const fs::path& dir, const std::string& options) : dir_(dir) {
+    fs::create_directories(dir);
+    ok_ = ::geteuid() == 0 &&
+          Shell("mount -t tmpfs -o " + options + " ptybox-test " + dir.string() + " 2>/dev/null") ==
+              0;
+  }
+  ~Tmpfs() {
+    if (ok_) Shell("umount -l " + dir_.string());
+  }
+  [[nodiscard]] bool ok() const { return ok_; }
+
+ private:
+  fs::path dir_;
+  bool ok_ = false;
+};
+
+// Sessions work whatever happens to the audit log; the problem is on stderr exactly once.
+void ExpectSessionsWorkAndOneReport(const std::vector<std::string>& args, const char* why) {
+  Daemon daemon(Daemon::Options{args, {}});
+  for (int round = 0; round < 2; ++round) {
+    RpcClient client(daemon.socket());
+    std::string id = OpenSession(client, "workspace-write");
+    ASSERT_FALSE(id.empty());
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(Send(client, id, "echo still-working\n")["viewport"], "still-working");
+    }
+  }
+  daemon.Stop(SIGTERM);
+  const std::string log = daemon.Log();
+  EXPECT_EQ(Count(log, "the audit log "), 1u) << log;
+  EXPECT_NE(log.find(why), std::string::npos) << log;
+}
+
+TEST(AuditLogTest, ADirectoryIsReportedOnceAndSessionsWork) {
+  TempDir dir;
+  ExpectSessionsWorkAndOneReport({"--audit-log", dir.path().string()}, "is a directory");
+}
+
+TEST(AuditLogTest, AProcPathIsReportedOnceAndSessionsWork) {
+  ExpectSessionsWorkAndOneReport({"--audit-log", "/proc/ptybox-audit.jsonl"}, "cannot open");
+}
+
+TEST(AuditLogTest, AReadOnlyDirectoryIsReportedOnceAndSessionsWork) {
+  TempDir dir;
+  const fs::path ro = dir.path() / "ro";
+  // Root ignores directory permissions: a read-only mount then; others: a read-only directory.
+  std::optional<Tmpfs> mount;
+  if (::geteuid() == 0) {
+    mount.emplace(ro, "ro,size=64k");
+    if (!mount->ok()) GTEST_SKIP() << "cannot mount a read-only tmpfs here";
+  } else {
+    fs::create_directories(ro);
+    fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec);
+  }
+  ExpectSessionsWorkAndOneReport({"--audit-log", (ro / "audit.jsonl").string()}, "cannot open");
+  EXPECT_FALSE(fs::exists(ro / "audit.jsonl"));
+}
+
+TEST(AuditLogTest, ASymlinkAtThePathIsRefusedNeverFollowed) {
+  TempDir dir;
+  const fs::path target = dir.path() / "target";
+  WriteFile(target, "");
+  const fs::path link = dir.path() / "audit.jsonl";
+  fs::create_symlink(target, link);
+  ExpectSessionsWorkAndOneReport({"--audit-log", link.string()}, "is a symbolic link");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(fs::file_size(target), 0u);
+}
+
+TEST(AuditLogTest, AFullDiskIsReportedOnceAndTheGapIsCountedWhenSpaceReturns) {
+  TempDir dir;
+  const fs::path disk = dir.path() / "disk";
+  Tmpfs mount(disk, "size=64k");
+  if (!mount.ok()) GTEST_SKIP() << "needs root to mount a small tmpfs";
+  Shell("dd if=/dev/zero of=" + (disk / "filler").string() + " bs=4k 2>/dev/null");
+  const fs::path log = disk / "audit.jsonl";
+  Daemon daemon(Daemon::Options{{"--audit-log", log.string()}, {}});
+  {
+    RpcClient client(daemon.socket());
+    std::string id = OpenSession(client, "workspace-write");
+    ASSERT_FALSE(id.empty());
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(Send(client, id, "echo disk-full\n")["viewport"], "disk-full");
+    }
+    fs::remove(disk / "filler");
+    // The writer retries with each new line: this one lands, after the count of the lost ones.
+    EXPECT_EQ(Send(client, id, "echo space-again\n")["viewport"], "space-again");
+  }
+  daemon.Stop(SIGTERM);
+  const std::string stderr_log = daemon.Log();
+  EXPECT_EQ(Count(stderr_log, "the audit log "), 1u) << stderr_log;
+  EXPECT_NE(stderr_log.find("No space left on device"), std::string::npos) << stderr_log;
+  std::vector<Json> records = ReadAuditLog(log);
+  std::vector<std::string> names = EventNames(records);
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(names.front(), "dropped");
+  EXPECT_GE(records.front()["events"].get<int>(), 8) << records.front().dump();
+  std::vector<Json> sends = EventsNamed(records, "send");
+  ASSERT_FALSE(sends.empty());
+  EXPECT_EQ(sends.back()["input"], "echo space-again\n");
+}
+
+TEST(AuditLogTest, AHostileSessionsOutputStaysBoundedValidJson) {
+  TempDir logs;
+  const fs::path log = logs.path() / "audit.jsonl";
+  Daemon daemon(Daemon::Options{{"--audit-log", log.string()}, {}});
+  {
+    RpcClient client(daemon.socket());
+    std::string id = OpenSession(client, "workspace-write");
+    Json huge = Send(client, id, "head -c 200000 /dev/zero | tr '\\0' x; echo\n");
+    EXPECT_EQ(huge["exitCode"], 0) << huge.dump().substr(0, 300);
+    Json bad = Send(client, id, "printf 'a\\377\\376b\\300\\200c\\033[31m\\001\\n'\n");
+    EXPECT_EQ(bad["exitCode"], 0) << bad.dump();
+  }
+  daemon.Stop(SIGTERM);
+  // Every line parses (ReadAuditLog fails the test otherwise) and stays under 32 KiB.
+  std::vector<Json> results = EventsNamed(ReadAuditLog(log, 32 * 1024), "send_result");
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_GT(results[0]["viewportBytes"].get<size_t>(), 100000u) << results[0].dump();
+  EXPECT_LE(results[0]["viewport"].get<std::string>().size(), 4096u + 48u);
+  const std::string replaced = results[1]["viewport"];
+  EXPECT_NE(replaced.find("\xEF\xBF\xBD"), std::string::npos) << results[1].dump();
+  EXPECT_NE(replaced.find("c"), std::string::npos) << results[1].dump();
+}
+
+TEST(AuditLogTest, PtyboxRunRecordsItsCommand) {
+  TempDir work;
+  TempDir logs;
+  const fs::path log = logs.path() / "run.jsonl";
+  const std::string command = "cd " + work.path().string() + " && PTYBOX_INIT=" +
+                              InitBinary().string() +
+                              " PTYBOX_OPERATOR_POLICY=/nonexistent/ptybox.yaml " +
+                              PtyboxBinary().string() + " run --workspace " +
+                              work.path().string() + " --audit-log " + log.string() +
+                              " -- sh -c 'echo ran; exit 3' >/dev/null 2>&1";
+  EXPECT_EQ(Shell(command), 3);
+  std::vector<Json> records = ReadAuditLog(log);
+  EXPECT_EQ(EventNames(records), (std::vector<std::string>{"audit_started", "run_started",
+                                                           "run_ended", "audit_stopped"}));
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_EQ(records[0]["program"], "run");
+  EXPECT_EQ(records[1]["command"], (Json{"sh", "-c", "echo ran; exit 3"}));
+  EXPECT_EQ(records[1]["mode"], "workspace-write");
+  EXPECT_EQ(records[1]["workspace"], fs::canonical(work.path()).string());
+  EXPECT_EQ(records[2]["exitCode"], 3);
+  EXPECT_EQ(FileMode(log), 0600u);
+}
+
+}  // namespace
+}  // namespace ptybox::testing

@@ -1,0 +1,129 @@
+// The record encoders: bounded, valid UTF-8 text; one JSON line per record; asciicast v2
+// header and events.
+#include "runtime/audit_record.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+namespace ptybox::runtime::audit {
+namespace {
+
+TEST(ValidUtf8Test, ReplacesEveryMalformedByte) {
+  EXPECT_EQ(ValidUtf8("plain"), "plain");
+  EXPECT_EQ(ValidUtf8("caf\xC3\xA9"), "caf\xC3\xA9");
+  // A lone continuation, an overlong NUL, a surrogate, past U+10FFFF, a cut character.
+  EXPECT_EQ(ValidUtf8("\x80"), "\xEF\xBF\xBD");
+  EXPECT_EQ(ValidUtf8("\xC0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(ValidUtf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+  const std::string fffd = "\xEF\xBF\xBD";
+  EXPECT_EQ(ValidUtf8("\xF4\x90\x80\x80"), fffd + fffd + fffd + fffd);
+  EXPECT_EQ(ValidUtf8("a\xE2\x82"), "a\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+TEST(BoundTest, KeepsShortTextWhole) {
+  Bounded b = Bound("echo hi\n", 64);
+  EXPECT_EQ(b.text, "echo hi\n");
+  EXPECT_FALSE(b.truncated);
+  EXPECT_EQ(b.original_bytes, 8u);
+}
+
+TEST(BoundTest, KeepsHeadAndTailOfALongText) {
+  std::string big = "HEAD" + std::string(100000, 'x') + "TAIL";
+  Bounded b = Bound(big, 1000);
+  EXPECT_TRUE(b.truncated);
+  EXPECT_EQ(b.original_bytes, big.size());
+  EXPECT_TRUE(b.text.starts_with("HEAD")) << b.text.substr(0, 10);
+  EXPECT_TRUE(b.text.ends_with("TAIL"));
+  EXPECT_NE(b.text.find("[... " + std::to_string(big.size() - 1000) + " bytes omitted ...]"),
+            std::string::npos);
+  EXPECT_LE(b.text.size(), 1000u + 48u);
+}
+
+TEST(BoundTest, HostileBytesStayBoundedAndValidAsJson) {
+  // Invalid UTF-8 triples in size when replaced, control characters grow six-fold escaped:
+  // the line stays bounded and parses.
+  std::string hostile;
+  for (int i = 0; i < 200000; ++i) hostile += (i % 2 == 0) ? '\xFF' : '\x01';
+  Json record = {{"event", "send_result"}};
+  PutBounded(record, "viewport", hostile);
+  const std::string line = JsonLine(record);
+  EXPECT_EQ(line.back(), '\n');
+  EXPECT_LE(line.size(), 6 * (kMaxFieldBytes + 48) + 128);
+  Json parsed = Json::parse(line);
+  EXPECT_EQ(parsed["viewportBytes"], hostile.size());
+  EXPECT_EQ(ValidUtf8(parsed["viewport"].get<std::string>()), parsed["viewport"]);
+}
+
+TEST(BoundTest, NeverCutsACharacter) {
+  std::string euros;
+  for (int i = 0; i < 1000; ++i) euros += "\xE2\x82\xAC";  // U+20AC, three bytes
+  Bounded b = Bound(euros, 100);
+  EXPECT_TRUE(b.truncated);
+  EXPECT_EQ(ValidUtf8(b.text), b.text);
+}
+
+TEST(Utf8StreamTest, HoldsACharacterSplitAcrossReads) {
+  Utf8Stream s;
+  EXPECT_EQ(s.Feed("price: \xE2\x82"), "price: ");
+  EXPECT_EQ(s.Feed("\xAC!"), "\xE2\x82\xAC!");
+  EXPECT_EQ(s.Feed("\xFFz"), "\xEF\xBF\xBDz");
+  EXPECT_EQ(s.Feed("\xF0\x9F"), "");
+  EXPECT_EQ(s.Flush(), "\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+TEST(MarkerStripperTest, RemovesPromptMarkersAlsoWhenSplit) {
+  MarkerStripper m;
+  EXPECT_EQ(m.Feed("a\x1b]6973;nonce;0;/ws\x07$ "), "a$ ");
+  EXPECT_EQ(m.Feed("out\x1b]69"), "out");
+  EXPECT_EQ(m.Feed("73;nonce;1;/ws\x1b\\$ "), "$ ");
+  // Other escapes pass whole, also an ESC at the end of a read.
+  EXPECT_EQ(m.Feed("\x1b[31mred\x1b"), "\x1b[31mred");
+  EXPECT_EQ(m.Feed("]0;title\x07"), "\x1b]0;title\x07");
+  EXPECT_EQ(m.Feed("\x1b\x1b]6973;x\x07z"), "\x1bz");
+  // A marker that never ends is passed on once it is too long to be one.
+  std::string endless = "\x1b]6973;" + std::string(MarkerStripper::kMaxMarkerBytes, 'n');
+  EXPECT_EQ(m.Feed(endless).size(), endless.size());
+}
+
+TEST(IsoTimestampTest, IsUtcWithMilliseconds) {
+  using namespace std::chrono;
+  const system_clock::time_point at{milliseconds(1796074805123)};
+  EXPECT_EQ(IsoTimestamp(at), "2026-11-30T21:40:05.123Z");
+}
+
+TEST(CastTest, HeaderIsAsciicastV2) {
+  CastHeader h;
+  h.width = 100;
+  h.height = 30;
+  h.timestamp = 1796074805;
+  h.env = {{"SHELL", "bash"}, {"TERM", "xterm-256color"}};
+  const std::string line = CastHeaderLine(h);
+  EXPECT_EQ(line.back(), '\n');
+  Json j = Json::parse(line);
+  EXPECT_EQ(j["version"], 2);
+  EXPECT_EQ(j["width"], 100);
+  EXPECT_EQ(j["height"], 30);
+  EXPECT_EQ(j["timestamp"], 1796074805);
+  EXPECT_EQ(j["env"]["TERM"], "xterm-256color");
+  EXPECT_EQ(j["env"]["SHELL"], "bash");
+}
+
+TEST(CastTest, EventsAreTimeCodeData) {
+  EXPECT_EQ(CastEventLine(1.5, 'o', "hi\r\n"), "[1.500000, \"o\", \"hi\\r\\n\"]\n");
+  EXPECT_EQ(CastEventLine(0.000001, 'i', "ls\n"), "[0.000001, \"i\", \"ls\\n\"]\n");
+  EXPECT_EQ(CastEventLine(2, 'r', CastSize(100, 30)), "[2.000000, \"r\", \"100x30\"]\n");
+  // Escapes and control characters stay one valid JSON array per line.
+  Json j = Json::parse(CastEventLine(3.25, 'o', "\x1b[31mred\x1b[0m\t\"q\"\\"));
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_DOUBLE_EQ(j[0].get<double>(), 3.25);
+  EXPECT_EQ(j[1], "o");
+  EXPECT_EQ(j[2], "\x1b[31mred\x1b[0m\t\"q\"\\");
+  // A NaN or negative time (never produced) is written as 0, still valid.
+  EXPECT_EQ(Json::parse(CastEventLine(-1, 'o', "x"))[0], 0.0);
+}
+
+}  // namespace
+}  // namespace ptybox::runtime::audit
