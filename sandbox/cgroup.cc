@@ -125,7 +125,10 @@ State& Probed() {
     const std::string name = "ptybox-" + std::to_string(::getpid()) + "-" + RandomHex(4);
 
     facts.v2_own = cgroups::OwnDirectory(memberships, mounts, "");
-    if (!facts.v2_own) {
+    const char* only = std::getenv("PTYBOX_SESSION_CGROUPS");
+    if (only != nullptr && std::string_view(only) == "v1") {
+      facts.v2_problem = "cgroup v2 is not used (PTYBOX_SESSION_CGROUPS=v1)";
+    } else if (!facts.v2_own) {
       facts.v2_problem = "this process is in no mounted cgroup v2 hierarchy";
     } else if (std::error_code ec; !fs::exists(*facts.v2_own / "cgroup.procs", ec)) {
       facts.v2_problem = "its cgroup v2 directory " + facts.v2_own->string() + " is not visible";

@@ -41,7 +41,8 @@ struct CleanupSupport {
 // Probes once per process (creates this daemon's directory in each usable hierarchy; a test
 // cgroup is created, joined, left and removed in each). PTYBOX_SESSION_CGROUPS=0 turns cgroups off (the
 // subreaper rule then applies), for hosts where the operator wants the daemon's cgroup left
-// alone, and for tests of the fallback.
+// alone, and for tests of the fallback; PTYBOX_SESSION_CGROUPS=v1 uses only the v1 hierarchies
+// (hybrid hosts; tests of ending a session without cgroup.kill).
 const CleanupSupport& SessionCleanupSupport();
 
 // Removes this daemon's directories if they are empty (at exit; best effort).

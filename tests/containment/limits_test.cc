@@ -296,6 +296,47 @@ TEST_P(LimitsTest, CpuLoopIsThrottledUnderMaxCpuMillicores) {
   EXPECT_GT(periods.value_or(0), 0) << Slurp(*cgroup / "cpu.stat");
 }
 
+// Without cgroup.kill (PTYBOX_SESSION_CGROUPS=v1: only the v1 hierarchies, as on a v1 host)
+// close ends the session by pids.max 0 and SIGKILL rounds over cgroup.procs: a small bomb at its
+// cap (maxTasks 64) plus processes that left the tree (setsid, double fork) all end.
+TEST_P(LimitsTest, CloseWithoutCgroupKillEndsEveryTaskThroughTheV1PidsCgroup) {
+  TempDir dir;
+  Daemon::Options options = WithPolicy(dir, "version: 1\nlimits:\n  maxTasks: 64\n");
+  options.env.push_back("PTYBOX_SESSION_CGROUPS=v1");
+  Daemon daemon(options);
+  RpcClient client(daemon.socket());
+  const std::string session = OpenSession(client, Mode());
+  ASSERT_FALSE(session.empty());
+  const std::optional<fs::path> cgroup = SessionCgroup(daemon.pid(), "pids", 1);
+  ASSERT_TRUE(cgroup) << "no pids cgroup for the session; daemon log:\n" << daemon.Log();
+  ASSERT_FALSE(fs::exists(cgroup->parent_path().parent_path() / "cgroup.kill"));  // v1 indeed
+  EXPECT_EQ(Number(*cgroup / "pids.max"), 64);
+  Json started = Send(client, session,
+                      "(setsid sleep 7771 >/dev/null 2>&1 &); (setsid sh -c 'sleep 7772 & sleep 7773' "
+                      ">/dev/null 2>&1 &); timeout -s KILL 60 bash -c 'b(){ b | b & }; b; sleep 90' "
+                      ">/dev/null 2>&1 &\n",
+                      Json{{"timeoutMs", 20000}});
+  std::cout << "  [" << Mode() << ", v1] started -> " << started.dump() << "\n";
+  const auto guard = Clock::now() + std::chrono::seconds(45);
+  while (Clock::now() < guard && Number(*cgroup / "pids.events", "max").value_or(0) == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const int64_t before = Number(*cgroup / "pids.current").value_or(-1);
+  std::cout << "  [" << Mode() << ", v1] " << before << " tasks at the cap, "
+            << Number(*cgroup / "pids.events", "max").value_or(0) << " forks refused\n";
+  EXPECT_GT(Number(*cgroup / "pids.events", "max").value_or(0), 0);
+  EXPECT_LE(before, 64);
+  const auto start = Clock::now();
+  Json closed = client.Call("terminal_close", Json{{"sessionId", session}});
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+  EXPECT_TRUE(closed.contains("result")) << closed.dump();
+  std::error_code ec;
+  const bool gone = !fs::exists(*cgroup, ec);
+  std::cout << "  [" << Mode() << ", v1] close took " << took.count() << " ms; cgroup "
+            << (gone ? "removed" : "left: " + Slurp(*cgroup / "cgroup.procs")) << "\n";
+  EXPECT_TRUE(gone);
+}
+
 INSTANTIATE_TEST_SUITE_P(ConfinedModes, LimitsTest,
                          ::testing::Values("read-only", "workspace-write"), ModeTestName);
 
