@@ -36,6 +36,27 @@ std::vector<pid_t> ProcessesOf(pid_t root, pid_t sid) {
   return result;
 }
 
+// The last resort for limits no cgroup holds: RLIMIT_AS for memory (per process, and address
+// space rather than memory), RLIMIT_NPROC for tasks only where a session runs as a host id of
+// its own (a root daemon's confined sessions; elsewhere it would count every process of the
+// daemon's user). No rlimit stands for a CPU share.
+void AddRlimitFallbacks(const sandbox::cgroups::Plan& plan, sandbox::LaunchSpec& spec) {
+  using sandbox::LimitedResource;
+  auto add = [&spec](LimitedResource resource, int64_t value) {
+    for (const sandbox::ResourceLimit& limit : spec.rlimits) {
+      if (limit.resource == resource) return;  // the policy's own rlimit key wins
+    }
+    spec.rlimits.push_back(sandbox::ResourceLimit{resource, value});
+  };
+  if (spec.limits.memory_bytes && plan.memory == sandbox::cgroups::Where::kNone) {
+    add(LimitedResource::kAddressSpace, *spec.limits.memory_bytes);
+  }
+  if (spec.limits.tasks && plan.tasks == sandbox::cgroups::Where::kNone && ::geteuid() == 0 &&
+      policy::IsConfined(spec.mode)) {
+    add(LimitedResource::kProcesses, *spec.limits.tasks);
+  }
+}
+
 SessionStatus StatusOf(const sandbox::ExitedMessage& exited) {
   SessionStatus status;
   status.exited = true;
@@ -62,24 +83,29 @@ InitSession::~InitSession() {
 void InitSession::Start(const sandbox::LaunchSpec& spec) {
   confined_ = policy::IsConfined(spec.mode);
   bwrap_ = spec.bwrap;
-  if (sandbox::SessionCleanupSupport().cgroups) {
+  const sandbox::CleanupSupport& support = sandbox::SessionCleanupSupport();
+  if (support.cgroups) {
     static uint64_t sessions = 0;
     Result<sandbox::SessionCgroup> cgroup =
-        sandbox::SessionCgroup::Create("s" + std::to_string(++sessions));
+        sandbox::SessionCgroup::Create("s" + std::to_string(++sessions), spec.limits);
     if (cgroup) {
       cgroup_.emplace(std::move(*cgroup));
     } else {
       LogWarn("no cgroup for this session (" + cgroup.error().message +
-              "); its tree is ended by parent links");
+              "); its tree is ended by parent links and its limits are rlimits");
     }
   }
+  sandbox::LaunchSpec with_fallbacks = spec;
+  AddRlimitFallbacks(cgroup_ ? support.plan : sandbox::cgroups::Plan{}, with_fallbacks);
   std::optional<Result<sandbox::LaunchedInit>> launched;
-  auto launch = [&] { launched = sandbox::LaunchInit(spec); };
+  auto launch = [&] { launched = sandbox::LaunchInit(with_fallbacks); };
   if (cgroup_) {
     if (Result<void> inside = cgroup_->RunInside(launch); !inside && !launched) {
       LogWarn("cannot launch inside the session cgroup (" + inside.error().message +
-              "); its tree is ended by parent links");
+              "); its tree is ended by parent links and its limits are rlimits");
       cgroup_.reset();
+      with_fallbacks = spec;
+      AddRlimitFallbacks(sandbox::cgroups::Plan{}, with_fallbacks);
     }
   }
   if (!launched) launch();

@@ -25,7 +25,7 @@ constexpr LimitSpec Optional(std::string_view key, std::string_view unit, int64_
 
 // Bounds: zero only where it means "no wait"; maxima well past any real use, low enough that a
 // value is never a typo for "infinite" and never overflows arithmetic on milliseconds or bytes.
-const std::array<LimitSpec, 18> kLimitSpecs = {
+const std::array<LimitSpec, 20> kLimitSpecs = {
     Plain("idleSilenceMs", "milliseconds", 1, 3'600'000, LimitRule::kFree,
           &Limits::idle_silence_ms),
     Plain("handoffGraceMs", "milliseconds", 0, 60'000, LimitRule::kFree, &Limits::handoff_grace_ms),
@@ -53,6 +53,9 @@ const std::array<LimitSpec, 18> kLimitSpecs = {
     Optional("maxMemoryBytes", "bytes", 16 * kMiB, 128 * kTiB, &Limits::max_memory_bytes),
     Optional("maxFileBytes", "bytes", 1, 1024 * kTiB, &Limits::max_file_bytes),
     Optional("maxCpuSeconds", "seconds", 1, 31'536'000, &Limits::max_cpu_seconds),
+    Plain("maxTasks", "tasks", 1, 4'194'304, LimitRule::kLowerOnly, &Limits::max_tasks),
+    Optional("maxCpuMillicores", "thousandths of a core", 10, 1'024'000,
+             &Limits::max_cpu_millicores),
 };
 
 constexpr std::array<std::string_view, 12> kTopLevelKeys = {

@@ -29,9 +29,16 @@ int Doctor() {
     }
   }
   // Not a failure either way: both end every process of a session; cgroups also hold what a
-  // session started when the daemon itself is killed.
+  // session started when the daemon itself is killed, and hold its limits as a whole.
   const sandbox::CleanupSupport& cleanup = sandbox::SessionCleanupSupport();
-  std::printf("[ ok ] session cleanup: %s\n", cleanup.detail.c_str());
+  std::printf("[ ok ] session cleanup: %s\n",
+              cleanup.cgroups ? ("per-session cgroups under " + cleanup.directory.string()).c_str()
+                              : "the subreaper rule (every unknown child the daemon adopts is "
+                                "ended)");
+  const sandbox::cgroups::Plan& plan = cleanup.plan;
+  std::printf("[%s] session limits: %s (%s)\n", plan.advice.empty() ? " ok " : "warn",
+              plan.mechanism.c_str(), plan.detail.c_str());
+  if (!plan.advice.empty()) std::printf("       to hold every limit: %s\n", plan.advice.c_str());
   sandbox::RemoveCleanupDirectory();
   std::printf(all_ok ? "this host can run confined sessions (read-only, workspace-write)\n"
                      : "this host cannot sandbox: confined sessions fail with sandbox_unavailable "

@@ -1,9 +1,11 @@
 #include "sandbox/cgroup.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
@@ -18,6 +20,12 @@ namespace ptybox::sandbox {
 namespace {
 
 namespace fs = std::filesystem;
+using cgroups::Where;
+
+// A cgroup v1 kill sweep: rounds of SIGKILL to every member of the pids cgroup (with pids.max
+// at 0 none can fork meanwhile) before the caller's own polling takes over.
+constexpr int kKillRounds = 64;
+constexpr int kRemoveRetries = 20;
 
 std::string ReadText(const fs::path& path) {
   std::ifstream in(path);
@@ -37,96 +45,166 @@ Result<void> WriteText(const fs::path& path, std::string_view text) {
   return {};
 }
 
-// This process's cgroup v2 directory: the "0::" line of /proc/self/cgroup, under the cgroup2
-// mount that holds it (hybrid hosts mount it at /sys/fs/cgroup/unified).
-Result<fs::path> OwnCgroupDirectory() {
-  std::string own;
-  std::istringstream lines(ReadText("/proc/self/cgroup"));
-  for (std::string line; std::getline(lines, line);) {
-    if (line.starts_with("0::")) own = line.substr(3);
+std::vector<pid_t> ParsePids(std::string_view text) {
+  std::vector<pid_t> pids;
+  std::istringstream in{std::string(text)};
+  for (long pid; in >> pid;) {
+    if (pid > 0) pids.push_back(static_cast<pid_t>(pid));
   }
-  if (own.empty() || own[0] != '/') {
-    return Fail(ErrorKind::kSandboxUnavailable,
-                "this process is in no cgroup v2 hierarchy (/proc/self/cgroup has no 0:: line)");
-  }
-  std::istringstream mounts(ReadText("/proc/self/mountinfo"));
-  for (std::string line; std::getline(mounts, line);) {
-    size_t dash = line.find(" - ");
-    if (dash == std::string::npos || !line.substr(dash + 3).starts_with("cgroup2 ")) continue;
-    std::istringstream fields(line.substr(0, dash));
-    std::string id, parent, devno, root, mountpoint;
-    fields >> id >> parent >> devno >> root >> mountpoint;
-    std::string relative;
-    if (root == "/") {
-      relative = own;
-    } else if (own == root || own.starts_with(root + "/")) {
-      relative = own.substr(root.size());
-    } else {
-      continue;
-    }
-    fs::path dir = fs::path(mountpoint) / fs::path(relative).relative_path();
-    std::error_code ec;
-    if (fs::exists(dir / "cgroup.procs", ec)) return dir.lexically_normal();
-  }
-  return Fail(ErrorKind::kSandboxUnavailable,
-              "no mounted cgroup2 file system holds this process's cgroup " + own);
+  return pids;
 }
+
+// One hierarchy this daemon keeps session cgroups in.
+struct Hierarchy {
+  std::vector<std::string> controllers;  // empty for v2; v1: those of the plan it carries
+  fs::path home;           // the daemon's own cgroup
+  fs::path directory;      // <home>/ptybox-<pid>-<random>
+};
 
 struct State {
   CleanupSupport support;
-  fs::path home;  // the daemon's own cgroup (where it returns after a launch)
+  std::vector<Hierarchy> hierarchies;  // v2 first, then v1 by controller (each path once)
 };
 
-// Set by the probe before it tries a cgroup of its own (so Create and RunInside need not ask
-// the probe, which is still running).
-fs::path g_home;
-fs::path g_directory;
+// Joins `cgroup` and returns to `home`: the test that the daemon may move itself.
+Result<void> JoinAndLeave(const fs::path& cgroup, const fs::path& home) {
+  const std::string self = std::to_string(::getpid());
+  if (Result<void> in = WriteText(cgroup / "cgroup.procs", self); !in) return in;
+  if (Result<void> out = WriteText(home / "cgroup.procs", self); !out) {
+    LogError("the daemon could not leave the probe cgroup " + cgroup.string() + ": " +
+             out.error().message);
+    return out;
+  }
+  return {};
+}
+
+// Creates `<home>/<name>` with a probe child that the daemon could join and leave; the reason
+// when it cannot.
+std::string TryDirectory(const fs::path& home, const std::string& name, bool v2) {
+  const fs::path directory = home / name;
+  if (::mkdir(directory.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Error::FromErrno(ErrorKind::kSandboxUnavailable, "mkdir", directory.string()).message +
+           (v2 ? " (no delegated cgroup v2 subtree)" : "");
+  }
+  const fs::path probe = directory / "probe";
+  if (::mkdir(probe.c_str(), 0755) != 0 && errno != EEXIST) {
+    std::string why = Error::FromErrno(ErrorKind::kSandboxUnavailable, "mkdir", probe.string()).message;
+    ::rmdir(directory.c_str());
+    return why;
+  }
+  Result<void> joined = JoinAndLeave(probe, home);
+  ::rmdir(probe.c_str());
+  if (!joined) {
+    ::rmdir(directory.c_str());
+    return "cannot move processes into " + directory.string() + ": " + joined.error().message;
+  }
+  return {};
+}
+
+std::vector<std::string> Words(const std::string& text) {
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
 
 State& Probed() {
   static State state = [] {
     State s;
+    cgroups::HostFacts facts;
+    facts.root = ::geteuid() == 0;
     if (const char* off = std::getenv("PTYBOX_SESSION_CGROUPS"); off != nullptr && std::string_view(off) == "0") {
-      s.support.detail = "per-session cgroups turned off (PTYBOX_SESSION_CGROUPS=0); the subreaper rule ends leaked processes";
+      facts.disabled = true;
+      s.support.plan = cgroups::ChoosePlan(facts);
+      s.support.detail = s.support.plan.detail;
       return s;
     }
-    auto fallback = [&s](const std::string& why) {
-      s.support.detail = why + "; the subreaper rule ends leaked processes (every unknown child the daemon adopts)";
-      return s;
-    };
-    Result<fs::path> home = OwnCgroupDirectory();
-    if (!home) return fallback(home.error().message);
-    s.home = *home;
-    g_home = *home;
-    // The pid alone could repeat: daemons in other pid namespaces may share this cgroup.
-    fs::path directory = *home / ("ptybox-" + std::to_string(::getpid()) + "-" + RandomHex(4));
-    if (::mkdir(directory.c_str(), 0755) != 0 && errno != EEXIST) {
-      return fallback(Error::FromErrno(ErrorKind::kSandboxUnavailable, "mkdir", directory.string()).message +
-                      " (no delegated cgroup subtree)");
+    const auto memberships = cgroups::ParseProcCgroup(ReadText("/proc/self/cgroup"));
+    const auto mounts = cgroups::ParseCgroupMounts(ReadText("/proc/self/mountinfo"));
+    // The pid alone could repeat: daemons in other pid namespaces may share these cgroups.
+    const std::string name = "ptybox-" + std::to_string(::getpid()) + "-" + RandomHex(4);
+
+    facts.v2_own = cgroups::OwnDirectory(memberships, mounts, "");
+    const char* only = std::getenv("PTYBOX_SESSION_CGROUPS");
+    if (only != nullptr && std::string_view(only) == "v1") {
+      facts.v2_problem = "cgroup v2 is not used (PTYBOX_SESSION_CGROUPS=v1)";
+    } else if (!facts.v2_own) {
+      facts.v2_problem = "this process is in no mounted cgroup v2 hierarchy";
+    } else if (std::error_code ec; !fs::exists(*facts.v2_own / "cgroup.procs", ec)) {
+      facts.v2_problem = "its cgroup v2 directory " + facts.v2_own->string() + " is not visible";
+    } else {
+      facts.v2_problem = TryDirectory(*facts.v2_own, name, true);
     }
-    g_directory = directory;
-    Result<SessionCgroup> probe = SessionCgroup::Create("probe");
-    if (!probe) {
-      ::rmdir(directory.c_str());
-      g_directory.clear();
-      return fallback(probe.error().message);
+    if (facts.v2_problem.empty()) {
+      const fs::path dir = *facts.v2_own / name;
+      std::error_code ec;
+      // cgroup.kill is in every non-root cgroup on Linux 5.14+: look at a child's.
+      if (::mkdir((dir / "probe").c_str(), 0755) == 0) {
+        facts.v2_kill = fs::exists(dir / "probe" / "cgroup.kill", ec);
+        ::rmdir((dir / "probe").c_str());
+      }
+      // The controllers the daemon's cgroup hands down, enabled for its session cgroups.
+      const std::vector<std::string> available = Words(ReadText(dir / "cgroup.controllers"));
+      for (std::string_view c : cgroups::kControllers) {
+        if (std::find(available.begin(), available.end(), c) == available.end()) continue;
+        (void)WriteText(dir / "cgroup.subtree_control", "+" + std::string(c));
+      }
+      facts.v2_controllers = Words(ReadText(dir / "cgroup.subtree_control"));
     }
-    std::error_code ec;
-    if (!fs::exists(probe->path() / "cgroup.kill", ec)) {
-      (void)probe->Remove();
-      ::rmdir(directory.c_str());
-      g_directory.clear();
-      return fallback("cgroup.kill is missing (Linux 5.14 or later is needed)");
+    std::map<std::string, fs::path> v1_created;  // controller -> directory
+    for (std::string_view c : cgroups::kControllers) {
+      const std::string controller(c);
+      if (facts.v2_problem.empty() &&
+          std::find(facts.v2_controllers.begin(), facts.v2_controllers.end(), c) != facts.v2_controllers.end()) {
+        continue;
+      }
+      std::optional<fs::path> own = cgroups::OwnDirectory(memberships, mounts, c);
+      if (!own) {
+        facts.v1_problems[controller] = "neither cgroup v2 nor a mounted v1 hierarchy provides it";
+        continue;
+      }
+      bool shared = false;  // a hierarchy that carries two of the controllers (cpu,memory)
+      for (const auto& [other, dir] : v1_created) shared = shared || dir == *own / name;
+      const std::string problem = shared ? std::string() : TryDirectory(*own, name, false);
+      if (!problem.empty()) {
+        facts.v1_problems[controller] = problem;
+        continue;
+      }
+      facts.v1_own[controller] = *own;
+      v1_created[controller] = *own / name;
     }
-    if (Result<void> inside = probe->RunInside([] {}); !inside) {
-      (void)probe->Remove();
-      ::rmdir(directory.c_str());
-      g_directory.clear();
-      return fallback("cannot move processes into " + directory.string() + ": " + inside.error().message);
+
+    s.support.plan = cgroups::ChoosePlan(facts);
+    const cgroups::Plan& plan = s.support.plan;
+    if (facts.v2_problem.empty()) {
+      if (plan.use_v2) {
+        s.hierarchies.push_back({{}, *facts.v2_own, *facts.v2_own / name});
+      } else {
+        ::rmdir((*facts.v2_own / name).c_str());
+      }
     }
-    (void)probe->Remove();
-    s.support.directory = directory;
-    s.support.cgroups = true;
-    s.support.detail = "per-session cgroups (cgroup v2 cgroup.kill) under " + directory.string();
+    for (const auto& [controller, dir] : v1_created) {
+      if (plan.v1.contains(controller)) {
+        Hierarchy* seen = nullptr;
+        for (Hierarchy& h : s.hierarchies) {
+          if (h.directory == dir) seen = &h;
+        }
+        if (seen != nullptr) {
+          seen->controllers.push_back(controller);
+        } else {
+          s.hierarchies.push_back({{controller}, dir.parent_path(), dir});
+        }
+      } else {
+        ::rmdir(dir.c_str());
+      }
+    }
+    s.support.cgroups = plan.cgroups && !s.hierarchies.empty();
+    if (s.support.cgroups) s.support.directory = s.hierarchies.front().directory;
+    s.support.detail = "per-session cgroups: " + plan.mechanism + " (" + plan.detail + ")" +
+                       (s.support.cgroups ? " under " + s.support.directory.string() : "");
+    if (!s.support.cgroups) {
+      s.support.detail += "; the subreaper rule ends leaked processes (every unknown child the daemon adopts)";
+    }
     return s;
   }();
   return state;
@@ -137,24 +215,55 @@ State& Probed() {
 const CleanupSupport& SessionCleanupSupport() { return Probed().support; }
 
 void RemoveCleanupDirectory() {
-  const CleanupSupport& support = SessionCleanupSupport();
-  if (support.cgroups) ::rmdir(support.directory.c_str());
+  for (const Hierarchy& h : Probed().hierarchies) ::rmdir(h.directory.c_str());
 }
 
-Result<SessionCgroup> SessionCgroup::Create(const std::string& name) {
-  if (g_directory.empty() && !Probed().support.cgroups) {
+Result<SessionCgroup> SessionCgroup::Create(const std::string& name,
+                                            const cgroups::SessionLimits& limits) {
+  const State& state = Probed();
+  if (!state.support.cgroups) {
     return Fail(ErrorKind::kSpawnFailed,
-                "per-session cgroups are unavailable: " + Probed().support.detail);
+                "per-session cgroups are unavailable: " + state.support.detail);
   }
-  fs::path path = g_directory / name;
-  if (::mkdir(path.c_str(), 0755) != 0) {
-    return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "mkdir", path.string()));
+  std::vector<Member> members;
+  for (const Hierarchy& h : state.hierarchies) {
+    fs::path path = h.directory / name;
+    if (::mkdir(path.c_str(), 0755) != 0) {
+      Error error = Error::FromErrno(ErrorKind::kSpawnFailed, "mkdir", path.string());
+      for (const Member& m : members) ::rmdir(m.path.c_str());
+      return std::unexpected(error);
+    }
+    members.push_back({h.controllers, std::move(path), h.home});
   }
-  return SessionCgroup(path);
+  SessionCgroup cgroup(std::move(members));
+  for (const cgroups::LimitFile& file : cgroups::RenderLimits(limits, state.support.plan)) {
+    const Member* target = nullptr;
+    for (const Member& m : cgroup.members_) {
+      const bool v2 = m.controllers.empty();
+      if (file.controller.empty() ? v2
+                                  : std::find(m.controllers.begin(), m.controllers.end(),
+                                              file.controller) != m.controllers.end()) {
+        target = &m;
+      }
+    }
+    if (target == nullptr) continue;
+    const fs::path path = target->path / file.file;
+    std::error_code ec;
+    if (file.optional && !fs::exists(path, ec)) continue;
+    if (Result<void> written = WriteText(path, file.value); !written) {
+      if (file.optional) continue;
+      return Fail(ErrorKind::kSpawnFailed, "cannot set the session limit " + file.file + " = " +
+                                               file.value + ": " + written.error().message);
+    }
+  }
+  return cgroup;
 }
 
 SessionCgroup::SessionCgroup(SessionCgroup&& other) noexcept
-    : path_(std::move(other.path_)), holds_daemon_(other.holds_daemon_), removed_(other.removed_) {
+    : path_(std::move(other.path_)),
+      members_(std::move(other.members_)),
+      holds_daemon_(other.holds_daemon_),
+      removed_(other.removed_) {
   other.removed_ = true;
 }
 
@@ -162,6 +271,7 @@ SessionCgroup& SessionCgroup::operator=(SessionCgroup&& other) noexcept {
   if (this != &other) {
     if (!removed_) (void)Remove();
     path_ = std::move(other.path_);
+    members_ = std::move(other.members_);
     holds_daemon_ = other.holds_daemon_;
     removed_ = other.removed_;
     other.removed_ = true;
@@ -175,46 +285,100 @@ SessionCgroup::~SessionCgroup() {
 
 Result<void> SessionCgroup::RunInside(const std::function<void()>& fork_and_exec) {
   const std::string self = std::to_string(::getpid());
-  if (Result<void> in = WriteText(path_ / "cgroup.procs", self); !in) return in;
+  size_t joined = 0;
+  Result<void> entered;
   holds_daemon_ = true;
-  fork_and_exec();
-  if (Result<void> out = WriteText(g_home / "cgroup.procs", self); !out) {
-    LogError("the daemon could not leave the session cgroup " + path_.string() + ": " +
-             out.error().message + "; this session's cgroup will not be used to end it");
-    return out;
+  for (; joined < members_.size(); ++joined) {
+    entered = WriteText(members_[joined].path / "cgroup.procs", self);
+    if (!entered) break;
+  }
+  if (entered) fork_and_exec();
+  for (size_t i = 0; i < joined; ++i) {
+    if (Result<void> out = WriteText(members_[i].home / "cgroup.procs", self); !out) {
+      LogError("the daemon could not leave the session cgroup " + members_[i].path.string() +
+               ": " + out.error().message + "; this session's cgroup will not be used to end it");
+      return out;
+    }
   }
   holds_daemon_ = false;
-  return {};
+  return entered;
+}
+
+std::vector<pid_t> SessionCgroup::Pids() const {
+  std::vector<pid_t> pids;
+  for (const Member& m : members_) {
+    for (pid_t pid : ParsePids(ReadText(m.path / "cgroup.procs"))) {
+      if (std::find(pids.begin(), pids.end(), pid) == pids.end()) pids.push_back(pid);
+    }
+  }
+  return pids;
 }
 
 Result<void> SessionCgroup::Kill() {
   if (holds_daemon_ || removed_) {
     return Fail(ErrorKind::kCleanupFailed, "the session cgroup " + path_.string() + " is not usable");
   }
-  return WriteText(path_ / "cgroup.kill", "1");
+  const cgroups::Plan& plan = Probed().support.plan;
+  if (plan.kill_v2) {
+    for (const Member& m : members_) {
+      if (m.controllers.empty()) return WriteText(m.path / "cgroup.kill", "1");
+    }
+  }
+  // No cgroup.kill: stop the session from starting tasks (pids.max 0 fails every fork and
+  // clone), then SIGKILL its members until none is left or the rounds run out (the caller
+  // polls on and repeats).
+  for (const Member& m : members_) {
+    std::error_code ec;
+    if (fs::exists(m.path / "pids.max", ec)) (void)WriteText(m.path / "pids.max", "0");
+  }
+  for (int round = 0; round < kKillRounds; ++round) {
+    const std::vector<pid_t> pids = Pids();
+    if (pids.empty()) break;
+    for (pid_t pid : pids) {
+      if (pid != ::getpid()) ::kill(pid, SIGKILL);
+    }
+  }
+  return {};
 }
 
 Result<bool> SessionCgroup::Populated() const {
-  std::string events = ReadText(path_ / "cgroup.events");
-  if (events.find("populated 0") != std::string::npos) return false;
-  if (events.find("populated 1") != std::string::npos) return true;
-  return Fail(ErrorKind::kCleanupFailed, "cannot read " + (path_ / "cgroup.events").string());
+  for (const Member& m : members_) {
+    if (!m.controllers.empty()) continue;
+    std::string events = ReadText(m.path / "cgroup.events");
+    if (events.find("populated 0") != std::string::npos) return false;
+    if (events.find("populated 1") != std::string::npos) return true;
+    return Fail(ErrorKind::kCleanupFailed, "cannot read " + (m.path / "cgroup.events").string());
+  }
+  // v1 only: a member is listed until it is reaped or gone; zombies count as populated here
+  // (the daemon reaps its own; the subreaper adopts the rest).
+  std::error_code ec;
+  if (!members_.empty() && !fs::exists(members_.front().path / "cgroup.procs", ec)) {
+    return Fail(ErrorKind::kCleanupFailed,
+                "cannot read " + (members_.front().path / "cgroup.procs").string());
+  }
+  return !Pids().empty();
 }
 
 std::string SessionCgroup::Members() const {
-  std::string procs = ReadText(path_ / "cgroup.procs");
-  for (char& c : procs) {
-    if (c == '\n') c = ' ';
-  }
-  while (!procs.empty() && procs.back() == ' ') procs.pop_back();
-  return procs;
+  std::string text;
+  for (pid_t pid : Pids()) text += (text.empty() ? "" : " ") + std::to_string(pid);
+  return text;
 }
 
 Result<void> SessionCgroup::Remove() {
   if (removed_) return {};
   if (holds_daemon_) return Fail(ErrorKind::kCleanupFailed, "the daemon is still inside " + path_.string());
-  if (::rmdir(path_.c_str()) != 0 && errno != ENOENT) {
-    return std::unexpected(Error::FromErrno(ErrorKind::kCleanupFailed, "rmdir", path_.string()));
+  for (const Member& m : members_) {
+    // A v1 hierarchy may still list a member the kernel is tearing down (EBUSY) a moment after
+    // v2 reported the session empty: a few short retries.
+    int rc = ::rmdir(m.path.c_str());
+    for (int retry = 0; rc != 0 && errno == EBUSY && retry < kRemoveRetries; ++retry) {
+      ::usleep(1000);
+      rc = ::rmdir(m.path.c_str());
+    }
+    if (rc != 0 && errno != ENOENT) {
+      return std::unexpected(Error::FromErrno(ErrorKind::kCleanupFailed, "rmdir", m.path.string()));
+    }
   }
   removed_ = true;
   return {};

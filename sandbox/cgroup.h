@@ -1,14 +1,19 @@
-// Per-session cgroups: the processes of one session are placed in a cgroup of their own when
-// they are launched, and ended through it (cgroup v2 `cgroup.kill`) whatever happened to
-// ptybox-init, so nothing a session started outlives its close, however it detached (setsid,
-// double fork, a killed init). The cgroups live beneath the daemon's own cgroup, in a
-// directory of this daemon (`<daemon's cgroup>/ptybox-<pid>-<random>/s<N>`); nothing is ever
-// written to a hierarchy's root or to the daemon's own cgroup.
+// Per-session cgroups: the processes of one session are placed in cgroups of their own when
+// they are launched, before they execute anything, held there by the session's limits (tasks,
+// memory, CPU) and ended through them at close (cgroup v2 `cgroup.kill`, else pids.max 0 and
+// SIGKILL to every member until none is left), whatever happened to ptybox-init, so nothing a
+// session started outlives its close, however it detached (setsid, double fork, a killed init).
 //
-// Available only where the daemon may create cgroups beneath its own (root, or a delegated
-// subtree); elsewhere the daemon falls back to the subreaper rule (backend/child_reaper.h).
-// Resource limits (pids, memory, cpu) are meant to be set on the same cgroup: SessionCgroup is
-// the one place that knows its directory.
+// One cgroup per session in each hierarchy used: the v2 one where the daemon has a delegated
+// subtree, the v1 `pids`, `memory` and `cpu` hierarchies (hybrid or v1 hosts) for each
+// controller v2 does not provide. They live beneath the daemon's own cgroup in that hierarchy,
+// in a directory of this daemon (`<daemon's cgroup>/ptybox-<pid>-<random>/s<N>`), removed at
+// exit; nothing is ever written to the daemon's own cgroup or a hierarchy's root files, so the
+// host's accounting of the daemon stays as it was. Which hierarchy enforces what is decided by
+// cgroups::ChoosePlan (sandbox/cgroup_layout.h) from what the probe found.
+//
+// Where the daemon may create no cgroup at all, it falls back to the subreaper rule
+// (backend/child_reaper.h) and rlimits (backend/init_session.cc).
 #pragma once
 
 #include <sys/types.h>
@@ -17,31 +22,38 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
+#include "sandbox/cgroup_layout.h"
 
 namespace ptybox::sandbox {
 
 // Which mechanism ends a session's processes on this host, and why.
 struct CleanupSupport {
-  bool cgroups = false;             // per-session cgroups with cgroup.kill are in force
-  std::filesystem::path directory;  // this daemon's directory of session cgroups (when cgroups)
+  bool cgroups = false;             // per-session cgroups are in force (plan.cgroups)
+  std::filesystem::path directory;  // this daemon's directory of session cgroups (v2, else the
+                                    // first v1 hierarchy's), when cgroups
   std::string detail;               // one sentence for `ptybox doctor` and the log
+  cgroups::Plan plan;               // which hierarchy holds each limit, and why
 };
 
-// Probes once per process (creates this daemon's directory on success; a test cgroup is
-// created, joined, left and removed). PTYBOX_SESSION_CGROUPS=0 turns cgroups off (the
+// Probes once per process (creates this daemon's directory in each usable hierarchy; a test
+// cgroup is created, joined, left and removed in each). PTYBOX_SESSION_CGROUPS=0 turns cgroups off (the
 // subreaper rule then applies), for hosts where the operator wants the daemon's cgroup left
-// alone, and for tests of the fallback.
+// alone, and for tests of the fallback; PTYBOX_SESSION_CGROUPS=v1 uses only the v1 hierarchies
+// (hybrid hosts; tests of ending a session without cgroup.kill).
 const CleanupSupport& SessionCleanupSupport();
 
-// Removes this daemon's directory if it is empty (at exit; best effort).
+// Removes this daemon's directories if they are empty (at exit; best effort).
 void RemoveCleanupDirectory();
 
 class SessionCgroup final {
  public:
-  // Creates `<directory>/<name>`.
-  static Result<SessionCgroup> Create(const std::string& name);
+  // Creates `<directory>/<name>` in every hierarchy of the plan and writes `limits` there
+  // (cgroups::RenderLimits); a limit that cannot be written fails the whole creation.
+  static Result<SessionCgroup> Create(const std::string& name,
+                                      const cgroups::SessionLimits& limits = {});
   SessionCgroup(SessionCgroup&& other) noexcept;
   SessionCgroup& operator=(SessionCgroup&& other) noexcept;
   SessionCgroup(const SessionCgroup&) = delete;
@@ -54,7 +66,9 @@ class SessionCgroup final {
   // cgroup is marked unusable (it holds the daemon) and Kill refuses.
   Result<void> RunInside(const std::function<void()>& fork_and_exec);
 
-  // SIGKILL to every process in the cgroup (cgroup.kill); refused while the daemon is inside.
+  // SIGKILL to every process in the cgroup: cgroup.kill on v2; on v1 pids.max 0 (no new task
+  // can start) and SIGKILL to every member, repeated while members are left (bounded).
+  // Refused while the daemon is inside.
   Result<void> Kill();
   // Whether any process (not counting zombies) is still in the cgroup.
   Result<bool> Populated() const;
@@ -63,12 +77,22 @@ class SessionCgroup final {
   // rmdir; succeeds only once the cgroup is empty.
   Result<void> Remove();
 
+  // The first directory (v2 when used), for messages.
   [[nodiscard]] const std::filesystem::path& path() const { return path_; }
 
  private:
-  explicit SessionCgroup(std::filesystem::path path) : path_(std::move(path)) {}
+  struct Member {
+    std::vector<std::string> controllers;  // empty for v2
+    std::filesystem::path path;    // the session's cgroup in this hierarchy
+    std::filesystem::path home;    // the daemon's own cgroup there
+  };
+  explicit SessionCgroup(std::vector<Member> members)
+      : path_(members.empty() ? std::filesystem::path() : members.front().path),
+        members_(std::move(members)) {}
+  [[nodiscard]] std::vector<pid_t> Pids() const;
 
   std::filesystem::path path_;
+  std::vector<Member> members_;
   bool holds_daemon_ = false;
   bool removed_ = false;
 };

@@ -37,9 +37,12 @@ void ApplyPolicy(const policy::ResolvedPolicy& p, const std::filesystem::path& c
   };
   limit(LimitedResource::kProcesses, l.max_processes);
   limit(LimitedResource::kOpenFiles, l.max_open_files);
-  limit(LimitedResource::kAddressSpace, l.max_memory_bytes);
   limit(LimitedResource::kFileSize, l.max_file_bytes);
   limit(LimitedResource::kCpuSeconds, l.max_cpu_seconds);
+  // The memory limit is the session's, in its cgroup; RLIMIT_AS only as a fallback (per
+  // process, and it counts address space, not memory): backend/init_session.cc.
+  launch.limits = cgroups::SessionLimits{
+      .tasks = l.max_tasks, .memory_bytes = l.max_memory_bytes, .cpu_millicores = l.max_cpu_millicores};
 }
 
 std::vector<std::string> BuildInitArgs(const LaunchSpec& spec) {

@@ -16,6 +16,7 @@
 #include "policy/mode.h"
 #include "policy/policy.h"
 #include "sandbox/bwrap_args.h"
+#include "sandbox/cgroup_layout.h"
 #include "sandbox/resource_limits.h"
 
 namespace ptybox::sandbox {
@@ -32,6 +33,9 @@ struct LaunchSpec {
   int columns = 120;
   bool pty = true;  // false: the program inherits our stdin/stdout/stderr (ptybox run)
   std::vector<ResourceLimit> rlimits;
+  // What the session's cgroup holds it to (sandbox/cgroup.h); the launching side adds rlimits
+  // for what no cgroup of this host can hold (backend/init_session.cc).
+  cgroups::SessionLimits limits;
   bool new_process_group = true;  // keep terminal signals of the daemon away from the session
   // A root daemon's confined sessions run as the next id of this range (policy `sessionIds`).
   policy::SessionIdRange session_ids;

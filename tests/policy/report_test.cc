@@ -141,6 +141,8 @@ TEST(FormatResolvedTest, ListsEveryValueWithItsSource) {
       "limits.maxMemoryBytes: inherit  # default\n"
       "limits.maxFileBytes: inherit  # default\n"
       "limits.maxCpuSeconds: inherit  # default\n"
+      "limits.maxTasks: 1024  # default\n"
+      "limits.maxCpuMillicores: inherit  # default\n"
       "policy files: [{dir}/op.yaml, {dir}/ws/.ptybox.yaml]\n",
       dir.path());
   EXPECT_EQ(FormatResolved(*resolved), want);
