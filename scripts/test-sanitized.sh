@@ -38,8 +38,13 @@ chmod 1777 "$logs"  # the unprivileged-daemon runs write here too
 # abort_on_error=0 / exitcode: a report ends the process with a failing status, not SIGABRT,
 #   so the daemon's parent sees a plain failure.
 # log_path: each process's report also goes to its own file (asan.PID) under $logs.
-# handle_segv etc. stay on; allow_user_segv_handler lets the runtime's own handlers coexist.
-export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:print_stacktrace=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:log_path=$logs/asan"
+# check_printf=0: libvterm 0.1.4 answers an unknown DECRQSS (`ESC P $ q # ESC \`, a regression
+#   input of the decoder) with the format "0$r%.s" and an int argument: glibc reads nothing for a
+#   zero precision, but ASan's printf check takes the int for a string pointer and faults in
+#   its own strlen (a SEGV, which no suppression file can cover; scripts/fuzz.sh does the same).
+#   What it turns off is narrow in effect: every printf format in ptybox is a literal that
+#   -Wformat=2 checks at compile time.
+export ASAN_OPTIONS="check_printf=0:detect_leaks=1:halt_on_error=1:abort_on_error=0:print_stacktrace=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:log_path=$logs/asan"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$logs/ubsan"
 export LSAN_OPTIONS="print_suppressions=0"
 
