@@ -272,8 +272,12 @@ void SocketServer::Accept() {
         auto rpc = std::make_shared<RpcConnection>(
             service_, *line, "socket client " + std::to_string(next_client_++),
             /*may_detach=*/true);
-        rpc->Start([rpc, count = connections_] {
+        live_->emplace(rpc.get(), rpc);
+        rpc->Start([live = std::weak_ptr<LiveConnections>(live_), id = rpc.get(),
+                    count = connections_] {
           --*count;
+          // The caller still holds the connection while this runs.
+          if (std::shared_ptr<LiveConnections> connections = live.lock()) connections->erase(id);
           // What the client's traffic allocated goes back to the system now, not at exit.
           ::malloc_trim(0);
         });

@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "runtime/line_connection.h"
 #include "runtime/service.h"
@@ -75,6 +76,11 @@ class SocketServer final {
   std::optional<asio::steady_timer> backoff_;
   std::filesystem::path path_;
   std::shared_ptr<size_t> connections_ = std::make_shared<size_t>(0);
+  // The connections being served, owned here until each is done. Not by a callback of the
+  // connection itself: that was a reference cycle, so a daemon stopped (SIGTERM) with clients
+  // still connected never freed them (LeakSanitizer, ProtocolTest.SigtermClosesEverySession...).
+  using LiveConnections = std::unordered_map<const RpcConnection*, std::shared_ptr<RpcConnection>>;
+  std::shared_ptr<LiveConnections> live_ = std::make_shared<LiveConnections>();
   uint64_t next_client_ = 1;
 };
 

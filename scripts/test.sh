@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: the README's second command and what CI
 # runs (.ci/run). Cheapest and most telling first, so a failure shows early; each step prints
-# its wall time (docs/ci.md, "ptybox's own CI").
+# its wall time (docs/ci.md, "ptybox's own CI", has the measured times and why these steps).
 #   1. install-deps (with Node for the MCP SDK test, clang-16 for fuzzing, ccache)
-#   2. build (RelWithDebInfo, -Werror) and the whole test suite
-#   3. the Release configuration the image builds (-O3, -Werror; no tests or benchmarks)
-#   4. every libFuzzer target for FUZZ_SECONDS (default 30) each: scripts/fuzz.sh
-# PTYBOX_TEST_QUICK=1 stops after step 2. The whole suite under ASan + UBSan
-# (scripts/test-sanitized.sh) is not a step yet: it has not run clean end to end (docs/ci.md).
+#   2. build everything with ASan+UBSan (scripts/test-sanitized.sh build: build-asan/)
+#   3. the whole test suite once, on that build: every sanitizer report fails it
+#   4. the Release configuration the image and the package build (-O3, -Werror; no tests or
+#      benchmarks: build-release/)
+#   5. every libFuzzer target for FUZZ_SECONDS (default 30) each: scripts/fuzz.sh
+# PTYBOX_TEST_QUICK=1 is the developer's loop instead: the ordinary RelWithDebInfo build
+# (scripts/build.sh: build/) and the whole suite on it, nothing else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,12 +28,14 @@ run_suite() {
 }
 
 step "dependencies" env PTYBOX_WITH_NODE=1 PTYBOX_WITH_FUZZ=1 ./scripts/install-deps.sh
-step "build (RelWithDebInfo)" ./scripts/build.sh
-step "test suite" run_suite
 if [[ "${PTYBOX_TEST_QUICK:-0}" == "1" ]]; then
-  echo "=== test: PTYBOX_TEST_QUICK=1: skipping the Release build and fuzzing"
+  step "build (RelWithDebInfo)" ./scripts/build.sh
+  step "test suite" run_suite
+  echo "=== test: PTYBOX_TEST_QUICK=1: no sanitizers, no Release build, no fuzzing"
   exit 0
 fi
+step "build (ASan+UBSan)" ./scripts/test-sanitized.sh build
+step "test suite (ASan+UBSan)" ./scripts/test-sanitized.sh test
 step "build (Release, as the image)" env BUILD_DIR=build-release BUILD_TYPE=Release \
   ./scripts/build.sh -DPTYBOX_BUILD_TESTS=OFF -DPTYBOX_BUILD_BENCH=OFF
 step "fuzz (${FUZZ_SECONDS:-30} s per target)" ./scripts/fuzz.sh "${FUZZ_SECONDS:-30}"

@@ -400,6 +400,13 @@ TEST(DaemonWallsTest, AClientThatNeverReadsIsThrottled) {
 }
 
 TEST(DaemonWallsTest, MemoryHeldForAnUnreadClientIsReleasedAtDisconnect) {
+#if defined(__SANITIZE_ADDRESS__)
+  // What is measured is glibc handing freed memory back (malloc_trim); AddressSanitizer's
+  // allocator keeps freed blocks in its quarantine (256 MiB) on purpose, so the daemon's RSS
+  // stays up there. The ordinary and Release builds check this; the sanitized one checks that
+  // nothing of it is leaked or used after being freed.
+  GTEST_SKIP() << "RSS after free is not glibc's under AddressSanitizer (quarantine)";
+#endif
   Daemon daemon;
   const long start = RssKib(daemon.pid());
   {

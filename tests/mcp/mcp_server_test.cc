@@ -55,14 +55,18 @@ TEST(McpVersionTest, OlderVersionsGetNoStructuredFieldsButKeepTheJsonAsText) {
 
   McpProcess mid;
   mid.Initialize("2025-03-26");
-  for (const Json& tool : mid.Request("tools/list")["result"]["tools"]) {
+  // A named copy: ranging over a part of the temporary response would read it after it
+  // is destroyed (GCC 12 does not extend its life; AddressSanitizer: heap-use-after-free).
+  const Json mid_tools = mid.Request("tools/list")["result"]["tools"];
+  for (const Json& tool : mid_tools) {
     EXPECT_TRUE(tool.contains("annotations")) << tool["name"];
     EXPECT_FALSE(tool.contains("outputSchema")) << tool["name"];
   }
 
   McpProcess current;
   current.Initialize("2025-06-18");
-  for (const Json& tool : current.Request("tools/list")["result"]["tools"]) {
+  const Json current_tools = current.Request("tools/list")["result"]["tools"];
+  for (const Json& tool : current_tools) {
     EXPECT_EQ(tool["outputSchema"]["type"], "object") << tool["name"];
     EXPECT_TRUE(tool.contains("title")) << tool["name"];
   }

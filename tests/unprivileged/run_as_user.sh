@@ -54,10 +54,14 @@ setup)
 run)
   home=$(getent passwd "$user" | cut -d: -f6)
   echo "running $1 as $user (uid $(id -u "$user")): test process, workspaces and daemon"
+  # The sanitizer options of scripts/test-sanitized.sh pass (its reports must reach its log
+  # directory from these runs too); nothing else of the caller's environment does.
   cd "$home"
   exec setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups --reset-env -- \
     env HOME="$home" USER="$user" LOGNAME="$user" PATH=/usr/local/bin:/usr/bin:/bin \
-    PTYBOX_ESCAPE_OUTSIDE_DIR="${PTYBOX_ESCAPE_OUTSIDE_DIR:-}" "$@"
+    PTYBOX_ESCAPE_OUTSIDE_DIR="${PTYBOX_ESCAPE_OUTSIDE_DIR:-}" \
+    ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
+    LSAN_OPTIONS="${LSAN_OPTIONS:-}" "$@"
   ;;
 *)
   echo "usage: $0 setup|run USER ..." >&2
