@@ -5,7 +5,11 @@
 #   1. install-deps (with Node for the MCP SDK test, clang-16 for fuzzing, ccache)
 #   2. build (RelWithDebInfo, -Werror) and the whole test suite
 #   3. the Release configuration the image builds (-O3, -Werror; no tests or benchmarks)
-#   4. every libFuzzer target for FUZZ_SECONDS (default 30) each: scripts/fuzz.sh
+#   4. the Debian package of that build, installed, smoke-tested and purged: scripts/test-deb.sh
+#   5. the Kubernetes manifests, validated offline: images/kubernetes/validate.sh
+#   6. the container image built under Podman with that package and smoke-tested:
+#      images/test-image.sh (PTYBOX_TEST_IMAGE=0 skips it)
+#   7. every libFuzzer target for FUZZ_SECONDS (default 30) each: scripts/fuzz.sh
 # PTYBOX_TEST_QUICK=1 stops after step 2. The whole suite under ASan + UBSan
 # (scripts/test-sanitized.sh) is not a step yet: it has not run clean end to end (docs/ci.md).
 set -euo pipefail
@@ -34,5 +38,10 @@ if [[ "${PTYBOX_TEST_QUICK:-0}" == "1" ]]; then
 fi
 step "build (Release, as the image)" env BUILD_DIR=build-release BUILD_TYPE=Release \
   ./scripts/build.sh -DPTYBOX_BUILD_TESTS=OFF -DPTYBOX_BUILD_BENCH=OFF
+step "Debian package (install, smoke test, purge)" ./scripts/test-deb.sh build-release
+step "Kubernetes manifests (offline schema validation)" ./images/kubernetes/validate.sh
+if [[ "${PTYBOX_TEST_IMAGE:-1}" == "1" ]]; then
+  step "container image (Podman: build, smoke test)" ./images/test-image.sh --deb build-release
+fi
 step "fuzz (${FUZZ_SECONDS:-30} s per target)" ./scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
 echo "=== test: every step passed in $SECONDS s"
