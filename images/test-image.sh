@@ -189,7 +189,7 @@ work=$(mktemp -d /tmp/ptybox-image-test-XXXXXX)
 # The flags of docs/container.md for Podman: its default seccomp profile allows user
 # namespaces; the masked /proc paths must be unmasked for bwrap to mount a new /proc.
 confined=(--security-opt unmask=/proc/*)
-run=(podman run --rm --network none --label ptybox-test=1)
+run=(podman run --rm --network none --no-healthcheck --label ptybox-test=1)
 
 # ---- 5. smoke tests -------------------------------------------------------------------------
 # 5a. The HEALTHCHECK survived the build.
@@ -245,13 +245,13 @@ log "$out"
 # 5g. The daemon as the image's CMD: it makes its socket directory itself (an empty volume, or
 # one a host user owns), serves, and stops with an open session: exit 0 within the grace.
 name=ptybox-test-stop-$$
-out=$("${client[@]}" stop 10 -- podman run -i --name "$name" --network none --label ptybox-test=1 \
+out=$("${client[@]}" stop 10 -- podman run -i --name "$name" --network none --no-healthcheck --label ptybox-test=1 \
   "${confined[@]}" "$tag" serve --stdio) || fail "stop with an open session"
 log "$out"
 command podman rm -f "$name" >/dev/null 2>&1 || true
 mkdir -p "$work/run" && chown 4242:4242 "$work/run"
 name=ptybox-test-serve-$$
-timeout 60 podman run -d --name "$name" --network none --label ptybox-test=1 "${confined[@]}" \
+timeout 60 podman run -d --name "$name" --network none --no-healthcheck --label ptybox-test=1 "${confined[@]}" \
   --user 4242:4242 -v "$work/ws4242:/workspace" -v "$work/run:/run/ptybox-host" "$tag" \
   serve --socket /run/ptybox-host/sub/ptybox.sock >/dev/null
 for _ in $(seq 100); do [[ -S "$work/run/sub/ptybox.sock" ]] && break; sleep 0.1; done
