@@ -89,7 +89,8 @@ std::string UserNamespaceFix() {
              "bwrap 'userns'";
     case ContainerEngine::kKubernetes:
       return "ptybox runs in a Kubernetes pod (" + Here().evidence +
-             "): user namespaces are the node's setting, not the pod's; set "
+             "): user namespaces are the node's setting, which cannot be changed from inside "
+             "the pod; set "
              "seccompProfile: {type: Unconfined} and appArmorProfile: {type: Unconfined} in the "
              "securityContext, and on nodes that still refuse, ask the cluster's operator to "
              "allow unprivileged user namespaces (or use privileged: true)";
