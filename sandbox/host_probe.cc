@@ -279,7 +279,9 @@ struct StderrHint {
   std::string_view fix;
   std::string (*fix_here)() = nullptr;  // instead of `fix`: worded for where ptybox runs
 
-  [[nodiscard]] std::string Fix() const { return fix_here != nullptr ? fix_here() : std::string(fix); }
+  [[nodiscard]] std::string Fix() const {
+    return fix_here != nullptr ? fix_here() : std::string(fix);
+  }
 };
 
 constexpr StderrHint kStderrHints[] = {

@@ -3,8 +3,8 @@
 // it, passes the master to the daemon over the inherited control socket, reports the shell's exit
 // and, when told (or when the daemon goes away), ends every process of the session.
 //
-//   ptybox-init --control-fd N [--confined] [--no-pty] [--stderr-fd N] [--cwd DIR] [--rows R] [--cols C]
-//               [--rlimit NAME=VALUE]... -- PROGRAM [ARG]...
+//   ptybox-init --control-fd N [--confined] [--no-pty] [--stderr-fd N] [--cwd DIR] [--rows R]
+//               [--cols C] [--rlimit NAME=VALUE]... -- PROGRAM [ARG]...
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
