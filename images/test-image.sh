@@ -216,23 +216,34 @@ out=$(timeout 120 "${run[@]}" "${confined[@]}" "$tag" doctor 2>&1) ||
 log "doctor with --security-opt unmask=/proc/*: every probe ok"
 
 # 5d. A confined run as the invoking user writes the bind-mounted workspace (and only that).
-uid=$(id -u); gid=$(id -g)
-mkdir -p "$work/ws"
-out=$(timeout 120 "${run[@]}" "${confined[@]}" --user "$uid:$gid" -v "$work/ws:/workspace" "$tag" \
-  run -- sh -c 'echo made >made; touch /etc/x 2>/dev/null && echo etc-written || echo etc-refused;
-  grep -q "^NoNewPrivs:[[:space:]]*1" /proc/self/status && echo nnp; exit 3' 2>&1) && rc=0 || rc=$?
-[[ $rc -eq 3 && $out == *etc-refused*nnp* ]] || fail "confined run: exit $rc: $out"
-[[ $(stat -c %u "$work/ws/made") == "$uid" ]] || fail "the workspace file is not owned by $uid"
-log "confined run as --user $uid:$gid: exit 3 passed through, /etc refused, file owned by $uid"
+# As root (CI), the invoking user is $SUDO_UID when set; a container's root itself lacks the
+# CAP_SYS_ADMIN a root daemon's idmapped binds need, so ptybox refuses it: checked instead.
+uid=${SUDO_UID:-$(id -u)}; gid=${SUDO_GID:-$(id -g)}
+if [[ $uid == 0 ]]; then
+  out=$(timeout 120 "${run[@]}" "${confined[@]}" --user 0:0 "$tag" run -- sh -c 'echo AS-ROOT-RAN' 2>&1) && rc=0 || rc=$?
+  [[ $rc -ne 0 && $out != *AS-ROOT-RAN* ]] || fail "run as the container's root: exit $rc: $out"
+  log "--user 0 (a container's root without CAP_SYS_ADMIN): refused with exit $rc, nothing ran"
+else
+  mkdir -p "$work/ws"
+  chown "$uid:$gid" "$work/ws"
+  out=$(timeout 120 "${run[@]}" "${confined[@]}" --user "$uid:$gid" -v "$work/ws:/workspace" "$tag" \
+    run -- sh -c 'echo made >made; touch /etc/x 2>/dev/null && echo etc-written || echo etc-refused;
+    grep -q "^NoNewPrivs:[[:space:]]*1" /proc/self/status && echo nnp; exit 3' 2>&1) && rc=0 || rc=$?
+  [[ $rc -eq 3 && $out == *etc-refused*nnp* ]] || fail "confined run: exit $rc: $out"
+  [[ $(stat -c %u "$work/ws/made") == "$uid" ]] || fail "the workspace file is not owned by $uid"
+  log "confined run as --user $uid:$gid: exit 3 passed through, /etc refused, file owned by $uid"
+fi
 # An ordinary host user (uid 4242) the same way, and the image's default user refused by doctor.
 mkdir -p "$work/ws4242" && chown 4242:4242 "$work/ws4242"
 out=$(timeout 120 "${run[@]}" "${confined[@]}" --user 4242:4242 -v "$work/ws4242:/workspace" "$tag" \
-  run -- sh -c 'echo ok >made' 2>&1) || fail "run as --user 4242:4242: $out"
+  run -- sh -c 'echo made >made; touch /etc/x 2>/dev/null && echo etc-written || echo etc-refused;
+  grep -q "^NoNewPrivs:[[:space:]]*1" /proc/self/status && echo nnp; exit 3' 2>&1) && rc=0 || rc=$?
+[[ $rc -eq 3 && $out == *etc-refused*nnp* ]] || fail "confined run as 4242: exit $rc: $out"
 [[ $(stat -c %u "$work/ws4242/made") == 4242 ]] || fail "not written as 4242"
 out=$(timeout 120 "${run[@]}" "${confined[@]}" -v "$work/ws4242:/workspace" "$tag" doctor 2>&1) && rc=0 || rc=$?
 [[ $rc -eq 1 && $out == *"[FAIL] workspace"*"--user"* ]] ||
   fail "doctor as 10001 with a workspace owned by 4242: exit $rc: $out"
-log "--user 4242:4242 writes its workspace; doctor as 10001 names the unwritable workspace"
+log "confined run as --user 4242:4242: exit 3 passed through, /etc refused, NoNewPrivs, file owned by 4242; doctor as 10001 names the unwritable workspace"
 
 # 5e. serve --stdio: a JSON-RPC session (open, send, close); 5f. ptybox mcp over `podman run -i`.
 client=(timeout 120 python3 "$here/smoke_client.py")
