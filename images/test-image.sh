@@ -182,6 +182,8 @@ cleanup() {
   [[ -z "${work:-}" ]] || rm -rf "$work"
   rm -f "$here/packages/"*.deb
   ((keep)) || command podman rmi -f "$tag" >/dev/null 2>&1 || true
+  # The build's intermediate layers (the base image stays: it is tagged).
+  command podman image prune -f >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 work=$(mktemp -d /tmp/ptybox-image-test-XXXXXX)
