@@ -144,6 +144,12 @@ void InitSession::ReadControl() {
           if (!received) {
             const int err = received.error().sys_errno;
             if (err == EAGAIN || err == EWOULDBLOCK) break;
+            // ECONNRESET: init (or bwrap, before init ran) is gone with our start message
+            // unread, as on every failed start; the reaper reports why. Not worth a warning.
+            if (err == ECONNRESET) {
+              control_.reset();
+              return;
+            }
             LogWarn("control socket: " + received.error().message);
             if (err == 0) continue;  // a malformed message: the next may be fine
             control_.reset();

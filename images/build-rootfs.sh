@@ -48,7 +48,7 @@ mkdir -p "$rootfs"
 # The same values as images/Dockerfile (tests/run/image_test.cc compares them).
 readonly uid=10001
 readonly gid=10001
-readonly prefix=/usr/local
+readonly prefix=/usr  # where the Debian package installs (the Dockerfile installs the package)
 readonly entrypoint="$prefix/bin/ptybox"
 
 packages=$(sed -e 's/#.*//' "$here/runtime-packages.txt" | tr -s ' \t\n' ' ' | sed 's/^ //; s/ $//')
@@ -70,7 +70,7 @@ if ((debian)); then
   rm -rf "$rootfs/var/lib/apt/lists/"* "$rootfs/var/cache/apt/"*.bin
 fi
 
-# 2. Build and install ptybox exactly as the Dockerfile's build stage does.
+# 2. Build and install ptybox into the layout of the Dockerfile's package (prefix /usr).
 if [[ -z "$build_dir" ]]; then
   build_dir=$(mktemp -d /tmp/ptybox-rootfs-build-XXXXXX)
   trap 'rm -rf "$build_dir"' EXIT
@@ -83,10 +83,12 @@ DESTDIR="$rootfs" cmake --install "$build_dir" --prefix "$prefix" --strip >/dev/
 # 3. The operator policy, the package list, the user's directories.
 install -D -m 0644 "$here/policy.yaml" "$rootfs/etc/ptybox/policy.yaml"
 install -D -m 0644 "$here/runtime-packages.txt" "$rootfs$prefix/share/ptybox/runtime-packages.txt"
-install -d -m 0700 "$rootfs/run/ptybox"
+# Mode 1777 as /tmp: the daemon, whatever --user it runs as, can create its socket here (the
+# socket itself is 0600).
+install -d -m 1777 "$rootfs/run/ptybox"
 install -d -m 0755 "$rootfs/workspace" "$rootfs/home/ptybox"
 if [[ $(id -u) -eq 0 ]]; then
-  chown "$uid:$gid" "$rootfs/run/ptybox" "$rootfs/workspace" "$rootfs/home/ptybox"
+  chown "$uid:$gid" "$rootfs/workspace" "$rootfs/home/ptybox"
 fi
 if ((debian)); then
   chroot "$rootfs" groupadd --gid "$gid" ptybox

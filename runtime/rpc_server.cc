@@ -6,7 +6,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "backend/types.h"
 #include "common/log.h"
@@ -208,9 +210,55 @@ Result<void> CheckSocketPathFree(const std::filesystem::path& path) {
   return {};
 }
 
+// The socket's directory: created (0700, with its parents) when missing, so that a container's
+// empty volume or a fresh runtime directory needs no step before the daemon; an existing one
+// this uid cannot write is named with its owner and the fix, before bind's bare EACCES.
+std::string ModeText(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof(text), "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
+}
+
+Result<void> PrepareSocketDirectory(const std::filesystem::path& path) {
+  const std::filesystem::path dir = path.parent_path();
+  if (dir.empty()) return {};
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) {
+    const mode_t old_mask = ::umask(0077);
+    std::filesystem::create_directories(dir, ec);
+    ::umask(old_mask);
+    if (ec) {
+      return Fail(ErrorKind::kInternal,
+                  "cannot create the socket directory " + dir.string() + ": " + ec.message() +
+                      "; create it (mkdir -p, owned by uid " + std::to_string(::geteuid()) +
+                      ") or choose another --socket path",
+                  path.string());
+    }
+    return {};
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Fail(ErrorKind::kInternal,
+                "the socket directory " + dir.string() + " is not a directory; choose another "
+                "--socket path",
+                path.string());
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return Fail(ErrorKind::kInternal,
+                "the socket directory " + dir.string() + " (owner uid " +
+                    std::to_string(st.st_uid) + ", mode " + ModeText(st.st_mode) +
+                    ") is not writable by uid " + std::to_string(::geteuid()) +
+                    "; chown it to this uid, run ptybox as its owner, or choose another "
+                    "--socket path (in a container: mount a directory this uid owns, or none)",
+                path.string());
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<void> SocketServer::Listen(const std::filesystem::path& path) {
+  if (Result<void> dir = PrepareSocketDirectory(path); !dir) return dir;
   if (Result<void> free = CheckSocketPathFree(path); !free) return free;
   path_ = path;
   std::error_code ec;

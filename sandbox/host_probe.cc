@@ -28,6 +28,7 @@
 
 #include "policy/mode.h"
 #include "sandbox/bwrap_args.h"
+#include "sandbox/container_env.h"
 #include "sandbox/mount_stage.h"
 #include "sandbox/seccomp_filter.h"
 #include "sandbox/user_namespace.h"
@@ -43,16 +44,6 @@ constexpr size_t kMaxCapture = 64 * 1024;
 constexpr std::string_view kInstallFix =
     "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
     "bubblewrap; Alpine: apk add bubblewrap), or set PTYBOX_BWRAP to the path of a bwrap binary";
-constexpr std::string_view kUserNsSysctlFix =
-    "allow user namespaces: sysctl -w user.max_user_namespaces=15000; on Debian kernels "
-    "sysctl -w kernel.unprivileged_userns_clone=1; on Ubuntu 23.10+ sysctl -w "
-    "kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile granting bwrap "
-    "'userns'; in a container, run it with --security-opt seccomp=unconfined --security-opt "
-    "apparmor=unconfined (or --privileged)";
-constexpr std::string_view kDockerSeccompFix =
-    "run the container with --security-opt seccomp=unconfined, or with a seccomp profile that "
-    "allows clone/unshare with namespace flags, setns, mount, umount2 and pivot_root, or with "
-    "--privileged";
 
 // ---- Child processes ------------------------------------------------------------------------
 
@@ -286,18 +277,26 @@ struct StderrHint {
   std::string_view needle;
   std::string_view cause;
   std::string_view fix;
+  std::string (*fix_here)() = nullptr;  // instead of `fix`: worded for where ptybox runs
+
+  [[nodiscard]] std::string Fix() const {
+    return fix_here != nullptr ? fix_here() : std::string(fix);
+  }
 };
 
 constexpr StderrHint kStderrHints[] = {
     {"uid map", "user namespaces are not usable: bwrap could not map its user into one",
-     kUserNsSysctlFix},
-    {"No permissions to create", "user namespaces are not allowed for this user", kUserNsSysctlFix},
+     {}, &UserNamespaceFix},
+    {"No permissions to create", "user namespaces are not allowed for this user", {},
+     &UserNamespaceFix},
     {"Creating new namespace failed", "the kernel or a seccomp filter refused to create namespaces",
-     kDockerSeccompFix},
+     {}, &SeccompFix},
     {"Can't mount proc",
      "a new /proc cannot be mounted: the host's /proc has masked parts (a container runtime's "
      "default)",
-     "run the container with --security-opt systempaths=unconfined (or --privileged)"},
+     {}, &ProcMaskFix},
+    {"pivot_root", "bubblewrap could not pivot_root into the sandbox's new root", {},
+     &PivotRootFix},
     {"Can't mount devpts", "a private devpts instance cannot be mounted",
      "allow mounting devpts in the user namespace (a container runtime or LSM refuses it; "
      "--privileged)"},
@@ -321,7 +320,7 @@ constexpr StderrHint kStderrHints[] = {
      "refused instead of binding something else"},
     {"ptybox-launch: unshare(CLONE_NEWUSER",
      "the launcher could not create its own user namespace (needed to stage the binds)",
-     kUserNsSysctlFix},
+     {}, &UserNamespaceFix},
     {"ptybox-launch: dropping to the session id",
      "the root daemon could not switch to the session's unprivileged host id",
      "run the daemon as real root (CAP_SETUID, CAP_SETGID), or as an ordinary user"},
@@ -430,24 +429,25 @@ class Prober final {
     }
     if (*max == "0") {
       return Failed(name, "user.max_user_namespaces is 0",
-                    "sysctl -w user.max_user_namespaces=15000 (persist it in /etc/sysctl.d/)");
+                    HostSysctlFix("sysctl -w user.max_user_namespaces=15000 (persist it in "
+                                  "/etc/sysctl.d/)"));
     }
     detail = "user.max_user_namespaces=" + *max;
     if (auto clone = ReadSysctl("/proc/sys/kernel/unprivileged_userns_clone")) {
       detail += ", kernel.unprivileged_userns_clone=" + *clone;
       if (*clone == "0" && !privileged) {
         return Failed(name, detail + " and ptybox is not privileged",
-                      "sysctl -w kernel.unprivileged_userns_clone=1 (persist it in "
-                      "/etc/sysctl.d/), or run the daemon as root");
+                      HostSysctlFix("sysctl -w kernel.unprivileged_userns_clone=1 (persist it "
+                                    "in /etc/sysctl.d/), or run the daemon as root"));
       }
     }
     if (auto apparmor = ReadSysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")) {
       detail += ", kernel.apparmor_restrict_unprivileged_userns=" + *apparmor;
       if (*apparmor == "1" && !privileged) {
         return Failed(name, detail + " and ptybox is not privileged",
-                      "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor "
-                      "profile that grants bwrap 'userns' (Ubuntu: the bwrap-userns-restrict "
-                      "profile)");
+                      HostSysctlFix("sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, "
+                                    "or an AppArmor profile that grants bwrap 'userns' (Ubuntu: "
+                                    "the bwrap-userns-restrict profile)"));
       }
     }
     detail += privileged ? " (CAP_SYS_ADMIN held)" : " (unprivileged)";
@@ -477,10 +477,10 @@ class Prober final {
                       detail +
                           "; unshare(CLONE_NEWUSER) works but writing the uid map is "
                           "refused (a security module strips the namespace's capabilities)",
-                      kUserNsSysctlFix);
+                      UserNamespaceFix());
       default:
         return Failed(name, detail + "; a test child could not create a user namespace",
-                      kUserNsSysctlFix);
+                      UserNamespaceFix());
     }
     if (unshare_errno_ == EPERM && StatusField("Seccomp").value_or("0") == "2") {
       // Blame the seccomp filter, in the next probe.
@@ -493,14 +493,14 @@ class Prober final {
                     detail +
                         "; unshare(CLONE_NEWUSER) failed with ENOSPC: the limit of "
                         "user namespaces is reached",
-                    "raise user.max_user_namespaces (sysctl -w "
-                    "user.max_user_namespaces=15000)");
+                    HostSysctlFix("raise user.max_user_namespaces (sysctl -w "
+                                  "user.max_user_namespaces=15000)"));
     }
     return Failed(name,
                   detail + "; unshare(CLONE_NEWUSER) failed with " + ErrnoName(unshare_errno_) +
                       " (a security module or a container runtime refuses "
                       "user namespaces, or the process is chrooted)",
-                  kUserNsSysctlFix);
+                  UserNamespaceFix());
   }
 
   ProbeResult ProbeSeccomp() {
@@ -521,9 +521,9 @@ class Prober final {
           name,
           "ptybox runs under " + filters +
               " seccomp filter(s) that refuse "
-              "unshare(CLONE_NEWUSER) with EPERM (Docker's and Podman's default profiles do "
-              "this)",
-          kDockerSeccompFix);
+              "unshare(CLONE_NEWUSER) with EPERM (Docker's default profile does; Podman's "
+              "allows namespaces)",
+          SeccompFix());
     }
     return Ok(name, "ptybox runs under " + filters + " seccomp filter(s) that allow namespaces");
   }
@@ -646,7 +646,7 @@ class Prober final {
     }
     if (!child.err.empty()) detail += "; bwrap said: \"" + Sanitize(child.err) + "\"";
     if (const StderrHint* hint = MatchHint(child.err)) {
-      return Failed(name, detail + " (cause: " + std::string(hint->cause) + ")", hint->fix);
+      return Failed(name, detail + " (cause: " + std::string(hint->cause) + ")", hint->Fix());
     }
     return Failed(name, detail,
                   "run `ptybox doctor` and the failing bwrap command by hand to see what the "
@@ -687,7 +687,7 @@ Error DiagnoseSandboxFailure(const std::filesystem::path& bwrap, std::string_vie
   if (!last.ok) {
     cause = "Cause (probe " + last.name + "): " + last.detail + ". Fix: " + last.fix + ".";
   } else if (const StderrHint* hint = MatchHint(bwrap_stderr)) {
-    cause = "Cause: " + std::string(hint->cause) + ". Fix: " + std::string(hint->fix) + ".";
+    cause = "Cause: " + std::string(hint->cause) + ". Fix: " + hint->Fix() + ".";
   } else {
     cause =
         "Every host probe of `ptybox doctor` passes, so the cause is specific to this session: "

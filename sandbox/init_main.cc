@@ -3,8 +3,8 @@
 // it, passes the master to the daemon over the inherited control socket, reports the shell's exit
 // and, when told (or when the daemon goes away), ends every process of the session.
 //
-//   ptybox-init --control-fd N [--confined] [--no-pty] [--cwd DIR] [--rows R] [--cols C]
-//               [--rlimit NAME=VALUE]... -- PROGRAM [ARG]...
+//   ptybox-init --control-fd N [--confined] [--no-pty] [--stderr-fd N] [--cwd DIR] [--rows R]
+//               [--cols C] [--rlimit NAME=VALUE]... -- PROGRAM [ARG]...
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -38,6 +38,7 @@ namespace {
 
 struct InitOptions {
   int control_fd = -1;
+  int stderr_fd = -1;  // --stderr-fd: the caller's stderr, to put back on 2 (launcher.h)
   bool confined = false;
   bool pty = true;
   std::string cwd;
@@ -89,6 +90,8 @@ InitOptions ParseArgs(int argc, char** argv) {
       o.confined = true;
     } else if (arg == "--no-pty") {
       o.pty = false;
+    } else if (arg == "--stderr-fd") {
+      if (!ParseNumber(value(arg), o.stderr_fd)) Die("--stderr-fd needs a number");
     } else if (arg == "--cwd") {
       o.cwd = value(arg);
     } else if (arg == "--rows") {
@@ -317,6 +320,12 @@ void TerminateSession(const InitOptions& o, pid_t program, bool& program_exited,
 
 int Run(int argc, char** argv) {
   InitOptions o = ParseArgs(argc, argv);
+  // Until here our stderr (bwrap's) was the launcher's diagnostics pipe: from now on what we
+  // and the program say goes to the caller's stderr.
+  if (o.stderr_fd > STDERR_FILENO) {
+    if (::dup2(o.stderr_fd, STDERR_FILENO) < 0) Die(ErrnoText("dup2 --stderr-fd"));
+    ::close(o.stderr_fd);
+  }
   // Non-dumpable: the session's processes cannot open /proc/<init>/mem nor take init's fds
   // with pidfd_getfd (both need ptrace access). The shell's exec makes it dumpable again.
   if (::prctl(PR_SET_DUMPABLE, 0) != 0) Die(ErrnoText("prctl PR_SET_DUMPABLE"));

@@ -49,6 +49,10 @@ std::vector<std::string> BuildInitArgs(const LaunchSpec& spec) {
   std::vector<std::string> args = {"--control-fd", std::to_string(kInitControlFd)};
   if (policy::IsConfined(spec.mode)) args.emplace_back("--confined");
   if (!spec.pty) args.emplace_back("--no-pty");
+  if (!spec.pty && policy::IsConfined(spec.mode)) {
+    args.emplace_back("--stderr-fd");
+    args.push_back(std::to_string(kCallerStderrFd));
+  }
   if (!spec.cwd.empty()) {
     args.emplace_back("--cwd");
     args.push_back(spec.cwd.string());
@@ -90,7 +94,19 @@ namespace {
   }
   if (::dup2(control_hi, kInitControlFd) < 0) ::_exit(126);
   if (seccomp_hi >= 0 && ::dup2(seccomp_hi, kSeccompFd) < 0) ::_exit(126);
-  ::close_range(seccomp_hi >= 0 ? kSeccompFd + 1 : kInitControlFd + 1, ~0U, 0);
+  if (!spec.pty && diagnostics >= 0) {
+    // A confined run (BuildInitArgs gave init --stderr-fd): bwrap's own errors go to the pipe,
+    // and the caller's stderr waits at kCallerStderrFd (not close-on-exec, so bwrap passes it
+    // on) for init to put back on 2.
+    const int caller_hi = ::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 100);
+    if (caller_hi < 0 || ::dup2(diagnostics, STDERR_FILENO) < 0 ||
+        ::dup2(caller_hi, kCallerStderrFd) < 0) {
+      ::_exit(126);
+    }
+    ::close_range(kCallerStderrFd + 1, ~0U, 0);
+  } else {
+    ::close_range(seccomp_hi >= 0 ? kSeccompFd + 1 : kInitControlFd + 1, ~0U, 0);
+  }
   // Dispositions and the mask are inherited across exec: restore the defaults.
   sigset_t none;
   sigemptyset(&none);
@@ -203,7 +219,8 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
 
   UniqueFd diag_read;
   UniqueFd diag_write;
-  if (spec.pty) {
+  // A PTY session's stderr is the pipe throughout; a confined run's only until init runs.
+  if (spec.pty || confined) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) {
       return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "pipe2"));

@@ -68,5 +68,9 @@ std::vector<std::string> BuildInitArgs(const LaunchSpec& spec);
 
 inline constexpr int kInitControlFd = 3;
 inline constexpr int kSeccompFd = 4;
+// A confined launch without a PTY (`ptybox run`): the caller's stderr, passed through bwrap at
+// this number while bwrap's own stderr is the diagnostics pipe, so that a sandbox that cannot
+// start is explained once, by ptybox; ptybox-init puts it back on 2 before anything runs.
+inline constexpr int kCallerStderrFd = 5;
 
 }  // namespace ptybox::sandbox

@@ -7,7 +7,11 @@
 #   3. the whole test suite once, on that build: every sanitizer report fails it
 #   4. the Release configuration the image and the package build (-O3, -Werror; no tests or
 #      benchmarks: build-release/)
-#   5. every libFuzzer target for FUZZ_SECONDS (default 30) each: scripts/fuzz.sh
+#   5. the Debian package of that build, installed, smoke-tested and purged: scripts/test-deb.sh
+#   6. the Kubernetes manifests, validated offline: images/kubernetes/validate.sh
+#   7. the container image built under Podman with that package and smoke-tested:
+#      images/test-image.sh (PTYBOX_TEST_IMAGE=0 skips it)
+#   8. every libFuzzer target for FUZZ_SECONDS (default 30) each: scripts/fuzz.sh
 # PTYBOX_TEST_QUICK=1 is the developer's loop instead: the ordinary RelWithDebInfo build
 # (scripts/build.sh: build/) and the whole suite on it, nothing else.
 set -euo pipefail
@@ -38,5 +42,10 @@ step "build (ASan+UBSan)" ./scripts/test-sanitized.sh build
 step "test suite (ASan+UBSan)" ./scripts/test-sanitized.sh test
 step "build (Release, as the image)" env BUILD_DIR=build-release BUILD_TYPE=Release \
   ./scripts/build.sh -DPTYBOX_BUILD_TESTS=OFF -DPTYBOX_BUILD_BENCH=OFF
+step "Debian package (install, smoke test, purge)" ./scripts/test-deb.sh build-release
+step "Kubernetes manifests (offline schema validation)" ./images/kubernetes/validate.sh
+if [[ "${PTYBOX_TEST_IMAGE:-1}" == "1" ]]; then
+  step "container image (Podman: build, smoke test)" ./images/test-image.sh --deb build-release
+fi
 step "fuzz (${FUZZ_SECONDS:-30} s per target)" ./scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
 echo "=== test: every step passed in $SECONDS s"
