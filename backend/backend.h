@@ -42,6 +42,8 @@ class BackendSession {
   // The operation holding the slot, or the last one (for background output).
   [[nodiscard]] virtual std::shared_ptr<SendOperation> last_send() const = 0;
   [[nodiscard]] virtual bool busy() const = 0;
+  // The session's own resolved policy (its limits bound reads and results).
+  [[nodiscard]] virtual const policy::ResolvedPolicy& policy() const = 0;
   // One bounded page of retained scrollback, or the current screen.
   [[nodiscard]] virtual ReadResult Read(const ReadRequest& request) const = 0;
   // Signals the verified foreground process group.

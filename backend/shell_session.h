@@ -49,6 +49,7 @@ class ShellSession final : public BackendSession,
   Result<std::shared_ptr<SendOperation>> StartSend(SendRequest request) override;
   [[nodiscard]] std::shared_ptr<SendOperation> last_send() const override { return send_; }
   [[nodiscard]] bool busy() const override;
+  [[nodiscard]] const policy::ResolvedPolicy& policy() const override { return spec_.policy; }
   [[nodiscard]] ReadResult Read(const ReadRequest& request) const override;
   void Signal(int signal, std::function<void(Result<SignalResult>)> done) override;
   [[nodiscard]] SessionStatus Status() const override;

@@ -14,6 +14,7 @@
 #include <iostream>
 
 #include "common/log.h"
+#include "policy/mode_names.h"
 #include "policy/mode.h"
 #include "policy/resolver.h"
 #include "runtime/daemon.h"
@@ -63,8 +64,8 @@ std::optional<int> SetMcpStartMode(const std::string& text,
                                    ptybox::runtime::ServiceOptions& service) {
   std::optional<ptybox::policy::Mode> mode = ptybox::policy::ParseMode(text);
   if (!mode) {
-    std::cerr << "ptybox mcp: unknown --mode \"" << text
-              << "\" (read-only, workspace-write or danger-full-access)\n";
+    std::cerr << "ptybox mcp: unknown --mode \"" << text << "\" ("
+              << ptybox::policy::ModeAlternatives() << ")\n";
     return 2;
   }
   ptybox::policy::ResolveInputs inputs;
@@ -113,9 +114,9 @@ int main(int argc, char** argv) {
   CLI::App* mcp = app.add_subcommand("mcp", "serve the same tools as an MCP server on stdio");
   AddCommonFlags(mcp, mcp_flags);
   mcp->add_option("--mode", mcp_mode,
-                  "the mode the model starts in: read-only, workspace-write or "
-                  "danger-full-access (default: the policy's mode); the model may narrow it, "
-                  "never widen it without the user's consent");
+                  "the mode the model starts in: " + ptybox::policy::ModeAlternatives() +
+                      " (default: the policy's mode); the model may narrow it, never widen it "
+                      "without the user's consent");
   mcp->add_option("--consent-timeout", mcp_consent_timeout,
                   "seconds the user has to answer a request to widen the mode (default 300; "
                   "1 to 86400); no answer is a refusal");
@@ -126,7 +127,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> run_command;
   CLI::App* run = app.add_subcommand("run", "run one command in the sandbox (for CI jobs)");
   AddCommonFlags(run, run_flags);
-  run->add_option("--mode", run_mode, "read-only, workspace-write or danger-full-access");
+  run->add_option("--mode", run_mode, ptybox::policy::ModeAlternatives());
   run->add_option("--timeout", run_timeout,
                   "whole seconds before the command is ended (exit 124); 1 to 2592000");
   run->add_option("command", run_command, "the command and its arguments, after --")->required();
@@ -189,8 +190,8 @@ int main(int argc, char** argv) {
     if (!run_mode.empty()) {
       std::optional<ptybox::policy::Mode> mode = ptybox::policy::ParseMode(run_mode);
       if (!mode) {
-        std::cerr << "ptybox run: unknown --mode \"" << run_mode
-                  << "\" (read-only, workspace-write or danger-full-access)\n";
+        std::cerr << "ptybox run: unknown --mode \"" << run_mode << "\" ("
+                  << ptybox::policy::ModeAlternatives() << ")\n";
         return kRunExitUsage;
       }
       options.service.mode_override = mode;

@@ -43,12 +43,18 @@ struct ServiceOptions {
 policy::ResolveInputs ResolveInputsFrom(const ServiceOptions& options,
                                         std::optional<policy::Mode> requested_mode);
 
+// terminal_open's default terminal size.
+inline constexpr int kDefaultColumns = 120;
+inline constexpr int kDefaultRows = 40;
+
+// terminal_open's params, validated by the contract table (runtime/methods.h): sizes within
+// the screen's bounds, env by policy/schema.h's rules.
 struct OpenParams {
   std::string type = "shell";
   std::optional<std::string> name;
   std::optional<std::string> cwd;
-  int columns = 120;
-  int rows = 40;
+  int columns = kDefaultColumns;
+  int rows = kDefaultRows;
   std::map<std::string, std::string> env;
   std::optional<int64_t> timeout_ms;
 };
