@@ -53,7 +53,7 @@ inline void CheckDecodesParams(const runtime::RpcMessage& message) {
 
 // The contract table's validation of `params` for every method (whatever the line's method):
 // args, or an invalid-params error whose message starts with the method and names a context.
-inline void CheckValidatesForEveryMethod(const Json& params) {
+inline void CheckValidatesForEveryMethod(const runtime::Json& params) {
   for (const runtime::MethodSpec& method : runtime::Contract()) {
     Result<runtime::Args> args = runtime::ValidateParams(method, params);
     if (args) continue;
