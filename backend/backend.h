@@ -46,6 +46,9 @@ class BackendSession {
   [[nodiscard]] virtual const policy::ResolvedPolicy& policy() const = 0;
   // One bounded page of retained scrollback, or the current screen.
   [[nodiscard]] virtual ReadResult Read(const ReadRequest& request) const = 0;
+  // Resizes the terminal (the kernel sends SIGWINCH to its foreground group) and its screen
+  // model; sizes are within the screen's bounds (backend/screen.h).
+  virtual Result<void> Resize(int rows, int columns) = 0;
   // Signals the verified foreground process group.
   virtual void Signal(int signal, std::function<void(Result<SignalResult>)> done) = 0;
   [[nodiscard]] virtual SessionStatus Status() const = 0;

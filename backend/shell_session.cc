@@ -337,6 +337,17 @@ ReadResult ShellSession::Read(const ReadRequest& request) const {
   return scrollback.Read(request.cursor, max_bytes, decoder_.PendingText());
 }
 
+Result<void> ShellSession::Resize(int rows, int columns) {
+  if (closing_ || closed_ || terminal_.status().exited) {
+    return Fail(ErrorKind::kClosed, "the session is closed; open a new one with terminal_open");
+  }
+  if (Result<void> resized = terminal_.Resize(rows, columns); !resized) return resized;
+  decoder_.Resize(rows, columns);
+  spec_.rows = rows;
+  spec_.columns = columns;
+  return {};
+}
+
 void ShellSession::Signal(int signal, std::function<void(Result<SignalResult>)> done) {
   auto fail = [&](Error error) {
     asio::post(io_, [done = std::move(done), error = std::move(error)] {

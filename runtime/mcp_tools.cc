@@ -336,6 +336,17 @@ std::vector<McpTool> BuildTools() {
       InputFor("policy_set_mode"),
       Output(Json{{"mode", EnumProp(ModeNames(), "The effective mode now.")}}),
       Annotations(false, false, true, false)});
+
+  tools.push_back(McpTool{
+      "terminal_resize", "Resize a terminal",
+      "Change a terminal's size in columns and rows, as resizing a terminal window does: the "
+      "running program is told (SIGWINCH) and redraws, stty size and $COLUMNS follow, and "
+      "terminal_read view \"screen\" shows the new size. Use it when a full-screen program "
+      "(an editor, top, less) needs more room, or to make long lines wrap less.",
+      InputFor("terminal_resize"),
+      Output(Json{{"cols", Prop("integer", "The width now.")},
+                  {"rows", Prop("integer", "The height now.")}}),
+      Annotations(false, false, true, false)});
   return tools;
 }
 
@@ -501,6 +512,10 @@ std::string RenderToolResult(std::string_view tool, const Json& r) {
   if (tool == "policy_resolve") {
     return PolicyClauseFromJson(r) + " Ceiling: " + Str(r, "ceiling") +
            "; workspace root: " + Str(r, "workspaceRoot") + ".";
+  }
+  if (tool == "terminal_resize") {
+    return "Resized the terminal to " + std::to_string(r.value("cols", 0)) + " columns and " +
+           std::to_string(r.value("rows", 0)) + " rows.";
   }
   if (tool == "policy_set_mode") {
     return "Terminals opened from now on run in " + Str(r, "mode") + " mode.";

@@ -145,6 +145,14 @@ void Signal(MethodCall& c) {
                    }));
 }
 
+void Resize(MethodCall& c) {
+  const int columns = static_cast<int>(*c.args.Int("cols"));
+  const int rows = static_cast<int>(*c.args.Int("rows"));
+  Result<void> resized = c.service.Resize(*c.owner, c.args.String("sessionId"), columns, rows);
+  if (!resized) return c.done(std::unexpected(resized.error()));
+  c.done(Json{{"cols", columns}, {"rows", rows}});
+}
+
 void Status(MethodCall& c) {
   Answer<SessionInfo>(c, c.service.Status(*c.owner, c.args.String("sessionId")),
                       [](const SessionInfo& info) { return ToJson(info, /*for_list=*/false); });
@@ -267,6 +275,12 @@ std::vector<MethodSpec> BuildContract() {
        .summary = "Change the mode of terminals opened from now on: {mode}.",
        .params = {Enum("mode", ModeNames(), "The mode for terminals opened from now on.")},
        .handler = SetMode},
+      {.name = "terminal_resize",
+       .summary = "Resize a terminal (SIGWINCH to its foreground group, the screen model "
+                  "resized): {cols, rows}.",
+       .params = {SessionId(), Required(Columns("New width in columns.")),
+                  Required(Rows("New height in rows."))},
+       .handler = Resize},
   };
 }
 

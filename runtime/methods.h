@@ -23,7 +23,7 @@ namespace ptybox::runtime {
 // Bounds written once: the table states them, validation enforces them, schemas and docs show
 // them.
 inline constexpr int64_t kMaxTimeoutMs = 24LL * 3600 * 1000;  // timeoutMs, silenceMs
-inline constexpr int kMinRows = 2;                             // terminal_open rows
+inline constexpr int kMinRows = 2;                             // terminal_open/resize rows
 
 enum class ParamType {
   kString,      // max_bytes

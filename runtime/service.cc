@@ -218,6 +218,13 @@ Result<backend::ReadResult> PtyService::Read(Owner& owner, const std::string& se
   return (*session)->Read(request);
 }
 
+Result<void> PtyService::Resize(Owner& owner, const std::string& session_id, int columns,
+                                int rows) {
+  Result<std::shared_ptr<backend::BackendSession>> session = Find(owner, session_id);
+  if (!session) return std::unexpected(session.error());
+  return (*session)->Resize(rows, columns);
+}
+
 void PtyService::Signal(Owner& owner, const std::string& session_id, int signal,
                         std::function<void(Result<backend::SignalResult>)> done) {
   Result<std::shared_ptr<backend::BackendSession>> session = Find(owner, session_id);

@@ -111,6 +111,8 @@ class PtyService final {
   Result<bool> Cancel(Owner& owner, const std::string& session_id);
   Result<backend::ReadResult> Read(Owner& owner, const std::string& session_id,
                                    const backend::ReadRequest& request);
+  // Sizes are within the screen's bounds (the contract table checks them).
+  Result<void> Resize(Owner& owner, const std::string& session_id, int columns, int rows);
   void Signal(Owner& owner, const std::string& session_id, int signal,
               std::function<void(Result<backend::SignalResult>)> done);
   Result<SessionInfo> Status(Owner& owner, const std::string& session_id);

@@ -29,7 +29,7 @@ const GUARD_MS = 60_000; // hang guard only: nothing asserts durations
 const EXPECTED_TOOLS = [
   'terminal_open', 'terminal_send', 'terminal_output', 'terminal_cancel', 'terminal_read',
   'terminal_signal', 'terminal_status', 'terminal_close', 'terminal_list', 'policy_resolve',
-  'policy_set_mode'
+  'policy_set_mode', 'terminal_resize'
 ];
 
 // --- a tiny TAP runner: steps run in order and share state -------------------------------------

@@ -35,7 +35,7 @@ TEST(ContractTableTest, EveryMethodOfTheContractIsOneEntryWithAHandlerAndAnMcpTo
   const std::vector<std::string> expected = {
       "terminal_open",   "terminal_send",   "terminal_output", "terminal_cancel",
       "terminal_read",   "terminal_signal", "terminal_status", "terminal_close",
-      "terminal_list",   "policy_resolve",  "policy_set_mode"};
+      "terminal_list",   "policy_resolve",  "policy_set_mode", "terminal_resize"};
   for (const std::string& name : expected) {
     const MethodSpec* spec = FindMethod(name);
     ASSERT_NE(spec, nullptr) << name;
@@ -80,6 +80,10 @@ TEST(ContractTableTest, TypesAndBoundsAreCheckedNamingTheParam) {
             "terminal_send: \"timeoutMs\" must be between 1 and 86400000");
   EXPECT_EQ(Refusal("terminal_send", Json{{"sessionId", "pty-1"}}),
             "terminal_send: \"input\" (a string) is required");
+  EXPECT_EQ(Refusal("terminal_resize", Json{{"sessionId", "pty-1"}, {"cols", 80}}),
+            "terminal_resize: \"rows\" (an integer from 2 to 500) is required");
+  EXPECT_EQ(Refusal("terminal_resize", Json{{"sessionId", "pty-1"}, {"cols", 1001}, {"rows", 9}}),
+            "terminal_resize: \"cols\" must be between 2 and 1000");
   EXPECT_EQ(Refusal("terminal_send", Json{{"sessionId", "pty-1"}, {"input", "x"},
                                           {"background", "yes"}}),
             "terminal_send: \"background\" must be true or false");
