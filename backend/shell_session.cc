@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "backend/key_encoder.h"
 #include "common/log.h"
 #include "sandbox/bwrap_args.h"
 
@@ -296,6 +297,14 @@ Result<std::shared_ptr<SendOperation>> ShellSession::StartSend(SendRequest reque
     return Fail(ErrorKind::kBusy,
                 "a send is already active on this session: wait for it to settle (terminal_output "
                 "for a background send) or cancel it with terminal_cancel");
+  }
+  if (!request.keys.empty()) {
+    // Encoded for the modes the program asked for in the output decoded so far: a program
+    // that waits for input has been seen asking (readiness decodes output before it settles).
+    Result<std::string> bytes =
+        EncodeKeys(request.keys, KeyModes{.application_cursor = decoder_.application_cursor()});
+    if (!bytes) return std::unexpected(bytes.error());
+    request.input = std::move(*bytes);
   }
   SendOperation::Config config;
   config.timings = TimingsFrom(spec_.policy.limits);

@@ -45,6 +45,9 @@ struct SendResult {
 
 struct SendRequest {
   std::string input;  // written verbatim
+  // Instead of input: named keys and literal strings (backend/key_encoder.h), encoded for the
+  // terminal's current modes when the send starts.
+  std::vector<std::string> keys;
   std::optional<int64_t> timeout_ms;
   std::optional<int64_t> silence_ms;
 };

@@ -208,8 +208,15 @@ std::vector<McpTool> BuildTools() {
       "the command with terminal_signal SIGINT. One send runs per terminal at a time (a second "
       "one is refused as busy). For a long job pass background: true and collect its output "
       "with terminal_output. truncated means output was dropped from this result; terminal_read "
-      "pages what the scrollback kept.",
-
+      "pages what the scrollback kept.\n"
+      "Keys: instead of input, pass keys, a list of key names and text, to press keys that are "
+      "awkward as bytes; each entry is a key name or literal text typed as is. Examples: "
+      "[\"C-c\"] interrupts the running program (Ctrl-C), [\"C-d\"] sends end-of-file, "
+      "[\"Escape\", \":q!\", \"Enter\"] leaves vim without saving, [\"Up\", \"Enter\"] repeats "
+      "the previous shell command, [\"q\"] quits less, [\"C-x\", \"C-s\"] saves in nano or "
+      "emacs. Names: Enter, Tab, BTab, BSpace, Escape, Space, Up, Down, Left, Right, Home, End, "
+      "PageUp, PageDown, Insert, Delete, F1-F12, and C-/M-/S- before a key or one character "
+      "(C-c, M-x, S-Tab). Give exactly one of input and keys.",
       InputFor("terminal_send"),
       send_output, Annotations(false, true, false, true)});
 

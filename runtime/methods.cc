@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backend/key_encoder.h"
 #include "backend/screen.h"
 #include "backend/types.h"
 #include "policy/mode_names.h"
@@ -68,6 +69,14 @@ ParamSpec TimeoutMs(std::string description) {
   return Int("timeoutMs", std::move(description), 1, kMaxTimeoutMs);
 }
 
+std::string KeysDescription() {
+  return "Instead of input: keys to press, in order. Each entry is a key name (" +
+         JoinAlternatives(backend::KeyNames()) +
+         "), optionally with modifiers C- (control), M- (meta) or S- (shift) before a key or "
+         "one character (C-c, C-d, M-x, S-Tab), or else literal text typed as is. Example: "
+         "[\"Escape\", \":q!\", \"Enter\"]. Cursor keys follow the terminal's mode.";
+}
+
 std::vector<std::string> ModeNames() {
   return {policy::kModeNames.begin(), policy::kModeNames.end()};
 }
@@ -99,6 +108,7 @@ void Open(MethodCall& c) {
 void Send(MethodCall& c) {
   backend::SendRequest request;
   request.input = c.args.OptionalString("input").value_or("");
+  request.keys = c.args.StringList("keys");
   request.timeout_ms = c.args.Int("timeoutMs");
   request.silence_ms = c.args.Int("silenceMs");
   c.service.Send(c.owner, c.args.String("sessionId"), std::move(request), c.args.Bool("background"),
@@ -208,9 +218,15 @@ std::vector<MethodSpec> BuildContract() {
        .summary = "Type input into a terminal and wait until it is ready for more: a SendResult, "
                   "or {operationId} in the background.",
        .params = {SessionId(),
-                  Required(Str("input",
-                               "Bytes to type, verbatim. End with \"\\n\" to press Enter.",
-                               kUnboundedString)),
+                  Str("input",
+                      "Bytes to type, verbatim. End with \"\\n\" to press Enter. Give input or "
+                      "keys.",
+                      kUnboundedString),
+                  ParamSpec{.name = "keys",
+                            .type = ParamType::kStringList,
+                            .description = KeysDescription(),
+                            .max_bytes = kMaxKeyBytes,
+                            .max_items = kMaxKeys},
                   TimeoutMs("Absolute deadline of this send (default from the policy, 30000 "
                             "unless configured)."),
                   Int("silenceMs",
@@ -222,6 +238,7 @@ std::vector<MethodSpec> BuildContract() {
                             .description = "Return at once with an operationId; collect the "
                                            "output with terminal_output.",
                             .default_value = false}},
+       .exactly_one_of = {"input", "keys"},
        .handler = Send},
       {.name = "terminal_output",
        .summary = "Collect the output of a background send produced since the previous call: "

@@ -24,6 +24,8 @@ namespace ptybox::runtime {
 // them.
 inline constexpr int64_t kMaxTimeoutMs = 24LL * 3600 * 1000;  // timeoutMs, silenceMs
 inline constexpr int kMinRows = 2;                             // terminal_open/resize rows
+inline constexpr size_t kMaxKeys = 1024;                       // terminal_send `keys` entries
+inline constexpr size_t kMaxKeyBytes = 64 * 1024;              // one `keys` entry (a literal)
 
 enum class ParamType {
   kString,      // max_bytes

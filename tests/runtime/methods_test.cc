@@ -79,7 +79,16 @@ TEST(ContractTableTest, TypesAndBoundsAreCheckedNamingTheParam) {
                                           {"timeoutMs", 24LL * 3600 * 1000 + 1}}),
             "terminal_send: \"timeoutMs\" must be between 1 and 86400000");
   EXPECT_EQ(Refusal("terminal_send", Json{{"sessionId", "pty-1"}}),
-            "terminal_send: \"input\" (a string) is required");
+            "terminal_send: give exactly one of \"input\" or \"keys\" (none was given)");
+  EXPECT_EQ(Refusal("terminal_send", Json{{"sessionId", "pty-1"}, {"input", "x"}, {"keys", {"Up"}}}),
+            "terminal_send: give exactly one of \"input\" or \"keys\" (not both)");
+  EXPECT_EQ(Refusal("terminal_send", Json{{"sessionId", "pty-1"}, {"keys", Json::array()}}),
+            "terminal_send: \"keys\" must be a non-empty list of strings");
+  EXPECT_EQ(Refusal("terminal_send", Json{{"sessionId", "pty-1"}, {"keys", {"Up", 7}}}),
+            "terminal_send: \"keys[1]\" must be a string");
+  EXPECT_EQ(Refusal("terminal_send",
+                    Json{{"sessionId", "pty-1"}, {"keys", Json(std::vector<std::string>(1025, "a"))}}),
+            "terminal_send: \"keys\" has 1025 entries; the maximum is 1024");
   EXPECT_EQ(Refusal("terminal_resize", Json{{"sessionId", "pty-1"}, {"cols", 80}}),
             "terminal_resize: \"rows\" (an integer from 2 to 500) is required");
   EXPECT_EQ(Refusal("terminal_resize", Json{{"sessionId", "pty-1"}, {"cols", 1001}, {"rows", 9}}),
