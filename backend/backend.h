@@ -44,8 +44,13 @@ class BackendSession {
   // The operation holding the slot, or the last one (for background output).
   [[nodiscard]] virtual std::shared_ptr<SendOperation> last_send() const = 0;
   [[nodiscard]] virtual bool busy() const = 0;
+  // The session's own resolved policy (its limits bound reads and results).
+  [[nodiscard]] virtual const policy::ResolvedPolicy& policy() const = 0;
   // One bounded page of retained scrollback, or the current screen.
   [[nodiscard]] virtual ReadResult Read(const ReadRequest& request) const = 0;
+  // Resizes the terminal (the kernel sends SIGWINCH to its foreground group) and its screen
+  // model; sizes are within the screen's bounds (backend/screen.h).
+  virtual Result<void> Resize(int rows, int columns) = 0;
   // Signals the verified foreground process group.
   virtual void Signal(int signal, std::function<void(Result<SignalResult>)> done) = 0;
   [[nodiscard]] virtual SessionStatus Status() const = 0;

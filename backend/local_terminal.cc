@@ -82,6 +82,17 @@ void LocalTerminal::OnInitExit(int wait_status) {
   FailWrites(Error{ErrorKind::kClosed, "the session has ended", {}});
 }
 
+Result<void> LocalTerminal::Resize(int rows, int columns) {
+  if (!master_ || status_.exited) return Fail(ErrorKind::kClosed, "the terminal is not open");
+  struct winsize size {};
+  size.ws_row = static_cast<unsigned short>(rows);
+  size.ws_col = static_cast<unsigned short>(columns);
+  if (::ioctl(master_->native_handle(), TIOCSWINSZ, &size) != 0) {
+    return std::unexpected(Error::FromErrno(ErrorKind::kInternal, "ioctl(TIOCSWINSZ)"));
+  }
+  return {};
+}
+
 void LocalTerminal::ArmRead() {
   if (!master_ || output_ended_ || reading_) return;
   reading_ = true;

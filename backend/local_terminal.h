@@ -57,6 +57,9 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   bool AbortWrite() override;
   void SignalForeground(int signal, std::function<void(Result<SignalResult>)> done) override;
 
+  // Sets the terminal's size (TIOCSWINSZ on the master): the kernel sends SIGWINCH to the
+  // foreground process group when the size changed.
+  Result<void> Resize(int rows, int columns);
   // Answers the terminal owes a program (cursor reports): written ahead of queued input.
   void WriteReply(std::string bytes);
   // Decodes what the master already holds, synchronously.

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "backend/key_encoder.h"
 #include "common/log.h"
 #include "sandbox/bwrap_args.h"
 
@@ -300,6 +301,14 @@ Result<std::shared_ptr<SendOperation>> ShellSession::StartSend(SendRequest reque
                 "a send is already active on this session: wait for it to settle (terminal_output "
                 "for a background send) or cancel it with terminal_cancel");
   }
+  if (!request.keys.empty()) {
+    // Encoded for the modes the program asked for in the output decoded so far: a program
+    // that waits for input has been seen asking (readiness decodes output before it settles).
+    Result<std::string> bytes =
+        EncodeKeys(request.keys, KeyModes{.application_cursor = decoder_.application_cursor()});
+    if (!bytes) return std::unexpected(bytes.error());
+    request.input = std::move(*bytes);
+  }
   SendOperation::Config config;
   config.timings = TimingsFrom(spec_.policy.limits);
   config.shell_pgid = terminal_.shell_pid();
@@ -338,6 +347,17 @@ ReadResult ShellSession::Read(const ReadRequest& request) const {
     return screen;
   }
   return scrollback.Read(request.cursor, max_bytes, decoder_.PendingText());
+}
+
+Result<void> ShellSession::Resize(int rows, int columns) {
+  if (closing_ || closed_ || terminal_.status().exited) {
+    return Fail(ErrorKind::kClosed, "the session is closed; open a new one with terminal_open");
+  }
+  if (Result<void> resized = terminal_.Resize(rows, columns); !resized) return resized;
+  decoder_.Resize(rows, columns);
+  spec_.rows = rows;
+  spec_.columns = columns;
+  return {};
 }
 
 void ShellSession::Signal(int signal, std::function<void(Result<SignalResult>)> done) {

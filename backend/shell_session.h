@@ -49,7 +49,9 @@ class ShellSession final : public BackendSession,
   Result<std::shared_ptr<SendOperation>> StartSend(SendRequest request) override;
   [[nodiscard]] std::shared_ptr<SendOperation> last_send() const override { return send_; }
   [[nodiscard]] bool busy() const override;
+  [[nodiscard]] const policy::ResolvedPolicy& policy() const override { return spec_.policy; }
   [[nodiscard]] ReadResult Read(const ReadRequest& request) const override;
+  Result<void> Resize(int rows, int columns) override;
   void Signal(int signal, std::function<void(Result<SignalResult>)> done) override;
   [[nodiscard]] SessionStatus Status() const override;
   void Close(std::string reason, std::function<void(Result<SessionStatus>)> done) override;

@@ -35,6 +35,15 @@ bool NeedsScreenNow(const CsiSequence& csi) {
 }  // namespace
 
 void TerminalDecoder::Fanout::OnCsi(const CsiSequence& csi) {
+  // DECCKM (CSI ? 1 h / l): the encoding of cursor keys a program asked for (terminal_send
+  // `keys`). A soft reset (DECSTR, CSI ! p) clears it.
+  if (csi.private_marker == '?' && (csi.final == 'h' || csi.final == 'l')) {
+    for (int i = 0; i < csi.param_count; ++i) {
+      if (csi.params[static_cast<size_t>(i)] == 1) application_cursor_ = csi.final == 'h';
+    }
+  } else if (csi.final == 'p' && csi.intermediate == '!') {
+    application_cursor_ = false;
+  }
   line_model_.OnCsi(csi);
   if (observer_ != nullptr) observer_->OnCsi(csi);
   if (NeedsScreenNow(csi)) screen_needed_ = true;

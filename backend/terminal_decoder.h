@@ -50,6 +50,8 @@ class TerminalDecoder final {
   // (switches always reach the screen at once, so this is never stale).
   [[nodiscard]] bool alternate_screen() const { return screen_->alternate_screen(); }
   std::string TakeReplies() { return screen_->TakeReplies(); }  // from the screen
+  // Whether a program asked for application cursor keys (DECCKM), as of every byte fed.
+  [[nodiscard]] bool application_cursor() const { return fanout_.application_cursor(); }
 
   // Output on the normal screen waits in a backlog and reaches libvterm (which is ~20 times
   // slower than the line path) only when the screen is looked at, when a program switches to
@@ -72,11 +74,13 @@ class TerminalDecoder final {
     void OnOsc(std::string_view payload) override;
     // True once since the last call when a CSI switched screens or asked for an answer.
     bool TakeScreenNeeded() { return std::exchange(screen_needed_, false); }
+    [[nodiscard]] bool application_cursor() const { return application_cursor_; }
 
    private:
     LineModel& line_model_;
     VtHandler* observer_ = nullptr;
     bool screen_needed_ = false;
+    bool application_cursor_ = false;
   };
 
   void SyncScreen() const;

@@ -39,17 +39,31 @@ std::string SignalName(int signal) {
   return "SIG" + std::to_string(signal);
 }
 
+namespace {
+
+constexpr std::array<std::pair<std::string_view, int>, 7> kClientSignals = {{
+    {"SIGINT", SIGINT},
+    {"SIGTERM", SIGTERM},
+    {"SIGKILL", SIGKILL},
+    {"SIGQUIT", SIGQUIT},
+    {"SIGHUP", SIGHUP},
+    {"SIGTSTP", SIGTSTP},
+    {"SIGCONT", SIGCONT},
+}};
+
+}  // namespace
+
+const std::vector<std::string>& ClientSignalNames() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names;
+    for (const auto& [name, number] : kClientSignals) names.emplace_back(name);
+    return names;
+  }();
+  return kNames;
+}
+
 std::optional<int> ParseClientSignal(std::string_view name) {
-  static constexpr std::array<std::pair<std::string_view, int>, 7> kAllowed = {{
-      {"SIGINT", SIGINT},
-      {"SIGTERM", SIGTERM},
-      {"SIGKILL", SIGKILL},
-      {"SIGQUIT", SIGQUIT},
-      {"SIGHUP", SIGHUP},
-      {"SIGTSTP", SIGTSTP},
-      {"SIGCONT", SIGCONT},
-  }};
-  for (const auto& [allowed, number] : kAllowed) {
+  for (const auto& [allowed, number] : kClientSignals) {
     if (allowed == name) return number;
   }
   return std::nullopt;

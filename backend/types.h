@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ptybox::backend {
 
@@ -27,7 +28,9 @@ struct SessionStatus {
 
 // "SIGKILL"-style name of a signal number, or "SIG<n>" for one without a name.
 std::string SignalName(int signal);
-// The signals the contract lets a client send; nullopt for anything else.
+// The signals the contract lets a client send (terminal_signal), in the contract's order.
+const std::vector<std::string>& ClientSignalNames();
+// One of ClientSignalNames() as its number; nullopt for anything else.
 std::optional<int> ParseClientSignal(std::string_view name);
 
 // Settled result of one foreground or background send.
@@ -42,6 +45,9 @@ struct SendResult {
 
 struct SendRequest {
   std::string input;  // written verbatim
+  // Instead of input: named keys and literal strings (backend/key_encoder.h), encoded for the
+  // terminal's current modes when the send starts.
+  std::vector<std::string> keys;
   std::optional<int64_t> timeout_ms;
   std::optional<int64_t> silence_ms;
 };

@@ -1,20 +1,24 @@
 #include "policy/mode.h"
 
+#include "policy/mode_names.h"
+
 namespace ptybox::policy {
 
-std::string_view ToString(Mode mode) {
-  switch (mode) {
-    case Mode::kReadOnly: return "read-only";
-    case Mode::kWorkspaceWrite: return "workspace-write";
-    case Mode::kDangerFullAccess: return "danger-full-access";
+std::string_view ToString(Mode mode) { return kModeNames[static_cast<size_t>(mode)]; }
+
+std::string ModeAlternatives() {
+  std::string text;
+  for (size_t i = 0; i < kModeNames.size(); ++i) {
+    if (i > 0) text += i + 1 == kModeNames.size() ? " or " : ", ";
+    text += kModeNames[i];
   }
-  return "read-only";
+  return text;
 }
 
 std::optional<Mode> ParseMode(std::string_view text) {
-  if (text == "read-only") return Mode::kReadOnly;
-  if (text == "workspace-write") return Mode::kWorkspaceWrite;
-  if (text == "danger-full-access") return Mode::kDangerFullAccess;
+  for (Mode mode : kModes) {
+    if (ToString(mode) == text) return mode;
+  }
   return std::nullopt;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "policy/mode_names.h"
 
 namespace ptybox::policy {
 namespace {
@@ -12,8 +13,6 @@ namespace {
 std::string Plural(int n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
-
-constexpr Mode kModes[] = {Mode::kReadOnly, Mode::kWorkspaceWrite, Mode::kDangerFullAccess};
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <set>
 #include <system_error>
 
+#include "policy/mode_names.h"
 #include "policy/yaml_tree.h"
 
 namespace ptybox::policy {
@@ -15,7 +16,6 @@ namespace {
 namespace fs = std::filesystem;
 using Kind = YamlNode::Kind;
 
-constexpr std::string_view kModeNames[] = {"read-only", "workspace-write", "danger-full-access"};
 constexpr std::string_view kNetworkNames[] = {"deny", "allow"};
 
 // An integer written plainly: [+-]?[0-9]+. `overflow` tells "too large" from "not a number".
@@ -246,7 +246,13 @@ class FileParser final {
   }
 
   std::optional<Mode> ModeValue(const YamlNode& k, const YamlNode& v, const std::string& path) {
-    const std::string expected = "one of read-only, workspace-write, danger-full-access";
+    static const std::string expected = [] {
+      std::string list;
+      for (std::string_view name : kModeNames) {
+        list += (list.empty() ? "one of " : ", ") + std::string(name);
+      }
+      return list;
+    }();
     auto text = StringValue(k, v, path, expected);
     if (!text) return std::nullopt;
     if (auto mode = ParseMode(*text)) return mode;

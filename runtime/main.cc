@@ -16,6 +16,7 @@
 #include <iostream>
 
 #include "common/log.h"
+#include "policy/mode_names.h"
 #include "policy/mode.h"
 #include "policy/resolver.h"
 #include "runtime/audit_log.h"
@@ -97,8 +98,8 @@ std::optional<int> SetMcpStartMode(const std::string& text,
                                    ptybox::runtime::ServiceOptions& service) {
   std::optional<ptybox::policy::Mode> mode = ptybox::policy::ParseMode(text);
   if (!mode) {
-    std::cerr << "ptybox mcp: unknown --mode \"" << text
-              << "\" (read-only, workspace-write or danger-full-access)\n";
+    std::cerr << "ptybox mcp: unknown --mode \"" << text << "\" ("
+              << ptybox::policy::ModeAlternatives() << ")\n";
     return 2;
   }
   ptybox::policy::ResolveInputs inputs;
@@ -151,9 +152,9 @@ int main(int argc, char** argv) {
   AuditFlags mcp_audit;
   AddAuditFlags(mcp, mcp_audit, /*record=*/true);
   mcp->add_option("--mode", mcp_mode,
-                  "the mode the model starts in: read-only, workspace-write or "
-                  "danger-full-access (default: the policy's mode); the model may narrow it, "
-                  "never widen it without the user's consent");
+                  "the mode the model starts in: " + ptybox::policy::ModeAlternatives() +
+                      " (default: the policy's mode); the model may narrow it, never widen it "
+                      "without the user's consent");
   std::string mcp_connect;
   mcp->add_option("--connect", mcp_connect,
                   "serve as a client of a running `ptybox serve --socket SOCKET` daemon: the "
@@ -172,7 +173,7 @@ int main(int argc, char** argv) {
   AddCommonFlags(run, run_flags);
   AuditFlags run_audit;
   AddAuditFlags(run, run_audit, /*record=*/false);
-  run->add_option("--mode", run_mode, "read-only, workspace-write or danger-full-access");
+  run->add_option("--mode", run_mode, ptybox::policy::ModeAlternatives());
   run->add_option("--timeout", run_timeout,
                   "whole seconds before the command is ended (exit 124); 1 to 2592000");
   run->add_option("command", run_command, "the command and its arguments, after --")->required();
@@ -246,8 +247,8 @@ int main(int argc, char** argv) {
     if (!run_mode.empty()) {
       std::optional<ptybox::policy::Mode> mode = ptybox::policy::ParseMode(run_mode);
       if (!mode) {
-        std::cerr << "ptybox run: unknown --mode \"" << run_mode
-                  << "\" (read-only, workspace-write or danger-full-access)\n";
+        std::cerr << "ptybox run: unknown --mode \"" << run_mode << "\" ("
+                  << ptybox::policy::ModeAlternatives() << ")\n";
         return kRunExitUsage;
       }
       options.service.mode_override = mode;

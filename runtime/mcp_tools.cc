@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cctype>
 
+#include "policy/mode_names.h"
+#include "policy/mode.h"
 #include "policy/schema.h"
+#include "runtime/methods.h"
 
 namespace ptybox::runtime {
 namespace {
@@ -15,23 +18,8 @@ Json Prop(const char* type, std::string description) {
   return Json{{"type", type}, {"description", std::move(description)}};
 }
 
-Json IntProp(std::string description, int64_t min, int64_t max) {
-  return Json{{"type", "integer"},
-              {"minimum", min},
-              {"maximum", max},
-              {"description", std::move(description)}};
-}
-
 Json EnumProp(std::vector<std::string> values, std::string description) {
   return Json{{"type", "string"}, {"enum", values}, {"description", std::move(description)}};
-}
-
-// An input object: only the listed properties are accepted (the server refuses others too).
-Json Input(Json properties, std::vector<std::string> required) {
-  Json schema{{"type", "object"}, {"properties", std::move(properties)}};
-  if (!required.empty()) schema["required"] = required;
-  schema["additionalProperties"] = false;
-  return schema;
 }
 
 // An output object: every listed property is present; later versions may add more.
@@ -52,7 +40,7 @@ const Json& SessionIdProp() {
 }
 
 std::vector<std::string> ModeNames() {
-  return {"read-only", "workspace-write", "danger-full-access"};
+  return {policy::kModeNames.begin(), policy::kModeNames.end()};
 }
 
 Json SessionStatusSchema() {
@@ -105,8 +93,6 @@ Json Annotations(bool read_only, bool destructive, bool idempotent, bool open_wo
               {"openWorldHint", open_world}};
 }
 
-constexpr int64_t kMaxTimeoutMs = 24LL * 3600 * 1000;
-
 // terminal_open's env, from the one set of rules in policy/schema.h (what the service checks).
 Json EnvSchema() {
   Json reserved = Json::array();
@@ -132,9 +118,48 @@ Json EnvSchema() {
            "and " + prefix + "*."}};
 }
 
+// One param of the contract table as a JSON Schema property.
+Json ParamSchema(const ParamSpec& spec) {
+  Json schema;
+  switch (spec.type) {
+    case ParamType::kString: schema = Prop("string", spec.description); break;
+    case ParamType::kEnum: schema = EnumProp(spec.values, spec.description); break;
+    case ParamType::kBoolean: schema = Prop("boolean", spec.description); break;
+    case ParamType::kInteger:
+      schema = Prop("integer", spec.description);
+      schema["minimum"] = spec.min;
+      schema["maximum"] = spec.max;
+      break;
+    case ParamType::kEnv: return EnvSchema();
+    case ParamType::kStringList:
+      schema = Prop("array", spec.description);
+      schema["items"] = Json{{"type", "string"}};
+      schema["minItems"] = 1;
+      schema["maxItems"] = spec.max_items;
+      break;
+  }
+  if (!spec.default_value.is_null()) schema["default"] = spec.default_value;
+  return schema;
+}
+
+// A tool's input: the method's params from the contract table; only they are accepted (the
+// server refuses others too).
+Json InputFor(std::string_view method) {
+  const MethodSpec* spec = FindMethod(method);
+  Json properties = Json::object();
+  std::vector<std::string> required;
+  for (const ParamSpec& param : spec->params) {
+    properties[param.name] = ParamSchema(param);
+    if (param.required) required.push_back(param.name);
+  }
+  Json schema{{"type", "object"}, {"properties", std::move(properties)}};
+  if (!required.empty()) schema["required"] = required;
+  schema["additionalProperties"] = false;
+  return schema;
+}
+
 std::vector<McpTool> BuildTools() {
   std::vector<McpTool> tools;
-  const Json session_only = Input(Json{{"sessionId", SessionIdProp()}}, {"sessionId"});
 
   tools.push_back(McpTool{
       "terminal_open", "Open a terminal",
@@ -146,19 +171,7 @@ std::vector<McpTool> BuildTools() {
       "resource ptybox://policy): outside its writable roots the file system is read-only, and "
       "the network may be off. motd is what the terminal printed on start. Close terminals you "
       "no longer need with terminal_close; all of them close when this connection ends.",
-      Input(
-          Json{{"type", EnumProp({"shell"}, "The session type; \"shell\" (bash) is the only one.")},
-               {"name", Prop("string", "A display name for you; it identifies nothing.")},
-               {"cwd", Prop("string",
-                            "Start directory: absolute, or relative to the workspace root "
-                            "(the default). Outside the workspace only in danger-full-access.")},
-               {"cols", IntProp("Terminal width in columns (default 120).", 2, 1000)},
-               {"rows", IntProp("Terminal height in rows (default 40).", 2, 500)},
-               {"env", EnvSchema()},
-               {"timeoutMs", IntProp("How long the shell may take to start (default from the "
-                                     "policy).",
-                                     1, kMaxTimeoutMs)}},
-          {}),
+      InputFor("terminal_open"),
       Output(Json{{"sessionId", SessionIdProp()},
                   {"name", Prop("string", "The display name (may be empty).")},
                   {"motd", Prop("string", "What the terminal printed on start.")},
@@ -195,20 +208,16 @@ std::vector<McpTool> BuildTools() {
       "the command with terminal_signal SIGINT. One send runs per terminal at a time (a second "
       "one is refused as busy). For a long job pass background: true and collect its output "
       "with terminal_output. truncated means output was dropped from this result; terminal_read "
-      "pages what the scrollback kept.",
-      Input(Json{{"sessionId", SessionIdProp()},
-                 {"input",
-                  Prop("string", "Bytes to type, verbatim. End with \"\\n\" to press Enter.")},
-                 {"timeoutMs", IntProp("Absolute deadline of this send (default from the "
-                                       "policy, 30000 unless configured).",
-                                       1, kMaxTimeoutMs)},
-                 {"silenceMs", IntProp("Quiet time after which the send returns inferred_idle "
-                                       "(default from the policy, 3000 unless configured).",
-                                       1, kMaxTimeoutMs)},
-                 {"background", Prop("boolean",
-                                     "Return at once with an operationId; collect the output "
-                                     "with terminal_output.")}},
-            {"sessionId", "input"}),
+      "pages what the scrollback kept.\n"
+      "Keys: instead of input, pass keys, a list of key names and text, to press keys that are "
+      "awkward as bytes; each entry is a key name or literal text typed as is. Examples: "
+      "[\"C-c\"] interrupts the running program (Ctrl-C), [\"C-d\"] sends end-of-file, "
+      "[\"Escape\", \":q!\", \"Enter\"] leaves vim without saving, [\"Up\", \"Enter\"] repeats "
+      "the previous shell command, [\"q\"] quits less, [\"C-x\", \"C-s\"] saves in nano or "
+      "emacs. Names: Enter, Tab, BTab, BSpace, Escape, Space, Up, Down, Left, Right, Home, End, "
+      "PageUp, PageDown, Insert, Delete, F1-F12, and C-/M-/S- before a key or one character "
+      "(C-c, M-x, S-Tab). Give exactly one of input and keys.",
+      InputFor("terminal_send"),
       send_output, Annotations(false, true, false, true)});
 
   tools.push_back(McpTool{
@@ -217,7 +226,7 @@ std::vector<McpTool> BuildTools() {
       "since the previous call. done turns true once the send settled; result then holds its "
       "settled result (viewport, waitReason, exitCode, cwd), read as for terminal_send. Call "
       "again until done.",
-      session_only,
+      InputFor("terminal_output"),
       Output(Json{{"output", Prop("string", "Output produced since the previous call.")},
                   {"done", Prop("boolean", "The send has settled.")},
                   {"result", Nullable(Json{{"type", "object"},
@@ -231,7 +240,8 @@ std::vector<McpTool> BuildTools() {
       "Stop the send running on a terminal: input not yet written is dropped and the running "
       "command gets a real SIGINT (like Ctrl-C); the send then returns. canceled is false when "
       "no send was running.",
-      session_only, Output(Json{{"canceled", Prop("boolean", "A running send was canceled.")}}),
+      InputFor("terminal_cancel"),
+      Output(Json{{"canceled", Prop("boolean", "A running send was canceled.")}}),
       Annotations(false, true, false, false)});
 
   tools.push_back(McpTool{
@@ -243,16 +253,7 @@ std::vector<McpTool> BuildTools() {
       "retained output; pass nextCursor back as cursor for the next page; end is true when the "
       "page reaches the newest output; truncated means output before cursor was already "
       "dropped.",
-      Input(Json{{"sessionId", SessionIdProp()},
-                 {"cursor", IntProp("Where to start (a nextCursor from an earlier read); "
-                                    "default: the oldest retained output.",
-                                    0, INT64_MAX)},
-                 {"maxBytes",
-                  IntProp("Largest page to return (default from the policy).", 1, INT64_MAX)},
-                 {"view", EnumProp({"lines", "screen"},
-                                   "lines (scrollback, default) or screen (the current "
-                                   "screen, rows x cols).")}},
-            {"sessionId"}),
+      InputFor("terminal_read"),
       Output(Json{
           {"text", Prop("string", "The page.")},
           {"cursor",
@@ -270,11 +271,7 @@ std::vector<McpTool> BuildTools() {
       "group, not the shell): SIGINT interrupts like Ctrl-C, SIGTERM asks it to end, SIGKILL "
       "forces it, SIGTSTP suspends and SIGCONT resumes it; SIGQUIT and SIGHUP as usual. To stop "
       "a send you started, terminal_cancel does the same with SIGINT.",
-      Input(Json{{"sessionId", SessionIdProp()},
-                 {"signal", EnumProp({"SIGINT", "SIGTERM", "SIGKILL", "SIGQUIT", "SIGHUP",
-                                      "SIGTSTP", "SIGCONT"},
-                                     "The signal to deliver.")}},
-            {"sessionId", "signal"}),
+      InputFor("terminal_signal"),
       Output(Json{{"delivered", Prop("boolean", "The signal was delivered.")},
                   {"pgid", Prop("integer", "The process group that received it.")}}),
       Annotations(false, true, false, false)});
@@ -283,7 +280,7 @@ std::vector<McpTool> BuildTools() {
       "terminal_status", "Terminal status",
       "Show one terminal: whether its shell runs or exited (sessionStatus), whether a send is "
       "active (busy), its name, sandbox mode and shell pid.",
-      session_only,
+      InputFor("terminal_status"),
       Output(Json{{"sessionStatus", SessionStatusSchema()},
                   {"busy", Prop("boolean", "A send is active.")},
                   {"name", Prop("string", "The display name (may be empty).")},
@@ -296,9 +293,7 @@ std::vector<McpTool> BuildTools() {
       "Close a terminal: end its shell and every process started in it, and return once all "
       "of them are gone. Close terminals you are done with; every terminal of this connection "
       "also closes when the connection ends.",
-      Input(Json{{"sessionId", SessionIdProp()},
-                 {"reason", Prop("string", "Why, for the server's log.")}},
-            {"sessionId"}),
+      InputFor("terminal_close"),
       Output(Json{{"sessionStatus", SessionStatusSchema()}}),
       Annotations(false, true, true, false)});
 
@@ -306,7 +301,7 @@ std::vector<McpTool> BuildTools() {
       "terminal_list", "List terminals",
       "List the terminals open on this connection with their sessionId, name, mode, busy flag "
       "and status.",
-      Input(Json::object(), {}),
+      InputFor("terminal_list"),
       Output(Json{{"sessions", Json{{"type", "array"}, {"items", SessionListEntrySchema()}}}}),
       Annotations(true, false, true, false)});
 
@@ -315,7 +310,7 @@ std::vector<McpTool> BuildTools() {
       "Show the sandbox policy that terminals opened now run under: mode, workspace root, "
       "writable roots, network, the ceiling the mode cannot exceed, and which file set each "
       "value. The same policy is the resource ptybox://policy.",
-      Input(Json::object(), {}),
+      InputFor("policy_resolve"),
       Output(
           Json{{"mode", EnumProp(ModeNames(), "The effective mode.")},
                {"ceiling", EnumProp(ModeNames(), "The widest mode policy_set_mode may choose.")},
@@ -345,9 +340,19 @@ std::vector<McpTool> BuildTools() {
       "operator's ceiling. Refused with mode_fenced while a terminal is open or opening: close "
       "them first, so a terminal opened with wider access cannot outlive a narrower mode. A "
       "change updates the resource ptybox://policy.",
-      Input(Json{{"mode", EnumProp(ModeNames(), "The mode for terminals opened from now on.")}},
-            {"mode"}),
+      InputFor("policy_set_mode"),
       Output(Json{{"mode", EnumProp(ModeNames(), "The effective mode now.")}}),
+      Annotations(false, false, true, false)});
+
+  tools.push_back(McpTool{
+      "terminal_resize", "Resize a terminal",
+      "Change a terminal's size in columns and rows, as resizing a terminal window does: the "
+      "running program is told (SIGWINCH) and redraws, stty size and $COLUMNS follow, and "
+      "terminal_read view \"screen\" shows the new size. Use it when a full-screen program "
+      "(an editor, top, less) needs more room, or to make long lines wrap less.",
+      InputFor("terminal_resize"),
+      Output(Json{{"cols", Prop("integer", "The width now.")},
+                  {"rows", Prop("integer", "The height now.")}}),
       Annotations(false, false, true, false)});
   return tools;
 }
@@ -434,12 +439,7 @@ const std::vector<McpTool>& McpTools() {
   return kTools;
 }
 
-const McpTool* FindMcpTool(std::string_view name) {
-  const std::vector<McpTool>& tools = McpTools();
-  auto it = std::find_if(tools.begin(), tools.end(),
-                         [&](const McpTool& tool) { return tool.name == name; });
-  return it == tools.end() ? nullptr : &*it;
-}
+const McpTool* FindMcpTool(std::string_view name) { return FindByName(McpTools(), name); }
 
 std::string RenderToolResult(std::string_view tool, const Json& r) {
   if (tool == "terminal_open") {
@@ -519,6 +519,10 @@ std::string RenderToolResult(std::string_view tool, const Json& r) {
   if (tool == "policy_resolve") {
     return PolicyClauseFromJson(r) + " Ceiling: " + Str(r, "ceiling") +
            "; workspace root: " + Str(r, "workspaceRoot") + ".";
+  }
+  if (tool == "terminal_resize") {
+    return "Resized the terminal to " + std::to_string(r.value("cols", 0)) + " columns and " +
+           std::to_string(r.value("rows", 0)) + " rows.";
   }
   if (tool == "policy_set_mode") {
     return "Terminals opened from now on run in " + Str(r, "mode") + " mode.";

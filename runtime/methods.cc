@@ -3,232 +3,528 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backend/key_encoder.h"
+#include "backend/screen.h"
 #include "backend/types.h"
+#include "policy/mode_names.h"
+#include "policy/mode.h"
+#include "policy/schema.h"
 #include "runtime/owner.h"
 
 namespace ptybox::runtime {
 namespace {
 
-constexpr int64_t kMaxTimeoutMs = 24LL * 3600 * 1000;
+// ---------------------------------------------------------------------------------------------
+// Parameter constructors: each states a type and its bounds; the table below uses only these.
 
-using Done = std::function<void(Result<Json>)>;
-
-Result<backend::SendRequest> SendRequestFrom(const Params& p) {
-  backend::SendRequest request;
-  Result<std::string> input = p.RequiredString("input", kUnboundedString);
-  if (!input) return std::unexpected(input.error());
-  request.input = std::move(*input);
-  Result<std::optional<int64_t>> timeout = p.OptionalInt("timeoutMs", 1, kMaxTimeoutMs);
-  if (!timeout) return std::unexpected(timeout.error());
-  request.timeout_ms = *timeout;
-  Result<std::optional<int64_t>> silence = p.OptionalInt("silenceMs", 1, kMaxTimeoutMs);
-  if (!silence) return std::unexpected(silence.error());
-  request.silence_ms = *silence;
-  return request;
+ParamSpec SessionId() {
+  return ParamSpec{.name = "sessionId",
+                   .required = true,
+                   .description = "The terminal's id, as terminal_open returned it."};
 }
 
-Result<OpenParams> OpenParamsFrom(const Params& p) {
+ParamSpec Str(std::string name, std::string description, size_t max_bytes = kMaxParamStringBytes) {
+  return ParamSpec{.name = std::move(name),
+                   .description = std::move(description),
+                   .max_bytes = max_bytes};
+}
+
+ParamSpec Int(std::string name, std::string description, int64_t min, int64_t max,
+              Json default_value = nullptr) {
+  return ParamSpec{.name = std::move(name),
+                   .type = ParamType::kInteger,
+                   .description = std::move(description),
+                   .min = min,
+                   .max = max,
+                   .default_value = std::move(default_value)};
+}
+
+ParamSpec Enum(std::string name, std::vector<std::string> values, std::string description,
+               Json default_value = nullptr) {
+  return ParamSpec{.name = std::move(name),
+                   .type = ParamType::kEnum,
+                   .required = default_value.is_null(),
+                   .description = std::move(description),
+                   .values = std::move(values),
+                   .default_value = std::move(default_value)};
+}
+
+ParamSpec Required(ParamSpec spec) {
+  spec.required = true;
+  return spec;
+}
+
+// The terminal size, as terminal_open and terminal_resize take it: the screen's own bounds
+// (backend/screen.h), refused here rather than clamped there.
+ParamSpec Columns(std::string description, Json default_value = nullptr) {
+  return Int("cols", std::move(description), backend::Screen::kMinColumns,
+             backend::Screen::kMaxColumns, std::move(default_value));
+}
+ParamSpec Rows(std::string description, Json default_value = nullptr) {
+  return Int("rows", std::move(description), kMinRows, backend::Screen::kMaxRows,
+             std::move(default_value));
+}
+
+ParamSpec TimeoutMs(std::string description) {
+  return Int("timeoutMs", std::move(description), 1, kMaxTimeoutMs);
+}
+
+std::string KeysDescription() {
+  return "Instead of input: keys to press, in order. Each entry is a key name (" +
+         JoinAlternatives(backend::KeyNames()) +
+         "), optionally with modifiers C- (control), M- (meta) or S- (shift) before a key or "
+         "one character (C-c, C-d, M-x, S-Tab), or else literal text typed as is. Example: "
+         "[\"Escape\", \":q!\", \"Enter\"]. Cursor keys follow the terminal's mode.";
+}
+
+std::vector<std::string> ModeNames() {
+  return {policy::kModeNames.begin(), policy::kModeNames.end()};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handlers: each reads its validated args, calls the service and encodes the result.
+
+template <typename T>
+std::function<void(Result<T>)> Encode(Done done, Json (*encode)(const T&)) {
+  return [done = std::move(done), encode](Result<T> result) {
+    if (!result) return done(std::unexpected(result.error()));
+    done(encode(*result));
+  };
+}
+
+void Open(MethodCall& c) {
   OpenParams open;
-  auto type = p.OptionalString("type");
-  auto name = p.OptionalString("name", kMaxNameBytes);
-  auto cwd = p.OptionalString("cwd");
-  auto cols = p.OptionalInt("cols", 2, 1000);
-  auto rows = p.OptionalInt("rows", 2, 500);
-  auto env = p.StringMap("env");
-  auto timeout = p.OptionalInt("timeoutMs", 1, kMaxTimeoutMs);
-  for (const Error* e : {type ? nullptr : &type.error(), name ? nullptr : &name.error(),
-                         cwd ? nullptr : &cwd.error(), cols ? nullptr : &cols.error(),
-                         rows ? nullptr : &rows.error(), env ? nullptr : &env.error(),
-                         timeout ? nullptr : &timeout.error()}) {
-    if (e != nullptr) return std::unexpected(*e);
-  }
-  if (*type) open.type = **type;
-  open.name = *name;
-  open.cwd = *cwd;
-  if (*cols) open.columns = static_cast<int>(**cols);
-  if (*rows) open.rows = static_cast<int>(**rows);
-  open.env = std::move(*env);
-  open.timeout_ms = *timeout;
-  return open;
+  open.type = c.args.String("type");
+  open.name = c.args.OptionalString("name");
+  open.cwd = c.args.OptionalString("cwd");
+  open.columns = static_cast<int>(*c.args.Int("cols"));
+  open.rows = static_cast<int>(*c.args.Int("rows"));
+  open.env = c.args.Env("env");
+  open.timeout_ms = c.args.Int("timeoutMs");
+  c.service.Open(c.owner, std::move(open), c.request_key,
+                 Encode<OpenResult>(c.done, [](const OpenResult& r) { return ToJson(r); }));
 }
 
-Result<backend::ReadRequest> ReadRequestFrom(const Params& p) {
+void Send(MethodCall& c) {
+  backend::SendRequest request;
+  request.input = c.args.OptionalString("input").value_or("");
+  request.keys = c.args.StringList("keys");
+  request.timeout_ms = c.args.Int("timeoutMs");
+  request.silence_ms = c.args.Int("silenceMs");
+  c.service.Send(c.owner, c.args.String("sessionId"), std::move(request), c.args.Bool("background"),
+                 c.request_key, Encode<SendOutcome>(c.done, [](const SendOutcome& outcome) {
+                   if (outcome.operation_id) return Json{{"operationId", *outcome.operation_id}};
+                   return ToJson(*outcome.result);
+                 }));
+}
+
+// The synchronous methods: the service's answer, encoded.
+template <typename T>
+void Answer(MethodCall& c, Result<T> result, Json (*encode)(const T&)) {
+  if (!result) return c.done(std::unexpected(result.error()));
+  c.done(encode(*result));
+}
+
+void Output(MethodCall& c) {
+  Answer<backend::SendRead>(c, c.service.Output(*c.owner, c.args.String("sessionId")),
+                            [](const backend::SendRead& r) { return ToJson(r); });
+}
+
+void Cancel(MethodCall& c) {
+  Answer<bool>(c, c.service.Cancel(*c.owner, c.args.String("sessionId")),
+               [](const bool& canceled) { return Json{{"canceled", canceled}}; });
+}
+
+void Read(MethodCall& c) {
   backend::ReadRequest request;
-  Result<std::optional<int64_t>> cursor = p.OptionalInt("cursor", 0, INT64_MAX);
-  if (!cursor) return std::unexpected(cursor.error());
-  if (*cursor) request.cursor = static_cast<uint64_t>(**cursor);
-  Result<std::optional<int64_t>> max_bytes = p.OptionalInt("maxBytes", 1, INT64_MAX);
-  if (!max_bytes) return std::unexpected(max_bytes.error());
-  request.max_bytes = *max_bytes;
-  Result<std::optional<std::string>> view = p.OptionalString("view");
-  if (!view) return std::unexpected(view.error());
-  if (*view && **view == "screen") {
-    request.view = backend::ReadView::kScreen;
-  } else if (*view && **view != "lines") {
-    return Fail(ErrorKind::kInvalidParams,
-                "terminal_read: \"view\" must be \"lines\" or \"screen\"", "view");
+  if (std::optional<int64_t> cursor = c.args.Int("cursor")) {
+    request.cursor = static_cast<uint64_t>(*cursor);
   }
-  return request;
+  request.max_bytes = c.args.Int("maxBytes");
+  if (c.args.String("view") == "screen") request.view = backend::ReadView::kScreen;
+  Answer<backend::ReadResult>(c, c.service.Read(*c.owner, c.args.String("sessionId"), request),
+                              [](const backend::ReadResult& r) { return ToJson(r); });
+}
+
+void Signal(MethodCall& c) {
+  // The enum admits only ClientSignalNames().
+  const int signal = *backend::ParseClientSignal(c.args.String("signal"));
+  c.service.Signal(*c.owner, c.args.String("sessionId"), signal,
+                   Encode<backend::SignalResult>(c.done, [](const backend::SignalResult& r) {
+                     return Json{{"delivered", r.delivered}, {"pgid", r.pgid}};
+                   }));
+}
+
+void Resize(MethodCall& c) {
+  const int columns = static_cast<int>(*c.args.Int("cols"));
+  const int rows = static_cast<int>(*c.args.Int("rows"));
+  Result<void> resized = c.service.Resize(*c.owner, c.args.String("sessionId"), columns, rows);
+  if (!resized) return c.done(std::unexpected(resized.error()));
+  c.done(Json{{"cols", columns}, {"rows", rows}});
+}
+
+void Status(MethodCall& c) {
+  Answer<SessionInfo>(c, c.service.Status(*c.owner, c.args.String("sessionId")),
+                      [](const SessionInfo& info) { return ToJson(info, /*for_list=*/false); });
+}
+
+void Close(MethodCall& c) {
+  c.service.Close(c.owner, c.args.String("sessionId"), c.args.String("reason"),
+                  Encode<backend::SessionStatus>(c.done, [](const backend::SessionStatus& s) {
+                    return Json{{"sessionStatus", ToJson(s)}};
+                  }));
+}
+
+void List(MethodCall& c) {
+  Json sessions = Json::array();
+  for (const SessionInfo& info : c.service.List(*c.owner)) sessions.push_back(ToJson(info, true));
+  c.done(Json{{"sessions", sessions}});
+}
+
+void ResolvePolicy(MethodCall& c) {
+  Answer<policy::ResolvedPolicy>(c, c.service.ResolvePolicy(*c.owner), PolicyToJson);
+}
+
+void SetMode(MethodCall& c) {
+  // The enum admits only policy::kModeNames.
+  const policy::Mode mode = *policy::ParseMode(c.args.String("mode"));
+  Answer<policy::Mode>(c, c.service.SetMode(*c.owner, mode), [](const policy::Mode& set) {
+    return Json{{"mode", std::string(policy::ToString(set))}};
+  });
+}
+
+void Info(MethodCall& c) {  // v1.1; the logic is PtyService::Info
+  OwnerInfo info = c.service.Info(*c.owner);
+  c.done(Json{{"ownerToken", info.token}, {"detachGraceMs", info.detach_grace_ms}});
+}
+
+void Attach(MethodCall& c) {
+  // v1.1: attaching replaces the connection's owner, so RpcConnection answers it (after the
+  // same validation from this entry); a caller without a connection gets this.
+  c.done(Fail(ErrorKind::kInvalidParams,
+              "owner_attach is answered by a serve --socket or --stdio connection only",
+              "ownerToken"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table.
+
+std::vector<MethodSpec> BuildContract() {
+  return {
+      {.name = "terminal_open",
+       .summary = "Open a persistent interactive bash terminal in the sandbox: {sessionId, name, "
+                  "motd, pid, mode, cwd}.",
+       .params = {Enum("type", {"shell"}, "The session type; \"shell\" (bash) is the only one.",
+                       "shell"),
+                  Str("name", "A display name for you; it identifies nothing.", kMaxNameBytes),
+                  Str("cwd",
+                      "Start directory: absolute, or relative to the workspace root (the "
+                      "default). Outside the workspace only in danger-full-access."),
+                  Columns("Terminal width in columns (default 120).", kDefaultColumns),
+                  Rows("Terminal height in rows (default 40).", kDefaultRows),
+                  ParamSpec{.name = "env",
+                            .type = ParamType::kEnv,
+                            .description = "Extra environment variables for the shell."},
+                  TimeoutMs("How long the shell may take to start (default from the policy).")},
+       .handler = Open},
+      {.name = "terminal_send",
+       .summary = "Type input into a terminal and wait until it is ready for more: a SendResult, "
+                  "or {operationId} in the background.",
+       .params = {SessionId(),
+                  Str("input",
+                      "Bytes to type, verbatim. End with \"\\n\" to press Enter. Give input or "
+                      "keys.",
+                      kUnboundedString),
+                  ParamSpec{.name = "keys",
+                            .type = ParamType::kStringList,
+                            .description = KeysDescription(),
+                            .max_bytes = kMaxKeyBytes,
+                            .max_items = kMaxKeys},
+                  TimeoutMs("Absolute deadline of this send (default from the policy, 30000 "
+                            "unless configured)."),
+                  Int("silenceMs",
+                      "Quiet time after which the send returns inferred_idle (default from the "
+                      "policy, 3000 unless configured).",
+                      1, kMaxTimeoutMs),
+                  ParamSpec{.name = "background",
+                            .type = ParamType::kBoolean,
+                            .description = "Return at once with an operationId; collect the "
+                                           "output with terminal_output.",
+                            .default_value = false}},
+       .exactly_one_of = {"input", "keys"},
+       .handler = Send},
+      {.name = "terminal_output",
+       .summary = "Collect the output of a background send produced since the previous call: "
+                  "{output, done, result}.",
+       .params = {SessionId()},
+       .handler = Output},
+      {.name = "terminal_cancel",
+       .summary = "Cancel the send running on a terminal: {canceled}.",
+       .params = {SessionId()},
+       .handler = Cancel},
+      {.name = "terminal_read",
+       .summary = "One bounded page of a terminal's retained output, or its current screen: "
+                  "{text, cursor, nextCursor, truncated, end}.",
+       .params = {SessionId(),
+                  Int("cursor",
+                      "Where to start (a nextCursor from an earlier read); default: the oldest "
+                      "retained output.",
+                      0, INT64_MAX),
+                  Int("maxBytes", "Largest page to return (default from the policy).", 1,
+                      INT64_MAX),
+                  Enum("view", {"lines", "screen"},
+                       "lines (scrollback, default) or screen (the current screen, rows x cols).",
+                       "lines")},
+       .handler = Read},
+      {.name = "terminal_signal",
+       .summary = "Send a signal to the verified foreground process group: {delivered, pgid}.",
+       .params = {SessionId(),
+                  Enum("signal", backend::ClientSignalNames(), "The signal to deliver.")},
+       .handler = Signal},
+      {.name = "terminal_status",
+       .summary = "One terminal's status: {sessionStatus, busy, name, mode, pid}.",
+       .params = {SessionId()},
+       .handler = Status},
+      {.name = "terminal_close",
+       .summary = "End a terminal and every process of it: {sessionStatus}.",
+       .params = {SessionId(),
+                  ParamSpec{.name = "reason",
+                            .description = "Why, for the server's log.",
+                            .max_bytes = kMaxReasonBytes,
+                            .default_value = "closed by the client"}},
+       .handler = Close},
+      {.name = "terminal_list",
+       .summary = "This owner's terminals: {sessions: [{sessionId, name, mode, busy, "
+                  "sessionStatus}]}.",
+       .handler = List},
+      {.name = "policy_resolve",
+       .summary = "The policy terminals opened now run under: {mode, ceiling, workspaceRoot, "
+                  "writableRoots, network, source}.",
+       .handler = ResolvePolicy},
+      {.name = "policy_set_mode",
+       .summary = "Change the mode of terminals opened from now on: {mode}.",
+       .params = {Enum("mode", ModeNames(), "The mode for terminals opened from now on.")},
+       .handler = SetMode},
+      {.name = "terminal_resize",
+       .summary = "Resize a terminal (SIGWINCH to its foreground group, the screen model "
+                  "resized): {cols, rows}.",
+       .params = {SessionId(), Required(Columns("New width in columns.")),
+                  Required(Rows("New height in rows."))},
+       .handler = Resize},
+      // v1.1, JSON-RPC only (no MCP tool: `ptybox mcp --connect` calls them itself).
+      {.name = "owner_info",
+       .summary = "This connection's owner: {ownerToken, detachGraceMs}.",
+       .handler = Info},
+      {.name = "owner_attach",
+       .summary = "Make this connection the detached owner with that token: {sessions, "
+                  "operations}.",
+       .params = {Required(Str("ownerToken", "The token owner_info gave the detached owner."))},
+       .handler = Attach},
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation.
+
+// A client's env, checked by exactly the rules of a policy file's env.set (policy/schema.h):
+// the same names refused, the same value bound, no NUL in a name or a value.
+// Its messages start with "env" (pinned by the escape tests), not with the method.
+Result<void> CheckEnv(const std::map<std::string, std::string>& env) {
+  if (env.size() > policy::kMaxListEntries) {
+    return Fail(ErrorKind::kInvalidParams,
+                "env has " + std::to_string(env.size()) + " variables; at most " +
+                    std::to_string(policy::kMaxListEntries) + " are allowed",
+                "env");
+  }
+  for (const auto& [name, value] : env) {
+    if (auto problem = policy::EnvNameProblem(name, policy::EnvUse::kSet)) {
+      return Fail(ErrorKind::kInvalidParams, "env: " + *problem + "; remove it from env", "env");
+    }
+    if (auto problem = policy::EnvValueProblem(value)) {
+      return Fail(ErrorKind::kInvalidParams, "env." + name + ": " + *problem, "env." + name);
+    }
+  }
+  return {};
+}
+
+Result<Json> StringList(const Params& p, const std::string& method, const ParamSpec& spec) {
+  const Json& raw = p.raw();
+  auto it = raw.find(spec.name);
+  if (it == raw.end() || it->is_null()) return Json(nullptr);
+  auto fail = [&](const std::string& what, const std::string& context) {
+    return Fail(ErrorKind::kInvalidParams, method + ": " + what, context);
+  };
+  if (!it->is_array() || it->empty()) {
+    return fail("\"" + spec.name + "\" must be a non-empty list of strings", spec.name);
+  }
+  if (it->size() > spec.max_items) {
+    return fail("\"" + spec.name + "\" has " + std::to_string(it->size()) +
+                    " entries; the maximum is " + std::to_string(spec.max_items),
+                spec.name);
+  }
+  for (size_t i = 0; i < it->size(); ++i) {
+    const Json& entry = (*it)[i];
+    const std::string at = spec.name + "[" + std::to_string(i) + "]";
+    if (!entry.is_string()) return fail("\"" + at + "\" must be a string", at);
+    const size_t size = entry.get_ref<const std::string&>().size();
+    if (size > spec.max_bytes) {
+      return fail("\"" + at + "\" is " + std::to_string(size) + " bytes; the maximum is " +
+                      std::to_string(spec.max_bytes) + " bytes",
+                  at);
+    }
+  }
+  return *it;
+}
+
+// One param's value (null when absent), or the error naming it.
+Result<Json> ValidateOne(const Params& p, const std::string& method, const ParamSpec& spec) {
+  auto value = [](auto result) -> Result<Json> {
+    if (!result) return std::unexpected(result.error());
+    if constexpr (requires { result->has_value(); }) {
+      if (!result->has_value()) return Json(nullptr);
+      return Json(**result);
+    } else {
+      return Json(*result);
+    }
+  };
+  switch (spec.type) {
+    case ParamType::kString:
+    case ParamType::kEnum: {
+      Result<Json> text = spec.required ? value(p.RequiredString(spec.name, spec.max_bytes))
+                                        : value(p.OptionalString(spec.name, spec.max_bytes));
+      if (!text || text->is_null() || spec.type == ParamType::kString) return text;
+      const std::string& got = text->get_ref<const std::string&>();
+      if (std::find(spec.values.begin(), spec.values.end(), got) == spec.values.end()) {
+        return Fail(ErrorKind::kInvalidParams,
+                    method + ": unknown " + spec.name + " \"" + Abbreviate(got) + "\" (" +
+                        JoinAlternatives(spec.values) + ")",
+                    spec.name);
+      }
+      return text;
+    }
+    case ParamType::kInteger: {
+      Result<Json> number = value(p.OptionalInt(spec.name, spec.min, spec.max));
+      if (number && number->is_null() && spec.required) {
+        return Fail(ErrorKind::kInvalidParams,
+                    method + ": \"" + spec.name + "\" (an integer from " +
+                        std::to_string(spec.min) + " to " + std::to_string(spec.max) +
+                        ") is required",
+                    spec.name);
+      }
+      return number;
+    }
+    case ParamType::kBoolean:
+      return value(p.OptionalBool(spec.name));
+    case ParamType::kEnv: {
+      Result<std::map<std::string, std::string>> env = p.StringMap(spec.name);
+      if (!env) return std::unexpected(env.error());
+      if (Result<void> ok = CheckEnv(*env); !ok) return std::unexpected(ok.error());
+      return env->empty() ? Json(nullptr) : Json(*env);
+    }
+    case ParamType::kStringList:
+      return StringList(p, method, spec);
+  }
+  return Json(nullptr);
 }
 
 }  // namespace
 
-const std::vector<std::string>& ContractMethods() {
-  static const std::vector<std::string> kMethods = {
-      "terminal_open", "terminal_send",   "terminal_output", "terminal_cancel",
-      "terminal_read", "terminal_signal", "terminal_status", "terminal_close",
-      "terminal_list", "policy_resolve",  "policy_set_mode", "owner_info", "owner_attach"};
-  return kMethods;
+bool Args::Has(const std::string& name) const { return values_.contains(name); }
+
+std::string Args::String(const std::string& name) const {
+  auto it = values_.find(name);
+  return it != values_.end() ? it->get<std::string>() : std::string();
 }
 
-bool IsContractMethod(std::string_view method) {
-  const std::vector<std::string>& all = ContractMethods();
-  return std::find(all.begin(), all.end(), method) != all.end();
+std::optional<std::string> Args::OptionalString(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+std::optional<int64_t> Args::Int(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return std::nullopt;
+  return it->get<int64_t>();
+}
+
+bool Args::Bool(const std::string& name) const {
+  auto it = values_.find(name);
+  return it != values_.end() && it->get<bool>();
+}
+
+std::map<std::string, std::string> Args::Env(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return {};
+  return it->get<std::map<std::string, std::string>>();
+}
+
+std::vector<std::string> Args::StringList(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return {};
+  return it->get<std::vector<std::string>>();
+}
+
+std::string JoinAlternatives(const std::vector<std::string>& values) {
+  std::string text;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) text += i + 1 == values.size() ? " or " : ", ";
+    text += values[i];
+  }
+  return text;
+}
+
+const std::vector<MethodSpec>& Contract() {
+  static const std::vector<MethodSpec> kContract = BuildContract();
+  return kContract;
+}
+
+const MethodSpec* FindMethod(std::string_view name) { return FindByName(Contract(), name); }
+
+bool IsContractMethod(std::string_view method) { return FindMethod(method) != nullptr; }
+
+Result<Args> ValidateParams(const MethodSpec& method, const Json& params) {
+  std::vector<std::string> allowed;
+  for (const ParamSpec& spec : method.params) allowed.push_back(spec.name);
+  Result<Params> p = Params::Check(params, method.name, allowed);
+  if (!p) return std::unexpected(p.error());
+  Json values = Json::object();
+  for (const ParamSpec& spec : method.params) {
+    Result<Json> value = ValidateOne(*p, method.name, spec);
+    if (!value) return std::unexpected(value.error());
+    if (!value->is_null()) {
+      values[spec.name] = std::move(*value);
+    } else if (!spec.default_value.is_null()) {
+      values[spec.name] = spec.default_value;
+    }
+  }
+  if (!method.exactly_one_of.empty()) {
+    size_t given = 0;
+    std::vector<std::string> quoted;
+    for (const std::string& name : method.exactly_one_of) {
+      given += values.contains(name) ? 1 : 0;
+      quoted.push_back("\"" + name + "\"");
+    }
+    if (given != 1) {
+      return Fail(ErrorKind::kInvalidParams,
+                  method.name + ": give exactly one of " + JoinAlternatives(quoted) +
+                      (given == 0 ? " (none was given)" : " (not both)"),
+                  method.exactly_one_of.front());
+    }
+  }
+  return Args(std::move(values));
 }
 
 void CallMethod(PtyService& service, const std::shared_ptr<Owner>& owner, const std::string& method,
-                const Json& raw, const std::string& request_key, Done done) {
-  auto check = [&](std::vector<std::string> allowed) {
-    return Params::Check(raw, method, std::move(allowed));
-  };
-  auto fail = [&](const Error& error) { done(std::unexpected(error)); };
-
-  if (method == "terminal_open") {
-    Result<Params> p = check({"type", "name", "cwd", "cols", "rows", "env", "timeoutMs"});
-    if (!p) return fail(p.error());
-    Result<OpenParams> open = OpenParamsFrom(*p);
-    if (!open) return fail(open.error());
-    service.Open(owner, std::move(*open), request_key, [done](Result<OpenResult> result) {
-      if (!result) return done(std::unexpected(result.error()));
-      done(ToJson(*result));
-    });
-    return;
+                const Json& params, const std::string& request_key, Done done) {
+  const MethodSpec* spec = FindMethod(method);
+  if (spec == nullptr) {
+    return done(Fail(ErrorKind::kInternal, "no contract method named " + method, method));
   }
-  if (method == "terminal_send") {
-    Result<Params> p = check({"sessionId", "input", "timeoutMs", "silenceMs", "background"});
-    if (!p) return fail(p.error());
-    Result<std::string> session = p->RequiredString("sessionId");
-    if (!session) return fail(session.error());
-    Result<backend::SendRequest> request = SendRequestFrom(*p);
-    if (!request) return fail(request.error());
-    Result<std::optional<bool>> background = p->OptionalBool("background");
-    if (!background) return fail(background.error());
-    service.Send(owner, *session, std::move(*request), background->value_or(false), request_key,
-                 [done](Result<SendOutcome> outcome) {
-                   if (!outcome) return done(std::unexpected(outcome.error()));
-                   if (outcome->operation_id) {
-                     return done(Json{{"operationId", *outcome->operation_id}});
-                   }
-                   done(ToJson(*outcome->result));
-                 });
-    return;
-  }
-  if (method == "terminal_output" || method == "terminal_cancel" || method == "terminal_status") {
-    Result<Params> p = check({"sessionId"});
-    if (!p) return fail(p.error());
-    Result<std::string> session = p->RequiredString("sessionId");
-    if (!session) return fail(session.error());
-    if (method == "terminal_output") {
-      Result<backend::SendRead> read = service.Output(*owner, *session);
-      if (!read) return fail(read.error());
-      return done(ToJson(*read));
-    }
-    if (method == "terminal_cancel") {
-      Result<bool> canceled = service.Cancel(*owner, *session);
-      if (!canceled) return fail(canceled.error());
-      return done(Json{{"canceled", *canceled}});
-    }
-    Result<SessionInfo> info = service.Status(*owner, *session);
-    if (!info) return fail(info.error());
-    return done(ToJson(*info, /*for_list=*/false));
-  }
-  if (method == "terminal_read") {
-    Result<Params> p = check({"sessionId", "cursor", "maxBytes", "view"});
-    if (!p) return fail(p.error());
-    Result<std::string> session = p->RequiredString("sessionId");
-    if (!session) return fail(session.error());
-    Result<backend::ReadRequest> request = ReadRequestFrom(*p);
-    if (!request) return fail(request.error());
-    Result<backend::ReadResult> read = service.Read(*owner, *session, *request);
-    if (!read) return fail(read.error());
-    return done(ToJson(*read));
-  }
-  if (method == "terminal_signal") {
-    Result<Params> p = check({"sessionId", "signal"});
-    if (!p) return fail(p.error());
-    Result<std::string> session = p->RequiredString("sessionId");
-    if (!session) return fail(session.error());
-    Result<std::string> name = p->RequiredString("signal");
-    if (!name) return fail(name.error());
-    std::optional<int> signal = backend::ParseClientSignal(*name);
-    if (!signal) {
-      return fail(Error{ErrorKind::kInvalidParams,
-                        "terminal_signal: unknown signal \"" + Abbreviate(*name) +
-                            "\" (SIGINT, SIGTERM, SIGKILL, SIGQUIT, SIGHUP, SIGTSTP or SIGCONT)",
-                        "signal"});
-    }
-    service.Signal(*owner, *session, *signal, [done](Result<backend::SignalResult> result) {
-      if (!result) return done(std::unexpected(result.error()));
-      done(Json{{"delivered", result->delivered}, {"pgid", result->pgid}});
-    });
-    return;
-  }
-  if (method == "terminal_close") {
-    Result<Params> p = check({"sessionId", "reason"});
-    if (!p) return fail(p.error());
-    Result<std::string> session = p->RequiredString("sessionId");
-    if (!session) return fail(session.error());
-    Result<std::optional<std::string>> reason = p->OptionalString("reason", kMaxReasonBytes);
-    if (!reason) return fail(reason.error());
-    service.Close(owner, *session, reason->value_or("closed by the client"),
-                  [done](Result<backend::SessionStatus> status) {
-                    if (!status) return done(std::unexpected(status.error()));
-                    done(Json{{"sessionStatus", ToJson(*status)}});
-                  });
-    return;
-  }
-  if (method == "terminal_list") {
-    Result<Params> p = check({});
-    if (!p) return fail(p.error());
-    Json sessions = Json::array();
-    for (const SessionInfo& info : service.List(*owner)) sessions.push_back(ToJson(info, true));
-    return done(Json{{"sessions", sessions}});
-  }
-  if (method == "policy_resolve") {
-    Result<Params> p = check({});
-    if (!p) return fail(p.error());
-    Result<policy::ResolvedPolicy> resolved = service.ResolvePolicy(*owner);
-    if (!resolved) return fail(resolved.error());
-    return done(PolicyToJson(*resolved));
-  }
-  if (method == "policy_set_mode") {
-    Result<Params> p = check({"mode"});
-    if (!p) return fail(p.error());
-    Result<std::string> text = p->RequiredString("mode");
-    if (!text) return fail(text.error());
-    std::optional<policy::Mode> mode = policy::ParseMode(*text);
-    if (!mode) {
-      return fail(Error{ErrorKind::kInvalidParams,
-                        "policy_set_mode: unknown mode \"" + Abbreviate(*text) +
-                            "\" (read-only, workspace-write or danger-full-access)",
-                        "mode"});
-    }
-    Result<policy::Mode> set = service.SetMode(*owner, *mode);
-    if (!set) return fail(set.error());
-    return done(Json{{"mode", std::string(policy::ToString(*set))}});
-  }
-  if (method == "owner_info") {  // v1.1; the logic is PtyService::Info
-    Result<Params> p = check({});
-    if (!p) return fail(p.error());
-    OwnerInfo info = service.Info(*owner);
-    return done(Json{{"ownerToken", info.token}, {"detachGraceMs", info.detach_grace_ms}});
-  }
-  if (method == "owner_attach") {  // v1.1: it replaces the connection's owner (RpcConnection)
-    return fail(Error{ErrorKind::kInvalidParams,
-                      "owner_attach is answered by a serve --socket or --stdio connection only",
-                      "ownerToken"});
-  }
-  fail(Error{ErrorKind::kInternal, "no contract method named " + method, method});
+  Result<Args> args = ValidateParams(*spec, params);
+  if (!args) return done(std::unexpected(args.error()));
+  MethodCall call{service, owner, *args, request_key, std::move(done)};
+  spec->handler(call);
 }
 
 }  // namespace ptybox::runtime

@@ -1,10 +1,15 @@
-// The contract's method table (shared/contract.md, "Methods") over PtyService, shared by both
-// protocol servers: reads params with messages that name the parameter, calls the service and
-// encodes the result. JSON-RPC answers with it as is; MCP wraps it in a tool result.
+// The contract's method table (shared/contract.md, "Methods"), as tmux's cmd_entry makes a
+// command one entry: each method's name, summary, parameters (type, bounds, default,
+// description) and handler in one place. JSON-RPC param validation (ValidateParams) and the MCP
+// input schemas (mcp_tools.h) are derived from it. Adding a method is adding one entry to
+// Contract() in methods.cc. Both protocol servers call methods through CallMethod: JSON-RPC
+// answers with its result as is; MCP wraps it in a tool result.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,15 +20,99 @@
 
 namespace ptybox::runtime {
 
+// Bounds written once: the table states them, validation enforces them, schemas and docs show
+// them.
+inline constexpr int64_t kMaxTimeoutMs = 24LL * 3600 * 1000;  // timeoutMs, silenceMs
+inline constexpr int kMinRows = 2;                             // terminal_open/resize rows
+inline constexpr size_t kMaxKeys = 1024;                       // terminal_send `keys` entries
+inline constexpr size_t kMaxKeyBytes = 64 * 1024;              // one `keys` entry (a literal)
+
+enum class ParamType {
+  kString,      // max_bytes
+  kInteger,     // min..max
+  kBoolean,
+  kEnum,        // a string, one of `values`
+  kEnv,         // an object of strings, checked by policy/schema.h's env.set rules
+  kStringList,  // an array of at most max_items strings, each at most max_bytes
+};
+
+struct ParamSpec {
+  std::string name = {};
+  ParamType type = ParamType::kString;
+  bool required = false;
+  std::string description = {};  // for a model (the MCP schema) and for a person
+  int64_t min = 0;          // kInteger
+  int64_t max = 0;          // kInteger
+  size_t max_bytes = kMaxParamStringBytes;  // kString, kEnum; kStringList: each entry
+  size_t max_items = 0;                     // kStringList
+  std::vector<std::string> values = {};     // kEnum
+  Json default_value = nullptr;  // used when absent; null: none (or one from the policy)
+};
+
+// A method's params after validation: every value has its declared type and bounds, and
+// absent params with a default hold it.
+class Args final {
+ public:
+  explicit Args(Json values) : values_(std::move(values)) {}
+  [[nodiscard]] bool Has(const std::string& name) const;
+  [[nodiscard]] std::string String(const std::string& name) const;  // required or defaulted
+  [[nodiscard]] std::optional<std::string> OptionalString(const std::string& name) const;
+  [[nodiscard]] std::optional<int64_t> Int(const std::string& name) const;
+  [[nodiscard]] bool Bool(const std::string& name) const;  // false when absent
+  [[nodiscard]] std::map<std::string, std::string> Env(const std::string& name) const;
+  [[nodiscard]] std::vector<std::string> StringList(const std::string& name) const;
+
+ private:
+  Json values_;
+};
+
+using Done = std::function<void(Result<Json>)>;
+
+// What a handler gets: validated args, the caller, and `done` (run exactly once).
+struct MethodCall {
+  PtyService& service;
+  const std::shared_ptr<Owner>& owner;
+  const Args& args;
+  const std::string& request_key;
+  Done done;
+};
+
+struct MethodSpec {
+  std::string name = {};
+  std::string summary = {};  // one line: what it does and returns
+  std::vector<ParamSpec> params = {};
+  // Exactly one of these params must be given (empty: no such rule).
+  std::vector<std::string> exactly_one_of = {};
+  void (*handler)(MethodCall& call) = nullptr;
+};
+
+// The entry of `items` whose `name` is `name`; nullptr when none is.
+template <typename T>
+const T* FindByName(const std::vector<T>& items, std::string_view name) {
+  for (const T& item : items) {
+    if (item.name == name) return &item;
+  }
+  return nullptr;
+}
+
 // Every method of the contract, in the contract's order.
-const std::vector<std::string>& ContractMethods();
+const std::vector<MethodSpec>& Contract();
+// nullptr for a name that is not a contract method.
+const MethodSpec* FindMethod(std::string_view name);
 [[nodiscard]] bool IsContractMethod(std::string_view method);
+
+// Checks `params` (an object or null) against `method`'s entry: unknown keys, types, bounds,
+// enums, the exactly-one rule. Each failure is kInvalidParams with a message that names the
+// method and the parameter, and the parameter as its context.
+Result<Args> ValidateParams(const MethodSpec& method, const Json& params);
+
+// "a, b or c".
+std::string JoinAlternatives(const std::vector<std::string>& values);
 
 // Runs one contract method for `owner`. `request_key` identifies the request for cancellation.
 // `done` runs exactly once, inline for the synchronous methods, later for open, send, signal and
 // close. Bad params are kInvalidParams errors naming the parameter.
 void CallMethod(PtyService& service, const std::shared_ptr<Owner>& owner, const std::string& method,
-                const Json& params, const std::string& request_key,
-                std::function<void(Result<Json>)> done);
+                const Json& params, const std::string& request_key, Done done);
 
 }  // namespace ptybox::runtime

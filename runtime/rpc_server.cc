@@ -132,10 +132,10 @@ void RpcConnection::HandleRequest(const Json& id, const std::string& method, con
 }
 
 void RpcConnection::Attach(const Json& id, const Json& params) {
-  Result<Params> p = Params::Check(params, "owner_attach", {"ownerToken"});
-  if (!p) return ReplyError(id, p.error());
-  Result<std::string> token = p->RequiredString("ownerToken");
-  if (!token) return ReplyError(id, token.error());
+  // The params are checked by the method's entry of the contract table, as every method's are.
+  Result<Args> args = ValidateParams(*FindMethod("owner_attach"), params);
+  if (!args) return ReplyError(id, args.error());
+  const std::string token = args->String("ownerToken");
   // Only the first call of a connection may attach: the fresh owner it replaces must hold
   // nothing (contract v1.1).
   if (attached_ || owner_->opened_any || !owner_->sessions.empty() ||
@@ -145,7 +145,7 @@ void RpcConnection::Attach(const Json& id, const Json& params) {
         "invalid request: owner_attach must come before this connection opens a session or "
         "attaches; use a new connection to attach");
   }
-  Result<AttachResult> attached = service_.AttachOwner(*token);
+  Result<AttachResult> attached = service_.AttachOwner(token);
   if (!attached) return ReplyError(id, attached.error());
   attached_ = true;
   const bool may_detach = owner_->may_detach;

@@ -2,35 +2,13 @@
 
 #include <asio/post.hpp>
 
-#include "backend/screen.h"
 #include "common/log.h"
 #include "common/random.h"
 #include "policy/resolver.h"
-#include "policy/schema.h"
 #include "runtime/owner.h"
 
 namespace ptybox::runtime {
 namespace {
-
-// A client's env, checked by exactly the rules of a policy file's env.set (policy/schema.h):
-// the same names refused, the same value bound, no NUL in a name or a value.
-std::optional<Error> CheckClientEnv(const std::map<std::string, std::string>& env) {
-  if (env.size() > policy::kMaxListEntries) {
-    return Error{ErrorKind::kInvalidParams,
-                 "env has " + std::to_string(env.size()) + " variables; at most " +
-                     std::to_string(policy::kMaxListEntries) + " are allowed",
-                 "env"};
-  }
-  for (const auto& [name, value] : env) {
-    if (auto problem = policy::EnvNameProblem(name, policy::EnvUse::kSet)) {
-      return Error{ErrorKind::kInvalidParams, "env: " + *problem + "; remove it from env", "env"};
-    }
-    if (auto problem = policy::EnvValueProblem(value)) {
-      return Error{ErrorKind::kInvalidParams, "env." + name + ": " + *problem, "env." + name};
-    }
-  }
-  return std::nullopt;
-}
 
 Error NotFound(const std::string& id) {
   return Error{ErrorKind::kNotFound,
@@ -100,18 +78,6 @@ void PtyService::Open(const std::shared_ptr<Owner>& owner, OpenParams params,
     fail(Error{ErrorKind::kInvalidParams,
                "unknown session type \"" + params.type + "\"; the available type is \"shell\"",
                "type"});
-    return;
-  }
-  // The screen's own bounds (backend/screen.h): refused here rather than clamped there.
-  if (params.columns < backend::Screen::kMinColumns ||
-      params.columns > backend::Screen::kMaxColumns || params.rows < 2 ||
-      params.rows > backend::Screen::kMaxRows) {
-    fail(Error{ErrorKind::kInvalidParams, "cols must be between 2 and 1000, rows between 2 and 500",
-               "cols"});
-    return;
-  }
-  if (std::optional<Error> bad_env = CheckClientEnv(params.env)) {
-    fail(std::move(*bad_env));
     return;
   }
   Result<policy::ResolvedPolicy> resolved = Resolve(*owner, std::nullopt);
@@ -284,9 +250,8 @@ Result<backend::SendRead> PtyService::Output(Owner& owner, const std::string& se
                 "sessionId");
   }
   if (op->settled() && !op->result()->has_value()) return std::unexpected(op->result()->error());
-  Result<policy::ResolvedPolicy> resolved = Resolve(owner, std::nullopt);
-  size_t max_bytes = resolved ? static_cast<size_t>(resolved->limits.max_read_bytes) : 256 * 1024;
-  return op->ReadOutput(max_bytes);
+  // The session's own limit, as terminal_read uses it: never the policy files as they are now.
+  return op->ReadOutput(static_cast<size_t>((*session)->policy().limits.max_read_bytes));
 }
 
 Result<bool> PtyService::Cancel(Owner& owner, const std::string& session_id) {
@@ -305,10 +270,14 @@ Result<backend::ReadResult> PtyService::Read(Owner& owner, const std::string& se
                                              const backend::ReadRequest& request) {
   Result<std::shared_ptr<backend::BackendSession>> session = Find(owner, session_id);
   if (!session) return std::unexpected(session.error());
-  if (request.max_bytes && *request.max_bytes <= 0) {
-    return Fail(ErrorKind::kInvalidParams, "maxBytes must be positive", "maxBytes");
-  }
   return (*session)->Read(request);
+}
+
+Result<void> PtyService::Resize(Owner& owner, const std::string& session_id, int columns,
+                                int rows) {
+  Result<std::shared_ptr<backend::BackendSession>> session = Find(owner, session_id);
+  if (!session) return std::unexpected(session.error());
+  return (*session)->Resize(rows, columns);
 }
 
 void PtyService::Signal(Owner& owner, const std::string& session_id, int signal,

@@ -46,12 +46,18 @@ struct ServiceOptions {
 policy::ResolveInputs ResolveInputsFrom(const ServiceOptions& options,
                                         std::optional<policy::Mode> requested_mode);
 
+// terminal_open's default terminal size.
+inline constexpr int kDefaultColumns = 120;
+inline constexpr int kDefaultRows = 40;
+
+// terminal_open's params, validated by the contract table (runtime/methods.h): sizes within
+// the screen's bounds, env by policy/schema.h's rules.
 struct OpenParams {
   std::string type = "shell";
   std::optional<std::string> name;
   std::optional<std::string> cwd;
-  int columns = 120;
-  int rows = 40;
+  int columns = kDefaultColumns;
+  int rows = kDefaultRows;
   std::map<std::string, std::string> env;
   std::optional<int64_t> timeout_ms;
 };
@@ -131,6 +137,8 @@ class PtyService final {
   Result<bool> Cancel(Owner& owner, const std::string& session_id);
   Result<backend::ReadResult> Read(Owner& owner, const std::string& session_id,
                                    const backend::ReadRequest& request);
+  // Sizes are within the screen's bounds (the contract table checks them).
+  Result<void> Resize(Owner& owner, const std::string& session_id, int columns, int rows);
   void Signal(Owner& owner, const std::string& session_id, int signal,
               std::function<void(Result<backend::SignalResult>)> done);
   Result<SessionInfo> Status(Owner& owner, const std::string& session_id);

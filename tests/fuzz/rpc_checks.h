@@ -2,12 +2,15 @@
 // line with a message or a reject and never throws; a reject has one of the three documented
 // codes and a message; the answer a server would send serializes; and a request's params go
 // through Params::Check and every accessor, each giving a value or an error that names the
-// parameter. A violated expectation traps, which libFuzzer reports as a crash.
+// parameter; and the params of every contract method go through the contract table's
+// validation (runtime/methods.h), which gives validated args or a -32602 error naming the method.
+// A violated expectation traps, which libFuzzer reports as a crash.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "runtime/methods.h"
 #include "runtime/wire.h"
 
 namespace ptybox::fuzz {
@@ -48,6 +51,21 @@ inline void CheckDecodesParams(const runtime::RpcMessage& message) {
   Check(!params->RequiredString("no such key").has_value());
 }
 
+// The contract table's validation of `params` for every method (whatever the line's method):
+// args, or an invalid-params error whose message starts with the method and names a context.
+inline void CheckValidatesForEveryMethod(const runtime::Json& params) {
+  for (const runtime::MethodSpec& method : runtime::Contract()) {
+    Result<runtime::Args> args = runtime::ValidateParams(method, params);
+    if (args) continue;
+    Check(args.error().kind == ErrorKind::kInvalidParams);
+    Check(runtime::ErrorObject(args.error())["code"] == -32602);
+    Check(args.error().message.starts_with(method.name + ": ") ||
+          args.error().message.starts_with("env"));
+    Check(!args.error().context.empty());
+    Check(!runtime::Dump(runtime::ErrorObject(args.error())).empty());
+  }
+}
+
 // Decodes one line as both servers do, and builds the answer they would send.
 inline void CheckLine(const std::string& line) {
   auto message = runtime::ParseRpcLine(line);
@@ -65,6 +83,7 @@ inline void CheckLine(const std::string& line) {
   if (message->kind == runtime::RpcMessage::Kind::kResponse) return;
   Check(!runtime::Dump(runtime::RpcResult(message->id, message->params)).empty());
   CheckDecodesParams(*message);
+  CheckValidatesForEveryMethod(message->params);
 }
 
 }  // namespace ptybox::fuzz

@@ -29,7 +29,7 @@ const GUARD_MS = 60_000; // hang guard only: nothing asserts durations
 const EXPECTED_TOOLS = [
   'terminal_open', 'terminal_send', 'terminal_output', 'terminal_cancel', 'terminal_read',
   'terminal_signal', 'terminal_status', 'terminal_close', 'terminal_list', 'policy_resolve',
-  'policy_set_mode'
+  'policy_set_mode', 'terminal_resize'
 ];
 
 // --- a tiny TAP runner: steps run in order and share state -------------------------------------
@@ -206,10 +206,16 @@ await step('tools/list: every tool, each input and output schema valid in both d
       'session_exit', 'does not prove it finished', 'background']) {
       assert.ok(sendTool.description.includes(phrase), `terminal_send describes ${phrase}`);
     }
-    assert.deepEqual(sendTool.inputSchema.required, ['sessionId', 'input']);
+    // input or keys: exactly one, which the server checks (hosts refuse a top-level oneOf).
+    assert.deepEqual(sendTool.inputSchema.required, ['sessionId']);
+    for (const phrase of ['keys', '"C-c"', '"Escape", ":q!", "Enter"', 'Up']) {
+      assert.ok(sendTool.description.includes(phrase), `terminal_send teaches keys: ${phrase}`);
+    }
     const validateInput = ajv2020.compile(sendTool.inputSchema);
     assert.ok(validateInput({ sessionId: 'pty-1', input: 'ls\n', timeoutMs: 1000 }));
-    assert.ok(!validateInput({ sessionId: 'pty-1' }), 'input is required');
+    assert.ok(validateInput({ sessionId: 'pty-1', keys: ['C-c'] }));
+    assert.ok(!validateInput({ sessionId: 'pty-1', keys: [] }), 'keys is not empty');
+    assert.ok(!validateInput({ sessionId: 'pty-1', keys: 'C-c' }), 'keys is a list');
     assert.ok(!validateInput({ sessionId: 'pty-1', input: 'x', colour: 1 }), 'closed object');
   });
 
@@ -261,6 +267,24 @@ await step('terminal_send: state persists (cwd, variables) and exit codes are th
     r = await send(state.session, 'echo "$GREETING in $(pwd)"\n');
     assert.equal(r.structuredContent.viewport, `persisted in ${path.join(workspace, 'sub')}`);
     assert.equal(r.structuredContent.exitCode, 0);
+  });
+
+await step('terminal_send keys and terminal_resize: named keys run a command; the size changes',
+  async () => {
+    const keyed = await call('terminal_send', {
+      sessionId: state.session, keys: ['echo $((6*7))', 'Enter'] });
+    assert.equal(keyed.isError, false, keyed.content[0].text);
+    assert.equal(keyed.structuredContent.viewport, '42');
+    assert.equal(keyed.structuredContent.exitCode, 0);
+    const resized = await call('terminal_resize', { sessionId: state.session, cols: 90, rows: 33 });
+    assert.equal(resized.isError, false, resized.content[0].text);
+    assert.deepEqual(resized.structuredContent, { cols: 90, rows: 33 });
+    assert.ok(outputValidators.get('terminal_resize')(resized.structuredContent));
+    const r = await send(state.session, 'stty size\n');
+    assert.equal(r.structuredContent.viewport, '33 90');
+    const bad = await call('terminal_send', { sessionId: state.session, keys: ['C-Foo'] });
+    assert.equal(bad.isError, true);
+    assert.match(bad.content[0].text, /unknown key "C-Foo"/);
   });
 
 await step('the sandbox: the workspace is writable, the rest of the host is not', async () => {
