@@ -277,7 +277,9 @@ Result<void> PtyService::Resize(Owner& owner, const std::string& session_id, int
                                 int rows) {
   Result<std::shared_ptr<backend::BackendSession>> session = Find(owner, session_id);
   if (!session) return std::unexpected(session.error());
-  return (*session)->Resize(rows, columns);
+  Result<void> resized = (*session)->Resize(rows, columns);
+  if (resized) audit_->Resized(owner.id(), session_id, columns, rows);  // and the recording's "r"
+  return resized;
 }
 
 void PtyService::Signal(Owner& owner, const std::string& session_id, int signal,
