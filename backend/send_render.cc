@@ -59,18 +59,32 @@ SendRender::Tail SendRender::Render(int rows, int columns, bool at_prompt,
     return screen.RowText(cursor.row, 0, prompt_column.value_or(columns_now));
   };
 
+  // Blank rows are held back until text follows them: those just above an empty last row (a
+  // program that moved the cursor to the bottom before it exited) are not lines.
   Tail tail;
+  int blank_rows = 0;
+  auto emit = [&](const std::string& text) {
+    if (text.empty()) {
+      ++blank_rows;
+      return;
+    }
+    for (; blank_rows > 0; --blank_rows) line(std::string_view());
+    line(text);
+  };
   for (int row = 0; row <= last; ++row) {
     if (row == cursor.row) {
       if (row == last) break;
-      line(cursor_row_output());
+      emit(cursor_row_output());
       continue;
     }
-    line(screen.RowText(row, 0, columns_now));
+    emit(screen.RowText(row, 0, columns_now));
   }
   if (cursor.row == last) {
     tail.pending = screen.RowText(cursor.row, 0, cursor.column, false);
     tail.pending_output = cursor_row_output();
+    if (!tail.pending_output.empty()) {
+      for (; blank_rows > 0; --blank_rows) line(std::string_view());
+    }
   }
   return tail;
 }
