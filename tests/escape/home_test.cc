@@ -135,15 +135,16 @@ TEST_P(HomeEscapeTest, TheHostHomeCannotBeReachedThroughThePrivateOne) {
   EXPECT_EQ(link.exit, 1) << link.Show();
   EXPECT_TRUE(link.Says("Read-only file system") || link.Says("Permission denied"))
       << link.Show();
+  // /run holds the private home only (before `mount` below writes its utab there): no host
+  // run-time directory came with it.
+  Observed run = Run(session, "list-run", "ls -A /run");
+  EXPECT_EQ(run.text, "ptybox-home") << run.Show();
   // The private home cannot be unmounted or mounted elsewhere (no capability inside).
   Observed umount = Run(session, "umount-home", "umount /run/ptybox-home");
   EXPECT_NE(umount.exit, 0) << umount.Show();
   Observed mount = Run(session, "mount-over-host-home",
                        h + "mount --bind /run/ptybox-home $H");
   EXPECT_NE(mount.exit, 0) << mount.Show();
-  // /run holds the private home only: no host run-time directory came with it.
-  Observed run = Run(session, "list-run", "ls -A /run");
-  EXPECT_EQ(run.text, "ptybox-home") << run.Show();
 
   // State left in one session's home is not in the next session's.
   Observed leave = Run(session, "leave-state", "echo left > ~/state && cat ~/state");

@@ -84,7 +84,8 @@ TEST_P(ViewportTest, CursorUpProgressShowsItsFinalLines) {
   EXPECT_EQ(r["exitCode"], 0);
   const std::string lines = Lines(id, before);
   EXPECT_NE(lines.find("a 100%\nb 100%\n"), std::string::npos) << lines;
-  EXPECT_EQ(lines.find("0%"), std::string::npos) << lines;
+  EXPECT_EQ(lines.find("a 0%"), std::string::npos) << lines;
+  EXPECT_EQ(lines.find("b 0%"), std::string::npos) << lines;
   EXPECT_EQ(Send(client_, id, "echo next\n")["viewport"], "next");
 }
 
