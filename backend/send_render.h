@@ -25,9 +25,11 @@ struct RenderedViewport {
 class SendRender final {
  public:
   // The raw bytes kept per send: past kMaxRawBytes, only the last kRawTail (from a line start)
-  // stay, and the rendering starts there.
-  static constexpr size_t kMaxRawBytes = 1024 * 1024;
-  static constexpr size_t kRawTail = 256 * 1024;
+  // stay, and the rendering starts there. libvterm renders a few hundred KB/s to a few MB/s
+  // depending on load (a 700 KB flood took 4 s on a loaded 2-core machine): the bound keeps a
+  // rendering well under a second.
+  static constexpr size_t kMaxRawBytes = 256 * 1024;
+  static constexpr size_t kRawTail = 64 * 1024;
 
   // `boundary_line`: the unterminated line at the write boundary with its trailing blanks (the
   // prompt "$ "); `addressing_events` and `scrollback_end`: the decoder's at the boundary.
