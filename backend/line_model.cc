@@ -515,6 +515,17 @@ void LineModel::OnControl(char c) {
   }
 }
 
+void LineModel::ReplacePending(std::string_view utf8) {
+  text_.clear();
+  cells_.clear();
+  simple_ = text_mode_;
+  weight_ = 0;
+  cursor_ = 0;
+  row_start_ = 0;
+  wrap_pending_ = false;
+  OnPrint(utf8);
+}
+
 void LineModel::OnCsi(const CsiSequence& csi) {
   if (csi.intermediate != 0) return;
   if (csi.private_marker != 0 && !(csi.private_marker == '?' && csi.final == 'K')) return;

@@ -30,6 +30,9 @@ class LineModel final : public VtHandler {
   // The same with its trailing blanks: a prompt like ">>> " as it stands before the input.
   [[nodiscard]] std::string PendingTextUntrimmed() const;
   [[nodiscard]] int columns() const { return static_cast<int>(columns_); }
+  // Discards the unterminated line without committing it and starts a new one holding `utf8`
+  // (printable text), the cursor after it: the line as a rendering found it.
+  void ReplacePending(std::string_view utf8);
   // Keeps every line in cells, never as plain text: the same rendering by the general path, for
   // tests and the fuzzer to compare the two.
   void DisableTextMode();

@@ -22,6 +22,7 @@ struct ScreenCallbacks {
       static_cast<Screen*>(user)->alternate_screen_ = value->boolean;
     return 1;
   }
+  static int PushLine(int cols, const VTermScreenCell* cells, void* user);
   static void Output(const char* bytes, size_t size, void* user) {
     std::string& replies = static_cast<Screen*>(user)->replies_;
     if (replies.size() + size <= Screen::kMaxReplyBytes) replies.append(bytes, size);
@@ -38,6 +39,18 @@ const VTermScreenCallbacks kCallbacks = {
     .bell = nullptr,
     .resize = nullptr,
     .sb_pushline = nullptr,
+    .sb_popline = nullptr,
+};
+
+// A scratch screen's: rows scrolled off the top reach the row sink.
+const VTermScreenCallbacks kCollectingCallbacks = {
+    .damage = nullptr,
+    .moverect = nullptr,
+    .movecursor = nullptr,
+    .settermprop = &ScreenCallbacks::SetTermProp,
+    .bell = nullptr,
+    .resize = nullptr,
+    .sb_pushline = &ScreenCallbacks::PushLine,
     .sb_popline = nullptr,
 };
 
@@ -64,7 +77,36 @@ void AppendUtf8(uint32_t cp, std::string& out) {
   }
 }
 
+// Appends one cell's text: nothing for a wide character's second half, a blank for an empty
+// cell.
+void AppendCell(const VTermScreenCell& cell, std::string& out) {
+  if (cell.chars[0] == kWideContinuation) return;
+  if (cell.chars[0] == 0) {
+    out.push_back(' ');
+    return;
+  }
+  for (int i = 0; i < VTERM_MAX_CHARS_PER_CELL && cell.chars[i] != 0; ++i) {
+    AppendUtf8(cell.chars[i], out);
+  }
+}
+
+void TrimBlanks(std::string& out, size_t from) {
+  size_t end = out.size();
+  while (end > from && out[end - 1] == ' ') --end;
+  out.resize(end);
+}
+
 }  // namespace
+
+int ScreenCallbacks::PushLine(int cols, const VTermScreenCell* cells, void* user) {
+  auto* screen = static_cast<Screen*>(user);
+  if (!screen->scrolled_sink_) return 1;
+  std::string row;
+  for (int col = 0; col < cols; ++col) AppendCell(cells[col], row);
+  TrimBlanks(row, 0);
+  screen->scrolled_sink_(row);
+  return 1;
+}
 
 void Screen::VTermDeleter::operator()(VTerm* vt) const { vterm_free(vt); }
 
@@ -357,26 +399,36 @@ void Screen::Resize(int rows, int columns) {
 std::string Screen::Render() const {
   std::string out;
   out.reserve(static_cast<size_t>(rows_) * static_cast<size_t>(columns_ + 1));
-  VTermScreenCell cell;
   for (int row = 0; row < rows_; ++row) {
     if (row > 0) out.push_back('\n');
-    const size_t row_start = out.size();
-    for (int col = 0; col < columns_; ++col) {
-      if (vterm_screen_get_cell(screen_, VTermPos{row, col}, &cell) == 0) continue;
-      if (cell.chars[0] == kWideContinuation) continue;
-      if (cell.chars[0] == 0) {
-        out.push_back(' ');
-        continue;
-      }
-      for (int i = 0; i < VTERM_MAX_CHARS_PER_CELL && cell.chars[i] != 0; ++i) {
-        AppendUtf8(cell.chars[i], out);
-      }
-    }
-    size_t end = out.size();
-    while (end > row_start && out[end - 1] == ' ') --end;
-    out.resize(end);
+    out.append(RowText(row, 0, columns_));
   }
   return out;
+}
+
+std::string Screen::RowText(int row, int first_column, int last_column, bool trim) const {
+  std::string out;
+  if (row < 0 || row >= rows_) return out;
+  first_column = std::clamp(first_column, 0, columns_);
+  last_column = std::clamp(last_column, first_column, columns_);
+  VTermScreenCell cell;
+  for (int col = first_column; col < last_column; ++col) {
+    if (vterm_screen_get_cell(screen_, VTermPos{row, col}, &cell) == 0) continue;
+    AppendCell(cell, out);
+  }
+  if (trim) TrimBlanks(out, 0);
+  return out;
+}
+
+Screen::Position Screen::Cursor() const {
+  VTermPos cursor;
+  vterm_state_get_cursorpos(vterm_obtain_state(vt_.get()), &cursor);
+  return Position{std::clamp(cursor.row, 0, rows_ - 1), std::clamp(cursor.col, 0, columns_ - 1)};
+}
+
+void Screen::SetScrolledRowSink(std::function<void(std::string_view row)> sink) {
+  scrolled_sink_ = std::move(sink);
+  vterm_screen_set_callbacks(screen_, scrolled_sink_ ? &kCollectingCallbacks : &kCallbacks, this);
 }
 
 std::string Screen::TakeReplies() {

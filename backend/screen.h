@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -37,6 +38,19 @@ class Screen final {
   [[nodiscard]] bool alternate_screen() const { return alternate_screen_; }
   // rows lines joined by '\n', trailing blanks trimmed per row.
   [[nodiscard]] std::string Render() const;
+  // The cells [first_column, last_column) of one row (clamped to the screen), with or without
+  // its trailing blanks.
+  [[nodiscard]] std::string RowText(int row, int first_column, int last_column,
+                                    bool trim = true) const;
+  struct Position {
+    int row = 0;
+    int column = 0;
+  };
+  [[nodiscard]] Position Cursor() const;
+  // Receives each row that scrolls off the top of the normal screen (rendered, trailing blanks
+  // trimmed), in order. Only for scratch screens (a per-send render): it costs a rendering per
+  // scrolled row.
+  void SetScrolledRowSink(std::function<void(std::string_view row)> sink);
   // Answers owed to the program (DSR CPR, DA), in order; empties the queue.
   std::string TakeReplies();
   [[nodiscard]] int rows() const { return rows_; }
@@ -71,6 +85,7 @@ class Screen final {
   int columns_;
   bool alternate_screen_ = false;
   std::string replies_;
+  std::function<void(std::string_view)> scrolled_sink_;
   std::string clean_;  // Sanitize's output, reused
   enum class Filter : unsigned char {
     kGround,

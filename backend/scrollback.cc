@@ -82,6 +82,13 @@ void Scrollback::Append(std::string_view line) {
   line_ends_.push_back(end_);
 }
 
+void Scrollback::Rewind(uint64_t offset) {
+  if (offset >= end_) return;
+  offset = std::max(offset, begin_);
+  while (!line_ends_.empty() && line_ends_.back() > offset) line_ends_.pop_back();
+  end_ = offset;
+}
+
 ReadResult Scrollback::Read(std::optional<uint64_t> cursor, size_t max_bytes,
                             std::string_view pending_line) const {
   ReadResult result;

@@ -19,6 +19,11 @@ class Scrollback final {
  public:
   Scrollback(size_t max_lines, size_t max_bytes);
   void Append(std::string_view line);  // one committed line; it occupies line.size()+1 bytes
+  // Drops the lines after `offset` (an earlier end()), so they can be replaced: a send whose
+  // output was rendered through a scratch screen (backend/send_render.h). Offsets after it are
+  // used again by the lines appended next; when `offset` was already dropped, every retained
+  // line goes.
+  void Rewind(uint64_t offset);
   [[nodiscard]] uint64_t begin() const { return begin_; }  // offset of the oldest retained byte
   [[nodiscard]] uint64_t end() const { return end_; }      // offset just past the newest line
   [[nodiscard]] size_t lines() const { return line_ends_.size(); }  // retained (first may be cut)

@@ -78,6 +78,7 @@ void SendOperation::BeginWrite() {
   // The write boundary. Output before it belongs to the previous send.
   capture_ = std::make_unique<SendCapture>(config_.max_result_bytes, config_.max_unconsumed_bytes,
                                            host_.PendingTextUntrimmed());
+  host_.OnSendBoundary();
   marker_.reset();
   prompt_on_line_ = false;
   engine().OnWriteStarted(now);
@@ -225,13 +226,20 @@ void SendOperation::Finish(WaitReason reason) {
   // lands after it. The result says so with `truncated`.
   const bool input_dropped = write_ == WriteState::kInFlight && host_.terminal().AbortWrite();
   result.session_status = host_.CurrentStatus();
+  const bool at_prompt = engine().settled_by_prompt() && marker_.has_value();
+  std::optional<RenderedViewport> rendered =
+      capture_ ? host_.RenderSend(at_prompt) : std::nullopt;
   if (std::optional<std::string> screen = host_.AlternateScreen()) {
     // The rendered screen, within maxResultBytes like any viewport.
     bool truncated = false;
     result.viewport = SendCapture::Bound(*screen, config_.max_result_bytes, &truncated);
     result.truncated = truncated;
+  } else if (rendered) {
+    // Cursor-addressed output: what the terminal showed, not the line path's fragments.
+    result.viewport = std::move(rendered->text);
+    result.truncated = rendered->truncated;
   } else if (capture_) {
-    bool by_prompt = engine().settled_by_prompt() && marker_.has_value();
+    const bool by_prompt = at_prompt;
     std::string pending = by_prompt ? pending_before_marker_ : host_.PendingText();
     if (!by_prompt && prompt_on_line_) {
       if (std::optional<std::string> kept = WithoutPrompt(pending, pending_before_marker_)) {

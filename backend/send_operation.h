@@ -12,6 +12,7 @@
 #include "backend/readiness_driver.h"
 #include "backend/readiness_engine.h"
 #include "backend/send_capture.h"
+#include "backend/send_render.h"
 #include "backend/terminal_handle.h"
 #include "backend/types.h"
 #include "common/error.h"
@@ -33,6 +34,13 @@ class SendHost : public ReadinessHost {
   virtual bool InSignalTransition(const ForegroundFacts& facts) = 0;
   // Runs `fn` on the reactor after `delay`.
   virtual void After(Millis delay, std::function<void()> fn) = 0;
+  // The write boundary: the session starts keeping the send's raw output (backend/send_render.h).
+  virtual void OnSendBoundary() {}
+  // At settlement: when the send's output addressed the cursor across rows on the normal
+  // screen, its viewport rendered the way the terminal showed it (and its scrollback lines
+  // replaced by the same rendering); nullopt for plain output, whose line capture stands.
+  // `at_prompt`: the send settled at the shell's prompt, which is not output.
+  virtual std::optional<RenderedViewport> RenderSend(bool /*at_prompt*/) { return std::nullopt; }
 };
 
 class SendOperation final {

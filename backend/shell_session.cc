@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <asio/post.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 
@@ -36,6 +37,12 @@ TerminalDecoder::Options DecoderOptions(const SpawnSpec& spec) {
   o.scrollback_lines = static_cast<size_t>(spec.policy.limits.scrollback_lines);
   o.scrollback_bytes = static_cast<size_t>(spec.policy.limits.scrollback_bytes);
   return o;
+}
+
+// A rendered screen without its trailing blank rows (rows are already trimmed of blanks).
+std::string TrimTrailingRows(std::string screen) {
+  while (!screen.empty() && screen.back() == '\n') screen.pop_back();
+  return screen;
 }
 
 std::string DescribeStatus(const SessionStatus& status) {
@@ -133,6 +140,7 @@ void ShellSession::OnOutput(std::string_view bytes) {
   if (starting) startup_->engine().OnOutput(now);
   if (send_ && !send_->settled()) send_->OnOutput();
   if (spec_.output_tap) spec_.output_tap(bytes);
+  if (render_) render_->AddBytes(bytes);
   decoder_.Feed(bytes);
   if (std::string replies = decoder_.TakeReplies(); !replies.empty()) {
     terminal_.WriteReply(std::move(replies));
@@ -328,7 +336,32 @@ Result<std::shared_ptr<SendOperation>> ShellSession::StartSend(SendRequest reque
 
 std::optional<std::string> ShellSession::AlternateScreen() {
   if (!decoder_.alternate_screen()) return std::nullopt;
-  return decoder_.screen().Render();
+  return TrimTrailingRows(decoder_.screen().Render());
+}
+
+void ShellSession::OnSendBoundary() {
+  render_.emplace(decoder_.PendingTextUntrimmed(), decoder_.addressing_events(),
+                  decoder_.scrollback().end());
+}
+
+std::optional<RenderedViewport> ShellSession::RenderSend(bool at_prompt) {
+  if (!render_) return std::nullopt;
+  SendRender render = std::move(*render_);
+  render_.reset();
+  // Plain line output (most sends) stops here: the line path already rendered it.
+  if (!render.Needed(decoder_.addressing_events())) return std::nullopt;
+  // A full-screen program still shows the alternate screen: the screen is the viewport, and
+  // the line path kept nothing of it.
+  if (decoder_.alternate_screen()) return std::nullopt;
+  const TimePoint began = Clock::now();
+  RenderedViewport rendered =
+      ApplyRender(decoder_, render, static_cast<size_t>(spec_.policy.limits.max_result_bytes),
+                  at_prompt);
+  const auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - began).count();
+  LogDebug("send output rendered through a scratch screen: " +
+           std::to_string(render.raw_bytes()) + " bytes in " + std::to_string(micros) + " us");
+  return rendered;
 }
 
 ReadResult ShellSession::Read(const ReadRequest& request) const {
@@ -340,7 +373,8 @@ ReadResult ShellSession::Read(const ReadRequest& request) const {
     // The screen (up to 1000 x 500 cells, each with combining marks) within the same bound as
     // a page of lines; `truncated` says a part was dropped.
     ReadResult screen;
-    screen.text = SendCapture::Bound(decoder_.screen().Render(), max_bytes, &screen.truncated);
+    screen.text = SendCapture::Bound(TrimTrailingRows(decoder_.screen().Render()), max_bytes,
+                                     &screen.truncated);
     screen.cursor = scrollback.end();
     screen.next_cursor = scrollback.end();
     screen.end = true;

@@ -15,6 +15,7 @@
 #include "backend/local_terminal.h"
 #include "backend/prompt_protocol.h"
 #include "backend/readiness_driver.h"
+#include "backend/send_render.h"
 #include "backend/terminal_decoder.h"
 
 namespace ptybox::backend {
@@ -80,6 +81,8 @@ class ShellSession final : public BackendSession,
   SessionStatus CurrentStatus() override { return terminal_.status(); }
   bool InSignalTransition(const ForegroundFacts& facts) override;
   void After(Millis delay, std::function<void()> fn) override;
+  void OnSendBoundary() override;
+  std::optional<RenderedViewport> RenderSend(bool at_prompt) override;
 
   void OnTimer();
   void OnStartupSettled(WaitReason reason);
@@ -108,6 +111,8 @@ class ShellSession final : public BackendSession,
   // Sends.
   std::shared_ptr<SendOperation> send_;
   bool slot_held_ = false;
+  // The active send's raw output since its write boundary, until it settles.
+  std::optional<SendRender> render_;
 
   // Close.
   bool closing_ = false;

@@ -3,15 +3,17 @@
 // to the line listener.
 #include "backend/terminal_decoder.h"
 
+#include <optional>
+
 namespace ptybox::backend {
 
 void TerminalDecoder::Fanout::OnPrint(std::string_view utf8) {
-  line_model_.OnPrint(utf8);
+  if (!alternate_) line_model_.OnPrint(utf8);
   if (observer_ != nullptr) observer_->OnPrint(utf8);
 }
 
 void TerminalDecoder::Fanout::OnControl(char c) {
-  line_model_.OnControl(c);
+  if (!alternate_) line_model_.OnControl(c);
   if (observer_ != nullptr) observer_->OnControl(c);
 }
 
@@ -32,6 +34,44 @@ bool NeedsScreenNow(const CsiSequence& csi) {
   return false;
 }
 
+// A switch to (true) or from (false) the alternate screen, or nullopt.
+std::optional<bool> AlternateSwitch(const CsiSequence& csi) {
+  if (csi.private_marker != '?' || csi.intermediate != 0) return std::nullopt;
+  if (csi.final != 'h' && csi.final != 'l') return std::nullopt;
+  for (int i = 0; i < csi.param_count; ++i) {
+    int mode = csi.params[static_cast<size_t>(i)];
+    if (mode == 47 || mode == 1047 || mode == 1049) return csi.final == 'h';
+  }
+  return std::nullopt;
+}
+
+// Sequences that place output on rows other than the cursor's line, which the line path
+// cannot follow (TerminalDecoder::addressing_events).
+bool AddressesCursor(const CsiSequence& csi) {
+  if (csi.intermediate != 0) return false;
+  if (csi.private_marker == '?') return csi.final == 'J';  // DECSED
+  if (csi.private_marker != 0) return false;
+  switch (csi.final) {
+    case 'A':  // CUU
+    case 'B':  // CUD
+    case 'E':  // CNL
+    case 'F':  // CPL
+    case 'H':  // CUP
+    case 'f':  // HVP
+    case 'd':  // VPA
+    case 'e':  // VPR
+    case 'J':  // ED
+    case 'r':  // DECSTBM
+    case 'L':  // IL
+    case 'M':  // DL
+    case 'S':  // SU
+    case 'T':  // SD
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 void TerminalDecoder::Fanout::OnCsi(const CsiSequence& csi) {
@@ -44,13 +84,18 @@ void TerminalDecoder::Fanout::OnCsi(const CsiSequence& csi) {
   } else if (csi.final == 'p' && csi.intermediate == '!') {
     application_cursor_ = false;
   }
-  line_model_.OnCsi(csi);
+  if (!alternate_) line_model_.OnCsi(csi);
   if (observer_ != nullptr) observer_->OnCsi(csi);
   if (NeedsScreenNow(csi)) screen_needed_ = true;
+  if (const std::optional<bool> to_alternate = AlternateSwitch(csi)) {
+    alternate_ = *to_alternate;
+  } else if (!alternate_ && AddressesCursor(csi)) {
+    ++addressing_events_;
+  }
 }
 
 void TerminalDecoder::Fanout::OnOsc(std::string_view payload) {
-  line_model_.OnOsc(payload);
+  if (!alternate_) line_model_.OnOsc(payload);
   if (observer_ != nullptr) observer_->OnOsc(payload);
 }
 
@@ -84,6 +129,9 @@ void TerminalDecoder::Feed(std::string_view bytes) {
   // A full-screen program, or a question to answer in stream order: the screen goes along.
   SyncScreen();
   screen_->Feed(bytes);
+  // The screen has the last word on which screen is shown (a reset also leaves the alternate
+  // screen).
+  fanout_.set_alternate(screen_->alternate_screen());
 }
 
 void TerminalDecoder::Finish() {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <optional>
@@ -52,6 +53,21 @@ class TerminalDecoder final {
   std::string TakeReplies() { return screen_->TakeReplies(); }  // from the screen
   // Whether a program asked for application cursor keys (DECCKM), as of every byte fed.
   [[nodiscard]] bool application_cursor() const { return fanout_.application_cursor(); }
+  [[nodiscard]] int rows() const { return screen_->rows(); }
+  [[nodiscard]] int columns() const { return screen_->columns(); }
+
+  // How many cursor-addressing sequences were decoded on the normal screen so far: CSIs that
+  // move the cursor to another row (CUU CUD CNL CPL CUP HVP VPA VPR), erase the display (ED),
+  // set a scroll region (DECSTBM), insert, delete or scroll lines (IL DL SU SD). Plain line
+  // output (text, CR, LF, in-line edits, colours) never raises it: a send whose output left it
+  // unchanged keeps the cheap line path (backend/send_render.h).
+  [[nodiscard]] uint64_t addressing_events() const { return fanout_.addressing_events(); }
+  // A rendering replaces what the line path made of a send: the lines after `offset` (an
+  // earlier scrollback end) are dropped, the rendered lines appended (the line listener does
+  // not see them), and the unterminated line replaced.
+  void RewindScrollback(uint64_t offset) { scrollback_.Rewind(offset); }
+  void AppendScrollback(std::string_view line) { scrollback_.Append(line); }
+  void ReplacePending(std::string_view line) { line_model_.ReplacePending(line); }
 
   // Output on the normal screen waits in a backlog and reaches libvterm (which is ~20 times
   // slower than the line path) only when the screen is looked at, when a program switches to
@@ -63,7 +79,10 @@ class TerminalDecoder final {
 
  private:
   // Hands each event to the line model (a direct call), then to the observer, and notes what
-  // needs the screen at once.
+  // needs the screen at once. While the alternate screen is shown, the line model sees
+  // nothing: a full-screen program's drawing is not lines (a terminal keeps none of it in its
+  // scrollback either), and the line model's pending line is the normal screen's, which comes
+  // back when the program leaves.
   class Fanout final : public VtHandler {
    public:
     explicit Fanout(LineModel& line_model) : line_model_(line_model) {}
@@ -75,12 +94,16 @@ class TerminalDecoder final {
     // True once since the last call when a CSI switched screens or asked for an answer.
     bool TakeScreenNeeded() { return std::exchange(screen_needed_, false); }
     [[nodiscard]] bool application_cursor() const { return application_cursor_; }
+    [[nodiscard]] uint64_t addressing_events() const { return addressing_events_; }
+    void set_alternate(bool alternate) { alternate_ = alternate; }
 
    private:
     LineModel& line_model_;
     VtHandler* observer_ = nullptr;
     bool screen_needed_ = false;
     bool application_cursor_ = false;
+    uint64_t addressing_events_ = 0;
+    bool alternate_ = false;
   };
 
   void SyncScreen() const;

@@ -205,7 +205,8 @@ std::vector<McpTool> BuildTools() {
       "- session_exit: the shell itself exited (sessionStatus has its code); open a new "
       "terminal.\n"
       "After inferred_idle or timeout, look again with terminal_read or terminal_status, or stop "
-      "the command with terminal_signal SIGINT. One send runs per terminal at a time (a second "
+      "the command with terminal_signal SIGINT (the send has ended, so terminal_cancel has "
+      "nothing to cancel). One send runs per terminal at a time (a second "
       "one is refused as busy). For a long job pass background: true and collect its output "
       "with terminal_output. truncated means output was dropped from this result; terminal_read "
       "pages what the scrollback kept.\n"
@@ -239,7 +240,8 @@ std::vector<McpTool> BuildTools() {
       "terminal_cancel", "Cancel the running send",
       "Stop the send running on a terminal: input not yet written is dropped and the running "
       "command gets a real SIGINT (like Ctrl-C); the send then returns. canceled is false when "
-      "no send was running.",
+      "no send was running, and then nothing is signalled: a command still running after its "
+      "send returned (timeout, inferred_idle) is stopped with terminal_signal SIGINT.",
       InputFor("terminal_cancel"),
       Output(Json{{"canceled", Prop("boolean", "A running send was canceled.")}}),
       Annotations(false, true, false, false)});
@@ -394,7 +396,8 @@ std::string SendFooter(const Json& r) {
   } else if (reason == "inferred_idle") {
     line += " (output went quiet; the command may still be running)";
   } else if (reason == "timeout") {
-    line += " (deadline passed; the command may still be running)";
+    line += " (deadline passed; the command may still be running: terminal_signal SIGINT stops "
+            "it)";
   } else if (reason == "session_exit") {
     line += ": the shell " + StatusText(r.value("sessionStatus", Json::object())) +
             "; open a new terminal";
@@ -473,7 +476,9 @@ std::string RenderToolResult(std::string_view tool, const Json& r) {
   }
   if (tool == "terminal_cancel") {
     return r.value("canceled", false) ? "Canceled the running send; its command got SIGINT."
-                                      : "No send was running.";
+                                      : "No send was running, nothing was signalled. A command "
+                                        "still running after its send returned is stopped with "
+                                        "terminal_signal SIGINT.";
   }
   if (tool == "terminal_read") {
     std::string text = Str(r, "text");

@@ -178,6 +178,12 @@ std::vector<std::string> BuildBwrapArgv(const SandboxSpec& spec,
   // Walls 2 and 3, after the binds so they cover paths inside the roots too: the daemon's
   // socket (its directory, or the file alone) and the hidden paths (secrets).
   AddHiddenPaths(spec, invocation.init_binary, argv);
+  // The private home, after the binds and covers so none of them lands on it; its mount point
+  // is made in the sandbox's own empty /run (sandbox/session_home.h), never on the host.
+  if (!spec.session_home.empty()) {
+    argv.Option("--perms", "0700");
+    argv.Option("--tmpfs", spec.session_home.string());
+  }
 
   // Last mount: the init binary, read-only even when it lives in /tmp or a writable root.
   argv.Bind("--ro-bind", invocation.init_binary, from);

@@ -45,6 +45,9 @@ struct SandboxSpec {
   std::filesystem::path daemon_socket;
   // Host paths hidden from the session (secrets): existing paths, canonical.
   std::vector<HiddenPath> hidden;
+  // The session's private home (sandbox/session_home.h): an empty tmpfs of mode 0700 there;
+  // empty for none.
+  std::filesystem::path session_home;
 };
 
 struct BwrapInvocation {

@@ -13,6 +13,7 @@
 #include "sandbox/mount_stage.h"
 #include "sandbox/user_namespace.h"
 #include "sandbox/seccomp_filter.h"
+#include "sandbox/session_home.h"
 
 namespace ptybox::sandbox {
 
@@ -30,6 +31,11 @@ void ApplyPolicy(const policy::ResolvedPolicy& p, const std::filesystem::path& c
   launch.sandbox.cwd = cwd;
   launch.session_ids = p.session_ids;
   ApplyHostWalls(p, launch.sandbox);  // run dirs and hidden paths (docs/security.md)
+  // A private home for tool state, in both confined modes (sandbox/session_home.h).
+  launch.sandbox.session_home.clear();
+  if (policy::IsConfined(p.mode) && SessionHomeMountable(launch.sandbox)) {
+    launch.sandbox.session_home = kSessionHome;
+  }
   const policy::Limits& l = p.limits;
   launch.rlimits.clear();
   auto limit = [&](LimitedResource resource, const std::optional<int64_t>& value) {
@@ -174,7 +180,11 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
       return Fail(ErrorKind::kSpawnFailed, *problem, "env");
     }
   }
-  const StartMessage start{spec.environment};
+  std::vector<std::string> environment = spec.environment;
+  if (confined && !spec.sandbox.session_home.empty()) {
+    PointEnvironmentAtHome(environment, spec.sandbox.session_home);
+  }
+  const StartMessage start{environment};
   if (!EncodeInitMessage(start)) {
     return Fail(ErrorKind::kSpawnFailed, "the session environment is larger than 128 KiB",
                 "env");

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "tests/escape/escape_support.h"
@@ -34,9 +35,14 @@ TEST_P(EscapeTest, WritingOutsideTheWritableRootsFails) {
     EXPECT_FALSE(fs::exists(in_host_tmp)) << b.Show();
     // Places a process would use to persist: only tried when confined (as root, danger mode
     // would really write them).
-    for (const char* target : {"/etc/ptybox-escape-probe", "\"$HOME\"/.ptybox-escape-probe",
-                               "/usr/local/bin/ptybox-escape-probe"}) {
-      Observed c = Run("write-system", std::string("touch ") + target);
+    // The daemon's home at its own path (a confined session's HOME is its private home).
+    const char* daemon_home = std::getenv("HOME");
+    const std::string host_home_probe =
+        Quote(std::string(daemon_home != nullptr && *daemon_home != '\0' ? daemon_home : "/root") +
+              "/.ptybox-escape-probe");
+    for (const std::string& target : {std::string("/etc/ptybox-escape-probe"), host_home_probe,
+                                      std::string("/usr/local/bin/ptybox-escape-probe")}) {
+      Observed c = Run("write-system", "touch " + target);
       EXPECT_EQ(c.exit, 1) << c.Show();
       // A root daemon's session is not the owner of /root: refused before the mount is asked.
       EXPECT_TRUE(c.Says("Read-only file system") || c.Says("Permission denied")) << c.Show();

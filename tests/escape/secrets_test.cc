@@ -71,24 +71,27 @@ TEST_P(SecretsTest, PlantedCredentialsAreHidden) {
   auto run = [&](const std::string& name, const std::string& command) {
     return RunInSession(client, session, Mode(), name, command);
   };
+  // A confined session's HOME is its private home (docs/sandbox.md); the daemon's home is
+  // still there, read-only, at its own path: H names it.
   Observed home = run("home", "echo $HOME");
-  EXPECT_EQ(home.text, home_.string()) << home.Show();
+  EXPECT_EQ(home.text, Confined() ? "/run/ptybox-home" : home_.string()) << home.Show();
+  const std::string h = "H=" + Quote(home_) + "; ";
   // Every planted secret, read as the shell would; the FAKE- prefix marks a leak.
   Observed read = run("read-secrets",
-                      "cat ~/.ssh/id_ed25519 ~/.npmrc ~/.netrc ~/.aws/credentials "
-                      "~/.bash_history " +
+                      h + "cat $H/.ssh/id_ed25519 $H/.npmrc $H/.netrc $H/.aws/credentials "
+                          "$H/.bash_history " +
                           Quote(operator_secret_) + " .env 2>&1 | grep -c FAKE-");
-  Observed list = run("list-secret-dirs", "ls -A ~/.ssh | wc -l; ls -A ~/.aws | wc -l");
-  Observed other = run("read-ordinary", "cat ~/notes.txt");
+  Observed list = run("list-secret-dirs", h + "ls -A $H/.ssh | wc -l; ls -A $H/.aws | wc -l");
+  Observed other = run("read-ordinary", h + "cat $H/notes.txt");
   EXPECT_EQ(other.text, "not a secret") << other.Show();
   if (Confined()) {
     EXPECT_EQ(read.text, "0") << read.Show();
     // The directories are empty, read-only tmpfs; the files /dev/null.
     EXPECT_EQ(Words(list.text), (std::vector<std::string>{"0", "0"})) << list.Show();
-    Observed write = run("write-hidden-dir", "touch ~/.ssh/authorized_keys");
+    Observed write = run("write-hidden-dir", h + "touch $H/.ssh/authorized_keys");
     EXPECT_EQ(write.exit, 1) << write.Show();
     EXPECT_TRUE(write.Says("Read-only file system")) << write.Show();
-    Observed kind = run("hidden-file-kind", "stat -c %F ~/.npmrc .env");
+    Observed kind = run("hidden-file-kind", h + "stat -c %F $H/.npmrc .env");
     EXPECT_EQ(kind.text, "character special file\ncharacter special file") << kind.Show();
     if (Mode() == "workspace-write") {
       // The covered workspace file cannot be replaced to uncover it for later sessions.
@@ -111,8 +114,9 @@ TEST_P(SecretsTest, DefaultListHidesCredentialsWithoutAnyPolicy) {
   const std::string session = OpenSession(client, Mode());
   ASSERT_FALSE(session.empty()) << daemon.Log();
   Observed read = RunInSession(client, session, Mode(), "read-default-secrets",
-                               "cat ~/.ssh/id_ed25519 ~/.npmrc ~/.netrc ~/.aws/credentials "
-                               "~/.bash_history 2>&1 | grep -c FAKE-");
+                               "H=" + Quote(home_) +
+                                   "; cat $H/.ssh/id_ed25519 $H/.npmrc $H/.netrc "
+                                   "$H/.aws/credentials $H/.bash_history 2>&1 | grep -c FAKE-");
   EXPECT_EQ(read.text, Confined() ? "0" : "5") << read.Show();
   if (Confined() && fs::exists("/etc/shadow")) {
     // /dev/null bound without device access (nodev): it cannot even be opened.

@@ -1,6 +1,7 @@
 // BuildBwrapArgv as a pure function: exact argv per mode, the ordering constraints the mount
 // stack relies on, and CollectProtectedPaths against a real directory tree.
 #include "sandbox/bwrap_args.h"
+#include "sandbox/session_home.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -269,6 +270,52 @@ TEST(BwrapArgsTest, WorkspaceWriteProtectsAfterEveryWritableBind) {
   }
   EXPECT_LT(last_bind, first_protected);
   EXPECT_EQ(std::count(options.begin(), options.end(), "--bind"), 4);
+}
+
+TEST(BwrapArgsTest, PrivateHomeIsATmpfsAfterTheBinds) {
+  for (Mode mode : {Mode::kReadOnly, Mode::kWorkspaceWrite}) {
+    SandboxSpec spec = Spec(mode);
+    spec.hidden = {{"/home/u/.ssh", true}};
+    const Argv without = Options(BuildBwrapArgv(spec, Invocation()));
+    EXPECT_EQ(Find(without, {"--tmpfs", kSessionHome}), std::string::npos);
+    ASSERT_TRUE(SessionHomeMountable(spec));
+    spec.session_home = kSessionHome;
+    const Argv argv = Options(BuildBwrapArgv(spec, Invocation()));
+    const size_t home = Find(argv, {"--perms", "0700", "--tmpfs", kSessionHome});
+    ASSERT_NE(home, std::string::npos);
+    // After /run is emptied (its mount point is made there), the workspace and the covers.
+    EXPECT_LT(Find(argv, {"--tmpfs", "/run"}), home);
+    EXPECT_LT(Find(argv, {mode == Mode::kReadOnly ? "--ro-bind" : "--bind", "/home/u/proj",
+                          "/home/u/proj"}),
+              home);
+    EXPECT_LT(Find(argv, {"--tmpfs", "/home/u/.ssh"}), home);
+  }
+  // Not when /run is not the sandbox's own empty tmpfs: the mount point would be a host path.
+  SandboxSpec spec = Spec(Mode::kWorkspaceWrite);
+  spec.run_dirs.clear();
+  EXPECT_FALSE(SessionHomeMountable(spec));
+}
+
+TEST(BwrapArgsTest, PrivateHomeVariablesPointIntoItWithoutOverridingChoices) {
+  std::vector<std::string> env = {"PATH=/usr/bin", "HOME=/root", "XDG_CONFIG_HOME=/etc/xdg"};
+  PointEnvironmentAtHome(env, kSessionHome);
+  auto value = [&](std::string_view name) -> std::string {
+    for (const std::string& entry : env) {
+      if (entry.starts_with(std::string(name) + "=")) return entry.substr(name.size() + 1);
+    }
+    return "(unset)";
+  };
+  EXPECT_EQ(value("HOME"), "/run/ptybox-home");
+  EXPECT_EQ(value("XDG_CONFIG_HOME"), "/etc/xdg");  // set by the policy or client: it stands
+  EXPECT_EQ(value("XDG_CACHE_HOME"), "/run/ptybox-home/.cache");
+  EXPECT_EQ(value("npm_config_cache"), "/run/ptybox-home/.npm");
+  EXPECT_EQ(value("PIP_CACHE_DIR"), "/run/ptybox-home/.cache/pip");
+  EXPECT_EQ(value("CARGO_HOME"), "/run/ptybox-home/.cargo");
+  EXPECT_EQ(value("GOPATH"), "/run/ptybox-home/go");
+  EXPECT_EQ(value("PATH"), "/usr/bin");
+  EXPECT_EQ(std::count_if(env.begin(), env.end(),
+                          [](const std::string& e) { return e.starts_with("HOME="); }),
+            1);
 }
 
 TEST(BwrapArgsTest, PathsWithSpacesAndNewlinesStayWholeArguments) {
