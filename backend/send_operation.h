@@ -58,6 +58,10 @@ class SendOperation final {
   SendOperation& operator=(const SendOperation&) = delete;
   ~SendOperation();
 
+  // The bytes this send types: its input, or its named keys as encoded (what the audit log and
+  // a recording show).
+  [[nodiscard]] const std::string& input() const { return request_.input; }
+
   // Called once when the result is known (settled or rejected).
   void SetSettledCallback(SettledCallback callback) { on_settled_ = std::move(callback); }
   // Called once when the operation gives up the session's send slot: settled, and its write and

@@ -102,6 +102,13 @@ void ShellSession::Start(ReadyCallback ready) {
   sandbox::ApplyPolicy(p, spec_.cwd, launch);
   launch.bwrap = options_.bwrap;
   launch.sandbox.daemon_socket = options_.daemon_socket;
+  for (const std::filesystem::path& path : options_.daemon_files) {
+    std::error_code ec;
+    const std::filesystem::file_status status = std::filesystem::symlink_status(path, ec);
+    if (ec || !std::filesystem::exists(status)) continue;  // nothing there to read yet
+    launch.sandbox.hidden.push_back(
+        sandbox::HiddenPath{path, std::filesystem::is_directory(status)});
+  }
   launch.init_binary = options_.init_binary;
   launch.command = {options_.shell, "--noprofile", "--norc", "-i"};
   launch.environment = BuildEnvironment(spec_, nonce_);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/child_reaper.h"
@@ -25,6 +26,9 @@ struct ShellBackendOptions {
   std::filesystem::path bwrap;        // for confined modes
   std::string shell = "bash";
   std::filesystem::path daemon_socket;  // hidden inside confined sessions (docs/security.md)
+  // The daemon's own files (the audit log, the recordings' directory): hidden inside confined
+  // sessions like the socket, so a session never reads another's recording.
+  std::vector<std::filesystem::path> daemon_files;
 };
 
 class ShellSession final : public BackendSession,

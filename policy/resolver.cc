@@ -90,14 +90,19 @@ Result<fs::path> CanonicalWorkspace(const fs::path& workspace, const std::string
   return canonical;
 }
 
-}  // namespace
-
-Result<AuditPolicy> ReadOperatorAudit(const ResolveInputs& inputs) {
+// The operator file: --policy FILE (which must exist), else the default path when present.
+auto LoadOperatorFile(const ResolveInputs& inputs) {
   const bool explicit_file = inputs.operator_policy.has_value();
   const fs::path path =
       Absolute(explicit_file ? *inputs.operator_policy : inputs.default_operator_policy);
-  auto loaded = Load(path, PolicyRole::kOperator,
-                     ReadOptions{.follow_symlinks = true, .missing_ok = !explicit_file});
+  return Load(path, PolicyRole::kOperator,
+              ReadOptions{.follow_symlinks = true, .missing_ok = !explicit_file});
+}
+
+}  // namespace
+
+Result<AuditPolicy> ReadOperatorAudit(const ResolveInputs& inputs) {
+  auto loaded = LoadOperatorFile(inputs);
   if (!loaded) return std::unexpected(std::move(loaded.error()));
   AuditPolicy audit;
   if (!*loaded) return audit;
@@ -112,11 +117,7 @@ Result<ResolvedPolicy> Resolve(const ResolveInputs& inputs) {
   // 1. The operator file.
   std::optional<PolicyFile> op;
   {
-    const bool explicit_file = inputs.operator_policy.has_value();
-    const fs::path path =
-        Absolute(explicit_file ? *inputs.operator_policy : inputs.default_operator_policy);
-    auto loaded = Load(path, PolicyRole::kOperator,
-                       ReadOptions{.follow_symlinks = true, .missing_ok = !explicit_file});
+    auto loaded = LoadOperatorFile(inputs);
     if (!loaded) return std::unexpected(std::move(loaded.error()));
     op = std::move(*loaded);
   }

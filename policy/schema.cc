@@ -65,13 +65,14 @@ constexpr std::array<std::string_view, 12> kTopLevelKeys = {
 constexpr std::array<std::string_view, 3> kAuditKeys = {"log", "recordDir", "recordMaxBytes"};
 // Common credentials, hidden from confined sessions unless the operator's `hide` replaces the
 // list. `~/` stands for every home directory (sandbox/host_walls.h).
-constexpr std::array<std::string_view, 40> kDefaultHidden = {
+constexpr std::array<std::string_view, 41> kDefaultHidden = {
     "~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.kube",
     "~/.docker/config.json", "~/.netrc", "~/.npmrc", "~/.yarnrc.yml", "~/.pypirc",
     "~/.config/pip/pip.conf", "~/.git-credentials", "~/.config/git/credentials", "~/.config/gh",
     "~/.config/hub", "~/.cargo/credentials", "~/.cargo/credentials.toml", "~/.gem/credentials",
     "~/.terraform.d/credentials.tfrc.json", "~/.vault-token", "~/.password-store",
-    "~/.local/share/keyrings", "~/.bash_history", "~/.zsh_history", "~/.history",
+    "~/.local/share/keyrings", "~/.local/state/ptybox", "~/.bash_history", "~/.zsh_history",
+    "~/.history",
     "~/.python_history", "~/.node_repl_history", "~/.psql_history", "~/.mysql_history",
     "~/.lesshst", "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
     "/etc/ptybox", "/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key",

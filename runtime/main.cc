@@ -78,9 +78,11 @@ void AddAuditFlags(CLI::App* app, AuditFlags& flags, bool record) {
   }
 }
 
-// The audit sink of a daemon (or nullptr), from the flags and the operator policy.
+// The audit sink of a daemon (or nullptr), from the flags and the operator policy. The log
+// file and the recordings' directory are hidden inside confined sessions, as the socket is
+// (docs/security.md, "Audit log and recordings").
 std::shared_ptr<ptybox::runtime::AuditLog> AuditFrom(const AuditFlags& flags,
-                                                     const ptybox::runtime::ServiceOptions& service,
+                                                     ptybox::runtime::ServiceOptions& service,
                                                      const char* program) {
   std::optional<std::filesystem::path> log;
   std::optional<std::filesystem::path> record;
@@ -89,6 +91,8 @@ std::shared_ptr<ptybox::runtime::AuditLog> AuditFrom(const AuditFlags& flags,
   std::optional<ptybox::runtime::AuditOptions> options = ptybox::runtime::AuditOptionsFrom(
       log, record, ptybox::runtime::ResolveInputsFrom(service, std::nullopt), program);
   if (!options) return nullptr;
+  if (options->log) service.shell.daemon_files.push_back(*options->log);
+  if (options->record_dir) service.shell.daemon_files.push_back(*options->record_dir);
   return std::make_shared<ptybox::runtime::AuditLog>(std::move(*options));
 }
 

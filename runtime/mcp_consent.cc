@@ -84,6 +84,13 @@ std::optional<std::string> ConsentRefusal(const Json& response) {
   return "the host answered with an unknown action \"" + a + "\"";
 }
 
+Error ConsentInProgress() {
+  return Error{ErrorKind::kBusy,
+               "the user is still being asked about another mode change: wait for that "
+               "policy_set_mode to return, then try again if it is still needed",
+               "mode"};
+}
+
 Error ConsentUnavailable(policy::Mode current, policy::Mode wanted) {
   return Error{ErrorKind::kPolicyDenied,
                "the sandbox stays in " + Quoted(current) + " mode: widening it to " +

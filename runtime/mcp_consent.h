@@ -36,6 +36,8 @@ namespace ptybox::runtime {
 // accepted, otherwise why it is a refusal ("the user declined it", ...).
 [[nodiscard]] std::optional<std::string> ConsentRefusal(const Json& response);
 
+// kBusy for a second widening while the user is still being asked about the first.
+[[nodiscard]] Error ConsentInProgress();
 // kPolicyDenied for a widening the host cannot ask the user about (no elicitation).
 [[nodiscard]] Error ConsentUnavailable(policy::Mode current, policy::Mode wanted);
 // kPolicyDenied for a widening the user did not accept; `why` from ConsentRefusal or a bound.

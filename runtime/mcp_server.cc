@@ -278,11 +278,7 @@ void McpServer::SetModeTool(const Json& id, const Json& arguments) {
     // The daemon checks the ceiling and the fence when the accepted change applies.
     if (!can_elicit_) return ReplyToolError(id, ConsentUnavailable(current->mode, *mode));
     if (!consents_.empty()) {
-      return ReplyToolError(
-          id, Error{ErrorKind::kBusy,
-                    "the user is still being asked about another mode change: wait for that "
-                    "policy_set_mode to return, then try again if it is still needed",
-                    "mode"});
+      return ReplyToolError(id, ConsentInProgress());
     }
     policy::ResolvedPolicy wanted = *current;
     wanted.mode = *mode;
@@ -297,11 +293,7 @@ void McpServer::SetModeTool(const Json& id, const Json& arguments) {
   }
   if (!can_elicit_) return ReplyToolError(id, ConsentUnavailable(current->mode, wanted->mode));
   if (!consents_.empty()) {
-    return ReplyToolError(
-        id, Error{ErrorKind::kBusy,
-                  "the user is still being asked about another mode change: wait for that "
-                  "policy_set_mode to return, then try again if it is still needed",
-                  "mode"});
+    return ReplyToolError(id, ConsentInProgress());
   }
   AskConsent(id, *current, *wanted);
 }

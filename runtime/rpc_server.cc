@@ -234,13 +234,25 @@ Result<void> PrepareSocketDirectory(const std::filesystem::path& path) {
                       ") or choose another --socket path",
                   path.string());
     }
-    return {};
+    // Checked below like any existing directory: another user may have made it first.
   }
+  // The directory itself, not what a link there points to; and only one that nobody else can
+  // rearrange: owned by this uid or root, and writable by group or others only when sticky
+  // (/tmp, a 1777 /run/ptybox), so no other user can swap the socket for something else.
   struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return Fail(ErrorKind::kInternal,
-                "the socket directory " + dir.string() + " is not a directory; choose another "
-                "--socket path",
+                "the socket directory " + dir.string() + " is not a directory (or is a symbolic "
+                "link); choose another --socket path",
+                path.string());
+  }
+  if ((st.st_uid != ::geteuid() && st.st_uid != 0) ||
+      ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0)) {
+    return Fail(ErrorKind::kInternal,
+                "the socket directory " + dir.string() + " (owner uid " +
+                    std::to_string(st.st_uid) + ", mode " + ModeText(st.st_mode) +
+                    ") could be changed by another user; use a directory owned by uid " +
+                    std::to_string(::geteuid()) + " (or root) that only its owner can write",
                 path.string());
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
@@ -276,7 +288,8 @@ Result<void> SocketServer::Listen(const std::filesystem::path& path) {
                                           " (is the directory writable? is another ptybox using it?)",
                 path.string());
   }
-  ::chmod(path.c_str(), 0600);
+  // No chmod by path afterwards: the umask made it 0600 at bind, and a chmod by name would
+  // follow whatever another process put at that name meanwhile.
   Accept();
   return {};
 }

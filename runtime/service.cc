@@ -193,7 +193,6 @@ void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& se
                       backend::SendRequest request, bool background, std::string request_key,
                       std::function<void(Result<SendOutcome>)> done) {
   Result<std::shared_ptr<backend::BackendSession>> session = Find(*owner, session_id);
-  const std::string audited_input = audit_->active() ? request.input : std::string();
   Result<std::shared_ptr<backend::SendOperation>> op =
       session ? (*session)->StartSend(std::move(request))
               : Result<std::shared_ptr<backend::SendOperation>>(std::unexpected(session.error()));
@@ -204,7 +203,9 @@ void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& se
   }
   // Operations a session replaced are no longer readable: forgotten.
   std::erase_if(owner->operations, [](const auto& entry) { return entry.second.op.expired(); });
-  audit_->SendStarted(owner->id(), session_id, audited_input, background);
+  // The typed bytes as the operation holds them: named keys are encoded by now, so a send made
+  // of `keys` is audited and recorded like one made of `input`.
+  audit_->SendStarted(owner->id(), session_id, (*op)->input(), background);
   auto audit_settled = [audit = audit_, id = owner->id(),
                         session_id](const Result<backend::SendResult>& result) {
     audit->SendSettled(id, session_id, result);

@@ -111,6 +111,64 @@ TEST(AuditLogTest, RecordsASessionsEventsInOrder) {
   }
 }
 
+// A send made of named keys types bytes too: the log and the recording show the bytes typed,
+// so `keys` is no way around the audit (literal text in keys is typed as is).
+TEST(AuditLogTest, ASendOfNamedKeysIsAuditedAsTheBytesItTypes) {
+  TempDir logs;
+  const fs::path log = logs.path() / "audit.jsonl";
+  Daemon daemon(Daemon::Options{{"--audit-log", log.string()}, {}});
+  {
+    RpcClient client(daemon.socket());
+    const std::string id = OpenSession(client, "workspace-write");
+    ASSERT_FALSE(id.empty());
+    Json keyed = client.Call(
+        "terminal_send",
+        Json{{"sessionId", id}, {"keys", Json::array({"echo keyed-42", "Enter"})}});
+    ASSERT_TRUE(keyed.contains("result")) << keyed.dump();
+    EXPECT_EQ(keyed["result"]["exitCode"], 0) << keyed.dump();
+  }
+  daemon.Stop(SIGTERM);
+  std::vector<Json> sends = EventsNamed(ReadAuditLog(log), "send");
+  ASSERT_EQ(sends.size(), 1u);
+  EXPECT_EQ(sends[0]["input"], "echo keyed-42\r") << sends[0].dump();
+}
+
+// The log and the recordings' directory are the daemon's: a confined session reads neither
+// (hidden like the socket where the session runs as the daemon's own uid; unreadable to the
+// unprivileged id a root daemon's sessions run as). They live where a session could see them
+// were they not covered: /var/tmp, not the private /tmp.
+TEST(AuditLogTest, AConfinedSessionReadsNeitherTheLogNorTheRecordings) {
+  const fs::path base = fs::path("/var/tmp") / ("ptybox-audit-reach-" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base / "casts");
+  fs::permissions(base, fs::perms(0755));
+  fs::permissions(base / "casts", fs::perms(0755));
+  const fs::path log = base / "audit.jsonl";
+  {
+    Daemon daemon(Daemon::Options{
+        {"--audit-log", log.string(), "--record", (base / "casts").string()}, {}});
+    for (const char* mode : {"workspace-write", "read-only"}) {
+      RpcClient client(daemon.socket());
+      const std::string id = OpenSession(client, mode);
+      ASSERT_FALSE(id.empty()) << mode;
+      Json read = Send(client, id,
+                       "cat " + log.string() + " " + (base / "casts").string() +
+                           "/*.cast 2>/dev/null | head -c 200; ls " + (base / "casts").string() +
+                           " 2>/dev/null | head -3; echo END-OF-LOOK\n");
+      const std::string viewport = read["viewport"].get<std::string>();
+      EXPECT_NE(viewport.find("END-OF-LOOK"), std::string::npos) << mode << " " << read.dump();
+      EXPECT_EQ(viewport.find("audit_started"), std::string::npos) << mode << " " << viewport;
+      EXPECT_EQ(viewport.find(".cast"), std::string::npos) << mode << " " << viewport;
+      EXPECT_EQ(viewport.find("\"version\""), std::string::npos) << mode << " " << viewport;
+    }
+    daemon.Stop(SIGTERM);
+  }
+  // Control: the files exist and hold what the session could not read.
+  EXPECT_FALSE(EventsNamed(ReadAuditLog(log), "session_opened").empty());
+  EXPECT_FALSE(fs::is_empty(base / "casts"));
+  fs::remove_all(base);
+}
+
 TEST(AuditLogTest, TheOperatorPolicyKeySetsTheLog) {
   TempDir config;
   const fs::path log = config.path() / "from-policy.jsonl";
