@@ -178,26 +178,34 @@ bool IsUnder(const fs::path& path, const fs::path& dir) {
   return !rel.empty() && *rel.begin() != "..";
 }
 
+// Whether a session sees `dir` as the host has it (read-only): not below a directory every
+// sandbox replaces with its own (/tmp, /dev/shm, /run), and, for a root daemon whose sessions run
+// as an unprivileged id, not veiled (a clone in /root).
+static bool VisibleInsideSessions(const fs::path& dir) {
+  for (const char* own : {"/tmp", "/dev/shm", "/run"}) {
+    if (IsUnder(dir, own)) return false;
+  }
+  return ::geteuid() != 0 || sandbox::TopmostVeil(dir / "x").empty();
+}
+
 fs::path OutsideDir() {
   // The unprivileged run (tests/unprivileged/) names a directory its user may write.
   const char* unprivileged = std::getenv("PTYBOX_ESCAPE_OUTSIDE_DIR");
+  fs::path dir = ESCAPE_OUTSIDE_DIR;
   if (unprivileged != nullptr && *unprivileged != '\0' && fs::is_directory(unprivileged)) {
-    return unprivileged;
+    dir = unprivileged;
   }
-  // A build tree below a directory a root daemon's session id cannot search (a clone in
-  // /root) is veiled inside the sandbox, not visible read-only: use a visible host directory.
-  const fs::path built = ESCAPE_OUTSIDE_DIR;
-  if (::geteuid() == 0 && !sandbox::TopmostVeil(built / "x").empty()) {
-    const fs::path visible = "/var/tmp/ptybox-escape-outside";
-    std::error_code ec;
-    fs::create_directories(visible, ec);
-    fs::permissions(visible,
-                    fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                        fs::perms::others_read | fs::perms::others_exec,
-                    ec);
-    return visible;
-  }
-  return built;
+  if (VisibleInsideSessions(dir)) return dir;
+  // A build tree in /tmp (a clone there) or a veiled one: a visible host directory of this uid
+  // instead (/var/tmp is sticky and visible read-only inside the sandbox).
+  const fs::path visible = "/var/tmp/ptybox-escape-outside-" + std::to_string(::geteuid());
+  std::error_code ec;
+  fs::create_directories(visible, ec);
+  fs::permissions(visible,
+                  fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                      fs::perms::others_read | fs::perms::others_exec,
+                  ec);
+  return visible;
 }
 
 std::map<std::string, std::string> StatusFields(const std::string& text) {
