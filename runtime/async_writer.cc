@@ -281,6 +281,13 @@ AsyncWriter::~AsyncWriter() {
   }
   if (drained) {
     thread_.join();
+    // The state holds its files and each file holds the state: with the thread gone, break the
+    // cycle, or both outlive the writer (a file never closed by its owner).
+    decltype(state_->files) files;
+    {
+      std::lock_guard lock(state_->mu);
+      files.swap(state_->files);
+    }
   } else {
     LogWarn("the audit writer could not write everything within " +
             std::to_string(kDrainWait.count()) + " s; exiting without the rest");
