@@ -17,12 +17,23 @@ namespace fs = std::filesystem;
 
 class DaemonReachTest : public WallsTest {
  protected:
+  static constexpr const char* kAskForTheWidestMode =
+      " policy_set_mode '{\"mode\": \"danger-full-access\"}'";
+
   // The attack, typed into `session` of `client`: connect to `socket`, ask for the widest mode.
   Observed Attack(RpcClient& client, const std::string& session, const fs::path& socket,
                   const std::string& name) {
     return RunInSession(
         client, session, Mode(), name,
-        Walls("rpc " + Quote(socket) + " policy_set_mode '{\"mode\": \"danger-full-access\"}'"));
+        Walls("rpc " + Quote(socket) + kAskForTheWidestMode));
+  }
+  // The same attack through the probe copied into `daemon`'s own workspace (PrepareWorkspace
+  // and WALLS_PROBE_SCRIPT), for daemons started with a socket path of the test's choosing.
+  Observed AttackFromWorkspace(RpcClient& client, const std::string& session,
+                               const Daemon& daemon, const std::string& name) {
+    return RunInSession(client, session, Mode(), name,
+                        "python3 " + Quote(daemon.workspace() / ".escape" / "walls_probe.py") +
+                            " rpc " + Quote(daemon.socket()) + kAskForTheWidestMode);
   }
   // What the attack must see when the first wall holds (`hidden_as`: "ENOENT" when the
   // directory is hidden, "ECONNREFUSED" when the file is covered) and, in danger-full-access,
@@ -82,10 +93,7 @@ TEST_P(DaemonReachTest, SocketInsideTheWorkspaceIsCovered) {
   RpcClient client(daemon.socket());
   const std::string session = OpenSession(client, Mode());
   ASSERT_FALSE(session.empty()) << daemon.Log();
-  const std::string probe = "python3 " + Quote(daemon.workspace() / ".escape" / "walls_probe.py") +
-                            " rpc " + Quote(daemon.socket()) +
-                            " policy_set_mode '{\"mode\": \"danger-full-access\"}'";
-  Observed o = RunInSession(client, session, Mode(), "rpc-socket-in-workspace", probe);
+  Observed o = AttackFromWorkspace(client, session, daemon, "rpc-socket-in-workspace");
   ExpectRefused(o, "ECONNREFUSED", daemon);
   if (Mode() == "workspace-write") {
     // The covered path is a mount point: it cannot be moved away or replaced.
@@ -118,10 +126,7 @@ TEST_P(DaemonReachTest, SocketInAVisibleHostDirectoryIsHidden) {
     Observed ls =
         RunInSession(client, session, Mode(), "ls-socket-dir", "ls -A " + Quote(dir) + " | wc -l");
     EXPECT_EQ(ls.text, Confined() ? "0" : "1") << ls.Show();
-    const std::string probe =
-        "python3 " + Quote(daemon.workspace() / ".escape" / "walls_probe.py") + " rpc " +
-        Quote(daemon.socket()) + " policy_set_mode '{\"mode\": \"danger-full-access\"}'";
-    Observed o = RunInSession(client, session, Mode(), "rpc-socket-in-host-dir", probe);
+    Observed o = AttackFromWorkspace(client, session, daemon, "rpc-socket-in-host-dir");
     ExpectRefused(o, "ENOENT", daemon);
     ExpectModeUnchanged(client);
   }
@@ -140,10 +145,7 @@ TEST_P(DaemonReachTest, SocketUnderRunIsHidden) {
     RpcClient client(daemon.socket());
     const std::string session = OpenSession(client, Mode());
     ASSERT_FALSE(session.empty()) << daemon.Log();
-    const std::string probe =
-        "python3 " + Quote(daemon.workspace() / ".escape" / "walls_probe.py") + " rpc " +
-        Quote(daemon.socket()) + " policy_set_mode '{\"mode\": \"danger-full-access\"}'";
-    Observed o = RunInSession(client, session, Mode(), "rpc-socket-under-/run", probe);
+    Observed o = AttackFromWorkspace(client, session, daemon, "rpc-socket-under-/run");
     ExpectRefused(o, "ENOENT", daemon);
     ExpectModeUnchanged(client);
   }
