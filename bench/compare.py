@@ -119,8 +119,13 @@ class Ptybox:
     def __init__(self, binary, workspace, mode, extra_env=None):
         env = dict(os.environ)
         env.update(extra_env or {})
+        # An operator policy that lets one connection hold the 256-session case (the default is
+        # 16 sessions per client) and gives 256 concurrent opens on 2 cores time to start.
+        policy = os.path.join(workspace, ".bench-operator-policy.yaml")
+        with open(policy, "w") as f:
+            f.write("version: 1\nlimits:\n  maxSessions: 1024\n  startupTimeoutMs: 120000\n")
         self.proc = subprocess.Popen([binary, "serve", "--stdio", "--workspace", workspace,
-                                      "--max-sessions", "1024"],
+                                      "--policy", policy, "--max-sessions", "1024"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=env, bufsize=0)
         self.ids = 0
