@@ -234,6 +234,10 @@ void ShellSession::ArmTimer(TimePoint at) {
 void ShellSession::CancelTimer() { timer_.cancel(); }
 
 void ShellSession::OnTimer() {
+  // A deadline is judged on every byte that arrived, not only on what the reactor got round to
+  // reading: with more terminals ready than one reactor turn takes (or a daemon that was not
+  // scheduled), this timer can run before the read of output that came in time.
+  terminal_.DrainOutput();
   if (!published_) {
     if (startup_) {
       startup_->Pump();
