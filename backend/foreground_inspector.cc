@@ -592,6 +592,29 @@ std::optional<pid_t> ForegroundInspector::ForegroundPgid() const {
   return pgid;
 }
 
+bool ForegroundInspector::StillAsVerified(const ForegroundFacts& verified) const {
+  if (verified.waiting_for_input != Tri::kYes || verified.tasks.empty() ||
+      !verified.foreground_pgid || ForegroundPgid() != verified.foreground_pgid) {
+    return false;
+  }
+  char buffer[128];
+  for (const TaskFacts& task : verified.tasks) {
+    // A kernel without schedstat reads 0 for every task: nothing to compare, so no shortcut.
+    if (task.run_ns == 0 || task.running) return false;
+    ProcPath path = TaskPath(task.pid, task.tid, "schedstat");
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+    if (!fd) return false;
+    ssize_t n = ::read(fd.Get(), buffer, sizeof buffer);
+    if (n <= 0) return false;
+    std::optional<uint64_t> run_ns =
+        proc::ParseSchedstatRunNs(std::string_view(buffer, static_cast<size_t>(n)));
+    // The task has not been on a CPU since: it cannot have left the wait it was seen in.
+    if (!run_ns || *run_ns != task.run_ns) return false;
+  }
+  // And no other process of the session handed the terminal to another group meanwhile.
+  return ForegroundPgid() == verified.foreground_pgid;
+}
+
 ForegroundFacts ForegroundInspector::Inspect() const {
   ForegroundFacts facts;
   facts.foreground_pgid = ForegroundPgid();
