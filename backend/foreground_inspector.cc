@@ -42,27 +42,49 @@ constexpr size_t kMaxFileBytes = 256 * 1024;  // largest /proc file read (an epo
 constexpr int kMaxEpollDepth = 4;             // epoll sets nested in epoll sets
 const dev_t kDevTty = makedev(5, 0);          // /dev/tty: "my controlling terminal"
 
-// A /proc path built on the stack.
+// A /proc path built on the stack, without printf: an inspection builds a dozen of them, and
+// snprintf's formatting was about a tenth of a send's daemon instructions (callgrind).
 struct ProcPath {
   char text[96];
+  size_t size = 0;
   const char* c_str() const { return text; }
+  ProcPath& Add(std::string_view part) {
+    const size_t n = std::min(part.size(), sizeof text - 1 - size);
+    std::memcpy(text + size, part.data(), n);
+    size += n;
+    text[size] = '\0';
+    return *this;
+  }
+  ProcPath& Add(long long number) {
+    char digits[24];
+    size_t n = 0;
+    const bool negative = number < 0;
+    unsigned long long value = negative ? 0ULL - static_cast<unsigned long long>(number)
+                                        : static_cast<unsigned long long>(number);
+    do {
+      digits[sizeof digits - 1 - n++] = static_cast<char>('0' + value % 10);
+      value /= 10;
+    } while (value != 0 && n < sizeof digits - 1);
+    if (negative) digits[sizeof digits - 1 - n++] = '-';
+    return Add(std::string_view(digits + sizeof digits - n, n));
+  }
 };
 
 ProcPath TaskPath(pid_t pid, pid_t tid, const char* leaf) {
   ProcPath p;
-  std::snprintf(p.text, sizeof p.text, "/proc/%d/task/%d/%s", pid, tid, leaf);
+  p.Add("/proc/").Add(pid).Add("/task/").Add(tid).Add("/").Add(leaf);
   return p;
 }
 
 ProcPath TaskFdPath(pid_t pid, pid_t tid, const char* dir, int fd) {
   ProcPath p;
-  std::snprintf(p.text, sizeof p.text, "/proc/%d/task/%d/%s/%d", pid, tid, dir, fd);
+  p.Add("/proc/").Add(pid).Add("/task/").Add(tid).Add("/").Add(dir).Add("/").Add(fd);
   return p;
 }
 
 ProcPath ProcessPath(pid_t pid, const char* leaf) {
   ProcPath p;
-  std::snprintf(p.text, sizeof p.text, "/proc/%d/%s", pid, leaf);
+  p.Add("/proc/").Add(pid).Add("/").Add(leaf);
   return p;
 }
 
