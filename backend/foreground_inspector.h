@@ -93,6 +93,12 @@ class ForegroundInspector final {
   [[nodiscard]] std::optional<pid_t> ForegroundPgid() const;
   // The full inspection: group members, their syscalls, fd identities, wait sets.
   [[nodiscard]] ForegroundFacts Inspect() const;
+  // Whether `verified` (the facts of an earlier Inspect that found the group waiting on this
+  // terminal) still describe the terminal: the same foreground group, and none of its tasks
+  // has been on a CPU since (their schedstat run time is unchanged), so each is still in the
+  // very wait it was seen in. One ioctl and one schedstat read per task; false whenever
+  // anything differs or cannot be read.
+  [[nodiscard]] bool StillAsVerified(const ForegroundFacts& verified) const;
 
  private:
   int master_fd_;

@@ -147,6 +147,22 @@ void LocalTerminal::Inspect(std::function<void(ForegroundFacts)> done) {
     facts = inspector_->Inspect();
     facts.unread_input = UnreadInput();
   }
+  Deliver(std::move(facts), std::move(done));
+}
+
+void LocalTerminal::InspectSince(const ForegroundFacts& verified,
+                                 std::function<void(ForegroundFacts)> done) {
+  if (inspector_ && !status_.exited && UnreadInput() == size_t{0} &&
+      inspector_->StillAsVerified(verified)) {
+    ForegroundFacts facts = verified;
+    facts.unread_input = 0;
+    Deliver(std::move(facts), std::move(done));
+    return;
+  }
+  Inspect(std::move(done));
+}
+
+void LocalTerminal::Deliver(ForegroundFacts facts, std::function<void(ForegroundFacts)> done) {
   const uint64_t writes_before = writes_done_;
   std::weak_ptr<bool> alive = alive_;
   asio::post(io_, [this, alive, writes_before, facts = std::move(facts),

@@ -51,6 +51,8 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
 
   // TerminalHandle.
   void Inspect(std::function<void(ForegroundFacts)> done) override;
+  void InspectSince(const ForegroundFacts& verified,
+                    std::function<void(ForegroundFacts)> done) override;
   std::optional<pid_t> ForegroundPgid() override;
   std::optional<size_t> UnreadInput() override;
   void Write(std::string bytes, std::function<void(Result<size_t>)> done) override;
@@ -98,6 +100,8 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   void OnProgramExit(SessionStatus status) override;
   void OnInitExit(int wait_status) override;
 
+  // Delivers facts read just now, after decoding the output the terminal holds.
+  void Deliver(ForegroundFacts facts, std::function<void(ForegroundFacts)> done);
   void ArmRead();
   bool ReadAvailable(size_t budget);
   void Flush();

@@ -32,6 +32,8 @@ void ReadinessEngine::OnWriteStarted(TimePoint /*now*/) {
   stage_ = Stage::kWriting;
   candidate_ = false;
   candidate_confirmed_ = false;
+  candidate_probe_due_ = false;
+  verifying_facts_.reset();
   candidate_fg_.reset();
   output_seen_ = false;
   last_activity_.reset();
@@ -56,7 +58,13 @@ void ReadinessEngine::OnOutput(TimePoint now) {
   output_since_mark_ = true;
   output_seen_ = true;
   last_activity_ = now;
-  if (stage_ == Stage::kWaiting) ScheduleProbeAfterActivity(now);
+  if (stage_ != Stage::kWaiting) return;
+  const std::optional<TimePoint> due = next_probe_;
+  ScheduleProbeAfterActivity(now);
+  // The look a complete prompt candidate asked for is not pushed back by output that follows
+  // it (a CSI after PS1 keeps the candidate; printable text drops it, and OnPromptInvalidated
+  // then returns to the activity schedule).
+  if (candidate_probe_due_ && due) next_probe_ = std::min(*next_probe_, *due);
 }
 
 void ReadinessEngine::OnPromptCandidate(TimePoint now, std::optional<pid_t> foreground_pgid,
@@ -64,12 +72,16 @@ void ReadinessEngine::OnPromptCandidate(TimePoint now, std::optional<pid_t> fore
   if (settled() || stage_ == Stage::kBeforeWrite) return;
   candidate_ = true;
   candidate_confirmed_ = false;
+  candidate_probe_due_ = false;
   candidate_fg_ = foreground_pgid;
   // Unknown counts as drained: the check guards multi-line input, it is not evidence itself.
   input_drained_ = unread_input.value_or(0) == 0;
   candidate_before_input_ = !input_drained_;
   // Readline blocks in read() right after printing PS1: confirm at once, not a poll step later.
-  if (stage_ == Stage::kWaiting && !candidate_before_input_) next_probe_ = now;
+  if (stage_ == Stage::kWaiting && !candidate_before_input_) {
+    next_probe_ = now;
+    candidate_probe_due_ = true;
+  }
 }
 
 bool ReadinessEngine::CandidateVerified() const {
@@ -81,6 +93,11 @@ void ReadinessEngine::OnPromptInvalidated() {
   candidate_ = false;
   candidate_confirmed_ = false;
   candidate_fg_.reset();
+  if (candidate_probe_due_) {
+    // The look asked for the candidate is not needed any more: back to the activity schedule.
+    candidate_probe_due_ = false;
+    if (stage_ == Stage::kWaiting && last_activity_) ScheduleProbeAfterActivity(*last_activity_);
+  }
 }
 
 void ReadinessEngine::OnForegroundPgid(TimePoint /*now*/, std::optional<pid_t> foreground_pgid,
@@ -92,6 +109,7 @@ void ReadinessEngine::OnForegroundPgid(TimePoint /*now*/, std::optional<pid_t> f
 
 void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
   if (settled()) return;
+  candidate_probe_due_ = false;
   const bool drained = facts.unread_input.value_or(0) == 0;
   if (candidate_) {
     candidate_fg_ = facts.foreground_pgid;
@@ -102,6 +120,7 @@ void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
     // input after printing it (multi-line input, typeahead), and unknown (a fork or exit
     // during the walk) proves nothing.
     candidate_confirmed_ = stage_ == Stage::kWaiting && facts.waiting_for_input == Tri::kYes;
+    if (candidate_confirmed_) verifying_facts_ = facts;
   }
   if (stage_ != Stage::kWaiting) return;
   if (facts.foreground_pgid) {
@@ -125,7 +144,9 @@ void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
         WaitSnapshot seen = SnapshotOf(facts, now);
         seen.loop = IsTimedWait(facts);  // only a recognised steady loop gets this far
         const Millis gap = seen.outside ? kRelayConfirmGap : kConfirmGap;
-        if (pending_wait_ && pending_wait_->Same(seen) && now - pending_wait_->at >= gap) {
+        if (FirstLookProves(facts, seen)) {
+          exact_wait_ = true;
+        } else if (pending_wait_ && pending_wait_->Same(seen) && now - pending_wait_->at >= gap) {
           exact_wait_ = true;
         } else {
           if (!pending_wait_ || !pending_wait_->Same(seen)) pending_wait_ = std::move(seen);
@@ -233,6 +254,25 @@ bool ReadinessEngine::WaitSnapshot::Same(const WaitSnapshot& other) const {
 
 void ReadinessEngine::OnSessionExit() { session_exited_ = true; }
 
+bool ReadinessEngine::FirstLookProves(const ForegroundFacts& facts,
+                                      const WaitSnapshot& seen) const {
+  if (purpose_ != Purpose::kSend) return false;
+  // A timed wait counts only as a steady loop, a relay only after its longer gap.
+  if (seen.loop || seen.outside) return false;
+  // Nothing of our input unread, known (not assumed): the reader has consumed what we wrote.
+  if (!facts.unread_input || *facts.unread_input != 0) return false;
+  // Every byte the group wrote before the facts were read was decoded before they were
+  // applied (the inspector drains the master first, and a read of a pty master flushes what
+  // the slave wrote), and a reply the daemon wrote meanwhile made the facts unknown. What the
+  // second look still guards is a group the shell is still building: it forks a pipeline's
+  // members one after another into a new group, which may be seen waiting before its last
+  // member exists. The shell's own group (its `read` builtin, `x=$(cat)`) and a group that was
+  // already in the foreground before the write (a REPL, `cat`) are complete: a member added to
+  // them now would be forked by a member, and a forking member is seen running.
+  const pid_t pgid = *facts.foreground_pgid;
+  return pgid == shell_pgid_ || (baseline_known_ && baseline_pgid_ == pgid);
+}
+
 bool ReadinessEngine::ExactWaitIsFresh(const ForegroundFacts& facts) const {
   const pid_t pgid = *facts.foreground_pgid;
   if (purpose_ == Purpose::kStartup) return true;  // nothing was written: no stale wait exists
@@ -258,13 +298,13 @@ bool ReadinessEngine::ExactWaitIsFresh(const ForegroundFacts& facts) const {
 
 void ReadinessEngine::ScheduleProbeAfterActivity(TimePoint activity) {
   probe_phase_start_ = activity;
-  probe_step_ = std::chrono::microseconds(1000);
+  probe_step_ = kFirstProbeStep;
   next_probe_ = activity + probe_step_;
 }
 
 void ReadinessEngine::AdvanceProbeSchedule(TimePoint now) {
-  // Fast phase: right after activity, probes back off from 1 ms by half a step each time
-  // (1, 2.5, 4.75, 8.1 … ms) so that an exact wait is seen within milliseconds; after
+  // Fast phase: right after activity, probes back off from 0.5 ms by half a step each time
+  // (0.5, 1.25, 2.4, 4.1 … ms) so that an exact wait is seen within milliseconds; after
   // exactProbeAfterMs they continue every pollIntervalMs.
   const std::chrono::microseconds poll = timings_.poll_interval;
   if (now - probe_phase_start_ < timings_.exact_probe_after) {

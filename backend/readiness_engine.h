@@ -82,6 +82,11 @@ class ReadinessEngine final {
   // When the silence fallback (inferred_idle) is due, grace included; nullopt while none is.
   [[nodiscard]] std::optional<TimePoint> FallbackAt() const { return SilenceDeadline(); }
   [[nodiscard]] Millis handoff_grace() const { return timings_.handoff_grace; }
+  // The facts of the inspection that confirmed the prompt the engine settled at (the shell
+  // blocked reading at its own prompt, nothing unread); nullopt unless settled by the prompt.
+  [[nodiscard]] std::optional<ForegroundFacts> verifying_facts() const {
+    return settled_by_prompt_ ? verifying_facts_ : std::nullopt;
+  }
 
  private:
   enum class Stage { kBeforeWrite, kWriting, kWaiting };
@@ -101,6 +106,9 @@ class ReadinessEngine final {
     [[nodiscard]] bool Same(const WaitSnapshot& other) const;
   };
   static constexpr Millis kConfirmGap{2};
+  // The first look after activity (a write settled, output): most programs that print a prompt
+  // block on the terminal within microseconds of writing it.
+  static constexpr std::chrono::microseconds kFirstProbeStep{500};
   // A reader outside the foreground group may be relaying (a tmux server forwards our input to
   // a pane and waits for the pane's output in the same poll as for the terminal): its wait must
   // hold this long, with no output, before it counts.
@@ -122,6 +130,10 @@ class ReadinessEngine final {
   // redraws). Otherwise it starts a new mark when the facts do not continue the current one.
   bool SteadyLoop(TimePoint now, const ForegroundFacts& facts);
   static WaitSnapshot SnapshotOf(const ForegroundFacts& facts, TimePoint now);
+  // A fresh wait that one look proves (no second look needed): an untimed wait inside the
+  // group, nothing unread, and a group that is complete (the shell's own, or the one that was
+  // in the foreground before the write).
+  bool FirstLookProves(const ForegroundFacts& facts, const WaitSnapshot& seen) const;
 
   void Settle(WaitReason reason, bool by_prompt);
   bool ExactWaitIsFresh(const ForegroundFacts& facts) const;
@@ -142,6 +154,9 @@ class ReadinessEngine final {
   std::optional<pid_t> candidate_fg_;  // foreground group last seen while the candidate held
   // An inspection after the candidate saw the shell still at it (not running on).
   bool candidate_confirmed_ = false;
+  // The candidate asked for an immediate look that has not run yet.
+  bool candidate_probe_due_ = false;
+  std::optional<ForegroundFacts> verifying_facts_;  // of the look that confirmed the candidate
   // Our input was still unread when the candidate completed: the shell reads it after this
   // prompt, so this prompt cannot be the end of the send.
   bool candidate_before_input_ = false;
@@ -173,7 +188,7 @@ class ReadinessEngine final {
   // Probe schedule.
   std::optional<TimePoint> next_probe_;
   TimePoint probe_phase_start_{};
-  std::chrono::microseconds probe_step_{1000};
+  std::chrono::microseconds probe_step_{kFirstProbeStep};
 
   std::optional<WaitReason> settled_;
   bool settled_by_prompt_ = false;

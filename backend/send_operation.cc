@@ -41,12 +41,19 @@ SendOperation::~SendOperation() { *alive_ = false; }
 void SendOperation::Start() {
   if (started_) return;
   started_ = true;
-  // The pre-write inspection: the baseline that tells an old stdin wait from a new one.
+  // The pre-write inspection: the baseline that tells an old stdin wait from a new one. After a
+  // send that settled at the verified prompt with nothing on the terminal since, the facts of
+  // that verifying look are the baseline, once the terminal confirms they still hold.
   std::weak_ptr<bool> alive = alive_;
-  host_.terminal().Inspect([this, alive](ForegroundFacts facts) {
+  auto done = [this, alive](ForegroundFacts facts) {
     if (alive.expired()) return;
     OnPreWriteFacts(std::move(facts));
-  });
+  };
+  if (std::optional<ForegroundFacts> idle = host_.IdlePromptFacts()) {
+    host_.terminal().InspectSince(*idle, std::move(done));
+  } else {
+    host_.terminal().Inspect(std::move(done));
+  }
   driver_.Pump();
 }
 
@@ -256,6 +263,7 @@ void SendOperation::Finish(WaitReason reason) {
     result.cwd = marker_->cwd;
   }
   result_ = std::move(result);
+  host_.OnSendSettled(engine().verifying_facts());
   if (on_settled_) on_settled_(*result_);
   MaybeRelease();
 }

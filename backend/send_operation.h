@@ -41,6 +41,13 @@ class SendHost : public ReadinessHost {
   // replaced by the same rendering); nullopt for plain output, whose line capture stands.
   // `at_prompt`: the send settled at the shell's prompt, which is not output.
   virtual std::optional<RenderedViewport> RenderSend(bool /*at_prompt*/) { return std::nullopt; }
+  // The facts of the look that last verified the shell idle at its own prompt, when nothing has
+  // happened on the terminal since (no output, no signal, no resize); nullopt otherwise. The
+  // pre-write check then only confirms they still hold (TerminalHandle::InspectSince).
+  virtual std::optional<ForegroundFacts> IdlePromptFacts() { return std::nullopt; }
+  // A send settled; `verifying` holds the facts of the look that verified the prompt it
+  // settled at (nullopt when it did not settle at the prompt).
+  virtual void OnSendSettled(const std::optional<ForegroundFacts>& /*verifying*/) {}
 };
 
 class SendOperation final {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <utility>
 
 #include "backend/key_encoder.h"
 #include "common/log.h"
@@ -142,6 +143,7 @@ void ShellSession::OnTerminalReady() {
 void ShellSession::OnStartFailed(Error error) { FailStart(std::move(error)); }
 
 void ShellSession::OnOutput(std::string_view bytes) {
+  idle_prompt_facts_.reset();  // something happened on the terminal
   const TimePoint now = Now();
   const bool starting = startup_ && !published_;
   if (starting) startup_->engine().OnOutput(now);
@@ -262,6 +264,7 @@ void ShellSession::OnStartupSettled(WaitReason reason) {
                                       by_prompt ? pending_before_marker_ : decoder_.PendingText());
     motd_ = page.text;
     while (!motd_.empty() && motd_.back() == '\n') motd_.pop_back();
+    RememberIdlePrompt(startup_->engine().verifying_facts());
     FinishStart({});
     return;
   }
@@ -355,6 +358,28 @@ void ShellSession::OnSendBoundary() {
                   decoder_.scrollback().end());
 }
 
+std::optional<ForegroundFacts> ShellSession::IdlePromptFacts() {
+  // Used once: the send that starts now changes what the terminal shows.
+  return std::exchange(idle_prompt_facts_, std::nullopt);
+}
+
+void ShellSession::OnSendSettled(const std::optional<ForegroundFacts>& verifying) {
+  RememberIdlePrompt(verifying);
+}
+
+void ShellSession::RememberIdlePrompt(const std::optional<ForegroundFacts>& verifying) {
+  idle_prompt_facts_.reset();
+  const pid_t shell = terminal_.shell_pid();
+  if (!verifying || shell <= 0 || verifying->foreground_pgid != shell) return;
+  // Only the shell alone in its group (job control keeps background jobs in their own groups):
+  // then nothing but the shell itself could change the group's state, and its run time says
+  // whether it did.
+  for (const TaskFacts& task : verifying->tasks) {
+    if (task.pid != shell) return;
+  }
+  idle_prompt_facts_ = verifying;
+}
+
 std::optional<RenderedViewport> ShellSession::RenderSend(bool at_prompt) {
   if (!render_) return std::nullopt;
   SendRender render = std::move(*render_);
@@ -395,6 +420,7 @@ ReadResult ShellSession::Read(const ReadRequest& request) const {
 }
 
 Result<void> ShellSession::Resize(int rows, int columns) {
+  idle_prompt_facts_.reset();
   if (closing_ || closed_ || terminal_.status().exited) {
     return Fail(ErrorKind::kClosed, "the session is closed; open a new one with terminal_open");
   }
@@ -406,6 +432,7 @@ Result<void> ShellSession::Resize(int rows, int columns) {
 }
 
 void ShellSession::Signal(int signal, std::function<void(Result<SignalResult>)> done) {
+  idle_prompt_facts_.reset();
   auto fail = [&](Error error) {
     asio::post(io_, [done = std::move(done), error = std::move(error)] {
       done(std::unexpected(error));

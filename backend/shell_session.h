@@ -87,6 +87,10 @@ class ShellSession final : public BackendSession,
   void After(Millis delay, std::function<void()> fn) override;
   void OnSendBoundary() override;
   std::optional<RenderedViewport> RenderSend(bool at_prompt) override;
+  std::optional<ForegroundFacts> IdlePromptFacts() override;
+  void OnSendSettled(const std::optional<ForegroundFacts>& verifying) override;
+  // Keeps `verifying` when it shows the shell alone in its group, waiting at its prompt.
+  void RememberIdlePrompt(const std::optional<ForegroundFacts>& verifying);
 
   void OnTimer();
   void OnStartupSettled(WaitReason reason);
@@ -111,6 +115,9 @@ class ShellSession final : public BackendSession,
   bool published_ = false;
   std::string pending_before_marker_;
   TimePoint last_prompt_at_{};  // the last marker + PS1 decoded
+  // The facts of the look that verified the shell idle at its prompt when the last send (or
+  // the startup) settled there; dropped by any output, signal or resize since.
+  std::optional<ForegroundFacts> idle_prompt_facts_;
 
   // Sends.
   std::shared_ptr<SendOperation> send_;

@@ -22,6 +22,15 @@ class TerminalHandle {
   // Full foreground inspection. The provider delivers the facts only after it has decoded the
   // output the terminal held when the facts were read, so no fact overtakes the output before it.
   virtual void Inspect(std::function<void(ForegroundFacts)> done) = 0;
+  // The pre-write check after a look that verified the shell idle at its prompt: when
+  // `verified` (that look's facts) still holds (the same foreground group, none of its tasks
+  // has run since, nothing unread), delivers them as Inspect would, without walking /proc
+  // again; otherwise a full Inspect.
+  virtual void InspectSince(const ForegroundFacts& verified,
+                            std::function<void(ForegroundFacts)> done) {
+    (void)verified;
+    Inspect(std::move(done));
+  }
   // The foreground process group, read now (cheap).
   virtual std::optional<pid_t> ForegroundPgid() = 0;
   // Input written to the terminal that no program has read yet, read now; nullopt if unknown.

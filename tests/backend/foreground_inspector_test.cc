@@ -507,6 +507,32 @@ TEST_F(InteractiveBashTest, PromptThenForegroundCatThenPromptAgain) {
   EXPECT_EQ(f.foreground_pgid, session_->leader());
 }
 
+// The pre-write shortcut (docs/readiness.md, "The pre-write check after a verified idle
+// prompt"): the facts of a look that saw the shell waiting at its prompt hold exactly as long as
+// the shell has not run since.
+TEST_F(InteractiveBashTest, StillAsVerifiedUntilTheShellRuns) {
+  ForegroundInspector inspector = session_->Inspector();
+  ForegroundFacts verified = WaitAtPrompt();
+  ASSERT_EQ(verified.waiting_for_input, Tri::kYes) << Describe(verified);
+  ASSERT_FALSE(verified.tasks.empty());
+  EXPECT_TRUE(inspector.StillAsVerified(verified)) << "nothing ran since the look";
+  ForegroundFacts other_group = verified;
+  other_group.foreground_pgid = *verified.foreground_pgid + 1;
+  EXPECT_FALSE(inspector.StillAsVerified(other_group)) << "another foreground group";
+  ForegroundFacts unknown = verified;
+  unknown.waiting_for_input = Tri::kUnknown;
+  EXPECT_FALSE(inspector.StillAsVerified(unknown)) << "only a verified wait can be kept";
+  const uint64_t before = verified.tasks[0].run_ns;
+  session_->Write(":\n");  // the shell reads and runs a no-op, then waits at its prompt again
+  ForegroundFacts again = session_->WaitFor([&](const ForegroundFacts& f) {
+    return f.waiting_for_input == Tri::kYes && f.foreground_pgid == session_->leader() &&
+           !f.tasks.empty() && f.tasks[0].run_ns != before;
+  });
+  ASSERT_NE(again.tasks.at(0).run_ns, before) << Describe(again) << session_->output();
+  EXPECT_FALSE(inspector.StillAsVerified(verified)) << "the shell ran: the old look is stale";
+  EXPECT_TRUE(inspector.StillAsVerified(again));
+}
+
 TEST_F(InteractiveBashTest, PipelineOfTwoCatsIsOneWaitingGroup) {
   session_->Write("cat | cat\n");
   ForegroundFacts f = WaitForJob(2, Tri::kYes);

@@ -644,10 +644,10 @@ TEST_F(EngineTest, ProbesStartFastAndBackOffToThePollInterval) {
         static_cast<int>((now - At(0)) / std::chrono::microseconds(1)));
     e.OnProbe(now, Busy(kChild));
   }
-  // 1 ms, then steps growing by half while within exactProbeAfterMs (150), capped at
+  // 0.5 ms, then steps growing by half while within exactProbeAfterMs (150), capped at
   // pollIntervalMs (50), then every pollIntervalMs.
-  std::vector<int> expected = {1000,   2500,   4750,   8125,   13187,  20780,  32169,  49252,
-                               74876,  113312, 163312, 213312, 263312, 313312, 363312, 413312};
+  std::vector<int> expected = {500,   1250,  2375,   4062,   6592,   10387,  16079,  24617,
+                               37424, 56634, 85449, 128671, 178671, 228671, 278671, 328671};
   EXPECT_EQ(probe_times_us, expected);
 }
 
@@ -660,6 +660,159 @@ TEST_F(EngineTest, NoProbesWhileTheWriteIsInFlight) {
   EXPECT_FALSE(d.probe_at);
   ASSERT_TRUE(d.wake_at);
   EXPECT_EQ(*d.wake_at, At(30000));  // only the absolute deadline is armed
+}
+
+// ---- One look where it proves the wait; the confirming look of a prompt is never postponed.
+
+// As the terminal reports it: the wait, and nothing of our input unread (known).
+ForegroundFacts WaitingDrained(pid_t pgid, uint64_t run_ns) {
+  ForegroundFacts f = Waiting(pgid, run_ns);
+  f.unread_input = size_t{0};
+  return f;
+}
+
+TEST_F(EngineTest, OutputAfterACompleteCandidateDoesNotPostponeItsLook) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(2));
+  e.OnPromptCandidate(At(2), kShell);
+  // Bytes after PS1 that keep the candidate (a CSI mode switch) arrive in a later read.
+  e.OnOutput(At(2));
+  ReadinessEngine::Decision d = e.Evaluate(At(2));
+  EXPECT_TRUE(d.probe_now) << "the candidate's look stays due at once";
+  e.OnProbe(At(2), WaitingDrained(kShell, 1000));
+  d = e.Evaluate(At(2));
+  ASSERT_TRUE(d.settle);
+  EXPECT_TRUE(e.settled_by_prompt());
+}
+
+TEST_F(EngineTest, ADroppedCandidateReturnsToTheActivitySchedule) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(2));
+  e.OnPromptCandidate(At(2), kShell);
+  e.OnOutput(At(2));          // printable text follows the prompt: it was an intermediate one
+  e.OnPromptInvalidated();
+  ReadinessEngine::Decision d = e.Evaluate(At(2));
+  EXPECT_FALSE(d.probe_now) << "no look is owed to a candidate that is gone";
+  ASSERT_TRUE(d.probe_at);
+  EXPECT_GT(*d.probe_at, At(2));
+}
+
+TEST_F(EngineTest, TheFirstLookComesHalfAMillisecondAfterActivity) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  ReadinessEngine::Decision d = e.Evaluate(At(0));
+  ASSERT_TRUE(d.probe_at);
+  EXPECT_EQ(*d.probe_at, t0_ + std::chrono::microseconds(500));
+  EXPECT_FALSE(d.probe_now);
+}
+
+TEST_F(EngineTest, TheShellsOwnFreshWaitSettlesOnTheFirstLook) {
+  // `read -p 'name? ' v`: the shell ran (its counters moved) and blocks in its read builtin.
+  // Its output up to the facts was decoded before they count; the shell's group is complete.
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(1));
+  e.OnProbe(At(1), WaitingDrained(kShell, 1900));
+  ReadinessEngine::Decision d = e.Evaluate(At(1));
+  ASSERT_TRUE(d.settle);
+  EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
+  EXPECT_FALSE(e.settled_by_prompt());
+  EXPECT_FALSE(e.verifying_facts()) << "a stdin wait is not a verified prompt";
+}
+
+TEST_F(EngineTest, TheGroupThatWaitedBeforeTheWriteSettlesOnTheFirstLookOfANewWait) {
+  // A python REPL: `1+1`, its answer, back in readline's select (counters moved).
+  ReadinessEngine e = SendEngine();
+  e.OnPreWriteFacts(Waiting(kChild, 500));
+  e.OnWriteStarted(At(0));
+  e.OnWriteSettled(At(0));
+  e.OnProbe(At(1), WaitingDrained(kChild, 800));
+  ReadinessEngine::Decision d = e.Evaluate(At(1));
+  ASSERT_TRUE(d.settle);
+  EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
+}
+
+TEST_F(EngineTest, TheFirstLookNeverSettlesAStaleWait) {
+  ReadinessEngine e = SendEngine();
+  e.OnPreWriteFacts(Waiting(kChild, 500));  // `cat` waiting before the send
+  e.OnWriteStarted(At(0));
+  e.OnWriteSettled(At(0));
+  e.OnProbe(At(1), WaitingDrained(kChild, 500));  // the same wait, not woken
+  EXPECT_FALSE(e.Evaluate(At(1)).settle);
+  e.OnProbe(At(3), WaitingDrained(kChild, 500));
+  EXPECT_FALSE(e.Evaluate(At(3)).settle);
+}
+
+TEST_F(EngineTest, ANewGroupStillNeedsASecondLook) {
+  // `cat | cat` started by this send: the shell forks the members one after another, so one
+  // look may see the first waiting before the second exists.
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnProbe(At(1), WaitingDrained(kChild, 3));
+  EXPECT_FALSE(e.Evaluate(At(1)).settle);
+  e.OnProbe(At(3), WaitingDrained(kChild, 3));
+  ReadinessEngine::Decision d = e.Evaluate(At(3));
+  ASSERT_TRUE(d.settle);
+  EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
+}
+
+TEST_F(EngineTest, TheFirstLookNeedsNothingUnreadAndKnownSo) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  ForegroundFacts unknown_unread = Waiting(kShell, 1900);  // FIONREAD failed
+  e.OnProbe(At(1), unknown_unread);
+  EXPECT_FALSE(e.Evaluate(At(1)).settle);
+  ForegroundFacts queued = WaitingDrained(kShell, 1900);
+  queued.unread_input = size_t{4};  // about to read the rest of our input
+  e.OnProbe(At(2), queued);
+  EXPECT_FALSE(e.Evaluate(At(2)).settle);
+}
+
+TEST_F(EngineTest, TheFirstLookNeverSettlesATimedWaitOrARelay) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  ForegroundFacts timed = WaitingDrained(kShell, 1900);
+  timed.tasks[0].tty_wait = TtyWait::kSelect;
+  timed.tasks[0].wait_timeout_ms = 1000;  // ends by itself
+  e.OnProbe(At(1), timed);
+  EXPECT_FALSE(e.Evaluate(At(1)).settle);
+  e.OnProbe(At(3), timed);
+  EXPECT_FALSE(e.Evaluate(At(3)).settle);
+
+  ReadinessEngine relay = SendEngine();
+  WriteAt(relay, At(0));
+  // A tmux server outside the group reads the terminal; the group is the shell's job.
+  ForegroundFacts outside = WaitingDrained(kShell, 1900);
+  outside.tasks[0].outside_group = true;
+  relay.OnProbe(At(1), outside);
+  EXPECT_FALSE(relay.Evaluate(At(1)).settle);
+  relay.OnProbe(At(3), outside);
+  EXPECT_FALSE(relay.Evaluate(At(3)).settle) << "a relay holds its wait 100 ms";
+  relay.OnProbe(At(101), outside);
+  EXPECT_EQ(*relay.Evaluate(At(101)).settle, WaitReason::kStdinRead);
+}
+
+TEST_F(EngineTest, StartupNeverSettlesOnAFirstLook) {
+  ReadinessEngine e(ReadinessEngine::Purpose::kStartup, Timings(), kShell, t0_);
+  e.OnOutput(At(1));
+  e.OnProbe(At(2), WaitingDrained(kShell, 5));
+  EXPECT_FALSE(e.Evaluate(At(2)).settle);
+}
+
+TEST_F(EngineTest, TheVerifyingLookOfAPromptIsKeptForTheNextSend) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(1));
+  e.OnPromptCandidate(At(1), kShell);
+  EXPECT_FALSE(e.verifying_facts());
+  e.OnProbe(At(1), WaitingDrained(kShell, 4242));
+  ASSERT_TRUE(e.Evaluate(At(1)).settle);
+  std::optional<ForegroundFacts> verifying = e.verifying_facts();
+  ASSERT_TRUE(verifying);
+  ASSERT_EQ(verifying->tasks.size(), 1u);
+  EXPECT_EQ(verifying->tasks[0].run_ns, 4242u);
 }
 
 }  // namespace

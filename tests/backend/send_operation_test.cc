@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ptybox::backend {
@@ -25,6 +26,11 @@ class FakeTerminal final : public TerminalHandle {
 
   void Inspect(std::function<void(ForegroundFacts)> done) override {
     log.push_back("inspect");
+    inspections.push_back(std::move(done));
+  }
+  void InspectSince(const ForegroundFacts& verified,
+                    std::function<void(ForegroundFacts)> done) override {
+    log.push_back("inspect-since:" + std::to_string(verified.foreground_pgid.value_or(0)));
     inspections.push_back(std::move(done));
   }
   std::optional<pid_t> ForegroundPgid() override { return foreground; }
@@ -93,6 +99,14 @@ class FakeHost final : public SendHost {
   std::vector<std::function<void()>> later;
   bool InSignalTransition(const ForegroundFacts&) override { return transition; }
   void After(Millis, std::function<void()> fn) override { later.push_back(std::move(fn)); }
+  std::optional<ForegroundFacts> idle;
+  std::vector<std::optional<ForegroundFacts>> settled_with;
+  std::optional<ForegroundFacts> IdlePromptFacts() override {
+    return std::exchange(idle, std::nullopt);
+  }
+  void OnSendSettled(const std::optional<ForegroundFacts>& verifying) override {
+    settled_with.push_back(verifying);
+  }
 };
 
 class SendOperationTest : public ::testing::Test {
@@ -333,6 +347,43 @@ TEST_F(SendOperationTest, ClosedSessionSettlesAsSessionExitAfterQuiescence) {
   ASSERT_TRUE(settled_);
   EXPECT_EQ((*settled_)->wait_reason, WaitReason::kSessionExit);
   EXPECT_TRUE(released_);
+}
+
+TEST_F(SendOperationTest, AfterAVerifiedIdlePromptThePreWriteCheckOnlyConfirmsItsFacts) {
+  // The session kept the facts of the look that verified its prompt: the pre-write check asks
+  // the terminal whether they still hold instead of inspecting /proc again.
+  host_.idle = FakeTerminal::Shell();
+  auto op = Make("echo hi\n");
+  op->Start();
+  ASSERT_EQ(host_.fake.log.size(), 1u);
+  EXPECT_EQ(host_.fake.log[0], "inspect-since:100");
+  EXPECT_TRUE(host_.fake.written.empty()) << "nothing is written before the check answers";
+  host_.fake.SettleInspection();
+  EXPECT_EQ(host_.fake.written, "echo hi\n");
+  host_.fake.SettleWrite(size_t{8});
+  PromptBack(*op, 0);
+  ASSERT_TRUE(settled_ && *settled_);
+  // The send settled at the verified prompt: the session gets that look's facts for the next.
+  ASSERT_EQ(host_.settled_with.size(), 1u);
+  ASSERT_TRUE(host_.settled_with[0]);
+  EXPECT_EQ(host_.settled_with[0]->foreground_pgid, 100);
+  EXPECT_EQ(host_.settled_with[0]->waiting_for_input, Tri::kYes);
+}
+
+TEST_F(SendOperationTest, WithoutAVerifiedIdlePromptThePreWriteCheckIsAFullInspection) {
+  auto op = Make("sleep 100\n", 50);
+  op->Start();
+  ASSERT_EQ(host_.fake.log.size(), 1u);
+  EXPECT_EQ(host_.fake.log[0], "inspect");
+  host_.fake.SettleInspection();
+  host_.fake.SettleWrite(size_t{10});
+  host_.now += std::chrono::milliseconds(60);
+  op->OnTimer();
+  ASSERT_TRUE(settled_ && *settled_);
+  EXPECT_EQ((*settled_)->wait_reason, WaitReason::kTimeout);
+  // Not settled at a verified prompt: nothing for the next send to rely on.
+  ASSERT_EQ(host_.settled_with.size(), 1u);
+  EXPECT_FALSE(host_.settled_with[0]);
 }
 
 }  // namespace
