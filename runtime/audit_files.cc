@@ -85,8 +85,13 @@ Result<std::shared_ptr<const UniqueFd>> OpenRecordDirectory(const std::filesyste
   if (!fd) {
     const int error = errno;
     std::string why = std::strerror(error);
-    if (error == ELOOP) why = "it is a symbolic link, which is never followed";
-    if (error == ENOTDIR) why = "it is not a directory";
+    struct stat link {};
+    // O_DIRECTORY|O_NOFOLLOW answers ENOTDIR for a link: tell which it is.
+    if (error == ELOOP || (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode))) {
+      why = "it is a symbolic link, which is never followed";
+    } else if (error == ENOTDIR) {
+      why = "it is not a directory";
+    }
     return Fail(ErrorKind::kInternal,
                 "cannot open the recordings' directory " + path.string() + ": " + why +
                     "; name a directory itself (--record or the operator policy's "

@@ -88,10 +88,16 @@ TEST_P(AuditRedirectTest, RenamingOrReplacingTheParentNeverRedirectsTheDaemonsWr
     client.Disconnect();
     daemon.Stop(SIGTERM);
 
-    // Where the session pointed: nothing of the daemon's.
-    for (const fs::path& planted : {logs, area / "decoy"}) {
-      EXPECT_FALSE(fs::exists(planted / "audit.jsonl")) << planted;
-      EXPECT_TRUE(Casts(planted / "casts").empty()) << planted;
+    if (mode == "read-only") {
+      // Nothing moved, nothing planted.
+      EXPECT_FALSE(fs::exists(area / "moved"));
+      EXPECT_FALSE(fs::exists(area / "decoy"));
+    } else {
+      // Where the session pointed: nothing of the daemon's.
+      for (const fs::path& planted : {logs, area / "decoy"}) {
+        EXPECT_FALSE(fs::exists(planted / "audit.jsonl")) << planted;
+        EXPECT_TRUE(Casts(planted / "casts").empty()) << planted;
+      }
     }
     // Where the daemon's own file and directory are now: every line and both recordings.
     const std::string written = ReadAll(real_dir / "audit.jsonl");

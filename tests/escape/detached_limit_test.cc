@@ -107,7 +107,7 @@ TEST(DetachedLimitTest, DetachedOwnersHoldPlacesAndAConnectionOverTheLimitMayOnl
       << ReadFile(audit);
   EXPECT_EQ(Occurrences(daemon.Log(), "owner 4 detached"), 0u) << daemon.Log();
   // The attached connection works as any other: it may open a second shell.
-  EXPECT_FALSE(OpenSession(c, "read-only").empty());
+  EXPECT_FALSE(OpenSession(c, "workspace-write").empty());
   daemon.Stop(SIGTERM);
 }
 
