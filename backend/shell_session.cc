@@ -103,8 +103,13 @@ void ShellSession::Start(ReadyCallback ready) {
   sandbox::ApplyPolicy(p, spec_.cwd, launch);
   launch.bwrap = options_.bwrap;
   launch.sandbox.daemon_socket = options_.daemon_socket;
-  for (const std::filesystem::path& path : options_.daemon_files) {
+  for (std::filesystem::path path : options_.daemon_files) {
     std::error_code ec;
+    // A held descriptor's name leads to the object wherever it is now (runtime/audit_log.h).
+    if (path.parent_path() == "/proc/self/fd") {
+      path = std::filesystem::read_symlink(path, ec);
+      if (ec || path.is_relative() || path.string().ends_with(" (deleted)")) continue;
+    }
     const std::filesystem::file_status status = std::filesystem::symlink_status(path, ec);
     if (ec || !std::filesystem::exists(status)) continue;  // nothing there to read yet
     launch.sandbox.hidden.push_back(

@@ -27,7 +27,8 @@ struct ShellBackendOptions {
   std::string shell = "bash";
   std::filesystem::path daemon_socket;  // hidden inside confined sessions (docs/security.md)
   // The daemon's own files (the audit log, the recordings' directory): hidden inside confined
-  // sessions like the socket, so a session never reads another's recording.
+  // sessions like the socket, so a session never reads another's recording. An entry
+  // /proc/self/fd/N is read at each spawn: the place of that descriptor's object now.
   std::vector<std::filesystem::path> daemon_files;
 };
 

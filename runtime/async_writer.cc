@@ -42,6 +42,9 @@ std::string Reason(const std::filesystem::path& path, int error) {
       return path.string() + " is a directory; name a file";
     case ENXIO:
       return path.string() + " is not a regular file";
+    case EBADF:
+      return path.string() + ": its directory is not held open (a bug: files are created only "
+                             "inside a directory opened at startup)";
     default:
       return path.string() + ": " + std::strerror(error);
   }
@@ -73,8 +76,16 @@ AsyncWriter::AsyncWriter(size_t total_budget) : state_(std::make_shared<State>()
       if (file.open_failed_ && now < file.retry_at_) return false;
       int flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
       if (file.spec_.exclusive) flags |= O_EXCL;
-      int fd = ::open(file.spec_.path.c_str(), flags, 0600);
-      int error = fd < 0 ? errno : 0;
+      // Only ever by name inside the held directory: never a path from the root (a renamed
+      // parent cannot redirect it), never a name with a '/' in it.
+      const std::string name = file.spec_.path.filename().string();
+      int fd = -1;
+      int error = EBADF;
+      if (file.spec_.dir && file.spec_.dir->Valid() && !name.empty() &&
+          name.find('/') == std::string::npos) {
+        fd = ::openat(file.spec_.dir->Get(), name.c_str(), flags, 0600);
+        error = fd < 0 ? errno : 0;
+      }
       struct stat st {};
       if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
         error = ENXIO;
@@ -296,7 +307,9 @@ AsyncWriter::~AsyncWriter() {
 }
 
 std::shared_ptr<AsyncWriter::File> AsyncWriter::Open(AppendFileSpec spec) {
+  const int fd = spec.fd.Release();
   std::shared_ptr<File> file(new File(state_, std::move(spec)));
+  file->fd_ = fd;  // an open file is written as is, never opened again
   std::lock_guard lock(state_->mu);
   state_->files.push_back(file);
   return file;

@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/unique_fd.h"
+
 namespace ptybox::runtime {
 
 // What the writer reports once (per family of files: the audit log, all recordings).
@@ -26,8 +28,14 @@ struct WriteFailureReport {
   bool reported = false;  // guarded by the writer's lock
 };
 
+// Where the writer writes. It never opens a path from the root: a file is either opened
+// already (`fd`, the audit log, opened once at startup) or created by its name inside a
+// directory held open (`dir`, the recordings' directory), so renaming or replacing a parent
+// directory never redirects a write (docs/security.md, "Audit files are reached by descriptor").
 struct AppendFileSpec {
-  std::filesystem::path path;
+  std::filesystem::path path;  // for messages; with `dir`, its last component is the name
+  UniqueFd fd;                 // the file itself, already open for appending
+  std::shared_ptr<const UniqueFd> dir;  // else: created as openat(dir, path.filename())
   // Created with O_EXCL (a recording: a fresh name); else appended to (the audit log).
   bool exclusive = false;
   size_t max_queued_bytes = 4 * 1024 * 1024;
@@ -56,7 +64,7 @@ class AsyncWriter final {
   AsyncWriter(const AsyncWriter&) = delete;
   AsyncWriter& operator=(const AsyncWriter&) = delete;
 
-  // The file is opened on the writer thread when its first line is written.
+  // With `spec.dir`, the file is created on the writer thread when its first line is written.
   std::shared_ptr<File> Open(AppendFileSpec spec);
 
   static constexpr std::chrono::seconds kDrainWait{5};

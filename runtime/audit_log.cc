@@ -1,5 +1,6 @@
 #include "runtime/audit_log.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -7,6 +8,7 @@
 
 #include "common/log.h"
 #include "common/random.h"
+#include "runtime/audit_files.h"
 
 namespace ptybox::runtime {
 namespace {
@@ -98,13 +100,42 @@ std::optional<AuditOptions> AuditOptionsFrom(std::optional<std::filesystem::path
   return options;
 }
 
-AuditLog::AuditLog(AuditOptions options)
+Result<std::shared_ptr<AuditLog>> StartAudit(
+    AuditOptions options, const std::vector<std::filesystem::path>& session_roots) {
+  AuditFiles files;
+  if (options.log) {
+    if (Result<void> outside = CheckOutsideSessionRoots("the audit log", *options.log,
+                                                        session_roots);
+        !outside) {
+      return std::unexpected(outside.error());
+    }
+    Result<UniqueFd> log = OpenAuditLogFile(*options.log);
+    if (!log) return std::unexpected(log.error());
+    files.log = std::move(*log);
+  }
+  if (options.record_dir) {
+    if (Result<void> outside = CheckOutsideSessionRoots("the recordings' directory",
+                                                        *options.record_dir, session_roots);
+        !outside) {
+      return std::unexpected(outside.error());
+    }
+    Result<std::shared_ptr<const UniqueFd>> dir = OpenRecordDirectory(*options.record_dir);
+    if (!dir) return std::unexpected(dir.error());
+    files.record_dir = std::move(*dir);
+  }
+  return std::make_shared<AuditLog>(std::move(options), std::move(files));
+}
+
+AuditLog::AuditLog(AuditOptions options, AuditFiles files)
     : options_(std::move(options)),
+      record_dir_(std::move(files.record_dir)),
       recording_report_(std::make_shared<WriteFailureReport>(
           WriteFailureReport{"session recordings", false})) {
   if (options_.log) {
     AppendFileSpec spec;
     spec.path = *options_.log;
+    if (files.log) log_ref_.Reset(::fcntl(files.log.Get(), F_DUPFD_CLOEXEC, 3));
+    spec.fd = std::move(files.log);
     spec.max_queued_bytes = kMaxQueuedLogBytes;
     spec.report = std::make_shared<WriteFailureReport>(
         WriteFailureReport{"the audit log " + options_.log->string(), false});
@@ -123,6 +154,14 @@ AuditLog::AuditLog(AuditOptions options)
   Write("audit_started", std::nullopt, std::move(started));
   if (options_.log) LogInfo("audit log: " + options_.log->string());
   if (options_.record_dir) LogInfo("session recordings: " + options_.record_dir->string());
+}
+
+std::vector<std::filesystem::path> AuditLog::HeldPaths() const {
+  std::vector<std::filesystem::path> paths;
+  for (int fd : {log_ref_.Get(), record_dir_ ? record_dir_->Get() : -1}) {
+    if (fd >= 0) paths.push_back("/proc/self/fd/" + std::to_string(fd));
+  }
+  return paths;
 }
 
 AuditLog::~AuditLog() {
@@ -152,6 +191,7 @@ std::shared_ptr<SessionTap> AuditLog::SpawnStarting(int columns, int rows) {
   if (!options_.record_dir) return nullptr;
   SessionRecorder::Options o;
   o.dir = *options_.record_dir;
+  o.dir_fd = record_dir_;
   o.max_bytes = options_.record_max_bytes;
   o.columns = columns;
   o.rows = rows;

@@ -13,6 +13,8 @@
 
 #include "policy/resolver.h"
 #include "policy/schema.h"
+#include "common/error.h"
+#include "common/unique_fd.h"
 #include "runtime/async_writer.h"
 #include "runtime/audit_record.h"
 #include "runtime/audit_sink.h"
@@ -35,10 +37,28 @@ std::optional<AuditOptions> AuditOptionsFrom(std::optional<std::filesystem::path
                                              const policy::ResolveInputs& inputs,
                                              std::string program);
 
+// What AuditLog writes through, opened once at startup (runtime/audit_files.h): never a
+// path again afterwards.
+struct AuditFiles {
+  UniqueFd log;                                // when options.log
+  std::shared_ptr<const UniqueFd> record_dir;  // when options.record_dir
+};
+
+// Opens the files of `options` (refusing a log or directory inside `session_roots`, the roots
+// sessions get) and starts the audit; the error says what, where and how to fix it.
+class AuditLog;
+Result<std::shared_ptr<AuditLog>> StartAudit(
+    AuditOptions options, const std::vector<std::filesystem::path>& session_roots);
+
 class AuditLog final : public AuditSink {
  public:
-  explicit AuditLog(AuditOptions options);
+  AuditLog(AuditOptions options, AuditFiles files);
   ~AuditLog() override;
+
+  // Names that always lead to the log file and the recordings' directory wherever they are now
+  // (/proc/self/fd/N of descriptors held for this): what confined sessions get hidden, so a
+  // renamed parent does not uncover them (backend/shell_session.cc reads each link at a spawn).
+  [[nodiscard]] std::vector<std::filesystem::path> HeldPaths() const;
 
   [[nodiscard]] bool active() const override { return true; }
   void OwnerOpened(uint64_t owner, std::string_view label) override;
@@ -70,6 +90,8 @@ class AuditLog final : public AuditSink {
   void Write(std::string_view event, std::optional<uint64_t> owner, audit::Json fields);
 
   AuditOptions options_;
+  std::shared_ptr<const UniqueFd> record_dir_;
+  UniqueFd log_ref_;  // a second descriptor of the log, only to name it (HeldPaths)
   AsyncWriter writer_;  // destroyed after the files below were closed
   std::shared_ptr<AsyncWriter::File> log_;
   std::shared_ptr<WriteFailureReport> recording_report_;

@@ -78,22 +78,40 @@ void AddAuditFlags(CLI::App* app, AuditFlags& flags, bool record) {
   }
 }
 
-// The audit sink of a daemon (or nullptr), from the flags and the operator policy. The log
-// file and the recordings' directory are hidden inside confined sessions, as the socket is
-// (docs/security.md, "Audit log and recordings").
-std::shared_ptr<ptybox::runtime::AuditLog> AuditFrom(const AuditFlags& flags,
-                                                     ptybox::runtime::ServiceOptions& service,
-                                                     const char* program) {
+// The audit sink of a daemon (or nullptr), from the flags and the operator policy, its files
+// opened now and reached only by descriptor afterwards. The log file and the recordings'
+// directory are hidden inside confined sessions, as the socket is (docs/security.md, "Audit log
+// and recordings"). Nullopt, after saying why on stderr, when they cannot be used: the caller
+// exits.
+std::optional<std::shared_ptr<ptybox::runtime::AuditLog>> AuditFrom(
+    const AuditFlags& flags, ptybox::runtime::ServiceOptions& service, const char* program) {
   std::optional<std::filesystem::path> log;
   std::optional<std::filesystem::path> record;
   if (!flags.log.empty()) log = flags.log;
   if (!flags.record.empty()) record = flags.record;
-  std::optional<ptybox::runtime::AuditOptions> options = ptybox::runtime::AuditOptionsFrom(
-      log, record, ptybox::runtime::ResolveInputsFrom(service, std::nullopt), program);
-  if (!options) return nullptr;
-  if (options->log) service.shell.daemon_files.push_back(*options->log);
-  if (options->record_dir) service.shell.daemon_files.push_back(*options->record_dir);
-  return std::make_shared<ptybox::runtime::AuditLog>(std::move(*options));
+  const ptybox::policy::ResolveInputs inputs =
+      ptybox::runtime::ResolveInputsFrom(service, std::nullopt);
+  std::optional<ptybox::runtime::AuditOptions> options =
+      ptybox::runtime::AuditOptionsFrom(log, record, inputs, program);
+  if (!options) return std::shared_ptr<ptybox::runtime::AuditLog>();
+  // The roots sessions get, as far as they are known now (a policy edited later may add one:
+  // docs/security.md).
+  std::vector<std::filesystem::path> roots = {service.workspace};
+  if (ptybox::Result<ptybox::policy::ResolvedPolicy> resolved = ptybox::policy::Resolve(inputs)) {
+    roots.push_back(resolved->workspace_root);
+    roots.insert(roots.end(), resolved->writable_roots.begin(), resolved->writable_roots.end());
+  }
+  ptybox::Result<std::shared_ptr<ptybox::runtime::AuditLog>> audit =
+      ptybox::runtime::StartAudit(std::move(*options), roots);
+  if (!audit) {
+    std::cerr << "ptybox " << program << ": " << audit.error().message << "\n";
+    return std::nullopt;
+  }
+  // By descriptor: wherever a renamed parent moved them, they stay hidden.
+  for (const std::filesystem::path& held : (*audit)->HeldPaths()) {
+    service.shell.daemon_files.push_back(held);
+  }
+  return *audit;
 }
 
 // `ptybox mcp --mode MODE`: the mode the model starts in, which must be within the ceiling.
@@ -218,7 +236,10 @@ int main(int argc, char** argv) {
     options.service = ServiceFrom(serve_flags);
     options.max_connections = max_connections;
     options.service.max_total_sessions = max_sessions;
-    options.service.audit = AuditFrom(serve_audit, options.service, "serve");
+    std::optional<std::shared_ptr<AuditLog>> audit =
+        AuditFrom(serve_audit, options.service, "serve");
+    if (!audit) return 1;
+    options.service.audit = *audit;
     return RunDaemon(std::move(options));
   }
   if (mcp->parsed()) {
@@ -242,7 +263,9 @@ int main(int argc, char** argv) {
       return 2;
     }
     options.mcp_options.consent_timeout = std::chrono::seconds(mcp_consent_timeout);
-    options.service.audit = AuditFrom(mcp_audit, options.service, "mcp");
+    std::optional<std::shared_ptr<AuditLog>> audit = AuditFrom(mcp_audit, options.service, "mcp");
+    if (!audit) return 1;
+    options.service.audit = *audit;
     return RunDaemon(std::move(options));
   }
   if (run->parsed()) {
@@ -259,7 +282,9 @@ int main(int argc, char** argv) {
     }
     if (run->count("--timeout") > 0) options.timeout_seconds = run_timeout;
     options.command = run_command;
-    options.audit = AuditFrom(run_audit, options.service, "run");
+    std::optional<std::shared_ptr<AuditLog>> audit = AuditFrom(run_audit, options.service, "run");
+    if (!audit) return kRunExitSandbox;
+    options.audit = *audit;
     return RunCommand(options);
   }
   if (check->parsed()) {

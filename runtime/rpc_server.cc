@@ -18,8 +18,8 @@
 
 namespace ptybox::runtime {
 RpcConnection::RpcConnection(PtyService& service, std::shared_ptr<LineConnection> connection,
-                             std::string label, bool may_detach)
-    : service_(service), connection_(std::move(connection)) {
+                             std::string label, bool may_detach, std::string attach_only)
+    : service_(service), connection_(std::move(connection)), attach_only_(std::move(attach_only)) {
   owner_ = service_.OpenOwner(std::move(label));
   owner_->may_detach = may_detach;
 }
@@ -38,7 +38,9 @@ void RpcConnection::OnDisconnected() {
   disconnected_ = true;
   std::shared_ptr<RpcConnection> self = shared_from_this();
   // An owner with a detach grace outlives the connection (contract v1.1): nothing to await.
-  if (service_.DetachOwner(owner_)) {
+  // Not the fresh owner of a connection admitted only to attach: it would hold a place over
+  // the limit.
+  if ((attach_only_.empty() || attached_) && service_.DetachOwner(owner_)) {
     owner_.reset();
     std::function<void()> done = std::move(on_done_);
     on_done_ = nullptr;
@@ -122,6 +124,9 @@ void RpcConnection::HandleRequest(const Json& id, const std::string& method, con
     return;
   }
   if (method == "owner_attach") return Attach(id, params);
+  if (!attach_only_.empty() && !attached_) {
+    return ReplyError(id, Error{ErrorKind::kBusy, attach_only_, "maxConnections"});
+  }
   in_flight_.insert(key);
   std::shared_ptr<RpcConnection> self = shared_from_this();
   CallMethod(service_, owner_, method, params, key, [self, id, key](Result<Json> result) {
@@ -321,6 +326,20 @@ void SocketServer::Accept() {
     }
     if (AdmitPeer(socket.native_handle())) {  // runtime/peer_check.h
       int fd = socket.release();
+      // Detached owners hold their places (docs/security.md): over the limit with them, a
+      // connection may take one of them back, nothing more.
+      const size_t detached = service_.detached_owner_count();
+      std::string attach_only;
+      if (*connections_ < max_connections_ && *connections_ + detached >= max_connections_) {
+        attach_only = "this daemon's " + std::to_string(max_connections_) +
+                      " places (serve --max-connections) are taken by " +
+                      std::to_string(*connections_) + " connections and " +
+                      std::to_string(detached) +
+                      " detached owners awaiting owner_attach (each keeps its place until "
+                      "attached or its limits.detachGraceMs ends); this connection may only "
+                      "owner_attach. Attach to your owner, or close this connection and retry "
+                      "later";
+      }
       if (*connections_ >= max_connections_) {
         Refuse(fd, "this daemon already serves " + std::to_string(max_connections_) +
                        " connections (serve --max-connections); close one and retry");
@@ -332,7 +351,7 @@ void SocketServer::Accept() {
         ++*connections_;
         auto rpc = std::make_shared<RpcConnection>(
             service_, *line, "socket client " + std::to_string(next_client_++),
-            /*may_detach=*/true);
+            /*may_detach=*/true, std::move(attach_only));
         live_->emplace(rpc.get(), rpc);
         rpc->Start([live = std::weak_ptr<LiveConnections>(live_), id = rpc.get(),
                     count = connections_] {

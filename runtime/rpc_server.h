@@ -22,8 +22,11 @@ namespace ptybox::runtime {
 class RpcConnection final : public std::enable_shared_from_this<RpcConnection> {
  public:
   // `may_detach`: the owner may outlive this connection (serve --socket; contract v1.1).
+  // `attach_only`: admitted over --max-connections because detached owners hold places: until
+  // owner_attach succeeds, every other request is `busy` (the message is `attach_only`'s text),
+  // and its own fresh owner never detaches.
   RpcConnection(PtyService& service, std::shared_ptr<LineConnection> connection,
-                std::string label, bool may_detach = false);
+                std::string label, bool may_detach = false, std::string attach_only = {});
   // Starts reading; `on_done` runs after the client left and its sessions were closed.
   void Start(std::function<void()> on_done);
 
@@ -50,10 +53,13 @@ class RpcConnection final : public std::enable_shared_from_this<RpcConnection> {
   std::set<std::string> in_flight_;  // request keys answered not yet
   bool disconnected_ = false;
   bool attached_ = false;  // owner_attach succeeded on this connection
+  std::string attach_only_;  // why only owner_attach is served (empty: everything is)
 };
 
 // Accepts connections on a Unix socket created with mode 0600, at most `max_connections` at
-// once: one more is answered with an error line and closed. Never takes the path of a live
+// once: one more is answered with an error line and closed. Detached owners (awaiting
+// owner_attach) hold places too: while connections plus detached owners reach the limit, a
+// connection is admitted only to attach (RpcConnection's `attach_only`). Never takes the path of a live
 // daemon: a socket that accepts a connection is left alone; only a dead one is replaced.
 class SocketServer final {
  public:

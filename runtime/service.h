@@ -157,6 +157,9 @@ class PtyService final {
 
   // Sessions open plus opening, across every owner.
   [[nodiscard]] size_t session_count() const;
+  // Owners detached and awaiting owner_attach: each holds a place of serve --max-connections
+  // until it is attached or its grace ends (docs/security.md, "Daemon robustness").
+  [[nodiscard]] size_t detached_owner_count() const { return detached_.size(); }
 
  private:
   Result<policy::ResolvedPolicy> Resolve(const Owner& owner,

@@ -71,6 +71,7 @@ void SessionRecorder::Publish(const std::string& session_id) {
   path_ = options_.dir / (session_id + ".cast");
   AppendFileSpec spec;
   spec.path = *path_;
+  spec.dir = options_.dir_fd;
   spec.exclusive = true;
   spec.max_queued_bytes = 4 * 1024 * 1024;
   spec.report = options_.report;

@@ -25,7 +25,9 @@ namespace ptybox::runtime {
 class SessionRecorder final : public SessionTap {
  public:
   struct Options {
-    std::filesystem::path dir;
+    std::filesystem::path dir;  // for the file's name in the audit log
+    // The directory itself, opened once at startup: each recording is created in it by name.
+    std::shared_ptr<const UniqueFd> dir_fd;
     int64_t max_bytes = 64LL * 1024 * 1024;
     int columns = 80;
     int rows = 24;

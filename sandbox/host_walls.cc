@@ -84,6 +84,10 @@ bool ReachableByStranger(const fs::path& path, const std::vector<fs::path>& root
       return d == r || d.starts_with(r.back() == '/' ? r : r + "/");
     });
   };
+  // Inside a root, whatever the directories above the root allow: the launcher makes every
+  // root reachable (binds, and veils over unsearchable parents), so a path there needs its
+  // cover even below a 0700 directory (a root of a mkdtemp or /root directory).
+  if (inside_a_root(path.parent_path())) return true;
   fs::path dir = "/";
   for (const fs::path& part : path.parent_path().relative_path()) {
     dir /= part;

@@ -5,6 +5,7 @@
 // destructor drains), so nothing here waits on time.
 #include "runtime/async_writer.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,9 +46,16 @@ std::vector<std::string> Lines(const fs::path& path) {
   return lines;
 }
 
+// The writer creates a file only by name inside a directory held open, as the daemon does.
+std::shared_ptr<const UniqueFd> OpenDir(const fs::path& dir) {
+  return std::make_shared<const UniqueFd>(
+      ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+}
+
 AppendFileSpec Spec(const fs::path& path, size_t bound = 1 << 20) {
   AppendFileSpec spec;
   spec.path = path;
+  spec.dir = OpenDir(path.parent_path());
   spec.max_queued_bytes = bound;
   spec.report = std::make_shared<WriteFailureReport>(WriteFailureReport{"the test log", false});
   spec.dropped_line = [](uint64_t lines, uint64_t bytes, std::string_view) {
@@ -100,7 +108,7 @@ TEST(AsyncWriterTest, NeverFollowsASymlink) {
     AsyncWriter writer;
     AppendFileSpec spec = Spec(link);
     spec.report = report;
-    file = writer.Open(spec);
+    file = writer.Open(std::move(spec));
     file->Append("secret\n");
     file->Close();
   }
@@ -120,7 +128,7 @@ TEST(AsyncWriterTest, ADirectoryIsReportedAndLinesAreCounted) {
     AsyncWriter writer;
     AppendFileSpec spec = Spec(dir.path());
     spec.report = report;
-    file = writer.Open(spec);
+    file = writer.Open(std::move(spec));
     for (int i = 0; i < 10; ++i) file->Append("line\n");
     file->Close();
   }
@@ -157,6 +165,7 @@ TEST(SessionRecorderTest, WritesAHeaderAndOrderedEventsAndStopsAtItsBound) {
     AsyncWriter writer;
     SessionRecorder::Options o;
     o.dir = dir.path();
+    o.dir_fd = OpenDir(dir.path());
     o.max_bytes = 64 * 1024;
     o.columns = 90;
     o.rows = 20;

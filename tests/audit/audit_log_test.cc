@@ -230,33 +230,57 @@ class Tmpfs final {
   bool ok_ = false;
 };
 
-// Sessions work whatever happens to the audit log; the problem is on stderr exactly once.
-void ExpectSessionsWorkAndOneReport(const std::vector<std::string>& args, const char* why) {
-  Daemon daemon(Daemon::Options{args, {}});
-  for (int round = 0; round < 2; ++round) {
-    RpcClient client(daemon.socket());
-    std::string id = OpenSession(client, "workspace-write");
-    ASSERT_FALSE(id.empty());
-    for (int i = 0; i < 3; ++i) {
-      EXPECT_EQ(Send(client, id, "echo still-working\n")["viewport"], "still-working");
-    }
-  }
-  daemon.Stop(SIGTERM);
-  const std::string log = daemon.Log();
-  EXPECT_EQ(Count(log, "the audit log "), 1u) << log;
-  EXPECT_NE(log.find(why), std::string::npos) << log;
+// A log or recordings' directory that cannot be used is a startup error: the daemon opens
+// them once and never by path again, so it refuses rather than runs unrecorded. The exit
+// status and stderr of `ptybox serve` (`ptybox run`: 125).
+struct Startup {
+  int status = -1;
+  std::string stderr_text;
+};
+
+Startup StartServe(const std::vector<std::string>& args, const fs::path& workspace,
+                   const std::string& program = "serve") {
+  TempDir scratch;
+  const fs::path err = scratch.path() / "stderr";
+  std::string command = "cd " + workspace.string() +
+                        " && PTYBOX_LOG=info PTYBOX_OPERATOR_POLICY=/nonexistent/ptybox.yaml PTYBOX_INIT=" +
+                        InitBinary().string() + " " + PtyboxBinary().string() + " " + program;
+  if (program == "serve") command += " --socket " + (scratch.path() / "s.sock").string();
+  for (const std::string& arg : args) command += " '" + arg + "'";
+  if (program == "run") command += " -- true";
+  // A daemon that did start is stopped at once: SIGTERM after it printed "listening".
+  command += " 2>" + err.string() + " & pid=$!; for i in $(seq 1 300); do "
+             "kill -0 $pid 2>/dev/null || break; grep -q listening " + err.string() +
+             " && kill -TERM $pid; sleep 0.1; done; wait $pid";
+  Startup out;
+  out.status = Shell(command);
+  std::ifstream in(err);
+  out.stderr_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return out;
 }
 
-TEST(AuditLogTest, ADirectoryIsReportedOnceAndSessionsWork) {
+void ExpectRefusedAtStartup(const std::vector<std::string>& args, const std::string& why) {
+  TempDir workspace;
+  Startup started = StartServe(args, workspace.path());
+  EXPECT_EQ(started.status, 1) << started.stderr_text;
+  EXPECT_NE(started.stderr_text.find("ptybox serve: "), std::string::npos) << started.stderr_text;
+  EXPECT_NE(started.stderr_text.find(why), std::string::npos) << started.stderr_text;
+  EXPECT_EQ(started.stderr_text.find("listening"), std::string::npos) << started.stderr_text;
+}
+
+TEST(AuditLogTest, ADirectoryIsRefusedAtStartup) {
   TempDir dir;
-  ExpectSessionsWorkAndOneReport({"--audit-log", dir.path().string()}, "is a directory");
+  ExpectRefusedAtStartup({"--audit-log", dir.path().string()},
+                         "cannot open the audit log " + dir.path().string() +
+                             ": it is a directory; name a regular file");
 }
 
-TEST(AuditLogTest, AProcPathIsReportedOnceAndSessionsWork) {
-  ExpectSessionsWorkAndOneReport({"--audit-log", "/proc/ptybox-audit.jsonl"}, "cannot open");
+TEST(AuditLogTest, AProcPathIsRefusedAtStartup) {
+  ExpectRefusedAtStartup({"--audit-log", "/proc/ptybox-audit.jsonl"},
+                         "cannot open the audit log /proc/ptybox-audit.jsonl");
 }
 
-TEST(AuditLogTest, AReadOnlyDirectoryIsReportedOnceAndSessionsWork) {
+TEST(AuditLogTest, AReadOnlyDirectoryIsRefusedAtStartup) {
   TempDir dir;
   const fs::path ro = dir.path() / "ro";
   // Root ignores directory permissions: a read-only mount then; others: a read-only directory.
@@ -268,7 +292,7 @@ TEST(AuditLogTest, AReadOnlyDirectoryIsReportedOnceAndSessionsWork) {
     fs::create_directories(ro);
     fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec);
   }
-  ExpectSessionsWorkAndOneReport({"--audit-log", (ro / "audit.jsonl").string()}, "cannot open");
+  ExpectRefusedAtStartup({"--audit-log", (ro / "audit.jsonl").string()}, "cannot open");
   EXPECT_FALSE(fs::exists(ro / "audit.jsonl"));
 }
 
@@ -278,9 +302,74 @@ TEST(AuditLogTest, ASymlinkAtThePathIsRefusedNeverFollowed) {
   WriteFile(target, "");
   const fs::path link = dir.path() / "audit.jsonl";
   fs::create_symlink(target, link);
-  ExpectSessionsWorkAndOneReport({"--audit-log", link.string()}, "is a symbolic link");
+  ExpectRefusedAtStartup({"--audit-log", link.string()},
+                         "it is a symbolic link, which is never followed");
   EXPECT_TRUE(fs::is_symlink(link));
   EXPECT_EQ(fs::file_size(target), 0u);
+}
+
+// The recordings' directory is opened once, as a directory itself, and checked like the
+// socket's: never through a link, never one another user could rearrange.
+TEST(AuditLogTest, ARecordDirectoryThatIsALinkOrOpenToOthersIsRefusedAtStartup) {
+  TempDir dir;
+  const fs::path real = dir.path() / "real";
+  fs::create_directories(real);
+  fs::create_symlink(real, dir.path() / "link");
+  ExpectRefusedAtStartup({"--record", (dir.path() / "link").string()},
+                         "it is a symbolic link, which is never followed");
+  const fs::path open_dir = dir.path() / "open";
+  fs::create_directories(open_dir);
+  fs::permissions(open_dir, fs::perms(0777));
+  ExpectRefusedAtStartup({"--record", open_dir.string()}, "could be changed by another user");
+  EXPECT_TRUE(fs::is_empty(open_dir));
+  // A missing one is created, private.
+  TempDir workspace;
+  const fs::path fresh = dir.path() / "fresh" / "casts";
+  Startup started = StartServe({"--record", fresh.string()}, workspace.path());
+  EXPECT_EQ(started.status, 0) << started.stderr_text;
+  EXPECT_EQ(FileMode(fresh), 0700u);
+}
+
+// Inside the workspace (or a writable root the operator's policy names), a session could
+// rename or replace the directories above the log: refused at startup, saying where to put it.
+TEST(AuditLogTest, ALogOrRecordDirectoryInsideASessionRootIsRefusedAtStartup) {
+  TempDir workspace;
+  for (const char* flag : {"--audit-log", "--record"}) {
+    const fs::path inside = workspace.path() / "logs" / "audit";
+    Startup started = StartServe({flag, inside.string()}, workspace.path());
+    EXPECT_EQ(started.status, 1) << flag << " " << started.stderr_text;
+    EXPECT_NE(started.stderr_text.find(" lies inside " + fs::canonical(workspace.path()).string() +
+                                       ", which sessions of this daemon can write"),
+              std::string::npos)
+        << started.stderr_text;
+    EXPECT_NE(started.stderr_text.find("Put it where no session can write"), std::string::npos)
+        << started.stderr_text;
+    EXPECT_FALSE(fs::exists(inside)) << flag;
+  }
+  // A writable root of the operator's policy is a session root too.
+  TempDir elsewhere;
+  const fs::path policy = elsewhere.path() / "operator.yaml";
+  fs::create_directories(elsewhere.path() / "cache");
+  WriteFile(policy, "version: 1\nwritable: [" + (elsewhere.path() / "cache").string() + "]\n");
+  Startup in_root = StartServe({"--policy", policy.string(), "--audit-log",
+                                (elsewhere.path() / "cache" / "audit.jsonl").string()},
+                               workspace.path());
+  EXPECT_EQ(in_root.status, 1) << in_root.stderr_text;
+  EXPECT_NE(in_root.stderr_text.find("lies inside " +
+                                     fs::canonical(elsewhere.path() / "cache").string()),
+            std::string::npos)
+      << in_root.stderr_text;
+  // ptybox run refuses the same, as a sandbox problem (125), before the command runs.
+  Startup run = StartServe({"--audit-log", (workspace.path() / "run.jsonl").string()},
+                           workspace.path(), "run");
+  EXPECT_EQ(run.status, 125) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("ptybox run: the audit log"), std::string::npos)
+      << run.stderr_text;
+  // Beside the workspace is fine.
+  Startup beside = StartServe({"--audit-log", (elsewhere.path() / "audit.jsonl").string()},
+                              workspace.path());
+  EXPECT_EQ(beside.status, 0) << beside.stderr_text;
+  EXPECT_EQ(FileMode(elsewhere.path() / "audit.jsonl"), 0600u);
 }
 
 TEST(AuditLogTest, AFullDiskIsReportedOnceAndTheGapIsCountedWhenSpaceReturns) {

@@ -14,47 +14,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
-const binary = path.resolve(process.argv[2] ?? 'build/bin/ptybox');
-const GUARD_MS = 60_000; // hang guard only: nothing asserts durations
-
-let passed = 0;
-let failed = 0;
-let stepNumber = 0;
-async function step(name, fn) {
-  stepNumber += 1;
-  try {
-    await fn();
-    passed += 1;
-    console.log(`ok ${stepNumber} - ${name}`);
-  } catch (error) {
-    failed += 1;
-    console.log(`not ok ${stepNumber} - ${name}`);
-    for (const line of String(error?.stack ?? error).split('\n')) console.log(`  # ${line}`);
-  }
-}
-
-async function waitFor(what, predicate) {
-  const deadline = Date.now() + GUARD_MS;
-  while (Date.now() < deadline) {
-    if (await predicate()) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`hang guard: ${what}`);
-}
-
-function processGone(pid) {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    if (error.code === 'ESRCH') return true;
-    throw error;
-  }
-  try {
-    return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? true;
-  } catch {
-    return true;
-  }
-}
+import { GUARD_MS, binary, processGone, step, tap, waitFor } from './sdk_test_support.mjs';
 
 const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'ptybox-mcp-connect-')));
 const workspace = path.join(root, 'ws');
@@ -168,10 +128,10 @@ await step('the daemon ends every session when it stops', async () => {
 
 if (!(daemon.exitCode !== null || daemon.signalCode !== null)) daemon.kill('SIGKILL');
 fs.rmSync(root, { recursive: true, force: true });
-console.log(`1..${stepNumber}`);
-console.log(`# passed ${passed}, failed ${failed}`);
-if (failed > 0) {
+console.log(`1..${tap.steps}`);
+console.log(`# passed ${tap.passed}, failed ${tap.failed}`);
+if (tap.failed > 0) {
   console.log('# daemon log:\n' + daemonLog.split('\n').map((l) => `#   ${l}`).join('\n'));
   console.log('# mcp log:\n' + mcpLog.split('\n').map((l) => `#   ${l}`).join('\n'));
 }
-process.exit(failed > 0 ? 1 : 0);
+process.exit(tap.failed > 0 ? 1 : 0);

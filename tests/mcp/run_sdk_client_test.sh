@@ -13,7 +13,7 @@ for tool in node npm; do
 done
 
 mkdir -p "$work"
-cp "$src/package.json" "$src/package-lock.json" "$src/$script" "$work/"
+cp "$src/package.json" "$src/package-lock.json" "$src/sdk_test_support.mjs" "$src/$script" "$work/"
 stamp="$work/node_modules/.ptybox-package-lock.json"
 if ! cmp -s "$src/package-lock.json" "$stamp"; then
   echo "npm ci (node $(node --version), npm $(npm --version)) into $work"

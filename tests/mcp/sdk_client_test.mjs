@@ -22,9 +22,9 @@ import {
 import Ajv from 'ajv';
 import Ajv2020 from 'ajv/dist/2020.js';
 
-const binary = path.resolve(process.argv[2] ?? 'build/bin/ptybox');
+import { GUARD_MS, binary, processGone, step, tap, waitFor } from './sdk_test_support.mjs';
+
 const transcriptPath = process.env.PTYBOX_MCP_TRANSCRIPT;
-const GUARD_MS = 60_000; // hang guard only: nothing asserts durations
 
 const EXPECTED_TOOLS = [
   'terminal_open', 'terminal_send', 'terminal_output', 'terminal_cancel', 'terminal_read',
@@ -32,53 +32,12 @@ const EXPECTED_TOOLS = [
   'policy_set_mode', 'terminal_resize'
 ];
 
-// --- a tiny TAP runner: steps run in order and share state -------------------------------------
-let passed = 0;
-let failed = 0;
-let stepNumber = 0;
-async function step(name, fn) {
-  stepNumber += 1;
-  try {
-    await fn();
-    passed += 1;
-    console.log(`ok ${stepNumber} - ${name}`);
-  } catch (error) {
-    failed += 1;
-    console.log(`not ok ${stepNumber} - ${name}`);
-    for (const line of String(error?.stack ?? error).split('\n')) console.log(`  # ${line}`);
-  }
-}
-
 function withGuard(promise, what) {
   let timer;
   const guard = new Promise((_, reject) => {
     timer = setTimeout(() => reject(new Error(`hang guard: ${what} did not finish`)), GUARD_MS);
   });
   return Promise.race([promise, guard]).finally(() => clearTimeout(timer));
-}
-
-function processGone(pid) {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    if (error.code === 'ESRCH') return true;
-    throw error;
-  }
-  // A zombie still answers kill(0): it has ended all the same.
-  try {
-    return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? true;
-  } catch {
-    return true;
-  }
-}
-
-async function waitFor(what, predicate) {
-  const deadline = Date.now() + GUARD_MS;
-  while (Date.now() < deadline) {
-    if (await predicate()) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`hang guard: ${what}`);
 }
 
 // --- a transport that records the conversation for docs/mcp.md ----------------------------------
@@ -654,12 +613,12 @@ if (transcriptPath) {
   fs.writeFileSync(transcriptPath, transcript.map((e) => JSON.stringify(e)).join('\n') + '\n');
 }
 fs.rmSync(workspace, { recursive: true, force: true });
-console.log(`1..${stepNumber}`);
+console.log(`1..${tap.steps}`);
 console.log(`# node ${process.version}, @modelcontextprotocol/sdk ${JSON.parse(fs.readFileSync(
   new URL('./node_modules/@modelcontextprotocol/sdk/package.json', import.meta.url))).version}`);
-console.log(`# ${passed} passed, ${failed} failed`);
-if (failed > 0) {
+console.log(`# ${tap.passed} passed, ${tap.failed} failed`);
+if (tap.failed > 0) {
   console.log('# ptybox mcp stderr:');
   for (const line of stderrText.split('\n')) console.log(`#   ${line}`);
 }
-process.exit(failed > 0 ? 1 : 0);
+process.exit(tap.failed > 0 ? 1 : 0);

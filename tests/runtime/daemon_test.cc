@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "common/random.h"
 #include "tests/support/daemon_fixture.h"
 
 namespace ptybox::testing {
@@ -85,7 +86,10 @@ TEST_P(DaemonTest, AnotherOwnersIdIsNotFound) {
 }
 
 TEST_P(DaemonTest, DisconnectEndsTheOwnersProcesses) {
-  std::string marker = "PTYBOX_TEST_MARK=disconnect" + std::to_string(::getpid());
+  // Random, never the pid: with pid_max 32768 pids are reused within minutes, and an
+  // unterminated "disconnect<pid>" is also a prefix of "disconnect<pid><digit>": another test's
+  // (or another worktree's) marked sleeps were then counted as this owner's survivors.
+  std::string marker = "PTYBOX_TEST_MARK=disconnect-" + RandomHex(16) + "-end";
   RpcClient owner(daemon_.socket());
   std::string id = OpenSession(owner, GetParam());
   Json opened_status = owner.Call("terminal_status", Json{{"sessionId", id}});
