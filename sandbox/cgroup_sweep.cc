@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 
 #include "common/error.h"
@@ -66,6 +67,7 @@ namespace fs = std::filesystem;
 constexpr int kKillRounds = 300;  // each followed by kRoundPause: a 3 s bound per tree
 constexpr useconds_t kRoundPause = 10'000;
 constexpr int kRemoveRetries = 20;
+constexpr int kSettleRounds = 300;  // with kRoundPause: 3 s for exited members to be reaped
 
 std::string ReadText(const fs::path& path) {
   std::ifstream in(path);
@@ -133,15 +135,23 @@ bool Populated(const fs::path& top, bool v2) {
   return (in >> n) && n > 0;
 }
 
+// Whether `top` holds processes none of which is visible here (another pid namespace's). A v1
+// pids.current also counts members that exited and are not yet reaped, which cgroup.procs no
+// longer lists: such a count is given a moment (bounded) to settle before it is believed.
+bool Foreign(const fs::path& top, bool v2) {
+  for (int round = 0; round < kSettleRounds; ++round) {
+    size_t visible = 0;
+    for (const fs::path& d : LeafFirst(top)) visible += ReadPids(d).size();
+    if (!cgroups::ForeignTree(Populated(top, v2), visible)) return false;
+    ::usleep(kRoundPause);
+  }
+  return true;
+}
+
 // Ends what is left in `top` (a stale tree) and removes it; the problem when it cannot.
 std::string EndAndRemove(const Home& home, const fs::path& top, const std::string& name) {
   const bool v2 = home.controller.empty();
   const std::vector<fs::path> dirs = LeafFirst(top);
-  size_t visible = 0;
-  for (const fs::path& d : dirs) visible += ReadPids(d).size();
-  if (cgroups::ForeignTree(Populated(top, v2), visible)) {
-    return "left alone: it holds processes of another pid namespace";
-  }
   const cgroups::MembershipTarget target{home.controller,
                                          cgroups::ChildCgroupPath(home.cgroup, name)};
   std::error_code ec;
@@ -188,7 +198,21 @@ SweepReport SweepStaleDirectories() {
     while (!c.empty() && c.back() == '\n') c.pop_back();
     return c;
   }();
-  for (const Home& home : Homes()) {
+  // First every judgement and the foreign-tree check, in every hierarchy; only then any kill
+  // (a kill through one hierarchy leaves members that the other hierarchies still count until
+  // they are reaped). The locks of the stale trees are held until the end.
+  struct Stale {
+    const Home* home;
+    fs::path top;
+    std::string reason;
+    UniqueFd lock;
+  };
+  const std::vector<Home> homes = Homes();  // v2 first
+  std::vector<Stale> stale;
+  // The v2 verdict on a name is the one believed in every hierarchy: v2's `populated` ignores
+  // members that exited, v1's pids.current does not.
+  std::map<std::string, bool> v2_foreign;
+  for (const Home& home : homes) {
     std::error_code ec;
     std::vector<fs::path> candidates;
     for (const fs::directory_entry& e : fs::directory_iterator(home.directory, ec)) {
@@ -216,13 +240,24 @@ SweepReport SweepStaleDirectories() {
       const cgroups::Judgement judged = cgroups::JudgeOwner(owner, facts, own_comm);
       if (!judged.stale) {
         report.kept.push_back(top.string() + ": " + judged.reason);
-        continue;
-      }
-      if (std::string problem = EndAndRemove(home, top, name); !problem.empty()) {
-        report.problems.push_back(top.string() + " (" + judged.reason + "): " + problem);
+      } else if (const auto v2 = v2_foreign.find(name);
+                 v2 != v2_foreign.end() ? v2->second : Foreign(top, home.controller.empty())) {
+        report.problems.push_back(top.string() + " (" + judged.reason +
+                                  "): left alone: it holds processes of another pid namespace");
       } else {
-        report.removed.push_back(top);
+        stale.push_back({&home, top, judged.reason, std::move(lock)});
       }
+      if (judged.stale && home.controller.empty()) {
+        v2_foreign[name] = stale.empty() || stale.back().top != top;
+      }
+    }
+  }
+  for (const Stale& s : stale) {
+    if (std::string problem = EndAndRemove(*s.home, s.top, s.top.filename().string());
+        !problem.empty()) {
+      report.problems.push_back(s.top.string() + " (" + s.reason + "): " + problem);
+    } else {
+      report.removed.push_back(s.top);
     }
   }
   return report;
