@@ -2,7 +2,7 @@
 // are candidates at all, when an owner is certainly gone, and that a tree with only invisible
 // processes (another pid namespace's) is never touched. The same rules hold for v1 and v2
 // directories (the sweep reads the facts per hierarchy); the real sweep through the real
-// binary is tests/escape/cgroup_sweep_test.cc.
+// binary is tests/containment/cgroup_walls_test.cc.
 #include "sandbox/cgroup_sweep.h"
 
 #include <gtest/gtest.h>
