@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <iterator>
 #include <sstream>
 
@@ -30,8 +29,19 @@ constexpr int kKillRounds = 64;
 constexpr int kRemoveRetries = 20;
 
 std::string ReadText(const fs::path& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // POSIX reads: a cgroup removed (ENODEV) or a process gone (ESRCH) mid-read is an empty or
+  // short text here, never an exception out of a stream.
+  std::string text;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return text;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd.Get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  return text;
 }
 
 Result<void> WriteText(const fs::path& path, std::string_view text) {

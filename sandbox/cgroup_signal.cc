@@ -1,12 +1,12 @@
 #include "sandbox/cgroup_signal.h"
 
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
-#include <fstream>
-#include <iterator>
+#include <cerrno>
 
 #include "sandbox/cgroup_layout.h"
 
@@ -39,9 +39,24 @@ const ProcessOps& RealProcessOps() {
   static const ProcessOps ops{
       .open = [](pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); },
       .read_cgroup = [](pid_t pid) -> std::optional<std::string> {
-        std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
-        if (!in) return std::nullopt;
-        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        // POSIX reads: a process that exits mid-read is "no membership", never an exception.
+        const std::string path = "/proc/" + std::to_string(pid) + "/cgroup";
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return std::nullopt;
+        std::string text;
+        char buf[4096];
+        for (;;) {
+          const ssize_t n = ::read(fd, buf, sizeof(buf));
+          if (n < 0 && errno == EINTR) continue;
+          if (n < 0) {
+            ::close(fd);
+            return std::nullopt;
+          }
+          if (n == 0) break;
+          text.append(buf, static_cast<size_t>(n));
+        }
+        ::close(fd);
+        return text;
       },
       .send = [](int fd, int signal) {
         return ::syscall(SYS_pidfd_send_signal, fd, signal, nullptr, 0) == 0;

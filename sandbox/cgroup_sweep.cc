@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <iterator>
 #include <map>
 #include <sstream>
@@ -70,8 +69,19 @@ constexpr int kRemoveRetries = 20;
 constexpr int kSettleRounds = 300;  // with kRoundPause: 3 s for exited members to be reaped
 
 std::string ReadText(const fs::path& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // POSIX reads: a cgroup removed (ENODEV) or a process gone (ESRCH) mid-read is an empty or
+  // short text here, never an exception out of a stream.
+  std::string text;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return text;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd.Get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  return text;
 }
 
 bool WriteText(const fs::path& path, std::string_view text) {
@@ -232,8 +242,10 @@ SweepReport SweepStaleDirectories() {
       facts.locked = ::flock(lock.Get(), LOCK_EX | LOCK_NB) != 0;
       facts.alive = ::kill(owner, 0) == 0 || errno != ESRCH;
       if (facts.alive) {
-        std::ifstream comm("/proc/" + std::to_string(owner) + "/comm");
-        if (std::string c; comm && std::getline(comm, c)) facts.comm = c;
+        if (std::string c = ReadText("/proc/" + std::to_string(owner) + "/comm"); !c.empty()) {
+          while (!c.empty() && c.back() == '\n') c.pop_back();
+          facts.comm = c;
+        }
         facts.in_parent = cgroups::IsMember(ReadText("/proc/" + std::to_string(owner) + "/cgroup"),
                                             {home.controller, home.cgroup});
       }

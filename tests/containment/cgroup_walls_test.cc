@@ -43,9 +43,15 @@ namespace {
 namespace fs = std::filesystem;
 namespace cg = ::ptybox::sandbox::cgroups;
 
+// POSIX reads: a cgroup removed under the sampler (ENODEV) reads as empty, not as a throw.
 std::string Slurp(const fs::path& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) text.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return text;
 }
 
 std::vector<pid_t> Pids(const fs::path& procs) {
