@@ -223,6 +223,9 @@ SweepReport SweepStaleDirectories() {
   // members that exited, v1's pids.current does not.
   std::map<std::string, bool> v2_foreign;
   for (const Home& home : homes) {
+    // Nothing can be removed where this process may not remove directories (an ordinary user
+    // beneath a root-owned cgroup): such a hierarchy is not looked at.
+    if (::faccessat(AT_FDCWD, home.directory.c_str(), W_OK, AT_EACCESS) != 0) continue;
     std::error_code ec;
     std::vector<fs::path> candidates;
     for (const fs::directory_entry& e : fs::directory_iterator(home.directory, ec)) {
