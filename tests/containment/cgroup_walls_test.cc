@@ -321,7 +321,8 @@ TEST(CgroupSweepTest, ADaemonSweepsOnlyTheDirectoriesOfGoneDaemons) {
   for (std::string line; std::getline(lines, line);) {
     if (line.find("stale") != std::string::npos) std::cout << "    " << line << "\n";
   }
-  EXPECT_NE(log.find(stale_name), std::string::npos) << log;
+  // (Not asserted that it was `next`: under a parallel ctest another daemon starting beneath the
+  // same cgroup may sweep the trees first; what matters is that they went and the rest stayed.)
 
   for (const auto& [h, home] : homes) {
     ::rmdir((home / live_name / "s1").c_str());
