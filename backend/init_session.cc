@@ -95,20 +95,23 @@ void InitSession::Start(const sandbox::LaunchSpec& spec) {
               "); its tree is ended by parent links and its limits are rlimits");
     }
   }
-  sandbox::LaunchSpec with_fallbacks = spec;
-  AddRlimitFallbacks(cgroup_ ? support.plan : sandbox::cgroups::Plan{}, with_fallbacks);
-  std::optional<Result<sandbox::LaunchedInit>> launched;
-  auto launch = [&] { launched = sandbox::LaunchInit(with_fallbacks); };
+  // The child places itself in the session's cgroups (sandbox/launcher.h, cgroup_procs); the
+  // daemon never joins them.
+  std::vector<UniqueFd> placement;
   if (cgroup_) {
-    if (Result<void> inside = cgroup_->RunInside(launch); !inside && !launched) {
-      LogWarn("cannot launch inside the session cgroup (" + inside.error().message +
+    if (Result<std::vector<UniqueFd>> fds = cgroup_->OpenPlacement(); fds) {
+      placement = std::move(*fds);
+    } else {
+      LogWarn("cannot place the session in its cgroup (" + fds.error().message +
               "); its tree is ended by parent links and its limits are rlimits");
       cgroup_.reset();
-      with_fallbacks = spec;
-      AddRlimitFallbacks(sandbox::cgroups::Plan{}, with_fallbacks);
     }
   }
-  if (!launched) launch();
+  sandbox::LaunchSpec with_fallbacks = spec;
+  AddRlimitFallbacks(cgroup_ ? support.plan : sandbox::cgroups::Plan{}, with_fallbacks);
+  for (const UniqueFd& fd : placement) with_fallbacks.cgroup_procs.push_back(fd.Get());
+  std::optional<Result<sandbox::LaunchedInit>> launched = sandbox::LaunchInit(with_fallbacks);
+  placement.clear();
   if (!*launched) {
     Error error = launched->error();
     start_reported_ = true;

@@ -14,6 +14,7 @@
 #include "backend/child_reaper.h"
 #include "common/log.h"
 #include "sandbox/cgroup.h"
+#include "sandbox/cgroup_sweep.h"
 #include "runtime/mcp_server.h"
 #include "runtime/rpc_server.h"
 
@@ -94,6 +95,14 @@ int RunDaemon(DaemonOptions options) {
   const sandbox::CleanupSupport& cleanup = sandbox::SessionCleanupSupport();
   reaper.KillAdoptedChildren(!cleanup.cgroups);
   LogInfo("session cleanup: " + cleanup.detail);
+  // What a daemon that was SIGKILLed left in the cgroups (sandbox/cgroup_sweep.h).
+  const sandbox::SweepReport swept = sandbox::SweepStaleDirectories();
+  for (const std::filesystem::path& dir : swept.removed) {
+    LogInfo("removed the stale session cgroups " + dir.string() + " of a daemon that is gone");
+  }
+  for (const std::string& problem : swept.problems) {
+    LogWarn("cannot remove stale session cgroups " + problem);
+  }
   struct RemoveCleanupDirectory {
     ~RemoveCleanupDirectory() { sandbox::RemoveCleanupDirectory(); }
   } remove_cleanup_directory;

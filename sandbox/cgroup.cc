@@ -2,13 +2,14 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <iterator>
 #include <sstream>
 
@@ -28,8 +29,19 @@ constexpr int kKillRounds = 64;
 constexpr int kRemoveRetries = 20;
 
 std::string ReadText(const fs::path& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // POSIX reads: a cgroup removed (ENODEV) or a process gone (ESRCH) mid-read is an empty or
+  // short text here, never an exception out of a stream.
+  std::string text;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return text;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd.Get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  return text;
 }
 
 Result<void> WriteText(const fs::path& path, std::string_view text) {
@@ -59,41 +71,60 @@ struct Hierarchy {
   std::vector<std::string> controllers;  // empty for v2; v1: those of the plan it carries
   fs::path home;           // the daemon's own cgroup
   fs::path directory;      // <home>/ptybox-<pid>-<random>
+  std::string cgroup;      // `directory` as /proc/<pid>/cgroup names it
 };
 
 struct State {
   CleanupSupport support;
+  // An flock on each directory of this daemon, held until exit: how another daemon's start-up
+  // sweep (sandbox/cgroup_sweep.cc) tells a live owner, in any pid namespace.
+  std::vector<UniqueFd> locks;
   std::vector<Hierarchy> hierarchies;  // v2 first, then v1 by controller (each path once)
 };
 
-// Joins `cgroup` and returns to `home`: the test that the daemon may move itself.
-Result<void> JoinAndLeave(const fs::path& cgroup, const fs::path& home) {
-  const std::string self = std::to_string(::getpid());
-  if (Result<void> in = WriteText(cgroup / "cgroup.procs", self); !in) return in;
-  if (Result<void> out = WriteText(home / "cgroup.procs", self); !out) {
-    LogError("the daemon could not leave the probe cgroup " + cgroup.string() + ": " +
-             out.error().message);
-    return out;
+// A forked child places itself in `cgroup` (writes "0" to its cgroup.procs, opened here, as
+// a session's child does: sandbox/launcher.cc) and exits: the test that this daemon may place
+// its children, without ever becoming a member itself.
+Result<void> ChildCanJoin(const fs::path& cgroup) {
+  const fs::path procs = cgroup / "cgroup.procs";
+  UniqueFd fd(::open(procs.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return std::unexpected(Error::FromErrno(ErrorKind::kCleanupFailed, "open", procs.string()));
+  const pid_t pid = ::fork();
+  if (pid < 0) return std::unexpected(Error::FromErrno(ErrorKind::kCleanupFailed, "fork"));
+  if (pid == 0) ::_exit(::write(fd.Get(), "0", 1) == 1 ? 0 : (errno & 0x7f));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  return {};
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
+  errno = WIFEXITED(status) ? WEXITSTATUS(status) : EINTR;
+  return std::unexpected(Error::FromErrno(ErrorKind::kCleanupFailed, "write", procs.string()));
 }
 
-// Creates `<home>/<name>` with a probe child that the daemon could join and leave; the reason
-// when it cannot.
-std::string TryDirectory(const fs::path& home, const std::string& name, bool v2) {
+// Creates `<home>/<name>` (locked) with a probe child a forked child could place itself in;
+// the reason when it cannot.
+std::string TryDirectory(const fs::path& home, const std::string& name, bool v2,
+                         std::vector<UniqueFd>& locks) {
   const fs::path directory = home / name;
   if (::mkdir(directory.c_str(), 0755) != 0 && errno != EEXIST) {
     return Error::FromErrno(ErrorKind::kSandboxUnavailable, "mkdir", directory.string()).message +
            (v2 ? " (no delegated cgroup v2 subtree)" : "");
   }
+  // Marked as this live daemon's at once (the start-up sweep of other daemons tries this lock).
+  UniqueFd lock(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (lock && ::flock(lock.Get(), LOCK_EX | LOCK_NB) == 0) locks.push_back(std::move(lock));
   const fs::path probe = directory / "probe";
   if (::mkdir(probe.c_str(), 0755) != 0 && errno != EEXIST) {
     std::string why = Error::FromErrno(ErrorKind::kSandboxUnavailable, "mkdir", probe.string()).message;
     ::rmdir(directory.c_str());
     return why;
   }
-  Result<void> joined = JoinAndLeave(probe, home);
-  ::rmdir(probe.c_str());
+  Result<void> joined = ChildCanJoin(probe);
+  // The child is reaped; a v1 hierarchy may list it a moment longer.
+  int rc = ::rmdir(probe.c_str());
+  for (int retry = 0; rc != 0 && errno == EBUSY && retry < kRemoveRetries; ++retry) {
+    ::usleep(1000);
+    rc = ::rmdir(probe.c_str());
+  }
   if (!joined) {
     ::rmdir(directory.c_str());
     return "cannot move processes into " + directory.string() + ": " + joined.error().message;
@@ -133,7 +164,7 @@ State& Probed() {
     } else if (std::error_code ec; !fs::exists(*facts.v2_own / "cgroup.procs", ec)) {
       facts.v2_problem = "its cgroup v2 directory " + facts.v2_own->string() + " is not visible";
     } else {
-      facts.v2_problem = TryDirectory(*facts.v2_own, name, true);
+      facts.v2_problem = TryDirectory(*facts.v2_own, name, true, s.locks);
     }
     if (facts.v2_problem.empty()) {
       const fs::path dir = *facts.v2_own / name;
@@ -165,7 +196,7 @@ State& Probed() {
       }
       bool shared = false;  // a hierarchy that carries two of the controllers (cpu,memory)
       for (const auto& [other, dir] : v1_created) shared = shared || dir == *own / name;
-      const std::string problem = shared ? std::string() : TryDirectory(*own, name, false);
+      const std::string problem = shared ? std::string() : TryDirectory(*own, name, false, s.locks);
       if (!problem.empty()) {
         facts.v1_problems[controller] = problem;
         continue;
@@ -178,7 +209,9 @@ State& Probed() {
     const cgroups::Plan& plan = s.support.plan;
     if (facts.v2_problem.empty()) {
       if (plan.use_v2) {
-        s.hierarchies.push_back({{}, *facts.v2_own, *facts.v2_own / name});
+        s.hierarchies.push_back(
+            {{}, *facts.v2_own, *facts.v2_own / name,
+             cgroups::ChildCgroupPath(cgroups::OwnCgroupPath(memberships, "").value_or("/"), name)});
       } else {
         ::rmdir((*facts.v2_own / name).c_str());
       }
@@ -192,7 +225,10 @@ State& Probed() {
         if (seen != nullptr) {
           seen->controllers.push_back(controller);
         } else {
-          s.hierarchies.push_back({{controller}, dir.parent_path(), dir});
+          s.hierarchies.push_back(
+              {{controller}, dir.parent_path(), dir,
+               cgroups::ChildCgroupPath(cgroups::OwnCgroupPath(memberships, controller).value_or("/"),
+                                        name)});
         }
       } else {
         ::rmdir(dir.c_str());
@@ -233,7 +269,9 @@ Result<SessionCgroup> SessionCgroup::Create(const std::string& name,
       for (const Member& m : members) ::rmdir(m.path.c_str());
       return std::unexpected(error);
     }
-    members.push_back({h.controllers, std::move(path), h.home});
+    cgroups::MembershipTarget target{h.controllers.empty() ? std::string() : h.controllers.front(),
+                                     cgroups::ChildCgroupPath(h.cgroup, name)};
+    members.push_back({h.controllers, std::move(path), std::move(target)});
   }
   SessionCgroup cgroup(std::move(members));
   for (const cgroups::LimitFile& file : cgroups::RenderLimits(limits, state.support.plan)) {
@@ -262,7 +300,6 @@ Result<SessionCgroup> SessionCgroup::Create(const std::string& name,
 SessionCgroup::SessionCgroup(SessionCgroup&& other) noexcept
     : path_(std::move(other.path_)),
       members_(std::move(other.members_)),
-      holds_daemon_(other.holds_daemon_),
       removed_(other.removed_) {
   other.removed_ = true;
 }
@@ -272,7 +309,6 @@ SessionCgroup& SessionCgroup::operator=(SessionCgroup&& other) noexcept {
     if (!removed_) (void)Remove();
     path_ = std::move(other.path_);
     members_ = std::move(other.members_);
-    holds_daemon_ = other.holds_daemon_;
     removed_ = other.removed_;
     other.removed_ = true;
   }
@@ -283,25 +319,18 @@ SessionCgroup::~SessionCgroup() {
   if (!removed_) (void)Remove();
 }
 
-Result<void> SessionCgroup::RunInside(const std::function<void()>& fork_and_exec) {
-  const std::string self = std::to_string(::getpid());
-  size_t joined = 0;
-  Result<void> entered;
-  holds_daemon_ = true;
-  for (; joined < members_.size(); ++joined) {
-    entered = WriteText(members_[joined].path / "cgroup.procs", self);
-    if (!entered) break;
+Result<std::vector<UniqueFd>> SessionCgroup::OpenPlacement() const {
+  if (removed_) {
+    return Fail(ErrorKind::kSpawnFailed, "the session cgroup " + path_.string() + " is removed");
   }
-  if (entered) fork_and_exec();
-  for (size_t i = 0; i < joined; ++i) {
-    if (Result<void> out = WriteText(members_[i].home / "cgroup.procs", self); !out) {
-      LogError("the daemon could not leave the session cgroup " + members_[i].path.string() +
-               ": " + out.error().message + "; this session's cgroup will not be used to end it");
-      return out;
-    }
+  std::vector<UniqueFd> fds;
+  for (const Member& m : members_) {
+    const fs::path procs = m.path / "cgroup.procs";
+    UniqueFd fd(::open(procs.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd) return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "open", procs.string()));
+    fds.push_back(std::move(fd));
   }
-  holds_daemon_ = false;
-  return entered;
+  return fds;
 }
 
 std::vector<pid_t> SessionCgroup::Pids() const {
@@ -315,8 +344,8 @@ std::vector<pid_t> SessionCgroup::Pids() const {
 }
 
 Result<void> SessionCgroup::Kill() {
-  if (holds_daemon_ || removed_) {
-    return Fail(ErrorKind::kCleanupFailed, "the session cgroup " + path_.string() + " is not usable");
+  if (removed_) {
+    return Fail(ErrorKind::kCleanupFailed, "the session cgroup " + path_.string() + " is removed");
   }
   const cgroups::Plan& plan = Probed().support.plan;
   if (plan.kill_v2) {
@@ -331,12 +360,16 @@ Result<void> SessionCgroup::Kill() {
     std::error_code ec;
     if (fs::exists(m.path / "pids.max", ec)) (void)WriteText(m.path / "pids.max", "0");
   }
+  // Each pid through a pidfd, and only while it still names a member: a pid read from
+  // cgroup.procs may have been reused by another process meanwhile (sandbox/cgroup_signal.h).
   for (int round = 0; round < kKillRounds; ++round) {
-    const std::vector<pid_t> pids = Pids();
-    if (pids.empty()) break;
-    for (pid_t pid : pids) {
-      if (pid != ::getpid()) ::kill(pid, SIGKILL);
+    bool any = false;
+    for (const Member& m : members_) {
+      const std::vector<pid_t> pids = ParsePids(ReadText(m.path / "cgroup.procs"));
+      any = any || !pids.empty();
+      (void)cgroups::SignalMembers(pids, m.target, SIGKILL);
     }
+    if (!any) break;
   }
   return {};
 }
@@ -367,7 +400,6 @@ std::string SessionCgroup::Members() const {
 
 Result<void> SessionCgroup::Remove() {
   if (removed_) return {};
-  if (holds_daemon_) return Fail(ErrorKind::kCleanupFailed, "the daemon is still inside " + path_.string());
   for (const Member& m : members_) {
     // A v1 hierarchy may still list a member the kernel is tearing down (EBUSY) a moment after
     // v2 reported the session empty: a few short retries.

@@ -19,13 +19,14 @@
 #include <sys/types.h>
 
 #include <filesystem>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
+#include "common/unique_fd.h"
 #include "sandbox/cgroup_layout.h"
+#include "sandbox/cgroup_signal.h"
 
 namespace ptybox::sandbox {
 
@@ -38,8 +39,10 @@ struct CleanupSupport {
   cgroups::Plan plan;               // which hierarchy holds each limit, and why
 };
 
-// Probes once per process (creates this daemon's directory in each usable hierarchy; a test
-// cgroup is created, joined, left and removed in each). PTYBOX_SESSION_CGROUPS=0 turns cgroups off (the
+// Probes once per process (creates this daemon's directory in each usable hierarchy and holds
+// an flock on it for its lifetime, the mark of a live owner for the start-up sweep of other
+// daemons, sandbox/cgroup_sweep.h; a test cgroup is created in each, a forked child places
+// itself there as a session's child will, and it is removed). PTYBOX_SESSION_CGROUPS=0 turns cgroups off (the
 // subreaper rule then applies), for hosts where the operator wants the daemon's cgroup left
 // alone, and for tests of the fallback; PTYBOX_SESSION_CGROUPS=v1 uses only the v1 hierarchies
 // (hybrid hosts; tests of ending a session without cgroup.kill).
@@ -60,15 +63,15 @@ class SessionCgroup final {
   SessionCgroup& operator=(const SessionCgroup&) = delete;
   ~SessionCgroup();  // removes the directory if it is empty (best effort)
 
-  // Runs `fork_and_exec` with this process inside the cgroup, then moves it back: whatever it
-  // forks starts inside the cgroup, before it executes anything. The daemon is
-  // single-threaded, so nothing else of it runs while it is inside. If moving back fails the
-  // cgroup is marked unusable (it holds the daemon) and Kill refuses.
-  Result<void> RunInside(const std::function<void()>& fork_and_exec);
+  // Opens `cgroup.procs` of the session's cgroup in every hierarchy (O_WRONLY, close-on-exec)
+  // for the launched child to place itself: it writes "0" to each after fork, before it
+  // executes anything (sandbox/launcher.cc), so the session starts inside its caps and the
+  // daemon never becomes a member of a session cgroup (its CPU quota, its memory charge).
+  Result<std::vector<UniqueFd>> OpenPlacement() const;
 
   // SIGKILL to every process in the cgroup: cgroup.kill on v2; on v1 pids.max 0 (no new task
-  // can start) and SIGKILL to every member, repeated while members are left (bounded).
-  // Refused while the daemon is inside.
+  // can start) and SIGKILL to every member through a pidfd, only while it is still a member
+  // (sandbox/cgroup_signal.h), repeated while members are left (bounded).
   Result<void> Kill();
   // Whether any process (not counting zombies) is still in the cgroup.
   Result<bool> Populated() const;
@@ -84,7 +87,7 @@ class SessionCgroup final {
   struct Member {
     std::vector<std::string> controllers;  // empty for v2
     std::filesystem::path path;    // the session's cgroup in this hierarchy
-    std::filesystem::path home;    // the daemon's own cgroup there
+    cgroups::MembershipTarget target;  // the same, as /proc/<pid>/cgroup names it
   };
   explicit SessionCgroup(std::vector<Member> members)
       : path_(members.empty() ? std::filesystem::path() : members.front().path),
@@ -93,7 +96,6 @@ class SessionCgroup final {
 
   std::filesystem::path path_;
   std::vector<Member> members_;
-  bool holds_daemon_ = false;
   bool removed_ = false;
 };
 

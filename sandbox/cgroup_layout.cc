@@ -107,6 +107,15 @@ std::optional<fs::path> OwnDirectory(const std::vector<Membership>& memberships,
   return std::nullopt;
 }
 
+std::optional<std::string> OwnCgroupPath(const std::vector<Membership>& memberships,
+                                         std::string_view controller) {
+  const bool v2 = controller.empty();
+  for (const Membership& m : memberships) {
+    if (v2 ? (m.id == 0 && m.controllers.empty()) : Has(m.controllers, controller)) return m.path;
+  }
+  return std::nullopt;
+}
+
 std::string_view ToString(Where where) {
   switch (where) {
     case Where::kV2: return "cgroup v2";

@@ -37,6 +37,12 @@ std::optional<std::filesystem::path> OwnDirectory(const std::vector<Membership>&
                                                   const std::vector<Mount>& mounts,
                                                   std::string_view controller);
 
+// This process's cgroup path (as /proc/self/cgroup spells it) in the v2 hierarchy (controller
+// "") or the v1 hierarchy carrying `controller`: the base of its session cgroups' membership
+// paths (sandbox/cgroup_signal.h).
+std::optional<std::string> OwnCgroupPath(const std::vector<Membership>& memberships,
+                                         std::string_view controller);
+
 // Which hierarchy enforces one limit.
 enum class Where { kNone, kV2, kV1 };
 std::string_view ToString(Where where);

@@ -81,6 +81,16 @@ namespace {
 // Runs in the forked child: only async-signal-safe calls until execve.
 [[noreturn]] void ExecChild(const LaunchSpec& spec, const std::vector<char*>& argv, int control,
                             int seccomp, int diagnostics, int devnull, StagePlan* stage) {
+  // Into the session's cgroups first, while still the daemon's credentials and namespaces (the
+  // descriptors were opened by the daemon): everything after this is the session's (its CPU
+  // quota, its memory charge), nothing before it was the daemon's membership.
+  for (int fd : spec.cgroup_procs) {
+    if (::write(fd, "0", 1) != 1) {
+      static constexpr char kWhy[] = "ptybox: cannot place the session in its cgroup\n";
+      (void)!::write(diagnostics >= 0 ? diagnostics : STDERR_FILENO, kWhy, sizeof(kWhy) - 1);
+      ::_exit(124);
+    }
+  }
   if (spec.new_process_group) ::setpgid(0, 0);
   // The private mount namespace with the checked binds staged (and, for a root daemon, the
   // drop to the session's unprivileged id) comes first, while the clones' descriptors are

@@ -36,6 +36,11 @@ struct LaunchSpec {
   // What the session's cgroup holds it to (sandbox/cgroup.h); the launching side adds rlimits
   // for what no cgroup of this host can hold (backend/init_session.cc).
   cgroups::SessionLimits limits;
+  // `cgroup.procs` of the session's cgroup in each hierarchy (SessionCgroup::OpenPlacement;
+  // owned by the caller): the child writes "0" to each right after fork, before anything else,
+  // so it and all it starts are inside and the daemon never is. A write that fails ends the
+  // child (exit 124, a line on the diagnostics pipe): a session never runs outside its caps.
+  std::vector<int> cgroup_procs;
   bool new_process_group = true;  // keep terminal signals of the daemon away from the session
   // A root daemon's confined sessions run as the next id of this range (policy `sessionIds`).
   policy::SessionIdRange session_ids;
