@@ -56,7 +56,7 @@ while (($#)); do
     --deb) deb=${2:?--deb needs a file}; shift 2 ;;
     --from-source) from_source=1; shift ;;
     --keep) keep=1; shift ;;
-    -h | --help) sed -n '2,41p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,42p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test-image: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
