@@ -4,11 +4,12 @@
     smoke_client.py rpc  -- podman run -i ... IMAGE serve --stdio
     smoke_client.py mcp  -- podman run -i ... IMAGE mcp
     smoke_client.py stop -- podman run -i --name N ... IMAGE serve --stdio   (then stops N)
+    (or docker instead of podman: the engine is the command's first word)
 
 rpc: terminal_open, terminal_send `echo $((6*7))` (expects 42 and exit code 0), terminal_close.
 mcp: initialize, notifications/initialized, tools/list (expects terminal_open), tools/call
      terminal_open and terminal_send, then EOF.
-stop: opens a session, then `podman stop -t GRACE NAME` while it is open; expects the container
+stop: opens a session, then `ENGINE stop -t GRACE NAME` while it is open; expects the container
      to exit 0 within the grace (ptybox as PID 1 closes the session on SIGTERM).
 Prints one line of figures (start to first prompt: the time from the engine's start to the
 answer of terminal_open, whose shell has shown its prompt). Exits non-zero on any failure.
@@ -118,7 +119,7 @@ def stop(argv, name, grace):
     peer.call("terminal_send", {"sessionId": opened["sessionId"],
                                 "input": "sleep 1000 &\n"})
     begin = time.monotonic()
-    subprocess.run(["podman", "stop", "-t", str(grace), name], check=True,
+    subprocess.run([argv[0], "stop", "-t", str(grace), name], check=True,
                    stdout=subprocess.DEVNULL, timeout=grace + 30)
     code = peer.proc.wait(timeout=30)
     peer.timer.cancel()

@@ -3,6 +3,7 @@
 # root; .ci/run runs it (scripts/test.sh, step "image"). Every step has a timeout.
 #
 #   images/test-image.sh [--deb FILE | --from-source] [--keep]
+#   PTYBOX_IMAGE_ENGINE=docker images/test-image.sh ...     (opt-in; CI runs Podman)
 #
 #   --deb FILE|DIR  install this prebuilt ptybox_<version>_amd64.deb (or the one in DIR) in the
 #                   image (CI passes its Release build's: no second compile); default:
@@ -26,11 +27,26 @@
 #     mcp` over `podman run -i`, --user of a host user writing a bind-mounted workspace (and
 #     doctor naming the unwritable workspace for the image's default user), the daemon's socket
 #     directory, stop with an open session (exit 0 within the grace), orphan reaping by PID 1.
+#
+# Environment:
+#   PTYBOX_IMAGE_STATE   the cache and private configuration directory (default
+#                        /var/cache/ptybox-image-test); an empty one times a cold machine
+#   PTYBOX_IMAGE_ENGINE  podman (default) or docker: the same build and smoke tests under a
+#                        Docker engine that is already running (`docker info` answers; this
+#                        script never starts dockerd nor touches /etc/docker). Steps 1-2 then
+#                        only check for the docker client; the base image is `docker import`ed;
+#                        the flags are Docker's (seccomp, apparmor, systempaths unconfined).
+#   PTYBOX_DOCKER        the docker client (default: docker on PATH). Debian 12's docker.io
+#                        (20.10) builds with BuildKit when told (DOCKER_BUILDKIT=1, set here):
+#                        BuildKit skips the unused compile stage; a client of 23 or later
+#                        without the buildx plugin has only the classic builder, which runs it.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source_dir=$(cd "$here/.." && pwd)
 state=${PTYBOX_IMAGE_STATE:-/var/cache/ptybox-image-test}
+engine=${PTYBOX_IMAGE_ENGINE:-podman}
+docker_client=${PTYBOX_DOCKER:-docker}
 tag=localhost/ptybox-test:latest
 deb=""
 from_source=0
@@ -40,7 +56,7 @@ while (($#)); do
     --deb) deb=${2:?--deb needs a file}; shift 2 ;;
     --from-source) from_source=1; shift ;;
     --keep) keep=1; shift ;;
-    -h | --help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,42p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test-image: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -49,11 +65,22 @@ started=$SECONDS
 log() { echo "test-image: [$((SECONDS - started)) s] $*"; }
 fail() { echo "test-image: FAIL: $*" >&2; exit 1; }
 [[ $(id -u) -eq 0 ]] || fail "run as root (it installs packages and runs a root podman)"
+case "$engine" in
+  podman | docker) ;;
+  *) fail "PTYBOX_IMAGE_ENGINE=$engine: not podman or docker" ;;
+esac
 
 # ---- 1. the engine ------------------------------------------------------------------------
 missing=()
-command -v podman >/dev/null || missing+=(podman)
-command -v runc >/dev/null || missing+=(runc)
+if [[ $engine == podman ]]; then
+  command -v podman >/dev/null || missing+=(podman)
+  command -v runc >/dev/null || missing+=(runc)
+else
+  command -v "$docker_client" >/dev/null ||
+    fail "no docker client '$docker_client' (apt-get install docker.io; PTYBOX_DOCKER names another)"
+  timeout 60 "$docker_client" info >/dev/null 2>&1 ||
+    fail "'$docker_client info' does not answer: start the Docker engine first (docs/container.md, \"A Docker engine on Debian 12\")"
+fi
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
 if ((${#missing[@]})); then
@@ -64,7 +91,9 @@ if ((${#missing[@]})); then
     "${missing[@]}" >/dev/null
 fi
 
-# ---- 2. a private containers configuration ----------------------------------------------------
+# ---- 2. a private containers configuration (Podman) ------------------------------------------
+mkdir -p "$state/tmp"
+if [[ $engine == podman ]]; then
 mkdir -p "$state/conf" "$state/storage" "$state/run" "$state/tmp"
 cat >"$state/conf/containers.conf" <<CONF
 # Written by images/test-image.sh; only its podman reads it (CONTAINERS_CONF).
@@ -99,18 +128,17 @@ mkdir -p "$state/conf/networks"
 export CONTAINERS_CONF="$state/conf/containers.conf"
 export CONTAINERS_STORAGE_CONF="$state/conf/storage.conf"
 export CONTAINERS_REGISTRIES_CONF="$state/conf/registries.conf"
-# --signature-policy: only build and pull take it (no /etc/containers/policy.json is needed).
-podman() {
-  case "$1" in
-    build | pull) command podman "$1" --signature-policy "$state/conf/policy.json" "${@:2}" ;;
-    *) command podman "$@" ;;
-  esac
-}
+fi
+# The engine's CLI (an array, so that `timeout` can run it).
+if [[ $engine == docker ]]; then eng=("$docker_client"); else eng=(podman); fi
+# Removing a container at once (Podman's rm waits 10 s for a running one without -t 0).
+rm_now=(rm -f)
+[[ $engine == docker ]] || rm_now+=(-t 0)
 
 # ---- 3. the base image ----------------------------------------------------------------------
 base=$(sed -n 's/^ARG DEBIAN_IMAGE=//p' "$here/Dockerfile")
 [[ -n "$base" ]] || fail "images/Dockerfile has no ARG DEBIAN_IMAGE="
-if timeout 60 podman image exists "$base"; then
+if timeout 60 "${eng[@]}" image inspect "$base" >/dev/null 2>&1; then
   log "base image $base: cached"
 else
   mirror=${PTYBOX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -141,9 +169,9 @@ else
     timeout 300 tar -C "$rootfs" -cf "$tarball" .
     rm -rf "$rootfs"
   fi
-  timeout 300 podman import --change 'CMD ["bash"]' "$tarball" "$base" >/dev/null
+  timeout 300 "${eng[@]}" import --change 'CMD ["bash"]' "$tarball" "$base" >/dev/null
   rm -f "$tarball"
-  log "base image $base: imported ($(podman image inspect --format '{{.Size}}' "$base") bytes)"
+  log "base image $base: imported ($("${eng[@]}" image inspect --format '{{.Size}}' "$base") bytes)"
 fi
 
 # ---- 4. the image ---------------------------------------------------------------------------
@@ -168,34 +196,59 @@ if ((!from_source)); then
 fi
 ((from_source)) && log "building images/Dockerfile from source (its build stage compiles ptybox)"
 build_start=$SECONDS
-timeout 1200 podman build --format docker --network host --pull=never -f "$here/Dockerfile" \
+if [[ $engine == podman ]]; then
+  # --signature-policy: no /etc/containers/policy.json is needed.
+  build=(build --signature-policy "$state/conf/policy.json" --format docker --network host
+    --pull=never)
+else
+  build=(build)
+  # Clients before 23 (Debian's 20.10) use the engine's BuildKit when asked; later clients
+  # use it by default through the buildx plugin, and fall back to the classic builder without.
+  client_version=$("${eng[@]}" version --format '{{.Client.Version}}' 2>/dev/null || true)
+  client_major=${client_version%%.*}
+  [[ $client_major =~ ^[0-9]+$ ]] || client_major=0
+  if ((client_major < 23)); then
+    export DOCKER_BUILDKIT=1
+  elif ! "${eng[@]}" buildx version >/dev/null 2>&1; then
+    log "docker client $client_version without buildx: the classic builder (it also runs the compile stage)"
+  fi
+fi
+timeout 1200 "${eng[@]}" "${build[@]}" -f "$here/Dockerfile" \
   -t "$tag" "${build_args[@]}" "$source_dir" >"$state/tmp/build.log" 2>&1 ||
-  { tail -30 "$state/tmp/build.log" >&2; fail "podman build failed (log: $state/tmp/build.log)"; }
+  { tail -30 "$state/tmp/build.log" >&2; fail "$engine build failed (log: $state/tmp/build.log)"; }
 rm -f "$here/packages/"*.deb
-size=$(podman image inspect --format '{{.Size}}' "$tag")
+size=$("${eng[@]}" image inspect --format '{{.Size}}' "$tag")
 log "built $tag in $((SECONDS - build_start)) s: $((size / 1000000)) MB"
 
 cleanup() {
   local names
-  names=$(command podman ps -aq --filter label=ptybox-test=1 2>/dev/null || true)
-  [[ -z "$names" ]] || command podman rm -f -t 0 $names >/dev/null 2>&1 || true
+  names=$("${eng[@]}" ps -aq --filter label=ptybox-test=1 2>/dev/null || true)
+  [[ -z "$names" ]] || "${eng[@]}" "${rm_now[@]}" $names >/dev/null 2>&1 || true
   [[ -z "${work:-}" ]] || rm -rf "$work"
   rm -f "$here/packages/"*.deb
-  ((keep)) || command podman rmi -f "$tag" >/dev/null 2>&1 || true
+  ((keep)) || "${eng[@]}" rmi -f "$tag" >/dev/null 2>&1 || true
   # The build's intermediate layers (the base image stays: it is tagged).
-  command podman image prune -f >/dev/null 2>&1 || true
+  "${eng[@]}" image prune -f >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 work=$(mktemp -d /tmp/ptybox-image-test-XXXXXX)
 
-# The flags of docs/container.md for Podman: its default seccomp profile allows user
-# namespaces; the masked /proc paths must be unmasked for bwrap to mount a new /proc.
-confined=(--security-opt unmask=/proc/*)
-run=(podman run --rm --network none --no-healthcheck --label ptybox-test=1)
+# The flags of docs/container.md. Podman: its default seccomp profile allows user namespaces;
+# the masked /proc paths must be unmasked for bwrap to mount a new /proc. Docker: its default
+# seccomp profile refuses namespaces, so seccomp too (and AppArmor where the host has it).
+if [[ $engine == podman ]]; then
+  confined=(--security-opt unmask=/proc/*)
+  fix_named=unmask
+else
+  confined=(--security-opt seccomp=unconfined --security-opt apparmor=unconfined
+    --security-opt systempaths=unconfined)
+  fix_named=seccomp=unconfined
+fi
+run=("${eng[@]}" run --rm --network none --no-healthcheck --label ptybox-test=1)
 
 # ---- 5. smoke tests -------------------------------------------------------------------------
 # 5a. The HEALTHCHECK survived the build.
-health=$(podman image inspect --format '{{json .Config.Healthcheck}}' "$tag")
+health=$("${eng[@]}" image inspect --format '{{json .Config.Healthcheck}}' "$tag")
 grep -q '"/usr/bin/ptybox","doctor"' <<<"${health//, /,}" || fail "no HEALTHCHECK in the image: $health"
 log "HEALTHCHECK kept: $health"
 
@@ -203,9 +256,9 @@ log "HEALTHCHECK kept: $health"
 out=$(timeout 120 "${run[@]}" "$tag" doctor 2>&1) && rc=0 || rc=$?
 [[ $rc -eq 1 ]] || fail "doctor without the flags exited $rc (expected 1): $out"
 grep -q '^\[FAIL\] sandbox-start' <<<"$out" || fail "doctor without the flags: $out"
-grep -q 'unmask' <<<"$out" || fail "doctor names no Podman fix: $out"
+grep -q -- "$fix_named" <<<"$out" || fail "doctor names no $engine fix ($fix_named): $out"
 if grep -q 'sysctl -w' <<<"$out"; then fail "doctor suggests a host sysctl inside a container: $out"; fi
-log "doctor without the flags: exit 1, $(grep -c '^\[FAIL\]' <<<"$out") failure(s), names unmask"
+log "doctor without the flags: exit 1, $(grep -c '^\[FAIL\]' <<<"$out") failure(s), names $fix_named"
 out=$(timeout 120 "${run[@]}" "$tag" run -- sh -c 'echo UNCONFINED-RAN' 2>&1) && rc=0 || rc=$?
 [[ $rc -eq 125 ]] || fail "run without the flags exited $rc (expected 125): $out"
 if grep -q UNCONFINED-RAN <<<"$out"; then fail "the command ran without a sandbox: $out"; fi
@@ -215,7 +268,7 @@ log "run without the flags: exit 125, the command did not run"
 # 5c. With the flags: every probe ok (the image's own /workspace, user 10001).
 out=$(timeout 120 "${run[@]}" "${confined[@]}" "$tag" doctor 2>&1) ||
   fail "doctor with the flags: $out"
-log "doctor with --security-opt unmask=/proc/*: every probe ok"
+log "doctor with ${confined[*]}: every probe ok"
 
 # 5d. A confined run as the invoking user writes the bind-mounted workspace (and only that).
 # As root (CI), the invoking user is $SUDO_UID when set; a container's root itself lacks the
@@ -258,30 +311,30 @@ log "$out"
 # 5g. The daemon as the image's CMD: it makes its socket directory itself (an empty volume, or
 # one a host user owns), serves, and stops with an open session: exit 0 within the grace.
 name=ptybox-test-stop-$$
-out=$("${client[@]}" stop 10 -- podman run -i --name "$name" --network none --no-healthcheck --label ptybox-test=1 \
+out=$("${client[@]}" stop 10 -- "${eng[@]}" run -i --name "$name" --network none --no-healthcheck --label ptybox-test=1 \
   "${confined[@]}" "$tag" serve --stdio) || fail "stop with an open session"
 log "$out"
-command podman rm -f "$name" >/dev/null 2>&1 || true
+"${eng[@]}" rm -f "$name" >/dev/null 2>&1 || true
 mkdir -p "$work/run" && chown 4242:4242 "$work/run"
 name=ptybox-test-serve-$$
-timeout 60 podman run -d --name "$name" --network none --no-healthcheck --label ptybox-test=1 "${confined[@]}" \
+timeout 60 "${eng[@]}" run -d --name "$name" --network none --no-healthcheck --label ptybox-test=1 "${confined[@]}" \
   --user 4242:4242 -v "$work/ws4242:/workspace" -v "$work/run:/run/ptybox-host" "$tag" \
   serve --socket /run/ptybox-host/sub/ptybox.sock >/dev/null
 for _ in $(seq 100); do [[ -S "$work/run/sub/ptybox.sock" ]] && break; sleep 0.1; done
 [[ -S "$work/run/sub/ptybox.sock" ]] ||
-  fail "no socket: $(command podman logs "$name" 2>&1 | tail -5)"
+  fail "no socket: $("${eng[@]}" logs "$name" 2>&1 | tail -5)"
 [[ $(stat -c '%u %a' "$work/run/sub") == "4242 700" ]] || fail "socket directory: $(stat -c '%u %a' "$work/run/sub")"
 
 # 5h. Orphan reaping: an orphan left by `exec` is reaped by ptybox (PID 1), never a zombie.
-timeout 60 podman exec "$name" sh -c 'sh -c "sleep 1 &" ; true'
+timeout 60 "${eng[@]}" exec "$name" sh -c 'sh -c "sleep 1 &" ; true'
 sleep 2
-zombies=$(timeout 60 podman exec "$name" sh -c 'for s in /proc/[0-9]*/stat; do read -r l <"$s" 2>/dev/null && case "$l" in *") Z "*) echo "$l";; esac; done' || true)
+zombies=$(timeout 60 "${eng[@]}" exec "$name" sh -c 'for s in /proc/[0-9]*/stat; do read -r l <"$s" 2>/dev/null && case "$l" in *") Z "*) echo "$l";; esac; done' || true)
 [[ -z "$zombies" ]] || fail "zombies under PID 1: $zombies"
-pid1=$(timeout 60 podman exec "$name" cat /proc/1/comm)
+pid1=$(timeout 60 "${eng[@]}" exec "$name" cat /proc/1/comm)
 [[ $pid1 == ptybox ]] || fail "PID 1 is $pid1"
 stop_start=$SECONDS
-timeout 60 podman stop -t 10 "$name" >/dev/null
-code=$(command podman inspect --format '{{.State.ExitCode}}' "$name")
+timeout 60 "${eng[@]}" stop -t 10 "$name" >/dev/null
+code=$("${eng[@]}" inspect --format '{{.State.ExitCode}}' "$name")
 [[ $code == 0 ]] || fail "the socket daemon exited $code on stop"
 log "socket daemon as --user 4242 made /run/ptybox-host/sub (0700), reaped the orphan, stopped with exit 0 in $((SECONDS - stop_start)) s"
 

@@ -37,6 +37,13 @@ if [[ "${PTYBOX_WITH_BENCH:-0}" == "1" ]]; then
   packages+=(python3-pexpect tmux valgrind strace)
 fi
 
+# Opt-in, never in CI's install: Debian's Docker engine (20.10), for
+# `PTYBOX_IMAGE_ENGINE=docker images/test-image.sh` and docs/container.md's Docker commands.
+# CI builds and tests the image under Podman, which images/test-image.sh installs itself.
+if [[ "${PTYBOX_WITH_DOCKER:-0}" == "1" ]]; then
+  packages+=(docker.io)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   # A package counts as present when dpkg has it installed, or (for node/npm) the command exists.
