@@ -615,12 +615,14 @@ ShellBackend::ShellBackend(asio::io_context& io, ChildReaper& reaper, ShellBacke
         auto session = std::make_shared<ShellSession>(io_, reaper_, options_,
                                                       std::move(pooled_spec));
         pooled->Adopt(session);
-        session->Start([session, weak, settled = std::move(settled)](Result<void> ready) {
+        // Holds the pooled shell until its start is decided: a shell discarded while it starts
+        // says done from here, once its processes are gone.
+        session->Start([session, pooled, settled = std::move(settled)](Result<void> ready) {
           if (ready) {
             LogInfo("warm pool: a pre-started shell is ready (pid " +
                     std::to_string(session->pid().value_or(-1)) + ")");
           }
-          if (std::shared_ptr<PooledShellSession> p = weak.lock()) p->OnStarted(ready.has_value());
+          pooled->OnStarted(ready.has_value());
           settled(ready.has_value());
         });
         return pooled;
