@@ -76,6 +76,9 @@ class Backend {
   // Creates a session; `done` gets it once ready, or an error after partial resources were
   // cleaned up.
   virtual std::shared_ptr<PendingSpawn> Spawn(SpawnSpec spec, SpawnCallback done) = 0;
+  // Ends whatever the backend keeps beside its sessions (pre-started shells); `done` once
+  // nothing of it is left.
+  virtual void Shutdown(std::function<void()> done) = 0;
 };
 
 }  // namespace ptybox::backend

@@ -96,11 +96,10 @@ std::vector<std::string> ShellSession::BuildEnvironment(const SpawnSpec& spec,
   return entries;
 }
 
-void ShellSession::Start(ReadyCallback ready) {
-  ready_ = std::move(ready);
-  const policy::ResolvedPolicy& p = spec_.policy;
+sandbox::LaunchSpec ShellSession::BuildLaunch(const SpawnSpec& spec) const {
+  const policy::ResolvedPolicy& p = spec.policy;
   sandbox::LaunchSpec launch;
-  sandbox::ApplyPolicy(p, spec_.cwd, launch);
+  sandbox::ApplyPolicy(p, spec.cwd, launch);
   launch.bwrap = options_.bwrap;
   launch.sandbox.daemon_socket = options_.daemon_socket;
   for (std::filesystem::path path : options_.daemon_files) {
@@ -117,10 +116,18 @@ void ShellSession::Start(ReadyCallback ready) {
   }
   launch.init_binary = options_.init_binary;
   launch.command = {options_.shell, "--noprofile", "--norc", "-i"};
-  launch.environment = BuildEnvironment(spec_, nonce_);
-  launch.rows = spec_.rows;
-  launch.columns = spec_.columns;
+  launch.environment = BuildEnvironment(spec, nonce_);
+  launch.rows = spec.rows;
+  launch.columns = spec.columns;
   launch.pty = true;
+  return launch;
+}
+
+void ShellSession::Start(ReadyCallback ready) {
+  ready_ = std::move(ready);
+  const policy::ResolvedPolicy& p = spec_.policy;
+  launched_ = BuildLaunch(spec_);
+  const sandbox::LaunchSpec& launch = launched_;
 
   // The startup deadline covers the launch too (a sandbox that hangs before the shell runs).
   ReadinessTimings timings = TimingsFrom(p.limits);
@@ -129,6 +136,23 @@ void ShellSession::Start(ReadyCallback ready) {
   startup_timings_ = timings;
   ArmTimer(start_time_ + timings.timeout);
   terminal_.Start(launch);
+}
+
+bool ShellSession::QuietAtPrompt() const {
+  return published_ && ready_at_prompt_ && !touched_after_ready_ && !closing_ && !closed_ &&
+         !terminal_.status().exited && !send_ && !slot_held_;
+}
+
+bool ShellSession::MatchesLaunch(const SpawnSpec& spec) const {
+  if (!(spec.policy == spec_.policy) || spec.cwd != spec_.cwd || spec.env != spec_.env ||
+      spec.rows != spec_.rows || spec.columns != spec_.columns) {
+    return false;
+  }
+  return BuildLaunch(spec) == launched_;
+}
+
+void ShellSession::SetOutputTap(std::function<void(std::string_view)> tap) {
+  spec_.output_tap = std::move(tap);
 }
 
 void ShellSession::CancelStart(std::string reason) {
@@ -151,6 +175,7 @@ void ShellSession::OnOutput(std::string_view bytes) {
   idle_prompt_facts_.reset();  // something happened on the terminal
   const TimePoint now = Now();
   const bool starting = startup_ && !published_;
+  if (published_) touched_after_ready_ = true;
   if (starting) startup_->engine().OnOutput(now);
   if (send_ && !send_->settled()) send_->OnOutput();
   if (spec_.output_tap) spec_.output_tap(bytes);
@@ -262,6 +287,7 @@ void ShellSession::OnStartupSettled(WaitReason reason) {
   if (reason == WaitReason::kStdinRead || reason == WaitReason::kInferredIdle) {
     published_ = true;
     const bool by_prompt = startup_->engine().settled_by_prompt();
+    ready_at_prompt_ = by_prompt && reason == WaitReason::kStdinRead;
     const Scrollback& scrollback = decoder_.scrollback();
     const size_t budget = static_cast<size_t>(spec_.policy.limits.max_result_bytes);
     uint64_t from = scrollback.end() > budget ? scrollback.end() - budget : 0;
@@ -336,6 +362,7 @@ Result<std::shared_ptr<SendOperation>> ShellSession::StartSend(SendRequest reque
     if (!bytes) return std::unexpected(bytes.error());
     request.input = std::move(*bytes);
   }
+  touched_after_ready_ = true;
   SendOperation::Config config;
   config.timings = TimingsFrom(spec_.policy.limits);
   config.shell_pgid = terminal_.shell_pid();
@@ -429,6 +456,7 @@ Result<void> ShellSession::Resize(int rows, int columns) {
   if (closing_ || closed_ || terminal_.status().exited) {
     return Fail(ErrorKind::kClosed, "the session is closed; open a new one with terminal_open");
   }
+  touched_after_ready_ = true;
   if (Result<void> resized = terminal_.Resize(rows, columns); !resized) return resized;
   decoder_.Resize(rows, columns);
   spec_.rows = rows;
@@ -500,9 +528,6 @@ void ShellSession::Close(std::string reason, std::function<void(Result<SessionSt
   });
 }
 
-ShellBackend::ShellBackend(asio::io_context& io, ChildReaper& reaper, ShellBackendOptions options)
-    : io_(io), reaper_(reaper), options_(std::move(options)) {}
-
 namespace {
 
 class ShellPendingSpawn final : public PendingSpawn {
@@ -516,20 +541,175 @@ class ShellPendingSpawn final : public PendingSpawn {
   std::weak_ptr<ShellSession> session_;
 };
 
+// An open served by a pooled shell: published on the next turn unless canceled first.
+class ClaimedPendingSpawn final : public PendingSpawn {
+ public:
+  void Cancel(std::string reason) override {
+    if (!canceled) canceled = std::move(reason);
+  }
+  std::optional<std::string> canceled;
+};
+
+// Startup output of a pooled shell, kept for the recording of the session that claims it.
+constexpr size_t kMaxPooledStartupBytes = 64 * 1024;
+
+// Refills the pool for `spec` on a later turn of the reactor, never inside an open.
+void PostRefill(asio::io_context& io, std::weak_ptr<WarmPool> pool, const SpawnSpec& spec) {
+  asio::post(io, [pool = std::move(pool), spec = PoolSpecOf(spec)] {
+    if (std::shared_ptr<WarmPool> live = pool.lock()) live->Refill(spec);
+  });
+}
+
+// One pre-started ShellSession as the warm pool sees it.
+class PooledShellSession final : public PooledShell,
+                                 public std::enable_shared_from_this<PooledShellSession> {
+ public:
+  explicit PooledShellSession(asio::io_context& io) : io_(io) {}
+  void Adopt(std::shared_ptr<ShellSession> session) { session_ = std::move(session); }
+
+  [[nodiscard]] bool Pristine() const override {
+    return started_ && !overflow_ && session_->QuietAtPrompt();
+  }
+  [[nodiscard]] bool Matches(const SpawnSpec& spec) const override {
+    return session_->MatchesLaunch(spec);
+  }
+  void Discard(std::string reason, std::function<void()> done) override {
+    if (!settled_) {
+      // The start's callback ends it (a canceled start leaves no process) and says done.
+      discard_done_ = std::move(done);
+      session_->CancelStart(std::move(reason));
+      return;
+    }
+    if (!started_) {
+      asio::post(io_, std::move(done));
+      return;
+    }
+    std::shared_ptr<ShellSession> session = session_;
+    session->Close("pooled shell discarded: " + reason,
+                   [session, done = std::move(done)](Result<SessionStatus> closed) {
+                     if (!closed) LogWarn("warm pool: " + closed.error().Describe());
+                     done();
+                   });
+  }
+
+  // The startup's outcome (from ShellSession::Start's callback).
+  void OnStarted(bool ok) {
+    settled_ = true;
+    started_ = ok;
+    if (!discard_done_) return;
+    std::function<void()> done = std::move(discard_done_);
+    discard_done_ = nullptr;
+    if (!ok) {
+      done();
+      return;
+    }
+    started_ = true;
+    Discard("discarded while it started", std::move(done));
+  }
+  void Record(std::string_view bytes) {
+    if (startup_bytes_.size() + bytes.size() > kMaxPooledStartupBytes) {
+      overflow_ = true;  // never handed out: its recording would be incomplete
+      return;
+    }
+    startup_bytes_.append(bytes);
+  }
+  // Hands the shell to one session: its recording first gets the startup output.
+  std::shared_ptr<ShellSession> TakeFor(const std::function<void(std::string_view)>& tap) {
+    if (tap && !startup_bytes_.empty()) tap(startup_bytes_);
+    startup_bytes_.clear();
+    session_->SetOutputTap(tap);
+    return session_;
+  }
+
+ private:
+  asio::io_context& io_;
+  std::shared_ptr<ShellSession> session_;
+  bool settled_ = false;
+  bool started_ = false;
+  bool overflow_ = false;
+  std::string startup_bytes_;
+  std::function<void()> discard_done_;
+};
+
 }  // namespace
 
+ShellBackend::ShellBackend(asio::io_context& io, ChildReaper& reaper, ShellBackendOptions options)
+    : io_(io), reaper_(reaper), options_(std::move(options)) {
+  WarmPoolOptions pool_options;
+  pool_options.headroom = options_.pool_headroom;
+  pool_options.idle = options_.pool_idle;
+  pool_ = std::make_shared<WarmPool>(
+      io_,
+      [this](const SpawnSpec& spec,
+             std::function<void(bool)> settled) -> std::shared_ptr<PooledShell> {
+        auto pooled = std::make_shared<PooledShellSession>(io_);
+        std::weak_ptr<PooledShellSession> weak = pooled;
+        SpawnSpec pooled_spec = spec;
+        pooled_spec.output_tap = [weak](std::string_view bytes) {
+          if (std::shared_ptr<PooledShellSession> p = weak.lock()) p->Record(bytes);
+        };
+        auto session = std::make_shared<ShellSession>(io_, reaper_, options_,
+                                                      std::move(pooled_spec));
+        pooled->Adopt(session);
+        // Holds the pooled shell until its start is decided: a shell discarded while it starts
+        // says done from here, once its processes are gone.
+        session->Start([session, pooled, settled = std::move(settled)](Result<void> ready) {
+          if (ready) {
+            LogInfo("warm pool: a pre-started shell is ready (pid " +
+                    std::to_string(session->pid().value_or(-1)) + ")");
+          }
+          pooled->OnStarted(ready.has_value());
+          settled(ready.has_value());
+        });
+        return pooled;
+      },
+      pool_options);
+}
+
 std::shared_ptr<PendingSpawn> ShellBackend::Spawn(SpawnSpec spec, SpawnCallback done) {
+  if (std::shared_ptr<PooledShell> shell = pool_->Claim(spec)) {
+    auto* pooled = static_cast<PooledShellSession*>(shell.get());
+    std::shared_ptr<ShellSession> session = pooled->TakeFor(spec.output_tap);
+    LogInfo("warm pool: terminal_open served by a pre-started shell (pid " +
+            std::to_string(session->pid().value_or(-1)) + ")");
+    auto pending = std::make_shared<ClaimedPendingSpawn>();
+    asio::post(io_, [session, pending, done = std::move(done)] {
+      if (!pending->canceled) {
+        done(std::shared_ptr<BackendSession>(session));
+        return;
+      }
+      // Canceled before it was published: nobody may own it; ended like a canceled start.
+      session->Close(*pending->canceled, [session, pending, done](Result<SessionStatus> closed) {
+        Error error{ErrorKind::kCanceled, *pending->canceled};
+        if (!closed) error.cleanup_failure = closed.error().message;
+        done(std::unexpected(std::move(error)));
+      });
+    });
+    PostRefill(io_, pool_, spec);
+    return pending;
+  }
+  return SpawnCold(std::move(spec), std::move(done));
+}
+
+std::shared_ptr<PendingSpawn> ShellBackend::SpawnCold(SpawnSpec spec, SpawnCallback done) {
+  SpawnSpec refill = PoolSpecOf(spec);
   auto session = std::make_shared<ShellSession>(io_, reaper_, options_, std::move(spec));
   auto pending = std::make_shared<ShellPendingSpawn>(session);
   // The callback keeps the session alive until its start is decided.
-  session->Start([session, done = std::move(done)](Result<void> ready) {
+  session->Start([&io = io_, pool = std::weak_ptr<WarmPool>(pool_), session,
+                  refill = std::move(refill), done = std::move(done)](Result<void> ready) {
     if (ready) {
       done(std::shared_ptr<BackendSession>(session));
+      // Once this open is answered: the pool never competes with the open it follows.
+      PostRefill(io, pool, refill);
     } else {
       done(std::unexpected(ready.error()));
     }
   });
   return pending;
 }
+
+
+void ShellBackend::Shutdown(std::function<void()> done) { pool_->Drain(std::move(done)); }
 
 }  // namespace ptybox::backend

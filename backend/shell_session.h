@@ -5,7 +5,9 @@
 
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +20,8 @@
 #include "backend/readiness_driver.h"
 #include "backend/send_render.h"
 #include "backend/terminal_decoder.h"
+#include "backend/warm_pool.h"
+#include "sandbox/launcher.h"
 
 namespace ptybox::backend {
 
@@ -30,6 +34,10 @@ struct ShellBackendOptions {
   // sessions like the socket, so a session never reads another's recording. An entry
   // /proc/self/fd/N is read at each spawn: the place of that descriptor's object now.
   std::vector<std::filesystem::path> daemon_files;
+  // The warm pool's bound beside the daemon's sessions (backend/warm_pool.h); empty: none.
+  std::function<size_t()> pool_headroom;
+  // A ready pooled shell nobody claimed for this long is ended.
+  std::chrono::milliseconds pool_idle{60'000};
 };
 
 class ShellSession final : public BackendSession,
@@ -65,6 +73,16 @@ class ShellSession final : public BackendSession,
   // The environment the shell starts with (for tests and docs).
   static std::vector<std::string> BuildEnvironment(const SpawnSpec& spec, std::string_view nonce);
 
+  // The warm pool (backend/warm_pool.h). Published after a startup settled at the verified
+  // prompt, alive, nothing printed, nothing sent and no resize since.
+  [[nodiscard]] bool QuietAtPrompt() const;
+  // The spec asks for exactly this shell: the same policy, directory, environment and size,
+  // and a launch built for it now (host facts collected afresh, this shell's own nonce) equals
+  // the launch this shell was started with.
+  [[nodiscard]] bool MatchesLaunch(const SpawnSpec& spec) const;
+  // The tap of the session that claimed this shell; sees every byte from now on.
+  void SetOutputTap(std::function<void(std::string_view)> tap);
+
  private:
   // LocalTerminal::Listener.
   void OnTerminalReady() override;
@@ -93,6 +111,9 @@ class ShellSession final : public BackendSession,
   // Keeps `verifying` when it shows the shell alone in its group, waiting at its prompt.
   void RememberIdlePrompt(const std::optional<ForegroundFacts>& verifying);
 
+  // Everything the launch depends on, collected now (a pure function of the spec, the options,
+  // the nonce and the host facts ApplyPolicy collects).
+  [[nodiscard]] sandbox::LaunchSpec BuildLaunch(const SpawnSpec& spec) const;
   void OnTimer();
   void OnStartupSettled(WaitReason reason);
   void FailStart(Error error);
@@ -119,6 +140,9 @@ class ShellSession final : public BackendSession,
   // The facts of the look that verified the shell idle at its prompt when the last send (or
   // the startup) settled there; dropped by any output, signal or resize since.
   std::optional<ForegroundFacts> idle_prompt_facts_;
+  sandbox::LaunchSpec launched_;  // what was launched (the warm pool compares it)
+  bool ready_at_prompt_ = false;  // the startup settled at the verified prompt
+  bool touched_after_ready_ = false;  // output, a send or a resize after the startup
 
   // Sends.
   std::shared_ptr<SendOperation> send_;
@@ -137,12 +161,19 @@ class ShellBackend final : public Backend {
  public:
   ShellBackend(asio::io_context& io, ChildReaper& reaper, ShellBackendOptions options);
   [[nodiscard]] std::string_view type() const override { return "shell"; }
+  // Claims a matching pooled shell when there is one, else starts a shell; either way the pool
+  // is refilled for this spec afterwards, off the open's path.
   std::shared_ptr<PendingSpawn> Spawn(SpawnSpec spec, SpawnCallback done) override;
+  void Shutdown(std::function<void()> done) override;
+  [[nodiscard]] WarmPool::Counters pool_counters() const { return pool_->counters(); }
 
  private:
+  std::shared_ptr<PendingSpawn> SpawnCold(SpawnSpec spec, SpawnCallback done);
+
   asio::io_context& io_;
   ChildReaper& reaper_;
   ShellBackendOptions options_;
+  std::shared_ptr<WarmPool> pool_;
 };
 
 }  // namespace ptybox::backend

@@ -19,6 +19,7 @@ struct EnvPolicy {
   std::vector<std::string> pass;
   // Values set explicitly; they win over passed ones.
   std::map<std::string, std::string> set;
+  bool operator==(const EnvPolicy&) const = default;
 };
 
 // The host ids a root daemon's confined sessions run as (operator policy `sessionIds`). Each
@@ -28,6 +29,7 @@ struct EnvPolicy {
 struct SessionIdRange {
   uint32_t first = 2147418112;  // 0x7FFF0000
   uint32_t count = 65536;
+  bool operator==(const SessionIdRange&) const = default;
 };
 
 // Operator only (`audit`): where the daemon and `ptybox run` keep their audit log, and where
@@ -57,6 +59,8 @@ struct ResolvedPolicy {
   std::optional<std::filesystem::path> ignored_repository_file;
   // Where each top-level value came from: "mode" -> "/repo/.ptybox.yaml:2:7" or "default".
   std::map<std::string, std::string> sources;
+  // Every field: the warm pool (backend/warm_pool.h) hands out a shell only to an equal policy.
+  bool operator==(const ResolvedPolicy&) const = default;
 };
 
 }  // namespace ptybox::policy

@@ -25,7 +25,7 @@ constexpr LimitSpec Optional(std::string_view key, std::string_view unit, int64_
 
 // Bounds: zero only where it means "no wait"; maxima well past any real use, low enough that a
 // value is never a typo for "infinite" and never overflows arithmetic on milliseconds or bytes.
-const std::array<LimitSpec, 20> kLimitSpecs = {
+const std::array<LimitSpec, 21> kLimitSpecs = {
     Plain("idleSilenceMs", "milliseconds", 1, 3'600'000, LimitRule::kFree,
           &Limits::idle_silence_ms),
     Plain("handoffGraceMs", "milliseconds", 0, 60'000, LimitRule::kFree, &Limits::handoff_grace_ms),
@@ -56,6 +56,9 @@ const std::array<LimitSpec, 20> kLimitSpecs = {
     Plain("maxTasks", "tasks", 1, 4'194'304, LimitRule::kLowerOnly, &Limits::max_tasks),
     Optional("maxCpuMillicores", "thousandths of a core", 10, 1'024'000,
              &Limits::max_cpu_millicores),
+    // Operator only in effect: a repository file may only lower it (0 disables the pool).
+    Plain("warmShells", "shells per launch key", 0, 4, LimitRule::kLowerOnly,
+          &Limits::warm_shells),
 };
 
 constexpr std::array<std::string_view, 12> kTopLevelKeys = {

@@ -22,7 +22,13 @@ std::string NewSessionId() { return "pty-" + RandomHex(16); }
 
 PtyService::PtyService(asio::io_context& io, backend::ChildReaper& reaper, ServiceOptions options)
     : io_(io), options_(std::move(options)), audit_(options_.audit ? options_.audit : NoAudit()) {
-  auto shell = std::make_unique<backend::ShellBackend>(io_, reaper, options_.shell);
+  backend::ShellBackendOptions shell_options = options_.shell;
+  // The warm pool fills only while the daemon's session limit leaves room beside its sessions.
+  shell_options.pool_headroom = [this]() -> size_t {
+    const size_t used = session_count();
+    return used >= options_.max_total_sessions ? 0 : options_.max_total_sessions - used;
+  };
+  auto shell = std::make_unique<backend::ShellBackend>(io_, reaper, std::move(shell_options));
   std::string type(shell->type());
   backends_[type] = std::move(shell);
 }
@@ -432,6 +438,16 @@ void PtyService::CloseOwner(const std::shared_ptr<Owner>& owner, std::function<v
 }
 
 void PtyService::Shutdown(std::function<void()> done) {
+  // Then the backends' pre-started shells: nothing of the daemon outlives it.
+  done = [this, done = std::move(done)] {
+    auto remaining = std::make_shared<size_t>(backends_.size());
+    auto finish = std::make_shared<std::function<void()>>(std::move(done));
+    for (auto& [type, backend] : backends_) {
+      backend->Shutdown([remaining, finish] {
+        if (--*remaining == 0) (*finish)();
+      });
+    }
+  };
   std::vector<std::shared_ptr<Owner>> live;
   for (const std::weak_ptr<Owner>& weak : owners_) {
     if (std::shared_ptr<Owner> owner = weak.lock()) live.push_back(owner);

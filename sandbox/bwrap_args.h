@@ -48,6 +48,7 @@ struct SandboxSpec {
   // The session's private home (sandbox/session_home.h): an empty tmpfs of mode 0700 there;
   // empty for none.
   std::filesystem::path session_home;
+  bool operator==(const SandboxSpec&) const = default;
 };
 
 struct BwrapInvocation {

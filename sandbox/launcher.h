@@ -44,6 +44,8 @@ struct LaunchSpec {
   bool new_process_group = true;  // keep terminal signals of the daemon away from the session
   // A root daemon's confined sessions run as the next id of this range (policy `sessionIds`).
   policy::SessionIdRange session_ids;
+  // Every input of a launch: a pooled shell is claimed only when a fresh launch would be equal.
+  bool operator==(const LaunchSpec&) const = default;
 };
 
 struct LaunchedInit {

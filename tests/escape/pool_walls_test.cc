@@ -1,0 +1,282 @@
+// The warm pool (backend/warm_pool.h) through the real daemon, real bwrap and real bash, in both
+// confined modes (docs/security.md, "The warm pool"):
+//  - an open is served by a shell that existed before the open (it was pre-started);
+//  - a repository policy change, another environment, or another mode between opens takes
+//    effect: the stale pooled shell is never handed out (a read-only open never gets a
+//    workspace-write shell);
+//  - nothing of a previous session reaches the next one (a pooled shell is fresh, never reused);
+//  - two opens never share a shell;
+//  - warmShells 0 starts nothing beside the sessions;
+//  - a pooled shell does not block a mode change;
+//  - the daemon's shutdown leaves no process of the pool.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/daemon_fixture.h"
+
+namespace ptybox::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+void WriteFile(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+// Parent pid from /proc/<pid>/stat (after the command's closing parenthesis).
+pid_t ParentOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos || close + 4 >= stat.size()) return -1;
+  // ") S 123 ..."
+  size_t start = close + 4;
+  return static_cast<pid_t>(std::strtol(stat.c_str() + start, nullptr, 10));
+}
+
+// Every live process below `root` (not `root` itself).
+std::set<pid_t> Descendants(pid_t root) {
+  std::map<pid_t, pid_t> parent;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = std::stoi(name);
+    if (ProcessAlive(pid)) parent[pid] = ParentOf(pid);
+  }
+  std::set<pid_t> found;
+  bool grew = true;
+  while (grew) {
+    grew = false;
+    for (const auto& [pid, ppid] : parent) {
+      if (!found.contains(pid) && (ppid == root || found.contains(ppid))) {
+        found.insert(pid);
+        grew = true;
+      }
+    }
+  }
+  return found;
+}
+
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// The daemon with the pool's log lines (info) and an operator policy.
+Daemon::Options PoolDaemon(const fs::path& operator_policy) {
+  Daemon::Options options;
+  options.extra_args = {"--policy", operator_policy.string()};
+  options.env = {"PTYBOX_LOG=info"};
+  return options;
+}
+
+class WarmPoolTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  explicit WarmPoolTest(int warm_shells = 1)
+      : policy_file_(WritePolicy(policy_dir_.path(), warm_shells)),
+        daemon_(PoolDaemon(policy_file_)) {}
+
+  static fs::path WritePolicy(const fs::path& dir, int warm_shells) {
+    const fs::path file = dir / "operator.yaml";
+    WriteFile(file, "version: 1\nmode: workspace-write\nlimits:\n  warmShells: " +
+                        std::to_string(warm_shells) + "\n");
+    return file;
+  }
+  const std::string& Mode() const { return GetParam(); }
+
+  // Waits (hang guard) until the daemon says `n` pre-started shells in all became ready.
+  void AwaitPooled(size_t n) {
+    const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (Count(daemon_.Log(), "a pre-started shell is ready") < n &&
+           std::chrono::steady_clock::now() < guard) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_GE(Count(daemon_.Log(), "a pre-started shell is ready"), n) << daemon_.Log();
+  }
+
+  Json Open(RpcClient& client, Json params = Json::object()) {
+    Json opened = client.Call("terminal_open", std::move(params));
+    EXPECT_TRUE(opened.contains("result")) << opened.dump();
+    return opened.value("result", Json::object());
+  }
+  void Close(RpcClient& client, const Json& session) {
+    Json closed = client.Call("terminal_close", Json{{"sessionId", session["sessionId"]}});
+    EXPECT_TRUE(closed.contains("result")) << closed.dump();
+  }
+
+  TempDir policy_dir_;
+  fs::path policy_file_;
+  Daemon daemon_;
+};
+
+class WarmPoolOffTest : public WarmPoolTest {
+ protected:
+  WarmPoolOffTest() : WarmPoolTest(0) {}
+};
+
+// The second open gets the shell the first one's refill pre-started: its process existed
+// before the open was asked for, and it works like any session.
+TEST_P(WarmPoolTest, AnOpenClaimsAShellStartedBeforeIt) {
+  RpcClient client(daemon_.socket());
+  ASSERT_TRUE(client.Call("policy_set_mode", Json{{"mode", Mode()}}).contains("result"));
+  Json first = Open(client);
+  AwaitPooled(1);
+  const std::set<pid_t> before = Descendants(daemon_.pid());
+  Json second = Open(client);
+  ASSERT_TRUE(second.contains("pid")) << second.dump();
+  const pid_t pid = second["pid"].get<pid_t>();
+  EXPECT_TRUE(before.contains(pid)) << "the session's shell was not pre-started";
+  EXPECT_NE(first["pid"], second["pid"]);
+  EXPECT_EQ(second["mode"], Mode());
+  EXPECT_NE(daemon_.Log().find("served by a pre-started shell (pid " + std::to_string(pid) + ")"),
+            std::string::npos)
+      << daemon_.Log();
+  Json r = Send(client, second["sessionId"], "echo pooled-$((6*7))\n");
+  EXPECT_EQ(r["viewport"], "pooled-42") << r.dump();
+  EXPECT_EQ(r["exitCode"], 0);
+  EXPECT_EQ(r["waitReason"], "stdin_read");
+}
+
+// Attack: the repository policy changes between two opens. The pooled shell was started
+// under the old file; the new open must run under the new one.
+TEST_P(WarmPoolTest, ARepositoryPolicyChangeBetweenOpensTakesEffect) {
+  const fs::path repo = daemon_.workspace() / ".ptybox.yaml";
+  WriteFile(repo, "version: 1\nlimits:\n  maxOpenFiles: 200\n");
+  RpcClient client(daemon_.socket());
+  ASSERT_TRUE(client.Call("policy_set_mode", Json{{"mode", Mode()}}).contains("result"));
+  Json first = Open(client);
+  EXPECT_EQ(Send(client, first["sessionId"], "echo files=$(ulimit -n)\n")["viewport"], "files=200");
+  AwaitPooled(1);
+  const std::set<pid_t> pooled = Descendants(daemon_.pid());
+  WriteFile(repo, "version: 1\nlimits:\n  maxOpenFiles: 100\n");
+  Json second = Open(client);
+  EXPECT_FALSE(pooled.contains(second["pid"].get<pid_t>())) << "a stale pooled shell served it";
+  Json r = Send(client, second["sessionId"], "echo files=$(ulimit -n)\n");
+  EXPECT_EQ(r["viewport"], "files=100") << r.dump();
+}
+
+// Attack: a client's environment differs from the one the pooled shell started with.
+TEST_P(WarmPoolTest, ADifferentEnvironmentNeverGetsThePooledShell) {
+  RpcClient client(daemon_.socket());
+  ASSERT_TRUE(client.Call("policy_set_mode", Json{{"mode", Mode()}}).contains("result"));
+  Json first = Open(client, Json{{"env", Json{{"POOL_ENV", "one"}}}});
+  AwaitPooled(1);
+  const std::set<pid_t> pooled = Descendants(daemon_.pid());
+  Json second = Open(client, Json{{"env", Json{{"POOL_ENV", "two"}}}});
+  EXPECT_FALSE(pooled.contains(second["pid"].get<pid_t>()));
+  EXPECT_EQ(Send(client, second["sessionId"], "echo env=$POOL_ENV\n")["viewport"], "env=two");
+  // The same environment again is served from the pool (its refill followed the second open).
+  AwaitPooled(2);
+  const std::set<pid_t> refilled = Descendants(daemon_.pid());
+  Json third = Open(client, Json{{"env", Json{{"POOL_ENV", "two"}}}});
+  EXPECT_TRUE(refilled.contains(third["pid"].get<pid_t>()));
+  EXPECT_EQ(Send(client, third["sessionId"], "echo env=$POOL_ENV\n")["viewport"], "env=two");
+}
+
+// Attack: a session leaves state behind (a variable, a file in its /tmp, a background process,
+// shell history); the next session, served from the pool, sees none of it.
+TEST_P(WarmPoolTest, NothingOfAPreviousSessionReachesTheNext) {
+  RpcClient client(daemon_.socket());
+  ASSERT_TRUE(client.Call("policy_set_mode", Json{{"mode", Mode()}}).contains("result"));
+  Json first = Open(client);
+  AwaitPooled(1);
+  Send(client, first["sessionId"],
+       "export LEFT=behind; echo left > /tmp/pool-left; (sleep 600 &); history -s secret-cmd\n");
+  Close(client, first);
+  Json second = Open(client);
+  Json r = Send(client, second["sessionId"],
+                "echo \"[$LEFT]\"; test -e /tmp/pool-left; "
+                "echo file=$?; pgrep -c -f 'sleep 600' || true; history | grep -c 'secret-[c]md'\n");
+  EXPECT_EQ(r["viewport"], "[]\nfile=1\n0\n0") << r.dump();
+}
+
+// Two opens at once: two shells, never one shared.
+TEST_P(WarmPoolTest, TwoOpensNeverShareAShell) {
+  RpcClient client(daemon_.socket());
+  ASSERT_TRUE(client.Call("policy_set_mode", Json{{"mode", Mode()}}).contains("result"));
+  Open(client);
+  AwaitPooled(1);
+  const int a = client.SendRequest("terminal_open", Json::object());
+  const int b = client.SendRequest("terminal_open", Json::object());
+  Json first = client.WaitResponse(a).value("result", Json::object());
+  Json second = client.WaitResponse(b).value("result", Json::object());
+  ASSERT_TRUE(first.contains("pid") && second.contains("pid"));
+  EXPECT_NE(first["pid"], second["pid"]);
+  Send(client, first["sessionId"], "SHARED=first\n");
+  EXPECT_EQ(Send(client, second["sessionId"], "echo \"[$SHARED]\"\n")["viewport"], "[]");
+}
+
+// A read-only open after workspace-write ones: the mode change is not blocked by the pooled
+// (workspace-write) shell, and the read-only session cannot write.
+TEST_P(WarmPoolTest, ModeChangeIsNotBlockedAndNeverGetsAnotherModesShell) {
+  RpcClient client(daemon_.socket());
+  const std::string other = Mode() == "read-only" ? "workspace-write" : "read-only";
+  ASSERT_TRUE(client.Call("policy_set_mode", Json{{"mode", other}}).contains("result"));
+  Json first = Open(client);
+  Close(client, first);
+  AwaitPooled(1);
+  const std::set<pid_t> pooled = Descendants(daemon_.pid());
+  ASSERT_FALSE(pooled.empty()) << "no pooled shell: the test would prove nothing";
+  Json set = client.Call("policy_set_mode", Json{{"mode", Mode()}});
+  ASSERT_TRUE(set.contains("result")) << "a pooled shell blocked the mode change: " << set.dump();
+  Json second = Open(client);
+  EXPECT_EQ(second["mode"], Mode());
+  EXPECT_FALSE(pooled.contains(second["pid"].get<pid_t>())) << "served by another mode's shell";
+  Json r = Send(client, second["sessionId"], "touch pool-probe 2>/dev/null; echo rc=$?\n");
+  EXPECT_EQ(r["viewport"], Mode() == "read-only" ? "rc=1" : "rc=0") << r.dump();
+}
+
+// The daemon's SIGTERM ends the pooled shells with the sessions.
+TEST_P(WarmPoolTest, ShutdownLeavesNoProcess) {
+  std::set<pid_t> all;
+  {
+    RpcClient client(daemon_.socket());
+    ASSERT_TRUE(client.Call("policy_set_mode", Json{{"mode", Mode()}}).contains("result"));
+    Open(client);
+    AwaitPooled(1);
+    all = Descendants(daemon_.pid());
+    ASSERT_GE(all.size(), 2u);
+    daemon_.Stop(SIGTERM);
+  }
+  for (pid_t pid : all) EXPECT_TRUE(WaitGone(pid)) << "pid " << pid << " outlived the daemon";
+}
+
+// warmShells 0: after an open and a send, the only shell below the daemon is the session's;
+// after its close, nothing is left.
+TEST_P(WarmPoolOffTest, ZeroStartsNothingBesideTheSessions) {
+  RpcClient client(daemon_.socket());
+  ASSERT_TRUE(client.Call("policy_set_mode", Json{{"mode", Mode()}}).contains("result"));
+  Json first = Open(client);
+  EXPECT_EQ(Send(client, first["sessionId"], "echo one\n")["viewport"], "one");
+  Json second = Open(client);
+  EXPECT_EQ(Send(client, second["sessionId"], "echo two\n")["viewport"], "two");
+  Close(client, first);
+  Close(client, second);
+  const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!Descendants(daemon_.pid()).empty() && std::chrono::steady_clock::now() < guard) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(Descendants(daemon_.pid()).empty());
+  EXPECT_EQ(daemon_.Log().find("pre-started"), std::string::npos) << daemon_.Log();
+}
+
+INSTANTIATE_TEST_SUITE_P(ConfinedModes, WarmPoolTest,
+                         ::testing::Values("read-only", "workspace-write"), ModeTestName);
+INSTANTIATE_TEST_SUITE_P(ConfinedModes, WarmPoolOffTest,
+                         ::testing::Values("read-only", "workspace-write"), ModeTestName);
+
+}  // namespace
+}  // namespace ptybox::testing
