@@ -74,6 +74,10 @@ void WarmPool::DiscardStale(const PoolKey& key) {
 
 void WarmPool::Refill(const SpawnSpec& spec) {
   if (draining_) return;
+  // What a client passes in `env` belongs to its session alone: copied into a pooled shell it
+  // would outlive that session (until claimed by an identical open or expired), so an open with
+  // its own environment is never pooled and refills nothing.
+  if (!spec.env.empty()) return;
   const PoolKey key = PoolKeyOf(spec);
   DiscardStale(key);
   // Confined shells only: a danger-full-access session shares the host, so it is always started

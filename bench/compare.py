@@ -116,7 +116,7 @@ class RawPty:
 class Ptybox:
     """`ptybox serve --stdio` driven the way a harness does: one JSON line per request."""
 
-    def __init__(self, binary, workspace, mode, extra_env=None):
+    def __init__(self, binary, workspace, mode, extra_env=None, limits=None):
         env = dict(os.environ)
         env.update(extra_env or {})
         # An operator policy that lets one connection hold the 256-session case (the default is
@@ -124,6 +124,8 @@ class Ptybox:
         policy = os.path.join(workspace, ".bench-operator-policy.yaml")
         with open(policy, "w") as f:
             f.write("version: 1\nlimits:\n  maxSessions: 1024\n  startupTimeoutMs: 120000\n")
+            for key, value in (limits or {}).items():
+                f.write(f"  {key}: {value}\n")
         self.proc = subprocess.Popen([binary, "serve", "--stdio", "--workspace", workspace,
                                       "--policy", policy, "--max-sessions", "1024"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -276,10 +278,13 @@ def bench_ptybox_echo(binary, workspace, mode, n):
     return samples
 
 
-def bench_open(binary, workspace, mode, n):
-    d = Ptybox(binary, workspace, mode)
+def bench_open(binary, workspace, mode, n, warm_shells):
+    """Open to the first prompt, one open after another with a pause between them (an agent
+    opens a session, works in it, opens the next), under `limits.warmShells`."""
+    d = Ptybox(binary, workspace, mode, limits={"warmShells": warm_shells})
     samples = []
     for i in range(n + 3):
+        time.sleep(0.2)  # the pool's refill after the previous open has time to start
         start = time.perf_counter()
         session = d.open()
         elapsed = time.perf_counter() - start
@@ -482,8 +487,13 @@ def main():
 
     progress("opens")
     bwrap_true = Case("bare `bwrap ... bash -c true`", bench_process(bare_bwrap("true"), m * 2))
-    opens = {mode: Case(f"open-to-ready, {mode}", bench_open(binary, workspace, mode, m * 2))
-             for mode in modes}
+    opens = {}
+    for mode in modes:
+        for warm in ((1, 0) if mode != "danger-full-access" else (0,)):
+            label = f"open-to-ready, {mode}" + (
+                ", warm pool (`warmShells: 1`, the default)" if warm else
+                (", no pool (`warmShells: 0`)" if mode != "danger-full-access" else ""))
+            opens[(mode, warm)] = Case(label, bench_open(binary, workspace, mode, m * 2, warm))
 
     progress("stdin waits")
     waits = bench_stdin_waits(binary, workspace, "workspace-write", m)

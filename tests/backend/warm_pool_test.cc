@@ -123,6 +123,15 @@ TEST_F(WarmPoolTest, RefillStartsOneAndClaimTakesItOnceReady) {
   EXPECT_EQ(pool->counters().claimed, 1u);
 }
 
+TEST_F(WarmPoolTest, AnOpenWithItsOwnEnvironmentIsNeverPooled) {
+  auto pool = MakePool();
+  SpawnSpec spec = Spec("/w");
+  spec.env["SECRET_TOKEN"] = "of-one-session";
+  pool->Refill(spec);
+  EXPECT_TRUE(started.empty()) << "a client's env would outlive its session in a pooled shell";
+  EXPECT_EQ(pool->Claim(spec), nullptr);
+}
+
 TEST_F(WarmPoolTest, ZeroStartsNothingAndDiscardsTheKeysShells) {
   auto pool = MakePool();
   pool->Refill(Spec("/w", 0));

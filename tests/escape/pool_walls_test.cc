@@ -169,21 +169,29 @@ TEST_P(WarmPoolTest, ARepositoryPolicyChangeBetweenOpensTakesEffect) {
 }
 
 // Attack: a client's environment differs from the one the pooled shell started with.
-TEST_P(WarmPoolTest, ADifferentEnvironmentNeverGetsThePooledShell) {
+TEST_P(WarmPoolTest, AnOpenWithItsOwnEnvironmentIsNeverPooledAndLeavesNothingBehind) {
   RpcClient client(daemon_.socket());
   ASSERT_TRUE(client.Call("policy_set_mode", Json{{"mode", Mode()}}).contains("result"));
-  Json first = Open(client, Json{{"env", Json{{"POOL_ENV", "one"}}}});
+  Json first = Open(client);
   AwaitPooled(1);
   const std::set<pid_t> pooled = Descendants(daemon_.pid());
-  Json second = Open(client, Json{{"env", Json{{"POOL_ENV", "two"}}}});
+  // The pooled shell has no client env: an open that passes its own never gets it.
+  const std::string secret = "pool-secret-" + std::to_string(::getpid());
+  Json second = Open(client, Json{{"env", Json{{"POOL_ENV", secret}}}});
   EXPECT_FALSE(pooled.contains(second["pid"].get<pid_t>()));
-  EXPECT_EQ(Send(client, second["sessionId"], "echo env=$POOL_ENV\n")["viewport"], "env=two");
-  // The same environment again is served from the pool (its refill followed the second open).
-  AwaitPooled(2);
-  const std::set<pid_t> refilled = Descendants(daemon_.pid());
-  Json third = Open(client, Json{{"env", Json{{"POOL_ENV", "two"}}}});
-  EXPECT_TRUE(refilled.contains(third["pid"].get<pid_t>()));
-  EXPECT_EQ(Send(client, third["sessionId"], "echo env=$POOL_ENV\n")["viewport"], "env=two");
+  EXPECT_EQ(Send(client, second["sessionId"], "echo env=$POOL_ENV\n")["viewport"],
+            "env=" + secret);
+  // Nor does it refill: once its session is closed, no process holds the value it passed.
+  Close(client, second);
+  const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!ProcessesWithEnv(secret).empty() && std::chrono::steady_clock::now() < guard) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(ProcessesWithEnv(secret).empty()) << "a client's env outlived its session";
+  EXPECT_EQ(Count(daemon_.Log(), "a pre-started shell is ready"), 1u) << daemon_.Log();
+  // The envless pooled shell is still there for the next envless open.
+  Json third = Open(client);
+  EXPECT_TRUE(pooled.contains(third["pid"].get<pid_t>()));
 }
 
 // Attack: a session leaves state behind (a variable, a file in its /tmp, a background process,
