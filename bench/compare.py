@@ -372,6 +372,15 @@ def bench_many(binary, workspace, mode, count, rounds):
                         session_pss += int(line.split()[1])
         except OSError:
             continue
+    # One session's sends while every other session is open and idle: what an idle session
+    # costs the others (the "p99 send against one session").
+    one = []
+    for i in range(200):
+        t0 = time.perf_counter()
+        result = d.wait(d.write("terminal_send", {"sessionId": sessions[0], "input": "echo hi\n"}))
+        if i >= 20:
+            one.append(time.perf_counter() - t0)
+        assert result["waitReason"] == "stdin_read", result
     latencies = []
     for _ in range(rounds):
         sent = {}
@@ -391,6 +400,7 @@ def bench_many(binary, workspace, mode, count, rounds):
         "daemon_kib_per_session": (idle_after - idle_before) / count,
         "session_pss_kib": session_pss / count,
         "send": latencies,
+        "one": one,
     }
 
 
@@ -491,8 +501,9 @@ def main():
     for mode in modes:
         for warm in ((1, 0) if mode != "danger-full-access" else (0,)):
             label = f"open-to-ready, {mode}" + (
-                ", warm pool (`warmShells: 1`, the default)" if warm else
-                (", no pool (`warmShells: 0`)" if mode != "danger-full-access" else ""))
+                ", warm pool (`warmShells: 1`)" if warm else
+                (", no pool (`warmShells: 0`, the default)" if mode != "danger-full-access"
+                 else ""))
             opens[(mode, warm)] = Case(label, bench_open(binary, workspace, mode, m * 2, warm))
 
     progress("stdin waits")
@@ -566,6 +577,11 @@ def main():
       f"({many['opens_per_s']:.0f} opens per second).")
     w(f"- Idle memory per session: daemon {many['daemon_kib_per_session']:.0f} KiB RSS; the "
       f"session's own processes (bwrap, ptybox-init, bash) {many['session_pss_kib']:.0f} KiB PSS.")
+    beside = Case("", many["one"])
+    w(f"- `echo hi` on one session while the other {args.sessions - 1} are open and idle: p50 "
+      f"{fmt_us(beside.p50)}, p99 {fmt_us(beside.p99)}, against one session alone p50 "
+      f"{fmt_us(single.p50)}, p99 {fmt_us(single.p99)}: p99 ratio "
+      f"{beside.p99 / single.p99:.2f}x (the goal: at most 2x).")
     w(f"- One `echo hi` on every session at once, {len(many['send']) // args.sessions} rounds: "
       f"p50 {fmt_us(sends.p50)}, p99 {fmt_us(sends.p99)}, against one session alone p50 "
       f"{fmt_us(single.p50)}, p99 {fmt_us(single.p99)}: p99 ratio {sends.p99 / single.p99:.0f}x. "
