@@ -16,33 +16,19 @@
 #include "common/log.h"
 #include "common/random.h"
 #include "common/unique_fd.h"
+#include "sandbox/cgroup_file.h"
 
 namespace ptybox::sandbox {
 namespace {
 
 namespace fs = std::filesystem;
+using cgroups::ReadText;
 using cgroups::Where;
 
 // A cgroup v1 kill sweep: rounds of SIGKILL to every member of the pids cgroup (with pids.max
 // at 0 none can fork meanwhile) before the caller's own polling takes over.
 constexpr int kKillRounds = 64;
 constexpr int kRemoveRetries = 20;
-
-std::string ReadText(const fs::path& path) {
-  // POSIX reads: a cgroup removed (ENODEV) or a process gone (ESRCH) mid-read is an empty or
-  // short text here, never an exception out of a stream.
-  std::string text;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return text;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd.Get(), buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  return text;
-}
 
 Result<void> WriteText(const fs::path& path, std::string_view text) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "common/unique_fd.h"
+#include "sandbox/cgroup_file.h"
 #include "sandbox/cgroup_layout.h"
 #include "sandbox/cgroup_signal.h"
 
@@ -62,27 +63,12 @@ Judgement JudgeOwner(pid_t owner, const OwnerFacts& facts, std::string_view own_
 namespace {
 
 namespace fs = std::filesystem;
+using cgroups::ReadText;
 
 constexpr int kKillRounds = 300;  // each followed by kRoundPause: a 3 s bound per tree
 constexpr useconds_t kRoundPause = 10'000;
 constexpr int kRemoveRetries = 20;
 constexpr int kSettleRounds = 300;  // with kRoundPause: 3 s for exited members to be reaped
-
-std::string ReadText(const fs::path& path) {
-  // POSIX reads: a cgroup removed (ENODEV) or a process gone (ESRCH) mid-read is an empty or
-  // short text here, never an exception out of a stream.
-  std::string text;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return text;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd.Get(), buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  return text;
-}
 
 bool WriteText(const fs::path& path, std::string_view text) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));

@@ -23,16 +23,12 @@
 #include <vector>
 
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/files.h"
 
 namespace ptybox::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-void WriteFile(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-}
 
 // Parent pid from /proc/<pid>/stat (after the command's closing parenthesis).
 pid_t ParentOf(pid_t pid) {

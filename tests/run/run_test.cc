@@ -19,11 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void WriteFile(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-}
-
 class RunTest : public ::testing::Test {
  protected:
   // Starts `ptybox run <args>` in the workspace.

@@ -17,6 +17,12 @@ inline std::string ReadFile(const std::filesystem::path& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+// Writes `text` as the whole file (created or truncated).
+inline void WriteFile(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
 // Whitespace-separated words.
 inline std::vector<std::string> Words(const std::string& text) {
   std::istringstream in(text);
