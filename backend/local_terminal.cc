@@ -130,6 +130,8 @@ bool LocalTerminal::ReadAvailable(size_t budget) {
 
 void LocalTerminal::DrainOutput() { ReadAvailable(SIZE_MAX); }
 
+void LocalTerminal::ReadPendingOutput() { ReadAvailable(kReadBudgetPerWakeup); }
+
 std::optional<pid_t> LocalTerminal::ForegroundPgid() {
   if (!inspector_) return std::nullopt;
   return inspector_->ForegroundPgid();

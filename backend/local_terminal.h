@@ -66,6 +66,9 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   void WriteReply(std::string bytes);
   // Decodes what the master already holds, synchronously.
   void DrainOutput();
+  // Decodes what the master holds, at most one reactor wake-up's budget (256 KiB): a deadline
+  // looks at what arrived without letting a flooding session hold the reactor.
+  void ReadPendingOutput();
 
   // Hangs the terminal up and ends every process of the session (InitSession::Terminate):
   // `done` gets success once nothing of the session runs, or cleanup_failed. Idempotent.

@@ -269,7 +269,7 @@ void ShellSession::OnTimer() {
   // A deadline is judged on every byte that arrived, not only on what the reactor got round to
   // reading: with more terminals ready than one reactor turn takes (or a daemon that was not
   // scheduled), this timer can run before the read of output that came in time.
-  terminal_.DrainOutput();
+  terminal_.ReadPendingOutput();
   if (!published_) {
     if (startup_) {
       startup_->Pump();

@@ -62,6 +62,17 @@ const ProcessOps& RealProcessOps() {
         return ::syscall(SYS_pidfd_send_signal, fd, signal, nullptr, 0) == 0;
       },
       .close = [](int fd) { ::close(fd); },
+      .pidfds_available =
+          [] {
+            static const bool available = [] {
+              const int fd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
+              if (fd < 0) return errno != ENOSYS && errno != EPERM;
+              ::close(fd);
+              return true;
+            }();
+            return available;
+          },
+      .kill = [](pid_t pid, int signal) { return ::kill(pid, signal) == 0; },
   };
   return ops;
 }
@@ -70,8 +81,20 @@ SignalTally SignalMembers(const std::vector<pid_t>& pids, const MembershipTarget
                           int signal, const ProcessOps& ops) {
   SignalTally tally;
   const pid_t self = ::getpid();
+  const bool pidfds = !ops.pidfds_available || ops.pidfds_available();
   for (pid_t pid : pids) {
     if (pid <= 0 || pid == self) continue;
+    if (!pidfds && ops.kill) {
+      const std::optional<std::string> cgroup = ops.read_cgroup(pid);
+      if (!cgroup || !IsMember(*cgroup, target)) {
+        tally.not_members.push_back(pid);
+      } else if (ops.kill(pid, signal)) {
+        tally.signalled.push_back(pid);
+      } else {
+        tally.unopened.push_back(pid);
+      }
+      continue;
+    }
     const int fd = ops.open(pid);
     if (fd < 0) {
       tally.unopened.push_back(pid);

@@ -40,12 +40,18 @@ struct ProcessOps {
   std::function<std::optional<std::string>(pid_t)> read_cgroup;  // /proc/<pid>/cgroup
   std::function<bool(int fd, int signal)> send;                 // pidfd_send_signal
   std::function<void(int fd)> close;
+  // Where the kernel has no pidfds (before 5.3) or a container's seccomp profile refuses
+  // pidfd_open: false, and members are signalled with kill() after the same membership check
+  // (the pre-pidfd race with a reused pid returns there, but nothing is left running). Unset:
+  // pidfds are available.
+  std::function<bool()> pidfds_available;
+  std::function<bool(pid_t, int signal)> kill;  // kill(2), the fallback
 };
 // pidfd_open, /proc/<pid>/cgroup, pidfd_send_signal, close.
 const ProcessOps& RealProcessOps();
 
 struct SignalTally {
-  std::vector<pid_t> signalled;    // members, signalled through their pidfd
+  std::vector<pid_t> signalled;    // members, signalled through their pidfd (or kill())
   std::vector<pid_t> unopened;     // gone already (or never ours to open): skipped
   std::vector<pid_t> not_members;  // the pid now names a process outside the target: skipped
 };

@@ -248,10 +248,11 @@ Startup StartServe(const std::vector<std::string>& args, const fs::path& workspa
   if (program == "serve") command += " --socket " + (scratch.path() / "s.sock").string();
   for (const std::string& arg : args) command += " '" + arg + "'";
   if (program == "run") command += " -- true";
-  // A daemon that did start is stopped at once: SIGTERM after it printed "listening".
+  // A daemon that did start is stopped at once: one SIGTERM after it printed "listening" (a
+  // second one during a slow shutdown, under a sanitizer say, would end it with 143).
   command += " 2>" + err.string() + " & pid=$!; for i in $(seq 1 300); do "
              "kill -0 $pid 2>/dev/null || break; grep -q listening " + err.string() +
-             " && kill -TERM $pid; sleep 0.1; done; wait $pid";
+             " && { kill -TERM $pid; break; }; sleep 0.1; done; wait $pid";
   Startup out;
   out.status = Shell(command);
   std::ifstream in(err);

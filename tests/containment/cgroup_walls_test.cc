@@ -1,7 +1,7 @@
 // The daemon's own walls around session cgroups, through the real binary
 // (docs/security.md, "The daemon is never a member of a session cgroup" and "Stale session
 // cgroups are swept"):
-// 1. With a repository policy of maxCpuMillicores 10 and a memory cap, opening sessions never
+// 1. With a repository policy of maxCpuMillicores 100 and a memory cap, opening sessions never
 //    makes the daemon a member of a session cgroup: sampled all along the opens, no session
 //    cgroup's cgroup.procs lists the daemon's pid; after each open the daemon's
 //    /proc/<pid>/cgroup is what it was in every hierarchy, and the session's processes are in
@@ -129,7 +129,8 @@ TEST_P(CgroupWallsTest, TheDaemonNeverJoinsASessionCgroupWhileOpening) {
   // A repository that asks for a tiny CPU share and a memory cap: were the daemon inside the
   // session's cgroup during a launch, it would be throttled and charged there.
   ASSERT_TRUE(Put(daemon.workspace() / ".ptybox.yaml",
-                  "version: 1\nlimits:\n  maxCpuMillicores: 10\n  maxMemoryBytes: 268435456\n"));
+                  "version: 1\nlimits:\n  maxCpuMillicores: 100\n  maxMemoryBytes: 268435456\n"
+                  "  startupTimeoutMs: 300000\n"));
   const std::string before = Slurp("/proc/" + std::to_string(pid) + "/cgroup");
   ASSERT_FALSE(before.empty());
 

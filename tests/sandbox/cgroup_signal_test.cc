@@ -53,6 +53,8 @@ struct FakeSystem {
           return true;
         },
         .close = [this](int fd) { calls.push_back("close " + std::to_string(open_fds.at(fd))); },
+        .pidfds_available = {},
+        .kill = {},
     };
   }
 };
@@ -104,6 +106,29 @@ TEST(CgroupSignalTest, SignalsOnlyMembersThroughTheirPidfdAfterTheMembershipChec
   const std::vector<std::string> expected = {"open 11", "read 11",  "send 11", "close 11",
                                              "open 12", "read 12",  "close 12", "open 13"};
   EXPECT_EQ(sys.calls, expected);
+}
+
+// No pidfds (a kernel before 5.3, or a container profile that refuses pidfd_open): members are
+// still ended, with kill() after the same membership check, never left running.
+TEST(CgroupSignalTest, WithoutPidfdsMembersAreKilledAfterTheMembershipCheck) {
+  FakeSystem sys;
+  sys.cgroup_of[11] = std::string(kHybridMember);
+  sys.cgroup_of[12] = std::string(kHybridStranger);
+  ProcessOps ops = sys.Ops();
+  std::vector<std::pair<pid_t, int>> killed;
+  ops.pidfds_available = [] { return false; };
+  ops.kill = [&](pid_t pid, int signal) {
+    killed.emplace_back(pid, signal);
+    return true;
+  };
+  const SignalTally tally =
+      SignalMembers({11, 12, 13}, {"pids", "/ptybox-10-ab12cd34/s1"}, SIGKILL, ops);
+  EXPECT_EQ(tally.signalled, std::vector<pid_t>{11});
+  EXPECT_EQ(tally.not_members, (std::vector<pid_t>{12, 13}));
+  ASSERT_EQ(killed.size(), 1u);
+  EXPECT_EQ(killed[0], std::make_pair(pid_t{11}, SIGKILL));
+  const std::vector<std::string> expected = {"read 11", "read 12", "read 13"};
+  EXPECT_EQ(sys.calls, expected) << "no pidfd is opened where there are none";
 }
 
 TEST(CgroupSignalTest, SkipsThisProcessAndNonPositivePids) {
