@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <functional>
 #include <cerrno>
 
 #include "sandbox/cgroup_layout.h"
@@ -81,18 +82,22 @@ SignalTally SignalMembers(const std::vector<pid_t>& pids, const MembershipTarget
                           int signal, const ProcessOps& ops) {
   SignalTally tally;
   const pid_t self = ::getpid();
-  const bool pidfds = !ops.pidfds_available || ops.pidfds_available();
+  const bool pidfds = !ops.pidfds_available || ops.pidfds_available() || !ops.kill;
+  // The membership check, then `deliver`: through the pidfd, or kill() where there are none.
+  auto check_and_signal = [&](pid_t pid, const std::function<bool()>& deliver) {
+    const std::optional<std::string> cgroup = ops.read_cgroup(pid);
+    if (!cgroup || !IsMember(*cgroup, target)) {
+      tally.not_members.push_back(pid);
+    } else if (deliver()) {
+      tally.signalled.push_back(pid);
+    } else {
+      tally.unopened.push_back(pid);  // exited between the check and the signal
+    }
+  };
   for (pid_t pid : pids) {
     if (pid <= 0 || pid == self) continue;
-    if (!pidfds && ops.kill) {
-      const std::optional<std::string> cgroup = ops.read_cgroup(pid);
-      if (!cgroup || !IsMember(*cgroup, target)) {
-        tally.not_members.push_back(pid);
-      } else if (ops.kill(pid, signal)) {
-        tally.signalled.push_back(pid);
-      } else {
-        tally.unopened.push_back(pid);
-      }
+    if (!pidfds) {
+      check_and_signal(pid, [&] { return ops.kill(pid, signal); });
       continue;
     }
     const int fd = ops.open(pid);
@@ -100,14 +105,7 @@ SignalTally SignalMembers(const std::vector<pid_t>& pids, const MembershipTarget
       tally.unopened.push_back(pid);
       continue;
     }
-    const std::optional<std::string> cgroup = ops.read_cgroup(pid);
-    if (!cgroup || !IsMember(*cgroup, target)) {
-      tally.not_members.push_back(pid);
-    } else if (ops.send(fd, signal)) {
-      tally.signalled.push_back(pid);
-    } else {
-      tally.unopened.push_back(pid);  // exited between the open and the signal
-    }
+    check_and_signal(pid, [&] { return ops.send(fd, signal); });
     ops.close(fd);
   }
   return tally;
