@@ -9,16 +9,11 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "runtime/owned_directory.h"
 #include "sandbox/launcher.h"
 
 namespace ptybox::runtime {
 namespace {
-
-std::string ModeText(mode_t mode) {
-  char text[8];
-  std::snprintf(text, sizeof(text), "%04o", static_cast<unsigned>(mode & 07777));
-  return text;
-}
 
 // `path` made absolute and free of links, as far as it exists.
 std::filesystem::path Resolved(const std::filesystem::path& path) {
@@ -105,14 +100,9 @@ Result<std::shared_ptr<const UniqueFd>> OpenRecordDirectory(const std::filesyste
                 "the recordings' directory " + path.string() + " is not a directory",
                 path.string());
   }
-  if ((st.st_uid != ::geteuid() && st.st_uid != 0) ||
-      ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0)) {
-    return Fail(ErrorKind::kInternal,
-                "the recordings' directory " + path.string() + " (owner uid " +
-                    std::to_string(st.st_uid) + ", mode " + ModeText(st.st_mode) +
-                    ") could be changed by another user; use a directory owned by uid " +
-                    std::to_string(::geteuid()) + " (or root) that only its owner can write",
-                path.string());
+  if (Result<void> owned = RequireOwnedDirectory(st, "the recordings' directory " + path.string(), path.string());
+      !owned) {
+    return std::unexpected(owned.error());
   }
   if (::faccessat(fd.Get(), ".", W_OK | X_OK, AT_EACCESS) != 0) {
     return Fail(ErrorKind::kInternal,

@@ -13,6 +13,7 @@
 #include "backend/types.h"
 #include "common/log.h"
 #include "runtime/methods.h"
+#include "runtime/owned_directory.h"
 #include "runtime/owner.h"
 #include "runtime/peer_check.h"
 
@@ -218,12 +219,6 @@ Result<void> CheckSocketPathFree(const std::filesystem::path& path) {
 // The socket's directory: created (0700, with its parents) when missing, so that a container's
 // empty volume or a fresh runtime directory needs no step before the daemon; an existing one
 // this uid cannot write is named with its owner and the fix, before bind's bare EACCES.
-std::string ModeText(mode_t mode) {
-  char text[8];
-  std::snprintf(text, sizeof(text), "%04o", static_cast<unsigned>(mode & 07777));
-  return text;
-}
-
 Result<void> PrepareSocketDirectory(const std::filesystem::path& path) {
   const std::filesystem::path dir = path.parent_path();
   if (dir.empty()) return {};
@@ -251,14 +246,9 @@ Result<void> PrepareSocketDirectory(const std::filesystem::path& path) {
                 "link); choose another --socket path",
                 path.string());
   }
-  if ((st.st_uid != ::geteuid() && st.st_uid != 0) ||
-      ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0)) {
-    return Fail(ErrorKind::kInternal,
-                "the socket directory " + dir.string() + " (owner uid " +
-                    std::to_string(st.st_uid) + ", mode " + ModeText(st.st_mode) +
-                    ") could be changed by another user; use a directory owned by uid " +
-                    std::to_string(::geteuid()) + " (or root) that only its owner can write",
-                path.string());
+  if (Result<void> owned = RequireOwnedDirectory(st, "the socket directory " + dir.string(), path.string());
+      !owned) {
+    return std::unexpected(owned.error());
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
     return Fail(ErrorKind::kInternal,

@@ -1,0 +1,22 @@
+// The rule for a directory the daemon creates files in (the socket's, the recordings'): only one
+// nobody else can rearrange, owned by this uid or root and writable by group or others only when
+// sticky (/tmp, a 1777 /run/ptybox). Shared by runtime/rpc_server.cc and runtime/audit_files.cc.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <string>
+
+#include "common/error.h"
+
+namespace ptybox::runtime {
+
+// "0755": a mode's permission bits, for messages.
+std::string ModeText(mode_t mode);
+
+// `st` is of the directory named `what` (e.g. "the socket directory /run/ptybox"); `context` is
+// the error's context. Fails, saying owner, mode and the fix, when another user could change it.
+Result<void> RequireOwnedDirectory(const struct stat& st, const std::string& what,
+                                   const std::string& context);
+
+}  // namespace ptybox::runtime
