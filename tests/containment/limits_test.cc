@@ -29,6 +29,7 @@
 
 #include "sandbox/cgroup_layout.h"
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/files.h"
 
 namespace ptybox::testing {
 namespace {
@@ -37,10 +38,7 @@ namespace fs = std::filesystem;
 namespace cg = ::ptybox::sandbox::cgroups;
 using Clock = std::chrono::steady_clock;
 
-std::string Slurp(const fs::path& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+std::string Slurp(const fs::path& path) { return ptybox::testing::ReadFile(path); }
 
 bool Put(const fs::path& path, const std::string& text) {
   std::ofstream out(path);

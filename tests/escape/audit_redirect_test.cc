@@ -13,16 +13,14 @@
 #include <fstream>
 
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/files.h"
 
 namespace ptybox::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+std::string ReadAll(const fs::path& path) { return ptybox::testing::ReadFile(path); }
 
 std::vector<fs::path> Casts(const fs::path& dir) {
   std::vector<fs::path> found;

@@ -4,6 +4,7 @@
 // limit is bypassed, nothing about the host leaks. Waits are hang guards; every assertion is on
 // answers, reasons and order, never on durations.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -13,12 +14,12 @@
 
 #include <cstring>
 #include <fstream>
-#include <gtest/gtest.h>
 #include <sstream>
 #include <thread>
 
 #include "tests/run/child_process.h"
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/files.h"
 
 namespace ptybox::testing {
 namespace {
@@ -32,9 +33,8 @@ void WriteFile(const std::filesystem::path& path, const std::string& text) {
 
 // VmRSS of `pid` in KiB, from /proc/<pid>/status.
 long RssKib(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
+  for (const std::string& line :
+       ptybox::testing::ReadLines("/proc/" + std::to_string(pid) + "/status")) {
     if (line.starts_with("VmRSS:")) return std::stol(line.substr(6));
   }
   return -1;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/files.h"
 
 namespace ptybox::testing {
 namespace {
@@ -32,11 +33,6 @@ bool WaitForText(const std::function<std::string()>& read, const std::string& ne
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return true;
-}
-
-std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 std::string Token(RpcClient& client) {

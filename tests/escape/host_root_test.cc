@@ -32,8 +32,7 @@ class HostRootTest : public EscapeTest {
 // "Uid:\treal\teffective\tsaved\tfs" of /proc/PID/status, and the host-side view of its uid_map.
 std::vector<std::string> HostUids(pid_t pid) {
   std::vector<std::string> uids;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
+  for (const std::string& line : ReadLines("/proc/" + std::to_string(pid) + "/status")) {
     if (line.rfind("Uid:", 0) == 0) uids = Words(line.substr(4));
   }
   return uids;
@@ -42,8 +41,7 @@ std::vector<std::string> HostUids(pid_t pid) {
 // True when a line of /proc/PID/uid_map, read from the host (the initial user namespace), maps
 // some id of the process's namespace to host uid 0.
 bool MapsToHostRoot(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/uid_map");
-  for (std::string line; std::getline(in, line);) {
+  for (const std::string& line : ReadLines("/proc/" + std::to_string(pid) + "/uid_map")) {
     std::vector<std::string> f = Words(line);
     if (f.size() == 3 && f[1] == "0") return true;
   }

@@ -32,8 +32,7 @@ namespace fs = std::filesystem;
 
 // Parent pid from /proc/<pid>/stat (after the command's closing parenthesis).
 pid_t ParentOf(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
   const size_t close = stat.rfind(')');
   if (close == std::string::npos || close + 4 >= stat.size()) return -1;
   // ") S 123 ..."

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/files.h"
 
 namespace ptybox::testing {
 namespace {
@@ -29,9 +30,7 @@ constexpr auto kGuard = std::chrono::seconds(30);  // hang guard, never a timing
 
 // Field `index` (1-based, counting the comm as 2) of /proc/<pid>/stat, whatever the state.
 std::optional<std::string> StatField(pid_t pid, int index) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  if (!in) return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = ptybox::testing::ReadFile("/proc/" + std::to_string(pid) + "/stat");
   size_t paren = text.rfind(')');
   if (paren == std::string::npos) return std::nullopt;
   std::istringstream rest(text.substr(paren + 2));
@@ -43,10 +42,9 @@ std::optional<std::string> StatField(pid_t pid, int index) {
 }
 
 std::string Comm(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
-  std::string comm;
-  std::getline(in, comm);
-  return comm;
+  std::vector<std::string> lines =
+      ptybox::testing::ReadLines("/proc/" + std::to_string(pid) + "/comm");
+  return lines.empty() ? std::string() : lines.front();
 }
 
 // A process seen once: its pid and start time, so a recycled pid is not mistaken for it.

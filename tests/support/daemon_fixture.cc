@@ -198,9 +198,7 @@ int Daemon::Stop(int signal) {
 std::string Daemon::Log() const { return ReadFile(log_); }
 
 bool ProcessAlive(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return false;
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::string text = ReadFile("/proc/" + std::to_string(pid) + "/stat");
   size_t paren = text.rfind(')');
   return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
 }

@@ -2,6 +2,10 @@
 // use them without linking the daemon fixture).
 #pragma once
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -11,10 +15,31 @@
 
 namespace ptybox::testing {
 
-// The whole file, or "" when it cannot be read.
+// The whole file, or "" when it cannot be read. POSIX reads, never a stream: a /proc or cgroup
+// file of a process or cgroup that vanished mid-read (ESRCH, ENODEV) is the text read so far,
+// an answer, where an istreambuf_iterator over an ifstream throws from basic_filebuf::underflow.
+// Every test reads /proc and cgroup files through this.
 inline std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
+// The lines of a file read with ReadFile (no trailing empty line).
+inline std::vector<std::string> ReadLines(const std::filesystem::path& path) {
+  std::vector<std::string> lines;
+  std::istringstream in(ReadFile(path));
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
 }
 
 // Writes `text` as the whole file (created or truncated).
