@@ -196,6 +196,32 @@ def mounts():
     print(f"mounts checked:{checked} dev:{dev} hidden:{hidden} offenders:{len(offenders)}")
 
 
+def unix(abstract_name, path):
+    """Connects to the host's abstract socket `abstract_name` and pathname socket `path`, and to
+    an abstract socket of our own: one line each, "unix <which> <ok|ERRNO>"."""
+    def attempt(which, address, own=None):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        try:
+            s.connect(address)
+            result = "ok"
+        except OSError as e:
+            result = errno.errorcode.get(e.errno, str(e.errno)) if e.errno else "ETIMEDOUT"
+        finally:
+            s.close()
+            if own is not None:
+                own.close()
+        print(f"unix {which} {result}")
+
+    attempt("host-abstract", "\0" + abstract_name)
+    attempt("host-path", path)
+    own = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    own_name = "\0" + abstract_name + "-own"
+    own.bind(own_name)
+    own.listen(1)
+    attempt("own-abstract", own_name, own)
+
+
 def main(argv):
     probes = {
         "tiocsti": lambda: tiocsti("tiocsti", False),
@@ -204,9 +230,10 @@ def main(argv):
         "environ": lambda: environ(argv[2]),
         "setid": lambda: setid(argv[2]),
         "mounts": mounts,
+        "unix": lambda: unix(argv[2], argv[3]),
     }
     if len(argv) < 2 or argv[1] not in probes:
-        print("usage: escape_probe.py tiocsti|tiocsti-high|connect PORT|environ TOKEN|setid DIR|mounts")
+        print("usage: escape_probe.py tiocsti|tiocsti-high|connect PORT|environ TOKEN|setid DIR|mounts|unix NAME PATH")
         sys.exit(2)
     probes[argv[1]]()
 
