@@ -80,6 +80,12 @@ int Doctor() {
     }
   }
   const bool workspace_ok = ReportWorkspace();
+  // Not a failure: the private network namespace already keeps the host's abstract sockets out
+  // with the network denied; what a kernel lacks is said, with what remains open.
+  const sandbox::ProbeResult unix_sockets = sandbox::ProbeUnixSocketWalls();
+  std::printf("[%s] %s: %s\n", unix_sockets.ok ? " ok " : "warn", unix_sockets.name.c_str(),
+              unix_sockets.detail.c_str());
+  if (!unix_sockets.fix.empty()) std::printf("       to close it: %s\n", unix_sockets.fix.c_str());
   // Not a failure either way: both end every process of a session; cgroups also hold what a
   // session started when the daemon itself is killed, and hold its limits as a whole.
   const sandbox::CleanupSupport& cleanup = sandbox::SessionCleanupSupport();

@@ -29,6 +29,7 @@
 #include "policy/mode.h"
 #include "sandbox/bwrap_args.h"
 #include "sandbox/container_env.h"
+#include "sandbox/landlock.h"
 #include "sandbox/mount_stage.h"
 #include "sandbox/seccomp_filter.h"
 #include "sandbox/user_namespace.h"
@@ -667,6 +668,24 @@ constexpr std::string_view kNoFallback =
 
 std::vector<ProbeResult> ProbeHost(const std::filesystem::path& bwrap) {
   return Prober(bwrap).Run(/*stop_at_failure=*/false);
+}
+
+ProbeResult ProbeUnixSocketWalls() {
+  ProbeResult result;
+  result.name = "unix-sockets";
+  Result<int> abi = LandlockAbi();
+  if (!abi) {
+    result.detail = "the Landlock ABI could not be read: " + abi.error().Describe();
+    result.fix = "boot with Landlock enabled (lsm=...,landlock)";
+    return result;
+  }
+  const UnixSocketWalls walls = UnixSocketWallsFor(*abi);
+  result.ok = walls.Complete();
+  result.detail = DescribeUnixSocketWalls(walls);
+  if (!result.ok) {
+    result.fix = "a kernel with Landlock ABI 9 (Linux 7.1 or later) and Landlock enabled at boot";
+  }
+  return result;
 }
 
 Result<void> RequireSandbox(const std::filesystem::path& bwrap) {

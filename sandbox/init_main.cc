@@ -31,6 +31,7 @@
 #include "common/unique_fd.h"
 #include "sandbox/capabilities.h"
 #include "sandbox/init_protocol.h"
+#include "sandbox/landlock.h"
 #include "sandbox/resource_limits.h"
 
 namespace ptybox::sandbox {
@@ -356,6 +357,12 @@ int Run(int argc, char** argv) {
     }
     Result<bool> clean = HoldsNoCapabilities();
     if (!clean || !*clean) FailSetup(o.control_fd, "a capability survived the drop; refusing to start");
+    // No host service over UNIX sockets: the host's abstract sockets (and, from Landlock ABI 9,
+    // its pathname sockets) are out of the session's reach; its own sockets still work. A
+    // kernel without these walls is reported by `ptybox doctor`, not refused here.
+    if (Result<UnixSocketWalls> walls = RestrictUnixSockets(); !walls) {
+      FailSetup(o.control_fd, "restricting UNIX sockets with Landlock: " + walls.error().Describe());
+    }
   }
   // 5. Resource limits from the policy.
   ApplyRlimits(o);

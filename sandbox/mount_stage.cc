@@ -221,6 +221,10 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
         error.message += " (cloning a mount needs Linux 5.2 or later and CAP_SYS_ADMIN)";
         return std::unexpected(error);
       }
+      // Every staged tree is nosuid,nodev before bwrap ever sees it (bwrap's own binds add the
+      // same flags): nothing under a root runs set-id or opens a device, whatever it holds.
+      struct mount_attr attr {};
+      attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
       if (owner) {
         auto found = namespaces.find(*owner);
         if (found == namespaces.end()) {
@@ -229,13 +233,14 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
           if (!ns) return std::unexpected(ns.error());
           found = namespaces.emplace(*owner, std::move(*ns)).first;
         }
-        struct mount_attr attr {};
-        attr.attr_set = MOUNT_ATTR_IDMAP;
+        attr.attr_set |= MOUNT_ATTR_IDMAP;
         attr.userns_fd = static_cast<uint64_t>(found->second.Get());
-        if (::mount_setattr(entry.tree.Get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
-                            sizeof attr) != 0) {
-          return std::unexpected(IdmapError(entry.host_path, errno));
-        }
+      }
+      if (::mount_setattr(entry.tree.Get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+                          sizeof attr) != 0) {
+        if (owner) return std::unexpected(IdmapError(entry.host_path, errno));
+        return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable,
+                                                "mount_setattr(nosuid,nodev)", entry.host_path));
       }
     }
     entry.checked = std::move(opened.fd);

@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,6 +28,8 @@ enum class Match {
   kCloneNamespaceFlag,  // any CLONE_NEW* bit in the flags argument
   kDomainNotUnix,       // arg0 != AF_UNIX; only when the network is denied
   kPersonalityChange,   // arg0 other than PER_LINUX (0) and the query 0xffffffff
+  kSetidMode,           // S_ISUID or S_ISGID in the mode argument (arg `mode_arg`)
+  kSetidCreateMode,     // the same, only when the flags argument (arg `mode_arg` - 1) creates
 };
 
 struct Row {
@@ -36,7 +39,24 @@ struct Row {
   Match match;
   uint64_t request;  // kIoctlRequest: the ioctl request
   std::string_view why;
+  unsigned mode_arg = 0;  // kSetidMode, kSetidCreateMode: which argument holds the mode
 };
+
+// fchmodat2 (Linux 6.6) is newer than Debian 12's headers; its number is the same on every
+// architecture that uses the generic table (and on x86_64).
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452
+#endif
+
+// The mode bits that would carry a privilege out of a session: a file set-user-id or
+// set-group-id on a host mount (root daemon: on-disk uid 0 is the session's uid 0 through the
+// idmap) runs with its owner's identity for whoever starts it on the host.
+constexpr uint64_t kSetidBits[] = {S_ISUID, S_ISGID};
+// open/openat read their mode only when the flags create a file: O_CREAT, or O_TMPFILE, whose
+// own bit is the kernel's __O_TMPFILE (glibc's __O_TMPFILE also holds O_DIRECTORY, which any
+// directory open carries). A mode with garbage bits is harmless otherwise.
+constexpr uint64_t kTmpfileBit = 020000000;
+constexpr uint64_t kCreateFlags[] = {O_CREAT, kTmpfileBit};
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
@@ -111,6 +131,33 @@ constexpr Row kRules[] = {
   {"process_vm_writev", EPERM, "EPERM", Match::kAlways, 0, "writes another process's memory"},
   {"pidfd_getfd", EPERM, "EPERM", Match::kAlways, 0,
    "copies another process's descriptor (ptybox-init's control socket)"},
+  // Privilege bits: no file leaves a session set-user-id or set-group-id (docs/security.md, "No
+  // privilege bits leave a session"). EPERM is what the kernel itself answers a caller who may
+  // not change a file's mode, so tools report "Operation not permitted" and go on.
+  {"chmod", EPERM, "EPERM", Match::kSetidMode, 0,
+   "with S_ISUID or S_ISGID in the mode (arg1): no privilege bits leave a session", 1},
+  {"fchmod", EPERM, "EPERM", Match::kSetidMode, 0,
+   "with S_ISUID or S_ISGID in the mode (arg1): no privilege bits leave a session", 1},
+  {"fchmodat", EPERM, "EPERM", Match::kSetidMode, 0,
+   "with S_ISUID or S_ISGID in the mode (arg2): no privilege bits leave a session", 2},
+  {"fchmodat2", EPERM, "EPERM", Match::kSetidMode, 0,
+   "with S_ISUID or S_ISGID in the mode (arg2): no privilege bits leave a session", 2},
+  {"open", EPERM, "EPERM", Match::kSetidCreateMode, 0,
+   "with O_CREAT or O_TMPFILE (arg1) and S_ISUID or S_ISGID in the mode (arg2)", 2},
+  {"openat", EPERM, "EPERM", Match::kSetidCreateMode, 0,
+   "with O_CREAT or O_TMPFILE (arg2) and S_ISUID or S_ISGID in the mode (arg3)", 3},
+  {"creat", EPERM, "EPERM", Match::kSetidMode, 0,
+   "with S_ISUID or S_ISGID in the mode (arg1)", 1},
+  {"mkdir", EPERM, "EPERM", Match::kSetidMode, 0,
+   "with S_ISUID or S_ISGID in the mode (arg1)", 1},
+  {"mkdirat", EPERM, "EPERM", Match::kSetidMode, 0,
+   "with S_ISUID or S_ISGID in the mode (arg2)", 2},
+  {"mknod", EPERM, "EPERM", Match::kSetidMode, 0,
+   "with S_ISUID or S_ISGID in the mode (arg1), e.g. a regular file 06755", 1},
+  {"mknodat", EPERM, "EPERM", Match::kSetidMode, 0,
+   "with S_ISUID or S_ISGID in the mode (arg2), e.g. a regular file 06755", 2},
+  {"openat2", ENOSYS, "ENOSYS", Match::kAlways, 0,
+   "its mode lives in a struct seccomp cannot read; libc falls back to openat"},
   // Network, when the policy denies it (the network namespace is empty as well).
   {"socket", EAFNOSUPPORT, "EAFNOSUPPORT", Match::kDomainNotUnix, 0,
    "network denied: any domain but AF_UNIX"},
@@ -145,7 +192,9 @@ std::unexpected<Error> LibseccompError(std::string_view call, std::string_view w
 
 Result<void> AddRow(scmp_filter_ctx ctx, const Row& row, const SeccompOptions& options) {
   if (row.match == Match::kDomainNotUnix && options.network_allowed) return {};
-  const int nr = seccomp_syscall_resolve_name(std::string(row.syscall).c_str());
+  int nr = seccomp_syscall_resolve_name(std::string(row.syscall).c_str());
+  // libseccomp before 2.5.5 does not know fchmodat2; the native number is the kernel's.
+  if ((nr == __NR_SCMP_ERROR || nr < 0) && row.syscall == "fchmodat2") nr = __NR_fchmodat2;
   if (nr == __NR_SCMP_ERROR || nr < 0) {
     // Unknown to this libseccomp, or absent on this architecture: nothing to filter.
     LogDebug("seccomp: skipping " + std::string(row.syscall) +
@@ -181,6 +230,27 @@ Result<void> AddRow(scmp_filter_ctx ctx, const Row& row, const SeccompOptions& o
         const uint64_t set = uint64_t{1} << bit;
         const uint64_t clear = uint64_t{1} << ((bit + 1) % 32);
         rc = seccomp_rule_add(ctx, action, nr, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, set | clear, set));
+      }
+      break;
+    case Match::kSetidMode:
+      // One rule per bit (rules of one syscall are ORed). The kernel reads the mode as a
+      // umode_t; a masked compare ignores every other bit, whatever the upper 32 hold.
+      for (uint64_t bit : kSetidBits) {
+        const scmp_arg_cmp cmp{row.mode_arg, SCMP_CMP_MASKED_EQ, bit, bit};
+        rc = seccomp_rule_add(ctx, action, nr, 1, cmp);
+        if (rc != 0) break;
+      }
+      break;
+    case Match::kSetidCreateMode:
+      // Comparisons within one rule are ANDed: a creating flag and a privilege bit.
+      for (uint64_t flag : kCreateFlags) {
+        for (uint64_t bit : kSetidBits) {
+          const scmp_arg_cmp creates{row.mode_arg - 1, SCMP_CMP_MASKED_EQ, flag, flag};
+          const scmp_arg_cmp setid{row.mode_arg, SCMP_CMP_MASKED_EQ, bit, bit};
+          rc = seccomp_rule_add(ctx, action, nr, 2, creates, setid);
+          if (rc != 0) break;
+        }
+        if (rc != 0) break;
       }
       break;
   }

@@ -9,6 +9,7 @@
 #include <ostream>
 
 #include "sandbox/host_probe.h"
+#include "sandbox/landlock.h"
 #include "tests/escape/escape_support.h"
 #include "tests/sandbox/process_runner.h"
 
@@ -39,8 +40,8 @@ class SandboxUnavailableTest : public ::testing::TestWithParam<BrokenBwrap> {
   fs::path Bwrap() {
     if (GetParam().name == "missing") return scripts_.path() / "no-such-dir" / "bwrap";
     // A root daemon execs bwrap as the session's unprivileged id: it must be reachable.
-    fs::permissions(scripts_.path(), fs::perms::owner_all | fs::perms::group_exec |
-                                         fs::perms::others_exec);
+    fs::permissions(scripts_.path(),
+                    fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
     const fs::path fake = scripts_.path() / "bwrap";
     WriteScript(fake,
                 "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n");
@@ -157,6 +158,15 @@ TEST(DoctorTest, PassesOnThisHostAndNamesEachProbe) {
         << run.out;
   }
   EXPECT_EQ(run.out.find("FAIL"), std::string::npos) << run.out;
+  // The UNIX-socket walls are reported, never a failure: ok with Landlock ABI 9, else a warning
+  // that names what stays reachable.
+  const bool complete = sandbox::UnixSocketWallsFor(sandbox::LandlockAbi().value_or(0)).Complete();
+  EXPECT_NE(run.out.find(complete ? "[ ok ] unix-sockets: Landlock ABI" : "[warn] unix-sockets: "),
+            std::string::npos)
+      << run.out;
+  if (!complete) {
+    EXPECT_NE(run.out.find("stay reachable"), std::string::npos) << run.out;
+  }
 }
 
 TEST(DoctorTest, FailsWithoutBwrapAndNamesThePackage) {

@@ -267,6 +267,37 @@ TEST_F(RunTest, DangerFullAccessWritesAnywhereTheUserMay) {
   EXPECT_TRUE(fs::exists(outside.path() / "written"));
 }
 
+// No privilege bits leave a session under `ptybox run` either (the same launcher and seccomp
+// filter as the daemon's): `cp /bin/dash x && chmod 4755 x` in the workspace (or, read-only, in
+// the sandbox's /tmp) fails with EPERM and the host finds no set-id file; the control keeps it.
+TEST_F(RunTest, NoPrivilegeBitsUnderRun) {
+  for (const std::string mode : {"read-only", "workspace-write", "danger-full-access"}) {
+    const std::string dir = "setid-" + mode;
+    ChildProcess::Exit e =
+        Run({"--mode", mode, "--", "sh", "-c",
+             "d=" + dir +
+                 "; mkdir -p $d 2>/dev/null && touch $d/.w 2>/dev/null || d=$(mktemp -d); "
+                 "cp \"$(readlink -f /bin/sh)\" $d/x && chmod 4755 $d/x; echo rc=$?; "
+                 "chmod g+s $d/x; echo rc=$?; stat -c mode=%a $d/x"});
+    EXPECT_EQ(e.code, 0) << mode << ": " << child_->err();
+    if (mode != "danger-full-access") {
+      EXPECT_EQ(child_->out(), "rc=1\nrc=1\nmode=755\n") << mode << ": " << child_->err();
+      EXPECT_NE(child_->err().find("Operation not permitted"), std::string::npos) << child_->err();
+    } else {
+      EXPECT_EQ(child_->out(), "rc=0\nrc=0\nmode=6755\n") << child_->err();
+    }
+  }
+  std::vector<std::string> setid;
+  for (const auto& entry : fs::recursive_directory_iterator(ws())) {
+    struct stat st {};
+    if (::lstat(entry.path().c_str(), &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)) != 0) {
+      setid.push_back(entry.path().lexically_relative(ws()).string());
+    }
+  }
+  // Only the control's copy carries the bits on the host.
+  EXPECT_EQ(setid, std::vector<std::string>{"setid-danger-full-access/x"});
+}
+
 TEST_F(RunTest, DefaultModeWithoutPolicyFilesIsWorkspaceWrite) {
   fs::create_directory(ws() / ".git");
   ChildProcess::Exit e =

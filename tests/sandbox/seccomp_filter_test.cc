@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -30,6 +31,25 @@ using testing::ErrnoFromName;
 using testing::ErrnoName;
 using testing::ProbeOutcome;
 using testing::RunProbeInChild;
+
+// A scratch directory for the mode-bit probes, removed with what they made.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    char name[] = "/tmp/ptybox-seccomp-XXXXXX";
+    if (mkdtemp(name) != nullptr) path_ = name;
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 std::vector<uint8_t> Program(bool network_allowed) {
   auto fd = BuildSeccompProgram({.network_allowed = network_allowed});
@@ -103,22 +123,40 @@ TEST(SeccompFilterTest, TableCoversTheRequiredSyscalls) {
                                 "fspick",
                                 "mount_setattr",
                                 "socket",
-                                "socketpair"}) {
+                                "socketpair",
+                                "chmod",
+                                "fchmod",
+                                "fchmodat",
+                                "open",
+                                "openat",
+                                "creat",
+                                "mkdir",
+                                "mkdirat",
+                                "mknod",
+                                "mknodat",
+                                "openat2"}) {
     EXPECT_TRUE(listed.contains(name)) << name << " is missing from the table";
     EXPECT_NE(seccomp_syscall_resolve_name(std::string(name).c_str()), __NR_SCMP_ERROR)
         << name << " is unknown to this libseccomp, so the filter skips it";
   }
 }
 
+// Rows refusing privilege bits are probed with a real mode 04755 in a scratch directory.
+bool IsSetidRow(const SeccompRule& rule) { return rule.why.find("S_ISUID") != std::string::npos; }
+
 // Every row of the table, tried for real under the filter with the network denied.
 TEST(SeccompFilterTest, EveryRuleIsEnforcedForReal) {
   const std::vector<uint8_t> program = Program(/*network_allowed=*/false);
   ASSERT_FALSE(program.empty());
+  const ScratchDir scratch;
   std::set<std::string_view> seen;
   for (const SeccompRule& rule : SeccompRules()) {
     if (!seen.insert(rule.syscall).second) continue;  // ioctl: its variants are tested below
-    const ProbeOutcome filtered = RunProbeInChild(rule.syscall, &program);
-    const ProbeOutcome baseline = RunProbeInChild(rule.syscall);
+    const std::string spec = IsSetidRow(rule)
+                                 ? "setid:" + std::string(rule.syscall) + ":4755:" + scratch.path()
+                                 : std::string(rule.syscall);
+    const ProbeOutcome filtered = RunProbeInChild(spec, &program);
+    const ProbeOutcome baseline = RunProbeInChild(spec);
     std::cout << "  " << rule.syscall << ": without filter " << ErrnoName(baseline.err)
               << ", with filter " << ErrnoName(filtered.err) << "\n";
     EXPECT_EQ(ErrnoName(filtered.err), ErrnoName(ExpectedErrno(rule)))
@@ -163,6 +201,49 @@ TEST(SeccompFilterTest, PersonalityLdtAndLineDisciplineAreRefused) {
   EXPECT_EQ(ErrnoName(RunProbeInChild("ioctl:tiocsetd", nullptr).err), "ok");
   EXPECT_EQ(ErrnoName(RunProbeInChild("pidfd_getfd", &program).err), "EPERM");
   EXPECT_EQ(ErrnoName(RunProbeInChild("pidfd_getfd", nullptr).err), "ok");
+}
+
+// No privilege bits: every call that sets a mode, for real, with S_ISUID, S_ISGID, both, and
+// the same mode without them (which must work and leave exactly that mode).
+TEST(SeccompFilterTest, PrivilegeBitsAreRefusedByEveryCallThatSetsAMode) {
+  const std::vector<uint8_t> program = Program(/*network_allowed=*/false);
+  const ScratchDir scratch;
+  ASSERT_FALSE(scratch.path().empty());
+  umask(022);
+  for (const char* call : {"chmod", "fchmod", "fchmodat", "fchmodat2", "open", "openat",
+                           "openat-tmpfile", "creat", "mkdir", "mkdirat", "mknod", "mknodat"}) {
+    for (const char* mode : {"4755", "2755", "6755", "4000", "2000"}) {
+      const std::string spec = std::string("setid:") + call + ":" + mode + ":" + scratch.path();
+      const ProbeOutcome filtered = RunProbeInChild(spec, &program);
+      EXPECT_EQ(ErrnoName(filtered.err), "EPERM") << spec << " left " << filtered.info;
+      // What the refused call left: nothing, or the 0644 file the chmod family started from.
+      const bool chmod_family = std::string_view(call).find("chmod") != std::string_view::npos;
+      if (std::string_view(call) != "openat-tmpfile") {
+        EXPECT_EQ(filtered.info, chmod_family ? "644" : "absent") << spec;
+      }
+    }
+    for (const char* mode : {"755", "1777", "700"}) {
+      const std::string spec = std::string("setid:") + call + ":" + mode + ":" + scratch.path();
+      const ProbeOutcome filtered = RunProbeInChild(spec, &program);
+      EXPECT_EQ(ErrnoName(filtered.err), "ok") << spec << " " << filtered.info;
+      // umask 022 leaves 755 and 700 whole and 1777 as 1755 for the creating calls.
+      const std::string expected =
+          std::string(mode) == "1777" &&
+                  std::string_view(call).find("chmod") == std::string_view::npos
+              ? "1755"
+              : mode;
+      EXPECT_EQ(filtered.info, expected) << spec;
+    }
+  }
+  // Without the filter the same calls keep the bits: the probe sees what it claims to refuse.
+  const ProbeOutcome control =
+      RunProbeInChild("setid:chmod:4755:" + scratch.path(), /*program=*/nullptr);
+  EXPECT_EQ(ErrnoName(control.err), "ok");
+  EXPECT_EQ(control.info, "4755");
+  // openat2 cannot be inspected: ENOSYS, whatever the mode, and libc's openat still works.
+  EXPECT_EQ(ErrnoName(RunProbeInChild("setid:openat2:755:" + scratch.path(), &program).err),
+            "ENOSYS");
+  EXPECT_EQ(ErrnoName(RunProbeInChild("setid:openat2:755:" + scratch.path()).err), "ok");
 }
 
 TEST(SeccompFilterTest, CloneWithAnyNamespaceFlagIsRefused) {
@@ -299,6 +380,57 @@ TEST_F(SeccompBpfTest, ForeignArchitecturesAndX32AreRefused) {
   EXPECT_EQ(Run(SYS_read), SECCOMP_RET_ALLOW);
   EXPECT_EQ(Run(SYS_socket, {AF_UNIX}), SECCOMP_RET_ALLOW);
   EXPECT_EQ(Run(SYS_socket, {AF_INET}), Errno(EAFNOSUPPORT));
+}
+
+// Every syscall that takes a mode, each privilege bit alone, together, with other bits, with
+// garbage in the upper 32 bits (the kernel reads a umode_t), and for open/openat only when the
+// flags create a file.
+TEST_F(SeccompBpfTest, PrivilegeBitsInEveryModeArgumentAreRefused) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "the syscall numbers below are x86_64's";
+#else
+  struct Call {
+    long nr;
+    unsigned mode_arg;
+  };
+  const Call calls[] = {{SYS_chmod, 1},   {SYS_fchmod, 1}, {SYS_fchmodat, 2}, {452, 2},
+                        {SYS_creat, 1},   {SYS_mkdir, 1},  {SYS_mkdirat, 2},  {SYS_mknod, 1},
+                        {SYS_mknodat, 2}, {SYS_open, 2},   {SYS_openat, 3}};
+  const uint64_t refused[] = {
+      S_ISUID, S_ISGID,       S_ISUID | S_ISGID | 0777,        S_IFREG | 06755,
+      04755,   02000 | 01000, 0xFFFFFFFF00000000ULL | S_ISUID, 0xFFFFFFFFFFFFFFFFULL};
+  const uint64_t allowed[] = {
+      0, 0755, 0777, 01777, S_IFREG | 0644, 0xFFFFFFFF00000000ULL | 0755, 0xFFFFFFFFFFFFF3FFULL};
+  for (const Call& call : calls) {
+    const bool open_like = call.nr == SYS_open || call.nr == SYS_openat;
+    for (uint64_t flags : {uint64_t{O_CREAT | O_WRONLY}, uint64_t{O_TMPFILE | O_RDWR},
+                           uint64_t{O_RDONLY}, uint64_t{O_WRONLY | O_TRUNC}}) {
+      const bool creates = (flags & (O_CREAT | 020000000)) != 0;  // the kernel's __O_TMPFILE
+      for (uint64_t mode : refused) {
+        uint64_t args[6] = {};
+        args[call.mode_arg] = mode;
+        if (open_like) args[call.mode_arg - 1] = flags;
+        const auto expected = !open_like || creates ? Errno(EPERM) : SECCOMP_RET_ALLOW;
+        EXPECT_EQ(Run(static_cast<int>(call.nr), {args[0], args[1], args[2], args[3]}), expected)
+            << "nr " << call.nr << " mode " << std::oct << mode << " flags " << flags;
+      }
+      for (uint64_t mode : allowed) {
+        uint64_t args[6] = {};
+        args[call.mode_arg] = mode;
+        if (open_like) args[call.mode_arg - 1] = flags;
+        EXPECT_EQ(Run(static_cast<int>(call.nr), {args[0], args[1], args[2], args[3]}),
+                  SECCOMP_RET_ALLOW)
+            << "nr " << call.nr << " mode " << std::oct << mode << " flags " << flags;
+      }
+      if (!open_like) break;  // flags mean nothing to the others
+    }
+  }
+  // openat2's mode is in memory: refused whole, so libc falls back to openat.
+  EXPECT_EQ(Run(437, {0, 0, 0, 24}), Errno(ENOSYS));
+  // Other ABIs never reach these rows: refused whole already.
+  EXPECT_EQ(Run(15, {0, 04755}, AUDIT_ARCH_I386), Errno(ENOSYS));     // i386 chmod
+  EXPECT_EQ(Run(0x40000000 | SYS_chmod, {0, 04755}), Errno(ENOSYS));  // x32 chmod
+#endif
 }
 
 // The markdown table docs/sandbox.md must contain, rendered from the same list.

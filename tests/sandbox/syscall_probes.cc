@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -326,6 +327,95 @@ ProbeOutcome ProbeProcMem(std::string_view arg) {
   return Ok("opened " + path);
 }
 
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452
+#endif
+#ifndef __NR_openat2
+#define __NR_openat2 437
+#endif
+
+// "setid:SYSCALL:OCTAL:DIR": SYSCALL with mode OCTAL on DIR/<SYSCALL>-<OCTAL> (the chmod family
+// on a file it first creates 0644; the creating calls on a path it first removes). info: the
+// resulting file's mode in octal, so a caller sees which bits survived.
+ProbeOutcome ProbeSetid(std::string_view arg) {
+  const size_t first = arg.find(':');
+  const size_t second = first == std::string_view::npos ? first : arg.find(':', first + 1);
+  if (second == std::string_view::npos) return Err(EINVAL, "setid:SYSCALL:OCTAL:DIR");
+  const std::string call(arg.substr(0, first));
+  const std::string mode_text(arg.substr(first + 1, second - first - 1));
+  const std::string dir(arg.substr(second + 1));
+  const auto mode = static_cast<mode_t>(std::strtoul(mode_text.c_str(), nullptr, 8));
+  const std::string name = call + "-" + mode_text;
+  const std::string path = dir + "/" + name;
+  const int dirfd = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0) return Err(errno, "open " + dir);
+  unlink(path.c_str());
+  rmdir(path.c_str());
+  const bool chmod_family = call.find("chmod") != std::string::npos;
+  if (chmod_family) {
+    const int fd = open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0) return Err(errno, "create " + path);
+    close(fd);
+  }
+  long rc = -1;
+  if (call == "chmod") {
+    rc = syscall(SYS_chmod, path.c_str(), mode);
+  } else if (call == "fchmod") {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    rc = fd < 0 ? -1 : syscall(SYS_fchmod, fd, mode);
+    if (fd >= 0) close(fd);
+  } else if (call == "fchmodat") {
+    rc = syscall(SYS_fchmodat, dirfd, name.c_str(), mode);
+  } else if (call == "fchmodat2") {
+    rc = syscall(__NR_fchmodat2, dirfd, name.c_str(), mode, 0);
+  } else if (call == "open") {
+    rc = FdResult(syscall(SYS_open, path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, mode)) == 0 ? 0
+                                                                                              : -1;
+  } else if (call == "openat") {
+    rc = FdResult(syscall(SYS_openat, dirfd, name.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, mode)) ==
+                 0
+             ? 0
+             : -1;
+  } else if (call == "openat-tmpfile") {
+    const int fd = open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+    if (fd < 0) return Err(errno);
+    struct stat st {};
+    fstat(fd, &st);
+    close(fd);
+    char octal[16];
+    std::snprintf(octal, sizeof octal, "%o", st.st_mode & 07777);
+    return Ok(octal);
+  } else if (call == "creat") {
+    rc = FdResult(syscall(SYS_creat, path.c_str(), mode)) == 0 ? 0 : -1;
+  } else if (call == "mkdir") {
+    rc = syscall(SYS_mkdir, path.c_str(), mode);
+  } else if (call == "mkdirat") {
+    rc = syscall(SYS_mkdirat, dirfd, name.c_str(), mode);
+  } else if (call == "mknod") {
+    rc = syscall(SYS_mknod, path.c_str(), S_IFREG | mode, 0);
+  } else if (call == "mknodat") {
+    rc = syscall(SYS_mknodat, dirfd, name.c_str(), S_IFREG | mode, 0);
+  } else if (call == "openat2") {
+    struct {
+      uint64_t flags, mode, resolve;
+    } how{O_CREAT | O_WRONLY | O_CLOEXEC, mode, 0};
+    rc = FdResult(syscall(__NR_openat2, dirfd, name.c_str(), &how, sizeof how)) == 0 ? 0 : -1;
+  } else {
+    close(dirfd);
+    return Err(EINVAL, "unknown setid call " + call);
+  }
+  const int err = rc < 0 ? errno : 0;
+  close(dirfd);
+  struct stat st {};
+  std::string info = "absent";
+  if (lstat(path.c_str(), &st) == 0) {
+    char octal[16];
+    std::snprintf(octal, sizeof octal, "%o", st.st_mode & 07777);
+    info = octal;
+  }
+  return Err(err, info);
+}
+
 ProbeOutcome ProbeWrite(std::string_view path) {
   const int fd = open(std::string(path).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Err(errno);
@@ -554,6 +644,14 @@ const std::vector<std::pair<std::string_view, ProbeFn>>& Table() {
       {"proc-mem", ProbeProcMem},
       {"socket", ProbeSocket},
       {"socketpair", ProbeSocketpair},
+      {"setid", ProbeSetid},
+      {"openat2",
+       [](std::string_view) {
+         struct {
+           uint64_t flags, mode, resolve;
+         } how{O_RDONLY | O_CLOEXEC, 0, 0};
+         return Err(FdResult(syscall(__NR_openat2, AT_FDCWD, "/", &how, sizeof how)));
+       }},
       // Other ABIs.
       {"int80-getpid", [](std::string_view) { return ProbeInt80Getpid(); }},
       {"x32-getpid", [](std::string_view) { return ProbeX32Getpid(); }},
