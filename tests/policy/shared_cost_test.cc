@@ -44,7 +44,7 @@ TEST_F(SharedCostTest, OnlyTheOperatorSetsTheDetachGrace) {
     ASSERT_FALSE(resolved.has_value()) << asked;
     EXPECT_EQ(resolved.error().kind, ErrorKind::kPolicyDenied);
     EXPECT_NE(resolved.error().message.find(
-                  ".ptybox.yaml:2:11: limits.detachGraceMs: only the operator policy may set it"),
+                  ".ptybox.yaml:2:25: limits.detachGraceMs: only the operator policy may set it"),
               std::string::npos)
         << resolved.error().message;
     // What a disconnect uses: the operator's value, whatever the repository file says.

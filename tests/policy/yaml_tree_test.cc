@@ -94,12 +94,12 @@ TEST(YamlTreeTest, AliasesAreChargedByTheBytesTheyExpandTo) {
 
 TEST(YamlTreeTest, SmallAliasesWithinTheByteBudgetStillExpand) {
   auto tree = ParseBoundedYaml("a: &a [x, yy]\nb: *a\nc: *a\n",
-                               YamlLimits{.max_depth = 16, .max_nodes = 100, .max_bytes = 11});
-  ASSERT_TRUE(tree.has_value()) << tree.error().message;  // a b c x yy, twice more x yy: 11
+                               YamlLimits{.max_depth = 16, .max_nodes = 100, .max_bytes = 12});
+  ASSERT_TRUE(tree.has_value()) << tree.error().message;  // a b c x yy, twice more x yy: 12
   ASSERT_EQ(tree->entries.size(), 3u);
   EXPECT_EQ(tree->entries[2].value.items[1].value, "yy");
   auto over = ParseBoundedYaml("a: &a [x, yy]\nb: *a\nc: *a\n",
-                               YamlLimits{.max_depth = 16, .max_nodes = 100, .max_bytes = 10});
+                               YamlLimits{.max_depth = 16, .max_nodes = 100, .max_bytes = 11});
   ASSERT_FALSE(over.has_value());
   EXPECT_EQ(over.error().line, 3);
 }
