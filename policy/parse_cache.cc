@@ -10,7 +10,7 @@
 namespace ptybox::policy {
 namespace {
 
-constexpr size_t kMaxEntries = 64;
+constexpr size_t kMaxEntries = 16;  // a daemon reads two files; each entry is at most ~2.5 MB
 // Timestamps on files come from a coarse clock (one tick, at most 10 ms); a second is far past
 // any tick and leaves a file that stays unchanged cached from its second parse on.
 constexpr timespec kRacyMargin{1, 0};
