@@ -304,9 +304,11 @@ std::optional<std::string> CodeLoadingEnvReason(std::string_view name) {
 std::span<const std::string_view> RepositoryKeys() { return kRepositoryKeys; }
 
 std::optional<std::string> UncoverableHideReason(std::string_view path) {
+  // The directories, and the shells a session runs (a file cover on one makes exec fail).
   static constexpr std::string_view kNeeded[] = {
-      "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-      "/etc", "/dev", "/proc", "/sys", "/tmp",   "/run",   "/var/run",
+      "/usr",    "/bin",     "/sbin",   "/lib",      "/lib32",      "/lib64",
+      "/libx32", "/etc",     "/dev",    "/proc",     "/sys",        "/tmp",
+      "/run",    "/var/run", "/bin/sh", "/bin/bash", "/usr/bin/sh", "/usr/bin/bash",
   };
   if (path.empty() || path.front() != '/') return std::nullopt;
   std::string_view dir = path;
@@ -318,8 +320,8 @@ std::optional<std::string> UncoverableHideReason(std::string_view path) {
     if (!holds) continue;
     return "`" + Printable(path, 256) + "` " +
            (needed == dir ? std::string("is ") : "holds " + std::string(needed) + ", ") +
-           "a directory every session needs to start; covering it would make every spawn "
-           "fail. Hide the secret files inside it instead";
+           "a path every session needs to start; covering it would make every spawn fail. "
+           "Hide the secret files beside it or inside it instead";
   }
   return std::nullopt;
 }

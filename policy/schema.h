@@ -115,8 +115,8 @@ int EditDistance(std::string_view a, std::string_view b);
 std::string Printable(std::string_view text, size_t max_chars = 64);
 
 // Why a `hide` entry (absolute, lexically normal; canonical when the launcher asks) cannot be
-// covered: it is, or holds, a directory every session needs to start (the programs and
-// libraries, /etc, /dev, /proc, /sys, /tmp, the run directories where the private home goes).
+// covered: it is, or holds, a path every session needs to start (the programs and libraries,
+// /etc, /dev, /proc, /sys, /tmp, the run directories where the private home goes, the shells).
 // Covering it would make every spawn fail, so the parser refuses it and the launcher never
 // places such a cover (a `~/` entry whose link leads there). nullopt when it can be covered.
 std::optional<std::string> UncoverableHideReason(std::string_view path);

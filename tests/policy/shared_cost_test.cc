@@ -114,9 +114,10 @@ TEST(ParseCacheTest, AnUnchangedFileIsParsedOnceAndAChangedOneAgain) {
   EXPECT_EQ(PolicyCacheStats().parses - after.parses, 1u);
 }
 
-TEST(HideRuleTest, DirectoriesEverySessionNeedsCannotBeHidden) {
-  for (const char* path : {"/", "/usr", "/usr/", "/lib64", "/etc", "/dev", "/proc", "/run", "/var",
-                           "/var/run", "/tmp", "/sys"}) {
+TEST(HideRuleTest, PathsEverySessionNeedsCannotBeHidden) {
+  for (const char* path :
+       {"/", "/usr", "/usr/", "/lib64", "/etc", "/dev", "/proc", "/run", "/usr/bin/bash", "/bin/sh",
+        "/usr/bin", "/var", "/var/run", "/tmp", "/sys"}) {
     EXPECT_TRUE(UncoverableHideReason(path).has_value()) << path;
   }
   for (const char* path : {"/usr/local/secret", "/etc/shadow", "/home/u/.ssh", "/tmp/ws/.env",
@@ -127,9 +128,9 @@ TEST(HideRuleTest, DirectoriesEverySessionNeedsCannotBeHidden) {
                                             PolicyRole::kOperator);
   ASSERT_EQ(parsed.errors.size(), 1u);
   EXPECT_EQ(parsed.errors[0].message,
-            "/x/p.yaml:2:22: hide[1]: `/var` holds /var/run, a directory every session needs to "
-            "start; covering it would make every spawn fail. Hide the secret files inside it "
-            "instead");
+            "/x/p.yaml:2:22: hide[1]: `/var` holds /var/run, a path every session needs to "
+            "start; covering it would make every spawn fail. Hide the secret files beside it or "
+            "inside it instead");
 }
 
 TEST(PolicyCheckTest, ALinkedFileIsRefusedAndNothingOfItIsShown) {
@@ -168,7 +169,7 @@ TEST(PolicyCheckTest, AHideEntryLeadingToANeededDirectoryIsFlagged) {
       dir.File("op.yaml", "version: 1\nhide: [" + (dir.path() / "usr-link").string() + "]\n");
   std::vector<Error> errors = CheckPolicyFile(file, PolicyRole::kOperator);
   ASSERT_EQ(errors.size(), 1u);
-  EXPECT_NE(errors[0].message.find("usr-link` leads to `/usr` is a directory every session "
+  EXPECT_NE(errors[0].message.find("usr-link` leads to `/usr` is a path every session "
                                    "needs to start"),
             std::string::npos)
       << errors[0].message;
