@@ -12,8 +12,29 @@
 
 namespace ptybox::policy {
 
-Result<std::optional<std::string>> ReadPolicyFile(const std::filesystem::path& path,
-                                                  const ReadOptions& options) {
+namespace {
+
+std::string TooBig(const std::string& name) {
+  return name + ": is larger than " + std::to_string(kMaxPolicyFileBytes) +
+         " bytes (1 MiB), the limit for a policy file; a policy needs a few hundred bytes";
+}
+
+}  // namespace
+
+FileIdentity FileIdentity::Of(const struct stat& st) {
+  return FileIdentity{st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim};
+}
+
+bool FileIdentity::operator==(const FileIdentity& other) const {
+  auto same = [](const timespec& a, const timespec& b) {
+    return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+  };
+  return dev == other.dev && ino == other.ino && size == other.size && same(mtime, other.mtime) &&
+         same(ctime, other.ctime);
+}
+
+Result<std::optional<OpenedPolicyFile>> OpenPolicyFile(const std::filesystem::path& path,
+                                                       const ReadOptions& options) {
   const std::string name = path.string();
   int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
   if (!options.follow_symlinks) flags |= O_NOFOLLOW;
@@ -55,15 +76,17 @@ Result<std::optional<std::string>> ReadPolicyFile(const std::filesystem::path& p
                     "instead of linking it)",
                 name);
   }
-  const std::string too_big = name + ": is larger than " + std::to_string(kMaxPolicyFileBytes) +
-                              " bytes (1 MiB), the limit for a policy file; a policy needs a "
-                              "few hundred bytes";
-  if (st.st_size > kMaxPolicyFileBytes) return Fail(ErrorKind::kPolicyError, too_big, name);
+  if (st.st_size > kMaxPolicyFileBytes) return Fail(ErrorKind::kPolicyError, TooBig(name), name);
+  return OpenedPolicyFile{std::move(fd), FileIdentity::Of(st)};
+}
 
+Result<std::string> ReadOpenedPolicyFile(const OpenedPolicyFile& file,
+                                         const std::filesystem::path& path) {
+  const std::string name = path.string();
   std::string text;
   char buffer[16384];
   for (;;) {
-    ssize_t n = ::read(fd.Get(), buffer, sizeof buffer);
+    ssize_t n = ::read(file.fd.Get(), buffer, sizeof buffer);
     if (n < 0) {
       if (errno == EINTR) continue;
       return std::unexpected(Error::FromErrno(ErrorKind::kPolicyError, "read", name));
@@ -71,11 +94,21 @@ Result<std::optional<std::string>> ReadPolicyFile(const std::filesystem::path& p
     if (n == 0) break;
     // The file may have grown since fstat: the cap holds for what we actually read.
     if (static_cast<int64_t>(text.size()) + n > kMaxPolicyFileBytes) {
-      return Fail(ErrorKind::kPolicyError, too_big, name);
+      return Fail(ErrorKind::kPolicyError, TooBig(name), name);
     }
     text.append(buffer, static_cast<size_t>(n));
   }
   return text;
+}
+
+Result<std::optional<std::string>> ReadPolicyFile(const std::filesystem::path& path,
+                                                  const ReadOptions& options) {
+  auto opened = OpenPolicyFile(path, options);
+  if (!opened) return std::unexpected(std::move(opened.error()));
+  if (!*opened) return std::nullopt;
+  auto text = ReadOpenedPolicyFile(**opened, path);
+  if (!text) return std::unexpected(std::move(text.error()));
+  return std::move(*text);
 }
 
 }  // namespace ptybox::policy

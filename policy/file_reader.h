@@ -3,11 +3,14 @@
 // make us read (and echo in errors) a file from outside the workspace such as /etc/shadow.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <optional>
 #include <string>
 
 #include "common/error.h"
+#include "common/unique_fd.h"
 
 namespace ptybox::policy {
 
@@ -16,6 +19,31 @@ struct ReadOptions {
   bool missing_ok = false;      // true: a missing file is nullopt rather than an error
   bool single_link = false;     // true: a file with several hard links is refused
 };
+
+// What tells one version of a file from another without reading it: a write changes the size
+// or the times, a replacement the inode (policy/parse_cache.h).
+struct FileIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  timespec mtime{};
+  timespec ctime{};
+  static FileIdentity Of(const struct stat& st);
+  bool operator==(const FileIdentity& other) const;
+};
+
+// A policy file opened and checked (regular, links, size), not read yet.
+struct OpenedPolicyFile {
+  UniqueFd fd;
+  FileIdentity identity;
+};
+
+// The checks of ReadPolicyFile without the read; nullopt as there.
+[[nodiscard]] Result<std::optional<OpenedPolicyFile>> OpenPolicyFile(
+    const std::filesystem::path& path, const ReadOptions& options);
+// Reads an opened file, at most kMaxPolicyFileBytes (it may have grown since it was opened).
+[[nodiscard]] Result<std::string> ReadOpenedPolicyFile(const OpenedPolicyFile& file,
+                                                       const std::filesystem::path& path);
 
 // The file's bytes, or nullopt when it is missing and `missing_ok` (a dangling symlink is not
 // "missing"). Errors are kPolicyError naming the syscall and the path.

@@ -320,7 +320,22 @@ class Layers final {
         if (auto found = repo_->limits.find(spec.key); found != repo_->limits.end()) {
           const int64_t asked = found->second.value;
           const std::optional<int64_t> current = spec.Get(out_.limits);
-          if (spec.rule == LimitRule::kLowerOnly && current && asked > *current) {
+          if (spec.rule == LimitRule::kOperatorOnly) {
+            errors_.push_back(Denied(
+                found->second.where, key,
+                "only the operator policy may set it: its value holds for every owner of the "
+                "daemon, and a repository file can be written by anything running in the "
+                "workspace. Remove it (the value in force is " +
+                    (current ? std::to_string(*current) : std::string("inherit")) + ", " +
+                    Describe(source) + ")"));
+          } else if (asked < spec.repository_min) {
+            errors_.push_back(Denied(
+                found->second.where, key,
+                std::to_string(asked) + " is below " + std::to_string(spec.repository_min) +
+                    ", the least a repository policy may ask: a smaller value costs every "
+                    "owner of the daemon, not only this workspace's sessions. Use at least " +
+                    std::to_string(spec.repository_min) + " (an operator may set less)"));
+          } else if (spec.rule == LimitRule::kLowerOnly && current && asked > *current) {
             errors_.push_back(Denied(
                 found->second.where, key,
                 std::to_string(asked) + " is above the operator's " + std::to_string(*current) +

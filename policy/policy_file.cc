@@ -62,19 +62,12 @@ class FileParser final {
     out_.file.role = role;
   }
 
-  ParsedPolicyFile Run(std::string_view text) {
-    if (size_t nul = text.find('\0'); nul != std::string_view::npos) {
-      AddError(
-          1, 1, "file",
-          "contains a NUL byte at offset " + std::to_string(nul) + "; a policy file is UTF-8 text");
+  ParsedPolicyFile Run(const PolicyYaml& yaml) {
+    if (!yaml.tree) {
+      AddError(yaml.error.line, yaml.error.column, yaml.error_key, yaml.error.message);
       return std::move(out_);
     }
-    auto tree = ParseBoundedYaml(text);
-    if (!tree) {
-      AddError(tree.error().line, tree.error().column, "yaml", tree.error().message);
-      return std::move(out_);
-    }
-    const YamlNode& root = *tree;
+    const YamlNode& root = *yaml.tree;
     if (root.kind == Kind::kNull) {
       AddError(1, 1, "version", "the file is empty; a policy needs at least `version: 1`");
       return std::move(out_);
@@ -365,6 +358,10 @@ class FileParser final {
         auto lexical = PathValue(item, item, path);
         if (!lexical) continue;
         value = lexical->string();
+        if (auto reason = UncoverableHideReason(value)) {
+          AddError(item, path, *reason);
+          continue;
+        }
       }
       out_.file.hide.push_back(
           Located<std::string>{value, Where(out_.file.path, item.line, item.column)});
@@ -656,8 +653,32 @@ std::string Where(const fs::path& file, int line, int column) {
   return file.string() + ":" + std::to_string(line) + ":" + std::to_string(column);
 }
 
+PolicyYaml ParsePolicyYaml(std::string_view text) {
+  PolicyYaml yaml;
+  if (size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    yaml.error_key = "file";
+    yaml.error = YamlError{
+        1, 1,
+        "contains a NUL byte at offset " + std::to_string(nul) + "; a policy file is UTF-8 text"};
+    return yaml;
+  }
+  auto tree = ParseBoundedYaml(text);
+  if (!tree) {
+    yaml.error_key = "yaml";
+    yaml.error = std::move(tree.error());
+    return yaml;
+  }
+  yaml.tree = std::move(*tree);
+  return yaml;
+}
+
+ParsedPolicyFile ParsePolicyYamlFile(const PolicyYaml& yaml, const fs::path& path,
+                                     PolicyRole role) {
+  return FileParser(path, role).Run(yaml);
+}
+
 ParsedPolicyFile ParsePolicyText(std::string_view text, const fs::path& path, PolicyRole role) {
-  return FileParser(path, role).Run(text);
+  return ParsePolicyYamlFile(ParsePolicyYaml(text), path, role);
 }
 
 }  // namespace ptybox::policy

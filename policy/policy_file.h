@@ -14,6 +14,7 @@
 #include "policy/mode.h"
 #include "policy/policy.h"
 #include "policy/schema.h"
+#include "policy/yaml_tree.h"
 
 namespace ptybox::policy {
 
@@ -60,6 +61,21 @@ struct ParsedPolicyFile {
   PolicyFile file;            // the values that parsed; use only when `errors` is empty
   std::vector<Error> errors;  // every problem found, in file order where practical
 };
+
+// The bounded YAML of a file's text, or its first problem (a NUL byte, a syntax error, a
+// bound): the costly, filesystem-free half of parsing, which policy/parse_cache.h keeps per
+// file identity. What follows (ParsePolicyYamlFile) walks at most the bounded tree.
+struct PolicyYaml {
+  std::optional<YamlNode> tree;  // nullopt: `error` says why
+  std::string error_key;         // "file" or "yaml"
+  YamlError error;
+};
+[[nodiscard]] PolicyYaml ParsePolicyYaml(std::string_view text);
+// The checks of ParsePolicyText on already parsed YAML (path existence included, so they run
+// at every call: a cached tree never hides a directory that appeared or went away).
+[[nodiscard]] ParsedPolicyFile ParsePolicyYamlFile(const PolicyYaml& yaml,
+                                                   const std::filesystem::path& path,
+                                                   PolicyRole role);
 
 // "<file>:<line>:<column>".
 std::string Where(const std::filesystem::path& file, int line, int column);

@@ -2,6 +2,7 @@
 // location; FormatResolved prints ResolvedPolicy with its sources.
 #include "policy/report.h"
 
+#include <algorithm>
 #include <optional>
 #include <system_error>
 
@@ -46,20 +47,29 @@ std::optional<PolicyFile> ParseClean(const fs::path& absolute, PolicyRole role) 
   return std::move(parsed.file);
 }
 
+// A mapping with a `version` key at the top: what every policy file starts with.
+bool LooksLikePolicy(const PolicyYaml& yaml) {
+  if (!yaml.tree) return yaml.error_key == "yaml";  // yaml-cpp's messages quote no content
+  if (yaml.tree->kind == YamlNode::Kind::kNull) return true;  // "the file is empty"
+  if (yaml.tree->kind != YamlNode::Kind::kMap) return false;
+  return std::any_of(yaml.tree->entries.begin(), yaml.tree->entries.end(),
+                     [](const YamlEntry& e) { return e.key.value == "version"; });
+}
+
 }  // namespace
 
 PolicyRole RoleForPath(const fs::path& path) {
   return path.filename() == ".ptybox.yaml" ? PolicyRole::kRepository : PolicyRole::kOperator;
 }
 
-std::vector<Error> CheckPolicyFile(const fs::path& path, PolicyRole role) {
+std::vector<Error> CheckPolicyFile(const fs::path& path, PolicyRole role, bool follow_links) {
   std::error_code ec;
   fs::path absolute = fs::absolute(path, ec);
   if (ec) absolute = path;
   absolute = absolute.lexically_normal();
-  auto text = ReadPolicyFile(absolute, ReadOptions{.follow_symlinks = role == PolicyRole::kOperator,
+  auto text = ReadPolicyFile(absolute, ReadOptions{.follow_symlinks = follow_links,
                                                    .missing_ok = false,
-                                                   .single_link = role == PolicyRole::kRepository});
+                                                   .single_link = !follow_links});
   if (!text) {
     Error error = std::move(text.error());
     if (error.message.find(absolute.string()) != 0) {
@@ -67,9 +77,30 @@ std::vector<Error> CheckPolicyFile(const fs::path& path, PolicyRole role) {
     }
     return {std::move(error)};
   }
-  ParsedPolicyFile parsed = ParsePolicyText(**text, absolute, role);
+  const PolicyYaml yaml = ParsePolicyYaml(**text);
+  ParsedPolicyFile parsed = ParsePolicyYamlFile(yaml, absolute, role);
+  if (!parsed.errors.empty() && !LooksLikePolicy(yaml)) {
+    // Messages quote values and keys; of a file that is not a policy, quote nothing.
+    return {Error{ErrorKind::kPolicyError,
+                  absolute.string() +
+                      ": is not a policy file: its top level is not a mapping with a `version` "
+                      "key (a policy starts with `version: 1`). Its content is not shown",
+                  absolute.string()}};
+  }
   std::vector<Error> errors = std::move(parsed.errors);
   const PolicyFile& file = parsed.file;
+  // The launcher's rule on where each entry leads now (the parser checked it as written).
+  for (const Located<std::string>& hidden : file.hide) {
+    if (hidden.value.starts_with("~/")) continue;
+    fs::path canonical = fs::canonical(hidden.value, ec);
+    if (ec) continue;
+    if (auto reason = UncoverableHideReason(canonical.string())) {
+      errors.push_back(
+          Error{ErrorKind::kPolicyError,
+                hidden.where + ": hide: `" + Printable(hidden.value, 256) + "` leads to " + *reason,
+                hidden.where});
+    }
+  }
   if (role == PolicyRole::kOperator && file.workspace) {
     fs::path canonical = fs::canonical(file.workspace->value, ec);
     if (ec || !fs::is_directory(canonical, ec)) {

@@ -19,8 +19,14 @@ PolicyRole RoleForPath(const std::filesystem::path& path);
 // an operator `workspace` that is not a directory, repository writable roots outside the
 // file's directory (the workspace it governs). Empty when the file is fine. Each message is
 // one line, "file:line:col: key: message" (or "file: message" when there is no position).
-[[nodiscard]] std::vector<Error> CheckPolicyFile(const std::filesystem::path& path,
-                                                 PolicyRole role);
+//
+// A file named on the command line is read without following a link (the last component) and
+// only with a single hard link, whatever its role: a link could point at /etc/shadow and the
+// messages would quote its lines. `follow_links` is for the operator file at its default place
+// (or PTYBOX_OPERATOR_POLICY), which the resolver follows too. A file that is not a policy at
+// all (its top level is not a mapping with `version`) gets one message and none of its text.
+[[nodiscard]] std::vector<Error> CheckPolicyFile(const std::filesystem::path& path, PolicyRole role,
+                                                 bool follow_links = false);
 // CheckPolicyFile for each path with RoleForPath, problems concatenated in order.
 [[nodiscard]] std::vector<Error> CheckPolicyFiles(const std::vector<std::filesystem::path>& paths);
 

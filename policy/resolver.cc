@@ -11,6 +11,7 @@
 
 #include "policy/file_reader.h"
 #include "policy/layering.h"
+#include "policy/parse_cache.h"
 #include "policy/policy_file.h"
 #include "policy/schema.h"
 
@@ -47,18 +48,19 @@ Error AsRepositoryRefusal(Error error, const fs::path& path) {
   return error;
 }
 
-// Reads and parses one file; nullopt when it is missing and that is allowed.
+// Reads and parses one file; nullopt when it is missing and that is allowed. The YAML comes from
+// the parse cache (policy/parse_cache.h): a file is parsed again only when it changed.
 Result<std::optional<PolicyFile>> Load(const fs::path& path, PolicyRole role,
                                        const ReadOptions& options) {
-  auto text = ReadPolicyFile(path, options);
-  if (!text) {
-    Error error = std::move(text.error());
+  auto yaml = ReadPolicyYaml(path, options);
+  if (!yaml) {
+    Error error = std::move(yaml.error());
     error.message = "cannot read the " + std::string(ToString(role)) + " policy: " + error.message;
     if (role == PolicyRole::kRepository) error = AsRepositoryRefusal(std::move(error), path);
     return std::unexpected(std::move(error));
   }
-  if (!*text) return std::nullopt;
-  ParsedPolicyFile parsed = ParsePolicyText(**text, path, role);
+  if (!*yaml) return std::nullopt;
+  ParsedPolicyFile parsed = ParsePolicyYamlFile(***yaml, path, role);
   if (!parsed.errors.empty()) {
     Error first = FirstOf(std::move(parsed.errors), path.string());
     if (role == PolicyRole::kRepository) first = AsRepositoryRefusal(std::move(first), path);
@@ -111,6 +113,18 @@ Result<AuditPolicy> ReadOperatorAudit(const ResolveInputs& inputs) {
   if (op.audit_record_dir) audit.record_dir = op.audit_record_dir->value;
   if (op.audit_record_max_bytes) audit.record_max_bytes = op.audit_record_max_bytes->value;
   return audit;
+}
+
+Result<int64_t> ReadOperatorDetachGrace(const ResolveInputs& inputs) {
+  auto loaded = LoadOperatorFile(inputs);
+  if (!loaded) return std::unexpected(std::move(loaded.error()));
+  int64_t grace = Limits{}.detach_grace_ms;
+  if (*loaded) {
+    if (auto found = (*loaded)->limits.find("detachGraceMs"); found != (*loaded)->limits.end()) {
+      grace = found->second.value;
+    }
+  }
+  return grace;
 }
 
 Result<ResolvedPolicy> Resolve(const ResolveInputs& inputs) {

@@ -1,6 +1,7 @@
-// One call per spawn: reads the operator and repository policy files afresh (no cache, so an
-// edit or a SIGHUP reload counts at the next spawn), layers them and the client's requested
-// mode, and yields the effective mode together with the workspace root.
+// One call per spawn: reads the operator and repository policy files afresh (an edit or a SIGHUP
+// reload counts at the next spawn; an unchanged file's YAML comes from policy/parse_cache.h),
+// layers them and the client's requested mode, and yields the effective mode together with the
+// workspace root.
 #pragma once
 
 #include <filesystem>
@@ -41,6 +42,10 @@ struct ResolveInputs {
 // The operator file's `audit` settings alone (no workspace, no repository file): the daemon
 // and `ptybox run` read them once at startup. Errors as for Resolve's operator file.
 [[nodiscard]] Result<AuditPolicy> ReadOperatorAudit(const ResolveInputs& inputs);
+
+// The operator file's `limits.detachGraceMs` (or the default), with no repository file read:
+// the grace is operator only, and a broken repository file must not decide it.
+[[nodiscard]] Result<int64_t> ReadOperatorDetachGrace(const ResolveInputs& inputs);
 
 [[nodiscard]] Result<std::filesystem::path> ResolveCwd(const ResolvedPolicy& policy,
                                                        const std::optional<std::string>& cwd);

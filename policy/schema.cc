@@ -16,11 +16,15 @@ constexpr int64_t kTiB = 1024 * kGiB;
 
 constexpr LimitSpec Plain(std::string_view key, std::string_view unit, int64_t min, int64_t max,
                           LimitRule rule, int64_t Limits::*member) {
-  return LimitSpec{key, unit, min, max, rule, member, nullptr};
+  return LimitSpec{key, unit, min, max, rule, member, nullptr, 0};
+}
+constexpr LimitSpec Floored(std::string_view key, std::string_view unit, int64_t min, int64_t max,
+                            int64_t repository_min, int64_t Limits::*member) {
+  return LimitSpec{key, unit, min, max, LimitRule::kFree, member, nullptr, repository_min};
 }
 constexpr LimitSpec Optional(std::string_view key, std::string_view unit, int64_t min, int64_t max,
                              std::optional<int64_t> Limits::*member) {
-  return LimitSpec{key, unit, min, max, LimitRule::kLowerOnly, nullptr, member};
+  return LimitSpec{key, unit, min, max, LimitRule::kLowerOnly, nullptr, member, 0};
 }
 
 // Bounds: zero only where it means "no wait"; maxima well past any real use, low enough that a
@@ -32,7 +36,12 @@ const std::array<LimitSpec, 21> kLimitSpecs = {
     Plain("timeoutMs", "milliseconds", 1, 86'400'000, LimitRule::kFree, &Limits::timeout_ms),
     Plain("startupTimeoutMs", "milliseconds", 1, 3'600'000, LimitRule::kFree,
           &Limits::startup_timeout_ms),
-    Plain("pollIntervalMs", "milliseconds", 1, 10'000, LimitRule::kFree, &Limits::poll_interval_ms),
+    // Every busy session's poll is a timer on the daemon's one reactor thread: at 1 ms one
+    // repository file slowed other owners 72x. 10 ms keeps a session's polling to 100 wake-ups
+    // a second (readiness is judged over hundreds of milliseconds, so nothing is lost); an
+    // operator, who owns the whole daemon, may still go lower.
+    Floored("pollIntervalMs", "milliseconds", 1, 10'000, kRepositoryMinPollIntervalMs,
+            &Limits::poll_interval_ms),
     Plain("exactProbeAfterMs", "milliseconds", 0, 60'000, LimitRule::kFree,
           &Limits::exact_probe_after_ms),
     Plain("scrollbackLines", "lines", 1, 10'000'000, LimitRule::kLowerOnly,
@@ -45,8 +54,10 @@ const std::array<LimitSpec, 21> kLimitSpecs = {
     Plain("disposeGraceMs", "milliseconds", 0, 600'000, LimitRule::kLowerOnly,
           &Limits::dispose_grace_ms),
     Plain("maxSessions", "sessions", 1, 1024, LimitRule::kLowerOnly, &Limits::max_sessions),
-    // Operator only in effect: the default is 0, and a repository file may only lower it.
-    Plain("detachGraceMs", "milliseconds", 0, 86'400'000, LimitRule::kLowerOnly,
+    // Operator only: how long every owner's sessions outlive its connection. A repository file
+    // is shared by every owner of the workspace, and `0` there closed other owners' detached
+    // sessions at once.
+    Plain("detachGraceMs", "milliseconds", 0, 86'400'000, LimitRule::kOperatorOnly,
           &Limits::detach_grace_ms),
     Optional("maxProcesses", "processes", 1, 4'194'304, &Limits::max_processes),
     Optional("maxOpenFiles", "files", 16, 1'048'576, &Limits::max_open_files),
@@ -68,14 +79,24 @@ constexpr std::array<std::string_view, 12> kTopLevelKeys = {
 constexpr std::array<std::string_view, 3> kAuditKeys = {"log", "recordDir", "recordMaxBytes"};
 // Common credentials, hidden from confined sessions unless the operator's `hide` replaces the
 // list. `~/` stands for every home directory (sandbox/host_walls.h).
-constexpr std::array<std::string_view, 41> kDefaultHidden = {
+constexpr std::array<std::string_view, 69> kDefaultHidden = {
     "~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.kube",
     "~/.docker/config.json", "~/.netrc", "~/.npmrc", "~/.yarnrc.yml", "~/.pypirc",
     "~/.config/pip/pip.conf", "~/.git-credentials", "~/.config/git/credentials", "~/.config/gh",
     "~/.config/hub", "~/.cargo/credentials", "~/.cargo/credentials.toml", "~/.gem/credentials",
     "~/.terraform.d/credentials.tfrc.json", "~/.vault-token", "~/.password-store",
-    "~/.local/share/keyrings", "~/.local/state/ptybox", "~/.bash_history", "~/.zsh_history",
-    "~/.history",
+    "~/.local/share/keyrings", "~/.local/state/ptybox",
+    // Agents, databases, package registries and cloud tools that keep a token or password in a
+    // file of their own (a session has a private HOME: none of its tools needs the host's).
+    "~/.claude/.credentials.json", "~/.claude.json", "~/.codex/auth.json",
+    "~/.gemini/oauth_creds.json", "~/.config/github-copilot", "~/.pgpass", "~/.my.cnf",
+    "~/.huggingface/token", "~/.cache/huggingface/token", "~/.m2/settings.xml",
+    "~/.m2/settings-security.xml", "~/.gradle/gradle.properties", "~/.yarnrc",
+    "~/.config/rclone/rclone.conf", "~/.s3cfg", "~/.boto", "~/.oci", "~/.config/doctl",
+    "~/.databrickscfg", "~/.pulumi/credentials.json", "~/.config/composer/auth.json",
+    "~/.composer/auth.json", "~/.nuget/NuGet/NuGet.Config", "~/.ivy2/.credentials",
+    "~/.sbt/.credentials", "~/.config/glab-cli", "~/.config/op", "~/.ansible/vault_pass",
+    "~/.bash_history", "~/.zsh_history", "~/.history",
     "~/.python_history", "~/.node_repl_history", "~/.psql_history", "~/.mysql_history",
     "~/.lesshst", "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
     "/etc/ptybox", "/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key",
@@ -281,6 +302,29 @@ std::optional<std::string> CodeLoadingEnvReason(std::string_view name) {
 }
 
 std::span<const std::string_view> RepositoryKeys() { return kRepositoryKeys; }
+
+std::optional<std::string> UncoverableHideReason(std::string_view path) {
+  // The directories, and the shells a session runs (a file cover on one makes exec fail).
+  static constexpr std::string_view kNeeded[] = {
+      "/usr",    "/bin",     "/sbin",   "/lib",      "/lib32",      "/lib64",
+      "/libx32", "/etc",     "/dev",    "/proc",     "/sys",        "/tmp",
+      "/run",    "/var/run", "/bin/sh", "/bin/bash", "/usr/bin/sh", "/usr/bin/bash",
+  };
+  if (path.empty() || path.front() != '/') return std::nullopt;
+  std::string_view dir = path;
+  while (dir.size() > 1 && dir.back() == '/') dir.remove_suffix(1);
+  for (std::string_view needed : kNeeded) {
+    // `dir` is `needed` or one of the directories above it.
+    const bool holds =
+        dir == "/" || needed == dir || (needed.starts_with(dir) && needed[dir.size()] == '/');
+    if (!holds) continue;
+    return "`" + Printable(path, 256) + "` " +
+           (needed == dir ? std::string("is ") : "holds " + std::string(needed) + ", ") +
+           "a path every session needs to start; covering it would make every spawn fail. "
+           "Hide the secret files beside it or inside it instead";
+  }
+  return std::nullopt;
+}
 
 int EditDistance(std::string_view a, std::string_view b) {
   const size_t n = a.size();

@@ -19,8 +19,9 @@ std::string_view ToString(PolicyRole role);  // "operator", "repository"
 
 // How a repository file may change a limit the operator (or the default) set.
 enum class LimitRule {
-  kFree,       // readiness timings: any value within bounds
-  kLowerOnly,  // resources and sizes: equal or lower, never higher
+  kFree,          // readiness timings: any value within bounds (and >= repository_min)
+  kLowerOnly,     // resources and sizes: equal or lower, never higher
+  kOperatorOnly,  // what one owner's file would impose on other owners: no repository value
 };
 
 struct LimitSpec {
@@ -32,6 +33,9 @@ struct LimitSpec {
   // Exactly one of these is set: the Limits member the key writes.
   int64_t Limits::*value = nullptr;
   std::optional<int64_t> Limits::*optional_value = nullptr;
+  // The least a repository file may ask (0: `min`). A value below it would cost every owner of
+  // the daemon, not only the sessions of this workspace (docs/policy.md).
+  int64_t repository_min = 0;
 
   // The member's value; nullopt for an unset optional limit (inherit the daemon's).
   [[nodiscard]] std::optional<int64_t> Get(const Limits& limits) const;
@@ -109,6 +113,16 @@ int EditDistance(std::string_view a, std::string_view b);
 // Untrusted text made safe to echo in a one-line message: control characters escaped,
 // at most `max_chars` characters then "...".
 std::string Printable(std::string_view text, size_t max_chars = 64);
+
+// Why a `hide` entry (absolute, lexically normal; canonical when the launcher asks) cannot be
+// covered: it is, or holds, a path every session needs to start (the programs and libraries,
+// /etc, /dev, /proc, /sys, /tmp, the run directories where the private home goes, the shells).
+// Covering it would make every spawn fail, so the parser refuses it and the launcher never
+// places such a cover (a `~/` entry whose link leads there). nullopt when it can be covered.
+std::optional<std::string> UncoverableHideReason(std::string_view path);
+
+// The repository floor of `limits.pollIntervalMs` (schema.cc says why).
+inline constexpr int64_t kRepositoryMinPollIntervalMs = 10;
 
 // Hard caps on file contents.
 inline constexpr int64_t kMaxPolicyFileBytes = 1024 * 1024;

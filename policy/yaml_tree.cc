@@ -1,6 +1,7 @@
 // Event-driven construction of YamlNode trees with hard bounds. yaml-cpp reports aliases as
 // events instead of shared nodes here, so an alias is expanded by copying and charged to the
-// node budget before the copy is made: an alias bomb stops at the budget, not at memory.
+// node and byte budgets (what it expands to) before the copy is made: an alias bomb stops at
+// the budget, not at memory, and no copy is ever larger than what the budget still allows.
 #include "policy/yaml_tree.h"
 
 #include <yaml-cpp/eventhandler.h>
@@ -42,7 +43,7 @@ class TreeBuilder final : public YAML::EventHandler {
 
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
     YamlNode node = Make(mark, YamlNode::Kind::kNull);
-    Complete(std::move(node), anchor, 1);
+    Complete(std::move(node), anchor, 1, 0);
   }
 
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
@@ -52,9 +53,10 @@ class TreeBuilder final : public YAML::EventHandler {
            "this alias refers to an anchor that is not complete yet; an alias may only "
            "name an anchor defined earlier");
     }
-    const auto& [tree, size] = found->second;
-    Charge(mark, size);
-    YamlNode copy = tree;
+    const Anchored& anchored = found->second;
+    Charge(mark, anchored.nodes);
+    ChargeBytes(mark, anchored.bytes);
+    YamlNode copy = anchored.node;
     copy.line = Line(mark);
     copy.column = Column(mark);
     Attach(std::move(copy), mark);
@@ -64,9 +66,11 @@ class TreeBuilder final : public YAML::EventHandler {
                 const std::string& value) override {
     CheckTag(mark, tag);
     YamlNode node = Make(mark, YamlNode::Kind::kScalar);
+    const auto bytes = static_cast<int64_t>(value.size());
+    ChargeBytes(mark, bytes);
     node.value = value;
     node.plain = tag == "?";
-    Complete(std::move(node), anchor, 1);
+    Complete(std::move(node), anchor, 1, bytes);
   }
 
   void OnSequenceStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
@@ -85,8 +89,15 @@ class TreeBuilder final : public YAML::EventHandler {
   struct Frame {
     YamlNode node;
     YAML::anchor_t anchor = 0;
-    int first_node = 0;  // nodes_ when the collection opened, to size it for anchors
+    int first_node = 0;      // nodes_ when the collection opened, to size it for anchors
+    int64_t first_byte = 0;  // bytes_ then, likewise
     std::optional<YamlNode> pending_key;
+  };
+  // An anchored node with what it costs each time an alias names it.
+  struct Anchored {
+    YamlNode node;
+    int nodes = 0;
+    int64_t bytes = 0;
   };
 
   static int Line(const YAML::Mark& mark) { return mark.is_null() ? 1 : mark.line + 1; }
@@ -114,6 +125,15 @@ class TreeBuilder final : public YAML::EventHandler {
     nodes_ += count;
   }
 
+  void ChargeBytes(const YAML::Mark& mark, int64_t count) {
+    if (count > limits_.max_bytes - bytes_) {
+      Fail(mark, "the document holds more than " + std::to_string(limits_.max_bytes) +
+                     " bytes of text (aliases counted expanded); a policy needs a few hundred, "
+                     "so this looks like an alias bomb or a file that is not a policy");
+    }
+    bytes_ += count;
+  }
+
   static void CheckTag(const YAML::Mark& mark, const std::string& tag) {
     // "?" marks a plain node, "!" a quoted or block one; anything else was written explicitly.
     if (tag != "?" && tag != "!") {
@@ -132,7 +152,7 @@ class TreeBuilder final : public YAML::EventHandler {
                      " levels deep; a policy needs at most 3");
     }
     int first = nodes_;
-    Frame frame{Make(mark, kind), anchor, first, std::nullopt};
+    Frame frame{Make(mark, kind), anchor, first, bytes_, std::nullopt};
     stack_.push_back(std::move(frame));
   }
 
@@ -144,12 +164,12 @@ class TreeBuilder final : public YAML::EventHandler {
       // yaml-cpp always sends a value (null) after a key; keep the tree consistent anyway.
       frame.node.entries.emplace_back(std::move(*frame.pending_key), YamlNode{});
     }
-    int size = nodes_ - frame.first_node;
-    Complete(std::move(frame.node), frame.anchor, size);
+    Complete(std::move(frame.node), frame.anchor, nodes_ - frame.first_node,
+             bytes_ - frame.first_byte);
   }
 
-  void Complete(YamlNode node, YAML::anchor_t anchor, int size) {
-    if (anchor != 0) anchors_[anchor] = {node, size};
+  void Complete(YamlNode node, YAML::anchor_t anchor, int nodes, int64_t bytes) {
+    if (anchor != 0) anchors_[anchor] = Anchored{node, nodes, bytes};
     YAML::Mark mark;
     mark.line = node.line - 1;
     mark.column = node.column - 1;
@@ -180,8 +200,9 @@ class TreeBuilder final : public YAML::EventHandler {
   const YamlLimits& limits_;
   int documents_ = 0;
   int nodes_ = 0;
+  int64_t bytes_ = 0;
   std::vector<Frame> stack_;
-  std::map<YAML::anchor_t, std::pair<YamlNode, int>> anchors_;
+  std::map<YAML::anchor_t, Anchored> anchors_;
   std::optional<YamlNode> root_;
 };
 

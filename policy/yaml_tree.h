@@ -1,6 +1,7 @@
 // A bounded YAML reader for untrusted policy files: yaml-cpp's event parser feeds a small tree
 // that keeps every node's 1-based position. Depth, node count (aliases included, expanded) and
-// tags are bounded here; no yaml-cpp exception escapes.
+// tags are bounded here, and so are the bytes of text the tree holds (aliases counted expanded:
+// one anchored 1 MB scalar named by 3000 aliases would be 3 GB); no yaml-cpp exception escapes.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,9 @@ struct YamlEntry {
 struct YamlLimits {
   int max_depth = 16;     // nested collections
   int max_nodes = 10000;  // after expanding aliases
+  // Scalar text (keys and values) after expanding aliases. The file itself is at most
+  // kMaxPolicyFileBytes, so only aliases can reach this: a file without them never does.
+  int64_t max_bytes = 1024 * 1024;
 };
 
 struct YamlError {

@@ -58,6 +58,10 @@ class Owner final {
   // The owner may outlive its connection (a `serve --socket` client), and is now detached.
   bool may_detach = false;
   bool detached = false;
+  // The detach grace in force for this owner, fixed the first time its policy resolves (open,
+  // owner_info): a disconnect never re-reads it, so no file written later (a repository file
+  // with `version: 2`, say) changes how long this owner's detached sessions live.
+  std::optional<int64_t> detach_grace_ms;
   // A terminal_open was accepted for this owner: owner_attach is refused from then on.
   bool opened_any = false;
 

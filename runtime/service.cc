@@ -56,10 +56,14 @@ std::shared_ptr<Owner> PtyService::OpenOwner(std::string label) {
   return owner;
 }
 
-Result<policy::ResolvedPolicy> PtyService::Resolve(const Owner& owner,
+Result<policy::ResolvedPolicy> PtyService::Resolve(Owner& owner,
                                                    std::optional<policy::Mode> requested) const {
-  return policy::Resolve(
+  Result<policy::ResolvedPolicy> resolved = policy::Resolve(
       ResolveInputsFrom(options_, requested ? requested : owner.fence().requested_mode()));
+  // The grace comes from the operator's file or the default alone (a repository file may not
+  // set it), and is fixed here for the owner's life: see Owner::detach_grace_ms.
+  if (resolved && !owner.detach_grace_ms) owner.detach_grace_ms = resolved->limits.detach_grace_ms;
+  return resolved;
 }
 
 Result<std::shared_ptr<backend::BackendSession>> PtyService::Find(Owner& owner,
@@ -470,9 +474,17 @@ void PtyService::Shutdown(std::function<void()> done) {
 
 bool PtyService::DetachOwner(const std::shared_ptr<Owner>& owner) {
   if (!owner->may_detach || owner->closed) return false;
-  Result<policy::ResolvedPolicy> resolved = Resolve(*owner, std::nullopt);
-  if (!resolved || resolved->limits.detach_grace_ms <= 0) return false;
-  const int64_t grace_ms = resolved->limits.detach_grace_ms;
+  // Fixed when the owner's policy first resolved; only an owner whose policy never resolved
+  // (no open, no owner_info) reads it now, from the operator's file alone, so a repository file
+  // (broken, or naming a grace) never decides it.
+  if (!owner->detach_grace_ms) {
+    Result<int64_t> grace =
+        policy::ReadOperatorDetachGrace(ResolveInputsFrom(options_, std::nullopt));
+    if (!grace) return false;
+    owner->detach_grace_ms = *grace;
+  }
+  if (*owner->detach_grace_ms <= 0) return false;
+  const int64_t grace_ms = *owner->detach_grace_ms;
   owner->detached = true;
   ++owner->connection_generation;
   owner->on_policy_changed = nullptr;
@@ -558,8 +570,13 @@ OwnerInfo PtyService::Info(Owner& owner) {
   OwnerInfo info;
   info.token = owner.token();
   if (owner.may_detach) {
-    Result<policy::ResolvedPolicy> resolved = Resolve(owner, std::nullopt);
-    if (resolved) info.detach_grace_ms = resolved->limits.detach_grace_ms;
+    if (!Resolve(owner, std::nullopt) && !owner.detach_grace_ms) {
+      // A broken repository file: the grace is the operator's anyway (as at a disconnect).
+      Result<int64_t> grace =
+          policy::ReadOperatorDetachGrace(ResolveInputsFrom(options_, std::nullopt));
+      if (grace) owner.detach_grace_ms = *grace;
+    }
+    info.detach_grace_ms = owner.detach_grace_ms.value_or(0);
   }
   return info;
 }

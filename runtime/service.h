@@ -162,8 +162,7 @@ class PtyService final {
   [[nodiscard]] size_t detached_owner_count() const { return detached_.size(); }
 
  private:
-  Result<policy::ResolvedPolicy> Resolve(const Owner& owner,
-                                         std::optional<policy::Mode> requested) const;
+  Result<policy::ResolvedPolicy> Resolve(Owner& owner, std::optional<policy::Mode> requested) const;
   Result<std::shared_ptr<backend::BackendSession>> Find(Owner& owner, const std::string& id);
   Result<policy::Mode> SetModeChecked(Owner& owner, policy::Mode mode);
 

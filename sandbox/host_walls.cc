@@ -3,11 +3,14 @@
 
 #include <pwd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <system_error>
+
+#include "policy/schema.h"
 
 namespace ptybox::sandbox {
 namespace fs = std::filesystem;
@@ -67,7 +70,9 @@ std::vector<HiddenPath> CollectHiddenPaths(const std::vector<std::string>& patte
   for (const fs::path& candidate : candidates) {
     std::error_code ec;
     fs::path canonical = fs::canonical(candidate, ec);
-    if (ec || canonical == "/") continue;
+    // The parser refuses such an entry as written; a link (a `~/` entry) may still lead to
+    // one, and its cover would make the spawn fail: the same rule, on the resolved path.
+    if (ec || canonical == "/" || policy::UncoverableHideReason(canonical.string())) continue;
     struct stat st {};
     if (::stat(canonical.c_str(), &st) != 0) continue;
     HiddenPath entry{canonical, S_ISDIR(st.st_mode)};
@@ -100,10 +105,82 @@ bool ReachableByStranger(const fs::path& path, const std::vector<fs::path>& root
   return true;
 }
 
+std::vector<fs::path> OwnHomeDirectories() {
+  std::vector<fs::path> homes;
+  if (::geteuid() == 0) return homes;
+  auto add = [&](const char* dir) {
+    if (dir == nullptr || dir[0] != '/') return;
+    std::error_code ec;
+    fs::path canonical = fs::canonical(dir, ec);
+    if (ec || canonical == "/" || !fs::is_directory(canonical, ec)) return;
+    AddUnique(homes, std::move(canonical));
+  };
+  add(std::getenv("HOME"));
+  // getpwuid_r: no process-wide state, unlike the getpwent walk above.
+  passwd entry{};
+  passwd* found = nullptr;
+  std::vector<char> buffer(16384);
+  if (::getpwuid_r(::geteuid(), &entry, buffer.data(), buffer.size(), &found) == 0 &&
+      found != nullptr) {
+    add(found->pw_dir);
+  }
+  return homes;
+}
+
+std::vector<HiddenPath> HideHomeExceptGranted(const fs::path& home,
+                                              const std::vector<fs::path>& granted) {
+  auto within = [](const fs::path& path, const fs::path& dir) {
+    const fs::path rel = path.lexically_relative(dir);
+    return !rel.empty() && *rel.begin() != "..";
+  };
+  std::vector<HiddenPath> hidden;
+  // The home inside a granted path (HOME in the workspace) is granted whole.
+  for (const fs::path& g : granted) {
+    if (!g.empty() && within(home, g)) return hidden;
+  }
+  std::vector<fs::path> dirs = {home};
+  while (!dirs.empty()) {
+    const fs::path dir = std::move(dirs.back());
+    dirs.pop_back();
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const fs::path path = it->path();
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
+      bool inside = false;
+      bool holds = false;
+      for (const fs::path& g : granted) {
+        if (g.empty()) continue;
+        inside = inside || within(path, g);
+        holds = holds || within(g, path);
+      }
+      if (inside) continue;
+      if (holds) {
+        if (S_ISDIR(st.st_mode)) dirs.push_back(path);
+        continue;
+      }
+      hidden.push_back(HiddenPath{path, S_ISDIR(st.st_mode)});
+    }
+  }
+  return hidden;
+}
+
 void ApplyHostWalls(const policy::ResolvedPolicy& policy, SandboxSpec& spec) {
   spec.run_dirs = HostRunDirs();
   spec.hidden = policy.hidden.empty() ? std::vector<HiddenPath>{}
                                       : CollectHiddenPaths(policy.hidden, HomeDirectories());
+  // `hide: []` from the operator turns every cover off, this one too.
+  if (!policy::IsConfined(policy.mode) || policy.hidden.empty()) return;
+  std::vector<fs::path> granted = spec.writable_roots;
+  granted.push_back(spec.workspace_root);
+  granted.push_back(spec.cwd);
+  for (const fs::path& home : OwnHomeDirectories()) {
+    for (HiddenPath& entry : HideHomeExceptGranted(home, granted)) {
+      if (std::find(spec.hidden.begin(), spec.hidden.end(), entry) == spec.hidden.end()) {
+        spec.hidden.push_back(std::move(entry));
+      }
+    }
+  }
 }
 
 void DropCoversOutOfReach(SandboxSpec& spec) {

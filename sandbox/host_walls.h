@@ -31,7 +31,22 @@ bool ReachableByStranger(const std::filesystem::path& path,
 std::vector<HiddenPath> CollectHiddenPaths(const std::vector<std::string>& patterns,
                                            const std::vector<std::filesystem::path>& homes);
 
-// Fills the walls' facts into `spec` (run_dirs, hidden) from the policy.
+// The daemon user's own home directories (its $HOME and its password-database entry,
+// canonical, not "/"); empty for a root daemon, whose sessions run as ids that own nothing.
+std::vector<std::filesystem::path> OwnHomeDirectories();
+
+// An ordinary user's daemon runs its sessions as that user, so every file of the user's home
+// would be readable: everything in `home` is hidden except the granted paths (workspace,
+// writable roots, start directory) and the directories leading down to them. Each entry that
+// neither holds nor lies inside a granted path is one cover (a directory an empty tmpfs, a file
+// /dev/null); a directory on the way to a granted path is walked the same way. Links are left
+// alone (a cover on a link lands on its target, which may be a granted path); their targets
+// inside the home are covered where they are. Pure apart from reading the directories.
+std::vector<HiddenPath> HideHomeExceptGranted(const std::filesystem::path& home,
+                                              const std::vector<std::filesystem::path>& granted);
+
+// Fills the walls' facts into `spec` (run_dirs, hidden) from the policy; for an ordinary
+// user's daemon in a confined mode, its own home except the granted paths too.
 void ApplyHostWalls(const policy::ResolvedPolicy& policy, SandboxSpec& spec);
 
 // A root daemon's session (and bwrap, which places the covers) runs as an unprivileged id that

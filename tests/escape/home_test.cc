@@ -120,9 +120,14 @@ TEST_P(HomeEscapeTest, TheHostHomeCannotBeReachedThroughThePrivateOne) {
   const std::string session = OpenSession(*client_, Mode());
   ASSERT_FALSE(session.empty()) << daemon_->Log();
   const std::string h = "H=" + Quote(home_) + "; ";
-  // The host's home is visible, read-only, at its own path.
+  // The host's home is visible, read-only, at its own path; an ordinary user's daemon hides
+  // what it holds (all but the roots: docs/security.md, wall 3).
   Observed read = Run(session, "read-host-home", h + "cat $H/notes.txt");
-  EXPECT_EQ(read.text, "host notes") << read.Show();
+  if (::geteuid() == 0) {
+    EXPECT_EQ(read.text, "host notes") << read.Show();
+  } else {
+    EXPECT_TRUE(read.Says("Permission denied")) << read.Show();
+  }
   Observed write = Run(session, "write-host-home", h + "touch $H/pwned");
   EXPECT_EQ(write.exit, 1) << write.Show();
   EXPECT_TRUE(write.Says("Read-only file system") || write.Says("Permission denied"))

@@ -83,7 +83,12 @@ TEST_P(SecretsTest, PlantedCredentialsAreHidden) {
                           Quote(operator_secret_) + " .env 2>&1 | grep -c FAKE-");
   Observed list = run("list-secret-dirs", h + "ls -A $H/.ssh | wc -l; ls -A $H/.aws | wc -l");
   Observed other = run("read-ordinary", h + "cat $H/notes.txt");
-  EXPECT_EQ(other.text, "not a secret") << other.Show();
+  if (Confined() && ::geteuid() != 0) {
+    // An ordinary user's daemon hides its whole home but the roots, this file too.
+    EXPECT_TRUE(other.Says("Permission denied")) << other.Show();
+  } else {
+    EXPECT_EQ(other.text, "not a secret") << other.Show();
+  }
   if (Confined()) {
     EXPECT_EQ(read.text, "0") << read.Show();
     // The directories are empty, read-only tmpfs; the files /dev/null.
@@ -124,6 +129,65 @@ TEST_P(SecretsTest, DefaultListHidesCredentialsWithoutAnyPolicy) {
     EXPECT_EQ(shadow.exit, 1) << shadow.Show();
     EXPECT_EQ(shadow.text, "cat: /etc/shadow: Permission denied") << shadow.Show();
   }
+}
+
+// Credentials of agents, databases, registries and cloud tools the default list names since
+// the third security round; no policy file at all.
+TEST_P(SecretsTest, DefaultListHidesAgentDatabaseAndRegistryCredentials) {
+  const std::vector<std::string> files = {".claude/.credentials.json",
+                                          ".codex/auth.json",
+                                          ".pgpass",
+                                          ".my.cnf",
+                                          ".huggingface/token",
+                                          ".cache/huggingface/token",
+                                          ".m2/settings.xml",
+                                          ".gradle/gradle.properties",
+                                          ".yarnrc",
+                                          ".config/rclone/rclone.conf",
+                                          ".config/github-copilot/apps.json",
+                                          ".kube/config",
+                                          ".config/gh/hosts.yml",
+                                          ".docker/config.json",
+                                          ".git-credentials"};
+  std::string paths;
+  for (const std::string& file : files) {
+    Plant(home_ / file, "FAKE-" + file);
+    paths += " $H/" + file;
+  }
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"HOME=" + home_.string()}});
+  PrepareWorkspace(daemon.workspace());
+  RpcClient client(daemon.socket());
+  const std::string session = OpenSession(client, Mode());
+  ASSERT_FALSE(session.empty()) << daemon.Log();
+  Observed read = RunInSession(client, session, Mode(), "read-agent-secrets",
+                               "H=" + Quote(home_) + "; cat" + paths + " 2>&1 | grep -c FAKE-");
+  EXPECT_EQ(read.text, Confined() ? "0" : std::to_string(files.size())) << read.Show();
+}
+
+// An ordinary user's daemon runs its sessions as that user: every file of the user's home
+// would be readable, listed or not. The home is hidden except the roots: a file no list names
+// and a project beside the granted one are unreadable, the granted root (a writable root in
+// the home) reads. A root daemon's sessions run as an id that owns nothing (wall 5), so the
+// rule is not needed there.
+TEST_P(SecretsTest, AnOrdinaryUsersHomeIsHiddenExceptTheRoots) {
+  if (::geteuid() == 0) GTEST_SKIP() << "a root daemon's sessions own nothing in any home";
+  Plant(home_ / "random-secret.txt", "FAKE-UNLISTED");
+  Plant(home_ / "projects" / "other" / "key.txt", "FAKE-SIBLING");
+  Plant(home_ / "projects" / "granted" / "data.txt", "granted data");
+  Plant(policy_.path() / "roots.yaml",
+        "version: 1\nwritable: [" + (home_ / "projects" / "granted").string() + "]\n");
+  Daemon daemon(
+      Daemon::Options{.extra_args = {"--policy", (policy_.path() / "roots.yaml").string()},
+                      .env = {"HOME=" + home_.string()}});
+  PrepareWorkspace(daemon.workspace());
+  RpcClient client(daemon.socket());
+  const std::string session = OpenSession(client, Mode());
+  ASSERT_FALSE(session.empty()) << daemon.Log();
+  Observed read = RunInSession(client, session, Mode(), "read-home",
+                               "H=" + Quote(home_) +
+                                   "; cat $H/random-secret.txt $H/projects/other/key.txt 2>&1 | "
+                                   "grep -c FAKE-; cat $H/projects/granted/data.txt");
+  EXPECT_EQ(read.text, Confined() ? "0\ngranted data" : "2\ngranted data") << read.Show();
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SecretsTest,

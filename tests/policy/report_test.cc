@@ -277,9 +277,14 @@ TEST(SchemaDocTest, PolicyDocumentationListsEveryLimitWithItsBounds) {
     const auto value = spec.Get(defaults);
     EXPECT_NE(row.find(value ? std::to_string(*value) : std::string("inherit")), std::string::npos)
         << row;
-    EXPECT_NE(row.find(spec.rule == LimitRule::kLowerOnly ? "lower only" : "free"),
-              std::string::npos)
-        << row;
+    const char* rule = spec.rule == LimitRule::kLowerOnly      ? "lower only"
+                       : spec.rule == LimitRule::kOperatorOnly ? "operator only"
+                                                               : "free";
+    EXPECT_NE(row.find(rule), std::string::npos) << row;
+    if (spec.repository_min > 0) {
+      EXPECT_NE(row.find("at least " + std::to_string(spec.repository_min)), std::string::npos)
+          << row;
+    }
   }
 }
 

@@ -62,6 +62,48 @@ TEST(YamlTreeTest, AliasBombInAPolicyFileIsAPolicyError) {
   EXPECT_TRUE(parsed.errors[0].message.starts_with("/x/p.yaml:6:")) << parsed.errors[0].message;
 }
 
+// One anchored scalar of ~1 MB named by 3000 aliases: 3001 nodes, well inside the node budget,
+// but 3 GB of text if every alias were copied (the daemon grew to ~3 GB on this file). The
+// byte budget refuses it at the first alias, before anything is copied.
+std::string BigScalarAliasBomb(int aliases) {
+  std::string text = "version: 1\nbig: &big " + std::string(1'000'000, 'x') + "\nlist:\n";
+  for (int i = 0; i < aliases; ++i) text += "  - *big\n";
+  return text;
+}
+
+TEST(YamlTreeTest, AliasesAreChargedByTheBytesTheyExpandTo) {
+  const std::string text = BigScalarAliasBomb(3000);
+  ASSERT_LE(static_cast<int64_t>(text.size()), kMaxPolicyFileBytes);  // a file we do read
+  auto tree = ParseBoundedYaml(text);
+  ASSERT_FALSE(tree.has_value());
+  EXPECT_NE(tree.error().message.find("more than 1048576 bytes of text (aliases counted "
+                                      "expanded)"),
+            std::string::npos)
+      << tree.error().message;
+  EXPECT_EQ(tree.error().line, 4);  // the first alias
+  EXPECT_EQ(tree.error().column, 5);
+
+  ParsedPolicyFile parsed = ParsePolicyText(text, "/w/.ptybox.yaml", PolicyRole::kRepository);
+  ASSERT_EQ(parsed.errors.size(), 1u);
+  EXPECT_EQ(parsed.errors[0].kind, ErrorKind::kPolicyError);
+  EXPECT_TRUE(
+      parsed.errors[0].message.starts_with("/w/.ptybox.yaml:4:5: yaml: the document "
+                                           "holds more than"))
+      << parsed.errors[0].message.substr(0, 200);
+}
+
+TEST(YamlTreeTest, SmallAliasesWithinTheByteBudgetStillExpand) {
+  auto tree = ParseBoundedYaml("a: &a [x, yy]\nb: *a\nc: *a\n",
+                               YamlLimits{.max_depth = 16, .max_nodes = 100, .max_bytes = 12});
+  ASSERT_TRUE(tree.has_value()) << tree.error().message;  // a b c x yy, twice more x yy: 12
+  ASSERT_EQ(tree->entries.size(), 3u);
+  EXPECT_EQ(tree->entries[2].value.items[1].value, "yy");
+  auto over = ParseBoundedYaml("a: &a [x, yy]\nb: *a\nc: *a\n",
+                               YamlLimits{.max_depth = 16, .max_nodes = 100, .max_bytes = 11});
+  ASSERT_FALSE(over.has_value());
+  EXPECT_EQ(over.error().line, 3);
+}
+
 TEST(YamlTreeTest, LongFlatListStopsAtTheNodeBudget) {
   std::string text = "a:\n";
   for (int i = 0; i < 20000; ++i) text += "- x\n";

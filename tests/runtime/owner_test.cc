@@ -212,6 +212,88 @@ TEST(OwnerTest, ARepositoryFileCannotGrantAGrace) {
   EXPECT_NE(opened.dump().find("detachGraceMs"), std::string::npos) << opened.dump();
 }
 
+// A repository file is shared by every owner of the workspace. Owner A's session writes one
+// that names a grace of 0, or that no daemon reads (`version: 2`); owner B then disconnects.
+// B's grace is the operator's, fixed when B's policy resolved, so B's shell survives and B
+// attaches to it, state and all. (Both used to close B's detached shell at once.)
+TEST(OwnerTest, AnotherOwnersRepositoryFileNeverClosesDetachedSessions) {
+  const std::vector<std::string> hostile = {
+      "printf '%s\\n' 'version: 1' 'limits: {detachGraceMs: 0}' > .ptybox.yaml\n",
+      "printf '%s\\n' 'version: 2' > .ptybox.yaml\n"};
+  for (const std::string& write : hostile) {
+    PolicyDaemon pd("{detachGraceMs: 600000}");
+    RpcClient a(pd.daemon().socket());
+    const std::string a_id = OpenSession(a, "workspace-write");
+    std::string token;
+    std::string b_id;
+    {
+      RpcClient b(pd.daemon().socket());
+      token = Token(b);
+      b_id = OpenSession(b, "workspace-write");
+      EXPECT_EQ(Send(b, b_id, "KEPT=b-state\n")["waitReason"], "stdin_read");
+      Json wrote = Send(a, a_id, write);
+      EXPECT_EQ(wrote["exitCode"], 0) << wrote.dump();
+      ASSERT_TRUE(std::filesystem::exists(pd.daemon().workspace() / ".ptybox.yaml"));
+      b.Disconnect();
+    }
+    // The file is in force: a new open in the workspace is refused because of it.
+    Json refused = a.Call("terminal_open", Json::object());
+    EXPECT_NE(refused.dump().find(".ptybox.yaml"), std::string::npos) << refused.dump();
+    RpcClient again(pd.daemon().socket());
+    Json attached;
+    for (int i = 0; i < 100; ++i) {  // hang guard: the disconnect may still be in progress
+      attached = again.Call("owner_attach", Json{{"ownerToken", token}});
+      if (!attached.contains("error") || attached["error"]["data"]["kind"] != "busy") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_TRUE(attached.contains("result")) << write << attached.dump();
+    ASSERT_EQ(attached["result"]["sessions"].size(), 1u) << attached.dump();
+    Json kept = Send(again, b_id, "echo still-$KEPT\n");
+    EXPECT_EQ(kept["viewport"], "still-b-state") << kept.dump();
+  }
+}
+
+// The whole 1 MiB attack file of issue 30: one ~1 MB anchored scalar and 3000 aliases (3 GB
+// if expanded). Every call that reads the repository file refuses it with its position, the
+// daemon stays small, and another owner goes on: its shell answers, and it opens a session in
+// danger-full-access (where the repository file is not read).
+TEST(OwnerTest, AnAliasBombRepositoryFileIsRefusedAndOtherOwnersGoOn) {
+  Daemon daemon;
+  RpcClient b(daemon.socket());
+  const std::string b_id = OpenSession(b, "read-only");
+  {
+    std::string text = "version: 1\nbig: &big " + std::string(1'000'000, 'x') + "\nlist:\n";
+    for (int i = 0; i < 3000; ++i) text += "  - *big\n";
+    std::ofstream(daemon.workspace() / ".ptybox.yaml") << text;
+  }
+  RpcClient a(daemon.socket());
+  for (int i = 0; i < 20; ++i) {
+    Json refused = a.Call("terminal_open", Json::object());
+    ASSERT_TRUE(refused.contains("error")) << refused.dump().substr(0, 300);
+    EXPECT_EQ(refused["error"]["data"]["kind"], "policy_error");
+    const std::string message = refused["error"]["message"];
+    EXPECT_NE(message.find(".ptybox.yaml:4:5: yaml: the document holds more than 1048576 bytes "
+                           "of text (aliases counted expanded)"),
+              std::string::npos)
+        << message.substr(0, 300);
+    EXPECT_TRUE(a.Call("policy_resolve", Json::object()).contains("error"));
+    EXPECT_TRUE(a.Call("owner_info", Json::object()).contains("result"));
+  }
+  EXPECT_EQ(Send(b, b_id, "echo alive\n")["viewport"], "alive");
+  RpcClient c(daemon.socket());
+  const std::string c_id = OpenSession(c, "danger-full-access");
+  EXPECT_EQ(Send(c, c_id, "echo also-alive\n")["viewport"], "also-alive");
+  // The daemon's peak memory: the expansion would be 3 GB; a generous bound, not a timing.
+  std::ifstream status("/proc/" + std::to_string(daemon.pid()) + "/status");
+  int64_t peak_kb = -1;
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with("VmHWM:")) peak_kb = std::stoll(line.substr(6));
+  }
+  ASSERT_GT(peak_kb, 0);
+  RecordProperty("daemon_peak_kb", std::to_string(peak_kb));
+  EXPECT_LT(peak_kb, 200 * 1024) << "the daemon peaked at " << peak_kb << " kB";
+}
+
 TEST(NamesTest, ASecondOpenOfTheSameNameIsNameTakenConcurrentOrNot) {
   Daemon daemon;
   RpcClient client(daemon.socket());

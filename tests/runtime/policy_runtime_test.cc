@@ -206,6 +206,42 @@ TEST(PolicyCliTest, CheckAppliesTheLayeringASpawnApplies) {
       << ok_out;
 }
 
+// The operator file at its default place (here PTYBOX_OPERATOR_POLICY) refuses every spawn
+// when it is broken, so a check of a repository file fails on it too; a linked file named on
+// the command line is refused and none of its lines is printed.
+TEST(PolicyCliTest, CheckFailsOnABrokenOperatorFileAtItsDefaultPlace) {
+  TempDir dir;
+  const auto op = dir.path() / "operator.yaml";
+  WriteFile(op, "version: 1\nmode: sideways\n");
+  std::filesystem::create_directory(dir.path() / "ws");
+  const auto repo = dir.path() / "ws/.ptybox.yaml";
+  WriteFile(repo, "version: 1\n");
+  auto [code, out] = RunCliWith(op, {"policy", "check", repo.string()});
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find(op.string() + ":2:7: mode:"), std::string::npos) << out;
+  EXPECT_EQ(out.find(": ok"), std::string::npos) << out;
+  // A dangling link at the default place is broken too (a spawn refuses it).
+  std::filesystem::remove(op);
+  std::filesystem::create_symlink(dir.path() / "nowhere.yaml", op);
+  auto [dangling_code, dangling_out] = RunCliWith(op, {"policy", "check"});
+  EXPECT_EQ(dangling_code, 1) << dangling_out;
+  // What a spawn says about the same operator file.
+  auto [run_code, run_out] =
+      RunCliWith(op, {"run", "--workspace", (dir.path() / "ws").string(), "--", "true"});
+  EXPECT_EQ(run_code, 125) << run_out;
+
+  const auto secret = dir.path() / "shadow";
+  WriteFile(secret, "root:$6$SECRET-LINE-ONE:19000:0:99999:7:::\n");
+  const auto link = dir.path() / "policy.yaml";
+  std::filesystem::create_symlink(secret, link);
+  const auto none = dir.path() / "absent.yaml";
+  for (const auto& file : {link, secret}) {
+    auto [leak_code, leak_out] = RunCliWith(none, {"policy", "check", file.string()});
+    EXPECT_EQ(leak_code, 1) << leak_out;
+    EXPECT_EQ(leak_out.find("SECRET"), std::string::npos) << leak_out;
+  }
+}
+
 // policy.md: a mode a repository file was denied can be requested; the error says so.
 TEST(PolicyCliTest, ARequestedModeReplacesADeniedRepositoryMode) {
   TempDir dir;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -48,6 +49,39 @@ TEST(HostWallsTest, APathBelowADirectoryStrangersCannotSearchIsOutOfReach) {
   // what lies in it needs its cover (a writable root in a 0700 mkdtemp directory, issue of
   // AuditRedirectTest).
   EXPECT_TRUE(ReachableByStranger(closed / "inner" / "secret", {closed / "inner"}));
+}
+
+// An ordinary user's home is covered entry by entry except the granted paths and the
+// directories leading down to them; links are never covered (the cover would land on the target).
+TEST(HostWallsTest, AHomeIsHiddenExceptTheGrantedPathsAndTheWayDownToThem) {
+  std::string pattern = (fs::temp_directory_path() / "ptybox-home-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  struct Cleanup {
+    fs::path path;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } dir{fs::canonical(pattern)};
+  const fs::path home = dir.path;
+  fs::create_directories(home / ".ssh");
+  fs::create_directories(home / "src" / "project" / "sub");
+  fs::create_directories(home / "src" / "other");
+  fs::create_directories(home / "build");
+  std::ofstream(home / ".bashrc") << "x";
+  std::ofstream(home / "src" / "notes") << "x";
+  fs::create_symlink(home / "src" / "project", home / "link-to-project");
+  const std::vector<fs::path> granted = {home / "src" / "project", home / "build", ""};
+  std::vector<HiddenPath> hidden = HideHomeExceptGranted(home, granted);
+  std::sort(hidden.begin(), hidden.end(),
+            [](const HiddenPath& a, const HiddenPath& b) { return a.path < b.path; });
+  const std::vector<HiddenPath> want = {{home / ".bashrc", false},
+                                        {home / ".ssh", true},
+                                        {home / "src" / "notes", false},
+                                        {home / "src" / "other", true}};
+  EXPECT_EQ(hidden, want);
+  // A home inside a granted path is granted whole.
+  EXPECT_TRUE(HideHomeExceptGranted(home / "src" / "project", {home / "src"}).empty());
 }
 
 }  // namespace
