@@ -31,6 +31,8 @@ class MountWallsTest : public ::testing::TestWithParam<std::string> {
   [[nodiscard]] bool Confined() const { return Mode() != "danger-full-access"; }
 };
 
+constexpr const char* kGit = "/usr/bin/git";
+
 std::string ReadFile(const fs::path& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -85,8 +87,10 @@ TEST_P(MountWallsTest, AnotherOwnersDirectoryListedAsWritableIsNotBorrowed) {
     EXPECT_TRUE(made_private && made_build);
   }
   // The policy still reports the nested roots as writable: they are, through the workspace.
-  Json resolved = client.Call("policy_resolve", Json::object());
-  EXPECT_NE(resolved.dump().find("private"), std::string::npos) << resolved.dump();
+  if (Mode() == "workspace-write") {
+    Json resolved = client.Call("policy_resolve", Json::object());
+    EXPECT_NE(resolved.dump().find("private"), std::string::npos) << resolved.dump();
+  }
 }
 
 TEST_P(MountWallsTest, RenamingAHiddenPathsParentDoesNotUncoverIt) {
@@ -102,9 +106,8 @@ TEST_P(MountWallsTest, RenamingAHiddenPathsParentDoesNotUncoverIt) {
   const std::string session_a = OpenSession(a, Mode());
   ASSERT_FALSE(session_a.empty()) << daemon.Log();
   Observed rename = RunInSession(a, session_a, Mode(), "rename-parent",
-                                 "mv config config2 2>&1 | head -c 200; echo mv=${PIPESTATUS[0]}; "
-                                 "mv config/.env moved 2>&1 | head -c 200; "
-                                 "echo mvfile=${PIPESTATUS[0]}; "
+                                 "mv config config2 2>&1; echo mv=$?; "
+                                 "mv config/.env moved 2>&1; echo mvfile=$?; "
                                  "mkdir -p config; echo decoy > config/.env; cat config/.env");
   std::cout << "  observed [" << Mode() << "] " << rename.Show() << "\n";
   const bool renamed = fs::exists(ws / "config2");
@@ -147,7 +150,7 @@ TEST_P(MountWallsTest, NestedRepositoriesAreProtectedLikeTheRootOne) {
   const fs::path marker = host.path() / "fsmonitor-ran";
   const fs::path hook_marker = host.path() / "hook-ran";
   fs::create_directories(ws / "vendor" / "lib");
-  RunResult init = RunProcess({"git", "init", "-q", (ws / "vendor" / "lib").string()});
+  RunResult init = RunProcess({kGit, "init", "-q", (ws / "vendor" / "lib").string()});
   ASSERT_EQ(init.exit_code, 0) << init.Describe();
   // A submodule-style gitfile: the file itself is protected too.
   fs::create_directories(ws / "sub");
@@ -174,9 +177,9 @@ TEST_P(MountWallsTest, NestedRepositoriesAreProtectedLikeTheRootOne) {
     EXPECT_TRUE(planted.Says("config=0")) << planted.Show();
   }
   // The host's git in the nested repository, as an operator would run it.
-  RunResult status = RunProcess({"git", "-C", (ws / "vendor" / "lib").string(), "status"});
+  RunResult status = RunProcess({kGit, "-C", (ws / "vendor" / "lib").string(), "status"});
   RunResult commit =
-      RunProcess({"git", "-C", (ws / "vendor" / "lib").string(), "-c", "user.name=t", "-c",
+      RunProcess({kGit, "-C", (ws / "vendor" / "lib").string(), "-c", "user.name=t", "-c",
                   "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "x"});
   std::cout << "  observed [" << Mode() << "] host git status exit " << status.exit_code
             << ", commit exit " << commit.exit_code << "\n";
