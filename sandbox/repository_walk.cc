@@ -49,15 +49,21 @@ RepositoryWalk WalkRepositories(const OpenedPath& root, size_t max_entries, size
         walk.truncated = true;
         break;
       }
-      struct stat st {};
-      if (::fstatat(::dirfd(stream), name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      // The entry's type from readdir where the filesystem gives it (no stat per entry: the
+      // walk runs at every launch); another mount is refused when the directory is opened.
+      unsigned char type = entry->d_type;
+      if (type == DT_UNKNOWN) {
+        struct stat st {};
+        if (::fstatat(::dirfd(stream), name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
+      }
       if (std::strcmp(name, ".git") == 0) {
-        if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) {
+        if (type == DT_DIR || type == DT_REG) {
           walk.git_paths.push_back(root.path / dir.relative / name);
         }
         continue;  // never walked into: it is protected as a whole
       }
-      if (!S_ISDIR(st.st_mode) || st.st_dev != root.dev) continue;  // links, files, mounts
+      if (type != DT_DIR) continue;  // links, files, devices
       if (dir.depth + 1 > max_depth) {
         walk.truncated = true;
         continue;

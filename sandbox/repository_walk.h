@@ -22,7 +22,7 @@ struct RepositoryWalk {
 };
 
 // Walks `root` by descriptor (openat O_NOFOLLOW from the root's descriptor): never follows a
-// symbolic link, never enters another mount (a different st_dev) nor a .git directory. The
+// symbolic link, never enters another mount (RESOLVE_NO_XDEV) nor a .git directory. The
 // root's own .git is included when present.
 RepositoryWalk WalkRepositories(const OpenedPath& root,
                                 size_t max_entries = kRepositoryWalkMaxEntries,
