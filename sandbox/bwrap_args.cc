@@ -191,7 +191,7 @@ std::vector<std::string> BuildBwrapArgv(const SandboxSpec& spec,
   }
 
   // Last mount: the init binary, read-only even when it lives in /tmp or a writable root.
-  argv.Bind("--ro-bind", invocation.init_binary, from);
+  if (!spec.init_composed) argv.Bind("--ro-bind", invocation.init_binary, from);
   // The staged sources stay out of sight: the sandbox never sees the launcher's staging place.
   // An empty /run (run_dirs) already hides it; otherwise an empty tmpfs covers it.
   const bool stage_hidden =

@@ -41,6 +41,9 @@ struct SandboxSpec {
   // (protected paths, covers) is composed onto the staged root before bwrap runs, carried by
   // its recursive bind. Empty: the workspace and every writable root, as listed.
   std::vector<std::filesystem::path> bound_roots;
+  // ptybox-init lies inside a bound root and was composed onto it (read-only) by descriptor:
+  // bwrap does not bind it again.
+  bool init_composed = false;
 
   // Walls against the host (docs/security.md). Facts collected by sandbox/host_walls.h.
   // Host run-time directories (/run, and /var/run when it is not a link into /run): an empty

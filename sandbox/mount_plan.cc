@@ -38,6 +38,7 @@ int Rank(NestedMount::Kind kind) {
     case NestedMount::Kind::kCoverFile:
       return 0;
     case NestedMount::Kind::kProtected:
+    case NestedMount::Kind::kInit:
       return 1;
     case NestedMount::Kind::kPin:
       return 2;

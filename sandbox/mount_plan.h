@@ -31,6 +31,8 @@ struct NestedMount {
     kProtected,  // the object cloned read-only over itself (.git, policy files)
     kCoverFile,  // an empty read-only file over it (a hidden file)
     kCoverDir,   // an empty read-only directory over it (a hidden directory)
+    kInit,       // the checked clone of ptybox-init over itself, read-only (one inside a root;
+                 // added by the launcher last, never by PlanNestedMounts)
   };
   size_t root = 0;                 // index into the bound roots
   std::filesystem::path relative;  // beneath that root, lexically normal, never "." or ".."

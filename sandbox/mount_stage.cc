@@ -131,6 +131,13 @@ bool ComposeNested(StagePlan& plan, int error_fd) noexcept {
         source = static_cast<int>(::syscall(SYS_open_tree, AT_FDCWD, plan.cover_dir.c_str(),
                                             OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
         break;
+      case NestedMount::Kind::kInit: {
+        const StageEntry& init = plan.entries[c.source_entry];
+        const int from = plan.as_root ? init.tree.Get() : init.child_tree;
+        source = static_cast<int>(::syscall(SYS_open_tree, from, "",
+                                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
+        break;
+      }
     }
     if (source < 0) {
       const int saved = errno;
@@ -281,6 +288,26 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
 
   Result<OpenedPath> init = OpenFollowing(init_binary);
   if (!init) return std::unexpected(init.error());
+  // A ptybox-init inside a root (a build in the workspace) is composed like the rest, last, so
+  // bwrap resolves no destination inside a root. When its path there passes through a link (an
+  // operator's layout) or names another file, it stays bwrap's to bind at its path.
+  std::optional<ComposedEntry> init_inside;
+  if (std::filesystem::path relative;
+      HoldingRoot(bound_paths, init_binary.lexically_normal(), relative) >= 0) {
+    const size_t holder =
+        static_cast<size_t>(HoldingRoot(bound_paths, init_binary.lexically_normal(), relative));
+    Result<std::optional<OpenedPath>> there = OpenBeneath(roots[holder], relative);
+    if (!there) return std::unexpected(there.error());
+    if (*there && (*there)->dev == init->dev && (*there)->ino == init->ino) {
+      init_inside = ComposedEntry{.root_entry = holder,
+                                  .relative = relative.string(),
+                                  .kind = NestedMount::Kind::kInit,
+                                  .source_entry = 0,
+                                  .dev = init->dev,
+                                  .ino = init->ino,
+                                  .host_path = init_binary.string()};
+    }
+  }
   if (as_root) {
     // bwrap runs as the session id and must reach every bind destination (a workspace in
     // /root, ptybox-init built there): a directory above one that the id cannot search is
@@ -372,6 +399,11 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
     return std::unexpected(added.error());
   }
   sandbox.bind_sources[init_binary] = plan.entries.back().stage_path;
+  if (init_inside) {
+    init_inside->source_entry = plan.entries.size() - 1;
+    plan.composed.push_back(std::move(*init_inside));
+    sandbox.init_composed = true;
+  }
   // A hidden file is covered by /dev/null as bwrap did (bound nodev inside: it cannot even be
   // opened); a hidden directory by an empty directory of the staging tmpfs, read-only.
   plan.cover_file = "/dev/null";

@@ -49,7 +49,8 @@ struct ComposedEntry {
   size_t root_entry = 0;  // index into StagePlan::entries (a bound root)
   std::string relative;   // beneath it
   NestedMount::Kind kind = NestedMount::Kind::kPin;
-  dev_t dev = 0;  // the destination's inode as the parent found it
+  size_t source_entry = 0;  // kInit: the entry whose staged clone is mounted
+  dev_t dev = 0;            // the destination's inode as the parent found it
   ino_t ino = 0;
   std::string host_path;  // for messages
 };
