@@ -191,6 +191,39 @@ TEST_P(MountWallsTest, NestedRepositoriesAreProtectedLikeTheRootOne) {
   }
 }
 
+TEST_P(MountWallsTest, AnInitBinaryInsideTheWorkspaceIsComposedReadOnly) {
+  // A ptybox-init built inside the workspace: bwrap binds nothing inside a root, the launcher
+  // composes the checked binary read-only onto it; the session can neither write it nor stop
+  // starting.
+  TempDir ws;
+  fs::permissions(ws.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                 fs::perms::others_read | fs::perms::others_exec);
+  fs::create_directories(ws.path() / "bin");
+  const fs::path init = ws.path() / "bin" / "ptybox-init";
+  fs::copy_file(InitBinary(), init);
+  fs::permissions(ws.path() / "bin", fs::perms::owner_all | fs::perms::group_read |
+                                         fs::perms::group_exec | fs::perms::others_read |
+                                         fs::perms::others_exec);
+  const auto size = fs::file_size(init);
+  RunResult run =
+      RunProcess({"/usr/bin/env", "PTYBOX_INIT=" + init.string(), PtyboxBinary().string(), "run",
+                  "--workspace", ws.path().string(), "--mode", Mode(), "--", "/bin/sh", "-c",
+                  "echo x >> bin/ptybox-init 2>/dev/null; echo rc=$?; "
+                  "mv bin/ptybox-init bin/moved 2>/dev/null; echo mv=$?; echo ran"});
+  std::cout << "  observed [" << Mode() << "] init inside the workspace: exit " << run.exit_code
+            << ", " << run.out;
+  EXPECT_NE(run.out.find("ran"), std::string::npos) << run.Describe();
+  if (Confined()) {
+    EXPECT_EQ(run.out.find("rc=0"), std::string::npos) << run.Describe();
+    EXPECT_EQ(run.out.find("mv=0"), std::string::npos) << run.Describe();
+    ASSERT_TRUE(fs::exists(init)) << "the session moved ptybox-init";
+    EXPECT_EQ(fs::file_size(init), size) << "the session wrote ptybox-init";
+  } else {
+    // The control: nothing is mounted there (the running binary is busy, but its name moves).
+    EXPECT_NE(run.out.find("mv=0"), std::string::npos) << run.Describe();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, MountWallsTest,
                          ::testing::Values("read-only", "workspace-write", "danger-full-access"),
                          ModeTestName);
