@@ -99,7 +99,9 @@ TEST_P(MountWallsTest, RenamingAHiddenPathsParentDoesNotUncoverIt) {
   fs::create_directories(ws / "config");
   std::ofstream(ws / "config" / ".env") << "FAKE-DECOY-SECRET\n";
   ::chmod((ws / "config" / ".env").c_str(), 0644);
-  std::ofstream(ws / ".ptybox.yaml") << "version: 1\nhide: [config/.env]\n";
+  fs::create_directories(ws / "config" / "keys");
+  std::ofstream(ws / "config" / "keys" / "id") << "FAKE-DECOY-SECRET\n";
+  std::ofstream(ws / ".ptybox.yaml") << "version: 1\nhide: [config/.env, config/keys]\n";
 
   // Owner A renames the parent away and plants a decoy where the secret was.
   RpcClient a(daemon.socket());
@@ -117,6 +119,14 @@ TEST_P(MountWallsTest, RenamingAHiddenPathsParentDoesNotUncoverIt) {
     EXPECT_FALSE(renamed) << "a confined session renamed the parent of a hidden path";
     EXPECT_FALSE(fs::exists(ws / "moved")) << "a confined session moved a hidden path";
     EXPECT_FALSE(rename.Says("FAKE-DECOY-SECRET")) << rename.Show();
+    // The covers composed inside the workspace are carried into the sandbox read-only: the
+    // directory is empty and cannot be written, in either mode.
+    Observed cover = RunInSession(a, session_a, Mode(), "dir-cover",
+                                  "ls -A config/keys | wc -l; touch config/keys/x 2>&1; "
+                                  "echo touch=$?");
+    EXPECT_TRUE(cover.Says("Read-only file system")) << cover.Show();
+    EXPECT_FALSE(cover.Says("touch=0")) << cover.Show();
+    EXPECT_EQ(cover.text.rfind("0\n", 0), 0u) << cover.Show();
     if (Mode() == "workspace-write") {
       // The pins cost nothing else: the directory is writable as before.
       Observed work = RunInSession(a, session_a, Mode(), "work-in-pinned",
@@ -133,9 +143,11 @@ TEST_P(MountWallsTest, RenamingAHiddenPathsParentDoesNotUncoverIt) {
   RpcClient b(daemon.socket());
   const std::string session_b = OpenSession(b, Mode());
   ASSERT_FALSE(session_b.empty()) << daemon.Log();
-  Observed read = RunInSession(b, session_b, Mode(), "read-after-rename",
-                               "cat config2/.env config/.env moved 2>&1 | head -c 300; echo; "
-                               "echo read-done");
+  Observed read =
+      RunInSession(b, session_b, Mode(), "read-after-rename",
+                   "cat config2/.env config/.env moved config/keys/id config2/keys/id 2>&1 | "
+                   "head -c 400; echo; "
+                   "echo read-done");
   std::cout << "  observed [" << Mode() << "] " << read.Show() << "\n";
   EXPECT_TRUE(read.Says("read-done")) << read.Show();
   if (Confined()) {
