@@ -292,15 +292,15 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
   // bwrap resolves no destination inside a root. When its path there passes through a link (an
   // operator's layout) or names another file, it stays bwrap's to bind at its path.
   std::optional<ComposedEntry> init_inside;
-  if (std::filesystem::path relative;
-      HoldingRoot(bound_paths, init_binary.lexically_normal(), relative) >= 0) {
-    const size_t holder =
-        static_cast<size_t>(HoldingRoot(bound_paths, init_binary.lexically_normal(), relative));
-    Result<std::optional<OpenedPath>> there = OpenBeneath(roots[holder], relative);
+  std::filesystem::path init_relative;
+  if (const int holder = HoldingRoot(bound_paths, init_binary.lexically_normal(), init_relative);
+      holder >= 0) {
+    Result<std::optional<OpenedPath>> there =
+        OpenBeneath(roots[static_cast<size_t>(holder)], init_relative);
     if (!there) return std::unexpected(there.error());
     if (*there && (*there)->dev == init->dev && (*there)->ino == init->ino) {
-      init_inside = ComposedEntry{.root_entry = holder,
-                                  .relative = relative.string(),
+      init_inside = ComposedEntry{.root_entry = static_cast<size_t>(holder),
+                                  .relative = init_relative.string(),
                                   .kind = NestedMount::Kind::kInit,
                                   .source_entry = 0,
                                   .dev = init->dev,
