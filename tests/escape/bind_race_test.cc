@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <thread>
+#include <tuple>
 
 #include "tests/escape/escape_support.h"
 #include "tests/sandbox/process_runner.h"
@@ -25,11 +26,17 @@ namespace fs = std::filesystem;
 using sandbox::testing::RunProcess;
 using sandbox::testing::RunResult;
 
-class BindRaceTest : public ::testing::TestWithParam<std::string> {};
+// (mode, warm pool on): with the pool, each open also launches the next pre-started shell, so
+// a victim's single ordinary open meets the race as often as two opens would.
+class BindRaceTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
 
 TEST_P(BindRaceTest, SwappingAWritableRootWithALinkNeverBindsTheHostDirectory) {
-  const std::string mode = GetParam();
-  Daemon daemon;
+  const std::string mode = std::get<0>(GetParam());
+  const bool pool = std::get<1>(GetParam());
+  TempDir policy_dir;
+  const fs::path operator_policy = policy_dir.path() / "operator.yaml";
+  std::ofstream(operator_policy) << "version: 1\nlimits:\n  warmShells: " << (pool ? 1 : 0) << "\n";
+  Daemon daemon(Daemon::Options{.extra_args = {"--policy", operator_policy.string()}, .env = {}});
   const fs::path ws = daemon.workspace();
   TempDir host;                                  // the directory the attacker wants bound
   fs::permissions(host.path(), fs::perms::all);  // anyone could write it, were it bound
@@ -111,8 +118,14 @@ TEST_P(BindRaceTest, SwappingAWritableRootWithALinkNeverBindsTheHostDirectory) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, BindRaceTest, ::testing::Values("read-only", "workspace-write"),
-                         ModeTestName);
+INSTANTIATE_TEST_SUITE_P(
+    Modes, BindRaceTest,
+    ::testing::Combine(::testing::Values("read-only", "workspace-write"), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<std::string, bool>>& param_info) {
+      std::string name = std::get<0>(param_info.param);
+      std::erase(name, '-');
+      return name + (std::get<1>(param_info.param) ? "_pool" : "");
+    });
 
 TEST(SharedRootTest, SharedHostDirectoriesAreRefusedAsRoots) {
   for (const char* shared : {"/tmp", "/var/tmp", "/dev/shm", "/run"}) {
