@@ -99,8 +99,8 @@ void AddHiddenPaths(const SandboxSpec& spec, const std::filesystem::path& init_b
 }  // namespace
 
 const std::vector<std::filesystem::path>& ReadOnlyProcPaths() {
-  static const std::vector<std::filesystem::path> paths = {
-      "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"};
+  static const std::vector<std::filesystem::path> paths = {"/proc/sys", "/proc/sysrq-trigger",
+                                                           "/proc/irq", "/proc/bus", "/proc/fs"};
   return paths;
 }
 
@@ -114,10 +114,10 @@ bool SocketDirectoryHideable(const SandboxSpec& spec, const std::filesystem::pat
   const std::filesystem::path dir = spec.daemon_socket.parent_path().lexically_normal();
   // Directories the system (or the sandbox's own mounts) needs: hiding one breaks the shell.
   static const std::vector<std::filesystem::path> kSystem = {
-      "/",         "/bin",     "/boot", "/dev",  "/etc",  "/home",     "/lib",     "/lib32",
-      "/lib64",    "/libx32",  "/media", "/mnt", "/opt",  "/proc",     "/root",    "/run",
-      "/sbin",     "/srv",     "/sys",  "/tmp",  "/usr",  "/var",      "/var/lib", "/var/tmp",
-      "/var/cache", "/var/log", "/var/run"};
+      "/",      "/bin",     "/boot",    "/dev",       "/etc",     "/home",   "/lib",
+      "/lib32", "/lib64",   "/libx32",  "/media",     "/mnt",     "/opt",    "/proc",
+      "/root",  "/run",     "/sbin",    "/srv",       "/sys",     "/tmp",    "/usr",
+      "/var",   "/var/lib", "/var/tmp", "/var/cache", "/var/log", "/var/run"};
   if (dir.empty() || !dir.is_absolute()) return false;
   std::string text = dir.string();
   while (text.size() > 1 && text.back() == '/') text.pop_back();
@@ -166,7 +166,12 @@ std::vector<std::string> BuildBwrapArgv(const SandboxSpec& spec,
   // The workspace and the extra roots after the tmpfs, so they stay visible under /tmp too.
   // Sources are the staged objects the launcher checked (bind_sources), not the host paths.
   const auto& from = spec.bind_sources;
-  if (writable) {
+  if (!spec.bound_roots.empty()) {
+    // Staged: the roots no other root holds, each carrying what was composed onto it.
+    for (const auto& root : spec.bound_roots)
+      argv.Bind(writable ? "--bind" : "--ro-bind", root, from);
+    for (const auto& path : spec.read_only_paths) argv.Bind("--ro-bind", path, from);
+  } else if (writable) {
     argv.Bind("--bind", spec.workspace_root, from);
     for (const auto& root : spec.writable_roots) argv.Bind("--bind", root, from);
     // Protected paths go over the writable binds that contain them.
@@ -186,7 +191,7 @@ std::vector<std::string> BuildBwrapArgv(const SandboxSpec& spec,
   }
 
   // Last mount: the init binary, read-only even when it lives in /tmp or a writable root.
-  argv.Bind("--ro-bind", invocation.init_binary, from);
+  if (!spec.init_composed) argv.Bind("--ro-bind", invocation.init_binary, from);
   // The staged sources stay out of sight: the sandbox never sees the launcher's staging place.
   // An empty /run (run_dirs) already hides it; otherwise an empty tmpfs covers it.
   const bool stage_hidden =
@@ -222,8 +227,8 @@ std::vector<std::filesystem::path> CollectProtectedPaths(
     // The directory a policy file lies in is the operator's layout: its links are resolved so
     // the file is found inside the root that holds it; the file itself is never followed.
     std::error_code ec;
-    const std::filesystem::path parent = std::filesystem::canonical(
-        std::filesystem::absolute(candidate, ec).parent_path(), ec);
+    const std::filesystem::path parent =
+        std::filesystem::canonical(std::filesystem::absolute(candidate, ec).parent_path(), ec);
     wanted.push_back(ec ? candidate : parent / candidate.filename());
   }
 

@@ -36,6 +36,14 @@ struct SandboxSpec {
   // --uid 0 --gid 0: a root daemon's session is root of its own user namespace only (bwrap runs
   // as the session's unprivileged host id, which it maps to 0).
   bool uid_zero_inside = false;
+  // The roots bwrap binds, set by the launcher's staging (sandbox/mount_stage.h): only those no
+  // other root holds; the rest are reached through their parent, and everything inside a root
+  // (protected paths, covers) is composed onto the staged root before bwrap runs, carried by
+  // its recursive bind. Empty: the workspace and every writable root, as listed.
+  std::vector<std::filesystem::path> bound_roots;
+  // ptybox-init lies inside a bound root and was composed onto it (read-only) by descriptor:
+  // bwrap does not bind it again.
+  bool init_composed = false;
 
   // Walls against the host (docs/security.md). Facts collected by sandbox/host_walls.h.
   // Host run-time directories (/run, and /var/run when it is not a link into /run): an empty
@@ -52,10 +60,10 @@ struct SandboxSpec {
 };
 
 struct BwrapInvocation {
-  std::filesystem::path bwrap;        // absolute path of the bwrap binary
-  int seccomp_fd = -1;                // inherited fd holding the BPF program (seccomp_export_bpf)
-  std::filesystem::path init_binary;  // ptybox-init, bound read-only at its own path inside
-  std::vector<std::string> init_args; // arguments after the init binary
+  std::filesystem::path bwrap;         // absolute path of the bwrap binary
+  int seccomp_fd = -1;                 // inherited fd holding the BPF program (seccomp_export_bpf)
+  std::filesystem::path init_binary;   // ptybox-init, bound read-only at its own path inside
+  std::vector<std::string> init_args;  // arguments after the init binary
 };
 
 // The complete argv: bwrap, its options, "--", init_binary, init_args...

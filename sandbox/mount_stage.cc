@@ -4,20 +4,23 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/openat2.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <linux/openat2.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <optional>
 #include <utility>
 
+#include "sandbox/mount_plan.h"
 #include "sandbox/path_open.h"
+#include "sandbox/repository_walk.h"
 #include "sandbox/user_namespace.h"
 
 namespace ptybox::sandbox {
@@ -89,6 +92,83 @@ bool WriteFile(const char* path, const char* text) noexcept {
   return ok;
 }
 
+// Attaches each composed mount onto its staged root by descriptor (mount_stage.h).
+bool ComposeNested(StagePlan& plan, int error_fd) noexcept {
+  if (plan.composed.empty()) return true;
+  if (::mkdir(plan.cover_dir.c_str(), 0755) != 0) {
+    return Failed(error_fd, "mkdir", plan.cover_dir.c_str(), errno);
+  }
+  for (const ComposedEntry& c : plan.composed) {
+    const StageEntry& root = plan.entries[c.root_entry];
+    const int root_fd = plan.as_root ? root.tree.Get() : root.child_tree;
+    const int target = OpenAt2(root_fd, c.relative.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                               RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+    if (target < 0) {
+      return Failed(error_fd, "re-opening beneath its root (changed since it was checked?)",
+                    c.host_path.c_str(), errno);
+    }
+    struct stat st {};
+    if (::fstat(target, &st) != 0 || st.st_dev != c.dev || st.st_ino != c.ino) {
+      ::close(target);
+      return Failed(error_fd,
+                    "refusing to mount over: replaced since it was checked:", c.host_path.c_str(),
+                    ESTALE);
+    }
+    int source = -1;
+    bool read_only = true;
+    switch (c.kind) {
+      case NestedMount::Kind::kPin:
+        read_only = false;  // the directory itself, as writable as it was
+        [[fallthrough]];
+      case NestedMount::Kind::kProtected:
+        source = static_cast<int>(::syscall(SYS_open_tree, target, "", kCloneFlags));
+        break;
+      case NestedMount::Kind::kCoverFile:
+        source = static_cast<int>(::syscall(SYS_open_tree, AT_FDCWD, plan.cover_file.c_str(),
+                                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+        break;
+      case NestedMount::Kind::kCoverDir:
+        source = static_cast<int>(::syscall(SYS_open_tree, AT_FDCWD, plan.cover_dir.c_str(),
+                                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+        break;
+      case NestedMount::Kind::kInit: {
+        const StageEntry& init = plan.entries[c.source_entry];
+        const int from = plan.as_root ? init.tree.Get() : init.child_tree;
+        source = static_cast<int>(::syscall(SYS_open_tree, from, "",
+                                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
+        break;
+      }
+    }
+    if (source < 0) {
+      const int saved = errno;
+      ::close(target);
+      return Failed(error_fd, "open_tree for", c.host_path.c_str(), saved);
+    }
+    {
+      // Recursive: whatever the clone carries is nosuid,nodev like the staged roots, and
+      // read-only unless it is a pin. bwrap's recursive bind keeps the flags (it only adds
+      // nosuid, nodev and, in read-only mode, rdonly to submounts).
+      struct mount_attr attr {};
+      attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (read_only ? MOUNT_ATTR_RDONLY : 0);
+      if (::syscall(SYS_mount_setattr, source, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+                    sizeof attr) != 0) {
+        const int saved = errno;
+        ::close(source);
+        ::close(target);
+        return Failed(error_fd, "setting nosuid,nodev (and read-only) (mount_setattr)",
+                      c.host_path.c_str(), saved);
+      }
+    }
+    const long moved = ::syscall(SYS_move_mount, source, "", target, "",
+                                 MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+    const int saved = errno;
+    ::close(source);
+    ::close(target);
+    if (moved != 0) return Failed(error_fd, "move_mount onto", c.host_path.c_str(), saved);
+  }
+  return true;
+}
+
 }  // namespace
 
 Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path& init_binary,
@@ -99,7 +179,8 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
     if (std::optional<std::string> conflict = SessionRangeConflictOnHost(ids)) {
       return Fail(ErrorKind::kSandboxUnavailable,
                   "a root daemon runs each confined session as an unprivileged host id, but " +
-                      *conflict + " (set `sessionIds: {first: N, count: M}` in the operator "
+                      *conflict +
+                      " (set `sessionIds: {first: N, count: M}` in the operator "
                       "policy to a range no user, group or /etc/subuid entry uses)",
                   "sessionIds");
     }
@@ -117,49 +198,118 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
   if (::lstat(kStageMount, &stage_point) != 0 || !S_ISDIR(stage_point.st_mode)) {
     return Fail(ErrorKind::kSandboxUnavailable,
                 std::string("the launcher stages a session's binds on a private tmpfs at ") +
-                    kStageMount + ", which is missing or not a directory here: create it "
-                    "(mkdir -m 0755 " + kStageMount + ")",
+                    kStageMount +
+                    ", which is missing or not a directory here: create it "
+                    "(mkdir -m 0755 " +
+                    kStageMount + ")",
                 kStageMount);
   }
 
-  // 1. The roots, each opened once with no link in its path.
+  // 1. The roots, each opened once with no link in its path. Only the roots that no other root
+  // holds are bound (mount_plan.h: a nested one adds no access, only a destination to race).
   const bool writable = sandbox.mode == policy::Mode::kWorkspaceWrite;
   std::vector<std::filesystem::path> root_paths = {sandbox.workspace_root};
   root_paths.insert(root_paths.end(), sandbox.writable_roots.begin(), sandbox.writable_roots.end());
-  std::vector<OpenedPath> roots;
-  for (const std::filesystem::path& path : root_paths) {
-    Result<OpenedPath> opened = OpenRootNoFollow(path.lexically_normal());
+  const std::vector<std::filesystem::path> bound =
+      RootsToBind(sandbox.workspace_root, sandbox.writable_roots);
+  std::vector<OpenedPath> roots;  // parallel to `bound`
+  uid_t owner_uid = 0;
+  gid_t owner_gid = 0;
+  for (size_t i = 0; i < root_paths.size(); ++i) {
+    const std::filesystem::path normal = root_paths[i].lexically_normal();
+    Result<OpenedPath> opened = OpenRootNoFollow(normal);
     if (!opened) return std::unexpected(opened.error());
-    roots.push_back(std::move(*opened));
+    if (i == 0) {
+      // One identity: every root is idmapped with the workspace owner's mapping only, so files
+      // of any other owner appear as the overflow id, never as the session.
+      owner_uid = opened->owner_uid;
+      owner_gid = opened->owner_gid;
+    }
+    if (std::find(bound.begin(), bound.end(), normal) == bound.end()) continue;
+    bool seen = false;
+    for (const OpenedPath& r : roots) seen = seen || r.path == normal;
+    if (!seen) roots.push_back(std::move(*opened));
   }
+  std::vector<std::filesystem::path> bound_paths;
+  for (const OpenedPath& root : roots) bound_paths.push_back(root.path);
 
-  // 2. Protected paths, beneath the writable root that holds them, never through a link.
-  struct Protected {
-    OpenedPath opened;
-    uid_t owner_uid;
-    gid_t owner_gid;
-  };
-  std::vector<Protected> protected_paths;
-  std::vector<std::filesystem::path> kept;
+  // 2. What is composed onto the bound roots by descriptor: protected paths (the policy files,
+  // each root's .git and every nested repository's, found by a bounded walk), hidden paths and
+  // the pins above them. Each is opened now beneath its root without links, and the child
+  // re-opens it beneath the staged clone and checks it is the same inode.
+  std::vector<std::filesystem::path> protected_candidates = sandbox.read_only_paths;
   if (writable) {
-    for (const std::filesystem::path& path : sandbox.read_only_paths) {
-      std::filesystem::path relative;
-      const OpenedPath* root = ContainingRoot(roots, path, relative);
-      if (root == nullptr) continue;  // outside every writable root: read-only anyway
-      Result<std::optional<OpenedPath>> opened = OpenBeneath(*root, relative);
-      if (!opened) return std::unexpected(opened.error());
-      if (!*opened) continue;  // missing or a link: not bound (docs/sandbox.md says why)
-      bool duplicate = false;
-      for (const std::filesystem::path& k : kept) duplicate = duplicate || k == (*opened)->path;
-      if (duplicate) continue;
-      kept.push_back((*opened)->path);
-      protected_paths.push_back({std::move(**opened), root->owner_uid, root->owner_gid});
+    for (const OpenedPath& root : roots) {
+      // Bounded (repository_walk.h): past the bound, deeper repositories are not protected.
+      for (std::filesystem::path& git : WalkRepositories(root).git_paths) {
+        protected_candidates.push_back(std::move(git));
+      }
     }
   }
-  sandbox.read_only_paths = kept;
+  std::vector<std::filesystem::path> granted = root_paths;
+  granted.push_back(sandbox.cwd);
+  granted.push_back(init_binary);
+  const std::vector<NestedMount> nested =
+      PlanNestedMounts(sandbox.mode, bound_paths, protected_candidates, sandbox.hidden, granted);
+  for (const NestedMount& n : nested) {
+    const OpenedPath& root = roots[n.root];
+    Result<std::optional<OpenedPath>> opened = OpenBeneath(root, n.relative);
+    if (!opened) return std::unexpected(opened.error());
+    const std::string where = (root.path / n.relative).string();
+    const bool is_dir = *opened && (*opened)->type == S_IFDIR;
+    if (n.kind == NestedMount::Kind::kProtected) {
+      if (!*opened) continue;  // missing or a link: not bound (docs/sandbox.md says why)
+    } else if (!*opened || (n.kind == NestedMount::Kind::kCoverFile) == is_dir) {
+      // The path existed when the hidden paths were collected (a moment ago): a link or a
+      // different kind of object now means it is being changed. Refused rather than launched
+      // with a secret uncovered.
+      return Fail(ErrorKind::kSpawnFailed,
+                  "the hidden path " + where +
+                      " (or a directory above it) was replaced while the session was being "
+                      "launched; nothing was started. Try again; if it persists, something "
+                      "keeps renaming it",
+                  where);
+    }
+    ComposedEntry entry;
+    entry.root_entry = n.root;  // the bound roots are the first entries, in this order
+    entry.relative = n.relative.string();
+    entry.kind = n.kind;
+    entry.dev = (*opened)->dev;
+    entry.ino = (*opened)->ino;
+    entry.host_path = where;
+    plan.composed.push_back(std::move(entry));
+  }
+  // bwrap no longer places any of these: what lies in a bound root is composed above, what lies
+  // outside every root is on the read-only host and stays bwrap's.
+  sandbox.read_only_paths.clear();
+  std::filesystem::path unused_relative;
+  std::erase_if(sandbox.hidden, [&](const HiddenPath& h) {
+    return HoldingRoot(bound_paths, h.path, unused_relative) >= 0;
+  });
+  sandbox.bound_roots = bound_paths;
 
   Result<OpenedPath> init = OpenFollowing(init_binary);
   if (!init) return std::unexpected(init.error());
+  // A ptybox-init inside a root (a build in the workspace) is composed like the rest, last, so
+  // bwrap resolves no destination inside a root. When its path there passes through a link (an
+  // operator's layout) or names another file, it stays bwrap's to bind at its path.
+  std::optional<ComposedEntry> init_inside;
+  std::filesystem::path init_relative;
+  if (const int holder = HoldingRoot(bound_paths, init_binary.lexically_normal(), init_relative);
+      holder >= 0) {
+    Result<std::optional<OpenedPath>> there =
+        OpenBeneath(roots[static_cast<size_t>(holder)], init_relative);
+    if (!there) return std::unexpected(there.error());
+    if (*there && (*there)->dev == init->dev && (*there)->ino == init->ino) {
+      init_inside = ComposedEntry{.root_entry = static_cast<size_t>(holder),
+                                  .relative = init_relative.string(),
+                                  .kind = NestedMount::Kind::kInit,
+                                  .source_entry = 0,
+                                  .dev = init->dev,
+                                  .ino = init->ino,
+                                  .host_path = init_binary.string()};
+    }
+  }
   if (as_root) {
     // bwrap runs as the session id and must reach every bind destination (a workspace in
     // /root, ptybox-init built there): a directory above one that the id cannot search is
@@ -171,8 +321,6 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
       destinations.emplace_back(init_binary.lexically_normal(), false);
     }
     for (const auto& [destination, directory] : destinations) {
-      // A root inside another root is reached through the outer one's bind.
-      if (directory && ContainingRoot(roots, destination, unused) != nullptr) continue;
       const std::filesystem::path veil = TopmostVeil(destination);
       if (veil.empty()) continue;
       bool known = false;
@@ -203,10 +351,15 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
     });
   }
 
-  // 3. One entry per bind; for a root daemon the idmapped clone of exactly what was checked.
-  std::map<std::pair<uid_t, gid_t>, UniqueFd> namespaces;
-  auto add = [&](OpenedPath opened, std::optional<std::pair<uid_t, gid_t>> owner,
-                 bool follow) -> Result<void> {
+  // 3. One entry per bound root and the init binary; for a root daemon the clone of exactly
+  // what was checked, the roots idmapped with the one mapping.
+  UniqueFd identity;
+  if (as_root) {
+    Result<UniqueFd> ns = CreateUserNamespace(RootIdMapFor(owner_uid, owner_gid, plan.session_id));
+    if (!ns) return std::unexpected(ns.error());
+    identity = std::move(*ns);
+  }
+  auto add = [&](OpenedPath opened, bool idmap, bool follow) -> Result<void> {
     StageEntry entry;
     entry.host_path = opened.path.string();
     entry.stage_path = std::string(kStageDir) + "/" + std::to_string(plan.entries.size());
@@ -217,28 +370,23 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
     if (as_root) {
       entry.tree.Reset(::open_tree(opened.fd.Get(), "", kCloneFlags));
       if (!entry.tree) {
-        Error error = Error::FromErrno(ErrorKind::kSandboxUnavailable, "open_tree", entry.host_path);
+        Error error =
+            Error::FromErrno(ErrorKind::kSandboxUnavailable, "open_tree", entry.host_path);
         error.message += " (cloning a mount needs Linux 5.2 or later and CAP_SYS_ADMIN)";
         return std::unexpected(error);
       }
       // Every staged tree is nosuid,nodev before bwrap ever sees it (bwrap's own binds add the
       // same flags): nothing under a root runs set-id or opens a device, whatever it holds.
+      // The roots are idmapped with the one mapping (the workspace owner's).
       struct mount_attr attr {};
       attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-      if (owner) {
-        auto found = namespaces.find(*owner);
-        if (found == namespaces.end()) {
-          Result<UniqueFd> ns =
-              CreateUserNamespace(RootIdMapFor(owner->first, owner->second, plan.session_id));
-          if (!ns) return std::unexpected(ns.error());
-          found = namespaces.emplace(*owner, std::move(*ns)).first;
-        }
+      if (idmap) {
         attr.attr_set |= MOUNT_ATTR_IDMAP;
-        attr.userns_fd = static_cast<uint64_t>(found->second.Get());
+        attr.userns_fd = static_cast<uint64_t>(identity.Get());
       }
       if (::mount_setattr(entry.tree.Get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
                           sizeof attr) != 0) {
-        if (owner) return std::unexpected(IdmapError(entry.host_path, errno));
+        if (idmap) return std::unexpected(IdmapError(entry.host_path, errno));
         return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable,
                                                 "mount_setattr(nosuid,nodev)", entry.host_path));
       }
@@ -250,24 +398,24 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
 
   for (OpenedPath& root : roots) {
     const std::filesystem::path path = root.path;
-    const std::pair<uid_t, gid_t> owner{root.owner_uid, root.owner_gid};
-    if (Result<void> added = add(std::move(root), owner, false); !added) {
+    if (Result<void> added = add(std::move(root), true, false); !added) {
       return std::unexpected(added.error());
     }
     sandbox.bind_sources[path] = plan.entries.back().stage_path;
   }
-  for (Protected& p : protected_paths) {
-    const std::filesystem::path path = p.opened.path;
-    if (Result<void> added = add(std::move(p.opened), std::pair{p.owner_uid, p.owner_gid}, false);
-        !added) {
-      return std::unexpected(added.error());
-    }
-    sandbox.bind_sources[path] = plan.entries.back().stage_path;
-  }
-  if (Result<void> added = add(std::move(*init), std::nullopt, true); !added) {
+  if (Result<void> added = add(std::move(*init), false, true); !added) {
     return std::unexpected(added.error());
   }
   sandbox.bind_sources[init_binary] = plan.entries.back().stage_path;
+  if (init_inside) {
+    init_inside->source_entry = plan.entries.size() - 1;
+    plan.composed.push_back(std::move(*init_inside));
+    sandbox.init_composed = true;
+  }
+  // A hidden file is covered by /dev/null as bwrap did (bound nodev inside: it cannot even be
+  // opened); a hidden directory by an empty directory of the staging tmpfs, read-only.
+  plan.cover_file = "/dev/null";
+  plan.cover_dir = std::string(kStageDir) + "/cover-dir";
   sandbox.uid_zero_inside = as_root;
   return plan;
 }
@@ -287,7 +435,8 @@ std::filesystem::path TopmostVeil(const std::filesystem::path& destination) {
 
 bool EnterStage(StagePlan& plan, int error_fd) noexcept {
   if (plan.as_root) {
-    if (::unshare(CLONE_NEWNS) != 0) return Failed(error_fd, "unshare(CLONE_NEWNS)", nullptr, errno);
+    if (::unshare(CLONE_NEWNS) != 0)
+      return Failed(error_fd, "unshare(CLONE_NEWNS)", nullptr, errno);
   } else {
     if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
       return Failed(error_fd, "unshare(CLONE_NEWUSER|CLONE_NEWNS)", nullptr, errno);
@@ -308,11 +457,14 @@ bool EnterStage(StagePlan& plan, int error_fd) noexcept {
       const uint64_t resolve = e.follow_links ? 0 : (RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
       const int fd = OpenAt2(AT_FDCWD, e.host_path.c_str(),
                              O_PATH | O_CLOEXEC | (e.follow_links ? 0 : O_NOFOLLOW), resolve);
-      if (fd < 0) return Failed(error_fd, "re-opening (changed since it was checked?)", e.host_path.c_str(), errno);
+      if (fd < 0)
+        return Failed(error_fd, "re-opening (changed since it was checked?)", e.host_path.c_str(),
+                      errno);
       struct stat st {};
       if (::fstat(fd, &st) != 0 || st.st_dev != e.dev || st.st_ino != e.ino) {
-        return Failed(error_fd, "refusing to bind: replaced since it was checked:",
-                      e.host_path.c_str(), ESTALE);
+        return Failed(error_fd,
+                      "refusing to bind: replaced since it was checked:", e.host_path.c_str(),
+                      ESTALE);
       }
       e.child_tree = static_cast<int>(::syscall(SYS_open_tree, fd, "", kCloneFlags));
       if (e.child_tree < 0) return Failed(error_fd, "open_tree", e.host_path.c_str(), errno);
@@ -337,6 +489,7 @@ bool EnterStage(StagePlan& plan, int error_fd) noexcept {
       return Failed(error_fd, "move_mount to", e.stage_path.c_str(), errno);
     }
   }
+  if (!ComposeNested(plan, error_fd)) return false;
   // Veils (root daemon): after the stage's clones exist, so they hold the real objects.
   for (const std::string& veil : plan.veils) {
     if (::mount("tmpfs", veil.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) {

@@ -21,6 +21,7 @@
 #include "common/unique_fd.h"
 #include "policy/policy.h"
 #include "sandbox/bwrap_args.h"
+#include "sandbox/mount_plan.h"
 
 namespace ptybox::sandbox {
 
@@ -35,9 +36,23 @@ struct StageEntry {
   bool follow_links = false;  // only the init binary (an operator path)
   dev_t dev = 0;              // the inode the parent checked
   ino_t ino = 0;
-  UniqueFd checked;  // O_PATH; keeps that inode alive until the child has cloned it
-  UniqueFd tree;     // root daemon: the detached clone (idmapped for roots and protected paths)
+  UniqueFd checked;     // O_PATH; keeps that inode alive until the child has cloned it
+  UniqueFd tree;        // root daemon: the detached clone (idmapped for roots and protected paths)
   int child_tree = -1;  // non-root: the clone the child made
+};
+
+// A mount composed onto a staged root in the child (mount_plan.h): the destination is opened
+// beneath the staged clone of its root (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), checked
+// to be the inode the parent checked, and the source attached onto that descriptor with
+// move_mount(MOVE_MOUNT_T_EMPTY_PATH): never a path a session could change in between.
+struct ComposedEntry {
+  size_t root_entry = 0;  // index into StagePlan::entries (a bound root)
+  std::string relative;   // beneath it
+  NestedMount::Kind kind = NestedMount::Kind::kPin;
+  size_t source_entry = 0;  // kInit: the entry whose staged clone is mounted
+  dev_t dev = 0;            // the destination's inode as the parent found it
+  ino_t ino = 0;
+  std::string host_path;  // for messages
 };
 
 struct StagePlan {
@@ -45,7 +60,12 @@ struct StagePlan {
   uint32_t session_id = 0;   // root daemon: the host uid and gid of the session
   std::string self_uid_map;  // non-root: the child's own user namespace, its ids 1:1
   std::string self_gid_map;
-  std::vector<StageEntry> entries;
+  std::vector<StageEntry> entries;      // the bound roots first, in order, then the init binary
+  std::vector<ComposedEntry> composed;  // in order: parents first
+  // The sources of covers, each cloned and made read-only per cover: /dev/null for a file, an
+  // empty directory the child makes on the staging tmpfs for a directory.
+  std::string cover_file;
+  std::string cover_dir;
   // Root daemon: host directories above a bind destination that the session id cannot search
   // (e.g. /root, mode 0700). Each becomes an empty tmpfs in the launcher's namespace (and so in
   // the sandbox: what they held stays out of sight), holding only the path down to each
@@ -62,10 +82,12 @@ struct StagePlan {
 // search, or empty when every directory above it can be searched. Pure but for stat(2).
 std::filesystem::path TopmostVeil(const std::filesystem::path& destination);
 
-// In the parent, before fork: opens and checks every path, fills sandbox.bind_sources (and
-// uid_zero_inside for a root daemon) and, for a root daemon, makes the idmapped clones.
-// Protected paths that are missing, links, or outside every writable root are dropped from
-// sandbox.read_only_paths (never followed, never bound).
+// In the parent, before fork: opens and checks every path, fills sandbox.bound_roots (only the
+// roots no other root holds), sandbox.bind_sources (and uid_zero_inside for a root daemon) and,
+// for a root daemon, makes the idmapped clones (one mapping: the workspace owner's). Protected
+// paths and hidden paths inside a bound root move from sandbox.read_only_paths and
+// sandbox.hidden into the plan's composed mounts; protected paths that are missing or links are
+// dropped (never followed, never bound); a hidden path replaced meanwhile refuses the launch.
 Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path& init_binary,
                                bool as_root, const policy::SessionIdRange& ids);
 

@@ -6,7 +6,8 @@
 // hidden from later sessions wherever they now are. Startup refuses such a place
 // (AuditLogTest.ALogOrRecordDirectoryInsideASessionRootIsRefusedAtStartup); here the operator's
 // policy grants the writable root only after the daemon started (policy files are read at
-// every spawn), the one way a session still reaches it.
+// every spawn), the one way a session still reaches it. A confined session's own rename now
+// fails (the directories above hidden paths are pinned), so the rename is done from outside.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -56,18 +57,27 @@ TEST_P(AuditRedirectTest, RenamingOrReplacingTheParentNeverRedirectsTheDaemonsWr
     ASSERT_FALSE(first.empty());
     // The attack: move the directory that holds the log and the recordings away, and put the
     // session's own in its place (a directory, or a link to one).
-    const std::string replace =
-        with_link ? "mkdir -p " + (area / "decoy" / "casts").string() + " && ln -s " +
-                        (area / "decoy").string() + " " + logs.string()
-                  : "mkdir -p " + (casts).string();
+    const std::string replace = with_link ? "mkdir -p " + (area / "decoy" / "casts").string() +
+                                                " && ln -s " + (area / "decoy").string() + " " +
+                                                logs.string()
+                                          : "mkdir -p " + (casts).string();
     Json attack = Send(client, first,
-                       "mv " + logs.string() + " " + (area / "moved").string() + " && " +
-                           replace + " && echo ATTACK-$((1+1))-DONE\n");
+                       "mv " + logs.string() + " " + (area / "moved").string() + " && " + replace +
+                           " && echo ATTACK-$((1+1))-DONE\n");
     const std::string attack_view = attack.value("viewport", attack.dump());
-    if (mode == "read-only") {
-      EXPECT_EQ(attack_view.find("ATTACK-2-DONE"), std::string::npos) << attack_view;
-    } else {
-      ASSERT_NE(attack_view.find("ATTACK-2-DONE"), std::string::npos) << attack_view;
+    EXPECT_EQ(attack_view.find("ATTACK-2-DONE"), std::string::npos) << attack_view;
+    if (mode == "workspace-write") {
+      // The directories above hidden paths are pinned in the session (docs/security.md,
+      // "Wall 3"): its rename fails. The host, or a danger-full-access session, still can: the
+      // same rename and replacement from outside, so the daemon's descriptors are still tested.
+      EXPECT_NE(attack_view.find("busy"), std::string::npos) << attack_view;
+      fs::rename(logs, area / "moved");
+      if (with_link) {
+        fs::create_directories(area / "decoy" / "casts");
+        fs::create_directory_symlink(area / "decoy", logs);
+      } else {
+        fs::create_directories(casts);
+      }
     }
     // The daemon writes on: a send (audit lines) and a second session (a new recording).
     EXPECT_EQ(Send(client, first, "echo after-$((40+2))\n")["viewport"], "after-42");

@@ -1,8 +1,8 @@
-// Race-free binds: while a process keeps swapping a writable root `sub` with a symbolic link to
-// a host directory (renameat2 RENAME_EXCHANGE, bounded in time), many sessions are opened with a
-// repository policy `writable: [sub]`. Each open either fails or binds the real `sub`: no session
-// ever sees, let alone writes, the host directory. Also: shared host directories are refused as
-// roots (`--workspace /tmp`), with a message that says why.
+// Race-free binds: while a process keeps swapping a writable root `sub` with a relative symbolic
+// link to a host directory (renameat2 RENAME_EXCHANGE, bounded in time), many sessions are
+// opened with a repository policy `writable: [sub]`. No session ever sees, let alone writes,
+// the host directory through `sub`, nor `sub` at the host directory's path. Also: shared host
+// directories are refused as roots (`--workspace /tmp`), with a message that says why.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdio.h>
@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <thread>
+#include <tuple>
 
 #include "tests/escape/escape_support.h"
 #include "tests/sandbox/process_runner.h"
@@ -25,19 +26,31 @@ namespace fs = std::filesystem;
 using sandbox::testing::RunProcess;
 using sandbox::testing::RunResult;
 
-class BindRaceTest : public ::testing::TestWithParam<std::string> {};
+// (mode, warm pool on): with the pool, each open also launches the next pre-started shell, so
+// a victim's single ordinary open meets the race as often as two opens would.
+class BindRaceTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
 
 TEST_P(BindRaceTest, SwappingAWritableRootWithALinkNeverBindsTheHostDirectory) {
-  const std::string mode = GetParam();
-  Daemon daemon;
+  const std::string mode = std::get<0>(GetParam());
+  const bool pool = std::get<1>(GetParam());
+  TempDir policy_dir;
+  const fs::path operator_policy = policy_dir.path() / "operator.yaml";
+  std::ofstream(operator_policy) << "version: 1\nlimits:\n  warmShells: " << (pool ? 1 : 0) << "\n";
+  Daemon daemon(Daemon::Options{.extra_args = {"--policy", operator_policy.string()}, .env = {}});
   const fs::path ws = daemon.workspace();
-  TempDir host;  // the directory the attacker wants bound
+  TempDir host;                                  // the directory the attacker wants bound
   fs::permissions(host.path(), fs::perms::all);  // anyone could write it, were it bound
   std::ofstream(host.path() / "host-marker") << "host\n";
   fs::create_directories(ws / "sub");
   std::ofstream(ws / "sub" / "real-marker") << "real\n";
   std::ofstream(ws / ".ptybox.yaml") << "version: 1\nwritable: [sub]\n";
-  fs::create_directory_symlink(host.path(), ws / "swap");
+  // Relative, as an attacker would plant it (`../../../usr/local/bin`): resolved from wherever
+  // a launcher meets it. The destination of a nested root is never resolved by path (a root
+  // inside the workspace is not bound again; what is, is composed by descriptor), so no session
+  // may see `sub` at the link's target, and no session may write there.
+  const fs::path relative_target = host.path().lexically_relative(ws);
+  ASSERT_FALSE(relative_target.empty());
+  fs::create_directory_symlink(relative_target, ws / "swap");
 
   std::atomic<bool> stop{false};
   std::atomic<long> swaps{0};
@@ -75,16 +88,22 @@ TEST_P(BindRaceTest, SwappingAWritableRootWithALinkNeverBindsTheHostDirectory) {
     Json reply = client.Call("terminal_open", Json::object());
     if (!reply.contains("result")) {
       ++refused;
-      std::cout << "  observed [" << mode << "] open " << i << " refused: "
-                << reply["error"].value("message", std::string()).substr(0, 160) << "\n";
+      std::cout << "  observed [" << mode << "] open " << i
+                << " refused: " << reply["error"].value("message", std::string()).substr(0, 160)
+                << "\n";
       continue;
     }
     ++opened;
     const std::string id = reply["result"]["sessionId"];
     Observed o = RunInSession(client, id, mode, "race-" + std::to_string(i),
                               "ls sub/host-marker 2>/dev/null && echo HOST-VISIBLE; "
-                              "touch sub/probe-" + std::to_string(i) + " 2>/dev/null; echo done");
+                              "ls " +
+                                  Quote(host.path() / "real-marker") +
+                                  " 2>/dev/null && echo SUB-AT-TARGET; "
+                                  "touch sub/probe-" +
+                                  std::to_string(i) + " 2>/dev/null; echo done");
     EXPECT_FALSE(o.Says("HOST-VISIBLE")) << o.Show();
+    EXPECT_FALSE(o.Says("SUB-AT-TARGET")) << o.Show();
     client.Call("terminal_close", Json{{"sessionId", id}});
   }
   stop = true;
@@ -99,15 +118,21 @@ TEST_P(BindRaceTest, SwappingAWritableRootWithALinkNeverBindsTheHostDirectory) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, BindRaceTest,
-                         ::testing::Values("read-only", "workspace-write"), ModeTestName);
+INSTANTIATE_TEST_SUITE_P(
+    Modes, BindRaceTest,
+    ::testing::Combine(::testing::Values("read-only", "workspace-write"), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<std::string, bool>>& param_info) {
+      std::string name = std::get<0>(param_info.param);
+      std::erase(name, '-');
+      return name + (std::get<1>(param_info.param) ? "_pool" : "");
+    });
 
 TEST(SharedRootTest, SharedHostDirectoriesAreRefusedAsRoots) {
   for (const char* shared : {"/tmp", "/var/tmp", "/dev/shm", "/run"}) {
     if (!fs::is_directory(shared)) continue;
     for (const char* mode : {"read-only", "workspace-write"}) {
-      RunResult run = RunProcess({PtyboxBinary().string(), "run", "--workspace", shared,
-                                  "--mode", mode, "--", "/bin/sh", "-c", "echo ran"});
+      RunResult run = RunProcess({PtyboxBinary().string(), "run", "--workspace", shared, "--mode",
+                                  mode, "--", "/bin/sh", "-c", "echo ran"});
       std::cout << "  observed [" << mode << "] --workspace " << shared << ": exit "
                 << run.exit_code << ", " << run.err;
       EXPECT_EQ(run.exit_code, 125) << run.Describe();

@@ -1,0 +1,131 @@
+// The mount plan: pure and lexical, so that the order and the choice of every composed mount is
+// unit-tested apart from the syscalls that carry it out (sandbox/mount_stage.cc).
+#include "sandbox/mount_plan.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace ptybox::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path Normal(const fs::path& path) {
+  std::string text = path.lexically_normal().string();
+  while (text.size() > 1 && text.back() == '/') text.pop_back();
+  return text;
+}
+
+// `path` is `dir` or lies beneath it.
+bool UnderOrEqual(const fs::path& path, const fs::path& dir) {
+  const fs::path rel = Normal(path).lexically_relative(Normal(dir));
+  return !rel.empty() && *rel.begin() != "..";
+}
+
+bool StrictlyUnder(const fs::path& path, const fs::path& dir) {
+  return UnderOrEqual(path, dir) && Normal(path) != Normal(dir);
+}
+
+size_t Depth(const fs::path& relative) {
+  return static_cast<size_t>(std::distance(relative.begin(), relative.end()));
+}
+
+// Which mount wins when two land on the same place: a cover (the secret stays hidden), then a
+// protected path (read-only), then a pin (any mount point pins).
+int Rank(NestedMount::Kind kind) {
+  switch (kind) {
+    case NestedMount::Kind::kCoverDir:
+    case NestedMount::Kind::kCoverFile:
+      return 0;
+    case NestedMount::Kind::kProtected:
+    case NestedMount::Kind::kInit:
+      return 1;
+    case NestedMount::Kind::kPin:
+      return 2;
+  }
+  return 3;
+}
+
+}  // namespace
+
+std::vector<fs::path> RootsToBind(const fs::path& workspace, const std::vector<fs::path>& extra) {
+  std::vector<fs::path> all = {Normal(workspace)};
+  for (const fs::path& root : extra) all.push_back(Normal(root));
+  std::vector<fs::path> bound;
+  for (size_t i = 0; i < all.size(); ++i) {
+    bool redundant = false;
+    for (size_t j = 0; j < all.size() && !redundant; ++j) {
+      if (i == j) continue;
+      // Inside another root, or the same root listed earlier.
+      redundant = StrictlyUnder(all[i], all[j]) || (all[i] == all[j] && j < i);
+    }
+    if (!redundant) bound.push_back(all[i]);
+  }
+  return bound;
+}
+
+int HoldingRoot(const std::vector<fs::path>& roots, const fs::path& path, fs::path& relative) {
+  for (size_t i = 0; i < roots.size(); ++i) {
+    if (StrictlyUnder(path, roots[i])) {
+      relative = Normal(path).lexically_relative(Normal(roots[i]));
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+std::vector<NestedMount> PlanNestedMounts(policy::Mode mode,
+                                          const std::vector<fs::path>& bound_roots,
+                                          const std::vector<fs::path>& protected_paths,
+                                          const std::vector<HiddenPath>& hidden,
+                                          const std::vector<fs::path>& granted) {
+  const bool writable = mode == policy::Mode::kWorkspaceWrite;
+  std::vector<NestedMount> plan;
+  fs::path relative;
+  if (writable) {
+    for (const fs::path& path : protected_paths) {
+      const int root = HoldingRoot(bound_roots, path, relative);
+      if (root >= 0)
+        plan.push_back({static_cast<size_t>(root), relative, NestedMount::Kind::kProtected});
+    }
+  }
+  for (const HiddenPath& h : hidden) {
+    if (h.directory && std::any_of(granted.begin(), granted.end(), [&](const fs::path& g) {
+          return !g.empty() && UnderOrEqual(g, h.path);
+        })) {
+      continue;  // the operator granted what it holds
+    }
+    const int root = HoldingRoot(bound_roots, h.path, relative);
+    if (root < 0) continue;
+    plan.push_back({static_cast<size_t>(root), relative,
+                    h.directory ? NestedMount::Kind::kCoverDir : NestedMount::Kind::kCoverFile});
+    if (!writable) continue;  // a read-only tree cannot be renamed: nothing to pin
+    fs::path parent;
+    for (auto part = relative.begin(); std::next(part) != relative.end(); ++part) {
+      parent /= *part;
+      plan.push_back({static_cast<size_t>(root), parent, NestedMount::Kind::kPin});
+    }
+  }
+  // Shallow first (a parent's mount is in place before anything beneath it is reached through
+  // it); on one place the strongest kind only; nothing beneath a covered directory.
+  std::stable_sort(plan.begin(), plan.end(), [](const NestedMount& a, const NestedMount& b) {
+    const size_t da = Depth(a.relative);
+    const size_t db = Depth(b.relative);
+    if (da != db) return da < db;
+    if (a.root != b.root) return a.root < b.root;
+    if (a.relative != b.relative) return a.relative < b.relative;
+    return Rank(a.kind) < Rank(b.kind);
+  });
+  std::vector<NestedMount> result;
+  for (const NestedMount& m : plan) {
+    const bool covered = std::any_of(result.begin(), result.end(), [&](const NestedMount& r) {
+      return r.root == m.root &&
+             (r.relative == m.relative ||
+              (r.kind == NestedMount::Kind::kCoverDir && StrictlyUnder(m.relative, r.relative)));
+    });
+    if (!covered) result.push_back(m);
+  }
+  return result;
+}
+
+}  // namespace ptybox::sandbox

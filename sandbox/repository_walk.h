@@ -1,0 +1,31 @@
+// Every repository inside a writable root: a bounded walk for `.git` entries (a directory or a
+// gitfile), so that each gets the protection of the root's own .git (docs/security.md,
+// "Protected paths"): the host's git run there must not run what a session wrote.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <vector>
+
+#include "sandbox/path_open.h"
+
+namespace ptybox::sandbox {
+
+// The walk's bounds: past them the walk stops and what it did not reach is not protected (the
+// launch goes on; docs/security.md says so).
+inline constexpr size_t kRepositoryWalkMaxEntries = 20000;
+inline constexpr size_t kRepositoryWalkMaxDepth = 8;
+
+struct RepositoryWalk {
+  std::vector<std::filesystem::path> git_paths;  // absolute: root / ... / .git
+  bool truncated = false;                        // a bound was reached
+};
+
+// Walks `root` by descriptor (openat O_NOFOLLOW from the root's descriptor): never follows a
+// symbolic link, never enters another mount (RESOLVE_NO_XDEV) nor a .git directory. The
+// root's own .git is included when present.
+RepositoryWalk WalkRepositories(const OpenedPath& root,
+                                size_t max_entries = kRepositoryWalkMaxEntries,
+                                size_t max_depth = kRepositoryWalkMaxDepth);
+
+}  // namespace ptybox::sandbox

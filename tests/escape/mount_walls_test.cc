@@ -1,0 +1,244 @@
+// The descriptor-composed mounts (docs/security.md, "Race-free binds", "Protected paths",
+// "Wall 3"), attacked from inside real sessions in both confined modes with
+// danger-full-access as the control:
+// - one identity: a directory of another owner listed as `writable:` is not theirs to borrow
+//   (root daemon: its 0600 file stays unreadable, nothing is created as that owner);
+// - hidden paths are pinned: renaming a hidden file's parent (to plant a decoy) fails, and
+//   another owner's new session still does not read the secret;
+// - nested repositories: a planted core.fsmonitor or hook in vendor/lib/.git is refused, so the
+//   host's `git -C vendor/lib status` runs nothing.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "tests/escape/escape_support.h"
+#include "tests/sandbox/process_runner.h"
+
+namespace ptybox::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using sandbox::testing::RunProcess;
+using sandbox::testing::RunResult;
+
+class MountWallsTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  [[nodiscard]] const std::string& Mode() const { return GetParam(); }
+  [[nodiscard]] bool Confined() const { return Mode() != "danger-full-access"; }
+};
+
+constexpr const char* kGit = "/usr/bin/git";
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST_P(MountWallsTest, AnotherOwnersDirectoryListedAsWritableIsNotBorrowed) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "needs root to give directories other owners (the identity borrow is a root "
+                    "daemon's: an ordinary user's daemon has only its own id to hand out)";
+  }
+  constexpr uid_t kWorkspaceOwner = 1000;
+  constexpr uid_t kOther = 1001;
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  fs::create_directories(ws / "private");
+  fs::create_directories(ws / "build");
+  std::ofstream(ws / "private" / "secret") << "FAKE-PRIVATE-SECRET\n";
+  ASSERT_EQ(::chown((ws / "private" / "secret").c_str(), kOther, kOther), 0);
+  ASSERT_EQ(::chmod((ws / "private" / "secret").c_str(), 0600), 0);
+  ASSERT_EQ(::chown((ws / "private").c_str(), kOther, kOther), 0);
+  ASSERT_EQ(::chmod((ws / "private").c_str(), 0700), 0);
+  ASSERT_EQ(::chmod((ws / "build").c_str(), 0755), 0);  // root's
+  std::ofstream(ws / ".ptybox.yaml") << "version: 1\nwritable: [build, private]\n";
+  ASSERT_EQ(::chown(ws.c_str(), kWorkspaceOwner, kWorkspaceOwner), 0);
+  ASSERT_EQ(::chown((ws / ".ptybox.yaml").c_str(), kWorkspaceOwner, kWorkspaceOwner), 0);
+
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, Mode());
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  Observed read = RunInSession(client, id, Mode(), "read-private",
+                               "cat private/secret 2>&1 | head -c 200; echo; echo read-done");
+  Observed write = RunInSession(client, id, Mode(), "write-as-other",
+                                "touch private/made build/made 2>&1 | head -c 300; "
+                                "id -u; echo write-done");
+  std::cout << "  observed [" << Mode() << "] " << read.Show() << "\n  observed [" << Mode() << "] "
+            << write.Show() << "\n";
+  EXPECT_TRUE(read.Says("read-done")) << read.Show();
+  EXPECT_TRUE(write.Says("write-done")) << write.Show();
+  struct stat st {};
+  const bool made_private = ::lstat((ws / "private" / "made").c_str(), &st) == 0;
+  const bool made_build = ::lstat((ws / "build" / "made").c_str(), &st) == 0;
+  if (Confined()) {
+    EXPECT_FALSE(read.Says("FAKE-PRIVATE-SECRET")) << read.Show();
+    if (made_private) {
+      EXPECT_NE(st.st_uid, kOther) << "a file created as the other owner";
+    }
+    EXPECT_FALSE(made_private) << "the session wrote another owner's 0700 directory";
+    EXPECT_FALSE(made_build) << "the session wrote a root-owned directory of the workspace";
+  } else {
+    // The control: host root reads and writes everything.
+    EXPECT_TRUE(read.Says("FAKE-PRIVATE-SECRET")) << read.Show();
+    EXPECT_TRUE(made_private && made_build);
+  }
+  // The policy still reports the nested roots as writable: they are, through the workspace.
+  if (Mode() == "workspace-write") {
+    Json resolved = client.Call("policy_resolve", Json::object());
+    EXPECT_NE(resolved.dump().find("private"), std::string::npos) << resolved.dump();
+  }
+}
+
+TEST_P(MountWallsTest, RenamingAHiddenPathsParentDoesNotUncoverIt) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  fs::create_directories(ws / "config");
+  std::ofstream(ws / "config" / ".env") << "FAKE-DECOY-SECRET\n";
+  ::chmod((ws / "config" / ".env").c_str(), 0644);
+  fs::create_directories(ws / "config" / "keys");
+  std::ofstream(ws / "config" / "keys" / "id") << "FAKE-DECOY-SECRET\n";
+  std::ofstream(ws / ".ptybox.yaml") << "version: 1\nhide: [config/.env, config/keys]\n";
+
+  // Owner A renames the parent away and plants a decoy where the secret was.
+  RpcClient a(daemon.socket());
+  const std::string session_a = OpenSession(a, Mode());
+  ASSERT_FALSE(session_a.empty()) << daemon.Log();
+  Observed rename = RunInSession(a, session_a, Mode(), "rename-parent",
+                                 "mv config config2 2>&1; echo mv=$?; "
+                                 "mv config/.env moved 2>&1; echo mvfile=$?; "
+                                 "mkdir -p config; echo decoy > config/.env; cat config/.env");
+  std::cout << "  observed [" << Mode() << "] " << rename.Show() << "\n";
+  const bool renamed = fs::exists(ws / "config2");
+  if (Confined()) {
+    EXPECT_FALSE(rename.Says("mv=0")) << rename.Show();
+    EXPECT_FALSE(rename.Says("mvfile=0")) << rename.Show();
+    EXPECT_FALSE(renamed) << "a confined session renamed the parent of a hidden path";
+    EXPECT_FALSE(fs::exists(ws / "moved")) << "a confined session moved a hidden path";
+    EXPECT_FALSE(rename.Says("FAKE-DECOY-SECRET")) << rename.Show();
+    // The covers composed inside the workspace are carried into the sandbox read-only: the
+    // directory is empty and cannot be written, in either mode.
+    Observed cover = RunInSession(a, session_a, Mode(), "dir-cover",
+                                  "ls -A config/keys | wc -l; touch config/keys/x 2>&1; "
+                                  "echo touch=$?");
+    EXPECT_TRUE(cover.Says("Read-only file system")) << cover.Show();
+    EXPECT_FALSE(cover.Says("touch=0")) << cover.Show();
+    EXPECT_EQ(cover.text.rfind("0\n", 0), 0u) << cover.Show();
+    if (Mode() == "workspace-write") {
+      // The pins cost nothing else: the directory is writable as before.
+      Observed work = RunInSession(a, session_a, Mode(), "work-in-pinned",
+                                   "touch config/other && echo touched");
+      EXPECT_TRUE(work.Says("touched")) << work.Show();
+    }
+  } else {
+    EXPECT_TRUE(rename.Says("mv=0")) << rename.Show();  // the control: nothing pins it
+    EXPECT_TRUE(renamed);
+  }
+  a.Call("terminal_close", Json{{"sessionId", session_a}});
+
+  // Owner B's new session: neither the old name nor the new one shows the secret.
+  RpcClient b(daemon.socket());
+  const std::string session_b = OpenSession(b, Mode());
+  ASSERT_FALSE(session_b.empty()) << daemon.Log();
+  Observed read =
+      RunInSession(b, session_b, Mode(), "read-after-rename",
+                   "cat config2/.env config/.env moved config/keys/id config2/keys/id 2>&1 | "
+                   "head -c 400; echo; "
+                   "echo read-done");
+  std::cout << "  observed [" << Mode() << "] " << read.Show() << "\n";
+  EXPECT_TRUE(read.Says("read-done")) << read.Show();
+  if (Confined()) {
+    EXPECT_FALSE(read.Says("FAKE-DECOY-SECRET")) << read.Show();
+  }
+}
+
+TEST_P(MountWallsTest, NestedRepositoriesAreProtectedLikeTheRootOne) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  TempDir host;
+  const fs::path marker = host.path() / "fsmonitor-ran";
+  const fs::path hook_marker = host.path() / "hook-ran";
+  fs::create_directories(ws / "vendor" / "lib");
+  RunResult init = RunProcess({kGit, "init", "-q", (ws / "vendor" / "lib").string()});
+  ASSERT_EQ(init.exit_code, 0) << init.Describe();
+  // A submodule-style gitfile: the file itself is protected too.
+  fs::create_directories(ws / "sub");
+  std::ofstream(ws / "sub" / ".git") << "gitdir: ../vendor/lib/.git\n";
+
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, Mode());
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string plant = "printf '[core]\\n\\tfsmonitor = touch " + marker.string() +
+                            "\\n' >> vendor/lib/.git/config 2>/dev/null; echo config=$?; "
+                            "printf '#!/bin/sh\\ntouch " +
+                            hook_marker.string() +
+                            "\\n' > vendor/lib/.git/hooks/pre-commit 2>/dev/null; echo hook=$?; "
+                            "chmod +x vendor/lib/.git/hooks/pre-commit 2>/dev/null; "
+                            "echo 'gitdir: /tmp/evil' > sub/.git 2>/dev/null; echo gitfile=$?";
+  Observed planted = RunInSession(client, id, Mode(), "plant-nested-git", plant);
+  std::cout << "  observed [" << Mode() << "] " << planted.Show() << "\n";
+  if (Confined()) {
+    EXPECT_FALSE(planted.Says("config=0")) << planted.Show();
+    EXPECT_FALSE(planted.Says("hook=0")) << planted.Show();
+    EXPECT_FALSE(planted.Says("gitfile=0")) << planted.Show();
+    EXPECT_EQ(ReadFile(ws / "sub" / ".git"), "gitdir: ../vendor/lib/.git\n");
+  } else {
+    EXPECT_TRUE(planted.Says("config=0")) << planted.Show();
+  }
+  // The host's git in the nested repository, as an operator would run it.
+  RunResult status = RunProcess({kGit, "-C", (ws / "vendor" / "lib").string(), "status"});
+  RunResult commit =
+      RunProcess({kGit, "-C", (ws / "vendor" / "lib").string(), "-c", "user.name=t", "-c",
+                  "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "x"});
+  std::cout << "  observed [" << Mode() << "] host git status exit " << status.exit_code
+            << ", commit exit " << commit.exit_code << "\n";
+  if (Confined()) {
+    EXPECT_FALSE(fs::exists(marker)) << "the host's git status ran the session's fsmonitor";
+    EXPECT_FALSE(fs::exists(hook_marker)) << "the host's git commit ran the session's hook";
+  } else {
+    EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
+  }
+}
+
+TEST_P(MountWallsTest, AnInitBinaryInsideTheWorkspaceIsComposedReadOnly) {
+  // A ptybox-init built inside the workspace: bwrap binds nothing inside a root, the launcher
+  // composes the checked binary read-only onto it; the session can neither write it nor stop
+  // starting.
+  TempDir ws;
+  fs::permissions(ws.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                 fs::perms::others_read | fs::perms::others_exec);
+  fs::create_directories(ws.path() / "bin");
+  const fs::path init = ws.path() / "bin" / "ptybox-init";
+  fs::copy_file(InitBinary(), init);
+  fs::permissions(ws.path() / "bin", fs::perms::owner_all | fs::perms::group_read |
+                                         fs::perms::group_exec | fs::perms::others_read |
+                                         fs::perms::others_exec);
+  const auto size = fs::file_size(init);
+  RunResult run =
+      RunProcess({"/usr/bin/env", "PTYBOX_INIT=" + init.string(), PtyboxBinary().string(), "run",
+                  "--workspace", ws.path().string(), "--mode", Mode(), "--", "/bin/sh", "-c",
+                  "echo x >> bin/ptybox-init 2>/dev/null; echo rc=$?; "
+                  "mv bin/ptybox-init bin/moved 2>/dev/null; echo mv=$?; echo ran"});
+  std::cout << "  observed [" << Mode() << "] init inside the workspace: exit " << run.exit_code
+            << ", " << run.out;
+  EXPECT_NE(run.out.find("ran"), std::string::npos) << run.Describe();
+  if (Confined()) {
+    EXPECT_EQ(run.out.find("rc=0"), std::string::npos) << run.Describe();
+    EXPECT_EQ(run.out.find("mv=0"), std::string::npos) << run.Describe();
+    ASSERT_TRUE(fs::exists(init)) << "the session moved ptybox-init";
+    EXPECT_EQ(fs::file_size(init), size) << "the session wrote ptybox-init";
+  } else {
+    // The control: nothing is mounted there (the running binary is busy, but its name moves).
+    EXPECT_NE(run.out.find("mv=0"), std::string::npos) << run.Describe();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, MountWallsTest,
+                         ::testing::Values("read-only", "workspace-write", "danger-full-access"),
+                         ModeTestName);
+
+}  // namespace
+}  // namespace ptybox::testing
