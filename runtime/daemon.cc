@@ -34,7 +34,41 @@ std::filesystem::path FindInitBinary() {
   return "/usr/local/libexec/ptybox/ptybox-init";
 }
 
+std::optional<std::string> SocketInsideRoot(const std::filesystem::path& socket,
+                                            const std::vector<std::filesystem::path>& roots) {
+  const std::string text = socket.lexically_normal().string();
+  for (const std::filesystem::path& root : roots) {
+    std::string r = root.lexically_normal().string();
+    if (r.empty()) continue;
+    if (r.back() != '/') r += '/';
+    if (text.starts_with(r)) {
+      return "the socket " + text + " is inside " + root.string() +
+             ", a directory sessions may write: a session could rename its directory and lock "
+             "every new client out. Put the socket outside the workspace and every writable "
+             "root (for an ordinary user, $XDG_RUNTIME_DIR/ptybox/ptybox.sock)";
+    }
+  }
+  return std::nullopt;
+}
+
 namespace {
+
+// The workspace and the writable roots the operator's policy gives sessions (in
+// workspace-write, where they are writable; the policy's own mode when that is refused).
+std::vector<std::filesystem::path> SessionRoots(const ServiceOptions& options) {
+  Result<policy::ResolvedPolicy> resolved =
+      policy::Resolve(ResolveInputsFrom(options, policy::Mode::kWorkspaceWrite));
+  if (!resolved) resolved = policy::Resolve(ResolveInputsFrom(options, std::nullopt));
+  std::vector<std::filesystem::path> roots;
+  std::error_code ec;
+  std::filesystem::path workspace = std::filesystem::weakly_canonical(options.workspace, ec);
+  roots.push_back(ec ? options.workspace : workspace);
+  if (resolved) {
+    roots.push_back(resolved->workspace_root);
+    for (const std::filesystem::path& root : resolved->writable_roots) roots.push_back(root);
+  }
+  return roots;
+}
 
 constexpr size_t kReservedDescriptors = 64;  // logs, policy files, spawns in progress
 constexpr size_t kDescriptorsPerSession = 4;  // PTY master, control socket, spawn pipes
@@ -186,6 +220,11 @@ int RunDaemon(DaemonOptions options) {
     }
     RunReactor(io);
     return exit_code;
+  }
+  if (std::optional<std::string> inside =
+          SocketInsideRoot(options.service.shell.daemon_socket, SessionRoots(options.service))) {
+    LogError("ptybox serve: " + *inside);
+    return 1;
   }
   socket_server = std::make_unique<SocketServer>(io, service, options.max_connections);
   if (Result<void> listening = socket_server->Listen(*options.socket); !listening) {

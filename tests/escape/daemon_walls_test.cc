@@ -138,6 +138,35 @@ TEST(DaemonWallsTest, DeeplyNestedJsonIsRefusedAndEveryoneStaysServed) {
   EXPECT_TRUE(ProcessAlive(daemon.pid()));
 }
 
+TEST(DaemonWallsTest, AHugeFlatArrayIsRefusedBeforeItIsParsed) {
+  // 15 MiB of [0,0,...] used to hold the reactor 1.8-2.5 s while millions of values were built.
+  // Now the count is checked first: an error answer, and the connection stays usable. What is
+  // asserted is the reason and the order of the answers, not a duration.
+  Daemon daemon;
+  RpcClient victim(daemon.socket());
+  std::string session = OpenSession(victim, "workspace-write");
+  ASSERT_FALSE(session.empty());
+  RpcClient attacker(daemon.socket());
+  std::string line = R"({"jsonrpc":"2.0","id":7,"method":"terminal_list","params":{"a":[0)";
+  line.reserve(16 << 20);
+  while (line.size() < (15u << 20)) line += ",0";
+  line += "]}}";
+  attacker.SendRaw(line + "\n");
+  Json answer = attacker.WaitAny();
+  EXPECT_EQ(answer["error"]["code"], -32600) << answer.dump().substr(0, 300);
+  EXPECT_NE(answer["error"]["message"].get<std::string>().find(
+                "more than 100000 values in the arrays and objects of one message"),
+            std::string::npos)
+      << answer.dump().substr(0, 300);
+  Json listed = attacker.Call("terminal_list", Json::object());
+  EXPECT_TRUE(listed.contains("result")) << listed.dump();
+  // Within the bound, a list is parsed as usual (an unknown parameter, not a size error).
+  Json within = attacker.Call("terminal_list", Json{{"a", Json(std::vector<int>(1000, 0))}});
+  EXPECT_EQ(within["error"]["code"], -32602) << within.dump().substr(0, 300);
+  Json echoed = Send(victim, session, "echo alive\n");
+  EXPECT_EQ(echoed["viewport"], "alive") << echoed.dump();
+}
+
 TEST(DaemonWallsTest, DeeplyNestedJsonIsRefusedByTheMcpServer) {
   TempDir state;
   TempDir workspace;
