@@ -17,6 +17,7 @@
 #include "sandbox/cgroup_sweep.h"
 #include "runtime/mcp_server.h"
 #include "runtime/rpc_server.h"
+#include "sandbox/host_walls.h"
 
 namespace ptybox::runtime {
 
@@ -49,6 +50,19 @@ std::optional<std::string> SocketInsideRoot(const std::filesystem::path& socket,
     }
   }
   return std::nullopt;
+}
+
+Result<std::filesystem::path> DefaultSocketPath() {
+  std::optional<std::filesystem::path> dir = sandbox::PerUserRuntimeDirectory();
+  if (!dir) {
+    return Fail(ErrorKind::kInternal,
+                "ptybox serve: this user has no run-time directory ($XDG_RUNTIME_DIR or "
+                "/run/user/" +
+                    std::to_string(::geteuid()) +
+                    ", owned by this uid) for the default socket; give --socket PATH outside "
+                    "every workspace, or --stdio");
+  }
+  return *dir / "ptybox.sock";
 }
 
 namespace {

@@ -38,6 +38,11 @@ int RunDaemon(DaemonOptions options);
 std::optional<std::string> SocketInsideRoot(const std::filesystem::path& socket,
                                             const std::vector<std::filesystem::path>& roots);
 
+// `serve` without --stdio or --socket: `<PerUserRuntimeDirectory()>/ptybox.sock` (sandbox/
+// host_walls.h), hidden in every session of any daemon of this user; an error saying to give
+// --socket when this user has no run-time directory.
+Result<std::filesystem::path> DefaultSocketPath();
+
 // Where ptybox-init is: $PTYBOX_INIT, next to this executable, or ../libexec/ptybox/.
 std::filesystem::path FindInitBinary();
 

@@ -5,8 +5,12 @@
 // connection from any process of its own sessions, so even danger-full-access, where the
 // socket is visible, fails.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include "tests/escape/walls_support.h"
 #include "tests/run/child_process.h"
@@ -136,6 +140,60 @@ TEST_P(DaemonReachTest, AnotherDaemonOfTheSameUserRefusesTheSession) {
             "workspace-write")
       << resolved.dump();
   ExpectModeUnchanged(client_);
+}
+
+TEST_P(DaemonReachTest, TheDefaultSocketDirectoryIsHiddenInEverySessionOfTheUser) {
+  // `serve` without --socket listens in this user's run-time directory ($XDG_RUNTIME_DIR/ptybox),
+  // which every confined session of any of its daemons has hidden. Here XDG_RUNTIME_DIR is a
+  // directory in the build tree, visible read-only inside, so the cover is what stops the
+  // session (under /run, the usual place, it is hidden with /run).
+  if (::geteuid() == 0) GTEST_SKIP() << "root's directory is /run/ptybox: SocketUnderRunIsHidden";
+  if (::access(OutsideDir().c_str(), W_OK) != 0) {
+    GTEST_SKIP() << OutsideDir() << " is not writable by this user";
+  }
+  const fs::path runtime = OutsideDir() / ("x" + std::to_string(::getpid()) + Mode().substr(0, 2));
+  fs::create_directories(runtime);
+  fs::permissions(runtime, fs::perms(0755));
+  const fs::path socket = runtime / "ptybox" / "ptybox.sock";
+  {
+    TempDir workspace;
+    TempDir state;
+    std::vector<std::string> env = TestEnvironment(state.path() / "no-operator-policy.yaml");
+    env.push_back("XDG_RUNTIME_DIR=" + runtime.string());
+    ChildProcess other(
+        {{PtyboxBinary().string(), "serve", "--workspace", workspace.path().string()},
+         env,
+         {},
+         true,
+         state.path() / "other.log"});
+    for (int i = 0; i < 3000 && !fs::is_socket(socket); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(fs::is_socket(socket)) << ReadFile(state.path() / "other.log");
+    // A daemon of the same user and run-time directory: its sessions do not see the socket.
+    Daemon daemon(Daemon::Options{{}, {"XDG_RUNTIME_DIR=" + runtime.string()}});
+    PrepareWorkspace(daemon.workspace());
+    fs::copy_file(WALLS_PROBE_SCRIPT, daemon.workspace() / ".escape" / "walls_probe.py");
+    RpcClient client(daemon.socket());
+    const std::string session = OpenSession(client, Mode());
+    ASSERT_FALSE(session.empty()) << daemon.Log();
+    Observed seen = RunInSession(client, session, Mode(), "default-socket-visible",
+                                 "test -S " + Quote(socket) + "; echo $?");
+    EXPECT_EQ(seen.text, Confined() ? "1" : "0") << seen.Show();
+    Observed o =
+        RunInSession(client, session, Mode(), "rpc-to-default-socket",
+                     "python3 " + Quote(daemon.workspace() / ".escape" / "walls_probe.py") +
+                         " rpc " + Quote(socket) + kAskForTheWidestMode);
+    EXPECT_EQ(o.exit, 1) << o.Show();
+    EXPECT_TRUE(o.Says(Confined() ? "rpc: ENOENT"
+                                  : "rpc: refused connection refused: this client runs inside a "
+                                    "ptybox session (of another daemon)"))
+        << o.Show();
+    other.Signal(SIGTERM);
+    other.Wait();
+  }
+  std::error_code ec;
+  fs::remove_all(runtime, ec);
 }
 
 TEST_P(DaemonReachTest, SocketInAVisibleHostDirectoryIsHidden) {

@@ -9,6 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <iterator>
+
 namespace ptybox::runtime {
 namespace {
 
@@ -199,6 +202,24 @@ TEST(PeerCheckTest, ProcessesUnderAnyPtyboxInitAreRefused) {
   ::kill(shell, SIGKILL);
   ::kill(init, SIGKILL);
   ::waitpid(init, nullptr, 0);
+}
+
+TEST(PeerCheckTest, AnotherUsersProcessOfTheSameNamespaceIsAdmitted) {
+  // pid 1 (root's) as the peer: an ordinary test user cannot read its namespace link, so the
+  // maps decide; it must be admitted, not refused as a session (a root client of an ordinary
+  // daemon).
+  auto read = [](const char* path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  if (read("/proc/1/uid_map") != read("/proc/self/uid_map")) {
+    GTEST_SKIP() << "pid 1 is in another user namespace here";
+  }
+  const NamespaceCheck ns = CompareUserNamespace(1);
+  EXPECT_EQ(ns.verdict, NamespaceCheck::Verdict::kSame) << ns.detail;
+  Tree daemon(/*with_grandchild=*/false);
+  std::optional<PeerRefusal> refused = CheckPeer(1, daemon.child);
+  EXPECT_FALSE(refused.has_value()) << (refused ? refused->message : "");
 }
 
 TEST(PeerCheckTest, APeerInAnInvisiblePidNamespaceIsRefused) {
