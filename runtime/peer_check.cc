@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -29,6 +30,9 @@ struct ProcStat {
   pid_t ppid = 0;
   std::string comm;
 };
+
+// PIDFD_GET_USER_NAMESPACE (Linux 6.11), missing from older headers.
+constexpr unsigned long kPidfdGetUserNamespace = _IO(0xFF, 9);
 
 // How a reason starts when the chain could not be read (not known to be a session's).
 constexpr std::string_view kUnreadableChain = "its parent chain cannot be read";
@@ -133,15 +137,56 @@ std::optional<std::string> AnySessionPeerReason(pid_t peer) {
   return std::nullopt;
 }
 
-std::optional<PeerRefusal> CheckPeer(pid_t peer, pid_t daemon) {
+NamespaceCheck CompareUserNamespaceByPidfd(int pidfd) {
+  using Verdict = NamespaceCheck::Verdict;
+  struct stat mine {};
+  if (::stat("/proc/self/ns/user", &mine) != 0) {
+    return {Verdict::kUnknown, std::string("reading /proc/self/ns/user: ") + std::strerror(errno)};
+  }
+  UniqueFd ns(::ioctl(pidfd, kPidfdGetUserNamespace, 0));
+  if (!ns) {
+    const int err = errno;
+    if (err == ENOTTY || err == EINVAL || err == EOPNOTSUPP) {
+      return {Verdict::kUnsupported, "this kernel cannot name a process's user namespace by pidfd"};
+    }
+    return {Verdict::kUnknown,
+            std::string("asking the user namespace of the peer's pidfd: ") + std::strerror(err)};
+  }
+  struct stat theirs {};
+  if (::fstat(ns.Get(), &theirs) != 0) {
+    return {Verdict::kUnknown,
+            std::string("fstat of the peer's user namespace: ") + std::strerror(errno)};
+  }
+  if (mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino) return {Verdict::kSame, ""};
+  return {Verdict::kOther, "the peer is in user namespace " + std::to_string(theirs.st_ino) +
+                               ", the daemon in " + std::to_string(mine.st_ino)};
+}
+
+std::optional<PeerRefusal> CheckPeer(pid_t peer, pid_t daemon, int pidfd) {
   constexpr std::string_view kSee = " (see docs/security.md, \"Wall 2\")";
+  constexpr std::string_view kOtherNamespace =
+      "connection refused: this client runs in another user namespace than the "
+      "daemon's (a sandbox, such as a ptybox session of any daemon, or a "
+      "container), and only processes of the daemon's own user namespace may "
+      "control it";
   if (peer <= 0) {
-    return PeerRefusal{
-        "connection refused: this client runs in a pid namespace the daemon cannot "
-        "see (another container or sandbox), so it cannot be checked; run the "
-        "client in the daemon's own namespaces" +
-            std::string(kSee),
-        "the peer's pid is 0 (a pid namespace the daemon cannot see)"};
+    // A pid namespace above ours (the daemon is a container's entrypoint, the client on the
+    // host): no /proc to read, but a pidfd names its user namespace (Linux 6.11+).
+    const NamespaceCheck ns =
+        pidfd >= 0 ? CompareUserNamespaceByPidfd(pidfd)
+                   : NamespaceCheck{NamespaceCheck::Verdict::kUnsupported, "no pidfd for the peer"};
+    if (ns.verdict == NamespaceCheck::Verdict::kOther) {
+      return PeerRefusal{std::string(kOtherNamespace) + std::string(kSee), ns.detail};
+    }
+    if (ns.verdict == NamespaceCheck::Verdict::kUnknown) {
+      return PeerRefusal{
+          "connection refused: the daemon cannot check this client, which runs in "
+          "a pid namespace the daemon cannot see (" +
+              ns.detail + "); run the client in the daemon's own namespaces" + std::string(kSee),
+          ns.detail};
+    }
+    // Same namespace, or a kernel that cannot tell: admitted as before (docs/security.md).
+    return std::nullopt;
   }
   if (std::optional<std::string> own = SessionPeerReason(peer, daemon)) {
     if (own->starts_with(kUnreadableChain)) {
@@ -158,13 +203,7 @@ std::optional<PeerRefusal> CheckPeer(pid_t peer, pid_t daemon) {
   }
   const NamespaceCheck ns = CompareUserNamespace(peer);
   if (ns.verdict == NamespaceCheck::Verdict::kOther) {
-    return PeerRefusal{
-        "connection refused: this client runs in another user namespace than the "
-        "daemon's (a sandbox, such as a ptybox session of any daemon, or a "
-        "container), and only processes of the daemon's own user namespace may "
-        "control it" +
-            std::string(kSee),
-        ns.detail};
+    return PeerRefusal{std::string(kOtherNamespace) + std::string(kSee), ns.detail};
   }
   if (ns.verdict == NamespaceCheck::Verdict::kUnknown) {
     return PeerRefusal{"connection refused: the daemon cannot check this client (" + ns.detail +
@@ -228,7 +267,7 @@ bool AdmitPeer(int fd) {
   }
   UniqueFd peer_pidfd(pidfd);
 
-  std::optional<PeerRefusal> refusal = CheckPeer(cred.pid, ::getpid());
+  std::optional<PeerRefusal> refusal = CheckPeer(cred.pid, ::getpid(), peer_pidfd.Get());
   if (!refusal && peer_pidfd &&
       ::syscall(SYS_pidfd_send_signal, peer_pidfd.Get(), 0, nullptr, 0) != 0 && errno == ESRCH) {
     refusal =

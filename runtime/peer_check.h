@@ -30,7 +30,7 @@ std::optional<std::string> AnySessionPeerReason(pid_t peer);
 
 // How `peer`'s user namespace compares with this process's.
 struct NamespaceCheck {
-  enum class Verdict { kSame, kOther, kUnknown } verdict = Verdict::kUnknown;
+  enum class Verdict { kSame, kOther, kUnknown, kUnsupported } verdict = Verdict::kUnknown;
   std::string detail;  // for kOther and kUnknown: what was read and why it failed
 };
 // Compares /proc/<peer>/ns/user with /proc/self/ns/user (device and inode). Reading another
@@ -39,15 +39,21 @@ struct NamespaceCheck {
 // namespace, identical ones are taken as the same (an unprivileged sandbox's namespace maps one
 // id or a subordinate range, never the whole of the daemon's).
 NamespaceCheck CompareUserNamespace(pid_t peer);
+// The same for a peer known only by its pidfd (one in a pid namespace above the daemon's, shown
+// as pid 0): PIDFD_GET_USER_NAMESPACE. kUnsupported on kernels without it (before 6.11).
+NamespaceCheck CompareUserNamespaceByPidfd(int pidfd);
 
 // A refusal: the sentence the client gets and the detail the daemon logs.
 struct PeerRefusal {
   std::string message;
   std::string detail;
 };
-// Every rule above for the peer `peer` of a daemon `daemon`, in order: a pid we cannot see,
-// another user namespace, this daemon's session, any ptybox session.
-std::optional<PeerRefusal> CheckPeer(pid_t peer, pid_t daemon);
+// Every rule above for the peer `peer` (and its pidfd, -1 when there is none) of a daemon
+// `daemon`, in order. A peer shown as pid 0 (a pid namespace above the daemon's: the daemon is a
+// container's entrypoint) is judged by its pidfd's user namespace alone: another one is refused,
+// one that cannot be read is refused, the same one (or a kernel that cannot tell) is admitted.
+// Otherwise: this daemon's session, another user namespace, any ptybox session.
+std::optional<PeerRefusal> CheckPeer(pid_t peer, pid_t daemon, int pidfd = -1);
 
 // For the socket server: reads the peer of the connected socket `fd` (SO_PEERCRED, and
 // SO_PEERPIDFD where the kernel has it, else a pidfd opened at once, so a peer that exited and

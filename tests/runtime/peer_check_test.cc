@@ -6,11 +6,14 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <iterator>
+
+#include "common/unique_fd.h"
 
 namespace ptybox::runtime {
 namespace {
@@ -222,10 +225,27 @@ TEST(PeerCheckTest, AnotherUsersProcessOfTheSameNamespaceIsAdmitted) {
   EXPECT_FALSE(refused.has_value()) << (refused ? refused->message : "");
 }
 
-TEST(PeerCheckTest, APeerInAnInvisiblePidNamespaceIsRefused) {
-  std::optional<PeerRefusal> refused = CheckPeer(0, ::getpid());
+TEST(PeerCheckTest, APeerInAnInvisiblePidNamespaceIsJudgedByItsPidfd) {
+  // Shown as pid 0 (the daemon is a container's entrypoint, the client above it): its pidfd's
+  // user namespace decides.
+  UniqueFd self(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
+  ASSERT_TRUE(self);
+  const NamespaceCheck same = CompareUserNamespaceByPidfd(self.Get());
+  if (same.verdict == NamespaceCheck::Verdict::kUnsupported) {
+    GTEST_SKIP() << "this kernel has no PIDFD_GET_USER_NAMESPACE (Linux 6.11)";
+  }
+  EXPECT_EQ(same.verdict, NamespaceCheck::Verdict::kSame) << same.detail;
+  EXPECT_FALSE(CheckPeer(0, ::getpid(), self.Get()).has_value());
+  Prepared inner([] { return ::unshare(CLONE_NEWUSER) == 0; });
+  if (!inner.ok) GTEST_SKIP() << "this host refuses unprivileged user namespaces";
+  UniqueFd other(static_cast<int>(::syscall(SYS_pidfd_open, inner.pid, 0)));
+  ASSERT_TRUE(other);
+  std::optional<PeerRefusal> refused = CheckPeer(0, ::getpid(), other.Get());
   ASSERT_TRUE(refused.has_value());
-  EXPECT_NE(refused->message.find("pid namespace the daemon cannot see"), std::string::npos);
+  EXPECT_NE(refused->message.find("another user namespace than the daemon's"), std::string::npos)
+      << refused->message;
+  // Without a pidfd nothing can be read: admitted, as before (docs/security.md, Wall 2).
+  EXPECT_FALSE(CheckPeer(0, ::getpid()).has_value());
 }
 
 }  // namespace
