@@ -445,7 +445,12 @@ void McpServer::ReadResource(const Json& id, const Json& params) {
       {"widerModes", can_elicit_ ? "ask the user (elicitation)"
                                  : "refused: this host cannot ask the user; restart ptybox mcp "
                                    "with a wider --mode"}};
-  contents.push_back(Json{{"uri", uri}, {"mimeType", "application/json"}, {"text", Dump(policy)}});
+  // ASCII only: a bidi override or line separator in a path stays an escape inside the text,
+  // also after the host decodes the message around it.
+  contents.push_back(
+      Json{{"uri", uri},
+           {"mimeType", "application/json"},
+           {"text", policy.dump(-1, ' ', /*ensure_ascii=*/true, Json::error_handler_t::replace)}});
   Reply(id, Json{{"contents", contents}});
 }
 

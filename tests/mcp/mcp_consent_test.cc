@@ -435,6 +435,10 @@ TEST_F(McpTextHygieneTest, InstructionsAndThePolicyResourceQuoteARepositoryPath)
   Json read = mcp.Request("resources/read", Json{{"uri", "ptybox://policy"}});
   const std::string text = read["result"]["contents"][0].value("text", "");
   EXPECT_EQ(text, instructions);
+  const std::string json = read["result"]["contents"][1].value("text", "");
+  EXPECT_NE(json.find("\\u202e"), std::string::npos) << json;
+  EXPECT_EQ(json.find("\xe2\x80\xae"), std::string::npos) << json;
+  EXPECT_EQ(json.find('\n'), std::string::npos) << json;
   ExpectQuotedOnOneLine(Text(mcp.Tool("policy_resolve")), mcp.workspace());
 }
 
