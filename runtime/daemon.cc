@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <asio/io_context.hpp>
 #include <asio/signal_set.hpp>
 #include <asio/steady_timer.hpp>
@@ -37,10 +38,20 @@ std::filesystem::path FindInitBinary() {
 
 std::optional<std::string> SocketInsideRoot(const std::filesystem::path& socket,
                                             const std::vector<std::filesystem::path>& roots) {
+  static constexpr std::string_view kSystemTrees[] = {"/proc", "/dev", "/sys", "/run",
+                                                      "/var/run"};
   const std::string text = socket.lexically_normal().string();
   for (const std::filesystem::path& root : roots) {
     std::string r = root.lexically_normal().string();
-    if (r.empty()) continue;
+    while (r.size() > 1 && r.back() == '/') r.pop_back();
+    // Roots no sandbox accepts (sandbox/launcher.cc refuses them for every session): sessions
+    // never hold them, so a socket there is no root's (a daemon started in / or /tmp).
+    const bool never_a_root =
+        r.empty() || r == "/" || r == "/tmp" || r == "/var/tmp" ||
+        std::any_of(std::begin(kSystemTrees), std::end(kSystemTrees), [&](std::string_view tree) {
+          return r == tree || r.starts_with(std::string(tree) + "/");
+        });
+    if (never_a_root) continue;
     if (r.back() != '/') r += '/';
     if (text.starts_with(r)) {
       return "the socket " + text + " is inside " + root.string() +

@@ -14,6 +14,7 @@
 #include <iterator>
 
 #include "common/unique_fd.h"
+#include "runtime/daemon.h"
 
 namespace ptybox::runtime {
 namespace {
@@ -246,6 +247,22 @@ TEST(PeerCheckTest, APeerInAnInvisiblePidNamespaceIsJudgedByItsPidfd) {
       << refused->message;
   // Without a pidfd nothing can be read: admitted, as before (docs/security.md, Wall 2).
   EXPECT_FALSE(CheckPeer(0, ::getpid()).has_value());
+}
+
+// The first wall's placement rule (runtime/daemon.h): the socket never lies inside a root a
+// session may write, where renaming its directory locks new clients out.
+TEST(SocketPlacementTest, ASocketInsideAnyRootIsRefusedNamingIt) {
+  const std::vector<std::filesystem::path> roots = {"/home/me/project", "/srv/cache/"};
+  std::optional<std::string> why = SocketInsideRoot("/home/me/project/run/p.sock", roots);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("is inside /home/me/project, a directory sessions may write"),
+            std::string::npos)
+      << *why;
+  EXPECT_TRUE(SocketInsideRoot("/srv/cache/deep/p.sock", roots).has_value());
+  EXPECT_FALSE(SocketInsideRoot("/home/me/project-other/p.sock", roots).has_value());
+  EXPECT_FALSE(SocketInsideRoot("/run/user/1000/ptybox/ptybox.sock", roots).has_value());
+  // Roots no sandbox accepts are no session's: a daemon started in / or /tmp still starts.
+  EXPECT_FALSE(SocketInsideRoot("/tmp/ptybox.sock", {"/", "/tmp", "/run"}).has_value());
 }
 
 }  // namespace
