@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -667,6 +668,45 @@ INSTANTIATE_TEST_SUITE_P(Modes, ScreenBoundsTest,
 
 // ---------------------------------------------------------------------------------------------
 // 10. A second daemon never takes a live daemon's socket (issue 20 item 10).
+
+TEST(DaemonWallsTest, AnotherUsersSocketAtThePathIsRefusedByName) {
+  // An ordinary user plants a socket at root's expected path in a sticky directory: the daemon
+  // says whose it is instead of "another ptybox daemon is listening".
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: the planted socket belongs to another user";
+  TempDir dir;
+  std::filesystem::permissions(dir.path(), std::filesystem::perms(01777));
+  const std::filesystem::path socket = dir.path() / "ptybox.sock";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+    int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, socket.c_str(), sizeof address.sun_path - 1);
+    if (::bind(s, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) ::_exit(3);
+    ::listen(s, 1);
+    ::pause();
+    ::_exit(0);
+  }
+  for (int i = 0; i < 1000 && !std::filesystem::exists(socket); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  TempDir state;
+  TempDir workspace;
+  ChildProcess daemon({{PtyboxBinary().string(), "serve", "--socket", socket.string(),
+                        "--workspace", workspace.path().string()},
+                       TestEnvironment(state.path() / "no-operator-policy.yaml"),
+                       {},
+                       true,
+                       {}});
+  ChildProcess::Exit exit = daemon.Wait();
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_TRUE(exit.exited && exit.code == 1) << daemon.err();
+  EXPECT_NE(daemon.err().find("is a socket of uid 65534, not of this user (uid 0)"),
+            std::string::npos)
+      << daemon.err();
+}
 
 TEST(DaemonWallsTest, ASecondDaemonRefusesALiveSocketAndReplacesOnlyADeadOne) {
   auto daemon = std::make_unique<Daemon>();
