@@ -131,6 +131,12 @@ std::optional<std::string> AnySessionPeerReason(pid_t peer) {
       return "process " + std::to_string(peer) + " runs under ptybox-init " + std::to_string(p) +
              " (a session of some ptybox daemon)";
     }
+    // A daemon (a subreaper) adopts the processes of a session whose ptybox-init was killed,
+    // until it ends them: they still count as that session's.
+    if (stat->comm == "ptybox") {
+      return "process " + std::to_string(peer) + " runs under the ptybox process " +
+             std::to_string(p) + " (a session whose ptybox-init is gone, adopted by its daemon)";
+    }
     p = stat->ppid;
   }
   if (p > 1) return "its parent chain is longer than 4096 processes";

@@ -24,8 +24,10 @@ std::optional<std::string> SessionPeerReason(pid_t peer, pid_t daemon);
 
 // Why `peer` runs under a ptybox session of any daemon: a process named `ptybox-init` among its
 // ancestors (not `peer` itself). ptybox-init is a subreaper, so a process of a
-// danger-full-access session cannot leave its tree by double-forking. nullopt when none is
-// found; an unreadable chain is refused like SessionPeerReason's.
+// danger-full-access session cannot leave its tree by double-forking; and when it kills its
+// ptybox-init, its daemon (a subreaper named `ptybox`) adopts it, so an ancestor named `ptybox`
+// counts too. nullopt when none is found; an unreadable chain is refused like
+// SessionPeerReason's.
 std::optional<std::string> AnySessionPeerReason(pid_t peer);
 
 // How `peer`'s user namespace compares with this process's.

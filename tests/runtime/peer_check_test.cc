@@ -200,7 +200,13 @@ TEST(PeerCheckTest, ProcessesUnderAnyPtyboxInitAreRefused) {
   EXPECT_NE(refused->message.find("runs inside a ptybox session (of another daemon)"),
             std::string::npos)
       << refused->message;
-  // ptybox-init itself is not under one; this test process neither.
+  // Its init killed, the shell is adopted by its daemon (a subreaper named ptybox): still refused.
+  ::prctl(PR_SET_NAME, "ptybox");
+  std::optional<std::string> adopted = AnySessionPeerReason(init);
+  EXPECT_NE(adopted.value_or("").find("runs under the ptybox process"), std::string::npos)
+      << adopted.value_or("(admitted)");
+  ::prctl(PR_SET_NAME, "peer_check_test");
+  // ptybox-init itself is not under one (when no ptybox is above it); this test process neither.
   EXPECT_FALSE(AnySessionPeerReason(init).has_value());
   EXPECT_FALSE(AnySessionPeerReason(::getpid()).has_value());
   ::kill(shell, SIGKILL);
