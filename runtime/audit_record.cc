@@ -146,14 +146,35 @@ std::string MarkerStripper::Feed(std::string_view bytes) {
   static constexpr std::string_view kStart = "\x1b]6973;";
   std::string out;
   out.reserve(bytes.size());
-  for (char c : bytes) {
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const char c = bytes[i];
     if (inside_) {
-      held_ += c;
-      const bool bel = c == '\x07';
-      const bool st = held_.size() >= 2 && held_.ends_with("\x1b\\");
-      if (bel || st) {
+      // A marker ends exactly where the terminal's parser ends an OSC string
+      // (backend/vt_parser.cc, FeedOsc and SequenceByte): BEL or ST end it; CAN or SUB cancel
+      // it; an ESC not followed by `\` abandons it and starts a new sequence. Until then every
+      // byte belongs to it (other controls are ignored inside a string). What ended it is
+      // dropped with it, except the ESC of a new sequence, which is looked at again.
+      if (escape_) {
+        escape_ = false;
+        if (c == '\\') {
+          held_.clear();
+          inside_ = false;
+          continue;
+        }
         held_.clear();
         inside_ = false;
+        held_ = '\x1b';
+        --i;  // this byte follows the new sequence's ESC
+        continue;
+      }
+      if (c == '\x07' || c == '\x18' || c == '\x1a') {
+        held_.clear();
+        inside_ = false;
+        continue;
+      }
+      held_ += c;
+      if (c == '\x1b') {
+        escape_ = true;
       } else if (held_.size() > kMaxMarkerBytes) {
         out += held_;
         held_.clear();

@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <asio/io_context.hpp>
 #include <asio/signal_set.hpp>
 #include <asio/steady_timer.hpp>
@@ -17,6 +18,7 @@
 #include "sandbox/cgroup_sweep.h"
 #include "runtime/mcp_server.h"
 #include "runtime/rpc_server.h"
+#include "sandbox/host_walls.h"
 
 namespace ptybox::runtime {
 
@@ -34,7 +36,64 @@ std::filesystem::path FindInitBinary() {
   return "/usr/local/libexec/ptybox/ptybox-init";
 }
 
+std::optional<std::string> SocketInsideRoot(const std::filesystem::path& socket,
+                                            const std::vector<std::filesystem::path>& roots) {
+  static constexpr std::string_view kSystemTrees[] = {"/proc", "/dev", "/sys", "/run",
+                                                      "/var/run"};
+  const std::string text = socket.lexically_normal().string();
+  for (const std::filesystem::path& root : roots) {
+    std::string r = root.lexically_normal().string();
+    while (r.size() > 1 && r.back() == '/') r.pop_back();
+    // Roots no sandbox accepts (sandbox/launcher.cc refuses them for every session): sessions
+    // never hold them, so a socket there is no root's (a daemon started in / or /tmp).
+    const bool never_a_root =
+        r.empty() || r == "/" || r == "/tmp" || r == "/var/tmp" ||
+        std::any_of(std::begin(kSystemTrees), std::end(kSystemTrees), [&](std::string_view tree) {
+          return r == tree || r.starts_with(std::string(tree) + "/");
+        });
+    if (never_a_root) continue;
+    if (r.back() != '/') r += '/';
+    if (text.starts_with(r)) {
+      return "the socket " + text + " is inside " + root.string() +
+             ", a directory sessions may write: a session could rename its directory and lock "
+             "every new client out. Put the socket outside the workspace and every writable "
+             "root (for an ordinary user, $XDG_RUNTIME_DIR/ptybox/ptybox.sock)";
+    }
+  }
+  return std::nullopt;
+}
+
+Result<std::filesystem::path> DefaultSocketPath() {
+  std::optional<std::filesystem::path> dir = sandbox::PerUserRuntimeDirectory();
+  if (!dir) {
+    return Fail(ErrorKind::kInternal,
+                "ptybox serve: this user has no run-time directory ($XDG_RUNTIME_DIR or "
+                "/run/user/" +
+                    std::to_string(::geteuid()) +
+                    ", owned by this uid) for the default socket; give --socket PATH outside "
+                    "every workspace, or --stdio");
+  }
+  return *dir / "ptybox.sock";
+}
+
 namespace {
+
+// The workspace and the writable roots the operator's policy gives sessions (in
+// workspace-write, where they are writable; the policy's own mode when that is refused).
+std::vector<std::filesystem::path> SessionRoots(const ServiceOptions& options) {
+  Result<policy::ResolvedPolicy> resolved =
+      policy::Resolve(ResolveInputsFrom(options, policy::Mode::kWorkspaceWrite));
+  if (!resolved) resolved = policy::Resolve(ResolveInputsFrom(options, std::nullopt));
+  std::vector<std::filesystem::path> roots;
+  std::error_code ec;
+  std::filesystem::path workspace = std::filesystem::weakly_canonical(options.workspace, ec);
+  roots.push_back(ec ? options.workspace : workspace);
+  if (resolved) {
+    roots.push_back(resolved->workspace_root);
+    for (const std::filesystem::path& root : resolved->writable_roots) roots.push_back(root);
+  }
+  return roots;
+}
 
 constexpr size_t kReservedDescriptors = 64;  // logs, policy files, spawns in progress
 constexpr size_t kDescriptorsPerSession = 4;  // PTY master, control socket, spawn pipes
@@ -186,6 +245,11 @@ int RunDaemon(DaemonOptions options) {
     }
     RunReactor(io);
     return exit_code;
+  }
+  if (std::optional<std::string> inside =
+          SocketInsideRoot(options.service.shell.daemon_socket, SessionRoots(options.service))) {
+    LogError("ptybox serve: " + *inside);
+    return 1;
   }
   socket_server = std::make_unique<SocketServer>(io, service, options.max_connections);
   if (Result<void> listening = socket_server->Listen(*options.socket); !listening) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/mcp_server.h"
 #include "runtime/service.h"
@@ -29,6 +30,18 @@ struct DaemonOptions {
 // Runs until the stdio client leaves (stdio, mcp) or a termination signal (socket). Returns the
 // process exit code.
 int RunDaemon(DaemonOptions options);
+
+// Why the daemon's socket may not be at `socket`: it lies inside one of `roots` (the workspace
+// and the writable roots sessions get), where a session could rename its directory and lock
+// every new client out, or replace it. nullopt when it lies outside all of them. Paths are
+// compared as given (the caller makes them canonical).
+std::optional<std::string> SocketInsideRoot(const std::filesystem::path& socket,
+                                            const std::vector<std::filesystem::path>& roots);
+
+// `serve` without --stdio or --socket: `<PerUserRuntimeDirectory()>/ptybox.sock` (sandbox/
+// host_walls.h), hidden in every session of any daemon of this user; an error saying to give
+// --socket when this user has no run-time directory.
+Result<std::filesystem::path> DefaultSocketPath();
 
 // Where ptybox-init is: $PTYBOX_INIT, next to this executable, or ../libexec/ptybox/.
 std::filesystem::path FindInitBinary();

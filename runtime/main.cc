@@ -1,5 +1,5 @@
 // ptybox: persistent, sandboxed, interactive shells for AI agents and CI jobs.
-//   ptybox serve (--stdio | --socket PATH) [--max-connections N] [--max-sessions N]
+//   ptybox serve [--stdio | --socket PATH] [--max-connections N] [--max-sessions N]
 //                [--workspace DIR] [--policy FILE] [--audit-log FILE] [--record DIR]
 //   ptybox mcp [--workspace DIR] [--policy FILE] [--mode MODE] [--consent-timeout SECONDS]
 //              [--audit-log FILE] [--record DIR]
@@ -153,7 +153,10 @@ int main(int argc, char** argv) {
   std::string socket_path;
   CLI::App* serve = app.add_subcommand("serve", "serve the JSON-RPC protocol");
   serve->add_flag("--stdio", stdio, "one client on standard input/output");
-  serve->add_option("--socket", socket_path, "many clients on a Unix socket (mode 0600)");
+  serve->add_option("--socket", socket_path,
+                    "many clients on a Unix socket (mode 0600); the default (neither --stdio nor "
+                    "--socket) is ptybox.sock in this user's run-time directory: "
+                    "$XDG_RUNTIME_DIR/ptybox/, /run/ptybox/ for root");
   size_t max_connections = ptybox::runtime::kDefaultMaxConnections;
   size_t max_sessions = ptybox::runtime::kDefaultMaxTotalSessions;
   serve->add_option("--max-connections", max_connections,
@@ -226,13 +229,23 @@ int main(int argc, char** argv) {
 
   using namespace ptybox::runtime;
   if (serve->parsed()) {
-    if (stdio == !socket_path.empty()) {
-      std::cerr << "ptybox serve: give exactly one of --stdio or --socket PATH\n";
+    if (stdio && !socket_path.empty()) {
+      std::cerr << "ptybox serve: give one of --stdio or --socket PATH, not both\n";
       return 2;
     }
     DaemonOptions options;
     options.stdio = stdio;
-    if (!socket_path.empty()) options.socket = std::filesystem::absolute(socket_path);
+    if (!socket_path.empty()) {
+      options.socket = std::filesystem::absolute(socket_path);
+    } else if (!stdio) {
+      // The per-user run-time directory, hidden in every session (docs/security.md, Wall 2).
+      ptybox::Result<std::filesystem::path> socket = DefaultSocketPath();
+      if (!socket) {
+        std::cerr << socket.error().message << "\n";
+        return 2;
+      }
+      options.socket = *socket;
+    }
     options.service = ServiceFrom(serve_flags);
     options.max_connections = max_connections;
     options.service.max_total_sessions = max_sessions;

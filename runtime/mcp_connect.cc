@@ -55,10 +55,63 @@ std::string PathKey(const std::string& text) {
   return out;
 }
 
+// The state directory, opened by descriptor: its parent is resolved as the user configured it
+// ($XDG_STATE_HOME, or ~/.local/state, created when missing), the `ptybox` entry itself is
+// created 0700 and opened without following a link, and must be a directory of this user. A link
+// planted there (or another user's directory) is refused: nothing is created, chmod-ed or written
+// through it.
+Result<UniqueFd> OpenStateDirectory(const std::filesystem::path& dir) {
+  const std::filesystem::path parent = dir.parent_path();
+  std::error_code ec;
+  std::filesystem::create_directories(parent, ec);
+  if (ec) {
+    return Fail(ErrorKind::kInternal, "cannot create " + parent.string() + ": " + ec.message(),
+                parent.string());
+  }
+  UniqueFd parent_fd(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!parent_fd)
+    return std::unexpected(Error::FromErrno(ErrorKind::kInternal, "open", parent.string()));
+  const std::string name = dir.filename().string();
+  if (::mkdirat(parent_fd.Get(), name.c_str(), 0700) != 0 && errno != EEXIST) {
+    return std::unexpected(Error::FromErrno(ErrorKind::kInternal, "mkdir", dir.string()));
+  }
+  UniqueFd fd(
+      ::openat(parent_fd.Get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) {
+    const int err = errno;
+    if (err == ELOOP || err == ENOTDIR) {
+      return Fail(ErrorKind::kPolicyDenied,
+                  dir.string() +
+                      " is not a directory (a symbolic link or a file is there): "
+                      "ptybox keeps owner tokens only in a directory of its own; "
+                      "remove it and start again",
+                  dir.string());
+    }
+    return std::unexpected(Error::FromErrno(ErrorKind::kInternal, "open", dir.string()));
+  }
+  struct stat st {};
+  if (::fstat(fd.Get(), &st) != 0) {
+    return std::unexpected(Error::FromErrno(ErrorKind::kInternal, "fstat", dir.string()));
+  }
+  if (st.st_uid != ::geteuid()) {
+    return Fail(ErrorKind::kPolicyDenied,
+                dir.string() + " belongs to uid " + std::to_string(st.st_uid) +
+                    ", not to this user (uid " + std::to_string(::geteuid()) +
+                    "): ptybox keeps owner tokens only in a directory of its own; remove it and "
+                    "start again",
+                dir.string());
+  }
+  // Ours, reached without a link: tightening it cannot touch anything else.
+  if ((st.st_mode & 077) != 0 && ::fchmod(fd.Get(), 0700) != 0) {
+    return std::unexpected(Error::FromErrno(ErrorKind::kInternal, "chmod", dir.string()));
+  }
+  return fd;
+}
+
 // The kept token, nullopt when there is none. A file another user could read or write is not
 // trusted (and not used).
-std::optional<std::string> ReadToken(const std::filesystem::path& file) {
-  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+std::optional<std::string> ReadToken(int dir, const std::filesystem::path& file) {
+  UniqueFd fd(::openat(dir, file.filename().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) return std::nullopt;
   struct stat st {};
   if (::fstat(fd.Get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
@@ -76,28 +129,47 @@ std::optional<std::string> ReadToken(const std::filesystem::path& file) {
   return token;
 }
 
-// Written whole or not at all: a private temporary file renamed over the old one.
-Result<void> WriteToken(const std::filesystem::path& file, const std::string& token) {
-  std::error_code ec;
-  std::filesystem::create_directories(file.parent_path(), ec);
-  if (ec) {
-    return Fail(ErrorKind::kInternal,
-                "cannot create " + file.parent_path().string() + ": " + ec.message(),
-                file.parent_path().string());
+// Written whole or not at all: a private temporary file renamed over the old one, both inside
+// the directory `dir` (OpenStateDirectory).
+Result<void> WriteToken(int dir, const std::filesystem::path& file, const std::string& token) {
+  const std::string name = file.filename().string();
+  const std::string temporary = name + ".tmp-" + RandomHex(8);
+  UniqueFd fd(
+      ::openat(dir, temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) {
+    return std::unexpected(
+        Error::FromErrno(ErrorKind::kInternal, "open", (file.parent_path() / temporary).string()));
   }
-  ::chmod(file.parent_path().c_str(), 0700);
-  const std::filesystem::path temporary = file.string() + ".tmp-" + RandomHex(8);
-  UniqueFd fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                     0600));
-  if (!fd) return std::unexpected(Error::FromErrno(ErrorKind::kInternal, "open", temporary.string()));
   ::fchmod(fd.Get(), 0600);
   const std::string text = token + "\n";
   bool written = ::write(fd.Get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
   fd.Reset();
-  if (!written || ::rename(temporary.c_str(), file.c_str()) != 0) {
+  if (!written || ::renameat(dir, temporary.c_str(), dir, name.c_str()) != 0) {
     Error error = Error::FromErrno(ErrorKind::kInternal, "write", file.string());
-    ::unlink(temporary.c_str());
+    ::unlinkat(dir, temporary.c_str(), 0);
     return std::unexpected(error);
+  }
+  return {};
+}
+
+// The daemon must run as this user or as root before it hears a token: a socket another user
+// planted at the expected path would otherwise receive it.
+Result<void> RequireTrustedDaemon(int fd, const std::string& path) {
+  ucred cred{};
+  socklen_t length = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) {
+    return std::unexpected(Error::FromErrno(ErrorKind::kInternal, "SO_PEERCRED", path));
+  }
+  if (cred.uid != ::geteuid() && cred.uid != 0) {
+    return Fail(ErrorKind::kPolicyDenied,
+                "the process answering at " + path + " (pid " + std::to_string(cred.pid) +
+                    ") runs as uid " + std::to_string(cred.uid) + ", neither this user (uid " +
+                    std::to_string(::geteuid()) +
+                    ") nor root: it is not a ptybox daemon this user started, so no owner token "
+                    "is sent to it; remove that socket and start the daemon with `ptybox serve "
+                    "--socket " +
+                    path + "`",
+                path);
   }
   return {};
 }
@@ -240,19 +312,53 @@ Error ErrorFromRpc(const Json& error) {
   return out;
 }
 
+namespace {
+
+// A connection to the daemon, checked (RequireTrustedDaemon), with a hang guard for the start: a
+// daemon that never answers ends this process with a reason.
+Result<UniqueFd> ConnectTrusted(const std::filesystem::path& socket) {
+  Result<UniqueFd> fd = ConnectSocket(socket);
+  if (!fd) return std::unexpected(fd.error());
+  if (Result<void> trusted = RequireTrustedDaemon(fd->Get(), socket.string()); !trusted) {
+    return std::unexpected(trusted.error());
+  }
+  timeval guard{60, 0};
+  ::setsockopt(fd->Get(), SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof(guard));
+  return fd;
+}
+
+// The mode of a policy_resolve answer; nullopt when it names none.
+std::optional<policy::Mode> ModeOf(const Result<Json>& resolved) {
+  if (!resolved || !resolved->is_object() || !resolved->contains("mode") ||
+      !(*resolved)["mode"].is_string()) {
+    return std::nullopt;
+  }
+  return policy::ParseMode((*resolved)["mode"].get<std::string>());
+}
+
+}  // namespace
+
 Result<std::shared_ptr<RemoteDaemon>> RemoteDaemon::Connect(
     asio::io_context& io, const std::filesystem::path& socket,
     const std::filesystem::path& workspace) {
-  Result<UniqueFd> fd = ConnectSocket(socket);
+  Result<UniqueFd> fd = ConnectTrusted(socket);
   if (!fd) return std::unexpected(fd.error());
-  // A hang guard for the start: a daemon that never answers ends this process with a reason.
-  timeval guard{60, 0};
-  ::setsockopt(fd->Get(), SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof(guard));
   int64_t id = 1;
   const std::filesystem::path file = McpTokenFile(workspace);
+  Result<UniqueFd> state = OpenStateDirectory(file.parent_path());
+  if (!state) {
+    LogWarn("mcp --connect: " + state.error().Describe() +
+            "; this process starts its own owner and keeps no token");
+  }
+  // This host's start: the mode a fresh owner gets (the operator's), asked before attaching.
+  // Consent another host's user gave its model stays with that host: an owner it widened
+  // beyond this start is narrowed back, or not taken (docs/security.md, "Model consent").
+  const std::optional<policy::Mode> start =
+      ModeOf(BlockingCall(fd->Get(), id++, "policy_resolve", Json::object()));
   bool attached = false;
-  bool keep_file = true;
-  if (std::optional<std::string> token = ReadToken(file)) {
+  bool keep_file = static_cast<bool>(state);
+  if (std::optional<std::string> token =
+          state ? ReadToken(state->Get(), file) : std::optional<std::string>()) {
     // Just after the previous process died the daemon may not have seen it leave yet (busy):
     // asked again a few times before giving up on that owner.
     for (int attempt = 0; attempt < 20; ++attempt) {
@@ -285,16 +391,47 @@ Result<std::shared_ptr<RemoteDaemon>> RemoteDaemon::Connect(
       break;
     }
   }
+  if (attached) {
+    const std::optional<policy::Mode> mode =
+        ModeOf(BlockingCall(fd->Get(), id++, "policy_resolve", Json::object()));
+    const policy::Mode free = start.value_or(policy::Mode::kReadOnly);
+    if (!mode || !policy::Within(*mode, free)) {
+      // Wider than this host's start: the user of the host that widened it consented for that
+      // host's model, not for this one. Narrowed back, or (live wider terminals fence the mode)
+      // left to its grace while this process starts its own owner.
+      Result<Json> narrowed = BlockingCall(fd->Get(), id++, "policy_set_mode",
+                                           {{"mode", std::string(policy::ToString(free))}});
+      if (narrowed) {
+        LogWarn("mcp --connect: the owner kept for " + workspace.string() + " was in " +
+                (mode ? std::string(policy::ToString(*mode)) : std::string("an unknown mode")) +
+                ", wider than this host's start (" + std::string(policy::ToString(free)) +
+                "): narrowed back; a wider mode asks this host's user again");
+      } else {
+        LogWarn("mcp --connect: the owner kept for " + workspace.string() + " runs terminals in " +
+                (mode ? std::string(policy::ToString(*mode)) : std::string("an unknown mode")) +
+                ", wider than this host's start (" + std::string(policy::ToString(free)) +
+                ") that only its user consented to (" + narrowed.error().Describe() +
+                "): not taking it; this process starts its own owner and keeps no token");
+        Result<UniqueFd> fresh = ConnectTrusted(socket);
+        if (!fresh) return std::unexpected(fresh.error());
+        *fd = std::move(*fresh);
+        id = 1;
+        attached = false;
+        keep_file = false;
+      }
+    }
+  }
   if (!attached) {
     Result<Json> info = BlockingCall(fd->Get(), id++, "owner_info", Json::object());
     if (!info) return std::unexpected(info.error());
     const std::string token = info->value("ownerToken", std::string());
     if (info->value("detachGraceMs", 0) <= 0) {
-      LogWarn("mcp --connect: the daemon's limits.detachGraceMs is 0: the terminals end when "
-              "this process does (set it in the operator policy)");
+      LogWarn(
+          "mcp --connect: the daemon's limits.detachGraceMs is 0: the terminals end when "
+          "this process does (set it in the operator policy)");
     }
     if (keep_file && !token.empty()) {
-      if (Result<void> kept = WriteToken(file, token); !kept) {
+      if (Result<void> kept = WriteToken(state->Get(), file, token); !kept) {
         LogWarn("mcp --connect: cannot keep the owner token: " + kept.error().Describe());
       }
     }

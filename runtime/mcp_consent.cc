@@ -1,5 +1,6 @@
 #include "runtime/mcp_consent.h"
 
+#include "runtime/display_text.h"
 #include "runtime/mcp_tools.h"
 
 namespace ptybox::runtime {
@@ -46,13 +47,16 @@ Json ConsentRequestParams(const policy::ResolvedPolicy& current,
                           const policy::ResolvedPolicy& wanted, std::string_view protocol_version) {
   const std::string from = Quoted(current.mode);
   const std::string to = Quoted(wanted.mode);
+  // The request and the choice come first, in ptybox's own words; the details after them hold
+  // repository-controlled paths, each quoted, escaped and bounded (PolicyClause), so nothing in
+  // them can pose as another line of the question.
   std::string message =
       "The AI model asks to widen the sandbox of the terminals it opens from "
       "now on, from " +
-      from + " to " + to + ".\n";
+      from + " to " + to + ". Accept to allow " + to + " for this connection; decline to keep " +
+      from + ".\n";
   message += "Now: " + Allows(current) + "\n";
-  message += "Requested: " + Allows(wanted) + "\n";
-  message += "Accept to allow " + to + " for this connection; decline to keep " + from + ".";
+  message += "Requested: " + Allows(wanted);
   Json params{{"message", std::move(message)},
               {"requestedSchema", Json{{"type", "object"}, {"properties", Json::object()}}}};
   // The mode field exists from 2025-11-25 on (missing means form).
@@ -65,7 +69,7 @@ std::optional<std::string> ConsentRefusal(const Json& response) {
     const Json& error = response["error"];
     std::string detail = "the host could not ask the user";
     if (error.is_object() && error.contains("message") && error["message"].is_string()) {
-      detail += " (" + error["message"].get<std::string>() + ")";
+      detail += " (" + EscapedText(error["message"].get<std::string>()) + ")";
     }
     return detail;
   }
@@ -81,7 +85,7 @@ std::optional<std::string> ConsentRefusal(const Json& response) {
   if (a == "accept") return std::nullopt;
   if (a == "decline") return std::string("the user declined it");
   if (a == "cancel") return std::string("the user dismissed the request without accepting it");
-  return "the host answered with an unknown action \"" + a + "\"";
+  return "the host answered with an unknown action " + QuotedText(a, 64);
 }
 
 Error ConsentInProgress() {

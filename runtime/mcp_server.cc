@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "policy/mode_fence.h"
+#include "runtime/display_text.h"
 #include "runtime/mcp_consent.h"
 #include "runtime/mcp_tools.h"
 #include "runtime/methods.h"
@@ -19,6 +20,9 @@ namespace {
 // JSON-RPC codes MCP uses besides the standard ones.
 constexpr int kResourceNotFound = -32002;
 constexpr int kInternalError = -32603;
+// Unknown names, methods and URIs are echoed quoted and cut to this many bytes: the client (the
+// model) chose them, and a whole megabyte of them helps no one.
+constexpr size_t kEchoBytes = 64;
 
 constexpr std::string_view kFirstStructuredVersion = "2025-06-18";
 
@@ -137,7 +141,8 @@ void McpServer::HandleRequest(const Json& id, const std::string& method, const J
   if (method == "initialize") return Initialize(id, params);
   if (!initialized_) {
     return ReplyError(id, -32600,
-                      "invalid request: send initialize first (MCP lifecycle), then " + method);
+                      "invalid request: send initialize first (MCP lifecycle), then " +
+                          QuotedText(method, kEchoBytes));
   }
   if (method == "tools/list") return Reply(id, ToolList());
   if (method == "tools/call") return CallTool(id, params);
@@ -150,7 +155,7 @@ void McpServer::HandleRequest(const Json& id, const std::string& method, const J
   if (method == "resources/read") return ReadResource(id, params);
   if (method == "resources/subscribe") return Subscribe(id, params, true);
   if (method == "resources/unsubscribe") return Subscribe(id, params, false);
-  ReplyError(id, -32601, "method not found: " + method);
+  ReplyError(id, -32601, "method not found: " + QuotedText(method, kEchoBytes));
 }
 
 void McpServer::Initialize(const Json& id, const Json& params) {
@@ -221,7 +226,8 @@ void McpServer::CallTool(const Json& id, const Json& params) {
   }
   const std::string name = params["name"].get<std::string>();
   if (FindMcpTool(name) == nullptr) {
-    return ReplyError(id, -32602, "unknown tool: " + name + " (tools/list lists them)");
+    return ReplyError(id, -32602,
+                      "unknown tool: " + QuotedText(name, kEchoBytes) + " (tools/list lists them)");
   }
   Json arguments = params.contains("arguments") ? params["arguments"] : Json::object();
   if (arguments.is_null()) arguments = Json::object();
@@ -266,9 +272,10 @@ void McpServer::SetModeTool(const Json& id, const Json& arguments) {
   // the ordinary way would do with them.
   for (const auto& [key, value] : arguments.items()) {
     if (key == "mode") continue;
-    return ReplyToolError(
-        id, Error{ErrorKind::kInvalidParams,
-                  "policy_set_mode: unknown parameter \"" + key + "\" (accepted: mode)", key});
+    return ReplyToolError(id, Error{ErrorKind::kInvalidParams,
+                                    "policy_set_mode: unknown parameter " +
+                                        QuotedText(key, kEchoBytes) + " (accepted: mode)",
+                                    key});
   }
 
   // A widening. What the ceiling or the fence refuses anyway is refused without asking.
@@ -405,7 +412,7 @@ Json McpServer::ToolResult(const std::string& tool, const Result<Json>& result) 
 std::string McpServer::PolicyText() {
   Result<policy::ResolvedPolicy> resolved = CurrentPolicy();
   if (!resolved) {
-    return "Sandbox policy: unresolved (" + resolved.error().Describe() +
+    return "Sandbox policy: unresolved (" + EscapedText(resolved.error().Describe(), 1024) +
            "); terminals cannot open until the policy files are fixed.";
   }
   return PolicyClause(*resolved);
@@ -418,8 +425,9 @@ void McpServer::ReadResource(const Json& id, const Json& params) {
   const std::string uri = params["uri"].get<std::string>();
   if (uri != kPolicyUri) {
     return ReplyError(id, kResourceNotFound,
-                      "resource not found: " + uri + " (the only resource is ptybox://policy)",
-                      Json{{"uri", uri}});
+                      "resource not found: " + QuotedText(uri, kEchoBytes) +
+                          " (the only resource is ptybox://policy)",
+                      Json{{"uri", Abbreviate(uri, kEchoBytes)}});
   }
   Result<policy::ResolvedPolicy> resolved = CurrentPolicy();
   if (!resolved) {
@@ -437,7 +445,12 @@ void McpServer::ReadResource(const Json& id, const Json& params) {
       {"widerModes", can_elicit_ ? "ask the user (elicitation)"
                                  : "refused: this host cannot ask the user; restart ptybox mcp "
                                    "with a wider --mode"}};
-  contents.push_back(Json{{"uri", uri}, {"mimeType", "application/json"}, {"text", Dump(policy)}});
+  // ASCII only: a bidi override or line separator in a path stays an escape inside the text,
+  // also after the host decodes the message around it.
+  contents.push_back(
+      Json{{"uri", uri},
+           {"mimeType", "application/json"},
+           {"text", policy.dump(-1, ' ', /*ensure_ascii=*/true, Json::error_handler_t::replace)}});
   Reply(id, Json{{"contents", contents}});
 }
 
@@ -448,8 +461,9 @@ void McpServer::Subscribe(const Json& id, const Json& params, bool subscribe) {
   const std::string uri = params["uri"].get<std::string>();
   if (uri != kPolicyUri) {
     return ReplyError(id, kResourceNotFound,
-                      "resource not found: " + uri + " (the only resource is ptybox://policy)",
-                      Json{{"uri", uri}});
+                      "resource not found: " + QuotedText(uri, kEchoBytes) +
+                          " (the only resource is ptybox://policy)",
+                      Json{{"uri", Abbreviate(uri, kEchoBytes)}});
   }
   subscribed_to_policy_ = subscribe;
   Reply(id, Json::object());

@@ -6,6 +6,7 @@
 #include "policy/mode_names.h"
 #include "policy/mode.h"
 #include "policy/schema.h"
+#include "runtime/display_text.h"
 #include "runtime/methods.h"
 
 namespace ptybox::runtime {
@@ -427,7 +428,8 @@ std::string PolicyClauseFromJson(const Json& p) {
   if (roots.empty()) {
     clause += "only a private /tmp";
   } else {
-    for (size_t i = 0; i < roots.size(); ++i) clause += (i == 0 ? "" : ", ") + roots[i];
+    // Repository-controlled names: quoted, escaped and bounded (runtime/display_text.h).
+    clause += QuotedList(roots);
     clause += " (except .git directories and policy files) and a private /tmp";
   }
   clause += "; everything else read-only; network ";
@@ -523,7 +525,7 @@ std::string RenderToolResult(std::string_view tool, const Json& r) {
   }
   if (tool == "policy_resolve") {
     return PolicyClauseFromJson(r) + " Ceiling: " + Str(r, "ceiling") +
-           "; workspace root: " + Str(r, "workspaceRoot") + ".";
+           "; workspace root: " + QuotedText(Str(r, "workspaceRoot")) + ".";
   }
   if (tool == "terminal_resize") {
     return "Resized the terminal to " + std::to_string(r.value("cols", 0)) + " columns and " +

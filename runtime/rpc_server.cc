@@ -185,6 +185,17 @@ Result<void> CheckSocketPathFree(const std::filesystem::path& path) {
                                 "--socket path",
                 path.string());
   }
+  // Another user's socket (planted in a sticky directory, or that user's daemon): never this
+  // daemon's to replace or to wait for, and its clients would hand it their tokens.
+  if (st.st_uid != ::geteuid()) {
+    return Fail(ErrorKind::kInternal,
+                path.string() + " is a socket of uid " + std::to_string(st.st_uid) +
+                    ", not of this user (uid " + std::to_string(::geteuid()) +
+                    "): another user put it there; have it removed, or choose another --socket "
+                    "path (the default, in this user's run-time directory, is out of others' "
+                    "reach)",
+                path.string());
+  }
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (path.string().size() >= sizeof(address.sun_path)) {

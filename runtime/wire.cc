@@ -107,11 +107,16 @@ std::string Abbreviate(std::string_view text, size_t max_bytes) {
 
 namespace {
 
-// The nesting depth of `text` read as JSON (strings skipped), without recursion; stops counting
-// once past `limit`.
-size_t NestingDepth(std::string_view text, size_t limit) {
-  size_t depth = 0;
+// What ParseRpcLine looks at before parsing: the nesting depth of `text` read as JSON and the
+// number of values in its arrays and objects (commas, plus one per container), strings skipped,
+// without recursion. Stops once past either limit.
+struct Shape {
   size_t deepest = 0;
+  size_t values = 0;
+};
+Shape ScanShape(std::string_view text, size_t depth_limit, size_t value_limit) {
+  Shape shape;
+  size_t depth = 0;
   bool in_string = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -126,23 +131,35 @@ size_t NestingDepth(std::string_view text, size_t limit) {
     if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-      if (deepest > limit) return deepest;
+      shape.deepest = std::max(shape.deepest, ++depth);
+      ++shape.values;
+      if (shape.deepest > depth_limit) return shape;
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
+    } else if (c == ',' && ++shape.values > value_limit) {
+      return shape;
     }
   }
-  return deepest;
+  return shape;
 }
 
 }  // namespace
 
 std::expected<RpcMessage, RpcReject> ParseRpcLine(const std::string& line) {
-  if (NestingDepth(line, kMaxJsonDepth) > kMaxJsonDepth) {
-    return std::unexpected(RpcReject{
-        nullptr, -32600,
-        "invalid request: JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
-            " levels of arrays and objects; flatten the message"});
+  const Shape shape = ScanShape(line, kMaxJsonDepth, kMaxJsonValues);
+  if (shape.deepest > kMaxJsonDepth) {
+    return std::unexpected(RpcReject{nullptr, -32600,
+                                     "invalid request: JSON nested deeper than " +
+                                         std::to_string(kMaxJsonDepth) +
+                                         " levels of arrays and objects; flatten the message"});
+  }
+  // Refused before parsing: building millions of values would hold the reactor for seconds,
+  // and no request needs that many (the largest lists of the contract hold 256 entries).
+  if (shape.values > kMaxJsonValues) {
+    return std::unexpected(
+        RpcReject{nullptr, -32600,
+                  "invalid request: more than " + std::to_string(kMaxJsonValues) +
+                      " values in the arrays and objects of one message; send fewer"});
   }
   Json message = Json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (message.is_discarded()) {

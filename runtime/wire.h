@@ -42,6 +42,8 @@ struct RpcMessage {
 // The deepest nesting of arrays and objects a message may have. Deeper input is refused before
 // it is parsed: a parse, copy or destruction of a deeply nested value recurses once per level.
 inline constexpr size_t kMaxJsonDepth = 64;
+// Values in the arrays and objects of one message (ParseRpcLine counts them before parsing).
+inline constexpr size_t kMaxJsonValues = 100000;
 
 // Bounds of strings in params (bytes). `input` is bounded by the line (16 MiB) only.
 inline constexpr size_t kMaxParamStringBytes = 4096;  // default: ids, modes, signals, cwd
@@ -62,7 +64,8 @@ struct RpcReject {
   std::string message;
 };
 
-// Parse error (-32700), invalid request (-32600: nested deeper than kMaxJsonDepth, not an
+// Parse error (-32700), invalid request (-32600: nested deeper than kMaxJsonDepth, more values
+// than kMaxJsonValues, not an
 // object, bad or longer id than kMaxRequestIdBytes, "jsonrpc" not "2.0", no method) or invalid
 // params (-32602: "params" not an object).
 std::expected<RpcMessage, RpcReject> ParseRpcLine(const std::string& line);

@@ -56,6 +56,22 @@ std::vector<fs::path> HomeDirectories() {
   return homes;
 }
 
+std::optional<fs::path> PerUserRuntimeDirectory() {
+  const uid_t uid = ::geteuid();
+  if (uid == 0) return fs::path("/run/ptybox");
+  auto owned_directory = [uid](const fs::path& dir) {
+    struct stat st {};
+    return dir.is_absolute() && ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+           st.st_uid == uid;
+  };
+  if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg != nullptr && owned_directory(xdg)) {
+    return fs::path(xdg) / "ptybox";
+  }
+  const fs::path run_user = "/run/user/" + std::to_string(uid);
+  if (owned_directory(run_user)) return run_user / "ptybox";
+  return std::nullopt;
+}
+
 std::vector<HiddenPath> CollectHiddenPaths(const std::vector<std::string>& patterns,
                                            const std::vector<fs::path>& homes) {
   std::vector<fs::path> candidates;
@@ -169,6 +185,20 @@ void ApplyHostWalls(const policy::ResolvedPolicy& policy, SandboxSpec& spec) {
   spec.run_dirs = HostRunDirs();
   spec.hidden = policy.hidden.empty() ? std::vector<HiddenPath>{}
                                       : CollectHiddenPaths(policy.hidden, HomeDirectories());
+  // Every daemon of this user keeps its socket and records there: hidden in every session of
+  // any of them, also where it is not under /run (hidden whole already).
+  if (std::optional<fs::path> own = PerUserRuntimeDirectory()) {
+    std::error_code ec;
+    const fs::path dir = fs::canonical(*own, ec);
+    const bool under_run = std::any_of(
+        spec.run_dirs.begin(), spec.run_dirs.end(),
+        [&](const fs::path& run) { return dir.string().starts_with(run.string() + "/"); });
+    HiddenPath entry{dir, true};
+    if (!ec && fs::is_directory(dir, ec) && !under_run &&
+        std::find(spec.hidden.begin(), spec.hidden.end(), entry) == spec.hidden.end()) {
+      spec.hidden.push_back(entry);
+    }
+  }
   // `hide: []` from the operator turns every cover off, this one too.
   if (!policy::IsConfined(policy.mode) || policy.hidden.empty()) return;
   std::vector<fs::path> granted = spec.writable_roots;

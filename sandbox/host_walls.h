@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,13 @@ std::vector<std::filesystem::path> HostRunDirs();
 // Every home directory `~/` expands to: $HOME of the daemon and each existing home directory
 // of the password database (getpwent), canonical, without duplicates.
 std::vector<std::filesystem::path> HomeDirectories();
+
+// This user's ptybox run-time directory, for sockets, audit logs and recordings of its daemons:
+// `/run/ptybox` for root; else `$XDG_RUNTIME_DIR/ptybox` when XDG_RUNTIME_DIR is an absolute
+// directory owned by this uid, else `/run/user/<uid>/ptybox` when `/run/user/<uid>` is one;
+// nullopt when there is none. ApplyHostWalls hides it in every confined session (it is usually
+// under /run, which is hidden anyway), so no daemon's session sees another daemon's files.
+std::optional<std::filesystem::path> PerUserRuntimeDirectory();
 
 // The existing paths among `patterns` ("/abs/path" or "~/rel/path", expanded over `homes`),
 // canonical (a link is hidden at its target), without duplicates. A pattern that names

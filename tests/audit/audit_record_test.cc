@@ -87,6 +87,49 @@ TEST(MarkerStripperTest, RemovesPromptMarkersAlsoWhenSplit) {
   EXPECT_EQ(m.Feed(endless).size(), endless.size());
 }
 
+TEST(MarkerStripperTest, AMarkerEndsWhereTheTerminalParserEndsIt) {
+  // backend/vt_parser.cc ends an OSC string at BEL or ST, cancels it at CAN or SUB, and lets an
+  // ESC that is not ST start a new sequence. A marker cancelled by CAN used to swallow the
+  // visible output after it. Each stream is fed whole, split at every byte, and byte by byte.
+  const struct {
+    std::string in;
+    std::string out;
+  } kCases[] = {
+      {"a\x1b]6973;n;0;/\x07"
+       "b",
+       "ab"},
+      {"a\x1b]6973;n;0;/\x1b\\b", "ab"},
+      {"a\x1b]6973;n\x18visible", "avisible"},
+      {"a\x1b]6973;n\x1avisible", "avisible"},
+      {"a\x1b]6973;n\x1b[31mred", "a\x1b[31mred"},
+      {"a\x1b]6973;n\x1b\x1b]6973;m\x07z", "a\x1bz"},
+      {"a\x1b]6973;n\x1b]0;title\x07z", "a\x1b]0;title\x07z"},
+      {"\x1b]6973;n\x05still inside\x07"
+       "after",
+       "after"},
+      {"\x1b]6973;n\xc3\xa9\x07ok", "ok"},
+      {"\x1b]0;title\x07x", "\x1b]0;title\x07x"},
+      {"\x1b]697\x18x", "\x1b]697\x18x"},
+      {"\x1b]6973;\x18\x1b]6973;\x1a\x1b]6973;\x07!", "!"},
+  };
+  for (const auto& c : kCases) {
+    {
+      MarkerStripper m;
+      EXPECT_EQ(m.Feed(c.in), c.out) << "whole: " << c.in;
+    }
+    for (size_t cut = 0; cut <= c.in.size(); ++cut) {
+      MarkerStripper m;
+      std::string got = m.Feed(c.in.substr(0, cut));
+      got += m.Feed(c.in.substr(cut));
+      EXPECT_EQ(got, c.out) << "split at " << cut << ": " << c.in;
+    }
+    MarkerStripper m;
+    std::string got;
+    for (char b : c.in) got += m.Feed(std::string_view(&b, 1));
+    EXPECT_EQ(got, c.out) << "byte by byte: " << c.in;
+  }
+}
+
 TEST(IsoTimestampTest, IsUtcWithMilliseconds) {
   using namespace std::chrono;
   const system_clock::time_point at{milliseconds(1796074805123)};

@@ -102,6 +102,37 @@ TEST(RecordingTest, ASessionIsRecordedAsAsciicastV2) {
   EXPECT_EQ(opened[0]["recording"], path.string());
 }
 
+TEST(RecordingTest, ACancelledMarkerDoesNotHideTheOutputAfterIt) {
+  // A session starts a prompt marker (OSC 6973) and ends it with CAN, SUB or another escape
+  // sequence, as the terminal's parser does; the output after it used to vanish from the
+  // recording until the next BEL. The words are assembled by the shell, so the typed command's
+  // echo cannot contain them.
+  for (const std::string mode : {"read-only", "workspace-write", "danger-full-access"}) {
+    TempDir records;
+    std::string id;
+    {
+      Daemon daemon(Daemon::Options{{"--record", records.path().string()}, {}});
+      RpcClient client(daemon.socket());
+      id = OpenSession(client, mode);
+      ASSERT_FALSE(id.empty()) << mode << ": " << daemon.Log();
+      for (const char* end : {"\\030", "\\032", "\\033[1m"}) {
+        Send(client, id,
+             std::string("v=shown; printf '\\033]6973;fake") + end + "%s-after\\n' \"$v\"\n");
+      }
+      client.Call("terminal_close", Json{{"sessionId", id}});
+      daemon.Stop(SIGTERM);
+    }
+    Cast cast = ReadCast(records.path() / (id + ".cast"));
+    size_t shown = 0;
+    for (size_t at = 0; (at = cast.output.find("shown-after", at)) != std::string::npos; ++at) {
+      ++shown;
+    }
+    EXPECT_EQ(shown, 3u) << mode << ": " << cast.output;
+    EXPECT_NE(cast.output.find("\x1b[1mshown-after"), std::string::npos) << mode;
+    EXPECT_EQ(cast.output.find("\x1b]6973;"), std::string::npos) << mode << ": " << cast.output;
+  }
+}
+
 TEST(RecordingTest, AsciinemaReplaysIt) {
   if (Shell("command -v asciinema >/dev/null && command -v script >/dev/null") != 0) {
     GTEST_SKIP() << "asciinema is not installed (scripts/install-deps.sh installs it)";

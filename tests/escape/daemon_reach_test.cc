@@ -5,10 +5,15 @@
 // connection from any process of its own sessions, so even danger-full-access, where the
 // socket is visible, fails.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <thread>
+
 #include "tests/escape/walls_support.h"
+#include "tests/run/child_process.h"
 
 namespace ptybox::testing {
 namespace {
@@ -84,24 +89,111 @@ TEST_P(DaemonReachTest, SessionCannotCallItsDaemon) {
   ExpectModeUnchanged(client_);
 }
 
-TEST_P(DaemonReachTest, SocketInsideTheWorkspaceIsCovered) {
-  // The socket's directory is the workspace, which must stay: the file alone is covered.
-  Daemon daemon(Daemon::Options{}, "ptybox.sock");
-  PrepareWorkspace(daemon.workspace());
-  fs::copy_file(WALLS_PROBE_SCRIPT, daemon.workspace() / ".escape" / "walls_probe.py");
-  ASSERT_TRUE(fs::is_socket(daemon.workspace() / "ptybox.sock")) << daemon.Log();
-  RpcClient client(daemon.socket());
-  const std::string session = OpenSession(client, Mode());
-  ASSERT_FALSE(session.empty()) << daemon.Log();
-  Observed o = AttackFromWorkspace(client, session, daemon, "rpc-socket-in-workspace");
-  ExpectRefused(o, "ECONNREFUSED", daemon);
-  if (Mode() == "workspace-write") {
-    // The covered path is a mount point: it cannot be moved away or replaced.
-    Observed mv = RunInSession(client, session, Mode(), "move-socket", "mv ptybox.sock moved.sock");
-    EXPECT_EQ(mv.exit, 1) << mv.Show();
-    EXPECT_TRUE(mv.Says("Device or resource busy")) << mv.Show();
+TEST_P(DaemonReachTest, ASocketInsideTheWorkspaceIsRefusedAtStartup) {
+  // A session could rename the socket's directory (locking every new client out) or replace
+  // the socket: the daemon does not start there. Mode-independent; run once.
+  if (Mode() != "read-only") GTEST_SKIP() << "checked once";
+  TempDir state;
+  ChildProcess daemon({{PtyboxBinary().string(), "serve", "--socket",
+                        (daemon_.workspace() / "run" / "ptybox.sock").string(), "--workspace",
+                        daemon_.workspace().string()},
+                       TestEnvironment(state.path() / "no-operator-policy.yaml"),
+                       {},
+                       true,
+                       {}});
+  ChildProcess::Exit exit = daemon.Wait();
+  EXPECT_TRUE(exit.exited && exit.code == 1) << daemon.err();
+  EXPECT_NE(daemon.err().find("is inside " + fs::weakly_canonical(daemon_.workspace()).string() +
+                              ", a directory sessions may write"),
+            std::string::npos)
+      << daemon.err();
+  EXPECT_FALSE(fs::exists(daemon_.workspace() / "run" / "ptybox.sock"));
+}
+
+TEST_P(DaemonReachTest, AnotherDaemonOfTheSameUserRefusesTheSession) {
+  // Daemon B of the same user, its socket where this session (of daemon A, the fixture) can
+  // reach it: A hides only its own socket. B refuses: a confined session is in another user
+  // namespace, a danger-full-access one runs under a ptybox-init. Without that, the session
+  // set danger-full-access on B and wrote outside A's roots.
+  const fs::path socket = daemon_.workspace() / ("b" + Mode().substr(0, 2) + ".sock");
+  Daemon other(Daemon::Options{}, socket);
+  ASSERT_TRUE(fs::is_socket(socket)) << other.Log();
+  Observed seen = Run("other-socket-visible", "test -S " + Quote(socket) + "; echo $?");
+  EXPECT_EQ(seen.text, "0") << seen.Show();
+  Observed o = Attack(client_, session_, socket, "rpc-to-another-daemon");
+  EXPECT_EQ(o.exit, 1) << o.Show();
+  if (Confined()) {
+    EXPECT_TRUE(
+        o.Says("rpc: refused connection refused: this client runs in another user "
+               "namespace than the daemon's"))
+        << o.Show();
+  } else {
+    EXPECT_TRUE(
+        o.Says("rpc: refused connection refused: this client runs inside a ptybox "
+               "session (of another daemon)"))
+        << o.Show();
   }
-  ExpectModeUnchanged(client);
+  EXPECT_NE(other.Log().find("refused a socket client"), std::string::npos) << other.Log();
+  RpcClient b(other.socket());
+  Json resolved = b.Call("policy_resolve", Json::object());
+  EXPECT_EQ(resolved.contains("result") ? resolved["result"].value("mode", "") : "",
+            "workspace-write")
+      << resolved.dump();
+  ExpectModeUnchanged(client_);
+}
+
+TEST_P(DaemonReachTest, TheDefaultSocketDirectoryIsHiddenInEverySessionOfTheUser) {
+  // `serve` without --socket listens in this user's run-time directory ($XDG_RUNTIME_DIR/ptybox),
+  // which every confined session of any of its daemons has hidden. Here XDG_RUNTIME_DIR is a
+  // directory in the build tree, visible read-only inside, so the cover is what stops the
+  // session (under /run, the usual place, it is hidden with /run).
+  if (::geteuid() == 0) GTEST_SKIP() << "root's directory is /run/ptybox: SocketUnderRunIsHidden";
+  if (::access(OutsideDir().c_str(), W_OK) != 0) {
+    GTEST_SKIP() << OutsideDir() << " is not writable by this user";
+  }
+  const fs::path runtime = OutsideDir() / ("x" + std::to_string(::getpid()) + Mode().substr(0, 2));
+  fs::create_directories(runtime);
+  fs::permissions(runtime, fs::perms(0755));
+  const fs::path socket = runtime / "ptybox" / "ptybox.sock";
+  {
+    TempDir workspace;
+    TempDir state;
+    std::vector<std::string> env = TestEnvironment(state.path() / "no-operator-policy.yaml");
+    env.push_back("XDG_RUNTIME_DIR=" + runtime.string());
+    ChildProcess other(
+        {{PtyboxBinary().string(), "serve", "--workspace", workspace.path().string()},
+         env,
+         {},
+         true,
+         state.path() / "other.log"});
+    for (int i = 0; i < 3000 && !fs::is_socket(socket); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(fs::is_socket(socket)) << ReadFile(state.path() / "other.log");
+    // A daemon of the same user and run-time directory: its sessions do not see the socket.
+    Daemon daemon(Daemon::Options{{}, {"XDG_RUNTIME_DIR=" + runtime.string()}});
+    PrepareWorkspace(daemon.workspace());
+    fs::copy_file(WALLS_PROBE_SCRIPT, daemon.workspace() / ".escape" / "walls_probe.py");
+    RpcClient client(daemon.socket());
+    const std::string session = OpenSession(client, Mode());
+    ASSERT_FALSE(session.empty()) << daemon.Log();
+    Observed seen = RunInSession(client, session, Mode(), "default-socket-visible",
+                                 "test -S " + Quote(socket) + "; echo $?");
+    EXPECT_EQ(seen.text, Confined() ? "1" : "0") << seen.Show();
+    Observed o =
+        RunInSession(client, session, Mode(), "rpc-to-default-socket",
+                     "python3 " + Quote(daemon.workspace() / ".escape" / "walls_probe.py") +
+                         " rpc " + Quote(socket) + kAskForTheWidestMode);
+    EXPECT_EQ(o.exit, 1) << o.Show();
+    EXPECT_TRUE(o.Says(Confined() ? "rpc: ENOENT"
+                                  : "rpc: refused connection refused: this client runs inside a "
+                                    "ptybox session (of another daemon)"))
+        << o.Show();
+    other.Signal(SIGTERM);
+    other.Wait();
+  }
+  std::error_code ec;
+  fs::remove_all(runtime, ec);
 }
 
 TEST_P(DaemonReachTest, SocketInAVisibleHostDirectoryIsHidden) {

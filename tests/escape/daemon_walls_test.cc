@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -136,6 +137,35 @@ TEST(DaemonWallsTest, DeeplyNestedJsonIsRefusedAndEveryoneStaysServed) {
   Json echoed = Send(victim, session, "echo alive\n");
   EXPECT_EQ(echoed["viewport"], "alive") << echoed.dump();
   EXPECT_TRUE(ProcessAlive(daemon.pid()));
+}
+
+TEST(DaemonWallsTest, AHugeFlatArrayIsRefusedBeforeItIsParsed) {
+  // 15 MiB of [0,0,...] used to hold the reactor 1.8-2.5 s while millions of values were built.
+  // Now the count is checked first: an error answer, and the connection stays usable. What is
+  // asserted is the reason and the order of the answers, not a duration.
+  Daemon daemon;
+  RpcClient victim(daemon.socket());
+  std::string session = OpenSession(victim, "workspace-write");
+  ASSERT_FALSE(session.empty());
+  RpcClient attacker(daemon.socket());
+  std::string line = R"({"jsonrpc":"2.0","id":7,"method":"terminal_list","params":{"a":[0)";
+  line.reserve(16 << 20);
+  while (line.size() < (15u << 20)) line += ",0";
+  line += "]}}";
+  attacker.SendRaw(line + "\n");
+  Json answer = attacker.WaitAny();
+  EXPECT_EQ(answer["error"]["code"], -32600) << answer.dump().substr(0, 300);
+  EXPECT_NE(answer["error"]["message"].get<std::string>().find(
+                "more than 100000 values in the arrays and objects of one message"),
+            std::string::npos)
+      << answer.dump().substr(0, 300);
+  Json listed = attacker.Call("terminal_list", Json::object());
+  EXPECT_TRUE(listed.contains("result")) << listed.dump();
+  // Within the bound, a list is parsed as usual (an unknown parameter, not a size error).
+  Json within = attacker.Call("terminal_list", Json{{"a", Json(std::vector<int>(1000, 0))}});
+  EXPECT_EQ(within["error"]["code"], -32602) << within.dump().substr(0, 300);
+  Json echoed = Send(victim, session, "echo alive\n");
+  EXPECT_EQ(echoed["viewport"], "alive") << echoed.dump();
 }
 
 TEST(DaemonWallsTest, DeeplyNestedJsonIsRefusedByTheMcpServer) {
@@ -638,6 +668,45 @@ INSTANTIATE_TEST_SUITE_P(Modes, ScreenBoundsTest,
 
 // ---------------------------------------------------------------------------------------------
 // 10. A second daemon never takes a live daemon's socket (issue 20 item 10).
+
+TEST(DaemonWallsTest, AnotherUsersSocketAtThePathIsRefusedByName) {
+  // An ordinary user plants a socket at root's expected path in a sticky directory: the daemon
+  // says whose it is instead of "another ptybox daemon is listening".
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: the planted socket belongs to another user";
+  TempDir dir;
+  std::filesystem::permissions(dir.path(), std::filesystem::perms(01777));
+  const std::filesystem::path socket = dir.path() / "ptybox.sock";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+    int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, socket.c_str(), sizeof address.sun_path - 1);
+    if (::bind(s, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) ::_exit(3);
+    ::listen(s, 1);
+    ::pause();
+    ::_exit(0);
+  }
+  for (int i = 0; i < 1000 && !std::filesystem::exists(socket); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  TempDir state;
+  TempDir workspace;
+  ChildProcess daemon({{PtyboxBinary().string(), "serve", "--socket", socket.string(),
+                        "--workspace", workspace.path().string()},
+                       TestEnvironment(state.path() / "no-operator-policy.yaml"),
+                       {},
+                       true,
+                       {}});
+  ChildProcess::Exit exit = daemon.Wait();
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_TRUE(exit.exited && exit.code == 1) << daemon.err();
+  EXPECT_NE(daemon.err().find("is a socket of uid 65534, not of this user (uid 0)"),
+            std::string::npos)
+      << daemon.err();
+}
 
 TEST(DaemonWallsTest, ASecondDaemonRefusesALiveSocketAndReplacesOnlyADeadOne) {
   auto daemon = std::make_unique<Daemon>();

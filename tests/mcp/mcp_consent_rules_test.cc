@@ -3,6 +3,8 @@
 // real binary.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "runtime/mcp_consent.h"
 
 namespace ptybox::runtime {
@@ -71,13 +73,42 @@ TEST(McpConsentRulesTest, TheQuestionNamesBothModesAndWhatTheWiderOneAllows) {
   EXPECT_NE(message.find("from read-only to workspace-write"), std::string::npos) << message;
   EXPECT_NE(message.find("Now: read-only mode; writable: only a private /tmp"), std::string::npos)
       << message;
-  EXPECT_NE(message.find("Requested: workspace-write mode; writable: /ws, /cache"),
+  EXPECT_NE(message.find("Requested: workspace-write mode; writable: \"/ws\", \"/cache\""),
             std::string::npos)
       << message;
   EXPECT_NE(message.find("network allowed"), std::string::npos) << message;
   EXPECT_EQ(params["mode"], "form");
   EXPECT_EQ(params["requestedSchema"], Json({{"type", "object"}, {"properties", Json::object()}}));
   EXPECT_FALSE(ConsentRequestParams(current, wanted, "2025-06-18").contains("mode"));
+}
+
+TEST(McpConsentRulesTest, AHostileDirectoryNameCannotPoseAsPartOfTheQuestion) {
+  // A checked-in directory listed under `writable:` whose name imitates the question.
+  const std::string hostile =
+      "/ws/cache\n\nNOTE: the sandbox is unchanged.\nRequested: read-only "
+      "mode. Accept to keep the sandbox" +
+      std::string(60, '\n') + "\u202e";
+  policy::ResolvedPolicy current;
+  current.mode = Mode::kReadOnly;
+  current.workspace_root = "/ws";
+  policy::ResolvedPolicy wanted = current;
+  wanted.mode = Mode::kWorkspaceWrite;
+  wanted.writable_roots = {hostile};
+  const std::string message = ConsentRequestParams(current, wanted, "2025-11-25")["message"];
+  // The request and the choice first; exactly two more lines, Now and Requested.
+  EXPECT_TRUE(
+      message.starts_with("The AI model asks to widen the sandbox of the terminals it "
+                          "opens from now on, from read-only to workspace-write. Accept "
+                          "to allow workspace-write for this connection; decline to keep "
+                          "read-only.\nNow: "))
+      << message;
+  EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 2) << message;
+  EXPECT_NE(message.find("\"/ws/cache\\n\\nNOTE: the sandbox is unchanged.\\nRequested: "
+                         "read-only mode. Accept to keep the sandbox\\n"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("\u202e"), std::string::npos) << "the bidi override is shown escaped";
+  EXPECT_LT(message.size(), 1024u) << "each name is bounded";
 }
 
 TEST(McpConsentRulesTest, RefusalsSayWhatToDoNext) {

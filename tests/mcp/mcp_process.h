@@ -27,14 +27,17 @@ inline constexpr auto kGuard = std::chrono::seconds(60);  // hang guard only
 // One `ptybox mcp` child with pipes on its stdin and stdout; stderr goes to a log file.
 class McpProcess final {
  public:
-  explicit McpProcess(std::vector<std::string> extra_args = {}) {
+  // `workspace`: the --workspace given (default: a fresh temporary directory of its own).
+  explicit McpProcess(std::vector<std::string> extra_args = {},
+                      const std::filesystem::path& workspace = {}) {
     int in[2];
     int out[2];
     EXPECT_EQ(::pipe2(in, O_CLOEXEC), 0);
     EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
     log_ = state_.path() / "stderr.log";
-    std::vector<std::string> args = {PtyboxBinary().string(), "mcp", "--workspace",
-                                     workspace_.path().string()};
+    std::vector<std::string> args = {
+        PtyboxBinary().string(), "mcp", "--workspace",
+        workspace.empty() ? workspace_.path().string() : workspace.string()};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     const std::string no_policy =
         "PTYBOX_OPERATOR_POLICY=" + (state_.path() / "no-operator-policy.yaml").string();

@@ -29,7 +29,7 @@ TEST(McpVersionTest, EachSupportedVersionIsEchoedAndAnUnknownOneGetsTheLatest) {
     EXPECT_TRUE(r["result"]["capabilities"]["tools"].is_object());
     EXPECT_EQ(r["result"]["capabilities"]["resources"]["subscribe"], true);
     EXPECT_TRUE(r["result"]["instructions"].get<std::string>().starts_with(
-        "Sandbox policy: workspace-write mode; writable: " + mcp.workspace().string()));
+        "Sandbox policy: workspace-write mode; writable: \"" + mcp.workspace().string() + "\""));
   }
   McpProcess mcp;
   Json r = mcp.Initialize("1999-01-01");
@@ -247,9 +247,9 @@ TEST(McpPolicyTest, InstructionsStateTheOperatorPolicy) {
   McpProcess mcp({"--policy", policy.string()});
   Json r = mcp.Initialize();
   std::string instructions = r["result"]["instructions"];
-  EXPECT_EQ(instructions, "Sandbox policy: workspace-write mode; writable: " +
-                              mcp.workspace().string() + ", " + extra.string() +
-                              " (except .git directories and policy files) and a private /tmp; "
+  EXPECT_EQ(instructions, "Sandbox policy: workspace-write mode; writable: \"" +
+                              mcp.workspace().string() + "\", \"" + extra.string() +
+                              "\" (except .git directories and policy files) and a private /tmp; "
                               "everything else read-only; network allowed.")
       << r.dump();
 }

@@ -140,7 +140,7 @@ await step('connect: handshake negotiates the latest protocol and states the pol
   assert.equal(caps.resources.subscribe, true);
   const instructions = client.getInstructions();
   assert.equal(instructions,
-    `Sandbox policy: workspace-write mode; writable: ${workspace} (except .git directories and ` +
+    `Sandbox policy: workspace-write mode; writable: "${workspace}" (except .git directories and ` +
     'policy files) and a private /tmp; everything else read-only; network denied.');
 });
 
@@ -508,7 +508,7 @@ await step('consent: a host with elicitation whose user accepts gets the wider m
   assert.equal(host.asked.length, 1);
   const asked = host.asked[0];
   assert.match(asked.message, /from workspace-write to danger-full-access/);
-  assert.match(asked.message, new RegExp(`Now: workspace-write mode; writable: ${host.workspace}`));
+  assert.match(asked.message, new RegExp(`Now: workspace-write mode; writable: "${host.workspace}"`));
   assert.match(asked.message, /Requested: danger-full-access mode; no sandbox/);
   assert.equal(asked.requestedSchema.type, 'object');
   assert.ok(await writesOutside(host.client, 'accepted'),
