@@ -63,7 +63,7 @@ Json SendResultProperties() {
        Prop("string",
             "What the input produced on the terminal, rendered as text; the echo of the input "
             "and the prompt are left out.")},
-      {"waitReason", EnumProp({"stdin_read", "inferred_idle", "timeout", "session_exit"},
+      {"waitReason", EnumProp({"stdin_read", "inferred_idle", "timeout", "session_exit", "pattern"},
                               "Why the wait ended (see the tool description); only stdin_read "
                               "with an exitCode proves the command finished.")},
       {"sessionStatus", SessionStatusSchema()},
@@ -73,10 +73,32 @@ Json SendResultProperties() {
        Nullable(Prop("integer", "The shell's $? when the prompt came back; null otherwise."))},
       {"cwd", Nullable(Prop("string",
                             "The shell's working directory when the prompt came back; null "
-                            "otherwise."))}};
+                            "otherwise."))},
+      {"foreground",
+       Nullable(Json{{"type", "object"},
+                     {"description",
+                      "Still running (the prompt did not come back): the terminal's foreground "
+                      "process group and its command line; null at the prompt."},
+                     {"properties",
+                      {{"pgid", Json{{"type", "integer"}}}, {"command", Json{{"type", "string"}}}}},
+                     {"required", {"pgid", "command"}}})},
+      {"match", Json{{"type", "object"},
+                     {"description", "waitReason pattern only: the matched text and its line."},
+                     {"properties",
+                      {{"text", Json{{"type", "string"}}}, {"line", Json{{"type", "string"}}}}},
+                     {"required", {"text", "line"}}}}};
 }
 
-Json SendResultSchema() { return Output(SendResultProperties()); }
+// Every property but match (present only when a pattern settled it) is always there.
+Json SendResultSchema() {
+  Json schema = Output(SendResultProperties());
+  Json required = Json::array();
+  for (const Json& name : schema["required"]) {
+    if (name != "match") required.push_back(name);
+  }
+  schema["required"] = required;
+  return schema;
+}
 
 Json SessionListEntrySchema() {
   return Output(Json{{"sessionId", SessionIdProp()},
@@ -220,6 +242,13 @@ std::vector<McpTool> BuildTools() {
       "(C-c, M-x, S-Tab). Give exactly one of input and keys.",
       InputFor("terminal_send"),
       send_output, Annotations(false, true, false, true)});
+
+  tools.push_back(McpTool{
+      "terminal_wait", "Wait without typing",
+      "Keep waiting for the command a send left running (foreground set, waitReason "
+      "inferred_idle or timeout) without typing anything: returns like terminal_send, with the "
+      "output since the previous send's or wait's result. Busy while a send is active.",
+      InputFor("terminal_wait"), SendResultSchema(), Annotations(true, false, false, true)});
 
   tools.push_back(McpTool{
       "terminal_output", "Collect background output",
@@ -398,12 +427,25 @@ std::string SendFooter(const Json& r) {
   } else if (reason == "timeout") {
     line += " (deadline passed; the command may still be running: terminal_signal SIGINT stops "
             "it)";
+  } else if (reason == "pattern") {
+    const Json& match = r.value("match", Json::object());
+    line += " (the output matched pattern: \"" + Str(match, "text") +
+            "\"; the command may still be running)";
   } else if (reason == "session_exit") {
     line += ": the shell " + StatusText(r.value("sessionStatus", Json::object())) +
             "; open a new terminal";
   }
   if (r.value("truncated", false)) line += " | truncated: terminal_read has what was kept";
-  return line + "]";
+  line += "]";
+  // What is still running, on its own line: the next send would be typed into it.
+  if (r.contains("foreground") && r["foreground"].is_object()) {
+    const Json& fg = r["foreground"];
+    std::string command = Str(fg, "command");
+    if (command.empty()) command = "process group " + std::to_string(fg.value("pgid", 0));
+    line += "\n[still running: " + command +
+            "; wait with terminal_wait or interrupt with terminal_signal]";
+  }
+  return line;
 }
 
 std::string SendText(const Json& r) {
@@ -435,10 +477,30 @@ std::string PolicyClauseFromJson(const Json& p) {
   return clause;
 }
 
+// An output schema without its descriptions: tools/list goes to the model on every turn, and
+// what a result means is in the tool's description; the types, enums and required keys stay.
+Json WithoutDescriptions(Json schema) {
+  if (schema.is_object()) {
+    schema.erase("description");
+    for (auto& [key, value] : schema.items()) {
+      if (key != "enum" && key != "required") value = WithoutDescriptions(std::move(value));
+    }
+  } else if (schema.is_array()) {
+    for (Json& entry : schema) entry = WithoutDescriptions(std::move(entry));
+  }
+  return schema;
+}
+
+std::vector<McpTool> CompactTools() {
+  std::vector<McpTool> tools = BuildTools();
+  for (McpTool& tool : tools) tool.output_schema = WithoutDescriptions(tool.output_schema);
+  return tools;
+}
+
 }  // namespace
 
 const std::vector<McpTool>& McpTools() {
-  static const std::vector<McpTool> kTools = BuildTools();
+  static const std::vector<McpTool> kTools = CompactTools();
   return kTools;
 }
 
@@ -463,6 +525,7 @@ std::string RenderToolResult(std::string_view tool, const Json& r) {
     }
     return SendText(r);
   }
+  if (tool == "terminal_wait") return SendText(r);
   if (tool == "terminal_output") {
     std::string output = Str(r, "output");
     std::string text = output.empty() ? "(no new output)" : output;

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "backend/key_encoder.h"
+#include "backend/output_pattern.h"
 #include "backend/screen.h"
 #include "backend/types.h"
 #include "policy/mode_names.h"
@@ -69,6 +70,14 @@ ParamSpec TimeoutMs(std::string description) {
   return Int("timeoutMs", std::move(description), 1, kMaxTimeoutMs);
 }
 
+ParamSpec PatternParam() {
+  return Str("pattern",
+             "Also return (waitReason pattern, with match) at the first output line this RE2 "
+             "regular expression matches, e.g. \"Listening on \\\\d+\" (at most " +
+                 std::to_string(backend::kMaxPatternBytes) + " bytes).",
+             backend::kMaxPatternBytes);
+}
+
 std::string KeysDescription() {
   return "Instead of input: keys to press, in order. Each entry is a key name (" +
          JoinAlternatives(backend::KeyNames()) +
@@ -105,8 +114,26 @@ void Open(MethodCall& c) {
                  Encode<OpenResult>(c.done, [](const OpenResult& r) { return ToJson(r); }));
 }
 
+// `pattern`, compiled: refused (invalid params) when RE2 does not accept it.
+Result<std::shared_ptr<const backend::OutputPattern>> PatternArg(const MethodCall& c,
+                                                                 const char* method) {
+  std::optional<std::string> pattern = c.args.OptionalString("pattern");
+  if (!pattern) return std::shared_ptr<const backend::OutputPattern>();
+  Result<std::shared_ptr<const backend::OutputPattern>> compiled =
+      backend::OutputPattern::Compile(*pattern);
+  if (!compiled) {
+    Error error = compiled.error();
+    error.message = std::string(method) + ": " + error.message;
+    return std::unexpected(std::move(error));
+  }
+  return compiled;
+}
+
 void Send(MethodCall& c) {
+  Result<std::shared_ptr<const backend::OutputPattern>> pattern = PatternArg(c, "terminal_send");
+  if (!pattern) return c.done(std::unexpected(pattern.error()));
   backend::SendRequest request;
+  request.pattern = *pattern;
   request.input = c.args.OptionalString("input").value_or("");
   request.keys = c.args.StringList("keys");
   request.timeout_ms = c.args.Int("timeoutMs");
@@ -114,6 +141,20 @@ void Send(MethodCall& c) {
   c.service.Send(c.owner, c.args.String("sessionId"), std::move(request), c.args.Bool("background"),
                  c.request_key, Encode<SendOutcome>(c.done, [](const SendOutcome& outcome) {
                    if (outcome.operation_id) return Json{{"operationId", *outcome.operation_id}};
+                   return ToJson(*outcome.result);
+                 }));
+}
+
+void Wait(MethodCall& c) {
+  Result<std::shared_ptr<const backend::OutputPattern>> pattern = PatternArg(c, "terminal_wait");
+  if (!pattern) return c.done(std::unexpected(pattern.error()));
+  backend::SendRequest request;
+  request.pattern = *pattern;
+  request.wait = true;
+  request.timeout_ms = c.args.Int("timeoutMs");
+  request.silence_ms = c.args.Int("silenceMs");
+  c.service.Send(c.owner, c.args.String("sessionId"), std::move(request), /*background=*/false,
+                 c.request_key, Encode<SendOutcome>(c.done, [](const SendOutcome& outcome) {
                    return ToJson(*outcome.result);
                  }));
 }
@@ -246,6 +287,7 @@ std::vector<MethodSpec> BuildContract() {
                       "Quiet time after which the send returns inferred_idle (default from the "
                       "policy, 3000 unless configured).",
                       1, kMaxTimeoutMs),
+                  PatternParam(),
                   ParamSpec{.name = "background",
                             .type = ParamType::kBoolean,
                             .description = "Return at once with an operationId; collect the "
@@ -253,6 +295,17 @@ std::vector<MethodSpec> BuildContract() {
                             .default_value = false}},
        .exactly_one_of = {"input", "keys"},
        .handler = Send},
+      {.name = "terminal_wait",
+       .summary = "Wait for readiness as a send does, without typing anything: a SendResult for "
+                  "the output since the previous send's or wait's result.",
+       .params = {SessionId(),
+                  TimeoutMs("Absolute deadline of this wait (default from the policy)."),
+                  Int("silenceMs",
+                      "Quiet time after which the wait returns inferred_idle (default from the "
+                      "policy).",
+                      1, kMaxTimeoutMs),
+                  PatternParam()},
+       .handler = Wait},
       {.name = "terminal_output",
        .summary = "Collect the output of a background send produced since the previous call: "
                   "{output, done, result}.",
