@@ -40,7 +40,7 @@ TEST(McpVersionTest, OlderVersionsGetNoStructuredFieldsButKeepTheJsonAsText) {
   McpProcess old;
   old.Initialize("2024-11-05");
   Json tools = old.Request("tools/list")["result"]["tools"];
-  ASSERT_EQ(tools.size(), 12u) << tools.dump();  // one per contract method
+  ASSERT_EQ(tools.size(), 13u) << tools.dump();  // one per contract method
   for (const Json& tool : tools) {
     EXPECT_FALSE(tool.contains("outputSchema")) << tool["name"];
     EXPECT_FALSE(tool.contains("title")) << tool["name"];
