@@ -211,9 +211,9 @@ std::vector<McpTool> BuildTools() {
       "- inferred_idle: output went quiet for silenceMs; does not prove it finished.\n"
       "- timeout: timeoutMs passed; does not prove it finished.\n"
       "- pattern: the output matched pattern (match).\n"
-      "- session_exit: the shell exited; open a new terminal.\n"
+      "- session_exit: the shell exited.\n"
       "foreground set means a command still runs: terminal_wait for it, or terminal_signal "
-      "SIGINT. One send per terminal at a time (else busy). background: true returns at once; "
+      "SIGINT. One send per terminal at a time. background: true returns at once; "
       "collect with terminal_output. Keys: instead of input, keys is a list of key names or "
       "text: [\"C-c\"] (Ctrl-C), [\"Escape\", \":q!\", \"Enter\"] (leave vim); names Enter Tab "
       "Escape Space BSpace Up Down Left Right Home End PageUp PageDown Delete F1-F12, C-/M-/S- "
@@ -223,8 +223,8 @@ std::vector<McpTool> BuildTools() {
 
   tools.push_back(McpTool{
       "terminal_wait", "Wait without typing",
-      "Keep waiting for a command a send left running (foreground set), typing nothing; returns "
-      "like terminal_send with the output since the previous result. busy while a send runs.",
+      "Wait for a command a send left running (foreground set) without typing; returns like "
+      "terminal_send, with the output since the previous result.",
       InputFor("terminal_wait"), SendResultSchema(), Annotations(true, false, false, true)});
 
   tools.push_back(McpTool{
@@ -286,7 +286,7 @@ std::vector<McpTool> BuildTools() {
 
   tools.push_back(McpTool{
       "terminal_close", "Close a terminal",
-      "Close a terminal: end its shell and every process started in it, then return.",
+      "Close a terminal: end every process started in it, then return.",
       InputFor("terminal_close"),
       Output(Json{{"sessionStatus", SessionStatusSchema()}}),
       Annotations(false, true, true, false)});
@@ -300,8 +300,8 @@ std::vector<McpTool> BuildTools() {
 
   tools.push_back(McpTool{
       "policy_resolve", "Show the sandbox policy",
-      "Show the sandbox policy new terminals run under: mode, writable roots, network, ceiling "
-      "(also resource ptybox://policy).",
+      "Show the sandbox policy new terminals run under: mode, writable roots, network, "
+      "ceiling.",
       InputFor("policy_resolve"),
       Output(
           Json{{"mode", EnumProp(ModeNames(), "The effective mode.")},
@@ -435,7 +435,12 @@ Json Compact(const Json& schema) {
   Json out{{"type", schema.value("type", Json("object"))}};
   if (schema.contains("oneOf")) {
     Json branches = Json::array();
-    for (const Json& branch : schema["oneOf"]) branches.push_back(Compact(branch));
+    // Each branch keeps its required keys: they tell the branches apart.
+    for (const Json& branch : schema["oneOf"]) {
+      Json compact = Compact(branch);
+      if (branch.contains("required")) compact["required"] = branch["required"];
+      branches.push_back(std::move(compact));
+    }
     out["oneOf"] = branches;
     return out;
   }
