@@ -403,10 +403,13 @@ await step('pattern: settles at the matching line with the match; a bad one is r
     assert.equal(s.waitReason, 'pattern');
     assert.deepEqual(s.match, { text: 'Listening on 8000', line: 'Listening on 8000' });
     assert.ok(s.foreground, 'the server is still running');
-    const stopped = await call('terminal_signal', { sessionId: state.session, signal: 'SIGINT' });
+    // SIGKILL: a SIGINT between sh's echo and its fork of the last sleep may not end sh.
+    const stopped = await call('terminal_signal', { sessionId: state.session, signal: 'SIGKILL' });
     assert.equal(stopped.isError, false, stopped.content[0].text);
-    const after = await call('terminal_wait', { sessionId: state.session, timeoutMs: 60000 });
+    const after = await call('terminal_wait', { sessionId: state.session, timeoutMs: 60000,
+      silenceMs: 60000 });
     assert.equal(after.structuredContent.waitReason, 'stdin_read');
+    assert.equal(after.structuredContent.exitCode, 137);
     const bad = await call('terminal_send', { sessionId: state.session, input: 'true\n',
       pattern: '(unclosed' });
     assert.equal(bad.isError, true);
