@@ -129,8 +129,8 @@ TEST_P(WaitPatternTest, APatternSettlesAtTheMatchingLineWithTheMatch) {
   // always fatal to it.
   Json signalled = client_.Call("terminal_signal", Json{{"sessionId", id}, {"signal", "SIGKILL"}});
   EXPECT_EQ(signalled["result"]["delivered"], true) << signalled.dump();
-  Json waited = Wait(id, Json{{"pattern", "never printed"}, {"silenceMs", 60000},
-                              {"timeoutMs", 60000}});
+  Json waited =
+      Wait(id, Json{{"pattern", "never printed"}, {"silenceMs", 60000}, {"timeoutMs", 60000}});
   EXPECT_EQ(waited["waitReason"], "stdin_read") << waited.dump();
   EXPECT_EQ(waited["exitCode"], 137) << waited.dump();
 }

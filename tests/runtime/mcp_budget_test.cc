@@ -39,12 +39,14 @@ TEST(McpBudgetTest, APageAnchoredAtItsStartPointsAtTheBytesLeftOut) {
   const std::string page = scrollback.substr(page_cursor);
   std::optional<ElidedSpan> span = PlanElision(page, 4096);
   ASSERT_TRUE(span);
-  std::optional<ReadPointer> pointer = LocateSpan(page, *span, TextAnchor{.begin = page_cursor, .end = std::nullopt});
+  std::optional<ReadPointer> pointer =
+      LocateSpan(page, *span, TextAnchor{.begin = page_cursor, .end = std::nullopt});
   ASSERT_TRUE(pointer);
   EXPECT_EQ(scrollback.substr(pointer->cursor, pointer->max_bytes),
             page.substr(span->head_end, span->tail_begin - span->head_end));
 
-  const std::string elided = ElideText(page, 4096, TextAnchor{.begin = page_cursor, .end = std::nullopt}, "pty-1");
+  const std::string elided =
+      ElideText(page, 4096, TextAnchor{.begin = page_cursor, .end = std::nullopt}, "pty-1");
   EXPECT_LE(elided.size(), 4096u);
   EXPECT_TRUE(elided.ends_with("19999\n20000\n"));
   EXPECT_NE(elided.find("\"cursor\": " + std::to_string(pointer->cursor)), std::string::npos);
