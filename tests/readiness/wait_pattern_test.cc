@@ -135,6 +135,28 @@ TEST_P(WaitPatternTest, APatternSettlesAtTheMatchingLineWithTheMatch) {
   EXPECT_EQ(waited["exitCode"], 137) << waited.dump();
 }
 
+// A hostile line against a hostile pattern: a megabyte without a newline, printed in many
+// chunks, against a pattern that backtracks exponentially in std::regex. RE2 matches each line
+// on its first 64 KiB in linear time, so the send settles at the prompt and another session of
+// the same daemon is answered meanwhile.
+TEST_P(WaitPatternTest, AMegabyteLineAgainstACatastrophicPatternStallsNothing) {
+  std::string id = Open();
+  std::string other = Open();
+  const int send_id = client_.SendRequest(
+      "terminal_send", Json{{"sessionId", id},
+                            {"input", "head -c 1048576 /dev/zero | tr '\\0' a; echo; echo end\n"},
+                            {"pattern", "(a*)*b$"},
+                            {"silenceMs", 60000},
+                            {"timeoutMs", 120000}});
+  Json r = Send(client_, other, "echo answered\n");
+  EXPECT_EQ(r["viewport"], "answered") << r.dump();
+  Json sent = client_.WaitResponse(send_id, std::chrono::seconds(180));
+  ASSERT_TRUE(sent.contains("result")) << sent.dump().substr(0, 400);
+  EXPECT_EQ(sent["result"]["waitReason"], "stdin_read");
+  EXPECT_EQ(sent["result"]["exitCode"], 0);
+  EXPECT_FALSE(sent["result"].contains("match"));
+}
+
 TEST_P(WaitPatternTest, ExactReadinessThatComesFirstWinsOverThePattern) {
   std::string id = Open();
   Json r = Send(client_, id, "echo before; false\n", Json{{"pattern", "never printed"}});
