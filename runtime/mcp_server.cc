@@ -244,8 +244,9 @@ void McpServer::RunTool(const Json& id, const std::string& name, const Json& arg
   const bool screen = args.contains("view") && args["view"] == "screen";
   if (name == "terminal_read" && !screen) {
     // A page the model can read whole: nextCursor then continues exactly where it ends. A third
-    // of the budget, since the text and the structured result both carry it.
-    const int64_t page = static_cast<int64_t>(options_.max_result_bytes / 3);
+    // of what the envelope and the footers leave, since the text and the structured result both
+    // carry it (JSON escapes of newlines take the rest).
+    const int64_t page = static_cast<int64_t>((options_.max_result_bytes - 1024) / 3);
     if (!args.contains("maxBytes") || !args["maxBytes"].is_number_integer() ||
         args["maxBytes"].get<int64_t>() > page) {
       args["maxBytes"] = page;
