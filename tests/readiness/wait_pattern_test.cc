@@ -112,6 +112,26 @@ TEST_P(WaitPatternTest, ACanceledWaitInterruptsTheCommandLikeACanceledSend) {
   EXPECT_EQ(waited["result"]["exitCode"], 130) << waited.dump();
 }
 
+TEST_P(WaitPatternTest, ACancelRequestCancelsAWaitLikeASend) {
+  std::string id = Open();
+  Json r = Send(client_, id, "sleep 300\n", Json{{"silenceMs", 300}});
+  EXPECT_EQ(r["waitReason"], "inferred_idle") << r.dump();
+  const int wait_id = client_.SendRequest(
+      "terminal_wait", Json{{"sessionId", id}, {"silenceMs", 600000}, {"timeoutMs", 600000}});
+  for (int i = 0; i < 600; ++i) {
+    Json status = client_.Call("terminal_status", Json{{"sessionId", id}});
+    if (status["result"]["busy"] == true) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  client_.SendRaw(
+      Json{{"jsonrpc", "2.0"}, {"method", "$/cancelRequest"}, {"params", {{"id", wait_id}}}}
+          .dump() +
+      "\n");
+  Json waited = client_.WaitResponse(wait_id, std::chrono::seconds(120));
+  EXPECT_EQ(waited["result"]["waitReason"], "stdin_read") << waited.dump();
+  EXPECT_EQ(waited["result"]["exitCode"], 130) << waited.dump();
+}
+
 TEST_P(WaitPatternTest, APatternSettlesAtTheMatchingLineWithTheMatch) {
   std::string id = Open();
   Json r =
