@@ -58,11 +58,11 @@ std::optional<std::string_view> SendCapture::AfterBoundary(std::string_view line
   return line.substr(common);
 }
 
-void SendCapture::AddLine(std::string_view line) {
+std::optional<std::string_view> SendCapture::AddLine(std::string_view line) {
   if (!any_line_) {
     any_line_ = true;
     const auto contribution = AfterBoundary(line);
-    if (!contribution) return;
+    if (!contribution) return std::nullopt;
     line = *contribution;
   }
   std::string text;
@@ -70,6 +70,7 @@ void SendCapture::AddLine(std::string_view line) {
   text.append(line);
   text.push_back('\n');
   Capture(text);
+  return line;
 }
 
 void SendCapture::Capture(std::string_view text) {

@@ -21,7 +21,15 @@ class SendCapture final {
   // `pending_at_boundary`: LineModel::PendingTextUntrimmed() when the write was issued.
   SendCapture(size_t max_result_bytes, size_t max_unconsumed_bytes,
               std::string pending_at_boundary);
-  void AddLine(std::string_view line);  // a line committed after the boundary
+  // A line committed after the boundary; returns what it contributed to the output (nullopt:
+  // nothing, the first-line rule dropped it).
+  std::optional<std::string_view> AddLine(std::string_view line);
+  // What the unterminated line `pending` contributes now (the first-line rule while no line was
+  // committed since the boundary).
+  [[nodiscard]] std::optional<std::string_view> PendingContribution(
+      std::string_view pending) const {
+    return any_line_ ? std::optional<std::string_view>(pending) : AfterBoundary(pending);
+  }
   // Committed text not yet taken (each line + "\n"), at most max_bytes (whole characters, at
   // least one); *dropped (when not null) is set when older unconsumed output had to be
   // discarded to respect max_unconsumed_bytes since the previous call.

@@ -2,6 +2,9 @@
 
 #include <signal.h>
 
+#include "backend/foreground_command.h"
+#include "backend/output_pattern.h"
+
 namespace ptybox::backend {
 
 namespace {
@@ -83,12 +86,30 @@ void SendOperation::OnPreWriteFacts(ForegroundFacts facts) {
 void SendOperation::BeginWrite() {
   const TimePoint now = host_.Now();
   // The write boundary. Output before it belongs to the previous send.
-  capture_ = std::make_unique<SendCapture>(config_.max_result_bytes, config_.max_unconsumed_bytes,
-                                           host_.PendingTextUntrimmed());
+  if (request_.wait) {
+    // terminal_wait: the output since the previous result is this wait's output.
+    std::string pending_at_result = host_.PendingTextUntrimmed();
+    std::vector<std::string> earlier = host_.LinesSinceLastResult(&pending_at_result);
+    capture_ = std::make_unique<SendCapture>(config_.max_result_bytes, config_.max_unconsumed_bytes,
+                                             pending_at_result);
+    for (const std::string& line : earlier) capture_->AddLine(line);
+  } else {
+    capture_ = std::make_unique<SendCapture>(config_.max_result_bytes, config_.max_unconsumed_bytes,
+                                             host_.PendingTextUntrimmed());
+  }
   host_.OnSendBoundary();
   marker_.reset();
   prompt_on_line_ = false;
   engine().OnWriteStarted(now);
+  if (request_.wait && !canceled_) {
+    // Nothing to write: the boundary is also the end of the (empty) write.
+    write_ = WriteState::kSkipped;
+    engine().OnWriteSettled(now);
+    host_.ReplayIdlePrompt();
+    driver_.Pump();
+    MaybeRelease();
+    return;
+  }
   if (canceled_) {
     // Canceled while the inspection was pending: the queued input is never written. The signal
     // the cancellation asked for goes out now, after an empty boundary.
@@ -176,11 +197,37 @@ void SendOperation::OnLine(std::string_view line) {
     // it, drop the prompt itself; a line that was only a prompt is not output.
     prompt_on_line_ = false;
     if (std::optional<std::string> kept = WithoutPrompt(line, pending_before_marker_)) {
-      if (!kept->empty()) capture_->AddLine(*kept);
+      if (!kept->empty()) MatchPattern(capture_->AddLine(*kept));
       return;
     }
   }
-  capture_->AddLine(line);
+  MatchPattern(capture_->AddLine(line));
+}
+
+void SendOperation::MatchPattern(std::optional<std::string_view> line) {
+  if (!line || !request_.pattern || pattern_match_ || settled()) return;
+  pattern_match_ = request_.pattern->Find(*line);
+}
+
+void SendOperation::AfterOutput() {
+  if (!request_.pattern || settled() || !capture_) return;
+  if (!pattern_match_) {
+    // The unterminated line too ("Password: ", a progress line), without a prompt on it.
+    std::string pending = host_.PendingText();
+    if (marker_) {
+      if (std::optional<std::string> kept = WithoutPrompt(pending, pending_before_marker_)) {
+        pending = std::move(*kept);
+      }
+    }
+    if (std::optional<std::string_view> part = capture_->PendingContribution(pending)) {
+      if (!part->empty()) pattern_match_ = request_.pattern->Find(*part);
+    }
+  }
+  // Settled here, after the output was decoded, never from inside the decoder's line callback.
+  if (pattern_match_) {
+    driver_.Stop();
+    Finish(WaitReason::kPattern);
+  }
 }
 
 void SendOperation::OnMarker(const PromptMarker& marker, std::string pending_before_marker) {
@@ -262,10 +309,20 @@ void SendOperation::Finish(WaitReason reason) {
     result.exit_code = marker_->exit_code;
     result.cwd = marker_->cwd;
   }
+  result.foreground = ForegroundAtSettlement(at_prompt, result.session_status);
+  if (reason == WaitReason::kPattern) result.match = pattern_match_;
   result_ = std::move(result);
   host_.OnSendSettled(engine().verifying_facts());
   if (on_settled_) on_settled_(*result_);
   MaybeRelease();
+}
+
+std::optional<ForegroundJob> SendOperation::ForegroundAtSettlement(bool at_prompt,
+                                                                   const SessionStatus& status) {
+  if (at_prompt || status.exited) return std::nullopt;
+  std::optional<pid_t> pgid = host_.terminal().ForegroundPgid();
+  if (!pgid || *pgid <= 0 || *pgid == config_.shell_pgid) return std::nullopt;
+  return ForegroundJob{.pgid = *pgid, .command = ReadCommandLine(*pgid)};
 }
 
 void SendOperation::Reject(Error error) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backend/prompt_protocol.h"
 #include "backend/readiness_driver.h"
@@ -48,10 +49,20 @@ class SendHost : public ReadinessHost {
   // A send settled; `verifying` holds the facts of the look that verified the prompt it
   // settled at (nullopt when it did not settle at the prompt).
   virtual void OnSendSettled(const std::optional<ForegroundFacts>& /*verifying*/) {}
+  // terminal_wait: the lines committed since the previous result settled, and in
+  // `*pending_at_result` the unterminated line as it stood then (the first-line rule's boundary).
+  virtual std::vector<std::string> LinesSinceLastResult(std::string* /*pending_at_result*/) {
+    return {};
+  }
+  // terminal_wait: hands the active operation a prompt that came after the previous result
+  // settled (marker and candidate), as if it had come after the boundary.
+  virtual void ReplayIdlePrompt() {}
 };
 
 class SendOperation final {
  public:
+  // The write boundary has passed: the terminal's events now belong to this operation.
+  [[nodiscard]] bool past_boundary() const { return capture_ != nullptr; }
   struct Config {
     ReadinessTimings timings;
     pid_t shell_pgid = 0;
@@ -89,6 +100,8 @@ class SendOperation final {
   // Events from the session, in stream order.
   void OnOutput();
   void OnLine(std::string_view line);
+  // The output of one event has been decoded: a `pattern` match settles the send now.
+  void AfterOutput();
   void OnMarker(const PromptMarker& marker, std::string pending_before_marker);
   void OnCandidate(std::optional<pid_t> foreground_pgid, std::optional<size_t> unread_input);
   void OnInvalidated();
@@ -112,6 +125,12 @@ class SendOperation final {
   void MaybeSignal();
   void OnSignalSettled(Result<SignalResult> result);
   void Finish(WaitReason reason);
+  // The foreground group and its command when the send did not end at the prompt and another
+  // group than the shell's holds the terminal (SendResult::foreground).
+  // Records the first line the request's pattern matches.
+  void MatchPattern(std::optional<std::string_view> line);
+  [[nodiscard]] std::optional<ForegroundJob> ForegroundAtSettlement(bool at_prompt,
+                                                                    const SessionStatus& status);
   [[nodiscard]] ReadinessEngine& engine() { return driver_.engine(); }
   void Reject(Error error);
   void MaybeRelease();
@@ -130,6 +149,7 @@ class SendOperation final {
 
   // The latest owned marker after the boundary, and the text before it on its line.
   std::optional<PromptMarker> marker_;
+  std::optional<PatternMatch> pattern_match_;  // the first line `pattern` matched
   std::string pending_before_marker_;
   // An intermediate prompt is on the current line: its text is not output of the send.
   bool prompt_on_line_ = false;

@@ -185,11 +185,16 @@ void ShellSession::OnOutput(std::string_view bytes) {
     terminal_.WriteReply(std::move(replies));
   }
   if (starting && startup_) startup_->Pump();
+  if (send_ && !send_->settled()) send_->AfterOutput();
 }
 
 void ShellSession::OnMarker(const PromptMarker& marker) {
   std::string before = decoder_.PendingText();
   if (!published_) pending_before_marker_ = before;
+  if (published_ && NoActiveSend()) {
+    idle_marker_.emplace(marker, before);
+    idle_candidate_ = false;
+  }
   if (send_) send_->OnMarker(marker, std::move(before));
 }
 
@@ -198,10 +203,16 @@ void ShellSession::OnCandidate() {
   std::optional<pid_t> fg = terminal_.ForegroundPgid();
   std::optional<size_t> unread = terminal_.UnreadInput();
   if (startup_ && !published_) startup_->engine().OnPromptCandidate(Now(), fg, unread);
+  if (published_ && NoActiveSend()) idle_candidate_ = idle_marker_.has_value();
   if (send_) send_->OnCandidate(fg, unread);
 }
 
 void ShellSession::OnInvalidated() {
+  if (NoActiveSend()) {
+    // More output after the prompt: it was not the one a wait may settle at.
+    idle_marker_.reset();
+    idle_candidate_ = false;
+  }
   if (startup_ && !published_) startup_->engine().OnPromptInvalidated();
   if (send_) send_->OnInvalidated();
 }
@@ -397,6 +408,39 @@ std::optional<ForegroundFacts> ShellSession::IdlePromptFacts() {
 
 void ShellSession::OnSendSettled(const std::optional<ForegroundFacts>& verifying) {
   RememberIdlePrompt(verifying);
+  result_end_ = decoder_.scrollback().end();
+  result_pending_ = decoder_.PendingTextUntrimmed();
+  idle_marker_.reset();
+  idle_candidate_ = false;
+}
+
+std::vector<std::string> ShellSession::LinesSinceLastResult(std::string* pending_at_result) {
+  std::vector<std::string> lines;
+  if (!result_end_) return lines;  // no result yet: the wait starts now
+  *pending_at_result = result_pending_;
+  const Scrollback& scrollback = decoder_.scrollback();
+  const uint64_t from = std::max(*result_end_, scrollback.begin());
+  if (from >= scrollback.end()) return lines;
+  // Committed text only (no pending line); at most what the scrollback keeps.
+  ReadResult page = scrollback.Read(from, static_cast<size_t>(scrollback.end() - from), "");
+  std::string_view text = page.text;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    if (nl == std::string_view::npos) break;  // cannot happen: committed lines end in "\n"
+    lines.emplace_back(text.substr(0, nl));
+    text.remove_prefix(nl + 1);
+  }
+  return lines;
+}
+
+void ShellSession::ReplayIdlePrompt() {
+  if (!send_ || !idle_marker_) return;
+  auto [marker, before] = std::move(*idle_marker_);
+  const bool candidate = idle_candidate_;
+  idle_marker_.reset();
+  idle_candidate_ = false;
+  send_->OnMarker(marker, std::move(before));
+  if (candidate) send_->OnCandidate(terminal_.ForegroundPgid(), terminal_.UnreadInput());
 }
 
 void ShellSession::RememberIdlePrompt(const std::optional<ForegroundFacts>& verifying) {
@@ -708,7 +752,6 @@ std::shared_ptr<PendingSpawn> ShellBackend::SpawnCold(SpawnSpec spec, SpawnCallb
   });
   return pending;
 }
-
 
 void ShellBackend::Shutdown(std::function<void()> done) { pool_->Drain(std::move(done)); }
 

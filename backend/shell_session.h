@@ -108,6 +108,13 @@ class ShellSession final : public BackendSession,
   std::optional<RenderedViewport> RenderSend(bool at_prompt) override;
   std::optional<ForegroundFacts> IdlePromptFacts() override;
   void OnSendSettled(const std::optional<ForegroundFacts>& verifying) override;
+  std::vector<std::string> LinesSinceLastResult(std::string* pending_at_result) override;
+  void ReplayIdlePrompt() override;
+  // No send takes the terminal's events (none started, it has not reached its boundary yet, or
+  // it settled).
+  [[nodiscard]] bool NoActiveSend() const {
+    return !send_ || send_->settled() || !send_->past_boundary();
+  }
   // Keeps `verifying` when it shows the shell alone in its group, waiting at its prompt.
   void RememberIdlePrompt(const std::optional<ForegroundFacts>& verifying);
 
@@ -147,6 +154,13 @@ class ShellSession final : public BackendSession,
   // Sends.
   std::shared_ptr<SendOperation> send_;
   bool slot_held_ = false;
+  // Where the last send's result ended (scrollback offset and the unterminated line then), and
+  // a prompt (marker, the line before it, whether its candidate followed) that came since: a
+  // terminal_wait starts from them.
+  std::optional<uint64_t> result_end_;
+  std::string result_pending_;
+  std::optional<std::pair<PromptMarker, std::string>> idle_marker_;
+  bool idle_candidate_ = false;
   // The active send's raw output since its write boundary, until it settles.
   std::optional<SendRender> render_;
 

@@ -13,6 +13,7 @@ std::string_view ToString(WaitReason reason) {
     case WaitReason::kInferredIdle: return "inferred_idle";
     case WaitReason::kTimeout: return "timeout";
     case WaitReason::kSessionExit: return "session_exit";
+    case WaitReason::kPattern: return "pattern";
   }
   return "timeout";
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,7 +15,8 @@ namespace ptybox::backend {
 // Why one interactive send returned control to its caller. Independent of SessionStatus:
 // kInferredIdle or kTimeout may return while the shell still runs; kSessionExit means the
 // top-level shell exited, not some foreground child.
-enum class WaitReason { kStdinRead, kInferredIdle, kTimeout, kSessionExit };
+// kPattern: the output since the write matched the send's `pattern` (backend/output_pattern.h).
+enum class WaitReason { kStdinRead, kInferredIdle, kTimeout, kSessionExit, kPattern };
 std::string_view ToString(WaitReason reason);
 
 // Top-level process status, independent of a send's wait reason.
@@ -33,6 +35,22 @@ const std::vector<std::string>& ClientSignalNames();
 // One of ClientSignalNames() as its number; nullopt for anything else.
 std::optional<int> ParseClientSignal(std::string_view name);
 
+class OutputPattern;
+
+// What a `pattern` matched: the matched text and the whole line it is on (each bounded).
+struct PatternMatch {
+  std::string text;
+  std::string line;
+  bool operator==(const PatternMatch&) const = default;
+};
+
+// What holds the terminal's foreground when a send did not settle at the shell's prompt.
+struct ForegroundJob {
+  int pgid = 0;
+  std::string command;  // the group leader's command line (backend/foreground_command.h)
+  bool operator==(const ForegroundJob&) const = default;
+};
+
 // Settled result of one foreground or background send.
 struct SendResult {
   std::string viewport;  // bounded rendered delta; echo and prompt excluded
@@ -41,6 +59,10 @@ struct SendResult {
   bool truncated = false;  // output was dropped from the viewport or from scrollback
   std::optional<int> exit_code;  // $? at the verified prompt, else nullopt
   std::optional<std::string> cwd;  // working directory at the verified prompt, else nullopt
+  // Not at the verified prompt and another group than the shell's holds the terminal: what is
+  // still running (or waiting for input). nullopt at the prompt and once the shell exited.
+  std::optional<ForegroundJob> foreground;
+  std::optional<PatternMatch> match;  // settled by `pattern`
 };
 
 struct SendRequest {
@@ -50,6 +72,11 @@ struct SendRequest {
   std::vector<std::string> keys;
   std::optional<int64_t> timeout_ms;
   std::optional<int64_t> silence_ms;
+  // terminal_wait: nothing is written; the send waits for readiness as any send does, and its
+  // viewport starts where the previous send's (or wait's) result ended.
+  bool wait = false;
+  // Settles the send with WaitReason::kPattern at the first output line it matches.
+  std::shared_ptr<const OutputPattern> pattern;
 };
 
 // Output of a background operation consumed since the previous call.

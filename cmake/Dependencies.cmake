@@ -27,6 +27,12 @@ if(NOT VTERM_FOUND)
   ptybox_missing("libvterm (vterm.pc)" "libvterm-dev")
 endif()
 
+# terminal_send/terminal_wait `pattern`: RE2 matches in linear time with bounded memory.
+pkg_check_modules(RE2 QUIET IMPORTED_TARGET re2)
+if(NOT RE2_FOUND)
+  ptybox_missing("RE2 (re2.pc)" "libre2-dev")
+endif()
+
 find_package(yaml-cpp QUIET)
 if(NOT yaml-cpp_FOUND)
   ptybox_missing("yaml-cpp" "libyaml-cpp-dev")

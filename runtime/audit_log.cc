@@ -233,6 +233,10 @@ void AuditLog::SendStarted(uint64_t owner, const std::string& session_id, std::s
   if (auto it = recordings_.find(session_id); it != recordings_.end()) it->second->Input(input);
 }
 
+void AuditLog::WaitStarted(uint64_t owner, const std::string& session_id) {
+  Write("wait", owner, Json{{"sessionId", session_id}});
+}
+
 void AuditLog::SendSettled(uint64_t owner, const std::string& session_id,
                            const Result<backend::SendResult>& result) {
   Json j = {{"sessionId", session_id}};
@@ -245,6 +249,10 @@ void AuditLog::SendSettled(uint64_t owner, const std::string& session_id,
     j["sessionStatus"] = StatusJson(result->session_status);
     audit::PutBounded(j, "viewport", result->viewport);
     if (result->truncated) j["truncated"] = true;
+    if (result->foreground) {
+      j["foreground"] =
+          Json{{"pgid", result->foreground->pgid}, {"command", Short(result->foreground->command)}};
+    }
   }
   Write("send_result", owner, std::move(j));
 }

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "policy/resolver.h"
-#include "policy/schema.h"
 #include "common/error.h"
 #include "common/unique_fd.h"
+#include "policy/resolver.h"
+#include "policy/schema.h"
 #include "runtime/async_writer.h"
 #include "runtime/audit_record.h"
 #include "runtime/audit_sink.h"
@@ -72,6 +72,7 @@ class AuditLog final : public AuditSink {
                    bool background) override;
   void SendSettled(uint64_t owner, const std::string& session_id,
                    const Result<backend::SendResult>& result) override;
+  void WaitStarted(uint64_t owner, const std::string& session_id) override;
   void Signaled(uint64_t owner, const std::string& session_id, int signal,
                 const Result<backend::SignalResult>& result) override;
   void Canceled(uint64_t owner, const std::string& session_id, bool canceled) override;

@@ -55,6 +55,8 @@ class AuditSink {
                            bool background) = 0;
   virtual void SendSettled(uint64_t owner, const std::string& session_id,
                            const Result<backend::SendResult>& result) = 0;
+  // terminal_wait: a wait without input; it settles through SendSettled like a send.
+  virtual void WaitStarted(uint64_t /*owner*/, const std::string& /*session_id*/) {}
   virtual void Signaled(uint64_t owner, const std::string& session_id, int signal,
                         const Result<backend::SignalResult>& result) = 0;
   virtual void Canceled(uint64_t owner, const std::string& session_id, bool canceled) = 0;

@@ -2,6 +2,7 @@
 //   ptybox serve [--stdio | --socket PATH] [--max-connections N] [--max-sessions N]
 //                [--workspace DIR] [--policy FILE] [--audit-log FILE] [--record DIR]
 //   ptybox mcp [--workspace DIR] [--policy FILE] [--mode MODE] [--consent-timeout SECONDS]
+//              [--max-result-bytes N]
 //              [--audit-log FILE] [--record DIR]
 //   ptybox run [--workspace DIR] [--policy FILE] [--mode MODE] [--timeout SECONDS]
 //              [--audit-log FILE] -- CMD [ARG...]
@@ -23,6 +24,7 @@
 #include "runtime/daemon.h"
 #include "runtime/demo.h"
 #include "runtime/doctor.h"
+#include "runtime/mcp_budget.h"
 #include "runtime/policy_command.h"
 #include "runtime/run_command.h"
 #include "sandbox/host_probe.h"
@@ -172,6 +174,7 @@ int main(int argc, char** argv) {
   CommonFlags mcp_flags;
   std::string mcp_mode;
   int64_t mcp_consent_timeout = 300;
+  int64_t mcp_max_result_bytes = static_cast<int64_t>(ptybox::runtime::kDefaultMcpResultBytes);
   CLI::App* mcp = app.add_subcommand("mcp", "serve the same tools as an MCP server on stdio");
   AddCommonFlags(mcp, mcp_flags);
   AuditFlags mcp_audit;
@@ -189,6 +192,10 @@ int main(int argc, char** argv) {
   mcp->add_option("--consent-timeout", mcp_consent_timeout,
                   "seconds the user has to answer a request to widen the mode (default 300; "
                   "1 to 86400); no answer is a refusal");
+  mcp->add_option("--max-result-bytes", mcp_max_result_bytes,
+                  "bytes every tool result may take, as the host receives it (default 16384; "
+                  "4096 to 67108864): a longer viewport or page keeps its head and tail and "
+                  "says which terminal_read returns the rest");
 
   CommonFlags run_flags;
   std::string run_mode;
@@ -276,6 +283,12 @@ int main(int argc, char** argv) {
       return 2;
     }
     options.mcp_options.consent_timeout = std::chrono::seconds(mcp_consent_timeout);
+    if (mcp_max_result_bytes < static_cast<int64_t>(ptybox::runtime::kMinMcpResultBytes) ||
+        mcp_max_result_bytes > 64 * 1024 * 1024) {
+      std::cerr << "ptybox mcp: --max-result-bytes must be between 4096 and 67108864\n";
+      return 2;
+    }
+    options.mcp_options.max_result_bytes = static_cast<size_t>(mcp_max_result_bytes);
     std::optional<std::shared_ptr<AuditLog>> audit = AuditFrom(mcp_audit, options.service, "mcp");
     if (!audit) return 1;
     options.service.audit = *audit;

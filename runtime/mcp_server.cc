@@ -242,14 +242,63 @@ void McpServer::RunTool(const Json& id, const std::string& name, const Json& arg
   const std::string key = RequestKey(id);
   in_flight_.insert(key);
   std::shared_ptr<McpServer> self = shared_from_this();
-  auto answer = [self, id, key, name](Result<Json> result) {
+  const std::string session_id =
+      arguments.contains("sessionId") && arguments["sessionId"].is_string()
+          ? arguments["sessionId"].get<std::string>()
+          : std::string();
+  Json args = arguments;
+  const bool screen = args.contains("view") && args["view"] == "screen";
+  if (name == "terminal_read" && !screen) {
+    // A page the model can read whole: nextCursor then continues exactly where it ends. A third
+    // of what the envelope and the footers leave, since the text and the structured result both
+    // carry it (JSON escapes of newlines take the rest).
+    const int64_t page = static_cast<int64_t>((options_.max_result_bytes - 1024) / 3);
+    if (!args.contains("maxBytes") || !args["maxBytes"].is_number_integer() ||
+        args["maxBytes"].get<int64_t>() > page) {
+      args["maxBytes"] = page;
+    }
+  }
+  auto answer = [self, id, key, name, session_id](Result<Json> result) {
     self->in_flight_.erase(key);
     if (self->canceled_.erase(key) > 0) return;  // canceled: no response
-    self->Reply(id, self->ToolResult(name, result));
+    if (result && name == "terminal_read" &&
+        result->value("cursor", uint64_t{0}) != result->value("nextCursor", uint64_t{0})) {
+      TextAnchor anchor{.begin = result->value("cursor", uint64_t{0}), .end = std::nullopt};
+      return self->Reply(id, self->ToolResult(id, name, result, anchor, session_id));
+    }
+    const bool long_viewport = result && (name == "terminal_send" || name == "terminal_wait") &&
+                               result->contains("viewport") && (*result)["viewport"].is_string() &&
+                               (*result)["viewport"].get_ref<const std::string&>().size() >
+                                   self->options_.max_result_bytes / 3;
+    if (!long_viewport) return self->Reply(id, self->ToolResult(id, name, result));
+    // The viewport ends where the scrollback ended when the send settled: ask for that offset
+    // (a cursor past the end is clamped to it) and the unterminated line after it.
+    const std::string& viewport = (*result)["viewport"].get_ref<const std::string&>();
+    Json probe{{"sessionId", session_id},
+               {"cursor", INT64_MAX},
+               {"maxBytes", static_cast<int64_t>(viewport.size()) + 1}};
+    self->Invoke("terminal_read", probe, key + "#anchor",
+                 [self, id, name, session_id, result](Result<Json> page) {
+                   TextAnchor anchor;
+                   if (page && page->contains("cursor") && (*page)["cursor"].is_number_integer()) {
+                     const uint64_t end = (*page)["cursor"].get<uint64_t>();
+                     const std::string pending =
+                         (*page)["text"].is_string() ? (*page)["text"].get<std::string>() : "";
+                     const std::string& text = (*result)["viewport"].get_ref<const std::string&>();
+                     const bool at_prompt =
+                         result->contains("exitCode") && (*result)["exitCode"].is_number_integer();
+                     if (!at_prompt && !pending.empty() && text.ends_with(pending)) {
+                       anchor.end = end + pending.size();
+                     } else if (end > 0) {
+                       anchor.end = end - 1;  // the last line's "\n" is not in the viewport
+                     }
+                   }
+                   self->Reply(id, self->ToolResult(id, name, result, anchor, session_id));
+                 });
   };
   if (remote_) {
     // On the daemon: a mode change is read back before the answer states the new policy.
-    remote_->Call(name, arguments, key, [self, answer, name](Result<Json> result) {
+    remote_->Call(name, args, key, [self, answer, name](Result<Json> result) {
       if (name != "policy_set_mode" || !result) return answer(std::move(result));
       self->remote_->RefreshPolicy([self, answer, result] {
         self->OnPolicyChanged();
@@ -258,7 +307,13 @@ void McpServer::RunTool(const Json& id, const std::string& name, const Json& arg
     });
     return;
   }
-  CallMethod(service_, owner_, name, arguments, key, answer);
+  CallMethod(service_, owner_, name, args, key, answer);
+}
+
+void McpServer::Invoke(const std::string& method, const Json& arguments, const std::string& key,
+                       std::function<void(Result<Json>)> done) {
+  if (remote_) return remote_->Call(method, arguments, key, std::move(done));
+  CallMethod(service_, owner_, method, arguments, key, std::move(done));
 }
 
 void McpServer::SetModeTool(const Json& id, const Json& arguments) {
@@ -377,7 +432,8 @@ bool McpServer::WithdrawConsent(const std::string& tool_key, const std::string& 
   return false;
 }
 
-Json McpServer::ToolResult(const std::string& tool, const Result<Json>& result) {
+Json McpServer::ToolResult(const Json& id, const std::string& tool, const Result<Json>& result,
+                           const TextAnchor& anchor, const std::string& session_id) {
   // A tool's failure (bad id, busy, fenced, bad arguments) is a result the model reads and can
   // act on, not a protocol error.
   if (!result) {
@@ -385,7 +441,27 @@ Json McpServer::ToolResult(const std::string& tool, const Result<Json>& result) 
                  Json::array({Json{{"type", "text"}, {"text", RenderToolError(result.error())}}})},
                 {"isError", true}};
   }
-  std::string text = RenderToolResult(tool, *result);
+  // Claude Code and Codex hand their model JSON.stringify(structuredContent) when it is present,
+  // other hosts the text (docs/mcp.md): both carry the same bounded viewport, so each model sees
+  // the head, the tail and the pointer to the rest. Each shrink step takes the overshoot out of
+  // the text fields (counted twice: text and structured), until the whole answer fits.
+  const size_t budget = options_.max_result_bytes;
+  Json out = RenderResult(tool, *result);
+  size_t size = Dump(RpcResult(id, out)).size();
+  size_t field = budget / 2;
+  for (int step = 0; step < 8 && size > budget; ++step) {
+    out = RenderResult(tool, BoundToolResult(tool, *result, field, anchor, session_id));
+    size = Dump(RpcResult(id, out)).size();
+    if (size <= budget || field <= kMinElidedTextBytes) break;
+    const size_t over = size > budget ? size - budget : 0;
+    const size_t cut = over / 2 + 64;
+    field = field > kMinElidedTextBytes + cut ? field - cut : kMinElidedTextBytes;
+  }
+  return out;
+}
+
+Json McpServer::RenderResult(const std::string& tool, const Json& result) {
+  std::string text = RenderToolResult(tool, result);
   Json content = Json::array();
   if (tool == "policy_set_mode") {
     // The superseding policy statement is appended to the conversation, never rewriting it.
@@ -399,10 +475,10 @@ Json McpServer::ToolResult(const std::string& tool, const Result<Json>& result) 
       link["type"] = "resource_link";
       content.push_back(std::move(link));
     }
-    out["structuredContent"] = *result;
+    out["structuredContent"] = result;
   } else {
     // Before structured results existed, the JSON travels as a second text block.
-    content.push_back(Json{{"type", "text"}, {"text", Dump(*result)}});
+    content.push_back(Json{{"type", "text"}, {"text", Dump(result)}});
   }
   out["content"] = std::move(content);
   out["isError"] = false;
@@ -485,7 +561,7 @@ void McpServer::ReplyError(const Json& id, int code, const std::string& message,
 }
 
 void McpServer::ReplyToolError(const Json& id, const Error& error) {
-  Reply(id, ToolResult("", std::unexpected(error)));
+  Reply(id, ToolResult(id, "", std::unexpected(error)));
 }
 
 void McpServer::Notify(const std::string& method, Json params) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "runtime/line_connection.h"
+#include "runtime/mcp_budget.h"
 #include "runtime/mcp_connect.h"
 #include "runtime/service.h"
 #include "runtime/wire.h"
@@ -31,6 +32,9 @@ struct McpOptions {
   std::chrono::milliseconds consent_timeout = std::chrono::minutes(5);
   // `ptybox mcp --connect SOCKET`: the daemon to serve as a client of.
   std::optional<std::filesystem::path> connect;
+  // `--max-result-bytes`: every tool result, as the host receives it, fits in this many bytes
+  // (runtime/mcp_budget.h).
+  size_t max_result_bytes = kDefaultMcpResultBytes;
 };
 
 class McpServer final : public std::enable_shared_from_this<McpServer> {
@@ -71,7 +75,15 @@ class McpServer final : public std::enable_shared_from_this<McpServer> {
   void ReadResource(const Json& id, const Json& params);
   void Subscribe(const Json& id, const Json& params, bool subscribe);
   // The tools/call result for a finished method, shaped for the negotiated version.
-  Json ToolResult(const std::string& tool, const Result<Json>& result);
+  // The tools/call answer for `id`, within options_.max_result_bytes; `anchor` locates a
+  // viewport or page in the scrollback for the elision line's terminal_read pointer.
+  Json ToolResult(const Json& id, const std::string& tool, const Result<Json>& result,
+                  const TextAnchor& anchor = {}, const std::string& session_id = {});
+  // The unbounded answer: the text rendering and the structured result.
+  Json RenderResult(const std::string& tool, const Json& result);
+  // Runs a contract method for the server itself (in process, or on the --connect daemon).
+  void Invoke(const std::string& method, const Json& arguments, const std::string& key,
+              std::function<void(Result<Json>)> done);
   [[nodiscard]] Json ToolList() const;
   [[nodiscard]] std::string PolicyText();
   void OnPolicyChanged();

@@ -64,7 +64,7 @@ Json SendResultProperties() {
        Prop("string",
             "What the input produced on the terminal, rendered as text; the echo of the input "
             "and the prompt are left out.")},
-      {"waitReason", EnumProp({"stdin_read", "inferred_idle", "timeout", "session_exit"},
+      {"waitReason", EnumProp({"stdin_read", "inferred_idle", "timeout", "session_exit", "pattern"},
                               "Why the wait ended (see the tool description); only stdin_read "
                               "with an exitCode proves the command finished.")},
       {"sessionStatus", SessionStatusSchema()},
@@ -74,10 +74,32 @@ Json SendResultProperties() {
        Nullable(Prop("integer", "The shell's $? when the prompt came back; null otherwise."))},
       {"cwd", Nullable(Prop("string",
                             "The shell's working directory when the prompt came back; null "
-                            "otherwise."))}};
+                            "otherwise."))},
+      {"foreground",
+       Nullable(Json{{"type", "object"},
+                     {"description",
+                      "Still running (the prompt did not come back): the terminal's foreground "
+                      "process group and its command line; null at the prompt."},
+                     {"properties",
+                      {{"pgid", Json{{"type", "integer"}}}, {"command", Json{{"type", "string"}}}}},
+                     {"required", {"pgid", "command"}}})},
+      {"match", Json{{"type", "object"},
+                     {"description", "waitReason pattern only: the matched text and its line."},
+                     {"properties",
+                      {{"text", Json{{"type", "string"}}}, {"line", Json{{"type", "string"}}}}},
+                     {"required", {"text", "line"}}}}};
 }
 
-Json SendResultSchema() { return Output(SendResultProperties()); }
+// Every property but match (present only when a pattern settled it) is always there.
+Json SendResultSchema() {
+  Json schema = Output(SendResultProperties());
+  Json required = Json::array();
+  for (const Json& name : schema["required"]) {
+    if (name != "match") required.push_back(name);
+  }
+  schema["required"] = required;
+  return schema;
+}
 
 Json SessionListEntrySchema() {
   return Output(Json{{"sessionId", SessionIdProp()},
@@ -87,20 +109,21 @@ Json SessionListEntrySchema() {
                      {"sessionStatus", SessionStatusSchema()}});
 }
 
+// readOnlyHint, and the other hints where they differ from the specification's defaults
+// (destructive true, idempotent false, open world true): tools/list is sent on every turn.
 Json Annotations(bool read_only, bool destructive, bool idempotent, bool open_world) {
-  return Json{{"readOnlyHint", read_only},
-              {"destructiveHint", destructive},
-              {"idempotentHint", idempotent},
-              {"openWorldHint", open_world}};
+  Json hints{{"readOnlyHint", read_only}};
+  if (!read_only && !destructive) hints["destructiveHint"] = false;
+  if (!read_only && idempotent) hints["idempotentHint"] = true;
+  if (!open_world) hints["openWorldHint"] = false;
+  return hints;
 }
 
 // terminal_open's env, from the one set of rules in policy/schema.h (what the service checks).
 Json EnvSchema() {
   Json reserved = Json::array();
-  std::string names;
   for (std::string_view name : policy::ReservedEnvNames(policy::EnvUse::kSet)) {
     reserved.push_back(std::string(name));
-    names += std::string(name) + ", ";
   }
   const std::string prefix(policy::kReservedEnvPrefix);
   return Json{
@@ -112,11 +135,8 @@ Json EnvSchema() {
                                                 Json{{"pattern", "^" + prefix}}})}}}}},
       {"additionalProperties",
        Json{{"type", "string"}, {"maxLength", policy::kMaxEnvValueBytes}}},
-      {"description",
-       "Extra environment variables for the shell: names like FOO_BAR (at most " +
-           std::to_string(policy::kMaxEnvNameBytes) + " characters), values without NUL of at " +
-           "most " + std::to_string(policy::kMaxEnvValueBytes) + " bytes. Reserved: " + names +
-           "and " + prefix + "*."}};
+      // The reserved names are in propertyNames (tools/list is sent on every turn).
+      {"description", "Extra environment variables for the shell."}};
 }
 
 // One param of the contract table as a JSON Schema property.
@@ -164,14 +184,8 @@ std::vector<McpTool> BuildTools() {
 
   tools.push_back(McpTool{
       "terminal_open", "Open a terminal",
-      "Open a persistent interactive bash terminal in the sandbox and return its sessionId. Use "
-      "a persistent terminal when state must carry from one command to the next (working "
-      "directory, exported variables, an activated virtualenv, a running REPL, debugger or dev "
-      "server, a program that asks questions), and reuse it for the whole task rather than "
-      "opening one per command. The shell runs under the current sandbox policy (policy_resolve, "
-      "resource ptybox://policy): outside its writable roots the file system is read-only, and "
-      "the network may be off. motd is what the terminal printed on start. Close terminals you "
-      "no longer need with terminal_close; all of them close when this connection ends.",
+      "Open a persistent bash terminal in the sandbox; returns its sessionId. State (cwd, "
+      "variables, a REPL, a server) carries between sends: reuse it for the task.",
       InputFor("terminal_open"),
       Output(Json{{"sessionId", SessionIdProp()},
                   {"name", Prop("string", "The display name (may be empty).")},
@@ -191,43 +205,33 @@ std::vector<McpTool> BuildTools() {
                                                "operation; collect with terminal_output.")}})})}};
   tools.push_back(McpTool{
       "terminal_send", "Send input to a terminal",
-      "Type input into a terminal and wait until it is ready for more. The input is written "
-      "verbatim, nothing added: end it with a newline (\"\\n\") to run a command, and answer a "
-      "program's question the same way (\"y\\n\"). Returns what the input printed (viewport; "
-      "your echoed input and the prompt left out) and why the wait ended (waitReason):\n"
-      "- stdin_read: exact readiness. Either the shell prompt came back, so the command "
-      "finished and exitCode and cwd are set; or the running program is blocked reading the "
-      "terminal (a password prompt, a REPL, a question), so it waits for your next send and "
-      "exitCode is null.\n"
-      "- inferred_idle: no output for silenceMs. The command may still be running: this does "
-      "not prove it finished.\n"
-      "- timeout: timeoutMs passed. The command may still be running: this does not prove it "
-      "finished.\n"
-      "- session_exit: the shell itself exited (sessionStatus has its code); open a new "
-      "terminal.\n"
-      "After inferred_idle or timeout, look again with terminal_read or terminal_status, or stop "
-      "the command with terminal_signal SIGINT (the send has ended, so terminal_cancel has "
-      "nothing to cancel). One send runs per terminal at a time (a second "
-      "one is refused as busy). For a long job pass background: true and collect its output "
-      "with terminal_output. truncated means output was dropped from this result; terminal_read "
-      "pages what the scrollback kept.\n"
-      "Keys: instead of input, pass keys, a list of key names and text, to press keys that are "
-      "awkward as bytes; each entry is a key name or literal text typed as is. Examples: "
-      "[\"C-c\"] interrupts the running program (Ctrl-C), [\"C-d\"] sends end-of-file, "
-      "[\"Escape\", \":q!\", \"Enter\"] leaves vim without saving, [\"Up\", \"Enter\"] repeats "
-      "the previous shell command, [\"q\"] quits less, [\"C-x\", \"C-s\"] saves in nano or "
-      "emacs. Names: Enter, Tab, BTab, BSpace, Escape, Space, Up, Down, Left, Right, Home, End, "
-      "PageUp, PageDown, Insert, Delete, F1-F12, and C-/M-/S- before a key or one character "
-      "(C-c, M-x, S-Tab). Give exactly one of input and keys.",
+      "Type input into a terminal and wait until it is ready for more. input is written "
+      "verbatim: end it with a newline (\"\\n\") to run a command or answer a question. Returns "
+      "the output (viewport; echo and prompt left out) and waitReason:\n"
+      "- stdin_read: the prompt came back (exitCode, cwd set), or the program waits for input.\n"
+      "- inferred_idle: output went quiet for silenceMs; does not prove it finished.\n"
+      "- timeout: timeoutMs passed; does not prove it finished.\n"
+      "- pattern: the output matched pattern (match).\n"
+      "- session_exit: the shell exited.\n"
+      "foreground set means a command still runs: terminal_wait for it, or terminal_signal "
+      "SIGINT. One send per terminal at a time. background: true returns at once; "
+      "collect with terminal_output. Keys: instead of input, keys is a list of key names or "
+      "text: [\"C-c\"] (Ctrl-C), [\"Escape\", \":q!\", \"Enter\"] (leave vim); names Enter Tab "
+      "Escape Space BSpace Up Down Left Right Home End PageUp PageDown Delete F1-F12, C-/M-/S- "
+      "prefixes.",
       InputFor("terminal_send"),
       send_output, Annotations(false, true, false, true)});
 
   tools.push_back(McpTool{
+      "terminal_wait", "Wait without typing",
+      "Wait for a command a send left running (foreground set) without typing; returns like "
+      "terminal_send, with the output since the previous result.",
+      InputFor("terminal_wait"), SendResultSchema(), Annotations(true, false, false, true)});
+
+  tools.push_back(McpTool{
       "terminal_output", "Collect background output",
-      "Collect the output of a background send (terminal_send with background: true) produced "
-      "since the previous call. done turns true once the send settled; result then holds its "
-      "settled result (viewport, waitReason, exitCode, cwd), read as for terminal_send. Call "
-      "again until done.",
+      "Collect a background send's output since the previous call; once done, result is its "
+      "settled result (as terminal_send). Call again until done.",
       InputFor("terminal_output"),
       Output(Json{{"output", Prop("string", "Output produced since the previous call.")},
                   {"done", Prop("boolean", "The send has settled.")},
@@ -239,23 +243,16 @@ std::vector<McpTool> BuildTools() {
 
   tools.push_back(McpTool{
       "terminal_cancel", "Cancel the running send",
-      "Stop the send running on a terminal: input not yet written is dropped and the running "
-      "command gets a real SIGINT (like Ctrl-C); the send then returns. canceled is false when "
-      "no send was running, and then nothing is signalled: a command still running after its "
-      "send returned (timeout, inferred_idle) is stopped with terminal_signal SIGINT.",
+      "Stop the running send or wait: unwritten input is dropped, the command gets SIGINT. "
+      "canceled false: none was running.",
       InputFor("terminal_cancel"),
       Output(Json{{"canceled", Prop("boolean", "A running send was canceled.")}}),
       Annotations(false, true, false, false)});
 
   tools.push_back(McpTool{
       "terminal_read", "Read terminal output again",
-      "Read a terminal's retained output again, one bounded page at a time: the scrollback as "
-      "lines (default), or view \"screen\" for what the screen shows now (full-screen "
-      "programs). Use it for output that arrived after a send returned with inferred_idle or "
-      "timeout, or that a send reported as truncated. Omit cursor to start at the oldest "
-      "retained output; pass nextCursor back as cursor for the next page; end is true when the "
-      "page reaches the newest output; truncated means output before cursor was already "
-      "dropped.",
+      "Read retained output again, a page at a time: scrollback lines (pass nextCursor back "
+      "as cursor; end: newest reached) or view \"screen\" (the screen now).",
       InputFor("terminal_read"),
       Output(Json{
           {"text", Prop("string", "The page.")},
@@ -270,10 +267,8 @@ std::vector<McpTool> BuildTools() {
 
   tools.push_back(McpTool{
       "terminal_signal", "Signal the foreground program",
-      "Send a signal to the program running in the foreground of a terminal (its process "
-      "group, not the shell): SIGINT interrupts like Ctrl-C, SIGTERM asks it to end, SIGKILL "
-      "forces it, SIGTSTP suspends and SIGCONT resumes it; SIGQUIT and SIGHUP as usual. To stop "
-      "a send you started, terminal_cancel does the same with SIGINT.",
+      "Signal the terminal's foreground process group (not the shell): SIGINT interrupts "
+      "like Ctrl-C, SIGTERM ends, SIGKILL forces.",
       InputFor("terminal_signal"),
       Output(Json{{"delivered", Prop("boolean", "The signal was delivered.")},
                   {"pgid", Prop("integer", "The process group that received it.")}}),
@@ -281,8 +276,7 @@ std::vector<McpTool> BuildTools() {
 
   tools.push_back(McpTool{
       "terminal_status", "Terminal status",
-      "Show one terminal: whether its shell runs or exited (sessionStatus), whether a send is "
-      "active (busy), its name, sandbox mode and shell pid.",
+      "One terminal: shell running or exited, busy (a send is active), name, mode, pid.",
       InputFor("terminal_status"),
       Output(Json{{"sessionStatus", SessionStatusSchema()},
                   {"busy", Prop("boolean", "A send is active.")},
@@ -293,26 +287,22 @@ std::vector<McpTool> BuildTools() {
 
   tools.push_back(McpTool{
       "terminal_close", "Close a terminal",
-      "Close a terminal: end its shell and every process started in it, and return once all "
-      "of them are gone. Close terminals you are done with; every terminal of this connection "
-      "also closes when the connection ends.",
+      "Close a terminal: end every process started in it, then return.",
       InputFor("terminal_close"),
       Output(Json{{"sessionStatus", SessionStatusSchema()}}),
       Annotations(false, true, true, false)});
 
   tools.push_back(McpTool{
       "terminal_list", "List terminals",
-      "List the terminals open on this connection with their sessionId, name, mode, busy flag "
-      "and status.",
+      "List this connection's terminals: sessionId, name, mode, busy, status.",
       InputFor("terminal_list"),
       Output(Json{{"sessions", Json{{"type", "array"}, {"items", SessionListEntrySchema()}}}}),
       Annotations(true, false, true, false)});
 
   tools.push_back(McpTool{
       "policy_resolve", "Show the sandbox policy",
-      "Show the sandbox policy that terminals opened now run under: mode, workspace root, "
-      "writable roots, network, the ceiling the mode cannot exceed, and which file set each "
-      "value. The same policy is the resource ptybox://policy.",
+      "Show the sandbox policy new terminals run under: mode, writable roots, network, "
+      "ceiling.",
       InputFor("policy_resolve"),
       Output(
           Json{{"mode", EnumProp(ModeNames(), "The effective mode.")},
@@ -333,26 +323,16 @@ std::vector<McpTool> BuildTools() {
 
   tools.push_back(McpTool{
       "policy_set_mode", "Change the sandbox mode",
-      "Change the sandbox mode of terminals opened from now on: read-only (nothing writable but "
-      "a private /tmp), workspace-write (the workspace and configured roots writable) or "
-      "danger-full-access (no sandbox). You may keep or narrow the mode at any time. A wider "
-      "mode than the one this server started with is the user's decision: the user is asked "
-      "through the host and the call returns once they answer; it may be refused (the user "
-      "declines or does not answer, or the host cannot ask). When refused, continue within the "
-      "current mode, or ask the user to restart ptybox mcp with a wider --mode. Never above the "
-      "operator's ceiling. Refused with mode_fenced while a terminal is open or opening: close "
-      "them first, so a terminal opened with wider access cannot outlive a narrower mode. A "
-      "change updates the resource ptybox://policy.",
+      "Set the sandbox mode of terminals opened from now on. Narrowing is free; widening asks "
+      "the user and may be refused (then stay in the mode). mode_fenced while a terminal is "
+      "open: close them first.",
       InputFor("policy_set_mode"),
       Output(Json{{"mode", EnumProp(ModeNames(), "The effective mode now.")}}),
       Annotations(false, false, true, false)});
 
   tools.push_back(McpTool{
       "terminal_resize", "Resize a terminal",
-      "Change a terminal's size in columns and rows, as resizing a terminal window does: the "
-      "running program is told (SIGWINCH) and redraws, stty size and $COLUMNS follow, and "
-      "terminal_read view \"screen\" shows the new size. Use it when a full-screen program "
-      "(an editor, top, less) needs more room, or to make long lines wrap less.",
+      "Resize a terminal as resizing a window does: the program gets SIGWINCH and redraws.",
       InputFor("terminal_resize"),
       Output(Json{{"cols", Prop("integer", "The width now.")},
                   {"rows", Prop("integer", "The height now.")}}),
@@ -399,12 +379,25 @@ std::string SendFooter(const Json& r) {
   } else if (reason == "timeout") {
     line += " (deadline passed; the command may still be running: terminal_signal SIGINT stops "
             "it)";
+  } else if (reason == "pattern") {
+    const Json& match = r.value("match", Json::object());
+    line += " (the output matched pattern: \"" + Str(match, "text") +
+            "\"; the command may still be running)";
   } else if (reason == "session_exit") {
     line += ": the shell " + StatusText(r.value("sessionStatus", Json::object())) +
             "; open a new terminal";
   }
   if (r.value("truncated", false)) line += " | truncated: terminal_read has what was kept";
-  return line + "]";
+  line += "]";
+  // What is still running, on its own line: the next send would be typed into it.
+  if (r.contains("foreground") && r["foreground"].is_object()) {
+    const Json& fg = r["foreground"];
+    std::string command = Str(fg, "command");
+    if (command.empty()) command = "process group " + std::to_string(fg.value("pgid", 0));
+    line += "\n[still running: " + command +
+            "; wait with terminal_wait or interrupt with terminal_signal]";
+  }
+  return line;
 }
 
 std::string SendText(const Json& r) {
@@ -437,10 +430,48 @@ std::string PolicyClauseFromJson(const Json& p) {
   return clause;
 }
 
+// The output schema as tools/list sends it: each property's type only. tools/list goes to the
+// model on every turn (it was 22 KB with the full schemas, which BuildTools keeps for the
+// documentation), and what a result means is in the tool's description.
+Json Compact(const Json& schema) {
+  Json out{{"type", schema.value("type", Json("object"))}};
+  if (schema.contains("oneOf")) {
+    Json branches = Json::array();
+    // Each branch keeps its required keys: they tell the branches apart.
+    for (const Json& branch : schema["oneOf"]) {
+      Json compact = Compact(branch);
+      if (branch.contains("required")) compact["required"] = branch["required"];
+      branches.push_back(std::move(compact));
+    }
+    out["oneOf"] = branches;
+    return out;
+  }
+  if (schema.contains("properties")) {
+    Json properties = Json::object();
+    for (const auto& [name, property] : schema["properties"].items()) {
+      properties[name] =
+          property.contains("type") ? Json{{"type", property["type"]}} : Json::object();
+    }
+    out["properties"] = properties;
+  }
+  return out;
+}
+
+std::vector<McpTool> CompactTools() {
+  std::vector<McpTool> tools = BuildTools();
+  for (McpTool& tool : tools) {
+    // A send's result keeps its property types (hosts validate structuredContent); the others'
+    // shapes are in their descriptions.
+    const bool send_result = tool.name == "terminal_send" || tool.name == "terminal_wait";
+    tool.output_schema = send_result ? Compact(tool.output_schema) : Json{{"type", "object"}};
+  }
+  return tools;
+}
+
 }  // namespace
 
 const std::vector<McpTool>& McpTools() {
-  static const std::vector<McpTool> kTools = BuildTools();
+  static const std::vector<McpTool> kTools = CompactTools();
   return kTools;
 }
 
@@ -465,6 +496,7 @@ std::string RenderToolResult(std::string_view tool, const Json& r) {
     }
     return SendText(r);
   }
+  if (tool == "terminal_wait") return SendText(r);
   if (tool == "terminal_output") {
     std::string output = Str(r, "output");
     std::string text = output.empty() ? "(no new output)" : output;

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "backend/key_encoder.h"
+#include "backend/output_pattern.h"
 #include "backend/screen.h"
 #include "backend/types.h"
 #include "policy/mode_names.h"
@@ -20,7 +21,7 @@ namespace {
 ParamSpec SessionId() {
   return ParamSpec{.name = "sessionId",
                    .required = true,
-                   .description = "The terminal's id, as terminal_open returned it."};
+                   .description = "From terminal_open."};
 }
 
 ParamSpec Str(std::string name, std::string description, size_t max_bytes = kMaxParamStringBytes) {
@@ -69,12 +70,14 @@ ParamSpec TimeoutMs(std::string description) {
   return Int("timeoutMs", std::move(description), 1, kMaxTimeoutMs);
 }
 
+ParamSpec PatternParam() {
+  return Str("pattern", "Return at the first output line this RE2 regex matches.",
+             backend::kMaxPatternBytes);
+}
+
 std::string KeysDescription() {
-  return "Instead of input: keys to press, in order. Each entry is a key name (" +
-         JoinAlternatives(backend::KeyNames()) +
-         "), optionally with modifiers C- (control), M- (meta) or S- (shift) before a key or "
-         "one character (C-c, C-d, M-x, S-Tab), or else literal text typed as is. Example: "
-         "[\"Escape\", \":q!\", \"Enter\"]. Cursor keys follow the terminal's mode.";
+  // The names are listed in terminal_send's description (and docs/protocol.md).
+  return "Instead of input: key names or literal text, pressed in order.";
 }
 
 std::vector<std::string> ModeNames() {
@@ -105,8 +108,26 @@ void Open(MethodCall& c) {
                  Encode<OpenResult>(c.done, [](const OpenResult& r) { return ToJson(r); }));
 }
 
+// `pattern`, compiled: refused (invalid params) when RE2 does not accept it.
+Result<std::shared_ptr<const backend::OutputPattern>> PatternArg(const MethodCall& c,
+                                                                 const char* method) {
+  std::optional<std::string> pattern = c.args.OptionalString("pattern");
+  if (!pattern) return std::shared_ptr<const backend::OutputPattern>();
+  Result<std::shared_ptr<const backend::OutputPattern>> compiled =
+      backend::OutputPattern::Compile(*pattern);
+  if (!compiled) {
+    Error error = compiled.error();
+    error.message = std::string(method) + ": " + error.message;
+    return std::unexpected(std::move(error));
+  }
+  return compiled;
+}
+
 void Send(MethodCall& c) {
+  Result<std::shared_ptr<const backend::OutputPattern>> pattern = PatternArg(c, "terminal_send");
+  if (!pattern) return c.done(std::unexpected(pattern.error()));
   backend::SendRequest request;
+  request.pattern = *pattern;
   request.input = c.args.OptionalString("input").value_or("");
   request.keys = c.args.StringList("keys");
   request.timeout_ms = c.args.Int("timeoutMs");
@@ -114,6 +135,20 @@ void Send(MethodCall& c) {
   c.service.Send(c.owner, c.args.String("sessionId"), std::move(request), c.args.Bool("background"),
                  c.request_key, Encode<SendOutcome>(c.done, [](const SendOutcome& outcome) {
                    if (outcome.operation_id) return Json{{"operationId", *outcome.operation_id}};
+                   return ToJson(*outcome.result);
+                 }));
+}
+
+void Wait(MethodCall& c) {
+  Result<std::shared_ptr<const backend::OutputPattern>> pattern = PatternArg(c, "terminal_wait");
+  if (!pattern) return c.done(std::unexpected(pattern.error()));
+  backend::SendRequest request;
+  request.pattern = *pattern;
+  request.wait = true;
+  request.timeout_ms = c.args.Int("timeoutMs");
+  request.silence_ms = c.args.Int("silenceMs");
+  c.service.Send(c.owner, c.args.String("sessionId"), std::move(request), /*background=*/false,
+                 c.request_key, Encode<SendOutcome>(c.done, [](const SendOutcome& outcome) {
                    return ToJson(*outcome.result);
                  }));
 }
@@ -214,45 +249,48 @@ std::vector<MethodSpec> BuildContract() {
       {.name = "terminal_open",
        .summary = "Open a persistent interactive bash terminal in the sandbox: {sessionId, name, "
                   "motd, pid, mode, cwd}.",
-       .params = {Enum("type", {"shell"}, "The session type; \"shell\" (bash) is the only one.",
+       .params = {Enum("type", {"shell"}, "bash.",
                        "shell"),
-                  Str("name", "A display name for you; it identifies nothing.", kMaxNameBytes),
-                  Str("cwd",
-                      "Start directory: absolute, or relative to the workspace root (the "
-                      "default). Outside the workspace only in danger-full-access."),
-                  Columns("Terminal width in columns (default 120).", kDefaultColumns),
-                  Rows("Terminal height in rows (default 40).", kDefaultRows),
+                  Str("name", "A display name.", kMaxNameBytes),
+                  Str("cwd", "Start directory, relative to the workspace root (the default)."),
+                  Columns("Width in columns.", kDefaultColumns),
+                  Rows("Height in rows.", kDefaultRows),
                   ParamSpec{.name = "env",
                             .type = ParamType::kEnv,
                             .description = "Extra environment variables for the shell."},
-                  TimeoutMs("How long the shell may take to start (default from the policy).")},
+                  TimeoutMs("Startup deadline.")},
        .handler = Open},
       {.name = "terminal_send",
        .summary = "Type input into a terminal and wait until it is ready for more: a SendResult, "
                   "or {operationId} in the background.",
        .params = {SessionId(),
                   Str("input",
-                      "Bytes to type, verbatim. End with \"\\n\" to press Enter. Give input or "
-                      "keys.",
+                      "Bytes typed verbatim; end with \"\\n\" to press Enter.",
                       kUnboundedString),
                   ParamSpec{.name = "keys",
                             .type = ParamType::kStringList,
                             .description = KeysDescription(),
                             .max_bytes = kMaxKeyBytes,
                             .max_items = kMaxKeys},
-                  TimeoutMs("Absolute deadline of this send (default from the policy, 30000 "
-                            "unless configured)."),
-                  Int("silenceMs",
-                      "Quiet time after which the send returns inferred_idle (default from the "
-                      "policy, 3000 unless configured).",
-                      1, kMaxTimeoutMs),
+                  TimeoutMs("Deadline (default 30000)."),
+                  Int("silenceMs", "Quiet time that returns inferred_idle (default 3000).", 1,
+                      kMaxTimeoutMs),
+                  PatternParam(),
                   ParamSpec{.name = "background",
                             .type = ParamType::kBoolean,
-                            .description = "Return at once with an operationId; collect the "
-                                           "output with terminal_output.",
+                            .description = "Return at once; collect with terminal_output.",
                             .default_value = false}},
        .exactly_one_of = {"input", "keys"},
        .handler = Send},
+      {.name = "terminal_wait",
+       .summary = "Wait for readiness as a send does, without typing anything: a SendResult for "
+                  "the output since the previous send's or wait's result.",
+       .params = {SessionId(),
+                  TimeoutMs("Deadline (default 30000)."),
+                  Int("silenceMs", "Quiet time that returns inferred_idle (default 3000).", 1,
+                      kMaxTimeoutMs),
+                  PatternParam()},
+       .handler = Wait},
       {.name = "terminal_output",
        .summary = "Collect the output of a background send produced since the previous call: "
                   "{output, done, result}.",
@@ -267,13 +305,11 @@ std::vector<MethodSpec> BuildContract() {
                   "{text, cursor, nextCursor, truncated, end}.",
        .params = {SessionId(),
                   Int("cursor",
-                      "Where to start (a nextCursor from an earlier read); default: the oldest "
-                      "retained output.",
+                      "A nextCursor from an earlier read; default: the oldest retained output.",
                       0, INT64_MAX),
-                  Int("maxBytes", "Largest page to return (default from the policy).", 1,
-                      INT64_MAX),
+                  Int("maxBytes", "Largest page.", 1, INT64_MAX),
                   Enum("view", {"lines", "screen"},
-                       "lines (scrollback, default) or screen (the current screen, rows x cols).",
+                       "lines (scrollback) or screen (the screen now).",
                        "lines")},
        .handler = Read},
       {.name = "terminal_signal",

@@ -203,11 +203,12 @@ void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& se
                       backend::SendRequest request, bool background, std::string request_key,
                       std::function<void(Result<SendOutcome>)> done) {
   Result<std::shared_ptr<backend::BackendSession>> session = Find(*owner, session_id);
+  const bool wait = request.wait;
   Result<std::shared_ptr<backend::SendOperation>> op =
       session ? (*session)->StartSend(std::move(request))
               : Result<std::shared_ptr<backend::SendOperation>>(std::unexpected(session.error()));
   if (!op) {
-    audit_->Refused(owner->id(), "terminal_send", session_id, op.error());
+    audit_->Refused(owner->id(), wait ? "terminal_wait" : "terminal_send", session_id, op.error());
     asio::post(io_, [done, error = op.error()] { done(std::unexpected(error)); });
     return;
   }
@@ -215,7 +216,11 @@ void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& se
   std::erase_if(owner->operations, [](const auto& entry) { return entry.second.op.expired(); });
   // The typed bytes as the operation holds them: named keys are encoded by now, so a send made
   // of `keys` is audited and recorded like one made of `input`.
-  audit_->SendStarted(owner->id(), session_id, (*op)->input(), background);
+  if (wait) {
+    audit_->WaitStarted(owner->id(), session_id);
+  } else {
+    audit_->SendStarted(owner->id(), session_id, (*op)->input(), background);
+  }
   auto audit_settled = [audit = audit_, id = owner->id(),
                         session_id](const Result<backend::SendResult>& result) {
     audit->SendSettled(id, session_id, result);

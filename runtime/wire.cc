@@ -20,6 +20,10 @@ Json ToJson(const backend::SendResult& r) {
   j["truncated"] = r.truncated;
   j["exitCode"] = r.exit_code ? Json(*r.exit_code) : Json(nullptr);
   j["cwd"] = r.cwd ? Json(*r.cwd) : Json(nullptr);
+  j["foreground"] = r.foreground
+                        ? Json{{"pgid", r.foreground->pgid}, {"command", r.foreground->command}}
+                        : Json(nullptr);
+  if (r.match) j["match"] = Json{{"text", r.match->text}, {"line", r.match->line}};
   return j;
 }
 

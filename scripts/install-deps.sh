@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   bubblewrap
   libseccomp-dev libcap-dev libyaml-cpp-dev nlohmann-json3-dev libasio-dev libcli11-dev
-  libvterm-dev googletest libgtest-dev libgmock-dev libbenchmark-dev
+  libvterm-dev libre2-dev googletest libgtest-dev libgmock-dev libbenchmark-dev
   python3 procps util-linux
   # Full-screen programs the output tests drive through the screen view.
   vim-tiny less

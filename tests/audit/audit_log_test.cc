@@ -133,6 +133,38 @@ TEST(AuditLogTest, ASendOfNamedKeysIsAuditedAsTheBytesItTypes) {
   EXPECT_EQ(sends[0]["input"], "echo keyed-42\r") << sends[0].dump();
 }
 
+// terminal_wait types nothing: a `wait` event (no input), then its send_result, which names
+// what was still running when the send before it returned.
+TEST(AuditLogTest, AWaitIsAuditedWithoutInputAndAResultNamesItsForeground) {
+  TempDir logs;
+  const fs::path log = logs.path() / "audit.jsonl";
+  Daemon daemon(Daemon::Options{{"--audit-log", log.string()}, {}});
+  {
+    RpcClient client(daemon.socket());
+    const std::string id = OpenSession(client, "workspace-write");
+    ASSERT_FALSE(id.empty());
+    Json sent = Send(client, id, "sleep 2\n", Json{{"silenceMs", 300}});
+    EXPECT_EQ(sent["waitReason"], "inferred_idle") << sent.dump();
+    Json waited = client.Call("terminal_wait", Json{{"sessionId", id}, {"silenceMs", 60000}});
+    EXPECT_EQ(waited["result"]["waitReason"], "stdin_read") << waited.dump();
+  }
+  daemon.Stop(SIGTERM);
+  std::vector<Json> records = ReadAuditLog(log);
+  std::vector<std::string> order;
+  for (const Json& r : records) {
+    const std::string event = r.value("event", "");
+    if (event == "send" || event == "wait" || event == "send_result") order.push_back(event);
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"send", "send_result", "wait", "send_result"}));
+  std::vector<Json> waits = EventsNamed(records, "wait");
+  ASSERT_EQ(waits.size(), 1u);
+  EXPECT_FALSE(waits[0].contains("input")) << waits[0].dump();
+  std::vector<Json> results = EventsNamed(records, "send_result");
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0]["foreground"]["command"], "sleep 2") << results[0].dump();
+  EXPECT_EQ(results[1]["exitCode"], 0) << results[1].dump();
+}
+
 // The log and the recordings' directory are the daemon's: a confined session reads neither
 // (hidden like the socket where the session runs as the daemon's own uid; unreadable to the
 // unprivileged id a root daemon's sessions run as). They live where a session could see them

@@ -2,15 +2,17 @@
 // inspections, writes and signals settle only when the test says so.
 #include "backend/send_operation.h"
 
-#include <signal.h>
-
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <deque>
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "backend/output_pattern.h"
 
 namespace ptybox::backend {
 namespace {
@@ -384,6 +386,138 @@ TEST_F(SendOperationTest, WithoutAVerifiedIdlePromptThePreWriteCheckIsAFullInspe
   // Not settled at a verified prompt: nothing for the next send to rely on.
   ASSERT_EQ(host_.settled_with.size(), 1u);
   EXPECT_FALSE(host_.settled_with[0]);
+}
+
+// ---- pattern, terminal_wait and foreground (contract v1.2) -----------------------------------
+
+std::shared_ptr<const OutputPattern> Pattern(std::string_view text) {
+  auto compiled = OutputPattern::Compile(text);
+  EXPECT_TRUE(compiled.has_value()) << (compiled ? "" : compiled.error().message);
+  return compiled ? *compiled : nullptr;
+}
+
+TEST_F(SendOperationTest, AMatchingOutputLineSettlesWithPatternAndTheMatch) {
+  SendOperation::Config config;
+  config.shell_pgid = 100;
+  SendRequest request;
+  request.input = "server\n";
+  request.pattern = Pattern(R"(Listening on \d+)");
+  SendOperation op(host_, config, std::move(request));
+  op.SetSettledCallback([this](const Result<SendResult>& r) { settled_ = r; });
+  op.Start();
+  host_.fake.SettleInspection();
+  host_.fake.SettleWrite(size_t{7});
+  host_.pending = "";           // the prompt line was committed; nothing pending after it
+  host_.fake.foreground = 200;  // the server holds the terminal
+  op.OnOutput();
+  op.OnLine("$ ");  // the prompt line the input was typed on: not output
+  op.OnLine("starting");
+  op.AfterOutput();
+  EXPECT_FALSE(settled_);
+  op.OnOutput();
+  op.OnLine("Listening on 8000 (pid 7)");
+  op.AfterOutput();
+  ASSERT_TRUE(settled_ && settled_->has_value());
+  EXPECT_EQ((*settled_)->wait_reason, WaitReason::kPattern);
+  ASSERT_TRUE((*settled_)->match);
+  EXPECT_EQ((*settled_)->match->text, "Listening on 8000");
+  EXPECT_EQ((*settled_)->match->line, "Listening on 8000 (pid 7)");
+  EXPECT_EQ((*settled_)->viewport, "starting\nListening on 8000 (pid 7)");
+  ASSERT_TRUE((*settled_)->foreground);
+  EXPECT_EQ((*settled_)->foreground->pgid, 200);
+  EXPECT_FALSE((*settled_)->exit_code);
+}
+
+TEST_F(SendOperationTest, TheUnterminatedLineIsMatchedButNeverThePrompt) {
+  SendOperation::Config config;
+  config.shell_pgid = 100;
+  SendRequest request;
+  request.input = "x\n";
+  request.pattern = Pattern(R"(assword: $|\$)");
+  SendOperation op(host_, config, std::move(request));
+  op.SetSettledCallback([this](const Result<SendResult>& r) { settled_ = r; });
+  op.Start();
+  host_.fake.SettleInspection();
+  host_.fake.SettleWrite(size_t{2});
+  // Still the boundary's own prompt line: the first-line rule says it is no output.
+  op.OnOutput();
+  op.AfterOutput();
+  EXPECT_FALSE(settled_);
+  op.OnLine("$ ");
+  host_.pending = "Password: ";
+  op.OnOutput();
+  op.AfterOutput();
+  ASSERT_TRUE(settled_ && settled_->has_value());
+  EXPECT_EQ((*settled_)->wait_reason, WaitReason::kPattern);
+  EXPECT_EQ((*settled_)->match->text, "assword: ");
+}
+
+TEST_F(SendOperationTest, ExactReadinessThatComesFirstWinsOverALaterMatch) {
+  SendOperation::Config config;
+  config.shell_pgid = 100;
+  SendRequest request;
+  request.input = "true\n";
+  request.pattern = Pattern("never printed");
+  SendOperation op(host_, config, std::move(request));
+  op.SetSettledCallback([this](const Result<SendResult>& r) { settled_ = r; });
+  op.Start();
+  host_.fake.SettleInspection();
+  host_.fake.SettleWrite(size_t{5});
+  PromptBack(op, 0);
+  ASSERT_TRUE(settled_ && settled_->has_value());
+  EXPECT_EQ((*settled_)->wait_reason, WaitReason::kStdinRead);
+  EXPECT_EQ((*settled_)->exit_code, 0);
+  EXPECT_FALSE((*settled_)->foreground) << "at the verified prompt nothing is still running";
+  EXPECT_FALSE((*settled_)->match);
+  op.OnLine("never printed");  // after settling: changes nothing
+  op.AfterOutput();
+  EXPECT_EQ((*settled_)->wait_reason, WaitReason::kStdinRead);
+}
+
+TEST_F(SendOperationTest, AWaitWritesNothingAndSettlesAtThePromptLikeASend) {
+  SendOperation::Config config;
+  config.shell_pgid = 100;
+  SendRequest request;
+  request.wait = true;
+  SendOperation op(host_, config, std::move(request));
+  op.SetSettledCallback([this](const Result<SendResult>& r) { settled_ = r; });
+  op.Start();
+  host_.fake.SettleInspection();
+  for (const std::string& entry : host_.fake.log) EXPECT_FALSE(entry.starts_with("write"));
+  EXPECT_FALSE(host_.fake.write_done) << "nothing is written";
+  PromptBack(op, 0);
+  ASSERT_TRUE(settled_ && settled_->has_value());
+  EXPECT_EQ((*settled_)->wait_reason, WaitReason::kStdinRead);
+  EXPECT_EQ((*settled_)->exit_code, 0);
+}
+
+TEST_F(SendOperationTest, ATimeoutWithAnotherForegroundGroupNamesIt) {
+  auto op = Make("sleep 100\n", 5);
+  op->Start();
+  host_.fake.SettleInspection();
+  host_.fake.SettleWrite(size_t{10});
+  // This test process stands in for the foreground group's leader: its command line is read.
+  host_.fake.foreground = getpid();
+  host_.now += std::chrono::milliseconds(10);
+  op->OnTimer();
+  ASSERT_TRUE(settled_ && settled_->has_value());
+  EXPECT_EQ((*settled_)->wait_reason, WaitReason::kTimeout);
+  ASSERT_TRUE((*settled_)->foreground);
+  EXPECT_EQ((*settled_)->foreground->pgid, getpid());
+  EXPECT_NE((*settled_)->foreground->command.find("send_operation_test"), std::string::npos)
+      << (*settled_)->foreground->command;
+}
+
+TEST_F(SendOperationTest, ATimeoutWithTheShellInTheForegroundHasNoForeground) {
+  auto op = Make("read x\n", 5);
+  op->Start();
+  host_.fake.SettleInspection();
+  host_.fake.SettleWrite(size_t{7});
+  host_.now += std::chrono::milliseconds(10);
+  op->OnTimer();
+  ASSERT_TRUE(settled_ && settled_->has_value());
+  EXPECT_EQ((*settled_)->wait_reason, WaitReason::kTimeout);
+  EXPECT_FALSE((*settled_)->foreground);
 }
 
 }  // namespace

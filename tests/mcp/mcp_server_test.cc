@@ -40,7 +40,7 @@ TEST(McpVersionTest, OlderVersionsGetNoStructuredFieldsButKeepTheJsonAsText) {
   McpProcess old;
   old.Initialize("2024-11-05");
   Json tools = old.Request("tools/list")["result"]["tools"];
-  ASSERT_EQ(tools.size(), 12u) << tools.dump();  // one per contract method
+  ASSERT_EQ(tools.size(), 13u) << tools.dump();  // one per contract method
   for (const Json& tool : tools) {
     EXPECT_FALSE(tool.contains("outputSchema")) << tool["name"];
     EXPECT_FALSE(tool.contains("title")) << tool["name"];
@@ -148,6 +148,47 @@ TEST(McpToolTest, SendResultTextCarriesViewportReasonExitCodeAndCwd) {
                        Json{{"sessionId", id}, {"input", "sleep 30\n"}, {"timeoutMs", 200}});
   EXPECT_EQ(idle["structuredContent"]["waitReason"], "timeout") << idle.dump();
   EXPECT_NE(Text(idle).find("the command may still be running"), std::string::npos);
+  mcp.Tool("terminal_close", Json{{"sessionId", id}});
+}
+
+// --max-result-bytes bounds every answer line; an over-long viewport keeps head and tail with a
+// pointer, and terminal_read pages stay within the budget with an exact nextCursor.
+TEST(McpBudgetTest, ASmallerBudgetBoundsEveryAnswerAndThePointerWorks) {
+  McpProcess mcp({"--max-result-bytes", "4096"});
+  mcp.Initialize();
+  Json opened = mcp.Tool("terminal_open");
+  ASSERT_EQ(opened["isError"], false) << opened.dump();
+  std::string id = opened["structuredContent"]["sessionId"];
+  Json r = mcp.Tool("terminal_send", Json{{"sessionId", id}, {"input", "seq 1 3000\n"}});
+  const std::string viewport = r["structuredContent"]["viewport"];
+  const Json line{{"jsonrpc", "2.0"}, {"id", 1000}, {"result", r}};
+  EXPECT_LE(line.dump().size(), 4096u);
+  EXPECT_EQ(viewport.rfind("1\n2\n", 0), 0u) << viewport;
+  EXPECT_TRUE(viewport.ends_with("\n2999\n3000")) << viewport;
+  EXPECT_NE(Text(r).find("[waitReason: stdin_read | exitCode: 0"), std::string::npos);
+  const size_t at = viewport.find("\"cursor\": ");
+  ASSERT_NE(at, std::string::npos) << viewport;
+  const uint64_t cursor = std::stoull(viewport.substr(at + 10));
+  const uint64_t max_bytes = std::stoull(viewport.substr(viewport.find("\"maxBytes\": ") + 12));
+  // Page through the pointed bytes: the head, the pages and the tail are the whole output.
+  std::string middle;
+  for (uint64_t next = cursor; next < cursor + max_bytes;) {
+    Json page = mcp.Tool(
+        "terminal_read",
+        Json{{"sessionId", id}, {"cursor", next}, {"maxBytes", cursor + max_bytes - next}});
+    ASSERT_EQ(page["isError"], false) << page.dump();
+    const Json page_line{{"jsonrpc", "2.0"}, {"id", 1000}, {"result", page}};
+    EXPECT_LE(page_line.dump().size(), 4096u);
+    middle += page["structuredContent"]["text"].get<std::string>();
+    next = page["structuredContent"]["nextCursor"];
+  }
+  const std::string head = viewport.substr(0, viewport.find("[... "));
+  const std::string tail = viewport.substr(viewport.find("...]\n") + 5);
+  std::string expected;
+  for (int i = 1; i <= 3000; ++i) expected += std::to_string(i) + (i < 3000 ? "\n" : "");
+  EXPECT_TRUE(head + middle + tail == expected)
+      << "head " << head.size() << " + pointed " << middle.size() << " + tail " << tail.size()
+      << " bytes; the output is " << expected.size();
   mcp.Tool("terminal_close", Json{{"sessionId", id}});
 }
 

@@ -27,7 +27,8 @@ import { GUARD_MS, binary, processGone, step, tap, waitFor } from './sdk_test_su
 const transcriptPath = process.env.PTYBOX_MCP_TRANSCRIPT;
 
 const EXPECTED_TOOLS = [
-  'terminal_open', 'terminal_send', 'terminal_output', 'terminal_cancel', 'terminal_read',
+  'terminal_open', 'terminal_send', 'terminal_wait', 'terminal_output', 'terminal_cancel',
+  'terminal_read',
   'terminal_signal', 'terminal_status', 'terminal_close', 'terminal_list', 'policy_resolve',
   'policy_set_mode', 'terminal_resize'
 ];
@@ -160,6 +161,12 @@ await step('tools/list: every tool, each input and output schema valid in both d
       compileBoth(tool.inputSchema, `${tool.name}.inputSchema`);
       outputValidators.set(tool.name, compileBoth(tool.outputSchema, `${tool.name}.outputSchema`));
     }
+    // Sent to the model on every turn: at most 10 KB (it was 22 KB).
+    const listed = transcript.filter((e) => e.direction === 'server->client' &&
+      e.message.result?.tools);
+    const listBytes = Buffer.byteLength(JSON.stringify(listed.at(-1).message));
+    console.log(`# tools/list: ${listBytes} bytes`);
+    assert.ok(listBytes <= 10240, `tools/list is ${listBytes} bytes; at most 10240`);
     const sendTool = tools.find((t) => t.name === 'terminal_send');
     for (const phrase of ['verbatim', 'newline', 'stdin_read', 'inferred_idle', 'timeout',
       'session_exit', 'does not prove it finished', 'background']) {
@@ -212,7 +219,8 @@ await step('terminal_send: echo returns its output, exact readiness, exit code a
     const r = await send(state.session, 'echo hello from ptybox\n');
     assert.deepEqual(r.structuredContent, {
       viewport: 'hello from ptybox', waitReason: 'stdin_read',
-      sessionStatus: { kind: 'running' }, truncated: false, exitCode: 0, cwd: workspace
+      sessionStatus: { kind: 'running' }, truncated: false, exitCode: 0, cwd: workspace,
+      foreground: null
     });
     assert.equal(r.content[0].text,
       `hello from ptybox\n[waitReason: stdin_read | exitCode: 0 | cwd: ${workspace}]`);
@@ -292,6 +300,121 @@ await step('background send: terminal_output collects the output until done', as
   assert.equal(last.structuredContent.result.exitCode, 0);
   assert.match(last.content[0].text, /\[done\] \[waitReason: stdin_read \| exitCode: 0/);
 });
+
+// What the model receives: every result within --max-result-bytes (default 16384), counting the
+// whole JSON-RPC line, head and tail kept, and a terminal_read pointer that returns the rest.
+function responseBytes(id) {
+  const response = transcript.filter((e) => e.direction === 'server->client' &&
+    e.message.id === id).at(-1);
+  return Buffer.byteLength(JSON.stringify(response.message));
+}
+function lastCallId() {
+  return transcript.filter((e) => e.direction === 'client->server' &&
+    e.message.method === 'tools/call').at(-1).message.id;
+}
+const POINTER = /terminal_read \{"sessionId": "([^"]+)", "cursor": (\d+), "maxBytes": (\d+)\}/;
+
+await step('budget: seq 1 200000 is one result of at most 16 KiB with its tail and a pointer',
+  async () => {
+    const r = await send(state.session, 'seq 1 200000\n', { timeoutMs: 120000 });
+    const bytes = responseBytes(lastCallId());
+    console.log(`# seq 1 200000 over MCP: ${bytes} bytes`);
+    assert.ok(bytes <= 16384, `the answer is ${bytes} bytes`);
+    const s = r.structuredContent;
+    assert.equal(s.waitReason, 'stdin_read');
+    assert.equal(s.exitCode, 0);
+    for (const text of [s.viewport, r.content[0].text]) {
+      assert.ok(text.startsWith('1\n2\n3\n'), 'the head is kept');
+      assert.ok(text.includes('199999\n200000'), 'the tail is kept');
+      assert.match(text, POINTER);
+    }
+    const [, id, cursor, maxBytes] = s.viewport.match(POINTER);
+    assert.equal(id, state.session);
+    // The pointer works: the page starts right after the kept head... (or reports that the
+    // scrollback already dropped the start) and its pages end right before the kept tail.
+    const page = await call('terminal_read', { sessionId: id, cursor: Number(cursor),
+      maxBytes: Number(maxBytes) });
+    assert.equal(page.isError, false, page.content[0].text);
+    assert.ok(responseBytes(lastCallId()) <= 16384, 'the page is within the budget too');
+    const tailFirst = s.viewport.slice(s.viewport.lastIndexOf(']\n') + 2).split('\n')[0];
+    assert.ok(page.structuredContent.text.length > 0);
+    if (!page.structuredContent.truncated) {
+      const headLast = s.viewport.slice(0, s.viewport.indexOf('\n[... ')).split('\n').at(-1);
+      assert.equal(page.structuredContent.text.split('\n')[0], String(Number(headLast) + 1));
+    }
+    // Page to the end of the pointed range: it stops right before the tail.
+    let at = page.structuredContent.nextCursor;
+    let last = page.structuredContent.text;
+    const end = Number(cursor) + Number(maxBytes);
+    while (at < end) {
+      const next = await call('terminal_read', { sessionId: id, cursor: at,
+        maxBytes: Math.min(5000, end - at) });
+      last = next.structuredContent.text;
+      at = next.structuredContent.nextCursor;
+    }
+    assert.equal(at, end);
+    assert.equal(Number(last.trimEnd().split('\n').at(-1)) + 1, Number(tailFirst));
+  });
+
+await step('budget: a 24 KB output the scrollback keeps whole is exactly head + pages + tail',
+  async () => {
+    const r = await send(state.session, 'seq 1 5000\n');
+    const v = r.structuredContent.viewport;
+    const [, , cursor, maxBytes] = v.match(POINTER);
+    const head = v.slice(0, v.indexOf('[... '));
+    const tail = v.slice(v.indexOf('...]\n') + 5);
+    let middle = '';
+    let at = Number(cursor);
+    const end = at + Number(maxBytes);
+    while (at < end) {
+      const page = await call('terminal_read', { sessionId: state.session, cursor: at,
+        maxBytes: end - at });
+      middle += page.structuredContent.text;
+      at = page.structuredContent.nextCursor;
+    }
+    const expected = Array.from({ length: 5000 }, (_, i) => String(i + 1)).join('\n');
+    assert.equal(head + middle + tail, expected);
+  });
+
+await step('foreground and terminal_wait: a running command is named; a wait settles at the ' +
+  'prompt without typing', async () => {
+  const r = await send(state.session, 'sleep 2; echo slept\n', { silenceMs: 300 });
+  const s = r.structuredContent;
+  assert.equal(s.waitReason, 'inferred_idle');
+  assert.ok(s.foreground && Number.isInteger(s.foreground.pgid), JSON.stringify(s));
+  assert.match(s.foreground.command, /^sleep 2/);
+  assert.match(r.content[0].text,
+    /\[still running: sleep 2; wait with terminal_wait or interrupt with terminal_signal\]/);
+  const waited = await call('terminal_wait', { sessionId: state.session, timeoutMs: 60000,
+    silenceMs: 60000 });
+  assert.equal(waited.isError, false, waited.content[0].text);
+  assert.equal(waited.structuredContent.waitReason, 'stdin_read');
+  assert.equal(waited.structuredContent.exitCode, 0);
+  assert.equal(waited.structuredContent.viewport, 'slept');
+  assert.equal(waited.structuredContent.foreground, null);
+});
+
+await step('pattern: settles at the matching line with the match; a bad one is refused',
+  async () => {
+    const r = await send(state.session,
+      "sh -c 'sleep 1; echo \"Listening on 8000\"; sleep 60'\n",
+      { pattern: 'Listening on \\d+', silenceMs: 60000, timeoutMs: 60000 });
+    const s = r.structuredContent;
+    assert.equal(s.waitReason, 'pattern');
+    assert.deepEqual(s.match, { text: 'Listening on 8000', line: 'Listening on 8000' });
+    assert.ok(s.foreground, 'the server is still running');
+    // SIGKILL: a SIGINT between sh's echo and its fork of the last sleep may not end sh.
+    const stopped = await call('terminal_signal', { sessionId: state.session, signal: 'SIGKILL' });
+    assert.equal(stopped.isError, false, stopped.content[0].text);
+    const after = await call('terminal_wait', { sessionId: state.session, timeoutMs: 60000,
+      silenceMs: 60000 });
+    assert.equal(after.structuredContent.waitReason, 'stdin_read');
+    assert.equal(after.structuredContent.exitCode, 137);
+    const bad = await call('terminal_send', { sessionId: state.session, input: 'true\n',
+      pattern: '(unclosed' });
+    assert.equal(bad.isError, true);
+    assert.match(bad.content[0].text, /^invalid_params: terminal_send: pattern does not compile/);
+  });
 
 await step('concurrency: a blocked send does not delay reads or a send on another terminal;' +
   ' a second send on it is busy', async () => {

@@ -1,0 +1,172 @@
+#include "runtime/mcp_budget.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace ptybox::runtime {
+namespace {
+
+bool IsContinuation(char c) { return (static_cast<unsigned char>(c) & 0xc0) == 0x80; }
+
+// The largest prefix size <= size that does not split a UTF-8 character.
+size_t PrefixEnd(std::string_view text, size_t size) {
+  size = std::min(size, text.size());
+  while (size > 0 && size < text.size() && IsContinuation(text[size])) --size;
+  return size;
+}
+
+// The smallest start >= start that does not split a UTF-8 character.
+size_t SuffixBegin(std::string_view text, size_t start) {
+  while (start < text.size() && IsContinuation(text[start])) ++start;
+  return start;
+}
+
+uint64_t CountLines(std::string_view text) {
+  return static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+std::optional<uint64_t> ParseCount(std::string_view text) {
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::string GroupDigits(uint64_t value) {
+  std::string digits = std::to_string(value);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+std::optional<ElidedSpan> PlanElision(std::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::nullopt;
+  const size_t room = max_bytes > kElisionLineReserve ? max_bytes - kElisionLineReserve : 0;
+  // The tail gets two thirds: a build's errors and the exit status are at the end.
+  const size_t head_room = room / 3;
+  const size_t tail_room = room - head_room;
+  const size_t align = std::max<size_t>(room / 8, 1);
+
+  size_t head_end = PrefixEnd(text, head_room);
+  if (size_t nl = text.rfind('\n', head_end == 0 ? 0 : head_end - 1);
+      head_end > 0 && text[head_end - 1] != '\n' && nl != std::string_view::npos &&
+      head_end - nl - 1 <= align) {
+    head_end = nl + 1;
+  }
+  size_t tail_begin = SuffixBegin(text, text.size() - std::min(tail_room, text.size()));
+  tail_begin = std::max(tail_begin, head_end);
+  if (tail_begin > 0 && tail_begin < text.size() && text[tail_begin - 1] != '\n') {
+    if (size_t nl = text.find('\n', tail_begin);
+        nl != std::string_view::npos && nl + 1 < text.size() && nl + 1 - tail_begin <= align) {
+      tail_begin = nl + 1;
+    }
+  }
+  return ElidedSpan{head_end, tail_begin};
+}
+
+std::optional<BackendDrop> FindBackendDrop(std::string_view region) {
+  constexpr std::string_view kOpen = "[... ";
+  size_t at = 0;
+  while ((at = region.find(kOpen, at)) != std::string_view::npos) {
+    if (at > 0 && region[at - 1] != '\n') {
+      at += kOpen.size();
+      continue;
+    }
+    const size_t line_end = region.find('\n', at);
+    const std::string_view line = region.substr(
+        at, line_end == std::string_view::npos ? std::string_view::npos : line_end - at);
+    // "[... N bytes (M lines) dropped ...]" or "(1 line)".
+    std::string_view rest = line.substr(kOpen.size());
+    const size_t bytes_end = rest.find(" bytes (");
+    if (bytes_end != std::string_view::npos) {
+      std::optional<uint64_t> bytes = ParseCount(rest.substr(0, bytes_end));
+      rest.remove_prefix(bytes_end + 8);
+      const size_t lines_end = rest.find(' ');
+      std::optional<uint64_t> lines = lines_end == std::string_view::npos
+                                          ? std::nullopt
+                                          : ParseCount(rest.substr(0, lines_end));
+      if (bytes && lines && lines_end != std::string_view::npos &&
+          (rest.substr(lines_end) == " lines) dropped ...]" ||
+           rest.substr(lines_end) == " line) dropped ...]")) {
+        return BackendDrop{*bytes, *lines,
+                           line.size() + (line_end == std::string_view::npos ? 0 : 1)};
+      }
+    }
+    at += kOpen.size();
+  }
+  return std::nullopt;
+}
+
+std::optional<ReadPointer> LocateSpan(std::string_view text, const ElidedSpan& span,
+                                      const TextAnchor& anchor) {
+  const std::string_view left_out = text.substr(span.head_end, span.tail_begin - span.head_end);
+  uint64_t bytes = left_out.size();
+  // The backend's marker stands for bytes it dropped; they are in the scrollback, it is not.
+  if (std::optional<BackendDrop> drop = FindBackendDrop(left_out)) {
+    bytes = bytes - drop->line_size + drop->bytes;
+  } else if (anchor.begin) {
+    return ReadPointer{*anchor.begin + span.head_end, bytes};
+  }
+  if (!anchor.end) return std::nullopt;
+  const uint64_t after_tail = text.size() - span.tail_begin;
+  if (*anchor.end < after_tail + bytes) return std::nullopt;
+  return ReadPointer{*anchor.end - after_tail - bytes, bytes};
+}
+
+std::string ElideText(std::string_view text, size_t max_bytes, const TextAnchor& anchor,
+                      const std::string& session_id) {
+  std::optional<ElidedSpan> span = PlanElision(text, max_bytes);
+  if (!span) return std::string(text);
+  const std::string_view left_out = text.substr(span->head_end, span->tail_begin - span->head_end);
+  uint64_t bytes = left_out.size();
+  uint64_t lines = CountLines(left_out);
+  if (std::optional<BackendDrop> drop = FindBackendDrop(left_out)) {
+    bytes = bytes - drop->line_size + drop->bytes;
+    lines = lines - 1 + drop->lines;
+  }
+  std::string line = "[... " + GroupDigits(lines) + (lines == 1 ? " line (" : " lines (") +
+                     GroupDigits(bytes) + " bytes) left out here";
+  if (std::optional<ReadPointer> pointer = LocateSpan(text, *span, anchor)) {
+    line += "; terminal_read {\"sessionId\": " + Dump(Json(session_id)) +
+            ", \"cursor\": " + std::to_string(pointer->cursor) +
+            ", \"maxBytes\": " + std::to_string(pointer->max_bytes) +
+            "} returns them (page on with nextCursor) ...]";
+  } else {
+    line += "; terminal_read pages what the scrollback kept ...]";
+  }
+  std::string out(text.substr(0, span->head_end));
+  if (!out.empty() && out.back() != '\n') out.push_back('\n');
+  out += line;
+  if (span->tail_begin < text.size()) {
+    out.push_back('\n');
+    out.append(text.substr(span->tail_begin));
+  }
+  return out;
+}
+
+Json BoundToolResult(std::string_view tool, const Json& r, size_t field_bytes,
+                     const TextAnchor& anchor, const std::string& session_id) {
+  Json out = r;
+  auto bound = [&](Json& object, const char* key, const TextAnchor& where) {
+    if (!object.is_object()) return;
+    auto it = object.find(key);
+    if (it == object.end() || !it->is_string()) return;
+    const std::string& text = it->get_ref<const std::string&>();
+    if (text.size() > field_bytes) *it = ElideText(text, field_bytes, where, session_id);
+  };
+  if (tool == "terminal_send" || tool == "terminal_wait") bound(out, "viewport", anchor);
+  if (tool == "terminal_read") bound(out, "text", anchor);
+  if (tool == "terminal_open") bound(out, "motd", TextAnchor{});
+  if (tool == "terminal_output") {
+    bound(out, "output", TextAnchor{});
+    if (out.contains("result")) bound(out["result"], "viewport", TextAnchor{});
+  }
+  return out;
+}
+
+}  // namespace ptybox::runtime

@@ -1,0 +1,73 @@
+// What a model receives from one MCP tool result, bounded: `ptybox mcp --max-result-bytes`
+// (default 16384) counts every byte of the answer the host receives. A text over its share keeps
+// its head and its tail (the tail, where errors and exit statuses are, gets the larger share) and
+// one line in between naming what was left out and the terminal_read call that returns it.
+// Pure functions: the server supplies the scrollback offsets it learned.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "runtime/wire.h"
+
+namespace ptybox::runtime {
+
+inline constexpr size_t kDefaultMcpResultBytes = 16384;
+inline constexpr size_t kMinMcpResultBytes = 4096;
+// Below this, a text field is never shortened (the elision line alone is about 150 bytes).
+inline constexpr size_t kMinElidedTextBytes = 512;
+
+// Where the kept head ends and the kept tail starts in a text (byte indices, at UTF-8 character
+// boundaries; at line boundaries when one is close).
+struct ElidedSpan {
+  size_t head_end = 0;
+  size_t tail_begin = 0;
+};
+
+// nullopt when `text` fits in max_bytes; otherwise the span to leave out so that head, tail and
+// an elision line of at most kElisionLineReserve bytes fit in max_bytes.
+inline constexpr size_t kElisionLineReserve = 200;
+[[nodiscard]] std::optional<ElidedSpan> PlanElision(std::string_view text, size_t max_bytes);
+
+// The backend's own drop line in a viewport it already bounded (backend/send_capture.cc):
+// "[... N bytes (M lines) dropped ...]" as a whole line of `region`.
+struct BackendDrop {
+  uint64_t bytes = 0;
+  uint64_t lines = 0;
+  size_t line_size = 0;  // the marker line with its "\n"
+};
+[[nodiscard]] std::optional<BackendDrop> FindBackendDrop(std::string_view region);
+
+// How a text maps onto the session's scrollback (byte offsets, backend/scrollback.h): `begin`,
+// the offset of its first byte (a terminal_read page), or `end`, the offset just past its last
+// byte (a send's viewport, anchored at the scrollback's end when the send settled).
+struct TextAnchor {
+  std::optional<uint64_t> begin;
+  std::optional<uint64_t> end;
+};
+
+// The terminal_read call that returns the bytes a span left out of `text`.
+struct ReadPointer {
+  uint64_t cursor = 0;
+  uint64_t max_bytes = 0;
+};
+[[nodiscard]] std::optional<ReadPointer> LocateSpan(std::string_view text, const ElidedSpan& span,
+                                                    const TextAnchor& anchor);
+
+// `text` within max_bytes: unchanged when it fits, else head, one elision line, tail.
+[[nodiscard]] std::string ElideText(std::string_view text, size_t max_bytes,
+                                    const TextAnchor& anchor, const std::string& session_id);
+
+// The tool result `r` (the contract's JSON) with its long text fields (viewport, text, output,
+// result.viewport, motd) each bounded to `field_bytes`. `anchor` locates the main text (a send's
+// viewport, a read's page) in the scrollback when known.
+[[nodiscard]] Json BoundToolResult(std::string_view tool, const Json& r, size_t field_bytes,
+                                   const TextAnchor& anchor, const std::string& session_id);
+
+// "1,234,567": counts a model reads at a glance.
+[[nodiscard]] std::string GroupDigits(uint64_t value);
+
+}  // namespace ptybox::runtime

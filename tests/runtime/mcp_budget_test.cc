@@ -1,0 +1,123 @@
+// The MCP result budget as pure functions: where a long text is cut, what the elision line
+// says, and that its terminal_read pointer names exactly the bytes left out.
+#include "runtime/mcp_budget.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+namespace ptybox::runtime {
+namespace {
+
+// "1\n2\n...\nN" like `seq 1 N`, and the scrollback it sits in: `before` bytes of earlier
+// output, then the text's lines.
+std::string Seq(int n) {
+  std::string text;
+  for (int i = 1; i <= n; ++i) text += std::to_string(i) + (i < n ? "\n" : "");
+  return text;
+}
+
+TEST(McpBudgetTest, TextThatFitsIsUnchanged) {
+  EXPECT_FALSE(PlanElision("short", 100));
+  EXPECT_EQ(ElideText("short", 100, {}, "s"), "short");
+}
+
+TEST(McpBudgetTest, TheTailGetsTheLargerShareAndCutsFallOnLines) {
+  const std::string text = Seq(20000);
+  std::optional<ElidedSpan> span = PlanElision(text, 4096);
+  ASSERT_TRUE(span);
+  EXPECT_GT(text.size() - span->tail_begin, span->head_end);
+  EXPECT_EQ(text[span->head_end - 1], '\n');
+  EXPECT_EQ(text[span->tail_begin - 1], '\n');
+  EXPECT_LE(span->head_end + (text.size() - span->tail_begin) + kElisionLineReserve, 4096u);
+}
+
+TEST(McpBudgetTest, APageAnchoredAtItsStartPointsAtTheBytesLeftOut) {
+  const std::string scrollback = "earlier\n" + Seq(20000) + "\n";
+  const uint64_t page_cursor = 8;  // the page starts after "earlier\n"
+  const std::string page = scrollback.substr(page_cursor);
+  std::optional<ElidedSpan> span = PlanElision(page, 4096);
+  ASSERT_TRUE(span);
+  std::optional<ReadPointer> pointer =
+      LocateSpan(page, *span, TextAnchor{.begin = page_cursor, .end = std::nullopt});
+  ASSERT_TRUE(pointer);
+  EXPECT_EQ(scrollback.substr(pointer->cursor, pointer->max_bytes),
+            page.substr(span->head_end, span->tail_begin - span->head_end));
+
+  const std::string elided =
+      ElideText(page, 4096, TextAnchor{.begin = page_cursor, .end = std::nullopt}, "pty-1");
+  EXPECT_LE(elided.size(), 4096u);
+  EXPECT_TRUE(elided.ends_with("19999\n20000\n"));
+  EXPECT_NE(elided.find("\"cursor\": " + std::to_string(pointer->cursor)), std::string::npos);
+  EXPECT_NE(elided.find("\"maxBytes\": " + std::to_string(pointer->max_bytes)), std::string::npos);
+  EXPECT_NE(elided.find("terminal_read {\"sessionId\": \"pty-1\""), std::string::npos);
+}
+
+TEST(McpBudgetTest, AViewportAnchoredAtItsEndCountsTheBackendsOwnDrop) {
+  // The scrollback holds the whole output; the backend's viewport kept its head and tail with
+  // its own drop line; the MCP budget cuts deeper.
+  const std::string output = Seq(50000);
+  const std::string scrollback = "$ seq 1 50000\n" + output + "\n";
+  const uint64_t output_at = 14;
+  const size_t head = 20000, tail = 30000;
+  const std::string head_text = output.substr(0, output.find('\n', head) + 1);
+  const size_t tail_at = output.find('\n', output.size() - tail) + 1;
+  const std::string tail_text = output.substr(tail_at);
+  const uint64_t dropped = tail_at - head_text.size();
+  const std::string viewport = head_text + "[... " + std::to_string(dropped) + " bytes (" +
+                               std::to_string(std::count(output.begin() + head_text.size(),
+                                                         output.begin() + tail_at, '\n')) +
+                               " lines) dropped ...]\n" + tail_text;
+  // The viewport's last byte is the scrollback's last byte before the final "\n".
+  const TextAnchor anchor{.begin = std::nullopt, .end = scrollback.size() - 1};
+  std::optional<ElidedSpan> span = PlanElision(viewport, 8192);
+  ASSERT_TRUE(span);
+  std::optional<ReadPointer> pointer = LocateSpan(viewport, *span, anchor);
+  ASSERT_TRUE(pointer);
+  // The pointer returns exactly what lies between the kept head and the kept tail.
+  const std::string kept_head = viewport.substr(0, span->head_end);
+  const std::string kept_tail = viewport.substr(span->tail_begin);
+  EXPECT_EQ(pointer->cursor, output_at + kept_head.size());
+  EXPECT_EQ(scrollback.substr(0, pointer->cursor) +
+                scrollback.substr(pointer->cursor, pointer->max_bytes) + kept_tail + "\n",
+            scrollback);
+  const std::string elided = ElideText(viewport, 8192, anchor, "s");
+  EXPECT_NE(elided.find(GroupDigits(pointer->max_bytes) + " bytes) left out"), std::string::npos)
+      << elided.substr(0, 200);
+  EXPECT_TRUE(elided.ends_with("\n50000"));
+}
+
+TEST(McpBudgetTest, WithoutAnAnchorTheLineSaysWhereToPage) {
+  const std::string elided = ElideText(Seq(20000), 2048, {}, "s");
+  EXPECT_NE(elided.find("left out here; terminal_read pages"), std::string::npos);
+  EXPECT_LE(elided.size(), 2048u);
+}
+
+TEST(McpBudgetTest, BoundToolResultShortensOnlyTheLongTextFields) {
+  Json send{{"viewport", Seq(20000)}, {"waitReason", "stdin_read"}, {"exitCode", 0}};
+  Json bounded = BoundToolResult("terminal_send", send, 4096, {}, "s");
+  EXPECT_LE(bounded["viewport"].get<std::string>().size(), 4096u);
+  EXPECT_EQ(bounded["exitCode"], 0);
+  Json read{{"text", Seq(20000)}, {"cursor", 0}, {"nextCursor", 5}};
+  EXPECT_LE(BoundToolResult("terminal_read", read, 4096, {}, "s")["text"].get<std::string>().size(),
+            4096u);
+  Json output{{"output", Seq(20000)}, {"done", true}, {"result", send}};
+  Json out = BoundToolResult("terminal_output", output, 4096, {}, "s");
+  EXPECT_LE(out["output"].get<std::string>().size(), 4096u);
+  EXPECT_LE(out["result"]["viewport"].get<std::string>().size(), 4096u);
+}
+
+TEST(McpBudgetTest, FindBackendDropReadsOnlyAWholeMarkerLine) {
+  EXPECT_FALSE(FindBackendDrop("x[... 5 bytes (1 line) dropped ...]\n"));
+  std::optional<BackendDrop> drop = FindBackendDrop("a\n[... 5 bytes (1 line) dropped ...]\nb");
+  ASSERT_TRUE(drop);
+  EXPECT_EQ(drop->bytes, 5u);
+  EXPECT_EQ(drop->lines, 1u);
+  EXPECT_FALSE(FindBackendDrop("[... 5 bytes (x lines) dropped ...]"));
+  EXPECT_EQ(GroupDigits(1288895), "1,288,895");
+  EXPECT_EQ(GroupDigits(12), "12");
+}
+
+}  // namespace
+}  // namespace ptybox::runtime
