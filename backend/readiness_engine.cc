@@ -89,6 +89,22 @@ bool ReadinessEngine::CandidateVerified() const {
          candidate_fg_ == shell_pgid_ && input_drained_;
 }
 
+bool ReadinessEngine::ShellItselfReads(const ForegroundFacts& facts) const {
+  // A program can print a marker too (a child that read the nonce, or one that joined the
+  // shell's process group and took the terminal), then wait in read() while the shell waits
+  // for it. Only the shell's own reading is its prompt: the shell's main task (its pid is the
+  // session id, and its process group) waits on the terminal, its group is the foreground
+  // group, and no other task, of the group or elsewhere, waits on the terminal.
+  if (facts.foreground_pgid != shell_pgid_) return false;
+  bool shell_reads = false;
+  for (const TaskFacts& task : facts.tasks) {
+    if (task.tty_wait == TtyWait::kNone) continue;
+    if (task.outside_group || task.pid != shell_pgid_ || task.tid != shell_pgid_) return false;
+    shell_reads = true;
+  }
+  return shell_reads;
+}
+
 void ReadinessEngine::OnPromptInvalidated() {
   candidate_ = false;
   candidate_confirmed_ = false;
@@ -119,7 +135,8 @@ void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
     // reading the terminal is still at this prompt: one seen running has read more of our
     // input after printing it (multi-line input, typeahead), and unknown (a fork or exit
     // during the walk) proves nothing.
-    candidate_confirmed_ = stage_ == Stage::kWaiting && facts.waiting_for_input == Tri::kYes;
+    candidate_confirmed_ = stage_ == Stage::kWaiting && facts.waiting_for_input == Tri::kYes &&
+                           ShellItselfReads(facts);
     if (candidate_confirmed_) verifying_facts_ = facts;
   }
   if (stage_ != Stage::kWaiting) return;

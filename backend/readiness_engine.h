@@ -138,6 +138,9 @@ class ReadinessEngine final {
   void Settle(WaitReason reason, bool by_prompt);
   bool ExactWaitIsFresh(const ForegroundFacts& facts) const;
   bool CandidateVerified() const;
+  // The facts show the shell's own task, alone, reading the terminal from its own group: what
+  // makes a prompt candidate the shell's prompt rather than a program's imitation of it.
+  bool ShellItselfReads(const ForegroundFacts& facts) const;
   void ScheduleProbeAfterActivity(TimePoint activity);
   void AdvanceProbeSchedule(TimePoint now);
   std::optional<TimePoint> SilenceDeadline() const;

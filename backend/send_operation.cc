@@ -260,7 +260,7 @@ void SendOperation::Finish(WaitReason reason) {
   if (input_dropped) result.truncated = true;
   if (engine().settled_by_prompt() && marker_) {
     result.exit_code = marker_->exit_code;
-    result.cwd = marker_->cwd;
+    if (marker_->cwd_known) result.cwd = marker_->cwd;
   }
   result_ = std::move(result);
   host_.OnSendSettled(engine().verifying_facts());

@@ -71,7 +71,7 @@ class ShellSession final : public BackendSession,
   void Close(std::string reason, std::function<void(Result<SessionStatus>)> done) override;
 
   // The environment the shell starts with (for tests and docs).
-  static std::vector<std::string> BuildEnvironment(const SpawnSpec& spec, std::string_view nonce);
+  static std::vector<std::string> BuildEnvironment(const SpawnSpec& spec);
 
   // The warm pool (backend/warm_pool.h). Published after a startup settled at the verified
   // prompt, alive, nothing printed, nothing sent and no resize since.

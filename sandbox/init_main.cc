@@ -10,8 +10,10 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/sendfile.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -196,6 +198,30 @@ std::string FindProgram(const std::string& name, const std::vector<std::string>&
   return name;
 }
 
+// A copy of `program` that its own process will not be able to read: a memfd with mode 0111.
+// The kernel makes a process exec'd from a file it cannot read non-dumpable (would_dump), so
+// the session's other processes (same uid, no capabilities) cannot open its /proc/<pid>/mem,
+// environ, syscall or fd/, nor attach to it; the daemon, which owns the sandbox's user
+// namespace (or is root), still inspects it. Used for a confined session's shell, whose memory
+// holds the prompt nonce. Only with every capability dropped (CAP_DAC_OVERRIDE would read the
+// copy). An empty fd when anything fails: the program then runs from its own file.
+UniqueFd UnreadableCopy(const std::string& program) {
+  UniqueFd source(::open(program.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (!source || ::fstat(source.Get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  UniqueFd copy(static_cast<int>(::memfd_create("ptybox-shell", MFD_CLOEXEC)));
+  if (!copy) return {};
+  off_t remaining = st.st_size;
+  while (remaining > 0) {
+    ssize_t n = ::sendfile(copy.Get(), source.Get(), nullptr, static_cast<size_t>(remaining));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return {};
+    remaining -= n;
+  }
+  if (::fchmod(copy.Get(), 0111) != 0) return {};
+  return copy;
+}
+
 // Forks the program. In PTY mode it becomes a session leader with the slave as its controlling
 // terminal. A failure in the child comes back over a close-on-exec pipe as {stage, errno}.
 pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, const Pty* pty) {
@@ -211,6 +237,9 @@ pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, co
   std::vector<char*> envp;
   for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
+  // A confined session's shell runs non-dumpable (capabilities are dropped by now).
+  UniqueFd unreadable;
+  if (o.confined && pty != nullptr) unreadable = UnreadableCopy(program);
 
   pid_t pid = ::fork();
   if (pid < 0) FailSetup(o.control_fd, ErrnoText("fork"));
@@ -234,6 +263,11 @@ pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, co
       }
     }
     if (!o.cwd.empty() && ::chdir(o.cwd.c_str()) != 0) fail(errno);
+    if (unreadable) {
+      // argv[0] stays the program's path ($BASH, `exec $BASH`); on failure (a kernel that
+      // refuses to exec memfds) the program runs from its own file.
+      ::execveat(unreadable.Get(), "", argv.data(), envp.data(), AT_EMPTY_PATH);
+    }
     ::execve(program.c_str(), argv.data(), envp.data());
     fail(errno, kExec);
   }

@@ -92,6 +92,62 @@ TEST_F(EngineTest, PromptSettlesOnTheFirstInspectionThatFindsTheShellStillAtIt) 
   EXPECT_TRUE(e.settled_by_prompt());
 }
 
+// A program that joined the shell's group, took the terminal and printed a marker (the forger
+// of the security review) waits in read() while the shell waits for it: that is a stdin wait of
+// the program, never the shell's prompt, so it carries no exit code.
+TEST_F(EngineTest, AForgedPromptWhileAProgramOfTheShellsGroupReadsIsNotThePrompt) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(2));
+  e.OnPromptCandidate(At(2), kShell);
+  ForegroundFacts forged;
+  forged.foreground_pgid = kShell;
+  forged.waiting_for_input = Tri::kYes;
+  forged.tasks = {Task(kShell, TtyWait::kNone, 1000), Task(kChild, TtyWait::kRead, 50)};
+  e.OnProbe(At(3), forged);
+  e.OnProbe(At(6), forged);
+  ReadinessEngine::Decision d = e.Evaluate(At(6));
+  ASSERT_TRUE(d.settle);  // a stdin wait, as for any program reading the terminal
+  EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
+  EXPECT_FALSE(e.settled_by_prompt());
+  EXPECT_FALSE(e.verifying_facts());
+}
+
+TEST_F(EngineTest, APromptNeedsTheShellToBeTheOnlyReader) {
+  for (bool outside : {false, true}) {
+    ReadinessEngine e = SendEngine();
+    WriteAt(e, At(0));
+    e.OnOutput(At(2));
+    e.OnPromptCandidate(At(2), kShell);
+    ForegroundFacts two = Waiting(kShell, 1000);
+    TaskFacts other = Task(kChild, TtyWait::kRead, 50);
+    other.outside_group = outside;
+    two.tasks.push_back(other);
+    e.OnProbe(At(3), two);
+    ReadinessEngine::Decision d = e.Evaluate(At(3));
+    EXPECT_FALSE(d.settle && e.settled_by_prompt()) << "outside " << outside;
+  }
+  // A reading task of the shell's group that is not the shell's own main task.
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(2));
+  e.OnPromptCandidate(At(2), kShell);
+  ForegroundFacts thread = Waiting(kShell, 1000);
+  thread.tasks[0].tid = kShell + 1;
+  e.OnProbe(At(3), thread);
+  ReadinessEngine::Decision d = e.Evaluate(At(3));
+  EXPECT_FALSE(d.settle && e.settled_by_prompt());
+  // The shell alone: the prompt.
+  ReadinessEngine alone = SendEngine();
+  WriteAt(alone, At(0));
+  alone.OnOutput(At(2));
+  alone.OnPromptCandidate(At(2), kShell);
+  alone.OnProbe(At(3), Waiting(kShell, 1000));
+  d = alone.Evaluate(At(3));
+  ASSERT_TRUE(d.settle);
+  EXPECT_TRUE(alone.settled_by_prompt());
+}
+
 TEST_F(EngineTest, UnknownStdinFactsDoNotConfirmAPrompt) {
   ReadinessEngine e = SendEngine();
   WriteAt(e, At(0));
