@@ -33,6 +33,22 @@ std::string PromptPs1(std::string_view nonce) {
   return ps1;
 }
 
+std::string PromptPs2(std::string_view nonce) {
+  std::string ps2 = "\\[\\e]";
+  ps2 += kMarkerOscCode;
+  ps2 += ";";
+  ps2 += nonce;
+  ps2 += ";ps2\\a\\]";
+  return ps2;
+}
+
+bool IsContinuationMarker(std::string_view payload, std::string_view nonce) {
+  return payload.size() == kMarkerOscCode.size() + nonce.size() + 5 &&
+         payload.starts_with(kMarkerOscCode) && payload[kMarkerOscCode.size()] == ';' &&
+         payload.substr(kMarkerOscCode.size() + 1, nonce.size()) == nonce &&
+         payload.ends_with(";ps2");
+}
+
 std::string BuildPromptCommand() {
   // The nonce is not here: this text is in bash's environment (/proc/<pid>/environ), which
   // other processes of the session may read. Bash reads the nonce from the terminal, where the
@@ -41,11 +57,11 @@ std::string BuildPromptCommand() {
   //
   // The lasting hook sits at a high index of the PROMPT_COMMAND array (bash 5.1+ runs every
   // element): `PROMPT_COMMAND=...` or `PROMPT_COMMAND="x;$PROMPT_COMMAND"` by the user (or an
-  // rc file) assigns element 0 and keeps it. It re-asserts PS1 (the marker) and PS2 (empty:
-  // continuation prompts of a heredoc are not output). Kept free of forks: it runs before
+  // rc file) assigns element 0 and keeps it. It re-asserts PS1 (the marker) and PS2 (an
+  // invisible continuation marker: the lines of a heredoc show no `> `). Kept free of forks: it runs before
   // every prompt.
   std::string fn;
-  fn += "__ptybox_prompt() { PS1=$__ptybox_ps1; PS2=;";
+  fn += "__ptybox_prompt() { PS1=$__ptybox_ps1; PS2=$__ptybox_ps2;";
   fn += " case ${__ptybox_o-} in *v*) set -v;; esac;";
   fn += " case ${__ptybox_o-} in *T*) set -T;; esac;";
   fn += " case ${__ptybox_o-} in *x*) unset __ptybox_o; set -x;; *) unset __ptybox_o;; esac; }";
@@ -69,9 +85,11 @@ std::string BuildPromptCommand() {
     }
   }
   code += escaped;
+  code += "\" __ptybox_ps2=\"";
+  code += PromptPs2("${__ptybox_n}");
   code += "\"; else declare -gr __ptybox_ps1='";
   code += kPromptPs1;
-  code += "'; fi; unset __ptybox_n; ";
+  code += "' __ptybox_ps2=; fi; unset __ptybox_n; ";
   code += fn;
   code += "; unset PROMPT_COMMAND; PROMPT_COMMAND[";
   code += std::to_string(kPromptHookIndex);
@@ -302,6 +320,11 @@ void PromptTracker::OnCsi(const CsiSequence& /*csi*/) {
 }
 
 void PromptTracker::OnOsc(std::string_view payload) {
+  if (IsContinuationMarker(payload, nonce_)) {
+    Drop();
+    listener_.OnContinuation();
+    return;
+  }
   std::optional<PromptMarker> marker = ParsePromptMarker(payload, nonce_);
   if (!marker) return;
   Drop();  // a new owned marker supersedes any earlier candidate

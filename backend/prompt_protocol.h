@@ -24,7 +24,7 @@ inline constexpr int kPromptHookIndex = 4096;
 // Bash code for the initial PROMPT_COMMAND (in the shell's environment, so it carries no
 // nonce). Its first run reads the nonce line the daemon writes to the terminal before any
 // other program runs (NonceLine), keeps it only in a read-only variable, defines
-// `__ptybox_prompt` (re-asserts PS1 and an empty PS2 before every prompt), makes PROMPT_COMMAND
+// `__ptybox_prompt` (re-asserts PS1 and PS2 before every prompt), makes PROMPT_COMMAND
 // an array holding PromptHookCommand() at kPromptHookIndex, un-exports PS1, turns off history
 // expansion (`!` in agent commands) and the history file. Immune to the user's shell options:
 // xtrace, verbose, functrace with a DEBUG trap, nounset, errexit neither print the nonce nor
@@ -35,6 +35,11 @@ std::string PromptHookCommand();
 // The controlled PS1: the marker (nonce, `$?`, `${PWD@Q}`) as invisible prompt text, then
 // kPromptPs1. Bash expands it after PROMPT_COMMAND and after its job-status notices.
 std::string PromptPs1(std::string_view nonce);
+// The controlled PS2: an invisible continuation marker (nonce, "ps2") and nothing visible, so
+// the lines of a heredoc or a multi-line command show no `> ` and can be left out of viewports.
+std::string PromptPs2(std::string_view nonce);
+// True when an OSC payload is the continuation marker of `nonce`.
+[[nodiscard]] bool IsContinuationMarker(std::string_view osc_payload, std::string_view nonce);
 // What the daemon writes to the terminal once, at the start, for BuildPromptCommand to read.
 std::string NonceLine(std::string_view nonce);
 
@@ -64,6 +69,8 @@ class PromptTracker final : public VtHandler {
     virtual void OnCandidate() = 0;
     // Something followed a candidate: it is no longer the end of the output.
     virtual void OnInvalidated() = 0;
+    // Bash printed its continuation prompt (PS2): the line it starts holds only what follows.
+    virtual void OnContinuation() {}
   };
 
   PromptTracker(std::string nonce, std::string ps1, Listener& listener);

@@ -88,6 +88,7 @@ void SendOperation::BeginWrite() {
   host_.OnSendBoundary();
   marker_.reset();
   prompt_on_line_ = false;
+  continuation_on_line_ = false;
   engine().OnWriteStarted(now);
   if (canceled_) {
     // Canceled while the inspection was pending: the queued input is never written. The signal
@@ -171,6 +172,12 @@ void SendOperation::OnOutput() {
 
 void SendOperation::OnLine(std::string_view line) {
   if (!capture_) return;  // before the boundary: the previous send's output
+  if (continuation_on_line_) {
+    // A line of a heredoc or of a multi-line command: with ECHO off, nothing but the line end
+    // readline writes when it accepts the line.
+    continuation_on_line_ = false;
+    if (line.empty()) return;
+  }
   if (prompt_on_line_) {
     // The line that held an intermediate prompt: keep what preceded the prompt and what followed
     // it, drop the prompt itself; a line that was only a prompt is not output.
@@ -202,6 +209,11 @@ void SendOperation::OnInvalidated() {
   // The candidate prompt was followed by more output: it was an intermediate prompt.
   if (marker_) prompt_on_line_ = true;
   engine().OnPromptInvalidated();
+}
+
+void SendOperation::OnContinuation() {
+  if (!capture_) return;
+  continuation_on_line_ = true;
 }
 
 void SendOperation::OnTimer() { driver_.Pump(); }

@@ -210,6 +210,10 @@ void ShellSession::OnInvalidated() {
   if (send_) send_->OnInvalidated();
 }
 
+void ShellSession::OnContinuation() {
+  if (send_) send_->OnContinuation();
+}
+
 void ShellSession::OnShellExit(SessionStatus status) {
   // The output was drained before the exit was reported: the stream has ended.
   decoder_.Finish();

@@ -93,6 +93,7 @@ class ShellSession final : public BackendSession,
   void OnMarker(const PromptMarker& marker) override;
   void OnCandidate() override;
   void OnInvalidated() override;
+  void OnContinuation() override;
   // SendHost / ReadinessHost.
   TimePoint Now() override { return Clock::now(); }
   void ArmTimer(TimePoint at) override;

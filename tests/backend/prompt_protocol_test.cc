@@ -120,6 +120,14 @@ TEST(PromptMarkerTest, DecodesBashQuotedDirectories) {
   }
 }
 
+TEST(PromptMarkerTest, ContinuationMarkerIsInvisibleAndOwned) {
+  EXPECT_EQ(PromptPs2(kNonce), "\\[\\e]6973;" + std::string(kNonce) + ";ps2\\a\\]");
+  EXPECT_TRUE(IsContinuationMarker("6973;" + std::string(kNonce) + ";ps2", kNonce));
+  EXPECT_FALSE(IsContinuationMarker("6973;ffffffffffffffffffffffffffffffff;ps2", kNonce));
+  EXPECT_FALSE(IsContinuationMarker("6973;" + std::string(kNonce) + ";ps2x", kNonce));
+  EXPECT_FALSE(ParsePromptMarker("6973;" + std::string(kNonce) + ";ps2", kNonce));
+}
+
 class TrackerTest : public ::testing::Test {
  protected:
   Recorder recorder_;

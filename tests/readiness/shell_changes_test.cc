@@ -75,7 +75,7 @@ TEST_P(ShellChangesTest, PromptCommandAndPs1ChangesKeepExitCodesExact) {
       "PROMPT_COMMAND='history -a'\n",
       "_h() { return 0; }; PROMPT_COMMAND=\"_h;$PROMPT_COMMAND\"\n",
       "PROMPT_COMMAND=\"${PROMPT_COMMAND:+$PROMPT_COMMAND; }true\"\n",
-      "PROMPT_COMMAND+='; (exit 9)'\n",
+      "PROMPT_COMMAND+=' (exit 9)'\n",
       "PROMPT_COMMAND+=(false)\n",
       "PROMPT_COMMAND=(true false)\n",
       "unset PROMPT_COMMAND\n",
@@ -132,7 +132,7 @@ TEST_P(ShellChangesTest, JobNoticesBeforeThePromptKeepExitCodes) {
   AtPrompt(id, "sleep 100 &\n", 0);
   r = AtPrompt(id, "kill %1; (exit 7)\n", 7);
   all = r["viewport"].get<std::string>();
-  r = AtPrompt(id, "while jobs %1 >/dev/null 2>&1; do sleep 0.05; done; (exit 8)\n", 8);
+  r = AtPrompt(id, "while kill -0 $! 2>/dev/null; do sleep 0.05; done; (exit 8)\n", 8);
   all += "\n" + r["viewport"].get<std::string>();
   r = AtPrompt(id, "echo z\n", 0);
   all += "\n" + r["viewport"].get<std::string>();
