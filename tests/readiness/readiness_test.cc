@@ -181,12 +181,12 @@ TEST_P(ReadinessTest, ForgedMarkerWithAWrongNonceDoesNotSettle) {
 
 TEST_P(ReadinessTest, MarkerSplitAcrossReadsIsStillOneMarker) {
   std::string id = Open();
-  // The shell itself (its prompt function holds the nonce) prints a marker with it in two writes a moment
+  // The shell itself (its controlled PS1 holds the nonce) prints a marker with it in two writes a moment
   // apart (two reads of the terminal), then its PS1, then runs `sleep`: the tracker must see
   // one marker (so the "$ " is an intermediate prompt and leaves the viewport) and must not
   // settle on it (sleep, not the shell, is in the foreground).
   Json r = Send(client_, id,
-                "n=$(declare -f __ptybox_prompt); n=${n#*6973;}; n=${n%%;*}; printf '\\033]6973;%s' \"$n\"; "
+                "n=$__ptybox_ps1; n=${n#*6973;}; n=${n%%;*}; printf '\\033]6973;%s' \"$n\"; "
                 "sleep 0.3; printf ';0;/\\007$ '; sleep 1; echo after\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_EQ(r["viewport"], "after") << "split marker not recognized, or settled on: " << r.dump();
