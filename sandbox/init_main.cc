@@ -3,7 +3,7 @@
 // it, passes the master to the daemon over the inherited control socket, reports the shell's exit
 // and, when told (or when the daemon goes away), ends every process of the session.
 //
-//   ptybox-init --control-fd N [--confined] [--no-pty] [--stderr-fd N] [--cwd DIR] [--rows R]
+//   ptybox-init --control-fd N [--confined] [--unreadable-shell] [--no-pty] [--stderr-fd N] [--cwd DIR] [--rows R]
 //               [--cols C] [--rlimit NAME=VALUE]... -- PROGRAM [ARG]...
 #include <fcntl.h>
 #include <poll.h>
@@ -43,6 +43,7 @@ struct InitOptions {
   int stderr_fd = -1;  // --stderr-fd: the caller's stderr, to put back on 2 (launcher.h)
   bool confined = false;
   bool pty = true;
+  bool unreadable_shell = false;  // --unreadable-shell: exec the program from a 0111 memfd
   std::string cwd;
   unsigned short rows = 40;
   unsigned short cols = 120;
@@ -88,6 +89,8 @@ InitOptions ParseArgs(int argc, char** argv) {
       break;
     } else if (arg == "--control-fd") {
       if (!ParseNumber(value(arg), o.control_fd)) Die("--control-fd needs a number");
+    } else if (arg == "--unreadable-shell") {
+      o.unreadable_shell = true;
     } else if (arg == "--confined") {
       o.confined = true;
     } else if (arg == "--no-pty") {
@@ -239,7 +242,7 @@ pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, co
   envp.push_back(nullptr);
   // A confined session's shell runs non-dumpable (capabilities are dropped by now).
   UniqueFd unreadable;
-  if (o.confined && pty != nullptr) unreadable = UnreadableCopy(program);
+  if (o.unreadable_shell && o.confined && pty != nullptr) unreadable = UnreadableCopy(program);
 
   pid_t pid = ::fork();
   if (pid < 0) FailSetup(o.control_fd, ErrnoText("fork"));
