@@ -133,8 +133,9 @@ TEST_P(ReadinessTest, NestedBashIsReadyByItsStdinWait) {
 
 TEST_P(ReadinessTest, InheritedMarkerOfANestedBashNeverSettlesAsOurPrompt) {
   std::string id = Open();
-  // Re-exported, PROMPT_COMMAND makes the child print our marker and PS1, in its own group.
-  Json r = Send(client_, id, "export PROMPT_COMMAND; bash --norc -i\n");
+  // Re-exported, PS1 (which holds the marker) makes the child print our marker, in its own
+  // group.
+  Json r = Send(client_, id, "export PS1; bash --norc -i\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_TRUE(r["exitCode"].is_null()) << "a marker of another group settled: " << r.dump();
   EXPECT_TRUE(r["cwd"].is_null());
