@@ -212,7 +212,8 @@ UniqueFd UnreadableCopy(const std::string& program) {
   UniqueFd source(::open(program.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
   if (!source || ::fstat(source.Get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
-  UniqueFd copy(static_cast<int>(::memfd_create("ptybox-shell", MFD_CLOEXEC)));
+  const std::string name = program.substr(program.rfind('/') + 1);  // `ps` shows "memfd:bash"
+  UniqueFd copy(static_cast<int>(::memfd_create(name.c_str(), MFD_CLOEXEC)));
   if (!copy) return {};
   off_t remaining = st.st_size;
   while (remaining > 0) {

@@ -55,8 +55,9 @@ std::vector<std::string> BuildInitArgs(const LaunchSpec& spec) {
   std::vector<std::string> args = {"--control-fd", std::to_string(kInitControlFd)};
   if (policy::IsConfined(spec.mode)) args.emplace_back("--confined");
   // A confined shell of a root daemon runs non-dumpable (init_main.cc, UnreadableCopy). Not for
-  // an ordinary user's daemon: there the daemon lost its /proc access to such a shell in the
-  // tests (every look unknown), so the shell stays dumpable (docs/readiness-facts.md).
+  // an ordinary user's daemon: /proc/<pid>/ files of a non-dumpable process belong to uid 0 of
+  // its user namespace, which that sandbox does not map, so they are host root's, mode 0400,
+  // and the daemon could not open them (docs/readiness-facts.md).
   if (policy::IsConfined(spec.mode) && spec.pty && RunsAsHostRoot()) {
     args.emplace_back("--unreadable-shell");
   }
