@@ -212,8 +212,7 @@ UniqueFd UnreadableCopy(const std::string& program) {
   UniqueFd source(::open(program.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
   if (!source || ::fstat(source.Get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
-  const std::string name = program.substr(program.rfind('/') + 1);  // `ps` shows "memfd:bash"
-  UniqueFd copy(static_cast<int>(::memfd_create(name.c_str(), MFD_CLOEXEC)));
+  UniqueFd copy(static_cast<int>(::memfd_create("ptybox-shell", MFD_CLOEXEC)));
   if (!copy) return {};
   off_t remaining = st.st_size;
   while (remaining > 0) {
@@ -224,6 +223,24 @@ UniqueFd UnreadableCopy(const std::string& program) {
   }
   if (::fchmod(copy.Get(), 0111) != 0) return {};
   return copy;
+}
+
+// A path under which the copy is exec'd, so the process's name (`ps`, /proc/<pid>/comm) is the
+// program's ("bash"), not the memfd's: a private directory in the sandbox's own /tmp holding a
+// link `<basename>` -> /proc/self/fd/<copy> (resolved by the child, which inherits the fd).
+// Made before the session runs anything but ptybox-init; removed once the program has exec'd.
+// Empty when it cannot be made (the copy is then exec'd by descriptor: named "memfd:...").
+std::string CopyLinkDirectory(const std::string& program, int copy_fd, std::string& link) {
+  char dir[] = "/tmp/.ptybox-shell-XXXXXX";
+  if (::mkdtemp(dir) == nullptr) return {};
+  link = std::string(dir) + "/" + program.substr(program.rfind('/') + 1);
+  const std::string target = "/proc/self/fd/" + std::to_string(copy_fd);
+  if (::symlink(target.c_str(), link.c_str()) != 0) {
+    ::rmdir(dir);
+    link.clear();
+    return {};
+  }
+  return dir;
 }
 
 // Forks the program. In PTY mode it becomes a session leader with the slave as its controlling
@@ -244,6 +261,9 @@ pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, co
   // A confined session's shell runs non-dumpable (capabilities are dropped by now).
   UniqueFd unreadable;
   if (o.unreadable_shell && o.confined && pty != nullptr) unreadable = UnreadableCopy(program);
+  std::string link;
+  const std::string link_dir =
+      unreadable ? CopyLinkDirectory(program, unreadable.Get(), link) : std::string();
 
   pid_t pid = ::fork();
   if (pid < 0) FailSetup(o.control_fd, ErrnoText("fork"));
@@ -270,6 +290,7 @@ pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, co
     if (unreadable) {
       // argv[0] stays the program's path ($BASH, `exec $BASH`); on failure (a kernel that
       // refuses to exec memfds) the program runs from its own file.
+      if (!link.empty()) ::execve(link.c_str(), argv.data(), envp.data());
       ::execveat(unreadable.Get(), "", argv.data(), envp.data(), AT_EMPTY_PATH);
     }
     ::execve(program.c_str(), argv.data(), envp.data());
@@ -281,6 +302,10 @@ pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, co
   do {
     n = ::read(exec_read.Get(), report, sizeof(report));
   } while (n < 0 && errno == EINTR);
+  if (!link_dir.empty()) {  // the program has exec'd (or failed): the link is not needed
+    ::unlink(link.c_str());
+    ::rmdir(link_dir.c_str());
+  }
   if (n == static_cast<ssize_t>(sizeof(report))) {
     ::waitpid(pid, nullptr, 0);
     FailSetup(o.control_fd,
