@@ -99,6 +99,12 @@ class ShellSession final : public BackendSession,
   void ArmTimer(TimePoint at) override;
   void CancelTimer() override;
   TerminalHandle& terminal() override { return terminal_; }
+  // A full screen: the alternate screen, or this send's output addressed the cursor (top draws
+  // on the normal screen with cursor moves and erases).
+  std::optional<bool> ShowsAlternateScreen() override {
+    return decoder_.alternate_screen() ||
+           (render_ && render_->Needed(decoder_.addressing_events()));
+  }
   std::string PendingText() override { return decoder_.PendingText(); }
   std::string PendingTextUntrimmed() override { return decoder_.PendingTextUntrimmed(); }
   std::optional<std::string> AlternateScreen() override;
