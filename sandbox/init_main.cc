@@ -212,6 +212,12 @@ UniqueFd UnreadableCopy(const std::string& program) {
   UniqueFd source(::open(program.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
   if (!source || ::fstat(source.Get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  // Only a binary: a script's interpreter reopens the script by the path it was started from.
+  char magic[4] = {};
+  if (::pread(source.Get(), magic, sizeof(magic), 0) != static_cast<ssize_t>(sizeof(magic)) ||
+      std::string_view(magic, sizeof(magic)) != std::string_view("\x7f" "ELF", 4)) {
+    return {};
+  }
   UniqueFd copy(static_cast<int>(::memfd_create("ptybox-shell", MFD_CLOEXEC)));
   if (!copy) return {};
   off_t remaining = st.st_size;
