@@ -58,8 +58,8 @@ std::string BuildPromptCommand() {
   // The lasting hook sits at a high index of the PROMPT_COMMAND array (bash 5.1+ runs every
   // element): `PROMPT_COMMAND=...` or `PROMPT_COMMAND="x;$PROMPT_COMMAND"` by the user (or an
   // rc file) assigns element 0 and keeps it. It re-asserts PS1 (the marker) and PS2 (an
-  // invisible continuation marker: the lines of a heredoc show no `> `). Kept free of forks: it runs before
-  // every prompt.
+  // invisible continuation marker: the lines of a heredoc show no `> `). Kept free of forks: it
+  // runs before every prompt.
   std::string fn;
   fn += "__ptybox_prompt() { PS1=$__ptybox_ps1; PS2=$__ptybox_ps2;";
   fn += " case ${__ptybox_o-} in *v*) set -v;; esac;";

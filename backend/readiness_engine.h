@@ -124,10 +124,10 @@ class ReadinessEngine final {
   static constexpr Millis kMinLoopSpan{100};
   static bool IsTimedWait(const ForegroundFacts& facts);
   // A full-screen program waiting for a key between redraws: the terminal raw, a full screen
-  // (alternate, or cursor-addressed since the write) drawn since the write, and every waiting task in a timed wait
-  // of at least kMinKeyPollWait (top's refresh, pinentry's poll, htop's). Such a wait is taken
-  // as a wait for the user (seen twice) without waiting for it to recur. An editor's ESC
-  // timeout (25-100 ms) stays below the bound.
+  // (alternate, or cursor-addressed since the write) drawn since the write, and every waiting task
+  // in a timed wait of at least kMinKeyPollWait (top's refresh, pinentry's poll, htop's). Such a
+  // wait is taken as a wait for the user (seen twice) without waiting for it to recur. An editor's
+  // ESC timeout (25-100 ms) stays below the bound.
   bool FullScreenWaitsForAKey(const ForegroundFacts& facts) const;
   static constexpr Millis kMinKeyPollWait{250};
   // Tracks the loop mark and answers whether `facts` (a timed wait) closes a steady loop:

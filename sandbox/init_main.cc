@@ -3,8 +3,8 @@
 // it, passes the master to the daemon over the inherited control socket, reports the shell's exit
 // and, when told (or when the daemon goes away), ends every process of the session.
 //
-//   ptybox-init --control-fd N [--confined] [--unreadable-shell] [--no-pty] [--stderr-fd N] [--cwd DIR] [--rows R]
-//               [--cols C] [--rlimit NAME=VALUE]... -- PROGRAM [ARG]...
+//   ptybox-init --control-fd N [--confined] [--unreadable-shell] [--no-pty] [--stderr-fd N]
+//               [--cwd DIR] [--rows R] [--cols C] [--rlimit NAME=VALUE]... -- PROGRAM [ARG]...
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -215,7 +215,10 @@ UniqueFd UnreadableCopy(const std::string& program) {
   // Only a binary: a script's interpreter reopens the script by the path it was started from.
   char magic[4] = {};
   if (::pread(source.Get(), magic, sizeof(magic), 0) != static_cast<ssize_t>(sizeof(magic)) ||
-      std::string_view(magic, sizeof(magic)) != std::string_view("\x7f" "ELF", 4)) {
+      std::memcmp(magic,
+                  "\x7f"
+                  "ELF",
+                  sizeof(magic)) != 0) {
     return {};
   }
   UniqueFd copy(static_cast<int>(::memfd_create("ptybox-shell", MFD_CLOEXEC)));

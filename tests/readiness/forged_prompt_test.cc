@@ -1,13 +1,12 @@
 // Attack: a program forges the shell's verified prompt. It looks for the session's nonce in its
 // parent shell's environment and memory, joins the shell's process group, takes the terminal's
 // foreground (SIGTTOU ignored), prints a marker with exit code 0 and "$ ", and blocks in
-// read(0). In the confined modes of a root daemon it must not find the nonce. The send must not settle with the
-// forger's exit code; after the forger reads a line and exits, the command behind it reports its
-// real status. Through the real binary in every mode (the prompt rule holds everywhere), as root
-// and as an ordinary user's daemon (the
+// read(0). In the confined modes of a root daemon it must not find the nonce. The send must not
+// settle with the forger's exit code; after the forger reads a line and exits, the command behind
+// it reports its real status. Through the real binary in every mode (the prompt rule holds
+// everywhere), as root and as an ordinary user's daemon (the
 // `_unprivileged` variant).
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <fstream>

@@ -182,8 +182,8 @@ TEST_P(ReadinessTest, ForgedMarkerWithAWrongNonceDoesNotSettle) {
 
 TEST_P(ReadinessTest, MarkerSplitAcrossReadsIsStillOneMarker) {
   std::string id = Open();
-  // The shell itself (its controlled PS1 holds the nonce) prints a marker with it in two writes a moment
-  // apart (two reads of the terminal), then its PS1, then runs `sleep`: the tracker must see
+  // The shell itself (its controlled PS1 holds the nonce) prints a marker with it in two writes a
+  // moment apart (two reads of the terminal), then its PS1, then runs `sleep`: the tracker must see
   // one marker (so the "$ " is an intermediate prompt and leaves the viewport) and must not
   // settle on it (sleep, not the shell, is in the foreground).
   Json r = Send(client_, id,
