@@ -64,6 +64,10 @@ struct ForegroundFacts {
   // cbreak (key by key, as full-screen programs and key-polling loops set it); nullopt when
   // unknown. One tcgetattr on the master.
   std::optional<bool> canonical;
+  // The terminal shows a full screen: the alternate screen (a curses dialog, an editor), or the
+  // send's output addressed the cursor (top draws on the normal screen); nullopt when unknown.
+  // Filled by the readiness driver from the decoder.
+  std::optional<bool> alternate_screen;
   // Tasks of processes outside the foreground group that were looked at for a terminal wait
   // (the outside scan runs only when the group is asleep elsewhere); a measure of its cost.
   size_t outside_scanned = 0;

@@ -1,57 +1,108 @@
 #include "backend/prompt_protocol.h"
 
-#include "common/random.h"
-
 #include <charconv>
 #include <cstdio>
+
+#include "common/random.h"
 
 namespace ptybox::backend {
 
 std::string NewPromptNonce() { return RandomHex(16); }
 
 std::string PromptHookCommand() {
-  // Captures $? and the shell options first, then turns off what would echo or trace the hook
-  // (xtrace, verbose) or run a DEBUG trap inside it (functrace): the function below restores
-  // them after the marker. Traces of these first commands go to stderr, which the group sends
-  // to /dev/null; a compound command itself is never traced.
-  return "{ __ptybox_s=$? __ptybox_o=$-; set +xvT; __ptybox_prompt; } 2>/dev/null";
+  // Saves the shell options, then turns off what would echo or trace the hook (xtrace, verbose)
+  // or run a DEBUG trap inside it (functrace): the function below restores them last. Traces
+  // of these first commands go to stderr, which the group sends to /dev/null; a compound
+  // command itself is never traced. It reads no `$?`: the prompt (PS1) does, after bash has
+  // restored the status every PROMPT_COMMAND element may have changed.
+  return "{ __ptybox_o=$-; set +xvT; __ptybox_prompt; } 2>/dev/null";
 }
 
-std::string BuildPromptCommand(std::string_view nonce) {
-  // Kept free of forks: it runs before every prompt. Control characters and '%' in the working
-  // directory are percent-encoded so the OSC cannot be cut short by the path. The nonce lives
-  // only in the function body, never in the text PROMPT_COMMAND holds after the first prompt,
-  // so `set -v` (which echoes PROMPT_COMMAND) and a DEBUG trap's $BASH_COMMAND never show it.
-  // The user's xtrace is restored last, so nothing is traced between the marker and PS1.
+std::string PromptPs1(std::string_view nonce) {
+  // Expanded by bash as it prints the prompt, after PROMPT_COMMAND and after the job-status
+  // notices (`[1]+  Done ...`), so the marker is always next to "$ ". `$?` there is the status
+  // of the last command line: bash saves it around every PROMPT_COMMAND element and restores
+  // it, so a hook that does not keep `$?` cannot change what the marker says. `${PWD@Q}` is
+  // the directory quoted by bash (control characters as `$'\n'`): no byte can end the OSC.
+  std::string ps1 = "\\[\\e]";
+  ps1 += kMarkerOscCode;
+  ps1 += ";";
+  ps1 += nonce;
+  ps1 += ";$?;${PWD@Q}\\a\\]";
+  ps1 += kPromptPs1;
+  return ps1;
+}
+
+std::string PromptPs2(std::string_view nonce) {
+  std::string ps2 = "\\[\\e]";
+  ps2 += kMarkerOscCode;
+  ps2 += ";";
+  ps2 += nonce;
+  ps2 += ";ps2\\a\\]";
+  return ps2;
+}
+
+bool IsContinuationMarker(std::string_view payload, std::string_view nonce) {
+  return payload.size() == kMarkerOscCode.size() + nonce.size() + 5 &&
+         payload.starts_with(kMarkerOscCode) && payload[kMarkerOscCode.size()] == ';' &&
+         payload.substr(kMarkerOscCode.size() + 1, nonce.size()) == nonce &&
+         payload.ends_with(";ps2");
+}
+
+std::string BuildPromptCommand() {
+  // The nonce is not here: this text is in bash's environment (/proc/<pid>/environ), which
+  // other processes of the session may read. Bash reads the nonce from the terminal, where the
+  // daemon writes it once before any other program runs in the session (NonceLine), and keeps
+  // it only in a read-only variable of its own memory.
+  //
+  // The lasting hook sits at a high index of the PROMPT_COMMAND array (bash 5.1+ runs every
+  // element): `PROMPT_COMMAND=...` or `PROMPT_COMMAND="x;$PROMPT_COMMAND"` by the user (or an
+  // rc file) assigns element 0 and keeps it. It re-asserts PS1 (the marker) and PS2 (an
+  // invisible continuation marker: the lines of a heredoc show no `> `). Kept free of forks: it
+  // runs before every prompt.
   std::string fn;
-  fn += "__ptybox_prompt() { local __ptybox_p=${PWD-} __ptybox_q= __ptybox_i __ptybox_c;";
-  fn += " if [[ $__ptybox_p == *[%[:cntrl:]]* ]]; then";
-  fn += " for ((__ptybox_i=0; __ptybox_i<${#__ptybox_p}; __ptybox_i++)); do";
-  fn += " __ptybox_c=${__ptybox_p:__ptybox_i:1};";
-  fn += " case $__ptybox_c in [%[:cntrl:]]) printf -v __ptybox_c '%%%02X' \"'$__ptybox_c\";; esac;";
-  fn += " __ptybox_q+=$__ptybox_c; done; __ptybox_p=$__ptybox_q; fi;";
-  fn += " printf '\\033]";
-  fn += kMarkerOscCode;
-  fn += ";";
-  fn += nonce;
-  fn += ";%d;%s\\007' \"${__ptybox_s-0}\" \"$__ptybox_p\";";
-  fn += " PS1='";
-  fn += kPromptPs1;
-  fn += "';";
+  fn += "__ptybox_prompt() { PS1=$__ptybox_ps1; PS2=$__ptybox_ps2;";
   fn += " case ${__ptybox_o-} in *v*) set -v;; esac;";
   fn += " case ${__ptybox_o-} in *T*) set -T;; esac;";
-  fn += " unset __ptybox_s;";
   fn += " case ${__ptybox_o-} in *x*) unset __ptybox_o; set -x;; *) unset __ptybox_o;; esac; }";
 
-  // The first run (before any user input): define the function, swap PROMPT_COMMAND for the
-  // short hook, keep both out of child shells, history expansion and the history file off.
   std::string code;
-  code += "{ __ptybox_s=$? __ptybox_o=$-; set +xvT; ";
+  code += "{ __ptybox_o=$-; set +xvT; __ptybox_n=; IFS= read -r __ptybox_n; ";
+  code += "if [[ $__ptybox_n =~ ^[0-9a-f]{32}$ ]]; then declare -gr __ptybox_ps1=\"";
+  // PromptPs1 with the nonce taken from the variable; inside double quotes `$?` and `${PWD@Q}`
+  // stay unexpanded (escaped), the nonce is expanded now.
+  std::string ps1 = PromptPs1("${__ptybox_n}");
+  std::string escaped;
+  for (size_t i = 0; i < ps1.size(); ++i) {
+    if (ps1.compare(i, 13, "${__ptybox_n}") == 0) {
+      escaped += "${__ptybox_n}";
+      i += 12;
+    } else if (ps1[i] == '$' || ps1[i] == '"' || ps1[i] == '`') {
+      escaped += '\\';
+      escaped += ps1[i];
+    } else {
+      escaped += ps1[i];
+    }
+  }
+  code += escaped;
+  code += "\" __ptybox_ps2=\"";
+  code += PromptPs2("${__ptybox_n}");
+  code += "\"; else declare -gr __ptybox_ps1='";
+  code += kPromptPs1;
+  code += "' __ptybox_ps2=; fi; unset __ptybox_n; ";
   code += fn;
-  code += "; PROMPT_COMMAND='";
+  code += "; unset PROMPT_COMMAND; PROMPT_COMMAND[";
+  code += std::to_string(kPromptHookIndex);
+  code += "]='";
   code += PromptHookCommand();
-  code += "'; export -n PROMPT_COMMAND PS1; set +H; unset HISTFILE; __ptybox_prompt; } 2>/dev/null";
+  code += "'; export -n PS1; set +H; unset HISTFILE; __ptybox_prompt; } 2>/dev/null";
   return code;
+}
+
+std::string NonceLine(std::string_view nonce) {
+  std::string line(nonce);
+  line += '\n';
+  return line;
 }
 
 namespace {
@@ -81,7 +132,111 @@ std::string PercentDecode(std::string_view text) {
   return out;
 }
 
+int OctalValue(char c) { return c >= '0' && c <= '7' ? c - '0' : -1; }
+
+// One `$'...'` word of bash's ANSI-C quoting, from just after `$'`; advances `i` past the
+// closing quote. Only the escapes bash's own quoting (`${v@Q}`) writes, and the usual ones.
+bool DecodeAnsiC(std::string_view text, size_t& i, std::string& out) {
+  while (i < text.size()) {
+    char c = text[i++];
+    if (c == '\'') return true;
+    if (c != '\\') {
+      out.push_back(c);
+      continue;
+    }
+    if (i >= text.size()) return false;
+    char e = text[i++];
+    switch (e) {
+      case 'a':
+        out.push_back('\a');
+        break;
+      case 'b':
+        out.push_back('\b');
+        break;
+      case 'e':
+      case 'E':
+        out.push_back('\x1b');
+        break;
+      case 'f':
+        out.push_back('\f');
+        break;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'v':
+        out.push_back('\v');
+        break;
+      case '\\':
+      case '\'':
+      case '"':
+      case '?':
+        out.push_back(e);
+        break;
+      case 'x': {
+        int value = 0;
+        int digits = 0;
+        while (digits < 2 && i < text.size() && HexValue(text[i]) >= 0) {
+          value = value * 16 + HexValue(text[i++]);
+          ++digits;
+        }
+        if (digits == 0) return false;
+        out.push_back(static_cast<char>(value));
+        break;
+      }
+      default: {
+        if (OctalValue(e) < 0) return false;
+        int value = OctalValue(e);
+        for (int digits = 1; digits < 3 && i < text.size() && OctalValue(text[i]) >= 0; ++digits) {
+          value = value * 8 + OctalValue(text[i++]);
+        }
+        out.push_back(static_cast<char>(value & 0xff));
+        break;
+      }
+    }
+  }
+  return false;  // no closing quote
+}
+
+// A word as bash's `${v@Q}` writes it: a sequence of '...' and $'...' words and \x escapes.
+std::optional<std::string> DecodeBashQuoted(std::string_view text) {
+  std::string out;
+  size_t i = 0;
+  if (text.empty()) return std::nullopt;
+  while (i < text.size()) {
+    if (text[i] == '\'') {
+      size_t close = text.find('\'', i + 1);
+      if (close == std::string_view::npos) return std::nullopt;
+      out.append(text.substr(i + 1, close - i - 1));
+      i = close + 1;
+    } else if (text[i] == '$' && i + 1 < text.size() && text[i + 1] == '\'') {
+      i += 2;
+      if (!DecodeAnsiC(text, i, out)) return std::nullopt;
+    } else if (text[i] == '\\' && i + 1 < text.size()) {
+      out.push_back(text[i + 1]);
+      i += 2;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+std::optional<std::string> DecodePromptDirectory(std::string_view field) {
+  // The shell writes `${PWD@Q}` (starts with a quote); FormatPromptMarker (fakes, tests) and
+  // older shells percent-encode an absolute path (starts with '/'). Empty (PWD unset) is
+  // unknown.
+  if (field.starts_with('\'') || field.starts_with("$'")) return DecodeBashQuoted(field);
+  if (field.starts_with('/')) return PercentDecode(field);
+  return std::nullopt;
+}
 
 std::optional<PromptMarker> ParsePromptMarker(std::string_view payload, std::string_view nonce) {
   // "6973;<nonce>;<exit>;<cwd>"
@@ -99,9 +254,14 @@ std::optional<PromptMarker> ParsePromptMarker(std::string_view payload, std::str
   std::optional<std::string_view> status = take();
   if (!status || status->empty()) return std::nullopt;
   PromptMarker marker;
-  auto [end, ec] = std::from_chars(status->data(), status->data() + status->size(), marker.exit_code);
+  auto [end, ec] =
+      std::from_chars(status->data(), status->data() + status->size(), marker.exit_code);
   if (ec != std::errc() || end != status->data() + status->size()) return std::nullopt;
-  marker.cwd = PercentDecode(payload);
+  if (std::optional<std::string> cwd = DecodePromptDirectory(payload)) {
+    marker.cwd = std::move(*cwd);
+  } else {
+    marker.cwd_known = false;
+  }
   return marker;
 }
 
@@ -160,6 +320,11 @@ void PromptTracker::OnCsi(const CsiSequence& /*csi*/) {
 }
 
 void PromptTracker::OnOsc(std::string_view payload) {
+  if (IsContinuationMarker(payload, nonce_)) {
+    Drop();
+    listener_.OnContinuation();
+    return;
+  }
   std::optional<PromptMarker> marker = ParsePromptMarker(payload, nonce_);
   if (!marker) return;
   Drop();  // a new owned marker supersedes any earlier candidate

@@ -14,24 +14,45 @@ namespace ptybox::backend {
 inline constexpr std::string_view kPromptPs1 = "$ ";
 inline constexpr std::string_view kMarkerOscCode = "6973";
 
-// 128 random bits, hex: unguessable by programs that do not read the shell's environment.
+// 128 random bits, hex: unguessable by programs that do not read the shell's own memory.
 std::string NewPromptNonce();
 
-// Bash code for the initial PROMPT_COMMAND. Its first run defines `__ptybox_prompt` (prints
-// the marker and re-asserts PS1 before every prompt, so a user's `PS1=` cannot break
-// readiness), replaces PROMPT_COMMAND with PromptHookCommand(), un-exports it and PS1 (so child
-// shells do not inherit the marker), turns off history expansion (`!` in agent commands) and
-// the history file. Immune to the user's shell options: xtrace, verbose, functrace with a DEBUG
-// trap, nounset, errexit neither print the nonce nor put anything between the marker and PS1.
-std::string BuildPromptCommand(std::string_view nonce);
-// What PROMPT_COMMAND holds after the first prompt: calls the function; carries no nonce.
+// The PROMPT_COMMAND element that holds the lasting hook: a high index, so that a user's (or an
+// rc file's) `PROMPT_COMMAND=...`, which assigns element 0, keeps it.
+inline constexpr int kPromptHookIndex = 4096;
+
+// Bash code for the initial PROMPT_COMMAND (in the shell's environment, so it carries no
+// nonce). Its first run reads the nonce line the daemon writes to the terminal before any
+// other program runs (NonceLine), keeps it only in a read-only variable, defines
+// `__ptybox_prompt` (re-asserts PS1 and PS2 before every prompt), makes PROMPT_COMMAND
+// an array holding PromptHookCommand() at kPromptHookIndex, un-exports PS1, turns off history
+// expansion (`!` in agent commands) and the history file. Immune to the user's shell options:
+// xtrace, verbose, functrace with a DEBUG trap, nounset, errexit neither print the nonce nor
+// put anything between the marker and PS1.
+std::string BuildPromptCommand();
+// What the hook element of PROMPT_COMMAND holds: calls the function; carries no nonce.
 std::string PromptHookCommand();
+// The controlled PS1: the marker (nonce, `$?`, `${PWD@Q}`) as invisible prompt text, then
+// kPromptPs1. Bash expands it after PROMPT_COMMAND and after its job-status notices.
+std::string PromptPs1(std::string_view nonce);
+// The controlled PS2: an invisible continuation marker (nonce, "ps2") and nothing visible, so
+// the lines of a heredoc or a multi-line command show no `> ` and can be left out of viewports.
+std::string PromptPs2(std::string_view nonce);
+// True when an OSC payload is the continuation marker of `nonce`.
+[[nodiscard]] bool IsContinuationMarker(std::string_view osc_payload, std::string_view nonce);
+// What the daemon writes to the terminal once, at the start, for BuildPromptCommand to read.
+std::string NonceLine(std::string_view nonce);
 
 struct PromptMarker {
   int exit_code = 0;
   std::string cwd;
+  // False when the directory field could not be decoded (cwd is then empty and not reported).
+  bool cwd_known = true;
 };
 
+// The directory field of a marker: bash's `${PWD@Q}` quoting, or percent-encoding (an absolute
+// path or empty); nullopt when it is neither.
+std::optional<std::string> DecodePromptDirectory(std::string_view field);
 // Parses an OSC payload; nullopt unless it is a well-formed marker carrying `nonce`.
 std::optional<PromptMarker> ParsePromptMarker(std::string_view osc_payload, std::string_view nonce);
 // The OSC payload the shell prints (for tests and fakes): "6973;<nonce>;<exit>;<encoded cwd>".
@@ -48,6 +69,8 @@ class PromptTracker final : public VtHandler {
     virtual void OnCandidate() = 0;
     // Something followed a candidate: it is no longer the end of the output.
     virtual void OnInvalidated() = 0;
+    // Bash printed its continuation prompt (PS2): the line it starts holds only what follows.
+    virtual void OnContinuation() {}
   };
 
   PromptTracker(std::string nonce, std::string ps1, Listener& listener);

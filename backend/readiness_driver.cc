@@ -35,6 +35,7 @@ void ReadinessDriver::StartInspection() {
     probe_in_flight_ = false;
     if (settle_reported_ || stopped_) return;
     last_probe_ = host_.Now();
+    if (!facts.alternate_screen) facts.alternate_screen = host_.ShowsAlternateScreen();
     engine_.OnProbe(*last_probe_, facts);
     Pump();
   });

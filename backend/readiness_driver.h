@@ -21,6 +21,9 @@ class ReadinessHost {
   virtual void ArmTimer(TimePoint at) = 0;
   virtual void CancelTimer() = 0;
   virtual TerminalHandle& terminal() = 0;
+  // Whether the decoded output shows a full screen now (the alternate screen, or cursor
+  // addressing since the send's write); nullopt when unknown.
+  virtual std::optional<bool> ShowsAlternateScreen() { return std::nullopt; }
 };
 
 class ReadinessDriver final {

@@ -89,6 +89,22 @@ bool ReadinessEngine::CandidateVerified() const {
          candidate_fg_ == shell_pgid_ && input_drained_;
 }
 
+bool ReadinessEngine::ShellItselfReads(const ForegroundFacts& facts) const {
+  // A program can print a marker too (a child that read the nonce, or one that joined the
+  // shell's process group and took the terminal), then wait in read() while the shell waits
+  // for it. Only the shell's own reading is its prompt: the shell's main task (its pid is the
+  // session id, and its process group) waits on the terminal, its group is the foreground
+  // group, and no other task, of the group or elsewhere, waits on the terminal.
+  if (facts.foreground_pgid != shell_pgid_) return false;
+  bool shell_reads = false;
+  for (const TaskFacts& task : facts.tasks) {
+    if (task.tty_wait == TtyWait::kNone) continue;
+    if (task.outside_group || task.pid != shell_pgid_ || task.tid != shell_pgid_) return false;
+    shell_reads = true;
+  }
+  return shell_reads;
+}
+
 void ReadinessEngine::OnPromptInvalidated() {
   candidate_ = false;
   candidate_confirmed_ = false;
@@ -119,7 +135,8 @@ void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
     // reading the terminal is still at this prompt: one seen running has read more of our
     // input after printing it (multi-line input, typeahead), and unknown (a fork or exit
     // during the walk) proves nothing.
-    candidate_confirmed_ = stage_ == Stage::kWaiting && facts.waiting_for_input == Tri::kYes;
+    candidate_confirmed_ = stage_ == Stage::kWaiting && facts.waiting_for_input == Tri::kYes &&
+                           ShellItselfReads(facts);
     if (candidate_confirmed_) verifying_facts_ = facts;
   }
   if (stage_ != Stage::kWaiting) return;
@@ -127,7 +144,7 @@ void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
     if (facts.waiting_for_input == Tri::kYes && !drained) {
       // A reader with our input still queued is about to read it: not waiting for more.
     } else if (facts.waiting_for_input == Tri::kYes && IsTimedWait(facts) &&
-               !SteadyLoop(now, facts)) {
+               !FullScreenWaitsForAKey(facts) && !SteadyLoop(now, facts)) {
       // Waiting with a timeout that runs out before the silence bound (a timer of the program,
       // an editor telling a lone ESC from a key sequence): the program goes on by itself soon,
       // so it is not waiting for the user unless it keeps coming back to this wait.
@@ -142,7 +159,9 @@ void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
         // program's last output can still be on its way through the pty when it starts to wait;
         // whatever it leads to (a query answered, a prompt decoded) shows up in between.
         WaitSnapshot seen = SnapshotOf(facts, now);
-        seen.loop = IsTimedWait(facts);  // only a recognised steady loop gets this far
+        // Only a recognised steady loop gets this far with a timed wait, or a full-screen
+        // program waiting for a key (confirmed by unchanged counters, like any wait).
+        seen.loop = IsTimedWait(facts) && !FullScreenWaitsForAKey(facts);
         const Millis gap = seen.outside ? kRelayConfirmGap : kConfirmGap;
         if (FirstLookProves(facts, seen)) {
           exact_wait_ = true;
@@ -174,6 +193,17 @@ bool ReadinessEngine::IsTimedWait(const ForegroundFacts& facts) {
     if (task.tty_wait == TtyWait::kNone) continue;
     any_wait = true;
     if (!task.wait_timeout_ms || *task.wait_timeout_ms > kLongWait.count()) return false;
+  }
+  return any_wait;
+}
+
+bool ReadinessEngine::FullScreenWaitsForAKey(const ForegroundFacts& facts) const {
+  if (facts.canonical != false || facts.alternate_screen != true || !output_seen_) return false;
+  bool any_wait = false;
+  for (const TaskFacts& task : facts.tasks) {
+    if (task.tty_wait == TtyWait::kNone) continue;
+    if (!task.wait_timeout_ms || *task.wait_timeout_ms < kMinKeyPollWait.count()) return false;
+    any_wait = true;
   }
   return any_wait;
 }

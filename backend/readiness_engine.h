@@ -123,6 +123,13 @@ class ReadinessEngine final {
   // moment apart (an ESC timeout, then the next one) are not one loop.
   static constexpr Millis kMinLoopSpan{100};
   static bool IsTimedWait(const ForegroundFacts& facts);
+  // A full-screen program waiting for a key between redraws: the terminal raw, a full screen
+  // (alternate, or cursor-addressed since the write) drawn since the write, and every waiting task
+  // in a timed wait of at least kMinKeyPollWait (top's refresh, pinentry's poll, htop's). Such a
+  // wait is taken as a wait for the user (seen twice) without waiting for it to recur. An editor's
+  // ESC timeout (25-100 ms) stays below the bound.
+  bool FullScreenWaitsForAKey(const ForegroundFacts& facts) const;
+  static constexpr Millis kMinKeyPollWait{250};
   // Tracks the loop mark and answers whether `facts` (a timed wait) closes a steady loop:
   // the same tasks seen waiting on the terminal before, each woken since and back in a wait
   // with a like timeout, at least kMinLoopSpan later, with at most half a core used in
@@ -138,6 +145,9 @@ class ReadinessEngine final {
   void Settle(WaitReason reason, bool by_prompt);
   bool ExactWaitIsFresh(const ForegroundFacts& facts) const;
   bool CandidateVerified() const;
+  // The facts show the shell's own task, alone, reading the terminal from its own group: what
+  // makes a prompt candidate the shell's prompt rather than a program's imitation of it.
+  bool ShellItselfReads(const ForegroundFacts& facts) const;
   void ScheduleProbeAfterActivity(TimePoint activity);
   void AdvanceProbeSchedule(TimePoint now);
   std::optional<TimePoint> SilenceDeadline() const;

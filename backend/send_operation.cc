@@ -100,6 +100,7 @@ void SendOperation::BeginWrite() {
   host_.OnSendBoundary();
   marker_.reset();
   prompt_on_line_ = false;
+  continuation_on_line_ = false;
   engine().OnWriteStarted(now);
   if (request_.wait && !canceled_) {
     // Nothing to write: the boundary is also the end of the (empty) write.
@@ -192,6 +193,12 @@ void SendOperation::OnOutput() {
 
 void SendOperation::OnLine(std::string_view line) {
   if (!capture_) return;  // before the boundary: the previous send's output
+  if (continuation_on_line_) {
+    // A line of a heredoc or of a multi-line command: with ECHO off, nothing but the line end
+    // readline writes when it accepts the line.
+    continuation_on_line_ = false;
+    if (line.empty()) return;
+  }
   if (prompt_on_line_) {
     // The line that held an intermediate prompt: keep what preceded the prompt and what followed
     // it, drop the prompt itself; a line that was only a prompt is not output.
@@ -251,6 +258,11 @@ void SendOperation::OnInvalidated() {
   engine().OnPromptInvalidated();
 }
 
+void SendOperation::OnContinuation() {
+  if (!capture_) return;
+  continuation_on_line_ = true;
+}
+
 void SendOperation::OnTimer() { driver_.Pump(); }
 
 void SendOperation::OnSessionExit() {
@@ -307,7 +319,7 @@ void SendOperation::Finish(WaitReason reason) {
   if (input_dropped) result.truncated = true;
   if (engine().settled_by_prompt() && marker_) {
     result.exit_code = marker_->exit_code;
-    result.cwd = marker_->cwd;
+    if (marker_->cwd_known) result.cwd = marker_->cwd;
   }
   result.foreground = ForegroundAtSettlement(at_prompt, result.session_status);
   if (reason == WaitReason::kPattern) result.match = pattern_match_;

@@ -105,6 +105,9 @@ class SendOperation final {
   void OnMarker(const PromptMarker& marker, std::string pending_before_marker);
   void OnCandidate(std::optional<pid_t> foreground_pgid, std::optional<size_t> unread_input);
   void OnInvalidated();
+  // Bash printed its continuation prompt: the line it starts is not output unless something
+  // was printed on it (PS2 itself prints nothing visible).
+  void OnContinuation();
   void OnTimer();
   void OnSessionExit();
   // Close began: no more probes or timers; the send waits for OnClosed.
@@ -153,6 +156,7 @@ class SendOperation final {
   std::string pending_before_marker_;
   // An intermediate prompt is on the current line: its text is not output of the send.
   bool prompt_on_line_ = false;
+  bool continuation_on_line_ = false;  // the current line began with the continuation prompt
 
   std::optional<Result<SendResult>> result_;
   bool released_ = false;

@@ -72,8 +72,7 @@ ShellSession::ShellSession(asio::io_context& io, ChildReaper& reaper,
 
 ShellSession::~ShellSession() { timer_.cancel(); }
 
-std::vector<std::string> ShellSession::BuildEnvironment(const SpawnSpec& spec,
-                                                        std::string_view nonce) {
+std::vector<std::string> ShellSession::BuildEnvironment(const SpawnSpec& spec) {
   // Built from an allow-list, never the daemon's environment wholesale.
   std::map<std::string, std::string> env;
   env["PATH"] = std::string(kDefaultPath);
@@ -89,7 +88,8 @@ std::vector<std::string> ShellSession::BuildEnvironment(const SpawnSpec& spec,
   env["GIT_PAGER"] = "cat";
   env["MANPAGER"] = "cat";
   env["PS1"] = std::string(kPromptPs1);
-  env["PROMPT_COMMAND"] = BuildPromptCommand(nonce);
+  // No nonce here: the environment of the shell is readable by the session's other processes.
+  env["PROMPT_COMMAND"] = BuildPromptCommand();
   std::vector<std::string> entries;
   entries.reserve(env.size());
   for (const auto& [name, value] : env) entries.push_back(name + "=" + value);
@@ -116,7 +116,7 @@ sandbox::LaunchSpec ShellSession::BuildLaunch(const SpawnSpec& spec) const {
   }
   launch.init_binary = options_.init_binary;
   launch.command = {options_.shell, "--noprofile", "--norc", "-i"};
-  launch.environment = BuildEnvironment(spec, nonce_);
+  launch.environment = BuildEnvironment(spec);
   launch.rows = spec.rows;
   launch.columns = spec.columns;
   launch.pty = true;
@@ -162,6 +162,10 @@ void ShellSession::CancelStart(std::string reason) {
 
 void ShellSession::OnTerminalReady() {
   if (!ready_) return;  // canceled meanwhile; termination is under way
+  // The nonce goes to the shell through its terminal, before anything else is written and
+  // before any program but the shell runs in the session: the first PROMPT_COMMAND reads it
+  // (ECHO is off, so it is never output) and keeps it in its own memory only.
+  terminal_.WriteReply(NonceLine(nonce_));
   startup_.emplace(static_cast<ReadinessHost&>(*this),
                    ReadinessEngine(ReadinessEngine::Purpose::kStartup, startup_timings_,
                                    terminal_.shell_pid(), start_time_),
@@ -215,6 +219,10 @@ void ShellSession::OnInvalidated() {
   }
   if (startup_ && !published_) startup_->engine().OnPromptInvalidated();
   if (send_) send_->OnInvalidated();
+}
+
+void ShellSession::OnContinuation() {
+  if (send_) send_->OnContinuation();
 }
 
 void ShellSession::OnShellExit(SessionStatus status) {

@@ -71,7 +71,7 @@ class ShellSession final : public BackendSession,
   void Close(std::string reason, std::function<void(Result<SessionStatus>)> done) override;
 
   // The environment the shell starts with (for tests and docs).
-  static std::vector<std::string> BuildEnvironment(const SpawnSpec& spec, std::string_view nonce);
+  static std::vector<std::string> BuildEnvironment(const SpawnSpec& spec);
 
   // The warm pool (backend/warm_pool.h). Published after a startup settled at the verified
   // prompt, alive, nothing printed, nothing sent and no resize since.
@@ -93,11 +93,18 @@ class ShellSession final : public BackendSession,
   void OnMarker(const PromptMarker& marker) override;
   void OnCandidate() override;
   void OnInvalidated() override;
+  void OnContinuation() override;
   // SendHost / ReadinessHost.
   TimePoint Now() override { return Clock::now(); }
   void ArmTimer(TimePoint at) override;
   void CancelTimer() override;
   TerminalHandle& terminal() override { return terminal_; }
+  // A full screen: the alternate screen, or this send's output addressed the cursor (top draws
+  // on the normal screen with cursor moves and erases).
+  std::optional<bool> ShowsAlternateScreen() override {
+    return decoder_.alternate_screen() ||
+           (render_ && render_->Needed(decoder_.addressing_events()));
+  }
   std::string PendingText() override { return decoder_.PendingText(); }
   std::string PendingTextUntrimmed() override { return decoder_.PendingTextUntrimmed(); }
   std::optional<std::string> AlternateScreen() override;

@@ -59,7 +59,7 @@ std::vector<std::string> RunEnvironment(const policy::ResolvedPolicy& p) {
   backend::SpawnSpec spec;
   spec.policy = p;
   std::vector<std::string> env;
-  for (std::string& entry : backend::ShellSession::BuildEnvironment(spec, "")) {
+  for (std::string& entry : backend::ShellSession::BuildEnvironment(spec)) {
     if (entry.starts_with("PROMPT_COMMAND=") || entry.starts_with("PS1=") ||
         entry.starts_with("TERM=")) {
       continue;

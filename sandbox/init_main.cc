@@ -3,15 +3,17 @@
 // it, passes the master to the daemon over the inherited control socket, reports the shell's exit
 // and, when told (or when the daemon goes away), ends every process of the session.
 //
-//   ptybox-init --control-fd N [--confined] [--no-pty] [--stderr-fd N] [--cwd DIR] [--rows R]
-//               [--cols C] [--rlimit NAME=VALUE]... -- PROGRAM [ARG]...
+//   ptybox-init --control-fd N [--confined] [--unreadable-shell] [--no-pty] [--stderr-fd N]
+//               [--cwd DIR] [--rows R] [--cols C] [--rlimit NAME=VALUE]... -- PROGRAM [ARG]...
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/sendfile.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -42,6 +44,7 @@ struct InitOptions {
   int stderr_fd = -1;  // --stderr-fd: the caller's stderr, to put back on 2 (launcher.h)
   bool confined = false;
   bool pty = true;
+  bool unreadable_shell = false;  // --unreadable-shell: exec the program from a 0111 memfd
   std::string cwd;
   unsigned short rows = 40;
   unsigned short cols = 120;
@@ -87,6 +90,8 @@ InitOptions ParseArgs(int argc, char** argv) {
       break;
     } else if (arg == "--control-fd") {
       if (!ParseNumber(value(arg), o.control_fd)) Die("--control-fd needs a number");
+    } else if (arg == "--unreadable-shell") {
+      o.unreadable_shell = true;
     } else if (arg == "--confined") {
       o.confined = true;
     } else if (arg == "--no-pty") {
@@ -197,6 +202,57 @@ std::string FindProgram(const std::string& name, const std::vector<std::string>&
   return name;
 }
 
+// A copy of `program` that its own process will not be able to read: a memfd with mode 0111.
+// The kernel makes a process exec'd from a file it cannot read non-dumpable (would_dump), so
+// the session's other processes (same uid, no capabilities) cannot open its /proc/<pid>/mem,
+// environ, syscall or fd/, nor attach to it; the daemon, which owns the sandbox's user
+// namespace (or is root), still inspects it. Used for a confined session's shell, whose memory
+// holds the prompt nonce. Only with every capability dropped (CAP_DAC_OVERRIDE would read the
+// copy). An empty fd when anything fails: the program then runs from its own file.
+UniqueFd UnreadableCopy(const std::string& program) {
+  UniqueFd source(::open(program.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (!source || ::fstat(source.Get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  // Only a binary: a script's interpreter reopens the script by the path it was started from.
+  char magic[4] = {};
+  if (::pread(source.Get(), magic, sizeof(magic), 0) != static_cast<ssize_t>(sizeof(magic)) ||
+      std::memcmp(magic,
+                  "\x7f"
+                  "ELF",
+                  sizeof(magic)) != 0) {
+    return {};
+  }
+  UniqueFd copy(static_cast<int>(::memfd_create("ptybox-shell", MFD_CLOEXEC)));
+  if (!copy) return {};
+  off_t remaining = st.st_size;
+  while (remaining > 0) {
+    ssize_t n = ::sendfile(copy.Get(), source.Get(), nullptr, static_cast<size_t>(remaining));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return {};
+    remaining -= n;
+  }
+  if (::fchmod(copy.Get(), 0111) != 0) return {};
+  return copy;
+}
+
+// A path under which the copy is exec'd, so the process's name (`ps`, /proc/<pid>/comm) is the
+// program's ("bash"), not the memfd's: a private directory in the sandbox's own /tmp holding a
+// link `<basename>` -> /proc/self/fd/<copy> (resolved by the child, which inherits the fd).
+// Made before the session runs anything but ptybox-init; removed once the program has exec'd.
+// Empty when it cannot be made (the copy is then exec'd by descriptor: named "memfd:...").
+std::string CopyLinkDirectory(const std::string& program, int copy_fd, std::string& link) {
+  char dir[] = "/tmp/.ptybox-shell-XXXXXX";
+  if (::mkdtemp(dir) == nullptr) return {};
+  link = std::string(dir) + "/" + program.substr(program.rfind('/') + 1);
+  const std::string target = "/proc/self/fd/" + std::to_string(copy_fd);
+  if (::symlink(target.c_str(), link.c_str()) != 0) {
+    ::rmdir(dir);
+    link.clear();
+    return {};
+  }
+  return dir;
+}
+
 // Forks the program. In PTY mode it becomes a session leader with the slave as its controlling
 // terminal. A failure in the child comes back over a close-on-exec pipe as {stage, errno}.
 pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, const Pty* pty) {
@@ -212,6 +268,12 @@ pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, co
   std::vector<char*> envp;
   for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
+  // A confined session's shell runs non-dumpable (capabilities are dropped by now).
+  UniqueFd unreadable;
+  if (o.unreadable_shell && o.confined && pty != nullptr) unreadable = UnreadableCopy(program);
+  std::string link;
+  const std::string link_dir =
+      unreadable ? CopyLinkDirectory(program, unreadable.Get(), link) : std::string();
 
   pid_t pid = ::fork();
   if (pid < 0) FailSetup(o.control_fd, ErrnoText("fork"));
@@ -235,6 +297,12 @@ pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, co
       }
     }
     if (!o.cwd.empty() && ::chdir(o.cwd.c_str()) != 0) fail(errno);
+    if (unreadable) {
+      // argv[0] stays the program's path ($BASH, `exec $BASH`); on failure (a kernel that
+      // refuses to exec memfds) the program runs from its own file.
+      if (!link.empty()) ::execve(link.c_str(), argv.data(), envp.data());
+      ::execveat(unreadable.Get(), "", argv.data(), envp.data(), AT_EMPTY_PATH);
+    }
     ::execve(program.c_str(), argv.data(), envp.data());
     fail(errno, kExec);
   }
@@ -244,6 +312,10 @@ pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, co
   do {
     n = ::read(exec_read.Get(), report, sizeof(report));
   } while (n < 0 && errno == EINTR);
+  if (!link_dir.empty()) {  // the program has exec'd (or failed): the link is not needed
+    ::unlink(link.c_str());
+    ::rmdir(link_dir.c_str());
+  }
   if (n == static_cast<ssize_t>(sizeof(report))) {
     ::waitpid(pid, nullptr, 0);
     FailSetup(o.control_fd,

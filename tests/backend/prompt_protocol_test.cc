@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/vt_parser.h"
@@ -58,24 +59,73 @@ TEST(PromptMarkerTest, NoncesAreFreshAnd128Bits) {
   EXPECT_NE(a, b);
 }
 
-TEST(PromptMarkerTest, PromptCommandCarriesTheNonceAndReassertsPs1) {
-  std::string code = BuildPromptCommand(kNonce);
-  EXPECT_NE(code.find(std::string(kNonce)), std::string::npos);
-  EXPECT_NE(code.find("PS1='$ '"), std::string::npos);
-  EXPECT_NE(code.find("export -n PROMPT_COMMAND"), std::string::npos);
+// The environment is readable by the session's other processes: the code there has no nonce.
+// It reads the nonce from the terminal and keeps it in a read-only variable.
+TEST(PromptMarkerTest, PromptCommandCarriesNoNonceAndReadsItFromTheTerminal) {
+  const std::string code = BuildPromptCommand();
+  EXPECT_EQ(code.find(std::string(kNonce)), std::string::npos);
+  EXPECT_NE(code.find("IFS= read -r __ptybox_n;"), std::string::npos);
+  EXPECT_NE(code.find("declare -gr __ptybox_ps1="), std::string::npos);
+  EXPECT_NE(code.find("export -n PS1"), std::string::npos);
+  EXPECT_NE(code.find("PROMPT_COMMAND[" + std::to_string(kPromptHookIndex) + "]='"),
+            std::string::npos);
+  EXPECT_EQ(NonceLine(kNonce), std::string(kNonce) + "\n");
 }
 
-// After the first prompt PROMPT_COMMAND holds only the hook: `set -v` echoes it and a DEBUG
-// trap sees it, so it must not carry the nonce; it turns tracing off before the function runs.
+// The marker is part of PS1: bash prints it after its job notices and reads `$?` as restored
+// after PROMPT_COMMAND; the directory is bash's own quoting.
+TEST(PromptMarkerTest, Ps1CarriesTheMarkerAsInvisiblePromptText) {
+  EXPECT_EQ(PromptPs1(kNonce), "\\[\\e]6973;" + std::string(kNonce) + ";$?;${PWD@Q}\\a\\]$ ");
+}
+
 TEST(PromptMarkerTest, TheLastingHookCarriesNoNonceAndSilencesTracing) {
   const std::string hook = PromptHookCommand();
   EXPECT_EQ(hook.find(std::string(kNonce)), std::string::npos);
   EXPECT_EQ(hook.find("printf"), std::string::npos);
-  EXPECT_EQ(hook, "{ __ptybox_s=$? __ptybox_o=$-; set +xvT; __ptybox_prompt; } 2>/dev/null");
-  const std::string code = BuildPromptCommand(kNonce);
-  EXPECT_NE(code.find("PROMPT_COMMAND='" + hook + "'"), std::string::npos);
-  EXPECT_TRUE(code.starts_with("{ __ptybox_s=$? __ptybox_o=$-; set +xvT; "));
+  EXPECT_EQ(hook, "{ __ptybox_o=$-; set +xvT; __ptybox_prompt; } 2>/dev/null");
+  const std::string code = BuildPromptCommand();
+  EXPECT_NE(code.find("]='" + hook + "'"), std::string::npos);
+  EXPECT_TRUE(code.starts_with("{ __ptybox_o=$-; set +xvT; "));
   EXPECT_TRUE(code.ends_with("} 2>/dev/null"));
+}
+
+TEST(PromptMarkerTest, DecodesBashQuotedDirectories) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"'/tmp'", "/tmp"},
+      {"'/tmp/a b'", "/tmp/a b"},
+      {"'/tmp/it'\\''s'", "/tmp/it's"},
+      {"$'/tmp/a\\nb%'", "/tmp/a\nb%"},
+      {"$'/t\\E\\a\\t\\001\\x7f\\'q'", "/t\x1b\a\t\x01\x7f'q"},
+      {"$'/\\351t\\351'", "/\351t\351"},
+      {"'/tmp/\xc3\xa9'", "/tmp/\xc3\xa9"},
+  };
+  for (const auto& [field, want] : cases) {
+    std::optional<std::string> got = DecodePromptDirectory(field);
+    ASSERT_TRUE(got) << field;
+    EXPECT_EQ(*got, want) << field;
+    std::optional<PromptMarker> m =
+        ParsePromptMarker("6973;" + std::string(kNonce) + ";4;" + field, kNonce);
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->exit_code, 4);
+    EXPECT_TRUE(m->cwd_known);
+    EXPECT_EQ(m->cwd, want);
+  }
+  // Not decodable: the marker still counts, the directory is unknown (reported null).
+  for (std::string_view bad : {"'/tmp", "$'/tmp\\q'", "tmp", "", "$'/a\\"}) {
+    EXPECT_FALSE(DecodePromptDirectory(bad)) << bad;
+    std::optional<PromptMarker> m =
+        ParsePromptMarker("6973;" + std::string(kNonce) + ";0;" + std::string(bad), kNonce);
+    ASSERT_TRUE(m) << bad;
+    EXPECT_FALSE(m->cwd_known) << bad;
+  }
+}
+
+TEST(PromptMarkerTest, ContinuationMarkerIsInvisibleAndOwned) {
+  EXPECT_EQ(PromptPs2(kNonce), "\\[\\e]6973;" + std::string(kNonce) + ";ps2\\a\\]");
+  EXPECT_TRUE(IsContinuationMarker("6973;" + std::string(kNonce) + ";ps2", kNonce));
+  EXPECT_FALSE(IsContinuationMarker("6973;ffffffffffffffffffffffffffffffff;ps2", kNonce));
+  EXPECT_FALSE(IsContinuationMarker("6973;" + std::string(kNonce) + ";ps2x", kNonce));
+  EXPECT_FALSE(ParsePromptMarker("6973;" + std::string(kNonce) + ";ps2", kNonce));
 }
 
 class TrackerTest : public ::testing::Test {

@@ -92,6 +92,62 @@ TEST_F(EngineTest, PromptSettlesOnTheFirstInspectionThatFindsTheShellStillAtIt) 
   EXPECT_TRUE(e.settled_by_prompt());
 }
 
+// A program that joined the shell's group, took the terminal and printed a marker (the forger
+// of the security review) waits in read() while the shell waits for it: that is a stdin wait of
+// the program, never the shell's prompt, so it carries no exit code.
+TEST_F(EngineTest, AForgedPromptWhileAProgramOfTheShellsGroupReadsIsNotThePrompt) {
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(2));
+  e.OnPromptCandidate(At(2), kShell);
+  ForegroundFacts forged;
+  forged.foreground_pgid = kShell;
+  forged.waiting_for_input = Tri::kYes;
+  forged.tasks = {Task(kShell, TtyWait::kNone, 1000), Task(kChild, TtyWait::kRead, 50)};
+  e.OnProbe(At(3), forged);
+  e.OnProbe(At(6), forged);
+  ReadinessEngine::Decision d = e.Evaluate(At(6));
+  ASSERT_TRUE(d.settle);  // a stdin wait, as for any program reading the terminal
+  EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
+  EXPECT_FALSE(e.settled_by_prompt());
+  EXPECT_FALSE(e.verifying_facts());
+}
+
+TEST_F(EngineTest, APromptNeedsTheShellToBeTheOnlyReader) {
+  for (bool outside : {false, true}) {
+    ReadinessEngine e = SendEngine();
+    WriteAt(e, At(0));
+    e.OnOutput(At(2));
+    e.OnPromptCandidate(At(2), kShell);
+    ForegroundFacts two = Waiting(kShell, 1000);
+    TaskFacts other = Task(kChild, TtyWait::kRead, 50);
+    other.outside_group = outside;
+    two.tasks.push_back(other);
+    e.OnProbe(At(3), two);
+    ReadinessEngine::Decision d = e.Evaluate(At(3));
+    EXPECT_FALSE(d.settle && e.settled_by_prompt()) << "outside " << outside;
+  }
+  // A reading task of the shell's group that is not the shell's own main task.
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(2));
+  e.OnPromptCandidate(At(2), kShell);
+  ForegroundFacts thread = Waiting(kShell, 1000);
+  thread.tasks[0].tid = kShell + 1;
+  e.OnProbe(At(3), thread);
+  ReadinessEngine::Decision d = e.Evaluate(At(3));
+  EXPECT_FALSE(d.settle && e.settled_by_prompt());
+  // The shell alone: the prompt.
+  ReadinessEngine alone = SendEngine();
+  WriteAt(alone, At(0));
+  alone.OnOutput(At(2));
+  alone.OnPromptCandidate(At(2), kShell);
+  alone.OnProbe(At(3), Waiting(kShell, 1000));
+  d = alone.Evaluate(At(3));
+  ASSERT_TRUE(d.settle);
+  EXPECT_TRUE(alone.settled_by_prompt());
+}
+
 TEST_F(EngineTest, UnknownStdinFactsDoNotConfirmAPrompt) {
   ReadinessEngine e = SendEngine();
   WriteAt(e, At(0));
@@ -437,6 +493,64 @@ TEST_F(EngineTest, ARawModeRedrawLoopSettles) {
   e.OnProbe(At(1030), TimedWait(kChild, 1000, 5, 9'000'000));
   e.OnProbe(At(1032), TimedWait(kChild, 1000, 5, 9'000'000));
   EXPECT_EQ(*e.Evaluate(At(1032)).settle, WaitReason::kStdinRead);
+}
+
+// top (3 s refresh), top -d 1: raw, on the alternate screen, its screen drawn, waiting for a
+// key with a timer. Seen twice with nothing in between, it settles without waiting a period.
+TEST_F(EngineTest, AFullScreenProgramWaitingForAKeySettlesWithoutAPeriod) {
+  for (int64_t period : {3000, 1000, 250}) {
+    ReadinessEngine e = SendEngine();
+    WriteAt(e, At(0));
+    e.OnOutput(At(5));  // the first screen
+    ForegroundFacts top = TimedWait(kChild, period, 3, 1000);
+    top.alternate_screen = true;
+    e.OnProbe(At(20), top);
+    EXPECT_FALSE(e.Evaluate(At(20)).settle) << period << ": one look is not enough";
+    e.OnProbe(At(22), top);
+    ReadinessEngine::Decision d = e.Evaluate(At(22));
+    ASSERT_TRUE(d.settle) << period;
+    EXPECT_EQ(*d.settle, WaitReason::kStdinRead);
+    EXPECT_FALSE(e.settled_by_prompt());
+  }
+}
+
+// What the full-screen rule does not take: an editor's ESC timeout, a timed wait on the normal
+// screen (node's REPL awaiting a timer is raw too), line mode, a wait before any screen was
+// drawn, a redraw between the two looks.
+TEST_F(EngineTest, TheFullScreenRuleNeedsRawAlternateScreenDrawnAndAQuarterSecond) {
+  struct Case {
+    const char* what;
+    int64_t timeout_ms;
+    std::optional<bool> canonical;
+    std::optional<bool> alternate;
+    bool drawn;
+  };
+  const std::vector<Case> cases = {
+      {"vi's ESC timeout", 100, false, true, true},
+      {"normal screen (node REPL awaiting)", 2000, false, false, true},
+      {"unknown screen", 2000, false, std::nullopt, true},
+      {"line mode", 2000, true, true, true},
+      {"nothing drawn yet", 2000, false, true, false},
+  };
+  for (const Case& c : cases) {
+    ReadinessEngine e = SendEngine();
+    WriteAt(e, At(0));
+    if (c.drawn) e.OnOutput(At(5));
+    ForegroundFacts f = TimedWait(kChild, c.timeout_ms, 3, 1000, c.canonical);
+    f.alternate_screen = c.alternate;
+    e.OnProbe(At(20), f);
+    e.OnProbe(At(22), f);
+    EXPECT_FALSE(e.Evaluate(At(22)).settle) << c.what;
+  }
+  ReadinessEngine e = SendEngine();
+  WriteAt(e, At(0));
+  e.OnOutput(At(5));
+  ForegroundFacts f = TimedWait(kChild, 1000, 3, 1000);
+  f.alternate_screen = true;
+  e.OnProbe(At(20), f);
+  e.OnOutput(At(21));  // a redraw between the looks starts over
+  e.OnProbe(At(22), f);
+  EXPECT_FALSE(e.Evaluate(At(22)).settle) << "output between the two looks";
 }
 
 TEST_F(EngineTest, OutputInLineModeRestartsTheLoop) {

@@ -143,6 +143,23 @@ TEST_P(ProgramsTest, TopIsARedrawLoopWaitingForAKey) {
   EXPECT_EQ(r["exitCode"], 0) << r.dump();
 }
 
+// top's default 3 s refresh and `top -d 1`: a full-screen program waiting for a key with a
+// timer settles on its first drawn screen (seen twice), not after a period; a silence bound of
+// 20 s keeps inferred_idle out of the answer. The [ settle ] lines give the time.
+TEST_P(ProgramsTest, TopWaitingForAKeySettlesOnItsFirstScreen) {
+  REQUIRE_PROGRAM("/usr/bin/top");
+  std::string id = Open();
+  const Json slow{{"silenceMs", 20000}, {"timeoutMs", 30000}};
+  for (const std::string command : {"top", "top -d 1"}) {
+    Json r = Step(id, "full screen: " + command, command + "\n", slow);
+    EXPECT_EQ(r["waitReason"], "stdin_read") << command << r.dump();
+    EXPECT_TRUE(Contains(r["viewport"], "PID")) << command << r.dump();
+    r = Send(client_, id, "q", slow);
+    EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+    EXPECT_EQ(r["exitCode"], 0) << r.dump();
+  }
+}
+
 // A raw-mode TUI in the crossterm/ratatui style: select with a 250 ms timeout, a redraw each
 // tick, a key handled when it comes.
 TEST_P(ProgramsTest, RawModeTuiPollingEvery250MsWaitsForAKey) {

@@ -133,8 +133,9 @@ TEST_P(ReadinessTest, NestedBashIsReadyByItsStdinWait) {
 
 TEST_P(ReadinessTest, InheritedMarkerOfANestedBashNeverSettlesAsOurPrompt) {
   std::string id = Open();
-  // Re-exported, PROMPT_COMMAND makes the child print our marker and PS1, in its own group.
-  Json r = Send(client_, id, "export PROMPT_COMMAND; bash --norc -i\n");
+  // Re-exported, PS1 (which holds the marker) makes the child print our marker, in its own
+  // group.
+  Json r = Send(client_, id, "export PS1; bash --norc -i\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_TRUE(r["exitCode"].is_null()) << "a marker of another group settled: " << r.dump();
   EXPECT_TRUE(r["cwd"].is_null());
@@ -181,12 +182,12 @@ TEST_P(ReadinessTest, ForgedMarkerWithAWrongNonceDoesNotSettle) {
 
 TEST_P(ReadinessTest, MarkerSplitAcrossReadsIsStillOneMarker) {
   std::string id = Open();
-  // The shell itself (its prompt function holds the nonce) prints a marker with it in two writes a moment
-  // apart (two reads of the terminal), then its PS1, then runs `sleep`: the tracker must see
+  // The shell itself (its controlled PS1 holds the nonce) prints a marker with it in two writes a
+  // moment apart (two reads of the terminal), then its PS1, then runs `sleep`: the tracker must see
   // one marker (so the "$ " is an intermediate prompt and leaves the viewport) and must not
   // settle on it (sleep, not the shell, is in the foreground).
   Json r = Send(client_, id,
-                "n=$(declare -f __ptybox_prompt); n=${n#*6973;}; n=${n%%;*}; printf '\\033]6973;%s' \"$n\"; "
+                "n=$__ptybox_ps1; n=${n#*6973;}; n=${n%%;*}; printf '\\033]6973;%s' \"$n\"; "
                 "sleep 0.3; printf ';0;/\\007$ '; sleep 1; echo after\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_EQ(r["viewport"], "after") << "split marker not recognized, or settled on: " << r.dump();

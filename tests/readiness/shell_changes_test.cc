@@ -1,0 +1,161 @@
+// What agents do to their own shell, through the real binary: job-status notices before the
+// prompt, PROMPT_COMMAND assigned, prepended, appended (string and array), PS1 set, an rc file
+// sourced, a heredoc. After each, a send still settles at the verified prompt with the exact
+// exitCode and cwd, and no viewport holds bash's own prompt, a continuation prompt or the input.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/daemon_fixture.h"
+
+namespace ptybox::testing {
+namespace {
+
+// A viewport line that is a prompt: ptybox's ("$"), bash's own ("user@host:~$") or a
+// continuation prompt (">").
+bool HoldsAPrompt(const std::string& viewport) {
+  size_t start = 0;
+  while (start <= viewport.size()) {
+    size_t end = viewport.find('\n', start);
+    if (end == std::string::npos) end = viewport.size();
+    std::string line = viewport.substr(start, end - start);
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    if (line == "$" || line == ">" || line.ends_with("$") || line.starts_with("> ")) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+class ShellChangesTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  static void SetUpTestSuite() { daemon_ = new Daemon(); }
+  static void TearDownTestSuite() {
+    delete daemon_;
+    daemon_ = nullptr;
+  }
+
+  std::string Open() { return OpenSession(client_, GetParam()); }
+
+  // A send that must settle at the shell's verified prompt with `exit_code`.
+  Json AtPrompt(const std::string& id, const std::string& input, int exit_code) {
+    Json r = Send(client_, id, input, Json{{"silenceMs", 20000}, {"timeoutMs", 30000}});
+    EXPECT_EQ(r["waitReason"], "stdin_read") << input << r.dump();
+    EXPECT_EQ(r["exitCode"], exit_code) << input << r.dump();
+    EXPECT_TRUE(r["cwd"].is_string()) << input << r.dump();
+    if (r["viewport"].is_string()) {
+      EXPECT_FALSE(HoldsAPrompt(r["viewport"].get<std::string>())) << input << r.dump();
+    }
+    return r;
+  }
+
+  // The checks after any change: exit codes, cwd, viewports without prompts or echo.
+  void StillExact(const std::string& id, const std::string& change) {
+    SCOPED_TRACE(change);
+    Json r = AtPrompt(id, "echo one; (exit 4)\n", 4);
+    EXPECT_EQ(r["viewport"], "one") << r.dump();
+    r = AtPrompt(id, "cd /tmp\n", 0);
+    EXPECT_EQ(r["cwd"], "/tmp") << r.dump();
+    EXPECT_EQ(r["viewport"], "") << r.dump();
+    r = AtPrompt(id, "echo two\n", 0);
+    EXPECT_EQ(r["viewport"], "two") << r.dump();
+    r = AtPrompt(id, "false\n", 1);
+    EXPECT_EQ(r["viewport"], "") << r.dump();
+  }
+
+  static Daemon* daemon_;
+  RpcClient client_{daemon_->socket()};
+};
+
+Daemon* ShellChangesTest::daemon_ = nullptr;
+
+TEST_P(ShellChangesTest, PromptCommandAndPs1ChangesKeepExitCodesExact) {
+  const std::vector<std::string> changes = {
+      "PROMPT_COMMAND='history -a'\n",
+      "_h() { return 0; }; PROMPT_COMMAND=\"_h;$PROMPT_COMMAND\"\n",
+      "PROMPT_COMMAND=\"${PROMPT_COMMAND:+$PROMPT_COMMAND; }true\"\n",
+      "PROMPT_COMMAND+=' (exit 9)'\n",
+      "PROMPT_COMMAND+=(false)\n",
+      "PROMPT_COMMAND=(true false)\n",
+      "unset PROMPT_COMMAND\n",
+      "export PROMPT_COMMAND='history -a'\n",
+      "PS1='\\u@\\h:\\w\\$ '\n",
+      "PS1='> '; PS2='... '\n",
+      ". ./ptybox-rc\n",  // written below: PS1, a prepended PROMPT_COMMAND, an alias
+  };
+  {
+    std::ofstream rc(daemon_->workspace() / "ptybox-rc");
+    rc << "PS1='\\u@\\h:\\w\\$ '\nPROMPT_COMMAND=\"history -a; $PROMPT_COMMAND\"\n"
+          "alias ll='ls -l'\n";
+  }
+  for (const std::string& change : changes) {
+    const std::string id = Open();
+    Json r = AtPrompt(id, change, 0);
+    EXPECT_EQ(r["viewport"], "") << change << r.dump();
+    StillExact(id, change);
+  }
+}
+
+TEST_P(ShellChangesTest, HeredocShowsNoContinuationPrompts) {
+  const std::string id = Open();
+  Json r = AtPrompt(id, "cat > /tmp/ptybox-heredoc <<'EOF'\nline one\nline two\nEOF\n", 0);
+  EXPECT_EQ(r["viewport"], "") << r.dump();
+  r = AtPrompt(id, "cat /tmp/ptybox-heredoc; (exit 2)\n", 2);
+  EXPECT_EQ(r["viewport"], "line one\nline two") << r.dump();
+  r = AtPrompt(id, "for i in 1 2\ndo echo $i\ndone\n", 0);
+  EXPECT_EQ(r["viewport"], "1\n2") << r.dump();
+  StillExact(id, "heredoc");
+}
+
+// Bash prints the notices of finished jobs (`[1]+  Done ...`) before the prompt: they are
+// output of the send; the prompt after them still settles it with its exit code.
+TEST_P(ShellChangesTest, JobNoticesBeforeThePromptKeepExitCodes) {
+  const std::string id = Open();
+  AtPrompt(id, "sleep 0.2 &\n", 0);
+  // Waits for the job without `wait` (which would consume the notice).
+  Json r = AtPrompt(id, "while kill -0 $! 2>/dev/null; do sleep 0.05; done; (exit 5)\n", 5);
+  std::string all = r["viewport"].get<std::string>();
+  r = AtPrompt(id, "echo x\n", 0);
+  all += "\n" + r["viewport"].get<std::string>();
+  EXPECT_NE(all.find("Done"), std::string::npos) << all;
+
+  // A job that exits with a status: "Exit 3".
+  AtPrompt(id, "(sleep 0.1; exit 3) &\n", 0);
+  r = AtPrompt(id, "while kill -0 $! 2>/dev/null; do sleep 0.05; done; (exit 6)\n", 6);
+  all = r["viewport"].get<std::string>();
+  r = AtPrompt(id, "echo y\n", 0);
+  all += "\n" + r["viewport"].get<std::string>();
+  EXPECT_NE(all.find("Exit 3"), std::string::npos) << all;
+
+  // kill %1: "Terminated".
+  AtPrompt(id, "sleep 100 &\n", 0);
+  r = AtPrompt(id, "kill %1; (exit 7)\n", 7);
+  all = r["viewport"].get<std::string>();
+  r = AtPrompt(id, "while kill -0 $! 2>/dev/null; do sleep 0.05; done; (exit 8)\n", 8);
+  all += "\n" + r["viewport"].get<std::string>();
+  r = AtPrompt(id, "echo z\n", 0);
+  all += "\n" + r["viewport"].get<std::string>();
+  EXPECT_NE(all.find("Terminated"), std::string::npos) << all;
+
+  // Stopped, then bg, then killed.
+  AtPrompt(id, "sleep 100 &\n", 0);
+  r = AtPrompt(id, "kill -STOP %1; while [[ $(jobs -s) == '' ]]; do sleep 0.05; done; (exit 2)\n",
+               2);
+  AtPrompt(id, "bg %1\n", 0);
+  AtPrompt(id, "kill -9 %1; (exit 3)\n", 3);
+  AtPrompt(id, "wait; (exit 4)\n", 4);
+
+  // set -b: notices printed at once, while a command runs.
+  AtPrompt(id, "set -b\n", 0);
+  AtPrompt(id, "sleep 0.1 &\n", 0);
+  r = AtPrompt(id, "sleep 0.5; (exit 9)\n", 9);
+  AtPrompt(id, "set +b\n", 0);
+  StillExact(id, "job notices");
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ShellChangesTest,
+                         ::testing::Values("danger-full-access", "workspace-write"), ModeTestName);
+
+}  // namespace
+}  // namespace ptybox::testing
