@@ -59,8 +59,12 @@ Result<OpenedPath> OpenRootNoFollow(const std::filesystem::path& root) {
     }
     if (saved == ENOSYS) {
       return Fail(ErrorKind::kSandboxUnavailable,
-                  "the kernel has no openat2(2) (Linux 5.6 or later is needed to bind the "
-                  "sandbox's roots without a race): upgrade the kernel",
+                  "openat2(2) answers ENOSYS, and the sandbox's roots are bound without a "
+                  "race only through it: either the kernel is older than Linux 5.6 (upgrade "
+                  "it) or a seccomp filter refuses the call (a container engine's profile: run "
+                  "the container with the seccomp profile docs/container.md names; or this runs "
+                  "inside a ptybox sandbox, whose filter refuses it: nested sandboxes are not "
+                  "supported)",
                   root.string());
     }
     Error error = Error::FromErrno(ErrorKind::kPolicyDenied, "openat2", root.string());
