@@ -2,6 +2,8 @@
 
 #include <re2/re2.h>
 
+#include <algorithm>
+
 namespace ptybox::backend {
 namespace {
 
@@ -42,6 +44,15 @@ Result<std::shared_ptr<const OutputPattern>> OutputPattern::Compile(std::string_
                 "pattern does not compile as an RE2 regular expression: " + re->error() +
                     " (RE2 syntax: https://github.com/google/re2/wiki/Syntax; no backreferences "
                     "or lookaround)",
+                "pattern");
+  }
+  const int program = std::max(re->ProgramSize(), re->ReverseProgramSize());
+  if (program > kMaxPatternProgramSize) {
+    return Fail(ErrorKind::kInvalidParams,
+                "pattern is too complex: it compiles to " + std::to_string(program) +
+                    " RE2 instructions, at most " + std::to_string(kMaxPatternProgramSize) +
+                    " are allowed (counted repetitions such as {1000} multiply the size: "
+                    "match less, e.g. a shorter bound or `.*`)",
                 "pattern");
   }
   return std::shared_ptr<const OutputPattern>(new OutputPattern(std::move(re)));

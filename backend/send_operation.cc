@@ -4,6 +4,7 @@
 
 #include "backend/foreground_command.h"
 #include "backend/output_pattern.h"
+#include "common/log.h"
 
 namespace ptybox::backend {
 
@@ -213,7 +214,21 @@ void SendOperation::OnLine(std::string_view line) {
 
 void SendOperation::MatchPattern(std::optional<std::string_view> line) {
   if (!line || !request_.pattern || pattern_match_ || settled()) return;
-  pattern_match_ = request_.pattern->Find(*line);
+  pattern_match_ = FindWithinBudget(*line);
+}
+
+std::optional<PatternMatch> SendOperation::FindWithinBudget(std::string_view text) {
+  if (pattern_spent_ > kPatternMatchBudget) return std::nullopt;
+  // Real time on the reactor, not the engine's clock: this bounds what one call's matching
+  // takes from every other session of the daemon.
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<PatternMatch> found = request_.pattern->Find(text);
+  pattern_spent_ += std::chrono::steady_clock::now() - start;
+  if (!found && pattern_spent_ > kPatternMatchBudget) {
+    LogWarn("a pattern used its matching budget (" + std::to_string(kPatternMatchBudget.count()) +
+            " ms) without a match: it is no longer matched for this call");
+  }
+  return found;
 }
 
 void SendOperation::AfterOutput() {
@@ -227,7 +242,7 @@ void SendOperation::AfterOutput() {
       }
     }
     if (std::optional<std::string_view> part = capture_->PendingContribution(pending)) {
-      if (!part->empty()) pattern_match_ = request_.pattern->Find(*part);
+      if (!part->empty()) pattern_match_ = FindWithinBudget(*part);
     }
   }
   // Settled here, after the output was decoded, never from inside the decoder's line callback.

@@ -3,6 +3,7 @@
 // (cancellation paragraph); the readiness decisions belong to its ReadinessEngine.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -132,6 +133,8 @@ class SendOperation final {
   // group than the shell's holds the terminal (SendResult::foreground).
   // Records the first line the request's pattern matches.
   void MatchPattern(std::optional<std::string_view> line);
+  // The pattern's first match in `text`, while this call's matching budget lasts.
+  std::optional<PatternMatch> FindWithinBudget(std::string_view text);
   [[nodiscard]] std::optional<ForegroundJob> ForegroundAtSettlement(bool at_prompt,
                                                                     const SessionStatus& status);
   [[nodiscard]] ReadinessEngine& engine() { return driver_.engine(); }
@@ -152,6 +155,8 @@ class SendOperation final {
 
   // The latest owned marker after the boundary, and the text before it on its line.
   std::optional<PromptMarker> marker_;
+  // Real time the pattern's matching has used on the reactor (bounded by kPatternMatchBudget).
+  std::chrono::steady_clock::duration pattern_spent_{};
   std::optional<PatternMatch> pattern_match_;  // the first line `pattern` matched
   std::string pending_before_marker_;
   // An intermediate prompt is on the current line: its text is not output of the send.

@@ -39,6 +39,16 @@ TEST(OutputPatternTest, RefusesAPatternLongerThanTheBound) {
   EXPECT_NE(pattern.error().message.find("1024"), std::string::npos);
 }
 
+TEST(OutputPatternTest, RefusesAPatternThatCompilesToTooLargeAProgram) {
+  auto pattern = OutputPattern::Compile("a{1000}b{1000}c{1000}d{1000}e{1000}f{1000}");
+  ASSERT_FALSE(pattern.has_value());
+  EXPECT_EQ(pattern.error().kind, ErrorKind::kInvalidParams);
+  EXPECT_NE(pattern.error().message.find("too complex"), std::string::npos)
+      << pattern.error().message;
+  EXPECT_TRUE(OutputPattern::Compile("error.{0,200}failed").has_value())
+      << "a pattern a model writes compiles";
+}
+
 TEST(OutputPatternTest, ACatastrophicPatternOnAHugeLineStaysLinearAndBounded) {
   // (a*)*b backtracks exponentially in std::regex; RE2 answers in one pass. The line is
   // matched on its first kMaxPatternLineBytes only: a match past them is not seen.

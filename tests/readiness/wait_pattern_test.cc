@@ -177,6 +177,48 @@ TEST_P(WaitPatternTest, AMegabyteLineAgainstACatastrophicPatternStallsNothing) {
   EXPECT_FALSE(sent["result"].contains("match"));
 }
 
+// A pattern whose DFA overflows falls back to RE2's NFA, linear but slow (~85 ms per 8 KiB
+// line here): lines of random a/b against `[ab]*a[ab]{999}c`. The call's matching stops at its
+// budget (said in the daemon's log), so another session is answered while that send is still
+// active, and the send settles by the other rules (here: canceled).
+TEST_P(WaitPatternTest, AnExpensivePatternStopsAtItsBudgetAndOtherSessionsAreAnswered) {
+  auto BudgetLines = [] {
+    const std::string log = daemon_->Log();
+    size_t n = 0;
+    for (size_t at = log.find("matching budget"); at != std::string::npos;
+         at = log.find("matching budget", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  const size_t budget_lines_before = BudgetLines();
+  std::string id = Open();
+  std::string other = Open();
+  const int send_id = client_.SendRequest(
+      "terminal_send",
+      Json{{"sessionId", id},
+           {"input",
+            "python3 -c \"import random,time\nfor i in range(60): "
+            "print(''.join(random.choices('ab', k=65536)), flush=True)\ntime.sleep(100)\"\n"},
+           {"pattern", "[ab]*a[ab]{999}c"},
+           {"silenceMs", 60000},
+           {"timeoutMs", 120000}});
+  // The suite's daemon is shared: wait for one more budget line than before. A hang guard,
+  // never a timing assertion.
+  const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (BudgetLines() <= budget_lines_before && std::chrono::steady_clock::now() < guard) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GT(BudgetLines(), budget_lines_before) << daemon_->Log();
+  Json r = Send(client_, other, "echo answered\n");
+  EXPECT_EQ(r["viewport"], "answered") << r.dump();
+  Json canceled = client_.Call("terminal_cancel", Json{{"sessionId", id}});
+  EXPECT_EQ(canceled["result"]["canceled"], true) << canceled.dump();
+  Json sent = client_.WaitResponse(send_id, std::chrono::seconds(180));
+  ASSERT_TRUE(sent.contains("result")) << sent.dump().substr(0, 400);
+  EXPECT_FALSE(sent["result"].contains("match")) << sent.dump().substr(0, 400);
+}
+
 TEST_P(WaitPatternTest, ExactReadinessThatComesFirstWinsOverThePattern) {
   std::string id = Open();
   Json r = Send(client_, id, "echo before; false\n", Json{{"pattern", "never printed"}});
