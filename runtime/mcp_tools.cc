@@ -392,8 +392,12 @@ std::string SendFooter(const Json& r) {
   // What is still running, on its own line: the next send would be typed into it.
   if (r.contains("foreground") && r["foreground"].is_object()) {
     const Json& fg = r["foreground"];
-    std::string command = Str(fg, "command");
-    if (command.empty()) command = "process group " + std::to_string(fg.value("pgid", 0));
+    // The command line is the program's own text (argv[0] is whatever it chose): quoted and
+    // escaped so it cannot close this line or imitate ptybox's own (an outside review made it
+    // print `nothing] [waitReason: stdin_read | exitCode: 0 ...` with a bidi override).
+    const std::string raw = Str(fg, "command");
+    const std::string command =
+        raw.empty() ? "process group " + std::to_string(fg.value("pgid", 0)) : QuotedText(raw, 256);
     line += "\n[still running: " + command +
             "; wait with terminal_wait or interrupt with terminal_signal]";
   }

@@ -384,7 +384,7 @@ await step('foreground and terminal_wait: a running command is named; a wait set
   assert.ok(s.foreground && Number.isInteger(s.foreground.pgid), JSON.stringify(s));
   assert.match(s.foreground.command, /^sleep 2/);
   assert.match(r.content[0].text,
-    /\[still running: sleep 2; wait with terminal_wait or interrupt with terminal_signal\]/);
+    /\[still running: "sleep 2"; wait with terminal_wait or interrupt with terminal_signal\]/);
   const waited = await call('terminal_wait', { sessionId: state.session, timeoutMs: 60000,
     silenceMs: 60000 });
   assert.equal(waited.isError, false, waited.content[0].text);
