@@ -79,7 +79,7 @@ constexpr std::array<std::string_view, 12> kTopLevelKeys = {
 constexpr std::array<std::string_view, 3> kAuditKeys = {"log", "recordDir", "recordMaxBytes"};
 // Common credentials, hidden from confined sessions unless the operator's `hide` replaces the
 // list. `~/` stands for every home directory (sandbox/host_walls.h).
-constexpr std::array<std::string_view, 69> kDefaultHidden = {
+constexpr std::array<std::string_view, 79> kDefaultHidden = {
     "~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.kube",
     "~/.docker/config.json", "~/.netrc", "~/.npmrc", "~/.yarnrc.yml", "~/.pypirc",
     "~/.config/pip/pip.conf", "~/.git-credentials", "~/.config/git/credentials", "~/.config/gh",
@@ -96,6 +96,12 @@ constexpr std::array<std::string_view, 69> kDefaultHidden = {
     "~/.databrickscfg", "~/.pulumi/credentials.json", "~/.config/composer/auth.json",
     "~/.composer/auth.json", "~/.nuget/NuGet/NuGet.Config", "~/.ivy2/.credentials",
     "~/.sbt/.credentials", "~/.config/glab-cli", "~/.config/op", "~/.ansible/vault_pass",
+    // Files that hold a token next to ordinary settings (an outside review read each from a
+    // root daemon's session, other users' homes being 0755 here).
+    "~/.pip/pip.conf", "/etc/pip.conf", "~/.gitconfig", "~/.config/git/config",
+    "~/.config/helm/repositories.yaml", "~/.bundle/config", "~/.condarc",
+    "~/.config/configstore", "~/.config/openstack/clouds.yaml",
+    "~/.local/share/fish/fish_history",
     "~/.bash_history", "~/.zsh_history", "~/.history",
     "~/.python_history", "~/.node_repl_history", "~/.psql_history", "~/.mysql_history",
     "~/.lesshst", "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
