@@ -12,12 +12,15 @@
 #include <set>
 
 #include "tests/escape/escape_support.h"
+#include "tests/sandbox/process_runner.h"
 #include "tests/support/files.h"
 
 namespace ptybox::testing {
 namespace {
 
 namespace fs = std::filesystem;
+using sandbox::testing::RunProcess;
+using sandbox::testing::RunResult;
 
 class SessionIdsTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -109,6 +112,45 @@ TEST_P(SessionIdsTest, AnExhaustedRangeRefusesTheNextSessionAndSparesTheFirst) {
     ASSERT_TRUE(closed.contains("result")) << closed.dump();
     Json third = client.Call("terminal_open", Json::object());
     EXPECT_TRUE(third.contains("result")) << third.dump();
+  }
+}
+
+TEST_P(SessionIdsTest, ARootRunHonoursTheDaemonsLease) {
+  // One id, held by a daemon's live session: a `ptybox run` of the same operator policy, another
+  // process, must not take it; once the session is closed it runs.
+  const fs::path policy = PolicyWithIds(1);
+  Daemon daemon(Daemon::Options{{"--policy", policy.string()}, {}});
+  RpcClient client(daemon.socket());
+  const std::string session = OpenSession(client, Mode());
+  ASSERT_FALSE(session.empty()) << daemon.Log();
+  const std::vector<std::string> argv = {PtyboxBinary().string(),
+                                         "run",
+                                         "--policy",
+                                         policy.string(),
+                                         "--workspace",
+                                         daemon.workspace().string(),
+                                         "--mode",
+                                         Mode(),
+                                         "--",
+                                         "/bin/sh",
+                                         "-c",
+                                         "echo ran"};
+  RunResult held = RunProcess(argv);
+  std::cout << "  observed [" << Mode() << "] run while the daemon holds the id: exit "
+            << held.exit_code << ", " << (held.err.empty() ? "no message\n" : held.err);
+  if (Confined() && ::geteuid() == 0) {
+    EXPECT_EQ(held.exit_code, 125) << held.Describe();
+    EXPECT_EQ(held.out, "") << "the command ran as the daemon session's uid";
+    EXPECT_NE(held.err.find("sessionIds"), std::string::npos) << held.Describe();
+    Json closed = client.Call("terminal_close", Json{{"sessionId", session}});
+    ASSERT_TRUE(closed.contains("result")) << closed.dump();
+    RunResult freed = RunProcess(argv);
+    EXPECT_EQ(freed.exit_code, 0) << freed.Describe();
+    EXPECT_EQ(freed.out, "ran\n") << freed.Describe();
+  } else {
+    // The control and an ordinary user's daemon: no lease, the command runs.
+    EXPECT_EQ(held.exit_code, 0) << held.Describe();
+    EXPECT_EQ(held.out, "ran\n") << held.Describe();
   }
 }
 
