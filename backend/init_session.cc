@@ -124,6 +124,7 @@ void InitSession::Start(const sandbox::LaunchSpec& spec) {
   }
   sandbox::LaunchedInit& init = **launched;
   child_pid_ = init.pid;
+  session_id_lease_ = std::move(init.session_id_lease);
   diagnostics_ = std::move(init.diagnostics);
   if (diagnostics_) ::fcntl(diagnostics_.Get(), F_SETFL, O_NONBLOCK);
   std::weak_ptr<bool> alive = alive_;
@@ -252,6 +253,7 @@ void InitSession::AwaitEmpty(int rounds_left) {
       }
       cgroup_.reset();
     }
+    session_id_lease_.Reset();  // nothing of the session is left to share the id with
     Finish({});
     return;
   }

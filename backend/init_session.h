@@ -99,6 +99,9 @@ class InitSession final {
   bool confined_ = false;
   std::filesystem::path bwrap_;
   std::optional<sandbox::SessionCgroup> cgroup_;
+  // Root daemon: the host-wide lease on the session's host id, released only once no process of
+  // the session is left (its cgroup empty), so no later session shares the id with a survivor.
+  UniqueFd session_id_lease_;
   pid_t child_pid_ = -1;  // our direct child: bwrap or init
   pid_t program_sid_ = 0;  // the program's session on the host (PTY mode), for the tree sweep
   bool child_exited_ = false;

@@ -275,6 +275,7 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
   launched.pid = pid;
   launched.control = std::move(ours);
   launched.diagnostics = std::move(diag_read);
+  if (stage) launched.session_id_lease = std::move(stage->session_id_lease);
 
   // A child that died before reading gives EPIPE here; the caller learns why from the reaper
   // and the diagnostics pipe, so this failure is not final on its own.

@@ -52,6 +52,9 @@ struct LaunchedInit {
   pid_t pid = -1;        // our direct child: bwrap (confined) or ptybox-init
   UniqueFd control;      // our end of the control socket
   UniqueFd diagnostics;  // read end of the child's stderr (PTY sessions only)
+  // Root daemon, confined: the host-wide lease on the session's host id (session_id_lease.h).
+  // The caller keeps it until every process of the session has ended.
+  UniqueFd session_id_lease;
 };
 
 // Fills what the policy decides: the mode, the sandbox (roots, protected paths, network, the

@@ -21,6 +21,7 @@
 #include "sandbox/mount_plan.h"
 #include "sandbox/path_open.h"
 #include "sandbox/repository_walk.h"
+#include "sandbox/session_id_lease.h"
 #include "sandbox/user_namespace.h"
 
 namespace ptybox::sandbox {
@@ -184,7 +185,11 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
                       "policy to a range no user, group or /etc/subuid entry uses)",
                   "sessionIds");
     }
-    plan.session_id = NextSessionId(ids);
+    // Host-wide: no other live session of any ptybox on this host has this id.
+    Result<SessionIdLease> lease = LeaseSessionId(ids);
+    if (!lease) return std::unexpected(lease.error());
+    plan.session_id = lease->id;
+    plan.session_id_lease = std::move(lease->lock);
   } else {
     plan.self_uid_map = IdMapLine(::getuid(), ::getuid(), 1);
     plan.self_gid_map = IdMapLine(::getgid(), ::getgid(), 1);

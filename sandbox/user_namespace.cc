@@ -8,7 +8,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <fstream>
 #include <sstream>
@@ -79,12 +78,6 @@ std::string IdMapLine(uint32_t inside, uint32_t outside, uint32_t count) {
 
 RootIdMap RootIdMapFor(uid_t owner_uid, gid_t owner_gid, uint32_t session_id) {
   return {IdMapLine(owner_uid, session_id, 1), IdMapLine(owner_gid, session_id, 1)};
-}
-
-uint32_t NextSessionId(const policy::SessionIdRange& range) {
-  static std::atomic<uint64_t> counter{0};
-  const uint64_t n = counter.fetch_add(1);
-  return range.first + static_cast<uint32_t>(n % (range.count == 0 ? 1 : range.count));
 }
 
 Result<UniqueFd> CreateUserNamespace(const RootIdMap& maps) {

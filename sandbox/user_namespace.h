@@ -32,9 +32,6 @@ struct RootIdMap {
 };
 RootIdMap RootIdMapFor(uid_t owner_uid, gid_t owner_gid, uint32_t session_id);
 
-// The next session id of `range`, round robin (process-wide): first, first+1, ... wrapping.
-uint32_t NextSessionId(const policy::SessionIdRange& range);
-
 // A user namespace with these maps, held by its /proc/PID/ns/user descriptor. Needs
 // CAP_SETUID/CAP_SETGID over the ids (a root daemon). The helper process is reaped here.
 Result<UniqueFd> CreateUserNamespace(const RootIdMap& maps);

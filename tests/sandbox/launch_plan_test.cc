@@ -3,6 +3,7 @@
 // opener against a real directory tree with links.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "sandbox/bwrap_args.h"
 #include "sandbox/launcher.h"
 #include "sandbox/path_open.h"
+#include "sandbox/session_id_lease.h"
 #include "sandbox/user_namespace.h"
 
 namespace ptybox::sandbox {
@@ -28,16 +30,52 @@ TEST(IdMapTest, TheRootsOwnerBecomesTheSessionId) {
   EXPECT_EQ(root.uid_map, "0 7 1\n");
 }
 
-TEST(IdMapTest, SessionIdsGoRoundRobinWithinTheRange) {
-  const policy::SessionIdRange range{5000, 3};
-  for (int i = 0; i < 10; ++i) {
-    const uint32_t id = NextSessionId(range);
-    EXPECT_GE(id, 5000u);
-    EXPECT_LT(id, 5003u);
-  }
-  const policy::SessionIdRange one{9000, 1};
-  EXPECT_EQ(NextSessionId(one), 9000u);
-  EXPECT_EQ(NextSessionId(one), 9000u);
+TEST(SessionIdLeaseTest, TheWalkStartsAtTheStartAndWrapsOnce) {
+  std::vector<uint64_t> tried;
+  const auto refuse_all = [&](uint64_t offset) {
+    tried.push_back(offset);
+    return false;
+  };
+  EXPECT_EQ(FirstTakenOffset(4, 2, refuse_all), std::nullopt);
+  EXPECT_EQ(tried, (std::vector<uint64_t>{2, 3, 0, 1}));  // every id once, then refused
+  tried.clear();
+  EXPECT_EQ(FirstTakenOffset(4, 9, refuse_all), std::nullopt);  // a start past the count wraps
+  EXPECT_EQ(tried, (std::vector<uint64_t>{1, 2, 3, 0}));
+}
+
+TEST(SessionIdLeaseTest, TheFirstFreeIdAfterTheStartIsTaken) {
+  // Ids 5 and 6 of 0..7 are leased by live sessions; a walk from 5 takes 7, not a leased one.
+  const auto free_one = [](uint64_t offset) { return offset != 5 && offset != 6; };
+  EXPECT_EQ(FirstTakenOffset(8, 5, free_one), std::optional<uint64_t>(7));
+  EXPECT_EQ(FirstTakenOffset(8, 0, free_one), std::optional<uint64_t>(0));
+  // A range of one: that id when free, nothing when leased.
+  EXPECT_EQ(FirstTakenOffset(1, 3, [](uint64_t) { return true; }), std::optional<uint64_t>(0));
+  EXPECT_EQ(FirstTakenOffset(1, 0, [](uint64_t) { return false; }), std::nullopt);
+}
+
+TEST(SessionIdLeaseTest, AnIdHeldByAnotherHolderIsSkippedAndReleasedOnClose) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the lease directory is root's";
+  // A range no other test uses: its first id is leased here, so the next lease is the second,
+  // and the first is free again once its holder closes it (as when a daemon dies).
+  const policy::SessionIdRange range{2147480000u + static_cast<uint32_t>(::getpid() % 1000) * 2, 2};
+  Result<SessionIdLease> a = LeaseSessionId(range);
+  ASSERT_TRUE(a) << a.error().message;
+  Result<SessionIdLease> b = LeaseSessionId(range);
+  ASSERT_TRUE(b) << b.error().message;
+  EXPECT_NE(a->id, b->id);
+  Result<SessionIdLease> c = LeaseSessionId(range);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().kind, ErrorKind::kSandboxUnavailable);
+  EXPECT_NE(c.error().message.find("sessionIds"), std::string::npos) << c.error().message;
+  const uint32_t freed = a->id;
+  a->lock.Reset();
+  Result<SessionIdLease> d = LeaseSessionId(range);
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->id, freed);
+  struct stat st {};
+  ASSERT_EQ(::stat("/run/ptybox/session-ids", &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  EXPECT_EQ(st.st_uid, 0u);
 }
 
 TEST(SessionRangeTest, DefaultIsFreeOnATypicalHost) {
@@ -60,9 +98,9 @@ TEST(SessionRangeTest, OverlapsAndReservedIdsAreNamed) {
   EXPECT_NE(conflict(65530, 10).find("65534"), std::string::npos);
   EXPECT_NE(conflict(4294967290u, 10).find("4294967295"), std::string::npos);
   EXPECT_EQ(conflict(200000, 100), "");
-  EXPECT_NE(SessionRangeConflict({100, 5}, "", "", "", "u:102:1\n").value_or("").find(
-                "/etc/subgid"),
-            std::string::npos);
+  EXPECT_NE(
+      SessionRangeConflict({100, 5}, "", "", "", "u:102:1\n").value_or("").find("/etc/subgid"),
+      std::string::npos);
 }
 
 TEST(StagedArgvTest, SourcesComeFromTheStageAndTheSessionIsRootOfItsNamespace) {
@@ -106,8 +144,8 @@ TEST(StagedArgvTest, SourcesComeFromTheStageAndTheSessionIsRootOfItsNamespace) {
 }
 
 TEST(SandboxRootsTest, SharedAndSystemDirectoriesAreRefused) {
-  for (const char* bad : {"/", "/tmp", "/tmp/", "/var/tmp", "/dev/shm", "/proc/1", "/sys",
-                          "/run", "/run/user/1000/p", "/var/run"}) {
+  for (const char* bad : {"/", "/tmp", "/tmp/", "/var/tmp", "/dev/shm", "/proc/1", "/sys", "/run",
+                          "/run/user/1000/p", "/var/run"}) {
     SandboxSpec spec;
     spec.workspace_root = bad;
     Result<void> checked = CheckSandboxRoots(spec);
