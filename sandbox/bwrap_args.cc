@@ -75,16 +75,32 @@ void HideDirectory(ArgvBuilder& argv, const std::filesystem::path& dir) {
 
 void AddHiddenPaths(const SandboxSpec& spec, const std::filesystem::path& init_binary,
                     ArgvBuilder& argv) {
-  if (!spec.daemon_socket.empty()) {
+  const std::vector<std::filesystem::path> granted = Granted(spec, init_binary);
+  // The directories that become an empty read-only tmpfs here (the socket's directory, hidden
+  // directories that hold no granted root): a path inside one is out of reach already and gets
+  // no cover of its own, which bwrap could not create in a read-only tmpfs anyway (an audit
+  // log in the socket's directory made every spawn fail).
+  std::vector<std::filesystem::path> emptied;
+  for (const HiddenPath& hidden : spec.hidden) {
+    if (hidden.directory && !HoldsAny(hidden.path, granted)) emptied.push_back(hidden.path);
+  }
+  auto inside_emptied = [&](const std::filesystem::path& path) {
+    return std::any_of(emptied.begin(), emptied.end(), [&](const std::filesystem::path& dir) {
+      return IsUnderOrEqual(path, dir) &&
+             path.lexically_normal().lexically_relative(dir.lexically_normal()) != ".";
+    });
+  };
+  if (!spec.daemon_socket.empty() && !inside_emptied(spec.daemon_socket)) {
     if (SocketDirectoryHideable(spec, init_binary)) {
       HideDirectory(argv, spec.daemon_socket.parent_path());
+      emptied.push_back(spec.daemon_socket.parent_path().lexically_normal());
     } else {
       argv.Option("--ro-bind", "/dev/null");
       argv.Flag(spec.daemon_socket.string());
     }
   }
-  const std::vector<std::filesystem::path> granted = Granted(spec, init_binary);
   for (const HiddenPath& hidden : spec.hidden) {
+    if (inside_emptied(hidden.path)) continue;
     if (hidden.directory) {
       // A directory that holds a granted root stays: the operator granted the root.
       if (HoldsAny(hidden.path, granted)) continue;

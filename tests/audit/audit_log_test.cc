@@ -30,6 +30,46 @@ void ExpectOpaqueOwners(const std::vector<Json>& records) {
   }
 }
 
+// The audit log and the recordings beside the socket, as docs/security.md advises (the
+// per-user run-time directory): that directory is emptied inside every session, and nothing in
+// it gets a cover of its own (bwrap could not create one there: every open used to fail with
+// "Can't create file at .../audit.jsonl: Read-only file system").
+TEST(AuditLogTest, ALogAndRecordingsBesideTheSocketLeaveSessionsWorking) {
+  // Not under /tmp (private in every session): under /run for root, in the home otherwise.
+  const char* home = std::getenv("HOME");
+  std::string base = ::geteuid() == 0 ? "/run" : (home ? home : "/var/tmp");
+  std::string templ = base + "/ptybox-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(templ.data()), nullptr) << templ;
+  // Searchable by others, as /run/ptybox is: with 0700 a root daemon's sessions could not reach
+  // it at all and nothing in it would need a cover.
+  ASSERT_EQ(::chmod(templ.c_str(), 0755), 0);
+  struct Remove {
+    fs::path path;
+    ~Remove() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } dir_guard{templ};
+  struct {
+    const fs::path& path() const { return dir; }
+    fs::path dir;
+  } dir{templ};
+  const fs::path log = dir.path() / "audit.jsonl";
+  Daemon daemon(
+      Daemon::Options{{"--audit-log", log.string(), "--record", (dir.path() / "casts").string()},
+                      {}},
+      dir.path() / "ptybox.sock");
+  RpcClient client(daemon.socket());
+  for (const char* mode : {"read-only", "workspace-write"}) {
+    SCOPED_TRACE(mode);
+    const std::string id = OpenSession(client, mode);
+    ASSERT_FALSE(id.empty()) << daemon.Log();
+    Json r = Send(client, id, "test -e " + log.string() + " && echo visible || echo hidden\n");
+    EXPECT_EQ(r["viewport"], "hidden") << r.dump();
+    client.Call("terminal_close", Json{{"sessionId", id}});
+  }
+}
+
 TEST(AuditLogTest, RecordsASessionsEventsInOrder) {
   TempDir logs;
   const fs::path log = logs.path() / "audit.jsonl";

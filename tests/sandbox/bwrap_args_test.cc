@@ -145,6 +145,33 @@ TEST(BwrapArgsTest, HiddenPathsAndSocketExactArgv) {
             expected);
 }
 
+// A path inside a directory that becomes an empty read-only tmpfs (the socket's directory, a
+// hidden directory) gets no cover of its own: it is out of reach already, and bwrap cannot
+// create a mount point in a read-only tmpfs (an audit log beside the socket made every spawn
+// fail with "Can't create file at /run/ptybox/audit.log: Read-only file system").
+TEST(BwrapArgsTest, NothingInsideAnEmptiedDirectoryGetsACoverOfItsOwn) {
+  for (Mode mode : {Mode::kReadOnly, Mode::kWorkspaceWrite}) {
+    SCOPED_TRACE(ToString(mode));
+    SandboxSpec spec = Spec(mode);
+    spec.daemon_socket = "/srv/ptybox/ptybox.sock";
+    spec.hidden = {{"/srv/ptybox/audit.jsonl", false},
+                   {"/srv/ptybox/sessions", true},
+                   {"/home/u/.ssh", true},
+                   {"/home/u/.ssh/id_ed25519", false},
+                   {"/home/u/.netrc", false}};
+    const Argv argv = BuildBwrapArgv(spec, Invocation());
+    EXPECT_NE(Find(argv, {"--tmpfs", "/srv/ptybox", "--remount-ro", "/srv/ptybox"}),
+              std::string::npos);
+    EXPECT_NE(Find(argv, {"--tmpfs", "/home/u/.ssh", "--remount-ro", "/home/u/.ssh"}),
+              std::string::npos);
+    EXPECT_NE(Find(argv, {"--ro-bind", "/dev/null", "/home/u/.netrc"}), std::string::npos);
+    for (const char* inside :
+         {"/srv/ptybox/audit.jsonl", "/srv/ptybox/sessions", "/home/u/.ssh/id_ed25519"}) {
+      EXPECT_EQ(std::count(argv.begin(), argv.end(), std::string(inside)), 0) << inside;
+    }
+  }
+}
+
 TEST(BwrapArgsTest, SocketDirectoryHiddenOnlyWhenNothingGrantedIsInIt) {
   const auto hidden_as = [](const std::filesystem::path& socket, Mode mode) {
     SandboxSpec spec = Spec(mode);
