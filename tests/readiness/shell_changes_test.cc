@@ -154,6 +154,16 @@ TEST_P(ShellChangesTest, JobNoticesBeforeThePromptKeepExitCodes) {
   StillExact(id, "job notices");
 }
 
+// `stty sane` / `stty echo` turn the terminal's ECHO back on: readline then repeats the input
+// after the prompt. The input stays out of the viewport and the exit codes stay exact.
+TEST_P(ShellChangesTest, SttySaneKeepsTheInputOutOfViewports) {
+  for (const std::string change : {"stty sane\n", "stty echo\n"}) {
+    const std::string id = Open();
+    AtPrompt(id, change, 0);
+    StillExact(id, change);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, ShellChangesTest,
                          ::testing::Values("danger-full-access", "workspace-write"), ModeTestName);
 
