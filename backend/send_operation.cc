@@ -347,6 +347,12 @@ void SendOperation::Finish(WaitReason reason) {
         pending = std::move(*kept);
       }
     }
+    if (!by_prompt && reason == WaitReason::kStdinRead && LooksLikeBashPrompt(pending) &&
+        host_.terminal().ForegroundPgid() == config_.shell_pgid) {
+      // The shell itself waits for a line without ptybox's marker (`exec bash` replaced the
+      // hooked shell): its own prompt is not output. The result keeps exitCode null.
+      pending.clear();
+    }
     bool truncated = false;
     result.viewport = capture_->Viewport(pending, &truncated);
     result.truncated = truncated;

@@ -164,8 +164,43 @@ TEST_P(ShellChangesTest, SttySaneKeepsTheInputOutOfViewports) {
   }
 }
 
+// `exec bash` / `exec $SHELL` (after installing nvm or rustup): the new shell has none of
+// ptybox's hook (its PS1 comes from /etc/bash.bashrc). No result is ever wrong: an exit code is
+// the command's or null, never another command's; the new shell's own prompt
+// (`root@host:/dir#`) is not in the viewport. (ptybox does not hook the new shell yet: the
+// exit codes stay null, docs/readiness.md.)
+TEST_P(ShellChangesTest, ExecBashNeverReportsAWrongExitCodeNorItsPrompt) {
+  for (const std::string change : {"exec bash\n", "exec $SHELL\n"}) {
+    SCOPED_TRACE(change);
+    const std::string id = Open();
+    const Json options{{"silenceMs", 20000}, {"timeoutMs", 30000}};
+    Json r = Send(client_, id, change, options);
+    EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+    EXPECT_TRUE(r["exitCode"].is_null() || r["exitCode"] == 0) << r.dump();
+    EXPECT_EQ(r["viewport"], "") << r.dump();
+    const struct {
+      std::string input;
+      int exit_code;
+      std::string viewport;
+    } steps[] = {{"echo one; (exit 4)\n", 4, "one"},
+                 {"cd /tmp\n", 0, ""},
+                 {"echo two; false\n", 1, "two"},
+                 {"cd /\n", 0, ""},
+                 {"echo three\n", 0, "three"}};
+    for (const auto& step : steps) {
+      r = Send(client_, id, step.input, options);
+      EXPECT_EQ(r["waitReason"], "stdin_read") << step.input << r.dump();
+      EXPECT_TRUE(r["exitCode"].is_null() || r["exitCode"] == step.exit_code)
+          << step.input << r.dump();
+      EXPECT_EQ(r["viewport"], step.viewport) << step.input << r.dump();
+      EXPECT_TRUE(r["foreground"].is_null()) << step.input << r.dump();
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, ShellChangesTest,
-                         ::testing::Values("danger-full-access", "workspace-write"), ModeTestName);
+                         ::testing::Values("danger-full-access", "workspace-write", "read-only"),
+                         ModeTestName);
 
 }  // namespace
 }  // namespace ptybox::testing
