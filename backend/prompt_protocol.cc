@@ -239,7 +239,8 @@ std::optional<std::string> DecodePromptDirectory(std::string_view field) {
 }
 
 bool LooksLikeBashPrompt(std::string_view line) {
-  if (line.size() < 2 || (line.back() != '$' && line.back() != '#')) return false;
+  if (line.empty() || (line.back() != '$' && line.back() != '#')) return false;
+  if (line.size() == 1) return true;  // PS1='$ ' (or `# `), as many rc files set it
   line.remove_suffix(1);
   for (unsigned char c : line) {
     if (c < 0x20 || c == 0x7f) return false;

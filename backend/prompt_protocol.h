@@ -56,8 +56,9 @@ std::optional<std::string> DecodePromptDirectory(std::string_view field);
 
 // Whether an unterminated line (trailing blanks removed) has the shape of bash's own prompt
 // when ptybox's hook is gone (`exec bash`): Debian's `user@host:dir$` (optionally after a
-// `(chroot)` prefix) or bash's default `bash-5.2$`, ending in `$` or `#`. A shape, not a proof:
-// used only to keep that prompt out of a viewport, never to settle a send or report a status.
+// `(chroot)` prefix), bash's default `bash-5.2$`, or a bare `$`; each may end in `#` instead. A
+// shape, not a proof: used only to keep that prompt out of a viewport, never to settle a send or
+// report a status.
 [[nodiscard]] bool LooksLikeBashPrompt(std::string_view line);
 // Parses an OSC payload; nullopt unless it is a well-formed marker carrying `nonce`.
 std::optional<PromptMarker> ParsePromptMarker(std::string_view osc_payload, std::string_view nonce);

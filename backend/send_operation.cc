@@ -347,11 +347,14 @@ void SendOperation::Finish(WaitReason reason) {
         pending = std::move(*kept);
       }
     }
-    if (!by_prompt && reason == WaitReason::kStdinRead && LooksLikeBashPrompt(pending) &&
+    if (!by_prompt && reason == WaitReason::kStdinRead &&
         host_.terminal().ForegroundPgid() == config_.shell_pgid) {
       // The shell itself waits for a line without ptybox's marker (`exec bash` replaced the
-      // hooked shell): its own prompt is not output. The result keeps exitCode null.
-      pending.clear();
+      // hooked shell): its own prompt is not output. The result keeps exitCode null. What the
+      // line adds to the boundary is judged: a shell without readline (dash, `exec $SHELL`)
+      // prints its next prompt after the previous one on the same line ("$ $ ").
+      const std::optional<std::string_view> part = capture_->PendingContribution(pending);
+      if (part && LooksLikeBashPrompt(*part)) pending.clear();
     }
     bool truncated = false;
     result.viewport = capture_->Viewport(pending, &truncated);

@@ -216,7 +216,9 @@ TEST(BashPromptShapeTest, RecognisesBashsOwnPromptsOnly) {
   EXPECT_TRUE(LooksLikeBashPrompt("bash-5.2$"));
   EXPECT_TRUE(LooksLikeBashPrompt("sh-5.2#"));
   EXPECT_FALSE(LooksLikeBashPrompt(""));
-  EXPECT_FALSE(LooksLikeBashPrompt("$"));
+  EXPECT_TRUE(LooksLikeBashPrompt("$"));
+  EXPECT_TRUE(LooksLikeBashPrompt("#"));
+  EXPECT_FALSE(LooksLikeBashPrompt(">"));
   EXPECT_FALSE(LooksLikeBashPrompt("Password:"));
   EXPECT_FALSE(LooksLikeBashPrompt("Name: "));
   EXPECT_FALSE(LooksLikeBashPrompt("total $"));

@@ -99,9 +99,11 @@ TEST_P(ShellChangesTest, PromptCommandAndPs1ChangesKeepExitCodesExact) {
 
 TEST_P(ShellChangesTest, HeredocShowsNoContinuationPrompts) {
   const std::string id = Open();
-  Json r = AtPrompt(id, "cat > /tmp/ptybox-heredoc <<'EOF'\nline one\nline two\nEOF\n", 0);
+  // A file of its own (danger-full-access shares the host's /tmp with other users' runs).
+  AtPrompt(id, "f=$(mktemp)\n", 0);
+  Json r = AtPrompt(id, "cat > \"$f\" <<'EOF'\nline one\nline two\nEOF\n", 0);
   EXPECT_EQ(r["viewport"], "") << r.dump();
-  r = AtPrompt(id, "cat /tmp/ptybox-heredoc; (exit 2)\n", 2);
+  r = AtPrompt(id, "cat \"$f\"; rm -f \"$f\"; (exit 2)\n", 2);
   EXPECT_EQ(r["viewport"], "line one\nline two") << r.dump();
   r = AtPrompt(id, "for i in 1 2\ndo echo $i\ndone\n", 0);
   EXPECT_EQ(r["viewport"], "1\n2") << r.dump();
