@@ -162,6 +162,10 @@ TEST_P(ShellChangesTest, SttySaneKeepsTheInputOutOfViewports) {
   for (const std::string change : {"stty sane\n", "stty echo\n"}) {
     const std::string id = Open();
     AtPrompt(id, change, 0);
+    // The first send after the change is echoed line by line, a heredoc's lines too.
+    Json r = AtPrompt(id, "cat <<'EOF'; (exit 3)\nline one\nEOF\n", 3);
+    EXPECT_EQ(r["viewport"], "line one") << change << r.dump();
+    AtPrompt(id, change, 0);
     StillExact(id, change);
   }
 }
