@@ -143,6 +143,17 @@ std::optional<size_t> LocalTerminal::UnreadInput() {
   return static_cast<size_t>(queued);
 }
 
+bool LocalTerminal::ReassertNoEcho() {
+  // Through our own view of the slave: the settings are the terminal's, whoever set them. A
+  // failure changes nothing: the send's echo is still recognised and left out of its output.
+  termios tio{};
+  if (!slave_ || ::tcgetattr(slave_.Get(), &tio) != 0) return false;
+  const auto echo = static_cast<tcflag_t>(ECHO | ECHONL);
+  if ((tio.c_lflag & echo) == 0) return false;
+  tio.c_lflag &= ~echo;
+  return ::tcsetattr(slave_.Get(), TCSANOW, &tio) == 0;
+}
+
 void LocalTerminal::Inspect(std::function<void(ForegroundFacts)> done) {
   ForegroundFacts facts;
   if (inspector_ && !status_.exited) {

@@ -55,6 +55,7 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
                     std::function<void(ForegroundFacts)> done) override;
   std::optional<pid_t> ForegroundPgid() override;
   std::optional<size_t> UnreadInput() override;
+  bool ReassertNoEcho() override;
   void Write(std::string bytes, std::function<void(Result<size_t>)> done) override;
   bool AbortWrite() override;
   void SignalForeground(int signal, std::function<void(Result<SignalResult>)> done) override;

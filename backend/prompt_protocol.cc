@@ -238,6 +238,43 @@ std::optional<std::string> DecodePromptDirectory(std::string_view field) {
   return std::nullopt;
 }
 
+bool LooksLikeBashPrompt(std::string_view line) {
+  if (line.empty() || (line.back() != '$' && line.back() != '#')) return false;
+  if (line.size() == 1) return true;  // PS1='$ ' (or `# `), as many rc files set it
+  line.remove_suffix(1);
+  for (unsigned char c : line) {
+    if (c < 0x20 || c == 0x7f) return false;
+  }
+  auto name_char = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+  };
+  // bash's default PS1, `\s-\v\$ `: "bash-5.2".
+  if (line.starts_with("bash-") || line.starts_with("sh-")) {
+    std::string_view version = line.substr(line.find('-') + 1);
+    size_t dot = version.find('.');
+    if (dot != std::string_view::npos && dot > 0 && dot + 1 < version.size() &&
+        version.find_first_not_of("0123456789.") == std::string_view::npos) {
+      return true;
+    }
+  }
+  // `${debian_chroot:+($debian_chroot)}\u@\h:\w\$ `.
+  if (line.starts_with('(')) {
+    size_t close = line.find(')');
+    if (close == std::string_view::npos) return false;
+    line.remove_prefix(close + 1);
+  }
+  size_t at = line.find('@');
+  if (at == 0 || at == std::string_view::npos) return false;
+  size_t colon = line.find(':', at);
+  if (colon == std::string_view::npos || colon == at + 1 || colon + 1 >= line.size()) return false;
+  for (size_t i = 0; i < colon; ++i) {
+    if (i != at && !name_char(line[i])) return false;
+  }
+  const char first = line[colon + 1];
+  return first == '~' || first == '/';
+}
+
 std::optional<PromptMarker> ParsePromptMarker(std::string_view payload, std::string_view nonce) {
   // "6973;<nonce>;<exit>;<cwd>"
   auto take = [&payload]() -> std::optional<std::string_view> {

@@ -53,6 +53,13 @@ struct PromptMarker {
 // The directory field of a marker: bash's `${PWD@Q}` quoting, or percent-encoding (an absolute
 // path or empty); nullopt when it is neither.
 std::optional<std::string> DecodePromptDirectory(std::string_view field);
+
+// Whether an unterminated line (trailing blanks removed) has the shape of bash's own prompt
+// when ptybox's hook is gone (`exec bash`): Debian's `user@host:dir$` (optionally after a
+// `(chroot)` prefix), bash's default `bash-5.2$`, or a bare `$`; each may end in `#` instead. A
+// shape, not a proof: used only to keep that prompt out of a viewport, never to settle a send or
+// report a status.
+[[nodiscard]] bool LooksLikeBashPrompt(std::string_view line);
 // Parses an OSC payload; nullopt unless it is a well-formed marker carrying `nonce`.
 std::optional<PromptMarker> ParsePromptMarker(std::string_view osc_payload, std::string_view nonce);
 // The OSC payload the shell prints (for tests and fakes): "6973;<nonce>;<exit>;<encoded cwd>".

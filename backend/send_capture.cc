@@ -58,6 +58,14 @@ std::optional<std::string_view> SendCapture::AfterBoundary(std::string_view line
   return line.substr(common);
 }
 
+bool SendCapture::TakeEchoedFirstLine(std::string_view line, std::string_view echoed) {
+  if (any_line_ || echoed.empty()) return false;
+  const std::optional<std::string_view> contribution = AfterBoundary(line);
+  if (!contribution || *contribution != echoed) return false;
+  any_line_ = true;
+  return true;
+}
+
 std::optional<std::string_view> SendCapture::AddLine(std::string_view line) {
   if (!any_line_) {
     any_line_ = true;

@@ -24,6 +24,10 @@ class SendCapture final {
   // A line committed after the boundary; returns what it contributed to the output (nullopt:
   // nothing, the first-line rule dropped it).
   std::optional<std::string_view> AddLine(std::string_view line);
+  // The first line, when what it adds to the boundary text is exactly `echoed` (readline's echo
+  // of the send's first input line, on when a program turned the terminal's ECHO back on):
+  // taken as the boundary line, adding nothing. False (nothing taken) otherwise.
+  [[nodiscard]] bool TakeEchoedFirstLine(std::string_view line, std::string_view echoed);
   // What the unterminated line `pending` contributes now (the first-line rule while no line was
   // committed since the boundary).
   [[nodiscard]] std::optional<std::string_view> PendingContribution(

@@ -42,6 +42,19 @@ SendOperation::SendOperation(SendHost& host, Config config, SendRequest request)
 
 SendOperation::~SendOperation() { *alive_ = false; }
 
+std::vector<std::string> SendOperation::InputLines(std::string_view input) {
+  // The complete lines of the input (Enter is "\n" or "\r"); an unterminated tail is not
+  // accepted by readline yet, so it has no echoed line.
+  std::vector<std::string> lines;
+  size_t start = 0;
+  for (size_t i = 0; i < input.size(); ++i) {
+    if (input[i] != '\n' && input[i] != '\r') continue;
+    lines.emplace_back(input.substr(start, i - start));
+    start = i + 1;
+  }
+  return lines;
+}
+
 void SendOperation::Start() {
   if (started_) return;
   started_ = true;
@@ -54,6 +67,9 @@ void SendOperation::Start() {
     OnPreWriteFacts(std::move(facts));
   };
   if (std::optional<ForegroundFacts> idle = host_.IdlePromptFacts()) {
+    // Written to the verified prompt: readline reads these lines, and echoes them when a
+    // program turned ECHO back on (`stty sane`): an echo OnLine can recognise exactly.
+    if (!request_.wait) echo_lines_ = InputLines(request_.input);
     host_.terminal().InspectSince(*idle, std::move(done));
   } else {
     host_.terminal().Inspect(std::move(done));
@@ -194,6 +210,25 @@ void SendOperation::OnOutput() {
 
 void SendOperation::OnLine(std::string_view line) {
   if (!capture_) return;  // before the boundary: the previous send's output
+  if (echo_taken_ == 0 && !echo_lines_.empty() &&
+      capture_->TakeEchoedFirstLine(line, echo_lines_.front())) {
+    // ECHO is on (`stty sane`, `stty echo`): readline repeated the first input line after the
+    // prompt. It is input, not output.
+    // Readline restores the settings it found (ECHO on) once it has accepted the line and
+    // reads them again before its next prompt: turned off now, while the command runs, the
+    // next prompt does not echo. Should readline restore them after this, the next send's echo
+    // is recognised here again and the settings turned off again.
+    echo_taken_ = 1;
+    (void)host_.terminal().ReassertNoEcho();
+    return;
+  }
+  if (continuation_on_line_ && echo_taken_ > 0 && echo_taken_ < echo_lines_.size() &&
+      line == echo_lines_[echo_taken_]) {
+    // The echo of the next input line after the (invisible) continuation prompt.
+    continuation_on_line_ = false;
+    ++echo_taken_;
+    return;
+  }
   if (continuation_on_line_) {
     // A line of a heredoc or of a multi-line command: with ECHO off, nothing but the line end
     // readline writes when it accepts the line.
@@ -326,6 +361,15 @@ void SendOperation::Finish(WaitReason reason) {
       if (std::optional<std::string> kept = WithoutPrompt(pending, pending_before_marker_)) {
         pending = std::move(*kept);
       }
+    }
+    if (!by_prompt && reason == WaitReason::kStdinRead &&
+        host_.terminal().ForegroundPgid() == config_.shell_pgid) {
+      // The shell itself waits for a line without ptybox's marker (`exec bash` replaced the
+      // hooked shell): its own prompt is not output. The result keeps exitCode null. What the
+      // line adds to the boundary is judged: a shell without readline (dash, `exec $SHELL`)
+      // prints its next prompt after the previous one on the same line ("$ $ ").
+      const std::optional<std::string_view> part = capture_->PendingContribution(pending);
+      if (part && LooksLikeBashPrompt(*part)) pending.clear();
     }
     bool truncated = false;
     result.viewport = capture_->Viewport(pending, &truncated);

@@ -120,6 +120,7 @@ class SendOperation final {
   SendRead ReadOutput(size_t max_bytes);
 
  private:
+  [[nodiscard]] static std::vector<std::string> InputLines(std::string_view input);
   enum class WriteState { kQueued, kInFlight, kDone, kRejected, kSkipped };
   enum class SignalState { kNone, kWanted, kInFlight, kDone };
 
@@ -162,6 +163,10 @@ class SendOperation final {
   // An intermediate prompt is on the current line: its text is not output of the send.
   bool prompt_on_line_ = false;
   bool continuation_on_line_ = false;  // the current line began with the continuation prompt
+  // The input's complete lines when it was written to the verified prompt (readline reads
+  // them), and how many of them OnLine took as their echo (ECHO turned back on by a program).
+  std::vector<std::string> echo_lines_;
+  size_t echo_taken_ = 0;
 
   std::optional<Result<SendResult>> result_;
   bool released_ = false;

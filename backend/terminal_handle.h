@@ -35,6 +35,9 @@ class TerminalHandle {
   virtual std::optional<pid_t> ForegroundPgid() = 0;
   // Input written to the terminal that no program has read yet, read now; nullopt if unknown.
   virtual std::optional<size_t> UnreadInput() = 0;
+  // Turns the terminal's ECHO and ECHONL off again when a program turned them on (`stty sane`),
+  // keeping every other setting; returns whether it changed them. No-op where unsupported.
+  virtual bool ReassertNoEcho() { return false; }
   // Writes all of `bytes` (possibly in pieces); `done` runs once: the count, or the error that
   // rejected the write.
   virtual void Write(std::string bytes, std::function<void(Result<size_t>)> done) = 0;

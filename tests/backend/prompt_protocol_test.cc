@@ -208,5 +208,26 @@ TEST(TrackerSplitTest, MarkerAndPromptSplitAtEveryByteBoundary) {
   }
 }
 
+TEST(BashPromptShapeTest, RecognisesBashsOwnPromptsOnly) {
+  EXPECT_TRUE(LooksLikeBashPrompt("root@vm:/tmp#"));
+  EXPECT_TRUE(LooksLikeBashPrompt("user@host:~/ws$"));
+  EXPECT_TRUE(LooksLikeBashPrompt("(jail)user@host:~$"));
+  EXPECT_TRUE(LooksLikeBashPrompt("user@host:/a dir with spaces$"));
+  EXPECT_TRUE(LooksLikeBashPrompt("bash-5.2$"));
+  EXPECT_TRUE(LooksLikeBashPrompt("sh-5.2#"));
+  EXPECT_FALSE(LooksLikeBashPrompt(""));
+  EXPECT_TRUE(LooksLikeBashPrompt("$"));
+  EXPECT_TRUE(LooksLikeBashPrompt("#"));
+  EXPECT_FALSE(LooksLikeBashPrompt(">"));
+  EXPECT_FALSE(LooksLikeBashPrompt("Password:"));
+  EXPECT_FALSE(LooksLikeBashPrompt("Name: "));
+  EXPECT_FALSE(LooksLikeBashPrompt("total $"));
+  EXPECT_FALSE(LooksLikeBashPrompt("mail me@host: now$"));
+  EXPECT_FALSE(LooksLikeBashPrompt("user@host:~/ws$ ls"));
+  EXPECT_FALSE(LooksLikeBashPrompt("user@host:x$"));
+  EXPECT_FALSE(LooksLikeBashPrompt("bash-x$"));
+  EXPECT_FALSE(LooksLikeBashPrompt("user@host:~\x1b$"));
+}
+
 }  // namespace
 }  // namespace ptybox::backend
