@@ -36,16 +36,23 @@ std::vector<fs::path> HostRunDirs() {
   return dirs;
 }
 
+namespace {
+
+// Adds the home directory `dir` (canonical) to `homes` once; nothing for a relative or missing
+// one, or "/" (daemon users, nobody's /nonexistent), which is not a home worth expanding into.
+void AddHomeDirectory(std::vector<fs::path>& homes, const char* dir) {
+  if (dir == nullptr || dir[0] != '/') return;
+  std::error_code ec;
+  fs::path canonical = fs::canonical(dir, ec);
+  if (ec || canonical == "/" || !fs::is_directory(canonical, ec)) return;
+  AddUnique(homes, std::move(canonical));
+}
+
+}  // namespace
+
 std::vector<fs::path> HomeDirectories() {
   std::vector<fs::path> homes;
-  auto add = [&](const char* dir) {
-    if (dir == nullptr || dir[0] != '/') return;
-    std::error_code ec;
-    fs::path canonical = fs::canonical(dir, ec);
-    // "/" (daemon users, nobody's /nonexistent) is not a home worth expanding into.
-    if (ec || canonical == "/" || !fs::is_directory(canonical, ec)) return;
-    AddUnique(homes, std::move(canonical));
-  };
+  auto add = [&](const char* dir) { AddHomeDirectory(homes, dir); };
   add(std::getenv("HOME"));
   // getpwent keeps process-wide state: one walk at a time.
   static std::mutex mutex;
@@ -124,13 +131,7 @@ bool ReachableByStranger(const fs::path& path, const std::vector<fs::path>& root
 std::vector<fs::path> OwnHomeDirectories() {
   std::vector<fs::path> homes;
   if (::geteuid() == 0) return homes;
-  auto add = [&](const char* dir) {
-    if (dir == nullptr || dir[0] != '/') return;
-    std::error_code ec;
-    fs::path canonical = fs::canonical(dir, ec);
-    if (ec || canonical == "/" || !fs::is_directory(canonical, ec)) return;
-    AddUnique(homes, std::move(canonical));
-  };
+  auto add = [&](const char* dir) { AddHomeDirectory(homes, dir); };
   add(std::getenv("HOME"));
   // getpwuid_r: no process-wide state, unlike the getpwent walk above.
   passwd entry{};
