@@ -10,6 +10,7 @@
 
 #include "common/random.h"
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/files.h"
 
 namespace ptybox::testing {
 namespace {
@@ -284,14 +285,15 @@ TEST(OwnerTest, AnAliasBombRepositoryFileIsRefusedAndOtherOwnersGoOn) {
   const std::string c_id = OpenSession(c, "danger-full-access");
   EXPECT_EQ(Send(c, c_id, "echo also-alive\n")["viewport"], "also-alive");
   // The daemon's peak memory: the expansion would be 3 GB; a generous bound, not a timing.
-  std::ifstream status("/proc/" + std::to_string(daemon.pid()) + "/status");
+  // 15 MB in the ordinary build; under ASan 227 MB (its shadow and its 256 MB quarantine of
+  // freed blocks), hence 512 MiB: still a sixth of what the expansion would take.
   int64_t peak_kb = -1;
-  for (std::string line; std::getline(status, line);) {
+  for (const std::string& line : ReadLines("/proc/" + std::to_string(daemon.pid()) + "/status")) {
     if (line.starts_with("VmHWM:")) peak_kb = std::stoll(line.substr(6));
   }
   ASSERT_GT(peak_kb, 0);
   RecordProperty("daemon_peak_kb", std::to_string(peak_kb));
-  EXPECT_LT(peak_kb, 200 * 1024) << "the daemon peaked at " << peak_kb << " kB";
+  EXPECT_LT(peak_kb, 512 * 1024) << "the daemon peaked at " << peak_kb << " kB";
 }
 
 TEST(NamesTest, ASecondOpenOfTheSameNameIsNameTakenConcurrentOrNot) {
