@@ -37,23 +37,10 @@ void ExpectOpaqueOwners(const std::vector<Json>& records) {
 TEST(AuditLogTest, ALogAndRecordingsBesideTheSocketLeaveSessionsWorking) {
   // Not under /tmp (private in every session): under /run for root, in the home otherwise.
   const char* home = std::getenv("HOME");
-  std::string base = ::geteuid() == 0 ? "/run" : (home ? home : "/var/tmp");
-  std::string templ = base + "/ptybox-test-XXXXXX";
-  ASSERT_NE(::mkdtemp(templ.data()), nullptr) << templ;
+  TempDir dir(::geteuid() == 0 ? "/run" : (home ? home : "/var/tmp"));
   // Searchable by others, as /run/ptybox is: with 0700 a root daemon's sessions could not reach
   // it at all and nothing in it would need a cover.
-  ASSERT_EQ(::chmod(templ.c_str(), 0755), 0);
-  struct Remove {
-    fs::path path;
-    ~Remove() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  } dir_guard{templ};
-  struct {
-    const fs::path& path() const { return dir; }
-    fs::path dir;
-  } dir{templ};
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
   const fs::path log = dir.path() / "audit.jsonl";
   Daemon daemon(
       Daemon::Options{{"--audit-log", log.string(), "--record", (dir.path() / "casts").string()},

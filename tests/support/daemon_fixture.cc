@@ -21,11 +21,12 @@
 
 namespace ptybox::testing {
 
-TempDir::TempDir() {
-  char pattern[] = "/tmp/ptybox-test-XXXXXX";
-  char* made = ::mkdtemp(pattern);
-  if (made == nullptr) throw std::runtime_error("mkdtemp failed");
-  path_ = std::filesystem::canonical(made);
+TempDir::TempDir(const std::filesystem::path& base) {
+  std::string pattern = (base / "ptybox-test-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    throw std::runtime_error("mkdtemp failed in " + base.string());
+  }
+  path_ = std::filesystem::canonical(pattern);
 }
 
 TempDir::~TempDir() {

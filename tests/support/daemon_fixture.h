@@ -21,7 +21,9 @@ using Json = nlohmann::json;
 // A fresh directory under /tmp, removed on destruction.
 class TempDir final {
  public:
-  TempDir();
+  TempDir() : TempDir("/tmp") {}
+  // A new directory `ptybox-test-XXXXXX` in `base` (mode 0700), removed with all it holds.
+  explicit TempDir(const std::filesystem::path& base);
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
