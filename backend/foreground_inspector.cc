@@ -5,9 +5,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/ioctl.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <termios.h>
 #include <unistd.h>
@@ -31,8 +32,8 @@ namespace {
 
 // Bounds on one inspection, so a group of thousands of tasks cannot stall the caller: past
 // any of them the answer is unknown (the readiness engine then falls back to silence).
-constexpr size_t kMaxProcesses = 1024;  // descendants visited per inspection
-constexpr size_t kMaxTasks = 256;       // tasks of the foreground group inspected
+constexpr size_t kMaxProcesses = 1024;    // descendants visited per inspection
+constexpr size_t kMaxTasks = 256;         // tasks of the foreground group inspected
 constexpr size_t kMaxOutsideTasks = 256;  // tasks outside the group looked at (outside scan)
 constexpr auto kTimeBudget = std::chrono::milliseconds(20);
 constexpr uint32_t kMaxSelectFds = 1 << 16;   // nfds of a select we read (8 KiB of fd_set)
@@ -593,6 +594,18 @@ TaskVerdict Inspection::InspectTask(const Member& member, pid_t tid, TaskFacts& 
 
 }  // namespace
 
+std::optional<size_t> UnreadTerminalInput(int slave_fd) {
+  if (slave_fd < 0) return std::nullopt;
+  // Only for its side effect: with nothing readable yet, n_tty_poll flushes the tty's pending
+  // input work, so the count below cannot miss bytes a write to the master has queued.
+  pollfd flush{slave_fd, POLLIN, 0};
+  while (::poll(&flush, 1, 0) < 0 && errno == EINTR) {
+  }
+  int queued = 0;
+  if (::ioctl(slave_fd, FIONREAD, &queued) != 0 || queued < 0) return std::nullopt;
+  return static_cast<size_t>(queued);
+}
+
 Tri CombineTaskVerdicts(const std::vector<TaskVerdict>& verdicts, bool members_complete) {
   bool unknown = !members_complete || verdicts.empty();
   bool waits = false;
@@ -674,10 +687,10 @@ ForegroundFacts ForegroundInspector::Inspect() const {
   // terminal (the tmux server, pinentry). Within a sandbox every process of the walk is the
   // session's; a reader found there is a wait for the user like a member's. Unknowns here stay
   // out of the answer: without a reader the group's kNo stands.
-  const bool asleep_elsewhere =
-      complete && !verdicts.empty() &&
-      std::all_of(verdicts.begin(), verdicts.end(),
-                  [](TaskVerdict v) { return v == TaskVerdict::kAsleepElsewhere; });
+  const bool asleep_elsewhere = complete && !verdicts.empty() &&
+                                std::all_of(verdicts.begin(), verdicts.end(), [](TaskVerdict v) {
+                                  return v == TaskVerdict::kAsleepElsewhere;
+                                });
   if (asleep_elsewhere) {
     for (const Inspection::Member& other : others) {
       if (other.state == 'Z' || other.state == 'X' || other.state == 'T' || other.state == 't') {

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -86,6 +87,14 @@ enum class TaskVerdict {
 // if some task waits on this terminal; else kNo.
 [[nodiscard]] Tri CombineTaskVerdicts(const std::vector<TaskVerdict>& verdicts,
                                       bool members_complete);
+
+// Bytes written to the terminal that no program has read yet, counted through a descriptor of
+// its slave: FIONREAD, after a zero-timeout poll. A write to the master reaches the line
+// discipline through a kernel work item, not inside write(): until it runs, FIONREAD says 0 for
+// input still on its way, and a reader seen waiting would look as if it had consumed it. The
+// poll (n_tty_poll) runs that pending work first, so the count includes everything written
+// before the call. nullopt when the descriptor cannot be asked.
+[[nodiscard]] std::optional<size_t> UnreadTerminalInput(int slave_fd);
 
 class ForegroundInspector final {
  public:

@@ -138,9 +138,8 @@ std::optional<pid_t> LocalTerminal::ForegroundPgid() {
 }
 
 std::optional<size_t> LocalTerminal::UnreadInput() {
-  int queued = 0;
-  if (!slave_ || ::ioctl(slave_.Get(), FIONREAD, &queued) != 0 || queued < 0) return std::nullopt;
-  return static_cast<size_t>(queued);
+  if (!slave_) return std::nullopt;
+  return UnreadTerminalInput(slave_.Get());
 }
 
 bool LocalTerminal::ReassertNoEcho() {
@@ -244,8 +243,8 @@ void LocalTerminal::Flush() {
       return;
     }
     if (w.offset < w.bytes.size()) {
-      ssize_t n = ::write(master_->native_handle(), w.bytes.data() + w.offset,
-                          w.bytes.size() - w.offset);
+      ssize_t n =
+          ::write(master_->native_handle(), w.bytes.data() + w.offset, w.bytes.size() - w.offset);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         if (write_waiting_) return;
@@ -328,8 +327,8 @@ void LocalTerminal::SignalForeground(int signal, std::function<void(Result<Signa
         return SignalResult{true, *pgid};
       }
       if (errno != ESRCH) {
-        return std::unexpected(Error::FromErrno(ErrorKind::kClosed, "kill",
-                                                "process group " + std::to_string(*pgid)));
+        return std::unexpected(
+            Error::FromErrno(ErrorKind::kClosed, "kill", "process group " + std::to_string(*pgid)));
       }
     }
     // The foreground job ended on its own just now and the shell has not taken the terminal

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -608,9 +609,9 @@ TEST_F(InteractiveBashTest, ReaderOutsideTheForegroundGroupCountsWhenTheGroupSle
   auto start = std::chrono::steady_clock::now();
   int yes = 0;
   for (int i = 0; i < kRounds; ++i) yes += inspector.Inspect().waiting_for_input == Tri::kYes;
-  double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-                  .count() /
-              kRounds;
+  double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
+      kRounds;
   EXPECT_GT(yes, 0);
   std::printf("[ cost     ] sleep + outside reader (scan of %zu tasks): %.1f us per Inspect()\n",
               f.outside_scanned, us);
@@ -637,9 +638,9 @@ TEST_F(InteractiveBashTest, SleepWithNoReaderAnywhereIsNotWaiting) {
   constexpr int kRounds = 300;
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kRounds; ++i) EXPECT_NE(inspector.Inspect().waiting_for_input, Tri::kYes);
-  double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-                  .count() /
-              kRounds;
+  double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
+      kRounds;
   std::printf("[ cost     ] sleep (answer kNo, outside scan of %zu tasks): %.1f us per Inspect()\n",
               f.outside_scanned, us);
 }
@@ -874,6 +875,40 @@ TEST_F(PythonTest, CostOfInspectingPythonRepl) {
       [](const ForegroundFacts& facts) { return facts.waiting_for_input == Tri::kYes; });
   ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f);
   MeasureAndCheckPassive(session, "python REPL");
+}
+
+// Input just written to the master is counted at once, every time: the kernel moves it into the
+// line discipline from a work item, and a count that missed it would let a reader seen waiting
+// pass for one that had consumed the send's input (a send settled before its command ran).
+TEST(UnreadTerminalInputTest, CountsInputTheMomentItIsWritten) {
+  int master = -1;
+  int slave = -1;
+  ASSERT_EQ(::openpty(&master, &slave, nullptr, nullptr, nullptr), 0) << std::strerror(errno);
+  UniqueFd master_fd(master);
+  UniqueFd slave_fd(slave);
+  termios tio{};
+  ASSERT_EQ(::tcgetattr(slave, &tio), 0);
+  for (bool canonical : {false, true}) {
+    if (canonical) {
+      tio.c_lflag |= ICANON;
+    } else {
+      tio.c_lflag &= ~static_cast<tcflag_t>(ICANON);
+    }
+    tio.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+    ASSERT_EQ(::tcsetattr(slave, TCSANOW, &tio), 0);
+    for (int round = 0; round < 2000; ++round) {
+      const std::string input = "sleep 100\n";
+      ASSERT_EQ(::write(master, input.data(), input.size()), static_cast<ssize_t>(input.size()));
+      ASSERT_EQ(UnreadTerminalInput(slave), input.size())
+          << "round " << round << (canonical ? " (canonical)" : " (raw)");
+      ASSERT_EQ(::tcflush(slave, TCIFLUSH), 0);
+      ASSERT_EQ(UnreadTerminalInput(slave), size_t{0});
+    }
+  }
+  // In canonical mode only complete lines count: a partial line is not yet readable.
+  ASSERT_EQ(::write(master, "partial", 7), 7);
+  EXPECT_EQ(UnreadTerminalInput(slave), size_t{0});
+  EXPECT_EQ(UnreadTerminalInput(-1), std::nullopt);
 }
 
 }  // namespace
