@@ -34,10 +34,10 @@ std::optional<StatFields> ParseStat(std::string_view text) {
   if (state.size() != 1) return std::nullopt;
   f.state = state[0];
   if (!ParseNumber(NextToken(rest), f.ppid) || !ParseNumber(NextToken(rest), f.pgrp) ||
-      !ParseNumber(NextToken(rest), f.session)) {
+      !ParseNumber(NextToken(rest), f.session) || !ParseNumber(NextToken(rest), f.tty_nr)) {
     return std::nullopt;
   }
-  for (int field = 7; field < 20; ++field) {
+  for (int field = 8; field < 20; ++field) {
     if (NextToken(rest).empty()) return std::nullopt;
   }
   if (!ParseNumber(NextToken(rest), f.num_threads)) return std::nullopt;

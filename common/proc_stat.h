@@ -19,6 +19,7 @@ struct StatFields {
   pid_t ppid = 0;        // field 4
   pid_t pgrp = 0;        // field 5
   pid_t session = 0;     // field 6
+  int tty_nr = 0;        // field 7: the controlling terminal's device number, 0 for none
   long num_threads = 0;  // field 20
 };
 [[nodiscard]] std::optional<StatFields> ParseStat(std::string_view text);

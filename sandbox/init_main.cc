@@ -343,10 +343,6 @@ std::vector<pid_t> SessionProcesses(bool confined) {
   return proc::Descendants(table, self);
 }
 
-void SignalAll(bool confined, int sig) {
-  for (pid_t pid : SessionProcesses(confined)) ::kill(pid, sig);
-}
-
 // Reaps every exited child; reports the program's own exit once.
 void Reap(pid_t program, bool& program_exited, int control_fd) {
   for (;;) {
@@ -363,21 +359,44 @@ void Reap(pid_t program, bool& program_exited, int control_fd) {
   }
 }
 
-// Graceful end of the whole session: SIGHUP to the program's session (as a terminal hangup
-// would), SIGTERM and SIGCONT to every process, `grace` to exit, then SIGKILL until none is left.
+// Graceful end of the whole session, as when a terminal window closes: SIGHUP to the program
+// through its terminal's hangup, SIGHUP, SIGTERM and SIGCONT to every other process, `grace` to
+// exit, then SIGKILL until none is left.
+//
+// The program gets one SIGHUP, never two. A shell handling a terminating signal (running its
+// EXIT trap, saving history) that receives another ends at once (bash's kill_shell), so a
+// second SIGHUP is what cut graceful closes short. With a terminal, the daemon closes its master
+// before it asks (and a daemon that is gone has closed it): the kernel hangs the terminal up and
+// sends the session leader, the program, its SIGHUP (it then has no controlling terminal any
+// more, tty_nr 0 in its stat). Only a program that still has its terminal halfway through the
+// grace (a master still held by a process the daemon was forking) gets SIGHUP from us, and
+// SIGTERM then too: an interactive shell ignores it, a script handles it after its SIGHUP.
 void TerminateSession(const InitOptions& o, pid_t program, bool& program_exited,
                       std::chrono::milliseconds grace) {
   using Clock = std::chrono::steady_clock;
-  // The daemon also closes the terminal's master, which hangs the terminal up for real: a
-  // shell that misses this SIGHUP (readline can set it aside just before it blocks) still
-  // reads end of input and exits, running its EXIT trap once.
-  SignalAll(o.confined, SIGHUP);
-  SignalAll(o.confined, SIGTERM);
-  SignalAll(o.confined, SIGCONT);
-  const auto give_up_gracefully = Clock::now() + grace;
+  if (!o.pty && !program_exited) ::kill(program, SIGHUP);
+  for (pid_t pid : SessionProcesses(o.confined)) {
+    if (pid == program) {
+      ::kill(pid, SIGCONT);
+      continue;
+    }
+    ::kill(pid, SIGHUP);
+    ::kill(pid, SIGTERM);
+    ::kill(pid, SIGCONT);
+  }
+  const auto start = Clock::now();
+  const auto give_up_gracefully = start + grace;
+  bool program_prodded = !o.pty;
   while (Clock::now() < give_up_gracefully) {
     Reap(program, program_exited, o.control_fd);
     if (SessionProcesses(o.confined).empty()) break;
+    if (!program_prodded && !program_exited && Clock::now() >= start + grace / 2) {
+      program_prodded = true;
+      std::optional<proc::StatFields> stat = proc::ReadStat(program);
+      if (stat && stat->tty_nr != 0) ::kill(program, SIGHUP);
+      ::kill(program, SIGTERM);
+      ::kill(program, SIGCONT);
+    }
     ::usleep(10'000);
   }
   // Keep killing until nothing is left (a process may fork while we look).
@@ -428,12 +447,14 @@ int Run(int argc, char** argv) {
       FailSetup(o.control_fd, "dropping capabilities: " + dropped.error().message);
     }
     Result<bool> clean = HoldsNoCapabilities();
-    if (!clean || !*clean) FailSetup(o.control_fd, "a capability survived the drop; refusing to start");
+    if (!clean || !*clean)
+      FailSetup(o.control_fd, "a capability survived the drop; refusing to start");
     // No host service over UNIX sockets: the host's abstract sockets (and, from Landlock ABI 9,
     // its pathname sockets) are out of the session's reach; its own sockets still work. A
     // kernel without these walls is reported by `ptybox doctor`, not refused here.
     if (Result<UnixSocketWalls> walls = RestrictUnixSockets(); !walls) {
-      FailSetup(o.control_fd, "restricting UNIX sockets with Landlock: " + walls.error().Describe());
+      FailSetup(o.control_fd,
+                "restricting UNIX sockets with Landlock: " + walls.error().Describe());
     }
   }
   // 5. Resource limits from the policy.

@@ -27,6 +27,7 @@ TEST(ParseStatTest, ReadsTheFieldsAfterAPlainComm) {
   EXPECT_EQ(f->ppid, 1);
   EXPECT_EQ(f->pgrp, 300);
   EXPECT_EQ(f->session, 200);
+  EXPECT_EQ(f->tty_nr, 34816);
   EXPECT_EQ(f->num_threads, 3);
 }
 
@@ -60,9 +61,9 @@ TEST(ReadStatTest, ReadsThisProcess) {
 }
 
 TEST(DescendantsTest, FollowsParentLinksBreadthFirstAndIgnoresOthers) {
-  std::vector<StatFields> table = {
-      {.pid = 10, .ppid = 1}, {.pid = 11, .ppid = 10}, {.pid = 12, .ppid = 11},
-      {.pid = 13, .ppid = 10}, {.pid = 20, .ppid = 1}, {.pid = 21, .ppid = 20}};
+  std::vector<StatFields> table = {{.pid = 10, .ppid = 1},  {.pid = 11, .ppid = 10},
+                                   {.pid = 12, .ppid = 11}, {.pid = 13, .ppid = 10},
+                                   {.pid = 20, .ppid = 1},  {.pid = 21, .ppid = 20}};
   EXPECT_EQ(Descendants(table, 10), (std::vector<pid_t>{11, 13, 12}));
   EXPECT_TRUE(Descendants(table, 12).empty());
   EXPECT_TRUE(Descendants(table, 99).empty());
