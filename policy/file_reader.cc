@@ -14,12 +14,25 @@ namespace ptybox::policy {
 
 namespace {
 
-std::string TooBig(const std::string& name) {
-  return name + ": is larger than " + std::to_string(kMaxPolicyFileBytes) +
-         " bytes (1 MiB), the limit for a policy file; a policy needs a few hundred bytes";
+std::string TooBig(const std::string& name, int64_t max_bytes) {
+  const bool repository = max_bytes == kMaxRepositoryPolicyFileBytes;
+  const std::string size = max_bytes % (1024 * 1024) == 0
+                               ? std::to_string(max_bytes / (1024 * 1024)) + " MiB"
+                               : std::to_string(max_bytes / 1024) + " KiB";
+  return name + ": is larger than " + std::to_string(max_bytes) + " bytes (" + size +
+         "), the limit for " + (repository ? "a repository's policy file" : "a policy file") +
+         "; a policy needs a few hundred bytes";
 }
 
 }  // namespace
+
+ReadOptions ReadOptions::For(PolicyRole role, bool missing_ok) {
+  const bool repository = role == PolicyRole::kRepository;
+  return ReadOptions{.follow_symlinks = !repository,
+                     .missing_ok = missing_ok,
+                     .single_link = repository,
+                     .max_bytes = repository ? kMaxRepositoryPolicyFileBytes : kMaxPolicyFileBytes};
+}
 
 FileIdentity FileIdentity::Of(const struct stat& st) {
   return FileIdentity{st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim};
@@ -76,8 +89,10 @@ Result<std::optional<OpenedPolicyFile>> OpenPolicyFile(const std::filesystem::pa
                     "instead of linking it)",
                 name);
   }
-  if (st.st_size > kMaxPolicyFileBytes) return Fail(ErrorKind::kPolicyError, TooBig(name), name);
-  return OpenedPolicyFile{std::move(fd), FileIdentity::Of(st)};
+  if (st.st_size > options.max_bytes) {
+    return Fail(ErrorKind::kPolicyError, TooBig(name, options.max_bytes), name);
+  }
+  return OpenedPolicyFile{std::move(fd), FileIdentity::Of(st), options.max_bytes};
 }
 
 Result<std::string> ReadOpenedPolicyFile(const OpenedPolicyFile& file,
@@ -93,8 +108,8 @@ Result<std::string> ReadOpenedPolicyFile(const OpenedPolicyFile& file,
     }
     if (n == 0) break;
     // The file may have grown since fstat: the cap holds for what we actually read.
-    if (static_cast<int64_t>(text.size()) + n > kMaxPolicyFileBytes) {
-      return Fail(ErrorKind::kPolicyError, TooBig(name), name);
+    if (static_cast<int64_t>(text.size()) + n > file.max_bytes) {
+      return Fail(ErrorKind::kPolicyError, TooBig(name, file.max_bytes), name);
     }
     text.append(buffer, static_cast<size_t>(n));
   }

@@ -11,13 +11,18 @@
 
 #include "common/error.h"
 #include "common/unique_fd.h"
+#include "policy/schema.h"
 
 namespace ptybox::policy {
 
 struct ReadOptions {
-  bool follow_symlinks = true;  // false: a symlink as the last component is refused
-  bool missing_ok = false;      // true: a missing file is nullopt rather than an error
-  bool single_link = false;     // true: a file with several hard links is refused
+  bool follow_symlinks = true;              // false: a symlink as the last component is refused
+  bool missing_ok = false;                  // true: a missing file is nullopt rather than an error
+  bool single_link = false;                 // true: a file with several hard links is refused
+  int64_t max_bytes = kMaxPolicyFileBytes;  // a larger file is refused
+  // How a file in `role` is read: a repository's never through a link (symbolic or hard) and
+  // at most kMaxRepositoryPolicyFileBytes; an operator's through links, at most 1 MiB.
+  static ReadOptions For(PolicyRole role, bool missing_ok);
 };
 
 // What tells one version of a file from another without reading it: a write changes the size
@@ -36,12 +41,13 @@ struct FileIdentity {
 struct OpenedPolicyFile {
   UniqueFd fd;
   FileIdentity identity;
+  int64_t max_bytes = kMaxPolicyFileBytes;  // from the ReadOptions it was opened with
 };
 
 // The checks of ReadPolicyFile without the read; nullopt as there.
 [[nodiscard]] Result<std::optional<OpenedPolicyFile>> OpenPolicyFile(
     const std::filesystem::path& path, const ReadOptions& options);
-// Reads an opened file, at most kMaxPolicyFileBytes (it may have grown since it was opened).
+// Reads an opened file, at most its max_bytes (it may have grown since it was opened).
 [[nodiscard]] Result<std::string> ReadOpenedPolicyFile(const OpenedPolicyFile& file,
                                                        const std::filesystem::path& path);
 

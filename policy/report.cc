@@ -38,9 +38,7 @@ fs::path AbsoluteNormal(const fs::path& path) {
 
 // The file read as a spawn reads it in `role`, parsed; nullopt on any problem.
 std::optional<PolicyFile> ParseClean(const fs::path& absolute, PolicyRole role) {
-  auto text = ReadPolicyFile(absolute, ReadOptions{.follow_symlinks = role == PolicyRole::kOperator,
-                                                   .missing_ok = false,
-                                                   .single_link = role == PolicyRole::kRepository});
+  auto text = ReadPolicyFile(absolute, ReadOptions::For(role, /*missing_ok=*/false));
   if (!text || !*text) return std::nullopt;
   ParsedPolicyFile parsed = ParsePolicyText(**text, absolute, role);
   if (!parsed.errors.empty()) return std::nullopt;
@@ -67,9 +65,10 @@ std::vector<Error> CheckPolicyFile(const fs::path& path, PolicyRole role, bool f
   fs::path absolute = fs::absolute(path, ec);
   if (ec) absolute = path;
   absolute = absolute.lexically_normal();
-  auto text = ReadPolicyFile(absolute, ReadOptions{.follow_symlinks = follow_links,
-                                                   .missing_ok = false,
-                                                   .single_link = !follow_links});
+  ReadOptions options = ReadOptions::For(role, /*missing_ok=*/false);
+  options.follow_symlinks = follow_links;
+  options.single_link = !follow_links;
+  auto text = ReadPolicyFile(absolute, options);
   if (!text) {
     Error error = std::move(text.error());
     if (error.message.find(absolute.string()) != 0) {
@@ -160,7 +159,8 @@ std::vector<LayeringCheck> CheckLayering(const std::vector<fs::path>& paths,
     LayeringCheck check;
     check.repository = absolute;
     check.layered_on = operator_path ? operator_path->string() : "the built-in defaults";
-    auto combined = Combine(LayerInputs{op ? &*op : nullptr, &*repo, root, "default", std::nullopt});
+    auto combined =
+        Combine(LayerInputs{op ? &*op : nullptr, &*repo, root, "default", std::nullopt});
     if (!combined) {
       check.problems = std::move(combined.error());
     } else {

@@ -164,9 +164,8 @@ Result<ResolvedPolicy> Resolve(const ResolveInputs& inputs) {
   const bool skip_repository =
       inputs.requested_mode == Mode::kDangerFullAccess && !trusted_in_danger;
   if (!(op && fs::equivalent(op->path, repo_path, ec)) && !skip_repository) {
-    auto loaded =
-        Load(repo_path, PolicyRole::kRepository,
-             ReadOptions{.follow_symlinks = false, .missing_ok = true, .single_link = true});
+    auto loaded = Load(repo_path, PolicyRole::kRepository,
+                       ReadOptions::For(PolicyRole::kRepository, /*missing_ok=*/true));
     if (!loaded) return std::unexpected(std::move(loaded.error()));
     repo = std::move(*loaded);
   }

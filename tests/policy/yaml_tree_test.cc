@@ -204,6 +204,24 @@ TEST(FileReaderTest, RefusesFilesOverOneMebibyte) {
                 "file; a policy needs a few hundred bytes");
 }
 
+TEST(FileReaderTest, ARepositoryFileIsRefusedOver64KibWhereAnOperatorsIsRead) {
+  TempDir dir;
+  const std::string text = "version: 1\n#" + std::string(kMaxRepositoryPolicyFileBytes, 'x');
+  auto file = dir.File("policy.yaml", text);
+  auto repository = ReadPolicyFile(file, ReadOptions::For(PolicyRole::kRepository, false));
+  ASSERT_FALSE(repository.has_value());
+  EXPECT_EQ(repository.error().message,
+            file.string() +
+                ": is larger than 65536 bytes (64 KiB), the limit for a repository's policy "
+                "file; a policy needs a few hundred bytes");
+  auto operator_file = ReadPolicyFile(file, ReadOptions::For(PolicyRole::kOperator, false));
+  ASSERT_TRUE(operator_file.has_value());
+  ASSERT_TRUE(operator_file->has_value());
+  EXPECT_EQ(**operator_file, text);
+  auto exact = dir.File("exact.yaml", std::string(kMaxRepositoryPolicyFileBytes, '#'));
+  EXPECT_TRUE(ReadPolicyFile(exact, ReadOptions::For(PolicyRole::kRepository, false)));
+}
+
 TEST(FileReaderTest, RefusesEndlessDevicesAndFifosWithoutBlocking) {
   auto zero = ReadPolicyFile("/dev/zero", {});
   ASSERT_FALSE(zero.has_value());

@@ -204,7 +204,8 @@ TEST(OwnerTest, WithoutAGraceADisconnectClosesEverything) {
 
 TEST(OwnerTest, ARepositoryFileCannotGrantAGrace) {
   Daemon daemon;  // no operator policy: detachGraceMs 0
-  std::ofstream(daemon.workspace() / ".ptybox.yaml") << "version: 1\nlimits: {detachGraceMs: 60000}\n";
+  std::ofstream(daemon.workspace() / ".ptybox.yaml")
+      << "version: 1\nlimits: {detachGraceMs: 60000}\n";
   RpcClient client(daemon.socket());
   Json info = client.Call("owner_info", Json::object());
   EXPECT_EQ(info["result"]["detachGraceMs"], 0) << info.dump();
@@ -254,31 +255,41 @@ TEST(OwnerTest, AnotherOwnersRepositoryFileNeverClosesDetachedSessions) {
   }
 }
 
-// The whole 1 MiB attack file of issue 30: one ~1 MB anchored scalar and 3000 aliases (3 GB
-// if expanded). Every call that reads the repository file refuses it with its position, the
-// daemon stays small, and another owner goes on: its shell answers, and it opens a session in
-// danger-full-access (where the repository file is not read).
+// The whole 1 MiB attack file of issue 30 (one ~1 MB anchored scalar and 3000 aliases: 3 GB if
+// expanded) is refused by its size now, and what fits under the repository cap of 64 KiB (a
+// 60,000-byte anchor and 500 aliases: 30 MB expanded) by the alias budget, with its position.
+// Every call that reads the repository file refuses it, the daemon stays small, and another
+// owner goes on: its shell answers, and it opens a session in danger-full-access (where the
+// repository file is not read).
 TEST(OwnerTest, AnAliasBombRepositoryFileIsRefusedAndOtherOwnersGoOn) {
   Daemon daemon;
   RpcClient b(daemon.socket());
   const std::string b_id = OpenSession(b, "read-only");
-  {
-    std::string text = "version: 1\nbig: &big " + std::string(1'000'000, 'x') + "\nlist:\n";
-    for (int i = 0; i < 3000; ++i) text += "  - *big\n";
-    std::ofstream(daemon.workspace() / ".ptybox.yaml") << text;
-  }
+  struct Bomb {
+    size_t anchor;
+    int aliases;
+    std::string refusal;
+  };
+  const Bomb bombs[] = {
+      {1'000'000, 3000, ".ptybox.yaml: is larger than 65536 bytes (64 KiB)"},
+      {60'000, 500,
+       ".ptybox.yaml:20:5: yaml: the document holds more than 1048576 bytes of text (aliases "
+       "counted expanded)"},
+  };
   RpcClient a(daemon.socket());
-  for (int i = 0; i < 20; ++i) {
-    Json refused = a.Call("terminal_open", Json::object());
-    ASSERT_TRUE(refused.contains("error")) << refused.dump().substr(0, 300);
-    EXPECT_EQ(refused["error"]["data"]["kind"], "policy_error");
-    const std::string message = refused["error"]["message"];
-    EXPECT_NE(message.find(".ptybox.yaml:4:5: yaml: the document holds more than 1048576 bytes "
-                           "of text (aliases counted expanded)"),
-              std::string::npos)
-        << message.substr(0, 300);
-    EXPECT_TRUE(a.Call("policy_resolve", Json::object()).contains("error"));
-    EXPECT_TRUE(a.Call("owner_info", Json::object()).contains("result"));
+  for (const Bomb& bomb : bombs) {
+    std::string text = "version: 1\nbig: &big " + std::string(bomb.anchor, 'x') + "\nlist:\n";
+    for (int i = 0; i < bomb.aliases; ++i) text += "  - *big\n";
+    std::ofstream(daemon.workspace() / ".ptybox.yaml", std::ios::trunc) << text;
+    for (int i = 0; i < 10; ++i) {
+      Json refused = a.Call("terminal_open", Json::object());
+      ASSERT_TRUE(refused.contains("error")) << refused.dump().substr(0, 300);
+      EXPECT_EQ(refused["error"]["data"]["kind"], "policy_error");
+      const std::string message = refused["error"]["message"];
+      EXPECT_NE(message.find(bomb.refusal), std::string::npos) << message.substr(0, 300);
+      EXPECT_TRUE(a.Call("policy_resolve", Json::object()).contains("error"));
+      EXPECT_TRUE(a.Call("owner_info", Json::object()).contains("result"));
+    }
   }
   EXPECT_EQ(Send(b, b_id, "echo alive\n")["viewport"], "alive");
   RpcClient c(daemon.socket());
@@ -312,8 +323,7 @@ TEST(NamesTest, ASecondOpenOfTheSameNameIsNameTakenConcurrentOrNot) {
   EXPECT_EQ(lost["error"]["data"]["kind"], "name_taken");
   const std::string id = won["result"]["sessionId"];
   // A later one names the published session, and spawns nothing.
-  Json later =
-      client.Call("terminal_open", Json{{"name", "build"}, {"env", {{marker, "2"}}}});
+  Json later = client.Call("terminal_open", Json{{"name", "build"}, {"env", {{marker, "2"}}}});
   EXPECT_EQ(later["error"]["data"]["kind"], "name_taken") << later.dump();
   EXPECT_EQ(later["error"]["data"]["sessionId"], id);
   if (ra.contains("error")) {
@@ -367,8 +377,8 @@ TEST(ConformanceTest, ReadPagesKeepBothBoundsWithALongUnterminatedLine) {
   // A cursor past everything starts where the unterminated line starts: 100 bytes of it. The
   // rest of the 300,000 bytes (37,856 of them) plus the prompt used to come whole.
   const uint64_t beyond = 1'000'000'000'000;
-  Json tail = client.Call("terminal_read", Json{{"sessionId", id}, {"maxBytes", 100},
-                                                {"cursor", beyond}});
+  Json tail =
+      client.Call("terminal_read", Json{{"sessionId", id}, {"maxBytes", 100}, {"cursor", beyond}});
   ASSERT_TRUE(tail.contains("result")) << tail.dump().substr(0, 300);
   EXPECT_EQ(tail["result"]["text"].get<std::string>(), std::string(100, 'A'));
   EXPECT_EQ(tail["result"]["end"], false);
