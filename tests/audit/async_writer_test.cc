@@ -6,38 +6,25 @@
 #include "runtime/async_writer.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
 
 #include "runtime/session_recorder.h"
+#include "tests/support/temp_dir.h"
 
 namespace ptybox::runtime {
 namespace {
 
 namespace fs = std::filesystem;
 
-class Scratch {
- public:
-  Scratch() {
-    char tmpl[] = "/tmp/ptybox-writer-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using ::ptybox::testing::TempDir;
 
 std::vector<std::string> Lines(const fs::path& path) {
   std::ifstream in(path);
@@ -65,11 +52,9 @@ AppendFileSpec Spec(const fs::path& path, size_t bound = 1 << 20) {
 }
 
 TEST(AsyncWriterTest, AppendsLinesToAFileCreated0600) {
-  Scratch dir;
+  TempDir dir;
   const fs::path log = dir.path() / "audit.jsonl";
-  {
-    std::ofstream existing(log);
-  }
+  { std::ofstream existing(log); }
   ::chmod(log.c_str(), 0600);
   {
     std::ofstream(log, std::ios::app) << "earlier\n";
@@ -95,11 +80,9 @@ TEST(AsyncWriterTest, AppendsLinesToAFileCreated0600) {
 }
 
 TEST(AsyncWriterTest, NeverFollowsASymlink) {
-  Scratch dir;
+  TempDir dir;
   const fs::path target = dir.path() / "elsewhere";
-  {
-    std::ofstream(target) << "untouched\n";
-  }
+  { std::ofstream(target) << "untouched\n"; }
   const fs::path link = dir.path() / "audit.jsonl";
   fs::create_symlink(target, link);
   auto report = std::make_shared<WriteFailureReport>(WriteFailureReport{"the test log", false});
@@ -121,7 +104,7 @@ TEST(AsyncWriterTest, NeverFollowsASymlink) {
 }
 
 TEST(AsyncWriterTest, ADirectoryIsReportedAndLinesAreCounted) {
-  Scratch dir;
+  TempDir dir;
   auto report = std::make_shared<WriteFailureReport>(WriteFailureReport{"the test log", false});
   std::shared_ptr<AsyncWriter::File> file;
   {
@@ -138,7 +121,7 @@ TEST(AsyncWriterTest, ADirectoryIsReportedAndLinesAreCounted) {
 }
 
 TEST(AsyncWriterTest, ALineOverTheBoundIsDroppedAndToldBeforeTheNext) {
-  Scratch dir;
+  TempDir dir;
   const fs::path log = dir.path() / "audit.jsonl";
   std::shared_ptr<AsyncWriter::File> file;
   {
@@ -152,14 +135,14 @@ TEST(AsyncWriterTest, ALineOverTheBoundIsDroppedAndToldBeforeTheNext) {
     file->Close();
   }
   // The drop is told where it happened, and one at the end for the last one.
-  EXPECT_EQ(Lines(log), (std::vector<std::string>{"first", "dropped 2 302", "after",
-                                                  "dropped 1 66"}));
+  EXPECT_EQ(Lines(log),
+            (std::vector<std::string>{"first", "dropped 2 302", "after", "dropped 1 66"}));
   EXPECT_EQ(file->stats().dropped_lines, 3u);
   EXPECT_EQ(file->stats().written_lines, 2u);
 }
 
 TEST(SessionRecorderTest, WritesAHeaderAndOrderedEventsAndStopsAtItsBound) {
-  Scratch dir;
+  TempDir dir;
   std::optional<fs::path> path;
   {
     AsyncWriter writer;

@@ -1,8 +1,5 @@
-// A scratch directory for one test, removed with everything in it when the test ends.
+// The policy suites' scratch directory (tests/support/temp_dir.h) and their message templates.
 #pragma once
-
-#include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -10,43 +7,11 @@
 #include <string_view>
 #include <utility>
 
+#include "tests/support/temp_dir.h"
+
 namespace ptybox::policy::testing {
 
-class TempDir final {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "ptybox-policy-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp " << pattern;
-    // Canonical, so expected messages can be built from path() directly.
-    path_ = std::filesystem::canonical(pattern);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-
-  const std::filesystem::path& path() const { return path_; }
-
-  // Creates `relative` (and its parents) as a directory; returns its absolute path.
-  std::filesystem::path Dir(const std::filesystem::path& relative) const {
-    std::filesystem::create_directories(path_ / relative);
-    return path_ / relative;
-  }
-  // Writes `text` to `relative`, creating parent directories; returns its absolute path.
-  std::filesystem::path File(const std::filesystem::path& relative, std::string_view text) const {
-    std::filesystem::path file = path_ / relative;
-    std::filesystem::create_directories(file.parent_path());
-    std::ofstream out(file, std::ios::binary | std::ios::trunc);
-    out << text;
-    return file;
-  }
-
- private:
-  std::filesystem::path path_;
-};
+using TempDir = ::ptybox::testing::TempDir;
 
 // Replaces every "{dir}" in `text` with `dir` and every "{parent}" with `parent`.
 inline std::string Expand(std::string text, const std::filesystem::path& dir,

@@ -1,8 +1,8 @@
 #include "tests/support/daemon_fixture.h"
-#include "tests/support/files.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -17,28 +17,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include <gtest/gtest.h>
+#include "tests/support/files.h"
 
 namespace ptybox::testing {
-
-TempDir::TempDir(const std::filesystem::path& base) {
-  std::string pattern = (base / "ptybox-test-XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    throw std::runtime_error("mkdtemp failed in " + base.string());
-  }
-  path_ = std::filesystem::canonical(pattern);
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  // Sandboxed tests may leave read-only bits; make everything removable first.
-  for (auto it = std::filesystem::recursive_directory_iterator(path_, ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    std::filesystem::permissions(it->path(), std::filesystem::perms::owner_all,
-                                 std::filesystem::perm_options::add, ec);
-  }
-  std::filesystem::remove_all(path_, ec);
-}
 
 std::string ModeTestName(const ::testing::TestParamInfo<std::string>& info) {
   std::string name = info.param;
@@ -146,8 +127,9 @@ Json RpcClient::Call(const std::string& method, const Json& params, std::chrono:
 Daemon::Daemon(Options options, const std::filesystem::path& socket) {
   socket_ = socket.empty() ? state_.path() / "ptybox.sock" : workspace_.path() / socket;
   log_ = state_.path() / "daemon.log";
-  std::vector<std::string> args = {PtyboxBinary().string(), "serve", "--socket", socket_.string(),
-                                   "--workspace", workspace_.path().string()};
+  std::vector<std::string> args = {
+      PtyboxBinary().string(), "serve",       "--socket",
+      socket_.string(),        "--workspace", workspace_.path().string()};
   args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
   pid_ = ::fork();
   if (pid_ == 0) {
@@ -226,7 +208,8 @@ std::vector<pid_t> ProcessesWithEnv(const std::string& marker) {
     int fd = ::open(("/proc/" + std::to_string(pid) + "/environ").c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;
     char buf[4096];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) env.append(buf, static_cast<size_t>(n));
+    for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;)
+      env.append(buf, static_cast<size_t>(n));
     ::close(fd);
     if (env.find(marker) != std::string::npos) found.push_back(pid);
   }

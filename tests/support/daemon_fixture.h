@@ -3,35 +3,21 @@
 // assert reasons and order, never durations.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <chrono>
 #include <filesystem>
-#include <gtest/gtest.h>
-
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
+
 namespace ptybox::testing {
 
 using Json = nlohmann::json;
-
-// A fresh directory under /tmp, removed on destruction.
-class TempDir final {
- public:
-  TempDir() : TempDir("/tmp") {}
-  // A new directory `ptybox-test-XXXXXX` in `base` (mode 0700), removed with all it holds.
-  explicit TempDir(const std::filesystem::path& base);
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 class RpcClient final {
  public:
