@@ -27,9 +27,10 @@ packages=(
 if [[ "${PTYBOX_WITH_NODE:-0}" == "1" ]]; then
   packages+=(nodejs npm)
 fi
-# CI also fuzzes (scripts/fuzz.sh: clang-16 and its libFuzzer runtime) and builds with ccache.
+# CI also fuzzes (scripts/fuzz.sh: clang-16 and its libFuzzer runtime), builds with ccache and
+# checks the layout of every C++ file (scripts/check-format.sh: clang-format).
 if [[ "${PTYBOX_WITH_FUZZ:-0}" == "1" ]]; then
-  packages+=(clang-16 libclang-rt-16-dev ccache)
+  packages+=(clang-16 libclang-rt-16-dev ccache clang-format)
 fi
 
 # The side-by-side benchmarks (scripts/bench.sh) measure these baselines and profile the daemon.
