@@ -1,13 +1,15 @@
 // BuildBwrapArgv as a pure function: exact argv per mode, the ordering constraints the mount
 // stack relies on, and CollectProtectedPaths against a real directory tree.
 #include "sandbox/bwrap_args.h"
-#include "sandbox/session_home.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
+
+#include "sandbox/session_home.h"
+#include "tests/support/temp_dir.h"
 
 namespace ptybox::sandbox {
 namespace {
@@ -366,14 +368,9 @@ TEST(BwrapArgsTest, PathsWithSpacesAndNewlinesStayWholeArguments) {
 
 class ProtectedPathsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/ptybox-protected-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   void Touch(const std::filesystem::path& path) { std::ofstream(path) << "x"; }
-  std::filesystem::path dir_;
+  ::ptybox::testing::TempDir tmp_;
+  std::filesystem::path dir_ = tmp_.path();
 };
 
 TEST_F(ProtectedPathsTest, ExistingGitDirsAndCandidatesCanonicalAndDeduplicated) {
@@ -397,8 +394,8 @@ TEST_F(ProtectedPathsTest, ExistingGitDirsAndCandidatesCanonicalAndDeduplicated)
                                             plain / "missing.yaml", dir_ / "repo-link/.git"});
   // Roots' .git lexically (the launcher opens each again beneath its root, without links);
   // candidates with their directory resolved, never the file itself; no duplicates.
-  const std::vector<fs::path> expected = {dir_ / "repo-link/.git", worktree / ".git",
-                                          repo / ".git", repo / ".ptybox.yaml"};
+  const std::vector<fs::path> expected = {dir_ / "repo-link/.git", worktree / ".git", repo / ".git",
+                                          repo / ".ptybox.yaml"};
   EXPECT_EQ(paths, expected);
 }
 

@@ -5,12 +5,13 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include <filesystem>
-#include <fstream>
-
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
+
+#include "tests/support/temp_dir.h"
 
 namespace ptybox::sandbox {
 namespace {
@@ -18,22 +19,14 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(HostWallsTest, APathBelowADirectoryStrangersCannotSearchIsOutOfReach) {
-  std::string pattern = (fs::temp_directory_path() / "ptybox-walls-XXXXXX").string();
-  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-  struct Cleanup {
-    fs::path path;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  } dir{pattern};
-  const fs::path closed = dir.path / "closed";
-  const fs::path open = dir.path / "open";
+  ::ptybox::testing::TempDir dir;
+  const fs::path closed = dir.path() / "closed";
+  const fs::path open = dir.path() / "open";
   fs::create_directories(closed / "inner");
   fs::create_directories(open / "inner");
   std::ofstream(closed / "inner" / "secret") << "x";
   std::ofstream(open / "inner" / "secret") << "x";
-  ::chmod(dir.path.c_str(), 0755);
+  ::chmod(dir.path().c_str(), 0755);
   ::chmod(closed.c_str(), 0700);
   ::chmod(open.c_str(), 0755);
   ::chmod((open / "inner").c_str(), 0711);
@@ -44,7 +37,7 @@ TEST(HostWallsTest, APathBelowADirectoryStrangersCannotSearchIsOutOfReach) {
   EXPECT_TRUE(ReachableByStranger(closed, {}));
   // Inside a root the session owns what the root's owner owns (idmapped): reachable.
   EXPECT_TRUE(ReachableByStranger(closed / "inner" / "secret", {closed}));
-  EXPECT_TRUE(ReachableByStranger(closed / "inner" / "secret", {dir.path}));
+  EXPECT_TRUE(ReachableByStranger(closed / "inner" / "secret", {dir.path()}));
   // A root below a directory strangers cannot search is reached all the same (bound, veiled):
   // what lies in it needs its cover (a writable root in a 0700 mkdtemp directory, issue of
   // AuditRedirectTest).
@@ -54,16 +47,8 @@ TEST(HostWallsTest, APathBelowADirectoryStrangersCannotSearchIsOutOfReach) {
 // An ordinary user's home is covered entry by entry except the granted paths and the
 // directories leading down to them; links are never covered (the cover would land on the target).
 TEST(HostWallsTest, AHomeIsHiddenExceptTheGrantedPathsAndTheWayDownToThem) {
-  std::string pattern = (fs::temp_directory_path() / "ptybox-home-XXXXXX").string();
-  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-  struct Cleanup {
-    fs::path path;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  } dir{fs::canonical(pattern)};
-  const fs::path home = dir.path;
+  ::ptybox::testing::TempDir dir;
+  const fs::path home = dir.path();
   fs::create_directories(home / ".ssh");
   fs::create_directories(home / "src" / "project" / "sub");
   fs::create_directories(home / "src" / "other");

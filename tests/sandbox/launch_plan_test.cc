@@ -15,6 +15,7 @@
 #include "sandbox/path_open.h"
 #include "sandbox/session_id_lease.h"
 #include "sandbox/user_namespace.h"
+#include "tests/support/temp_dir.h"
 
 namespace ptybox::sandbox {
 namespace {
@@ -165,13 +166,8 @@ TEST(SandboxRootsTest, SharedAndSystemDirectoriesAreRefused) {
 
 class PathOpenTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/ptybox-open-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  ::ptybox::testing::TempDir tmp_;
+  fs::path dir_ = tmp_.path();
 };
 
 TEST_F(PathOpenTest, RootsWithALinkAnywhereAreRefused) {

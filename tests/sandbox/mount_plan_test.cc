@@ -14,6 +14,7 @@
 #include "sandbox/bwrap_args.h"
 #include "sandbox/path_open.h"
 #include "sandbox/repository_walk.h"
+#include "tests/support/temp_dir.h"
 
 namespace ptybox::sandbox {
 namespace {
@@ -117,13 +118,8 @@ TEST(StagedArgvTest, OnlyTheBoundRootsAreBound) {
 
 class RepositoryWalkTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/ptybox-walk-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  ::ptybox::testing::TempDir tmp_;
+  fs::path dir_ = tmp_.path();
 };
 
 TEST_F(RepositoryWalkTest, FindsNestedRepositoriesWithoutFollowingLinks) {

@@ -23,6 +23,7 @@
 
 #include "tests/sandbox/bpf_interpreter.h"
 #include "tests/sandbox/syscall_probes.h"
+#include "tests/support/temp_dir.h"
 
 namespace ptybox::sandbox {
 namespace {
@@ -31,25 +32,6 @@ using testing::ErrnoFromName;
 using testing::ErrnoName;
 using testing::ProbeOutcome;
 using testing::RunProbeInChild;
-
-// A scratch directory for the mode-bit probes, removed with what they made.
-class ScratchDir {
- public:
-  ScratchDir() {
-    char name[] = "/tmp/ptybox-seccomp-XXXXXX";
-    if (mkdtemp(name) != nullptr) path_ = name;
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 std::vector<uint8_t> Program(bool network_allowed) {
   auto fd = BuildSeccompProgram({.network_allowed = network_allowed});
@@ -148,13 +130,13 @@ bool IsSetidRow(const SeccompRule& rule) { return rule.why.find("S_ISUID") != st
 TEST(SeccompFilterTest, EveryRuleIsEnforcedForReal) {
   const std::vector<uint8_t> program = Program(/*network_allowed=*/false);
   ASSERT_FALSE(program.empty());
-  const ScratchDir scratch;
+  const ::ptybox::testing::TempDir scratch;
   std::set<std::string_view> seen;
   for (const SeccompRule& rule : SeccompRules()) {
     if (!seen.insert(rule.syscall).second) continue;  // ioctl: its variants are tested below
-    const std::string spec = IsSetidRow(rule)
-                                 ? "setid:" + std::string(rule.syscall) + ":4755:" + scratch.path()
-                                 : std::string(rule.syscall);
+    const std::string spec =
+        IsSetidRow(rule) ? "setid:" + std::string(rule.syscall) + ":4755:" + scratch.path().string()
+                         : std::string(rule.syscall);
     const ProbeOutcome filtered = RunProbeInChild(spec, &program);
     const ProbeOutcome baseline = RunProbeInChild(spec);
     std::cout << "  " << rule.syscall << ": without filter " << ErrnoName(baseline.err)
@@ -207,13 +189,14 @@ TEST(SeccompFilterTest, PersonalityLdtAndLineDisciplineAreRefused) {
 // the same mode without them (which must work and leave exactly that mode).
 TEST(SeccompFilterTest, PrivilegeBitsAreRefusedByEveryCallThatSetsAMode) {
   const std::vector<uint8_t> program = Program(/*network_allowed=*/false);
-  const ScratchDir scratch;
+  const ::ptybox::testing::TempDir scratch;
   ASSERT_FALSE(scratch.path().empty());
   umask(022);
   for (const char* call : {"chmod", "fchmod", "fchmodat", "fchmodat2", "open", "openat",
                            "openat-tmpfile", "creat", "mkdir", "mkdirat", "mknod", "mknodat"}) {
     for (const char* mode : {"4755", "2755", "6755", "4000", "2000"}) {
-      const std::string spec = std::string("setid:") + call + ":" + mode + ":" + scratch.path();
+      const std::string spec =
+          std::string("setid:") + call + ":" + mode + ":" + scratch.path().string();
       const ProbeOutcome filtered = RunProbeInChild(spec, &program);
       EXPECT_EQ(ErrnoName(filtered.err), "EPERM") << spec << " left " << filtered.info;
       // What the refused call left: nothing, or the 0644 file the chmod family started from.
@@ -223,7 +206,8 @@ TEST(SeccompFilterTest, PrivilegeBitsAreRefusedByEveryCallThatSetsAMode) {
       }
     }
     for (const char* mode : {"755", "1777", "700"}) {
-      const std::string spec = std::string("setid:") + call + ":" + mode + ":" + scratch.path();
+      const std::string spec =
+          std::string("setid:") + call + ":" + mode + ":" + scratch.path().string();
       const ProbeOutcome filtered = RunProbeInChild(spec, &program);
       EXPECT_EQ(ErrnoName(filtered.err), "ok") << spec << " " << filtered.info;
       // umask 022 leaves 755 and 700 whole and 1777 as 1755 for the creating calls.
@@ -237,13 +221,14 @@ TEST(SeccompFilterTest, PrivilegeBitsAreRefusedByEveryCallThatSetsAMode) {
   }
   // Without the filter the same calls keep the bits: the probe sees what it claims to refuse.
   const ProbeOutcome control =
-      RunProbeInChild("setid:chmod:4755:" + scratch.path(), /*program=*/nullptr);
+      RunProbeInChild("setid:chmod:4755:" + scratch.path().string(), /*program=*/nullptr);
   EXPECT_EQ(ErrnoName(control.err), "ok");
   EXPECT_EQ(control.info, "4755");
   // openat2 cannot be inspected: ENOSYS, whatever the mode, and libc's openat still works.
-  EXPECT_EQ(ErrnoName(RunProbeInChild("setid:openat2:755:" + scratch.path(), &program).err),
-            "ENOSYS");
-  EXPECT_EQ(ErrnoName(RunProbeInChild("setid:openat2:755:" + scratch.path()).err), "ok");
+  EXPECT_EQ(
+      ErrnoName(RunProbeInChild("setid:openat2:755:" + scratch.path().string(), &program).err),
+      "ENOSYS");
+  EXPECT_EQ(ErrnoName(RunProbeInChild("setid:openat2:755:" + scratch.path().string()).err), "ok");
 }
 
 TEST(SeccompFilterTest, CloneWithAnyNamespaceFlagIsRefused) {
