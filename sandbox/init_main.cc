@@ -386,14 +386,16 @@ void TerminateSession(const InitOptions& o, pid_t program, bool& program_exited,
   }
   const auto start = Clock::now();
   const auto give_up_gracefully = start + grace;
-  bool program_prodded = !o.pty;
+  bool program_prodded = false;
   while (Clock::now() < give_up_gracefully) {
     Reap(program, program_exited, o.control_fd);
     if (SessionProcesses(o.confined).empty()) break;
     if (!program_prodded && !program_exited && Clock::now() >= start + grace / 2) {
       program_prodded = true;
-      std::optional<proc::StatFields> stat = proc::ReadStat(program);
-      if (stat && stat->tty_nr != 0) ::kill(program, SIGHUP);
+      if (o.pty) {
+        std::optional<proc::StatFields> stat = proc::ReadStat(program);
+        if (stat && stat->tty_nr != 0) ::kill(program, SIGHUP);
+      }
       ::kill(program, SIGTERM);
       ::kill(program, SIGCONT);
     }

@@ -113,6 +113,18 @@ TEST_P(RunModeTest, TimeoutIs124WithAMessageAndNothingLeft) {
   EXPECT_EQ(ProcessesWithEnv(mark), std::vector<pid_t>{}) << "left running after the timeout";
 }
 
+// A command that ignores SIGHUP still gets SIGTERM before the grace runs out, and a shell that
+// handles it runs its trap whole (it got one terminating signal at a time).
+TEST_P(RunModeTest, ACommandIgnoringSighupGetsSigtermAndItsTrapRunsWhole) {
+  const std::string script =
+      "trap '' HUP; trap 'echo got-term; echo trap-done; exit 0' TERM; "
+      "echo started; while :; do sleep 0.1; done";
+  ChildProcess::Exit e = Run({"--mode", GetParam(), "--timeout", "1", "--", "bash", "-c", script});
+  EXPECT_EQ(e.code, 124) << child_->err();
+  EXPECT_EQ(child_->out(), "started\ngot-term\ntrap-done\n")
+      << "the command was killed without SIGTERM, or its trap was cut short";
+}
+
 TEST_P(RunModeTest, LeftoverBackgroundProcessesEndWithTheCommand) {
   const std::string mark = NewMarker();
   const std::string env = "env RUNTEST_MARK=" + mark + " ";
