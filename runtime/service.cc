@@ -1,6 +1,7 @@
 #include "runtime/service.h"
 
 #include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
 
 #include "common/log.h"
 #include "common/random.h"
@@ -30,6 +31,17 @@ std::function<void()> Countdown(size_t count, std::function<void()> done) {
   };
 }
 
+// The reactor's steady clock: the wait ends with the timer, which the handle owns.
+StartTimer SteadyTimers(asio::io_context& io) {
+  return [&io](std::chrono::milliseconds delay, std::function<void()> fire) {
+    auto timer = std::make_shared<asio::steady_timer>(io, delay);
+    timer->async_wait([fire = std::move(fire)](const std::error_code& ec) {
+      if (!ec) fire();
+    });
+    return std::shared_ptr<void>(std::move(timer));
+  };
+}
+
 }  // namespace
 
 std::string NewSessionId() { return "pty-" + RandomHex(16); }
@@ -45,8 +57,11 @@ struct PtyService::OpenInFlight {
 };
 
 PtyService::PtyService(asio::io_context& io, ServiceOptions options,
-                       const MakeBackends& make_backends)
-    : io_(io), options_(std::move(options)), audit_(options_.audit ? options_.audit : NoAudit()) {
+                       const MakeBackends& make_backends, StartTimer start_timer)
+    : io_(io),
+      options_(std::move(options)),
+      start_timer_(start_timer ? std::move(start_timer) : SteadyTimers(io)),
+      audit_(options_.audit ? options_.audit : NoAudit()) {
   backends_ = make_backends([this]() -> size_t {
     const size_t used = session_count();
     return used >= options_.max_total_sessions ? 0 : options_.max_total_sessions - used;
@@ -460,12 +475,9 @@ bool PtyService::DetachOwner(const std::shared_ptr<Owner>& owner) {
   const int64_t grace_ms = *owner->detach_grace_ms();
   // An open in flight answers nobody: canceled as on a disconnect (its shell is closed).
   owner->Detach("the client disconnected");
-  auto expiry = std::make_unique<asio::steady_timer>(io_, std::chrono::milliseconds(grace_ms));
   const uint64_t id = owner->id();
-  expiry->async_wait([this, id](const std::error_code& ec) {
-    if (!ec) ExpireDetached(id);
-  });
-  detached_[id] = Detached{owner, std::move(expiry)};
+  detached_[id] = Detached{
+      owner, start_timer_(std::chrono::milliseconds(grace_ms), [this, id] { ExpireDetached(id); })};
   LogInfo("owner " + std::to_string(id) + " detached: " + std::to_string(owner->sessions().size()) +
           " sessions keep running for " + std::to_string(grace_ms) + " ms awaiting owner_attach");
   return true;

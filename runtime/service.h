@@ -6,7 +6,7 @@
 #pragma once
 
 #include <asio/io_context.hpp>
-#include <asio/steady_timer.hpp>
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -110,10 +110,16 @@ using Backends = std::map<std::string, std::unique_ptr<backend::Backend>, std::l
 // the daemon's limit (ServiceOptions::max_total_sessions) leaves room for now: a backend that
 // keeps sessions of its own beside the service's (the warm pool) stays within it.
 using MakeBackends = std::function<Backends(std::function<size_t()> headroom)>;
+// Starts a one-shot timer that calls `fire` after `delay` unless the returned handle is
+// destroyed first (a detached owner's grace). Empty: the reactor's steady clock; a test
+// injects its own to fire it when it chooses.
+using StartTimer = std::function<std::shared_ptr<void>(std::chrono::milliseconds delay,
+                                                       std::function<void()> fire)>;
 
 class PtyService final {
  public:
-  PtyService(asio::io_context& io, ServiceOptions options, const MakeBackends& make_backends);
+  PtyService(asio::io_context& io, ServiceOptions options, const MakeBackends& make_backends,
+             StartTimer start_timer = {});
   PtyService(const PtyService&) = delete;
   PtyService& operator=(const PtyService&) = delete;
   ~PtyService();
@@ -197,9 +203,10 @@ class PtyService final {
   // Detached owners, held here until attached or expired (their grace timer), by owner id.
   struct Detached {
     std::shared_ptr<Owner> owner;
-    std::unique_ptr<asio::steady_timer> expiry;
+    std::shared_ptr<void> expiry;  // the grace's timer
   };
   std::map<uint64_t, Detached> detached_;
+  StartTimer start_timer_;
   uint64_t next_owner_ = 1;
   std::shared_ptr<AuditSink> audit_;  // never null (NoAudit())
 };

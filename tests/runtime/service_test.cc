@@ -1,8 +1,8 @@
 // PtyService's own rules with a fake backend (no bash, no bwrap, no daemon): names, per-owner
 // and daemon limits, cancel during open, the mode fence, close, detach and attach, shutdown.
-// The fake answers spawns and closes when a test says so, so every ordering is reached on
-// purpose; the reactor only runs the handlers already posted, and nothing waits on time except
-// the one grace-expiry case, whose wait is a hang guard.
+// The fake answers spawns and closes when a test says so, and the detach grace runs on an
+// injected timer the test fires, so every ordering is reached on purpose; the reactor only
+// runs the handlers already posted, and nothing waits on time.
 #include "runtime/service.h"
 
 #include <gtest/gtest.h>
@@ -160,6 +160,13 @@ class FakeBackend final : public backend::Backend {
 
 void FakePending::Cancel(std::string reason) { backend_.Canceled(index_, std::move(reason)); }
 
+// A timer the service started; fired by the test. Alive while the service holds its handle.
+struct FakeTimer {
+  std::chrono::milliseconds delay{0};
+  std::function<void()> fire;
+  std::weak_ptr<void> handle;
+};
+
 class ServiceTest : public ::testing::Test {
  protected:
   // The operator policy is this test's own file: /etc/ptybox is never read.
@@ -170,14 +177,21 @@ class ServiceTest : public ::testing::Test {
     options.workspace = dir_.Dir("ws");
     options.workspace_from_cli = true;
     options.max_total_sessions = max_total;
-    service_ = std::make_unique<PtyService>(io_, std::move(options), [this](auto headroom) {
-      headroom_ = std::move(headroom);
-      auto fake = std::make_unique<FakeBackend>(io_);
-      fake_ = fake.get();
-      Backends backends;
-      backends.emplace("shell", std::move(fake));
-      return backends;
-    });
+    service_ = std::make_unique<PtyService>(
+        io_, std::move(options),
+        [this](auto headroom) {
+          headroom_ = std::move(headroom);
+          auto fake = std::make_unique<FakeBackend>(io_);
+          fake_ = fake.get();
+          Backends backends;
+          backends.emplace("shell", std::move(fake));
+          return backends;
+        },
+        [this](std::chrono::milliseconds delay, std::function<void()> fire) {
+          auto handle = std::make_shared<int>(0);
+          timers_.push_back(FakeTimer{delay, std::move(fire), handle});
+          return std::shared_ptr<void>(handle);
+        });
   }
 
   // Runs every handler that is ready, and those they post, until none is left.
@@ -221,6 +235,7 @@ class ServiceTest : public ::testing::Test {
   asio::io_context io_;
   FakeBackend* fake_ = nullptr;
   std::function<size_t()> headroom_;
+  std::vector<FakeTimer> timers_;
   std::unique_ptr<PtyService> service_;
 };
 
@@ -475,6 +490,8 @@ TEST_F(ServiceTest, ADetachedOwnerKeepsItsSessionsUntilAttached) {
   EXPECT_EQ(attached->sessions[0].session_id, opened->session_id);
   EXPECT_EQ(attached->sessions[0].name, "db");
   EXPECT_EQ(service_->detached_owner_count(), 0u);
+  ASSERT_EQ(timers_.size(), 1u);
+  EXPECT_TRUE(timers_[0].handle.expired()) << "attaching stops the grace";
   // Its connection is live again: a second attach is busy.
   Result<AttachResult> twice = service_->AttachOwner(owner->token());
   ASSERT_FALSE(twice);
@@ -496,21 +513,23 @@ TEST_F(ServiceTest, WithoutAGraceAnOwnerIsNotDetached) {
 }
 
 TEST_F(ServiceTest, TheGraceEndsAsADisconnect) {
-  Start("{detachGraceMs: 1}");
+  Start("{detachGraceMs: 45000}");
   auto owner = service_->OpenOwner("a");
   owner->may_detach = true;
   ASSERT_TRUE(Open(owner));
   ASSERT_TRUE(service_->DetachOwner(owner));
-  // The grace timer is real; the loop is a hang guard, nothing is asserted about time.
-  for (int i = 0; i < 1000 && fake_->sessions[0]->close_reasons.empty(); ++i) {
-    io_.restart();
-    io_.run_one_for(std::chrono::milliseconds(100));
-  }
+  ASSERT_EQ(timers_.size(), 1u);
+  EXPECT_EQ(timers_[0].delay, std::chrono::milliseconds(45000)) << "the operator's grace";
+  Drain();
+  EXPECT_TRUE(fake_->sessions[0]->close_reasons.empty()) << "nothing closes before the grace";
+  ASSERT_FALSE(timers_[0].handle.expired());
+  timers_[0].fire();
   Drain();
   EXPECT_EQ(fake_->sessions[0]->close_reasons, std::vector<std::string>{"owner disconnected"});
   EXPECT_EQ(service_->detached_owner_count(), 0u);
   EXPECT_TRUE(owner->closed());
   EXPECT_EQ(service_->AttachOwner(owner->token()).error().kind, ErrorKind::kNotFound);
+  EXPECT_TRUE(timers_[0].handle.expired()) << "the expired grace's timer is released";
 }
 
 // A detach cancels an open in flight; its late answer must not disturb an open of the next
