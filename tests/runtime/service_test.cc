@@ -223,6 +223,12 @@ class ServiceTest : public ::testing::Test {
     if (!answer->has_value()) return Fail(ErrorKind::kInternal, "terminal_open never answered");
     return **answer;
   }
+  // An owner that may outlive its connection, as a `serve --socket` client's.
+  std::shared_ptr<Owner> SocketOwner() {
+    auto owner = service_->OpenOwner("socket");
+    owner->may_detach = true;
+    return owner;
+  }
   Result<SessionStatus> Close(const std::shared_ptr<Owner>& owner, const std::string& id) {
     std::optional<Result<SessionStatus>> answer;
     service_->Close(owner, id, "closed by the test", [&](auto r) { answer = std::move(r); });
@@ -470,8 +476,7 @@ TEST_F(ServiceTest, CloseAnswersOnceTheProcessesAreGone) {
 
 TEST_F(ServiceTest, ADetachedOwnerKeepsItsSessionsUntilAttached) {
   Start("{detachGraceMs: 600000}");
-  auto owner = service_->OpenOwner("a");
-  owner->may_detach = true;
+  auto owner = SocketOwner();
   Result<OpenResult> opened = Open(owner, "db");
   ASSERT_TRUE(opened);
   ASSERT_TRUE(service_->DetachOwner(owner));
@@ -502,8 +507,7 @@ TEST_F(ServiceTest, ADetachedOwnerKeepsItsSessionsUntilAttached) {
 
 TEST_F(ServiceTest, WithoutAGraceAnOwnerIsNotDetached) {
   Start("{detachGraceMs: 0}");
-  auto owner = service_->OpenOwner("a");
-  owner->may_detach = true;
+  auto owner = SocketOwner();
   ASSERT_TRUE(Open(owner));
   EXPECT_FALSE(service_->DetachOwner(owner));
   auto stdio = service_->OpenOwner("stdio");  // may_detach stays false
@@ -514,8 +518,7 @@ TEST_F(ServiceTest, WithoutAGraceAnOwnerIsNotDetached) {
 
 TEST_F(ServiceTest, TheGraceEndsAsADisconnect) {
   Start("{detachGraceMs: 45000}");
-  auto owner = service_->OpenOwner("a");
-  owner->may_detach = true;
+  auto owner = SocketOwner();
   ASSERT_TRUE(Open(owner));
   ASSERT_TRUE(service_->DetachOwner(owner));
   ASSERT_EQ(timers_.size(), 1u);
@@ -536,8 +539,7 @@ TEST_F(ServiceTest, TheGraceEndsAsADisconnect) {
 // connection that reuses its request id.
 TEST_F(ServiceTest, ADetachedOpensLateAnswerLeavesTheNextConnectionsOpenCancelable) {
   Start("{detachGraceMs: 600000}");
-  auto owner = service_->OpenOwner("a");
-  owner->may_detach = true;
+  auto owner = SocketOwner();
   fake_->answer_at_once = false;
   fake_->cancel_answers = false;
   auto old_open = StartOpen(owner, "db", "1");
