@@ -110,6 +110,7 @@ Result<std::shared_ptr<backend::BackendSession>> PtyService::Find(Owner& owner,
 }
 
 std::string PtyService::AvailableTypes() const {
+  if (backends_.empty()) return "no session type is available";
   std::string types;
   for (const auto& [type, backend] : backends_) {
     types += (types.empty() ? "\"" : ", \"") + type + "\"";

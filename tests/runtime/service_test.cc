@@ -594,5 +594,26 @@ TEST_F(ServiceTest, ClosingAnOwnerWithNothingOpenEndsAtOnce) {
   EXPECT_TRUE(shut);
 }
 
+// With no backend, an open names none and shutdown still ends (the join of zero backends).
+TEST(ServiceWithoutBackendsTest, RefusesOpensAndShutsDown) {
+  TempDir dir;
+  asio::io_context io;
+  ServiceOptions options;
+  options.operator_policy = dir.File("operator.yaml", "version: 1\n");
+  options.workspace = dir.path();
+  PtyService service(io, std::move(options), [](auto) { return Backends{}; });
+  auto owner = service.OpenOwner("a");
+  std::optional<Result<OpenResult>> answer;
+  service.Open(owner, OpenParams{}, "1", [&](Result<OpenResult> r) { answer = std::move(r); });
+  bool shut = false;
+  service.Shutdown([&] { shut = true; });
+  io.run();
+  ASSERT_TRUE(answer.has_value());
+  ASSERT_FALSE(*answer);
+  EXPECT_EQ(answer->error().message,
+            "unknown session type \"shell\"; no session type is available");
+  EXPECT_TRUE(shut);
+}
+
 }  // namespace
 }  // namespace ptybox::runtime
