@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "backend/child_reaper.h"
+#include "backend/shell_session.h"
 #include "common/log.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/cgroup_sweep.h"
@@ -123,6 +124,20 @@ void FitLimitsToDescriptors(DaemonOptions& options) {
           " sessions (raise `ulimit -n` for more)");
 }
 
+// The daemon's one backend, bash: its warm pool fills only while the daemon's session limit
+// leaves room beside the service's sessions (`headroom`).
+MakeBackends ShellBackends(asio::io_context& io, backend::ChildReaper& reaper,
+                           backend::ShellBackendOptions options) {
+  return [&io, &reaper, options = std::move(options)](std::function<size_t()> headroom) {
+    backend::ShellBackendOptions shell = options;
+    shell.pool_headroom = std::move(headroom);
+    auto backend = std::make_unique<backend::ShellBackend>(io, reaper, std::move(shell));
+    Backends backends;
+    backends.emplace(std::string(backend->type()), std::move(backend));
+    return backends;
+  };
+}
+
 // Runs the reactor until it is stopped. A handler that throws is a bug; it is logged and the
 // reactor goes on serving every other client rather than ending all of them.
 void RunReactor(asio::io_context& io) {
@@ -170,7 +185,7 @@ int RunDaemon(DaemonOptions options) {
     std::filesystem::path socket = std::filesystem::weakly_canonical(*options.socket, ec);
     options.service.shell.daemon_socket = ec ? *options.socket : socket;
   }
-  PtyService service(io, reaper, options.service);
+  PtyService service(io, options.service, ShellBackends(io, reaper, options.service.shell));
 
   bool stopping = false;
   int exit_code = 0;

@@ -144,8 +144,7 @@ void RpcConnection::Attach(const Json& id, const Json& params) {
   const std::string token = args->String("ownerToken");
   // Only the first call of a connection may attach: the fresh owner it replaces must hold
   // nothing (contract v1.1).
-  if (attached_ || owner_->opened_any || !owner_->sessions.empty() ||
-      owner_->fence().spawns_in_progress() > 0) {
+  if (attached_ || !owner_->pristine()) {
     return ReplyProtocolError(
         id, -32600,
         "invalid request: owner_attach must come before this connection opens a session or "

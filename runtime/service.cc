@@ -1,6 +1,7 @@
 #include "runtime/service.h"
 
 #include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
 
 #include "common/log.h"
 #include "common/random.h"
@@ -16,21 +17,55 @@ Error NotFound(const std::string& id) {
                "sessionId"};
 }
 
+// Joins `count` asynchronous completions: returns the function each calls once; `done` runs on
+// the last call (at once when `count` is 0).
+std::function<void()> Countdown(size_t count, std::function<void()> done) {
+  if (count == 0) {
+    done();
+    return [] {};
+  }
+  auto remaining = std::make_shared<size_t>(count);
+  auto finish = std::make_shared<std::function<void()>>(std::move(done));
+  return [remaining, finish] {
+    if (--*remaining == 0) (*finish)();
+  };
+}
+
+// The reactor's steady clock: the wait ends with the timer, which the handle owns.
+StartTimer SteadyTimers(asio::io_context& io) {
+  return [&io](std::chrono::milliseconds delay, std::function<void()> fire) {
+    auto timer = std::make_shared<asio::steady_timer>(io, delay);
+    timer->async_wait([fire = std::move(fire)](const std::error_code& ec) {
+      if (!ec) fire();
+    });
+    return std::shared_ptr<void>(std::move(timer));
+  };
+}
+
 }  // namespace
 
 std::string NewSessionId() { return "pty-" + RandomHex(16); }
 
-PtyService::PtyService(asio::io_context& io, backend::ChildReaper& reaper, ServiceOptions options)
-    : io_(io), options_(std::move(options)), audit_(options_.audit ? options_.audit : NoAudit()) {
-  backend::ShellBackendOptions shell_options = options_.shell;
-  // The warm pool fills only while the daemon's session limit leaves room beside its sessions.
-  shell_options.pool_headroom = [this]() -> size_t {
+struct PtyService::OpenInFlight {
+  std::shared_ptr<OpenTicket> ticket;
+  std::function<void(Result<OpenResult>)> done;
+  std::string cwd;
+  int columns = kDefaultColumns;
+  int rows = kDefaultRows;
+  std::shared_ptr<SessionTap> tap;
+  std::shared_ptr<const policy::ResolvedPolicy> policy;  // as the audit log records it
+};
+
+PtyService::PtyService(asio::io_context& io, ServiceOptions options,
+                       const MakeBackends& make_backends, StartTimer start_timer)
+    : io_(io),
+      options_(std::move(options)),
+      start_timer_(start_timer ? std::move(start_timer) : SteadyTimers(io)),
+      audit_(options_.audit ? options_.audit : NoAudit()) {
+  backends_ = make_backends([this]() -> size_t {
     const size_t used = session_count();
     return used >= options_.max_total_sessions ? 0 : options_.max_total_sessions - used;
-  };
-  auto shell = std::make_unique<backend::ShellBackend>(io_, reaper, std::move(shell_options));
-  std::string type(shell->type());
-  backends_[type] = std::move(shell);
+  });
 }
 
 PtyService::~PtyService() = default;
@@ -62,16 +97,70 @@ Result<policy::ResolvedPolicy> PtyService::Resolve(Owner& owner,
       ResolveInputsFrom(options_, requested ? requested : owner.fence().requested_mode()));
   // The grace comes from the operator's file or the default alone (a repository file may not
   // set it), and is fixed here for the owner's life: see Owner::detach_grace_ms.
-  if (resolved && !owner.detach_grace_ms) owner.detach_grace_ms = resolved->limits.detach_grace_ms;
+  if (resolved) owner.FixDetachGrace(resolved->limits.detach_grace_ms);
   return resolved;
 }
 
 Result<std::shared_ptr<backend::BackendSession>> PtyService::Find(Owner& owner,
                                                                   const std::string& id) {
-  auto it = owner.sessions.find(id);
+  const Owner::OwnedSession* entry = owner.FindSession(id);
   // An id of another owner is indistinguishable from an unknown one.
-  if (it == owner.sessions.end()) return std::unexpected(NotFound(id));
-  return it->second.session;
+  if (!entry) return std::unexpected(NotFound(id));
+  return entry->session;
+}
+
+std::string PtyService::AvailableTypes() const {
+  if (backends_.empty()) return "no session type is available";
+  std::string types;
+  for (const auto& [type, backend] : backends_) {
+    types += (types.empty() ? "\"" : ", \"") + type + "\"";
+  }
+  return (backends_.size() == 1 ? "the available type is " : "the available types are ") + types;
+}
+
+Result<backend::Backend*> PtyService::Admit(Owner& owner, OpenParams& params,
+                                            backend::SpawnSpec& spec, OpenInFlight& open) {
+  auto backend = backends_.find(params.type);
+  if (backend == backends_.end()) {
+    return Fail(ErrorKind::kInvalidParams,
+                "unknown session type \"" + params.type + "\"; " + AvailableTypes(), "type");
+  }
+  Result<policy::ResolvedPolicy> resolved = Resolve(owner, std::nullopt);
+  if (!resolved) return std::unexpected(resolved.error());
+  const auto max_sessions = static_cast<size_t>(resolved->limits.max_sessions);
+  if (owner.open_and_opening() >= max_sessions) {
+    return Fail(ErrorKind::kPolicyDenied,
+                "this connection already has " + std::to_string(max_sessions) +
+                    " sessions open or opening (limits.maxSessions); close one first",
+                "limits.maxSessions");
+  }
+  if (session_count() >= options_.max_total_sessions) {
+    return Fail(ErrorKind::kPolicyDenied,
+                "this daemon already runs " + std::to_string(options_.max_total_sessions) +
+                    " sessions across all clients (serve --max-sessions); close one first",
+                "maxSessions");
+  }
+  Result<std::filesystem::path> cwd = policy::ResolveCwd(*resolved, params.cwd);
+  if (!cwd) return std::unexpected(cwd.error());
+  Result<std::shared_ptr<OpenTicket>> ticket =
+      owner.BeginOpen(params.name.value_or(""), resolved->mode);
+  if (!ticket) return std::unexpected(ticket.error());
+
+  open.ticket = *ticket;
+  open.cwd = cwd->string();
+  open.columns = params.columns;
+  open.rows = params.rows;
+  open.tap = audit_->SpawnStarting(params.columns, params.rows);
+  open.policy = std::make_shared<const policy::ResolvedPolicy>(*resolved);
+  spec.name = open.ticket->name();
+  spec.policy = std::move(*resolved);
+  spec.cwd = std::move(*cwd);
+  spec.rows = params.rows;
+  spec.columns = params.columns;
+  spec.env = std::move(params.env);
+  spec.timeout_ms = params.timeout_ms;
+  if (open.tap) spec.output_tap = [tap = open.tap](std::string_view bytes) { tap->Output(bytes); };
+  return backend->second.get();
 }
 
 void PtyService::Open(const std::shared_ptr<Owner>& owner, OpenParams params,
@@ -80,123 +169,53 @@ void PtyService::Open(const std::shared_ptr<Owner>& owner, OpenParams params,
     if (!result) audit->Refused(id, "terminal_open", "", result.error());
     done(std::move(result));
   };
-  auto fail = [&](Error error) {
-    asio::post(io_, [done, error = std::move(error)] { done(std::unexpected(error)); });
-  };
-  auto backend = backends_.find(params.type);
-  if (backend == backends_.end()) {
-    fail(Error{ErrorKind::kInvalidParams,
-               "unknown session type \"" + params.type + "\"; the available type is \"shell\"",
-               "type"});
-    return;
-  }
-  Result<policy::ResolvedPolicy> resolved = Resolve(*owner, std::nullopt);
-  if (!resolved) {
-    fail(resolved.error());
-    return;
-  }
-  const auto max_sessions = static_cast<size_t>(resolved->limits.max_sessions);
-  if (owner->sessions.size() + owner->pending_opens.size() >= max_sessions) {
-    fail(Error{ErrorKind::kPolicyDenied,
-               "this connection already has " + std::to_string(max_sessions) +
-                   " sessions open or opening (limits.maxSessions); close one first",
-               "limits.maxSessions"});
-    return;
-  }
-  if (session_count() >= options_.max_total_sessions) {
-    fail(Error{ErrorKind::kPolicyDenied,
-               "this daemon already runs " + std::to_string(options_.max_total_sessions) +
-                   " sessions across all clients (serve --max-sessions); close one first",
-               "maxSessions"});
-    return;
-  }
-  Result<std::filesystem::path> cwd = policy::ResolveCwd(*resolved, params.cwd);
-  if (!cwd) {
-    fail(cwd.error());
-    return;
-  }
-
-  // Names are unique among this owner's open and opening sessions, reserved from here on.
-  const std::string name = params.name.value_or("");
-  if (!name.empty()) {
-    if (auto held = owner->names.find(name); held != owner->names.end()) {
-      Error taken{ErrorKind::kNameTaken,
-                  "this connection already has a session named \"" + name + "\"" +
-                      (held->second.empty() ? " still opening" : " (" + held->second + ")") +
-                      "; choose another name, or close that session first",
-                  "name"};
-      taken.session_id = held->second;
-      fail(std::move(taken));
-      return;
-    }
-    owner->names[name] = "";
-  }
-  owner->opened_any = true;
-
+  auto open = std::make_shared<OpenInFlight>();
   backend::SpawnSpec spec;
-  spec.name = name;
-  spec.policy = *resolved;
-  spec.cwd = *cwd;
-  spec.rows = params.rows;
-  spec.columns = params.columns;
-  spec.env = std::move(params.env);
-  spec.timeout_ms = params.timeout_ms;
-  std::shared_ptr<SessionTap> tap = audit_->SpawnStarting(params.columns, params.rows);
-  if (tap) spec.output_tap = [tap](std::string_view bytes) { tap->Output(bytes); };
-  auto audited_policy = std::make_shared<const policy::ResolvedPolicy>(*resolved);
-
-  const policy::Mode mode = resolved->mode;
-  owner->fence().BeginSpawn(mode);
-  const std::string cwd_text = cwd->string();
-  std::weak_ptr<Owner> weak_owner = owner;
-  auto pending = backend->second->Spawn(
-      std::move(spec), [this, weak_owner, request_key, done, mode, cwd_text, name, tap,
-                        audited_policy, columns = params.columns, rows = params.rows](
-                           Result<std::shared_ptr<backend::BackendSession>> spawned) {
-        std::shared_ptr<Owner> live = weak_owner.lock();
-        if (live) live->pending_opens.erase(request_key);
-        // A failed open gives its name back.
-        if (live && !name.empty() && (!spawned || live->closed)) live->names.erase(name);
-        if (!spawned) {
-          if (live) {
-            live->fence().EndSpawn(mode, false);
-            live->SpawnSettled();
-          }
-          done(std::unexpected(spawned.error()));
-          return;
-        }
-        std::shared_ptr<backend::BackendSession> session = *spawned;
-        if (!live || live->closed) {
-          // The client left while the shell started: nobody may own it; close it now. The
-          // spawn counts as in progress until its processes are gone, so a disconnect awaits it.
-          session->Close("owner disconnected during open", [session, weak_owner, mode](auto) {
-            if (std::shared_ptr<Owner> o = weak_owner.lock()) {
-              o->fence().EndSpawn(mode, false);
-              o->SpawnSettled();
-            }
-          });
-          done(Fail(ErrorKind::kCanceled, "the client disconnected while the session opened"));
-          return;
-        }
-        live->fence().EndSpawn(mode, true);
-        OpenResult result;
-        result.session_id = NewSessionId();
-        result.name = name;
-        result.motd = session->motd();
-        result.pid = session->pid();
-        result.mode = mode;
-        result.cwd = cwd_text;
-        live->sessions[result.session_id] = Owner::Entry{name, mode, cwd_text, session};
-        if (!name.empty()) live->names[name] = result.session_id;
-        LogInfo("owner " + std::to_string(live->id()) + " opened " + result.session_id + " (" +
-                std::string(policy::ToString(mode)) + ")");
-        audit_->SessionOpened(AuditOpened{live->id(), result.session_id, name, cwd_text,
-                                          result.pid, columns, rows},
-                              *audited_policy, tap);
-        done(std::move(result));
+  Result<backend::Backend*> backend = Admit(*owner, params, spec, *open);
+  if (!backend) {
+    asio::post(io_, [done, error = backend.error()] { done(std::unexpected(error)); });
+    return;
+  }
+  open->done = std::move(done);
+  std::shared_ptr<OpenTicket> ticket = open->ticket;
+  std::shared_ptr<backend::PendingSpawn> pending = (*backend)->Spawn(
+      std::move(spec), [this, open](Result<std::shared_ptr<backend::BackendSession>> spawned) {
+        OnSpawned(*open, std::move(spawned));
       });
-  // The spawn may already have completed (a synchronous failure is posted, never inline).
-  owner->pending_opens[request_key] = std::move(pending);
+  ticket->Track(request_key, std::move(pending));
+}
+
+void PtyService::OnSpawned(OpenInFlight& open,
+                           Result<std::shared_ptr<backend::BackendSession>> spawned) {
+  std::shared_ptr<Owner> live = open.ticket->Settle();
+  if (!spawned) {
+    open.ticket->End();  // a failed open gives its name back
+    open.done(std::unexpected(spawned.error()));
+    return;
+  }
+  std::shared_ptr<backend::BackendSession> session = *spawned;
+  if (!live) {
+    // The client left while the shell started: nobody may own it; close it now. The spawn
+    // counts as in progress until its processes are gone, so a disconnect awaits it.
+    session->Close("owner disconnected during open",
+                   [session, ticket = open.ticket](auto) { ticket->End(); });
+    open.done(Fail(ErrorKind::kCanceled, "the client disconnected while the session opened"));
+    return;
+  }
+  OpenResult result;
+  result.session_id = NewSessionId();
+  result.name = open.ticket->name();
+  result.motd = session->motd();
+  result.pid = session->pid();
+  result.mode = open.ticket->mode();
+  result.cwd = open.cwd;
+  open.ticket->Publish(result.session_id, session, open.cwd);
+  LogInfo("owner " + std::to_string(live->id()) + " opened " + result.session_id + " (" +
+          std::string(policy::ToString(result.mode)) + ")");
+  audit_->SessionOpened(AuditOpened{live->id(), result.session_id, result.name, open.cwd,
+                                    result.pid, open.columns, open.rows},
+                        *open.policy, open.tap);
+  open.done(std::move(result));
 }
 
 void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& session_id,
@@ -213,7 +232,7 @@ void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& se
     return;
   }
   // Operations a session replaced are no longer readable: forgotten.
-  std::erase_if(owner->operations, [](const auto& entry) { return entry.second.op.expired(); });
+  owner->ForgetReplacedOperations();
   // The typed bytes as the operation holds them: named keys are encoded by now, so a send made
   // of `keys` is audited and recorded like one made of `input`.
   if (wait) {
@@ -228,31 +247,26 @@ void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& se
   if (background) {
     (*op)->SetSettledCallback(audit_settled);
     SendOutcome outcome;
-    outcome.operation_id = "op-" + RandomHex(8);
-    owner->operations[*outcome.operation_id] = Owner::Operation{session_id, *op};
+    outcome.operation_id = owner->AddOperation(session_id, *op);
     asio::post(io_, [done, outcome] { done(outcome); });
     return;
   }
-  owner->foreground_sends[request_key] = session_id;
   std::weak_ptr<Owner> weak_owner = owner;
-  const uint64_t generation = owner->connection_generation;
-  (*op)->SetSettledCallback(
-      [weak_owner, request_key, generation, done,
-       audit_settled](const Result<backend::SendResult>& result) {
-        audit_settled(result);
-        // After a detach the request key may already name a later connection's request.
-        if (std::shared_ptr<Owner> o = weak_owner.lock();
-            o && o->connection_generation == generation) {
-          o->foreground_sends.erase(request_key);
-        }
-        if (!result) {
-          done(std::unexpected(result.error()));
-          return;
-        }
-        SendOutcome outcome;
-        outcome.result = *result;
-        done(outcome);
-      });
+  const uint64_t generation = owner->TrackForegroundSend(request_key, session_id);
+  (*op)->SetSettledCallback([weak_owner, request_key, generation, done,
+                             audit_settled](const Result<backend::SendResult>& result) {
+    audit_settled(result);
+    if (std::shared_ptr<Owner> o = weak_owner.lock()) {
+      o->ForegroundSendSettled(request_key, generation);
+    }
+    if (!result) {
+      done(std::unexpected(result.error()));
+      return;
+    }
+    SendOutcome outcome;
+    outcome.result = *result;
+    done(outcome);
+  });
 }
 
 Result<backend::SendRead> PtyService::Output(Owner& owner, const std::string& session_id) {
@@ -314,16 +328,15 @@ void PtyService::Signal(Owner& owner, const std::string& session_id, int signal,
 }
 
 Result<SessionInfo> PtyService::Status(Owner& owner, const std::string& session_id) {
-  auto it = owner.sessions.find(session_id);
-  if (it == owner.sessions.end()) return std::unexpected(NotFound(session_id));
-  const Owner::Entry& entry = it->second;
+  const Owner::OwnedSession* entry = owner.FindSession(session_id);
+  if (!entry) return std::unexpected(NotFound(session_id));
   SessionInfo info;
   info.session_id = session_id;
-  info.name = entry.name;
-  info.mode = entry.mode;
-  info.busy = entry.session->busy();
-  info.status = entry.session->Status();
-  info.pid = entry.session->pid();
+  info.name = entry->name;
+  info.mode = entry->mode;
+  info.busy = entry->session->busy();
+  info.status = entry->session->Status();
+  info.pid = entry->session->pid();
   return info;
 }
 
@@ -343,28 +356,16 @@ void PtyService::Close(const std::shared_ptr<Owner>& owner, const std::string& s
   std::weak_ptr<Owner> weak_owner = owner;
   (*session)->Close(std::move(reason),
                     [weak_owner, session_id, done](Result<backend::SessionStatus> closed) {
-                      if (closed) {
-                        if (std::shared_ptr<Owner> o = weak_owner.lock()) {
-                          auto entry = o->sessions.find(session_id);
-                          if (entry != o->sessions.end()) {
-                            const policy::Mode mode = entry->second.mode;
-                            // The session's name is free again.
-                            if (auto held = o->names.find(entry->second.name);
-                                held != o->names.end() && held->second == session_id) {
-                              o->names.erase(held);
-                            }
-                            o->sessions.erase(entry);
-                            o->fence().SessionClosed(mode);
-                          }
-                        }
-                      }
+                      // A failed close leaves the session listed: close may be retried.
+                      if (std::shared_ptr<Owner> o = weak_owner.lock(); o && closed)
+                        o->SessionClosed(session_id);
                       done(std::move(closed));
                     });
 }
 
 std::vector<SessionInfo> PtyService::List(Owner& owner) {
   std::vector<SessionInfo> list;
-  for (const auto& [id, entry] : owner.sessions) {
+  for (const auto& [id, entry] : owner.sessions()) {
     if (Result<SessionInfo> info = Status(owner, id)) list.push_back(*info);
   }
   return list;
@@ -390,7 +391,7 @@ Result<policy::Mode> PtyService::SetModeChecked(Owner& owner, policy::Mode mode)
   if (!wanted) return std::unexpected(wanted.error());
   const policy::Mode current_mode = current ? current->mode : wanted->mode;
   // Check and commit in one step of the reactor: no spawn can start in between.
-  if (Result<void> set = owner.fence().SetMode(wanted->mode, current_mode); !set) {
+  if (Result<void> set = owner.SetMode(wanted->mode, current_mode); !set) {
     return std::unexpected(set.error());
   }
   if (!current || wanted->mode != current->mode) {
@@ -405,13 +406,9 @@ Result<policy::Mode> PtyService::SetModeChecked(Owner& owner, policy::Mode mode)
 
 bool PtyService::CancelRequest(Owner& owner, const std::string& request_key,
                                const std::string& reason) {
-  if (auto open = owner.pending_opens.find(request_key); open != owner.pending_opens.end()) {
-    std::shared_ptr<backend::PendingSpawn> pending = open->second;
-    pending->Cancel(reason);
-    return true;
-  }
-  if (auto send = owner.foreground_sends.find(request_key); send != owner.foreground_sends.end()) {
-    Result<bool> canceled = Cancel(owner, send->second);
+  if (owner.CancelOpen(request_key, reason)) return true;
+  if (std::optional<std::string> session_id = owner.ForegroundSend(request_key)) {
+    Result<bool> canceled = Cancel(owner, *session_id);
     return canceled && *canceled;
   }
   return false;
@@ -422,40 +419,28 @@ void PtyService::CloseOwner(const std::shared_ptr<Owner>& owner, std::function<v
     audit->OwnerClosed(id);
     done();
   };
-  owner->closed = true;
-  // Pending opens end as canceled; their shells are closed by the spawn itself.
-  std::map<std::string, std::shared_ptr<backend::PendingSpawn>> pending;
-  pending.swap(owner->pending_opens);
-  for (auto& [key, spawn] : pending) spawn->Cancel("the client disconnected");
+  owner->MarkClosed();
+  // Opens in progress end as canceled; their shells are closed by the spawn itself.
+  owner->CancelOpens("the client disconnected");
   // Done once every session is closed and every spawn in progress has ended (a canceled one
   // has answered its terminal_open and left nothing running).
   std::vector<std::string> ids;
-  for (const auto& [id, entry] : owner->sessions) ids.push_back(id);
-  auto remaining = std::make_shared<size_t>(ids.size() + 1);
-  auto finish = std::make_shared<std::function<void()>>(std::move(done));
-  auto one_done = [remaining, finish] {
-    if (--*remaining == 0) (*finish)();
-  };
+  for (const auto& [id, entry] : owner->sessions()) ids.push_back(id);
+  std::function<void()> one_done = Countdown(ids.size() + 1, std::move(done));
   owner->WhenSpawnsSettled([this, one_done] { asio::post(io_, one_done); });
   for (const std::string& id : ids) {
-    Close(owner, id, "owner disconnected",
-          [one_done, id](Result<backend::SessionStatus> closed) {
-            if (!closed) LogWarn("closing " + id + ": " + closed.error().message);
-            one_done();
-          });
+    Close(owner, id, "owner disconnected", [one_done, id](Result<backend::SessionStatus> closed) {
+      if (!closed) LogWarn("closing " + id + ": " + closed.error().message);
+      one_done();
+    });
   }
 }
 
 void PtyService::Shutdown(std::function<void()> done) {
   // Then the backends' pre-started shells: nothing of the daemon outlives it.
   done = [this, done = std::move(done)] {
-    auto remaining = std::make_shared<size_t>(backends_.size());
-    auto finish = std::make_shared<std::function<void()>>(std::move(done));
-    for (auto& [type, backend] : backends_) {
-      backend->Shutdown([remaining, finish] {
-        if (--*remaining == 0) (*finish)();
-      });
-    }
+    std::function<void()> one_done = Countdown(backends_.size(), std::move(done));
+    for (auto& [type, backend] : backends_) backend->Shutdown(one_done);
   };
   std::vector<std::shared_ptr<Owner>> live;
   for (const std::weak_ptr<Owner>& weak : owners_) {
@@ -467,68 +452,52 @@ void PtyService::Shutdown(std::function<void()> done) {
     asio::post(io_, std::move(done));
     return;
   }
-  auto remaining = std::make_shared<size_t>(live.size());
-  auto finish = std::make_shared<std::function<void()>>(std::move(done));
+  std::function<void()> one_done = Countdown(live.size(), std::move(done));
   for (const std::shared_ptr<Owner>& owner : live) {
     // Held until closed: a detached owner has no connection that keeps it (and its sessions).
-    CloseOwner(owner, [remaining, finish, owner] {
-      if (--*remaining == 0) (*finish)();
-    });
+    CloseOwner(owner, [one_done, owner] { one_done(); });
   }
 }
 
+bool PtyService::FixOperatorDetachGrace(Owner& owner) const {
+  if (owner.detach_grace_ms()) return true;
+  Result<int64_t> grace =
+      policy::ReadOperatorDetachGrace(ResolveInputsFrom(options_, std::nullopt));
+  if (!grace) return false;
+  owner.FixDetachGrace(*grace);
+  return true;
+}
+
 bool PtyService::DetachOwner(const std::shared_ptr<Owner>& owner) {
-  if (!owner->may_detach || owner->closed) return false;
+  if (!owner->may_detach || owner->closed()) return false;
   // Fixed when the owner's policy first resolved; only an owner whose policy never resolved
-  // (no open, no owner_info) reads it now, from the operator's file alone, so a repository file
-  // (broken, or naming a grace) never decides it.
-  if (!owner->detach_grace_ms) {
-    Result<int64_t> grace =
-        policy::ReadOperatorDetachGrace(ResolveInputsFrom(options_, std::nullopt));
-    if (!grace) return false;
-    owner->detach_grace_ms = *grace;
-  }
-  if (*owner->detach_grace_ms <= 0) return false;
-  const int64_t grace_ms = *owner->detach_grace_ms;
-  owner->detached = true;
-  ++owner->connection_generation;
-  owner->on_policy_changed = nullptr;
+  // (no open, no owner_info) reads it now.
+  if (!FixOperatorDetachGrace(*owner) || *owner->detach_grace_ms() <= 0) return false;
+  const int64_t grace_ms = *owner->detach_grace_ms();
   // An open in flight answers nobody: canceled as on a disconnect (its shell is closed).
-  std::map<std::string, std::shared_ptr<backend::PendingSpawn>> pending;
-  pending.swap(owner->pending_opens);
-  for (auto& [key, spawn] : pending) spawn->Cancel("the client disconnected");
-  // A foreground send in flight goes on as an operation terminal_output reads after attach.
-  for (const auto& [key, session_id] : owner->foreground_sends) {
-    auto entry = owner->sessions.find(session_id);
-    if (entry == owner->sessions.end()) continue;
-    std::shared_ptr<backend::SendOperation> op = entry->second.session->last_send();
-    if (op && !op->settled()) {
-      owner->operations["op-" + RandomHex(8)] = Owner::Operation{session_id, op};
-    }
-  }
-  owner->foreground_sends.clear();
-  auto expiry = std::make_unique<asio::steady_timer>(io_, std::chrono::milliseconds(grace_ms));
+  owner->Detach("the client disconnected");
   const uint64_t id = owner->id();
-  expiry->async_wait([this, id](const std::error_code& ec) {
-    if (ec) return;
-    auto it = detached_.find(id);
-    if (it == detached_.end()) return;
-    std::shared_ptr<Owner> expired = it->second.owner;
-    LogInfo("owner " + std::to_string(id) + ": detach grace expired with no owner_attach; closing " +
-            std::to_string(expired->sessions.size()) + " sessions");
-    // This timer is destroyed on a later turn, never inside its own handler.
-    asio::post(io_, [timer = std::move(it->second.expiry)] {});
-    detached_.erase(it);
-    expired->detached = false;
-    // Exactly as a disconnect: every session closed, awaited.
-    CloseOwner(expired, [expired] {
-      LogInfo("owner " + std::to_string(expired->id()) + ": closed after its grace");
-    });
-  });
-  detached_[id] = Detached{owner, std::move(expiry)};
-  LogInfo("owner " + std::to_string(id) + " detached: " + std::to_string(owner->sessions.size()) +
+  detached_[id] = Detached{
+      owner, start_timer_(std::chrono::milliseconds(grace_ms), [this, id] { ExpireDetached(id); })};
+  LogInfo("owner " + std::to_string(id) + " detached: " + std::to_string(owner->sessions().size()) +
           " sessions keep running for " + std::to_string(grace_ms) + " ms awaiting owner_attach");
   return true;
+}
+
+void PtyService::ExpireDetached(uint64_t owner_id) {
+  auto it = detached_.find(owner_id);
+  if (it == detached_.end()) return;
+  std::shared_ptr<Owner> expired = it->second.owner;
+  LogInfo("owner " + std::to_string(owner_id) +
+          ": detach grace expired with no owner_attach; closing " +
+          std::to_string(expired->sessions().size()) + " sessions");
+  // This timer is destroyed on a later turn, never inside its own handler.
+  asio::post(io_, [timer = std::move(it->second.expiry)] {});
+  detached_.erase(it);
+  // Exactly as a disconnect: every session closed, awaited.
+  CloseOwner(expired, [expired] {
+    LogInfo("owner " + std::to_string(expired->id()) + ": closed after its grace");
+  });
 }
 
 Result<AttachResult> PtyService::AttachOwner(const std::string& token) {
@@ -540,33 +509,28 @@ Result<AttachResult> PtyService::AttachOwner(const std::string& token) {
       found = owner;
     }
   }
-  if (!found || found->closed || (!found->detached && !found->may_detach)) {
+  if (!found || found->closed() || (!found->detached() && !found->may_detach)) {
     return Fail(ErrorKind::kNotFound,
                 "no detached owner has this token (unknown, expired or already closed); open "
                 "new sessions instead",
                 "ownerToken");
   }
-  if (!found->detached) {
+  if (!found->detached()) {
     return Fail(ErrorKind::kBusy,
                 "the owner of this token still has a live connection; close that connection "
                 "first, then attach",
                 "ownerToken");
   }
   detached_.erase(found->id());  // stops the grace
-  found->detached = false;
+  found->Attach();
   AttachResult result;
   result.owner = found;
   result.sessions = List(*found);
-  std::erase_if(found->operations, [&](const auto& entry) {
-    std::shared_ptr<backend::SendOperation> op = entry.second.op.lock();
-    auto session = found->sessions.find(entry.second.session_id);
-    return !op || session == found->sessions.end() || session->second.session->last_send() != op;
-  });
-  for (const auto& [op_id, operation] : found->operations) {
+  for (const auto& [op_id, operation] : found->operations()) {
     result.operations.emplace_back(op_id, operation.session_id);
   }
-  LogInfo("owner " + std::to_string(found->id()) + " attached: " +
-          std::to_string(result.sessions.size()) + " sessions, " +
+  LogInfo("owner " + std::to_string(found->id()) +
+          " attached: " + std::to_string(result.sessions.size()) + " sessions, " +
           std::to_string(result.operations.size()) + " operations");
   return result;
 }
@@ -575,13 +539,9 @@ OwnerInfo PtyService::Info(Owner& owner) {
   OwnerInfo info;
   info.token = owner.token();
   if (owner.may_detach) {
-    if (!Resolve(owner, std::nullopt) && !owner.detach_grace_ms) {
-      // A broken repository file: the grace is the operator's anyway (as at a disconnect).
-      Result<int64_t> grace =
-          policy::ReadOperatorDetachGrace(ResolveInputsFrom(options_, std::nullopt));
-      if (grace) owner.detach_grace_ms = *grace;
-    }
-    info.detach_grace_ms = owner.detach_grace_ms.value_or(0);
+    // A broken repository file: the grace is the operator's anyway (as at a disconnect).
+    if (!Resolve(owner, std::nullopt)) (void)FixOperatorDetachGrace(owner);
+    info.detach_grace_ms = owner.detach_grace_ms().value_or(0);
   }
   return info;
 }
@@ -602,7 +562,7 @@ size_t PtyService::session_count() const {
   for (const std::weak_ptr<Owner>& weak : owners_) {
     if (std::shared_ptr<Owner> owner = weak.lock()) {
       // Spawns still count while a canceled one is being cleaned up.
-      count += owner->sessions.size() + static_cast<size_t>(owner->fence().spawns_in_progress());
+      count += owner->sessions().size() + static_cast<size_t>(owner->fence().spawns_in_progress());
     }
   }
   return count;

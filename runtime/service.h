@@ -1,10 +1,12 @@
 // The PTY service: mints session ids, scopes sessions to their owner (one owner per client
 // connection), holds each owner's mode fence, resolves policy for every spawn and publishes a
 // session only after its backend spawn succeeded. Protocol servers translate to and from it.
+// It takes its backends (one per session type) from whoever builds it: the daemon gives it the
+// bash backend, tests/runtime/service_test.cc a fake.
 #pragma once
 
 #include <asio/io_context.hpp>
-#include <asio/steady_timer.hpp>
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -14,7 +16,6 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/child_reaper.h"
 #include "backend/shell_session.h"
 #include "common/error.h"
 #include "policy/mode_fence.h"
@@ -103,9 +104,22 @@ struct SendOutcome {
 // Called when an owner's effective policy changed (MCP announces it).
 using PolicyChanged = std::function<void(const policy::ResolvedPolicy&)>;
 
+// The backends of one service, by session type (terminal_open's `type`).
+using Backends = std::map<std::string, std::unique_ptr<backend::Backend>, std::less<>>;
+// Builds the backends when the service is constructed. `headroom` tells how many more sessions
+// the daemon's limit (ServiceOptions::max_total_sessions) leaves room for now: a backend that
+// keeps sessions of its own beside the service's (the warm pool) stays within it.
+using MakeBackends = std::function<Backends(std::function<size_t()> headroom)>;
+// Starts a one-shot timer that calls `fire` after `delay` unless the returned handle is
+// destroyed first (a detached owner's grace). Empty: the reactor's steady clock; a test
+// injects its own to fire it when it chooses.
+using StartTimer = std::function<std::shared_ptr<void>(std::chrono::milliseconds delay,
+                                                       std::function<void()> fire)>;
+
 class PtyService final {
  public:
-  PtyService(asio::io_context& io, backend::ChildReaper& reaper, ServiceOptions options);
+  PtyService(asio::io_context& io, ServiceOptions options, const MakeBackends& make_backends,
+             StartTimer start_timer = {});
   PtyService(const PtyService&) = delete;
   PtyService& operator=(const PtyService&) = delete;
   ~PtyService();
@@ -142,8 +156,8 @@ class PtyService final {
   void Signal(Owner& owner, const std::string& session_id, int signal,
               std::function<void(Result<backend::SignalResult>)> done);
   Result<SessionInfo> Status(Owner& owner, const std::string& session_id);
-  void Close(const std::shared_ptr<Owner>& owner, const std::string& session_id,
-             std::string reason, std::function<void(Result<backend::SessionStatus>)> done);
+  void Close(const std::shared_ptr<Owner>& owner, const std::string& session_id, std::string reason,
+             std::function<void(Result<backend::SessionStatus>)> done);
   std::vector<SessionInfo> List(Owner& owner);
   Result<policy::ResolvedPolicy> ResolvePolicy(Owner& owner);
   Result<policy::Mode> SetMode(Owner& owner, policy::Mode mode);
@@ -165,17 +179,34 @@ class PtyService final {
   Result<policy::ResolvedPolicy> Resolve(Owner& owner, std::optional<policy::Mode> requested) const;
   Result<std::shared_ptr<backend::BackendSession>> Find(Owner& owner, const std::string& id);
   Result<policy::Mode> SetModeChecked(Owner& owner, policy::Mode mode);
+  // One terminal_open from its admission to its answer (service.cc).
+  struct OpenInFlight;
+  // terminal_open's checks in the order the contract answers them, then the owner's ticket:
+  // the backend to spawn with, `spec` and `open` filled.
+  Result<backend::Backend*> Admit(Owner& owner, OpenParams& params, backend::SpawnSpec& spec,
+                                  OpenInFlight& open);
+  // The backend answered: publish the session, or end the open.
+  void OnSpawned(OpenInFlight& open, Result<std::shared_ptr<backend::BackendSession>> spawned);
+  // Fixes an owner's detach grace from the operator's file alone when its policy never
+  // resolved (a repository file, broken or naming a grace, never decides it); false when the
+  // operator's file cannot be read.
+  bool FixOperatorDetachGrace(Owner& owner) const;
+  // A detached owner's grace ended with no owner_attach: closed as on a disconnect.
+  void ExpireDetached(uint64_t owner_id);
+  // "the available type is ..." for an unknown terminal_open type.
+  [[nodiscard]] std::string AvailableTypes() const;
 
   asio::io_context& io_;
   ServiceOptions options_;
-  std::map<std::string, std::unique_ptr<backend::Backend>> backends_;
+  Backends backends_;
   std::vector<std::weak_ptr<Owner>> owners_;
   // Detached owners, held here until attached or expired (their grace timer), by owner id.
   struct Detached {
     std::shared_ptr<Owner> owner;
-    std::unique_ptr<asio::steady_timer> expiry;
+    std::shared_ptr<void> expiry;  // the grace's timer
   };
   std::map<uint64_t, Detached> detached_;
+  StartTimer start_timer_;
   uint64_t next_owner_ = 1;
   std::shared_ptr<AuditSink> audit_;  // never null (NoAudit())
 };
