@@ -16,14 +16,14 @@
 #include <vector>
 
 #include "runtime/owner.h"
-#include "tests/policy/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace ptybox::runtime {
 namespace {
 
 using backend::BackendSession;
 using backend::SessionStatus;
-using policy::testing::TempDir;
+using ::ptybox::testing::TempDir;
 
 // A session that never runs anything; Close answers at once unless `hold_close`.
 class FakeSession final : public BackendSession {
