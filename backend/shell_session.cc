@@ -151,6 +151,10 @@ bool ShellSession::MatchesLaunch(const SpawnSpec& spec) const {
   return BuildLaunch(spec) == launched_;
 }
 
+sandbox::LaunchRepositories ShellSession::RepositoriesNow(const SpawnSpec& spec) const {
+  return sandbox::RepositoriesOfLaunch(BuildLaunch(spec).sandbox);
+}
+
 void ShellSession::SetOutputTap(std::function<void(std::string_view)> tap) {
   spec_.output_tap = std::move(tap);
 }
@@ -233,9 +237,8 @@ void ShellSession::OnShellExit(SessionStatus status) {
       startup_->engine().OnSessionExit();
       startup_->Pump();
     } else {
-      FailStart(Error{ErrorKind::kSpawnFailed,
-                      "the shell exited before its terminal was ready (" +
-                          DescribeStatus(status) + ")"});
+      FailStart(Error{ErrorKind::kSpawnFailed, "the shell exited before its terminal was ready (" +
+                                                   DescribeStatus(status) + ")"});
     }
     return;
   }
@@ -326,9 +329,9 @@ void ShellSession::OnStartupSettled(WaitReason reason) {
                         std::to_string(startup_timings_.timeout.count()) +
                         " ms (raise startupTimeoutMs or timeoutMs of terminal_open)" + output});
   } else {
-    FailStart(Error{ErrorKind::kSpawnFailed,
-                    "the shell exited during startup (" + DescribeStatus(terminal_.status()) +
-                        ")" + output});
+    FailStart(Error{
+        ErrorKind::kSpawnFailed,
+        "the shell exited during startup (" + DescribeStatus(terminal_.status()) + ")" + output});
   }
 }
 
@@ -387,8 +390,8 @@ Result<std::shared_ptr<SendOperation>> ShellSession::StartSend(SendRequest reque
   config.shell_pgid = terminal_.shell_pid();
   config.max_result_bytes = static_cast<size_t>(spec_.policy.limits.max_result_bytes);
   config.max_unconsumed_bytes = static_cast<size_t>(spec_.policy.limits.scrollback_bytes);
-  auto op = std::make_shared<SendOperation>(static_cast<SendHost&>(*this), config,
-                                            std::move(request));
+  auto op =
+      std::make_shared<SendOperation>(static_cast<SendHost&>(*this), config, std::move(request));
   slot_held_ = true;
   std::weak_ptr<ShellSession> weak = weak_from_this();
   op->SetReleasedCallback([weak] {
@@ -474,21 +477,20 @@ std::optional<RenderedViewport> ShellSession::RenderSend(bool at_prompt) {
   // the line path kept nothing of it.
   if (decoder_.alternate_screen()) return std::nullopt;
   const TimePoint began = Clock::now();
-  RenderedViewport rendered =
-      ApplyRender(decoder_, render, static_cast<size_t>(spec_.policy.limits.max_result_bytes),
-                  at_prompt);
+  RenderedViewport rendered = ApplyRender(
+      decoder_, render, static_cast<size_t>(spec_.policy.limits.max_result_bytes), at_prompt);
   const auto micros =
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - began).count();
-  LogDebug("send output rendered through a scratch screen: " +
-           std::to_string(render.raw_bytes()) + " bytes in " + std::to_string(micros) + " us");
+  LogDebug("send output rendered through a scratch screen: " + std::to_string(render.raw_bytes()) +
+           " bytes in " + std::to_string(micros) + " us");
   return rendered;
 }
 
 ReadResult ShellSession::Read(const ReadRequest& request) const {
   const Scrollback& scrollback = decoder_.scrollback();
   const auto limit = static_cast<size_t>(spec_.policy.limits.max_read_bytes);
-  size_t max_bytes = request.max_bytes ? std::min(static_cast<size_t>(*request.max_bytes), limit)
-                                       : limit;
+  size_t max_bytes =
+      request.max_bytes ? std::min(static_cast<size_t>(*request.max_bytes), limit) : limit;
   if (request.view == ReadView::kScreen) {
     // The screen (up to 1000 x 500 cells, each with combining marks) within the same bound as
     // a page of lines; `truncated` says a part was dropped.
@@ -519,9 +521,8 @@ Result<void> ShellSession::Resize(int rows, int columns) {
 void ShellSession::Signal(int signal, std::function<void(Result<SignalResult>)> done) {
   idle_prompt_facts_.reset();
   auto fail = [&](Error error) {
-    asio::post(io_, [done = std::move(done), error = std::move(error)] {
-      done(std::unexpected(error));
-    });
+    asio::post(
+        io_, [done = std::move(done), error = std::move(error)] { done(std::unexpected(error)); });
   };
   if (closing_ || closed_) {
     fail(Error{ErrorKind::kClosed, "the session is closed; signals are no longer accepted"});
@@ -586,7 +587,8 @@ class ShellPendingSpawn final : public PendingSpawn {
  public:
   explicit ShellPendingSpawn(std::weak_ptr<ShellSession> session) : session_(std::move(session)) {}
   void Cancel(std::string reason) override {
-    if (std::shared_ptr<ShellSession> session = session_.lock()) session->CancelStart(std::move(reason));
+    if (std::shared_ptr<ShellSession> session = session_.lock())
+      session->CancelStart(std::move(reason));
   }
 
  private:
@@ -623,7 +625,12 @@ class PooledShellSession final : public PooledShell,
     return started_ && !overflow_ && session_->QuietAtPrompt();
   }
   [[nodiscard]] bool Matches(const SpawnSpec& spec) const override {
-    return session_->MatchesLaunch(spec);
+    return session_->MatchesLaunch(spec) && session_->RepositoriesNow(spec) == repositories_;
+  }
+  // Walked before the launch, whose own walk follows: a repository that appears or goes in
+  // between makes the two differ, and the claim then starts a fresh shell (never the reverse).
+  void RecordRepositories(sandbox::LaunchRepositories repositories) {
+    repositories_ = std::move(repositories);
   }
   void Discard(std::string reason, std::function<void()> done) override {
     if (!settled_) {
@@ -676,6 +683,7 @@ class PooledShellSession final : public PooledShell,
  private:
   asio::io_context& io_;
   std::shared_ptr<ShellSession> session_;
+  sandbox::LaunchRepositories repositories_;  // what its launch protected (RecordRepositories)
   bool settled_ = false;
   bool started_ = false;
   bool overflow_ = false;
@@ -700,9 +708,10 @@ ShellBackend::ShellBackend(asio::io_context& io, ChildReaper& reaper, ShellBacke
         pooled_spec.output_tap = [weak](std::string_view bytes) {
           if (std::shared_ptr<PooledShellSession> p = weak.lock()) p->Record(bytes);
         };
-        auto session = std::make_shared<ShellSession>(io_, reaper_, options_,
-                                                      std::move(pooled_spec));
+        auto session =
+            std::make_shared<ShellSession>(io_, reaper_, options_, std::move(pooled_spec));
         pooled->Adopt(session);
+        pooled->RecordRepositories(session->RepositoriesNow(spec));
         // Holds the pooled shell until its start is decided: a shell discarded while it starts
         // says done from here, once its processes are gone.
         session->Start([session, pooled, settled = std::move(settled)](Result<void> ready) {

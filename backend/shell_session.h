@@ -22,6 +22,7 @@
 #include "backend/terminal_decoder.h"
 #include "backend/warm_pool.h"
 #include "sandbox/launcher.h"
+#include "sandbox/repository_walk.h"
 
 namespace ptybox::backend {
 
@@ -80,6 +81,10 @@ class ShellSession final : public BackendSession,
   // and a launch built for it now (host facts collected afresh, this shell's own nonce) equals
   // the launch this shell was started with.
   [[nodiscard]] bool MatchesLaunch(const SpawnSpec& spec) const;
+  // The repositories a launch for `spec` would protect now (sandbox/repository_walk.h): the
+  // pool records them before this shell's launch and compares them at every claim, since the
+  // launch's own walk is not part of MatchesLaunch.
+  [[nodiscard]] sandbox::LaunchRepositories RepositoriesNow(const SpawnSpec& spec) const;
   // The tap of the session that claimed this shell; sees every byte from now on.
   void SetOutputTap(std::function<void(std::string_view)> tap);
 
@@ -154,8 +159,8 @@ class ShellSession final : public BackendSession,
   // The facts of the look that verified the shell idle at its prompt when the last send (or
   // the startup) settled there; dropped by any output, signal or resize since.
   std::optional<ForegroundFacts> idle_prompt_facts_;
-  sandbox::LaunchSpec launched_;  // what was launched (the warm pool compares it)
-  bool ready_at_prompt_ = false;  // the startup settled at the verified prompt
+  sandbox::LaunchSpec launched_;      // what was launched (the warm pool compares it)
+  bool ready_at_prompt_ = false;      // the startup settled at the verified prompt
   bool touched_after_ready_ = false;  // output, a send or a resize after the startup
 
   // Sends.

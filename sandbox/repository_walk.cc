@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <string>
@@ -17,6 +18,24 @@
 #include "common/unique_fd.h"
 
 namespace ptybox::sandbox {
+
+LaunchRepositories RepositoriesOfLaunch(const SandboxSpec& sandbox) {
+  LaunchRepositories found;
+  if (sandbox.mode != policy::Mode::kWorkspaceWrite) return found;
+  std::vector<std::filesystem::path> roots = {sandbox.workspace_root};
+  roots.insert(roots.end(), sandbox.writable_roots.begin(), sandbox.writable_roots.end());
+  for (const std::filesystem::path& root : roots) {
+    Result<OpenedPath> opened = OpenRootNoFollow(root.lexically_normal());
+    if (!opened) continue;  // the launch refuses it; nothing to compare
+    RepositoryWalk walk = WalkRepositories(*opened);
+    found.truncated = found.truncated || walk.truncated;
+    found.git_paths.insert(found.git_paths.end(), walk.git_paths.begin(), walk.git_paths.end());
+  }
+  std::sort(found.git_paths.begin(), found.git_paths.end());
+  found.git_paths.erase(std::unique(found.git_paths.begin(), found.git_paths.end()),
+                        found.git_paths.end());
+  return found;
+}
 
 RepositoryWalk WalkRepositories(const OpenedPath& root, size_t max_entries, size_t max_depth) {
   RepositoryWalk walk;

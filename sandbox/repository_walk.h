@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "sandbox/bwrap_args.h"
 #include "sandbox/path_open.h"
 
 namespace ptybox::sandbox {
@@ -27,5 +28,16 @@ struct RepositoryWalk {
 RepositoryWalk WalkRepositories(const OpenedPath& root,
                                 size_t max_entries = kRepositoryWalkMaxEntries,
                                 size_t max_depth = kRepositoryWalkMaxDepth);
+
+// What a launch of `sandbox` would protect as repositories now: the walk of each writable root
+// (workspace-write only; empty otherwise, and for a root that cannot be opened), sorted, with
+// whether any walk reached a bound. The warm pool compares it before it hands out a shell, so
+// that a repository created or removed on the host since the shell's launch means a fresh one.
+struct LaunchRepositories {
+  std::vector<std::filesystem::path> git_paths;
+  bool truncated = false;
+  bool operator==(const LaunchRepositories&) const = default;
+};
+[[nodiscard]] LaunchRepositories RepositoriesOfLaunch(const SandboxSpec& sandbox);
 
 }  // namespace ptybox::sandbox

@@ -163,6 +163,31 @@ TEST_P(WarmPoolTest, ARepositoryPolicyChangeBetweenOpensTakesEffect) {
   EXPECT_EQ(r["viewport"], "files=100") << r.dump();
 }
 
+// Attack: a repository appears on the host (a clone, `git init`) while a shell waits in the
+// pool. The launch that shell came from protected the repositories of its time; the open after
+// the clone must get a shell whose launch protects the new one too, so a session cannot plant
+// `core.fsmonitor` in it for the host's next `git status`.
+TEST_P(WarmPoolTest, ARepositoryCreatedWhileAShellWaitsIsProtectedInTheSessionThatClaims) {
+  RpcClient client(daemon_.socket());
+  ASSERT_TRUE(client.Call("policy_set_mode", Json{{"mode", Mode()}}).contains("result"));
+  Json first = Open(client);
+  AwaitPooled(1);
+  const std::set<pid_t> pooled = Descendants(daemon_.pid());
+  const fs::path config = daemon_.workspace() / "vendor" / "lib" / ".git" / "config";
+  fs::create_directories(config.parent_path());
+  WriteFile(config, "[core]\n");
+  Json second = Open(client);
+  if (Mode() == "workspace-write") {
+    EXPECT_FALSE(pooled.contains(second["pid"].get<pid_t>()))
+        << "a shell launched before the repository existed served the open";
+  }
+  Json r = Send(client, second["sessionId"],
+                "{ echo '  fsmonitor = touch /tmp/planted' >> vendor/lib/.git/config; } 2>/dev/null; "
+                "echo status=$?\n");
+  EXPECT_EQ(r["viewport"], "status=1") << r.dump();
+  EXPECT_EQ(ReadFile(config), "[core]\n") << "the session wrote the new repository's config";
+}
+
 // Attack: a client's environment differs from the one the pooled shell started with.
 TEST_P(WarmPoolTest, AnOpenWithItsOwnEnvironmentIsNeverPooledAndLeavesNothingBehind) {
   RpcClient client(daemon_.socket());
@@ -174,8 +199,7 @@ TEST_P(WarmPoolTest, AnOpenWithItsOwnEnvironmentIsNeverPooledAndLeavesNothingBeh
   const std::string secret = "pool-secret-" + std::to_string(::getpid());
   Json second = Open(client, Json{{"env", Json{{"POOL_ENV", secret}}}});
   EXPECT_FALSE(pooled.contains(second["pid"].get<pid_t>()));
-  EXPECT_EQ(Send(client, second["sessionId"], "echo env=$POOL_ENV\n")["viewport"],
-            "env=" + secret);
+  EXPECT_EQ(Send(client, second["sessionId"], "echo env=$POOL_ENV\n")["viewport"], "env=" + secret);
   // Nor does it refill: once its session is closed, no process holds the value it passed.
   Close(client, second);
   const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -200,9 +224,10 @@ TEST_P(WarmPoolTest, NothingOfAPreviousSessionReachesTheNext) {
        "export LEFT=behind; echo left > /tmp/pool-left; (sleep 600 &); history -s secret-cmd\n");
   Close(client, first);
   Json second = Open(client);
-  Json r = Send(client, second["sessionId"],
-                "echo \"[$LEFT]\"; test -e /tmp/pool-left; "
-                "echo file=$?; pgrep -c -f 'sleep 600' || true; history | grep -c 'secret-[c]md'\n");
+  Json r =
+      Send(client, second["sessionId"],
+           "echo \"[$LEFT]\"; test -e /tmp/pool-left; "
+           "echo file=$?; pgrep -c -f 'sleep 600' || true; history | grep -c 'secret-[c]md'\n");
   EXPECT_EQ(r["viewport"], "[]\nfile=1\n0\n0") << r.dump();
 }
 
