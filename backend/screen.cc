@@ -3,13 +3,10 @@
 // (replies to queries) collected for the session.
 #include "backend/screen.h"
 
-#include "backend/utf8.h"
-
 #include <vterm.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
+#include <cstdint>
 #include <string>
 
 #include "backend/line_model.h"
@@ -110,9 +107,10 @@ int ScreenCallbacks::PushLine(int cols, const VTermScreenCell* cells, void* user
 
 void Screen::VTermDeleter::operator()(VTerm* vt) const { vterm_free(vt); }
 
-Screen::Screen(int rows, int columns)
+Screen::Screen(int rows, int columns, size_t max_sequence_bytes)
     : rows_(std::clamp(rows, 1, kMaxRows)),
-      columns_(std::clamp(columns, kMinColumns, kMaxColumns)) {
+      columns_(std::clamp(columns, kMinColumns, kMaxColumns)),
+      parser_(*this, max_sequence_bytes) {
   vt_.reset(vterm_new(rows_, columns_));
   vterm_set_utf8(vt_.get(), 1);
   vterm_output_set_callback(vt_.get(), &ScreenCallbacks::Output, this);
@@ -125,193 +123,47 @@ Screen::Screen(int rows, int columns)
 Screen::~Screen() = default;
 
 void Screen::Feed(std::string_view bytes) {
-  Sanitize(bytes);
+  clean_.clear();
+  parser_.Feed(bytes);
   if (!clean_.empty()) vterm_input_write(vt_.get(), clean_.data(), clean_.size());
 }
 
-void Screen::Sanitize(std::string_view bytes) {
-  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
-  clean_.clear();
-  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  const auto* const end = p + bytes.size();
-  while (p < end) {
-    if (utf8_need_ == 0) {
-      const unsigned char* run = p;
-      while (p < end && *p < 0x80) ++p;
-      FilterAscii(reinterpret_cast<const char*>(run), static_cast<size_t>(p - run));
-      if (p == end) break;
-      const unsigned char b = *p++;
-      const std::optional<Utf8Lead> lead = ClassifyUtf8Lead(b);
-      if (!lead) {
-        FilterCharacter(kReplacement);
-        continue;
-      }
-      utf8_need_ = lead->need;
-      utf8_lower_ = lead->lower;
-      utf8_upper_ = lead->upper;
-      utf8_bytes_[0] = static_cast<char>(b);
-      utf8_len_ = 1;
-      continue;
-    }
-    const unsigned char b = *p;
-    if (b < utf8_lower_ || b > utf8_upper_) {  // `b` is looked at again as a fresh byte
-      utf8_need_ = 0;
-      FilterCharacter(kReplacement);
-      continue;
-    }
-    ++p;
-    utf8_lower_ = 0x80;
-    utf8_upper_ = 0xbf;
-    utf8_bytes_[utf8_len_++] = static_cast<char>(b);
-    if (utf8_len_ == utf8_need_ + 1) {
-      const bool c1 = static_cast<unsigned char>(utf8_bytes_[0]) == 0xc2 &&
-                      static_cast<unsigned char>(utf8_bytes_[1]) < 0xa0;
-      if (!c1) FilterCharacter(std::string_view(utf8_bytes_.data(), utf8_len_));
-      utf8_need_ = 0;
-    }
-  }
+void Screen::OnPrint(std::string_view utf8) {
+  clean_.append(utf8);
+  size_t last = utf8.size() - 1;  // the parser never hands out an empty run
+  while (last > 0 && (static_cast<unsigned char>(utf8[last]) & 0xc0) == 0x80) --last;
+  last_character_.assign(utf8.substr(last));
 }
 
-void Screen::FilterAscii(const char* text, size_t size) {
-  auto printable = [](char c) { return c >= 0x20 && c < 0x7f; };
-  size_t i = 0;
-  while (i < size) {
-    if (filter_ == Filter::kGround) {
-      const void* esc = std::memchr(text + i, 0x1b, size - i);
-      const size_t stop =
-          esc != nullptr ? static_cast<size_t>(static_cast<const char*>(esc) - text) : size;
-      for (size_t k = stop; k > i; --k) {
-        if (printable(text[k - 1])) {
-          last_character_.assign(1, text[k - 1]);
-          break;
-        }
-      }
-      clean_.append(text + i, stop - i);
-      i = stop;
-      if (i < size) {
-        StartEscape();
-        ++i;
-      }
-      continue;
-    }
-    const char c = text[i];
-    const auto b = static_cast<unsigned char>(c);
-    switch (filter_) {
-      case Filter::kEscape:
-        // ESC, then intermediates (kept in escape_), then a final byte. libvterm starts a CSI
-        // or a string at '[' or ']' even after intermediates, so those drop them.
-        ++i;
-        if (b >= 0x20 && b <= 0x2f) {
-          if (escape_.size() < kMaxEscapeIntermediates) {
-            escape_.push_back(c);
-          } else {
-            escape_overflow_ = true;
-          }
-          break;
-        }
-        if (b == '[') {
-          filter_ = Filter::kCsi;
-          csi_.assign("\x1b[");
-          csi_overflow_ = false;
-          break;
-        }
-        if (b == 0x1b) {  // ESC ESC: the first one is dropped
-          escape_.clear();
-          escape_overflow_ = false;
-          break;
-        }
-        if (b == 0x7f) break;          // DEL: ignored
-        if (b == 0x18 || b == 0x1a) {  // CAN, SUB: cancel
-          filter_ = Filter::kGround;
-          break;
-        }
-        if (b < 0x20) {  // a C0 control acts in the middle of the escape, which goes on
-          clean_.push_back(c);
-          break;
-        }
-        if (b == ']' || b == 'P' || b == 'X' || b == '^' || b == '_') {
-          clean_.push_back('\x1b');
-          clean_.push_back(c);
-          filter_ = Filter::kString;
-          break;
-        }
-        if (!escape_overflow_) {
-          clean_.push_back('\x1b');
-          clean_.append(escape_);
-          clean_.push_back(c);
-        }
-        filter_ = Filter::kGround;
-        break;
-      case Filter::kString: {
-        // Passed through until BEL, ESC or a cancel; its text is not printed.
-        const size_t start = i;
-        while (i < size && text[i] != '\x07' && text[i] != '\x1b' && text[i] != '\x18' &&
-               text[i] != '\x1a') {
-          ++i;
-        }
-        clean_.append(text + start, i - start);
-        if (i == size) break;
-        if (text[i] == '\x1b') {
-          filter_ = Filter::kStringEscape;
-        } else {
-          clean_.push_back(text[i]);
-          filter_ = Filter::kGround;
-        }
-        ++i;
-        break;
-      }
-      case Filter::kStringEscape:
-        if (b == '\\') {  // ST
-          clean_.append("\x1b\\");
-          filter_ = Filter::kGround;
-          ++i;
-        } else {  // the string ended; this ESC starts another escape
-          StartEscape();
-        }
-        break;
-      case Filter::kCsi:
-        ++i;
-        if (b >= 0x20 && b <= 0x3f) {
-          if (csi_.size() < kMaxCsiBytes) {
-            csi_.push_back(c);
-          } else {
-            csi_overflow_ = true;
-          }
-        } else if (b >= 0x40 && b <= 0x7e) {
-          csi_.push_back(c);
-          filter_ = Filter::kGround;
-          if (!csi_overflow_) EmitCsi();
-        } else if (b == 0x1b) {  // abandons the CSI, starts another escape
-          StartEscape();
-        } else if (b == 0x18 || b == 0x1a) {  // CAN, SUB: cancel
-          filter_ = Filter::kGround;
-        } else if (b != 0x7f) {
-          clean_.push_back(c);  // C0 controls act where they appear
-        }
-        break;
-      case Filter::kGround:
-        break;
-    }
-  }
-}
+void Screen::OnControl(char c) { clean_.push_back(c); }
 
-void Screen::StartEscape() {
-  filter_ = Filter::kEscape;
-  escape_.clear();
-  escape_overflow_ = false;
-}
-
-void Screen::FilterCharacter(std::string_view utf8) {
-  if (filter_ == Filter::kString) {  // part of an OSC title or another string
-    clean_.append(utf8);
+void Screen::OnEscape(const EscSequence& esc) {
+  if (esc.intermediate_count > EscSequence::kMaxIntermediates) return;
+  if (esc.intermediate_count > 0 && (esc.final == '[' || esc.final == ']' || esc.final == 'P')) {
     return;
   }
-  // Not part of any escape sequence: an ESC or CSI in progress is dropped, the character kept.
-  // libvterm never sees an ESC followed by a non-ASCII byte: after ESC 0xEF it takes a later
-  // '[' for the start of a CSI, one the filter did not see.
-  filter_ = Filter::kGround;
-  clean_.append(utf8);
-  last_character_.assign(utf8);
+  clean_.push_back('\x1b');
+  clean_.append(esc.intermediates.data(), static_cast<size_t>(esc.intermediate_count));
+  clean_.push_back(esc.final);
+}
+
+void Screen::OnCsi(const CsiSequence& csi) {
+  if (csi.too_many_params || csi.intermediate_count > 1) return;
+  if (csi.final == 'b') {  // REP never reaches libvterm; only plain "CSI Pn b" repeats
+    if (csi.private_marker == 0 && csi.intermediate_count == 0) {
+      Repeat(std::clamp(csi.Param(0, 1), 1, kMaxParamValue));
+    }
+    return;
+  }
+  clean_.append("\x1b[");
+  if (csi.private_marker != 0) clean_.push_back(csi.private_marker);
+  for (int i = 0; i < csi.param_count; ++i) {
+    if (i > 0) clean_.push_back(';');
+    const int value = csi.params[static_cast<size_t>(i)];
+    if (value >= 0) clean_.append(std::to_string(std::min(value, kMaxParamValue)));
+  }
+  if (csi.intermediate_count != 0) clean_.push_back(csi.intermediate);
+  clean_.push_back(csi.final);
 }
 
 void Screen::Repeat(int count) {
@@ -333,47 +185,6 @@ void Screen::Repeat(int count) {
   vterm_state_get_cursorpos(vterm_obtain_state(vt_.get()), &cursor);
   const int room = std::max(0, (columns_ - cursor.col) / width);
   for (int n = std::min(count, room); n > 0; --n) clean_.append(last_character_);
-}
-
-void Screen::EmitCsi() {
-  constexpr int kMaxArgs = 16;
-  constexpr int kMaxValue = 9999;
-  constexpr size_t kMaxIntermediates = 2;
-  const std::string_view body = std::string_view(csi_).substr(2, csi_.size() - 3);
-  std::string out = "\x1b[";
-  size_t i = 0;
-  if (i < body.size() && body[i] >= 0x3c && body[i] <= 0x3f) out.push_back(body[i++]);
-  int args = 1;
-  int value = -1;  // the parameter being read; -1 while it has no digits
-  auto flush = [&] {
-    if (value >= 0) out += std::to_string(std::min(value, kMaxValue));
-    value = -1;
-  };
-  for (; i < body.size(); ++i) {
-    const char c = body[i];
-    if (c >= '0' && c <= '9') {
-      value = std::min((value < 0 ? 0 : value) * 10 + (c - '0'), kMaxValue + 1);
-    } else if (c == ';' || c == ':') {
-      flush();
-      if (++args > kMaxArgs) return;  // libvterm would write past its argument array
-      out.push_back(c);
-    } else {
-      break;
-    }
-  }
-  flush();
-  const size_t intermediates = i;
-  while (i < body.size() && body[i] >= 0x20 && body[i] <= 0x2f) out.push_back(body[i++]);
-  if (i != body.size() || i - intermediates > kMaxIntermediates) return;  // malformed: dropped
-  if (csi_.back() == 'b') {  // REP never reaches libvterm; only plain "CSI Pn b" repeats
-    const std::string_view params = std::string_view(out).substr(2);
-    if (params.find_first_not_of("0123456789;:") == std::string_view::npos) {
-      Repeat(std::max(1, std::atoi(out.c_str() + 2)));
-    }
-    return;
-  }
-  out.push_back(csi_.back());
-  clean_.append(out);
 }
 
 void Screen::Resize(int rows, int columns) {

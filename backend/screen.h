@@ -3,19 +3,21 @@
 // position reports, device attributes) that the session must write back to the PTY.
 #pragma once
 
-#include <array>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+
+#include "backend/vt_parser.h"
 
 struct VTerm;
 struct VTermScreen;
 
 namespace ptybox::backend {
 
-class Screen final {
+class Screen final : private VtHandler {
  public:
+  static constexpr size_t kDefaultMaxSequenceBytes = 256 * 1024;
   // Sizes are clamped to 1..kMaxRows and kMinColumns..kMaxColumns: libvterm 0.1.4 writes out of
   // bounds when a wide character is printed on a one-column terminal.
   static constexpr int kMaxRows = 500;
@@ -23,12 +25,12 @@ class Screen final {
   static constexpr int kMaxColumns = 1000;
   // Replies beyond this many unread bytes are dropped (a program flooding DSR requests).
   static constexpr size_t kMaxReplyBytes = 64 * 1024;
-  // A longer CSI sequence is not passed to libvterm.
-  static constexpr size_t kMaxCsiBytes = 256;
-  // An escape sequence with more intermediate bytes is not passed to libvterm.
-  static constexpr size_t kMaxEscapeIntermediates = 2;
+  // A CSI parameter above this is passed to libvterm as this.
+  static constexpr int kMaxParamValue = 9999;
 
-  Screen(int rows, int columns);
+  // `max_sequence_bytes` bounds one escape sequence, as for the decoder's line path (the
+  // TerminalDecoder passes its own so that both make the same of an overlong one).
+  Screen(int rows, int columns, size_t max_sequence_bytes = kDefaultMaxSequenceBytes);
   ~Screen();
   Screen(const Screen&) = delete;
   Screen& operator=(const Screen&) = delete;
@@ -59,22 +61,28 @@ class Screen final {
  private:
   friend struct ScreenCallbacks;  // libvterm's C callbacks (screen.cc)
 
-  // libvterm 0.1.4 crashes on some input, so it only ever sees a cleaned stream:
-  // - valid UTF-8 without C1 characters: it gives U+0080..U+009F a width of -1, and one of them
-  //   in column 0 followed by an erase writes through a null pointer. Malformed bytes become
-  //   U+FFFD; a character split across Feed calls is held back until it is complete.
-  // - CSI sequences with at most 16 parameters (a 17th writes past its argument array), each
-  //   at most 9999, at most two intermediates, nothing malformed, at most kMaxCsiBytes long.
-  // - no intermediates before '[' or a string introducer (ESC & [ still starts a CSI there).
+  // libvterm 0.1.4 crashes on some input, so it never sees the session's bytes: they go through
+  // the decoder's one escape-sequence machine (VtParser, its own instance, since the screen
+  // lags behind the line path), and libvterm gets the events re-encoded:
+  // - text as the parser vouches for it: valid UTF-8 without C1 characters (libvterm gives
+  //   U+0080..U+009F a width of -1, and one of them in column 0 followed by an erase writes
+  //   through a null pointer). Malformed bytes are U+FFFD; a split character is held back.
+  // - CSI rebuilt from its parsed parameters: at most 16 (a 17th writes past libvterm's argument
+  //   array: such a CSI is dropped), each at most kMaxParamValue, at most one intermediate
+  //   (libvterm acts on no CSI with more). Malformed and overlong ones never become events.
   // - no REP (CSI b): repeating a zero-width character loops forever. Repeat() emulates it.
-  // The filter follows escape sequences and strings far enough to know the last character.
-  // Resize() works around two more: see screen.cc.
-  void Sanitize(std::string_view bytes);
-  void FilterAscii(const char* text, size_t size);
-  void FilterCharacter(std::string_view utf8);
-  void EmitCsi();
+  // - escapes with at most two intermediates, and none before '[', ']' or 'P' (libvterm would
+  //   start a CSI or a string there, which the parser saw as a complete escape).
+  // - no strings: OSC, DCS, SOS, PM and APC show nothing, nothing here reads a title, and a
+  //   DCS query (DECRQSS) goes unanswered, as the parser discards DCS.
+  // Every write to libvterm thus ends between sequences. Resize() works around two more: see
+  // screen.cc.
+  void OnPrint(std::string_view utf8) override;
+  void OnControl(char c) override;
+  void OnCsi(const CsiSequence& csi) override;
+  void OnOsc(std::string_view /*payload*/) override {}
+  void OnEscape(const EscSequence& esc) override;
   void Repeat(int count);
-  void StartEscape();
 
   struct VTermDeleter {
     void operator()(VTerm* vt) const;
@@ -86,25 +94,9 @@ class Screen final {
   bool alternate_screen_ = false;
   std::string replies_;
   std::function<void(std::string_view)> scrolled_sink_;
-  std::string clean_;  // Sanitize's output, reused
-  enum class Filter : unsigned char {
-    kGround,
-    kEscape,
-    kCsi,
-    kString,        // OSC, DCS, SOS, PM, APC
-    kStringEscape,  // ESC in a string: ST, or the start of another escape
-  };
-  Filter filter_ = Filter::kGround;
-  std::string escape_;  // intermediates of the escape in progress
-  bool escape_overflow_ = false;
-  std::string csi_;  // the CSI in progress, from its ESC
-  bool csi_overflow_ = false;
+  std::string clean_;           // what the parser's events became, for libvterm; reused
   std::string last_character_;  // the last printed character, for REP
-  std::array<char, 4> utf8_bytes_{};
-  unsigned char utf8_len_ = 0;
-  unsigned char utf8_need_ = 0;
-  unsigned char utf8_lower_ = 0x80;
-  unsigned char utf8_upper_ = 0xbf;
+  VtParser parser_;
 };
 
 }  // namespace ptybox::backend

@@ -1,6 +1,6 @@
 // Wiring of the decoder layers: raw bytes go to the parser (whose events reach the line model,
-// then the observer) and to the libvterm screen; committed lines go to the scrollback, then
-// to the line listener.
+// then the observer) and, through a backlog, to the libvterm screen (which runs the same parser
+// on them); committed lines go to the scrollback, then to the line listener.
 #include "backend/terminal_decoder.h"
 
 #include <optional>
@@ -103,7 +103,7 @@ TerminalDecoder::TerminalDecoder(Options options)
     : options_(options),
       line_model_(options.columns, options.max_line_bytes),
       scrollback_(options.scrollback_lines, options.scrollback_bytes),
-      screen_(std::in_place, options.rows, options.columns),
+      screen_(std::in_place, options.rows, options.columns, options.max_sequence_bytes),
       fanout_(line_model_),
       parser_(fanout_, options.max_sequence_bytes) {
   line_model_.SetLineSink([this](std::string_view line) {
@@ -153,7 +153,7 @@ void TerminalDecoder::CutBacklog() const {
   from = newline == std::string::npos ? from : newline + 1;
   const int rows = screen_->rows();
   const int columns = screen_->columns();
-  screen_.emplace(rows, columns);
+  screen_.emplace(rows, columns, options_.max_sequence_bytes);
   screen_backlog_.erase(0, from);
 }
 

@@ -3,11 +3,12 @@
 // decoder in the ground state. Owns only the sequence and the character in progress.
 #include "backend/vt_parser.h"
 
-#include "backend/utf8.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
+
+#include "backend/utf8.h"
 
 namespace ptybox::backend {
 namespace {
@@ -27,28 +28,18 @@ inline bool IsC1Character(unsigned char lead, unsigned char second) {
 }
 
 // Length of the valid, complete UTF-8 character at `p` (whose lead byte is >= 0x80), or 0 when
-// it is malformed or cut off by `end`; the byte-wise decoder (Utf8Step) then handles it. The
-// rules are Utf8Step's: no overlongs, no surrogates, nothing above U+10FFFF.
+// it is malformed or cut off by `end`; the byte-wise decoder (Utf8Step) then handles it. Both
+// follow the lead-byte table of utf8.h: no overlongs, no surrogates, nothing above U+10FFFF.
 inline size_t ValidCharLength(const unsigned char* p, const unsigned char* end) {
-  const unsigned char b = p[0];
-  const size_t available = static_cast<size_t>(end - p);
-  auto continuation = [](unsigned char c) { return (c & 0xc0) == 0x80; };
-  if (b >= 0xc2 && b <= 0xdf) {
-    return (available >= 2 && continuation(p[1])) ? 2 : 0;
+  const std::optional<Utf8Lead> lead = ClassifyUtf8Lead(p[0]);
+  if (!lead) return 0;
+  const size_t length = size_t{lead->need} + 1;
+  if (static_cast<size_t>(end - p) < length) return 0;
+  if (p[1] < lead->lower || p[1] > lead->upper) return 0;
+  for (size_t i = 2; i < length; ++i) {
+    if ((p[i] & 0xc0) != 0x80) return 0;
   }
-  if (b >= 0xe0 && b <= 0xef) {
-    if (available < 3) return 0;
-    const unsigned char lower = b == 0xe0 ? 0xa0 : 0x80;
-    const unsigned char upper = b == 0xed ? 0x9f : 0xbf;
-    return (p[1] >= lower && p[1] <= upper && continuation(p[2])) ? 3 : 0;
-  }
-  if (b >= 0xf0 && b <= 0xf4) {
-    if (available < 4) return 0;
-    const unsigned char lower = b == 0xf0 ? 0x90 : 0x80;
-    const unsigned char upper = b == 0xf4 ? 0x8f : 0xbf;
-    return (p[1] >= lower && p[1] <= upper && continuation(p[2]) && continuation(p[3])) ? 4 : 0;
-  }
-  return 0;
+  return length;
 }
 
 }  // namespace
@@ -186,6 +177,7 @@ void VtParser::StartSequence(State state) {
   state_ = state;
   sequence_bytes_ = 1;  // the ESC
   overflow_ = false;
+  esc_ = EscSequence{};
 }
 
 void VtParser::StartCsi() {
@@ -241,6 +233,7 @@ bool VtParser::SequenceByte(unsigned char b) {
   switch (state_) {
     case State::kEscape:
       if (b <= 0x2f) {
+        EscapeIntermediate(b);
         state_ = State::kEscapeIntermediate;
         return true;
       }
@@ -258,12 +251,16 @@ bool VtParser::SequenceByte(unsigned char b) {
         case '_':  // APC
           state_ = State::kIgnoreString;
           return true;
-        default:  // a complete two-byte sequence (ESC 7, ESC =, ESC M, ...): renders nothing
-          state_ = State::kGround;
+        default:  // a complete two-byte sequence (ESC 7, ESC =, ESC M, ...)
+          DispatchEscape(b);
           return true;
       }
     case State::kEscapeIntermediate:
-      if (b > 0x2f) state_ = State::kGround;  // final byte: nothing to render
+      if (b <= 0x2f) {
+        EscapeIntermediate(b);
+      } else {
+        DispatchEscape(b);  // its final byte (ESC ( 0, ESC # 8, ...)
+      }
       return true;
     case State::kCsiEntry:
       if (b >= 0x3c && b <= 0x3f) {
@@ -279,7 +276,7 @@ bool VtParser::SequenceByte(unsigned char b) {
       } else if (b >= 0x3c && b <= 0x3f) {
         state_ = State::kCsiIgnore;
       } else if (b <= 0x2f) {
-        csi_.intermediate = static_cast<char>(b);
+        CsiIntermediate(b);
         state_ = State::kCsiIntermediate;
       } else {
         csi_.final = static_cast<char>(b);
@@ -288,7 +285,7 @@ bool VtParser::SequenceByte(unsigned char b) {
       return true;
     case State::kCsiIntermediate:
       if (b <= 0x2f) {
-        csi_.intermediate = static_cast<char>(b);
+        CsiIntermediate(b);
       } else if (b <= 0x3f) {
         state_ = State::kCsiIgnore;
       } else {
@@ -359,11 +356,31 @@ void VtParser::CsiParamByte(unsigned char b) {
   value = value < 0 ? digit : std::min(value * 10 + digit, kMaxParamValue);
 }
 
+void VtParser::CsiIntermediate(unsigned char b) {
+  csi_.intermediate = static_cast<char>(b);
+  csi_.intermediate_count = std::min(csi_.intermediate_count + 1, 255);
+}
+
 void VtParser::DispatchCsi() {
   state_ = State::kGround;
   if (overflow_) return;
   csi_.param_count = csi_index_ < 0 ? 0 : std::min(csi_index_ + 1, CsiSequence::kMaxParams);
+  csi_.too_many_params = csi_index_ >= CsiSequence::kMaxParams;
   handler_.OnCsi(csi_);
+}
+
+void VtParser::EscapeIntermediate(unsigned char b) {
+  if (esc_.intermediate_count < EscSequence::kMaxIntermediates) {
+    esc_.intermediates[static_cast<size_t>(esc_.intermediate_count)] = static_cast<char>(b);
+  }
+  esc_.intermediate_count = std::min(esc_.intermediate_count + 1, 255);
+}
+
+void VtParser::DispatchEscape(unsigned char final) {
+  state_ = State::kGround;
+  if (overflow_) return;
+  esc_.final = static_cast<char>(final);
+  handler_.OnEscape(esc_);
 }
 
 const unsigned char* VtParser::FeedOsc(const unsigned char* p, const unsigned char* end) {

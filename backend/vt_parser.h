@@ -1,7 +1,8 @@
 // Layer 1 of the terminal decoder: bytes -> terminal events. UTF-8 is validated (malformed input
 // becomes U+FFFD; a multibyte character split across Feed calls is kept whole); C0 controls,
 // CSI, OSC and other escape sequences become events; DCS/SOS/PM/APC strings are discarded.
-// A sequence longer than the bound is discarded through its terminator.
+// A sequence longer than the bound is discarded through its terminator. The one escape-sequence
+// machine of ptybox: the line model and the screen (backend/screen.h) both consume its events.
 #pragma once
 
 #include <array>
@@ -13,15 +14,27 @@ namespace ptybox::backend {
 
 struct CsiSequence {
   static constexpr int kMaxParams = 16;
-  char private_marker = 0;  // '?', '>', '<', '=' or 0
-  char intermediate = 0;    // last intermediate byte (0x20-0x2f) or 0
-  char final = 0;           // 0x40-0x7e
+  char private_marker = 0;     // '?', '>', '<', '=' or 0
+  char intermediate = 0;       // last intermediate byte (0x20-0x2f) or 0
+  int intermediate_count = 0;  // how many intermediate bytes there were (saturates at 255)
+  char final = 0;              // 0x40-0x7e
   int param_count = 0;
   std::array<int, kMaxParams> params{};  // -1 = omitted (use the default)
+  // More than kMaxParams parameters were written; the rest were ignored.
+  bool too_many_params = false;
   // Parameter i, or `fallback` when omitted or absent.
   [[nodiscard]] int Param(int i, int fallback) const {
     return (i < param_count && params[i] >= 0) ? params[i] : fallback;
   }
+};
+
+// An escape sequence other than CSI and the strings: ESC, intermediates, a final byte
+// (ESC 7, ESC M, ESC ( 0, ESC c, ...).
+struct EscSequence {
+  static constexpr int kMaxIntermediates = 2;
+  std::array<char, kMaxIntermediates> intermediates{};  // the first ones (0x20-0x2f)
+  int intermediate_count = 0;                           // how many there were (saturates at 255)
+  char final = 0;                                       // 0x30-0x7e
 };
 
 class VtHandler {
@@ -34,6 +47,9 @@ class VtHandler {
   virtual void OnCsi(const CsiSequence& csi) = 0;
   // A complete OSC string without "ESC ]" and without its terminator (BEL or ESC \).
   virtual void OnOsc(std::string_view payload) = 0;
+  // An escape sequence that is not CSI nor a string. The line model renders nothing for them;
+  // the screen passes them to libvterm.
+  virtual void OnEscape(const EscSequence& /*esc*/) {}
 };
 
 class VtParser final {
@@ -74,6 +90,9 @@ class VtParser final {
   void Count(size_t bytes);
   void CsiParamByte(unsigned char b);
   void DispatchCsi();
+  void DispatchEscape(unsigned char final);
+  void EscapeIntermediate(unsigned char b);
+  void CsiIntermediate(unsigned char b);
   void Reset();
 
   VtHandler& handler_;
@@ -90,6 +109,7 @@ class VtParser final {
   size_t sequence_bytes_ = 0;  // bytes since its ESC
   bool overflow_ = false;      // longer than max_sequence_bytes_: discarded through its end
   CsiSequence csi_;
+  EscSequence esc_;
   int csi_index_ = -1;  // parameter being read; -1 before any; kMaxParams once past the last kept
   std::string osc_;
 };

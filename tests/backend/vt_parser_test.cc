@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -134,6 +135,45 @@ TEST(VtParserTest, CsiParamCountIsAtMostTheMaximum) {
   VtParser parser(checker, 1024);
   parser.Feed(std::string("\x1b[") + std::string(200, ';') + "H");
   EXPECT_EQ(checker.count, 1);
+}
+
+// The events the screen re-encodes for libvterm: escapes with their intermediates, and what a
+// CSI had beyond its kept parameters (how many intermediates, whether parameters were lost).
+TEST(VtParserTest, EscapesAndCsiDetailsAreReported) {
+  struct Recorder final : VtHandler {
+    void OnPrint(std::string_view utf8) override { events.push_back("text:" + std::string(utf8)); }
+    void OnControl(char) override {}
+    void OnCsi(const CsiSequence& csi) override {
+      events.push_back("csi:" + std::to_string(csi.param_count) + "," +
+                       std::to_string(csi.intermediate_count) + "," +
+                       (csi.too_many_params ? "lost" : "kept") + csi.final);
+    }
+    void OnOsc(std::string_view) override {}
+    void OnEscape(const EscSequence& esc) override {
+      events.push_back("esc:" + std::to_string(esc.intermediate_count) + "," +
+                       std::string(esc.intermediates.data(),
+                                   static_cast<size_t>(std::min(esc.intermediate_count, 2))) +
+                       esc.final);
+    }
+    std::vector<std::string> events;
+  };
+  std::string seventeen = "1";
+  for (int i = 1; i < 17; ++i) seventeen += ";1";
+  const std::string input =
+      "\x1b"
+      "7\x1b(0\x1b(((B\x1b([x\x1b[!!p\x1b[" +
+      seventeen + "m\x1b[" + seventeen.substr(2) +
+      "m\x1b\x1b"
+      "8";
+  const std::vector<std::string> expected = {"esc:0,7",        "esc:1,(0",       "esc:3,((B",
+                                             "esc:1,([",       "text:x",         "csi:0,2,keptp",
+                                             "csi:16,0,lostm", "csi:16,0,keptm", "esc:0,8"};
+  ForEachSplit(input, [&](const std::vector<std::string_view>& parts, const std::string& how) {
+    Recorder recorder;
+    VtParser parser(recorder, 1024);
+    for (std::string_view part : parts) parser.Feed(part);
+    EXPECT_EQ(recorder.events, expected) << how;
+  });
 }
 
 // Sequences longer than the bound are discarded through their terminator; the text after the
