@@ -16,10 +16,10 @@
 #include "backend/backend.h"
 #include "backend/child_reaper.h"
 #include "backend/local_terminal.h"
-#include "backend/prompt_protocol.h"
-#include "backend/readiness_driver.h"
+#include "backend/readiness/prompt_protocol.h"
+#include "backend/readiness/readiness_driver.h"
 #include "backend/send_render.h"
-#include "backend/terminal_decoder.h"
+#include "backend/terminal/terminal_decoder.h"
 #include "backend/warm_pool.h"
 #include "sandbox/launcher.h"
 

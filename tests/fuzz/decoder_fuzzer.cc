@@ -6,11 +6,11 @@
 #include <string>
 #include <string_view>
 
-#include "backend/line_model.h"
-#include "backend/send_capture.h"
-#include "backend/terminal_decoder.h"
-#include "backend/vt_parser.h"
-#include "tests/backend/decoder_invariants.h"
+#include "backend/terminal/line_model.h"
+#include "backend/terminal/send_capture.h"
+#include "backend/terminal/terminal_decoder.h"
+#include "backend/terminal/vt_parser.h"
+#include "tests/backend/terminal/decoder_invariants.h"
 
 namespace {
 
