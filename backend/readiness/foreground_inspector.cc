@@ -147,6 +147,9 @@ class Inspection final {
 
   // Inspects one task of a member; fills `facts` when the verdict is not kUnknown.
   TaskVerdict InspectTask(const Member& member, pid_t tid, TaskFacts& facts);
+  // Whether the task's syscall (a sleep in one) waits on the session's terminal, and how.
+  Tri WaitsOnTerminal(const Member& member, pid_t tid, const proc::SyscallLine& call,
+                      TtyWait& kind);
 
  private:
   // Reads a whole file; the view stays valid until the next call. Fails with errno.
@@ -548,33 +551,8 @@ TaskVerdict Inspection::InspectTask(const Member& member, pid_t tid, TaskFacts& 
     return TaskVerdict::kRunning;
   }
 
-  Tri waits = Tri::kNo;
   TtyWait kind = TtyWait::kNone;
-  switch (proc::ClassifySyscall(*call)) {
-    case proc::WaitCall::kOther:
-      break;
-    case proc::WaitCall::kUndecidable:
-      waits = Tri::kUnknown;
-      break;
-    case proc::WaitCall::kRead:
-      kind = TtyWait::kRead;
-      waits = FdIsTerminal(pid, tid, member.session,
-                           static_cast<int>(static_cast<uint32_t>(call->args[0])));
-      break;
-    case proc::WaitCall::kSelect:
-      kind = TtyWait::kSelect;
-      waits = SelectWatches(pid, tid, member.session, *call);
-      break;
-    case proc::WaitCall::kPoll:
-      kind = TtyWait::kPoll;
-      waits = PollWatches(pid, tid, member.session, *call);
-      break;
-    case proc::WaitCall::kEpoll:
-      kind = TtyWait::kEpoll;
-      waits = EpollWatches(pid, tid, member.session,
-                           static_cast<int>(static_cast<uint32_t>(call->args[0])), 0);
-      break;
-  }
+  const Tri waits = WaitsOnTerminal(member, tid, *call, kind);
   if (waits == Tri::kUnknown) return TaskVerdict::kUnknown;
   if (waits == Tri::kYes) {
     facts.tty_wait = kind;
@@ -590,6 +568,39 @@ TaskVerdict Inspection::InspectTask(const Member& member, pid_t tid, TaskFacts& 
     return TaskVerdict::kRunning;
   }
   return verdict;
+}
+
+Tri Inspection::WaitsOnTerminal(const Member& member, pid_t tid, const proc::SyscallLine& call,
+                                TtyWait& kind) {
+  const pid_t pid = member.pid;
+  Tri waits = Tri::kNo;
+  kind = TtyWait::kNone;
+  switch (proc::ClassifySyscall(call)) {
+    case proc::WaitCall::kOther:
+      break;
+    case proc::WaitCall::kUndecidable:
+      waits = Tri::kUnknown;
+      break;
+    case proc::WaitCall::kRead:
+      kind = TtyWait::kRead;
+      waits = FdIsTerminal(pid, tid, member.session,
+                           static_cast<int>(static_cast<uint32_t>(call.args[0])));
+      break;
+    case proc::WaitCall::kSelect:
+      kind = TtyWait::kSelect;
+      waits = SelectWatches(pid, tid, member.session, call);
+      break;
+    case proc::WaitCall::kPoll:
+      kind = TtyWait::kPoll;
+      waits = PollWatches(pid, tid, member.session, call);
+      break;
+    case proc::WaitCall::kEpoll:
+      kind = TtyWait::kEpoll;
+      waits = EpollWatches(pid, tid, member.session,
+                           static_cast<int>(static_cast<uint32_t>(call.args[0])), 0);
+      break;
+  }
+  return waits;
 }
 
 }  // namespace

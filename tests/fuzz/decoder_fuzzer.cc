@@ -1,6 +1,7 @@
 // libFuzzer target for the terminal decoder (tmux fuzz/input-fuzzer.c style): the input is fed
 // through the whole pipeline in two parts, split at a byte chosen from the data, and every
 // invariant of the decoder's output is checked; a violation traps. Built by scripts/fuzz.sh.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -52,6 +53,14 @@ class CheckingObserver final : public VtHandler {
   void OnOsc(std::string_view payload) override {
     Check(payload.size() <= max_sequence_);
     Check(payload.find('\x07') == std::string_view::npos);
+  }
+  void OnEscape(const ptybox::backend::EscSequence& esc) override {
+    Check(esc.final >= 0x30 && esc.final <= 0x7e);
+    Check(esc.intermediate_count >= 0 && esc.intermediate_count <= 255);
+    for (int i = 0; i < std::min(esc.intermediate_count, 2); ++i) {
+      Check(esc.intermediates[static_cast<size_t>(i)] >= 0x20 &&
+            esc.intermediates[static_cast<size_t>(i)] <= 0x2f);
+    }
   }
 
  private:

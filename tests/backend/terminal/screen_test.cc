@@ -142,6 +142,20 @@ TEST(ScreenTest, CsiAfterEscapeIntermediatesIsFiltered) {
   EXPECT_EQ(rows[1], "ok!");
 }
 
+// Escapes other than CSI reach libvterm from the parser's events, with their intermediates:
+// DECSC/DECRC (ESC 7, ESC 8) and a character set designation (ESC ( 0: DEC line drawing).
+TEST(ScreenTest, EscapesReachLibvterm) {
+  Screen s(3, 20);
+  s.Feed(
+      "ab\x1b"
+      "7\r\ncd\x1b"
+      "8X\r\n\r\n\x1b(0q\x1b(Bq");
+  const std::vector<std::string> rows = Rows(s.Render());
+  EXPECT_EQ(rows[0], "abX");
+  EXPECT_EQ(rows[1], "cd");
+  EXPECT_EQ(rows[2], "\xE2\x94\x80q");
+}
+
 // ESC then a non-ASCII character inside a string made libvterm 0.1.4 start a CSI at a later
 // '[', past the parameter filter.
 TEST(ScreenTest, EscapeBeforeNonAsciiInAStringIsDropped) {
