@@ -49,7 +49,7 @@ class BackendSession {
   // One bounded page of retained scrollback, or the current screen.
   [[nodiscard]] virtual ReadResult Read(const ReadRequest& request) const = 0;
   // Resizes the terminal (the kernel sends SIGWINCH to its foreground group) and its screen
-  // model; sizes are within the screen's bounds (backend/screen.h).
+  // model; sizes are within the screen's bounds (backend/terminal/screen.h).
   virtual Result<void> Resize(int rows, int columns) = 0;
   // Signals the verified foreground process group.
   virtual void Signal(int signal, std::function<void(Result<SignalResult>)> done) = 0;

@@ -2,17 +2,16 @@
 
 #include <sys/wait.h>
 
-#include <filesystem>
-
 #include <algorithm>
 #include <asio/post.hpp>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
 
-#include "backend/proc_parse.h"
+#include "backend/readiness/proc_parse.h"
 #include "common/log.h"
 #include "common/proc_stat.h"
 

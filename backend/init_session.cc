@@ -5,12 +5,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <asio/post.hpp>
 #include <cerrno>
-#include <algorithm>
 #include <variant>
 
-#include "backend/proc_parse.h"
+#include "backend/readiness/proc_parse.h"
 #include "common/log.h"
 #include "common/proc_stat.h"
 #include "sandbox/host_probe.h"

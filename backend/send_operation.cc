@@ -2,8 +2,8 @@
 
 #include <signal.h>
 
-#include "backend/foreground_command.h"
-#include "backend/output_pattern.h"
+#include "backend/readiness/foreground_command.h"
+#include "backend/readiness/output_pattern.h"
 #include "common/log.h"
 
 namespace ptybox::backend {

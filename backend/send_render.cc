@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <optional>
 
-#include "backend/prompt_protocol.h"
-#include "backend/screen.h"
-#include "backend/send_capture.h"
+#include "backend/readiness/prompt_protocol.h"
+#include "backend/terminal/screen.h"
+#include "backend/terminal/send_capture.h"
 
 namespace ptybox::backend {
 

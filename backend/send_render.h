@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "backend/terminal_decoder.h"
+#include "backend/terminal/terminal_decoder.h"
 
 namespace ptybox::backend {
 

@@ -8,7 +8,7 @@
 #include <map>
 #include <utility>
 
-#include "backend/key_encoder.h"
+#include "backend/terminal/key_encoder.h"
 #include "common/log.h"
 #include "sandbox/bwrap_args.h"
 

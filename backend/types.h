@@ -15,7 +15,8 @@ namespace ptybox::backend {
 // Why one interactive send returned control to its caller. Independent of SessionStatus:
 // kInferredIdle or kTimeout may return while the shell still runs; kSessionExit means the
 // top-level shell exited, not some foreground child.
-// kPattern: the output since the write matched the send's `pattern` (backend/output_pattern.h).
+// kPattern: the output since the write matched the send's `pattern`
+// (backend/readiness/output_pattern.h).
 enum class WaitReason { kStdinRead, kInferredIdle, kTimeout, kSessionExit, kPattern };
 std::string_view ToString(WaitReason reason);
 
@@ -47,7 +48,7 @@ struct PatternMatch {
 // What holds the terminal's foreground when a send did not settle at the shell's prompt.
 struct ForegroundJob {
   int pgid = 0;
-  std::string command;  // the group leader's command line (backend/foreground_command.h)
+  std::string command;  // the group leader's command line (backend/readiness/foreground_command.h)
   bool operator==(const ForegroundJob&) const = default;
 };
 
@@ -67,8 +68,8 @@ struct SendResult {
 
 struct SendRequest {
   std::string input;  // written verbatim
-  // Instead of input: named keys and literal strings (backend/key_encoder.h), encoded for the
-  // terminal's current modes when the send starts.
+  // Instead of input: named keys and literal strings (backend/terminal/key_encoder.h), encoded for
+  // the terminal's current modes when the send starts.
   std::vector<std::string> keys;
   std::optional<int64_t> timeout_ms;
   std::optional<int64_t> silence_ms;

@@ -7,11 +7,11 @@
 #include <string>
 #include <string_view>
 
-#include "backend/line_model.h"
-#include "backend/screen.h"
-#include "backend/scrollback.h"
-#include "backend/terminal_decoder.h"
-#include "backend/vt_parser.h"
+#include "backend/terminal/line_model.h"
+#include "backend/terminal/screen.h"
+#include "backend/terminal/scrollback.h"
+#include "backend/terminal/terminal_decoder.h"
+#include "backend/terminal/vt_parser.h"
 
 namespace ptybox::backend {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "backend/utf8.h"
+#include "backend/terminal/utf8.h"
 
 namespace ptybox::runtime::audit {
 namespace {
@@ -150,9 +150,9 @@ std::string MarkerStripper::Feed(std::string_view bytes) {
     const char c = bytes[i];
     if (inside_) {
       // A marker ends exactly where the terminal's parser ends an OSC string
-      // (backend/vt_parser.cc, FeedOsc and SequenceByte): BEL or ST end it; CAN or SUB cancel
-      // it; an ESC not followed by `\` abandons it and starts a new sequence. Until then every
-      // byte belongs to it (other controls are ignored inside a string). What ended it is
+      // (backend/terminal/vt_parser.cc, FeedOsc and SequenceByte): BEL or ST end it; CAN or SUB
+      // cancel it; an ESC not followed by `\` abandons it and starts a new sequence. Until then
+      // every byte belongs to it (other controls are ignored inside a string). What ended it is
       // dropped with it, except the ESC of a new sequence, which is looked at again.
       if (escape_) {
         escape_ = false;

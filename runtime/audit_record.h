@@ -60,12 +60,12 @@ class Utf8Stream final {
   std::string held_;
 };
 
-// Removes the shell backend's prompt markers (OSC 6973 ... BEL or ST, backend/prompt_protocol.h)
-// from a byte stream, also when one is split across reads: they carry the session's nonce,
-// which no record keeps, and a terminal shows nothing for them anyway. A marker ends exactly
-// where the terminal's parser (backend/vt_parser.cc) ends an OSC string: BEL, ST, CAN, SUB, or
-// an ESC that starts another sequence, so output after a cancelled marker is never hidden. A
-// marker that never ends is passed on after kMaxMarkerBytes.
+// Removes the shell backend's prompt markers (OSC 6973 ... BEL or ST,
+// backend/readiness/prompt_protocol.h) from a byte stream, also when one is split across reads:
+// they carry the session's nonce, which no record keeps, and a terminal shows nothing for them
+// anyway. A marker ends exactly where the terminal's parser (backend/terminal/vt_parser.cc) ends an
+// OSC string: BEL, ST, CAN, SUB, or an ESC that starts another sequence, so output after a
+// cancelled marker is never hidden. A marker that never ends is passed on after kMaxMarkerBytes.
 class MarkerStripper final {
  public:
   static constexpr size_t kMaxMarkerBytes = 4096;

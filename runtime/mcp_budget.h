@@ -32,7 +32,7 @@ struct ElidedSpan {
 inline constexpr size_t kElisionLineReserve = 200;
 [[nodiscard]] std::optional<ElidedSpan> PlanElision(std::string_view text, size_t max_bytes);
 
-// The backend's own drop line in a viewport it already bounded (backend/send_capture.cc):
+// The backend's own drop line in a viewport it already bounded (backend/terminal/send_capture.cc):
 // "[... N bytes (M lines) dropped ...]" as a whole line of `region`.
 struct BackendDrop {
   uint64_t bytes = 0;
@@ -41,9 +41,9 @@ struct BackendDrop {
 };
 [[nodiscard]] std::optional<BackendDrop> FindBackendDrop(std::string_view region);
 
-// How a text maps onto the session's scrollback (byte offsets, backend/scrollback.h): `begin`,
-// the offset of its first byte (a terminal_read page), or `end`, the offset just past its last
-// byte (a send's viewport, anchored at the scrollback's end when the send settled).
+// How a text maps onto the session's scrollback (byte offsets, backend/terminal/scrollback.h):
+// `begin`, the offset of its first byte (a terminal_read page), or `end`, the offset just past its
+// last byte (a send's viewport, anchored at the scrollback's end when the send settled).
 struct TextAnchor {
   std::optional<uint64_t> begin;
   std::optional<uint64_t> end;

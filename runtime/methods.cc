@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "backend/key_encoder.h"
-#include "backend/output_pattern.h"
-#include "backend/screen.h"
+#include "backend/readiness/output_pattern.h"
+#include "backend/terminal/key_encoder.h"
+#include "backend/terminal/screen.h"
 #include "backend/types.h"
-#include "policy/mode_names.h"
 #include "policy/mode.h"
+#include "policy/mode_names.h"
 #include "policy/schema.h"
 #include "runtime/owner.h"
 
@@ -56,7 +56,7 @@ ParamSpec Required(ParamSpec spec) {
 }
 
 // The terminal size, as terminal_open and terminal_resize take it: the screen's own bounds
-// (backend/screen.h), refused here rather than clamped there.
+// (backend/terminal/screen.h), refused here rather than clamped there.
 ParamSpec Columns(std::string description, Json default_value = nullptr) {
   return Int("cols", std::move(description), backend::Screen::kMinColumns,
              backend::Screen::kMaxColumns, std::move(default_value));

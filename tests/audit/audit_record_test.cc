@@ -88,8 +88,8 @@ TEST(MarkerStripperTest, RemovesPromptMarkersAlsoWhenSplit) {
 }
 
 TEST(MarkerStripperTest, AMarkerEndsWhereTheTerminalParserEndsIt) {
-  // backend/vt_parser.cc ends an OSC string at BEL or ST, cancels it at CAN or SUB, and lets an
-  // ESC that is not ST start a new sequence. A marker cancelled by CAN used to swallow the
+  // backend/terminal/vt_parser.cc ends an OSC string at BEL or ST, cancels it at CAN or SUB, and
+  // lets an ESC that is not ST start a new sequence. A marker cancelled by CAN used to swallow the
   // visible output after it. Each stream is fed whole, split at every byte, and byte by byte.
   const struct {
     std::string in;

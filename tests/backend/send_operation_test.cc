@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/output_pattern.h"
+#include "backend/readiness/output_pattern.h"
 
 namespace ptybox::backend {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "backend/terminal_decoder.h"
+#include "backend/terminal/terminal_decoder.h"
 
 namespace ptybox::backend {
 namespace {

@@ -1,16 +1,17 @@
 // libFuzzer target for the terminal decoder (tmux fuzz/input-fuzzer.c style): the input is fed
 // through the whole pipeline in two parts, split at a byte chosen from the data, and every
 // invariant of the decoder's output is checked; a violation traps. Built by scripts/fuzz.sh.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "backend/line_model.h"
-#include "backend/send_capture.h"
-#include "backend/terminal_decoder.h"
-#include "backend/vt_parser.h"
-#include "tests/backend/decoder_invariants.h"
+#include "backend/terminal/line_model.h"
+#include "backend/terminal/send_capture.h"
+#include "backend/terminal/terminal_decoder.h"
+#include "backend/terminal/vt_parser.h"
+#include "tests/backend/terminal/decoder_invariants.h"
 
 namespace {
 
@@ -52,6 +53,14 @@ class CheckingObserver final : public VtHandler {
   void OnOsc(std::string_view payload) override {
     Check(payload.size() <= max_sequence_);
     Check(payload.find('\x07') == std::string_view::npos);
+  }
+  void OnEscape(const ptybox::backend::EscSequence& esc) override {
+    Check(esc.final >= 0x30 && esc.final <= 0x7e);
+    Check(esc.intermediate_count >= 0 && esc.intermediate_count <= 255);
+    for (int i = 0; i < std::min(esc.intermediate_count, 2); ++i) {
+      Check(esc.intermediates[static_cast<size_t>(i)] >= 0x20 &&
+            esc.intermediates[static_cast<size_t>(i)] <= 0x2f);
+    }
   }
 
  private:

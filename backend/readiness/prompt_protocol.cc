@@ -1,0 +1,378 @@
+#include "backend/readiness/prompt_protocol.h"
+
+#include <charconv>
+#include <cstdio>
+
+#include "common/random.h"
+
+namespace ptybox::backend {
+
+std::string NewPromptNonce() { return RandomHex(16); }
+
+std::string PromptHookCommand() {
+  // Saves the shell options, then turns off what would echo or trace the hook (xtrace, verbose)
+  // or run a DEBUG trap inside it (functrace): the function below restores them last. Traces
+  // of these first commands go to stderr, which the group sends to /dev/null; a compound
+  // command itself is never traced. It reads no `$?`: the prompt (PS1) does, after bash has
+  // restored the status every PROMPT_COMMAND element may have changed.
+  return "{ __ptybox_o=$-; set +xvT; __ptybox_prompt; } 2>/dev/null";
+}
+
+std::string PromptPs1(std::string_view nonce) {
+  // Expanded by bash as it prints the prompt, after PROMPT_COMMAND and after the job-status
+  // notices (`[1]+  Done ...`), so the marker is always next to "$ ". `$?` there is the status
+  // of the last command line: bash saves it around every PROMPT_COMMAND element and restores
+  // it, so a hook that does not keep `$?` cannot change what the marker says. `${PWD@Q}` is
+  // the directory quoted by bash (control characters as `$'\n'`): no byte can end the OSC.
+  std::string ps1 = "\\[\\e]";
+  ps1 += kMarkerOscCode;
+  ps1 += ";";
+  ps1 += nonce;
+  ps1 += ";$?;${PWD@Q}\\a\\]";
+  ps1 += kPromptPs1;
+  return ps1;
+}
+
+std::string PromptPs2(std::string_view nonce) {
+  std::string ps2 = "\\[\\e]";
+  ps2 += kMarkerOscCode;
+  ps2 += ";";
+  ps2 += nonce;
+  ps2 += ";ps2\\a\\]";
+  return ps2;
+}
+
+bool IsContinuationMarker(std::string_view payload, std::string_view nonce) {
+  return payload.size() == kMarkerOscCode.size() + nonce.size() + 5 &&
+         payload.starts_with(kMarkerOscCode) && payload[kMarkerOscCode.size()] == ';' &&
+         payload.substr(kMarkerOscCode.size() + 1, nonce.size()) == nonce &&
+         payload.ends_with(";ps2");
+}
+
+std::string BuildPromptCommand() {
+  // The nonce is not here: this text is in bash's environment (/proc/<pid>/environ), which
+  // other processes of the session may read. Bash reads the nonce from the terminal, where the
+  // daemon writes it once before any other program runs in the session (NonceLine), and keeps
+  // it only in a read-only variable of its own memory.
+  //
+  // The lasting hook sits at a high index of the PROMPT_COMMAND array (bash 5.1+ runs every
+  // element): `PROMPT_COMMAND=...` or `PROMPT_COMMAND="x;$PROMPT_COMMAND"` by the user (or an
+  // rc file) assigns element 0 and keeps it. It re-asserts PS1 (the marker) and PS2 (an
+  // invisible continuation marker: the lines of a heredoc show no `> `). Kept free of forks: it
+  // runs before every prompt.
+  std::string fn;
+  fn += "__ptybox_prompt() { PS1=$__ptybox_ps1; PS2=$__ptybox_ps2;";
+  fn += " case ${__ptybox_o-} in *v*) set -v;; esac;";
+  fn += " case ${__ptybox_o-} in *T*) set -T;; esac;";
+  fn += " case ${__ptybox_o-} in *x*) unset __ptybox_o; set -x;; *) unset __ptybox_o;; esac; }";
+
+  std::string code;
+  code += "{ __ptybox_o=$-; set +xvT; __ptybox_n=; IFS= read -r __ptybox_n; ";
+  code += "if [[ $__ptybox_n =~ ^[0-9a-f]{32}$ ]]; then declare -gr __ptybox_ps1=\"";
+  // PromptPs1 with the nonce taken from the variable; inside double quotes `$?` and `${PWD@Q}`
+  // stay unexpanded (escaped), the nonce is expanded now.
+  std::string ps1 = PromptPs1("${__ptybox_n}");
+  std::string escaped;
+  for (size_t i = 0; i < ps1.size(); ++i) {
+    if (ps1.compare(i, 13, "${__ptybox_n}") == 0) {
+      escaped += "${__ptybox_n}";
+      i += 12;
+    } else if (ps1[i] == '$' || ps1[i] == '"' || ps1[i] == '`') {
+      escaped += '\\';
+      escaped += ps1[i];
+    } else {
+      escaped += ps1[i];
+    }
+  }
+  code += escaped;
+  code += "\" __ptybox_ps2=\"";
+  code += PromptPs2("${__ptybox_n}");
+  code += "\"; else declare -gr __ptybox_ps1='";
+  code += kPromptPs1;
+  code += "' __ptybox_ps2=; fi; unset __ptybox_n; ";
+  code += fn;
+  code += "; unset PROMPT_COMMAND; PROMPT_COMMAND[";
+  code += std::to_string(kPromptHookIndex);
+  code += "]='";
+  code += PromptHookCommand();
+  code += "'; export -n PS1; set +H; unset HISTFILE; __ptybox_prompt; } 2>/dev/null";
+  return code;
+}
+
+std::string NonceLine(std::string_view nonce) {
+  std::string line(nonce);
+  line += '\n';
+  return line;
+}
+
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string PercentDecode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size()) {
+      int hi = HexValue(text[i + 1]);
+      int lo = HexValue(text[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out.push_back(static_cast<char>(hi * 16 + lo));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(text[i]);
+  }
+  return out;
+}
+
+int OctalValue(char c) { return c >= '0' && c <= '7' ? c - '0' : -1; }
+
+// One `$'...'` word of bash's ANSI-C quoting, from just after `$'`; advances `i` past the
+// closing quote. Only the escapes bash's own quoting (`${v@Q}`) writes, and the usual ones.
+bool DecodeAnsiC(std::string_view text, size_t& i, std::string& out) {
+  while (i < text.size()) {
+    char c = text[i++];
+    if (c == '\'') return true;
+    if (c != '\\') {
+      out.push_back(c);
+      continue;
+    }
+    if (i >= text.size()) return false;
+    char e = text[i++];
+    switch (e) {
+      case 'a':
+        out.push_back('\a');
+        break;
+      case 'b':
+        out.push_back('\b');
+        break;
+      case 'e':
+      case 'E':
+        out.push_back('\x1b');
+        break;
+      case 'f':
+        out.push_back('\f');
+        break;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'v':
+        out.push_back('\v');
+        break;
+      case '\\':
+      case '\'':
+      case '"':
+      case '?':
+        out.push_back(e);
+        break;
+      case 'x': {
+        int value = 0;
+        int digits = 0;
+        while (digits < 2 && i < text.size() && HexValue(text[i]) >= 0) {
+          value = value * 16 + HexValue(text[i++]);
+          ++digits;
+        }
+        if (digits == 0) return false;
+        out.push_back(static_cast<char>(value));
+        break;
+      }
+      default: {
+        if (OctalValue(e) < 0) return false;
+        int value = OctalValue(e);
+        for (int digits = 1; digits < 3 && i < text.size() && OctalValue(text[i]) >= 0; ++digits) {
+          value = value * 8 + OctalValue(text[i++]);
+        }
+        out.push_back(static_cast<char>(value & 0xff));
+        break;
+      }
+    }
+  }
+  return false;  // no closing quote
+}
+
+// A word as bash's `${v@Q}` writes it: a sequence of '...' and $'...' words and \x escapes.
+std::optional<std::string> DecodeBashQuoted(std::string_view text) {
+  std::string out;
+  size_t i = 0;
+  if (text.empty()) return std::nullopt;
+  while (i < text.size()) {
+    if (text[i] == '\'') {
+      size_t close = text.find('\'', i + 1);
+      if (close == std::string_view::npos) return std::nullopt;
+      out.append(text.substr(i + 1, close - i - 1));
+      i = close + 1;
+    } else if (text[i] == '$' && i + 1 < text.size() && text[i + 1] == '\'') {
+      i += 2;
+      if (!DecodeAnsiC(text, i, out)) return std::nullopt;
+    } else if (text[i] == '\\' && i + 1 < text.size()) {
+      out.push_back(text[i + 1]);
+      i += 2;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> DecodePromptDirectory(std::string_view field) {
+  // The shell writes `${PWD@Q}` (starts with a quote); FormatPromptMarker (fakes, tests) and
+  // older shells percent-encode an absolute path (starts with '/'). Empty (PWD unset) is
+  // unknown.
+  if (field.starts_with('\'') || field.starts_with("$'")) return DecodeBashQuoted(field);
+  if (field.starts_with('/')) return PercentDecode(field);
+  return std::nullopt;
+}
+
+bool LooksLikeBashPrompt(std::string_view line) {
+  if (line.empty() || (line.back() != '$' && line.back() != '#')) return false;
+  if (line.size() == 1) return true;  // PS1='$ ' (or `# `), as many rc files set it
+  line.remove_suffix(1);
+  for (unsigned char c : line) {
+    if (c < 0x20 || c == 0x7f) return false;
+  }
+  auto name_char = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+  };
+  // bash's default PS1, `\s-\v\$ `: "bash-5.2".
+  if (line.starts_with("bash-") || line.starts_with("sh-")) {
+    std::string_view version = line.substr(line.find('-') + 1);
+    size_t dot = version.find('.');
+    if (dot != std::string_view::npos && dot > 0 && dot + 1 < version.size() &&
+        version.find_first_not_of("0123456789.") == std::string_view::npos) {
+      return true;
+    }
+  }
+  // `${debian_chroot:+($debian_chroot)}\u@\h:\w\$ `.
+  if (line.starts_with('(')) {
+    size_t close = line.find(')');
+    if (close == std::string_view::npos) return false;
+    line.remove_prefix(close + 1);
+  }
+  size_t at = line.find('@');
+  if (at == 0 || at == std::string_view::npos) return false;
+  size_t colon = line.find(':', at);
+  if (colon == std::string_view::npos || colon == at + 1 || colon + 1 >= line.size()) return false;
+  for (size_t i = 0; i < colon; ++i) {
+    if (i != at && !name_char(line[i])) return false;
+  }
+  const char first = line[colon + 1];
+  return first == '~' || first == '/';
+}
+
+std::optional<PromptMarker> ParsePromptMarker(std::string_view payload, std::string_view nonce) {
+  // "6973;<nonce>;<exit>;<cwd>"
+  auto take = [&payload]() -> std::optional<std::string_view> {
+    size_t semi = payload.find(';');
+    if (semi == std::string_view::npos) return std::nullopt;
+    std::string_view field = payload.substr(0, semi);
+    payload.remove_prefix(semi + 1);
+    return field;
+  };
+  std::optional<std::string_view> code = take();
+  if (!code || *code != kMarkerOscCode) return std::nullopt;
+  std::optional<std::string_view> owner = take();
+  if (!owner || *owner != nonce) return std::nullopt;
+  std::optional<std::string_view> status = take();
+  if (!status || status->empty()) return std::nullopt;
+  PromptMarker marker;
+  auto [end, ec] =
+      std::from_chars(status->data(), status->data() + status->size(), marker.exit_code);
+  if (ec != std::errc() || end != status->data() + status->size()) return std::nullopt;
+  if (std::optional<std::string> cwd = DecodePromptDirectory(payload)) {
+    marker.cwd = std::move(*cwd);
+  } else {
+    marker.cwd_known = false;
+  }
+  return marker;
+}
+
+std::string FormatPromptMarker(std::string_view nonce, int exit_code, std::string_view cwd) {
+  std::string payload(kMarkerOscCode);
+  payload += ';';
+  payload += nonce;
+  payload += ';';
+  payload += std::to_string(exit_code);
+  payload += ';';
+  for (unsigned char c : cwd) {
+    if (c < 0x20 || c == 0x7f || c == '%') {
+      char buf[4];
+      std::snprintf(buf, sizeof(buf), "%%%02X", c);
+      payload += buf;
+    } else {
+      payload.push_back(static_cast<char>(c));
+    }
+  }
+  return payload;
+}
+
+PromptTracker::PromptTracker(std::string nonce, std::string ps1, Listener& listener)
+    : nonce_(std::move(nonce)), ps1_(std::move(ps1)), listener_(listener) {}
+
+void PromptTracker::Drop() {
+  bool was_candidate = state_ == State::kCandidate;
+  state_ = State::kNone;
+  tail_.clear();
+  if (was_candidate) listener_.OnInvalidated();
+}
+
+void PromptTracker::OnPrint(std::string_view utf8) {
+  if (state_ == State::kNone) return;
+  if (state_ == State::kCandidate || tail_.size() + utf8.size() > ps1_.size()) {
+    Drop();
+    return;
+  }
+  tail_.append(utf8);
+  if (tail_ == ps1_) {
+    state_ = State::kCandidate;
+    listener_.OnCandidate();
+  } else if (ps1_.compare(0, tail_.size(), tail_) != 0) {
+    Drop();
+  }
+}
+
+void PromptTracker::OnControl(char c) {
+  if (state_ == State::kNone) return;
+  if (c == '\a' || c == '\0') return;  // produce nothing on a terminal line
+  Drop();
+}
+
+void PromptTracker::OnCsi(const CsiSequence& /*csi*/) {
+  // Non-printing (bracketed-paste mode switches, colours): not part of the printable tail.
+}
+
+void PromptTracker::OnOsc(std::string_view payload) {
+  if (IsContinuationMarker(payload, nonce_)) {
+    Drop();
+    listener_.OnContinuation();
+    return;
+  }
+  std::optional<PromptMarker> marker = ParsePromptMarker(payload, nonce_);
+  if (!marker) return;
+  Drop();  // a new owned marker supersedes any earlier candidate
+  marker_ = std::move(marker);
+  state_ = State::kAfterMarker;
+  tail_.clear();
+  listener_.OnMarker(*marker_);
+  if (ps1_.empty()) {
+    state_ = State::kCandidate;
+    listener_.OnCandidate();
+  }
+}
+
+}  // namespace ptybox::backend
