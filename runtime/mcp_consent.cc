@@ -1,6 +1,6 @@
 #include "runtime/mcp_consent.h"
 
-#include "runtime/display_text.h"
+#include "runtime/rpc/display_text.h"
 #include "runtime/mcp_tools.h"
 
 namespace ptybox::runtime {

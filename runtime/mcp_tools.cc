@@ -6,7 +6,7 @@
 #include "policy/mode_names.h"
 #include "policy/mode.h"
 #include "policy/schema.h"
-#include "runtime/display_text.h"
+#include "runtime/rpc/display_text.h"
 #include "runtime/methods.h"
 
 namespace ptybox::runtime {

@@ -1,4 +1,4 @@
-#include "runtime/line_connection.h"
+#include "runtime/rpc/line_connection.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
