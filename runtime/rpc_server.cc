@@ -85,7 +85,10 @@ void RpcConnection::OnRequest(const RpcMessage& request) {
 
 void RpcConnection::Attach(const Json& id, const Json& params) {
   // The params are checked by the method's entry of the contract table, as every method's are.
-  Result<Args> args = ValidateParams(*FindMethod("owner_attach"), params);
+  // In the table: CheckContract refuses to start without it (kMethodsNamedByServers).
+  const MethodSpec* method = FindMethod("owner_attach");
+  if (method == nullptr) return peer_->ReplyError(id, -32601, "method not found: owner_attach");
+  Result<Args> args = ValidateParams(*method, params);
   if (!args) return peer_->ReplyError(id, args.error());
   const std::string token = args->String("ownerToken");
   // Only the first call of a connection may attach: the fresh owner it replaces must hold
