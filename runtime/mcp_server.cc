@@ -4,7 +4,7 @@
 
 #include "common/log.h"
 #include "policy/mode_fence.h"
-#include "runtime/mcp_consent.h"
+#include "runtime/mcp/mcp_consent.h"
 #include "runtime/mcp_tools.h"
 #include "runtime/methods.h"
 #include "runtime/owner.h"

@@ -3,7 +3,7 @@
 // resource ptybox://policy with update notifications, notifications/cancelled, and the owner's
 // sessions closed when the host disconnects. Requests run concurrently, as in rpc_server.
 // The model is the caller here: a policy_set_mode that widens the sandbox beyond what the user
-// started or accepted asks the user first (elicitation/create), or is refused (mcp_consent.h).
+// started or accepted asks the user first (elicitation/create), or is refused (runtime/mcp/mcp_consent.h).
 #pragma once
 
 #include <asio/io_context.hpp>
@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/mcp_budget.h"
+#include "runtime/mcp/mcp_budget.h"
 #include "runtime/mcp_connect.h"
 #include "runtime/rpc/line_connection.h"
 #include "runtime/rpc/rpc_peer.h"
@@ -33,7 +33,7 @@ struct McpOptions {
   // `ptybox mcp --connect SOCKET`: the daemon to serve as a client of.
   std::optional<std::filesystem::path> connect;
   // `--max-result-bytes`: every tool result, as the host receives it, fits in this many bytes
-  // (runtime/mcp_budget.h).
+  // (runtime/mcp/mcp_budget.h).
   size_t max_result_bytes = kDefaultMcpResultBytes;
 };
 

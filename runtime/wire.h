@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "policy/policy.h"
 #include "runtime/rpc/json_rpc.h"
+#include "runtime/rpc/policy_json.h"
 #include "runtime/service.h"
 
 namespace ptybox::runtime {
@@ -23,7 +24,6 @@ Json ToJson(const backend::ReadResult& result);
 Json ToJson(const backend::SendRead& read);
 Json ToJson(const OpenResult& result);
 Json ToJson(const SessionInfo& info, bool for_list);
-Json PolicyToJson(const policy::ResolvedPolicy& policy);
 
 // Bounds of strings in params (bytes). `input` is bounded by the line (16 MiB) only.
 inline constexpr size_t kMaxParamStringBytes = 4096;  // default: ids, modes, signals, cwd

@@ -4,7 +4,7 @@
 #include <cctype>
 
 #include "runtime/rpc/display_text.h"
-#include "runtime/wire.h"
+#include "runtime/rpc/policy_json.h"
 
 namespace ptybox::runtime {
 namespace {
