@@ -460,17 +460,23 @@ std::string McpServer::PolicyText() {
   return PolicyClause(*resolved);
 }
 
-void McpServer::ReadResource(const Json& id, const Json& params) {
+bool McpServer::NamesThePolicy(const Json& id, const Json& params, std::string_view method) {
   if (!params.is_object() || !params.contains("uri") || !params["uri"].is_string()) {
-    return ReplyError(id, -32602, "invalid params: resources/read needs \"uri\" (a string)");
+    ReplyError(id, -32602, "invalid params: " + std::string(method) + " needs \"uri\" (a string)");
+    return false;
   }
-  const std::string uri = params["uri"].get<std::string>();
-  if (uri != kPolicyUri) {
-    return ReplyError(id, kResourceNotFound,
-                      "resource not found: " + QuotedText(uri, kEchoBytes) +
-                          " (the only resource is ptybox://policy)",
-                      Json{{"uri", Abbreviate(uri, kEchoBytes)}});
-  }
+  const std::string& uri = params["uri"].get_ref<const std::string&>();
+  if (uri == kPolicyUri) return true;
+  ReplyError(id, kResourceNotFound,
+             "resource not found: " + QuotedText(uri, kEchoBytes) +
+                 " (the only resource is ptybox://policy)",
+             Json{{"uri", Abbreviate(uri, kEchoBytes)}});
+  return false;
+}
+
+void McpServer::ReadResource(const Json& id, const Json& params) {
+  if (!NamesThePolicy(id, params, "resources/read")) return;
+  const std::string uri(kPolicyUri);
   Result<policy::ResolvedPolicy> resolved = CurrentPolicy();
   if (!resolved) {
     return ReplyError(id, kInternalError,
@@ -497,15 +503,8 @@ void McpServer::ReadResource(const Json& id, const Json& params) {
 }
 
 void McpServer::Subscribe(const Json& id, const Json& params, bool subscribe) {
-  if (!params.is_object() || !params.contains("uri") || !params["uri"].is_string()) {
-    return ReplyError(id, -32602, "invalid params: \"uri\" (a string) is required");
-  }
-  const std::string uri = params["uri"].get<std::string>();
-  if (uri != kPolicyUri) {
-    return ReplyError(id, kResourceNotFound,
-                      "resource not found: " + QuotedText(uri, kEchoBytes) +
-                          " (the only resource is ptybox://policy)",
-                      Json{{"uri", Abbreviate(uri, kEchoBytes)}});
+  if (!NamesThePolicy(id, params, subscribe ? "resources/subscribe" : "resources/unsubscribe")) {
+    return;
   }
   subscribed_to_policy_ = subscribe;
   Reply(id, Json::object());

@@ -3,7 +3,8 @@
 // resource ptybox://policy with update notifications, notifications/cancelled, and the owner's
 // sessions closed when the host disconnects. Requests run concurrently, as in rpc_server.
 // The model is the caller here: a policy_set_mode that widens the sandbox beyond what the user
-// started or accepted asks the user first (elicitation/create), or is refused (runtime/mcp/mcp_consent.h).
+// started or accepted asks the user first (elicitation/create), or is refused
+// (runtime/mcp/mcp_consent.h).
 #pragma once
 
 #include <asio/io_context.hpp>
@@ -70,6 +71,8 @@ class McpServer final : public RpcHandler, public std::enable_shared_from_this<M
   void SettleConsent(const std::string& elicit_key, std::optional<std::string> refusal);
   // The host canceled the tools/call waiting for consent: the question is withdrawn.
   bool WithdrawConsent(const std::string& tool_key, const std::string& reason);
+  // Does `params` name ptybox://policy? Otherwise answers the error (bad params, not found).
+  bool NamesThePolicy(const Json& id, const Json& params, std::string_view method);
   void ReadResource(const Json& id, const Json& params);
   void Subscribe(const Json& id, const Json& params, bool subscribe);
   // The tools/call result for a finished method, shaped for the negotiated version.
