@@ -1,8 +1,8 @@
-// The contract's method table (shared/contract.md, "Methods"), as tmux's cmd_entry makes a
+// The contract's method table (docs/protocol.md, "Methods"), as tmux's cmd_entry makes a
 // command one entry: each method's name, summary, parameters (type, bounds, default,
-// description) and handler in one place. JSON-RPC param validation (ValidateParams) and the MCP
-// input schemas (mcp_tools.h) are derived from it. Adding a method is adding one entry to
-// Contract() in methods.cc. Both protocol servers call methods through CallMethod: JSON-RPC
+// description), handler and MCP face (runtime/mcp/tool_face.h) in one place. JSON-RPC param
+// validation (ValidateParams), MCP tools/list and the result text (mcp_tools.h) are loops over
+// it. Adding a method is adding one entry to Contract() in methods.cc. Both protocol servers call methods through CallMethod: JSON-RPC
 // answers with its result as is; MCP wraps it in a tool result.
 #pragma once
 
