@@ -51,6 +51,8 @@ class LineConnection final : public std::enable_shared_from_this<LineConnection>
  private:
   LineConnection(asio::io_context& io, int in_fd, int out_fd);
   Result<void> Open();
+  // Registers `fd` with the reactor in `slot`, non-blocking.
+  Result<void> Watch(std::optional<asio::posix::stream_descriptor>& slot, int fd);
   asio::posix::stream_descriptor* out() { return out_is_in_ ? &*in_ : &*out_; }
   void ReadMore();
   void OnChunk(size_t size);
