@@ -77,9 +77,10 @@ void RpcConnection::OnRequest(const RpcMessage& request) {
     return peer_->ReplyError(id, Error{ErrorKind::kBusy, attach_only_, "maxConnections"});
   }
   CallMethod(service_, owner_, request.method, request.params, RequestKey(id),
-             [peer = peer_, id](const Result<Json>& result) {
+             // By reference: no copy of a large result (and g++ 12 misreads a by-value one).
+             [peer = peer_, id](Result<Json>&& result) {
                if (!result) return peer->ReplyError(id, result.error());
-               peer->Reply(id, *result);
+               peer->Reply(id, std::move(*result));
              });
 }
 
