@@ -18,6 +18,7 @@
 #include "sandbox/cgroup.h"
 #include "sandbox/cgroup_sweep.h"
 #include "runtime/mcp_server.h"
+#include "runtime/methods.h"
 #include "runtime/rpc_server.h"
 #include "sandbox/host_walls.h"
 
@@ -156,6 +157,10 @@ void RunReactor(asio::io_context& io) {
 }  // namespace
 
 int RunDaemon(DaemonOptions options) {
+  if (Result<void> contract = CheckContract(Contract()); !contract) {
+    LogError(contract.error().message);
+    return 1;
+  }
   ::signal(SIGPIPE, SIG_IGN);
   // Orphans of a session whose ptybox-init was killed re-parent to us, not to the host's init;
   // as a container entrypoint we are PID 1 and reap everything anyway.

@@ -24,7 +24,7 @@
 #include "runtime/daemon.h"
 #include "runtime/demo.h"
 #include "runtime/doctor.h"
-#include "runtime/mcp_budget.h"
+#include "runtime/mcp/mcp_budget.h"
 #include "runtime/policy_command.h"
 #include "runtime/run_command.h"
 #include "sandbox/host_probe.h"

@@ -15,7 +15,7 @@
 
 #include "common/error.h"
 #include "policy/policy.h"
-#include "runtime/line_connection.h"
+#include "runtime/rpc/line_connection.h"
 #include "runtime/wire.h"
 
 namespace ptybox::runtime {

@@ -4,11 +4,11 @@
 
 #include "common/log.h"
 #include "policy/mode_fence.h"
-#include "runtime/display_text.h"
-#include "runtime/mcp_consent.h"
+#include "runtime/mcp/mcp_consent.h"
 #include "runtime/mcp_tools.h"
 #include "runtime/methods.h"
 #include "runtime/owner.h"
+#include "runtime/rpc/display_text.h"
 
 #ifndef PTYBOX_VERSION
 #define PTYBOX_VERSION "0.0.0"
@@ -53,7 +53,10 @@ const std::vector<std::string>& McpServer::SupportedVersions() {
 McpServer::McpServer(asio::io_context& io, PtyService& service,
                      std::shared_ptr<LineConnection> connection, std::string label,
                      McpOptions options)
-    : io_(io), options_(options), service_(service), connection_(std::move(connection)) {
+    : io_(io),
+      options_(options),
+      service_(service),
+      peer_(std::make_shared<RpcPeer>(std::move(connection), kMcpDialect)) {
   owner_ = service_.OpenOwner(std::move(label));
 }
 
@@ -63,10 +66,8 @@ void McpServer::Start(std::function<void()> on_done) {
   owner_->on_policy_changed = [weak](const policy::ResolvedPolicy&) {
     if (auto self = weak.lock()) self->OnPolicyChanged();
   };
-  AttachServer(*connection_, shared_from_this());
+  peer_->Start(weak_from_this());
 }
-
-void McpServer::OnOversizedLine() { ReplyError(nullptr, -32600, kOversizedLineMessage); }
 
 void McpServer::OnDisconnected() {
   if (disconnected_) return;
@@ -86,57 +87,27 @@ void McpServer::OnDisconnected() {
   });
 }
 
-void McpServer::HandleLine(const std::string& line) {
-  std::expected<RpcMessage, RpcReject> message = ParseRpcLine(line);
-  if (!message) {
-    ReplyError(message.error().id, message.error().code, message.error().message);
-    return;
-  }
-  switch (message->kind) {
-    case RpcMessage::Kind::kNotification:
-      HandleNotification(message->method, message->params);
-      return;
-    case RpcMessage::Kind::kResponse:
-      OnResponse(line, message->id);
-      return;
-    case RpcMessage::Kind::kRequest:
-      HandleRequest(message->id, message->method, message->params);
-      return;
-  }
-}
-
-void McpServer::HandleNotification(const std::string& method, const Json& params) {
-  if (method == "notifications/cancelled") {
-    if (!params.is_object() || !params.contains("requestId")) return;  // malformed: ignored
-    const std::string key = RequestKey(params["requestId"]);
-    if (!in_flight_.contains(key)) return;  // unknown or already answered: ignored
-    std::string reason = "canceled by the MCP host (notifications/cancelled)";
-    if (params.contains("reason") && params["reason"].is_string()) {
-      reason = params["reason"].get<std::string>();
-    }
-    // A policy_set_mode waiting for the user: the question is withdrawn, nothing changes.
-    if (WithdrawConsent(key, reason)) return;
-    // The spec asks for no response to a canceled request; the work still ends as the contract
-    // says (an open closes its unpublished shell, a send is interrupted like terminal_cancel).
-    canceled_.insert(key);
-    if (remote_) {
-      remote_->Cancel(key, reason);
-    } else {
-      service_.CancelRequest(*owner_, key, reason);
-    }
-    LogInfo("mcp: request " + key + " canceled: " + reason);
-    return;
-  }
+void McpServer::OnNotification(const RpcMessage&) {
   // notifications/initialized and every other notification need nothing from us.
 }
 
-void McpServer::HandleRequest(const Json& id, const std::string& method, const Json& params) {
-  if (in_flight_.contains(RequestKey(id))) {
-    ReplyError(id, -32600,
-               "invalid request: request " + RequestKey(id) +
-                   " is still in progress; give each request a new id");
-    return;
+void McpServer::OnCancel(const std::string& key, const std::string& reason) {
+  // A policy_set_mode waiting for the user: the question is withdrawn, nothing changes.
+  if (WithdrawConsent(key, reason)) return;
+  // The spec asks for no response to a canceled request (the peer drops it); the work still
+  // ends as the contract says (an open closes its unpublished shell, a send is interrupted like
+  // terminal_cancel).
+  if (remote_) {
+    remote_->Cancel(key, reason);
+  } else {
+    service_.CancelRequest(*owner_, key, reason);
   }
+}
+
+void McpServer::OnRequest(const RpcMessage& request) {
+  const Json& id = request.id;
+  const std::string& method = request.method;
+  const Json& params = request.params;
   if (method == "ping") return Reply(id, Json::object());
   if (method == "initialize") return Initialize(id, params);
   if (!initialized_) {
@@ -240,7 +211,6 @@ void McpServer::CallTool(const Json& id, const Json& params) {
 
 void McpServer::RunTool(const Json& id, const std::string& name, const Json& arguments) {
   const std::string key = RequestKey(id);
-  in_flight_.insert(key);
   std::shared_ptr<McpServer> self = shared_from_this();
   const std::string session_id =
       arguments.contains("sessionId") && arguments["sessionId"].is_string()
@@ -259,8 +229,8 @@ void McpServer::RunTool(const Json& id, const std::string& name, const Json& arg
     }
   }
   auto answer = [self, id, key, name, session_id](Result<Json> result) {
-    self->in_flight_.erase(key);
-    if (self->canceled_.erase(key) > 0) return;  // canceled: no response
+    // Canceled: no answer, and no anchor probe for it.
+    if (!self->peer_->Answerable(key)) return self->peer_->Drop(id);
     if (result && name == "terminal_read" &&
         result->value("cursor", uint64_t{0}) != result->value("nextCursor", uint64_t{0})) {
       TextAnchor anchor{.begin = result->value("cursor", uint64_t{0}), .end = std::nullopt};
@@ -376,20 +346,16 @@ void McpServer::AskConsent(const Json& id, const policy::ResolvedPolicy& current
     self->Notify("notifications/cancelled", Json{{"requestId", elicit_id}, {"reason", why}});
     self->SettleConsent(key, why);
   });
-  in_flight_.insert(RequestKey(id));
   consents_.emplace(key, std::move(pending));
   LogInfo("mcp: asking the user to widen the mode from " +
           std::string(policy::ToString(current.mode)) + " to " +
           std::string(policy::ToString(wanted.mode)) + " (elicitation " + key + ")");
-  connection_->Send(
-      Dump(Json{{"jsonrpc", "2.0"},
-                {"id", elicit_id},
-                {"method", "elicitation/create"},
-                {"params", ConsentRequestParams(current, wanted, protocol_version_)}}));
+  peer_->SendRequest(elicit_id, "elicitation/create",
+                     ConsentRequestParams(current, wanted, protocol_version_));
 }
 
-void McpServer::OnResponse(const std::string& line, const Json& id) {
-  const std::string key = RequestKey(id);
+void McpServer::OnResponse(const RpcMessage& response, const std::string& line) {
+  const std::string key = RequestKey(response.id);
   if (!consents_.contains(key)) {
     // Not ours, already settled (timed out, withdrawn) or a stray: never applied.
     LogDebug("mcp: ignored a response to no pending request (" + key + ")");
@@ -404,7 +370,6 @@ void McpServer::SettleConsent(const std::string& elicit_key, std::optional<std::
   PendingConsent pending = std::move(it->second);
   consents_.erase(it);
   pending.timer->cancel();
-  in_flight_.erase(RequestKey(pending.tool_id));
   const std::string from(policy::ToString(pending.from));
   const std::string to(policy::ToString(pending.to));
   if (refusal) {
@@ -422,12 +387,13 @@ bool McpServer::WithdrawConsent(const std::string& tool_key, const std::string& 
     if (RequestKey(it->second.tool_id) != tool_key) continue;
     it->second.timer->cancel();
     const Json elicit_id = Json::parse(it->first);
+    const Json tool_id = it->second.tool_id;
     consents_.erase(it);
-    in_flight_.erase(tool_key);
+    peer_->Drop(tool_id);  // the canceled tools/call gets no response
     Notify("notifications/cancelled",
            Json{{"requestId", elicit_id}, {"reason", "the tool call was canceled: " + reason}});
-    LogInfo("mcp: consent request " + Dump(elicit_id) + " withdrawn: " + reason);
-    return true;  // the canceled tools/call gets no response
+    LogInfo("mcp: consent request " + Dump(elicit_id) + " withdrawn");
+    return true;
   }
   return false;
 }
@@ -494,17 +460,23 @@ std::string McpServer::PolicyText() {
   return PolicyClause(*resolved);
 }
 
-void McpServer::ReadResource(const Json& id, const Json& params) {
+bool McpServer::NamesThePolicy(const Json& id, const Json& params, std::string_view method) {
   if (!params.is_object() || !params.contains("uri") || !params["uri"].is_string()) {
-    return ReplyError(id, -32602, "invalid params: resources/read needs \"uri\" (a string)");
+    ReplyError(id, -32602, "invalid params: " + std::string(method) + " needs \"uri\" (a string)");
+    return false;
   }
-  const std::string uri = params["uri"].get<std::string>();
-  if (uri != kPolicyUri) {
-    return ReplyError(id, kResourceNotFound,
-                      "resource not found: " + QuotedText(uri, kEchoBytes) +
-                          " (the only resource is ptybox://policy)",
-                      Json{{"uri", Abbreviate(uri, kEchoBytes)}});
-  }
+  const std::string& uri = params["uri"].get_ref<const std::string&>();
+  if (uri == kPolicyUri) return true;
+  ReplyError(id, kResourceNotFound,
+             "resource not found: " + QuotedText(uri, kEchoBytes) +
+                 " (the only resource is ptybox://policy)",
+             Json{{"uri", Abbreviate(uri, kEchoBytes)}});
+  return false;
+}
+
+void McpServer::ReadResource(const Json& id, const Json& params) {
+  if (!NamesThePolicy(id, params, "resources/read")) return;
+  const std::string uri(kPolicyUri);
   Result<policy::ResolvedPolicy> resolved = CurrentPolicy();
   if (!resolved) {
     return ReplyError(id, kInternalError,
@@ -531,15 +503,8 @@ void McpServer::ReadResource(const Json& id, const Json& params) {
 }
 
 void McpServer::Subscribe(const Json& id, const Json& params, bool subscribe) {
-  if (!params.is_object() || !params.contains("uri") || !params["uri"].is_string()) {
-    return ReplyError(id, -32602, "invalid params: \"uri\" (a string) is required");
-  }
-  const std::string uri = params["uri"].get<std::string>();
-  if (uri != kPolicyUri) {
-    return ReplyError(id, kResourceNotFound,
-                      "resource not found: " + QuotedText(uri, kEchoBytes) +
-                          " (the only resource is ptybox://policy)",
-                      Json{{"uri", Abbreviate(uri, kEchoBytes)}});
+  if (!NamesThePolicy(id, params, subscribe ? "resources/subscribe" : "resources/unsubscribe")) {
+    return;
   }
   subscribed_to_policy_ = subscribe;
   Reply(id, Json::object());
@@ -550,14 +515,10 @@ void McpServer::OnPolicyChanged() {
   Notify("notifications/resources/updated", Json{{"uri", std::string(kPolicyUri)}});
 }
 
-void McpServer::Reply(const Json& id, Json result) {
-  connection_->Send(Dump(RpcResult(id, std::move(result))));
-}
+void McpServer::Reply(const Json& id, Json result) { peer_->Reply(id, std::move(result)); }
 
 void McpServer::ReplyError(const Json& id, int code, const std::string& message, Json data) {
-  Json error{{"code", code}, {"message", message}};
-  if (!data.is_null()) error["data"] = std::move(data);
-  connection_->Send(Dump(RpcError(id, std::move(error))));
+  peer_->ReplyError(id, code, message, std::move(data));
 }
 
 void McpServer::ReplyToolError(const Json& id, const Error& error) {
@@ -565,8 +526,7 @@ void McpServer::ReplyToolError(const Json& id, const Error& error) {
 }
 
 void McpServer::Notify(const std::string& method, Json params) {
-  connection_->Send(
-      Dump(Json{{"jsonrpc", "2.0"}, {"method", method}, {"params", std::move(params)}}));
+  peer_->Notify(method, std::move(params));
 }
 
 }  // namespace ptybox::runtime

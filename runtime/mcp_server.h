@@ -3,7 +3,8 @@
 // resource ptybox://policy with update notifications, notifications/cancelled, and the owner's
 // sessions closed when the host disconnects. Requests run concurrently, as in rpc_server.
 // The model is the caller here: a policy_set_mode that widens the sandbox beyond what the user
-// started or accepted asks the user first (elicitation/create), or is refused (mcp_consent.h).
+// started or accepted asks the user first (elicitation/create), or is refused
+// (runtime/mcp/mcp_consent.h).
 #pragma once
 
 #include <asio/io_context.hpp>
@@ -14,14 +15,14 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "runtime/line_connection.h"
-#include "runtime/mcp_budget.h"
+#include "runtime/mcp/mcp_budget.h"
 #include "runtime/mcp_connect.h"
+#include "runtime/rpc/line_connection.h"
+#include "runtime/rpc/rpc_peer.h"
 #include "runtime/service.h"
 #include "runtime/wire.h"
 
@@ -33,11 +34,11 @@ struct McpOptions {
   // `ptybox mcp --connect SOCKET`: the daemon to serve as a client of.
   std::optional<std::filesystem::path> connect;
   // `--max-result-bytes`: every tool result, as the host receives it, fits in this many bytes
-  // (runtime/mcp_budget.h).
+  // (runtime/mcp/mcp_budget.h).
   size_t max_result_bytes = kDefaultMcpResultBytes;
 };
 
-class McpServer final : public std::enable_shared_from_this<McpServer> {
+class McpServer final : public RpcHandler, public std::enable_shared_from_this<McpServer> {
  public:
   // Newest first; an unknown requested version is answered with the first.
   static const std::vector<std::string>& SupportedVersions();
@@ -50,15 +51,14 @@ class McpServer final : public std::enable_shared_from_this<McpServer> {
   // `ptybox mcp --connect`: every tool runs on the daemon as the attached owner (before Start).
   void UseRemote(std::shared_ptr<RemoteDaemon> remote) { remote_ = std::move(remote); }
 
-  // Handles one line (exposed for tests).
-  void HandleLine(const std::string& line);
-  // Called by the connection (AttachServer): a line over the bound, and end of input.
-  void OnOversizedLine();
-  void OnDisconnected();
+  // RpcHandler: what the peer (framing, ids, notifications/cancelled) hands over.
+  void OnRequest(const RpcMessage& request) override;
+  void OnNotification(const RpcMessage& notification) override;
+  void OnResponse(const RpcMessage& response, const std::string& line) override;
+  void OnCancel(const std::string& key, const std::string& reason) override;
+  void OnDisconnected() override;
 
  private:
-  void HandleRequest(const Json& id, const std::string& method, const Json& params);
-  void HandleNotification(const std::string& method, const Json& params);
   void Initialize(const Json& id, const Json& params);
   void CallTool(const Json& id, const Json& params);
   // Runs a tool's method and answers the tools/call (nothing when it was canceled).
@@ -67,11 +67,12 @@ class McpServer final : public std::enable_shared_from_this<McpServer> {
   void SetModeTool(const Json& id, const Json& arguments);
   void AskConsent(const Json& id, const policy::ResolvedPolicy& current,
                   const policy::ResolvedPolicy& wanted);
-  void OnResponse(const std::string& line, const Json& id);
   // Settles a pending consent request: accepted (nullopt) or refused for `why`.
   void SettleConsent(const std::string& elicit_key, std::optional<std::string> refusal);
   // The host canceled the tools/call waiting for consent: the question is withdrawn.
   bool WithdrawConsent(const std::string& tool_key, const std::string& reason);
+  // Does `params` name ptybox://policy? Otherwise answers the error (bad params, not found).
+  bool NamesThePolicy(const Json& id, const Json& params, std::string_view method);
   void ReadResource(const Json& id, const Json& params);
   void Subscribe(const Json& id, const Json& params, bool subscribe);
   // The tools/call result for a finished method, shaped for the negotiated version.
@@ -108,7 +109,7 @@ class McpServer final : public std::enable_shared_from_this<McpServer> {
   asio::io_context& io_;
   McpOptions options_;
   PtyService& service_;
-  std::shared_ptr<LineConnection> connection_;
+  std::shared_ptr<RpcPeer> peer_;
   std::shared_ptr<Owner> owner_;
   std::shared_ptr<RemoteDaemon> remote_;  // --connect
   std::function<void()> on_done_;
@@ -116,9 +117,7 @@ class McpServer final : public std::enable_shared_from_this<McpServer> {
   bool initialized_ = false;
   std::string protocol_version_;
   bool subscribed_to_policy_ = false;
-  std::set<std::string> in_flight_;  // request keys of unanswered requests
-  std::set<std::string> canceled_;   // in flight, canceled by the host: answered with nothing
-  bool can_elicit_ = false;          // the host declared form elicitation
+  bool can_elicit_ = false;  // the host declared form elicitation
   // The widest mode the model may choose without asking: the start mode, then what the user
   // accepted on this connection. Set at initialize.
   policy::Mode widest_free_ = policy::Mode::kReadOnly;

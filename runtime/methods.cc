@@ -1,6 +1,7 @@
 #include "runtime/methods.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 
 #include "backend/readiness/output_pattern.h"
@@ -10,6 +11,8 @@
 #include "policy/mode.h"
 #include "policy/mode_names.h"
 #include "policy/schema.h"
+#include "runtime/mcp/tool_schemas.h"
+#include "runtime/mcp/tool_text.h"
 #include "runtime/owner.h"
 
 namespace ptybox::runtime {
@@ -18,16 +21,13 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Parameter constructors: each states a type and its bounds; the table below uses only these.
 
-ParamSpec SessionId() {
-  return ParamSpec{.name = "sessionId",
-                   .required = true,
-                   .description = "From terminal_open."};
-}
+// No description: terminal_open's says it returns the sessionId, and tools/list, sent to the
+// model on every turn, would repeat one for every tool.
+ParamSpec SessionId() { return ParamSpec{.name = "sessionId", .required = true}; }
 
 ParamSpec Str(std::string name, std::string description, size_t max_bytes = kMaxParamStringBytes) {
-  return ParamSpec{.name = std::move(name),
-                   .description = std::move(description),
-                   .max_bytes = max_bytes};
+  return ParamSpec{
+      .name = std::move(name), .description = std::move(description), .max_bytes = max_bytes};
 }
 
 ParamSpec Int(std::string name, std::string description, int64_t min, int64_t max,
@@ -80,8 +80,43 @@ std::string KeysDescription() {
   return "Instead of input: key names or literal text, pressed in order.";
 }
 
-std::vector<std::string> ModeNames() {
-  return {policy::kModeNames.begin(), policy::kModeNames.end()};
+// The key names terminal_send's description lists, from the key encoder's own table: F1 to F12
+// as one range.
+// Of names for the same key (tmux's IC and Insert) the longest, which says most.
+std::string KeyNameList() {
+  std::vector<std::pair<std::string, std::string>> keys;  // bytes, name; in table order
+  for (const std::string& name : backend::KeyNames()) {
+    const bool function_key =
+        name.size() > 1 && name[0] == 'F' && std::isdigit(static_cast<unsigned char>(name[1])) != 0;
+    const std::string bytes = function_key ? "F" : backend::EncodeKey(name, {}).value_or(name);
+    auto same =
+        std::find_if(keys.begin(), keys.end(), [&](const auto& key) { return key.first == bytes; });
+    if (same == keys.end()) {
+      keys.emplace_back(bytes, function_key ? std::string("F1-F12") : name);
+    } else if (!function_key && name.size() > same->second.size()) {
+      same->second = name;
+    }
+  }
+  std::string list;
+  for (const auto& [bytes, name] : keys) list += (list.empty() ? "" : " ") + name;
+  return list;
+}
+
+std::string SendDescription() {
+  return "Type input into a terminal and wait until it is ready for more. input is written "
+         "verbatim: end it with a newline (\"\\n\") to run a command or answer a question. "
+         "Returns the output (viewport; echo and prompt left out) and waitReason:\n"
+         "- stdin_read: the prompt came back (exitCode, cwd set), or the program waits for "
+         "input.\n"
+         "- inferred_idle: output went quiet for silenceMs; does not prove it finished.\n"
+         "- timeout: timeoutMs passed; does not prove it finished.\n"
+         "- pattern: the output matched pattern (match).\n"
+         "- session_exit: the shell exited.\n"
+         "foreground set means a command still runs: terminal_wait for it, or terminal_signal "
+         "SIGINT. One send per terminal at a time. background: true returns at once; collect "
+         "with terminal_output. Keys: instead of input, keys is a list of key names or text: "
+         "[\"C-c\"] (Ctrl-C), [\"Escape\", \":q!\", \"Enter\"] (leave vim); names " +
+         KeyNameList() + ", C-/M-/S- prefixes.";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -160,14 +195,15 @@ void Answer(MethodCall& c, Result<T> result, Json (*encode)(const T&)) {
   c.done(encode(*result));
 }
 
-void Output(MethodCall& c) {
+void CollectOutput(MethodCall& c) {
   Answer<backend::SendRead>(c, c.service.Output(*c.owner, c.args.String("sessionId")),
                             [](const backend::SendRead& r) { return ToJson(r); });
 }
 
 void Cancel(MethodCall& c) {
-  Answer<bool>(c, c.service.Cancel(*c.owner, c.args.String("sessionId")),
-               [](const bool& canceled) { return Json{{"canceled", canceled}}; });
+  Answer<bool>(c, c.service.Cancel(*c.owner, c.args.String("sessionId")), [](const bool& canceled) {
+    return Json{{"canceled", canceled}};
+  });
 }
 
 void Read(MethodCall& c) {
@@ -259,7 +295,19 @@ std::vector<MethodSpec> BuildContract() {
                             .type = ParamType::kEnv,
                             .description = "Extra environment variables for the shell."},
                   TimeoutMs("Startup deadline.")},
-       .handler = Open},
+       .handler = Open,
+.mcp = McpFace{.title = "Open a terminal",
+ .description = "Open a persistent bash terminal in the sandbox; returns its sessionId. State (cwd, "
+      "variables, a REPL, a server) carries between sends: reuse it for the task.",
+ .output_schema = Output(Json{{"sessionId", SessionIdProp()},
+                  {"name", Prop("string", "The display name (may be empty).")},
+                  {"motd", Prop("string", "What the terminal printed on start.")},
+                  {"pid", Nullable(Prop("integer", "The shell's process id on the host."))},
+                  {"mode", EnumProp(ModeNames(), "The sandbox mode the terminal runs in.")},
+                  {"cwd", Prop("string", "The directory the shell started in.")}}),
+ .typed_output = false,
+ .hints = ToolHints{.read_only = false, .destructive = false, .idempotent = false, .open_world = false},
+ .render = RenderOpen}},
       {.name = "terminal_send",
        .summary = "Type input into a terminal and wait until it is ready for more: a SendResult, "
                   "or {operationId} in the background.",
@@ -281,7 +329,13 @@ std::vector<MethodSpec> BuildContract() {
                             .description = "Return at once; collect with terminal_output.",
                             .default_value = false}},
        .exactly_one_of = {"input", "keys"},
-       .handler = Send},
+       .handler = Send,
+.mcp = McpFace{.title = "Send input to a terminal",
+ .description = SendDescription(),
+ .output_schema = SendOutputSchema(),
+ .typed_output = true,
+ .hints = ToolHints{.read_only = false, .destructive = true, .idempotent = false, .open_world = true},
+ .render = RenderSend}},
       {.name = "terminal_wait",
        .summary = "Wait for readiness as a send does, without typing anything: a SendResult for "
                   "the output since the previous send's or wait's result.",
@@ -290,16 +344,42 @@ std::vector<MethodSpec> BuildContract() {
                   Int("silenceMs", "Quiet time that returns inferred_idle (default 3000).", 1,
                       kMaxTimeoutMs),
                   PatternParam()},
-       .handler = Wait},
+       .handler = Wait,
+.mcp = McpFace{.title = "Wait without typing",
+ .description = "Wait for a command a send left running (foreground set) without typing; returns like "
+      "terminal_send, with the output since the previous result.",
+ .output_schema = SendResultSchema(),
+ .typed_output = true,
+ .hints = ToolHints{.read_only = true, .destructive = false, .idempotent = false, .open_world = true},
+ .render = RenderWait}},
       {.name = "terminal_output",
        .summary = "Collect the output of a background send produced since the previous call: "
                   "{output, done, result}.",
        .params = {SessionId()},
-       .handler = Output},
+       .handler = CollectOutput,
+.mcp = McpFace{.title = "Collect background output",
+ .description = "Collect a background send's output since the previous call; once done, result is its "
+      "settled result (as terminal_send). Call again until done.",
+ .output_schema = Output(Json{{"output", Prop("string", "Output produced since the previous call.")},
+                  {"done", Prop("boolean", "The send has settled.")},
+                  {"result", Nullable(Json{{"type", "object"},
+                                           {"description", "The settled result once done."},
+                                           {"properties", SendResultProperties()},
+                                           {"required", SendResultSchema()["required"]}})}}),
+ .typed_output = false,
+ .hints = ToolHints{.read_only = true, .destructive = false, .idempotent = false, .open_world = false},
+ .render = RenderOutput}},
       {.name = "terminal_cancel",
        .summary = "Cancel the send running on a terminal: {canceled}.",
        .params = {SessionId()},
-       .handler = Cancel},
+       .handler = Cancel,
+.mcp = McpFace{.title = "Cancel the running send",
+ .description = "Stop the running send or wait: unwritten input is dropped, the command gets SIGINT. "
+      "canceled false: none was running.",
+ .output_schema = Output(Json{{"canceled", Prop("boolean", "A running send was canceled.")}}),
+ .typed_output = false,
+ .hints = ToolHints{.read_only = false, .destructive = true, .idempotent = false, .open_world = false},
+ .render = RenderCancel}},
       {.name = "terminal_read",
        .summary = "One bounded page of a terminal's retained output, or its current screen: "
                   "{text, cursor, nextCursor, truncated, end}.",
@@ -311,16 +391,49 @@ std::vector<MethodSpec> BuildContract() {
                   Enum("view", {"lines", "screen"},
                        "lines (scrollback) or screen (the screen now).",
                        "lines")},
-       .handler = Read},
+       .handler = Read,
+.mcp = McpFace{.title = "Read terminal output again",
+ .description = "Read retained output again, a page at a time: scrollback lines (pass nextCursor back "
+      "as cursor; end: newest reached) or view \"screen\" (the screen now).",
+ .output_schema = Output(Json{
+          {"text", Prop("string", "The page.")},
+          {"cursor",
+           Json{{"type", "integer"}, {"minimum", 0}, {"description", "Where this page starts."}}},
+          {"nextCursor", Json{{"type", "integer"},
+                              {"minimum", 0},
+                              {"description", "Pass as cursor to read the next page."}}},
+          {"truncated", Prop("boolean", "Output before cursor was already dropped.")},
+          {"end", Prop("boolean", "The page reaches the newest output.")}}),
+ .typed_output = false,
+ .hints = ToolHints{.read_only = true, .destructive = false, .idempotent = true, .open_world = false},
+ .render = RenderRead}},
       {.name = "terminal_signal",
        .summary = "Send a signal to the verified foreground process group: {delivered, pgid}.",
        .params = {SessionId(),
                   Enum("signal", backend::ClientSignalNames(), "The signal to deliver.")},
-       .handler = Signal},
+       .handler = Signal,
+.mcp = McpFace{.title = "Signal the foreground program",
+ .description = "Signal the terminal's foreground process group (not the shell): SIGINT interrupts "
+      "like Ctrl-C, SIGTERM ends, SIGKILL forces.",
+ .output_schema = Output(Json{{"delivered", Prop("boolean", "The signal was delivered.")},
+                  {"pgid", Prop("integer", "The process group that received it.")}}),
+ .typed_output = false,
+ .hints = ToolHints{.read_only = false, .destructive = true, .idempotent = false, .open_world = false},
+ .render = RenderSignal}},
       {.name = "terminal_status",
        .summary = "One terminal's status: {sessionStatus, busy, name, mode, pid}.",
        .params = {SessionId()},
-       .handler = Status},
+       .handler = Status,
+.mcp = McpFace{.title = "Terminal status",
+ .description = "One terminal: shell running or exited, busy (a send is active), name, mode, pid.",
+ .output_schema = Output(Json{{"sessionStatus", SessionStatusSchema()},
+                  {"busy", Prop("boolean", "A send is active.")},
+                  {"name", Prop("string", "The display name (may be empty).")},
+                  {"mode", EnumProp(ModeNames(), "The sandbox mode it runs in.")},
+                  {"pid", Nullable(Prop("integer", "The shell's process id on the host."))}}),
+ .typed_output = false,
+ .hints = ToolHints{.read_only = true, .destructive = false, .idempotent = true, .open_world = false},
+ .render = RenderStatus}},
       {.name = "terminal_close",
        .summary = "End a terminal and every process of it: {sessionStatus}.",
        .params = {SessionId(),
@@ -328,25 +441,73 @@ std::vector<MethodSpec> BuildContract() {
                             .description = "Why, for the server's log.",
                             .max_bytes = kMaxReasonBytes,
                             .default_value = "closed by the client"}},
-       .handler = Close},
+       .handler = Close,
+.mcp = McpFace{.title = "Close a terminal",
+ .description = "Close a terminal: end every process started in it, then return.",
+ .output_schema = Output(Json{{"sessionStatus", SessionStatusSchema()}}),
+ .typed_output = false,
+ .hints = ToolHints{.read_only = false, .destructive = true, .idempotent = true, .open_world = false},
+ .render = RenderClose}},
       {.name = "terminal_list",
        .summary = "This owner's terminals: {sessions: [{sessionId, name, mode, busy, "
                   "sessionStatus}]}.",
-       .handler = List},
+       .handler = List,
+.mcp = McpFace{.title = "List terminals",
+ .description = "List this connection's terminals: sessionId, name, mode, busy, status.",
+ .output_schema = Output(Json{{"sessions", Json{{"type", "array"}, {"items", SessionListEntrySchema()}}}}),
+ .typed_output = false,
+ .hints = ToolHints{.read_only = true, .destructive = false, .idempotent = true, .open_world = false},
+ .render = RenderList}},
       {.name = "policy_resolve",
        .summary = "The policy terminals opened now run under: {mode, ceiling, workspaceRoot, "
                   "writableRoots, network, source}.",
-       .handler = ResolvePolicy},
+       .handler = ResolvePolicy,
+.mcp = McpFace{.title = "Show the sandbox policy",
+ .description = "Show the sandbox policy new terminals run under: mode, writable roots, network, "
+      "ceiling.",
+ .output_schema = Output(
+          Json{{"mode", EnumProp(ModeNames(), "The effective mode.")},
+               {"ceiling", EnumProp(ModeNames(), "The widest mode policy_set_mode may choose.")},
+               {"workspaceRoot", Prop("string", "The workspace root.")},
+               {"writableRoots", Json{{"type", "array"},
+                                      {"items", Json{{"type", "string"}}},
+                                      {"description", "Directories a terminal may write."}}},
+               {"network", EnumProp({"allow", "deny"}, "Whether the network is reachable.")},
+               {"source",
+                Json{{"type", "object"},
+                     {"description", "The policy files read and where each value came from."},
+                     {"properties",
+                      {{"files", Json{{"type", "array"}, {"items", Json{{"type", "string"}}}}},
+                       {"values", Json{{"type", "object"},
+                                       {"additionalProperties", Json{{"type", "string"}}}}}}}}}}),
+ .typed_output = false,
+ .hints = ToolHints{.read_only = true, .destructive = false, .idempotent = true, .open_world = false},
+ .render = RenderPolicy}},
       {.name = "policy_set_mode",
        .summary = "Change the mode of terminals opened from now on: {mode}.",
        .params = {Enum("mode", ModeNames(), "The mode for terminals opened from now on.")},
-       .handler = SetMode},
+       .handler = SetMode,
+.mcp = McpFace{.title = "Change the sandbox mode",
+ .description = "Set the sandbox mode of terminals opened from now on. Narrowing is free; widening asks "
+      "the user and may be refused (then stay in the mode). mode_fenced while a terminal is "
+      "open: close them first.",
+ .output_schema = Output(Json{{"mode", EnumProp(ModeNames(), "The effective mode now.")}}),
+ .typed_output = false,
+ .hints = ToolHints{.read_only = false, .destructive = false, .idempotent = true, .open_world = false},
+ .render = RenderSetMode}},
       {.name = "terminal_resize",
        .summary = "Resize a terminal (SIGWINCH to its foreground group, the screen model "
                   "resized): {cols, rows}.",
        .params = {SessionId(), Required(Columns("New width in columns.")),
                   Required(Rows("New height in rows."))},
-       .handler = Resize},
+       .handler = Resize,
+.mcp = McpFace{.title = "Resize a terminal",
+ .description = "Resize a terminal as resizing a window does: the program gets SIGWINCH and redraws.",
+ .output_schema = Output(Json{{"cols", Prop("integer", "The width now.")},
+                  {"rows", Prop("integer", "The height now.")}}),
+ .typed_output = false,
+ .hints = ToolHints{.read_only = false, .destructive = false, .idempotent = true, .open_world = false},
+ .render = RenderResize}},
       // v1.1, JSON-RPC only (no MCP tool: `ptybox mcp --connect` calls them itself).
       {.name = "owner_info",
        .summary = "This connection's owner: {ownerToken, detachGraceMs}.",
@@ -513,6 +674,77 @@ std::string JoinAlternatives(const std::vector<std::string>& values) {
 const std::vector<MethodSpec>& Contract() {
   static const std::vector<MethodSpec> kContract = BuildContract();
   return kContract;
+}
+
+namespace {
+
+Result<void> TableError(const std::string& method, const std::string& what) {
+  return Fail(ErrorKind::kInternal,
+              "the contract table (runtime/methods.cc) is broken: " +
+                  (method.empty() ? std::string() : method + ": ") + what,
+              method);
+}
+
+Result<void> CheckParams(const MethodSpec& method) {
+  std::vector<std::string> seen;
+  for (const ParamSpec& param : method.params) {
+    if (param.name.empty()) return TableError(method.name, "a parameter has no name");
+    if (std::find(seen.begin(), seen.end(), param.name) != seen.end()) {
+      return TableError(method.name, "parameter \"" + param.name + "\" is listed twice");
+    }
+    seen.push_back(param.name);
+    if (param.type == ParamType::kEnum && param.values.empty()) {
+      return TableError(method.name, "enum \"" + param.name + "\" has no values");
+    }
+    if (param.type == ParamType::kInteger && param.min > param.max) {
+      return TableError(method.name, "\"" + param.name + "\" has min above max");
+    }
+  }
+  for (const std::string& name : method.exactly_one_of) {
+    if (std::find(seen.begin(), seen.end(), name) == seen.end()) {
+      return TableError(method.name, "exactly_one_of names \"" + name + "\", no parameter");
+    }
+  }
+  return {};
+}
+
+Result<void> CheckFace(const MethodSpec& method) {
+  if (!method.mcp) return {};
+  const McpFace& face = *method.mcp;
+  if (face.title.empty() || face.description.empty()) {
+    return TableError(method.name, "its MCP face needs a title and a description");
+  }
+  if (!face.output_schema.is_object() || face.output_schema.value("type", "") != "object") {
+    return TableError(method.name, "its MCP face needs an object output schema");
+  }
+  if (face.render == nullptr) return TableError(method.name, "its MCP face has no renderer");
+  return {};
+}
+
+}  // namespace
+
+Result<void> CheckContract(const std::vector<MethodSpec>& table) {
+  std::vector<std::string> names;
+  for (const MethodSpec& method : table) {
+    if (method.name.empty()) return TableError("", "an entry has no name");
+    if (std::find(names.begin(), names.end(), method.name) != names.end()) {
+      return TableError(method.name, "listed twice");
+    }
+    names.push_back(method.name);
+    if (method.handler == nullptr) return TableError(method.name, "no handler");
+    if (Result<void> params = CheckParams(method); !params) return params;
+    if (Result<void> face = CheckFace(method); !face) return face;
+  }
+  for (const NamedMethod& named : kMethodsNamedByServers) {
+    const MethodSpec* method = FindByName(table, named.name);
+    if (method == nullptr) {
+      return TableError(std::string(named.name), "missing, and the servers call it by name");
+    }
+    if (named.mcp_tool && !method->mcp) {
+      return TableError(std::string(named.name), "no MCP face, and ptybox mcp calls it by name");
+    }
+  }
+  return {};
 }
 
 const MethodSpec* FindMethod(std::string_view name) { return FindByName(Contract(), name); }

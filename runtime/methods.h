@@ -1,8 +1,8 @@
-// The contract's method table (shared/contract.md, "Methods"), as tmux's cmd_entry makes a
+// The contract's method table (docs/protocol.md, "Methods"), as tmux's cmd_entry makes a
 // command one entry: each method's name, summary, parameters (type, bounds, default,
-// description) and handler in one place. JSON-RPC param validation (ValidateParams) and the MCP
-// input schemas (mcp_tools.h) are derived from it. Adding a method is adding one entry to
-// Contract() in methods.cc. Both protocol servers call methods through CallMethod: JSON-RPC
+// description), handler and MCP face (runtime/mcp/tool_face.h) in one place. JSON-RPC param
+// validation (ValidateParams), MCP tools/list and the result text (mcp_tools.h) are loops over
+// it. Adding a method is adding one entry to Contract() in methods.cc. Both protocol servers call methods through CallMethod: JSON-RPC
 // answers with its result as is; MCP wraps it in a tool result.
 #pragma once
 
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "runtime/mcp/tool_face.h"
 #include "runtime/service.h"
 #include "runtime/wire.h"
 
@@ -23,13 +24,13 @@ namespace ptybox::runtime {
 // Bounds written once: the table states them, validation enforces them, schemas and docs show
 // them.
 inline constexpr int64_t kMaxTimeoutMs = 24LL * 3600 * 1000;  // timeoutMs, silenceMs
-inline constexpr int kMinRows = 2;                             // terminal_open/resize rows
-inline constexpr size_t kMaxKeys = 1024;                       // terminal_send `keys` entries
-inline constexpr size_t kMaxKeyBytes = 64 * 1024;              // one `keys` entry (a literal)
+inline constexpr int kMinRows = 2;                            // terminal_open/resize rows
+inline constexpr size_t kMaxKeys = 1024;                      // terminal_send `keys` entries
+inline constexpr size_t kMaxKeyBytes = 64 * 1024;             // one `keys` entry (a literal)
 
 enum class ParamType {
-  kString,      // max_bytes
-  kInteger,     // min..max
+  kString,   // max_bytes
+  kInteger,  // min..max
   kBoolean,
   kEnum,        // a string, one of `values`
   kEnv,         // an object of strings, checked by policy/schema.h's env.set rules
@@ -40,13 +41,13 @@ struct ParamSpec {
   std::string name = {};
   ParamType type = ParamType::kString;
   bool required = false;
-  std::string description = {};  // for a model (the MCP schema) and for a person
-  int64_t min = 0;          // kInteger
-  int64_t max = 0;          // kInteger
+  std::string description = {};             // for a model (the MCP schema) and for a person
+  int64_t min = 0;                          // kInteger
+  int64_t max = 0;                          // kInteger
   size_t max_bytes = kMaxParamStringBytes;  // kString, kEnum; kStringList: each entry
   size_t max_items = 0;                     // kStringList
   std::vector<std::string> values = {};     // kEnum
-  Json default_value = nullptr;  // used when absent; null: none (or one from the policy)
+  Json default_value = nullptr;             // used when absent; null: none (or one from the policy)
 };
 
 // A method's params after validation: every value has its declared type and bounds, and
@@ -84,6 +85,8 @@ struct MethodSpec {
   // Exactly one of these params must be given (empty: no such rule).
   std::vector<std::string> exactly_one_of = {};
   void (*handler)(MethodCall& call) = nullptr;
+  // The MCP tool it is (runtime/mcp_tools.h); none for the methods only JSON-RPC serves.
+  std::optional<McpFace> mcp = std::nullopt;
 };
 
 // The entry of `items` whose `name` is `name`; nullptr when none is.
@@ -97,6 +100,24 @@ const T* FindByName(const std::vector<T>& items, std::string_view name) {
 
 // Every method of the contract, in the contract's order.
 const std::vector<MethodSpec>& Contract();
+
+// The methods the servers name in their own code (owner_attach, the MCP tools treated apart):
+// each must be in the table, with an MCP face where MCP calls it by name.
+struct NamedMethod {
+  std::string_view name;
+  bool mcp_tool;
+};
+inline constexpr NamedMethod kMethodsNamedByServers[] = {
+    {"owner_attach", false}, {"policy_set_mode", true}, {"terminal_read", true},
+    {"terminal_send", true}, {"terminal_wait", true},
+};
+
+// Is `table` whole? Every name unique, every entry a handler, params named once, enums with
+// values, exactly_one_of naming params, every MCP face a title, description, output schema and
+// renderer, and every method in kMethodsNamedByServers present. The servers check Contract()
+// at startup and refuse to start with this message (a table edit gone wrong), rather than
+// crash on a lookup later.
+Result<void> CheckContract(const std::vector<MethodSpec>& table);
 // nullptr for a name that is not a contract method.
 const MethodSpec* FindMethod(std::string_view name);
 [[nodiscard]] bool IsContractMethod(std::string_view method);

@@ -20,18 +20,16 @@
 namespace ptybox::runtime {
 RpcConnection::RpcConnection(PtyService& service, std::shared_ptr<LineConnection> connection,
                              std::string label, bool may_detach, std::string attach_only)
-    : service_(service), connection_(std::move(connection)), attach_only_(std::move(attach_only)) {
+    : service_(service),
+      peer_(std::make_shared<RpcPeer>(std::move(connection), kJsonRpcDialect)),
+      attach_only_(std::move(attach_only)) {
   owner_ = service_.OpenOwner(std::move(label));
   owner_->may_detach = may_detach;
 }
 
 void RpcConnection::Start(std::function<void()> on_done) {
   on_done_ = std::move(on_done);
-  AttachServer(*connection_, shared_from_this());
-}
-
-void RpcConnection::OnOversizedLine() {
-  ReplyProtocolError(nullptr, -32600, kOversizedLineMessage);
+  peer_->Start(weak_from_this());
 }
 
 void RpcConnection::OnDisconnected() {
@@ -56,102 +54,54 @@ void RpcConnection::OnDisconnected() {
   });
 }
 
-void RpcConnection::HandleLine(const std::string& line) {
-  try {
-    HandleMessage(line);
-  } catch (const std::exception& e) {
-    // A bug, never an answer to be expected: logged, answered, and contained to this request.
-    LogError(std::string("handling a request failed: ") + e.what());
-    ReplyProtocolError(nullptr, -32603, std::string("internal error: ") + e.what());
-  }
+void RpcConnection::OnNotification(const RpcMessage&) {
+  // Notifications other than $/cancelRequest are ignored, as JSON-RPC requires.
 }
 
-void RpcConnection::HandleMessage(const std::string& line) {
-  std::expected<RpcMessage, RpcReject> message = ParseRpcLine(line);
-  if (!message) {
-    ReplyProtocolError(message.error().id, message.error().code, message.error().message);
-    return;
-  }
-  switch (message->kind) {
-    case RpcMessage::Kind::kNotification:
-      HandleNotification(message->method, message->params);
-      return;
-    case RpcMessage::Kind::kResponse:
-      // This server sends no requests, so no response can be expected.
-      ReplyProtocolError(message->id, -32600, "invalid request: \"method\" must be a string");
-      return;
-    case RpcMessage::Kind::kRequest:
-      HandleRequest(message->id, message->method, message->params);
-      return;
-  }
+void RpcConnection::OnResponse(const RpcMessage& response, const std::string&) {
+  // This server sends no requests, so no response can be expected.
+  peer_->Reject(response.id, -32600, "invalid request: \"method\" must be a string");
 }
 
-void RpcConnection::HandleNotification(const std::string& method, const Json& params) {
-  if (method == "$/cancelRequest" && params.is_object() && params.contains("id")) {
-    std::string reason = "canceled by the client ($/cancelRequest)";
-    if (params.contains("reason") && params["reason"].is_string()) {
-      reason = Abbreviate(params["reason"].get<std::string>(), kMaxReasonBytes);
-    }
-    service_.CancelRequest(*owner_, RequestKey(params["id"]), reason);
+void RpcConnection::OnCancel(const std::string& key, const std::string& reason) {
+  service_.CancelRequest(*owner_, key, reason);
+}
+
+void RpcConnection::OnRequest(const RpcMessage& request) {
+  const Json& id = request.id;
+  if (!IsContractMethod(request.method)) {
+    return peer_->ReplyError(id, -32601, "method not found: " + Abbreviate(request.method));
   }
-  // Other notifications are ignored, as JSON-RPC requires.
-}
-
-void RpcConnection::Reply(const Json& id, Json result) {
-  connection_->Send(Dump(RpcResult(id, std::move(result))));
-}
-
-void RpcConnection::ReplyError(const Json& id, const Error& error) {
-  connection_->Send(Dump(RpcError(id, ErrorObject(error))));
-}
-
-void RpcConnection::ReplyProtocolError(const Json& id, int code, const std::string& message) {
-  connection_->Send(Dump(RpcError(id, code, message)));
-}
-
-void RpcConnection::HandleRequest(const Json& id, const std::string& method, const Json& params) {
-  if (!IsContractMethod(method)) {
-    ReplyProtocolError(id, -32601, "method not found: " + Abbreviate(method));
-    return;
-  }
-  // An id is the key of its request until answered (cancellation, pending opens): a second
-  // request with the same id would overwrite the first, which could then escape its limits.
-  const std::string key = RequestKey(id);
-  if (in_flight_.contains(key)) {
-    ReplyProtocolError(id, -32600,
-                       "invalid request: id " + key +
-                           " is already in flight on this connection; use a new id for each "
-                           "request");
-    return;
-  }
-  if (method == "owner_attach") return Attach(id, params);
+  if (request.method == "owner_attach") return Attach(id, request.params);
   if (!attach_only_.empty() && !attached_) {
-    return ReplyError(id, Error{ErrorKind::kBusy, attach_only_, "maxConnections"});
+    return peer_->ReplyError(id, Error{ErrorKind::kBusy, attach_only_, "maxConnections"});
   }
-  in_flight_.insert(key);
-  std::shared_ptr<RpcConnection> self = shared_from_this();
-  CallMethod(service_, owner_, method, params, key, [self, id, key](Result<Json> result) {
-    self->in_flight_.erase(key);
-    if (!result) return self->ReplyError(id, result.error());
-    self->Reply(id, std::move(*result));
-  });
+  CallMethod(service_, owner_, request.method, request.params, RequestKey(id),
+             // By reference: no copy of a large result (and g++ 12 misreads a by-value one).
+             [peer = peer_, id](Result<Json>&& result) {
+               if (!result) return peer->ReplyError(id, result.error());
+               peer->Reply(id, std::move(*result));
+             });
 }
 
 void RpcConnection::Attach(const Json& id, const Json& params) {
   // The params are checked by the method's entry of the contract table, as every method's are.
-  Result<Args> args = ValidateParams(*FindMethod("owner_attach"), params);
-  if (!args) return ReplyError(id, args.error());
+  // In the table: CheckContract refuses to start without it (kMethodsNamedByServers).
+  const MethodSpec* method = FindMethod("owner_attach");
+  if (method == nullptr) return peer_->ReplyError(id, -32601, "method not found: owner_attach");
+  Result<Args> args = ValidateParams(*method, params);
+  if (!args) return peer_->ReplyError(id, args.error());
   const std::string token = args->String("ownerToken");
   // Only the first call of a connection may attach: the fresh owner it replaces must hold
   // nothing (contract v1.1).
   if (attached_ || !owner_->pristine()) {
-    return ReplyProtocolError(
+    return peer_->ReplyError(
         id, -32600,
         "invalid request: owner_attach must come before this connection opens a session or "
         "attaches; use a new connection to attach");
   }
   Result<AttachResult> attached = service_.AttachOwner(token);
-  if (!attached) return ReplyError(id, attached.error());
+  if (!attached) return peer_->ReplyError(id, attached.error());
   attached_ = true;
   const bool may_detach = owner_->may_detach;
   owner_ = attached->owner;
@@ -162,7 +112,7 @@ void RpcConnection::Attach(const Json& id, const Json& params) {
   for (const auto& [operation, session] : attached->operations) {
     operations.push_back(Json{{"operationId", operation}, {"sessionId", session}});
   }
-  Reply(id, Json{{"sessions", sessions}, {"operations", operations}});
+  peer_->Reply(id, Json{{"sessions", sessions}, {"operations", operations}});
 }
 
 SocketServer::SocketServer(asio::io_context& io, PtyService& service, size_t max_connections)
@@ -180,8 +130,9 @@ Result<void> CheckSocketPathFree(const std::filesystem::path& path) {
   }
   if (!S_ISSOCK(st.st_mode)) {
     return Fail(ErrorKind::kInternal,
-                path.string() + " exists and is not a socket; remove it or choose another "
-                                "--socket path",
+                path.string() +
+                    " exists and is not a socket; remove it or choose another "
+                    "--socket path",
                 path.string());
   }
   // Another user's socket (planted in a sticky directory, or that user's daemon): never this
@@ -252,11 +203,13 @@ Result<void> PrepareSocketDirectory(const std::filesystem::path& path) {
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return Fail(ErrorKind::kInternal,
-                "the socket directory " + dir.string() + " is not a directory (or is a symbolic "
-                "link); choose another --socket path",
+                "the socket directory " + dir.string() +
+                    " is not a directory (or is a symbolic "
+                    "link); choose another --socket path",
                 path.string());
   }
-  if (Result<void> owned = RequireOwnedDirectory(st, "the socket directory " + dir.string(), path.string());
+  if (Result<void> owned =
+          RequireOwnedDirectory(st, "the socket directory " + dir.string(), path.string());
       !owned) {
     return std::unexpected(owned.error());
   }
@@ -289,8 +242,9 @@ Result<void> SocketServer::Listen(const std::filesystem::path& path) {
   if (ec) {
     acceptor_.reset();
     path_.clear();
-    return Fail(ErrorKind::kInternal, "cannot listen on " + path.string() + ": " + ec.message() +
-                                          " (is the directory writable? is another ptybox using it?)",
+    return Fail(ErrorKind::kInternal,
+                "cannot listen on " + path.string() + ": " + ec.message() +
+                    " (is the directory writable? is another ptybox using it?)",
                 path.string());
   }
   // No chmod by path afterwards: the umask made it 0600 at bind, and a chmod by name would
@@ -343,8 +297,7 @@ void SocketServer::Accept() {
       if (*connections_ >= max_connections_) {
         Refuse(fd, "this daemon already serves " + std::to_string(max_connections_) +
                        " connections (serve --max-connections); close one and retry");
-      } else if (Result<std::shared_ptr<LineConnection>> line =
-                     LineConnection::Create(io_, fd, fd);
+      } else if (Result<std::shared_ptr<LineConnection>> line = LineConnection::Create(io_, fd, fd);
                  !line) {
         LogWarn("refusing a connection: " + line.error().message);
       } else {
@@ -353,14 +306,15 @@ void SocketServer::Accept() {
             service_, *line, "socket client " + std::to_string(next_client_++),
             /*may_detach=*/true, std::move(attach_only));
         live_->emplace(rpc.get(), rpc);
-        rpc->Start([live = std::weak_ptr<LiveConnections>(live_), id = rpc.get(),
-                    count = connections_] {
-          --*count;
-          // The caller still holds the connection while this runs.
-          if (std::shared_ptr<LiveConnections> connections = live.lock()) connections->erase(id);
-          // What the client's traffic allocated goes back to the system now, not at exit.
-          ::malloc_trim(0);
-        });
+        rpc->Start(
+            [live = std::weak_ptr<LiveConnections>(live_), id = rpc.get(), count = connections_] {
+              --*count;
+              // The caller still holds the connection while this runs.
+              if (std::shared_ptr<LiveConnections> connections = live.lock())
+                connections->erase(id);
+              // What the client's traffic allocated goes back to the system now, not at exit.
+              ::malloc_trim(0);
+            });
       }
     }
     Accept();

@@ -1,5 +1,6 @@
-// The JSON-RPC 2.0 server of shared/contract.md: one RpcConnection per client (one owner),
-// requests in flight concurrently, $/cancelRequest, errors that keep the connection usable.
+// The JSON-RPC 2.0 server of docs/protocol.md: one RpcConnection per client (one owner) on an
+// RpcPeer (framing, requests in flight concurrently, $/cancelRequest, errors that keep the
+// connection usable).
 // `ptybox serve --stdio` runs one connection on stdin/stdout; `--socket` accepts many.
 #pragma once
 
@@ -9,58 +10,52 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <set>
 #include <string>
 #include <unordered_map>
 
-#include "runtime/line_connection.h"
+#include "runtime/rpc/line_connection.h"
+#include "runtime/rpc/rpc_peer.h"
 #include "runtime/service.h"
 #include "runtime/wire.h"
 
 namespace ptybox::runtime {
 
-class RpcConnection final : public std::enable_shared_from_this<RpcConnection> {
+class RpcConnection final : public RpcHandler, public std::enable_shared_from_this<RpcConnection> {
  public:
   // `may_detach`: the owner may outlive this connection (serve --socket; contract v1.1).
   // `attach_only`: admitted over --max-connections because detached owners hold places: until
   // owner_attach succeeds, every other request is `busy` (the message is `attach_only`'s text),
   // and its own fresh owner never detaches.
-  RpcConnection(PtyService& service, std::shared_ptr<LineConnection> connection,
-                std::string label, bool may_detach = false, std::string attach_only = {});
+  RpcConnection(PtyService& service, std::shared_ptr<LineConnection> connection, std::string label,
+                bool may_detach = false, std::string attach_only = {});
   // Starts reading; `on_done` runs after the client left and its sessions were closed.
   void Start(std::function<void()> on_done);
 
-  // Handles one line (exposed for tests).
-  void HandleLine(const std::string& line);
-  // Called by the connection (AttachServer): a line over the bound, and end of input.
-  void OnOversizedLine();
-  void OnDisconnected();
+  // RpcHandler: what the peer (framing, ids, cancellation) hands over.
+  void OnRequest(const RpcMessage& request) override;
+  void OnNotification(const RpcMessage& notification) override;
+  void OnResponse(const RpcMessage& response, const std::string& line) override;
+  void OnCancel(const std::string& key, const std::string& reason) override;
+  void OnDisconnected() override;
 
  private:
-  void HandleMessage(const std::string& line);
-  void HandleRequest(const Json& id, const std::string& method, const Json& params);
-  void HandleNotification(const std::string& method, const Json& params);
-  void Reply(const Json& id, Json result);
-  void ReplyError(const Json& id, const Error& error);
-  void ReplyProtocolError(const Json& id, int code, const std::string& message);
   // owner_attach (contract v1.1): this connection becomes the detached owner of the token.
   void Attach(const Json& id, const Json& params);
 
   PtyService& service_;
-  std::shared_ptr<LineConnection> connection_;
+  std::shared_ptr<RpcPeer> peer_;
   std::shared_ptr<Owner> owner_;
   std::function<void()> on_done_;
-  std::set<std::string> in_flight_;  // request keys answered not yet
   bool disconnected_ = false;
-  bool attached_ = false;  // owner_attach succeeded on this connection
+  bool attached_ = false;    // owner_attach succeeded on this connection
   std::string attach_only_;  // why only owner_attach is served (empty: everything is)
 };
 
 // Accepts connections on a Unix socket created with mode 0600, at most `max_connections` at
 // once: one more is answered with an error line and closed. Detached owners (awaiting
 // owner_attach) hold places too: while connections plus detached owners reach the limit, a
-// connection is admitted only to attach (RpcConnection's `attach_only`). Never takes the path of a live
-// daemon: a socket that accepts a connection is left alone; only a dead one is replaced.
+// connection is admitted only to attach (RpcConnection's `attach_only`). Never takes the path of a
+// live daemon: a socket that accepts a connection is left alone; only a dead one is replaced.
 class SocketServer final {
  public:
   static constexpr size_t kDefaultMaxConnections = 256;

@@ -1,4 +1,4 @@
-// libFuzzer target for the JSON-RPC line reader (runtime/line_connection.h) and, behind it, the
+// libFuzzer target for the JSON-RPC line reader (runtime/rpc/line_connection.h) and, behind it, the
 // request decoder: the input is written into a real socket in chunks whose sizes come from the
 // input's first byte (1 to 4096 bytes), read by a LineConnection on an asio loop, and every line it hands out must
 // be exactly the line a simple model of the framing expects (split at '\n', one trailing '\r'
@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/line_connection.h"
+#include "runtime/rpc/line_connection.h"
 #include "tests/fuzz/rpc_checks.h"
 
 namespace {

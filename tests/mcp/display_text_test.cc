@@ -1,6 +1,6 @@
 // runtime/display_text.h: what a repository, a session or the model chose reaches a person or a
 // model quoted, escaped and bounded.
-#include "runtime/display_text.h"
+#include "runtime/rpc/display_text.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
-// The pure rules of model consent (runtime/mcp_consent.h): which modes need the user, which
+// The pure rules of model consent (runtime/mcp/mcp_consent.h): which modes need the user, which
 // hosts can be asked, and how each answer reads. mcp_consent_test.cc drives the same through the
 // real binary.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "runtime/mcp_consent.h"
+#include "runtime/mcp/mcp_consent.h"
 
 namespace ptybox::runtime {
 namespace {

@@ -635,3 +635,33 @@ INSTANTIATE_TEST_SUITE_P(LiveTerminal, McpConnectConsentTest, ::testing::Bool())
 
 }  // namespace
 }  // namespace ptybox::testing
+
+namespace ptybox::testing {
+namespace {
+
+// The peer under ptybox mcp keeps the id of a tools/call that waits for the user: a second
+// request with that id is refused (-32600) without freeing it, and the call is answered once,
+// after the user's answer (runtime/rpc/rpc_peer.h).
+TEST(McpConsentTest, AnIdWaitingForTheUserIsInFlightAndARepeatOfItIsRefused) {
+  McpProcess mcp;
+  mcp.Initialize("2025-11-25", kElicitation);
+  const int call = SetModeAsync(mcp, "danger-full-access");
+  Json ask = NextElicitation(mcp, 0);
+  mcp.SendRaw(Json{{"jsonrpc", "2.0"}, {"id", call}, {"method", "ping"}}.dump() + "\n");
+  Json refused = mcp.WaitFor([call](const Json& m) { return IsResponseTo(m, call); });
+  EXPECT_EQ(refused["error"]["code"], -32600) << refused.dump();
+  EXPECT_NE(refused["error"].value("message", "").find("is already in flight"), std::string::npos)
+      << refused.dump();
+  mcp.Respond(ask["id"], Json{{"action", "decline"}});
+  Json answer =
+      mcp.WaitFor([call](const Json& m) { return IsResponseTo(m, call) && m.contains("result"); });
+  EXPECT_EQ(answer["result"]["isError"], true) << answer.dump();
+  EXPECT_EQ(mcp.Request("ping")["result"], Json::object());
+  size_t answers = 0;
+  for (const Json& m : mcp.seen()) answers += IsResponseTo(m, call) ? 1 : 0;
+  EXPECT_EQ(answers, 2u) << "the refusal and the one answer";
+  EXPECT_EQ(CurrentMode(mcp), "workspace-write");
+}
+
+}  // namespace
+}  // namespace ptybox::testing

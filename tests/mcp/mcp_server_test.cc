@@ -317,6 +317,23 @@ TEST(McpShutdownTest, EndOfInputClosesEverySessionAndExitsZero) {
   EXPECT_TRUE(ProcessesWithEnv(marker).empty());
 }
 
+// tools/list goes to the model on every turn: the whole message stays under 10,000 bytes, and
+// every tool keeps its title, description and schemas.
+TEST(McpToolsTest, ToolsListStaysUnderTenThousandBytes) {
+  McpProcess mcp;
+  mcp.Initialize();
+  const Json listed = mcp.Request("tools/list");
+  const size_t bytes = listed.dump().size();
+  EXPECT_LT(bytes, 10000u) << "tools/list is " << bytes << " bytes";
+  ASSERT_EQ(listed["result"]["tools"].size(), 13u);
+  for (const Json& tool : listed["result"]["tools"]) {
+    EXPECT_FALSE(tool.value("title", "").empty()) << tool.dump();
+    EXPECT_GT(tool.value("description", "").size(), 40u) << tool.dump();
+    EXPECT_EQ(tool["inputSchema"]["type"], "object") << tool.dump();
+    EXPECT_EQ(tool["outputSchema"]["type"], "object") << tool.dump();
+  }
+}
+
 // terminal_open's env schema states the service's rules (policy/schema.h: EnvNamePattern,
 // kMaxEnvValueBytes, kMaxListEntries, the reserved names), and the tool enforces them.
 TEST(McpToolsTest, TerminalOpenEnvSchemaStatesTheServiceRules) {

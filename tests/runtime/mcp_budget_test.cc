@@ -1,6 +1,6 @@
 // The MCP result budget as pure functions: where a long text is cut, what the elision line
 // says, and that its terminal_read pointer names exactly the bytes left out.
-#include "runtime/mcp_budget.h"
+#include "runtime/mcp/mcp_budget.h"
 
 #include <gtest/gtest.h>
 

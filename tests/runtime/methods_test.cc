@@ -1,6 +1,8 @@
 // The contract table (runtime/methods.h): validation derived from each entry refuses unknown
 // keys, wrong types and values out of bounds with -32602 messages that name the method and the
 // parameter; defaults are filled in; the MCP input schemas are derived from the same entries.
+#include "runtime/methods.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include "backend/types.h"
 #include "policy/mode.h"
 #include "runtime/mcp_tools.h"
-#include "runtime/methods.h"
 #include "runtime/wire.h"
 
 namespace ptybox::runtime {
@@ -33,9 +34,9 @@ std::string Refusal(std::string_view method, const Json& params) {
 
 TEST(ContractTableTest, EveryMethodOfTheContractIsOneEntryWithAHandlerAndAnMcpTool) {
   const std::vector<std::string> expected = {
-      "terminal_open",   "terminal_send",   "terminal_output", "terminal_cancel",
-      "terminal_read",   "terminal_signal", "terminal_status", "terminal_close",
-      "terminal_list",   "policy_resolve",  "policy_set_mode", "terminal_resize"};
+      "terminal_open", "terminal_send",   "terminal_output", "terminal_cancel",
+      "terminal_read", "terminal_signal", "terminal_status", "terminal_close",
+      "terminal_list", "policy_resolve",  "policy_set_mode", "terminal_resize"};
   for (const std::string& name : expected) {
     const MethodSpec* spec = FindMethod(name);
     ASSERT_NE(spec, nullptr) << name;
@@ -75,35 +76,37 @@ TEST(ContractTableTest, TypesAndBoundsAreCheckedNamingTheParam) {
             "terminal_open: \"cols\" must be between 2 and 1000");
   EXPECT_EQ(Refusal("terminal_open", Json{{"rows", 501}}),
             "terminal_open: \"rows\" must be between 2 and 500");
-  EXPECT_EQ(Refusal("terminal_send", Json{{"sessionId", "pty-1"}, {"input", "x"},
-                                          {"timeoutMs", 24LL * 3600 * 1000 + 1}}),
-            "terminal_send: \"timeoutMs\" must be between 1 and 86400000");
+  EXPECT_EQ(
+      Refusal("terminal_send",
+              Json{{"sessionId", "pty-1"}, {"input", "x"}, {"timeoutMs", 24LL * 3600 * 1000 + 1}}),
+      "terminal_send: \"timeoutMs\" must be between 1 and 86400000");
   EXPECT_EQ(Refusal("terminal_send", Json{{"sessionId", "pty-1"}}),
             "terminal_send: give exactly one of \"input\" or \"keys\" (none was given)");
-  EXPECT_EQ(Refusal("terminal_send", Json{{"sessionId", "pty-1"}, {"input", "x"}, {"keys", {"Up"}}}),
-            "terminal_send: give exactly one of \"input\" or \"keys\" (not both)");
+  EXPECT_EQ(
+      Refusal("terminal_send", Json{{"sessionId", "pty-1"}, {"input", "x"}, {"keys", {"Up"}}}),
+      "terminal_send: give exactly one of \"input\" or \"keys\" (not both)");
   EXPECT_EQ(Refusal("terminal_send", Json{{"sessionId", "pty-1"}, {"keys", Json::array()}}),
             "terminal_send: \"keys\" must be a non-empty list of strings");
   EXPECT_EQ(Refusal("terminal_send", Json{{"sessionId", "pty-1"}, {"keys", {"Up", 7}}}),
             "terminal_send: \"keys[1]\" must be a string");
-  EXPECT_EQ(Refusal("terminal_send",
-                    Json{{"sessionId", "pty-1"}, {"keys", Json(std::vector<std::string>(1025, "a"))}}),
+  EXPECT_EQ(Refusal("terminal_send", Json{{"sessionId", "pty-1"},
+                                          {"keys", Json(std::vector<std::string>(1025, "a"))}}),
             "terminal_send: \"keys\" has 1025 entries; the maximum is 1024");
   EXPECT_EQ(Refusal("terminal_resize", Json{{"sessionId", "pty-1"}, {"cols", 80}}),
             "terminal_resize: \"rows\" (an integer from 2 to 500) is required");
   EXPECT_EQ(Refusal("terminal_resize", Json{{"sessionId", "pty-1"}, {"cols", 1001}, {"rows", 9}}),
             "terminal_resize: \"cols\" must be between 2 and 1000");
-  EXPECT_EQ(Refusal("terminal_send", Json{{"sessionId", "pty-1"}, {"input", "x"},
-                                          {"background", "yes"}}),
-            "terminal_send: \"background\" must be true or false");
+  EXPECT_EQ(
+      Refusal("terminal_send", Json{{"sessionId", "pty-1"}, {"input", "x"}, {"background", "yes"}}),
+      "terminal_send: \"background\" must be true or false");
   EXPECT_EQ(Refusal("terminal_read", Json{{"sessionId", "pty-1"}, {"maxBytes", 0}}),
             "terminal_read: \"maxBytes\" must be between 1 and 9223372036854775807");
   EXPECT_EQ(Refusal("terminal_close", Json{{"sessionId", 7}}),
             "terminal_close: \"sessionId\" (a string) is required");
   EXPECT_EQ(Refusal("terminal_open", Json{{"name", std::string(257, 'n')}}),
             "terminal_open: \"name\" is 257 bytes; the maximum is 256 bytes");
-  EXPECT_TRUE(Refusal("terminal_open", Json{{"env", Json{{"SHELLOPTS", "xtrace"}}}})
-                  .starts_with("env: "));
+  EXPECT_TRUE(
+      Refusal("terminal_open", Json{{"env", Json{{"SHELLOPTS", "xtrace"}}}}).starts_with("env: "));
 }
 
 TEST(ContractTableTest, EnumsComeFromTheirOneList) {
@@ -141,6 +144,90 @@ TEST(ContractTableTest, DefaultsAreFilledInAndStatedInTheSchema) {
   Result<Args> close = ValidateParams(Method("terminal_close"), Json{{"sessionId", "pty-1"}});
   ASSERT_TRUE(close.has_value());
   EXPECT_EQ(close->String("reason"), "closed by the client");
+}
+
+}  // namespace
+}  // namespace ptybox::runtime
+
+namespace ptybox::runtime {
+namespace {
+
+// The message CheckContract gives for `table`, or "" when it accepts it.
+std::string TableProblem(const std::vector<MethodSpec>& table) {
+  Result<void> checked = CheckContract(table);
+  return checked ? std::string() : checked.error().message;
+}
+
+std::vector<MethodSpec> ContractWithout(std::string_view name) {
+  std::vector<MethodSpec> table = Contract();
+  std::erase_if(table, [&](const MethodSpec& method) { return method.name == name; });
+  return table;
+}
+
+MethodSpec& Entry(std::vector<MethodSpec>& table, std::string_view name) {
+  return *std::find_if(table.begin(), table.end(),
+                       [&](const MethodSpec& method) { return method.name == name; });
+}
+
+TEST(ContractCheckTest, TheContractIsWholeAndEveryToolRendersThroughItsEntry) {
+  EXPECT_EQ(TableProblem(Contract()), "");
+  for (const McpTool& tool : McpTools()) {
+    const MethodSpec* method = FindMethod(tool.name);
+    ASSERT_NE(method, nullptr) << tool.name;
+    ASSERT_TRUE(method->mcp.has_value()) << tool.name;
+    EXPECT_EQ(tool.title, method->mcp->title);
+    EXPECT_EQ(tool.description, method->mcp->description);
+  }
+  // A table without the method is a message, not a crash.
+  EXPECT_EQ(RenderToolResult("no_such_tool", Json{{"a", 1}}), R"({"a":1})");
+  EXPECT_EQ(RenderToolResult("terminal_resize", Json{{"cols", 80}, {"rows", 24}}),
+            "Resized the terminal to 80 columns and 24 rows.");
+}
+
+TEST(ContractCheckTest, AMethodTheServersNameIsRequiredWithAMessage) {
+  EXPECT_EQ(TableProblem(ContractWithout("owner_attach")),
+            "the contract table (runtime/methods.cc) is broken: owner_attach: missing, and the "
+            "servers call it by name");
+  std::vector<MethodSpec> table = Contract();
+  Entry(table, "terminal_send").mcp.reset();
+  EXPECT_EQ(TableProblem(table),
+            "the contract table (runtime/methods.cc) is broken: terminal_send: no MCP face, and "
+            "ptybox mcp calls it by name");
+}
+
+TEST(ContractCheckTest, BrokenEntriesAreNamed) {
+  std::vector<MethodSpec> twice = Contract();
+  twice.push_back(Contract().front());
+  EXPECT_NE(TableProblem(twice).find("terminal_open: listed twice"), std::string::npos);
+
+  std::vector<MethodSpec> no_render = Contract();
+  Entry(no_render, "terminal_read").mcp->render = nullptr;
+  EXPECT_NE(TableProblem(no_render).find("terminal_read: its MCP face has no renderer"),
+            std::string::npos);
+
+  std::vector<MethodSpec> bad_rule = Contract();
+  Entry(bad_rule, "terminal_send").exactly_one_of = {"input", "keyz"};
+  EXPECT_NE(TableProblem(bad_rule).find("exactly_one_of names \"keyz\""), std::string::npos);
+
+  std::vector<MethodSpec> no_handler = Contract();
+  Entry(no_handler, "terminal_list").handler = nullptr;
+  EXPECT_NE(TableProblem(no_handler).find("terminal_list: no handler"), std::string::npos);
+
+  std::vector<MethodSpec> empty_enum = Contract();
+  Entry(empty_enum, "policy_set_mode").params[0].values.clear();
+  EXPECT_NE(TableProblem(empty_enum).find("enum \"mode\" has no values"), std::string::npos);
+}
+
+TEST(ContractCheckTest, TerminalSendListsEveryKeyOnceFromTheEncodersTable) {
+  const std::string& description = FindMcpTool("terminal_send")->description;
+  for (const char* name :
+       {" Enter ", " BTab ", " Insert ", " Delete ", " PageUp ", " PageDown ", " F1-F12,"}) {
+    EXPECT_NE(description.find(name), std::string::npos) << name;
+  }
+  // tmux's second names for the same keys are left out.
+  for (const char* alias : {" IC ", " DC ", " PPage ", " NPage "}) {
+    EXPECT_EQ(description.find(alias), std::string::npos) << alias;
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "runtime/mcp_budget.h"
+#include "runtime/mcp/mcp_budget.h"
 
 #include <algorithm>
 #include <charconv>

@@ -5,9 +5,9 @@
 // client's own writes then block), so a client that never reads cannot grow the daemon.
 #pragma once
 
+#include <array>
 #include <asio/io_context.hpp>
 #include <asio/posix/stream_descriptor.hpp>
-#include <array>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -51,6 +51,8 @@ class LineConnection final : public std::enable_shared_from_this<LineConnection>
  private:
   LineConnection(asio::io_context& io, int in_fd, int out_fd);
   Result<void> Open();
+  // Registers `fd` with the reactor in `slot`, non-blocking.
+  Result<void> Watch(std::optional<asio::posix::stream_descriptor>& slot, int fd);
   asio::posix::stream_descriptor* out() { return out_is_in_ ? &*in_ : &*out_; }
   void ReadMore();
   void OnChunk(size_t size);
@@ -73,8 +75,8 @@ class LineConnection final : public std::enable_shared_from_this<LineConnection>
   std::string pending_;  // bytes read but not yet split into lines (while output is full)
   size_t pending_at_ = 0;
   bool skipping_ = false;
-  bool reading_ = false;         // a read is in flight
-  bool read_paused_ = false;     // paused by a full outbox
+  bool reading_ = false;      // a read is in flight
+  bool read_paused_ = false;  // paused by a full outbox
   std::deque<std::string> outbox_;
   size_t outbox_bytes_ = 0;
   std::vector<std::function<void()>> flushed_waiters_;

@@ -1,4 +1,4 @@
-#include "runtime/display_text.h"
+#include "runtime/rpc/display_text.h"
 
 #include <cstdint>
 #include <cstdio>

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/wire.h"
+#include "runtime/rpc/json_rpc.h"
 
 namespace ptybox::runtime {
 

@@ -1,7 +1,7 @@
-#include "runtime/mcp_consent.h"
+#include "runtime/mcp/mcp_consent.h"
 
-#include "runtime/display_text.h"
-#include "runtime/mcp_tools.h"
+#include "runtime/mcp/tool_text.h"
+#include "runtime/rpc/display_text.h"
 
 namespace ptybox::runtime {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/line_connection.h"
+#include "runtime/rpc/line_connection.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -36,26 +36,21 @@ Result<void> LineConnection::Open() {
   in_is_file_ = IsRegularFile(in_fd_);
   out_is_file_ = IsRegularFile(out_fd_);
   out_is_in_ = in_fd_ == out_fd_ && !in_is_file_;
-  std::error_code ec;
   if (!in_is_file_) {
-    in_.emplace(io_);
-    in_->assign(in_fd_, ec);
-    if (!ec) in_->non_blocking(true, ec);
-    if (ec) {
-      in_.reset();
-      return Fail(ErrorKind::kInternal, "cannot watch a client connection: " + ec.message());
-    }
+    if (Result<void> watched = Watch(in_, in_fd_); !watched) return watched;
   }
-  if (!out_is_file_ && !out_is_in_) {
-    out_.emplace(io_);
-    out_->assign(out_fd_, ec);
-    if (!ec) out_->non_blocking(true, ec);
-    if (ec) {
-      out_.reset();
-      return Fail(ErrorKind::kInternal, "cannot watch a client connection: " + ec.message());
-    }
-  }
+  if (!out_is_file_ && !out_is_in_) return Watch(out_, out_fd_);
   return {};
+}
+
+Result<void> LineConnection::Watch(std::optional<asio::posix::stream_descriptor>& slot, int fd) {
+  std::error_code ec;
+  slot.emplace(io_);
+  slot->assign(fd, ec);
+  if (!ec) slot->non_blocking(true, ec);
+  if (!ec) return {};
+  slot.reset();  // the descriptor stays ours to close (the destructor)
+  return Fail(ErrorKind::kInternal, "cannot watch a client connection: " + ec.message());
 }
 
 LineConnection::~LineConnection() {

@@ -12,7 +12,7 @@
 #include "common/error.h"
 #include "policy/mode.h"
 #include "policy/policy.h"
-#include "runtime/wire.h"
+#include "runtime/rpc/json_rpc.h"
 
 namespace ptybox::runtime {
 
