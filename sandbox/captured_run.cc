@@ -100,6 +100,7 @@ CapturedRun RunCaptured(const std::vector<std::string>& argv, const CaptureOptio
     result.failure = ChildFailure{ChildStage::kFork, errno};
     return result;
   }
+  result.pid = pid;
   if (pid == 0) {
     StartCapturedChild(cargv.data(), options, null_fd.Get(), out.write.Get(), err.write.Get(),
                        report.write.Get());

@@ -29,6 +29,7 @@ struct CaptureOptions {
 struct CapturedRun {
   // Set when the program never ran: the step that failed, in the child or (kFork) here.
   std::optional<ChildFailure> failure;
+  pid_t pid = -1;  // the child's (reaped by now), -1 when none was forked
   bool timed_out = false;
   bool exited = false;
   int exit_code = -1;  // -1 when killed

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "common/random.h"
+#include "sandbox/captured_run.h"
 #include "sandbox/cgroup_layout.h"
 #include "tests/support/daemon_fixture.h"
 
@@ -337,35 +338,6 @@ TEST(CgroupSweepTest, ADaemonSweepsOnlyTheDirectoriesOfGoneDaemons) {
   }
 }
 
-// Runs `argv` (stdin and stdout /dev/null's and a pipe's) to its end; its pid and stdout.
-struct Ran {
-  pid_t pid = -1;
-  int status = -1;
-  std::string out;
-};
-Ran RunToEnd(const std::vector<std::string>& argv) {
-  Ran ran;
-  int out[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return ran;
-  std::vector<char*> cargv;
-  for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  ran.pid = ::fork();
-  if (ran.pid == 0) {
-    const int null_fd = ::open("/dev/null", O_RDONLY);
-    if (null_fd < 0 || ::dup2(null_fd, 0) < 0 || ::dup2(out[1], 1) < 0) ::_exit(120);
-    ::execv(cargv[0], cargv.data());
-    ::_exit(121);
-  }
-  ::close(out[1]);
-  char buf[4096];
-  for (ssize_t n; (n = ::read(out[0], buf, sizeof(buf))) > 0;)
-    ran.out.append(buf, static_cast<size_t>(n));
-  ::close(out[0]);
-  ::waitpid(ran.pid, &ran.status, 0);
-  return ran;
-}
-
 // Names created in the watched directories, read after the fact (inotify queues each mkdir
 // as it happens, so nothing depends on when we look).
 std::vector<std::string> CreatedNames(int inotify_fd) {
@@ -398,11 +370,14 @@ TEST(CgroupHostTest, DoctorReportsCgroupsWithoutCreatingAny) {
   for (const auto& [h, home] : homes) {
     ASSERT_GE(::inotify_add_watch(watch, home.c_str(), IN_CREATE), 0) << home;
   }
-  const Ran doctor = RunToEnd({PtyboxBinary().string(), "doctor"});
+  const sandbox::CapturedRun doctor =
+      sandbox::RunCaptured({PtyboxBinary().string(), "doctor"}, sandbox::CaptureOptions{});
   const std::vector<std::string> during_doctor = CreatedNames(watch);
   TempDir workspace;
-  const Ran run = RunToEnd({PtyboxBinary().string(), "run", "--workspace",
-                            workspace.path().string(), "--mode", "read-only", "--", "/bin/true"});
+  const sandbox::CapturedRun run =
+      sandbox::RunCaptured({PtyboxBinary().string(), "run", "--workspace",
+                            workspace.path().string(), "--mode", "read-only", "--", "/bin/true"},
+                           sandbox::CaptureOptions{});
   const std::vector<std::string> during_run = CreatedNames(watch);
   ::close(watch);
   const size_t line = doctor.out.find("session cleanup");
