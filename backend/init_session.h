@@ -24,7 +24,7 @@
 #include "common/error.h"
 #include "common/unique_fd.h"
 #include "sandbox/cgroup.h"
-#include "sandbox/init_protocol.h"
+#include "sandbox/init/init_protocol.h"
 #include "sandbox/launcher.h"
 
 namespace ptybox::backend {

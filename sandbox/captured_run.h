@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/child_exec.h"
+#include "sandbox/init/child_exec.h"
 
 namespace ptybox::sandbox {
 

@@ -17,7 +17,7 @@
 #include "common/random.h"
 #include "sandbox/cgroup_file.h"
 #include "sandbox/cgroup_signal.h"
-#include "sandbox/child_exec.h"
+#include "sandbox/init/child_exec.h"
 
 namespace ptybox::sandbox {
 namespace {

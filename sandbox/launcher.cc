@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <optional>
 
-#include "sandbox/child_exec.h"
 #include "sandbox/host_walls.h"
-#include "sandbox/init_protocol.h"
+#include "sandbox/init/child_exec.h"
+#include "sandbox/init/init_protocol.h"
 #include "sandbox/mount_stage.h"
 #include "sandbox/seccomp_filter.h"
 #include "sandbox/session_home.h"

@@ -1,11 +1,11 @@
-// No exit status of ptybox's own helpers (sandbox/child_exec.h) can be read as one of the codes
-// `ptybox run` documents (docs/ci.md): 2, 124-127 and 128+N keep their one meaning.
+// No exit status of ptybox's own helpers (sandbox/init/child_exec.h) can be read as one of the
+// codes `ptybox run` documents (docs/ci.md): 2, 124-127 and 128+N keep their one meaning.
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "runtime/run_command.h"
-#include "sandbox/child_exec.h"
+#include "sandbox/init/child_exec.h"
 
 namespace ptybox {
 namespace {

@@ -1,9 +1,9 @@
 // The launched child places itself (sandbox/launcher.h, LaunchSpec::cgroup_procs): it writes
 // "0" to every descriptor it is given before anything else, on v1 and v2 alike (the kernel
 // reads "0" as "the writing process" in both), so the daemon never has to join; a write that
-// fails ends the child with the cgroup stage's own exit status (sandbox/child_exec.h) and a line
-// on the diagnostics pipe before it runs anything. A pipe stands in for cgroup.procs
-// here, so this holds for any user on any host.
+// fails ends the child with the cgroup stage's own exit status (sandbox/init/child_exec.h) and a
+// line on the diagnostics pipe before it runs anything. A pipe stands in for cgroup.procs here, so
+// this holds for any user on any host.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "sandbox/cgroup_layout.h"
-#include "sandbox/child_exec.h"
+#include "sandbox/init/child_exec.h"
 #include "sandbox/launcher.h"
 #include "tests/support/daemon_fixture.h"
 

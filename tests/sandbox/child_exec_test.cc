@@ -1,6 +1,6 @@
 // The one fork/exec helper: named stages, their exit statuses, the failure record between child
 // and parent, and the captured run the probes and the tests' runner use, with real children.
-#include "sandbox/child_exec.h"
+#include "sandbox/init/child_exec.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

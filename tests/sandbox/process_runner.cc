@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "sandbox/captured_run.h"
-#include "sandbox/child_exec.h"
+#include "sandbox/init/child_exec.h"
 
 namespace ptybox::sandbox::testing {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/child_exec.h"
+#include "sandbox/init/child_exec.h"
 
 namespace ptybox::sandbox::testing {
 

@@ -31,11 +31,11 @@
 
 #include "common/proc_stat.h"
 #include "common/unique_fd.h"
-#include "sandbox/capabilities.h"
-#include "sandbox/child_exec.h"
-#include "sandbox/init_protocol.h"
-#include "sandbox/landlock.h"
-#include "sandbox/resource_limits.h"
+#include "sandbox/init/capabilities.h"
+#include "sandbox/init/child_exec.h"
+#include "sandbox/init/init_protocol.h"
+#include "sandbox/init/landlock.h"
+#include "sandbox/init/resource_limits.h"
 
 namespace ptybox::sandbox {
 namespace {
@@ -256,7 +256,7 @@ std::string CopyLinkDirectory(const std::string& program, int copy_fd, std::stri
 
 // Forks the program. In PTY mode it becomes a session leader with the slave as its controlling
 // terminal. A failure in the child comes back over a close-on-exec pipe as the failed step and
-// its errno (sandbox/child_exec.h).
+// its errno (sandbox/init/child_exec.h).
 pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, const Pty* pty) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) FailSetup(o.control_fd, ErrnoText("pipe2"));

@@ -1,4 +1,4 @@
-#include "sandbox/child_exec.h"
+#include "sandbox/init/child_exec.h"
 
 #include <signal.h>
 #include <unistd.h>
