@@ -404,6 +404,44 @@ void TerminateSession(const InitOptions& o, pid_t program, bool& program_exited,
   Reap(program, program_exited, o.control_fd);
 }
 
+// Step 8 of Run: reaps, reports the program's exit, and ends the session on request (a
+// signal, the daemon's terminate message) or when the daemon is gone. Returns init's status.
+int Serve(const InitOptions& o, pid_t program, const UniqueFd& signals) {
+  bool program_exited = false;
+  for (;;) {
+    pollfd fds[2] = {{o.control_fd, POLLIN, 0}, {signals.Get(), POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      Die(ErrnoText("poll"));
+    }
+    if (fds[1].revents & POLLIN) {
+      signalfd_siginfo info;
+      bool terminate = false;
+      while (::read(signals.Get(), &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
+        if (info.ssi_signo != SIGCHLD) terminate = true;
+      }
+      Reap(program, program_exited, o.control_fd);
+      if (terminate) {
+        TerminateSession(o, program, program_exited, std::chrono::milliseconds(1000));
+        return 0;
+      }
+    }
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      Result<std::optional<ReceivedInitMessage>> received = ReceiveInitMessage(o.control_fd);
+      if (!received || !*received) {
+        // The daemon is gone: nobody may keep running in its name.
+        TerminateSession(o, program, program_exited, std::chrono::milliseconds(500));
+        return 0;
+      }
+      if (const auto* terminate = std::get_if<TerminateMessage>(&(*received)->message)) {
+        TerminateSession(o, program, program_exited, terminate->grace);
+        (void)SendInitMessage(o.control_fd, QuietMessage{});
+        return 0;
+      }
+    }
+  }
+}
+
 int Run(int argc, char** argv) {
   InitOptions o = ParseArgs(argc, argv);
   // Until here our stderr (bwrap's) was the launcher's diagnostics pipe: from now on what we
@@ -472,39 +510,7 @@ int Run(int argc, char** argv) {
   pty.reset();
 
   // 8. Serve: reap, report the exit, terminate on request or when the daemon is gone.
-  bool program_exited = false;
-  for (;;) {
-    pollfd fds[2] = {{o.control_fd, POLLIN, 0}, {signals.Get(), POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      Die(ErrnoText("poll"));
-    }
-    if (fds[1].revents & POLLIN) {
-      signalfd_siginfo info;
-      bool terminate = false;
-      while (::read(signals.Get(), &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
-        if (info.ssi_signo != SIGCHLD) terminate = true;
-      }
-      Reap(program, program_exited, o.control_fd);
-      if (terminate) {
-        TerminateSession(o, program, program_exited, std::chrono::milliseconds(1000));
-        return 0;
-      }
-    }
-    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      Result<std::optional<ReceivedInitMessage>> received = ReceiveInitMessage(o.control_fd);
-      if (!received || !*received) {
-        // The daemon is gone: nobody may keep running in its name.
-        TerminateSession(o, program, program_exited, std::chrono::milliseconds(500));
-        return 0;
-      }
-      if (const auto* terminate = std::get_if<TerminateMessage>(&(*received)->message)) {
-        TerminateSession(o, program, program_exited, terminate->grace);
-        (void)SendInitMessage(o.control_fd, QuietMessage{});
-        return 0;
-      }
-    }
-  }
+  return Serve(o, program, signals);
 }
 
 }  // namespace
