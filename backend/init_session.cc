@@ -68,8 +68,12 @@ SessionStatus StatusOf(const sandbox::ExitedMessage& exited) {
 }  // namespace
 
 InitSession::InitSession(asio::io_context& io, ChildReaper& reaper, Listener& listener,
-                         std::string program)
-    : io_(io), reaper_(reaper), listener_(listener), program_(std::move(program)) {}
+                         std::string program, std::shared_ptr<const sandbox::CgroupHost> cgroups)
+    : io_(io),
+      reaper_(reaper),
+      listener_(listener),
+      program_(std::move(program)),
+      cgroups_(std::move(cgroups)) {}
 
 InitSession::~InitSession() {
   *alive_ = false;
@@ -83,11 +87,10 @@ InitSession::~InitSession() {
 void InitSession::Start(const sandbox::LaunchSpec& spec) {
   confined_ = policy::IsConfined(spec.mode);
   bwrap_ = spec.bwrap;
-  const sandbox::CleanupSupport& support = sandbox::SessionCleanupSupport();
-  if (support.cgroups) {
+  if (cgroups_ && cgroups_->support().cgroups) {
     static uint64_t sessions = 0;
     Result<sandbox::SessionCgroup> cgroup =
-        sandbox::SessionCgroup::Create("s" + std::to_string(++sessions), spec.limits);
+        sandbox::SessionCgroup::Create(*cgroups_, "s" + std::to_string(++sessions), spec.limits);
     if (cgroup) {
       cgroup_.emplace(std::move(*cgroup));
     } else {
@@ -108,7 +111,7 @@ void InitSession::Start(const sandbox::LaunchSpec& spec) {
     }
   }
   sandbox::LaunchSpec with_fallbacks = spec;
-  AddRlimitFallbacks(cgroup_ ? support.plan : sandbox::cgroups::Plan{}, with_fallbacks);
+  AddRlimitFallbacks(cgroup_ ? cgroups_->support().plan : sandbox::cgroups::Plan{}, with_fallbacks);
   for (const UniqueFd& fd : placement) with_fallbacks.cgroup_procs.push_back(fd.Get());
   std::optional<Result<sandbox::LaunchedInit>> launched = sandbox::LaunchInit(with_fallbacks);
   placement.clear();
@@ -248,9 +251,14 @@ void InitSession::AwaitEmpty(int rounds_left) {
   Result<bool> populated = cgroup_ ? cgroup_->Populated() : Result<bool>(false);
   if (populated && !*populated) {
     if (cgroup_) {
-      if (Result<void> removed = cgroup_->Remove(); !removed) {
-        LogWarn(removed.error().message);
+      Result<void> removed = cgroup_->Remove();
+      // A v1 hierarchy may list a member being torn down a moment longer: retry from the
+      // timer below, never by sleeping here on the reactor.
+      if (!removed && removed.error().sys_errno == EBUSY && rounds_left > 0) {
+        RetryEmpty(rounds_left - 1);
+        return;
       }
+      if (!removed) LogWarn(removed.error().message);
       cgroup_.reset();
     }
     session_id_lease_.Reset();  // nothing of the session is left to share the id with
@@ -264,13 +272,17 @@ void InitSession::AwaitEmpty(int rounds_left) {
                     "); they may be stuck in the kernel. Retry terminal_close."));
     return;
   }
+  RetryEmpty(rounds_left - 1);
+}
+
+void InitSession::RetryEmpty(int rounds_left) {
   if (!timer_) timer_.emplace(io_);
   timer_->expires_after(kEmptyCheck);
   std::weak_ptr<bool> alive = alive_;
   timer_->async_wait([this, alive, rounds_left](const std::error_code& ec) {
     if (alive.expired() || ec) return;
     KillTree();  // one that forked meanwhile
-    AwaitEmpty(rounds_left - 1);
+    AwaitEmpty(rounds_left);
   });
 }
 

@@ -24,7 +24,7 @@
 #include "common/error.h"
 #include "common/unique_fd.h"
 #include "sandbox/cgroup.h"
-#include "sandbox/init_protocol.h"
+#include "sandbox/init/init_protocol.h"
 #include "sandbox/launcher.h"
 
 namespace ptybox::backend {
@@ -53,8 +53,11 @@ class InitSession final {
     virtual void OnInitExit(int wait_status) = 0;
   };
 
-  // `program` names what init starts in messages ("the shell", "the command").
-  InitSession(asio::io_context& io, ChildReaper& reaper, Listener& listener, std::string program);
+  // `program` names what init starts in messages ("the shell", "the command"). `cgroups` is
+  // the host setup of whoever starts sessions (sandbox/cgroup_host.h); null or one without
+  // cgroups: the session's tree is ended by parent links and its limits are rlimits.
+  InitSession(asio::io_context& io, ChildReaper& reaper, Listener& listener, std::string program,
+              std::shared_ptr<const sandbox::CgroupHost> cgroups);
   InitSession(const InitSession&) = delete;
   InitSession& operator=(const InitSession&) = delete;
   ~InitSession();
@@ -86,6 +89,7 @@ class InitSession final {
   void OnChildExit(int wait_status);
   void KillTree();
   void AwaitEmpty(int rounds_left);
+  void RetryEmpty(int rounds_left);  // AwaitEmpty again after kEmptyCheck, from the timer
   void Escalate();
   void Finish(Result<void> result);
   std::vector<pid_t> Leftovers();
@@ -94,6 +98,7 @@ class InitSession final {
   ChildReaper& reaper_;
   Listener& listener_;
   std::string program_;
+  std::shared_ptr<const sandbox::CgroupHost> cgroups_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 
   bool confined_ = false;

@@ -29,8 +29,9 @@ SessionStatus StatusFromWait(int wait_status) {
 
 }  // namespace
 
-LocalTerminal::LocalTerminal(asio::io_context& io, ChildReaper& reaper, Listener& listener)
-    : io_(io), listener_(listener), init_(io, reaper, *this, "the shell") {}
+LocalTerminal::LocalTerminal(asio::io_context& io, ChildReaper& reaper, Listener& listener,
+                             std::shared_ptr<const sandbox::CgroupHost> cgroups)
+    : io_(io), listener_(listener), init_(io, reaper, *this, "the shell", std::move(cgroups)) {}
 
 LocalTerminal::~LocalTerminal() { *alive_ = false; }
 

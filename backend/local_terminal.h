@@ -41,7 +41,9 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
     virtual void OnShellExit(SessionStatus status) = 0;
   };
 
-  LocalTerminal(asio::io_context& io, ChildReaper& reaper, Listener& listener);
+  // `cgroups`: the host setup the session's cgroup is made in (InitSession).
+  LocalTerminal(asio::io_context& io, ChildReaper& reaper, Listener& listener,
+                std::shared_ptr<const sandbox::CgroupHost> cgroups);
   LocalTerminal(const LocalTerminal&) = delete;
   LocalTerminal& operator=(const LocalTerminal&) = delete;
   ~LocalTerminal() override;

@@ -60,7 +60,7 @@ ShellSession::ShellSession(asio::io_context& io, ChildReaper& reaper,
       options_(options),
       spec_(std::move(spec)),
       nonce_(NewPromptNonce()),
-      terminal_(io, reaper, *this),
+      terminal_(io, reaper, *this, options.cgroups),
       decoder_(DecoderOptions(spec_)),
       tracker_(nonce_, std::string(kPromptPs1), *this),
       timer_(io) {

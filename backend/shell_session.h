@@ -39,6 +39,9 @@ struct ShellBackendOptions {
   std::function<size_t()> pool_headroom;
   // A ready pooled shell nobody claimed for this long is ended.
   std::chrono::milliseconds pool_idle{60'000};
+  // The host's cgroup setup, made once by whoever starts sessions (the daemon: runtime/
+  // daemon.cc) and shared by every session; null: no session cgroups (the subreaper rule).
+  std::shared_ptr<const sandbox::CgroupHost> cgroups;
 };
 
 class ShellSession final : public BackendSession,

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/untrusted_text.h"
 #include "policy/limits.h"
 
 namespace ptybox::policy {
@@ -65,12 +66,12 @@ std::span<const std::string_view> DefaultHidden();
 // a client's terminal_open env).
 enum class EnvUse { kPass, kSet };
 
-inline constexpr size_t kMaxEnvNameBytes = 128;
+using ::ptybox::kMaxEnvNameBytes;  // common/untrusted_text.h, which ptybox-init links too
 inline constexpr size_t kMaxEnvValueBytes = 32 * 1024;
 inline constexpr std::string_view kReservedEnvPrefix = "PTYBOX_";
 
 // A portable variable name: [A-Za-z_][A-Za-z0-9_]*, at most kMaxEnvNameBytes characters.
-bool IsValidEnvName(std::string_view name);
+using ::ptybox::IsValidEnvName;
 // The same rule as an ECMA-262 regular expression for JSON Schema `pattern`.
 std::string EnvNamePattern();
 // Names the shell backend owns (prompt and startup hooks, shell options; TERM only for kSet):
@@ -110,9 +111,8 @@ std::optional<std::string_view> SuggestKey(std::string_view typo,
 // Optimal-string-alignment edit distance (insert, delete, substitute, swap neighbours).
 int EditDistance(std::string_view a, std::string_view b);
 
-// Untrusted text made safe to echo in a one-line message: control characters escaped,
-// at most `max_chars` characters then "...".
-std::string Printable(std::string_view text, size_t max_chars = 64);
+// Untrusted text made safe to echo in a one-line message (common/untrusted_text.h).
+using ::ptybox::Printable;
 
 // Why a `hide` entry (absolute, lexically normal; canonical when the launcher asks) cannot be
 // covered: it is, or holds, a path every session needs to start (the programs and libraries,

@@ -171,7 +171,10 @@ int RunDaemon(DaemonOptions options) {
   backend::ChildReaper reaper(io);
   // What ends a session's processes whatever happens to its ptybox-init: its own cgroup, or
   // (without a delegated cgroup subtree) the rule that every child we adopt is a leak.
-  const sandbox::CleanupSupport& cleanup = sandbox::SessionCleanupSupport();
+  // Set up once, here, before the reactor runs, and handed to every session through the shell
+  // backend's options; its directories are removed when the last holder lets go of it.
+  const std::shared_ptr<const sandbox::CgroupHost> cgroups = sandbox::CgroupHost::SetUp();
+  const sandbox::CleanupSupport& cleanup = cgroups->support();
   reaper.KillAdoptedChildren(!cleanup.cgroups);
   LogInfo("session cleanup: " + cleanup.detail);
   // What a daemon that was SIGKILLed left in the cgroups (sandbox/cgroup_sweep.h).
@@ -182,9 +185,7 @@ int RunDaemon(DaemonOptions options) {
   for (const std::string& problem : swept.problems) {
     LogWarn("cannot remove stale session cgroups " + problem);
   }
-  struct RemoveCleanupDirectory {
-    ~RemoveCleanupDirectory() { sandbox::RemoveCleanupDirectory(); }
-  } remove_cleanup_directory;
+  options.service.shell.cgroups = cgroups;
   if (options.socket) {  // hidden inside confined sessions (docs/security.md)
     std::error_code ec;
     std::filesystem::path socket = std::filesystem::weakly_canonical(*options.socket, ec);

@@ -88,16 +88,17 @@ int Doctor() {
   if (!unix_sockets.fix.empty()) std::printf("       to close it: %s\n", unix_sockets.fix.c_str());
   // Not a failure either way: both end every process of a session; cgroups also hold what a
   // session started when the daemon itself is killed, and hold its limits as a whole.
-  const sandbox::CleanupSupport& cleanup = sandbox::SessionCleanupSupport();
+  // Inspected, not set up: the doctor creates no cgroup, writes no controller and forks no
+  // probe child (the daemon does that when it starts).
+  const sandbox::CleanupSupport cleanup = sandbox::CgroupHost::Inspect();
   std::printf("[ ok ] session cleanup: %s\n",
-              cleanup.cgroups ? ("per-session cgroups under " + cleanup.directory.string()).c_str()
-                              : "the subreaper rule (every unknown child the daemon adopts is "
-                                "ended)");
+              cleanup.cgroups
+                  ? ("per-session cgroups beneath " + cleanup.directory.string()).c_str()
+                  : "the subreaper rule (every unknown child the daemon adopts is ended)");
   const sandbox::cgroups::Plan& plan = cleanup.plan;
   std::printf("[%s] session limits: %s (%s)\n", plan.advice.empty() ? " ok " : "warn",
               plan.mechanism.c_str(), plan.detail.c_str());
   if (!plan.advice.empty()) std::printf("       to hold every limit: %s\n", plan.advice.c_str());
-  sandbox::RemoveCleanupDirectory();
   if (!all_ok) {
     std::printf("this host cannot sandbox: confined sessions fail with sandbox_unavailable "
                 "until the failures above are fixed\n");

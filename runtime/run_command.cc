@@ -146,11 +146,11 @@ class CallerTerminal final {
 class RunDriver final : private backend::InitSession::Listener {
  public:
   RunDriver(asio::io_context& io, backend::ChildReaper& reaper, const RunOptions& options,
-            Millis grace)
+            Millis grace, std::shared_ptr<const sandbox::CgroupHost> cgroups)
       : io_(io),
         options_(options),
         grace_(grace),
-        init_(io, reaper, *this, "the command"),
+        init_(io, reaper, *this, "the command", std::move(cgroups)),
         deadline_(io),
         signals_(io, SIGTERM, SIGINT, SIGHUP) {
     signals_.add(SIGQUIT);
@@ -291,13 +291,14 @@ int RunCommand(const RunOptions& options) {
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   asio::io_context io(1);
   backend::ChildReaper reaper(io);
-  reaper.KillAdoptedChildren(!sandbox::SessionCleanupSupport().cgroups);
-  RunDriver driver(io, reaper, options, Millis(p.limits.dispose_grace_ms));
+  // The cgroup setup `run` starts its one session in; its directories go with it.
+  const std::shared_ptr<const sandbox::CgroupHost> cgroups = sandbox::CgroupHost::SetUp();
+  reaper.KillAdoptedChildren(!cgroups->support().cgroups);
+  RunDriver driver(io, reaper, options, Millis(p.limits.dispose_grace_ms), cgroups);
   driver.Start(BuildLaunch(options, p, *cwd));
   LogInfo("running in " + std::string(policy::ToString(p.mode)) + " at " + cwd->string());
   io.run();
   terminal.Restore();
-  sandbox::RemoveCleanupDirectory();
   if (options.audit) options.audit->RunEnded(driver.exit_code());
   return driver.exit_code();
 }

@@ -2,19 +2,13 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
-#include <iterator>
-#include <sstream>
 
 #include "common/log.h"
-#include "common/random.h"
 #include "common/unique_fd.h"
 #include "sandbox/cgroup_file.h"
 
@@ -22,233 +16,24 @@ namespace ptybox::sandbox {
 namespace {
 
 namespace fs = std::filesystem;
+using cgroups::ParsePids;
 using cgroups::ReadText;
-using cgroups::Where;
+using cgroups::WriteText;
 
 // A cgroup v1 kill sweep: rounds of SIGKILL to every member of the pids cgroup (with pids.max
 // at 0 none can fork meanwhile) before the caller's own polling takes over.
 constexpr int kKillRounds = 64;
-constexpr int kRemoveRetries = 20;
-
-Result<void> WriteText(const fs::path& path, std::string_view text) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-  if (!fd) return std::unexpected(Error::FromErrno(ErrorKind::kCleanupFailed, "open", path.string()));
-  ssize_t n;
-  do {
-    n = ::write(fd.Get(), text.data(), text.size());
-  } while (n < 0 && errno == EINTR);
-  if (n != static_cast<ssize_t>(text.size())) {
-    return std::unexpected(Error::FromErrno(ErrorKind::kCleanupFailed, "write", path.string()));
-  }
-  return {};
-}
-
-std::vector<pid_t> ParsePids(std::string_view text) {
-  std::vector<pid_t> pids;
-  std::istringstream in{std::string(text)};
-  for (long pid; in >> pid;) {
-    if (pid > 0) pids.push_back(static_cast<pid_t>(pid));
-  }
-  return pids;
-}
-
-// One hierarchy this daemon keeps session cgroups in.
-struct Hierarchy {
-  std::vector<std::string> controllers;  // empty for v2; v1: those of the plan it carries
-  fs::path home;           // the daemon's own cgroup
-  fs::path directory;      // <home>/ptybox-<pid>-<random>
-  std::string cgroup;      // `directory` as /proc/<pid>/cgroup names it
-};
-
-struct State {
-  CleanupSupport support;
-  // An flock on each directory of this daemon, held until exit: how another daemon's start-up
-  // sweep (sandbox/cgroup_sweep.cc) tells a live owner, in any pid namespace.
-  std::vector<UniqueFd> locks;
-  std::vector<Hierarchy> hierarchies;  // v2 first, then v1 by controller (each path once)
-};
-
-// A forked child places itself in `cgroup` (writes "0" to its cgroup.procs, opened here, as
-// a session's child does: sandbox/launcher.cc) and exits: the test that this daemon may place
-// its children, without ever becoming a member itself.
-Result<void> ChildCanJoin(const fs::path& cgroup) {
-  const fs::path procs = cgroup / "cgroup.procs";
-  UniqueFd fd(::open(procs.c_str(), O_WRONLY | O_CLOEXEC));
-  if (!fd) return std::unexpected(Error::FromErrno(ErrorKind::kCleanupFailed, "open", procs.string()));
-  const pid_t pid = ::fork();
-  if (pid < 0) return std::unexpected(Error::FromErrno(ErrorKind::kCleanupFailed, "fork"));
-  if (pid == 0) ::_exit(::write(fd.Get(), "0", 1) == 1 ? 0 : (errno & 0x7f));
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
-  errno = WIFEXITED(status) ? WEXITSTATUS(status) : EINTR;
-  return std::unexpected(Error::FromErrno(ErrorKind::kCleanupFailed, "write", procs.string()));
-}
-
-// Creates `<home>/<name>` (locked) with a probe child a forked child could place itself in;
-// the reason when it cannot.
-std::string TryDirectory(const fs::path& home, const std::string& name, bool v2,
-                         std::vector<UniqueFd>& locks) {
-  const fs::path directory = home / name;
-  if (::mkdir(directory.c_str(), 0755) != 0 && errno != EEXIST) {
-    return Error::FromErrno(ErrorKind::kSandboxUnavailable, "mkdir", directory.string()).message +
-           (v2 ? " (no delegated cgroup v2 subtree)" : "");
-  }
-  // Marked as this live daemon's at once (the start-up sweep of other daemons tries this lock).
-  UniqueFd lock(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (lock && ::flock(lock.Get(), LOCK_EX | LOCK_NB) == 0) locks.push_back(std::move(lock));
-  const fs::path probe = directory / "probe";
-  if (::mkdir(probe.c_str(), 0755) != 0 && errno != EEXIST) {
-    std::string why = Error::FromErrno(ErrorKind::kSandboxUnavailable, "mkdir", probe.string()).message;
-    ::rmdir(directory.c_str());
-    return why;
-  }
-  Result<void> joined = ChildCanJoin(probe);
-  // The child is reaped; a v1 hierarchy may list it a moment longer.
-  int rc = ::rmdir(probe.c_str());
-  for (int retry = 0; rc != 0 && errno == EBUSY && retry < kRemoveRetries; ++retry) {
-    ::usleep(1000);
-    rc = ::rmdir(probe.c_str());
-  }
-  if (!joined) {
-    ::rmdir(directory.c_str());
-    return "cannot move processes into " + directory.string() + ": " + joined.error().message;
-  }
-  return {};
-}
-
-std::vector<std::string> Words(const std::string& text) {
-  std::vector<std::string> words;
-  std::istringstream in(text);
-  for (std::string w; in >> w;) words.push_back(w);
-  return words;
-}
-
-State& Probed() {
-  static State state = [] {
-    State s;
-    cgroups::HostFacts facts;
-    facts.root = ::geteuid() == 0;
-    if (const char* off = std::getenv("PTYBOX_SESSION_CGROUPS"); off != nullptr && std::string_view(off) == "0") {
-      facts.disabled = true;
-      s.support.plan = cgroups::ChoosePlan(facts);
-      s.support.detail = s.support.plan.detail;
-      return s;
-    }
-    const auto memberships = cgroups::ParseProcCgroup(ReadText("/proc/self/cgroup"));
-    const auto mounts = cgroups::ParseCgroupMounts(ReadText("/proc/self/mountinfo"));
-    // The pid alone could repeat: daemons in other pid namespaces may share these cgroups.
-    const std::string name = "ptybox-" + std::to_string(::getpid()) + "-" + RandomHex(4);
-
-    facts.v2_own = cgroups::OwnDirectory(memberships, mounts, "");
-    const char* only = std::getenv("PTYBOX_SESSION_CGROUPS");
-    if (only != nullptr && std::string_view(only) == "v1") {
-      facts.v2_problem = "cgroup v2 is not used (PTYBOX_SESSION_CGROUPS=v1)";
-    } else if (!facts.v2_own) {
-      facts.v2_problem = "this process is in no mounted cgroup v2 hierarchy";
-    } else if (std::error_code ec; !fs::exists(*facts.v2_own / "cgroup.procs", ec)) {
-      facts.v2_problem = "its cgroup v2 directory " + facts.v2_own->string() + " is not visible";
-    } else {
-      facts.v2_problem = TryDirectory(*facts.v2_own, name, true, s.locks);
-    }
-    if (facts.v2_problem.empty()) {
-      const fs::path dir = *facts.v2_own / name;
-      std::error_code ec;
-      // cgroup.kill is in every non-root cgroup on Linux 5.14+: look at a child's.
-      if (::mkdir((dir / "probe").c_str(), 0755) == 0) {
-        facts.v2_kill = fs::exists(dir / "probe" / "cgroup.kill", ec);
-        ::rmdir((dir / "probe").c_str());
-      }
-      // The controllers the daemon's cgroup hands down, enabled for its session cgroups.
-      const std::vector<std::string> available = Words(ReadText(dir / "cgroup.controllers"));
-      for (std::string_view c : cgroups::kControllers) {
-        if (std::find(available.begin(), available.end(), c) == available.end()) continue;
-        (void)WriteText(dir / "cgroup.subtree_control", "+" + std::string(c));
-      }
-      facts.v2_controllers = Words(ReadText(dir / "cgroup.subtree_control"));
-    }
-    std::map<std::string, fs::path> v1_created;  // controller -> directory
-    for (std::string_view c : cgroups::kControllers) {
-      const std::string controller(c);
-      if (facts.v2_problem.empty() &&
-          std::find(facts.v2_controllers.begin(), facts.v2_controllers.end(), c) != facts.v2_controllers.end()) {
-        continue;
-      }
-      std::optional<fs::path> own = cgroups::OwnDirectory(memberships, mounts, c);
-      if (!own) {
-        facts.v1_problems[controller] = "neither cgroup v2 nor a mounted v1 hierarchy provides it";
-        continue;
-      }
-      bool shared = false;  // a hierarchy that carries two of the controllers (cpu,memory)
-      for (const auto& [other, dir] : v1_created) shared = shared || dir == *own / name;
-      const std::string problem = shared ? std::string() : TryDirectory(*own, name, false, s.locks);
-      if (!problem.empty()) {
-        facts.v1_problems[controller] = problem;
-        continue;
-      }
-      facts.v1_own[controller] = *own;
-      v1_created[controller] = *own / name;
-    }
-
-    s.support.plan = cgroups::ChoosePlan(facts);
-    const cgroups::Plan& plan = s.support.plan;
-    if (facts.v2_problem.empty()) {
-      if (plan.use_v2) {
-        s.hierarchies.push_back(
-            {{}, *facts.v2_own, *facts.v2_own / name,
-             cgroups::ChildCgroupPath(cgroups::OwnCgroupPath(memberships, "").value_or("/"), name)});
-      } else {
-        ::rmdir((*facts.v2_own / name).c_str());
-      }
-    }
-    for (const auto& [controller, dir] : v1_created) {
-      if (plan.v1.contains(controller)) {
-        Hierarchy* seen = nullptr;
-        for (Hierarchy& h : s.hierarchies) {
-          if (h.directory == dir) seen = &h;
-        }
-        if (seen != nullptr) {
-          seen->controllers.push_back(controller);
-        } else {
-          s.hierarchies.push_back(
-              {{controller}, dir.parent_path(), dir,
-               cgroups::ChildCgroupPath(cgroups::OwnCgroupPath(memberships, controller).value_or("/"),
-                                        name)});
-        }
-      } else {
-        ::rmdir(dir.c_str());
-      }
-    }
-    s.support.cgroups = plan.cgroups && !s.hierarchies.empty();
-    if (s.support.cgroups) s.support.directory = s.hierarchies.front().directory;
-    s.support.detail = "per-session cgroups: " + plan.mechanism + " (" + plan.detail + ")" +
-                       (s.support.cgroups ? " under " + s.support.directory.string() : "");
-    if (!s.support.cgroups) {
-      s.support.detail += "; the subreaper rule ends leaked processes (every unknown child the daemon adopts)";
-    }
-    return s;
-  }();
-  return state;
-}
 
 }  // namespace
 
-const CleanupSupport& SessionCleanupSupport() { return Probed().support; }
-
-void RemoveCleanupDirectory() {
-  for (const Hierarchy& h : Probed().hierarchies) ::rmdir(h.directory.c_str());
-}
-
-Result<SessionCgroup> SessionCgroup::Create(const std::string& name,
+Result<SessionCgroup> SessionCgroup::Create(const CgroupHost& host, const std::string& name,
                                             const cgroups::SessionLimits& limits) {
-  const State& state = Probed();
-  if (!state.support.cgroups) {
-    return Fail(ErrorKind::kSpawnFailed,
-                "per-session cgroups are unavailable: " + state.support.detail);
+  const CleanupSupport& support = host.support();
+  if (!support.cgroups) {
+    return Fail(ErrorKind::kSpawnFailed, "per-session cgroups are unavailable: " + support.detail);
   }
   std::vector<Member> members;
-  for (const Hierarchy& h : state.hierarchies) {
+  for (const CgroupHierarchy& h : host.hierarchies()) {
     fs::path path = h.directory / name;
     if (::mkdir(path.c_str(), 0755) != 0) {
       Error error = Error::FromErrno(ErrorKind::kSpawnFailed, "mkdir", path.string());
@@ -259,8 +44,8 @@ Result<SessionCgroup> SessionCgroup::Create(const std::string& name,
                                      cgroups::ChildCgroupPath(h.cgroup, name)};
     members.push_back({h.controllers, std::move(path), std::move(target)});
   }
-  SessionCgroup cgroup(std::move(members));
-  for (const cgroups::LimitFile& file : cgroups::RenderLimits(limits, state.support.plan)) {
+  SessionCgroup cgroup(std::move(members), support.plan.kill_v2);
+  for (const cgroups::LimitFile& file : cgroups::RenderLimits(limits, support.plan)) {
     const Member* target = nullptr;
     for (const Member& m : cgroup.members_) {
       const bool v2 = m.controllers.empty();
@@ -286,6 +71,7 @@ Result<SessionCgroup> SessionCgroup::Create(const std::string& name,
 SessionCgroup::SessionCgroup(SessionCgroup&& other) noexcept
     : path_(std::move(other.path_)),
       members_(std::move(other.members_)),
+      kill_v2_(other.kill_v2_),
       removed_(other.removed_) {
   other.removed_ = true;
 }
@@ -295,6 +81,7 @@ SessionCgroup& SessionCgroup::operator=(SessionCgroup&& other) noexcept {
     if (!removed_) (void)Remove();
     path_ = std::move(other.path_);
     members_ = std::move(other.members_);
+    kill_v2_ = other.kill_v2_;
     removed_ = other.removed_;
     other.removed_ = true;
   }
@@ -333,8 +120,7 @@ Result<void> SessionCgroup::Kill() {
   if (removed_) {
     return Fail(ErrorKind::kCleanupFailed, "the session cgroup " + path_.string() + " is removed");
   }
-  const cgroups::Plan& plan = Probed().support.plan;
-  if (plan.kill_v2) {
+  if (kill_v2_) {
     for (const Member& m : members_) {
       if (m.controllers.empty()) return WriteText(m.path / "cgroup.kill", "1");
     }
@@ -386,17 +172,13 @@ std::string SessionCgroup::Members() const {
 
 Result<void> SessionCgroup::Remove() {
   if (removed_) return {};
-  for (const Member& m : members_) {
-    // A v1 hierarchy may still list a member the kernel is tearing down (EBUSY) a moment after
-    // v2 reported the session empty: a few short retries.
-    int rc = ::rmdir(m.path.c_str());
-    for (int retry = 0; rc != 0 && errno == EBUSY && retry < kRemoveRetries; ++retry) {
-      ::usleep(1000);
-      rc = ::rmdir(m.path.c_str());
+  // Members left to remove stay listed: a retry takes up only those.
+  while (!members_.empty()) {
+    const fs::path& path = members_.back().path;
+    if (::rmdir(path.c_str()) != 0 && errno != ENOENT) {
+      return std::unexpected(Error::FromErrno(ErrorKind::kCleanupFailed, "rmdir", path.string()));
     }
-    if (rc != 0 && errno != ENOENT) {
-      return std::unexpected(Error::FromErrno(ErrorKind::kCleanupFailed, "rmdir", m.path.string()));
-    }
+    members_.pop_back();
   }
   removed_ = true;
   return {};

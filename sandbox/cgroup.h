@@ -7,10 +7,11 @@
 // One cgroup per session in each hierarchy used: the v2 one where the daemon has a delegated
 // subtree, the v1 `pids`, `memory` and `cpu` hierarchies (hybrid or v1 hosts) for each
 // controller v2 does not provide. They live beneath the daemon's own cgroup in that hierarchy,
-// in a directory of this daemon (`<daemon's cgroup>/ptybox-<pid>-<random>/s<N>`), removed at
-// exit; nothing is ever written to the daemon's own cgroup or a hierarchy's root files, so the
-// host's accounting of the daemon stays as it was. Which hierarchy enforces what is decided by
-// cgroups::ChoosePlan (sandbox/cgroup_layout.h) from what the probe found.
+// in a directory of this daemon (`<daemon's cgroup>/ptybox-<pid>-<random>/s<N>`, set up by
+// CgroupHost, sandbox/cgroup_host.h, and removed with it); nothing is ever written to the
+// daemon's own cgroup or a hierarchy's root files, so the host's accounting of the daemon stays
+// as it was. Which hierarchy enforces what is decided by cgroups::ChoosePlan
+// (sandbox/cgroup_layout.h) from what the host setup found.
 //
 // Where the daemon may create no cgroup at all, it falls back to the subreaper rule
 // (backend/child_reaper.h) and rlimits (backend/init_session.cc).
@@ -25,38 +26,18 @@
 
 #include "common/error.h"
 #include "common/unique_fd.h"
+#include "sandbox/cgroup_host.h"
 #include "sandbox/cgroup_layout.h"
 #include "sandbox/cgroup_signal.h"
 
 namespace ptybox::sandbox {
 
-// Which mechanism ends a session's processes on this host, and why.
-struct CleanupSupport {
-  bool cgroups = false;             // per-session cgroups are in force (plan.cgroups)
-  std::filesystem::path directory;  // this daemon's directory of session cgroups (v2, else the
-                                    // first v1 hierarchy's), when cgroups
-  std::string detail;               // one sentence for `ptybox doctor` and the log
-  cgroups::Plan plan;               // which hierarchy holds each limit, and why
-};
-
-// Probes once per process (creates this daemon's directory in each usable hierarchy and holds
-// an flock on it for its lifetime, the mark of a live owner for the start-up sweep of other
-// daemons, sandbox/cgroup_sweep.h; a test cgroup is created in each, a forked child places
-// itself there as a session's child will, and it is removed). PTYBOX_SESSION_CGROUPS=0 turns cgroups off (the
-// subreaper rule then applies), for hosts where the operator wants the daemon's cgroup left
-// alone, and for tests of the fallback; PTYBOX_SESSION_CGROUPS=v1 uses only the v1 hierarchies
-// (hybrid hosts; tests of ending a session without cgroup.kill).
-const CleanupSupport& SessionCleanupSupport();
-
-// Removes this daemon's directories if they are empty (at exit; best effort).
-void RemoveCleanupDirectory();
-
 class SessionCgroup final {
  public:
-  // Creates `<directory>/<name>` in every hierarchy of the plan and writes `limits` there
+  // Creates `<directory>/<name>` in every hierarchy of `host` and writes `limits` there
   // (cgroups::RenderLimits); a limit that cannot be written fails the whole creation.
-  static Result<SessionCgroup> Create(const std::string& name,
-                                      const cgroups::SessionLimits& limits = {});
+  [[nodiscard]] static Result<SessionCgroup> Create(const CgroupHost& host, const std::string& name,
+                                                    const cgroups::SessionLimits& limits = {});
   SessionCgroup(SessionCgroup&& other) noexcept;
   SessionCgroup& operator=(SessionCgroup&& other) noexcept;
   SessionCgroup(const SessionCgroup&) = delete;
@@ -77,7 +58,10 @@ class SessionCgroup final {
   Result<bool> Populated() const;
   // The pids in the cgroup, for a cleanup_failed message.
   std::string Members() const;
-  // rmdir; succeeds only once the cgroup is empty.
+  // rmdir in every hierarchy, once, without waiting: succeeds only once the cgroup is empty.
+  // A v1 hierarchy may still list a member the kernel is tearing down a moment after v2
+  // reported the session empty: then the error carries EBUSY (sys_errno) and the caller
+  // retries from its own schedule (a timer on the reactor); what was removed stays removed.
   Result<void> Remove();
 
   // The first directory (v2 when used), for messages.
@@ -89,13 +73,15 @@ class SessionCgroup final {
     std::filesystem::path path;    // the session's cgroup in this hierarchy
     cgroups::MembershipTarget target;  // the same, as /proc/<pid>/cgroup names it
   };
-  explicit SessionCgroup(std::vector<Member> members)
+  SessionCgroup(std::vector<Member> members, bool kill_v2)
       : path_(members.empty() ? std::filesystem::path() : members.front().path),
-        members_(std::move(members)) {}
+        members_(std::move(members)),
+        kill_v2_(kill_v2) {}
   [[nodiscard]] std::vector<pid_t> Pids() const;
 
   std::filesystem::path path_;
-  std::vector<Member> members_;
+  std::vector<Member> members_;  // those not removed yet
+  bool kill_v2_ = false;         // the host's plan ends a session with cgroup.kill
   bool removed_ = false;
 };
 

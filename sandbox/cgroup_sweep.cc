@@ -63,25 +63,17 @@ Judgement JudgeOwner(pid_t owner, const OwnerFacts& facts, std::string_view own_
 namespace {
 
 namespace fs = std::filesystem;
+using cgroups::ParsePids;
 using cgroups::ReadText;
+using cgroups::WriteText;
 
 constexpr int kKillRounds = 300;  // each followed by kRoundPause: a 3 s bound per tree
 constexpr useconds_t kRoundPause = 10'000;
 constexpr int kRemoveRetries = 20;
 constexpr int kSettleRounds = 300;  // with kRoundPause: 3 s for exited members to be reaped
 
-bool WriteText(const fs::path& path, std::string_view text) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-  return fd && ::write(fd.Get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
-}
-
 std::vector<pid_t> ReadPids(const fs::path& dir) {
-  std::vector<pid_t> pids;
-  std::istringstream in(ReadText(dir / "cgroup.procs"));
-  for (long pid; in >> pid;) {
-    if (pid > 0) pids.push_back(static_cast<pid_t>(pid));
-  }
-  return pids;
+  return ParsePids(ReadText(dir / "cgroup.procs"));
 }
 
 // One hierarchy to sweep: the daemon's own cgroup there.

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/capability.h>
@@ -28,8 +27,10 @@
 
 #include "policy/mode.h"
 #include "sandbox/bwrap_args.h"
+#include "sandbox/captured_run.h"
 #include "sandbox/container_env.h"
-#include "sandbox/landlock.h"
+#include "sandbox/init/child_exec.h"
+#include "sandbox/init/landlock.h"
 #include "sandbox/mount_stage.h"
 #include "sandbox/seccomp_filter.h"
 #include "sandbox/user_namespace.h"
@@ -48,141 +49,31 @@ constexpr std::string_view kInstallFix =
 
 // ---- Child processes ------------------------------------------------------------------------
 
-struct ChildResult {
-  bool started = false;  // fork and exec succeeded
-  int start_errno = 0;   // why not
-  bool timed_out = false;
-  bool exited = false;
-  int exit_code = -1;
-  int signal = 0;
-  std::string out;
-  std::string err;
-
-  [[nodiscard]] bool Succeeded() const { return started && !timed_out && exited && exit_code == 0; }
-};
-
-void AppendCapped(std::string& to, const char* data, size_t size) {
-  if (to.size() < kMaxCapture) to.append(data, std::min(size, kMaxCapture - to.size()));
+// Runs argv[0] (an absolute path, no PATH search) to its end with a hard timeout, capturing
+// stdout and stderr. `keep_fd` (when >= 0) is inherited at the same number. `stage` (when set)
+// is entered in the child first, as the launcher does (mount_stage.h).
+CapturedRun RunChild(const std::vector<std::string>& argv, int keep_fd = -1,
+                     StagePlan* stage = nullptr) {
+  CaptureOptions options;
+  options.timeout = kChildTimeout;
+  options.max_capture = kMaxCapture;
+  if (keep_fd >= 0) options.keep_fds.push_back(keep_fd);
+  if (stage != nullptr) {
+    // EnterStage says why on stderr (captured: the hints below read it).
+    options.before_exec = [stage]() -> std::optional<ChildFailure> {
+      if (EnterStage(*stage, STDERR_FILENO)) return std::nullopt;
+      return ChildFailure{ChildStage::kMountStage, 0};
+    };
+  }
+  return RunCaptured(argv, options);
 }
 
-// Runs argv[0] (an absolute path, no PATH search) with stdin from /dev/null, capturing
-// stdout and stderr, in its own process group that is killed at the deadline. `keep_fd`
-// (when >= 0) is inherited at the same number.
-// `stage` (when set) is entered in the child first, as the launcher does (mount_stage.h).
-ChildResult RunChild(const std::vector<std::string>& argv, int keep_fd = -1,
-                     StagePlan* stage = nullptr) {
-  ChildResult result;
-  std::vector<char*> cargv;
-  for (const auto& arg : argv) cargv.push_back(const_cast<char*>(arg.c_str()));
-  cargv.push_back(nullptr);
-
-  int out_pipe[2];
-  int err_pipe[2];
-  int exec_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) {
-    result.start_errno = errno;
-    return result;
+// What stopped a program from running, for a probe's detail.
+std::string WhyNotRun(const std::string& path, const ChildFailure& failure) {
+  if (failure.stage == ChildStage::kExec) {
+    return "cannot execute " + path + ": " + std::strerror(failure.err);
   }
-  UniqueFd out_read(out_pipe[0]), out_write(out_pipe[1]);
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    result.start_errno = errno;
-    return result;
-  }
-  UniqueFd err_read(err_pipe[0]), err_write(err_pipe[1]);
-  if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
-    result.start_errno = errno;
-    return result;
-  }
-  UniqueFd exec_read(exec_pipe[0]), exec_write(exec_pipe[1]);
-  UniqueFd null_fd(open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (!null_fd) {
-    result.start_errno = errno;
-    return result;
-  }
-
-  const pid_t pid = fork();
-  if (pid < 0) {
-    result.start_errno = errno;
-    return result;
-  }
-  if (pid == 0) {
-    // Only async-signal-safe calls from here to exec.
-    setpgid(0, 0);
-    if (dup2(null_fd.Get(), STDIN_FILENO) < 0 || dup2(out_write.Get(), STDOUT_FILENO) < 0 ||
-        dup2(err_write.Get(), STDERR_FILENO) < 0) {
-      const int err = errno;
-      ssize_t ignored = write(exec_write.Get(), &err, sizeof err);
-      (void)ignored;
-      _exit(127);
-    }
-    if (stage != nullptr && !EnterStage(*stage, STDERR_FILENO)) _exit(125);
-    if (
-        (keep_fd >= 0 && fcntl(keep_fd, F_SETFD, 0) != 0)) {
-      const int err = errno;
-      ssize_t ignored = write(exec_write.Get(), &err, sizeof err);
-      (void)ignored;
-      _exit(127);
-    }
-    execv(cargv[0], cargv.data());
-    const int err = errno;
-    ssize_t ignored = write(exec_write.Get(), &err, sizeof err);
-    (void)ignored;
-    _exit(127);
-  }
-  out_write.Reset();
-  err_write.Reset();
-  exec_write.Reset();
-  null_fd.Reset();
-
-  const auto deadline = std::chrono::steady_clock::now() + kChildTimeout;
-  std::array<pollfd, 3> fds{
-      {{out_read.Get(), POLLIN, 0}, {err_read.Get(), POLLIN, 0}, {exec_read.Get(), POLLIN, 0}}};
-  int exec_errno = 0;
-  size_t open_fds = fds.size();
-  while (open_fds > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left <= 0ms) {
-      result.timed_out = true;
-      break;
-    }
-    const int ready = poll(fds.data(), fds.size(), static_cast<int>(left.count()));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0) break;
-    for (size_t i = 0; i < fds.size(); ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      char buffer[4096];
-      const ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        fds[i].fd = -1;
-        --open_fds;
-        continue;
-      }
-      if (i == 0) AppendCapped(result.out, buffer, static_cast<size_t>(n));
-      if (i == 1) AppendCapped(result.err, buffer, static_cast<size_t>(n));
-      if (i == 2 && static_cast<size_t>(n) >= sizeof exec_errno) {
-        std::memcpy(&exec_errno, buffer, sizeof exec_errno);
-      }
-    }
-  }
-  if (result.timed_out) kill(-pid, SIGKILL);
-
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (exec_errno != 0) {
-    result.start_errno = exec_errno;
-    return result;
-  }
-  result.started = true;
-  if (WIFEXITED(status)) {
-    result.exited = true;
-    result.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    result.signal = WTERMSIG(status);
-  }
-  return result;
+  return "cannot start " + path + ": " + DescribeChildFailure(failure);
 }
 
 // Forks a child that runs `body` (async-signal-safe calls only) and exits with its value;
@@ -394,13 +285,10 @@ class Prober final {
     if (!S_ISREG(st.st_mode) || access(path.c_str(), X_OK) != 0) {
       return Failed(name, path + " is not an executable file", kInstallFix);
     }
-    const ChildResult version = RunChild({path, "--version"});
+    const CapturedRun version = RunChild({path, "--version"});
     std::string detail = path;
     if (st.st_mode & S_ISUID) detail += " (setuid)";
-    if (!version.started) {
-      return Failed(name, "cannot execute " + path + ": " + std::strerror(version.start_errno),
-                    kInstallFix);
-    }
+    if (version.failure) return Failed(name, WhyNotRun(path, *version.failure), kInstallFix);
     runnable_ = true;
     if (auto parsed = ParseVersion(version.out)) {
       detail += ": " + Sanitize(version.out, 80);
@@ -632,12 +520,12 @@ class Prober final {
                     "see the message; the launcher stages every bind this way");
     }
     BwrapInvocation invocation{bwrap_, seccomp->Get(), resolved, std::move(args)};
-    const ChildResult child = RunChild(BuildBwrapArgv(spec, invocation), seccomp->Get(), &*stage);
+    const CapturedRun child = RunChild(BuildBwrapArgv(spec, invocation), seccomp->Get(), &*stage);
     if (child.Succeeded()) return Ok(name, success);
 
     std::string detail;
-    if (!child.started) {
-      detail = "cannot execute " + bwrap_.string() + ": " + std::strerror(child.start_errno);
+    if (child.failure) {
+      detail = WhyNotRun(bwrap_.string(), *child.failure);
     } else if (child.timed_out) {
       detail = "the sandbox did not finish within 10 s";
     } else if (child.exited) {

@@ -27,7 +27,7 @@ Result<void> RequireSandbox(const std::filesystem::path& bwrap);
 // Explains why a sandbox could not start, given what bwrap printed: runs the probes and returns
 // a sandbox_unavailable error naming the cause and the fix (never a silent fallback).
 Error DiagnoseSandboxFailure(const std::filesystem::path& bwrap, std::string_view bwrap_stderr);
-// Landlock's UNIX-socket walls on this kernel (sandbox/landlock.h): ok when both hold; never
+// Landlock's UNIX-socket walls on this kernel (sandbox/init/landlock.h): ok when both hold; never
 // part of ProbeHost (a kernel without them still sandboxes, with the gap doctor states).
 ProbeResult ProbeUnixSocketWalls();
 // Where bwrap is: $PTYBOX_BWRAP, else the first "bwrap" on PATH, else /usr/bin/bwrap.

@@ -9,11 +9,12 @@
 #include <optional>
 
 #include "sandbox/host_walls.h"
-#include "sandbox/init_protocol.h"
+#include "sandbox/init/child_exec.h"
+#include "sandbox/init/init_protocol.h"
 #include "sandbox/mount_stage.h"
-#include "sandbox/user_namespace.h"
 #include "sandbox/seccomp_filter.h"
 #include "sandbox/session_home.h"
+#include "sandbox/user_namespace.h"
 
 namespace ptybox::sandbox {
 
@@ -85,38 +86,37 @@ std::vector<std::string> BuildInitArgs(const LaunchSpec& spec) {
 
 namespace {
 
-// Runs in the forked child: only async-signal-safe calls until execve.
+// Runs in the forked child: only async-signal-safe calls until execve. A failed step ends the
+// child with that step's exit status (child_exec.h) and a line on the diagnostics pipe.
 [[noreturn]] void ExecChild(const LaunchSpec& spec, const std::vector<char*>& argv, int control,
                             int seccomp, int diagnostics, int devnull, StagePlan* stage) {
+  const int say = diagnostics >= 0 ? diagnostics : STDERR_FILENO;
+  auto fail = [say](ChildStage step, int err) { FailChild({step, err}, -1, say); };
   // Into the session's cgroups first, while still the daemon's credentials and namespaces (the
   // descriptors were opened by the daemon): everything after this is the session's (its CPU
   // quota, its memory charge), nothing before it was the daemon's membership.
   for (int fd : spec.cgroup_procs) {
-    if (::write(fd, "0", 1) != 1) {
-      static constexpr char kWhy[] = "ptybox: cannot place the session in its cgroup\n";
-      (void)!::write(diagnostics >= 0 ? diagnostics : STDERR_FILENO, kWhy, sizeof(kWhy) - 1);
-      ::_exit(124);
-    }
+    if (::write(fd, "0", 1) != 1) fail(ChildStage::kCgroup, errno);
   }
   if (spec.new_process_group) ::setpgid(0, 0);
   // The private mount namespace with the checked binds staged (and, for a root daemon, the
   // drop to the session's unprivileged id) comes first, while the clones' descriptors are
-  // still where the parent left them.
-  if (stage != nullptr && !EnterStage(*stage, diagnostics >= 0 ? diagnostics : STDERR_FILENO)) {
-    ::_exit(125);
-  }
+  // still where the parent left them. EnterStage says why on `say` itself.
+  if (stage != nullptr && !EnterStage(*stage, say)) FailChild({ChildStage::kMountStage, 0}, -1);
   // Fixed descriptor numbers: dup to high numbers first so no source is overwritten.
   int control_hi = ::fcntl(control, F_DUPFD_CLOEXEC, 100);
   int seccomp_hi = seccomp >= 0 ? ::fcntl(seccomp, F_DUPFD_CLOEXEC, 100) : -1;
-  if (control_hi < 0 || (seccomp >= 0 && seccomp_hi < 0)) ::_exit(126);
+  if (control_hi < 0 || (seccomp >= 0 && seccomp_hi < 0)) fail(ChildStage::kDescriptors, errno);
   if (spec.pty) {
     // The daemon's stdio may be its protocol stream: never let the sandbox touch it.
     ::dup2(devnull, STDIN_FILENO);
     ::dup2(devnull, STDOUT_FILENO);
     if (diagnostics >= 0) ::dup2(diagnostics, STDERR_FILENO);
   }
-  if (::dup2(control_hi, kInitControlFd) < 0) ::_exit(126);
-  if (seccomp_hi >= 0 && ::dup2(seccomp_hi, kSeccompFd) < 0) ::_exit(126);
+  if (::dup2(control_hi, kInitControlFd) < 0) fail(ChildStage::kDescriptors, errno);
+  if (seccomp_hi >= 0 && ::dup2(seccomp_hi, kSeccompFd) < 0) {
+    fail(ChildStage::kDescriptors, errno);
+  }
   if (!spec.pty && diagnostics >= 0) {
     // A confined run (BuildInitArgs gave init --stderr-fd): bwrap's own errors go to the pipe,
     // and the caller's stderr waits at kCallerStderrFd (not close-on-exec, so bwrap passes it
@@ -124,20 +124,16 @@ namespace {
     const int caller_hi = ::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 100);
     if (caller_hi < 0 || ::dup2(diagnostics, STDERR_FILENO) < 0 ||
         ::dup2(caller_hi, kCallerStderrFd) < 0) {
-      ::_exit(126);
+      fail(ChildStage::kDescriptors, errno);
     }
     ::close_range(kCallerStderrFd + 1, ~0U, 0);
   } else {
     ::close_range(seccomp_hi >= 0 ? kSeccompFd + 1 : kInitControlFd + 1, ~0U, 0);
   }
-  // Dispositions and the mask are inherited across exec: restore the defaults.
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
+  ResetChildSignals();
   char* empty_env[] = {nullptr};
   ::execve(argv[0], argv.data(), empty_env);
-  ::_exit(127);
+  FailChild({ChildStage::kExec, errno}, -1, STDERR_FILENO);
 }
 
 }  // namespace
@@ -177,10 +173,6 @@ Result<void> CheckSandboxRoots(const SandboxSpec& sandbox) {
   }
   return {};
 }
-
-namespace {
-
-}  // namespace
 
 Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
   const bool confined = policy::IsConfined(spec.mode);

@@ -17,7 +17,7 @@
 #include "policy/policy.h"
 #include "sandbox/bwrap_args.h"
 #include "sandbox/cgroup_layout.h"
-#include "sandbox/resource_limits.h"
+#include "sandbox/init/resource_limits.h"
 
 namespace ptybox::sandbox {
 

@@ -6,7 +6,7 @@
 # run`, their forked children) stop at the first report, and each report is also written to
 # build-asan/sanitizer-logs/, which must stay empty, so a report from a child whose exit status
 # no test looks at still fails CI. ptybox-init runs inside the sandbox with an empty environment
-# and cannot reach that directory: its options are built in (sandbox/init_sanitizer_options.cc) and
+# and cannot reach that directory: its options are built in (sandbox/init/init_sanitizer_options.cc) and
 # its reports go to its stderr, which the daemon and `ptybox run` pass on (docs/ci.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."

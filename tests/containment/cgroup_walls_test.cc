@@ -12,12 +12,14 @@
 //    earlier version (no lock), names that are not ours.
 // Both need session cgroups (a root daemon here, or a delegated subtree); where the daemon has
 // none (an ordinary user on this host) the cases skip and say why.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -34,6 +36,7 @@
 #include <vector>
 
 #include "common/random.h"
+#include "sandbox/captured_run.h"
 #include "sandbox/cgroup_layout.h"
 #include "tests/support/daemon_fixture.h"
 
@@ -333,6 +336,69 @@ TEST(CgroupSweepTest, ADaemonSweepsOnlyTheDirectoriesOfGoneDaemons) {
     ::rmdir((home / stale_name / "s2").c_str());
     ::rmdir((home / stale_name).c_str());
   }
+}
+
+// Names created in the watched directories, read after the fact (inotify queues each mkdir
+// as it happens, so nothing depends on when we look).
+std::vector<std::string> CreatedNames(int inotify_fd) {
+  std::vector<std::string> names;
+  alignas(inotify_event) char buf[16384];
+  for (ssize_t n; (n = ::read(inotify_fd, buf, sizeof(buf))) > 0;) {
+    for (char* at = buf; at < buf + n;) {
+      const auto* event = reinterpret_cast<const inotify_event*>(at);
+      if (event->len > 0) names.emplace_back(event->name);
+      at += sizeof(inotify_event) + event->len;
+    }
+  }
+  return names;
+}
+
+bool AnyOf(const std::vector<std::string>& names, pid_t pid) {
+  const std::string prefix = "ptybox-" + std::to_string(pid) + "-";
+  return std::any_of(names.begin(), names.end(),
+                     [&prefix](const std::string& n) { return n.starts_with(prefix); });
+}
+
+// `ptybox doctor` reports the session cgroups without setting them up: beneath the cgroups it
+// shares with this test, it makes no directory of its own (no mkdir, so no lock, no controller
+// written, no probe child placed), while `ptybox run` (the positive control) does.
+TEST(CgroupHostTest, DoctorReportsCgroupsWithoutCreatingAny) {
+  const std::map<std::string, fs::path> homes = OwnDirectories(::getpid());
+  ASSERT_FALSE(homes.empty());
+  const int watch = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  ASSERT_GE(watch, 0) << std::strerror(errno);
+  for (const auto& [h, home] : homes) {
+    ASSERT_GE(::inotify_add_watch(watch, home.c_str(), IN_CREATE), 0) << home;
+  }
+  const sandbox::CapturedRun doctor =
+      sandbox::RunCaptured({PtyboxBinary().string(), "doctor"}, sandbox::CaptureOptions{});
+  const std::vector<std::string> during_doctor = CreatedNames(watch);
+  TempDir workspace;
+  const sandbox::CapturedRun run =
+      sandbox::RunCaptured({PtyboxBinary().string(), "run", "--workspace",
+                            workspace.path().string(), "--mode", "read-only", "--", "/bin/true"},
+                           sandbox::CaptureOptions{});
+  const std::vector<std::string> during_run = CreatedNames(watch);
+  ::close(watch);
+  const size_t line = doctor.out.find("session cleanup");
+  if (line != std::string::npos) {
+    std::cout << "  observed: " << doctor.out.substr(line, doctor.out.find('\n', line) - line)
+              << "\n";
+  }
+  EXPECT_NE(doctor.out.find("session cleanup: "), std::string::npos) << doctor.out;
+  EXPECT_NE(doctor.out.find("session limits: "), std::string::npos) << doctor.out;
+  EXPECT_FALSE(AnyOf(during_doctor, doctor.pid)) << "ptybox doctor made a cgroup directory";
+  if (!AnyOf(during_run, run.pid)) {
+    GTEST_SKIP() << "`ptybox run` made no session cgroups either (no cgroups for this user "
+                    "here), so the doctor's restraint proves nothing";
+  }
+  // The doctor names where the directories would go: one of this process's own cgroups.
+  bool named = false;
+  for (const auto& [h, home] : homes) {
+    named = named || doctor.out.find("per-session cgroups beneath " + home.string() + "\n") !=
+                         std::string::npos;
+  }
+  EXPECT_TRUE(named) << doctor.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(ConfinedModes, CgroupWallsTest,

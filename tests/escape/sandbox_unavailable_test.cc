@@ -9,7 +9,7 @@
 #include <ostream>
 
 #include "sandbox/host_probe.h"
-#include "sandbox/landlock.h"
+#include "sandbox/init/landlock.h"
 #include "tests/escape/escape_support.h"
 #include "tests/sandbox/process_runner.h"
 

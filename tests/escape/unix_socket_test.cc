@@ -21,7 +21,7 @@
 #include <string>
 #include <tuple>
 
-#include "sandbox/landlock.h"
+#include "sandbox/init/landlock.h"
 #include "tests/escape/escape_support.h"
 
 namespace ptybox::testing {

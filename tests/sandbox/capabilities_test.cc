@@ -1,7 +1,7 @@
 // DropAllCapabilities for real, in forked children: as root in the initial namespace (the CI
 // case, where the drop is real), inside a fresh user namespace (what ptybox-init sees), and
 // across an execve by uid 0 (nothing comes back).
-#include "sandbox/capabilities.h"
+#include "sandbox/init/capabilities.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

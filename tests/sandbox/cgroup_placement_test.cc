@@ -1,8 +1,9 @@
 // The launched child places itself (sandbox/launcher.h, LaunchSpec::cgroup_procs): it writes
 // "0" to every descriptor it is given before anything else, on v1 and v2 alike (the kernel
 // reads "0" as "the writing process" in both), so the daemon never has to join; a write that
-// fails ends the child with 124 before it runs anything. A pipe stands in for cgroup.procs
-// here, so this holds for any user on any host.
+// fails ends the child with the cgroup stage's own exit status (sandbox/init/child_exec.h) and a
+// line on the diagnostics pipe before it runs anything. A pipe stands in for cgroup.procs here, so
+// this holds for any user on any host.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "sandbox/cgroup_layout.h"
+#include "sandbox/init/child_exec.h"
 #include "sandbox/launcher.h"
 #include "tests/support/daemon_fixture.h"
 
@@ -54,14 +56,23 @@ TEST(CgroupPlacementTest, AChildThatCannotPlaceItselfEndsBeforeRunningAnything) 
   const int unwritable = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   ASSERT_GE(unwritable, 0);
   LaunchSpec spec = Spec();
+  spec.pty = true;  // the child's stderr is then the diagnostics pipe, read here
   spec.cgroup_procs = {unwritable};
   Result<LaunchedInit> launched = LaunchInit(spec);
   ::close(unwritable);
   ASSERT_TRUE(launched) << launched.error().message;
   int status = 0;
   ASSERT_EQ(::waitpid(launched->pid, &status, 0), launched->pid);
+  std::string said;
+  char buffer[256];
+  ssize_t n = 0;
+  while ((n = ::read(launched->diagnostics.Get(), buffer, sizeof(buffer))) > 0) {
+    said.append(buffer, static_cast<size_t>(n));
+  }
   ASSERT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(WEXITSTATUS(status), 124);
+  EXPECT_EQ(WEXITSTATUS(status), ChildExitCode(ChildStage::kCgroup));
+  EXPECT_EQ(said, "ptybox: placing the session in its cgroup failed (errno " +
+                      std::to_string(EBADF) + ")\n");
 }
 
 TEST(CgroupPlacementTest, OwnCgroupPathReadsV2AndV1Lines) {

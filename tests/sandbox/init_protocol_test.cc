@@ -1,7 +1,7 @@
 // Unit tests of the typed messages between the daemon and ptybox-init: every message survives
 // encode/decode with each field, a real SOCK_SEQPACKET pair carries them (and the PTY master),
 // and malformed records are refused with a reason.
-#include "sandbox/init_protocol.h"
+#include "sandbox/init/init_protocol.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

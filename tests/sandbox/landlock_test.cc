@@ -1,7 +1,7 @@
 // Landlock's UNIX-socket walls: which ABI gives which wall (pure), and, for real in a forked
 // child, that RestrictUnixSockets refuses an abstract socket created outside the child's domain
 // while the child's own abstract socket keeps working.
-#include "sandbox/landlock.h"
+#include "sandbox/init/landlock.h"
 
 #include <gtest/gtest.h>
 #include <sys/prctl.h>

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/init/child_exec.h"
+
 namespace ptybox::sandbox::testing {
 
 struct RunOptions {
@@ -23,6 +25,7 @@ struct RunOptions {
 
 struct RunResult {
   int start_errno = 0;  // fork/exec failure, else 0
+  std::optional<ChildFailure> failure;  // the step that failed before exec
   bool timed_out = false;
   int exit_code = -1;  // -1 when killed
   int signal = 0;

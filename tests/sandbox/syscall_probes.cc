@@ -35,7 +35,7 @@
 #include <map>
 #include <sstream>
 
-#include "sandbox/init_protocol.h"
+#include "sandbox/init/init_protocol.h"
 
 extern char** environ;
 

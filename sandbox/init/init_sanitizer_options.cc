@@ -11,6 +11,4 @@ extern "C" const char* __asan_default_options() {
   return "detect_leaks=0:halt_on_error=1:abort_on_error=0:print_stacktrace=1";
 }
 
-extern "C" const char* __ubsan_default_options() {
-  return "halt_on_error=1:print_stacktrace=1";
-}
+extern "C" const char* __ubsan_default_options() { return "halt_on_error=1:print_stacktrace=1"; }

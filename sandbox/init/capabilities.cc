@@ -1,7 +1,7 @@
 // Empties every capability set of the calling process with libcap, in the only order that
 // works (bounding first, while CAP_SETPCAP may still be effective), sets no_new_privs, and
 // verifies the result instead of trusting it.
-#include "sandbox/capabilities.h"
+#include "sandbox/init/capabilities.h"
 
 #include <linux/securebits.h>
 #include <sys/capability.h>

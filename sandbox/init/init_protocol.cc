@@ -1,11 +1,11 @@
-#include "sandbox/init_protocol.h"
+#include "sandbox/init/init_protocol.h"
 
 #include <sys/socket.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include "policy/schema.h"
+#include "common/untrusted_text.h"
 
 namespace ptybox::sandbox {
 namespace {
@@ -159,12 +159,12 @@ Result<InitMessage> DecodeInitMessage(std::string_view record) {
     case WireType::kFailed:
       return FailedMessage{std::string(payload), h.a};
   }
-  return Fail(ErrorKind::kInternal,
-              "unknown message type " + std::to_string(h.type) + " on the ptybox-init control socket");
+  return Fail(ErrorKind::kInternal, "unknown message type " + std::to_string(h.type) +
+                                        " on the ptybox-init control socket");
 }
 
 std::string_view InitMessageName(const InitMessage& message) {
-  static constexpr std::string_view kNames[] = {"start", "ready", "exited",
+  static constexpr std::string_view kNames[] = {"start",     "ready", "exited",
                                                 "terminate", "quiet", "failed"};
   return kNames[message.index()];
 }
@@ -235,8 +235,8 @@ Result<std::optional<ReceivedInitMessage>> ReceiveInitMessage(int socket_fd) {
 
 std::optional<std::string> EnvironmentEntryProblem(std::string_view entry) {
   const size_t equals = entry.find('=');
-  if (equals == std::string_view::npos || !policy::IsValidEnvName(entry.substr(0, equals))) {
-    return "environment entry `" + policy::Printable(entry) +
+  if (equals == std::string_view::npos || !IsValidEnvName(entry.substr(0, equals))) {
+    return "environment entry `" + Printable(entry) +
            "` is not NAME=value with a valid variable name";
   }
   if (entry.find('\0') != std::string_view::npos) {

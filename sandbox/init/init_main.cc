@@ -31,10 +31,11 @@
 
 #include "common/proc_stat.h"
 #include "common/unique_fd.h"
-#include "sandbox/capabilities.h"
-#include "sandbox/init_protocol.h"
-#include "sandbox/landlock.h"
-#include "sandbox/resource_limits.h"
+#include "sandbox/init/capabilities.h"
+#include "sandbox/init/child_exec.h"
+#include "sandbox/init/init_protocol.h"
+#include "sandbox/init/landlock.h"
+#include "sandbox/init/resource_limits.h"
 
 namespace ptybox::sandbox {
 namespace {
@@ -56,7 +57,7 @@ struct InitOptions {
   std::string line = "ptybox-init: " + message + "\n";
   ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
   (void)ignored;
-  ::_exit(125);
+  ::_exit(kInitExitSetupFailed);
 }
 
 // Reports a setup failure to the daemon (which turns it into spawn_failed) and exits.
@@ -254,7 +255,8 @@ std::string CopyLinkDirectory(const std::string& program, int copy_fd, std::stri
 }
 
 // Forks the program. In PTY mode it becomes a session leader with the slave as its controlling
-// terminal. A failure in the child comes back over a close-on-exec pipe as {stage, errno}.
+// terminal. A failure in the child comes back over a close-on-exec pipe as the failed step and
+// its errno (sandbox/init/child_exec.h).
 pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, const Pty* pty) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) FailSetup(o.control_fd, ErrnoText("pipe2"));
@@ -277,26 +279,21 @@ pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, co
 
   pid_t pid = ::fork();
   if (pid < 0) FailSetup(o.control_fd, ErrnoText("fork"));
-  enum Stage : int { kSetup = 0, kExec = 1 };
   if (pid == 0) {
-    auto fail = [&](int err, Stage stage = kSetup) {
-      int report[2] = {stage, err};
-      ssize_t ignored = ::write(exec_write.Get(), report, sizeof(report));
-      (void)ignored;
-      ::_exit(127);
-    };
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
+    const int report = exec_write.Get();
+    ResetChildSignals();
     if (pty != nullptr) {
-      if (::setsid() < 0) fail(errno);
-      if (::ioctl(pty->slave.Get(), TIOCSCTTY, 0) != 0) fail(errno);
+      if (::setsid() < 0) FailChild({ChildStage::kSession, errno}, report);
+      if (::ioctl(pty->slave.Get(), TIOCSCTTY, 0) != 0) {
+        FailChild({ChildStage::kTerminal, errno}, report);
+      }
       for (int fd = 0; fd < 3; ++fd) {
-        if (::dup2(pty->slave.Get(), fd) < 0) fail(errno);
+        if (::dup2(pty->slave.Get(), fd) < 0) FailChild({ChildStage::kStdio, errno}, report);
       }
     }
-    if (!o.cwd.empty() && ::chdir(o.cwd.c_str()) != 0) fail(errno);
+    if (!o.cwd.empty() && ::chdir(o.cwd.c_str()) != 0) {
+      FailChild({ChildStage::kDirectory, errno}, report);
+    }
     if (unreadable) {
       // argv[0] stays the program's path ($BASH, `exec $BASH`); on failure (a kernel that
       // refuses to exec memfds) the program runs from its own file.
@@ -304,23 +301,20 @@ pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, co
       ::execveat(unreadable.Get(), "", argv.data(), envp.data(), AT_EMPTY_PATH);
     }
     ::execve(program.c_str(), argv.data(), envp.data());
-    fail(errno, kExec);
+    FailChild({ChildStage::kExec, errno}, report);
   }
   exec_write.Reset();
-  int report[2] = {kSetup, 0};
-  ssize_t n;
-  do {
-    n = ::read(exec_read.Get(), report, sizeof(report));
-  } while (n < 0 && errno == EINTR);
+  const std::optional<ChildFailure> failure = AwaitChildExec(exec_read.Get());
   if (!link_dir.empty()) {  // the program has exec'd (or failed): the link is not needed
     ::unlink(link.c_str());
     ::rmdir(link_dir.c_str());
   }
-  if (n == static_cast<ssize_t>(sizeof(report))) {
+  if (failure) {
     ::waitpid(pid, nullptr, 0);
-    FailSetup(o.control_fd,
-              ErrnoText("starting " + o.argv[0] + (o.cwd.empty() ? "" : " in " + o.cwd), report[1]),
-              report[0] == kExec ? report[1] : 0);
+    FailSetup(
+        o.control_fd,
+        ErrnoText("starting " + o.argv[0] + (o.cwd.empty() ? "" : " in " + o.cwd), failure->err),
+        failure->stage == ChildStage::kExec ? failure->err : 0);
   }
   return pid;
 }
@@ -412,6 +406,44 @@ void TerminateSession(const InitOptions& o, pid_t program, bool& program_exited,
   Reap(program, program_exited, o.control_fd);
 }
 
+// Step 8 of Run: reaps, reports the program's exit, and ends the session on request (a
+// signal, the daemon's terminate message) or when the daemon is gone. Returns init's status.
+int Serve(const InitOptions& o, pid_t program, const UniqueFd& signals) {
+  bool program_exited = false;
+  for (;;) {
+    pollfd fds[2] = {{o.control_fd, POLLIN, 0}, {signals.Get(), POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      Die(ErrnoText("poll"));
+    }
+    if (fds[1].revents & POLLIN) {
+      signalfd_siginfo info;
+      bool terminate = false;
+      while (::read(signals.Get(), &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
+        if (info.ssi_signo != SIGCHLD) terminate = true;
+      }
+      Reap(program, program_exited, o.control_fd);
+      if (terminate) {
+        TerminateSession(o, program, program_exited, std::chrono::milliseconds(1000));
+        return 0;
+      }
+    }
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      Result<std::optional<ReceivedInitMessage>> received = ReceiveInitMessage(o.control_fd);
+      if (!received || !*received) {
+        // The daemon is gone: nobody may keep running in its name.
+        TerminateSession(o, program, program_exited, std::chrono::milliseconds(500));
+        return 0;
+      }
+      if (const auto* terminate = std::get_if<TerminateMessage>(&(*received)->message)) {
+        TerminateSession(o, program, program_exited, terminate->grace);
+        (void)SendInitMessage(o.control_fd, QuietMessage{});
+        return 0;
+      }
+    }
+  }
+}
+
 int Run(int argc, char** argv) {
   InitOptions o = ParseArgs(argc, argv);
   // Until here our stderr (bwrap's) was the launcher's diagnostics pipe: from now on what we
@@ -480,39 +512,7 @@ int Run(int argc, char** argv) {
   pty.reset();
 
   // 8. Serve: reap, report the exit, terminate on request or when the daemon is gone.
-  bool program_exited = false;
-  for (;;) {
-    pollfd fds[2] = {{o.control_fd, POLLIN, 0}, {signals.Get(), POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      Die(ErrnoText("poll"));
-    }
-    if (fds[1].revents & POLLIN) {
-      signalfd_siginfo info;
-      bool terminate = false;
-      while (::read(signals.Get(), &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
-        if (info.ssi_signo != SIGCHLD) terminate = true;
-      }
-      Reap(program, program_exited, o.control_fd);
-      if (terminate) {
-        TerminateSession(o, program, program_exited, std::chrono::milliseconds(1000));
-        return 0;
-      }
-    }
-    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      Result<std::optional<ReceivedInitMessage>> received = ReceiveInitMessage(o.control_fd);
-      if (!received || !*received) {
-        // The daemon is gone: nobody may keep running in its name.
-        TerminateSession(o, program, program_exited, std::chrono::milliseconds(500));
-        return 0;
-      }
-      if (const auto* terminate = std::get_if<TerminateMessage>(&(*received)->message)) {
-        TerminateSession(o, program, program_exited, terminate->grace);
-        (void)SendInitMessage(o.control_fd, QuietMessage{});
-        return 0;
-      }
-    }
-  }
+  return Serve(o, program, signals);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Landlock through raw syscalls: Debian 12's headers know neither the scoped member of the
 // ruleset attribute (ABI 6) nor LANDLOCK_ACCESS_FS_RESOLVE_UNIX (ABI 9), so both are defined
 // here with the kernel's values.
-#include "sandbox/landlock.h"
+#include "sandbox/init/landlock.h"
 
 #include <sys/prctl.h>
 #include <sys/syscall.h>

@@ -44,8 +44,8 @@ struct TerminateMessage {
 struct QuietMessage {};
 // init -> daemon: setup failed before the program ran.
 struct FailedMessage {
-  std::string reason;   // a sentence saying what failed
-  int exec_errno = 0;   // execve's errno when the program itself could not be started, else 0
+  std::string reason;  // a sentence saying what failed
+  int exec_errno = 0;  // execve's errno when the program itself could not be started, else 0
 };
 
 using InitMessage = std::variant<StartMessage, ReadyMessage, ExitedMessage, TerminateMessage,
