@@ -5,12 +5,14 @@
 // disk or a symlink never stops a session and is reported once; a hostile session's output
 // stays bounded valid JSON; `ptybox run` records its command. The daemon is stopped before the
 // log is read (it writes everything queued on exit), so nothing waits on time.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
-#include <gtest/gtest.h>
+#include <chrono>
 #include <regex>
+#include <thread>
 
 #include "tests/audit/audit_support.h"
 
@@ -70,9 +72,8 @@ TEST(AuditLogTest, RecordsASessionsEventsInOrder) {
     EXPECT_EQ(ok["exitCode"], 0) << ok.dump();
     Json failed = Send(client, id, "false\n");
     EXPECT_EQ(failed["exitCode"], 1) << failed.dump();
-    Json background = client.Call("terminal_send", Json{{"sessionId", id},
-                                                        {"input", "sleep 30\n"},
-                                                        {"background", true}});
+    Json background = client.Call(
+        "terminal_send", Json{{"sessionId", id}, {"input", "sleep 30\n"}, {"background", true}});
     ASSERT_TRUE(background.contains("result")) << background.dump();
     Json canceled = client.Call("terminal_cancel", Json{{"sessionId", id}});
     EXPECT_EQ(canceled["result"]["canceled"], true) << canceled.dump();
@@ -93,11 +94,10 @@ TEST(AuditLogTest, RecordsASessionsEventsInOrder) {
   EXPECT_EQ(FileMode(log), 0600u);
   std::vector<Json> records = ReadAuditLog(log);
   EXPECT_EQ(EventNames(records),
-            (std::vector<std::string>{"audit_started", "owner_connected", "session_opened",
-                                      "send", "send_result", "send", "send_result", "send",
-                                      "cancel", "send_result", "signal", "refused", "refused",
-                                      "close", "mode_changed", "owner_disconnected",
-                                      "audit_stopped"}));
+            (std::vector<std::string>{"audit_started", "owner_connected", "session_opened", "send",
+                                      "send_result", "send", "send_result", "send", "cancel",
+                                      "send_result", "signal", "refused", "refused", "close",
+                                      "mode_changed", "owner_disconnected", "audit_stopped"}));
   ASSERT_EQ(records.size(), 17u);
   ExpectOpaqueOwners(records);
   for (size_t i = 0; i < records.size(); ++i) {
@@ -148,9 +148,9 @@ TEST(AuditLogTest, ASendOfNamedKeysIsAuditedAsTheBytesItTypes) {
     RpcClient client(daemon.socket());
     const std::string id = OpenSession(client, "workspace-write");
     ASSERT_FALSE(id.empty());
-    Json keyed = client.Call(
-        "terminal_send",
-        Json{{"sessionId", id}, {"keys", Json::array({"echo keyed-42", "Enter"})}});
+    Json keyed =
+        client.Call("terminal_send",
+                    Json{{"sessionId", id}, {"keys", Json::array({"echo keyed-42", "Enter"})}});
     ASSERT_TRUE(keyed.contains("result")) << keyed.dump();
     EXPECT_EQ(keyed["result"]["exitCode"], 0) << keyed.dump();
   }
@@ -204,8 +204,8 @@ TEST(AuditLogTest, AConfinedSessionReadsNeitherTheLogNorTheRecordings) {
   fs::permissions(base / "casts", fs::perms(0755));
   const fs::path log = base / "audit.jsonl";
   {
-    Daemon daemon(Daemon::Options{
-        {"--audit-log", log.string(), "--record", (base / "casts").string()}, {}});
+    Daemon daemon(
+        Daemon::Options{{"--audit-log", log.string(), "--record", (base / "casts").string()}, {}});
     for (const char* mode : {"workspace-write", "read-only"}) {
       RpcClient client(daemon.socket());
       const std::string id = OpenSession(client, mode);
@@ -275,9 +275,8 @@ class Tmpfs final {
  public:
   Tmpfs(const fs::path& dir, const std::string& options) : dir_(dir) {
     fs::create_directories(dir);
-    ok_ = ::geteuid() == 0 &&
-          Shell("mount -t tmpfs -o " + options + " ptybox-test " + dir.string() + " 2>/dev/null") ==
-              0;
+    ok_ = ::geteuid() == 0 && Shell("mount -t tmpfs -o " + options + " ptybox-test " +
+                                    dir.string() + " 2>/dev/null") == 0;
   }
   ~Tmpfs() {
     if (ok_) Shell("umount -l " + dir_.string());
@@ -301,17 +300,19 @@ Startup StartServe(const std::vector<std::string>& args, const fs::path& workspa
                    const std::string& program = "serve") {
   TempDir scratch;
   const fs::path err = scratch.path() / "stderr";
-  std::string command = "cd " + workspace.string() +
-                        " && PTYBOX_LOG=info PTYBOX_OPERATOR_POLICY=/nonexistent/ptybox.yaml PTYBOX_INIT=" +
-                        InitBinary().string() + " " + PtyboxBinary().string() + " " + program;
+  std::string command =
+      "cd " + workspace.string() +
+      " && PTYBOX_LOG=info PTYBOX_OPERATOR_POLICY=/nonexistent/ptybox.yaml PTYBOX_INIT=" +
+      InitBinary().string() + " " + PtyboxBinary().string() + " " + program;
   if (program == "serve") command += " --socket " + (scratch.path() / "s.sock").string();
   for (const std::string& arg : args) command += " '" + arg + "'";
   if (program == "run") command += " -- true";
   // A daemon that did start is stopped at once: one SIGTERM after it printed "listening" (a
   // second one during a slow shutdown, under a sanitizer say, would end it with 143).
-  command += " 2>" + err.string() + " & pid=$!; for i in $(seq 1 300); do "
-             "kill -0 $pid 2>/dev/null || break; grep -q listening " + err.string() +
-             " && { kill -TERM $pid; break; }; sleep 0.1; done; wait $pid";
+  command += " 2>" + err.string() +
+             " & pid=$!; for i in $(seq 1 300); do "
+             "kill -0 $pid 2>/dev/null || break; grep -q listening " +
+             err.string() + " && { kill -TERM $pid; break; }; sleep 0.1; done; wait $pid";
   Startup out;
   out.status = Shell(command);
   std::ifstream in(err);
@@ -415,9 +416,9 @@ TEST(AuditLogTest, ALogOrRecordDirectoryInsideASessionRootIsRefusedAtStartup) {
                                 (elsewhere.path() / "cache" / "audit.jsonl").string()},
                                workspace.path());
   EXPECT_EQ(in_root.status, 1) << in_root.stderr_text;
-  EXPECT_NE(in_root.stderr_text.find("lies inside " +
-                                     fs::canonical(elsewhere.path() / "cache").string()),
-            std::string::npos)
+  EXPECT_NE(
+      in_root.stderr_text.find("lies inside " + fs::canonical(elsewhere.path() / "cache").string()),
+      std::string::npos)
       << in_root.stderr_text;
   // ptybox run refuses the same, as a sandbox problem (125), before the command runs.
   Startup run = StartServe({"--audit-log", (workspace.path() / "run.jsonl").string()},
@@ -426,8 +427,8 @@ TEST(AuditLogTest, ALogOrRecordDirectoryInsideASessionRootIsRefusedAtStartup) {
   EXPECT_NE(run.stderr_text.find("ptybox run: the audit log"), std::string::npos)
       << run.stderr_text;
   // Beside the workspace is fine.
-  Startup beside = StartServe({"--audit-log", (elsewhere.path() / "audit.jsonl").string()},
-                              workspace.path());
+  Startup beside =
+      StartServe({"--audit-log", (elsewhere.path() / "audit.jsonl").string()}, workspace.path());
   EXPECT_EQ(beside.status, 0) << beside.stderr_text;
   EXPECT_EQ(FileMode(elsewhere.path() / "audit.jsonl"), 0600u);
 }
@@ -447,6 +448,13 @@ TEST(AuditLogTest, AFullDiskIsReportedOnceAndTheGapIsCountedWhenSpaceReturns) {
     for (int i = 0; i < 3; ++i) {
       EXPECT_EQ(Send(client, id, "echo disk-full\n")["viewport"], "disk-full");
     }
+    // The writer works beside the reactor: space returns only once it has met the full disk
+    // (its one report), or a busy machine would let it write everything after the removal.
+    const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (daemon.Log().find("No space left on device") == std::string::npos &&
+           std::chrono::steady_clock::now() < guard) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     fs::remove(disk / "filler");
     // The writer retries with each new line: this one lands, after the count of the lost ones.
     EXPECT_EQ(Send(client, id, "echo space-again\n")["viewport"], "space-again");
@@ -459,7 +467,10 @@ TEST(AuditLogTest, AFullDiskIsReportedOnceAndTheGapIsCountedWhenSpaceReturns) {
   std::vector<std::string> names = EventNames(records);
   ASSERT_FALSE(records.empty());
   EXPECT_EQ(names.front(), "dropped");
-  EXPECT_GE(records.front()["events"].get<int>(), 8) << records.front().dump();
+  // How many were lost depends on how far the writer had got when space returned (at least the
+  // line it reported); every line after the count is whole and in order.
+  EXPECT_GE(records.front()["events"].get<int>(), 1) << records.front().dump();
+  EXPECT_GT(records.front()["bytes"].get<int>(), 0) << records.front().dump();
   std::vector<Json> sends = EventsNamed(records, "send");
   ASSERT_FALSE(sends.empty());
   EXPECT_EQ(sends.back()["input"], "echo space-again\n");
@@ -492,12 +503,11 @@ TEST(AuditLogTest, PtyboxRunRecordsItsCommand) {
   TempDir work;
   TempDir logs;
   const fs::path log = logs.path() / "run.jsonl";
-  const std::string command = "cd " + work.path().string() + " && PTYBOX_INIT=" +
-                              InitBinary().string() +
-                              " PTYBOX_OPERATOR_POLICY=/nonexistent/ptybox.yaml " +
-                              PtyboxBinary().string() + " run --workspace " +
-                              work.path().string() + " --audit-log " + log.string() +
-                              " -- sh -c 'echo ran; exit 3' >/dev/null 2>&1";
+  const std::string command =
+      "cd " + work.path().string() + " && PTYBOX_INIT=" + InitBinary().string() +
+      " PTYBOX_OPERATOR_POLICY=/nonexistent/ptybox.yaml " + PtyboxBinary().string() +
+      " run --workspace " + work.path().string() + " --audit-log " + log.string() +
+      " -- sh -c 'echo ran; exit 3' >/dev/null 2>&1";
   EXPECT_EQ(Shell(command), 3);
   std::vector<Json> records = ReadAuditLog(log);
   EXPECT_EQ(EventNames(records), (std::vector<std::string>{"audit_started", "run_started",
