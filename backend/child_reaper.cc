@@ -50,7 +50,8 @@ std::vector<pid_t> OurChildren() {
     std::ifstream in(task.path() / "children");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::vector<pid_t> listed;
-    if (proc::ParsePidList(text, listed)) children.insert(children.end(), listed.begin(), listed.end());
+    if (proc::ParsePidList(text, listed))
+      children.insert(children.end(), listed.begin(), listed.end());
   }
   return children;
 }

@@ -142,35 +142,36 @@ void InitSession::Start(const sandbox::LaunchSpec& spec) {
 void InitSession::ReadControl() {
   if (!control_) return;
   std::weak_ptr<bool> alive = alive_;
-  control_->async_wait(
-      asio::posix::stream_descriptor::wait_read, [this, alive](const std::error_code& ec) {
-        if (alive.expired() || ec || !control_) return;
-        for (;;) {
-          Result<std::optional<sandbox::ReceivedInitMessage>> received =
-              sandbox::ReceiveInitMessage(control_->native_handle());
-          if (!received) {
-            const int err = received.error().sys_errno;
-            if (err == EAGAIN || err == EWOULDBLOCK) break;
-            // ECONNRESET: init (or bwrap, before init ran) is gone with our start message
-            // unread, as on every failed start; the reaper reports why. Not worth a warning.
-            if (err == ECONNRESET) {
-              control_.reset();
-              return;
-            }
-            LogWarn("control socket: " + received.error().message);
-            if (err == 0) continue;  // a malformed message: the next may be fine
-            control_.reset();
-            return;
-          }
-          if (!*received) {  // init is gone
-            control_.reset();
-            return;
-          }
-          OnMessage(std::move(**received));
-          if (alive.expired() || !control_) return;
-        }
-        ReadControl();
-      });
+  control_->async_wait(asio::posix::stream_descriptor::wait_read,
+                       [this, alive](const std::error_code& ec) {
+                         if (alive.expired() || ec || !control_) return;
+                         for (;;) {
+                           Result<std::optional<sandbox::ReceivedInitMessage>> received =
+                               sandbox::ReceiveInitMessage(control_->native_handle());
+                           if (!received) {
+                             const int err = received.error().sys_errno;
+                             if (err == EAGAIN || err == EWOULDBLOCK) break;
+                             // ECONNRESET: init (or bwrap, before init ran) is gone with our start
+                             // message unread, as on every failed start; the reaper reports why.
+                             // Not worth a warning.
+                             if (err == ECONNRESET) {
+                               control_.reset();
+                               return;
+                             }
+                             LogWarn("control socket: " + received.error().message);
+                             if (err == 0) continue;  // a malformed message: the next may be fine
+                             control_.reset();
+                             return;
+                           }
+                           if (!*received) {  // init is gone
+                             control_.reset();
+                             return;
+                           }
+                           OnMessage(std::move(**received));
+                           if (alive.expired() || !control_) return;
+                         }
+                         ReadControl();
+                       });
 }
 
 void InitSession::OnMessage(sandbox::ReceivedInitMessage received) {
@@ -236,8 +237,10 @@ void InitSession::OnChildExit(int wait_status) {
 
 void InitSession::KillTree() {
   if (cgroup_) {
-    if (Result<void> killed = cgroup_->Kill(); killed) return;
-    else LogWarn("cgroup.kill: " + killed.error().message);
+    if (Result<void> killed = cgroup_->Kill(); killed)
+      return;
+    else
+      LogWarn("cgroup.kill: " + killed.error().message);
   }
   // Confined: bwrap's --die-with-parent chain and the pid namespace take the whole session
   // down with init; danger-full-access: its descendants and the program's session members.

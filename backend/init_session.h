@@ -107,7 +107,7 @@ class InitSession final {
   // Root daemon: the host-wide lease on the session's host id, released only once no process of
   // the session is left (its cgroup empty), so no later session shares the id with a survivor.
   UniqueFd session_id_lease_;
-  pid_t child_pid_ = -1;  // our direct child: bwrap or init
+  pid_t child_pid_ = -1;   // our direct child: bwrap or init
   pid_t program_sid_ = 0;  // the program's session on the host (PTY mode), for the tree sweep
   bool child_exited_ = false;
   bool start_reported_ = false;
@@ -118,7 +118,7 @@ class InitSession final {
 
   // Termination.
   bool terminating_ = false;
-  bool ended_ = false;  // init reaped and every process of the session gone
+  bool ended_ = false;     // init reaped and every process of the session gone
   bool cleaning_ = false;  // init reaped; waiting for the session's cgroup to empty
   int escalation_ = 0;
   std::optional<asio::steady_timer> timer_;

@@ -36,8 +36,7 @@ SendOperation::SendOperation(SendHost& host, Config config, SendRequest request)
       request_(std::move(request)),
       driver_(host,
               ReadinessEngine(ReadinessEngine::Purpose::kSend,
-                              WithRequest(config.timings, request_), config.shell_pgid,
-                              host.Now()),
+                              WithRequest(config.timings, request_), config.shell_pgid, host.Now()),
               [this](WaitReason reason) { Finish(reason); }) {}
 
 SendOperation::~SendOperation() { *alive_ = false; }
@@ -343,8 +342,7 @@ void SendOperation::Finish(WaitReason reason) {
   const bool input_dropped = write_ == WriteState::kInFlight && host_.terminal().AbortWrite();
   result.session_status = host_.CurrentStatus();
   const bool at_prompt = engine().settled_by_prompt() && marker_.has_value();
-  std::optional<RenderedViewport> rendered =
-      capture_ ? host_.RenderSend(at_prompt) : std::nullopt;
+  std::optional<RenderedViewport> rendered = capture_ ? host_.RenderSend(at_prompt) : std::nullopt;
   if (std::optional<std::string> screen = host_.AlternateScreen()) {
     // The rendered screen, within maxResultBytes like any viewport.
     bool truncated = false;

@@ -56,8 +56,8 @@ class SendRender final {
   // the rows that scrolled off the top, then the screen's rows down to the cursor's row (or to
   // the last row holding text, when that is lower; trailing blank rows are never lines). The
   // cursor's row is the Tail when it is the last; otherwise it is a line too (without the
-  // prompt). Blank rows right above an empty last row are dropped. `at_prompt`: the send settled at the shell's prompt ("$ " just before the cursor),
-  // which is not output.
+  // prompt). Blank rows right above an empty last row are dropped. `at_prompt`: the send settled at
+  // the shell's prompt ("$ " just before the cursor), which is not output.
   Tail Render(int rows, int columns, bool at_prompt,
               const std::function<void(std::string_view line)>& line) const;
 

@@ -9,11 +9,16 @@ namespace ptybox::backend {
 
 std::string_view ToString(WaitReason reason) {
   switch (reason) {
-    case WaitReason::kStdinRead: return "stdin_read";
-    case WaitReason::kInferredIdle: return "inferred_idle";
-    case WaitReason::kTimeout: return "timeout";
-    case WaitReason::kSessionExit: return "session_exit";
-    case WaitReason::kPattern: return "pattern";
+    case WaitReason::kStdinRead:
+      return "stdin_read";
+    case WaitReason::kInferredIdle:
+      return "inferred_idle";
+    case WaitReason::kTimeout:
+      return "timeout";
+    case WaitReason::kSessionExit:
+      return "session_exit";
+    case WaitReason::kPattern:
+      return "pattern";
   }
   return "timeout";
 }

@@ -57,8 +57,8 @@ struct SendResult {
   std::string viewport;  // bounded rendered delta; echo and prompt excluded
   WaitReason wait_reason = WaitReason::kTimeout;
   SessionStatus session_status;
-  bool truncated = false;  // output was dropped from the viewport or from scrollback
-  std::optional<int> exit_code;  // $? at the verified prompt, else nullopt
+  bool truncated = false;          // output was dropped from the viewport or from scrollback
+  std::optional<int> exit_code;    // $? at the verified prompt, else nullopt
   std::optional<std::string> cwd;  // working directory at the verified prompt, else nullopt
   // Not at the verified prompt and another group than the shell's holds the terminal: what is
   // still running (or waiting for input). nullopt at the prompt and once the shell exited.

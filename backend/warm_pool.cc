@@ -1,7 +1,7 @@
 #include "backend/warm_pool.h"
 
-#include <asio/post.hpp>
 #include <algorithm>
+#include <asio/post.hpp>
 
 #include "common/log.h"
 
@@ -53,8 +53,7 @@ std::shared_ptr<PooledShell> WarmPool::Claim(const SpawnSpec& spec) {
   DiscardStale(key);
   if (claimed) Touch(key);
   // The daemon's session limit counts pooled shells too: an open near it ends the oldest.
-  while (options_.headroom && !entries_.empty() &&
-         options_.headroom() < entries_.size()) {
+  while (options_.headroom && !entries_.empty() && options_.headroom() < entries_.size()) {
     Discard(entries_.begin(), "the daemon's session limit needs the room");
   }
   return claimed;
@@ -113,12 +112,11 @@ void WarmPool::Refill(const SpawnSpec& spec) {
     const uint64_t id = next_id_++;
     entries_.push_back(Entry{id, key, nullptr, false, nullptr});
     asio::io_context& io = io_;
-    std::shared_ptr<PooledShell> shell =
-        starter_(PoolSpecOf(spec), [weak, id, &io](bool ok) {
-          asio::post(io, [weak, id, ok] {
-            if (std::shared_ptr<WarmPool> self = weak.lock()) self->OnSettled(id, ok);
-          });
-        });
+    std::shared_ptr<PooledShell> shell = starter_(PoolSpecOf(spec), [weak, id, &io](bool ok) {
+      asio::post(io, [weak, id, ok] {
+        if (std::shared_ptr<WarmPool> self = weak.lock()) self->OnSettled(id, ok);
+      });
+    });
     Iterator entry = Find(id);
     if (!shell) {
       if (entry != entries_.end()) entries_.erase(entry);

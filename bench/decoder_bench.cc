@@ -24,9 +24,9 @@ enum class Mix { kMixed, kPlain, kSgr, kProgress, kUtf8 };
 std::string Line(Mix kind, std::mt19937& rng, int i) {
   switch (kind) {
     case Mix::kPlain:
-      return "2024-05-01T12:00:" + std::to_string(i % 60) +
-             " INFO worker[" + std::to_string(rng() % 64) +
-             "] processed request id=" + std::to_string(rng()) + " in 12ms status=200\r\n";
+      return "2024-05-01T12:00:" + std::to_string(i % 60) + " INFO worker[" +
+             std::to_string(rng() % 64) + "] processed request id=" + std::to_string(rng()) +
+             " in 12ms status=200\r\n";
     case Mix::kSgr:
       return "\x1b[0m\x1b[01;34mdirectory" + std::to_string(i % 100) +
              "\x1b[0m  \x1b[01;32mscript.sh\x1b[0m  \x1b[00;31marchive.tar.gz\x1b[0m  "
@@ -67,9 +67,8 @@ std::string Corpus(Mix mix) {
 }
 
 const std::string& CorpusFor(Mix mix) {
-  static const std::string corpora[] = {Corpus(Mix::kMixed), Corpus(Mix::kPlain),
-                                        Corpus(Mix::kSgr), Corpus(Mix::kProgress),
-                                        Corpus(Mix::kUtf8)};
+  static const std::string corpora[] = {Corpus(Mix::kMixed), Corpus(Mix::kPlain), Corpus(Mix::kSgr),
+                                        Corpus(Mix::kProgress), Corpus(Mix::kUtf8)};
   return corpora[static_cast<int>(mix)];
 }
 

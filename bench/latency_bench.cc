@@ -1,12 +1,11 @@
 // End-to-end readiness latency through the real binary: the time from sending a terminal_send
 // line on `ptybox serve --stdio` to reading its answer, per kind of readiness evidence and per
 // mode. Not a test: run build/bench/latency_bench (see docs/readiness.md for recorded figures).
+#include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -28,14 +27,15 @@ class StdioDaemon final {
     workspace_ = ::mkdtemp(pattern);
     int to[2];
     int from[2];
-    if (::pipe2(to, O_CLOEXEC) != 0 || ::pipe2(from, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+    if (::pipe2(to, O_CLOEXEC) != 0 || ::pipe2(from, O_CLOEXEC) != 0)
+      throw std::runtime_error("pipe");
     pid_ = ::fork();
     if (pid_ == 0) {
       ::dup2(to[0], 0);
       ::dup2(from[1], 1);
       ::setenv("PTYBOX_INIT", PTYBOX_BENCH_INIT, 1);
-      ::execl(PTYBOX_BENCH_BINARY, "ptybox", "serve", "--stdio", "--workspace",
-              workspace_.c_str(), static_cast<char*>(nullptr));
+      ::execl(PTYBOX_BENCH_BINARY, "ptybox", "serve", "--stdio", "--workspace", workspace_.c_str(),
+              static_cast<char*>(nullptr));
       ::_exit(127);
     }
     ::close(to[0]);
@@ -124,19 +124,22 @@ const char* ModeOf(const benchmark::State& state) {
 // Verified prompt: the marker settles the send the moment it is decoded.
 void BM_PromptEcho(benchmark::State& state) {
   StdioDaemon& d = DaemonFor(ModeOf(state));
-  Measure(state, [] {}, [&] { return d.Send("echo hi\n"); }, [] {});
+  Measure(
+      state, [] {}, [&] { return d.Send("echo hi\n"); }, [] {});
 }
 
 // Exact stdin wait in a new foreground group: `cat` blocked in read(2).
 void BM_StdinWaitCat(benchmark::State& state) {
   StdioDaemon& d = DaemonFor(ModeOf(state));
-  Measure(state, [] {}, [&] { return d.Send("cat\n"); }, [&] { d.Send("\x04"); });
+  Measure(
+      state, [] {}, [&] { return d.Send("cat\n"); }, [&] { d.Send("\x04"); });
 }
 
 // Exact stdin wait of the shell itself: the `read` builtin.
 void BM_StdinWaitReadBuiltin(benchmark::State& state) {
   StdioDaemon& d = DaemonFor(ModeOf(state));
-  Measure(state, [] {}, [&] { return d.Send("read x\n"); }, [&] { d.Send("v\n"); });
+  Measure(
+      state, [] {}, [&] { return d.Send("read x\n"); }, [&] { d.Send("v\n"); });
 }
 
 // A REPL waiting in select(2): python3 evaluating one expression.
@@ -147,13 +150,34 @@ void BM_PythonReplEval(benchmark::State& state) {
     d.Send("python3 -q\n");
     started[state.range(0)] = true;
   }
-  Measure(state, [] {}, [&] { return d.Send("6*7\n"); }, [] {});
+  Measure(
+      state, [] {}, [&] { return d.Send("6*7\n"); }, [] {});
 }
 
-BENCHMARK(BM_PromptEcho)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(200);
-BENCHMARK(BM_StdinWaitCat)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(100);
-BENCHMARK(BM_StdinWaitReadBuiltin)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(100);
-BENCHMARK(BM_PythonReplEval)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(100);
+BENCHMARK(BM_PromptEcho)
+    ->Arg(0)
+    ->Arg(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(200);
+BENCHMARK(BM_StdinWaitCat)
+    ->Arg(0)
+    ->Arg(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(100);
+BENCHMARK(BM_StdinWaitReadBuiltin)
+    ->Arg(0)
+    ->Arg(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(100);
+BENCHMARK(BM_PythonReplEval)
+    ->Arg(0)
+    ->Arg(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(100);
 
 }  // namespace
 

@@ -23,7 +23,7 @@ enum class ErrorKind {
   kClosed,
   kCleanupFailed,
   kCanceled,
-  kNameTaken,  // v1.1: the owner already has an open or opening session of that name
+  kNameTaken,      // v1.1: the owner already has an open or opening session of that name
   kInvalidParams,  // maps to JSON-RPC -32602, not to an application error
   kInternal,
 };

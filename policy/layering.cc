@@ -275,8 +275,9 @@ class Layers final {
         }
         if (auto reason = CodeLoadingEnvReason(name)) {
           errors_.push_back(Denied(value.where, "env.set." + name,
-                                   *reason + ". Remove it (an operator can set it in the "
-                                             "operator policy's `env.set`, " +
+                                   *reason +
+                                       ". Remove it (an operator can set it in the "
+                                       "operator policy's `env.set`, " +
                                        op_file + ")"));
           continue;
         }

@@ -26,13 +26,13 @@ struct Limits {
   // How long an owner outlives its client connection over `serve --socket` (0: closed with it).
   int64_t detach_grace_ms = 0;
   // Resource limits applied inside every session (unset: inherit the daemon's).
-  std::optional<int64_t> max_processes;     // RLIMIT_NPROC (per user, not per session)
-  std::optional<int64_t> max_open_files;    // RLIMIT_NOFILE
+  std::optional<int64_t> max_processes;   // RLIMIT_NPROC (per user, not per session)
+  std::optional<int64_t> max_open_files;  // RLIMIT_NOFILE
   // The whole session's memory in its cgroup (sandbox/cgroup.h); RLIMIT_AS per process only
   // where no memory cgroup holds the session.
   std::optional<int64_t> max_memory_bytes;
-  std::optional<int64_t> max_file_bytes;    // RLIMIT_FSIZE
-  std::optional<int64_t> max_cpu_seconds;   // RLIMIT_CPU
+  std::optional<int64_t> max_file_bytes;   // RLIMIT_FSIZE
+  std::optional<int64_t> max_cpu_seconds;  // RLIMIT_CPU
   // The session's cgroup: its tasks (processes and threads together, pids.max), held by default
   // so a fork bomb stops at the session's own cap; its CPU bandwidth in thousandths of a core
   // (500: half a core; cpu.max / cpu.cfs_quota_us).

@@ -14,8 +14,8 @@ namespace ptybox::policy {
 inline constexpr std::array<Mode, 3> kModes = {Mode::kReadOnly, Mode::kWorkspaceWrite,
                                                Mode::kDangerFullAccess};
 // Their names, in kModes' order.
-inline constexpr std::array<std::string_view, 3> kModeNames = {
-    "read-only", "workspace-write", "danger-full-access"};
+inline constexpr std::array<std::string_view, 3> kModeNames = {"read-only", "workspace-write",
+                                                               "danger-full-access"};
 // "read-only, workspace-write or danger-full-access", for messages and help.
 std::string ModeAlternatives();
 

@@ -407,8 +407,8 @@ class FileParser final {
           if (key == "envSet") {
             RepositoryEnvSet(rk, rv);
           } else if (key == "trustInDangerFullAccess") {
-            const bool is_bool = rv.kind == Kind::kScalar && rv.plain &&
-                                 (rv.value == "true" || rv.value == "false");
+            const bool is_bool =
+                rv.kind == Kind::kScalar && rv.plain && (rv.value == "true" || rv.value == "false");
             if (!is_bool) {
               AddError(At(rk, rv), "repository.trustInDangerFullAccess",
                        "expected `true` or `false`, got " + Got(rv));
@@ -428,8 +428,9 @@ class FileParser final {
              [](const std::string& name) -> std::optional<std::string> {
                auto reason = CodeLoadingEnvReason(name);
                if (!reason) return std::nullopt;
-               return *reason + ". Remove it; if sessions need it, set it in this file's own "
-                                "`env.set`";
+               return *reason +
+                      ". Remove it; if sessions need it, set it in this file's own "
+                      "`env.set`";
              });
   }
 
@@ -440,9 +441,9 @@ class FileParser final {
                 std::string_view example, EnvUse use, std::optional<std::string>& where,
                 std::vector<Located<std::string>>& names, Also also) {
     if (v.kind != Kind::kSequence) {
-      AddError(At(k, v), key,
-               "expected a list of variable names, like " + std::string(example) + ", got " +
-                   Got(v));
+      AddError(
+          At(k, v), key,
+          "expected a list of variable names, like " + std::string(example) + ", got " + Got(v));
       return;
     }
     where = Pos(k, v);
@@ -509,22 +510,22 @@ class FileParser final {
                    std::to_string(kMaxListEntries) + " are allowed");
       return;
     }
-    ForEachEntry(
-        v, "env.set", [&](const std::string& name, const YamlNode& ek, const YamlNode& ev) {
-          const std::string path = "env.set." + Printable(name);
-          if (!EnvName(ek, path, name, EnvUse::kSet)) return;
-          if (ev.kind != Kind::kScalar) {
-            AddError(At(ek, ev), path,
-                     "expected a string value (quote it, e.g. `" + name +
-                         ": \"\"` for empty), got " + Got(ev));
-            return;
-          }
-          if (auto problem = EnvValueProblem(ev.value)) {
-            AddError(ev, path, *problem);
-            return;
-          }
-          out_.file.env_set[name] = Located<std::string>{ev.value, Pos(ek, ev)};
-        });
+    ForEachEntry(v, "env.set",
+                 [&](const std::string& name, const YamlNode& ek, const YamlNode& ev) {
+                   const std::string path = "env.set." + Printable(name);
+                   if (!EnvName(ek, path, name, EnvUse::kSet)) return;
+                   if (ev.kind != Kind::kScalar) {
+                     AddError(At(ek, ev), path,
+                              "expected a string value (quote it, e.g. `" + name +
+                                  ": \"\"` for empty), got " + Got(ev));
+                     return;
+                   }
+                   if (auto problem = EnvValueProblem(ev.value)) {
+                     AddError(ev, path, *problem);
+                     return;
+                   }
+                   out_.file.env_set[name] = Located<std::string>{ev.value, Pos(ek, ev)};
+                 });
   }
 
   void LimitsMap(const YamlNode& k, const YamlNode& v) {
@@ -574,25 +575,26 @@ class FileParser final {
     const size_t errors_before = out_.errors.size();
     std::optional<int64_t> first;
     std::optional<int64_t> count;
-    ForEachEntry(v, "sessionIds", [&](const std::string& key, const YamlNode& ik,
-                                      const YamlNode& iv) {
-      if (key != "first" && key != "count") {
-        Unknown(ik, "sessionIds", known);
-        return;
-      }
-      const int64_t min = 1;
-      const int64_t max = key == "first" ? 4294967294LL : 1048576;
-      bool overflow = false;
-      std::optional<int64_t> number;
-      if (iv.kind == Kind::kScalar && iv.plain) number = ParseInteger(iv.value, overflow);
-      if (!number || *number < min || *number > max) {
-        AddError(At(ik, iv), "sessionIds." + key,
-                 "expected an integer from " + std::to_string(min) + " to " +
-                     std::to_string(max) + " (host ids), got " + Got(iv));
-        return;
-      }
-      (key == "first" ? first : count) = number;
-    });
+    ForEachEntry(v, "sessionIds",
+                 [&](const std::string& key, const YamlNode& ik, const YamlNode& iv) {
+                   if (key != "first" && key != "count") {
+                     Unknown(ik, "sessionIds", known);
+                     return;
+                   }
+                   const int64_t min = 1;
+                   const int64_t max = key == "first" ? 4294967294LL : 1048576;
+                   bool overflow = false;
+                   std::optional<int64_t> number;
+                   if (iv.kind == Kind::kScalar && iv.plain)
+                     number = ParseInteger(iv.value, overflow);
+                   if (!number || *number < min || *number > max) {
+                     AddError(At(ik, iv), "sessionIds." + key,
+                              "expected an integer from " + std::to_string(min) + " to " +
+                                  std::to_string(max) + " (host ids), got " + Got(iv));
+                     return;
+                   }
+                   (key == "first" ? first : count) = number;
+                 });
     if (out_.errors.size() != errors_before) return;
     if (!first || !count) {
       AddError(At(k, v), "sessionIds", "needs both `first` and `count`: " + shape);

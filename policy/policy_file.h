@@ -43,10 +43,10 @@ struct PolicyFile {
   std::map<std::string, Located<std::string>> env_set;
   std::map<std::string, Located<int64_t>, std::less<>> limits;  // by YAML key
   // Operator files only: what a repository file may do (docs/security.md).
-  std::optional<std::string> repository_env_set_where;  // set when `repository.envSet` is given
-  std::vector<Located<std::string>> repository_env_set;  // names a repository env.set may use
+  std::optional<std::string> repository_env_set_where;      // set when `repository.envSet` is given
+  std::vector<Located<std::string>> repository_env_set;     // names a repository env.set may use
   std::optional<Located<bool>> repository_trust_in_danger;  // repository.trustInDangerFullAccess
-  std::optional<Located<SessionIdRange>> session_ids;          // operator files only
+  std::optional<Located<SessionIdRange>> session_ids;       // operator files only
   // Operator files only: `audit.log`, `audit.recordDir` (absolute or relative to the file),
   // `audit.recordMaxBytes`.
   std::optional<Located<std::filesystem::path>> audit_log;

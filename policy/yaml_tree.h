@@ -18,11 +18,11 @@ struct YamlEntry;
 struct YamlNode {
   enum class Kind { kNull, kScalar, kSequence, kMap };
   Kind kind = Kind::kNull;
-  int line = 1;                 // 1-based
-  int column = 1;               // 1-based
-  std::string value;            // kScalar: the text
-  bool plain = true;            // kScalar: unquoted, not a block literal (so it may be a number)
-  std::vector<YamlNode> items;  // kSequence
+  int line = 1;                    // 1-based
+  int column = 1;                  // 1-based
+  std::string value;               // kScalar: the text
+  bool plain = true;               // kScalar: unquoted, not a block literal (so it may be a number)
+  std::vector<YamlNode> items;     // kSequence
   std::vector<YamlEntry> entries;  // kMap, in file order
 };
 

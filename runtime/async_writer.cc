@@ -43,8 +43,9 @@ std::string Reason(const std::filesystem::path& path, int error) {
     case ENXIO:
       return path.string() + " is not a regular file";
     case EBADF:
-      return path.string() + ": its directory is not held open (a bug: files are created only "
-                             "inside a directory opened at startup)";
+      return path.string() +
+             ": its directory is not held open (a bug: files are created only "
+             "inside a directory opened at startup)";
     default:
       return path.string() + ": " + std::strerror(error);
   }

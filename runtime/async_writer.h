@@ -24,7 +24,7 @@ namespace ptybox::runtime {
 
 // What the writer reports once (per family of files: the audit log, all recordings).
 struct WriteFailureReport {
-  std::string what;  // "the audit log", "session recordings"
+  std::string what;       // "the audit log", "session recordings"
   bool reported = false;  // guarded by the writer's lock
 };
 
@@ -33,8 +33,8 @@ struct WriteFailureReport {
 // directory held open (`dir`, the recordings' directory), so renaming or replacing a parent
 // directory never redirects a write (docs/security.md, "Audit files are reached by descriptor").
 struct AppendFileSpec {
-  std::filesystem::path path;  // for messages; with `dir`, its last component is the name
-  UniqueFd fd;                 // the file itself, already open for appending
+  std::filesystem::path path;           // for messages; with `dir`, its last component is the name
+  UniqueFd fd;                          // the file itself, already open for appending
   std::shared_ptr<const UniqueFd> dir;  // else: created as openat(dir, path.filename())
   // Created with O_EXCL (a recording: a fresh name); else appended to (the audit log).
   bool exclusive = false;

@@ -69,9 +69,9 @@ Result<std::shared_ptr<const UniqueFd>> OpenRecordDirectory(const std::filesyste
     ::umask(old_mask);
     if (ec) {
       return Fail(ErrorKind::kInternal,
-                  "cannot create the recordings' directory " + path.string() + ": " +
-                      ec.message() + "; create it (mkdir -p, owned by uid " +
-                      std::to_string(::geteuid()) + ", mode 0700) or choose another --record "
+                  "cannot create the recordings' directory " + path.string() + ": " + ec.message() +
+                      "; create it (mkdir -p, owned by uid " + std::to_string(::geteuid()) +
+                      ", mode 0700) or choose another --record "
                       "directory",
                   path.string());
     }
@@ -100,7 +100,8 @@ Result<std::shared_ptr<const UniqueFd>> OpenRecordDirectory(const std::filesyste
                 "the recordings' directory " + path.string() + " is not a directory",
                 path.string());
   }
-  if (Result<void> owned = RequireOwnedDirectory(st, "the recordings' directory " + path.string(), path.string());
+  if (Result<void> owned =
+          RequireOwnedDirectory(st, "the recordings' directory " + path.string(), path.string());
       !owned) {
     return std::unexpected(owned.error());
   }

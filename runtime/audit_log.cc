@@ -29,8 +29,7 @@ class NullSink final : public AuditSink {
   void Refused(uint64_t, std::string_view, std::string_view, const Error&) override {}
   void SendStarted(uint64_t, const std::string&, std::string_view, bool) override {}
   void SendSettled(uint64_t, const std::string&, const Result<backend::SendResult>&) override {}
-  void Signaled(uint64_t, const std::string&, int,
-                const Result<backend::SignalResult>&) override {}
+  void Signaled(uint64_t, const std::string&, int, const Result<backend::SignalResult>&) override {}
   void Canceled(uint64_t, const std::string&, bool) override {}
   void Closed(uint64_t, const std::string&, std::string_view,
               const Result<backend::SessionStatus>&) override {}
@@ -104,8 +103,8 @@ Result<std::shared_ptr<AuditLog>> StartAudit(
     AuditOptions options, const std::vector<std::filesystem::path>& session_roots) {
   AuditFiles files;
   if (options.log) {
-    if (Result<void> outside = CheckOutsideSessionRoots("the audit log", *options.log,
-                                                        session_roots);
+    if (Result<void> outside =
+            CheckOutsideSessionRoots("the audit log", *options.log, session_roots);
         !outside) {
       return std::unexpected(outside.error());
     }
@@ -129,8 +128,8 @@ Result<std::shared_ptr<AuditLog>> StartAudit(
 AuditLog::AuditLog(AuditOptions options, AuditFiles files)
     : options_(std::move(options)),
       record_dir_(std::move(files.record_dir)),
-      recording_report_(std::make_shared<WriteFailureReport>(
-          WriteFailureReport{"session recordings", false})) {
+      recording_report_(
+          std::make_shared<WriteFailureReport>(WriteFailureReport{"session recordings", false})) {
   if (options_.log) {
     AppendFileSpec spec;
     spec.path = *options_.log;

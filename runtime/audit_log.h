@@ -92,7 +92,7 @@ class AuditLog final : public AuditSink {
 
   AuditOptions options_;
   std::shared_ptr<const UniqueFd> record_dir_;
-  UniqueFd log_ref_;  // a second descriptor of the log, only to name it (HeldPaths)
+  UniqueFd log_ref_;    // a second descriptor of the log, only to name it (HeldPaths)
   AsyncWriter writer_;  // destroyed after the files below were closed
   std::shared_ptr<AsyncWriter::File> log_;
   std::shared_ptr<WriteFailureReport> recording_report_;

@@ -81,7 +81,7 @@ class MarkerStripper final {
 struct CastHeader {
   int width = 80;
   int height = 24;
-  int64_t timestamp = 0;  // Unix seconds
+  int64_t timestamp = 0;                   // Unix seconds
   std::map<std::string, std::string> env;  // TERM, SHELL
   std::string title;
 };

@@ -15,11 +15,11 @@
 #include "backend/child_reaper.h"
 #include "backend/shell_session.h"
 #include "common/log.h"
-#include "sandbox/cgroup.h"
-#include "sandbox/cgroup_sweep.h"
 #include "runtime/mcp_server.h"
 #include "runtime/methods.h"
 #include "runtime/rpc_server.h"
+#include "sandbox/cgroup.h"
+#include "sandbox/cgroup_sweep.h"
 #include "sandbox/host_walls.h"
 
 namespace ptybox::runtime {
@@ -40,8 +40,7 @@ std::filesystem::path FindInitBinary() {
 
 std::optional<std::string> SocketInsideRoot(const std::filesystem::path& socket,
                                             const std::vector<std::filesystem::path>& roots) {
-  static constexpr std::string_view kSystemTrees[] = {"/proc", "/dev", "/sys", "/run",
-                                                      "/var/run"};
+  static constexpr std::string_view kSystemTrees[] = {"/proc", "/dev", "/sys", "/run", "/var/run"};
   const std::string text = socket.lexically_normal().string();
   for (const std::filesystem::path& root : roots) {
     std::string r = root.lexically_normal().string();
@@ -97,7 +96,7 @@ std::vector<std::filesystem::path> SessionRoots(const ServiceOptions& options) {
   return roots;
 }
 
-constexpr size_t kReservedDescriptors = 64;  // logs, policy files, spawns in progress
+constexpr size_t kReservedDescriptors = 64;   // logs, policy files, spawns in progress
 constexpr size_t kDescriptorsPerSession = 4;  // PTY master, control socket, spawn pipes
 
 // Raises the soft descriptor limit to the hard one, then lowers the connection and session

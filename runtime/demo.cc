@@ -96,8 +96,8 @@ int Demo(const std::string& self, const ServiceOptions& options) {
   auto call = [&](const std::string& method, Json params) {
     auto start = std::chrono::steady_clock::now();
     Json reply = client.Call(method, params);
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                    .count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     Show(method, params, reply, ms);
     return reply;
   };

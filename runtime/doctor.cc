@@ -1,8 +1,7 @@
 #include "runtime/doctor.h"
 
-#include <unistd.h>
-
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -39,8 +38,8 @@ bool ReportWorkspace() {
   }
   const std::filesystem::path& root = resolved->workspace_root;
   if (resolved->mode != policy::Mode::kWorkspaceWrite) {
-    std::printf("[ ok ] workspace: %s (sessions start %s: it need not be writable)\n",
-                root.c_str(), std::string(policy::ToString(resolved->mode)).c_str());
+    std::printf("[ ok ] workspace: %s (sessions start %s: it need not be writable)\n", root.c_str(),
+                std::string(policy::ToString(resolved->mode)).c_str());
     return true;
   }
   if (::access(root.c_str(), W_OK | X_OK) == 0) {
@@ -50,13 +49,15 @@ bool ReportWorkspace() {
   }
   struct stat st {};
   const bool known = ::stat(root.c_str(), &st) == 0;
-  std::printf("[FAIL] workspace: %s (owner uid %s) is not writable by uid %u, so "
-              "workspace-write sessions cannot write it\n",
-              root.c_str(), known ? std::to_string(st.st_uid).c_str() : "?",
-              static_cast<unsigned>(::geteuid()));
-  std::printf("       fix: run ptybox as the workspace's owner (in a container: --user "
-              "\"$(id -u):$(id -g)\" of the host user who owns the mounted directory), or "
-              "make it writable, or use mode: read-only\n");
+  std::printf(
+      "[FAIL] workspace: %s (owner uid %s) is not writable by uid %u, so "
+      "workspace-write sessions cannot write it\n",
+      root.c_str(), known ? std::to_string(st.st_uid).c_str() : "?",
+      static_cast<unsigned>(::geteuid()));
+  std::printf(
+      "       fix: run ptybox as the workspace's owner (in a container: --user "
+      "\"$(id -u):$(id -g)\" of the host user who owns the mounted directory), or "
+      "make it writable, or use mode: read-only\n");
   return false;
 }
 
@@ -100,11 +101,13 @@ int Doctor() {
               plan.mechanism.c_str(), plan.detail.c_str());
   if (!plan.advice.empty()) std::printf("       to hold every limit: %s\n", plan.advice.c_str());
   if (!all_ok) {
-    std::printf("this host cannot sandbox: confined sessions fail with sandbox_unavailable "
-                "until the failures above are fixed\n");
+    std::printf(
+        "this host cannot sandbox: confined sessions fail with sandbox_unavailable "
+        "until the failures above are fixed\n");
   } else if (!workspace_ok) {
-    std::printf("this host can sandbox, but sessions in this workspace cannot work as the "
-                "policy says until the workspace failure above is fixed\n");
+    std::printf(
+        "this host can sandbox, but sessions in this workspace cannot work as the "
+        "policy says until the workspace failure above is fixed\n");
   } else {
     std::printf("this host can run confined sessions (read-only, workspace-write)\n");
   }

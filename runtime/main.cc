@@ -17,8 +17,8 @@
 #include <iostream>
 
 #include "common/log.h"
-#include "policy/mode_names.h"
 #include "policy/mode.h"
+#include "policy/mode_names.h"
 #include "policy/resolver.h"
 #include "runtime/audit_log.h"
 #include "runtime/daemon.h"
@@ -161,11 +161,13 @@ int main(int argc, char** argv) {
                     "$XDG_RUNTIME_DIR/ptybox/, /run/ptybox/ for root");
   size_t max_connections = ptybox::runtime::kDefaultMaxConnections;
   size_t max_sessions = ptybox::runtime::kDefaultMaxTotalSessions;
-  serve->add_option("--max-connections", max_connections,
-                    "clients served at once on the socket; one more is refused (default 256)")
+  serve
+      ->add_option("--max-connections", max_connections,
+                   "clients served at once on the socket; one more is refused (default 256)")
       ->check(CLI::Range(size_t{1}, size_t{65536}));
-  serve->add_option("--max-sessions", max_sessions,
-                    "sessions open or opening across every client (default 256)")
+  serve
+      ->add_option("--max-sessions", max_sessions,
+                   "sessions open or opening across every client (default 256)")
       ->check(CLI::Range(size_t{1}, size_t{65536}));
   AddCommonFlags(serve, serve_flags);
   AuditFlags serve_audit;

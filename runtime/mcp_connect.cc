@@ -275,10 +275,10 @@ Error ErrorFromRpc(const Json& error) {
   const int code = error.is_object() && error.contains("code") && error["code"].is_number_integer()
                        ? error["code"].get<int>()
                        : 0;
-  std::string message = error.is_object() && error.contains("message") &&
-                                error["message"].is_string()
-                            ? error["message"].get<std::string>()
-                            : "the daemon answered an error without a message";
+  std::string message =
+      error.is_object() && error.contains("message") && error["message"].is_string()
+          ? error["message"].get<std::string>()
+          : "the daemon answered an error without a message";
   const Json data = error.is_object() && error.contains("data") && error["data"].is_object()
                         ? error["data"]
                         : Json::object();
@@ -287,21 +287,21 @@ Error ErrorFromRpc(const Json& error) {
     kind = ErrorKind::kInvalidParams;
   } else if (code == -32000 && data.contains("kind") && data["kind"].is_string()) {
     const std::string name = data["kind"].get<std::string>();
-    for (ErrorKind k : {ErrorKind::kNotFound, ErrorKind::kBusy, ErrorKind::kModeFenced,
-                        ErrorKind::kSpawnFailed, ErrorKind::kStartupTimeout,
-                        ErrorKind::kPolicyError, ErrorKind::kPolicyDenied,
-                        ErrorKind::kSandboxUnavailable, ErrorKind::kClosed,
-                        ErrorKind::kCleanupFailed, ErrorKind::kCanceled, ErrorKind::kNameTaken}) {
+    for (ErrorKind k :
+         {ErrorKind::kNotFound, ErrorKind::kBusy, ErrorKind::kModeFenced, ErrorKind::kSpawnFailed,
+          ErrorKind::kStartupTimeout, ErrorKind::kPolicyError, ErrorKind::kPolicyDenied,
+          ErrorKind::kSandboxUnavailable, ErrorKind::kClosed, ErrorKind::kCleanupFailed,
+          ErrorKind::kCanceled, ErrorKind::kNameTaken}) {
       if (ToString(k) == name) kind = k;
     }
   } else if (code != -32000) {
     message = "the daemon refused the request (" + std::to_string(code) + "): " + message;
   }
   // An invalid-params message already names its parameter.
-  std::string context = kind != ErrorKind::kInvalidParams && data.contains("context") &&
-                                data["context"].is_string()
-                            ? data["context"].get<std::string>()
-                            : std::string();
+  std::string context =
+      kind != ErrorKind::kInvalidParams && data.contains("context") && data["context"].is_string()
+          ? data["context"].get<std::string>()
+          : std::string();
   if (kind == ErrorKind::kCanceled && data.contains("reason") && data["reason"].is_string()) {
     message = data["reason"].get<std::string>();
   }

@@ -2,8 +2,9 @@
 // command one entry: each method's name, summary, parameters (type, bounds, default,
 // description), handler and MCP face (runtime/mcp/tool_face.h) in one place. JSON-RPC param
 // validation (ValidateParams), MCP tools/list and the result text (mcp_tools.h) are loops over
-// it. Adding a method is adding one entry to Contract() in methods.cc. Both protocol servers call methods through CallMethod: JSON-RPC
-// answers with its result as is; MCP wraps it in a tool result.
+// it. Adding a method is adding one entry to Contract() in methods.cc. Both protocol servers call
+// methods through CallMethod: JSON-RPC answers with its result as is; MCP wraps it in a tool
+// result.
 #pragma once
 
 #include <functional>

@@ -237,7 +237,8 @@ class RunDriver final : private backend::InitSession::Listener {
   void Done(Result<void> ended) {
     if (done_) return;
     done_ = true;
-    if (!ended) Say("some processes the command started could not be ended: " + ended.error().message);
+    if (!ended)
+      Say("some processes the command started could not be ended: " + ended.error().message);
     deadline_.cancel();
     signals_.cancel();
     io_.stop();

@@ -100,7 +100,8 @@ Result<std::vector<UniqueFd>> SessionCgroup::OpenPlacement() const {
   for (const Member& m : members_) {
     const fs::path procs = m.path / "cgroup.procs";
     UniqueFd fd(::open(procs.c_str(), O_WRONLY | O_CLOEXEC));
-    if (!fd) return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "open", procs.string()));
+    if (!fd)
+      return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "open", procs.string()));
     fds.push_back(std::move(fd));
   }
   return fds;

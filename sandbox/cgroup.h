@@ -70,8 +70,8 @@ class SessionCgroup final {
  private:
   struct Member {
     std::vector<std::string> controllers;  // empty for v2
-    std::filesystem::path path;    // the session's cgroup in this hierarchy
-    cgroups::MembershipTarget target;  // the same, as /proc/<pid>/cgroup names it
+    std::filesystem::path path;            // the session's cgroup in this hierarchy
+    cgroups::MembershipTarget target;      // the same, as /proc/<pid>/cgroup names it
   };
   SessionCgroup(std::vector<Member> members, bool kill_v2)
       : path_(members.empty() ? std::filesystem::path() : members.front().path),

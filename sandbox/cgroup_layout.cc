@@ -35,9 +35,8 @@ std::vector<Membership> ParseProcCgroup(std::string_view text) {
     if (second == std::string::npos) continue;
     Membership m;
     const std::string id = line.substr(0, first);
-    if (id.empty() || id.size() > 9 || !std::all_of(id.begin(), id.end(), [](char c) {
-          return c >= '0' && c <= '9';
-        })) {
+    if (id.empty() || id.size() > 9 ||
+        !std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       continue;
     }
     m.id = std::stoi(id);
@@ -118,9 +117,12 @@ std::optional<std::string> OwnCgroupPath(const std::vector<Membership>& membersh
 
 std::string_view ToString(Where where) {
   switch (where) {
-    case Where::kV2: return "cgroup v2";
-    case Where::kV1: return "cgroup v1";
-    case Where::kNone: break;
+    case Where::kV2:
+      return "cgroup v2";
+    case Where::kV1:
+      return "cgroup v1";
+    case Where::kNone:
+      break;
   }
   return "none";
 }
@@ -156,15 +158,16 @@ Plan ChoosePlan(const HostFacts& facts) {
     plan.cgroups = !plan.v1.empty();
   }
 
-  const bool v2_limits = plan.tasks == Where::kV2 || plan.memory == Where::kV2 || plan.cpu == Where::kV2;
+  const bool v2_limits =
+      plan.tasks == Where::kV2 || plan.memory == Where::kV2 || plan.cpu == Where::kV2;
   const bool v1_limits = !plan.v1.empty();
   if (v2_limits && v1_limits) {
     plan.mechanism = "cgroup v2 and v1 controllers";
   } else if (v2_limits) {
     plan.mechanism = "cgroup v2 (delegated)";
   } else if (v1_limits) {
-    plan.mechanism = plan.kill_v2 ? "cgroup v1 controllers (+ cgroup v2 cgroup.kill)"
-                                  : "cgroup v1 controllers";
+    plan.mechanism =
+        plan.kill_v2 ? "cgroup v1 controllers (+ cgroup v2 cgroup.kill)" : "cgroup v1 controllers";
   } else if (plan.cgroups) {
     plan.mechanism = "cgroup v2 cgroup.kill only; limits by rlimits";
   } else {
@@ -232,7 +235,8 @@ std::vector<LimitFile> RenderLimits(const SessionLimits& limits, const Plan& pla
     // quota/period = cores; the kernel's smallest quota is 1 ms.
     const int64_t quota = std::max<int64_t>(1000, *limits.cpu_millicores * kCpuPeriodMicros / 1000);
     if (plan.cpu == Where::kV2) {
-      files.push_back({"", "cpu.max", std::to_string(quota) + " " + std::to_string(kCpuPeriodMicros)});
+      files.push_back(
+          {"", "cpu.max", std::to_string(quota) + " " + std::to_string(kCpuPeriodMicros)});
     }
     if (plan.cpu == Where::kV1) {
       files.push_back({"cpu", "cpu.cfs_period_us", std::to_string(kCpuPeriodMicros)});

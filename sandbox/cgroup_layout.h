@@ -52,12 +52,12 @@ inline constexpr std::string_view kControllers[] = {"pids", "memory", "cpu"};
 
 // What the probe found out about this host (see sandbox/cgroup.cc).
 struct HostFacts {
-  bool disabled = false;                  // PTYBOX_SESSION_CGROUPS=0
-  bool root = false;                      // the daemon's effective uid is 0
+  bool disabled = false;                        // PTYBOX_SESSION_CGROUPS=0
+  bool root = false;                            // the daemon's effective uid is 0
   std::optional<std::filesystem::path> v2_own;  // the daemon's v2 cgroup, when mounted
-  std::string v2_problem;                 // why v2 cannot be used (empty when it can)
-  bool v2_kill = false;                   // cgroup.kill exists (Linux 5.14+)
-  std::vector<std::string> v2_controllers;  // enabled for the daemon's session cgroups
+  std::string v2_problem;                       // why v2 cannot be used (empty when it can)
+  bool v2_kill = false;                         // cgroup.kill exists (Linux 5.14+)
+  std::vector<std::string> v2_controllers;      // enabled for the daemon's session cgroups
   // v1 hierarchies beneath whose own cgroup the daemon could create its directory.
   std::map<std::string, std::filesystem::path> v1_own;
   std::map<std::string, std::string> v1_problems;  // controller -> why not
@@ -65,13 +65,13 @@ struct HostFacts {
 
 // The mechanism in force, per limit and for ending a session.
 struct Plan {
-  bool cgroups = false;   // any session cgroup at all (v2 or v1)
-  bool use_v2 = false;    // sessions get a v2 cgroup (cgroup.kill and/or v2 controllers)
+  bool cgroups = false;  // any session cgroup at all (v2 or v1)
+  bool use_v2 = false;   // sessions get a v2 cgroup (cgroup.kill and/or v2 controllers)
   std::map<std::string, std::filesystem::path> v1;  // v1 controller -> the daemon's own dir
   Where tasks = Where::kNone;
   Where memory = Where::kNone;
   Where cpu = Where::kNone;
-  bool kill_v2 = false;  // close ends the session with cgroup.kill, else pids.max 0 + SIGKILL
+  bool kill_v2 = false;   // close ends the session with cgroup.kill, else pids.max 0 + SIGKILL
   std::string mechanism;  // "cgroup v2 (delegated)", "cgroup v1 controllers", ...
   std::string detail;     // one sentence: what is in force and why
   std::string advice;     // what to change for full enforcement (empty when nothing)
@@ -80,7 +80,7 @@ Plan ChoosePlan(const HostFacts& facts);
 
 // A session's limits, as the policy resolved them (unset: no limit of that kind).
 struct SessionLimits {
-  std::optional<int64_t> tasks;           // processes and threads
+  std::optional<int64_t> tasks;  // processes and threads
   std::optional<int64_t> memory_bytes;
   std::optional<int64_t> cpu_millicores;  // 500: half of one core
   bool operator==(const SessionLimits&) const = default;

@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <functional>
-#include <cerrno>
 
 #include "sandbox/cgroup_layout.h"
 
@@ -16,11 +16,10 @@ namespace ptybox::sandbox::cgroups {
 bool IsMember(std::string_view proc_cgroup, const MembershipTarget& target) {
   if (target.path.empty() || target.path[0] != '/') return false;
   for (const Membership& m : ParseProcCgroup(proc_cgroup)) {
-    const bool hierarchy =
-        target.controller.empty()
-            ? (m.id == 0 && m.controllers.empty())
-            : std::find(m.controllers.begin(), m.controllers.end(), target.controller) !=
-                  m.controllers.end();
+    const bool hierarchy = target.controller.empty()
+                               ? (m.id == 0 && m.controllers.empty())
+                               : std::find(m.controllers.begin(), m.controllers.end(),
+                                           target.controller) != m.controllers.end();
     if (!hierarchy) continue;
     if (target.path == "/") return true;
     return m.path == target.path || m.path.starts_with(target.path + "/");
@@ -59,9 +58,10 @@ const ProcessOps& RealProcessOps() {
         ::close(fd);
         return text;
       },
-      .send = [](int fd, int signal) {
-        return ::syscall(SYS_pidfd_send_signal, fd, signal, nullptr, 0) == 0;
-      },
+      .send =
+          [](int fd, int signal) {
+            return ::syscall(SYS_pidfd_send_signal, fd, signal, nullptr, 0) == 0;
+          },
       .close = [](int fd) { ::close(fd); },
       .pidfds_available =
           [] {

@@ -36,9 +36,9 @@ std::string ChildCgroupPath(std::string_view parent, std::string_view relative);
 
 // What SignalMembers needs of the system.
 struct ProcessOps {
-  std::function<int(pid_t)> open;                               // pidfd_open: fd, or -1
+  std::function<int(pid_t)> open;                                // pidfd_open: fd, or -1
   std::function<std::optional<std::string>(pid_t)> read_cgroup;  // /proc/<pid>/cgroup
-  std::function<bool(int fd, int signal)> send;                 // pidfd_send_signal
+  std::function<bool(int fd, int signal)> send;                  // pidfd_send_signal
   std::function<void(int fd)> close;
   // Where the kernel has no pidfds (before 5.3) or a container's seccomp profile refuses
   // pidfd_open: false, and members are signalled with kill() after the same membership check

@@ -54,8 +54,9 @@ Judgement JudgeOwner(pid_t owner, const OwnerFacts& facts, std::string_view own_
   if (facts.in_parent) {
     return {false, who + " (" + *facts.comm + ") is alive in the cgroup its owner ran in"};
   }
-  return {true, who + " is now " + *facts.comm +
-                    ", not a ptybox process and outside the cgroup its owner ran in (a reused pid)"};
+  return {true,
+          who + " is now " + *facts.comm +
+              ", not a ptybox process and outside the cgroup its owner ran in (a reused pid)"};
 }
 
 }  // namespace cgroups
@@ -178,7 +179,8 @@ std::string EndAndRemove(const Home& home, const fs::path& top, const std::strin
 
 SweepReport SweepStaleDirectories() {
   SweepReport report;
-  if (const char* off = std::getenv("PTYBOX_SESSION_CGROUPS"); off != nullptr && std::string_view(off) == "0") {
+  if (const char* off = std::getenv("PTYBOX_SESSION_CGROUPS");
+      off != nullptr && std::string_view(off) == "0") {
     return report;
   }
   const std::string own_comm = [] {

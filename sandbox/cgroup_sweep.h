@@ -31,11 +31,11 @@ std::optional<pid_t> StaleCandidateOwner(std::string_view name);
 
 // What is known about a candidate directory's owner.
 struct OwnerFacts {
-  bool self = false;     // the owner's pid is this process
-  bool locked = false;   // another open file holds the directory's flock (a live owner)
-  bool alive = false;    // a process with the owner's pid exists (kill 0: not ESRCH)
+  bool self = false;                // the owner's pid is this process
+  bool locked = false;              // another open file holds the directory's flock (a live owner)
+  bool alive = false;               // a process with the owner's pid exists (kill 0: not ESRCH)
   std::optional<std::string> comm;  // its /proc/<pid>/comm, when readable
-  bool in_parent = false;  // it is a member of the cgroup the directory is in, or beneath
+  bool in_parent = false;           // it is a member of the cgroup the directory is in, or beneath
 };
 struct Judgement {
   bool stale = false;

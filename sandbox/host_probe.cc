@@ -177,17 +177,26 @@ struct StderrHint {
 };
 
 constexpr StderrHint kStderrHints[] = {
-    {"uid map", "user namespaces are not usable: bwrap could not map its user into one",
-     {}, &UserNamespaceFix},
-    {"No permissions to create", "user namespaces are not allowed for this user", {},
+    {"uid map",
+     "user namespaces are not usable: bwrap could not map its user into one",
+     {},
      &UserNamespaceFix},
-    {"Creating new namespace failed", "the kernel or a seccomp filter refused to create namespaces",
-     {}, &SeccompFix},
+    {"No permissions to create",
+     "user namespaces are not allowed for this user",
+     {},
+     &UserNamespaceFix},
+    {"Creating new namespace failed",
+     "the kernel or a seccomp filter refused to create namespaces",
+     {},
+     &SeccompFix},
     {"Can't mount proc",
      "a new /proc cannot be mounted: the host's /proc has masked parts (a container runtime's "
      "default)",
-     {}, &ProcMaskFix},
-    {"pivot_root", "bubblewrap could not pivot_root into the sandbox's new root", {},
+     {},
+     &ProcMaskFix},
+    {"pivot_root",
+     "bubblewrap could not pivot_root into the sandbox's new root",
+     {},
      &PivotRootFix},
     {"Can't mount devpts", "a private devpts instance cannot be mounted",
      "allow mounting devpts in the user namespace (a container runtime or LSM refuses it; "
@@ -212,7 +221,8 @@ constexpr StderrHint kStderrHints[] = {
      "refused instead of binding something else"},
     {"ptybox-launch: unshare(CLONE_NEWUSER",
      "the launcher could not create its own user namespace (needed to stage the binds)",
-     {}, &UserNamespaceFix},
+     {},
+     &UserNamespaceFix},
     {"ptybox-launch: dropping to the session id",
      "the root daemon could not switch to the session's unprivileged host id",
      "run the daemon as real root (CAP_SETUID, CAP_SETGID), or as an ordinary user"},
@@ -254,10 +264,10 @@ class Prober final {
   // Runs the probes in order; stops at the first failure when `stop_at_failure`.
   std::vector<ProbeResult> Run(bool stop_at_failure) {
     using Step = ProbeResult (Prober::*)();
-    static constexpr Step kSteps[] = {
-        &Prober::ProbeBwrap,         &Prober::ProbeUserNamespaces, &Prober::ProbeSeccomp,
-        &Prober::ProbeSeccompFilter, &Prober::ProbeSessionIds,     &Prober::ProbeSandboxStart,
-        &Prober::ProbeSandboxPty,    &Prober::ProbeNoHostRoot};
+    static constexpr Step kSteps[] = {&Prober::ProbeBwrap,      &Prober::ProbeUserNamespaces,
+                                      &Prober::ProbeSeccomp,    &Prober::ProbeSeccompFilter,
+                                      &Prober::ProbeSessionIds, &Prober::ProbeSandboxStart,
+                                      &Prober::ProbeSandboxPty, &Prober::ProbeNoHostRoot};
     std::vector<ProbeResult> results;
     for (Step step : kSteps) {
       results.push_back((this->*step)());
@@ -474,8 +484,9 @@ class Prober final {
     }
     return RunTinySandbox(
         "no-host-root", "/bin/sh",
-        {"-c", "while read -r a b c; do [ \"$b\" = 0 ] && exit 1; done < /proc/self/uid_map; "
-               "test -d /usr/bin"},
+        {"-c",
+         "while read -r a b c; do [ \"$b\" = 0 ] && exit 1; done < /proc/self/uid_map; "
+         "test -d /usr/bin"},
         "a sandbox of a root daemon maps no id to host uid 0 and reads its idmapped root");
   }
 

@@ -13,7 +13,7 @@
 namespace ptybox::sandbox {
 
 struct ProbeResult {
-  std::string name;    // "bwrap", "user-namespaces", "seccomp", "sandbox-pty", ...
+  std::string name;  // "bwrap", "user-namespaces", "seccomp", "sandbox-pty", ...
   bool ok = false;
   std::string detail;  // what was found
   std::string fix;     // what to change when !ok; empty when ok

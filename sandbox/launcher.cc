@@ -48,8 +48,9 @@ void ApplyPolicy(const policy::ResolvedPolicy& p, const std::filesystem::path& c
   limit(LimitedResource::kCpuSeconds, l.max_cpu_seconds);
   // The memory limit is the session's, in its cgroup; RLIMIT_AS only as a fallback (per
   // process, and it counts address space, not memory): backend/init_session.cc.
-  launch.limits = cgroups::SessionLimits{
-      .tasks = l.max_tasks, .memory_bytes = l.max_memory_bytes, .cpu_millicores = l.max_cpu_millicores};
+  launch.limits = cgroups::SessionLimits{.tasks = l.max_tasks,
+                                         .memory_bytes = l.max_memory_bytes,
+                                         .cpu_millicores = l.max_cpu_millicores};
 }
 
 std::vector<std::string> BuildInitArgs(const LaunchSpec& spec) {
@@ -165,8 +166,8 @@ Result<void> CheckSandboxRoots(const SandboxSpec& sandbox) {
                     "the root " + root.string() +
                         " is a directory shared by every process of the host; binding it would "
                         "hand the session other programs' files and sockets. Use a directory of "
-                        "its own (e.g. mkdir " + std::string(shared) +
-                        "/myproject) as the workspace or writable root",
+                        "its own (e.g. mkdir " +
+                        std::string(shared) + "/myproject) as the workspace or writable root",
                     root.string());
       }
     }
@@ -195,8 +196,7 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
   }
   const StartMessage start{environment};
   if (!EncodeInitMessage(start)) {
-    return Fail(ErrorKind::kSpawnFailed, "the session environment is larger than 128 KiB",
-                "env");
+    return Fail(ErrorKind::kSpawnFailed, "the session environment is larger than 128 KiB", "env");
   }
   SandboxSpec sandbox = spec.sandbox;
   std::optional<StagePlan> stage;
@@ -221,7 +221,8 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
   UniqueFd seccomp;
   std::vector<std::string> args;
   if (confined) {
-    Result<UniqueFd> program = BuildSeccompProgram({.network_allowed = spec.sandbox.network_allowed});
+    Result<UniqueFd> program =
+        BuildSeccompProgram({.network_allowed = spec.sandbox.network_allowed});
     if (!program) return std::unexpected(program.error());
     seccomp = std::move(*program);
     BwrapInvocation invocation;
@@ -248,7 +249,8 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
     diag_write.Reset(fds[1]);
   }
   UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
-  if (!devnull) return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "open", "/dev/null"));
+  if (!devnull)
+    return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "open", "/dev/null"));
 
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());

@@ -23,10 +23,10 @@ namespace ptybox::sandbox {
 
 struct LaunchSpec {
   policy::Mode mode = policy::Mode::kWorkspaceWrite;
-  SandboxSpec sandbox;                // read when the mode is confined
-  std::filesystem::path bwrap;        // read when the mode is confined
-  std::filesystem::path init_binary;  // ptybox-init
-  std::vector<std::string> command;   // the program init starts
+  SandboxSpec sandbox;                   // read when the mode is confined
+  std::filesystem::path bwrap;           // read when the mode is confined
+  std::filesystem::path init_binary;     // ptybox-init
+  std::vector<std::string> command;      // the program init starts
   std::vector<std::string> environment;  // "NAME=value" entries for the program
   std::filesystem::path cwd;
   int rows = 40;

@@ -389,8 +389,8 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
         attr.attr_set |= MOUNT_ATTR_IDMAP;
         attr.userns_fd = static_cast<uint64_t>(identity.Get());
       }
-      if (::mount_setattr(entry.tree.Get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
-                          sizeof attr) != 0) {
+      if (::mount_setattr(entry.tree.Get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) !=
+          0) {
         if (idmap) return std::unexpected(IdmapError(entry.host_path, errno));
         return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable,
                                                 "mount_setattr(nosuid,nodev)", entry.host_path));

@@ -57,9 +57,9 @@ struct ComposedEntry {
 
 struct StagePlan {
   bool as_root = false;
-  uint32_t session_id = 0;   // root daemon: the host uid and gid of the session
+  uint32_t session_id = 0;    // root daemon: the host uid and gid of the session
   UniqueFd session_id_lease;  // root daemon: the host-wide lease on session_id (session_id_lease.h)
-  std::string self_uid_map;  // non-root: the child's own user namespace, its ids 1:1
+  std::string self_uid_map;   // non-root: the child's own user namespace, its ids 1:1
   std::string self_gid_map;
   std::vector<StageEntry> entries;      // the bound roots first, in order, then the init binary
   std::vector<ComposedEntry> composed;  // in order: parents first

@@ -108,7 +108,8 @@ Result<std::optional<OpenedPath>> OpenBeneath(const OpenedPath& root,
 
 Result<OpenedPath> OpenFollowing(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
-  if (fd < 0) return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "open", path.string()));
+  if (fd < 0)
+    return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "open", path.string()));
   return Describe(path, fd);
 }
 

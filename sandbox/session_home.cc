@@ -16,10 +16,10 @@ bool IsUnderOrEqual(const std::filesystem::path& path, const std::filesystem::pa
 
 const std::vector<HomeVariable>& SessionHomeVariables() {
   static const std::vector<HomeVariable> variables = {
-      {"XDG_CACHE_HOME", ".cache"},   {"XDG_CONFIG_HOME", ".config"},
+      {"XDG_CACHE_HOME", ".cache"},      {"XDG_CONFIG_HOME", ".config"},
       {"XDG_DATA_HOME", ".local/share"}, {"XDG_STATE_HOME", ".local/state"},
-      {"npm_config_cache", ".npm"},   {"PIP_CACHE_DIR", ".cache/pip"},
-      {"CARGO_HOME", ".cargo"},       {"GOPATH", "go"},
+      {"npm_config_cache", ".npm"},      {"PIP_CACHE_DIR", ".cache/pip"},
+      {"CARGO_HOME", ".cargo"},          {"GOPATH", "go"},
       {"GOCACHE", ".cache/go-build"},
   };
   return variables;
@@ -27,11 +27,10 @@ const std::vector<HomeVariable>& SessionHomeVariables() {
 
 bool SessionHomeMountable(const SandboxSpec& spec) {
   const std::filesystem::path home = kSessionHome;
-  const bool parent_is_run_dir =
-      std::any_of(spec.run_dirs.begin(), spec.run_dirs.end(),
-                  [&](const std::filesystem::path& dir) {
-                    return dir.lexically_normal() == home.parent_path();
-                  });
+  const bool parent_is_run_dir = std::any_of(spec.run_dirs.begin(), spec.run_dirs.end(),
+                                             [&](const std::filesystem::path& dir) {
+                                               return dir.lexically_normal() == home.parent_path();
+                                             });
   if (!parent_is_run_dir) return false;
   std::vector<std::filesystem::path> granted = spec.writable_roots;
   granted.push_back(spec.workspace_root);

@@ -130,7 +130,8 @@ Result<UniqueFd> CreateUserNamespace(const RootIdMap& maps) {
   if (written) {
     const std::string path = "/proc/" + std::to_string(pid) + "/ns/user";
     ns.Reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!ns) written = std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "open", path));
+    if (!ns)
+      written = std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "open", path));
   }
   finish();
   if (!written) return std::unexpected(written.error());
@@ -139,8 +140,7 @@ Result<UniqueFd> CreateUserNamespace(const RootIdMap& maps) {
 
 std::optional<std::string> SessionRangeConflict(const policy::SessionIdRange& range,
                                                 std::string_view passwd, std::string_view group,
-                                                std::string_view subuid,
-                                                std::string_view subgid) {
+                                                std::string_view subuid, std::string_view subgid) {
   const uint64_t first = range.first;
   const uint64_t end = first + range.count;  // exclusive
   auto inside = [&](uint64_t id) { return id >= first && id < end; };
@@ -159,15 +159,15 @@ std::optional<std::string> SessionRangeConflict(const policy::SessionIdRange& ra
     bool ranges;
     const char* file;
   };
-  for (const Source& s : {Source{passwd, false, "/etc/passwd"}, Source{group, false, "/etc/group"},
-                          Source{subuid, true, "/etc/subuid"},
-                          Source{subgid, true, "/etc/subgid"}}) {
+  for (const Source& s :
+       {Source{passwd, false, "/etc/passwd"}, Source{group, false, "/etc/group"},
+        Source{subuid, true, "/etc/subuid"}, Source{subgid, true, "/etc/subgid"}}) {
     for (const IdSpan& span : Spans(s.text, s.ranges)) {
       if (span.count == 0) continue;
       if (span.first < end && first < span.first + span.count) {
         return where + " overlaps ids " + std::to_string(span.first) +
-               (span.count > 1 ? "-" + std::to_string(span.first + span.count - 1) : "") +
-               " of " + s.file + ": choose another `sessionIds` range in the operator policy";
+               (span.count > 1 ? "-" + std::to_string(span.first + span.count - 1) : "") + " of " +
+               s.file + ": choose another `sessionIds` range in the operator policy";
       }
     }
   }

@@ -41,8 +41,7 @@ Result<UniqueFd> CreateUserNamespace(const RootIdMap& maps);
 // `subgid` text (the formats of /etc/passwd, /etc/group, /etc/subuid, /etc/subgid).
 std::optional<std::string> SessionRangeConflict(const policy::SessionIdRange& range,
                                                 std::string_view passwd, std::string_view group,
-                                                std::string_view subuid,
-                                                std::string_view subgid);
+                                                std::string_view subuid, std::string_view subgid);
 
 // The same against this host's files (missing files count as empty).
 std::optional<std::string> SessionRangeConflictOnHost(const policy::SessionIdRange& range);

@@ -3,6 +3,7 @@
 # runs (.ci/run). Cheapest and most telling first, so a failure shows early; each step prints
 # its wall time (docs/ci.md, "ptybox's own CI", has the measured times and why these steps).
 #   1. install-deps (with Node for the MCP SDK test, clang-16 for fuzzing, ccache)
+#   1b. every C++ file as clang-format lays it out (scripts/check-format.sh)
 #   2. build everything with ASan+UBSan (scripts/test-sanitized.sh build: build-asan/)
 #   3. the whole test suite once, on that build: every sanitizer report fails it
 #   4. the Release configuration the image and the package build (-O3, -Werror; no tests or
@@ -38,6 +39,7 @@ if [[ "${PTYBOX_TEST_QUICK:-0}" == "1" ]]; then
   echo "=== test: PTYBOX_TEST_QUICK=1: no sanitizers, no Release build, no fuzzing"
   exit 0
 fi
+step "format (clang-format --dry-run -Werror)" ./scripts/check-format.sh
 step "build (ASan+UBSan)" ./scripts/test-sanitized.sh build
 step "test suite (ASan+UBSan)" ./scripts/test-sanitized.sh test
 step "build (Release, as the image)" env BUILD_DIR=build-release BUILD_TYPE=Release \

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <chrono>
+#include <fstream>
 #include <regex>
 #include <thread>
 

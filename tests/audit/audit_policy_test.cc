@@ -24,9 +24,8 @@ TEST(AuditPolicyTest, AnOperatorFileSetsTheAuditLogAndRecordings) {
 }
 
 TEST(AuditPolicyTest, ARepositoryFileMayNotSetIt) {
-  ParsedPolicyFile parsed =
-      ParsePolicyText("version: 1\naudit: {log: /tmp/elsewhere.jsonl}\n", "/ws/.ptybox.yaml",
-                      PolicyRole::kRepository);
+  ParsedPolicyFile parsed = ParsePolicyText("version: 1\naudit: {log: /tmp/elsewhere.jsonl}\n",
+                                            "/ws/.ptybox.yaml", PolicyRole::kRepository);
   ASSERT_EQ(parsed.errors.size(), 1u);
   EXPECT_EQ(parsed.errors[0].kind, ErrorKind::kPolicyError);
   EXPECT_EQ(parsed.errors[0].message,
@@ -38,9 +37,9 @@ TEST(AuditPolicyTest, ARepositoryFileMayNotSetIt) {
 }
 
 TEST(AuditPolicyTest, BadValuesAreLocatedErrors) {
-  ParsedPolicyFile parsed = ParsePolicyText(
-      "version: 1\naudit:\n  log: ''\n  recordMaxBytes: 10\n  recrdDir: /x\n",
-      "/etc/ptybox/policy.yaml", PolicyRole::kOperator);
+  ParsedPolicyFile parsed =
+      ParsePolicyText("version: 1\naudit:\n  log: ''\n  recordMaxBytes: 10\n  recrdDir: /x\n",
+                      "/etc/ptybox/policy.yaml", PolicyRole::kOperator);
   ASSERT_EQ(parsed.errors.size(), 3u);
   EXPECT_NE(parsed.errors[0].message.find("policy.yaml:3:8: audit.log: expected a path"),
             std::string::npos)

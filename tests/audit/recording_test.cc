@@ -4,10 +4,10 @@
 // terminal's output (invalid UTF-8 made valid); `asciinema cat` replays it; the operator's
 // `audit.recordMaxBytes` bounds it with a final marker. The daemon is stopped before a file is
 // read.
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <fstream>
-#include <gtest/gtest.h>
 #include <sstream>
 
 #include "tests/audit/audit_support.h"

@@ -174,8 +174,7 @@ TEST_F(SendOperationTest, SignalWaitsForAnInFlightWrite) {
   host_.fake.SettleInspection();
   EXPECT_TRUE(op->Cancel());
   // No signal while the write is in flight; the rest of the write is stopped.
-  EXPECT_EQ(host_.fake.log,
-            (std::vector<std::string>{"inspect", "write:sleep 100\n", "abort"}));
+  EXPECT_EQ(host_.fake.log, (std::vector<std::string>{"inspect", "write:sleep 100\n", "abort"}));
   host_.fake.SettleWrite(size_t{10});
   EXPECT_EQ(host_.fake.log.back(), "signal:2");
 }
@@ -303,8 +302,8 @@ TEST_F(SendOperationTest, ViewportDropsIntermediatePromptsAndKeepsOutput) {
   op->OnLine("a");
   op->OnMarker(PromptMarker{0, "/w"}, "");
   op->OnCandidate(100, 7);  // looks like the end, but "echo b" is still unread...
-  op->OnInvalidated();   // ...but more followed: an intermediate prompt
-  op->OnLine("$ ");      // that prompt's own line
+  op->OnInvalidated();      // ...but more followed: an intermediate prompt
+  op->OnLine("$ ");         // that prompt's own line
   op->OnLine("b");
   PromptBack(*op, 0);
   ASSERT_TRUE(settled_);

@@ -1,5 +1,6 @@
 // The warm pool's state machine against fake shells: what is claimed, what is discarded and
-// why, bounds, drain. The real shells are tested through the daemon (tests/escape/pool_walls_test.cc).
+// why, bounds, drain. The real shells are tested through the daemon
+// (tests/escape/pool_walls_test.cc).
 #include "backend/warm_pool.h"
 
 #include <gtest/gtest.h>
@@ -31,7 +32,8 @@ class WarmPoolTest : public ::testing::Test {
  protected:
   std::shared_ptr<WarmPool> MakePool(WarmPoolOptions options = {}) {
     return std::make_shared<WarmPool>(
-        io, [this](const SpawnSpec& spec, std::function<void(bool)> settled) {
+        io,
+        [this](const SpawnSpec& spec, std::function<void(bool)> settled) {
           auto shell = std::make_shared<FakeShell>();
           shell->settled = std::move(settled);
           started.push_back(shell);
@@ -195,7 +197,8 @@ TEST_F(WarmPoolTest, FailedStartLeavesThePool) {
 
 TEST_F(WarmPoolTest, HeadroomBoundsTheFillAndAnOpenNearTheLimitEndsPooledShells) {
   size_t headroom = 1;
-  auto pool = MakePool(WarmPoolOptions{.max_keys = 4, .idle = std::chrono::minutes(1), .headroom = [&] { return headroom; }});
+  auto pool = MakePool(WarmPoolOptions{
+      .max_keys = 4, .idle = std::chrono::minutes(1), .headroom = [&] { return headroom; }});
   pool->Refill(Spec("/w", 2));
   EXPECT_EQ(started.size(), 1u) << "one slot of room, one shell";
   Settle(0, true);
@@ -205,7 +208,8 @@ TEST_F(WarmPoolTest, HeadroomBoundsTheFillAndAnOpenNearTheLimitEndsPooledShells)
 }
 
 TEST_F(WarmPoolTest, KeysBeyondTheBoundEvictTheLeastRecentlyUsed) {
-  auto pool = MakePool(WarmPoolOptions{.max_keys = 2, .idle = std::chrono::minutes(1), .headroom = {}});
+  auto pool =
+      MakePool(WarmPoolOptions{.max_keys = 2, .idle = std::chrono::minutes(1), .headroom = {}});
   pool->Refill(Spec("/a"));
   pool->Refill(Spec("/b"));
   pool->Refill(Spec("/c"));
@@ -216,7 +220,8 @@ TEST_F(WarmPoolTest, KeysBeyondTheBoundEvictTheLeastRecentlyUsed) {
 }
 
 TEST_F(WarmPoolTest, IdleShellsExpire) {
-  auto pool = MakePool(WarmPoolOptions{.max_keys = 4, .idle = std::chrono::milliseconds(1), .headroom = {}});
+  auto pool = MakePool(
+      WarmPoolOptions{.max_keys = 4, .idle = std::chrono::milliseconds(1), .headroom = {}});
   pool->Refill(Spec("/w"));
   Settle(0, true);
   io.restart();

@@ -83,7 +83,8 @@ std::map<std::string, fs::path> OwnDirectories(pid_t pid) {
 }
 
 // The directories `ptybox-<daemon>-<hex>` of a daemon, in every hierarchy.
-std::vector<fs::path> DaemonDirectories(pid_t daemon, const std::map<std::string, fs::path>& homes) {
+std::vector<fs::path> DaemonDirectories(pid_t daemon,
+                                        const std::map<std::string, fs::path>& homes) {
   std::vector<fs::path> dirs;
   const std::string prefix = "ptybox-" + std::to_string(daemon) + "-";
   for (const auto& [h, home] : homes) {
@@ -98,10 +99,9 @@ std::vector<fs::path> DaemonDirectories(pid_t daemon, const std::map<std::string
 // The line of /proc/<pid>/cgroup for one hierarchy.
 std::optional<std::string> CgroupOf(const std::string& proc_cgroup, std::string_view hierarchy) {
   for (const cg::Membership& m : cg::ParseProcCgroup(proc_cgroup)) {
-    const bool match = hierarchy.empty()
-                           ? (m.id == 0 && m.controllers.empty())
-                           : std::find(m.controllers.begin(), m.controllers.end(), hierarchy) !=
-                                 m.controllers.end();
+    const bool match = hierarchy.empty() ? (m.id == 0 && m.controllers.empty())
+                                         : std::find(m.controllers.begin(), m.controllers.end(),
+                                                     hierarchy) != m.controllers.end();
     if (match) return m.path;
   }
   return std::nullopt;
@@ -151,7 +151,8 @@ TEST_P(CgroupWallsTest, TheDaemonNeverJoinsASessionCgroupWhileOpening) {
         for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
           for (const char* file : {"cgroup.procs", "tasks"}) {
             for (pid_t member : Pids(e.path() / file)) {
-              if (member == pid && !daemon_seen.exchange(true)) seen_where = (e.path() / file).string();
+              if (member == pid && !daemon_seen.exchange(true))
+                seen_where = (e.path() / file).string();
             }
           }
         }
@@ -207,7 +208,8 @@ TEST_P(CgroupWallsTest, TheDaemonNeverJoinsASessionCgroupWhileOpening) {
 // gone daemon left behind.
 pid_t StartPlacedSleeper(const std::vector<fs::path>& cgroups) {
   std::vector<int> fds;
-  for (const fs::path& c : cgroups) fds.push_back(::open((c / "cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
+  for (const fs::path& c : cgroups)
+    fds.push_back(::open((c / "cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
   const pid_t child = ::fork();
   if (child == 0) {
     for (int fd : fds) {
@@ -317,7 +319,8 @@ TEST(CgroupSweepTest, ADaemonSweepsOnlyTheDirectoriesOfGoneDaemons) {
   }
   EXPECT_FALSE(DaemonDirectories(running.pid(), homes).empty());
   // The running daemon's session is untouched.
-  Json served = Send(running_client, kept_session, "echo kept-$((6*7))\n", Json{{"timeoutMs", 30000}});
+  Json served =
+      Send(running_client, kept_session, "echo kept-$((6*7))\n", Json{{"timeoutMs", 30000}});
   EXPECT_NE(served.dump().find("kept-42"), std::string::npos) << served.dump();
   const std::string log = next.Log();
   std::cout << "  sweep log:\n";

@@ -190,9 +190,10 @@ TEST_P(LimitsTest, ForkBombIsHeldByTheDefaultCapAndCloseEndsEveryTask) {
 
   // The bomb runs in the background of the session's shell, bounded by timeout's SIGKILL to
   // its process group (every bomb process stays in it) and by close.
-  Json started = Send(client, bombed,
-                      "timeout -s KILL 60 bash -c 'b(){ b | b & }; b; sleep 90' >/dev/null 2>&1 &\n",
-                      Json{{"timeoutMs", 20000}});
+  Json started =
+      Send(client, bombed,
+           "timeout -s KILL 60 bash -c 'b(){ b | b & }; b; sleep 90' >/dev/null 2>&1 &\n",
+           Json{{"timeoutMs", 20000}});
   std::cout << "  [" << Mode() << "] bomb started -> " << started.dump() << "\n";
   // Until the cap refused a fork (pids.events), the highest count seen (hang guard only).
   int64_t peak = 0;
@@ -205,10 +206,11 @@ TEST_P(LimitsTest, ForkBombIsHeldByTheDefaultCapAndCloseEndsEveryTask) {
   }
   const int64_t refused = Number(*cgroup / "pids.events", "max").value_or(0);
   peak = std::max(peak, Number(*cgroup / "pids.current").value_or(0));
-  std::cout << "  [" << Mode() << "] bomb: peak " << peak << " tasks, " << refused
-            << " forks refused by pids.max, the first after "
-            << std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - bomb_start).count()
-            << " ms\n";
+  std::cout
+      << "  [" << Mode() << "] bomb: peak " << peak << " tasks, " << refused
+      << " forks refused by pids.max, the first after "
+      << std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - bomb_start).count()
+      << " ms\n";
   EXPECT_GT(refused, 0) << "the bomb never reached the cap";
   EXPECT_LE(peak, 1024);
   EXPECT_GT(peak, 100) << "the bomb did not run";
@@ -236,7 +238,8 @@ TEST_P(LimitsTest, ForkBombIsHeldByTheDefaultCapAndCloseEndsEveryTask) {
 
 TEST_P(LimitsTest, MemoryHogFailsUnderMaxMemoryBytesAndTheSessionStaysUsable) {
   TempDir dir;
-  Daemon daemon(WithPolicy(dir, "version: 1\nlimits:\n  maxMemoryBytes: 268435456\n  idleSilenceMs: 60000\n"));
+  Daemon daemon(WithPolicy(
+      dir, "version: 1\nlimits:\n  maxMemoryBytes: 268435456\n  idleSilenceMs: 60000\n"));
   RpcClient client(daemon.socket());
   const std::string session = OpenSession(client, Mode());
   ASSERT_FALSE(session.empty());
@@ -289,8 +292,8 @@ TEST_P(LimitsTest, CpuLoopIsThrottledUnderMaxCpuMillicores) {
   const auto throttled_us = Number(*cgroup / "cpu.stat", "throttled_usec");
   const auto throttled_ns = Number(*cgroup / "cpu.stat", "throttled_time");
   std::cout << "  [" << Mode() << "] cpu.stat nr_throttled " << periods.value_or(-1)
-            << ", throttled " << (throttled_us ? *throttled_us : throttled_ns.value_or(-1000) / 1000)
-            << " us\n";
+            << ", throttled "
+            << (throttled_us ? *throttled_us : throttled_ns.value_or(-1000) / 1000) << " us\n";
   EXPECT_GT(periods.value_or(0), 0) << Slurp(*cgroup / "cpu.stat");
 }
 
@@ -309,11 +312,12 @@ TEST_P(LimitsTest, CloseWithoutCgroupKillEndsEveryTaskThroughTheV1PidsCgroup) {
   ASSERT_TRUE(cgroup) << "no pids cgroup for the session; daemon log:\n" << daemon.Log();
   ASSERT_FALSE(fs::exists(cgroup->parent_path().parent_path() / "cgroup.kill"));  // v1 indeed
   EXPECT_EQ(Number(*cgroup / "pids.max"), 64);
-  Json started = Send(client, session,
-                      "(setsid sleep 7771 >/dev/null 2>&1 &); (setsid sh -c 'sleep 7772 & sleep 7773' "
-                      ">/dev/null 2>&1 &); timeout -s KILL 60 bash -c 'b(){ b | b & }; b; sleep 90' "
-                      ">/dev/null 2>&1 &\n",
-                      Json{{"timeoutMs", 20000}});
+  Json started =
+      Send(client, session,
+           "(setsid sleep 7771 >/dev/null 2>&1 &); (setsid sh -c 'sleep 7772 & sleep 7773' "
+           ">/dev/null 2>&1 &); timeout -s KILL 60 bash -c 'b(){ b | b & }; b; sleep 90' "
+           ">/dev/null 2>&1 &\n",
+           Json{{"timeoutMs", 20000}});
   std::cout << "  [" << Mode() << ", v1] started -> " << started.dump() << "\n";
   const auto guard = Clock::now() + std::chrono::seconds(45);
   while (Clock::now() < guard && Number(*cgroup / "pids.events", "max").value_or(0) == 0) {

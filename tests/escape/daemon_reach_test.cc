@@ -28,14 +28,13 @@ class DaemonReachTest : public WallsTest {
   // The attack, typed into `session` of `client`: connect to `socket`, ask for the widest mode.
   Observed Attack(RpcClient& client, const std::string& session, const fs::path& socket,
                   const std::string& name) {
-    return RunInSession(
-        client, session, Mode(), name,
-        Walls("rpc " + Quote(socket) + kAskForTheWidestMode));
+    return RunInSession(client, session, Mode(), name,
+                        Walls("rpc " + Quote(socket) + kAskForTheWidestMode));
   }
   // The same attack through the probe copied into `daemon`'s own workspace (PrepareWorkspace
   // and WALLS_PROBE_SCRIPT), for daemons started with a socket path of the test's choosing.
-  Observed AttackFromWorkspace(RpcClient& client, const std::string& session,
-                               const Daemon& daemon, const std::string& name) {
+  Observed AttackFromWorkspace(RpcClient& client, const std::string& session, const Daemon& daemon,
+                               const std::string& name) {
     return RunInSession(client, session, Mode(), name,
                         "python3 " + Quote(daemon.workspace() / ".escape" / "walls_probe.py") +
                             " rpc " + Quote(daemon.socket()) + kAskForTheWidestMode);

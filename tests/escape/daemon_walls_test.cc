@@ -131,8 +131,8 @@ TEST(DaemonWallsTest, DeeplyNestedJsonIsRefusedAndEveryoneStaysServed) {
   Json listed = attacker.Call("terminal_list", Json::object());
   EXPECT_TRUE(listed.contains("result")) << listed.dump();
   Json shallow = attacker.Call("terminal_list", Json{{"a", Json::parse(Nested(60, '[', ']'))}});
-  EXPECT_EQ(shallow["error"]["code"], -32602) << "an unknown parameter, not a depth error: "
-                                              << shallow.dump();
+  EXPECT_EQ(shallow["error"]["code"], -32602)
+      << "an unknown parameter, not a depth error: " << shallow.dump();
   // The other owner's session lived through it.
   Json echoed = Send(victim, session, "echo alive\n");
   EXPECT_EQ(echoed["viewport"], "alive") << echoed.dump();
@@ -181,7 +181,8 @@ TEST(DaemonWallsTest, DeeplyNestedJsonIsRefusedByTheMcpServer) {
   ASSERT_TRUE(line.has_value()) << "no answer: the MCP server died";
   Json answer = Json::parse(*line);
   EXPECT_EQ(answer["error"]["code"], -32600) << *line;
-  ASSERT_TRUE(mcp.Write(R"({"jsonrpc":"2.0","id":2,"method":"ping"})" "\n"));
+  ASSERT_TRUE(mcp.Write(R"({"jsonrpc":"2.0","id":2,"method":"ping"})"
+                        "\n"));
   line = mcp.ReadStdoutLine();
   ASSERT_TRUE(line.has_value());
   EXPECT_EQ(Json::parse(*line)["id"], 2) << *line;
@@ -247,13 +248,22 @@ struct LimitedDaemon {
   LimitedDaemon(int descriptor_limit, std::vector<std::string> extra) {
     std::string command =
         "ulimit -n " + std::to_string(descriptor_limit) + " && exec \"$0\" \"$@\"";
-    std::vector<std::string> argv = {"/bin/sh",  "-c", command, PtyboxBinary().string(),
-                                     "serve",    "--socket", socket.string(), "--workspace",
+    std::vector<std::string> argv = {"/bin/sh",
+                                     "-c",
+                                     command,
+                                     PtyboxBinary().string(),
+                                     "serve",
+                                     "--socket",
+                                     socket.string(),
+                                     "--workspace",
                                      workspace.path().string()};
     argv.insert(argv.end(), extra.begin(), extra.end());
     process = std::make_unique<ChildProcess>(
-        ChildProcess::Options{argv, TestEnvironment(state.path() / "no-operator-policy.yaml"),
-                              {}, false, state.path() / "daemon.log"});
+        ChildProcess::Options{argv,
+                              TestEnvironment(state.path() / "no-operator-policy.yaml"),
+                              {},
+                              false,
+                              state.path() / "daemon.log"});
     for (int i = 0; i < 3000 && !std::filesystem::exists(socket); ++i) {
       std::this_thread::sleep_for(10ms);
     }
@@ -330,8 +340,7 @@ TEST(DaemonWallsTest, ConnectionAndTotalSessionLimitsAreOperatorSettable) {
   // A third owner, well within its own limits.maxSessions, meets the daemon-wide limit.
   Json third = c.Call("terminal_open", Json::object());
   EXPECT_EQ(third["error"]["data"]["kind"], "policy_denied") << third.dump();
-  EXPECT_NE(third["error"]["message"].get<std::string>().find("--max-sessions"),
-            std::string::npos)
+  EXPECT_NE(third["error"]["message"].get<std::string>().find("--max-sessions"), std::string::npos)
       << third.dump();
   RawSocket fourth(daemon.socket());
   ASSERT_TRUE(fourth.connected());
@@ -457,9 +466,9 @@ TEST(DaemonWallsTest, MemoryHeldForAnUnreadClientIsReleasedAtDisconnect) {
     // the daemon stops reading), the thread ends when the socket is shut down.
     std::string burst;
     for (int i = 0; i < 1200; ++i) {
-      burst += Request(100 + i, "terminal_read", Json{{"sessionId", session}, {"cursor", 0}})
-                   .dump() +
-               "\n";
+      burst +=
+          Request(100 + i, "terminal_read", Json{{"sessionId", session}, {"cursor", 0}}).dump() +
+          "\n";
     }
     std::thread writer([&] {
       size_t off = 0;
@@ -540,8 +549,8 @@ INSTANTIATE_TEST_SUITE_P(Modes, FenceAttackTest,
                          ::testing::Values(FenceCase{"workspace-write", "read-only"},
                                            FenceCase{"danger-full-access", "workspace-write"}),
                          [](const auto& test_info) {
-                           std::string name = test_info.param.session_mode + "_to_" +
-                                              test_info.param.file_mode;
+                           std::string name =
+                               test_info.param.session_mode + "_to_" + test_info.param.file_mode;
                            std::erase(name, '-');
                            return name;
                          });
@@ -761,16 +770,15 @@ TEST(DaemonWallsTest, AnOpenInFlightAtEndOfInputIsAnsweredAndLeavesNothing) {
     TempDir state;
     TempDir workspace;
     const std::string marker = NewMarker();
-    ChildProcess serve({{PtyboxBinary().string(), "serve", "--stdio", "--workspace",
-                         workspace.path().string()},
-                        TestEnvironment(state.path() / "no-operator-policy.yaml"),
-                        {},
-                        false,
-                        state.path() / "serve.log"});
-    ASSERT_TRUE(serve.Write(Request(1, "policy_set_mode", Json{{"mode", mode}}).dump() + "\n" +
-                            Request(2, "terminal_open", Json{{"env", {{"ZZ_MARK", marker}}}})
-                                .dump() +
-                            "\n"));
+    ChildProcess serve(
+        {{PtyboxBinary().string(), "serve", "--stdio", "--workspace", workspace.path().string()},
+         TestEnvironment(state.path() / "no-operator-policy.yaml"),
+         {},
+         false,
+         state.path() / "serve.log"});
+    ASSERT_TRUE(serve.Write(
+        Request(1, "policy_set_mode", Json{{"mode", mode}}).dump() + "\n" +
+        Request(2, "terminal_open", Json{{"env", {{"ZZ_MARK", marker}}}}).dump() + "\n"));
     serve.CloseStdin();
     std::optional<std::string> set = serve.ReadStdoutLine();
     ASSERT_TRUE(set.has_value()) << mode;
@@ -808,11 +816,11 @@ TEST_P(CwdProbeTest, OutsideTheWorkspaceEveryPathGetsTheSameAnswer) {
     return message;
   };
   const std::string reference = answer("/etc");
-  const std::string daemon_cwd = std::filesystem::read_symlink(
-      "/proc/" + std::to_string(daemon.pid()) + "/cwd").string();
-  for (const std::string& probe : {std::string("/proc/self/cwd"), std::string("/nonexistent-path"),
-                                   std::string("/root"), std::string("/etc/hostname"),
-                                   std::string("../../../../../tmp")}) {
+  const std::string daemon_cwd =
+      std::filesystem::read_symlink("/proc/" + std::to_string(daemon.pid()) + "/cwd").string();
+  for (const std::string& probe :
+       {std::string("/proc/self/cwd"), std::string("/nonexistent-path"), std::string("/root"),
+        std::string("/etc/hostname"), std::string("../../../../../tmp")}) {
     const std::string message = answer(probe);
     EXPECT_EQ(message, reference) << probe;
     if (daemon_cwd != "/") {

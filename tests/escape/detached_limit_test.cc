@@ -46,9 +46,8 @@ TEST(DetachedLimitTest, DetachedOwnersHoldPlacesAndAConnectionOverTheLimitMayOnl
   const std::filesystem::path policy = config.path() / "operator.yaml";
   std::ofstream(policy) << "version: 1\nlimits: {detachGraceMs: 600000}\n";
   const std::filesystem::path audit = config.path() / "audit.jsonl";
-  Daemon daemon(Daemon::Options{{"--policy", policy.string(), "--max-connections", "2",
-                                 "--audit-log", audit.string()},
-                                {}});
+  Daemon daemon(Daemon::Options{
+      {"--policy", policy.string(), "--max-connections", "2", "--audit-log", audit.string()}, {}});
   auto log = [&] { return daemon.Log(); };
 
   // Two owners open a shell each and leave: both are detached, their shells live on.
@@ -92,9 +91,9 @@ TEST(DetachedLimitTest, DetachedOwnersHoldPlacesAndAConnectionOverTheLimitMayOnl
     RpcClient d(daemon.socket());
     Json refused = d.Call("terminal_open", Json::object());
     EXPECT_EQ(refused["error"]["data"]["kind"], "busy") << refused.dump();
-    EXPECT_NE(refused["error"]["message"].get<std::string>().find(
-                  "1 connections and 1 detached owners"),
-              std::string::npos)
+    EXPECT_NE(
+        refused["error"]["message"].get<std::string>().find("1 connections and 1 detached owners"),
+        std::string::npos)
         << refused.dump();
   }
   // conn-4 (the fourth owner) is closed: its owner_disconnected record is written.

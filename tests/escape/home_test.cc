@@ -21,8 +21,8 @@ namespace fs = std::filesystem;
 class HomeEscapeTest : public ::testing::TestWithParam<std::string> {
  protected:
   HomeEscapeTest()
-      : home_(OutsideDir() / ("home-" + std::to_string(::getpid()) + "-" + Mode().substr(0, 2) +
-                              "-private")) {}
+      : home_(OutsideDir() /
+              ("home-" + std::to_string(::getpid()) + "-" + Mode().substr(0, 2) + "-private")) {}
   void SetUp() override {
     // The scratch home must be visible inside (so not under /tmp): the build tree.
     if (::access(OutsideDir().c_str(), W_OK) != 0) {
@@ -135,11 +135,10 @@ TEST_P(HomeEscapeTest, TheHostHomeCannotBeReachedThroughThePrivateOne) {
   Observed append = Run(session, "append-host-home", h + "echo x >> $H/notes.txt");
   EXPECT_EQ(append.exit, 1) << append.Show();
   // A link planted in the private home leads to the same read-only host directory.
-  Observed link = Run(session, "write-through-link",
-                      h + "ln -s $H ~/host && touch ~/host/pwned-link");
+  Observed link =
+      Run(session, "write-through-link", h + "ln -s $H ~/host && touch ~/host/pwned-link");
   EXPECT_EQ(link.exit, 1) << link.Show();
-  EXPECT_TRUE(link.Says("Read-only file system") || link.Says("Permission denied"))
-      << link.Show();
+  EXPECT_TRUE(link.Says("Read-only file system") || link.Says("Permission denied")) << link.Show();
   // /run holds the private home only (before `mount` below writes its utab there): no host
   // run-time directory came with it.
   Observed run = Run(session, "list-run", "ls -A /run");
@@ -147,8 +146,7 @@ TEST_P(HomeEscapeTest, TheHostHomeCannotBeReachedThroughThePrivateOne) {
   // The private home cannot be unmounted or mounted elsewhere (no capability inside).
   Observed umount = Run(session, "umount-home", "umount /run/ptybox-home");
   EXPECT_NE(umount.exit, 0) << umount.Show();
-  Observed mount = Run(session, "mount-over-host-home",
-                       h + "mount --bind /run/ptybox-home $H");
+  Observed mount = Run(session, "mount-over-host-home", h + "mount --bind /run/ptybox-home $H");
   EXPECT_NE(mount.exit, 0) << mount.Show();
 
   // State left in one session's home is not in the next session's.

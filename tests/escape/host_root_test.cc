@@ -81,8 +81,8 @@ TEST_P(HostRootTest, RootOnlyFilesAreUnreadable) {
   if (Confined()) {
     EXPECT_EQ(shadow.exit, 1) << shadow.Show();
     EXPECT_TRUE(shadow.Says("Permission denied")) << shadow.Show();
-    if (fs::exists("/root") && (fs::status("/root").permissions() & fs::perms::others_read) ==
-                                   fs::perms::none) {
+    if (fs::exists("/root") &&
+        (fs::status("/root").permissions() & fs::perms::others_read) == fs::perms::none) {
       EXPECT_NE(root_home.exit, 0) << root_home.Show();
       EXPECT_TRUE(root_home.Says("Permission denied")) << root_home.Show();
     }
@@ -129,8 +129,9 @@ TEST_P(HostRootTest, WhatTheSessionCreatesIsOwnedLikeTheWorkspace) {
   }
   const std::string id = OpenMarked("owner" + Unique());
   ASSERT_FALSE(id.empty()) << daemon_.Log();
-  Observed o = RunIn(id, "create", "mkdir made-dir && echo x > made-dir/made-file && "
-                                   "echo x >> tracked.txt && stat -c '%u %g' . made-dir");
+  Observed o = RunIn(id, "create",
+                     "mkdir made-dir && echo x > made-dir/made-file && "
+                     "echo x >> tracked.txt && stat -c '%u %g' . made-dir");
   ASSERT_EQ(o.exit, 0) << o.Show();
   for (const fs::path& made : {workspace() / "made-dir", workspace() / "made-dir" / "made-file"}) {
     struct stat st {};

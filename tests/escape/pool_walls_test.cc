@@ -181,9 +181,10 @@ TEST_P(WarmPoolTest, ARepositoryCreatedWhileAShellWaitsIsProtectedInTheSessionTh
     EXPECT_FALSE(pooled.contains(second["pid"].get<pid_t>()))
         << "a shell launched before the repository existed served the open";
   }
-  Json r = Send(client, second["sessionId"],
-                "{ echo '  fsmonitor = touch /tmp/planted' >> vendor/lib/.git/config; } 2>/dev/null; "
-                "echo status=$?\n");
+  Json r =
+      Send(client, second["sessionId"],
+           "{ echo '  fsmonitor = touch /tmp/planted' >> vendor/lib/.git/config; } 2>/dev/null; "
+           "echo status=$?\n");
   EXPECT_EQ(r["viewport"], "status=1") << r.dump();
   EXPECT_EQ(ReadFile(config), "[core]\n") << "the session wrote the new repository's config";
 }

@@ -40,8 +40,8 @@ void CheckSecondSession(RpcClient& client, const std::string& id, const std::str
                                "ls " + Quote(host_marker) + " 2>&1; echo rc=$?");
   EXPECT_TRUE(seen.Says("rc=2") || seen.Says("No such file")) << seen.Show();
   EXPECT_FALSE(seen.Says("rc=0")) << "the host's /tmp is visible: " << seen.Show();
-  Observed tmp = RunInSession(client, id, mode, "own-tmp",
-                              "echo ok > /tmp/own-file && cat /tmp/own-file");
+  Observed tmp =
+      RunInSession(client, id, mode, "own-tmp", "echo ok > /tmp/own-file && cat /tmp/own-file");
   EXPECT_EQ(tmp.exit, 0) << tmp.Show();
   EXPECT_EQ(tmp.text, "ok") << tmp.Show();
   Observed proc = RunInSession(client, id, mode, "host-proc",
@@ -91,33 +91,34 @@ TEST_P(ProtectedLinkTest, WritableRootGitLinkUnderPtyboxRun) {
   const std::vector<std::string> run = {PtyboxBinary().string(), "run", "--workspace",
                                         workspace.path().string(), "--mode"};
   // Session 1 (workspace-write) plants links for the workspace's and the writable root's .git.
-  RunResult plant = RunProcess(
-      {run[0], run[1], run[2], run[3], run[4], "workspace-write", "--", "/bin/sh", "-c",
-       "ln -s " + Link().target + " .git && ln -s " + Link().target + " sub/.git"});
+  RunResult plant =
+      RunProcess({run[0], run[1], run[2], run[3], run[4], "workspace-write", "--", "/bin/sh", "-c",
+                  "ln -s " + Link().target + " .git && ln -s " + Link().target + " sub/.git"});
   ASSERT_EQ(plant.exit_code, 0) << plant.Describe();
   ASSERT_TRUE(fs::is_symlink(workspace.path() / "sub" / ".git"));
 
-  RunResult second = RunProcess(
-      {run[0], run[1], run[2], run[3], run[4], Mode(), "--", "/bin/sh", "-c",
-       "ls " + Quote(marker).substr(0) + " >/dev/null 2>&1 && echo host-tmp-visible; "
-       "echo ok > /tmp/own && cat /tmp/own; test -e /proc/" + std::to_string(::getpid()) +
-           " && echo host-proc-visible; echo done"});
+  RunResult second =
+      RunProcess({run[0], run[1], run[2], run[3], run[4], Mode(), "--", "/bin/sh", "-c",
+                  "ls " + Quote(marker).substr(0) +
+                      " >/dev/null 2>&1 && echo host-tmp-visible; "
+                      "echo ok > /tmp/own && cat /tmp/own; test -e /proc/" +
+                      std::to_string(::getpid()) + " && echo host-proc-visible; echo done"});
   std::cout << "  observed [" << Mode() << "] ptybox run after .git -> " << Link().target << ": "
             << second.Describe() << "\n";
   EXPECT_EQ(second.exit_code, 0) << second.Describe();
   EXPECT_EQ(second.out, "ok\ndone\n") << second.Describe();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Links, ProtectedLinkTest,
-    ::testing::Combine(::testing::Values(LinkCase{"tmp", "/tmp"}, LinkCase{"proc", "/proc"},
-                                         LinkCase{"root", "/"}),
-                       ::testing::Values("read-only", "workspace-write")),
-    [](const auto& param_info) {
-      std::string mode = std::get<1>(param_info.param);
-      mode.erase(std::remove(mode.begin(), mode.end(), '-'), mode.end());
-      return std::get<0>(param_info.param).name + "_" + mode;
-    });
+INSTANTIATE_TEST_SUITE_P(Links, ProtectedLinkTest,
+                         ::testing::Combine(::testing::Values(LinkCase{"tmp", "/tmp"},
+                                                              LinkCase{"proc", "/proc"},
+                                                              LinkCase{"root", "/"}),
+                                            ::testing::Values("read-only", "workspace-write")),
+                         [](const auto& param_info) {
+                           std::string mode = std::get<1>(param_info.param);
+                           mode.erase(std::remove(mode.begin(), mode.end(), '-'), mode.end());
+                           return std::get<0>(param_info.param).name + "_" + mode;
+                         });
 
 }  // namespace
 }  // namespace ptybox::testing

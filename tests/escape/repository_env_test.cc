@@ -87,8 +87,8 @@ TEST_P(RepositoryEnvEscapeTest, AFileWrittenByAConfinedSessionNeverReachesAnothe
   RpcClient attacker(daemon_.socket());
   Json opened = OpenIn(attacker, Mode());
   ASSERT_TRUE(opened.contains("result")) << opened.dump();
-  const std::string write = "printf '%s' '" + HostilePolicy(daemon_.workspace()) +
-                            "' > .ptybox.yaml; echo written=$?\n";
+  const std::string write =
+      "printf '%s' '" + HostilePolicy(daemon_.workspace()) + "' > .ptybox.yaml; echo written=$?\n";
   Json r = Send(attacker, opened["result"]["sessionId"], write);
   ASSERT_EQ(r["waitReason"], "stdin_read") << r.dump();
   if (Mode() == "read-only") {
@@ -154,7 +154,8 @@ INSTANTIATE_TEST_SUITE_P(Confined, RepositoryEnvEscapeTest,
 TEST(RepositoryTrustTest, TheOperatorMayLetRepositoryFilesReachDangerFullAccess) {
   TempDir config;
   const fs::path op = config.path() / "operator.yaml";
-  WriteFile(op, "version: 1\nrepository:\n  envSet: [REPO_MARK]\n  trustInDangerFullAccess: true\n");
+  WriteFile(op,
+            "version: 1\nrepository:\n  envSet: [REPO_MARK]\n  trustInDangerFullAccess: true\n");
   Daemon daemon(Daemon::Options{{"--policy", op.string()}, {}});
   WriteFile(daemon.workspace() / ".ptybox.yaml", "version: 1\nenv:\n  set: {REPO_MARK: repo}\n");
   for (const char* mode : {"workspace-write", "danger-full-access"}) {
@@ -181,8 +182,8 @@ TEST(ClientEnvTest, NulSmugglingAndReservedNamesAreRefusedBeforeAnythingRuns) {
   RpcClient client(daemon.socket());
   const fs::path marker = daemon.workspace() / "smuggled-ran";
   // Issue 20 item 7: the NUL-joined block would have read this as three variables.
-  const std::string smuggled = std::string("x") + '\0' + "PROMPT_COMMAND=touch " +
-                               marker.string() + '\0' + "PS0=$(touch " + marker.string() + ")";
+  const std::string smuggled = std::string("x") + '\0' + "PROMPT_COMMAND=touch " + marker.string() +
+                               '\0' + "PS0=$(touch " + marker.string() + ")";
   for (const char* mode : {"read-only", "workspace-write", "danger-full-access"}) {
     Json refused = OpenIn(client, mode, Json{{"env", Json{{"ZZZ", smuggled}}}});
     ASSERT_TRUE(refused.contains("error")) << mode << refused.dump();

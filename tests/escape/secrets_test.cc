@@ -48,8 +48,8 @@ class SecretsTest : public ::testing::TestWithParam<std::string> {
     std::ofstream(path) << text << "\n";
     // Readable by anyone (a root daemon's session runs as an unprivileged id): only the
     // hiding can keep these from the session, so the test sees that wall and no other.
-    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write |
-                              fs::perms::group_read | fs::perms::others_read);
+    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                              fs::perms::others_read);
   }
   [[nodiscard]] const std::string& Mode() const { return GetParam(); }
   [[nodiscard]] bool Confined() const { return Mode() != "danger-full-access"; }
@@ -77,10 +77,11 @@ TEST_P(SecretsTest, PlantedCredentialsAreHidden) {
   EXPECT_EQ(home.text, Confined() ? "/run/ptybox-home" : home_.string()) << home.Show();
   const std::string h = "H=" + Quote(home_) + "; ";
   // Every planted secret, read as the shell would; the FAKE- prefix marks a leak.
-  Observed read = run("read-secrets",
-                      h + "cat $H/.ssh/id_ed25519 $H/.npmrc $H/.netrc $H/.aws/credentials "
-                          "$H/.bash_history " +
-                          Quote(operator_secret_) + " .env 2>&1 | grep -c FAKE-");
+  Observed read =
+      run("read-secrets", h +
+                              "cat $H/.ssh/id_ed25519 $H/.npmrc $H/.netrc $H/.aws/credentials "
+                              "$H/.bash_history " +
+                              Quote(operator_secret_) + " .env 2>&1 | grep -c FAKE-");
   Observed list = run("list-secret-dirs", h + "ls -A $H/.ssh | wc -l; ls -A $H/.aws | wc -l");
   Observed other = run("read-ordinary", h + "cat $H/notes.txt");
   if (Confined() && ::geteuid() != 0) {

@@ -40,7 +40,8 @@ std::vector<pid_t> ProcessesWithArgv(const std::string& marker, const std::strin
     int fd = ::open((entry.path() / "cmdline").c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;
     char buf[4096];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) cmdline.append(buf, static_cast<size_t>(n));
+    for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;)
+      cmdline.append(buf, static_cast<size_t>(n));
     ::close(fd);
     for (char& c : cmdline) {
       if (c == '\0') c = ' ';
@@ -105,8 +106,8 @@ class SessionLeakTest : public ::testing::TestWithParam<Param> {
     std::string command = "(setsid sleep " + seconds + " >/dev/null 2>&1 &)";
     if (kill_init) command += "; kill -9 $PPID";
     Json sent = Send(client, session, command + "\n", Json{{"timeoutMs", 30000}});
-    std::cout << "  [" << Mode() << ", " << std::get<1>(GetParam()) << "] attack -> "
-              << sent.dump() << "\n";
+    std::cout << "  [" << Mode() << ", " << std::get<1>(GetParam()) << "] attack -> " << sent.dump()
+              << "\n";
     // The detached sleep really runs (the attack is real): it shows on the host once setsid
     // executed it (the prompt may come back before; hang guard only).
     if (!kill_init) {
@@ -151,11 +152,11 @@ std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Modes, SessionLeakTest,
-    ::testing::Combine(::testing::Values("read-only", "workspace-write", "danger-full-access"),
-                       ::testing::Values("cgroup", "subreaper")),
-    ParamName);
+INSTANTIATE_TEST_SUITE_P(Modes, SessionLeakTest,
+                         ::testing::Combine(::testing::Values("read-only", "workspace-write",
+                                                              "danger-full-access"),
+                                            ::testing::Values("cgroup", "subreaper")),
+                         ParamName);
 
 }  // namespace
 }  // namespace ptybox::testing

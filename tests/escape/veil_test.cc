@@ -31,10 +31,12 @@ TEST_P(VeilTest, AWorkspaceBelowAnUnsearchableDirectoryWorksAndHidesItsSiblings)
   fs::create_directories(project);
   std::ofstream(project / "tracked.txt") << "tracked\n";
 
-  const std::string script =
-      "cat tracked.txt; ls -A " + Quote(home.path()) + " | tr '\\n' ' '; echo; "
-      "cat " + Quote(home.path() / "secret-sibling") + " 2>&1 | head -c 200; echo; "
-      "touch made 2>&1; echo touch=$?";
+  const std::string script = "cat tracked.txt; ls -A " + Quote(home.path()) +
+                             " | tr '\\n' ' '; echo; "
+                             "cat " +
+                             Quote(home.path() / "secret-sibling") +
+                             " 2>&1 | head -c 200; echo; "
+                             "touch made 2>&1; echo touch=$?";
   RunResult run = RunProcess({PtyboxBinary().string(), "run", "--workspace", project.string(),
                               "--mode", mode, "--", "/bin/sh", "-c", script});
   std::cout << "  observed [" << mode << "] " << run.Describe() << "\n";

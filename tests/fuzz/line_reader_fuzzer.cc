@@ -1,10 +1,10 @@
 // libFuzzer target for the JSON-RPC line reader (runtime/rpc/line_connection.h) and, behind it, the
 // request decoder: the input is written into a real socket in chunks whose sizes come from the
-// input's first byte (1 to 4096 bytes), read by a LineConnection on an asio loop, and every line it hands out must
-// be exactly the line a simple model of the framing expects (split at '\n', one trailing '\r'
-// dropped, blank lines skipped, an unterminated tail never delivered), whatever the chunking.
-// Each line is answered through the same connection, as a server does, and every answer must
-// reach the peer. Each line then goes through the decoder as in rpc_request_fuzzer.
+// input's first byte (1 to 4096 bytes), read by a LineConnection on an asio loop, and every line it
+// hands out must be exactly the line a simple model of the framing expects (split at '\n', one
+// trailing '\r' dropped, blank lines skipped, an unterminated tail never delivered), whatever the
+// chunking. Each line is answered through the same connection, as a server does, and every answer
+// must reach the peer. Each line then goes through the decoder as in rpc_request_fuzzer.
 #include <sys/socket.h>
 #include <unistd.h>
 

@@ -517,8 +517,7 @@ TEST_P(LifecycleTest, DisconnectDuringOpenLeavesNoProcess) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, LifecycleTest,
-                         ::testing::Values("danger-full-access", "workspace-write"),
-                         ModeTestName);
+                         ::testing::Values("danger-full-access", "workspace-write"), ModeTestName);
 
 // Daemon shutdown, with a session of each mode and a busy send.
 TEST(DaemonShutdownTest, SigtermWithSessionsOpenExitsZeroAndLeavesNothing) {

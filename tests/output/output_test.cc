@@ -124,8 +124,7 @@ TEST_P(OutputTest, MalformedUtf8BecomesReplacementCharacters) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, OutputTest,
-                         ::testing::Values("danger-full-access", "workspace-write"),
-                         ModeTestName);
+                         ::testing::Values("danger-full-access", "workspace-write"), ModeTestName);
 
 }  // namespace
 }  // namespace ptybox::testing

@@ -61,8 +61,8 @@ TEST_P(ViewportTest, PlainSendsStayOnTheLinePath) {
                  "for p in 10 50 100; do printf '\\rprogress %3d%%' $p; sleep 0.02; done; "
                  "echo\n")["viewport"],
             "progress 100%");
-  EXPECT_EQ(Send(client_, id, "ls --color=always / >/dev/null; printf '\\033[1mbold\\033[0m\\n'\n")
-                ["viewport"],
+  EXPECT_EQ(Send(client_, id,
+                 "ls --color=always / >/dev/null; printf '\\033[1mbold\\033[0m\\n'\n")["viewport"],
             "bold");
   EXPECT_EQ(Count(daemon_.Log(), kRendered), 0u) << daemon_.Log();
   // The first cursor-addressed send is rendered (and says what it cost in the log).
@@ -115,9 +115,9 @@ TEST_P(ViewportTest, VimWriteAndQuitLeavesNoFragments) {
 
 TEST_P(ViewportTest, CancelledWatchLeavesAtMostItsLastFrame) {
   std::string id = Open();
-  Json started = client_.Call("terminal_send", Json{{"sessionId", id},
-                                                    {"input", "watch -n 0.5 date\n"},
-                                                    {"background", true}});
+  Json started =
+      client_.Call("terminal_send",
+                   Json{{"sessionId", id}, {"input", "watch -n 0.5 date\n"}, {"background", true}});
   ASSERT_TRUE(started.contains("result")) << started.dump();
   // Wait (hang guard) until watch has drawn at least two frames.
   std::string screen;
@@ -192,8 +192,7 @@ TEST_P(ViewportTest, CancelAfterATimeoutSaysSoAndSigintStopsTheCommand) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ViewportTest,
-                         ::testing::Values("danger-full-access", "workspace-write"),
-                         ModeTestName);
+                         ::testing::Values("danger-full-access", "workspace-write"), ModeTestName);
 
 }  // namespace
 }  // namespace ptybox::testing

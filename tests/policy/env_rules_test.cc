@@ -70,13 +70,42 @@ TEST(EnvRulesTest, RepositoryDefaultsAreHarmlessAndTheFloorCoversLoaderAndStartu
     EXPECT_EQ(EnvNameProblem(name, EnvUse::kSet), std::nullopt) << name;
     EXPECT_EQ(CodeLoadingEnvReason(name), std::nullopt) << name;
   }
-  for (std::string_view name :
-       {"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "BASH_ENV", "ENV", "PROMPT_COMMAND", "PS0",
-        "PS4", "SHELLOPTS", "BASHOPTS", "TMOUT", "IFS", "PATH", "HOME", "GCONV_PATH",
-        "GLIBC_TUNABLES", "PYTHONSTARTUP", "PYTHONPATH", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT",
-        "JAVA_TOOL_OPTIONS", "GIT_SSH_COMMAND", "GIT_CONFIG_GLOBAL", "EDITOR", "PAGER",
-        "LESSOPEN", "MAKEFLAGS", "XDG_CONFIG_HOME", "CC", "CFLAGS", "RUSTC_WRAPPER",
-        "CARGO_BUILD_RUSTC_WRAPPER", "npm_config_script_shell", "MAILPATH", "LC_ALL"}) {
+  for (std::string_view name : {"LD_PRELOAD",
+                                "LD_LIBRARY_PATH",
+                                "LD_AUDIT",
+                                "BASH_ENV",
+                                "ENV",
+                                "PROMPT_COMMAND",
+                                "PS0",
+                                "PS4",
+                                "SHELLOPTS",
+                                "BASHOPTS",
+                                "TMOUT",
+                                "IFS",
+                                "PATH",
+                                "HOME",
+                                "GCONV_PATH",
+                                "GLIBC_TUNABLES",
+                                "PYTHONSTARTUP",
+                                "PYTHONPATH",
+                                "NODE_OPTIONS",
+                                "PERL5OPT",
+                                "RUBYOPT",
+                                "JAVA_TOOL_OPTIONS",
+                                "GIT_SSH_COMMAND",
+                                "GIT_CONFIG_GLOBAL",
+                                "EDITOR",
+                                "PAGER",
+                                "LESSOPEN",
+                                "MAKEFLAGS",
+                                "XDG_CONFIG_HOME",
+                                "CC",
+                                "CFLAGS",
+                                "RUSTC_WRAPPER",
+                                "CARGO_BUILD_RUSTC_WRAPPER",
+                                "npm_config_script_shell",
+                                "MAILPATH",
+                                "LC_ALL"}) {
     EXPECT_TRUE(CodeLoadingEnvReason(name).has_value()) << name;
   }
 }

@@ -91,8 +91,8 @@ TEST_F(ResolverTest, HiddenPathsLayerOperatorThenRepository) {
 
   Operator("version: 1\nhide: [/srv/secret]\n");
   ResolvedPolicy op = MustResolve();
-  EXPECT_EQ(op.hidden, (std::vector<std::string>{"/srv/secret", (ws_ / ".env").string(),
-                                                 "~/.ssh", "~/.token"}));
+  EXPECT_EQ(op.hidden, (std::vector<std::string>{"/srv/secret", (ws_ / ".env").string(), "~/.ssh",
+                                                 "~/.token"}));
 }
 
 TEST_F(ResolverTest, TheDefaultOperatorFileIsReadWhenPresent) {

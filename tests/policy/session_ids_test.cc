@@ -8,9 +8,9 @@ namespace ptybox::policy {
 namespace {
 
 TEST(SessionIdsTest, OperatorSetsTheRange) {
-  ParsedPolicyFile parsed = ParsePolicyText(
-      "version: 1\nsessionIds: {first: 300000000, count: 1024}\n", "/etc/p.yaml",
-      PolicyRole::kOperator);
+  ParsedPolicyFile parsed =
+      ParsePolicyText("version: 1\nsessionIds: {first: 300000000, count: 1024}\n", "/etc/p.yaml",
+                      PolicyRole::kOperator);
   ASSERT_TRUE(parsed.errors.empty()) << parsed.errors[0].message;
   ASSERT_TRUE(parsed.file.session_ids);
   EXPECT_EQ(parsed.file.session_ids->value.first, 300000000u);
@@ -29,12 +29,11 @@ TEST(SessionIdsTest, ARepositoryFileMayNotSetIt) {
 }
 
 TEST(SessionIdsTest, BoundsAndShapeAreChecked) {
-  for (const char* bad : {"sessionIds: 5", "sessionIds: {first: 0, count: 1}",
-                          "sessionIds: {first: 1, count: 0}", "sessionIds: {first: 1}",
-                          "sessionIds: {first: 4294967290, count: 100}",
-                          "sessionIds: {first: 1, count: 2000000}",
-                          "sessionIds: {first: 1, count: 1, extra: 2}",
-                          "sessionIds: {first: \"7\", count: 1}"}) {
+  for (const char* bad :
+       {"sessionIds: 5", "sessionIds: {first: 0, count: 1}", "sessionIds: {first: 1, count: 0}",
+        "sessionIds: {first: 1}", "sessionIds: {first: 4294967290, count: 100}",
+        "sessionIds: {first: 1, count: 2000000}", "sessionIds: {first: 1, count: 1, extra: 2}",
+        "sessionIds: {first: \"7\", count: 1}"}) {
     ParsedPolicyFile parsed = ParsePolicyText(std::string("version: 1\n") + bad + "\n",
                                               "/etc/p.yaml", PolicyRole::kOperator);
     EXPECT_FALSE(parsed.errors.empty()) << bad;

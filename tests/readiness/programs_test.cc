@@ -26,8 +26,8 @@ bool Contains(const Json& text, const std::string& needle) {
 
 bool Installed(const std::string& path) { return ::access(path.c_str(), X_OK) == 0; }
 
-#define REQUIRE_PROGRAM(path)                                                  \
-  do {                                                                         \
+#define REQUIRE_PROGRAM(path)                                                                      \
+  do {                                                                                             \
     if (!Installed(path)) GTEST_SKIP() << (path) << " is not installed (scripts/install-deps.sh)"; \
   } while (0)
 
@@ -100,7 +100,8 @@ TEST_P(ProgramsTest, NodeReplAwaitSettlesWithItsResult) {
   std::string id = Open();
   Json r = Step(id, "node REPL start", "node\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
-  r = Step(id, "node REPL await (2 s timer)", "await new Promise(r => setTimeout(() => r(5), 2000))\n");
+  r = Step(id, "node REPL await (2 s timer)",
+           "await new Promise(r => setTimeout(() => r(5), 2000))\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_TRUE(Contains(r["viewport"], "5")) << "settled before the promise resolved: " << r.dump();
   r = Step(id, "node REPL 6*7", "6*7\n");
@@ -205,7 +206,8 @@ TEST_P(ProgramsTest, TmuxServerReadingTheTerminalIsAWait) {
   REQUIRE_PROGRAM("/usr/bin/tmux");
   const std::string sock = Unique("tmux");
   std::string id = Open();
-  Json r = Step(id, "tmux new-session", "tmux -L " + sock + " -f /dev/null new-session bash --norc --noprofile\n");
+  Json r = Step(id, "tmux new-session",
+                "tmux -L " + sock + " -f /dev/null new-session bash --norc --noprofile\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   r = Step(id, "tmux command", "echo from-$((6*7))-tmux\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
@@ -226,9 +228,11 @@ TEST_P(ProgramsTest, GpgPinentryReadingTheTerminalIsAWait) {
   const std::string home = ".gnupg-" + Unique("g");
   std::string id = Open();
   Json r = Send(client_, id,
-                "export GNUPGHOME=$PWD/" + home + "; mkdir -m 700 -p $GNUPGHOME; "
-                "echo pinentry-program /usr/bin/pinentry-curses > $GNUPGHOME/gpg-agent.conf; "
-                "echo secret > " + home + ".txt; export GPG_TTY=$(tty)\n");
+                "export GNUPGHOME=$PWD/" + home +
+                    "; mkdir -m 700 -p $GNUPGHOME; "
+                    "echo pinentry-program /usr/bin/pinentry-curses > $GNUPGHOME/gpg-agent.conf; "
+                    "echo secret > " +
+                    home + ".txt; export GPG_TTY=$(tty)\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   // gpg-agent's start is silent for a while; the silence bound must not answer first.
   r = Step(id, "gpg -c (pinentry)", "gpg -c -o " + home + ".gpg " + home + ".txt\n",
@@ -239,11 +243,13 @@ TEST_P(ProgramsTest, GpgPinentryReadingTheTerminalIsAWait) {
   EXPECT_TRUE(Contains(screen["result"]["text"], "assphrase")) << screen.dump();
   // The passphrase (a digit in it, or gpg-agent asks about an insecure one), then its
   // repetition (a second pinentry dialog).
-  r = Step(id, "gpg passphrase (second pinentry)", "correct horse 42\r", Json{{"silenceMs", 20000}});
+  r = Step(id, "gpg passphrase (second pinentry)", "correct horse 42\r",
+           Json{{"silenceMs", 20000}});
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   if (std::getenv("PTYBOX_TEST_VERBOSE") != nullptr) {
-    std::printf("%s\n", client_.Call("terminal_read", Json{{"sessionId", id}, {"view", "screen"}})
-                             .dump().c_str());
+    std::printf(
+        "%s\n",
+        client_.Call("terminal_read", Json{{"sessionId", id}, {"view", "screen"}}).dump().c_str());
   }
   r = Send(client_, id, "correct horse 42\r");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
@@ -253,8 +259,7 @@ TEST_P(ProgramsTest, GpgPinentryReadingTheTerminalIsAWait) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ProgramsTest,
-                         ::testing::Values("danger-full-access", "workspace-write"),
-                         ModeTestName);
+                         ::testing::Values("danger-full-access", "workspace-write"), ModeTestName);
 
 }  // namespace
 }  // namespace ptybox::testing

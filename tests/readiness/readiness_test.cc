@@ -345,8 +345,7 @@ TEST_P(ReadinessTest, MeasuresExactReadinessLatency) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ReadinessTest,
-                         ::testing::Values("danger-full-access", "workspace-write"),
-                         ModeTestName);
+                         ::testing::Values("danger-full-access", "workspace-write"), ModeTestName);
 
 }  // namespace
 }  // namespace ptybox::testing

@@ -123,8 +123,7 @@ TEST_P(ShellOptionsTest, ErrTrapNounsetAndAllTogether) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ShellOptionsTest,
-                         ::testing::Values("danger-full-access", "workspace-write"),
-                         ModeTestName);
+                         ::testing::Values("danger-full-access", "workspace-write"), ModeTestName);
 
 }  // namespace
 }  // namespace ptybox::testing

@@ -84,10 +84,10 @@ TEST_P(TerminalStateTest, CallerTerminalIsRestoredWhateverTheCommandDid) {
                               "stty -echo cols 33 rows 11 && stty -a && exit 3");
   ASSERT_TRUE(WIFEXITED(run.status)) << run.status << " " << run.output;
   EXPECT_EQ(WEXITSTATUS(run.status), 3) << run.output;
-  EXPECT_NE(run.output.find("-echo"), std::string::npos) << "the command turned echo off: "
-                                                         << run.output;
-  EXPECT_NE(run.output.find("columns 33"), std::string::npos) << "the command resized: "
-                                                              << run.output;
+  EXPECT_NE(run.output.find("-echo"), std::string::npos)
+      << "the command turned echo off: " << run.output;
+  EXPECT_NE(run.output.find("columns 33"), std::string::npos)
+      << "the command resized: " << run.output;
 
   termios after{};
   ASSERT_EQ(::tcgetattr(slave, &after), 0);
@@ -104,8 +104,7 @@ TEST_P(TerminalStateTest, CallerTerminalIsRestoredWhateverTheCommandDid) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, TerminalStateTest,
-                         ::testing::Values("workspace-write", "danger-full-access"),
-                         ModeTestName);
+                         ::testing::Values("workspace-write", "danger-full-access"), ModeTestName);
 
 }  // namespace
 }  // namespace ptybox::testing

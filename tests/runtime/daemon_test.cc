@@ -1,7 +1,6 @@
 // The real binary over its real socket with real bash, in each mode the case concerns.
-#include <signal.h>
-
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <thread>
@@ -73,7 +72,8 @@ TEST_P(DaemonTest, SecondSendWhileOneIsActiveIsBusy) {
 TEST_P(DaemonTest, AnotherOwnersIdIsNotFound) {
   std::string id = Open();
   RpcClient other(daemon_.socket());
-  for (const char* method : {"terminal_send", "terminal_read", "terminal_close", "terminal_status"}) {
+  for (const char* method :
+       {"terminal_send", "terminal_read", "terminal_close", "terminal_status"}) {
     Json params{{"sessionId", id}};
     if (std::string(method) == "terminal_send") params["input"] = "echo stolen\n";
     Json r = other.Call(method, params);
@@ -126,7 +126,8 @@ TEST_P(DaemonTest, ScrollbackPagesWithCursors) {
   uint64_t next = page["result"]["nextCursor"];
   std::string all = page["result"]["text"];
   for (int i = 0; i < 100 && !page["result"]["end"].get<bool>(); ++i) {
-    page = client_.Call("terminal_read", Json{{"sessionId", id}, {"cursor", next}, {"maxBytes", 64}});
+    page =
+        client_.Call("terminal_read", Json{{"sessionId", id}, {"cursor", next}, {"maxBytes", 64}});
     all += page["result"]["text"].get<std::string>();
     next = page["result"]["nextCursor"];
   }
@@ -135,8 +136,7 @@ TEST_P(DaemonTest, ScrollbackPagesWithCursors) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, DaemonTest,
-                         ::testing::Values("danger-full-access", "workspace-write"),
-                         ModeTestName);
+                         ::testing::Values("danger-full-access", "workspace-write"), ModeTestName);
 
 class ProtocolTest : public ::testing::Test {
  protected:
@@ -156,7 +156,8 @@ TEST_F(ProtocolTest, MalformedLineGetsParseErrorAndTheConnectionStaysUsable) {
 TEST_F(ProtocolTest, InvalidRequestsAndUnknownMethods) {
   client_.SendRaw("[1,2]\n");
   EXPECT_EQ(client_.WaitAny()["error"]["code"], -32600);
-  client_.SendRaw(R"({"jsonrpc":"2.0","id":7,"method":"no_such_method"})" "\n");
+  client_.SendRaw(R"({"jsonrpc":"2.0","id":7,"method":"no_such_method"})"
+                  "\n");
   Json unknown = client_.WaitResponse(7);
   EXPECT_EQ(unknown["error"]["code"], -32601);
   Json bad = client_.Call("terminal_open", Json{{"cols", "wide"}});
@@ -179,7 +180,8 @@ TEST_F(ProtocolTest, PolicyResolveSpeaksTheContract) {
 TEST_F(ProtocolTest, RequestsOnOneConnectionRunConcurrently) {
   std::string a = OpenSession(client_, "danger-full-access");
   std::string b = OpenSession(client_, "danger-full-access");
-  int slow = client_.SendRequest("terminal_send", Json{{"sessionId", a}, {"input", "sleep 1; echo slow\n"}});
+  int slow = client_.SendRequest("terminal_send",
+                                 Json{{"sessionId", a}, {"input", "sleep 1; echo slow\n"}});
   int fast = client_.SendRequest("terminal_send", Json{{"sessionId", b}, {"input", "echo fast\n"}});
   // The first answer to arrive is the fast one: a long send on A does not delay B.
   Json first = client_.WaitAny();

@@ -1,10 +1,10 @@
 // Policy through the real binary: SIGHUP keeps sessions and fences, the fence under spawns raced
 // against mode changes, the CLI's policy commands.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <fstream>
-#include <gtest/gtest.h>
 #include <thread>
 
 #include "tests/support/daemon_fixture.h"
@@ -75,7 +75,8 @@ TEST(PolicyRuntimeTest, FenceHoldsWhenSpawnsRaceModeChanges) {
     } else {
       ++changed_count;
     }
-    Json closed = client.Call("terminal_close", Json{{"sessionId", open_reply["result"]["sessionId"]}});
+    Json closed =
+        client.Call("terminal_close", Json{{"sessionId", open_reply["result"]["sessionId"]}});
     ASSERT_TRUE(closed.contains("result")) << closed.dump();
   }
   std::printf("fence race: %d fenced, %d changed or unchanged\n", fenced_count, changed_count);
@@ -139,8 +140,8 @@ TEST(PolicyCliTest, ResolvePrintsEachValueWithItsSource) {
   TempDir dir;
   std::filesystem::path op = dir.path() / "operator.yaml";
   WriteFile(op, "version: 1\nmode: read-only\n");
-  auto [code, out] = RunCli({"policy", "resolve", "--workspace", dir.path().string(), "--policy",
-                             op.string()});
+  auto [code, out] =
+      RunCli({"policy", "resolve", "--workspace", dir.path().string(), "--policy", op.string()});
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("read-only"), std::string::npos) << out;
   EXPECT_NE(out.find("operator.yaml:2:7"), std::string::npos) << out;
@@ -187,8 +188,8 @@ TEST(PolicyCliTest, CheckAppliesTheLayeringASpawnApplies) {
         << out;
   }
   // What a spawn says about the same file.
-  auto [run_code, run_out] = RunCliWith(op, {"run", "--workspace", (dir.path() / "ws").string(),
-                                             "--", "true"});
+  auto [run_code, run_out] =
+      RunCliWith(op, {"run", "--workspace", (dir.path() / "ws").string(), "--", "true"});
   EXPECT_EQ(run_code, 125) << run_out;
   EXPECT_NE(run_out.find("network: `allow` is not permitted"), std::string::npos) << run_out;
 
@@ -201,8 +202,7 @@ TEST(PolicyCliTest, CheckAppliesTheLayeringASpawnApplies) {
   WriteFile(repo, "version: 1\nlimits: {maxSessions: 2}\n");
   auto [ok_code, ok_out] = RunCliWith(op, {"policy", "check", repo.string()});
   EXPECT_EQ(ok_code, 0) << ok_out;
-  EXPECT_NE(ok_out.find(repo.string() + ": ok (layered on " + op.string() + ")"),
-            std::string::npos)
+  EXPECT_NE(ok_out.find(repo.string() + ": ok (layered on " + op.string() + ")"), std::string::npos)
       << ok_out;
 }
 
@@ -276,9 +276,9 @@ TEST(PolicyCliTest, TermIsReservedInEnvSetAndPassedOnlyToRun) {
       << set_out;
 
   WriteFile(op, "version: 1\nenv:\n  pass: [PATH, TERM]\n");
-  auto [code, out] = RunCliWith(op, {"run", "--workspace", dir.path().string(), "--", "sh", "-c",
-                                     "echo \"term=$TERM\""},
-                                {"TERM=vt220"});
+  auto [code, out] = RunCliWith(
+      op, {"run", "--workspace", dir.path().string(), "--", "sh", "-c", "echo \"term=$TERM\""},
+      {"TERM=vt220"});
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("term=vt220"), std::string::npos) << out;
 

@@ -38,7 +38,8 @@ TEST_P(TerminalKeysTest, ResizeReachesTheKernelTheProgramAndTheScreen) {
   const std::string id = Open(Json{{"cols", 80}, {"rows", 24}});
   EXPECT_EQ(Send(client_, id, "stty size\n")["viewport"], "24 80");
 
-  Json resized = client_.Call("terminal_resize", Json{{"sessionId", id}, {"cols", 132}, {"rows", 43}});
+  Json resized =
+      client_.Call("terminal_resize", Json{{"sessionId", id}, {"cols", 132}, {"rows", 43}});
   ASSERT_TRUE(resized.contains("result")) << resized.dump();
   EXPECT_EQ(resized["result"], (Json{{"cols", 132}, {"rows", 43}}));
   EXPECT_EQ(Send(client_, id, "stty size\n")["viewport"], "43 132");
@@ -91,10 +92,12 @@ TEST_P(TerminalKeysTest, ResizeBoundsAreTerminalOpensAndAClosedSessionIsClosed) 
     EXPECT_TRUE(refused["error"]["message"].get<std::string>().starts_with("terminal_resize: \""))
         << refused.dump();
   }
-  Json unknown = client_.Call("terminal_resize", Json{{"sessionId", "pty-nope"}, {"cols", 80}, {"rows", 24}});
+  Json unknown =
+      client_.Call("terminal_resize", Json{{"sessionId", "pty-nope"}, {"cols", 80}, {"rows", 24}});
   EXPECT_EQ(unknown["error"]["data"]["kind"], "not_found") << unknown.dump();
   client_.Call("terminal_close", Json{{"sessionId", id}});
-  Json closed = client_.Call("terminal_resize", Json{{"sessionId", id}, {"cols", 80}, {"rows", 24}});
+  Json closed =
+      client_.Call("terminal_resize", Json{{"sessionId", id}, {"cols", 80}, {"rows", 24}});
   EXPECT_EQ(closed["error"]["data"]["kind"], "not_found") << closed.dump();
 }
 
@@ -152,14 +155,17 @@ TEST_P(TerminalKeysTest, UpIsEncodedForApplicationCursorMode) {
 
 TEST_P(TerminalKeysTest, ExactlyOneOfInputAndKeysAndUnknownKeyNamesAreRefused) {
   const std::string id = Open();
-  Json both = client_.Call("terminal_send", Json{{"sessionId", id}, {"input", "ls\n"}, {"keys", {"Enter"}}});
+  Json both = client_.Call("terminal_send",
+                           Json{{"sessionId", id}, {"input", "ls\n"}, {"keys", {"Enter"}}});
   EXPECT_EQ(both["error"]["code"], -32602) << both.dump();
-  EXPECT_NE(both["error"]["message"].get<std::string>().find("exactly one of \"input\" or \"keys\""),
-            std::string::npos)
+  EXPECT_NE(
+      both["error"]["message"].get<std::string>().find("exactly one of \"input\" or \"keys\""),
+      std::string::npos)
       << both.dump();
   Json neither = client_.Call("terminal_send", Json{{"sessionId", id}});
   EXPECT_EQ(neither["error"]["code"], -32602) << neither.dump();
-  Json unknown = client_.Call("terminal_send", Json{{"sessionId", id}, {"keys", {"Escape", "C-Foo"}}});
+  Json unknown =
+      client_.Call("terminal_send", Json{{"sessionId", id}, {"keys", {"Escape", "C-Foo"}}});
   EXPECT_EQ(unknown["error"]["code"], -32602) << unknown.dump();
   const std::string message = unknown["error"]["message"];
   EXPECT_NE(message.find("keys[1]: unknown key \"C-Foo\""), std::string::npos) << message;

@@ -19,11 +19,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using policy::Mode;
+using ptybox::testing::ReadFile;
+using ptybox::testing::Words;
 using testing::RunOptions;
 using testing::RunProbesInSandbox;
 using testing::SandboxRun;
-using ptybox::testing::ReadFile;
-using ptybox::testing::Words;
 
 class BwrapSandboxTest : public ::testing::Test {
  protected:

@@ -173,7 +173,8 @@ TEST(CgroupLayoutTest, RendersNothingForUnsetLimitsOrUnheldControllers) {
   plan.tasks = Where::kV1;
   EXPECT_TRUE(RenderLimits(SessionLimits{}, plan).empty());
   // Memory and CPU are held by no cgroup here: nothing to write (rlimits stand in).
-  const auto files = RenderLimits(SessionLimits{.tasks = 5, .memory_bytes = 1 << 30, .cpu_millicores = 10}, plan);
+  const auto files =
+      RenderLimits(SessionLimits{.tasks = 5, .memory_bytes = 1 << 30, .cpu_millicores = 10}, plan);
   ASSERT_EQ(files.size(), 1u);
   EXPECT_EQ(files[0].file, "pids.max");
 }
@@ -181,7 +182,8 @@ TEST(CgroupLayoutTest, RendersNothingForUnsetLimitsOrUnheldControllers) {
 TEST(CgroupLayoutTest, TheSmallestCpuShareIsTheKernelsSmallestQuota) {
   Plan plan;
   plan.cpu = Where::kV2;
-  const auto files = RenderLimits(SessionLimits{.tasks = {}, .memory_bytes = {}, .cpu_millicores = 10}, plan);
+  const auto files =
+      RenderLimits(SessionLimits{.tasks = {}, .memory_bytes = {}, .cpu_millicores = 10}, plan);
   ASSERT_EQ(files.size(), 1u);
   EXPECT_EQ(files[0].value, "1000 100000");
 }

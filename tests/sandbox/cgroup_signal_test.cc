@@ -6,9 +6,8 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <unistd.h>
-
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <map>
 
@@ -33,25 +32,27 @@ struct FakeSystem {
 
   ProcessOps Ops() {
     return ProcessOps{
-        .open = [this](pid_t pid) {
-          calls.push_back("open " + std::to_string(pid));
-          if (!cgroup_of.contains(pid)) return -1;
-          const int fd = 100 + static_cast<int>(open_fds.size());
-          open_fds[fd] = pid;
-          return fd;
-        },
+        .open =
+            [this](pid_t pid) {
+              calls.push_back("open " + std::to_string(pid));
+              if (!cgroup_of.contains(pid)) return -1;
+              const int fd = 100 + static_cast<int>(open_fds.size());
+              open_fds[fd] = pid;
+              return fd;
+            },
         .read_cgroup = [this](pid_t pid) -> std::optional<std::string> {
           calls.push_back("read " + std::to_string(pid));
           auto it = cgroup_of.find(pid);
           if (it == cgroup_of.end()) return std::nullopt;
           return it->second;
         },
-        .send = [this](int fd, int signal) {
-          calls.push_back("send " + std::to_string(open_fds.at(fd)));
-          if (exits_after_read) return false;
-          sent.emplace_back(open_fds.at(fd), signal);
-          return true;
-        },
+        .send =
+            [this](int fd, int signal) {
+              calls.push_back("send " + std::to_string(open_fds.at(fd)));
+              if (exits_after_read) return false;
+              sent.emplace_back(open_fds.at(fd), signal);
+              return true;
+            },
         .close = [this](int fd) { calls.push_back("close " + std::to_string(open_fds.at(fd))); },
         .pidfds_available = {},
         .kill = {},
@@ -76,7 +77,8 @@ TEST(CgroupSignalTest, IsMemberReadsTheRightHierarchyAndAcceptsDescendants) {
   EXPECT_FALSE(IsMember("4:memory:/ptybox-10-ab12cd34/s1\n", pids));
   EXPECT_FALSE(IsMember("8:pids:/ptybox-10-ab12cd34/s1\n", v2));
   // A combined v1 hierarchy ("cpu,cpuacct") answers for each of its controllers.
-  EXPECT_TRUE(IsMember("3:cpu,cpuacct:/ptybox-10-ab12cd34/s1\n", {"cpuacct", "/ptybox-10-ab12cd34/s1"}));
+  EXPECT_TRUE(
+      IsMember("3:cpu,cpuacct:/ptybox-10-ab12cd34/s1\n", {"cpuacct", "/ptybox-10-ab12cd34/s1"}));
   // Nothing is a member of an empty or relative target; garbage is no membership.
   EXPECT_FALSE(IsMember(kHybridMember, {"pids", ""}));
   EXPECT_FALSE(IsMember(kHybridMember, {"pids", "ptybox-10-ab12cd34/s1"}));
@@ -103,8 +105,8 @@ TEST(CgroupSignalTest, SignalsOnlyMembersThroughTheirPidfdAfterTheMembershipChec
   EXPECT_EQ(sys.sent[0], std::make_pair(pid_t{11}, SIGKILL));
   // Order: the pidfd first, the membership read after it, the signal through the pidfd last;
   // a pid never opened is never read or signalled; every opened pidfd is closed.
-  const std::vector<std::string> expected = {"open 11", "read 11",  "send 11", "close 11",
-                                             "open 12", "read 12",  "close 12", "open 13"};
+  const std::vector<std::string> expected = {"open 11", "read 11", "send 11",  "close 11",
+                                             "open 12", "read 12", "close 12", "open 13"};
   EXPECT_EQ(sys.calls, expected);
 }
 
@@ -174,10 +176,12 @@ TEST(CgroupSignalTest, RealOpsSignalAChildThroughItsPidfdAndSkipAStranger) {
   ASSERT_TRUE(own);
   const std::vector<Membership> lines = ParseProcCgroup(*own);
   ASSERT_FALSE(lines.empty());
-  const std::string controller = lines.front().controllers.empty() ? "" : lines.front().controllers.front();
+  const std::string controller =
+      lines.front().controllers.empty() ? "" : lines.front().controllers.front();
   const MembershipTarget target{controller, lines.front().path};
   const SignalTally ours = SignalMembers({child}, target, 0);
-  const SignalTally elsewhere = SignalMembers({child}, {controller, "/no-such-cgroup-of-ptybox"}, 0);
+  const SignalTally elsewhere =
+      SignalMembers({child}, {controller, "/no-such-cgroup-of-ptybox"}, 0);
   ::kill(child, SIGKILL);
   int status = 0;
   ::waitpid(child, &status, 0);

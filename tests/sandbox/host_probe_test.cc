@@ -1,7 +1,6 @@
 // The host probes on this host (they must pass: CI sandboxes for real), FindBwrap's search
 // order, and the errors for a bwrap that fails like a host without user namespaces and for a
 // missing bwrap.
-#include "sandbox/container_env.h"
 #include "sandbox/host_probe.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +11,8 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+
+#include "sandbox/container_env.h"
 
 namespace ptybox::sandbox {
 namespace {
@@ -77,9 +78,9 @@ TEST_F(HostProbeTest, ProbesPassOnThisHost) {
     EXPECT_TRUE(result.ok) << result.name << ": " << result.detail;
     EXPECT_EQ(result.fix.empty(), result.ok) << result.name;
   }
-  const std::vector<std::string> expected = {
-      "bwrap",         "user-namespaces", "seccomp",    "seccomp-filter",
-      "session-ids",   "sandbox-start",   "sandbox-pty", "no-host-root"};
+  const std::vector<std::string> expected = {"bwrap",          "user-namespaces", "seccomp",
+                                             "seccomp-filter", "session-ids",     "sandbox-start",
+                                             "sandbox-pty",    "no-host-root"};
   EXPECT_EQ(names, expected);
   auto required = RequireSandbox(bwrap);
   EXPECT_TRUE(required.has_value()) << (required ? "" : required.error().Describe());

@@ -105,7 +105,8 @@ TEST(InitProtocolTest, ASocketPairCarriesMessagesAndADescriptor) {
   ASSERT_TRUE(std::holds_alternative<ReadyMessage>((*received)->message));
   EXPECT_EQ(std::get<ReadyMessage>((*received)->message).program_pid, 7);
   ASSERT_TRUE((*received)->fd);
-  struct stat got {}, want {};
+  struct stat got {
+  }, want{};
   ASSERT_EQ(::fstat((*received)->fd.Get(), &got), 0);
   ASSERT_EQ(::fstat(null_fd.Get(), &want), 0);
   EXPECT_EQ(got.st_rdev, want.st_rdev);

@@ -24,7 +24,7 @@ struct RunOptions {
 };
 
 struct RunResult {
-  int start_errno = 0;  // fork/exec failure, else 0
+  int start_errno = 0;                  // fork/exec failure, else 0
   std::optional<ChildFailure> failure;  // the step that failed before exec
   bool timed_out = false;
   int exit_code = -1;  // -1 when killed
