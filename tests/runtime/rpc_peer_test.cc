@@ -52,6 +52,9 @@ class Recorder final : public RpcHandler {
 
 // A peer on one end of a socket pair; the test is the client on the other.
 class PeerHarness {
+  // First, so that it is destroyed last: the peer and its connection hold descriptors of it.
+  asio::io_context io_;
+
  public:
   explicit PeerHarness(const RpcDialect& dialect) {
     int fds[2];
@@ -114,7 +117,6 @@ class PeerHarness {
     }
   }
 
-  asio::io_context io_;
   int client_ = -1;
   std::string received_;
 };
