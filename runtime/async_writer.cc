@@ -53,177 +53,183 @@ std::string Reason(const std::filesystem::path& path, int error) {
 
 }  // namespace
 
-AsyncWriter::AsyncWriter(size_t total_budget) : state_(std::make_shared<State>()) {
-  state_->budget = total_budget;
-  thread_ = std::thread([state = state_] {
-    // Reports a failure once per family, under the lock (the flag is shared between files).
-    auto report = [&state](File& file, const std::string& message) {
-      bool first = false;
-      {
-        std::lock_guard lock(state->mu);
-        if (file.spec_.report && !file.spec_.report->reported) {
-          file.spec_.report->reported = true;
-          first = true;
-        }
-      }
-      if (first) {
-        LogWarn(file.spec_.report->what + ": " + message +
-                "; events are dropped and counted until it can be written (reported once)");
-      }
-    };
-    auto try_open = [&](File& file) -> bool {
-      if (file.fd_ >= 0) return true;
-      const auto now = std::chrono::steady_clock::now();
-      if (file.open_failed_ && now < file.retry_at_) return false;
-      int flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
-      if (file.spec_.exclusive) flags |= O_EXCL;
-      // Only ever by name inside the held directory: never a path from the root (a renamed
-      // parent cannot redirect it), never a name with a '/' in it.
-      const std::string name = file.spec_.path.filename().string();
-      int fd = -1;
-      int error = EBADF;
-      if (file.spec_.dir && file.spec_.dir->Valid() && !name.empty() &&
-          name.find('/') == std::string::npos) {
-        fd = ::openat(file.spec_.dir->Get(), name.c_str(), flags, 0600);
-        error = fd < 0 ? errno : 0;
-      }
-      struct stat st {};
-      if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-        error = ENXIO;
-        ::close(fd);
-        fd = -1;
-      }
-      if (fd < 0) {
-        file.open_failed_ = true;
-        file.retry_at_ = now + kReopenAfter;
-        report(file, "cannot open " + Reason(file.spec_.path, error));
-        return false;
-      }
-      // Regular files never block; writes are plain blocking writes on this thread.
-      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-      if ((st.st_mode & 077) != 0) {
-        LogWarn(file.spec_.path.string() + " is readable or writable by other users (mode " +
-                std::to_string((st.st_mode >> 6) & 7) + std::to_string((st.st_mode >> 3) & 7) +
-                std::to_string(st.st_mode & 7) + "); `chmod 600` it");
-      }
-      file.fd_ = fd;
-      file.open_failed_ = false;
-      return true;
-    };
-    // Writes `buf` (whole lines ending at `ends`); on a failure, what was written of a line
-    // that did not fit is cut off again, so the file holds whole lines only. Returns the
-    // number of lines written.
-    auto write_chunk = [&](File& file, const std::string& buf,
-                           const std::vector<size_t>& ends) -> size_t {
-      const off_t start = ::lseek(file.fd_, 0, SEEK_END);
-      size_t done = 0;
-      int error = 0;
-      while (done < buf.size()) {
-        ssize_t n = ::write(file.fd_, buf.data() + done, buf.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-          error = n < 0 ? errno : ENOSPC;
-          break;
-        }
-        done += static_cast<size_t>(n);
-      }
-      if (done == buf.size()) return ends.size();
-      size_t whole = 0;
-      size_t lines = 0;
-      for (size_t end : ends) {
-        if (end > done) break;
-        whole = end;
-        ++lines;
-      }
-      if (whole != done && start >= 0) {
-        if (::ftruncate(file.fd_, start + static_cast<off_t>(whole)) != 0) {
-          report(file, "cannot cut a partly written line: " + std::string(std::strerror(errno)));
-        }
-      }
-      report(file, "cannot write " + Reason(file.spec_.path, error));
-      return lines;
-    };
-    // Writes `items` in order, each after the line that tells what was dropped before it.
-    // What cannot be written is counted and told before the next line that is.
-    auto write_items = [&](File& file, std::deque<File::Item>& items, uint64_t trailing_lines,
-                           uint64_t trailing_bytes, bool closing) {
-      if (file.unwritten_lines_ > 0 && (!items.empty() || closing)) {
-        uint64_t& lines = items.empty() ? trailing_lines : items.front().dropped_before_lines;
-        uint64_t& bytes = items.empty() ? trailing_bytes : items.front().dropped_before_bytes;
-        lines += file.unwritten_lines_;
-        bytes += file.unwritten_bytes_;
-        file.unwritten_lines_ = 0;
-        file.unwritten_bytes_ = 0;
-      }
-      uint64_t written_lines = 0;
-      uint64_t written_bytes = 0;
-      uint64_t lost_lines = 0;
-      size_t i = 0;
-      auto lose_rest = [&] {
-        for (; i < items.size(); ++i) {
-          file.unwritten_lines_ += items[i].dropped_before_lines + 1;
-          file.unwritten_bytes_ += items[i].dropped_before_bytes + items[i].line.size();
-          ++lost_lines;
-        }
-        file.unwritten_lines_ += trailing_lines;
-        file.unwritten_bytes_ += trailing_bytes;
-        trailing_lines = 0;
-      };
-      struct Line {
-        uint64_t lines;  // 0: a line of the file's own; else a dropped line standing for these
-        uint64_t bytes;
-      };
-      while (i < items.size() || trailing_lines > 0) {
-        if (!try_open(file)) {
-          lose_rest();
-          break;
-        }
-        std::string buf;
-        std::vector<size_t> ends;
-        std::vector<Line> lines;
-        auto add_dropped = [&](uint64_t count, uint64_t bytes, std::string_view next) {
-          if (count == 0) return;
-          if (file.spec_.dropped_line) buf += file.spec_.dropped_line(count, bytes, next);
-          ends.push_back(buf.size());
-          lines.push_back(Line{count, bytes});
-        };
-        while (i < items.size() &&
-               (buf.empty() || buf.size() + items[i].line.size() <= kChunkBytes)) {
-          add_dropped(items[i].dropped_before_lines, items[i].dropped_before_bytes, items[i].line);
-          buf += items[i].line;
-          ends.push_back(buf.size());
-          lines.push_back(Line{0, items[i].line.size()});
-          ++i;
-        }
-        if (i == items.size()) {
-          add_dropped(trailing_lines, trailing_bytes, {});
-          trailing_lines = 0;
-        }
-        const size_t ok = buf.empty() ? ends.size() : write_chunk(file, buf, ends);
-        for (size_t k = 0; k < lines.size(); ++k) {
-          const bool own = lines[k].lines == 0;
-          if (k < ok) {
-            if (own) {
-              ++written_lines;
-              written_bytes += lines[k].bytes;
-            }
-          } else {
-            file.unwritten_lines_ += own ? 1 : lines[k].lines;
-            file.unwritten_bytes_ += lines[k].bytes;
-            if (own) ++lost_lines;
-          }
-        }
-        if (ok < lines.size()) {
-          lose_rest();
-          break;
-        }
-      }
-      std::lock_guard lock(state->mu);
-      file.stats_.written_lines += written_lines;
-      file.stats_.written_bytes += written_bytes;
-      file.stats_.dropped_lines += lost_lines;
-    };
+// The writing thread: everything it does to the files, with the state it shares with the
+// writer's callers (under `state->mu`).
+struct AsyncWriter::Worker {
+  std::shared_ptr<State> state;
 
+  // Reports a failure once per family, under the lock (the flag is shared between files).
+  void Report(File& file, const std::string& message) {
+    bool first = false;
+    {
+      std::lock_guard lock(state->mu);
+      if (file.spec_.report && !file.spec_.report->reported) {
+        file.spec_.report->reported = true;
+        first = true;
+      }
+    }
+    if (first) {
+      LogWarn(file.spec_.report->what + ": " + message +
+              "; events are dropped and counted until it can be written (reported once)");
+    }
+  }
+
+  bool TryOpen(File& file) {
+    if (file.fd_ >= 0) return true;
+    const auto now = std::chrono::steady_clock::now();
+    if (file.open_failed_ && now < file.retry_at_) return false;
+    int flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+    if (file.spec_.exclusive) flags |= O_EXCL;
+    // Only ever by name inside the held directory: never a path from the root (a renamed
+    // parent cannot redirect it), never a name with a '/' in it.
+    const std::string name = file.spec_.path.filename().string();
+    int fd = -1;
+    int error = EBADF;
+    if (file.spec_.dir && file.spec_.dir->Valid() && !name.empty() &&
+        name.find('/') == std::string::npos) {
+      fd = ::openat(file.spec_.dir->Get(), name.c_str(), flags, 0600);
+      error = fd < 0 ? errno : 0;
+    }
+    struct stat st {};
+    if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+      error = ENXIO;
+      ::close(fd);
+      fd = -1;
+    }
+    if (fd < 0) {
+      file.open_failed_ = true;
+      file.retry_at_ = now + kReopenAfter;
+      Report(file, "cannot open " + Reason(file.spec_.path, error));
+      return false;
+    }
+    // Regular files never block; writes are plain blocking writes on this thread.
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    if ((st.st_mode & 077) != 0) {
+      LogWarn(file.spec_.path.string() + " is readable or writable by other users (mode " +
+              std::to_string((st.st_mode >> 6) & 7) + std::to_string((st.st_mode >> 3) & 7) +
+              std::to_string(st.st_mode & 7) + "); `chmod 600` it");
+    }
+    file.fd_ = fd;
+    file.open_failed_ = false;
+    return true;
+  }
+
+  // Writes `buf` (whole lines ending at `ends`); on a failure, what was written of a line
+  // that did not fit is cut off again, so the file holds whole lines only. Returns the
+  // number of lines written.
+  size_t WriteChunk(File& file, const std::string& buf, const std::vector<size_t>& ends) {
+    const off_t start = ::lseek(file.fd_, 0, SEEK_END);
+    size_t done = 0;
+    int error = 0;
+    while (done < buf.size()) {
+      ssize_t n = ::write(file.fd_, buf.data() + done, buf.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error = n < 0 ? errno : ENOSPC;
+        break;
+      }
+      done += static_cast<size_t>(n);
+    }
+    if (done == buf.size()) return ends.size();
+    size_t whole = 0;
+    size_t lines = 0;
+    for (size_t end : ends) {
+      if (end > done) break;
+      whole = end;
+      ++lines;
+    }
+    if (whole != done && start >= 0) {
+      if (::ftruncate(file.fd_, start + static_cast<off_t>(whole)) != 0) {
+        Report(file, "cannot cut a partly written line: " + std::string(std::strerror(errno)));
+      }
+    }
+    Report(file, "cannot write " + Reason(file.spec_.path, error));
+    return lines;
+  }
+
+  // Writes `items` in order, each after the line that tells what was dropped before it.
+  // What cannot be written is counted and told before the next line that is.
+  void WriteItems(File& file, std::deque<File::Item>& items, uint64_t trailing_lines,
+                  uint64_t trailing_bytes, bool closing) {
+    if (file.unwritten_lines_ > 0 && (!items.empty() || closing)) {
+      uint64_t& lines = items.empty() ? trailing_lines : items.front().dropped_before_lines;
+      uint64_t& bytes = items.empty() ? trailing_bytes : items.front().dropped_before_bytes;
+      lines += file.unwritten_lines_;
+      bytes += file.unwritten_bytes_;
+      file.unwritten_lines_ = 0;
+      file.unwritten_bytes_ = 0;
+    }
+    uint64_t written_lines = 0;
+    uint64_t written_bytes = 0;
+    uint64_t lost_lines = 0;
+    size_t i = 0;
+    auto lose_rest = [&] {
+      for (; i < items.size(); ++i) {
+        file.unwritten_lines_ += items[i].dropped_before_lines + 1;
+        file.unwritten_bytes_ += items[i].dropped_before_bytes + items[i].line.size();
+        ++lost_lines;
+      }
+      file.unwritten_lines_ += trailing_lines;
+      file.unwritten_bytes_ += trailing_bytes;
+      trailing_lines = 0;
+    };
+    struct Line {
+      uint64_t lines;  // 0: a line of the file's own; else a dropped line standing for these
+      uint64_t bytes;
+    };
+    while (i < items.size() || trailing_lines > 0) {
+      if (!TryOpen(file)) {
+        lose_rest();
+        break;
+      }
+      std::string buf;
+      std::vector<size_t> ends;
+      std::vector<Line> lines;
+      auto add_dropped = [&](uint64_t count, uint64_t bytes, std::string_view next) {
+        if (count == 0) return;
+        if (file.spec_.dropped_line) buf += file.spec_.dropped_line(count, bytes, next);
+        ends.push_back(buf.size());
+        lines.push_back(Line{count, bytes});
+      };
+      while (i < items.size() &&
+             (buf.empty() || buf.size() + items[i].line.size() <= kChunkBytes)) {
+        add_dropped(items[i].dropped_before_lines, items[i].dropped_before_bytes, items[i].line);
+        buf += items[i].line;
+        ends.push_back(buf.size());
+        lines.push_back(Line{0, items[i].line.size()});
+        ++i;
+      }
+      if (i == items.size()) {
+        add_dropped(trailing_lines, trailing_bytes, {});
+        trailing_lines = 0;
+      }
+      const size_t ok = buf.empty() ? ends.size() : WriteChunk(file, buf, ends);
+      for (size_t k = 0; k < lines.size(); ++k) {
+        const bool own = lines[k].lines == 0;
+        if (k < ok) {
+          if (own) {
+            ++written_lines;
+            written_bytes += lines[k].bytes;
+          }
+        } else {
+          file.unwritten_lines_ += own ? 1 : lines[k].lines;
+          file.unwritten_bytes_ += lines[k].bytes;
+          if (own) ++lost_lines;
+        }
+      }
+      if (ok < lines.size()) {
+        lose_rest();
+        break;
+      }
+    }
+    std::lock_guard lock(state->mu);
+    file.stats_.written_lines += written_lines;
+    file.stats_.written_bytes += written_bytes;
+    file.stats_.dropped_lines += lost_lines;
+  }
+
+  // Takes what the files queued, writes it outside the lock, until the writer stops.
+  void Run() {
     std::unique_lock lock(state->mu);
     for (;;) {
       struct Work {
@@ -266,7 +272,7 @@ AsyncWriter::AsyncWriter(size_t total_budget) : state_(std::make_shared<State>()
       state->busy = true;
       lock.unlock();
       for (Work& w : round) {
-        write_items(*w.file, w.items, w.trailing_lines, w.trailing_bytes, w.closing);
+        WriteItems(*w.file, w.items, w.trailing_lines, w.trailing_bytes, w.closing);
         if (w.closing && w.file->fd_ >= 0) {
           ::close(w.file->fd_);
           w.file->fd_ = -1;
@@ -279,7 +285,12 @@ AsyncWriter::AsyncWriter(size_t total_budget) : state_(std::make_shared<State>()
       if (f->fd_ >= 0) ::close(f->fd_);
       f->fd_ = -1;
     }
-  });
+  }
+};
+
+AsyncWriter::AsyncWriter(size_t total_budget) : state_(std::make_shared<State>()) {
+  state_->budget = total_budget;
+  thread_ = std::thread([state = state_] { Worker{state}.Run(); });
 }
 
 AsyncWriter::~AsyncWriter() {
