@@ -20,7 +20,7 @@
 #include "policy/mode.h"
 #include "policy/mode_names.h"
 #include "policy/resolver.h"
-#include "runtime/audit_log.h"
+#include "runtime/audit/audit_log.h"
 #include "runtime/daemon.h"
 #include "runtime/demo.h"
 #include "runtime/doctor.h"

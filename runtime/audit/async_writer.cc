@@ -1,4 +1,4 @@
-#include "runtime/async_writer.h"
+#include "runtime/audit/async_writer.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
