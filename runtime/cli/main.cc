@@ -22,11 +22,11 @@
 #include "policy/resolver.h"
 #include "runtime/audit/audit_log.h"
 #include "runtime/daemon.h"
-#include "runtime/demo.h"
-#include "runtime/doctor.h"
+#include "runtime/cli/demo.h"
+#include "runtime/cli/doctor.h"
 #include "runtime/mcp/mcp_budget.h"
-#include "runtime/policy_command.h"
-#include "runtime/run_command.h"
+#include "runtime/cli/policy_command.h"
+#include "runtime/cli/run_command.h"
 #include "sandbox/host_probe.h"
 
 namespace {
