@@ -104,7 +104,7 @@ sandbox::LaunchSpec ShellSession::BuildLaunch(const SpawnSpec& spec) const {
   launch.sandbox.daemon_socket = options_.daemon_socket;
   for (std::filesystem::path path : options_.daemon_files) {
     std::error_code ec;
-    // A held descriptor's name leads to the object wherever it is now (runtime/audit_log.h).
+    // A held descriptor's name leads to the object wherever it is now (runtime/audit/audit_log.h).
     if (path.parent_path() == "/proc/self/fd") {
       path = std::filesystem::read_symlink(path, ec);
       if (ec || path.is_relative() || path.string().ends_with(" (deleted)")) continue;

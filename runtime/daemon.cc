@@ -153,6 +153,72 @@ void RunReactor(asio::io_context& io) {
   }
 }
 
+// What ends a session's processes whatever happens to its ptybox-init: its own cgroup, or
+// (without a delegated cgroup subtree) the rule that every child we adopt is a leak. Set up
+// once, before the reactor runs, and handed to every session through the shell backend's
+// options; its directories are removed when the last holder lets go of it. Also sweeps what a
+// daemon that was SIGKILLed left in the cgroups (sandbox/cgroup_sweep.h).
+std::shared_ptr<const sandbox::CgroupHost> SetUpSessionCleanup(backend::ChildReaper& reaper) {
+  std::shared_ptr<const sandbox::CgroupHost> cgroups = sandbox::CgroupHost::SetUp();
+  const sandbox::CleanupSupport& cleanup = cgroups->support();
+  reaper.KillAdoptedChildren(!cleanup.cgroups);
+  LogInfo("session cleanup: " + cleanup.detail);
+  const sandbox::SweepReport swept = sandbox::SweepStaleDirectories();
+  for (const std::filesystem::path& dir : swept.removed) {
+    LogInfo("removed the stale session cgroups " + dir.string() + " of a daemon that is gone");
+  }
+  for (const std::string& problem : swept.problems) {
+    LogWarn("cannot remove stale session cgroups " + problem);
+  }
+  return cgroups;
+}
+
+// The one client on standard input and output (JSON-RPC, or MCP, itself perhaps a client of a
+// daemon): at its end of input every session is closed (a pending open answered), then every
+// answer written, then `shutdown`; a client that no longer reads gets 10 s for that. The
+// server and the timer live in the caller until the reactor stops. An exit code when the
+// client cannot be served; nullopt to run the reactor.
+std::optional<int> StartStdioClient(asio::io_context& io, PtyService& service,
+                                    const DaemonOptions& options,
+                                    const std::function<void(int)>& shutdown,
+                                    asio::steady_timer& flush_grace,
+                                    std::shared_ptr<void>& server) {
+  Result<std::shared_ptr<LineConnection>> line =
+      LineConnection::Create(io, ::dup(STDIN_FILENO), ::dup(STDOUT_FILENO));
+  if (!line) {
+    LogError(line.error().Describe());
+    return 1;
+  }
+  auto finish = [&shutdown, &flush_grace, connection = *line] {
+    connection->WhenFlushed([&shutdown] { shutdown(0); });
+    flush_grace.expires_after(std::chrono::seconds(10));
+    flush_grace.async_wait([&shutdown](const std::error_code& ec) {
+      if (ec) return;
+      LogWarn("the client does not read its last answers; exiting without them");
+      shutdown(0);
+    });
+  };
+  if (options.stdio) {
+    auto rpc = std::make_shared<RpcConnection>(service, *line, "stdio client");
+    rpc->Start(finish);
+    server = rpc;
+    return std::nullopt;
+  }
+  auto mcp = std::make_shared<McpServer>(io, service, *line, "mcp host", options.mcp_options);
+  if (options.mcp_options.connect) {
+    Result<std::shared_ptr<RemoteDaemon>> remote =
+        RemoteDaemon::Connect(io, *options.mcp_options.connect, options.service.workspace);
+    if (!remote) {
+      LogError("ptybox mcp --connect: " + remote.error().Describe());
+      return 1;
+    }
+    mcp->UseRemote(*remote);
+  }
+  mcp->Start(finish);
+  server = mcp;
+  return std::nullopt;
+}
+
 }  // namespace
 
 int RunDaemon(DaemonOptions options) {
@@ -168,23 +234,7 @@ int RunDaemon(DaemonOptions options) {
   FitLimitsToDescriptors(options);
   asio::io_context io(1);
   backend::ChildReaper reaper(io);
-  // What ends a session's processes whatever happens to its ptybox-init: its own cgroup, or
-  // (without a delegated cgroup subtree) the rule that every child we adopt is a leak.
-  // Set up once, here, before the reactor runs, and handed to every session through the shell
-  // backend's options; its directories are removed when the last holder lets go of it.
-  const std::shared_ptr<const sandbox::CgroupHost> cgroups = sandbox::CgroupHost::SetUp();
-  const sandbox::CleanupSupport& cleanup = cgroups->support();
-  reaper.KillAdoptedChildren(!cleanup.cgroups);
-  LogInfo("session cleanup: " + cleanup.detail);
-  // What a daemon that was SIGKILLed left in the cgroups (sandbox/cgroup_sweep.h).
-  const sandbox::SweepReport swept = sandbox::SweepStaleDirectories();
-  for (const std::filesystem::path& dir : swept.removed) {
-    LogInfo("removed the stale session cgroups " + dir.string() + " of a daemon that is gone");
-  }
-  for (const std::string& problem : swept.problems) {
-    LogWarn("cannot remove stale session cgroups " + problem);
-  }
-  options.service.shell.cgroups = cgroups;
+  options.service.shell.cgroups = SetUpSessionCleanup(reaper);
   if (options.socket) {  // hidden inside confined sessions (docs/security.md)
     std::error_code ec;
     std::filesystem::path socket = std::filesystem::weakly_canonical(*options.socket, ec);
@@ -198,7 +248,7 @@ int RunDaemon(DaemonOptions options) {
   asio::signal_set terminate(io, SIGTERM, SIGINT);
   asio::signal_set reload(io, SIGHUP);
 
-  auto shutdown = [&](int code) {
+  const std::function<void(int)> shutdown = [&](int code) {
     if (stopping) return;
     stopping = true;
     exit_code = code;
@@ -226,42 +276,11 @@ int RunDaemon(DaemonOptions options) {
   arm_reload();
 
   if (options.stdio || options.mcp) {
-    Result<std::shared_ptr<LineConnection>> line =
-        LineConnection::Create(io, ::dup(STDIN_FILENO), ::dup(STDOUT_FILENO));
-    if (!line) {
-      LogError(line.error().Describe());
-      return 1;
-    }
-    // At end of input: every session closed (a pending open answered), then every answer
-    // written, then exit; a client that no longer reads gets 10 s for that.
     asio::steady_timer flush_grace(io);
-    auto finish = [&, connection = *line] {
-      connection->WhenFlushed([&] { shutdown(0); });
-      flush_grace.expires_after(std::chrono::seconds(10));
-      flush_grace.async_wait([&](const std::error_code& ec) {
-        if (ec) return;
-        LogWarn("the client does not read its last answers; exiting without them");
-        shutdown(0);
-      });
-    };
     std::shared_ptr<void> server;
-    if (options.stdio) {
-      auto rpc = std::make_shared<RpcConnection>(service, *line, "stdio client");
-      rpc->Start(finish);
-      server = rpc;
-    } else {
-      auto mcp = std::make_shared<McpServer>(io, service, *line, "mcp host", options.mcp_options);
-      if (options.mcp_options.connect) {
-        Result<std::shared_ptr<RemoteDaemon>> remote =
-            RemoteDaemon::Connect(io, *options.mcp_options.connect, options.service.workspace);
-        if (!remote) {
-          LogError("ptybox mcp --connect: " + remote.error().Describe());
-          return 1;
-        }
-        mcp->UseRemote(*remote);
-      }
-      mcp->Start(finish);
-      server = mcp;
+    if (std::optional<int> failed =
+            StartStdioClient(io, service, options, shutdown, flush_grace, server)) {
+      return *failed;
     }
     RunReactor(io);
     return exit_code;

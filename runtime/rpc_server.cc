@@ -13,7 +13,7 @@
 #include "backend/types.h"
 #include "common/log.h"
 #include "runtime/methods.h"
-#include "runtime/owned_directory.h"
+#include "runtime/audit/owned_directory.h"
 #include "runtime/owner.h"
 #include "runtime/peer_check.h"
 

@@ -21,7 +21,7 @@
 #include "policy/mode_fence.h"
 #include "policy/policy.h"
 #include "policy/resolver.h"
-#include "runtime/audit_sink.h"
+#include "runtime/audit/audit_sink.h"
 
 namespace ptybox::runtime {
 

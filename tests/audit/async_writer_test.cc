@@ -3,7 +3,7 @@
 // fit the queue dropped, counted, and told in the file before the next line written; a
 // recording bounded with a final marker. Each writer is destroyed before the file is read (its
 // destructor drains), so nothing here waits on time.
-#include "runtime/async_writer.h"
+#include "runtime/audit/async_writer.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@
 #include <sstream>
 #include <vector>
 
-#include "runtime/session_recorder.h"
+#include "runtime/audit/session_recorder.h"
 #include "tests/support/temp_dir.h"
 
 namespace ptybox::runtime {

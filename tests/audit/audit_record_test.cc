@@ -1,6 +1,6 @@
 // The record encoders: bounded, valid UTF-8 text; one JSON line per record; asciicast v2
 // header and events.
-#include "runtime/audit_record.h"
+#include "runtime/audit/audit_record.h"
 
 #include <gtest/gtest.h>
 

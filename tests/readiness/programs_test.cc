@@ -31,15 +31,8 @@ bool Installed(const std::string& path) { return ::access(path.c_str(), X_OK) ==
     if (!Installed(path)) GTEST_SKIP() << (path) << " is not installed (scripts/install-deps.sh)"; \
   } while (0)
 
-class ProgramsTest : public ::testing::TestWithParam<std::string> {
+class ProgramsTest : public SharedDaemonModeTest {
  protected:
-  static void SetUpTestSuite() { daemon_ = new Daemon(); }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
-  }
-
-  std::string Open() { return OpenSession(client_, GetParam()); }
   static std::filesystem::path WriteProgram(const std::string& name, const std::string& text) {
     std::filesystem::path path = daemon_->workspace() / name;
     std::ofstream(path) << text;
@@ -64,12 +57,7 @@ class ProgramsTest : public ::testing::TestWithParam<std::string> {
                 r.contains("waitReason") ? r["waitReason"].dump().c_str() : r.dump().c_str());
     return r;
   }
-
-  static Daemon* daemon_;
-  RpcClient client_{daemon_->socket()};
 };
-
-Daemon* ProgramsTest::daemon_ = nullptr;
 
 // node keeps the terminal in its epoll set after readline closed it (libuv removes a paused
 // descriptor lazily), with a timer pending: that wait is not a wait for the user.

@@ -32,19 +32,8 @@ std::string MarkerValue(const std::string& tag) {
   return "readiness-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
 }
 
-class ReadinessTest : public ::testing::TestWithParam<std::string> {
+class ReadinessTest : public SharedDaemonModeTest {
  protected:
-  // One daemon per suite: every test talks on its own connection (its own owner scope), so
-  // tests share nothing but the process.
-  static void SetUpTestSuite() { daemon_ = new Daemon(); }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
-  }
-
-  std::string Open(Json extra = Json::object()) {
-    return OpenSession(client_, GetParam(), std::move(extra));
-  }
   // A program in the workspace (visible at the same path in every mode).
   static std::filesystem::path WriteProgram(const std::string& name, const std::string& text,
                                             bool executable = false) {
@@ -53,12 +42,7 @@ class ReadinessTest : public ::testing::TestWithParam<std::string> {
     if (executable) ::chmod(path.c_str(), 0755);
     return path;
   }
-
-  static Daemon* daemon_;
-  RpcClient client_{daemon_->socket()};
 };
-
-Daemon* ReadinessTest::daemon_ = nullptr;
 
 TEST_P(ReadinessTest, PythonReplWaitsOnStdin) {
   std::string id = Open();

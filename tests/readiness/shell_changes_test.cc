@@ -28,16 +28,8 @@ bool HoldsAPrompt(const std::string& viewport) {
   return false;
 }
 
-class ShellChangesTest : public ::testing::TestWithParam<std::string> {
+class ShellChangesTest : public SharedDaemonModeTest {
  protected:
-  static void SetUpTestSuite() { daemon_ = new Daemon(); }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
-  }
-
-  std::string Open() { return OpenSession(client_, GetParam()); }
-
   // A send that must settle at the shell's verified prompt with `exit_code`.
   Json AtPrompt(const std::string& id, const std::string& input, int exit_code) {
     Json r = Send(client_, id, input, Json{{"silenceMs", 20000}, {"timeoutMs", 30000}});
@@ -63,12 +55,7 @@ class ShellChangesTest : public ::testing::TestWithParam<std::string> {
     r = AtPrompt(id, "false\n", 1);
     EXPECT_EQ(r["viewport"], "") << r.dump();
   }
-
-  static Daemon* daemon_;
-  RpcClient client_{daemon_->socket()};
 };
-
-Daemon* ShellChangesTest::daemon_ = nullptr;
 
 TEST_P(ShellChangesTest, PromptCommandAndPs1ChangesKeepExitCodesExact) {
   const std::vector<std::string> changes = {

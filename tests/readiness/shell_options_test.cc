@@ -18,14 +18,8 @@ bool HoldsANonce(const Json& text) {
   return text.is_string() && std::regex_search(text.get<std::string>(), kNonce);
 }
 
-class ShellOptionsTest : public ::testing::TestWithParam<std::string> {
+class ShellOptionsTest : public SharedDaemonModeTest {
  protected:
-  static void SetUpTestSuite() { daemon_ = new Daemon(); }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
-  }
-
   void SetUp() override {
     Json set = client_.Call("policy_set_mode", Json{{"mode", GetParam()}});
     ASSERT_TRUE(set.contains("result")) << set.dump();
@@ -53,12 +47,8 @@ class ShellOptionsTest : public ::testing::TestWithParam<std::string> {
     }
   }
 
-  static Daemon* daemon_;
-  RpcClient client_{daemon_->socket()};
   std::string id_;
 };
-
-Daemon* ShellOptionsTest::daemon_ = nullptr;
 
 TEST_P(ShellOptionsTest, XtraceTracesOnlyTheUsersCommands) {
   AtPrompt("set -x\n", 0);

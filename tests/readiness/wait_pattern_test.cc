@@ -13,26 +13,15 @@
 namespace ptybox::testing {
 namespace {
 
-class WaitPatternTest : public ::testing::TestWithParam<std::string> {
+class WaitPatternTest : public SharedDaemonModeTest {
  protected:
-  static void SetUpTestSuite() { daemon_ = new Daemon(); }
-  static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
-  }
-  std::string Open() { return OpenSession(client_, GetParam()); }
   Json Wait(const std::string& id, Json extra = Json::object()) {
     extra["sessionId"] = id;
     Json reply = client_.Call("terminal_wait", extra, std::chrono::seconds(120));
     if (reply.contains("result")) return reply["result"];
     return reply;
   }
-
-  static Daemon* daemon_;
-  RpcClient client_{daemon_->socket()};
 };
-
-Daemon* WaitPatternTest::daemon_ = nullptr;
 
 TEST_P(WaitPatternTest, AtThePromptNothingIsInTheForeground) {
   std::string id = Open();

@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "runtime/run_command.h"
+#include "runtime/cli/run_command.h"
 #include "sandbox/init/child_exec.h"
 
 namespace ptybox {

@@ -97,6 +97,26 @@ std::vector<pid_t> ProcessesWithEnv(const std::string& marker);
 
 // Opens a session in `mode` (after policy_set_mode) and returns its id; fails the test otherwise.
 std::string OpenSession(RpcClient& client, const std::string& mode, Json extra = Json::object());
+
+// A parameterised suite (the parameter is the mode) that shares one daemon across its tests:
+// each test talks on its own connection (its own owner scope), so tests share nothing but the
+// process. Each derived suite starts and stops the daemon once; gtest runs suites one after
+// another, so one static slot serves them all.
+class SharedDaemonModeTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  static void SetUpTestSuite() { daemon_ = new Daemon(); }
+  static void TearDownTestSuite() {
+    delete daemon_;
+    daemon_ = nullptr;
+  }
+  // A session in the suite's mode on this test's connection.
+  std::string Open(Json extra = Json::object()) {
+    return OpenSession(client_, GetParam(), std::move(extra));
+  }
+
+  inline static Daemon* daemon_ = nullptr;
+  RpcClient client_{daemon_->socket()};
+};
 // terminal_send in the foreground; returns the result object (or the error response).
 Json Send(RpcClient& client, const std::string& session, const std::string& input,
           Json extra = Json::object());

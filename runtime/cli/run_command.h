@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/audit_log.h"
+#include "runtime/audit/audit_log.h"
 #include "runtime/service.h"
 
 namespace ptybox::runtime {

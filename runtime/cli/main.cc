@@ -20,13 +20,13 @@
 #include "policy/mode.h"
 #include "policy/mode_names.h"
 #include "policy/resolver.h"
-#include "runtime/audit_log.h"
+#include "runtime/audit/audit_log.h"
 #include "runtime/daemon.h"
-#include "runtime/demo.h"
-#include "runtime/doctor.h"
+#include "runtime/cli/demo.h"
+#include "runtime/cli/doctor.h"
 #include "runtime/mcp/mcp_budget.h"
-#include "runtime/policy_command.h"
-#include "runtime/run_command.h"
+#include "runtime/cli/policy_command.h"
+#include "runtime/cli/run_command.h"
 #include "sandbox/host_probe.h"
 
 namespace {
@@ -143,6 +143,169 @@ std::optional<int> SetMcpStartMode(const std::string& text,
   return std::nullopt;
 }
 
+// One struct per subcommand: `Add` declares its flags on the application, `Run` acts on what was
+// parsed and returns the exit code.
+struct ServeCommand {
+  CommonFlags flags;
+  AuditFlags audit;
+  bool stdio = false;
+  std::string socket_path;
+  size_t max_connections = ptybox::runtime::kDefaultMaxConnections;
+  size_t max_sessions = ptybox::runtime::kDefaultMaxTotalSessions;
+  CLI::App* app = nullptr;
+
+  void Add(CLI::App& parent) {
+    app = parent.add_subcommand("serve", "serve the JSON-RPC protocol");
+    app->add_flag("--stdio", stdio, "one client on standard input/output");
+    app->add_option("--socket", socket_path,
+                    "many clients on a Unix socket (mode 0600); the default (neither --stdio nor "
+                    "--socket) is ptybox.sock in this user's run-time directory: "
+                    "$XDG_RUNTIME_DIR/ptybox/, /run/ptybox/ for root");
+    app->add_option("--max-connections", max_connections,
+                    "clients served at once on the socket; one more is refused (default 256)")
+        ->check(CLI::Range(size_t{1}, size_t{65536}));
+    app->add_option("--max-sessions", max_sessions,
+                    "sessions open or opening across every client (default 256)")
+        ->check(CLI::Range(size_t{1}, size_t{65536}));
+    AddCommonFlags(app, flags);
+    AddAuditFlags(app, audit, /*record=*/true);
+  }
+
+  int Run() const {
+    using namespace ptybox::runtime;
+    if (stdio && !socket_path.empty()) {
+      std::cerr << "ptybox serve: give one of --stdio or --socket PATH, not both\n";
+      return 2;
+    }
+    DaemonOptions options;
+    options.stdio = stdio;
+    if (!socket_path.empty()) {
+      options.socket = std::filesystem::absolute(socket_path);
+    } else if (!stdio) {
+      // The per-user run-time directory, hidden in every session (docs/security.md, Wall 2).
+      ptybox::Result<std::filesystem::path> socket = DefaultSocketPath();
+      if (!socket) {
+        std::cerr << socket.error().message << "\n";
+        return 2;
+      }
+      options.socket = *socket;
+    }
+    options.service = ServiceFrom(flags);
+    options.max_connections = max_connections;
+    options.service.max_total_sessions = max_sessions;
+    std::optional<std::shared_ptr<AuditLog>> log = AuditFrom(audit, options.service, "serve");
+    if (!log) return 1;
+    options.service.audit = *log;
+    return RunDaemon(std::move(options));
+  }
+};
+
+struct McpCommand {
+  CommonFlags flags;
+  AuditFlags audit;
+  std::string mode;
+  std::string connect;
+  int64_t consent_timeout = 300;
+  int64_t max_result_bytes = static_cast<int64_t>(ptybox::runtime::kDefaultMcpResultBytes);
+  CLI::App* app = nullptr;
+
+  void Add(CLI::App& parent) {
+    app = parent.add_subcommand("mcp", "serve the same tools as an MCP server on stdio");
+    AddCommonFlags(app, flags);
+    AddAuditFlags(app, audit, /*record=*/true);
+    app->add_option("--mode", mode,
+                    "the mode the model starts in: " + ptybox::policy::ModeAlternatives() +
+                        " (default: the policy's mode); the model may narrow it, never widen it "
+                        "without the user's consent");
+    app->add_option("--connect", connect,
+                    "serve as a client of a running `ptybox serve --socket SOCKET` daemon: the "
+                    "terminals outlive this process for the daemon's limits.detachGraceMs and a "
+                    "restarted ptybox mcp finds them (its owner token is kept under "
+                    "$XDG_STATE_HOME/ptybox/)");
+    app->add_option("--consent-timeout", consent_timeout,
+                    "seconds the user has to answer a request to widen the mode (default 300; "
+                    "1 to 86400); no answer is a refusal");
+    app->add_option("--max-result-bytes", max_result_bytes,
+                    "bytes every tool result may take, as the host receives it (default 16384; "
+                    "4096 to 67108864): a longer viewport or page keeps its head and tail and "
+                    "says which terminal_read returns the rest");
+  }
+
+  int Run() const {
+    using namespace ptybox::runtime;
+    DaemonOptions options;
+    options.mcp = true;
+    options.service = ServiceFrom(flags);
+    if (!connect.empty()) {
+      if (!mode.empty() || !flags.policy.empty()) {
+        std::cerr << "ptybox mcp: --mode and --policy do not apply with --connect: the daemon's "
+                     "policy and the attached owner's mode do (policy_set_mode changes it)\n";
+        return 2;
+      }
+      std::error_code ec;
+      options.mcp_options.connect = std::filesystem::absolute(connect, ec);
+    }
+    if (!mode.empty()) {
+      if (std::optional<int> failed = SetMcpStartMode(mode, options.service)) return *failed;
+    }
+    if (consent_timeout < 1 || consent_timeout > 86400) {
+      std::cerr << "ptybox mcp: --consent-timeout must be between 1 and 86400 seconds\n";
+      return 2;
+    }
+    options.mcp_options.consent_timeout = std::chrono::seconds(consent_timeout);
+    if (max_result_bytes < static_cast<int64_t>(kMinMcpResultBytes) ||
+        max_result_bytes > 64 * 1024 * 1024) {
+      std::cerr << "ptybox mcp: --max-result-bytes must be between 4096 and 67108864\n";
+      return 2;
+    }
+    options.mcp_options.max_result_bytes = static_cast<size_t>(max_result_bytes);
+    std::optional<std::shared_ptr<AuditLog>> log = AuditFrom(audit, options.service, "mcp");
+    if (!log) return 1;
+    options.service.audit = *log;
+    return RunDaemon(std::move(options));
+  }
+};
+
+struct RunSubcommand {
+  CommonFlags flags;
+  AuditFlags audit;
+  std::string mode;
+  int64_t timeout = 0;
+  std::vector<std::string> command;
+  CLI::App* app = nullptr;
+
+  void Add(CLI::App& parent) {
+    app = parent.add_subcommand("run", "run one command in the sandbox (for CI jobs)");
+    AddCommonFlags(app, flags);
+    AddAuditFlags(app, audit, /*record=*/false);
+    app->add_option("--mode", mode, ptybox::policy::ModeAlternatives());
+    app->add_option("--timeout", timeout,
+                    "whole seconds before the command is ended (exit 124); 1 to 2592000");
+    app->add_option("command", command, "the command and its arguments, after --")->required();
+  }
+
+  int Run() const {
+    using namespace ptybox::runtime;
+    RunOptions options;
+    options.service = ServiceFrom(flags);
+    if (!mode.empty()) {
+      std::optional<ptybox::policy::Mode> parsed = ptybox::policy::ParseMode(mode);
+      if (!parsed) {
+        std::cerr << "ptybox run: unknown --mode \"" << mode << "\" ("
+                  << ptybox::policy::ModeAlternatives() << ")\n";
+        return kRunExitUsage;
+      }
+      options.service.mode_override = parsed;
+    }
+    if (app->count("--timeout") > 0) options.timeout_seconds = timeout;
+    options.command = command;
+    std::optional<std::shared_ptr<AuditLog>> log = AuditFrom(audit, options.service, "run");
+    if (!log) return kRunExitSandbox;
+    options.audit = *log;
+    return RunCommand(options);
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -150,67 +313,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", kVersion);
 
-  CommonFlags serve_flags;
-  bool stdio = false;
-  std::string socket_path;
-  CLI::App* serve = app.add_subcommand("serve", "serve the JSON-RPC protocol");
-  serve->add_flag("--stdio", stdio, "one client on standard input/output");
-  serve->add_option("--socket", socket_path,
-                    "many clients on a Unix socket (mode 0600); the default (neither --stdio nor "
-                    "--socket) is ptybox.sock in this user's run-time directory: "
-                    "$XDG_RUNTIME_DIR/ptybox/, /run/ptybox/ for root");
-  size_t max_connections = ptybox::runtime::kDefaultMaxConnections;
-  size_t max_sessions = ptybox::runtime::kDefaultMaxTotalSessions;
-  serve
-      ->add_option("--max-connections", max_connections,
-                   "clients served at once on the socket; one more is refused (default 256)")
-      ->check(CLI::Range(size_t{1}, size_t{65536}));
-  serve
-      ->add_option("--max-sessions", max_sessions,
-                   "sessions open or opening across every client (default 256)")
-      ->check(CLI::Range(size_t{1}, size_t{65536}));
-  AddCommonFlags(serve, serve_flags);
-  AuditFlags serve_audit;
-  AddAuditFlags(serve, serve_audit, /*record=*/true);
-
-  CommonFlags mcp_flags;
-  std::string mcp_mode;
-  int64_t mcp_consent_timeout = 300;
-  int64_t mcp_max_result_bytes = static_cast<int64_t>(ptybox::runtime::kDefaultMcpResultBytes);
-  CLI::App* mcp = app.add_subcommand("mcp", "serve the same tools as an MCP server on stdio");
-  AddCommonFlags(mcp, mcp_flags);
-  AuditFlags mcp_audit;
-  AddAuditFlags(mcp, mcp_audit, /*record=*/true);
-  mcp->add_option("--mode", mcp_mode,
-                  "the mode the model starts in: " + ptybox::policy::ModeAlternatives() +
-                      " (default: the policy's mode); the model may narrow it, never widen it "
-                      "without the user's consent");
-  std::string mcp_connect;
-  mcp->add_option("--connect", mcp_connect,
-                  "serve as a client of a running `ptybox serve --socket SOCKET` daemon: the "
-                  "terminals outlive this process for the daemon's limits.detachGraceMs and a "
-                  "restarted ptybox mcp finds them (its owner token is kept under "
-                  "$XDG_STATE_HOME/ptybox/)");
-  mcp->add_option("--consent-timeout", mcp_consent_timeout,
-                  "seconds the user has to answer a request to widen the mode (default 300; "
-                  "1 to 86400); no answer is a refusal");
-  mcp->add_option("--max-result-bytes", mcp_max_result_bytes,
-                  "bytes every tool result may take, as the host receives it (default 16384; "
-                  "4096 to 67108864): a longer viewport or page keeps its head and tail and "
-                  "says which terminal_read returns the rest");
-
-  CommonFlags run_flags;
-  std::string run_mode;
-  int64_t run_timeout = 0;
-  std::vector<std::string> run_command;
-  CLI::App* run = app.add_subcommand("run", "run one command in the sandbox (for CI jobs)");
-  AddCommonFlags(run, run_flags);
-  AuditFlags run_audit;
-  AddAuditFlags(run, run_audit, /*record=*/false);
-  run->add_option("--mode", run_mode, ptybox::policy::ModeAlternatives());
-  run->add_option("--timeout", run_timeout,
-                  "whole seconds before the command is ended (exit 124); 1 to 2592000");
-  run->add_option("command", run_command, "the command and its arguments, after --")->required();
+  ServeCommand serve;
+  serve.Add(app);
+  McpCommand mcp;
+  mcp.Add(app);
+  RunSubcommand run;
+  run.Add(app);
 
   CLI::App* policy_cmd = app.add_subcommand("policy", "check or resolve policy files");
   policy_cmd->require_subcommand(1);
@@ -237,84 +345,9 @@ int main(int argc, char** argv) {
   }
 
   using namespace ptybox::runtime;
-  if (serve->parsed()) {
-    if (stdio && !socket_path.empty()) {
-      std::cerr << "ptybox serve: give one of --stdio or --socket PATH, not both\n";
-      return 2;
-    }
-    DaemonOptions options;
-    options.stdio = stdio;
-    if (!socket_path.empty()) {
-      options.socket = std::filesystem::absolute(socket_path);
-    } else if (!stdio) {
-      // The per-user run-time directory, hidden in every session (docs/security.md, Wall 2).
-      ptybox::Result<std::filesystem::path> socket = DefaultSocketPath();
-      if (!socket) {
-        std::cerr << socket.error().message << "\n";
-        return 2;
-      }
-      options.socket = *socket;
-    }
-    options.service = ServiceFrom(serve_flags);
-    options.max_connections = max_connections;
-    options.service.max_total_sessions = max_sessions;
-    std::optional<std::shared_ptr<AuditLog>> audit =
-        AuditFrom(serve_audit, options.service, "serve");
-    if (!audit) return 1;
-    options.service.audit = *audit;
-    return RunDaemon(std::move(options));
-  }
-  if (mcp->parsed()) {
-    DaemonOptions options;
-    options.mcp = true;
-    options.service = ServiceFrom(mcp_flags);
-    if (!mcp_connect.empty()) {
-      if (!mcp_mode.empty() || !mcp_flags.policy.empty()) {
-        std::cerr << "ptybox mcp: --mode and --policy do not apply with --connect: the daemon's "
-                     "policy and the attached owner's mode do (policy_set_mode changes it)\n";
-        return 2;
-      }
-      std::error_code ec;
-      options.mcp_options.connect = std::filesystem::absolute(mcp_connect, ec);
-    }
-    if (!mcp_mode.empty()) {
-      if (std::optional<int> failed = SetMcpStartMode(mcp_mode, options.service)) return *failed;
-    }
-    if (mcp_consent_timeout < 1 || mcp_consent_timeout > 86400) {
-      std::cerr << "ptybox mcp: --consent-timeout must be between 1 and 86400 seconds\n";
-      return 2;
-    }
-    options.mcp_options.consent_timeout = std::chrono::seconds(mcp_consent_timeout);
-    if (mcp_max_result_bytes < static_cast<int64_t>(ptybox::runtime::kMinMcpResultBytes) ||
-        mcp_max_result_bytes > 64 * 1024 * 1024) {
-      std::cerr << "ptybox mcp: --max-result-bytes must be between 4096 and 67108864\n";
-      return 2;
-    }
-    options.mcp_options.max_result_bytes = static_cast<size_t>(mcp_max_result_bytes);
-    std::optional<std::shared_ptr<AuditLog>> audit = AuditFrom(mcp_audit, options.service, "mcp");
-    if (!audit) return 1;
-    options.service.audit = *audit;
-    return RunDaemon(std::move(options));
-  }
-  if (run->parsed()) {
-    RunOptions options;
-    options.service = ServiceFrom(run_flags);
-    if (!run_mode.empty()) {
-      std::optional<ptybox::policy::Mode> mode = ptybox::policy::ParseMode(run_mode);
-      if (!mode) {
-        std::cerr << "ptybox run: unknown --mode \"" << run_mode << "\" ("
-                  << ptybox::policy::ModeAlternatives() << ")\n";
-        return kRunExitUsage;
-      }
-      options.service.mode_override = mode;
-    }
-    if (run->count("--timeout") > 0) options.timeout_seconds = run_timeout;
-    options.command = run_command;
-    std::optional<std::shared_ptr<AuditLog>> audit = AuditFrom(run_audit, options.service, "run");
-    if (!audit) return kRunExitSandbox;
-    options.audit = *audit;
-    return RunCommand(options);
-  }
+  if (serve.app->parsed()) return serve.Run();
+  if (mcp.app->parsed()) return mcp.Run();
+  if (run.app->parsed()) return run.Run();
   if (check->parsed()) {
     return PolicyCheck(check_files, ServiceFrom(CommonFlags{}).default_operator_policy);
   }

@@ -1,4 +1,4 @@
-#include "runtime/audit_log.h"
+#include "runtime/audit/audit_log.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 
 #include "common/log.h"
 #include "common/random.h"
-#include "runtime/audit_files.h"
+#include "runtime/audit/audit_files.h"
 
 namespace ptybox::runtime {
 namespace {

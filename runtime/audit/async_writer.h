@@ -73,6 +73,7 @@ class AsyncWriter final {
 
  private:
   struct State;
+  struct Worker;
   std::shared_ptr<State> state_;
   std::thread thread_;
 };

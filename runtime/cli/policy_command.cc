@@ -1,4 +1,4 @@
-#include "runtime/policy_command.h"
+#include "runtime/cli/policy_command.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "runtime/doctor.h"
+#include "runtime/cli/doctor.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "runtime/owned_directory.h"
+#include "runtime/audit/owned_directory.h"
 
 #include <unistd.h>
 

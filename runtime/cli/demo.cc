@@ -1,4 +1,4 @@
-#include "runtime/demo.h"
+#include "runtime/cli/demo.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -16,9 +16,9 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/async_writer.h"
-#include "runtime/audit_record.h"
-#include "runtime/audit_sink.h"
+#include "runtime/audit/async_writer.h"
+#include "runtime/audit/audit_record.h"
+#include "runtime/audit/audit_sink.h"
 
 namespace ptybox::runtime {
 

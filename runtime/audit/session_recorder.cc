@@ -1,4 +1,4 @@
-#include "runtime/session_recorder.h"
+#include "runtime/audit/session_recorder.h"
 
 #include <cstdlib>
 

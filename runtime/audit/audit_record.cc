@@ -1,4 +1,4 @@
-#include "runtime/audit_record.h"
+#include "runtime/audit/audit_record.h"
 
 #include <cmath>
 #include <cstdio>

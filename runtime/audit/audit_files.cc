@@ -1,4 +1,4 @@
-#include "runtime/audit_files.h"
+#include "runtime/audit/audit_files.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "common/log.h"
-#include "runtime/owned_directory.h"
+#include "runtime/audit/owned_directory.h"
 #include "sandbox/launcher.h"
 
 namespace ptybox::runtime {

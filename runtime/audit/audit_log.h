@@ -15,10 +15,10 @@
 #include "common/unique_fd.h"
 #include "policy/resolver.h"
 #include "policy/schema.h"
-#include "runtime/async_writer.h"
-#include "runtime/audit_record.h"
-#include "runtime/audit_sink.h"
-#include "runtime/session_recorder.h"
+#include "runtime/audit/async_writer.h"
+#include "runtime/audit/audit_record.h"
+#include "runtime/audit/audit_sink.h"
+#include "runtime/audit/session_recorder.h"
 
 namespace ptybox::runtime {
 
@@ -37,7 +37,7 @@ std::optional<AuditOptions> AuditOptionsFrom(std::optional<std::filesystem::path
                                              const policy::ResolveInputs& inputs,
                                              std::string program);
 
-// What AuditLog writes through, opened once at startup (runtime/audit_files.h): never a
+// What AuditLog writes through, opened once at startup (runtime/audit/audit_files.h): never a
 // path again afterwards.
 struct AuditFiles {
   UniqueFd log;                                // when options.log

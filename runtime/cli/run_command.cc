@@ -1,4 +1,4 @@
-#include "runtime/run_command.h"
+#include "runtime/cli/run_command.h"
 
 #include <fcntl.h>
 #include <signal.h>
