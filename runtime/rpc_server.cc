@@ -12,8 +12,8 @@
 
 #include "backend/types.h"
 #include "common/log.h"
-#include "runtime/methods.h"
 #include "runtime/audit/owned_directory.h"
+#include "runtime/methods.h"
 #include "runtime/owner.h"
 #include "runtime/peer_check.h"
 

@@ -1,6 +1,7 @@
 // The rule for a directory the daemon creates files in (the socket's, the recordings'): only one
 // nobody else can rearrange, owned by this uid or root and writable by group or others only when
-// sticky (/tmp, a 1777 /run/ptybox). Shared by runtime/rpc_server.cc and runtime/audit/audit_files.cc.
+// sticky (/tmp, a 1777 /run/ptybox). Shared by runtime/rpc_server.cc and
+// runtime/audit/audit_files.cc.
 #pragma once
 
 #include <sys/stat.h>

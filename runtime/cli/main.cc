@@ -21,12 +21,12 @@
 #include "policy/mode_names.h"
 #include "policy/resolver.h"
 #include "runtime/audit/audit_log.h"
-#include "runtime/daemon.h"
 #include "runtime/cli/demo.h"
 #include "runtime/cli/doctor.h"
-#include "runtime/mcp/mcp_budget.h"
 #include "runtime/cli/policy_command.h"
 #include "runtime/cli/run_command.h"
+#include "runtime/daemon.h"
+#include "runtime/mcp/mcp_budget.h"
 #include "sandbox/host_probe.h"
 
 namespace {
