@@ -143,12 +143,15 @@ bool ShellSession::QuietAtPrompt() const {
          !terminal_.status().exited && !send_ && !slot_held_;
 }
 
-bool ShellSession::MatchesLaunch(const SpawnSpec& spec) const {
+bool ShellSession::MatchesLaunch(const SpawnSpec& spec,
+                                 const sandbox::LaunchRepositories& launched_with) const {
   if (!(spec.policy == spec_.policy) || spec.cwd != spec_.cwd || spec.env != spec_.env ||
       spec.rows != spec_.rows || spec.columns != spec_.columns) {
     return false;
   }
-  return BuildLaunch(spec) == launched_;
+  // One launch built for both comparisons; the walk only once the rest agrees.
+  const sandbox::LaunchSpec now = BuildLaunch(spec);
+  return now == launched_ && sandbox::RepositoriesOfLaunch(now.sandbox) == launched_with;
 }
 
 sandbox::LaunchRepositories ShellSession::RepositoriesNow(const SpawnSpec& spec) const {
@@ -625,7 +628,7 @@ class PooledShellSession final : public PooledShell,
     return started_ && !overflow_ && session_->QuietAtPrompt();
   }
   [[nodiscard]] bool Matches(const SpawnSpec& spec) const override {
-    return session_->MatchesLaunch(spec) && session_->RepositoriesNow(spec) == repositories_;
+    return session_->MatchesLaunch(spec, repositories_);
   }
   // Walked before the launch, whose own walk follows: a repository that appears or goes in
   // between makes the two differ, and the claim then starts a fresh shell (never the reverse).

@@ -82,11 +82,13 @@ class ShellSession final : public BackendSession,
   [[nodiscard]] bool QuietAtPrompt() const;
   // The spec asks for exactly this shell: the same policy, directory, environment and size,
   // and a launch built for it now (host facts collected afresh, this shell's own nonce) equals
-  // the launch this shell was started with.
-  [[nodiscard]] bool MatchesLaunch(const SpawnSpec& spec) const;
-  // The repositories a launch for `spec` would protect now (sandbox/repository_walk.h): the
-  // pool records them before this shell's launch and compares them at every claim, since the
-  // launch's own walk is not part of MatchesLaunch.
+  // the launch this shell was started with, and the repositories that launch would protect now
+  // (sandbox/repository_walk.h) are `launched_with`, those the pool walked just before this
+  // shell's launch (the launch's own walk is not part of the LaunchSpec).
+  [[nodiscard]] bool MatchesLaunch(const SpawnSpec& spec,
+                                   const sandbox::LaunchRepositories& launched_with) const;
+  // The repositories a launch for `spec` would protect now: what the pool records before it
+  // starts this shell.
   [[nodiscard]] sandbox::LaunchRepositories RepositoriesNow(const SpawnSpec& spec) const;
   // The tap of the session that claimed this shell; sees every byte from now on.
   void SetOutputTap(std::function<void(std::string_view)> tap);
