@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <asio/post.hpp>
 #include <cerrno>
+#include <mutex>
+#include <thread>
 #include <variant>
 
 #include "backend/readiness/proc_parse.h"
@@ -67,6 +69,11 @@ SessionStatus StatusOf(const sandbox::ExitedMessage& exited) {
 
 }  // namespace
 
+struct InitSession::WalkMailbox {
+  std::mutex mutex;
+  asio::io_context* io = nullptr;  // null once the session is gone
+};
+
 InitSession::InitSession(asio::io_context& io, ChildReaper& reaper, Listener& listener,
                          std::string program, std::shared_ptr<const sandbox::CgroupHost> cgroups)
     : io_(io),
@@ -77,6 +84,10 @@ InitSession::InitSession(asio::io_context& io, ChildReaper& reaper, Listener& li
 
 InitSession::~InitSession() {
   *alive_ = false;
+  if (walk_) {
+    std::lock_guard lock(walk_->mutex);
+    walk_->io = nullptr;
+  }
   if (child_pid_ > 0 && !child_exited_) {
     // Last resort; the owner normally terminates before it is destroyed.
     KillTree();
@@ -87,6 +98,26 @@ InitSession::~InitSession() {
 void InitSession::Start(const sandbox::LaunchSpec& spec) {
   confined_ = policy::IsConfined(spec.mode);
   bwrap_ = spec.bwrap;
+  if (!confined_ || spec.sandbox.mode != policy::Mode::kWorkspaceWrite) {
+    repositories_ = sandbox::RepositoriesOfLaunch(spec.sandbox);  // nothing to walk
+    Launch(spec);
+    return;
+  }
+  walk_ = std::make_shared<WalkMailbox>();
+  walk_->io = &io_;
+  std::thread([mailbox = walk_, spec, alive = std::weak_ptr<bool>(alive_), this] {
+    sandbox::LaunchRepositories found = sandbox::RepositoriesOfLaunch(spec.sandbox);
+    std::lock_guard lock(mailbox->mutex);
+    if (mailbox->io == nullptr) return;
+    asio::post(*mailbox->io, [this, alive, spec, found = std::move(found)]() mutable {
+      if (alive.expired() || abandoned_) return;
+      repositories_ = std::move(found);
+      Launch(spec);
+    });
+  }).detach();
+}
+
+void InitSession::Launch(const sandbox::LaunchSpec& spec) {
   if (cgroups_ && cgroups_->support().cgroups) {
     static uint64_t sessions = 0;
     Result<sandbox::SessionCgroup> cgroup =
@@ -113,7 +144,8 @@ void InitSession::Start(const sandbox::LaunchSpec& spec) {
   sandbox::LaunchSpec with_fallbacks = spec;
   AddRlimitFallbacks(cgroup_ ? cgroups_->support().plan : sandbox::cgroups::Plan{}, with_fallbacks);
   for (const UniqueFd& fd : placement) with_fallbacks.cgroup_procs.push_back(fd.Get());
-  std::optional<Result<sandbox::LaunchedInit>> launched = sandbox::LaunchInit(with_fallbacks);
+  std::optional<Result<sandbox::LaunchedInit>> launched =
+      sandbox::LaunchInit(with_fallbacks, repositories_);
   placement.clear();
   if (!*launched) {
     Error error = launched->error();
@@ -293,7 +325,9 @@ void InitSession::Terminate(std::chrono::milliseconds grace,
                             std::function<void(Result<void>)> done) {
   std::weak_ptr<bool> alive = alive_;
   if (child_pid_ <= 0 || ended_) {
-    // Never started, or already gone with its whole tree.
+    // Never started, or already gone with its whole tree. A walk still running launches
+    // nothing when it ends.
+    if (child_pid_ <= 0) abandoned_ = true;
     asio::post(io_, [alive, done = std::move(done)] {
       if (!alive.expired()) done({});
     });
@@ -325,6 +359,7 @@ void InitSession::Terminate(std::chrono::milliseconds grace,
 }
 
 void InitSession::KillNow() {
+  if (child_pid_ <= 0) abandoned_ = true;
   if (child_pid_ <= 0 || child_exited_ || escalation_ > 0) return;
   terminating_ = true;
   if (timer_) timer_->cancel();

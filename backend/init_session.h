@@ -62,8 +62,13 @@ class InitSession final {
   InitSession& operator=(const InitSession&) = delete;
   ~InitSession();
 
-  // Launches init; the outcome arrives through the listener (never synchronously).
+  // Launches init; the outcome arrives through the listener (never synchronously). A
+  // workspace-write launch first walks its writable roots for repositories
+  // (sandbox/repository_walk.h) on a thread of its own, so that a large workspace never stalls
+  // the reactor; a Terminate meanwhile ends it before anything is started.
   void Start(const sandbox::LaunchSpec& spec);
+  // What the launch protected as repositories (valid once the launch was made).
+  [[nodiscard]] const sandbox::LaunchRepositories& repositories() const { return repositories_; }
 
   // Ends every process of the session, by the one rule above. `done` gets success once nothing
   // of the session runs (init reaped, orphans ended, the session cgroup empty and removed), or
@@ -84,6 +89,8 @@ class InitSession final {
   std::string Diagnostics();
 
  private:
+  struct WalkMailbox;
+  void Launch(const sandbox::LaunchSpec& spec);
   void ReadControl();
   void OnMessage(sandbox::ReceivedInitMessage received);
   void OnChildExit(int wait_status);
@@ -100,6 +107,12 @@ class InitSession final {
   std::string program_;
   std::shared_ptr<const sandbox::CgroupHost> cgroups_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+
+  // The walk before the launch: the thread reports through the mailbox, which forgets the
+  // reactor when this session goes (no post to a session that is gone).
+  std::shared_ptr<WalkMailbox> walk_;
+  bool abandoned_ = false;  // ended while its walk ran: nothing is launched
+  sandbox::LaunchRepositories repositories_;
 
   bool confined_ = false;
   std::filesystem::path bwrap_;

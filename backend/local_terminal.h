@@ -50,6 +50,10 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
 
   // Launches init; the outcome arrives through the listener.
   void Start(const sandbox::LaunchSpec& spec);
+  // What the launch protected as repositories (InitSession::repositories).
+  [[nodiscard]] const sandbox::LaunchRepositories& repositories() const {
+    return init_.repositories();
+  }
 
   // TerminalHandle.
   void Inspect(std::function<void(ForegroundFacts)> done) override;

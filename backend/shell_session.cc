@@ -143,19 +143,18 @@ bool ShellSession::QuietAtPrompt() const {
          !terminal_.status().exited && !send_ && !slot_held_;
 }
 
-bool ShellSession::MatchesLaunch(const SpawnSpec& spec,
-                                 const sandbox::LaunchRepositories& launched_with) const {
+bool ShellSession::MatchesLaunch(const SpawnSpec& spec) const {
   if (!(spec.policy == spec_.policy) || spec.cwd != spec_.cwd || spec.env != spec_.env ||
       spec.rows != spec_.rows || spec.columns != spec_.columns) {
     return false;
   }
-  // One launch built for both comparisons; the walk only once the rest agrees.
+  // The walk only once the rest agrees. It runs on the reactor here, so with a small budget:
+  // roots that hold more are never served from the pool (repository_walk.h).
   const sandbox::LaunchSpec now = BuildLaunch(spec);
-  return now == launched_ && sandbox::RepositoriesOfLaunch(now.sandbox) == launched_with;
-}
-
-sandbox::LaunchRepositories ShellSession::RepositoriesNow(const SpawnSpec& spec) const {
-  return sandbox::RepositoriesOfLaunch(BuildLaunch(spec).sandbox);
+  return now == launched_ &&
+         sandbox::SameRepositories(
+             terminal_.repositories(),
+             sandbox::RepositoriesOfLaunch(now.sandbox, sandbox::kRepositoryClaimMaxEntries));
 }
 
 void ShellSession::SetOutputTap(std::function<void(std::string_view)> tap) {
@@ -628,12 +627,7 @@ class PooledShellSession final : public PooledShell,
     return started_ && !overflow_ && session_->QuietAtPrompt();
   }
   [[nodiscard]] bool Matches(const SpawnSpec& spec) const override {
-    return session_->MatchesLaunch(spec, repositories_);
-  }
-  // Walked before the launch, whose own walk follows: a repository that appears or goes in
-  // between makes the two differ, and the claim then starts a fresh shell (never the reverse).
-  void RecordRepositories(sandbox::LaunchRepositories repositories) {
-    repositories_ = std::move(repositories);
+    return session_->MatchesLaunch(spec);
   }
   void Discard(std::string reason, std::function<void()> done) override {
     if (!settled_) {
@@ -686,7 +680,6 @@ class PooledShellSession final : public PooledShell,
  private:
   asio::io_context& io_;
   std::shared_ptr<ShellSession> session_;
-  sandbox::LaunchRepositories repositories_;  // what its launch protected (RecordRepositories)
   bool settled_ = false;
   bool started_ = false;
   bool overflow_ = false;
@@ -714,7 +707,6 @@ ShellBackend::ShellBackend(asio::io_context& io, ChildReaper& reaper, ShellBacke
         auto session =
             std::make_shared<ShellSession>(io_, reaper_, options_, std::move(pooled_spec));
         pooled->Adopt(session);
-        pooled->RecordRepositories(session->RepositoriesNow(spec));
         // Holds the pooled shell until its start is decided: a shell discarded while it starts
         // says done from here, once its processes are gone.
         session->Start([session, pooled, settled = std::move(settled)](Result<void> ready) {

@@ -81,15 +81,11 @@ class ShellSession final : public BackendSession,
   // prompt, alive, nothing printed, nothing sent and no resize since.
   [[nodiscard]] bool QuietAtPrompt() const;
   // The spec asks for exactly this shell: the same policy, directory, environment and size,
-  // and a launch built for it now (host facts collected afresh, this shell's own nonce) equals
-  // the launch this shell was started with, and the repositories that launch would protect now
-  // (sandbox/repository_walk.h) are `launched_with`, those the pool walked just before this
-  // shell's launch (the launch's own walk is not part of the LaunchSpec).
-  [[nodiscard]] bool MatchesLaunch(const SpawnSpec& spec,
-                                   const sandbox::LaunchRepositories& launched_with) const;
-  // The repositories a launch for `spec` would protect now: what the pool records before it
-  // starts this shell.
-  [[nodiscard]] sandbox::LaunchRepositories RepositoriesNow(const SpawnSpec& spec) const;
+  // a launch built for it now (host facts collected afresh, this shell's own nonce) equals the
+  // launch this shell was started with, and a walk of its writable roots now finds the
+  // repositories this shell's launch protected, within the claim's budget
+  // (sandbox/repository_walk.h: roots too large for it are never served from the pool).
+  [[nodiscard]] bool MatchesLaunch(const SpawnSpec& spec) const;
   // The tap of the session that claimed this shell; sees every byte from now on.
   void SetOutputTap(std::function<void(std::string_view)> tap);
 

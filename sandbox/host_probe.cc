@@ -525,7 +525,7 @@ class Prober final {
     spec.workspace_root = "/usr";
     spec.cwd = "/";
     // Staged as the launcher stages a session: the same namespaces, ids and idmapped binds.
-    Result<StagePlan> stage = PrepareStage(spec, resolved, RunsAsHostRoot(), {});
+    Result<StagePlan> stage = PrepareStage(spec, resolved, RunsAsHostRoot(), {}, {});
     if (!stage) {
       return Failed(name, stage.error().message,
                     "see the message; the launcher stages every bind this way");

@@ -175,7 +175,7 @@ Result<void> CheckSandboxRoots(const SandboxSpec& sandbox) {
   return {};
 }
 
-Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
+Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories& repositories) {
   const bool confined = policy::IsConfined(spec.mode);
   // Validate, then act: nothing is created before every input is known to be acceptable.
   if (spec.command.empty()) return Fail(ErrorKind::kSpawnFailed, "no program to start");
@@ -204,8 +204,20 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec) {
     if (Result<void> roots = CheckSandboxRoots(sandbox); !roots) {
       return std::unexpected(roots.error());
     }
+    if (sandbox.mode == policy::Mode::kWorkspaceWrite) {
+      // Fail closed (repository_walk.h): a repository the walk did not reach would be writable.
+      if (!repositories.walked) {
+        return Fail(ErrorKind::kSpawnFailed,
+                    "internal error: a workspace-write launch without the walk of its roots");
+      }
+      if (repositories.incomplete) {
+        return Fail(ErrorKind::kPolicyDenied, *repositories.incomplete,
+                    sandbox.workspace_root.string());
+      }
+    }
     const bool as_root = RunsAsHostRoot();
-    Result<StagePlan> plan = PrepareStage(sandbox, spec.init_binary, as_root, spec.session_ids);
+    Result<StagePlan> plan =
+        PrepareStage(sandbox, spec.init_binary, as_root, spec.session_ids, repositories);
     if (!plan) return std::unexpected(plan.error());
     if (as_root) DropCoversOutOfReach(sandbox);
     stage.emplace(std::move(*plan));

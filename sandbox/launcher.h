@@ -18,6 +18,7 @@
 #include "sandbox/bwrap_args.h"
 #include "sandbox/cgroup_layout.h"
 #include "sandbox/init/resource_limits.h"
+#include "sandbox/repository_walk.h"
 
 namespace ptybox::sandbox {
 
@@ -67,7 +68,9 @@ void ApplyPolicy(const policy::ResolvedPolicy& policy, const std::filesystem::pa
 // sandbox/mount_stage.h), then forks and execs; the start message (environment) is sent before
 // returning. With the daemon as root, a confined session runs as an unprivileged host id from
 // `session_ids`, never as host root. The caller reaps `pid` (see backend/child_reaper.h).
-Result<LaunchedInit> LaunchInit(const LaunchSpec& spec);
+// `repositories` is RepositoriesOfLaunch(spec.sandbox), walked by the caller (off the daemon's
+// reactor): a workspace-write launch without a complete walk is refused (policy_denied).
+Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories& repositories);
 
 // Refuses roots that cannot be sandboxed: /, anything under /proc, /dev, /sys, /run (the
 // launcher's staging place), and the shared /tmp and /var/tmp themselves (policy_denied).

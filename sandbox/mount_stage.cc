@@ -173,7 +173,8 @@ bool ComposeNested(StagePlan& plan, int error_fd) noexcept {
 }  // namespace
 
 Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path& init_binary,
-                               bool as_root, const policy::SessionIdRange& ids) {
+                               bool as_root, const policy::SessionIdRange& ids,
+                               const LaunchRepositories& repositories) {
   StagePlan plan;
   plan.as_root = as_root;
   if (as_root) {
@@ -239,17 +240,13 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
   for (const OpenedPath& root : roots) bound_paths.push_back(root.path);
 
   // 2. What is composed onto the bound roots by descriptor: protected paths (the policy files,
-  // each root's .git and every nested repository's, found by a bounded walk), hidden paths and
+  // each root's .git and every nested repository's, found by the walk), hidden paths and
   // the pins above them. Each is opened now beneath its root without links, and the child
   // re-opens it beneath the staged clone and checks it is the same inode.
   std::vector<std::filesystem::path> protected_candidates = sandbox.read_only_paths;
   if (writable) {
-    for (const OpenedPath& root : roots) {
-      // Bounded (repository_walk.h): past the bound, deeper repositories are not protected.
-      for (std::filesystem::path& git : WalkRepositories(root).git_paths) {
-        protected_candidates.push_back(std::move(git));
-      }
-    }
+    protected_candidates.insert(protected_candidates.end(), repositories.git_paths.begin(),
+                                repositories.git_paths.end());
   }
   std::vector<std::filesystem::path> granted = root_paths;
   granted.push_back(sandbox.cwd);

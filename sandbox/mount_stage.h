@@ -22,6 +22,7 @@
 #include "policy/policy.h"
 #include "sandbox/bwrap_args.h"
 #include "sandbox/mount_plan.h"
+#include "sandbox/repository_walk.h"
 
 namespace ptybox::sandbox {
 
@@ -89,8 +90,11 @@ std::filesystem::path TopmostVeil(const std::filesystem::path& destination);
 // paths and hidden paths inside a bound root move from sandbox.read_only_paths and
 // sandbox.hidden into the plan's composed mounts; protected paths that are missing or links are
 // dropped (never followed, never bound); a hidden path replaced meanwhile refuses the launch.
+// `repositories` is the walk of the writable roots (repository_walk.h), made before: each .git
+// it found is protected like the root's own.
 Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path& init_binary,
-                               bool as_root, const policy::SessionIdRange& ids);
+                               bool as_root, const policy::SessionIdRange& ids,
+                               const LaunchRepositories& repositories);
 
 // In the forked child, async-signal-safe only. True when the stage is in place (and, for a root
 // daemon, the process runs as the session id); false after writing one line to `error_fd`.

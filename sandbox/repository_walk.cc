@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <deque>
 #include <string>
@@ -18,18 +19,63 @@
 #include "common/unique_fd.h"
 
 namespace ptybox::sandbox {
+namespace {
 
-LaunchRepositories RepositoriesOfLaunch(const SandboxSpec& sandbox) {
+constexpr uint64_t kBeneath =
+    RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+
+std::string Refusal(const std::filesystem::path& root, const std::string& why) {
+  return "the writable root " + root.string() + " could not be searched whole for repositories (" +
+         why +
+         "). ptybox protects the .git of every repository in a writable root and starts no "
+         "session in one it cannot search whole: make a smaller directory the workspace or "
+         "writable root, or open the session read-only";
+}
+
+// Why a directory that could not be opened leaves the walk incomplete, or nullopt when what
+// happened cannot hide a repository from the session (it is gone, or became a link or another
+// mount, which the session's view never enters through this root either).
+std::optional<std::string> OpenFailure(int error, int parent, const char* name,
+                                       const std::filesystem::path& root,
+                                       const std::filesystem::path& relative, uid_t owner) {
+  const std::filesystem::path where = root / relative;
+  if (error == ENAMETOOLONG) {
+    // Too long to print usefully: where it starts and how long it is.
+    const std::string first = relative.begin()->string();
+    return "a directory nested deeper than the kernel resolves a path (" +
+           std::to_string(where.string().size()) + " bytes) under " +
+           (root / first.substr(0, 64)).string();
+  }
+  if (error != EACCES && error != EPERM) return std::nullopt;
+  struct stat st {};
+  if (::fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
+  if (st.st_uid != owner) return std::nullopt;  // the session cannot open it up either
+  return where.string() +
+         " cannot be read, and a session (its owner) could make it readable: chmod u+rx it";
+}
+
+}  // namespace
+
+LaunchRepositories RepositoriesOfLaunch(const SandboxSpec& sandbox, size_t max_entries) {
   LaunchRepositories found;
+  found.walked = true;
   if (sandbox.mode != policy::Mode::kWorkspaceWrite) return found;
   std::vector<std::filesystem::path> roots = {sandbox.workspace_root};
   roots.insert(roots.end(), sandbox.writable_roots.begin(), sandbox.writable_roots.end());
+  std::optional<uid_t> owner;
   for (const std::filesystem::path& root : roots) {
     Result<OpenedPath> opened = OpenRootNoFollow(root.lexically_normal());
-    if (!opened) continue;  // the launch refuses it; nothing to compare
-    RepositoryWalk walk = WalkRepositories(*opened);
-    found.truncated = found.truncated || walk.truncated;
+    if (!opened) continue;  // the launch refuses it with its own message
+    // One identity: a root daemon's session writes as the workspace's owner, an ordinary
+    // user's as that user.
+    if (!owner) owner = ::geteuid() == 0 ? opened->owner_uid : ::geteuid();
+    RepositoryWalk walk = WalkRepositories(*opened, *owner, max_entries - found.entries);
+    found.entries += walk.entries;
     found.git_paths.insert(found.git_paths.end(), walk.git_paths.begin(), walk.git_paths.end());
+    if (walk.incomplete) {
+      found.incomplete = std::move(walk.incomplete);
+      break;
+    }
   }
   std::sort(found.git_paths.begin(), found.git_paths.end());
   found.git_paths.erase(std::unique(found.git_paths.begin(), found.git_paths.end()),
@@ -37,25 +83,40 @@ LaunchRepositories RepositoriesOfLaunch(const SandboxSpec& sandbox) {
   return found;
 }
 
-RepositoryWalk WalkRepositories(const OpenedPath& root, size_t max_entries, size_t max_depth) {
+bool SameRepositories(const LaunchRepositories& launched, const LaunchRepositories& now) {
+  return launched.walked && now.walked && !launched.incomplete && !now.incomplete &&
+         launched.git_paths == now.git_paths;
+}
+
+RepositoryWalk WalkRepositories(const OpenedPath& root, uid_t owner, size_t max_entries) {
   RepositoryWalk walk;
-  struct Pending {
-    std::filesystem::path relative;
-    size_t depth;
-  };
-  std::deque<Pending> queue;
-  queue.push_back({{}, 0});
-  size_t entries = 0;
-  while (!queue.empty()) {
-    const Pending dir = std::move(queue.front());
+  std::deque<std::filesystem::path> queue;  // relative to the root
+  queue.emplace_back();
+  const UniqueFd root_dir(::openat(root.fd.Get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root_dir) {
+    walk.incomplete = Refusal(root.path, "it cannot be read: " + std::string(std::strerror(errno)));
+    return walk;
+  }
+  while (!queue.empty() && !walk.incomplete) {
+    const std::filesystem::path dir = std::move(queue.front());
     queue.pop_front();
-    const int fd = dir.relative.empty()
-                       ? ::openat(root.fd.Get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-                       : OpenAt2(root.fd.Get(), dir.relative.c_str(),
-                                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-                                 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-                                     RESOLVE_NO_XDEV);
-    if (fd < 0) continue;  // gone, unreadable, a link or another mount now: not walked
+    const int fd = dir.empty() ? ::dup(root_dir.Get())
+                               : OpenAt2(root.fd.Get(), dir.c_str(),
+                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, kBeneath);
+    if (fd < 0) {
+      const int error = errno;
+      const std::filesystem::path parent = dir.parent_path();
+      const UniqueFd parent_fd(
+          parent.empty() ? ::dup(root_dir.Get())
+                         : OpenAt2(root.fd.Get(), parent.c_str(),
+                                   O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, kBeneath));
+      if (std::optional<std::string> why =
+              OpenFailure(error, parent_fd ? parent_fd.Get() : -1, dir.filename().c_str(),
+                          root.path, dir, owner)) {
+        walk.incomplete = Refusal(root.path, *why);
+      }
+      continue;
+    }
     DIR* stream = ::fdopendir(fd);
     if (stream == nullptr) {
       ::close(fd);
@@ -64,8 +125,9 @@ RepositoryWalk WalkRepositories(const OpenedPath& root, size_t max_entries, size
     while (const dirent* entry = ::readdir(stream)) {
       const char* name = entry->d_name;
       if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
-      if (++entries > max_entries) {
-        walk.truncated = true;
+      if (++walk.entries > max_entries) {
+        walk.incomplete =
+            Refusal(root.path, "more than " + std::to_string(max_entries) + " entries");
         break;
       }
       // The entry's type from readdir where the filesystem gives it (no stat per entry: the
@@ -77,20 +139,12 @@ RepositoryWalk WalkRepositories(const OpenedPath& root, size_t max_entries, size
         type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
       }
       if (std::strcmp(name, ".git") == 0) {
-        if (type == DT_DIR || type == DT_REG) {
-          walk.git_paths.push_back(root.path / dir.relative / name);
-        }
+        if (type == DT_DIR || type == DT_REG) walk.git_paths.push_back(root.path / dir / name);
         continue;  // never walked into: it is protected as a whole
       }
-      if (type != DT_DIR) continue;  // links, files, devices
-      if (dir.depth + 1 > max_depth) {
-        walk.truncated = true;
-        continue;
-      }
-      queue.push_back({dir.relative / name, dir.depth + 1});
+      if (type == DT_DIR) queue.push_back(dir / name);
     }
     ::closedir(stream);
-    if (walk.truncated && entries > max_entries) break;
   }
   return walk;
 }

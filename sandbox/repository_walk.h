@@ -1,10 +1,21 @@
-// Every repository inside a writable root: a bounded walk for `.git` entries (a directory or a
-// gitfile), so that each gets the protection of the root's own .git (docs/security.md,
-// "Protected paths"): the host's git run there must not run what a session wrote.
+// Every repository inside a writable root: a walk for `.git` entries (a directory or a gitfile),
+// so that each gets the protection of the root's own .git (docs/security.md, "Protected paths"):
+// the host's git run there must not run what a session wrote.
+//
+// The walk fails closed: when it cannot prove it saw every directory a session could write
+// (too many entries, a path deeper than the kernel resolves, a directory it cannot read but a
+// session could open up), it says why, and the launch is refused rather than started with a
+// repository left writable. It has no depth bound. It costs one getdents per directory and runs
+// off the daemon's reactor (backend/init_session.cc); the warm pool's claim repeats it on the
+// reactor only up to a small budget (kRepositoryClaimMaxEntries).
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstddef>
 #include <filesystem>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "sandbox/bwrap_args.h"
@@ -12,32 +23,45 @@
 
 namespace ptybox::sandbox {
 
-// The walk's bounds: past them the walk stops and what it did not reach is not protected (the
-// launch goes on; docs/security.md says so).
-inline constexpr size_t kRepositoryWalkMaxEntries = 20000;
-inline constexpr size_t kRepositoryWalkMaxDepth = 8;
+// A launch's walk: past this many entries in all its writable roots together the launch is
+// refused (about 1 s of walking on a quiet machine; a workspace that large should be narrowed).
+inline constexpr size_t kRepositoryWalkMaxEntries = 1'000'000;
+// The warm pool's comparison at claim, which runs on the reactor: a launch whose roots hold more
+// is never served from the pool (a fresh launch walks them off the reactor instead).
+inline constexpr size_t kRepositoryClaimMaxEntries = 20'000;
 
 struct RepositoryWalk {
   std::vector<std::filesystem::path> git_paths;  // absolute: root / ... / .git
-  bool truncated = false;                        // a bound was reached
+  size_t entries = 0;                            // directory entries read
+  // Set when the walk could not search the whole tree: what stopped it, where, and the fix.
+  std::optional<std::string> incomplete;
 };
 
-// Walks `root` by descriptor (openat O_NOFOLLOW from the root's descriptor): never follows a
-// symbolic link, never enters another mount (RESOLVE_NO_XDEV) nor a .git directory. The
-// root's own .git is included when present.
-RepositoryWalk WalkRepositories(const OpenedPath& root,
-                                size_t max_entries = kRepositoryWalkMaxEntries,
-                                size_t max_depth = kRepositoryWalkMaxDepth);
+// Walks `root` by descriptor: each directory is opened with openat2 beneath the root's
+// descriptor (no links, no other mount), so neither a link nor a rename elsewhere leads the walk
+// outside it; a .git directory is never entered. The root's own .git is included when present.
+// `owner` is the host uid a session writes as: a directory it owns that the walk cannot read is
+// one the session could open up (chmod) and fill, so it makes the walk incomplete; a directory
+// of another owner that the walk cannot read is one the session cannot enter either.
+[[nodiscard]] RepositoryWalk WalkRepositories(const OpenedPath& root, uid_t owner,
+                                              size_t max_entries = kRepositoryWalkMaxEntries);
 
-// What a launch of `sandbox` would protect as repositories now: the walk of each writable root
-// (workspace-write only; empty otherwise, and for a root that cannot be opened), sorted, with
-// whether any walk reached a bound. The warm pool compares it before it hands out a shell, so
-// that a repository created or removed on the host since the shell's launch means a fresh one.
+// What a launch of `sandbox` protects as repositories: the walk of each writable root
+// (workspace-write only; nothing to walk otherwise), sorted. `walked` tells a value made by the
+// walk from a default one, so that a launch never goes ahead without it.
 struct LaunchRepositories {
   std::vector<std::filesystem::path> git_paths;
-  bool truncated = false;
+  size_t entries = 0;
+  std::optional<std::string> incomplete;
+  bool walked = false;
   bool operator==(const LaunchRepositories&) const = default;
 };
-[[nodiscard]] LaunchRepositories RepositoriesOfLaunch(const SandboxSpec& sandbox);
+[[nodiscard]] LaunchRepositories RepositoriesOfLaunch(
+    const SandboxSpec& sandbox, size_t max_entries = kRepositoryWalkMaxEntries);
+
+// The git paths of two walks are the same set and the second searched everything: a pooled
+// shell launched with `launched` may serve a launch that walked `now`.
+[[nodiscard]] bool SameRepositories(const LaunchRepositories& launched,
+                                    const LaunchRepositories& now);
 
 }  // namespace ptybox::sandbox

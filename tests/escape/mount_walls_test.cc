@@ -6,7 +6,9 @@
 // - hidden paths are pinned: renaming a hidden file's parent (to plant a decoy) fails, and
 //   another owner's new session still does not read the secret;
 // - nested repositories: a planted core.fsmonitor or hook in vendor/lib/.git is refused, so the
-//   host's `git -C vendor/lib status` runs nothing.
+//   host's `git -C vendor/lib status` runs nothing, at any depth; a tree the walk cannot search
+//   whole refuses a workspace-write session instead.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -161,38 +163,40 @@ TEST_P(MountWallsTest, NestedRepositoriesAreProtectedLikeTheRootOne) {
   TempDir host;
   const fs::path marker = host.path() / "fsmonitor-ran";
   const fs::path hook_marker = host.path() / "hook-ran";
-  fs::create_directories(ws / "vendor" / "lib");
-  RunResult init = RunProcess({kGit, "init", "-q", (ws / "vendor" / "lib").string()});
+  // Twelve levels down: deeper than the walk once went (it has no depth bound now).
+  const std::string lib = "vendor/a/b/c/d/e/f/g/h/i/j/lib";
+  fs::create_directories(ws / lib);
+  RunResult init = RunProcess({kGit, "init", "-q", (ws / lib).string()});
   ASSERT_EQ(init.exit_code, 0) << init.Describe();
   // A submodule-style gitfile: the file itself is protected too.
   fs::create_directories(ws / "sub");
-  std::ofstream(ws / "sub" / ".git") << "gitdir: ../vendor/lib/.git\n";
+  std::ofstream(ws / "sub" / ".git") << "gitdir: ../" + lib + "/.git\n";
 
   RpcClient client(daemon.socket());
   const std::string id = OpenSession(client, Mode());
   ASSERT_FALSE(id.empty()) << daemon.Log();
-  const std::string plant = "printf '[core]\\n\\tfsmonitor = touch " + marker.string() +
-                            "\\n' >> vendor/lib/.git/config 2>/dev/null; echo config=$?; "
-                            "printf '#!/bin/sh\\ntouch " +
-                            hook_marker.string() +
-                            "\\n' > vendor/lib/.git/hooks/pre-commit 2>/dev/null; echo hook=$?; "
-                            "chmod +x vendor/lib/.git/hooks/pre-commit 2>/dev/null; "
-                            "echo 'gitdir: /tmp/evil' > sub/.git 2>/dev/null; echo gitfile=$?";
+  const std::string plant =
+      "printf '[core]\\n\\tfsmonitor = touch " + marker.string() + "\\n' >> " + lib +
+      "/.git/config 2>/dev/null; echo config=$?; "
+      "printf '#!/bin/sh\\ntouch " +
+      hook_marker.string() + "\\n' > " + lib +
+      "/.git/hooks/pre-commit 2>/dev/null; echo hook=$?; " + "chmod +x " + lib +
+      "/.git/hooks/pre-commit 2>/dev/null; "
+      "echo 'gitdir: /tmp/evil' > sub/.git 2>/dev/null; echo gitfile=$?";
   Observed planted = RunInSession(client, id, Mode(), "plant-nested-git", plant);
   std::cout << "  observed [" << Mode() << "] " << planted.Show() << "\n";
   if (Confined()) {
     EXPECT_FALSE(planted.Says("config=0")) << planted.Show();
     EXPECT_FALSE(planted.Says("hook=0")) << planted.Show();
     EXPECT_FALSE(planted.Says("gitfile=0")) << planted.Show();
-    EXPECT_EQ(ReadFile(ws / "sub" / ".git"), "gitdir: ../vendor/lib/.git\n");
+    EXPECT_EQ(ReadFile(ws / "sub" / ".git"), "gitdir: ../" + lib + "/.git\n");
   } else {
     EXPECT_TRUE(planted.Says("config=0")) << planted.Show();
   }
   // The host's git in the nested repository, as an operator would run it.
-  RunResult status = RunProcess({kGit, "-C", (ws / "vendor" / "lib").string(), "status"});
-  RunResult commit =
-      RunProcess({kGit, "-C", (ws / "vendor" / "lib").string(), "-c", "user.name=t", "-c",
-                  "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "x"});
+  RunResult status = RunProcess({kGit, "-C", (ws / lib).string(), "status"});
+  RunResult commit = RunProcess({kGit, "-C", (ws / lib).string(), "-c", "user.name=t", "-c",
+                                 "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "x"});
   std::cout << "  observed [" << Mode() << "] host git status exit " << status.exit_code
             << ", commit exit " << commit.exit_code << "\n";
   if (Confined()) {
@@ -201,6 +205,46 @@ TEST_P(MountWallsTest, NestedRepositoriesAreProtectedLikeTheRootOne) {
   } else {
     EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
   }
+}
+
+TEST_P(MountWallsTest, ATreeTheWalkCannotSearchWholeRefusesAWritableSession) {
+  // Fail closed: a directory nested deeper than the kernel resolves a path cannot be searched
+  // for repositories by descriptor-relative paths, so a workspace-write session is refused
+  // with the reason and a fix (a repository down there would otherwise be writable).
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  const std::string name(200, 'n');
+  int fd = ::open(ws.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  for (int i = 0; i < 22; ++i) {  // 22 * 201 bytes > PATH_MAX, built by descriptor
+    ASSERT_EQ(::mkdirat(fd, name.c_str(), 0755), 0);
+    const int next = ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ::close(fd);
+    ASSERT_GE(next, 0);
+    fd = next;
+  }
+  ASSERT_EQ(::mkdirat(fd, ".git", 0755), 0);
+  ::close(fd);
+  RpcClient client(daemon.socket());
+  Json set = client.Call("policy_set_mode", Json{{"mode", Mode()}});
+  ASSERT_TRUE(set.contains("result")) << set.dump();
+  Json opened = client.Call("terminal_open", Json::object());
+  std::cout << "  observed [" << Mode() << "] " << opened.dump().substr(0, 400) << "\n";
+  if (Mode() == "workspace-write") {
+    ASSERT_TRUE(opened.contains("error")) << opened.dump();
+    const std::string message = opened["error"]["message"].get<std::string>();
+    EXPECT_EQ(opened["error"]["data"]["kind"], "policy_denied") << opened.dump();
+    EXPECT_NE(message.find("deeper than the kernel resolves"), std::string::npos) << message;
+    EXPECT_NE(message.find("read-only"), std::string::npos) << message;
+  } else {
+    // Nothing in a read-only or unconfined session depends on the walk.
+    EXPECT_TRUE(opened.contains("result")) << opened.dump();
+  }
+  // Shortened from the top so the directory can be removed by path.
+  fs::path top = ws / name;
+  for (int i = 0; i < 10; ++i) top /= name;
+  std::error_code ec;
+  fs::rename(top, ws / "rest", ec);
 }
 
 TEST_P(MountWallsTest, AnInitBinaryInsideTheWorkspaceIsComposedReadOnly) {

@@ -35,7 +35,7 @@ TEST(CgroupPlacementTest, TheChildWritesZeroToEveryPlacementDescriptor) {
   ASSERT_EQ(::pipe2(second, O_CLOEXEC), 0);
   LaunchSpec spec = Spec();
   spec.cgroup_procs = {first[1], second[1]};
-  Result<LaunchedInit> launched = LaunchInit(spec);
+  Result<LaunchedInit> launched = LaunchInit(spec, RepositoriesOfLaunch(spec.sandbox));
   ::close(first[1]);
   ::close(second[1]);
   ASSERT_TRUE(launched) << launched.error().message;
@@ -58,7 +58,7 @@ TEST(CgroupPlacementTest, AChildThatCannotPlaceItselfEndsBeforeRunningAnything) 
   LaunchSpec spec = Spec();
   spec.pty = true;  // the child's stderr is then the diagnostics pipe, read here
   spec.cgroup_procs = {unwritable};
-  Result<LaunchedInit> launched = LaunchInit(spec);
+  Result<LaunchedInit> launched = LaunchInit(spec, RepositoriesOfLaunch(spec.sandbox));
   ::close(unwritable);
   ASSERT_TRUE(launched) << launched.error().message;
   int status = 0;

@@ -3,8 +3,10 @@
 // the bounded walk that finds nested repositories (against a real directory tree with links).
 #include "sandbox/mount_plan.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -136,25 +138,98 @@ TEST_F(RepositoryWalkTest, FindsNestedRepositoriesWithoutFollowingLinks) {
                                dir_ / "ws" / "linked2" / ".git");
   Result<OpenedPath> root = OpenRootNoFollow(dir_ / "ws");
   ASSERT_TRUE(root) << root.error().message;
-  RepositoryWalk walk = WalkRepositories(*root);
+  RepositoryWalk walk = WalkRepositories(*root, ::geteuid());
   std::sort(walk.git_paths.begin(), walk.git_paths.end());
   EXPECT_EQ(walk.git_paths, (std::vector<fs::path>{dir_ / "ws" / ".git", dir_ / "ws/sub/.git",
                                                    dir_ / "ws/vendor/lib/.git"}));
-  EXPECT_FALSE(walk.truncated);
+  EXPECT_FALSE(walk.incomplete);
 }
 
-TEST_F(RepositoryWalkTest, StopsAtItsBoundsAndSaysSo) {
-  fs::create_directories(dir_ / "ws" / "a" / "b" / "c" / ".git");
+TEST_F(RepositoryWalkTest, HasNoDepthBound) {
+  fs::path deep = dir_ / "ws";
+  for (int i = 0; i < 40; ++i) deep /= "d";
+  fs::create_directories(deep / ".git");
   Result<OpenedPath> root = OpenRootNoFollow(dir_ / "ws");
   ASSERT_TRUE(root);
-  RepositoryWalk shallow = WalkRepositories(*root, 1000, 2);
-  EXPECT_TRUE(shallow.git_paths.empty());
-  EXPECT_TRUE(shallow.truncated);
-  RepositoryWalk deep = WalkRepositories(*root, 1000, 8);
-  EXPECT_EQ(deep.git_paths, (std::vector<fs::path>{dir_ / "ws/a/b/c/.git"}));
+  RepositoryWalk walk = WalkRepositories(*root, ::geteuid());
+  EXPECT_EQ(walk.git_paths, (std::vector<fs::path>{deep / ".git"}));
+  EXPECT_FALSE(walk.incomplete);
+}
+
+TEST_F(RepositoryWalkTest, PastItsEntryBudgetItIsIncompleteAndSaysWhatToDo) {
   for (int i = 0; i < 20; ++i) fs::create_directories(dir_ / "ws" / ("d" + std::to_string(i)));
-  RepositoryWalk few = WalkRepositories(*root, 5, 8);
-  EXPECT_TRUE(few.truncated);
+  Result<OpenedPath> root = OpenRootNoFollow(dir_ / "ws");
+  ASSERT_TRUE(root);
+  RepositoryWalk few = WalkRepositories(*root, ::geteuid(), 5);
+  ASSERT_TRUE(few.incomplete);
+  EXPECT_NE(few.incomplete->find("more than 5 entries"), std::string::npos) << *few.incomplete;
+  EXPECT_NE(few.incomplete->find((dir_ / "ws").string()), std::string::npos);
+  EXPECT_NE(few.incomplete->find("read-only"), std::string::npos);
+  EXPECT_FALSE(WalkRepositories(*root, ::geteuid(), 20).incomplete);
+}
+
+TEST_F(RepositoryWalkTest, APathDeeperThanTheKernelResolvesIsIncomplete) {
+  // Built by descriptor, one level at a time: no path names it whole.
+  fs::create_directories(dir_ / "ws");
+  int fd = ::open((dir_ / "ws").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const std::string name(200, 'n');
+  for (int i = 0; i < 25; ++i) {  // 25 * 201 bytes > PATH_MAX
+    ASSERT_EQ(::mkdirat(fd, name.c_str(), 0755), 0);
+    const int next = ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ::close(fd);
+    ASSERT_GE(next, 0);
+    fd = next;
+  }
+  ::close(fd);
+  Result<OpenedPath> root = OpenRootNoFollow(dir_ / "ws");
+  ASSERT_TRUE(root);
+  RepositoryWalk walk = WalkRepositories(*root, ::geteuid());
+  ASSERT_TRUE(walk.incomplete);
+  EXPECT_NE(walk.incomplete->find("deeper than the kernel resolves"), std::string::npos)
+      << *walk.incomplete;
+  // TempDir removes it by path; shorten it from the top first.
+  fs::path top = dir_ / "ws" / name;
+  for (int i = 0; i < 12; ++i) top /= name;
+  std::error_code ec;
+  fs::rename(top, dir_ / "rest", ec);
+}
+
+TEST_F(RepositoryWalkTest, AnUnreadableDirectoryOfTheSessionsOwnerIsIncompleteOfAnotherNot) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads every directory; this is an ordinary user's";
+  fs::create_directories(dir_ / "ws" / "closed" / "repo" / ".git");
+  fs::permissions(dir_ / "ws" / "closed", fs::perms::none);
+  Result<OpenedPath> root = OpenRootNoFollow(dir_ / "ws");
+  ASSERT_TRUE(root);
+  RepositoryWalk own = WalkRepositories(*root, ::geteuid());
+  ASSERT_TRUE(own.incomplete);
+  EXPECT_NE(own.incomplete->find("chmod u+rx"), std::string::npos) << *own.incomplete;
+  // Another owner's: the session cannot open it up, so the walk goes on without it.
+  RepositoryWalk other = WalkRepositories(*root, ::geteuid() + 1);
+  EXPECT_FALSE(other.incomplete);
+  fs::permissions(dir_ / "ws" / "closed", fs::perms::owner_all);
+}
+
+TEST_F(RepositoryWalkTest, ALaunchOfTheRootsSumsTheirEntriesAndComparesOnlyCompleteWalks) {
+  fs::create_directories(dir_ / "ws" / "a" / ".git");
+  fs::create_directories(dir_ / "extra" / "b" / ".git");
+  SandboxSpec sandbox;
+  sandbox.mode = policy::Mode::kWorkspaceWrite;
+  sandbox.workspace_root = dir_ / "ws";
+  sandbox.writable_roots = {dir_ / "extra"};
+  const LaunchRepositories all = RepositoriesOfLaunch(sandbox);
+  EXPECT_TRUE(all.walked);
+  EXPECT_FALSE(all.incomplete);
+  EXPECT_EQ(all.git_paths, (std::vector<fs::path>{dir_ / "extra/b/.git", dir_ / "ws/a/.git"}));
+  EXPECT_TRUE(SameRepositories(all, RepositoriesOfLaunch(sandbox)));
+  const LaunchRepositories small = RepositoriesOfLaunch(sandbox, 3);
+  EXPECT_TRUE(small.incomplete);
+  EXPECT_FALSE(SameRepositories(all, small));
+  EXPECT_FALSE(SameRepositories(all, LaunchRepositories{}));  // never walked
+  sandbox.mode = policy::Mode::kReadOnly;
+  const LaunchRepositories none = RepositoriesOfLaunch(sandbox);
+  EXPECT_TRUE(none.walked);
+  EXPECT_TRUE(none.git_paths.empty());
 }
 
 }  // namespace
