@@ -501,8 +501,8 @@ def main():
     for mode in modes:
         for warm in ((1, 0) if mode != "danger-full-access" else (0,)):
             label = f"open-to-ready, {mode}" + (
-                ", warm pool (`warmShells: 1`)" if warm else
-                (", no pool (`warmShells: 0`, the default)" if mode != "danger-full-access"
+                ", warm pool (`warmShells: 1`, the default)" if warm else
+                (", no pool (`warmShells: 0`)" if mode != "danger-full-access"
                  else ""))
             opens[(mode, warm)] = Case(label, bench_open(binary, workspace, mode, m * 2, warm))
 

@@ -39,9 +39,8 @@ struct Limits {
   int64_t max_tasks = 1024;
   std::optional<int64_t> max_cpu_millicores;
   // Pre-started confined shells kept per recently used launch key, claimed at terminal_open
-  // (backend/warm_pool.h; 0 disables the pool). Operator only in effect: lower only. Off by
-  // default until the lifecycle and owner suites pass with it on (docs/policy.md).
-  int64_t warm_shells = 0;
+  // (backend/warm_pool.h; 0 disables the pool). Raised by the operator only: lower only.
+  int64_t warm_shells = 1;
 
   bool operator==(const Limits&) const = default;
 };

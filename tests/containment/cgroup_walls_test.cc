@@ -164,22 +164,34 @@ TEST_P(CgroupWallsTest, TheDaemonNeverJoinsASessionCgroupWhileOpening) {
   RpcClient client(daemon.socket());
   constexpr int kOpens = 6;
   int checked_sessions = 0;
+  auto hierarchy_of = [&homes](const fs::path& dir) {
+    std::string hierarchy;
+    for (const auto& [h, home] : homes) {
+      if (dir.parent_path() == home) hierarchy = h;
+    }
+    return hierarchy;
+  };
+  ASSERT_TRUE(client.Call("policy_set_mode", Json{{"mode", Mode()}}).contains("result"));
   for (int i = 0; i < kOpens; ++i) {
-    const std::string session = OpenSession(client, Mode());
-    ASSERT_FALSE(session.empty()) << daemon.Log();
+    const Json opened = client.Call("terminal_open", Json::object());
+    ASSERT_TRUE(opened.contains("result")) << opened.dump() << daemon.Log();
+    const std::string session = opened["result"]["sessionId"].get<std::string>();
+    const pid_t shell = opened["result"]["pid"].get<pid_t>();
     // The daemon is where it was, in every hierarchy.
     EXPECT_EQ(Slurp("/proc/" + std::to_string(pid) + "/cgroup"), before) << "after open " << i;
-    // The session's processes are in its cgroup s<i+1>, in each hierarchy the daemon uses.
-    const std::string cell = "s" + std::to_string(i + 1);
+    // The session's processes are in its own cgroup (named by launch: with the warm pool a
+    // session may run in a shell launched before its open), in each hierarchy the daemon uses.
+    const std::optional<std::string> shell_cgroup =
+        CgroupOf(Slurp("/proc/" + std::to_string(shell) + "/cgroup"), hierarchy_of(dirs.front()));
+    ASSERT_TRUE(shell_cgroup) << "the shell " << shell << " is in no cgroup of " << dirs.front();
+    const std::string cell = fs::path(*shell_cgroup).filename().string();
+    ASSERT_TRUE(cell.starts_with("s")) << *shell_cgroup;
     for (const fs::path& dir : dirs) {
       const fs::path cgroup = dir / cell;
       const std::vector<pid_t> members = Pids(cgroup / "cgroup.procs");
       EXPECT_FALSE(members.empty()) << cgroup << " holds no process of the session";
       EXPECT_EQ(std::find(members.begin(), members.end(), pid), members.end());
-      std::string hierarchy;
-      for (const auto& [h, home] : homes) {
-        if (dir.parent_path() == home) hierarchy = h;
-      }
+      const std::string hierarchy = hierarchy_of(dir);
       for (pid_t member : members) {
         const std::optional<std::string> path =
             CgroupOf(Slurp("/proc/" + std::to_string(member) + "/cgroup"), hierarchy);

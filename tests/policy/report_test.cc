@@ -145,7 +145,7 @@ TEST(FormatResolvedTest, ListsEveryValueWithItsSource) {
           "limits.maxCpuSeconds: inherit  # default\n"
           "limits.maxTasks: 1024  # default\n"
           "limits.maxCpuMillicores: inherit  # default\n"
-          "limits.warmShells: 0  # default\n"
+          "limits.warmShells: 1  # default\n"
           "policy files: [{dir}/op.yaml, {dir}/ws/.ptybox.yaml]\n",
       dir.path());
   EXPECT_EQ(FormatResolved(*resolved), want);
