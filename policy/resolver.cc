@@ -98,7 +98,7 @@ auto LoadOperatorFile(const ResolveInputs& inputs) {
   const fs::path path =
       Absolute(explicit_file ? *inputs.operator_policy : inputs.default_operator_policy);
   return Load(path, PolicyRole::kOperator,
-              ReadOptions{.follow_symlinks = true, .missing_ok = !explicit_file});
+              ReadOptions::For(PolicyRole::kOperator, /*missing_ok=*/!explicit_file));
 }
 
 }  // namespace
