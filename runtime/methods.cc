@@ -14,6 +14,7 @@
 #include "runtime/mcp/tool_schemas.h"
 #include "runtime/mcp/tool_text.h"
 #include "runtime/owner.h"
+#include "runtime/rpc/policy_json.h"
 
 namespace ptybox::runtime {
 namespace {
@@ -117,6 +118,75 @@ std::string SendDescription() {
          "with terminal_output. Keys: instead of input, keys is a list of key names or text: "
          "[\"C-c\"] (Ctrl-C), [\"Escape\", \":q!\", \"Enter\"] (leave vim); names " +
          KeyNameList() + ", C-/M-/S- prefixes.";
+}
+
+// A send's or a wait's viewport: it ends where the scrollback ended when the send settled.
+ResultBudget ViewportBudget() {
+  return ResultBudget{.texts = {{.field = "viewport", .place = TextPlace::kScrollbackEnd}}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Results: each method's result as the contract's JSON (docs/protocol.md, "Types"). Its handler
+// below answers with it; the types several methods share first.
+
+Json ToJson(const backend::SessionStatus& status) {
+  if (!status.exited) return Json{{"kind", "running"}};
+  Json j{{"kind", "exited"}};
+  j["exitCode"] = status.exit_code ? Json(*status.exit_code) : Json(nullptr);
+  j["signal"] = status.signal ? Json(backend::SignalName(*status.signal)) : Json(nullptr);
+  return j;
+}
+
+Json ToJson(const backend::SendResult& r) {
+  Json j;
+  j["viewport"] = r.viewport;
+  j["waitReason"] = std::string(backend::ToString(r.wait_reason));
+  j["sessionStatus"] = ToJson(r.session_status);
+  j["truncated"] = r.truncated;
+  j["exitCode"] = r.exit_code ? Json(*r.exit_code) : Json(nullptr);
+  j["cwd"] = r.cwd ? Json(*r.cwd) : Json(nullptr);
+  j["foreground"] = r.foreground
+                        ? Json{{"pgid", r.foreground->pgid}, {"command", r.foreground->command}}
+                        : Json(nullptr);
+  if (r.match) j["match"] = Json{{"text", r.match->text}, {"line", r.match->line}};
+  return j;
+}
+
+Json ToJson(const SessionInfo& info, bool for_list) {
+  Json j;
+  if (for_list) j["sessionId"] = info.session_id;
+  j["name"] = info.name;
+  j["mode"] = std::string(policy::ToString(info.mode));
+  j["busy"] = info.busy;
+  j["sessionStatus"] = ToJson(info.status);
+  if (!for_list) j["pid"] = info.pid ? Json(*info.pid) : Json(nullptr);
+  return j;
+}
+
+Json ToJson(const OpenResult& r) {
+  Json j;
+  j["sessionId"] = r.session_id;
+  j["name"] = r.name;
+  j["motd"] = r.motd;
+  j["pid"] = r.pid ? Json(*r.pid) : Json(nullptr);
+  j["mode"] = std::string(policy::ToString(r.mode));
+  j["cwd"] = r.cwd;
+  return j;
+}
+
+Json ToJson(const backend::ReadResult& r) {
+  return Json{{"text", r.text},
+              {"cursor", r.cursor},
+              {"nextCursor", r.next_cursor},
+              {"truncated", r.truncated},
+              {"end", r.end}};
+}
+
+Json ToJson(const backend::SendRead& read) {
+  Json j{{"output", read.output}, {"done", read.done}};
+  j["result"] = read.result ? ToJson(*read.result) : Json(nullptr);
+  if (read.truncated) j["truncated"] = true;
+  return j;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -307,7 +377,8 @@ std::vector<MethodSpec> BuildContract() {
                   {"cwd", Prop("string", "The directory the shell started in.")}}),
  .typed_output = false,
  .hints = ToolHints{.read_only = false, .destructive = false, .idempotent = false, .open_world = false},
- .render = RenderOpen}},
+ .render = RenderOpen,
+ .budget = ResultBudget{.texts = {{.field = "motd"}}}}},
       {.name = "terminal_send",
        .summary = "Type input into a terminal and wait until it is ready for more: a SendResult, "
                   "or {operationId} in the background.",
@@ -335,7 +406,8 @@ std::vector<MethodSpec> BuildContract() {
  .output_schema = SendOutputSchema(),
  .typed_output = true,
  .hints = ToolHints{.read_only = false, .destructive = true, .idempotent = false, .open_world = true},
- .render = RenderSend}},
+ .render = RenderSend,
+ .budget = ViewportBudget()}},
       {.name = "terminal_wait",
        .summary = "Wait for readiness as a send does, without typing anything: a SendResult for "
                   "the output since the previous send's or wait's result.",
@@ -351,7 +423,8 @@ std::vector<MethodSpec> BuildContract() {
  .output_schema = SendResultSchema(),
  .typed_output = true,
  .hints = ToolHints{.read_only = true, .destructive = false, .idempotent = false, .open_world = true},
- .render = RenderWait}},
+ .render = RenderWait,
+ .budget = ViewportBudget()}},
       {.name = "terminal_output",
        .summary = "Collect the output of a background send produced since the previous call: "
                   "{output, done, result}.",
@@ -368,7 +441,8 @@ std::vector<MethodSpec> BuildContract() {
                                            {"required", SendResultSchema()["required"]}})}}),
  .typed_output = false,
  .hints = ToolHints{.read_only = true, .destructive = false, .idempotent = false, .open_world = false},
- .render = RenderOutput}},
+ .render = RenderOutput,
+ .budget = ResultBudget{.texts = {{.field = "output"}, {.field = "viewport", .within = "result"}}}}},
       {.name = "terminal_cancel",
        .summary = "Cancel the send running on a terminal: {canceled}.",
        .params = {SessionId()},
@@ -406,7 +480,8 @@ std::vector<MethodSpec> BuildContract() {
           {"end", Prop("boolean", "The page reaches the newest output.")}}),
  .typed_output = false,
  .hints = ToolHints{.read_only = true, .destructive = false, .idempotent = true, .open_world = false},
- .render = RenderRead}},
+ .render = RenderRead,
+ .budget = ResultBudget{.texts = {{.field = "text", .place = TextPlace::kPage}}}}},
       {.name = "terminal_signal",
        .summary = "Send a signal to the verified foreground process group: {delivered, pgid}.",
        .params = {SessionId(),
@@ -494,7 +569,9 @@ std::vector<MethodSpec> BuildContract() {
  .output_schema = Output(Json{{"mode", EnumProp(ModeNames(), "The effective mode now.")}}),
  .typed_output = false,
  .hints = ToolHints{.read_only = false, .destructive = false, .idempotent = true, .open_world = false},
- .render = RenderSetMode}},
+ .render = RenderSetMode,
+ .needs_consent = true,
+ .changes_policy = true}},
       {.name = "terminal_resize",
        .summary = "Resize a terminal (SIGWINCH to its foreground group, the screen model "
                   "resized): {cols, rows}.",
@@ -662,6 +739,16 @@ std::vector<std::string> Args::StringList(const std::string& name) const {
   return it->get<std::vector<std::string>>();
 }
 
+Json AttachResultJson(const AttachResult& attached) {
+  Json sessions = Json::array();
+  for (const SessionInfo& info : attached.sessions) sessions.push_back(ToJson(info, true));
+  Json operations = Json::array();
+  for (const auto& [operation, session] : attached.operations) {
+    operations.push_back(Json{{"operationId", operation}, {"sessionId", session}});
+  }
+  return Json{{"sessions", sessions}, {"operations", operations}};
+}
+
 std::string JoinAlternatives(const std::vector<std::string>& values) {
   std::string text;
   for (size_t i = 0; i < values.size(); ++i) {
@@ -708,6 +795,35 @@ Result<void> CheckParams(const MethodSpec& method) {
   return {};
 }
 
+// The facts a face states for the MCP server (budget, consent) against the method's params.
+Result<void> CheckFaceFacts(const MethodSpec& method) {
+  const McpFace& face = *method.mcp;
+  size_t located = 0;
+  for (const BoundedText& text : face.budget.texts) {
+    if (text.field.empty())
+      return TableError(method.name, "its budget names a text without a field");
+    if (text.place == TextPlace::kNowhere) continue;
+    ++located;
+    if (!text.within.empty()) {
+      return TableError(method.name, "its budget locates \"" + text.field + "\" inside \"" +
+                                         text.within +
+                                         "\"; only a field of the result itself is located");
+    }
+    const ParamSpec* max_bytes = FindByName(method.params, "maxBytes");
+    if (text.place == TextPlace::kPage &&
+        (max_bytes == nullptr || max_bytes->type != ParamType::kInteger)) {
+      return TableError(method.name, "its budget pages \"" + text.field +
+                                         "\", and it takes no integer \"maxBytes\"");
+    }
+  }
+  if (located > 1) return TableError(method.name, "its budget locates more than one text");
+  const ParamSpec* mode = FindByName(method.params, "mode");
+  if (face.needs_consent && (mode == nullptr || mode->type != ParamType::kEnum)) {
+    return TableError(method.name, "its MCP face needs consent, and it takes no \"mode\"");
+  }
+  return {};
+}
+
 Result<void> CheckFace(const MethodSpec& method) {
   if (!method.mcp) return {};
   const McpFace& face = *method.mcp;
@@ -718,7 +834,7 @@ Result<void> CheckFace(const MethodSpec& method) {
     return TableError(method.name, "its MCP face needs an object output schema");
   }
   if (face.render == nullptr) return TableError(method.name, "its MCP face has no renderer");
-  return {};
+  return CheckFaceFacts(method);
 }
 
 }  // namespace

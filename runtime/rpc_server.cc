@@ -106,13 +106,7 @@ void RpcConnection::Attach(const Json& id, const Json& params) {
   const bool may_detach = owner_->may_detach;
   owner_ = attached->owner;
   owner_->may_detach = may_detach;
-  Json sessions = Json::array();
-  for (const SessionInfo& info : attached->sessions) sessions.push_back(ToJson(info, true));
-  Json operations = Json::array();
-  for (const auto& [operation, session] : attached->operations) {
-    operations.push_back(Json{{"operationId", operation}, {"sessionId", session}});
-  }
-  peer_->Reply(id, Json{{"sessions", sessions}, {"operations", operations}});
+  peer_->Reply(id, AttachResultJson(*attached));
 }
 
 SocketServer::SocketServer(asio::io_context& io, PtyService& service, size_t max_connections)

@@ -4,66 +4,6 @@
 
 namespace ptybox::runtime {
 
-Json ToJson(const backend::SessionStatus& status) {
-  if (!status.exited) return Json{{"kind", "running"}};
-  Json j{{"kind", "exited"}};
-  j["exitCode"] = status.exit_code ? Json(*status.exit_code) : Json(nullptr);
-  j["signal"] = status.signal ? Json(backend::SignalName(*status.signal)) : Json(nullptr);
-  return j;
-}
-
-Json ToJson(const backend::SendResult& r) {
-  Json j;
-  j["viewport"] = r.viewport;
-  j["waitReason"] = std::string(backend::ToString(r.wait_reason));
-  j["sessionStatus"] = ToJson(r.session_status);
-  j["truncated"] = r.truncated;
-  j["exitCode"] = r.exit_code ? Json(*r.exit_code) : Json(nullptr);
-  j["cwd"] = r.cwd ? Json(*r.cwd) : Json(nullptr);
-  j["foreground"] = r.foreground
-                        ? Json{{"pgid", r.foreground->pgid}, {"command", r.foreground->command}}
-                        : Json(nullptr);
-  if (r.match) j["match"] = Json{{"text", r.match->text}, {"line", r.match->line}};
-  return j;
-}
-
-Json ToJson(const backend::ReadResult& r) {
-  return Json{{"text", r.text},
-              {"cursor", r.cursor},
-              {"nextCursor", r.next_cursor},
-              {"truncated", r.truncated},
-              {"end", r.end}};
-}
-
-Json ToJson(const backend::SendRead& read) {
-  Json j{{"output", read.output}, {"done", read.done}};
-  j["result"] = read.result ? ToJson(*read.result) : Json(nullptr);
-  if (read.truncated) j["truncated"] = true;
-  return j;
-}
-
-Json ToJson(const OpenResult& r) {
-  Json j;
-  j["sessionId"] = r.session_id;
-  j["name"] = r.name;
-  j["motd"] = r.motd;
-  j["pid"] = r.pid ? Json(*r.pid) : Json(nullptr);
-  j["mode"] = std::string(policy::ToString(r.mode));
-  j["cwd"] = r.cwd;
-  return j;
-}
-
-Json ToJson(const SessionInfo& info, bool for_list) {
-  Json j;
-  if (for_list) j["sessionId"] = info.session_id;
-  j["name"] = info.name;
-  j["mode"] = std::string(policy::ToString(info.mode));
-  j["busy"] = info.busy;
-  j["sessionStatus"] = ToJson(info.status);
-  if (!for_list) j["pid"] = info.pid ? Json(*info.pid) : Json(nullptr);
-  return j;
-}
-
 Result<Params> Params::Check(const Json& params, const std::string& method,
                              std::vector<std::string> allowed) {
   if (params.is_null()) return Params(Json::object(), method);
