@@ -218,31 +218,39 @@ TEST(ContractCheckTest, ConsentBudgetsAndPolicyChangesAreFieldsOfTheFaces) {
   EXPECT_EQ(FindMcpFace("no_such_tool"), nullptr);
 }
 
+// The message CheckContract gives for the contract after `edit`.
+template <typename Edit>
+std::string ProblemAfter(Edit edit) {
+  std::vector<MethodSpec> table = Contract();
+  edit(table);
+  return TableProblem(table);
+}
+
 TEST(ContractCheckTest, FaceFactsThatTheParamsCannotBearAreRefused) {
   const std::string broken = "the contract table (runtime/methods.cc) is broken: ";
-  std::vector<MethodSpec> consent = Contract();
-  Entry(consent, "terminal_list").mcp->needs_consent = true;
-  EXPECT_EQ(TableProblem(consent),
+  EXPECT_EQ(ProblemAfter([](std::vector<MethodSpec>& table) {
+              Entry(table, "terminal_list").mcp->needs_consent = true;
+            }),
             broken + "terminal_list: its MCP face needs consent, and it takes no \"mode\"");
-
-  std::vector<MethodSpec> page = Contract();
-  Entry(page, "terminal_output").mcp->budget.texts[0].place = TextPlace::kPage;
-  EXPECT_EQ(TableProblem(page),
+  EXPECT_EQ(ProblemAfter([](std::vector<MethodSpec>& table) {
+              Entry(table, "terminal_output").mcp->budget.texts[0].place = TextPlace::kPage;
+            }),
             broken +
                 "terminal_output: its budget pages \"output\", and it takes no integer "
                 "\"maxBytes\"");
-
-  std::vector<MethodSpec> nested = Contract();
-  Entry(nested, "terminal_output").mcp->budget.texts[1].place = TextPlace::kScrollbackEnd;
-  EXPECT_EQ(TableProblem(nested),
+  EXPECT_EQ(ProblemAfter([](std::vector<MethodSpec>& table) {
+              Entry(table, "terminal_output").mcp->budget.texts[1].place =
+                  TextPlace::kScrollbackEnd;
+            }),
             broken +
                 "terminal_output: its budget locates \"viewport\" inside \"result\"; only "
                 "a field of the result itself is located");
-
-  std::vector<MethodSpec> two = Contract();
-  Entry(two, "terminal_send")
-      .mcp->budget.texts.push_back(BoundedText{.field = "cwd", .place = TextPlace::kScrollbackEnd});
-  EXPECT_EQ(TableProblem(two), broken + "terminal_send: its budget locates more than one text");
+  EXPECT_EQ(ProblemAfter([](std::vector<MethodSpec>& table) {
+              Entry(table, "terminal_send")
+                  .mcp->budget.texts.push_back(
+                      BoundedText{.field = "cwd", .place = TextPlace::kScrollbackEnd});
+            }),
+            broken + "terminal_send: its budget locates more than one text");
 }
 
 TEST(ContractCheckTest, BrokenEntriesAreNamed) {
