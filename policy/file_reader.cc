@@ -7,6 +7,7 @@
 
 #include <cerrno>
 
+#include "common/propagate.h"
 #include "common/unique_fd.h"
 #include "policy/schema.h"
 
@@ -125,10 +126,10 @@ Result<std::string> ReadOpenedPolicyFile(const OpenedPolicyFile& file,
 Result<std::optional<std::string>> ReadPolicyFile(const std::filesystem::path& path,
                                                   const ReadOptions& options) {
   auto opened = OpenPolicyFile(path, options);
-  if (!opened) return std::unexpected(std::move(opened.error()));
+  if (!opened) return Propagate(std::move(opened));
   if (!*opened) return std::nullopt;
   auto text = ReadOpenedPolicyFile(**opened, path);
-  if (!text) return std::unexpected(std::move(text.error()));
+  if (!text) return Propagate(std::move(text));
   return std::move(*text);
 }
 

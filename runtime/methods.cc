@@ -8,8 +8,11 @@
 #include "backend/terminal/key_encoder.h"
 #include "backend/terminal/screen.h"
 #include "backend/types.h"
+#include "common/join.h"
+#include "common/propagate.h"
 #include "policy/mode.h"
 #include "policy/mode_names.h"
+#include "policy/network_names.h"
 #include "policy/schema.h"
 #include "runtime/mcp/tool_schemas.h"
 #include "runtime/mcp/tool_text.h"
@@ -98,9 +101,9 @@ std::string KeyNameList() {
       same->second = name;
     }
   }
-  std::string list;
-  for (const auto& [bytes, name] : keys) list += (list.empty() ? "" : " ") + name;
-  return list;
+  std::vector<std::string> names;
+  for (const auto& key : keys) names.push_back(key.second);
+  return Join(names, " ");
 }
 
 std::string SendDescription() {
@@ -195,7 +198,7 @@ Json ToJson(const backend::SendRead& read) {
 template <typename T>
 std::function<void(Result<T>)> Encode(Done done, Json (*encode)(const T&)) {
   return [done = std::move(done), encode](Result<T> result) {
-    if (!result) return done(std::unexpected(result.error()));
+    if (!result) return done(Propagate(result));
     done(encode(*result));
   };
 }
@@ -230,7 +233,7 @@ Result<std::shared_ptr<const backend::OutputPattern>> PatternArg(const MethodCal
 
 void Send(MethodCall& c) {
   Result<std::shared_ptr<const backend::OutputPattern>> pattern = PatternArg(c, "terminal_send");
-  if (!pattern) return c.done(std::unexpected(pattern.error()));
+  if (!pattern) return c.done(Propagate(pattern));
   backend::SendRequest request;
   request.pattern = *pattern;
   request.input = c.args.OptionalString("input").value_or("");
@@ -246,7 +249,7 @@ void Send(MethodCall& c) {
 
 void Wait(MethodCall& c) {
   Result<std::shared_ptr<const backend::OutputPattern>> pattern = PatternArg(c, "terminal_wait");
-  if (!pattern) return c.done(std::unexpected(pattern.error()));
+  if (!pattern) return c.done(Propagate(pattern));
   backend::SendRequest request;
   request.pattern = *pattern;
   request.wait = true;
@@ -261,7 +264,7 @@ void Wait(MethodCall& c) {
 // The synchronous methods: the service's answer, encoded.
 template <typename T>
 void Answer(MethodCall& c, Result<T> result, Json (*encode)(const T&)) {
-  if (!result) return c.done(std::unexpected(result.error()));
+  if (!result) return c.done(Propagate(result));
   c.done(encode(*result));
 }
 
@@ -300,7 +303,7 @@ void Resize(MethodCall& c) {
   const int columns = static_cast<int>(*c.args.Int("cols"));
   const int rows = static_cast<int>(*c.args.Int("rows"));
   Result<void> resized = c.service.Resize(*c.owner, c.args.String("sessionId"), columns, rows);
-  if (!resized) return c.done(std::unexpected(resized.error()));
+  if (!resized) return c.done(Propagate(resized));
   c.done(Json{{"cols", columns}, {"rows", rows}});
 }
 
@@ -547,7 +550,9 @@ std::vector<MethodSpec> BuildContract() {
                {"writableRoots", Json{{"type", "array"},
                                       {"items", Json{{"type", "string"}}},
                                       {"description", "Directories a terminal may write."}}},
-               {"network", EnumProp({"allow", "deny"}, "Whether the network is reachable.")},
+               {"network", EnumProp({std::string(policy::NetworkName(true)),
+                                    std::string(policy::NetworkName(false))},
+                                   "Whether the network is reachable.")},
                {"source",
                 Json{{"type", "object"},
                      {"description", "The policy files read and where each value came from."},
@@ -653,7 +658,7 @@ Result<Json> StringList(const Params& p, const std::string& method, const ParamS
 // One param's value (null when absent), or the error naming it.
 Result<Json> ValidateOne(const Params& p, const std::string& method, const ParamSpec& spec) {
   auto value = [](auto result) -> Result<Json> {
-    if (!result) return std::unexpected(result.error());
+    if (!result) return Propagate(result);
     if constexpr (requires { result->has_value(); }) {
       if (!result->has_value()) return Json(nullptr);
       return Json(**result);
@@ -691,8 +696,8 @@ Result<Json> ValidateOne(const Params& p, const std::string& method, const Param
       return value(p.OptionalBool(spec.name));
     case ParamType::kEnv: {
       Result<std::map<std::string, std::string>> env = p.StringMap(spec.name);
-      if (!env) return std::unexpected(env.error());
-      if (Result<void> ok = CheckEnv(*env); !ok) return std::unexpected(ok.error());
+      if (!env) return Propagate(env);
+      if (Result<void> ok = CheckEnv(*env); !ok) return Propagate(ok);
       return env->empty() ? Json(nullptr) : Json(*env);
     }
     case ParamType::kStringList:
@@ -747,15 +752,6 @@ Json AttachResultJson(const AttachResult& attached) {
     operations.push_back(Json{{"operationId", operation}, {"sessionId", session}});
   }
   return Json{{"sessions", sessions}, {"operations", operations}};
-}
-
-std::string JoinAlternatives(const std::vector<std::string>& values) {
-  std::string text;
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) text += i + 1 == values.size() ? " or " : ", ";
-    text += values[i];
-  }
-  return text;
 }
 
 const std::vector<MethodSpec>& Contract() {
@@ -871,11 +867,11 @@ Result<Args> ValidateParams(const MethodSpec& method, const Json& params) {
   std::vector<std::string> allowed;
   for (const ParamSpec& spec : method.params) allowed.push_back(spec.name);
   Result<Params> p = Params::Check(params, method.name, allowed);
-  if (!p) return std::unexpected(p.error());
+  if (!p) return Propagate(p);
   Json values = Json::object();
   for (const ParamSpec& spec : method.params) {
     Result<Json> value = ValidateOne(*p, method.name, spec);
-    if (!value) return std::unexpected(value.error());
+    if (!value) return Propagate(value);
     if (!value->is_null()) {
       values[spec.name] = std::move(*value);
     } else if (!spec.default_value.is_null()) {
@@ -906,7 +902,7 @@ void CallMethod(PtyService& service, const std::shared_ptr<Owner>& owner, const 
     return done(Fail(ErrorKind::kInternal, "no contract method named " + method, method));
   }
   Result<Args> args = ValidateParams(*spec, params);
-  if (!args) return done(std::unexpected(args.error()));
+  if (!args) return done(Propagate(args));
   MethodCall call{service, owner, *args, request_key, std::move(done)};
   spec->handler(call);
 }

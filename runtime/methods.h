@@ -137,9 +137,6 @@ const MethodSpec* FindMethod(std::string_view name);
 // method and the parameter, and the parameter as its context.
 Result<Args> ValidateParams(const MethodSpec& method, const Json& params);
 
-// "a, b or c".
-std::string JoinAlternatives(const std::vector<std::string>& values);
-
 // Runs one contract method for `owner`. `request_key` identifies the request for cancellation.
 // `done` runs exactly once, inline for the synchronous methods, later for open, send, signal and
 // close. Bad params are kInvalidParams errors naming the parameter.

@@ -12,6 +12,7 @@
 
 #include "backend/types.h"
 #include "common/log.h"
+#include "common/propagate.h"
 #include "runtime/audit/owned_directory.h"
 #include "runtime/methods.h"
 #include "runtime/owner.h"
@@ -205,7 +206,7 @@ Result<void> PrepareSocketDirectory(const std::filesystem::path& path) {
   if (Result<void> owned =
           RequireOwnedDirectory(st, "the socket directory " + dir.string(), path.string());
       !owned) {
-    return std::unexpected(owned.error());
+    return Propagate(owned);
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
     return Fail(ErrorKind::kInternal,

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "common/join.h"
+#include "common/propagate.h"
+
 namespace ptybox::runtime {
 
 Result<Params> Params::Check(const Json& params, const std::string& method,
@@ -12,8 +15,7 @@ Result<Params> Params::Check(const Json& params, const std::string& method,
   }
   for (const auto& [key, value] : params.items()) {
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      std::string list;
-      for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      const std::string list = Join(allowed);
       return Fail(ErrorKind::kInvalidParams,
                   method + ": unknown parameter \"" + Abbreviate(key) +
                       "\" (accepted: " + (list.empty() ? std::string("none") : list) + ")",
@@ -44,7 +46,7 @@ Result<std::string> Params::RequiredString(const std::string& key, size_t max_by
                 key);
   }
   if (Result<void> ok = CheckLength(method_, key, *it, max_bytes); !ok) {
-    return std::unexpected(ok.error());
+    return Propagate(ok);
   }
   return it->get<std::string>();
 }
@@ -57,7 +59,7 @@ Result<std::optional<std::string>> Params::OptionalString(const std::string& key
     return Fail(ErrorKind::kInvalidParams, method_ + ": \"" + key + "\" must be a string", key);
   }
   if (Result<void> ok = CheckLength(method_, key, *it, max_bytes); !ok) {
-    return std::unexpected(ok.error());
+    return Propagate(ok);
   }
   return std::optional<std::string>(it->get<std::string>());
 }
