@@ -7,6 +7,7 @@
 
 #include <cerrno>
 
+#include "common/propagate.h"
 #include "common/unique_fd.h"
 #include "policy/schema.h"
 
@@ -14,14 +15,19 @@ namespace ptybox::policy {
 
 namespace {
 
-std::string TooBig(const std::string& name, int64_t max_bytes) {
-  const bool repository = max_bytes == kMaxRepositoryPolicyFileBytes;
+// "a repository's policy file", "an operator's policy file", or "a policy file".
+std::string WhoseFile(std::optional<PolicyRole> role) {
+  if (!role) return "a policy file";
+  return *role == PolicyRole::kOperator ? "an operator's policy file"
+                                        : "a repository's policy file";
+}
+
+std::string TooBig(const std::string& name, int64_t max_bytes, std::optional<PolicyRole> role) {
   const std::string size = max_bytes % (1024 * 1024) == 0
                                ? std::to_string(max_bytes / (1024 * 1024)) + " MiB"
                                : std::to_string(max_bytes / 1024) + " KiB";
   return name + ": is larger than " + std::to_string(max_bytes) + " bytes (" + size +
-         "), the limit for " + (repository ? "a repository's policy file" : "a policy file") +
-         "; a policy needs a few hundred bytes";
+         "), the limit for " + WhoseFile(role) + "; a policy needs a few hundred bytes";
 }
 
 }  // namespace
@@ -31,7 +37,8 @@ ReadOptions ReadOptions::For(PolicyRole role, bool missing_ok) {
   return ReadOptions{.follow_symlinks = !repository,
                      .missing_ok = missing_ok,
                      .single_link = repository,
-                     .max_bytes = repository ? kMaxRepositoryPolicyFileBytes : kMaxPolicyFileBytes};
+                     .max_bytes = repository ? kMaxRepositoryPolicyFileBytes : kMaxPolicyFileBytes,
+                     .role = role};
 }
 
 FileIdentity FileIdentity::Of(const struct stat& st) {
@@ -90,9 +97,9 @@ Result<std::optional<OpenedPolicyFile>> OpenPolicyFile(const std::filesystem::pa
                 name);
   }
   if (st.st_size > options.max_bytes) {
-    return Fail(ErrorKind::kPolicyError, TooBig(name, options.max_bytes), name);
+    return Fail(ErrorKind::kPolicyError, TooBig(name, options.max_bytes, options.role), name);
   }
-  return OpenedPolicyFile{std::move(fd), FileIdentity::Of(st), options.max_bytes};
+  return OpenedPolicyFile{std::move(fd), FileIdentity::Of(st), options.max_bytes, options.role};
 }
 
 Result<std::string> ReadOpenedPolicyFile(const OpenedPolicyFile& file,
@@ -109,7 +116,7 @@ Result<std::string> ReadOpenedPolicyFile(const OpenedPolicyFile& file,
     if (n == 0) break;
     // The file may have grown since fstat: the cap holds for what we actually read.
     if (static_cast<int64_t>(text.size()) + n > file.max_bytes) {
-      return Fail(ErrorKind::kPolicyError, TooBig(name, file.max_bytes), name);
+      return Fail(ErrorKind::kPolicyError, TooBig(name, file.max_bytes, file.role), name);
     }
     text.append(buffer, static_cast<size_t>(n));
   }
@@ -119,10 +126,10 @@ Result<std::string> ReadOpenedPolicyFile(const OpenedPolicyFile& file,
 Result<std::optional<std::string>> ReadPolicyFile(const std::filesystem::path& path,
                                                   const ReadOptions& options) {
   auto opened = OpenPolicyFile(path, options);
-  if (!opened) return std::unexpected(std::move(opened.error()));
+  if (!opened) return Propagate(std::move(opened));
   if (!*opened) return std::nullopt;
   auto text = ReadOpenedPolicyFile(**opened, path);
-  if (!text) return std::unexpected(std::move(text.error()));
+  if (!text) return Propagate(std::move(text));
   return std::move(*text);
 }
 

@@ -20,6 +20,8 @@ struct ReadOptions {
   bool missing_ok = false;                  // true: a missing file is nullopt rather than an error
   bool single_link = false;                 // true: a file with several hard links is refused
   int64_t max_bytes = kMaxPolicyFileBytes;  // a larger file is refused
+  // Whose file it is, named in the messages; nullopt: a file of no stated role.
+  std::optional<PolicyRole> role = std::nullopt;
   // How a file in `role` is read: a repository's never through a link (symbolic or hard) and
   // at most kMaxRepositoryPolicyFileBytes; an operator's through links, at most 1 MiB.
   static ReadOptions For(PolicyRole role, bool missing_ok);
@@ -41,7 +43,8 @@ struct FileIdentity {
 struct OpenedPolicyFile {
   UniqueFd fd;
   FileIdentity identity;
-  int64_t max_bytes = kMaxPolicyFileBytes;  // from the ReadOptions it was opened with
+  int64_t max_bytes = kMaxPolicyFileBytes;        // from the ReadOptions it was opened with
+  std::optional<PolicyRole> role = std::nullopt;  // as well
 };
 
 // The checks of ReadPolicyFile without the read; nullopt as there.

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <set>
 
+#include "common/join.h"
 #include "policy/schema.h"
 
 namespace ptybox::policy {
@@ -25,12 +26,7 @@ std::string Describe(std::string_view where) {
 std::string Quoted(Mode mode) { return "`" + std::string(ToString(mode)) + "`"; }
 
 std::string JoinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& name : names) {
-    if (!out.empty()) out += ", ";
-    out += name;
-  }
-  return out.empty() ? "(none)" : out;
+  return names.empty() ? "(none)" : Join(names);
 }
 
 Error Denied(const std::string& where, std::string_view key, const std::string& message) {
@@ -186,8 +182,7 @@ class Layers final {
         if (IsWithin(root.value, in_.workspace_root)) add(root);
       }
     }
-    std::string joined;
-    for (const std::string& s : sources) joined += (joined.empty() ? "" : ", ") + s;
+    const std::string joined = Join(sources);
     out_.sources["writable"] = joined.empty() ? std::string(kDefault) : joined;
   }
 
@@ -211,9 +206,7 @@ class Layers final {
       sources.push_back(*repo_->hide_where);
       for (const auto& path : repo_->hide) add(path.value);
     }
-    std::string joined;
-    for (const std::string& s : sources) joined += (joined.empty() ? "" : ", ") + s;
-    out_.sources["hide"] = joined;
+    out_.sources["hide"] = Join(sources);
   }
 
   void Env() {
@@ -294,8 +287,7 @@ class Layers final {
       }
       if (repo_->env_set_where) set_sources.push_back(*repo_->env_set_where);
     }
-    std::string joined;
-    for (const std::string& s : set_sources) joined += (joined.empty() ? "" : ", ") + s;
+    const std::string joined = Join(set_sources);
     out_.sources["env.set"] = joined.empty() ? std::string(kDefault) : joined;
 
     std::string env_source(kDefault);

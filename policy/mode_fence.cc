@@ -3,7 +3,9 @@
 #include "policy/mode_fence.h"
 
 #include <string>
+#include <vector>
 
+#include "common/join.h"
 #include "common/log.h"
 #include "policy/mode_names.h"
 
@@ -61,13 +63,14 @@ Result<void> ModeFence::SetMode(Mode requested, Mode current_effective) {
   if (LiveOtherThan(requested)) {
     // The effective mode changed under live sessions (a repository file): choosing it now
     // would claim a mode that a live terminal does not have.
-    std::string modes;
+    std::vector<std::string> live;
     for (Mode other : kModes) {
       if (other == requested) continue;
       const size_t at = static_cast<size_t>(other);
       if (open_[at] + spawning_[at] == 0) continue;
-      modes += std::string(modes.empty() ? "" : ", ") + "`" + std::string(ToString(other)) + "`";
+      live.push_back("`" + std::string(ToString(other)) + "`");
     }
+    const std::string modes = Join(live);
     return Fail(ErrorKind::kModeFenced,
                 "cannot set the mode `" + std::string(ToString(requested)) +
                     "` while this owner has " + counts + " in " + modes +

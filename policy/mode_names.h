@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -10,12 +11,38 @@
 
 namespace ptybox::policy {
 
-// Every mode, narrowest first.
-inline constexpr std::array<Mode, 3> kModes = {Mode::kReadOnly, Mode::kWorkspaceWrite,
-                                               Mode::kDangerFullAccess};
-// Their names, in kModes' order.
-inline constexpr std::array<std::string_view, 3> kModeNames = {"read-only", "workspace-write",
-                                                               "danger-full-access"};
+// A mode and its name as one token (nsjail's NS_VALSTR_STRUCT), so neither is written apart.
+struct ModeToken {
+  Mode mode;
+  std::string_view name;
+};
+
+// Every mode with its name, narrowest first, in the enum's order (ToString indexes it).
+inline constexpr std::array<ModeToken, 3> kModeTokens = {{
+    {Mode::kReadOnly, "read-only"},
+    {Mode::kWorkspaceWrite, "workspace-write"},
+    {Mode::kDangerFullAccess, "danger-full-access"},
+}};
+
+// The modes, then their names, as lists drawn from kModeTokens (for loops and enums).
+inline constexpr std::array<Mode, kModeTokens.size()> kModes = [] {
+  std::array<Mode, kModeTokens.size()> modes{};
+  for (size_t i = 0; i < kModeTokens.size(); ++i) modes[i] = kModeTokens[i].mode;
+  return modes;
+}();
+inline constexpr std::array<std::string_view, kModeTokens.size()> kModeNames = [] {
+  std::array<std::string_view, kModeTokens.size()> names{};
+  for (size_t i = 0; i < kModeTokens.size(); ++i) names[i] = kModeTokens[i].name;
+  return names;
+}();
+static_assert(
+    [] {
+      for (size_t i = 0; i < kModeTokens.size(); ++i) {
+        if (static_cast<size_t>(kModeTokens[i].mode) != i) return false;
+      }
+      return true;
+    }(),
+    "kModeTokens must list the modes in the enum's order");
 // "read-only, workspace-write or danger-full-access", for messages and help.
 std::string ModeAlternatives();
 

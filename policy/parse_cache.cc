@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "common/propagate.h"
+
 namespace ptybox::policy {
 namespace {
 
@@ -57,7 +59,7 @@ bool CachedParseStillValid(const FileIdentity& cached, const FileIdentity& now,
 Result<std::optional<std::shared_ptr<const PolicyYaml>>> ReadPolicyYaml(
     const std::filesystem::path& path, const ReadOptions& options) {
   auto opened = OpenPolicyFile(path, options);
-  if (!opened) return std::unexpected(std::move(opened.error()));
+  if (!opened) return Propagate(std::move(opened));
   if (!*opened) return std::nullopt;
   const FileIdentity identity = (*opened)->identity;
   const std::string key = path.string();
@@ -76,7 +78,7 @@ Result<std::optional<std::shared_ptr<const PolicyYaml>>> ReadPolicyYaml(
   timespec stored_at{};
   ::clock_gettime(CLOCK_REALTIME, &stored_at);
   auto text = ReadOpenedPolicyFile(**opened, path);
-  if (!text) return std::unexpected(std::move(text.error()));
+  if (!text) return Propagate(std::move(text));
   auto yaml = std::make_shared<const PolicyYaml>(ParsePolicyYaml(*text));
   std::lock_guard<std::mutex> lock(cache.mutex);
   ++cache.stats.parses;

@@ -7,7 +7,9 @@
 #include <set>
 #include <system_error>
 
+#include "common/join.h"
 #include "policy/mode_names.h"
+#include "policy/network_names.h"
 #include "policy/yaml_tree.h"
 
 namespace ptybox::policy {
@@ -15,8 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Kind = YamlNode::Kind;
-
-constexpr std::string_view kNetworkNames[] = {"deny", "allow"};
 
 // An integer written plainly: [+-]?[0-9]+. `overflow` tells "too large" from "not a number".
 std::optional<int64_t> ParseInteger(std::string_view text, bool& overflow) {
@@ -38,15 +38,6 @@ std::string Got(const YamlNode& node) {
   if (node.kind != Kind::kScalar) return std::string(DescribeKind(node));
   if (node.plain) return "`" + Printable(node.value) + "`";
   return "\"" + Printable(node.value) + "\" (a quoted string)";
-}
-
-std::string JoinKeys(std::span<const std::string_view> keys) {
-  std::string out;
-  for (std::string_view key : keys) {
-    if (!out.empty()) out += ", ";
-    out += key;
-  }
-  return out;
 }
 
 std::string ErrnoText(const std::error_code& ec) {
@@ -84,8 +75,7 @@ class FileParser final {
         Version(k, v);
       } else if (key == "mode") {
         if (auto mode = ModeValue(k, v, "mode")) out_.file.mode = Located<Mode>{*mode, Pos(k, v)};
-      } else if (key == "ceiling" || key == "workspace" || key == "repository" ||
-                 key == "sessionIds" || key == "audit") {
+      } else if (IsOperatorOnlyKey(key)) {
         if (out_.file.role == PolicyRole::kRepository) {
           AddError(k, key,
                    "only the operator policy may set `" + key +
@@ -210,7 +200,7 @@ class FileParser final {
     if (auto suggestion = SuggestKey(key.value, known)) {
       message += "; did you mean `" + std::string(*suggestion) + "`?";
     } else {
-      message += "; expected one of: " + JoinKeys(known);
+      message += "; expected one of: " + Join(known);
     }
     AddError(key, path, message);
   }
@@ -371,8 +361,8 @@ class FileParser final {
   void Network(const YamlNode& k, const YamlNode& v) {
     auto text = StringValue(k, v, "network", "`deny` or `allow`");
     if (!text) return;
-    if (*text == "deny" || *text == "allow") {
-      out_.file.network_allowed = Located<bool>{*text == "allow", Pos(k, v)};
+    if (*text == NetworkName(false) || *text == NetworkName(true)) {
+      out_.file.network_allowed = Located<bool>{*text == NetworkName(true), Pos(k, v)};
       return;
     }
     std::string message = "expected `deny` or `allow`, got " + Got(v);

@@ -6,8 +6,10 @@
 #include <optional>
 #include <system_error>
 
+#include "common/join.h"
 #include "policy/file_reader.h"
 #include "policy/layering.h"
+#include "policy/network_names.h"
 #include "policy/policy_file.h"
 
 namespace ptybox::policy {
@@ -20,14 +22,7 @@ std::string SourceOf(const ResolvedPolicy& policy, const std::string& key) {
   return found == policy.sources.end() ? std::string("default") : found->second;
 }
 
-std::string List(const std::vector<std::string>& items) {
-  std::string out = "[";
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += items[i];
-  }
-  return out + "]";
-}
+std::string List(const std::vector<std::string>& items) { return "[" + Join(items) + "]"; }
 
 fs::path AbsoluteNormal(const fs::path& path) {
   std::error_code ec;
@@ -183,7 +178,7 @@ std::string FormatResolved(const ResolvedPolicy& policy) {
   for (const fs::path& root : policy.writable_roots)
     writable.push_back(Printable(root.string(), 4096));
   line("writable", List(writable), SourceOf(policy, "writable"));
-  line("network", policy.network_allowed ? "allow" : "deny", SourceOf(policy, "network"));
+  line("network", std::string(NetworkName(policy.network_allowed)), SourceOf(policy, "network"));
   std::vector<std::string> hidden;
   for (const std::string& path : policy.hidden) hidden.push_back(Printable(path, 4096));
   line("hide", List(hidden), SourceOf(policy, "hide"));

@@ -9,6 +9,7 @@
 #include <system_error>
 #include <vector>
 
+#include "common/propagate.h"
 #include "policy/file_reader.h"
 #include "policy/layering.h"
 #include "policy/parse_cache.h"
@@ -98,14 +99,14 @@ auto LoadOperatorFile(const ResolveInputs& inputs) {
   const fs::path path =
       Absolute(explicit_file ? *inputs.operator_policy : inputs.default_operator_policy);
   return Load(path, PolicyRole::kOperator,
-              ReadOptions{.follow_symlinks = true, .missing_ok = !explicit_file});
+              ReadOptions::For(PolicyRole::kOperator, /*missing_ok=*/!explicit_file));
 }
 
 }  // namespace
 
 Result<AuditPolicy> ReadOperatorAudit(const ResolveInputs& inputs) {
   auto loaded = LoadOperatorFile(inputs);
-  if (!loaded) return std::unexpected(std::move(loaded.error()));
+  if (!loaded) return Propagate(std::move(loaded));
   AuditPolicy audit;
   if (!*loaded) return audit;
   const PolicyFile& op = **loaded;
@@ -117,7 +118,7 @@ Result<AuditPolicy> ReadOperatorAudit(const ResolveInputs& inputs) {
 
 Result<int64_t> ReadOperatorDetachGrace(const ResolveInputs& inputs) {
   auto loaded = LoadOperatorFile(inputs);
-  if (!loaded) return std::unexpected(std::move(loaded.error()));
+  if (!loaded) return Propagate(std::move(loaded));
   int64_t grace = Limits{}.detach_grace_ms;
   if (*loaded) {
     if (auto found = (*loaded)->limits.find("detachGraceMs"); found != (*loaded)->limits.end()) {
@@ -132,7 +133,7 @@ Result<ResolvedPolicy> Resolve(const ResolveInputs& inputs) {
   std::optional<PolicyFile> op;
   {
     auto loaded = LoadOperatorFile(inputs);
-    if (!loaded) return std::unexpected(std::move(loaded.error()));
+    if (!loaded) return Propagate(std::move(loaded));
     op = std::move(*loaded);
   }
 
@@ -151,7 +152,7 @@ Result<ResolvedPolicy> Resolve(const ResolveInputs& inputs) {
     }
   }
   auto root = CanonicalWorkspace(workspace, workspace_source);
-  if (!root) return std::unexpected(std::move(root.error()));
+  if (!root) return Propagate(std::move(root));
 
   // 3. The repository file, never through a symlink, and not when it is the operator file.
   // Not read at all for an explicit danger-full-access request the operator does not extend
@@ -166,7 +167,7 @@ Result<ResolvedPolicy> Resolve(const ResolveInputs& inputs) {
   if (!(op && fs::equivalent(op->path, repo_path, ec)) && !skip_repository) {
     auto loaded = Load(repo_path, PolicyRole::kRepository,
                        ReadOptions::For(PolicyRole::kRepository, /*missing_ok=*/true));
-    if (!loaded) return std::unexpected(std::move(loaded.error()));
+    if (!loaded) return Propagate(std::move(loaded));
     repo = std::move(*loaded);
   }
 

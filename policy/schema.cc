@@ -71,10 +71,31 @@ const std::array<LimitSpec, 21> kLimitSpecs = {
     Plain("warmShells", "shells per launch key", 0, 4, LimitRule::kLowerOnly, &Limits::warm_shells),
 };
 
-constexpr std::array<std::string_view, 12> kTopLevelKeys = {
-    "version", "mode",   "ceiling", "workspace",  "writable",   "network",
-    "env",     "limits", "hide",    "repository", "sessionIds", "audit",
+// Every top-level key with its one rule: only the operator's file may set it (a repository
+// file cannot widen or move the sandbox).
+struct TopLevelKey {
+  std::string_view name;
+  bool operator_only;
 };
+constexpr std::array<TopLevelKey, 12> kTopLevel = {{
+    {"version", false},
+    {"mode", false},
+    {"ceiling", true},
+    {"workspace", true},
+    {"writable", false},
+    {"network", false},
+    {"env", false},
+    {"limits", false},
+    {"hide", false},
+    {"repository", true},
+    {"sessionIds", true},
+    {"audit", true},
+}};
+constexpr std::array<std::string_view, kTopLevel.size()> kTopLevelKeys = [] {
+  std::array<std::string_view, kTopLevel.size()> names{};
+  for (size_t i = 0; i < kTopLevel.size(); ++i) names[i] = kTopLevel[i].name;
+  return names;
+}();
 constexpr std::array<std::string_view, 3> kAuditKeys = {"log", "recordDir", "recordMaxBytes"};
 // Common credentials, hidden from confined sessions unless the operator's `hide` replaces the
 // list. `~/` stands for every home directory (sandbox/host_walls.h).
@@ -359,8 +380,10 @@ const LimitSpec* FindLimit(std::string_view key) {
 std::span<const std::string_view> TopLevelKeys() { return kTopLevelKeys; }
 
 bool IsOperatorOnlyKey(std::string_view key) {
-  return key == "ceiling" || key == "workspace" || key == "repository" || key == "sessionIds" ||
-         key == "audit";
+  for (const TopLevelKey& top : kTopLevel) {
+    if (top.name == key) return top.operator_only;
+  }
+  return false;
 }
 
 std::span<const std::string_view> AuditKeys() { return kAuditKeys; }

@@ -16,9 +16,11 @@
 #include <thread>
 
 #include "common/log.h"
+#include "common/propagate.h"
 #include "common/random.h"
 #include "common/unique_fd.h"
 #include "policy/mode.h"
+#include "policy/network_names.h"
 
 namespace ptybox::runtime {
 namespace {
@@ -246,7 +248,7 @@ policy::ResolvedPolicy PolicyFromJson(const Json& p) {
   r.mode = policy::ParseMode(text("mode")).value_or(policy::Mode::kReadOnly);
   r.ceiling = policy::ParseMode(text("ceiling")).value_or(r.mode);
   r.workspace_root = text("workspaceRoot");
-  r.network_allowed = text("network") == "allow";
+  r.network_allowed = text("network") == policy::NetworkName(true);
   if (r.mode != policy::Mode::kDangerFullAccess && p.contains("writableRoots") &&
       p["writableRoots"].is_array()) {
     for (const Json& root : p["writableRoots"]) {
@@ -318,9 +320,9 @@ namespace {
 // daemon that never answers ends this process with a reason.
 Result<UniqueFd> ConnectTrusted(const std::filesystem::path& socket) {
   Result<UniqueFd> fd = ConnectSocket(socket);
-  if (!fd) return std::unexpected(fd.error());
+  if (!fd) return Propagate(fd);
   if (Result<void> trusted = RequireTrustedDaemon(fd->Get(), socket.string()); !trusted) {
-    return std::unexpected(trusted.error());
+    return Propagate(trusted);
   }
   timeval guard{60, 0};
   ::setsockopt(fd->Get(), SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof(guard));
@@ -342,7 +344,7 @@ Result<std::shared_ptr<RemoteDaemon>> RemoteDaemon::Connect(
     asio::io_context& io, const std::filesystem::path& socket,
     const std::filesystem::path& workspace) {
   Result<UniqueFd> fd = ConnectTrusted(socket);
-  if (!fd) return std::unexpected(fd.error());
+  if (!fd) return Propagate(fd);
   int64_t id = 1;
   const std::filesystem::path file = McpTokenFile(workspace);
   Result<UniqueFd> state = OpenStateDirectory(file.parent_path());
@@ -413,7 +415,7 @@ Result<std::shared_ptr<RemoteDaemon>> RemoteDaemon::Connect(
                 ") that only its user consented to (" + narrowed.error().Describe() +
                 "): not taking it; this process starts its own owner and keeps no token");
         Result<UniqueFd> fresh = ConnectTrusted(socket);
-        if (!fresh) return std::unexpected(fresh.error());
+        if (!fresh) return Propagate(fresh);
         *fd = std::move(*fresh);
         id = 1;
         attached = false;
@@ -423,7 +425,7 @@ Result<std::shared_ptr<RemoteDaemon>> RemoteDaemon::Connect(
   }
   if (!attached) {
     Result<Json> info = BlockingCall(fd->Get(), id++, "owner_info", Json::object());
-    if (!info) return std::unexpected(info.error());
+    if (!info) return Propagate(info);
     const std::string token = info->value("ownerToken", std::string());
     if (info->value("detachGraceMs", 0) <= 0) {
       LogWarn(
@@ -441,13 +443,13 @@ Result<std::shared_ptr<RemoteDaemon>> RemoteDaemon::Connect(
   if (resolved) {
     remote->policy_ = PolicyFromJson(*resolved);
   } else {
-    remote->policy_ = std::unexpected(resolved.error());
+    remote->policy_ = Propagate(resolved);
   }
   timeval none{0, 0};
   ::setsockopt(fd->Get(), SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
   const int raw = fd->Release();
   Result<std::shared_ptr<LineConnection>> line = LineConnection::Create(io, raw, raw);
-  if (!line) return std::unexpected(line.error());
+  if (!line) return Propagate(line);
   remote->connection_ = *line;
   AttachServer(*remote->connection_, remote);
   return remote;
@@ -485,7 +487,7 @@ void RemoteDaemon::RefreshPolicy(std::function<void()> done) {
       if (result) {
         self->policy_ = PolicyFromJson(*result);
       } else {
-        self->policy_ = std::unexpected(result.error());
+        self->policy_ = Propagate(result);
       }
     }
     done();

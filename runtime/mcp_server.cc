@@ -9,6 +9,7 @@
 #include "runtime/methods.h"
 #include "runtime/owner.h"
 #include "runtime/rpc/display_text.h"
+#include "runtime/rpc/policy_json.h"
 
 #ifndef PTYBOX_VERSION
 #define PTYBOX_VERSION "0.0.0"
@@ -205,7 +206,7 @@ void McpServer::CallTool(const Json& id, const Json& params) {
   if (!arguments.is_object()) {
     return ReplyError(id, -32602, "invalid params: tools/call \"arguments\" must be an object");
   }
-  if (name == "policy_set_mode") return SetModeTool(id, arguments);
+  if (FindMcpFace(name)->needs_consent) return ConsentTool(id, name, arguments);
   RunTool(id, name, arguments);
 }
 
@@ -216,9 +217,17 @@ void McpServer::RunTool(const Json& id, const std::string& name, const Json& arg
       arguments.contains("sessionId") && arguments["sessionId"].is_string()
           ? arguments["sessionId"].get<std::string>()
           : std::string();
+  // What the method's face says of its result: the text a budget may shorten and where it sits.
+  const McpFace* face = FindMcpFace(name);
+  const bool changes_policy = face != nullptr && face->changes_policy;
+  const ResultBudget budget = face != nullptr ? face->budget : ResultBudget{};
+  const std::optional<BoundedText> located =
+      budget.Located() != nullptr ? std::optional<BoundedText>(*budget.Located()) : std::nullopt;
+  const bool paged = located && located->place == TextPlace::kPage;
   Json args = arguments;
+  // The screen view is the screen now, not a page of scrollback.
   const bool screen = args.contains("view") && args["view"] == "screen";
-  if (name == "terminal_read" && !screen) {
+  if (paged && !screen) {
     // A page the model can read whole: nextCursor then continues exactly where it ends. A third
     // of what the envelope and the footers leave, since the text and the structured result both
     // carry it (JSON escapes of newlines take the rest).
@@ -228,33 +237,35 @@ void McpServer::RunTool(const Json& id, const std::string& name, const Json& arg
       args["maxBytes"] = page;
     }
   }
-  auto answer = [self, id, key, name, session_id](Result<Json> result) {
+  auto answer = [self, id, key, name, session_id, located, paged](Result<Json> result) {
     // Canceled: no answer, and no anchor probe for it.
     if (!self->peer_->Answerable(key)) return self->peer_->Drop(id);
-    if (result && name == "terminal_read" &&
+    if (result && paged &&
         result->value("cursor", uint64_t{0}) != result->value("nextCursor", uint64_t{0})) {
       TextAnchor anchor{.begin = result->value("cursor", uint64_t{0}), .end = std::nullopt};
       return self->Reply(id, self->ToolResult(id, name, result, anchor, session_id));
     }
-    const bool long_viewport = result && (name == "terminal_send" || name == "terminal_wait") &&
-                               result->contains("viewport") && (*result)["viewport"].is_string() &&
-                               (*result)["viewport"].get_ref<const std::string&>().size() >
+    const bool long_viewport = result && located && located->place == TextPlace::kScrollbackEnd &&
+                               result->contains(located->field) &&
+                               (*result)[located->field].is_string() &&
+                               (*result)[located->field].get_ref<const std::string&>().size() >
                                    self->options_.max_result_bytes / 3;
     if (!long_viewport) return self->Reply(id, self->ToolResult(id, name, result));
     // The viewport ends where the scrollback ended when the send settled: ask for that offset
     // (a cursor past the end is clamped to it) and the unterminated line after it.
-    const std::string& viewport = (*result)["viewport"].get_ref<const std::string&>();
+    const std::string field = located->field;
+    const std::string& viewport = (*result)[field].get_ref<const std::string&>();
     Json probe{{"sessionId", session_id},
                {"cursor", INT64_MAX},
                {"maxBytes", static_cast<int64_t>(viewport.size()) + 1}};
     self->Invoke("terminal_read", probe, key + "#anchor",
-                 [self, id, name, session_id, result](Result<Json> page) {
+                 [self, id, name, session_id, result, field](Result<Json> page) {
                    TextAnchor anchor;
                    if (page && page->contains("cursor") && (*page)["cursor"].is_number_integer()) {
                      const uint64_t end = (*page)["cursor"].get<uint64_t>();
                      const std::string pending =
                          (*page)["text"].is_string() ? (*page)["text"].get<std::string>() : "";
-                     const std::string& text = (*result)["viewport"].get_ref<const std::string&>();
+                     const std::string& text = (*result)[field].get_ref<const std::string&>();
                      const bool at_prompt =
                          result->contains("exitCode") && (*result)["exitCode"].is_number_integer();
                      if (!at_prompt && !pending.empty() && text.ends_with(pending)) {
@@ -268,8 +279,8 @@ void McpServer::RunTool(const Json& id, const std::string& name, const Json& arg
   };
   if (remote_) {
     // On the daemon: a mode change is read back before the answer states the new policy.
-    remote_->Call(name, args, key, [self, answer, name](Result<Json> result) {
-      if (name != "policy_set_mode" || !result) return answer(std::move(result));
+    remote_->Call(name, args, key, [self, answer, changes_policy](Result<Json> result) {
+      if (!changes_policy || !result) return answer(std::move(result));
       self->remote_->RefreshPolicy([self, answer, result] {
         self->OnPolicyChanged();
         answer(result);
@@ -286,21 +297,21 @@ void McpServer::Invoke(const std::string& method, const Json& arguments, const s
   CallMethod(service_, owner_, method, arguments, key, std::move(done));
 }
 
-void McpServer::SetModeTool(const Json& id, const Json& arguments) {
+void McpServer::ConsentTool(const Json& id, const std::string& name, const Json& arguments) {
   // Without a valid mode the ordinary way refuses it; within the free range it simply runs.
   std::optional<policy::Mode> mode;
   if (arguments.contains("mode") && arguments["mode"].is_string()) {
     mode = policy::ParseMode(arguments["mode"].get<std::string>());
   }
-  if (!mode || !NeedsConsent(*mode, widest_free_)) return RunTool(id, "policy_set_mode", arguments);
+  if (!mode || !NeedsConsent(*mode, widest_free_)) return RunTool(id, name, arguments);
   // A widening only ever applies {"mode": ...}: other arguments are refused here, whatever
   // the ordinary way would do with them.
   for (const auto& [key, value] : arguments.items()) {
     if (key == "mode") continue;
-    return ReplyToolError(id, Error{ErrorKind::kInvalidParams,
-                                    "policy_set_mode: unknown parameter " +
-                                        QuotedText(key, kEchoBytes) + " (accepted: mode)",
-                                    key});
+    return ReplyToolError(
+        id, Error{ErrorKind::kInvalidParams,
+                  name + ": unknown parameter " + QuotedText(key, kEchoBytes) + " (accepted: mode)",
+                  key});
   }
 
   // A widening. What the ceiling or the fence refuses anyway is refused without asking.
@@ -314,9 +325,9 @@ void McpServer::SetModeTool(const Json& id, const Json& arguments) {
     }
     policy::ResolvedPolicy wanted = *current;
     wanted.mode = *mode;
-    return AskConsent(id, *current, wanted);
+    return AskConsent(id, name, *current, wanted);
   }
-  Owner probe(0, "policy_set_mode probe", *mode);  // never registered: resolves the wanted mode
+  Owner probe(0, name + " probe", *mode);  // never registered: resolves the wanted mode
   Result<policy::ResolvedPolicy> wanted = service_.ResolvePolicy(probe);
   if (!wanted) return ReplyToolError(id, wanted.error());
   policy::ModeFence fence = owner_->fence();  // a copy: checks, commits nothing
@@ -327,14 +338,16 @@ void McpServer::SetModeTool(const Json& id, const Json& arguments) {
   if (!consents_.empty()) {
     return ReplyToolError(id, ConsentInProgress());
   }
-  AskConsent(id, *current, *wanted);
+  AskConsent(id, name, *current, *wanted);
 }
 
-void McpServer::AskConsent(const Json& id, const policy::ResolvedPolicy& current,
+void McpServer::AskConsent(const Json& id, const std::string& tool,
+                           const policy::ResolvedPolicy& current,
                            const policy::ResolvedPolicy& wanted) {
   const Json elicit_id = "ptybox-consent-" + std::to_string(next_request_++);
   const std::string key = RequestKey(elicit_id);
-  PendingConsent pending{id, current.mode, wanted.mode, std::make_unique<asio::steady_timer>(io_)};
+  PendingConsent pending{id, tool, current.mode, wanted.mode,
+                         std::make_unique<asio::steady_timer>(io_)};
   pending.timer->expires_after(options_.consent_timeout);
   std::weak_ptr<McpServer> weak = weak_from_this();
   pending.timer->async_wait([weak, key, elicit_id](const std::error_code& ec) {
@@ -379,7 +392,7 @@ void McpServer::SettleConsent(const std::string& elicit_key, std::optional<std::
   LogInfo("mcp: the user accepted widening from " + from + " to " + to);
   // Accepted for this connection; the ceiling and the fence are checked again as it applies.
   if (!policy::Within(pending.to, widest_free_)) widest_free_ = pending.to;
-  RunTool(pending.tool_id, "policy_set_mode", Json{{"mode", to}});
+  RunTool(pending.tool_id, pending.tool, Json{{"mode", to}});
 }
 
 bool McpServer::WithdrawConsent(const std::string& tool_key, const std::string& reason) {
@@ -412,11 +425,13 @@ Json McpServer::ToolResult(const Json& id, const std::string& tool, const Result
   // the head, the tail and the pointer to the rest. Each shrink step takes the overshoot out of
   // the text fields (counted twice: text and structured), until the whole answer fits.
   const size_t budget = options_.max_result_bytes;
+  const McpFace* face = FindMcpFace(tool);
+  const ResultBudget budget_of = face != nullptr ? face->budget : ResultBudget{};
   Json out = RenderResult(tool, *result);
   size_t size = Dump(RpcResult(id, out)).size();
   size_t field = budget / 2;
   for (int step = 0; step < 8 && size > budget; ++step) {
-    out = RenderResult(tool, BoundToolResult(tool, *result, field, anchor, session_id));
+    out = RenderResult(tool, BoundToolResult(budget_of, *result, field, anchor, session_id));
     size = Dump(RpcResult(id, out)).size();
     if (size <= budget || field <= kMinElidedTextBytes) break;
     const size_t over = size > budget ? size - budget : 0;
@@ -429,14 +444,16 @@ Json McpServer::ToolResult(const Json& id, const std::string& tool, const Result
 Json McpServer::RenderResult(const std::string& tool, const Json& result) {
   std::string text = RenderToolResult(tool, result);
   Json content = Json::array();
-  if (tool == "policy_set_mode") {
+  const McpFace* face = FindMcpFace(tool);
+  const bool changes_policy = face != nullptr && face->changes_policy;
+  if (changes_policy) {
     // The superseding policy statement is appended to the conversation, never rewriting it.
     text += "\n" + PolicyText();
   }
   content.push_back(Json{{"type", "text"}, {"text", text}});
   Json out;
   if (Structured()) {
-    if (tool == "policy_set_mode") {
+    if (changes_policy) {
       Json link = PolicyResourceEntry();
       link["type"] = "resource_link";
       content.push_back(std::move(link));

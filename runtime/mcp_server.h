@@ -63,9 +63,10 @@ class McpServer final : public RpcHandler, public std::enable_shared_from_this<M
   void CallTool(const Json& id, const Json& params);
   // Runs a tool's method and answers the tools/call (nothing when it was canceled).
   void RunTool(const Json& id, const std::string& name, const Json& arguments);
-  // policy_set_mode from the model: keeping or narrowing runs at once; a widening asks the user.
-  void SetModeTool(const Json& id, const Json& arguments);
-  void AskConsent(const Json& id, const policy::ResolvedPolicy& current,
+  // A tool whose face needs consent (policy_set_mode): keeping or narrowing the mode runs at
+  // once; a widening asks the user.
+  void ConsentTool(const Json& id, const std::string& name, const Json& arguments);
+  void AskConsent(const Json& id, const std::string& tool, const policy::ResolvedPolicy& current,
                   const policy::ResolvedPolicy& wanted);
   // Settles a pending consent request: accepted (nullopt) or refused for `why`.
   void SettleConsent(const std::string& elicit_key, std::optional<std::string> refusal);
@@ -98,9 +99,11 @@ class McpServer final : public RpcHandler, public std::enable_shared_from_this<M
   void Notify(const std::string& method, Json params);
   void ReplyToolError(const Json& id, const Error& error);
 
-  // A policy_set_mode waiting for the user's answer to our elicitation/create request.
+  // A mode change (policy_set_mode) waiting for the user's answer to our elicitation/create
+  // request.
   struct PendingConsent {
-    Json tool_id;  // the tools/call to answer
+    Json tool_id;      // the tools/call to answer
+    std::string tool;  // the tool it calls once accepted
     policy::Mode from = policy::Mode::kReadOnly;
     policy::Mode to = policy::Mode::kReadOnly;
     std::unique_ptr<asio::steady_timer> timer;

@@ -100,11 +100,16 @@ const std::vector<McpTool>& McpTools() {
 
 const McpTool* FindMcpTool(std::string_view name) { return FindByName(McpTools(), name); }
 
+const McpFace* FindMcpFace(std::string_view name) {
+  const MethodSpec* method = FindMethod(name);
+  return method != nullptr && method->mcp ? &*method->mcp : nullptr;
+}
+
 std::string RenderToolResult(std::string_view tool, const Json& result) {
-  const MethodSpec* method = FindMethod(tool);
+  const McpFace* face = FindMcpFace(tool);
   // CheckContract guarantees every tool a renderer; anything else is shown as its JSON.
-  if (method == nullptr || !method->mcp || method->mcp->render == nullptr) return Dump(result);
-  return method->mcp->render(result);
+  if (face == nullptr || face->render == nullptr) return Dump(result);
+  return face->render(result);
 }
 
 }  // namespace ptybox::runtime

@@ -17,6 +17,9 @@ const std::vector<McpTool>& McpTools();
 // nullptr for a name that is not a tool.
 const McpTool* FindMcpTool(std::string_view name);
 
+// The MCP face of the tool `name`; nullptr for a name that is not a tool.
+const McpFace* FindMcpFace(std::string_view name);
+
 // The text rendering of a tool's result (the contract's JSON), by the method's renderer.
 std::string RenderToolResult(std::string_view tool, const Json& result);
 

@@ -8,12 +8,16 @@
 #include "backend/terminal/key_encoder.h"
 #include "backend/terminal/screen.h"
 #include "backend/types.h"
+#include "common/join.h"
+#include "common/propagate.h"
 #include "policy/mode.h"
 #include "policy/mode_names.h"
+#include "policy/network_names.h"
 #include "policy/schema.h"
 #include "runtime/mcp/tool_schemas.h"
 #include "runtime/mcp/tool_text.h"
 #include "runtime/owner.h"
+#include "runtime/rpc/policy_json.h"
 
 namespace ptybox::runtime {
 namespace {
@@ -97,9 +101,9 @@ std::string KeyNameList() {
       same->second = name;
     }
   }
-  std::string list;
-  for (const auto& [bytes, name] : keys) list += (list.empty() ? "" : " ") + name;
-  return list;
+  std::vector<std::string> names;
+  for (const auto& key : keys) names.push_back(key.second);
+  return Join(names, " ");
 }
 
 std::string SendDescription() {
@@ -119,13 +123,82 @@ std::string SendDescription() {
          KeyNameList() + ", C-/M-/S- prefixes.";
 }
 
+// A send's or a wait's viewport: it ends where the scrollback ended when the send settled.
+ResultBudget ViewportBudget() {
+  return ResultBudget{.texts = {{.field = "viewport", .place = TextPlace::kScrollbackEnd}}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Results: each method's result as the contract's JSON (docs/protocol.md, "Types"). Its handler
+// below answers with it; the types several methods share first.
+
+Json ToJson(const backend::SessionStatus& status) {
+  if (!status.exited) return Json{{"kind", "running"}};
+  Json j{{"kind", "exited"}};
+  j["exitCode"] = status.exit_code ? Json(*status.exit_code) : Json(nullptr);
+  j["signal"] = status.signal ? Json(backend::SignalName(*status.signal)) : Json(nullptr);
+  return j;
+}
+
+Json ToJson(const backend::SendResult& r) {
+  Json j;
+  j["viewport"] = r.viewport;
+  j["waitReason"] = std::string(backend::ToString(r.wait_reason));
+  j["sessionStatus"] = ToJson(r.session_status);
+  j["truncated"] = r.truncated;
+  j["exitCode"] = r.exit_code ? Json(*r.exit_code) : Json(nullptr);
+  j["cwd"] = r.cwd ? Json(*r.cwd) : Json(nullptr);
+  j["foreground"] = r.foreground
+                        ? Json{{"pgid", r.foreground->pgid}, {"command", r.foreground->command}}
+                        : Json(nullptr);
+  if (r.match) j["match"] = Json{{"text", r.match->text}, {"line", r.match->line}};
+  return j;
+}
+
+Json ToJson(const SessionInfo& info, bool for_list) {
+  Json j;
+  if (for_list) j["sessionId"] = info.session_id;
+  j["name"] = info.name;
+  j["mode"] = std::string(policy::ToString(info.mode));
+  j["busy"] = info.busy;
+  j["sessionStatus"] = ToJson(info.status);
+  if (!for_list) j["pid"] = info.pid ? Json(*info.pid) : Json(nullptr);
+  return j;
+}
+
+Json ToJson(const OpenResult& r) {
+  Json j;
+  j["sessionId"] = r.session_id;
+  j["name"] = r.name;
+  j["motd"] = r.motd;
+  j["pid"] = r.pid ? Json(*r.pid) : Json(nullptr);
+  j["mode"] = std::string(policy::ToString(r.mode));
+  j["cwd"] = r.cwd;
+  return j;
+}
+
+Json ToJson(const backend::ReadResult& r) {
+  return Json{{"text", r.text},
+              {"cursor", r.cursor},
+              {"nextCursor", r.next_cursor},
+              {"truncated", r.truncated},
+              {"end", r.end}};
+}
+
+Json ToJson(const backend::SendRead& read) {
+  Json j{{"output", read.output}, {"done", read.done}};
+  j["result"] = read.result ? ToJson(*read.result) : Json(nullptr);
+  if (read.truncated) j["truncated"] = true;
+  return j;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Handlers: each reads its validated args, calls the service and encodes the result.
 
 template <typename T>
 std::function<void(Result<T>)> Encode(Done done, Json (*encode)(const T&)) {
   return [done = std::move(done), encode](Result<T> result) {
-    if (!result) return done(std::unexpected(result.error()));
+    if (!result) return done(Propagate(result));
     done(encode(*result));
   };
 }
@@ -160,7 +233,7 @@ Result<std::shared_ptr<const backend::OutputPattern>> PatternArg(const MethodCal
 
 void Send(MethodCall& c) {
   Result<std::shared_ptr<const backend::OutputPattern>> pattern = PatternArg(c, "terminal_send");
-  if (!pattern) return c.done(std::unexpected(pattern.error()));
+  if (!pattern) return c.done(Propagate(pattern));
   backend::SendRequest request;
   request.pattern = *pattern;
   request.input = c.args.OptionalString("input").value_or("");
@@ -176,7 +249,7 @@ void Send(MethodCall& c) {
 
 void Wait(MethodCall& c) {
   Result<std::shared_ptr<const backend::OutputPattern>> pattern = PatternArg(c, "terminal_wait");
-  if (!pattern) return c.done(std::unexpected(pattern.error()));
+  if (!pattern) return c.done(Propagate(pattern));
   backend::SendRequest request;
   request.pattern = *pattern;
   request.wait = true;
@@ -191,7 +264,7 @@ void Wait(MethodCall& c) {
 // The synchronous methods: the service's answer, encoded.
 template <typename T>
 void Answer(MethodCall& c, Result<T> result, Json (*encode)(const T&)) {
-  if (!result) return c.done(std::unexpected(result.error()));
+  if (!result) return c.done(Propagate(result));
   c.done(encode(*result));
 }
 
@@ -230,7 +303,7 @@ void Resize(MethodCall& c) {
   const int columns = static_cast<int>(*c.args.Int("cols"));
   const int rows = static_cast<int>(*c.args.Int("rows"));
   Result<void> resized = c.service.Resize(*c.owner, c.args.String("sessionId"), columns, rows);
-  if (!resized) return c.done(std::unexpected(resized.error()));
+  if (!resized) return c.done(Propagate(resized));
   c.done(Json{{"cols", columns}, {"rows", rows}});
 }
 
@@ -307,7 +380,8 @@ std::vector<MethodSpec> BuildContract() {
                   {"cwd", Prop("string", "The directory the shell started in.")}}),
  .typed_output = false,
  .hints = ToolHints{.read_only = false, .destructive = false, .idempotent = false, .open_world = false},
- .render = RenderOpen}},
+ .render = RenderOpen,
+ .budget = ResultBudget{.texts = {{.field = "motd"}}}}},
       {.name = "terminal_send",
        .summary = "Type input into a terminal and wait until it is ready for more: a SendResult, "
                   "or {operationId} in the background.",
@@ -335,7 +409,8 @@ std::vector<MethodSpec> BuildContract() {
  .output_schema = SendOutputSchema(),
  .typed_output = true,
  .hints = ToolHints{.read_only = false, .destructive = true, .idempotent = false, .open_world = true},
- .render = RenderSend}},
+ .render = RenderSend,
+ .budget = ViewportBudget()}},
       {.name = "terminal_wait",
        .summary = "Wait for readiness as a send does, without typing anything: a SendResult for "
                   "the output since the previous send's or wait's result.",
@@ -351,7 +426,8 @@ std::vector<MethodSpec> BuildContract() {
  .output_schema = SendResultSchema(),
  .typed_output = true,
  .hints = ToolHints{.read_only = true, .destructive = false, .idempotent = false, .open_world = true},
- .render = RenderWait}},
+ .render = RenderWait,
+ .budget = ViewportBudget()}},
       {.name = "terminal_output",
        .summary = "Collect the output of a background send produced since the previous call: "
                   "{output, done, result}.",
@@ -368,7 +444,8 @@ std::vector<MethodSpec> BuildContract() {
                                            {"required", SendResultSchema()["required"]}})}}),
  .typed_output = false,
  .hints = ToolHints{.read_only = true, .destructive = false, .idempotent = false, .open_world = false},
- .render = RenderOutput}},
+ .render = RenderOutput,
+ .budget = ResultBudget{.texts = {{.field = "output"}, {.field = "viewport", .within = "result"}}}}},
       {.name = "terminal_cancel",
        .summary = "Cancel the send running on a terminal: {canceled}.",
        .params = {SessionId()},
@@ -406,7 +483,8 @@ std::vector<MethodSpec> BuildContract() {
           {"end", Prop("boolean", "The page reaches the newest output.")}}),
  .typed_output = false,
  .hints = ToolHints{.read_only = true, .destructive = false, .idempotent = true, .open_world = false},
- .render = RenderRead}},
+ .render = RenderRead,
+ .budget = ResultBudget{.texts = {{.field = "text", .place = TextPlace::kPage}}}}},
       {.name = "terminal_signal",
        .summary = "Send a signal to the verified foreground process group: {delivered, pgid}.",
        .params = {SessionId(),
@@ -472,7 +550,9 @@ std::vector<MethodSpec> BuildContract() {
                {"writableRoots", Json{{"type", "array"},
                                       {"items", Json{{"type", "string"}}},
                                       {"description", "Directories a terminal may write."}}},
-               {"network", EnumProp({"allow", "deny"}, "Whether the network is reachable.")},
+               {"network", EnumProp({std::string(policy::NetworkName(true)),
+                                    std::string(policy::NetworkName(false))},
+                                   "Whether the network is reachable.")},
                {"source",
                 Json{{"type", "object"},
                      {"description", "The policy files read and where each value came from."},
@@ -494,7 +574,9 @@ std::vector<MethodSpec> BuildContract() {
  .output_schema = Output(Json{{"mode", EnumProp(ModeNames(), "The effective mode now.")}}),
  .typed_output = false,
  .hints = ToolHints{.read_only = false, .destructive = false, .idempotent = true, .open_world = false},
- .render = RenderSetMode}},
+ .render = RenderSetMode,
+ .needs_consent = true,
+ .changes_policy = true}},
       {.name = "terminal_resize",
        .summary = "Resize a terminal (SIGWINCH to its foreground group, the screen model "
                   "resized): {cols, rows}.",
@@ -576,7 +658,7 @@ Result<Json> StringList(const Params& p, const std::string& method, const ParamS
 // One param's value (null when absent), or the error naming it.
 Result<Json> ValidateOne(const Params& p, const std::string& method, const ParamSpec& spec) {
   auto value = [](auto result) -> Result<Json> {
-    if (!result) return std::unexpected(result.error());
+    if (!result) return Propagate(result);
     if constexpr (requires { result->has_value(); }) {
       if (!result->has_value()) return Json(nullptr);
       return Json(**result);
@@ -614,8 +696,8 @@ Result<Json> ValidateOne(const Params& p, const std::string& method, const Param
       return value(p.OptionalBool(spec.name));
     case ParamType::kEnv: {
       Result<std::map<std::string, std::string>> env = p.StringMap(spec.name);
-      if (!env) return std::unexpected(env.error());
-      if (Result<void> ok = CheckEnv(*env); !ok) return std::unexpected(ok.error());
+      if (!env) return Propagate(env);
+      if (Result<void> ok = CheckEnv(*env); !ok) return Propagate(ok);
       return env->empty() ? Json(nullptr) : Json(*env);
     }
     case ParamType::kStringList:
@@ -662,13 +744,14 @@ std::vector<std::string> Args::StringList(const std::string& name) const {
   return it->get<std::vector<std::string>>();
 }
 
-std::string JoinAlternatives(const std::vector<std::string>& values) {
-  std::string text;
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) text += i + 1 == values.size() ? " or " : ", ";
-    text += values[i];
+Json AttachResultJson(const AttachResult& attached) {
+  Json sessions = Json::array();
+  for (const SessionInfo& info : attached.sessions) sessions.push_back(ToJson(info, true));
+  Json operations = Json::array();
+  for (const auto& [operation, session] : attached.operations) {
+    operations.push_back(Json{{"operationId", operation}, {"sessionId", session}});
   }
-  return text;
+  return Json{{"sessions", sessions}, {"operations", operations}};
 }
 
 const std::vector<MethodSpec>& Contract() {
@@ -708,6 +791,35 @@ Result<void> CheckParams(const MethodSpec& method) {
   return {};
 }
 
+// The facts a face states for the MCP server (budget, consent) against the method's params.
+Result<void> CheckFaceFacts(const MethodSpec& method) {
+  const McpFace& face = *method.mcp;
+  size_t located = 0;
+  for (const BoundedText& text : face.budget.texts) {
+    if (text.field.empty())
+      return TableError(method.name, "its budget names a text without a field");
+    if (text.place == TextPlace::kNowhere) continue;
+    ++located;
+    if (!text.within.empty()) {
+      return TableError(method.name, "its budget locates \"" + text.field + "\" inside \"" +
+                                         text.within +
+                                         "\"; only a field of the result itself is located");
+    }
+    const ParamSpec* max_bytes = FindByName(method.params, "maxBytes");
+    if (text.place == TextPlace::kPage &&
+        (max_bytes == nullptr || max_bytes->type != ParamType::kInteger)) {
+      return TableError(method.name, "its budget pages \"" + text.field +
+                                         "\", and it takes no integer \"maxBytes\"");
+    }
+  }
+  if (located > 1) return TableError(method.name, "its budget locates more than one text");
+  const ParamSpec* mode = FindByName(method.params, "mode");
+  if (face.needs_consent && (mode == nullptr || mode->type != ParamType::kEnum)) {
+    return TableError(method.name, "its MCP face needs consent, and it takes no \"mode\"");
+  }
+  return {};
+}
+
 Result<void> CheckFace(const MethodSpec& method) {
   if (!method.mcp) return {};
   const McpFace& face = *method.mcp;
@@ -718,7 +830,7 @@ Result<void> CheckFace(const MethodSpec& method) {
     return TableError(method.name, "its MCP face needs an object output schema");
   }
   if (face.render == nullptr) return TableError(method.name, "its MCP face has no renderer");
-  return {};
+  return CheckFaceFacts(method);
 }
 
 }  // namespace
@@ -755,11 +867,11 @@ Result<Args> ValidateParams(const MethodSpec& method, const Json& params) {
   std::vector<std::string> allowed;
   for (const ParamSpec& spec : method.params) allowed.push_back(spec.name);
   Result<Params> p = Params::Check(params, method.name, allowed);
-  if (!p) return std::unexpected(p.error());
+  if (!p) return Propagate(p);
   Json values = Json::object();
   for (const ParamSpec& spec : method.params) {
     Result<Json> value = ValidateOne(*p, method.name, spec);
-    if (!value) return std::unexpected(value.error());
+    if (!value) return Propagate(value);
     if (!value->is_null()) {
       values[spec.name] = std::move(*value);
     } else if (!spec.default_value.is_null()) {
@@ -790,7 +902,7 @@ void CallMethod(PtyService& service, const std::shared_ptr<Owner>& owner, const 
     return done(Fail(ErrorKind::kInternal, "no contract method named " + method, method));
   }
   Result<Args> args = ValidateParams(*spec, params);
-  if (!args) return done(std::unexpected(args.error()));
+  if (!args) return done(Propagate(args));
   MethodCall call{service, owner, *args, request_key, std::move(done)};
   spec->handler(call);
 }

@@ -99,23 +99,32 @@ const T* FindByName(const std::vector<T>& items, std::string_view name) {
   return nullptr;
 }
 
+// owner_attach's result, {sessions, operations}: RpcConnection answers that method (it replaces
+// the connection's owner), its result shape lives here with every other method's.
+[[nodiscard]] Json AttachResultJson(const AttachResult& attached);
+
 // Every method of the contract, in the contract's order.
 const std::vector<MethodSpec>& Contract();
 
-// The methods the servers name in their own code (owner_attach, the MCP tools treated apart):
-// each must be in the table, with an MCP face where MCP calls it by name.
+// The methods the servers call by name in their own code: owner_attach (RpcConnection answers
+// it), what `ptybox mcp --connect` asks the daemon, and terminal_read, which the MCP server calls
+// to locate a long viewport and names to the model in elision lines. Each must be in the table,
+// with an MCP face where a model is told to call it. Every other fact a server needs of a method
+// (consent, budgets, policy changes) is a field of its MCP face.
 struct NamedMethod {
   std::string_view name;
   bool mcp_tool;
 };
 inline constexpr NamedMethod kMethodsNamedByServers[] = {
-    {"owner_attach", false}, {"policy_set_mode", true}, {"terminal_read", true},
-    {"terminal_send", true}, {"terminal_wait", true},
+    {"owner_attach", false},    {"owner_info", false},   {"policy_resolve", false},
+    {"policy_set_mode", false}, {"terminal_read", true},
 };
 
 // Is `table` whole? Every name unique, every entry a handler, params named once, enums with
 // values, exactly_one_of naming params, every MCP face a title, description, output schema and
-// renderer, and every method in kMethodsNamedByServers present. The servers check Contract()
+// renderer, a budget that locates at most one text of the result itself (a page only where the
+// method takes maxBytes), consent only where the method takes a mode, and every method in
+// kMethodsNamedByServers present. The servers check Contract()
 // at startup and refuse to start with this message (a table edit gone wrong), rather than
 // crash on a lookup later.
 Result<void> CheckContract(const std::vector<MethodSpec>& table);
@@ -127,9 +136,6 @@ const MethodSpec* FindMethod(std::string_view name);
 // enums, the exactly-one rule. Each failure is kInvalidParams with a message that names the
 // method and the parameter, and the parameter as its context.
 Result<Args> ValidateParams(const MethodSpec& method, const Json& params);
-
-// "a, b or c".
-std::string JoinAlternatives(const std::vector<std::string>& values);
 
 // Runs one contract method for `owner`. `request_key` identifies the request for cancellation.
 // `done` runs exactly once, inline for the synchronous methods, later for open, send, signal and

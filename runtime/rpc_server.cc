@@ -12,6 +12,7 @@
 
 #include "backend/types.h"
 #include "common/log.h"
+#include "common/propagate.h"
 #include "runtime/audit/owned_directory.h"
 #include "runtime/methods.h"
 #include "runtime/owner.h"
@@ -106,13 +107,7 @@ void RpcConnection::Attach(const Json& id, const Json& params) {
   const bool may_detach = owner_->may_detach;
   owner_ = attached->owner;
   owner_->may_detach = may_detach;
-  Json sessions = Json::array();
-  for (const SessionInfo& info : attached->sessions) sessions.push_back(ToJson(info, true));
-  Json operations = Json::array();
-  for (const auto& [operation, session] : attached->operations) {
-    operations.push_back(Json{{"operationId", operation}, {"sessionId", session}});
-  }
-  peer_->Reply(id, Json{{"sessions", sessions}, {"operations", operations}});
+  peer_->Reply(id, AttachResultJson(*attached));
 }
 
 SocketServer::SocketServer(asio::io_context& io, PtyService& service, size_t max_connections)
@@ -211,7 +206,7 @@ Result<void> PrepareSocketDirectory(const std::filesystem::path& path) {
   if (Result<void> owned =
           RequireOwnedDirectory(st, "the socket directory " + dir.string(), path.string());
       !owned) {
-    return std::unexpected(owned.error());
+    return Propagate(owned);
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
     return Fail(ErrorKind::kInternal,

@@ -4,6 +4,7 @@
 #include <asio/steady_timer.hpp>
 
 #include "common/log.h"
+#include "common/propagate.h"
 #include "common/random.h"
 #include "policy/resolver.h"
 #include "runtime/owner.h"
@@ -126,7 +127,7 @@ Result<backend::Backend*> PtyService::Admit(Owner& owner, OpenParams& params,
                 "unknown session type \"" + params.type + "\"; " + AvailableTypes(), "type");
   }
   Result<policy::ResolvedPolicy> resolved = Resolve(owner, std::nullopt);
-  if (!resolved) return std::unexpected(resolved.error());
+  if (!resolved) return Propagate(resolved);
   const auto max_sessions = static_cast<size_t>(resolved->limits.max_sessions);
   if (owner.open_and_opening() >= max_sessions) {
     return Fail(ErrorKind::kPolicyDenied,
@@ -141,10 +142,10 @@ Result<backend::Backend*> PtyService::Admit(Owner& owner, OpenParams& params,
                 "maxSessions");
   }
   Result<std::filesystem::path> cwd = policy::ResolveCwd(*resolved, params.cwd);
-  if (!cwd) return std::unexpected(cwd.error());
+  if (!cwd) return Propagate(cwd);
   Result<std::shared_ptr<OpenTicket>> ticket =
       owner.BeginOpen(params.name.value_or(""), resolved->mode);
-  if (!ticket) return std::unexpected(ticket.error());
+  if (!ticket) return Propagate(ticket);
 
   open.ticket = *ticket;
   open.cwd = cwd->string();
@@ -190,7 +191,7 @@ void PtyService::OnSpawned(OpenInFlight& open,
   std::shared_ptr<Owner> live = open.ticket->Settle();
   if (!spawned) {
     open.ticket->End();  // a failed open gives its name back
-    open.done(std::unexpected(spawned.error()));
+    open.done(Propagate(spawned));
     return;
   }
   std::shared_ptr<backend::BackendSession> session = *spawned;
@@ -225,7 +226,7 @@ void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& se
   const bool wait = request.wait;
   Result<std::shared_ptr<backend::SendOperation>> op =
       session ? (*session)->StartSend(std::move(request))
-              : Result<std::shared_ptr<backend::SendOperation>>(std::unexpected(session.error()));
+              : Result<std::shared_ptr<backend::SendOperation>>(Propagate(session));
   if (!op) {
     audit_->Refused(owner->id(), wait ? "terminal_wait" : "terminal_send", session_id, op.error());
     asio::post(io_, [done, error = op.error()] { done(std::unexpected(error)); });
@@ -260,7 +261,7 @@ void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& se
       o->ForegroundSendSettled(request_key, generation);
     }
     if (!result) {
-      done(std::unexpected(result.error()));
+      done(Propagate(result));
       return;
     }
     SendOutcome outcome;
@@ -271,7 +272,7 @@ void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& se
 
 Result<backend::SendRead> PtyService::Output(Owner& owner, const std::string& session_id) {
   Result<std::shared_ptr<backend::BackendSession>> session = Find(owner, session_id);
-  if (!session) return std::unexpected(session.error());
+  if (!session) return Propagate(session);
   std::shared_ptr<backend::SendOperation> op = (*session)->last_send();
   if (!op) {
     return Fail(ErrorKind::kNotFound,
@@ -288,7 +289,7 @@ Result<bool> PtyService::Cancel(Owner& owner, const std::string& session_id) {
   Result<std::shared_ptr<backend::BackendSession>> session = Find(owner, session_id);
   if (!session) {
     audit_->Refused(owner.id(), "terminal_cancel", session_id, session.error());
-    return std::unexpected(session.error());
+    return Propagate(session);
   }
   std::shared_ptr<backend::SendOperation> op = (*session)->last_send();
   const bool canceled = op && !op->settled() && op->Cancel();
@@ -299,14 +300,14 @@ Result<bool> PtyService::Cancel(Owner& owner, const std::string& session_id) {
 Result<backend::ReadResult> PtyService::Read(Owner& owner, const std::string& session_id,
                                              const backend::ReadRequest& request) {
   Result<std::shared_ptr<backend::BackendSession>> session = Find(owner, session_id);
-  if (!session) return std::unexpected(session.error());
+  if (!session) return Propagate(session);
   return (*session)->Read(request);
 }
 
 Result<void> PtyService::Resize(Owner& owner, const std::string& session_id, int columns,
                                 int rows) {
   Result<std::shared_ptr<backend::BackendSession>> session = Find(owner, session_id);
-  if (!session) return std::unexpected(session.error());
+  if (!session) return Propagate(session);
   Result<void> resized = (*session)->Resize(rows, columns);
   if (resized) audit_->Resized(owner.id(), session_id, columns, rows);  // and the recording's "r"
   return resized;
@@ -385,14 +386,14 @@ Result<policy::Mode> PtyService::SetModeChecked(Owner& owner, policy::Mode mode)
   // Without sessions or spawns the current mode does not matter: a policy that resolves only
   // with a requested mode (a broken or denied repository file) must not block the request.
   Result<policy::ResolvedPolicy> current = Resolve(owner, std::nullopt);
-  if (!current && owner.fence().fenced()) return std::unexpected(current.error());
+  if (!current && owner.fence().fenced()) return Propagate(current);
   // Above the ceiling is policy_denied whatever the fence says.
   Result<policy::ResolvedPolicy> wanted = Resolve(owner, mode);
-  if (!wanted) return std::unexpected(wanted.error());
+  if (!wanted) return Propagate(wanted);
   const policy::Mode current_mode = current ? current->mode : wanted->mode;
   // Check and commit in one step of the reactor: no spawn can start in between.
   if (Result<void> set = owner.SetMode(wanted->mode, current_mode); !set) {
-    return std::unexpected(set.error());
+    return Propagate(set);
   }
   if (!current || wanted->mode != current->mode) {
     audit_->ModeChanged(owner.id(), current ? std::optional(current->mode) : std::nullopt,

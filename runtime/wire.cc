@@ -2,67 +2,10 @@
 
 #include <algorithm>
 
+#include "common/join.h"
+#include "common/propagate.h"
+
 namespace ptybox::runtime {
-
-Json ToJson(const backend::SessionStatus& status) {
-  if (!status.exited) return Json{{"kind", "running"}};
-  Json j{{"kind", "exited"}};
-  j["exitCode"] = status.exit_code ? Json(*status.exit_code) : Json(nullptr);
-  j["signal"] = status.signal ? Json(backend::SignalName(*status.signal)) : Json(nullptr);
-  return j;
-}
-
-Json ToJson(const backend::SendResult& r) {
-  Json j;
-  j["viewport"] = r.viewport;
-  j["waitReason"] = std::string(backend::ToString(r.wait_reason));
-  j["sessionStatus"] = ToJson(r.session_status);
-  j["truncated"] = r.truncated;
-  j["exitCode"] = r.exit_code ? Json(*r.exit_code) : Json(nullptr);
-  j["cwd"] = r.cwd ? Json(*r.cwd) : Json(nullptr);
-  j["foreground"] = r.foreground
-                        ? Json{{"pgid", r.foreground->pgid}, {"command", r.foreground->command}}
-                        : Json(nullptr);
-  if (r.match) j["match"] = Json{{"text", r.match->text}, {"line", r.match->line}};
-  return j;
-}
-
-Json ToJson(const backend::ReadResult& r) {
-  return Json{{"text", r.text},
-              {"cursor", r.cursor},
-              {"nextCursor", r.next_cursor},
-              {"truncated", r.truncated},
-              {"end", r.end}};
-}
-
-Json ToJson(const backend::SendRead& read) {
-  Json j{{"output", read.output}, {"done", read.done}};
-  j["result"] = read.result ? ToJson(*read.result) : Json(nullptr);
-  if (read.truncated) j["truncated"] = true;
-  return j;
-}
-
-Json ToJson(const OpenResult& r) {
-  Json j;
-  j["sessionId"] = r.session_id;
-  j["name"] = r.name;
-  j["motd"] = r.motd;
-  j["pid"] = r.pid ? Json(*r.pid) : Json(nullptr);
-  j["mode"] = std::string(policy::ToString(r.mode));
-  j["cwd"] = r.cwd;
-  return j;
-}
-
-Json ToJson(const SessionInfo& info, bool for_list) {
-  Json j;
-  if (for_list) j["sessionId"] = info.session_id;
-  j["name"] = info.name;
-  j["mode"] = std::string(policy::ToString(info.mode));
-  j["busy"] = info.busy;
-  j["sessionStatus"] = ToJson(info.status);
-  if (!for_list) j["pid"] = info.pid ? Json(*info.pid) : Json(nullptr);
-  return j;
-}
 
 Result<Params> Params::Check(const Json& params, const std::string& method,
                              std::vector<std::string> allowed) {
@@ -72,8 +15,7 @@ Result<Params> Params::Check(const Json& params, const std::string& method,
   }
   for (const auto& [key, value] : params.items()) {
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      std::string list;
-      for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      const std::string list = Join(allowed);
       return Fail(ErrorKind::kInvalidParams,
                   method + ": unknown parameter \"" + Abbreviate(key) +
                       "\" (accepted: " + (list.empty() ? std::string("none") : list) + ")",
@@ -104,7 +46,7 @@ Result<std::string> Params::RequiredString(const std::string& key, size_t max_by
                 key);
   }
   if (Result<void> ok = CheckLength(method_, key, *it, max_bytes); !ok) {
-    return std::unexpected(ok.error());
+    return Propagate(ok);
   }
   return it->get<std::string>();
 }
@@ -117,7 +59,7 @@ Result<std::optional<std::string>> Params::OptionalString(const std::string& key
     return Fail(ErrorKind::kInvalidParams, method_ + ": \"" + key + "\" must be a string", key);
   }
   if (Result<void> ok = CheckLength(method_, key, *it, max_bytes); !ok) {
-    return std::unexpected(ok.error());
+    return Propagate(ok);
   }
   return std::optional<std::string>(it->get<std::string>());
 }

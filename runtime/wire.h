@@ -1,29 +1,19 @@
-// The contract's JSON shapes (docs/protocol.md, "Types"), for both protocol servers: encoding
-// results, and reading params with messages that name the parameter. The JSON-RPC envelope is
-// runtime/rpc/json_rpc.h.
+// Reading a contract method's params, for both protocol servers, with messages that name the
+// parameter. Each method's result JSON lives with its entry in runtime/methods.cc; the JSON-RPC
+// envelope is runtime/rpc/json_rpc.h.
 #pragma once
 
 #include <expected>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "backend/types.h"
 #include "common/error.h"
-#include "policy/policy.h"
 #include "runtime/rpc/json_rpc.h"
-#include "runtime/rpc/policy_json.h"
-#include "runtime/service.h"
 
 namespace ptybox::runtime {
-
-Json ToJson(const backend::SessionStatus& status);
-Json ToJson(const backend::SendResult& result);
-Json ToJson(const backend::ReadResult& result);
-Json ToJson(const backend::SendRead& read);
-Json ToJson(const OpenResult& result);
-Json ToJson(const SessionInfo& info, bool for_list);
 
 // Bounds of strings in params (bytes). `input` is bounded by the line (16 MiB) only.
 inline constexpr size_t kMaxParamStringBytes = 4096;  // default: ids, modes, signals, cwd

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/propagate.h"
 #include "runtime/audit/owned_directory.h"
 #include "sandbox/launcher.h"
 
@@ -103,7 +104,7 @@ Result<std::shared_ptr<const UniqueFd>> OpenRecordDirectory(const std::filesyste
   if (Result<void> owned =
           RequireOwnedDirectory(st, "the recordings' directory " + path.string(), path.string());
       !owned) {
-    return std::unexpected(owned.error());
+    return Propagate(owned);
   }
   if (::faccessat(fd.Get(), ".", W_OK | X_OK, AT_EACCESS) != 0) {
     return Fail(ErrorKind::kInternal,

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "common/log.h"
+#include "common/propagate.h"
 #include "common/random.h"
 #include "runtime/audit/audit_files.h"
 
@@ -106,20 +107,20 @@ Result<std::shared_ptr<AuditLog>> StartAudit(
     if (Result<void> outside =
             CheckOutsideSessionRoots("the audit log", *options.log, session_roots);
         !outside) {
-      return std::unexpected(outside.error());
+      return Propagate(outside);
     }
     Result<UniqueFd> log = OpenAuditLogFile(*options.log);
-    if (!log) return std::unexpected(log.error());
+    if (!log) return Propagate(log);
     files.log = std::move(*log);
   }
   if (options.record_dir) {
     if (Result<void> outside = CheckOutsideSessionRoots("the recordings' directory",
                                                         *options.record_dir, session_roots);
         !outside) {
-      return std::unexpected(outside.error());
+      return Propagate(outside);
     }
     Result<std::shared_ptr<const UniqueFd>> dir = OpenRecordDirectory(*options.record_dir);
-    if (!dir) return std::unexpected(dir.error());
+    if (!dir) return Propagate(dir);
     files.record_dir = std::move(*dir);
   }
   return std::make_shared<AuditLog>(std::move(options), std::move(files));

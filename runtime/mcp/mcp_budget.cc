@@ -149,22 +149,28 @@ std::string ElideText(std::string_view text, size_t max_bytes, const TextAnchor&
   return out;
 }
 
-Json BoundToolResult(std::string_view tool, const Json& r, size_t field_bytes,
+const BoundedText* ResultBudget::Located() const {
+  for (const BoundedText& text : texts) {
+    if (text.place != TextPlace::kNowhere) return &text;
+  }
+  return nullptr;
+}
+
+Json BoundToolResult(const ResultBudget& budget, const Json& r, size_t field_bytes,
                      const TextAnchor& anchor, const std::string& session_id) {
   Json out = r;
-  auto bound = [&](Json& object, const char* key, const TextAnchor& where) {
-    if (!object.is_object()) return;
-    auto it = object.find(key);
-    if (it == object.end() || !it->is_string()) return;
+  for (const BoundedText& bounded : budget.texts) {
+    Json* object = &out;
+    if (!bounded.within.empty()) {
+      if (!out.is_object() || !out.contains(bounded.within)) continue;
+      object = &out[bounded.within];
+    }
+    if (!object->is_object()) continue;
+    auto it = object->find(bounded.field);
+    if (it == object->end() || !it->is_string()) continue;
     const std::string& text = it->get_ref<const std::string&>();
+    const TextAnchor where = bounded.place == TextPlace::kNowhere ? TextAnchor{} : anchor;
     if (text.size() > field_bytes) *it = ElideText(text, field_bytes, where, session_id);
-  };
-  if (tool == "terminal_send" || tool == "terminal_wait") bound(out, "viewport", anchor);
-  if (tool == "terminal_read") bound(out, "text", anchor);
-  if (tool == "terminal_open") bound(out, "motd", TextAnchor{});
-  if (tool == "terminal_output") {
-    bound(out, "output", TextAnchor{});
-    if (out.contains("result")) bound(out["result"], "viewport", TextAnchor{});
   }
   return out;
 }

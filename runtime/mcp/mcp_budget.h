@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/rpc/json_rpc.h"
 
@@ -61,10 +62,32 @@ struct ReadPointer {
 [[nodiscard]] std::string ElideText(std::string_view text, size_t max_bytes,
                                     const TextAnchor& anchor, const std::string& session_id);
 
-// The tool result `r` (the contract's JSON) with its long text fields (viewport, text, output,
-// result.viewport, motd) each bounded to `field_bytes`. `anchor` locates the main text (a send's
-// viewport, a read's page) in the scrollback when known.
-[[nodiscard]] Json BoundToolResult(std::string_view tool, const Json& r, size_t field_bytes,
+// Where a text field of a tool result sits in the session's scrollback.
+enum class TextPlace {
+  kNowhere,        // not located: a motd, collected background output
+  kScrollbackEnd,  // ends where the scrollback ended when it settled: a send's viewport
+  kPage,           // a page of scrollback starting at the result's `cursor`: a read's text
+};
+
+// One text field of a tool result that the budget may shorten.
+struct BoundedText {
+  std::string field;
+  std::string within = {};  // the object holding it ("result"); empty: the result itself
+  TextPlace place = TextPlace::kNowhere;
+};
+
+// Which text fields of a tool's result the budget may shorten, in the method's MCP face
+// (runtime/mcp/tool_face.h), so the server names no method. At most one field is located
+// (kScrollbackEnd or kPage): the server learns its anchor.
+struct ResultBudget {
+  std::vector<BoundedText> texts = {};
+  // The located text, nullptr when none is.
+  [[nodiscard]] const BoundedText* Located() const;
+};
+
+// The tool result `r` (the contract's JSON) with each of `budget`'s text fields bounded to
+// `field_bytes`. `anchor` locates the located text in the scrollback when known.
+[[nodiscard]] Json BoundToolResult(const ResultBudget& budget, const Json& r, size_t field_bytes,
                                    const TextAnchor& anchor, const std::string& session_id);
 
 // "1,234,567": counts a model reads at a glance.

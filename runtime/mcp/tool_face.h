@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "runtime/mcp/mcp_budget.h"
 #include "runtime/rpc/json_rpc.h"
 
 namespace ptybox::runtime {
@@ -30,6 +31,14 @@ struct McpFace {
   bool typed_output = false;
   ToolHints hints = {};
   std::string (*render)(const Json& result) = nullptr;  // runtime/mcp/tool_text.h
+  // The text fields --max-result-bytes may shorten, and where the located one sits.
+  ResultBudget budget = {};
+  // Widening the mode to its `mode` argument asks the user first (elicitation, docs/mcp.md);
+  // narrowing is free.
+  bool needs_consent = false;
+  // It changes the policy: the answer is given once the new policy is known and states it
+  // (a clause and, for structured hosts, a link to the policy resource).
+  bool changes_policy = false;
 };
 
 // One tool as tools/list sends it.

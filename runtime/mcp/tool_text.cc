@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "policy/network_names.h"
 #include "runtime/rpc/display_text.h"
 #include "runtime/rpc/policy_json.h"
 
@@ -100,7 +101,7 @@ std::string PolicyClauseFromJson(const Json& p) {
     clause += " (except .git directories and policy files) and a private /tmp";
   }
   clause += "; everything else read-only; network ";
-  clause += Str(p, "network") == "allow" ? "allowed." : "denied.";
+  clause += Str(p, "network") == policy::NetworkName(true) ? "allowed." : "denied.";
   return clause;
 }
 

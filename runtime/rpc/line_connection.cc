@@ -8,6 +8,8 @@
 #include <asio/write.hpp>
 #include <cerrno>
 
+#include "common/propagate.h"
+
 namespace ptybox::runtime {
 namespace {
 
@@ -21,7 +23,7 @@ bool IsRegularFile(int fd) {
 Result<std::shared_ptr<LineConnection>> LineConnection::Create(asio::io_context& io, int in_fd,
                                                                int out_fd) {
   std::shared_ptr<LineConnection> connection(new LineConnection(io, in_fd, out_fd));
-  if (Result<void> opened = connection->Open(); !opened) return std::unexpected(opened.error());
+  if (Result<void> opened = connection->Open(); !opened) return Propagate(opened);
   return connection;
 }
 

@@ -1,5 +1,7 @@
 #include "runtime/rpc/policy_json.h"
 
+#include "policy/network_names.h"
+
 namespace ptybox::runtime {
 
 Json PolicyToJson(const policy::ResolvedPolicy& p) {
@@ -19,7 +21,7 @@ Json PolicyToJson(const policy::ResolvedPolicy& p) {
               {"writableRoots", writable},
               // Without a sandbox there is no network namespace: the network is reachable.
               {"network",
-               p.network_allowed || p.mode == policy::Mode::kDangerFullAccess ? "allow" : "deny"},
+               policy::NetworkName(p.network_allowed || p.mode == policy::Mode::kDangerFullAccess)},
               {"source", Json{{"files", files}, {"values", sources}}}};
 }
 

@@ -459,3 +459,30 @@ TEST(PolicyFileTest, RepositoryRoleAcceptsNarrowingKeys) {
 
 }  // namespace
 }  // namespace ptybox::policy
+
+namespace ptybox::policy {
+namespace {
+
+// The parser refuses in a repository file exactly the keys the schema's table marks operator
+// only: the rule is written once, in that table.
+TEST(PolicyFileTest, ARepositoryFileIsRefusedExactlyTheOperatorOnlyKeys) {
+  std::vector<std::string> refused;
+  for (std::string_view key : TopLevelKeys()) {
+    if (key == "version") continue;
+    const std::string text = "version: 1\n" + std::string(key) + ": x\n";
+    ParsedPolicyFile parsed =
+        ParsePolicyText(text, "/nonexistent/.ptybox.yaml", PolicyRole::kRepository);
+    for (const Error& error : parsed.errors) {
+      if (error.message.find("only the operator policy may set `" + std::string(key) + "`") !=
+          std::string::npos) {
+        refused.emplace_back(key);
+      }
+    }
+    EXPECT_EQ(IsOperatorOnlyKey(key), !refused.empty() && refused.back() == key) << key;
+  }
+  EXPECT_EQ(refused, (std::vector<std::string>{"ceiling", "workspace", "repository", "sessionIds",
+                                               "audit"}));
+}
+
+}  // namespace
+}  // namespace ptybox::policy

@@ -222,6 +222,28 @@ TEST(FileReaderTest, ARepositoryFileIsRefusedOver64KibWhereAnOperatorsIsRead) {
   EXPECT_TRUE(ReadPolicyFile(exact, ReadOptions::For(PolicyRole::kRepository, false)));
 }
 
+// The role travels in ReadOptions, not in the cap's value: the message names whose file it is,
+// whatever the cap, and the cap is checked again on the read of an opened file.
+TEST(FileReaderTest, TheSizeMessageNamesTheRoleTheOptionsCarry) {
+  TempDir dir;
+  auto big = dir.File("big.yaml", "#" + std::string(kMaxPolicyFileBytes, 'x'));
+  auto operator_file = ReadPolicyFile(big, ReadOptions::For(PolicyRole::kOperator, false));
+  ASSERT_FALSE(operator_file.has_value());
+  EXPECT_EQ(operator_file.error().message,
+            big.string() +
+                ": is larger than 1048576 bytes (1 MiB), the limit for an operator's policy "
+                "file; a policy needs a few hundred bytes");
+  ReadOptions small = ReadOptions::For(PolicyRole::kRepository, false);
+  small.max_bytes = 1024;
+  auto file = dir.File("policy.yaml", std::string(2048, '#'));
+  auto repository = ReadPolicyFile(file, small);
+  ASSERT_FALSE(repository.has_value());
+  EXPECT_EQ(repository.error().message,
+            file.string() +
+                ": is larger than 1024 bytes (1 KiB), the limit for a repository's policy "
+                "file; a policy needs a few hundred bytes");
+}
+
 TEST(FileReaderTest, RefusesEndlessDevicesAndFifosWithoutBlocking) {
   auto zero = ReadPolicyFile("/dev/zero", {});
   ASSERT_FALSE(zero.has_value());

@@ -95,17 +95,25 @@ TEST(McpBudgetTest, WithoutAnAnchorTheLineSaysWhereToPage) {
 }
 
 TEST(McpBudgetTest, BoundToolResultShortensOnlyTheLongTextFields) {
+  // The budgets of terminal_send, terminal_read and terminal_output's faces (runtime/methods.cc).
+  const ResultBudget send_budget{
+      .texts = {{.field = "viewport", .place = TextPlace::kScrollbackEnd}}};
+  const ResultBudget read_budget{.texts = {{.field = "text", .place = TextPlace::kPage}}};
+  const ResultBudget output_budget{
+      .texts = {{.field = "output"}, {.field = "viewport", .within = "result"}}};
   Json send{{"viewport", Seq(20000)}, {"waitReason", "stdin_read"}, {"exitCode", 0}};
-  Json bounded = BoundToolResult("terminal_send", send, 4096, {}, "s");
+  Json bounded = BoundToolResult(send_budget, send, 4096, {}, "s");
   EXPECT_LE(bounded["viewport"].get<std::string>().size(), 4096u);
   EXPECT_EQ(bounded["exitCode"], 0);
   Json read{{"text", Seq(20000)}, {"cursor", 0}, {"nextCursor", 5}};
-  EXPECT_LE(BoundToolResult("terminal_read", read, 4096, {}, "s")["text"].get<std::string>().size(),
+  EXPECT_LE(BoundToolResult(read_budget, read, 4096, {}, "s")["text"].get<std::string>().size(),
             4096u);
   Json output{{"output", Seq(20000)}, {"done", true}, {"result", send}};
-  Json out = BoundToolResult("terminal_output", output, 4096, {}, "s");
+  Json out = BoundToolResult(output_budget, output, 4096, {}, "s");
   EXPECT_LE(out["output"].get<std::string>().size(), 4096u);
   EXPECT_LE(out["result"]["viewport"].get<std::string>().size(), 4096u);
+  // A field the budget does not name is left whole.
+  EXPECT_EQ(BoundToolResult(read_budget, send, 4096, {}, "s"), send);
 }
 
 TEST(McpBudgetTest, FindBackendDropReadsOnlyAWholeMarkerLine) {

@@ -189,10 +189,68 @@ TEST(ContractCheckTest, AMethodTheServersNameIsRequiredWithAMessage) {
             "the contract table (runtime/methods.cc) is broken: owner_attach: missing, and the "
             "servers call it by name");
   std::vector<MethodSpec> table = Contract();
-  Entry(table, "terminal_send").mcp.reset();
+  Entry(table, "terminal_read").mcp.reset();
   EXPECT_EQ(TableProblem(table),
-            "the contract table (runtime/methods.cc) is broken: terminal_send: no MCP face, and "
+            "the contract table (runtime/methods.cc) is broken: terminal_read: no MCP face, and "
             "ptybox mcp calls it by name");
+}
+
+// What the MCP server needs of a method is a field of its face, not a name in its code.
+TEST(ContractCheckTest, ConsentBudgetsAndPolicyChangesAreFieldsOfTheFaces) {
+  std::vector<std::string> consent;
+  std::vector<std::string> policy;
+  std::vector<std::string> located;
+  for (const MethodSpec& method : Contract()) {
+    if (!method.mcp) continue;
+    if (method.mcp->needs_consent) consent.push_back(method.name);
+    if (method.mcp->changes_policy) policy.push_back(method.name);
+    if (const BoundedText* text = method.mcp->budget.Located()) {
+      located.push_back(method.name + ":" + text->field);
+    }
+  }
+  EXPECT_EQ(consent, std::vector<std::string>{"policy_set_mode"});
+  EXPECT_EQ(policy, std::vector<std::string>{"policy_set_mode"});
+  EXPECT_EQ(located, (std::vector<std::string>{"terminal_send:viewport", "terminal_wait:viewport",
+                                               "terminal_read:text"}));
+  EXPECT_EQ(FindMcpFace("terminal_read")->budget.Located()->place, TextPlace::kPage);
+  EXPECT_EQ(FindMcpFace("terminal_open")->budget.texts.front().field, "motd");
+  EXPECT_EQ(FindMcpFace("owner_info"), nullptr);
+  EXPECT_EQ(FindMcpFace("no_such_tool"), nullptr);
+}
+
+// The message CheckContract gives for the contract after `edit`.
+template <typename Edit>
+std::string ProblemAfter(Edit edit) {
+  std::vector<MethodSpec> table = Contract();
+  edit(table);
+  return TableProblem(table);
+}
+
+TEST(ContractCheckTest, FaceFactsThatTheParamsCannotBearAreRefused) {
+  const std::string broken = "the contract table (runtime/methods.cc) is broken: ";
+  EXPECT_EQ(ProblemAfter([](std::vector<MethodSpec>& table) {
+              Entry(table, "terminal_list").mcp->needs_consent = true;
+            }),
+            broken + "terminal_list: its MCP face needs consent, and it takes no \"mode\"");
+  EXPECT_EQ(ProblemAfter([](std::vector<MethodSpec>& table) {
+              Entry(table, "terminal_output").mcp->budget.texts[0].place = TextPlace::kPage;
+            }),
+            broken +
+                "terminal_output: its budget pages \"output\", and it takes no integer "
+                "\"maxBytes\"");
+  EXPECT_EQ(ProblemAfter([](std::vector<MethodSpec>& table) {
+              Entry(table, "terminal_output").mcp->budget.texts[1].place =
+                  TextPlace::kScrollbackEnd;
+            }),
+            broken +
+                "terminal_output: its budget locates \"viewport\" inside \"result\"; only "
+                "a field of the result itself is located");
+  EXPECT_EQ(ProblemAfter([](std::vector<MethodSpec>& table) {
+              Entry(table, "terminal_send")
+                  .mcp->budget.texts.push_back(
+                      BoundedText{.field = "cwd", .place = TextPlace::kScrollbackEnd});
+            }),
+            broken + "terminal_send: its budget locates more than one text");
 }
 
 TEST(ContractCheckTest, BrokenEntriesAreNamed) {
