@@ -341,6 +341,25 @@ TEST(AuditLogTest, AProcPathIsRefusedAtStartup) {
                          "cannot open the audit log /proc/ptybox-audit.jsonl");
 }
 
+// README's `--audit-log /var/log/ptybox/audit.jsonl` on a fresh machine: the log's missing
+// directory is created private, as the recordings' is; one that cannot be created says how.
+TEST(AuditLogTest, ALogsMissingDirectoryIsCreatedPrivateOrTheErrorSaysWhatToDo) {
+  TempDir dir;
+  TempDir workspace;
+  const fs::path log = dir.path() / "var" / "log" / "ptybox" / "audit.jsonl";
+  Startup started = StartServe({"--audit-log", log.string()}, workspace.path());
+  EXPECT_EQ(started.status, 0) << started.stderr_text;
+  EXPECT_TRUE(fs::is_regular_file(log));
+  EXPECT_EQ(FileMode(log), 0600u);
+  EXPECT_EQ(FileMode(log.parent_path()), 0700u);
+  EXPECT_EQ(FileMode(dir.path() / "var"), 0700u);
+  ExpectRefusedAtStartup({"--audit-log", "/proc/ptybox-missing/audit.jsonl"},
+                         "cannot create the audit log's directory /proc/ptybox-missing: ");
+  ExpectRefusedAtStartup({"--audit-log", "/proc/ptybox-missing/audit.jsonl"},
+                         "; create it (mkdir -p, owned by uid " + std::to_string(::geteuid()) +
+                             ", mode 0700) or choose another --audit-log file");
+}
+
 TEST(AuditLogTest, AReadOnlyDirectoryIsRefusedAtStartup) {
   TempDir dir;
   const fs::path ro = dir.path() / "ro";
