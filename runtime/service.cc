@@ -415,8 +415,10 @@ bool PtyService::CancelRequest(Owner& owner, const std::string& request_key,
 }
 
 void PtyService::CloseOwner(const std::shared_ptr<Owner>& owner, std::function<void()> done) {
-  done = [audit = audit_, id = owner->id(), done = std::move(done)] {
-    audit->OwnerClosed(id);
+  // Audited once: a stdio client's owner is closed at its end of input and again by the
+  // shutdown that follows.
+  done = [audit = audit_, id = owner->id(), first = !owner->closed(), done = std::move(done)] {
+    if (first) audit->OwnerClosed(id);
     done();
   };
   owner->MarkClosed();

@@ -540,5 +540,34 @@ TEST(AuditLogTest, PtyboxRunRecordsItsCommand) {
   EXPECT_EQ(FileMode(log), 0600u);
 }
 
+// A stdio client's owner is closed at its end of input and again by the shutdown that follows:
+// the audit log says owner_disconnected once, for `serve --stdio` and for `mcp` alike.
+TEST(AuditLogTest, AStdioClientsDisconnectIsAuditedOnce) {
+  const std::string open = R"({"jsonrpc":"2.0","id":1,"method":"terminal_open","params":{}})";
+  const std::string initialize =
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",)"
+      R"("capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
+  for (const auto& [program, input] : {std::pair<std::string, std::string>{"serve --stdio", open},
+                                       std::pair<std::string, std::string>{"mcp", initialize}}) {
+    SCOPED_TRACE(program);
+    TempDir work;
+    TempDir logs;
+    const fs::path log = logs.path() / "audit.jsonl";
+    WriteFile(logs.path() / "input", input + "\n");
+    const std::string command =
+        "cd " + work.path().string() + " && PTYBOX_INIT=" + InitBinary().string() +
+        " PTYBOX_OPERATOR_POLICY=/nonexistent/ptybox.yaml " + PtyboxBinary().string() + " " +
+        program + " --audit-log " + log.string() + " <" + (logs.path() / "input").string() +
+        " >/dev/null 2>&1";
+    EXPECT_EQ(Shell(command), 0);
+    const std::vector<Json> records = ReadAuditLog(log);
+    EXPECT_EQ(EventsNamed(records, "owner_disconnected").size(), 1u) << [&] {
+      std::string all;
+      for (const std::string& name : EventNames(records)) all += name + " ";
+      return all;
+    }();
+  }
+}
+
 }  // namespace
 }  // namespace ptybox::testing
