@@ -183,6 +183,16 @@ Result<void> CheckSocketPathFree(const std::filesystem::path& path) {
 Result<void> PrepareSocketDirectory(const std::filesystem::path& path) {
   const std::filesystem::path dir = path.parent_path();
   if (dir.empty()) return {};
+  // `--socket "$XDG_RUNTIME_DIR/ptybox.sock"` with the variable unset (root, `su`) names
+  // /ptybox.sock: refused before the checks below would advise chowning /.
+  if (dir == dir.root_path()) {
+    return Fail(ErrorKind::kInternal,
+                "the socket path " + path.string() +
+                    " lies in / itself (was a variable such as $XDG_RUNTIME_DIR empty when the "
+                    "shell expanded it?); give a path in a directory of its own (root: "
+                    "/run/ptybox/ptybox.sock), or leave --socket out for this user's default",
+                path.string());
+  }
   std::error_code ec;
   if (!std::filesystem::exists(dir, ec)) {
     const mode_t old_mask = ::umask(0077);
