@@ -14,6 +14,7 @@
 
 #include "backend/child_reaper.h"
 #include "backend/shell_session.h"
+#include "common/count_text.h"
 #include "common/log.h"
 #include "runtime/mcp_server.h"
 #include "runtime/methods.h"
@@ -120,8 +121,8 @@ void FitLimitsToDescriptors(DaemonOptions& options) {
   connections = std::min(connections, share);
   sessions = std::min(sessions, share);
   LogWarn("the descriptor limit is " + std::to_string(available) + ": serving at most " +
-          std::to_string(connections) + " connections and " + std::to_string(sessions) +
-          " sessions (raise `ulimit -n` for more)");
+          text::CountText(connections, "connection", "connections") + " and " +
+          text::CountText(sessions, "session", "sessions") + " (raise `ulimit -n` for more)");
 }
 
 // The daemon's one backend, bash: its warm pool fills only while the daemon's session limit

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "backend/types.h"
+#include "common/count_text.h"
 #include "common/log.h"
 #include "runtime/audit/owned_directory.h"
 #include "runtime/methods.h"
@@ -297,16 +298,17 @@ void SocketServer::Accept() {
       if (*connections_ < max_connections_ && *connections_ + detached >= max_connections_) {
         attach_only = "this daemon's " + std::to_string(max_connections_) +
                       " places (serve --max-connections) are taken by " +
-                      std::to_string(*connections_) + " connections and " +
-                      std::to_string(detached) +
-                      " detached owners awaiting owner_attach (each keeps its place until "
+                      text::CountText(*connections_, "connection", "connections") + " and " +
+                      text::CountText(detached, "detached owner", "detached owners") +
+                      " awaiting owner_attach (each keeps its place until "
                       "attached or its limits.detachGraceMs ends); this connection may only "
                       "owner_attach. Attach to your owner, or close this connection and retry "
                       "later";
       }
       if (*connections_ >= max_connections_) {
-        Refuse(fd, "this daemon already serves " + std::to_string(max_connections_) +
-                       " connections (serve --max-connections); close one and retry");
+        Refuse(fd, "this daemon already serves " +
+                       text::CountText(max_connections_, "connection", "connections") +
+                       " (serve --max-connections); close one and retry");
       } else if (Result<std::shared_ptr<LineConnection>> line = LineConnection::Create(io_, fd, fd);
                  !line) {
         LogWarn("refusing a connection: " + line.error().message);

@@ -3,6 +3,7 @@
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 
+#include "common/count_text.h"
 #include "common/log.h"
 #include "common/random.h"
 #include "policy/resolver.h"
@@ -481,8 +482,9 @@ bool PtyService::DetachOwner(const std::shared_ptr<Owner>& owner) {
   const uint64_t id = owner->id();
   detached_[id] = Detached{
       owner, start_timer_(std::chrono::milliseconds(grace_ms), [this, id] { ExpireDetached(id); })};
-  LogInfo("owner " + std::to_string(id) + " detached: " + std::to_string(owner->sessions().size()) +
-          " sessions keep running for " + std::to_string(grace_ms) + " ms awaiting owner_attach");
+  LogInfo("owner " + std::to_string(id) +
+          " detached: " + text::CountText(owner->sessions().size(), "session", "sessions") +
+          " keep running for " + std::to_string(grace_ms) + " ms awaiting owner_attach");
   return true;
 }
 
@@ -492,7 +494,7 @@ void PtyService::ExpireDetached(uint64_t owner_id) {
   std::shared_ptr<Owner> expired = it->second.owner;
   LogInfo("owner " + std::to_string(owner_id) +
           ": detach grace expired with no owner_attach; closing " +
-          std::to_string(expired->sessions().size()) + " sessions");
+          text::CountText(expired->sessions().size(), "session", "sessions"));
   // This timer is destroyed on a later turn, never inside its own handler.
   asio::post(io_, [timer = std::move(it->second.expiry)] {});
   detached_.erase(it);
