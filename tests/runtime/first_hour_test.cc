@@ -1,12 +1,20 @@
 // A newcomer's first hour through the real binary (issue 28, "Found failing or misleading"):
-// `ptybox help` is --help, an empty or /-level --socket is refused saying why, and a session's
+// `ptybox help` is --help, an empty or /-level --socket is refused saying why, a session's
 // environment names the sandbox it runs in (PTYBOX_SANDBOX), in both confined modes and
-// without a sandbox.
+// without a sandbox, and a root client refused by an ordinary user's daemon hears the reason
+// (permission), not that it runs in a session.
 #include <gtest/gtest.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <thread>
 
 #include "tests/support/daemon_fixture.h"
 
@@ -109,6 +117,80 @@ TEST(FirstHourTest, PtyboxRunSaysWhenTheOperatorAllowsTheNetwork) {
       op.string());
   EXPECT_EQ(code, 0) << text;
   EXPECT_EQ(text, "workspace-write, network allowed (policy network: allow)\n");
+}
+
+// An ordinary user's daemon whose /proc hides other users' processes (hidepid) cannot check a
+// root client: it is refused (the check fails closed) saying so, never told that it runs
+// inside a ptybox session or that a process exited.
+TEST(FirstHourTest, ARootClientAnOrdinaryUsersDaemonCannotCheckHearsWhy) {
+  const char* name = std::getenv("PTYBOX_TEST_USER");
+  const passwd* user = ::getpwnam(name != nullptr && *name ? name : "ptybox-ci");
+  if (::geteuid() != 0 || user == nullptr) {
+    GTEST_SKIP() << "needs root and an ordinary user (PTYBOX_TEST_USER, default ptybox-ci)";
+  }
+  TempDir dir;
+  const std::filesystem::path workspace = dir.path() / "ws";
+  std::filesystem::create_directory(workspace);
+  ASSERT_EQ(::chown(dir.path().c_str(), user->pw_uid, user->pw_gid), 0);
+  ASSERT_EQ(::chown(workspace.c_str(), user->pw_uid, user->pw_gid), 0);
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  const std::filesystem::path socket = dir.path() / "s.sock";
+  const std::string daemon =
+      "unshare -m --propagation private sh -c 'mount -t proc -o hidepid=1 proc /proc && exec "
+      "runuser -u " +
+      std::string(user->pw_name) +
+      " -- env PTYBOX_OPERATOR_POLICY=/nonexistent.yaml PTYBOX_INIT=" + InitBinary().string() +
+      " " + PtyboxBinary().string() + " serve --socket " + socket.string() + " --workspace " +
+      workspace.string() + "' 2>" + (dir.path() / "log").string();
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::execl("/bin/sh", "sh", "-c", ("exec " + daemon).c_str(), nullptr);
+    ::_exit(127);
+  }
+  ASSERT_GT(child, 0);
+  // Hang guard only: the socket appears once the daemon listens.
+  for (int i = 0; i < 600 && !std::filesystem::exists(socket); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", socket.c_str());
+  std::string answer;
+  pid_t daemon_pid = -1;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0) {
+    ucred cred{};
+    socklen_t length = sizeof(cred);
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) == 0) daemon_pid = cred.pid;
+    timeval guard{60, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof(guard));
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) answer.append(buf, n);
+  }
+  ::close(fd);
+  if (daemon_pid > 0) ::kill(daemon_pid, SIGTERM);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  std::ifstream log(dir.path() / "log");
+  const std::string daemon_log((std::istreambuf_iterator<char>(log)),
+                               std::istreambuf_iterator<char>());
+  if (answer.empty() && daemon_log.find("mount") != std::string::npos) {
+    GTEST_SKIP() << "cannot mount a /proc with hidepid here: " << daemon_log;
+  }
+  ASSERT_FALSE(answer.empty()) << daemon_log;
+  const Json refusal = Json::parse(answer.substr(0, answer.find('\n')));
+  const std::string message = refusal["error"]["message"];
+  EXPECT_EQ(refusal["error"]["data"]["kind"], "policy_denied") << answer;
+  EXPECT_NE(message.find("connection refused: the daemon cannot check this client, since the "
+                         "daemon may not read /proc/"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("run the client as the daemon's user (uid " +
+                         std::to_string(user->pw_uid) + ")"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("ptybox session"), std::string::npos) << message;
+  EXPECT_EQ(message.find("exited"), std::string::npos) << message;
 }
 
 }  // namespace
