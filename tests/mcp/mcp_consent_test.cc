@@ -160,6 +160,7 @@ TEST(McpConsentTest, KeepingAndNarrowingNeverAsk) {
 }
 
 TEST(McpConsentTest, AcceptedWideningAppliesOthersAreServedMeanwhileAndItIsRemembered) {
+  ::unsetenv("PTYBOX_LOG");  // the outcome is logged at the default level
   McpProcess mcp;
   mcp.Initialize("2025-11-25", kElicitation);
   const int call = SetModeAsync(mcp, "danger-full-access");
@@ -199,9 +200,14 @@ TEST(McpConsentTest, AcceptedWideningAppliesOthersAreServedMeanwhileAndItIsRemem
   EXPECT_EQ(mcp.Tool("policy_set_mode", Json{{"mode", "read-only"}})["isError"], false);
   EXPECT_EQ(mcp.Tool("policy_set_mode", Json{{"mode", "danger-full-access"}})["isError"], false);
   EXPECT_EQ(Elicitations(mcp), 1u);
+  EXPECT_NE(
+      mcp.Log().find("mcp: the user accepted widening from workspace-write to danger-full-access"),
+      std::string::npos)
+      << mcp.Log();
 }
 
 TEST(McpConsentTest, DeclineCancelErrorAndNonsenseAreRefusalsThatChangeNothing) {
+  ::unsetenv("PTYBOX_LOG");  // the outcome is logged at the default level
   McpProcess mcp;
   mcp.Initialize("2025-06-18", kElicitation);
   struct Case {
@@ -233,6 +239,10 @@ TEST(McpConsentTest, DeclineCancelErrorAndNonsenseAreRefusalsThatChangeNothing) 
     EXPECT_EQ(CurrentMode(mcp), "workspace-write");
   }
   EXPECT_EQ(Elicitations(mcp), cases.size()) << "a refusal is not remembered as consent";
+  EXPECT_NE(mcp.Log().find("mcp: widening from workspace-write to danger-full-access refused: "
+                           "the user declined it"),
+            std::string::npos)
+      << mcp.Log();
   TempDir outside;
   EXPECT_FALSE(WritesOutsideWorkspace(mcp, outside.path(), "refused"));
 }
