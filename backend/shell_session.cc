@@ -10,6 +10,7 @@
 
 #include "backend/terminal/key_encoder.h"
 #include "common/log.h"
+#include "policy/mode.h"
 #include "sandbox/bwrap_args.h"
 
 namespace ptybox::backend {
@@ -88,12 +89,25 @@ std::vector<std::string> ShellSession::BuildEnvironment(const SpawnSpec& spec) {
   env["GIT_PAGER"] = "cat";
   env["MANPAGER"] = "cat";
   env["PS1"] = std::string(kPromptPs1);
+  env["PTYBOX_SANDBOX"] = SandboxSummary(spec.policy);
   // No nonce here: the environment of the shell is readable by the session's other processes.
   env["PROMPT_COMMAND"] = BuildPromptCommand();
   std::vector<std::string> entries;
   entries.reserve(env.size());
   for (const auto& [name, value] : env) entries.push_back(name + "=" + value);
   return entries;
+}
+
+std::string ShellSession::SandboxSummary(const policy::ResolvedPolicy& policy) {
+  if (!policy::IsConfined(policy.mode)) {
+    return "danger-full-access: no ptybox sandbox (the host's filesystem, network and users)";
+  }
+  std::string text(policy::ToString(policy.mode));
+  if (policy.network_allowed) return text + ", network allowed (policy network: allow)";
+  return text +
+         ", network denied by the ptybox policy (network: deny): no name resolves and no "
+         "connection leaves this session; even as `id` root, no capabilities and a read-only "
+         "system (apt-get cannot install): docs/sandbox.md, \"From inside a session\"";
 }
 
 sandbox::LaunchSpec ShellSession::BuildLaunch(const SpawnSpec& spec) const {

@@ -76,6 +76,10 @@ class ShellSession final : public BackendSession,
 
   // The environment the shell starts with (for tests and docs).
   static std::vector<std::string> BuildEnvironment(const SpawnSpec& spec);
+  // PTYBOX_SANDBOX, the sandbox a session runs in as one line for whoever is inside (a model
+  // whose `curl` says only "Could not resolve host"): the mode and whether the network is
+  // denied, and by what (docs/sandbox.md, "From inside a session").
+  static std::string SandboxSummary(const policy::ResolvedPolicy& policy);
 
   // The warm pool (backend/warm_pool.h). Published after a startup settled at the verified
   // prompt, alive, nothing printed, nothing sent and no resize since.

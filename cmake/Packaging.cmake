@@ -3,17 +3,21 @@
 #   cd BUILD && cpack -G DEB                        writes ptybox_<version>_amd64.deb (prefix /usr)
 # The package holds /usr/bin/ptybox, /usr/libexec/ptybox/ptybox-init (ptybox finds it relative to
 # its own binary: ../libexec/ptybox/), /etc/ptybox/policy.yaml (a conffile that sets nothing but
-# `version: 1`, so the built-in defaults still apply), the docs under /usr/share/doc/ptybox and
+# `version: 1`, so the built-in defaults still apply), the docs under /usr/share/doc/ptybox (README.md, docs/, examples/) and
 # the man page ptybox(1). Its Depends are computed by dpkg-shlibdeps from the binaries, plus
 # bubblewrap. docs/container.md and README.md ("Install") describe both.
 include(GNUInstallDirs)
 
 # Docs and the man page go with every install; the example policy only into the package (a
-# `cmake --install` to /usr/local must not write /etc).
-install(FILES README.md docs/architecture.md docs/ci.md docs/container.md docs/deploy.md
-              docs/mcp.md docs/policy.md docs/protocol.md docs/sandbox.md docs/security.md
-              examples/operator-policy.yaml examples/repo-policy.yaml
-        DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT ptybox)
+# `cmake --install` to /usr/local must not write /etc). The docs keep the repository's layout
+# (README.md, docs/, examples/, and the images/ files the docs name), so every relative link of
+# the installed README and docs resolves (tests/docs/check_installed_docs.sh checks it).
+install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT ptybox)
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT ptybox
+        FILES_MATCHING PATTERN "*.md" PATTERN "*.json")
+install(DIRECTORY examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT ptybox)
+install(FILES images/Dockerfile images/policy.yaml images/runtime-packages.txt
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/images COMPONENT ptybox)
 set(_ptybox_man ${CMAKE_CURRENT_BINARY_DIR}/ptybox.1.gz)
 find_program(PTYBOX_GZIP gzip REQUIRED)
 add_custom_command(OUTPUT ${_ptybox_man}

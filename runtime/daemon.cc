@@ -14,6 +14,7 @@
 
 #include "backend/child_reaper.h"
 #include "backend/shell_session.h"
+#include "common/count_text.h"
 #include "common/log.h"
 #include "runtime/mcp_server.h"
 #include "runtime/methods.h"
@@ -120,8 +121,8 @@ void FitLimitsToDescriptors(DaemonOptions& options) {
   connections = std::min(connections, share);
   sessions = std::min(sessions, share);
   LogWarn("the descriptor limit is " + std::to_string(available) + ": serving at most " +
-          std::to_string(connections) + " connections and " + std::to_string(sessions) +
-          " sessions (raise `ulimit -n` for more)");
+          text::CountText(connections, "connection", "connections") + " and " +
+          text::CountText(sessions, "session", "sessions") + " (raise `ulimit -n` for more)");
 }
 
 // The daemon's one backend, bash: its warm pool fills only while the daemon's session limit
@@ -173,6 +174,26 @@ std::shared_ptr<const sandbox::CgroupHost> SetUpSessionCleanup(backend::ChildRea
   return cgroups;
 }
 
+// `mcp --connect SOCKET --workspace DIR`: the daemon's workspace is the one its sessions get, so
+// a DIR that is another one is refused rather than silently not used. nullopt when DIR was not
+// given, is the daemon's workspace, or the daemon's policy could not be read.
+std::optional<std::string> OtherWorkspace(const ServiceOptions& service,
+                                          const Result<policy::ResolvedPolicy>& daemon) {
+  if (!service.workspace_from_cli || !daemon || daemon->workspace_root.empty()) {
+    return std::nullopt;
+  }
+  std::error_code ec;
+  const std::filesystem::path mine = std::filesystem::weakly_canonical(service.workspace, ec);
+  const std::filesystem::path theirs =
+      std::filesystem::weakly_canonical(daemon->workspace_root, ec);
+  if (mine == theirs) return std::nullopt;
+  return "--workspace " + service.workspace.string() + " is not the workspace of the daemon, " +
+         theirs.string() +
+         ", and with --connect the daemon's workspace is the one terminals get; start a daemon "
+         "with `ptybox serve --socket SOCKET --workspace " +
+         service.workspace.string() + "` for it, or give --workspace " + theirs.string();
+}
+
 // The one client on standard input and output (JSON-RPC, or MCP, itself perhaps a client of a
 // daemon): at its end of input every session is closed (a pending open answered), then every
 // answer written, then `shutdown`; a client that no longer reads gets 10 s for that. The
@@ -211,6 +232,11 @@ std::optional<int> StartStdioClient(asio::io_context& io, PtyService& service,
     if (!remote) {
       LogError("ptybox mcp --connect: " + remote.error().Describe());
       return 1;
+    }
+    if (std::optional<std::string> other = OtherWorkspace(options.service, (*remote)->policy())) {
+      (*remote)->Close();
+      LogError("ptybox mcp --connect: " + *other);
+      return 2;
     }
     mcp->UseRemote(*remote);
   }

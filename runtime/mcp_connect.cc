@@ -495,6 +495,21 @@ void RemoteDaemon::RefreshPolicy(std::function<void()> done) {
 }
 
 void RemoteDaemon::Close() {
+  // The host's requests still in flight are answered now, as plain `ptybox mcp` answers them
+  // at the end of input (there by closing the terminals): here the daemon keeps the terminals
+  // and their commands for its grace, and terminal_output reads what they printed.
+  std::map<int64_t, Pending> pending;
+  pending.swap(pending_);
+  by_key_.clear();
+  gone_ = true;
+  for (auto& [id, call] : pending) {
+    call.done(Fail(ErrorKind::kClosed,
+                   "the MCP host closed its input before this request was answered; the "
+                   "daemon at " +
+                       socket_ +
+                       " keeps the terminal and its command for its limits.detachGraceMs "
+                       "(terminal_output reads the output after a restart)"));
+  }
   if (connection_) connection_->Close();
 }
 

@@ -386,10 +386,11 @@ void McpServer::SettleConsent(const std::string& elicit_key, std::optional<std::
   const std::string from(policy::ToString(pending.from));
   const std::string to(policy::ToString(pending.to));
   if (refusal) {
-    LogInfo("mcp: widening from " + from + " to " + to + " refused: " + *refusal);
+    // The outcome of a consent is shown at the default level (PTYBOX_LOG=warn).
+    LogWarn("mcp: widening from " + from + " to " + to + " refused: " + *refusal);
     return ReplyToolError(pending.tool_id, ConsentRefused(pending.from, pending.to, *refusal));
   }
-  LogInfo("mcp: the user accepted widening from " + from + " to " + to);
+  LogWarn("mcp: the user accepted widening from " + from + " to " + to);
   // Accepted for this connection; the ceiling and the fence are checked again as it applies.
   if (!policy::Within(pending.to, widest_free_)) widest_free_ = pending.to;
   RunTool(pending.tool_id, pending.tool, Json{{"mode", to}});

@@ -36,15 +36,22 @@ constexpr unsigned long kPidfdGetUserNamespace = _IO(0xFF, 9);
 
 // How a reason starts when the chain could not be read (not known to be a session's).
 constexpr std::string_view kUnreadableChain = "its parent chain cannot be read";
+// How it starts when /proc refused the daemon (another user's process under a /proc mounted
+// with hidepid): not an exit, and connecting again will not help.
+constexpr std::string_view kNoPermission = "the daemon may not read";
 
-// "pid (comm) S ppid ..." of /proc/<pid>/stat; nullopt when the process is gone.
+// "pid (comm) S ppid ..." of /proc/<pid>/stat; nullopt when it cannot be read, with errno of
+// the failure (ENOENT: the process is gone; EACCES or EPERM: /proc refuses this uid).
 std::optional<ProcStat> ReadStat(pid_t pid) {
   const std::string path = "/proc/" + std::to_string(pid) + "/stat";
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return std::nullopt;
   char buf[512];
   const ssize_t n = ::read(fd.Get(), buf, sizeof buf - 1);
-  if (n <= 0) return std::nullopt;
+  if (n <= 0) {
+    if (n == 0) errno = ESRCH;
+    return std::nullopt;
+  }
   const std::string_view stat(buf, static_cast<size_t>(n));
   const size_t open = stat.find('(');
   const size_t close = stat.rfind(')');
@@ -56,9 +63,39 @@ std::optional<ProcStat> ReadStat(pid_t pid) {
   out.comm = std::string(stat.substr(open + 1, close - open - 1));
   const std::string_view rest = stat.substr(close + 4);
   if (std::from_chars(rest.data(), rest.data() + rest.size(), out.ppid).ec != std::errc()) {
+    errno = EINVAL;
     return std::nullopt;
   }
   return out;
+}
+
+// Why ReadStat(`pid`) failed with `error`, as a reason that starts with kNoPermission (the
+// daemon's uid may not read it) or kUnreadableChain (gone meanwhile, or unparsable).
+std::string UnreadableReason(pid_t pid, int error) {
+  if (error == EACCES || error == EPERM) {
+    return std::string(kNoPermission) + " /proc/" + std::to_string(pid) + "/stat (" +
+           std::strerror(error) + ": /proc hides other users' processes from uid " +
+           std::to_string(::geteuid()) + ", as with hidepid)";
+  }
+  return std::string(kUnreadableChain) + " (process " + std::to_string(pid) +
+         " exited meanwhile); refusing rather than guessing";
+}
+
+// The refusal for a reason of UnreadableReason, or nullopt for any other reason.
+std::optional<PeerRefusal> UnreadableRefusal(const std::string& reason, std::string_view see) {
+  if (reason.starts_with(kNoPermission)) {
+    return PeerRefusal{"connection refused: the daemon cannot check this client, since " + reason +
+                           "; run the client as the daemon's user (uid " +
+                           std::to_string(::geteuid()) + ")" + std::string(see),
+                       reason};
+  }
+  if (reason.starts_with(kUnreadableChain)) {
+    // Not known to be a session: say what failed rather than claim one.
+    return PeerRefusal{"connection refused: the daemon cannot check this client (" + reason +
+                           "); connect again" + std::string(see),
+                       reason};
+  }
+  return std::nullopt;
 }
 
 // The whole of a small /proc file (a uid_map holds at most 340 lines); nullopt with errno set.
@@ -117,16 +154,11 @@ NamespaceCheck CompareUserNamespace(pid_t peer) {
 std::optional<std::string> AnySessionPeerReason(pid_t peer) {
   if (peer <= 0) return std::nullopt;
   std::optional<ProcStat> self = ReadStat(peer);
-  if (!self) {
-    return "process " + std::to_string(peer) + " exited before its parent chain could be read";
-  }
+  if (!self) return UnreadableReason(peer, errno);
   pid_t p = self->ppid;
   for (int hops = 0; hops < 4096 && p > 1; ++hops) {
     std::optional<ProcStat> stat = ReadStat(p);
-    if (!stat) {
-      return std::string(kUnreadableChain) + " (process " + std::to_string(p) +
-             " exited meanwhile); refusing rather than guessing";
-    }
+    if (!stat) return UnreadableReason(p, errno);
     if (stat->comm == "ptybox-init") {
       return "process " + std::to_string(peer) + " runs under ptybox-init " + std::to_string(p) +
              " (a session of some ptybox daemon)";
@@ -195,12 +227,7 @@ std::optional<PeerRefusal> CheckPeer(pid_t peer, pid_t daemon, int pidfd) {
     return std::nullopt;
   }
   if (std::optional<std::string> own = SessionPeerReason(peer, daemon)) {
-    if (own->starts_with(kUnreadableChain)) {
-      // Not known to be a session: say what failed rather than claim one.
-      return PeerRefusal{"connection refused: the daemon cannot check this client (" + *own +
-                             "); connect again" + std::string(kSee),
-                         *own};
-    }
+    if (std::optional<PeerRefusal> unreadable = UnreadableRefusal(*own, kSee)) return unreadable;
     return PeerRefusal{
         "connection refused: this client runs inside a ptybox session of this "
         "daemon, and a session may not control its own daemon" +
@@ -218,6 +245,7 @@ std::optional<PeerRefusal> CheckPeer(pid_t peer, pid_t daemon, int pidfd) {
                        ns.detail};
   }
   if (std::optional<std::string> any = AnySessionPeerReason(peer)) {
+    if (std::optional<PeerRefusal> unreadable = UnreadableRefusal(*any, kSee)) return unreadable;
     return PeerRefusal{
         "connection refused: this client runs inside a ptybox session (of another "
         "daemon), and no session may control a ptybox daemon" +
@@ -234,10 +262,7 @@ std::optional<std::string> SessionPeerReason(pid_t peer, pid_t daemon) {
   pid_t p = peer;
   for (int hops = 0; hops < 4096; ++hops) {
     std::optional<ProcStat> stat = ReadStat(p);
-    if (!stat) {
-      return std::string(kUnreadableChain) + " (process " + std::to_string(p) +
-             " exited meanwhile); refusing rather than guessing";
-    }
+    if (!stat) return UnreadableReason(p, errno);
     if (stat->ppid == daemon) {
       if (!daemon_is_pid1) {
         return "process " + std::to_string(peer) + " descends from the daemon (through " +

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "backend/types.h"
+#include "common/count_text.h"
 #include "common/log.h"
 #include "common/propagate.h"
 #include "runtime/audit/owned_directory.h"
@@ -178,6 +179,16 @@ Result<void> CheckSocketPathFree(const std::filesystem::path& path) {
 Result<void> PrepareSocketDirectory(const std::filesystem::path& path) {
   const std::filesystem::path dir = path.parent_path();
   if (dir.empty()) return {};
+  // `--socket "$XDG_RUNTIME_DIR/ptybox.sock"` with the variable unset (root, `su`) names
+  // /ptybox.sock: refused before the checks below would advise chowning /.
+  if (dir == dir.root_path()) {
+    return Fail(ErrorKind::kInternal,
+                "the socket path " + path.string() +
+                    " lies in / itself (was a variable such as $XDG_RUNTIME_DIR empty when the "
+                    "shell expanded it?); give a path in a directory of its own (root: "
+                    "/run/ptybox/ptybox.sock), or leave --socket out for this user's default",
+                path.string());
+  }
   std::error_code ec;
   if (!std::filesystem::exists(dir, ec)) {
     const mode_t old_mask = ::umask(0077);
@@ -282,16 +293,17 @@ void SocketServer::Accept() {
       if (*connections_ < max_connections_ && *connections_ + detached >= max_connections_) {
         attach_only = "this daemon's " + std::to_string(max_connections_) +
                       " places (serve --max-connections) are taken by " +
-                      std::to_string(*connections_) + " connections and " +
-                      std::to_string(detached) +
-                      " detached owners awaiting owner_attach (each keeps its place until "
+                      text::CountText(*connections_, "connection", "connections") + " and " +
+                      text::CountText(detached, "detached owner", "detached owners") +
+                      " awaiting owner_attach (each keeps its place until "
                       "attached or its limits.detachGraceMs ends); this connection may only "
                       "owner_attach. Attach to your owner, or close this connection and retry "
                       "later";
       }
       if (*connections_ >= max_connections_) {
-        Refuse(fd, "this daemon already serves " + std::to_string(max_connections_) +
-                       " connections (serve --max-connections); close one and retry");
+        Refuse(fd, "this daemon already serves " +
+                       text::CountText(max_connections_, "connection", "connections") +
+                       " (serve --max-connections); close one and retry");
       } else if (Result<std::shared_ptr<LineConnection>> line = LineConnection::Create(io_, fd, fd);
                  !line) {
         LogWarn("refusing a connection: " + line.error().message);

@@ -3,6 +3,7 @@
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 
+#include "common/count_text.h"
 #include "common/log.h"
 #include "common/propagate.h"
 #include "common/random.h"
@@ -416,8 +417,10 @@ bool PtyService::CancelRequest(Owner& owner, const std::string& request_key,
 }
 
 void PtyService::CloseOwner(const std::shared_ptr<Owner>& owner, std::function<void()> done) {
-  done = [audit = audit_, id = owner->id(), done = std::move(done)] {
-    audit->OwnerClosed(id);
+  // Audited once: a stdio client's owner is closed at its end of input and again by the
+  // shutdown that follows.
+  done = [audit = audit_, id = owner->id(), first = !owner->closed(), done = std::move(done)] {
+    if (first) audit->OwnerClosed(id);
     done();
   };
   owner->MarkClosed();
@@ -480,8 +483,9 @@ bool PtyService::DetachOwner(const std::shared_ptr<Owner>& owner) {
   const uint64_t id = owner->id();
   detached_[id] = Detached{
       owner, start_timer_(std::chrono::milliseconds(grace_ms), [this, id] { ExpireDetached(id); })};
-  LogInfo("owner " + std::to_string(id) + " detached: " + std::to_string(owner->sessions().size()) +
-          " sessions keep running for " + std::to_string(grace_ms) + " ms awaiting owner_attach");
+  LogInfo("owner " + std::to_string(id) +
+          " detached: " + text::CountText(owner->sessions().size(), "session", "sessions") +
+          " keep running for " + std::to_string(grace_ms) + " ms awaiting owner_attach");
   return true;
 }
 
@@ -491,7 +495,7 @@ void PtyService::ExpireDetached(uint64_t owner_id) {
   std::shared_ptr<Owner> expired = it->second.owner;
   LogInfo("owner " + std::to_string(owner_id) +
           ": detach grace expired with no owner_attach; closing " +
-          std::to_string(expired->sessions().size()) + " sessions");
+          text::CountText(expired->sessions().size(), "session", "sessions"));
   // This timer is destroyed on a later turn, never inside its own handler.
   asio::post(io_, [timer = std::move(it->second.expiry)] {});
   detached_.erase(it);

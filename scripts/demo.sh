@@ -5,7 +5,9 @@ set -euo pipefail
 here="$(pwd)"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/install-deps.sh"
-"$root/scripts/build.sh"
+# Only what the demo runs: the binary and its in-sandbox helper, not the test suite (minutes of
+# compiling on a small machine).
+TARGETS="ptybox ptybox-init" "$root/scripts/build.sh"
 echo
 "$root/build/bin/ptybox" doctor || true
 echo

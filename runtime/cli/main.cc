@@ -177,6 +177,12 @@ struct ServeCommand {
       std::cerr << "ptybox serve: give one of --stdio or --socket PATH, not both\n";
       return 2;
     }
+    if (app->count("--socket") > 0 && socket_path.empty()) {
+      std::cerr << "ptybox serve: --socket is empty (was a variable such as $XDG_RUNTIME_DIR "
+                   "unset when the shell expanded it?); give a path, or leave --socket out for "
+                   "the default\n";
+      return 2;
+    }
     DaemonOptions options;
     options.stdio = stdio;
     if (!socket_path.empty()) {
@@ -336,6 +342,11 @@ int main(int argc, char** argv) {
   CLI::App* demo = app.add_subcommand("demo", "a short sandboxed session, shown as JSON-RPC");
   AddCommonFlags(demo, demo_flags);
 
+  // `ptybox help [COMMAND...]`, as git and cargo have it: the same text as --help.
+  std::vector<std::string> help_topic;
+  CLI::App* help = app.add_subcommand("help", "print this help, or a command's (help COMMAND)");
+  help->add_option("command", help_topic, "the command, e.g. serve or policy check");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -344,6 +355,26 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : ptybox::runtime::kRunExitUsage;
   }
 
+  if (help->parsed()) {
+    CLI::App* topic = &app;
+    std::string usage = argv[0];  // as --help names it: "ptybox policy check"
+    for (const std::string& name : help_topic) {
+      CLI::App* sub = nullptr;
+      try {
+        sub = topic->get_subcommand(name);
+      } catch (const CLI::OptionNotFound&) {
+      }
+      if (sub == nullptr || sub == help) {
+        std::cerr << "ptybox help: no command \"" << name << "\"; `ptybox --help` lists them\n";
+        return ptybox::runtime::kRunExitUsage;
+      }
+      topic = sub;
+      usage += " " + name;
+    }
+    // The formatter, not App::help(), which would describe the selected `help` itself.
+    std::cout << topic->get_formatter()->make_help(topic, usage, CLI::AppFormatMode::Normal);
+    return 0;
+  }
   using namespace ptybox::runtime;
   if (serve.app->parsed()) return serve.Run();
   if (mcp.app->parsed()) return mcp.Run();

@@ -341,6 +341,25 @@ TEST(AuditLogTest, AProcPathIsRefusedAtStartup) {
                          "cannot open the audit log /proc/ptybox-audit.jsonl");
 }
 
+// README's `--audit-log /var/log/ptybox/audit.jsonl` on a fresh machine: the log's missing
+// directory is created private, as the recordings' is; one that cannot be created says how.
+TEST(AuditLogTest, ALogsMissingDirectoryIsCreatedPrivateOrTheErrorSaysWhatToDo) {
+  TempDir dir;
+  TempDir workspace;
+  const fs::path log = dir.path() / "var" / "log" / "ptybox" / "audit.jsonl";
+  Startup started = StartServe({"--audit-log", log.string()}, workspace.path());
+  EXPECT_EQ(started.status, 0) << started.stderr_text;
+  EXPECT_TRUE(fs::is_regular_file(log));
+  EXPECT_EQ(FileMode(log), 0600u);
+  EXPECT_EQ(FileMode(log.parent_path()), 0700u);
+  EXPECT_EQ(FileMode(dir.path() / "var"), 0700u);
+  ExpectRefusedAtStartup({"--audit-log", "/proc/ptybox-missing/audit.jsonl"},
+                         "cannot create the audit log's directory /proc/ptybox-missing: ");
+  ExpectRefusedAtStartup({"--audit-log", "/proc/ptybox-missing/audit.jsonl"},
+                         "; create it (mkdir -p, owned by uid " + std::to_string(::geteuid()) +
+                             ", mode 0700) or choose another --audit-log file");
+}
+
 TEST(AuditLogTest, AReadOnlyDirectoryIsRefusedAtStartup) {
   TempDir dir;
   const fs::path ro = dir.path() / "ro";
@@ -519,6 +538,35 @@ TEST(AuditLogTest, PtyboxRunRecordsItsCommand) {
   EXPECT_EQ(records[1]["workspace"], fs::canonical(work.path()).string());
   EXPECT_EQ(records[2]["exitCode"], 3);
   EXPECT_EQ(FileMode(log), 0600u);
+}
+
+// A stdio client's owner is closed at its end of input and again by the shutdown that follows:
+// the audit log says owner_disconnected once, for `serve --stdio` and for `mcp` alike.
+TEST(AuditLogTest, AStdioClientsDisconnectIsAuditedOnce) {
+  const std::string open = R"({"jsonrpc":"2.0","id":1,"method":"terminal_open","params":{}})";
+  const std::string initialize =
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",)"
+      R"("capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
+  for (const auto& [program, input] : {std::pair<std::string, std::string>{"serve --stdio", open},
+                                       std::pair<std::string, std::string>{"mcp", initialize}}) {
+    SCOPED_TRACE(program);
+    TempDir work;
+    TempDir logs;
+    const fs::path log = logs.path() / "audit.jsonl";
+    WriteFile(logs.path() / "input", input + "\n");
+    const std::string command =
+        "cd " + work.path().string() + " && PTYBOX_INIT=" + InitBinary().string() +
+        " PTYBOX_OPERATOR_POLICY=/nonexistent/ptybox.yaml " + PtyboxBinary().string() + " " +
+        program + " --audit-log " + log.string() + " <" + (logs.path() / "input").string() +
+        " >/dev/null 2>&1";
+    EXPECT_EQ(Shell(command), 0);
+    const std::vector<Json> records = ReadAuditLog(log);
+    EXPECT_EQ(EventsNamed(records, "owner_disconnected").size(), 1u) << [&] {
+      std::string all;
+      for (const std::string& name : EventNames(records)) all += name + " ";
+      return all;
+    }();
+  }
 }
 
 }  // namespace

@@ -91,9 +91,9 @@ TEST(DetachedLimitTest, DetachedOwnersHoldPlacesAndAConnectionOverTheLimitMayOnl
     RpcClient d(daemon.socket());
     Json refused = d.Call("terminal_open", Json::object());
     EXPECT_EQ(refused["error"]["data"]["kind"], "busy") << refused.dump();
-    EXPECT_NE(
-        refused["error"]["message"].get<std::string>().find("1 connections and 1 detached owners"),
-        std::string::npos)
+    EXPECT_NE(refused["error"]["message"].get<std::string>().find(
+                  "1 connection and 1 detached owner awaiting"),
+              std::string::npos)
         << refused.dump();
   }
   // conn-4 (the fourth owner) is closed: its owner_disconnected record is written.

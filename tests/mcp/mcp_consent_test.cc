@@ -160,6 +160,7 @@ TEST(McpConsentTest, KeepingAndNarrowingNeverAsk) {
 }
 
 TEST(McpConsentTest, AcceptedWideningAppliesOthersAreServedMeanwhileAndItIsRemembered) {
+  ::unsetenv("PTYBOX_LOG");  // the outcome is logged at the default level
   McpProcess mcp;
   mcp.Initialize("2025-11-25", kElicitation);
   const int call = SetModeAsync(mcp, "danger-full-access");
@@ -199,9 +200,14 @@ TEST(McpConsentTest, AcceptedWideningAppliesOthersAreServedMeanwhileAndItIsRemem
   EXPECT_EQ(mcp.Tool("policy_set_mode", Json{{"mode", "read-only"}})["isError"], false);
   EXPECT_EQ(mcp.Tool("policy_set_mode", Json{{"mode", "danger-full-access"}})["isError"], false);
   EXPECT_EQ(Elicitations(mcp), 1u);
+  EXPECT_NE(
+      mcp.Log().find("mcp: the user accepted widening from workspace-write to danger-full-access"),
+      std::string::npos)
+      << mcp.Log();
 }
 
 TEST(McpConsentTest, DeclineCancelErrorAndNonsenseAreRefusalsThatChangeNothing) {
+  ::unsetenv("PTYBOX_LOG");  // the outcome is logged at the default level
   McpProcess mcp;
   mcp.Initialize("2025-06-18", kElicitation);
   struct Case {
@@ -233,6 +239,10 @@ TEST(McpConsentTest, DeclineCancelErrorAndNonsenseAreRefusalsThatChangeNothing) 
     EXPECT_EQ(CurrentMode(mcp), "workspace-write");
   }
   EXPECT_EQ(Elicitations(mcp), cases.size()) << "a refusal is not remembered as consent";
+  EXPECT_NE(mcp.Log().find("mcp: widening from workspace-write to danger-full-access refused: "
+                           "the user declined it"),
+            std::string::npos)
+      << mcp.Log();
   TempDir outside;
   EXPECT_FALSE(WritesOutsideWorkspace(mcp, outside.path(), "refused"));
 }
@@ -509,6 +519,63 @@ class McpConnectTrustTest : public ::testing::Test {
   TempDir dir_;
   std::filesystem::path state_;
 };
+
+// The daemon's workspace is the one its terminals get: a --workspace naming another one is
+// refused (exit 2, saying which is which), never silently replaced; the daemon's own is taken.
+TEST_F(McpConnectTrustTest, AWorkspaceOtherThanTheDaemonsIsRefused) {
+  auto daemon = StartDaemon();
+  TempDir other;
+  {
+    McpProcess host({"--connect", daemon->socket().string()}, other.path());
+    host.CloseInput();
+    const std::optional<int> status = host.WaitExit();
+    ASSERT_TRUE(status.has_value());
+    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 2) << *status << host.Log();
+    EXPECT_NE(host.Log().find("--workspace " + other.path().string() +
+                              " is not the workspace of the daemon, " +
+                              std::filesystem::canonical(daemon->workspace()).string()),
+              std::string::npos)
+        << host.Log();
+  }
+  auto host = Host(*daemon);
+  host->Initialize();
+  Json opened = host->Tool("terminal_open");
+  EXPECT_EQ(opened["isError"], false) << opened.dump() << host->Log();
+  EXPECT_EQ(opened["structuredContent"]["cwd"],
+            std::filesystem::canonical(daemon->workspace()).string())
+      << opened.dump();
+  Leave(*host);
+}
+
+// A request still in flight when the host closes its input is answered before the process
+// exits, as plain `ptybox mcp` answers it: the daemon keeps the command for its grace.
+TEST_F(McpConnectTrustTest, ARequestInFlightAtEndOfInputIsAnswered) {
+  // No silence settles the send: only the end of input can answer it.
+  std::ofstream(dir_.path() / "operator.yaml")
+      << "version: 1\nlimits: {detachGraceMs: 600000, idleSilenceMs: 3600000, timeoutMs: "
+         "3600000}\n";
+  auto daemon = StartDaemon();
+  auto host = Host(*daemon);
+  host->Initialize();
+  Json opened = host->Tool("terminal_open");
+  ASSERT_EQ(opened["isError"], false) << opened.dump() << host->Log();
+  const std::string id = opened["structuredContent"].value("sessionId", "");
+  const int call = host->SendRequest(
+      "tools/call", Json{{"name", "terminal_send"},
+                         {"arguments", {{"sessionId", id}, {"input", "sleep 600\n"}}}});
+  host->CloseInput();
+  Json answer = host->WaitFor([call](const Json& m) {
+    return m.contains("id") && m["id"] == call && !m.contains("method");
+  });
+  ASSERT_TRUE(answer.contains("result")) << answer.dump();
+  EXPECT_EQ(answer["result"]["isError"], true) << answer.dump();
+  EXPECT_NE(answer.dump().find("closed its input before this request was answered"),
+            std::string::npos)
+      << answer.dump();
+  const std::optional<int> status = host->WaitExit();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << *status << host->Log();
+}
 
 TEST_F(McpConnectTrustTest, ALinkPlantedAsTheStateDirectoryIsNeverFollowed) {
   const std::filesystem::path target = dir_.path() / "target";
