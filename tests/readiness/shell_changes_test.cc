@@ -167,14 +167,14 @@ TEST_P(ShellChangesTest, SttySaneKeepsTheInputOutOfViewports) {
 }
 
 // Code sourced into the shell (an `activate` script) tries to take the prompt hook over: it
-// redefines `__ptybox_prompt` to set a PS1 whose marker always says 0 (built from the nonce it
-// can read), then unsets it. The hook is a read-only function: bash refuses both, visibly, and
+// unsets `__ptybox_prompt`, then defines it anew to set a PS1 whose marker always says 0 (built
+// from the nonce it can read). The hook is a read-only function: bash refuses both, visibly, and
 // every later exit code is still the command's own. (Without it, `false` reported 0.)
 TEST_P(ShellChangesTest, SourcedCodeCannotRedefineOrUnsetThePromptHook) {
   {
     std::ofstream f(daemon_->workspace() / "activate-hook");
-    f << "__ptybox_prompt() { PS1=\"${__ptybox_ps1//'$?'/0}\"; }\n"
-         "unset -f __ptybox_prompt\n"
+    f << "unset -f __ptybox_prompt\n"
+         "__ptybox_prompt() { PS1=\"${__ptybox_ps1//'$?'/0}\"; }\n"
          "echo sourced\n";
   }
   const std::string id = Open();
