@@ -101,9 +101,8 @@ TEST(ReplyFilterTest, KeepsWholeReportsAndNothingElse) {
   EXPECT_EQ(KeepKnownReplies("\x1b[12;40R\x1b[?1;2c\x1b[>0;100;0c\x1b[0n\x1b[?25;1$y"),
             "\x1b[12;40R\x1b[?1;2c\x1b[>0;100;0c\x1b[0n\x1b[?25;1$y");
   EXPECT_EQ(KeepKnownReplies("\x1bP0$rrm -rf ~\x1b\\\x1b[1;1R"), "\x1b[1;1R");
-  EXPECT_EQ(KeepKnownReplies("\x9b"
-                             "1;1R"),
-            "");  // 8-bit CSI
+  const std::string c1_csi = "\x9b";  // 8-bit CSI
+  EXPECT_EQ(KeepKnownReplies(c1_csi + "1;1R"), "");
   EXPECT_EQ(KeepKnownReplies("\x1b[1;1Recho hi\n"), "\x1b[1;1R");
   EXPECT_EQ(KeepKnownReplies("\x1b[1;1"), "");                                  // cut short
   EXPECT_EQ(KeepKnownReplies("\x1b[>1R\x1b[>5n\x1b[1c\x1b[5$y\x1b[?5$n"), "");  // wrong shapes
