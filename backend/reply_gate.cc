@@ -18,9 +18,9 @@ ReplyAction DecideReply(const ReplyFacts& facts) {
   return ReplyAction::kHold;
 }
 
-std::chrono::milliseconds ReplyRetryDelay(int looks) {
-  if (looks >= 7) return std::chrono::milliseconds(100);
-  return std::chrono::milliseconds(1 << std::max(looks, 0));
+std::chrono::microseconds ReplyRetryDelay(int looks) {
+  if (looks >= 9) return std::chrono::milliseconds(100);
+  return std::chrono::microseconds(250 << std::max(looks, 0));
 }
 
 }  // namespace ptybox::backend

@@ -32,8 +32,9 @@ struct ReplyFacts {
 };
 
 // After this many looks without a reader the replies are dropped: a program reads its answer
-// right after asking (milliseconds); the looks, ReplyRetryDelay apart, span about 3 s.
-inline constexpr int kMaxReplyLooks = 36;
+// right after asking (well under a millisecond); the looks, ReplyRetryDelay apart, span about
+// 3 s.
+inline constexpr int kMaxReplyLooks = 38;
 
 // In order:
 // 1. the foreground group unknown: drop (the terminal is going);
@@ -48,7 +49,8 @@ inline constexpr int kMaxReplyLooks = 36;
 // 6. otherwise hold and look again.
 [[nodiscard]] ReplyAction DecideReply(const ReplyFacts& facts);
 
-// The wait before look number `looks` (1, 2, 4 ... 64 ms, then 100 ms).
-[[nodiscard]] std::chrono::milliseconds ReplyRetryDelay(int looks);
+// The wait before look number `looks` (0.25, 0.5, 1 ... 64 ms, then 100 ms): a program caught
+// between writing its query and reading the answer is waiting a moment later.
+[[nodiscard]] std::chrono::microseconds ReplyRetryDelay(int looks);
 
 }  // namespace ptybox::backend

@@ -87,15 +87,15 @@ TEST(ReplyGateTest, NoReaderYetIsHeldUntilTheGroupIsGoneOrTheLooksRunOut) {
 }
 
 TEST(ReplyGateTest, LooksBackOffToATenthOfASecondAndSpanAboutThreeSeconds) {
-  EXPECT_EQ(ReplyRetryDelay(0).count(), 1);
-  EXPECT_EQ(ReplyRetryDelay(1).count(), 2);
-  EXPECT_EQ(ReplyRetryDelay(6).count(), 64);
-  EXPECT_EQ(ReplyRetryDelay(7).count(), 100);
-  EXPECT_EQ(ReplyRetryDelay(1000).count(), 100);
-  int64_t total = 0;
-  for (int look = 0; look < kMaxReplyLooks; ++look) total += ReplyRetryDelay(look).count();
-  EXPECT_GE(total, 2500);
-  EXPECT_LE(total, 3500);
+  EXPECT_EQ(ReplyRetryDelay(0).count(), 250);
+  EXPECT_EQ(ReplyRetryDelay(1).count(), 500);
+  EXPECT_EQ(ReplyRetryDelay(8).count(), 64000);
+  EXPECT_EQ(ReplyRetryDelay(9).count(), 100000);
+  EXPECT_EQ(ReplyRetryDelay(1000).count(), 100000);
+  int64_t total_us = 0;
+  for (int look = 0; look < kMaxReplyLooks; ++look) total_us += ReplyRetryDelay(look).count();
+  EXPECT_GE(total_us, 2500000);
+  EXPECT_LE(total_us, 3500000);
 }
 
 }  // namespace
