@@ -94,6 +94,18 @@ TEST_P(TerminalReplyTest, AProgramThatReadsItsReplyGetsIt) {
   const std::regex report("row=[0-9]+ col=1\nrow=[0-9]+ col=1\nrow=[0-9]+ col=1");
   EXPECT_TRUE(std::regex_search(viewport, report)) << r.dump();
 
+  // A command substitution runs in the shell's own process group, while the shell itself waits
+  // on the pipe: its reader is not the shell's line editor, and it gets the answer.
+  r = Send(client_, id,
+           R"SH(echo "$(IFS='[;' read -rsdR -p $'\e[6n' _ row col; echo "row=$row col=$col")")SH"
+           "\n",
+           slow_);
+  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  EXPECT_EQ(r["exitCode"], 0) << r.dump();
+  ASSERT_TRUE(r["viewport"].is_string()) << r.dump();
+  EXPECT_TRUE(std::regex_match(r["viewport"].get<std::string>(), std::regex("row=[0-9]+ col=1")))
+      << r.dump();
+
   r = Send(client_, id, "python3 attributes-reader.py\n", slow_);
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_EQ(r["exitCode"], 0) << r.dump();
