@@ -162,8 +162,13 @@ bool LocalTerminal::ReassertNoEcho() {
 void LocalTerminal::Inspect(std::function<void(ForegroundFacts)> done) {
   ForegroundFacts facts;
   if (inspector_ && !status_.exited) {
+    // Unread input is counted before the walk: a reader the walk then sees waiting had nothing
+    // left to read. Counted after it, input written just before (an answer the reply gate
+    // released a moment earlier) and consumed during the walk read as 0 while the walk had
+    // seen the reader still waiting for it: a wait that was already over.
+    const std::optional<size_t> unread = UnreadInput();
     facts = inspector_->Inspect();
-    facts.unread_input = UnreadInput();
+    facts.unread_input = unread;
   }
   Deliver(std::move(facts), std::move(done));
 }
@@ -243,7 +248,6 @@ void LocalTerminal::ServeHeldReplies() {
   ReplyFacts facts;
   facts.asked_pgid = held_replies_->asked_pgid;
   facts.shell_pid = shell_pid_;
-  facts.looks = held_replies_->looks;
   if (inspector_ && !status_.exited) {
     ForegroundFacts now = inspector_->Inspect();
     facts.foreground_pgid = now.foreground_pgid;
@@ -267,7 +271,9 @@ void LocalTerminal::ServeHeldReplies() {
     case ReplyAction::kHold:
       break;
   }
-  // Nobody of the asking group reads yet: look again a little later (no sleeping here).
+  // Nobody of the asking group reads yet: look again a little later (no sleeping here). After
+  // the timed looks, the readiness inspections and further answers look.
+  if (held_replies_->looks >= kTimedReplyLooks) return;
   reply_timer_.expires_after(ReplyRetryDelay(held_replies_->looks++));
   std::weak_ptr<bool> alive = alive_;
   reply_timer_.async_wait([this, alive](const std::error_code& ec) {

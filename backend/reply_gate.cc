@@ -14,7 +14,7 @@ ReplyAction DecideReply(const ReplyFacts& facts) {
   });
   if (shell_reads) return ReplyAction::kDrop;
   if (std::any_of(facts.tasks.begin(), facts.tasks.end(), waits)) return ReplyAction::kWrite;
-  if (facts.group_gone || facts.looks >= kMaxReplyLooks) return ReplyAction::kDrop;
+  if (facts.group_gone) return ReplyAction::kDrop;
   return ReplyAction::kHold;
 }
 

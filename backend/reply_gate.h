@@ -15,7 +15,7 @@ namespace ptybox::backend {
 
 enum class ReplyAction {
   kWrite,  // a task of the asking group (not the shell itself) waits on the terminal
-  kHold,   // the asking group is still in the foreground but nobody of it reads yet: look again
+  kHold,   // the asking group is still in the foreground but nobody of it reads yet
   kDrop,   // whoever reads next did not ask
 };
 
@@ -28,13 +28,7 @@ struct ReplyFacts {
   // outside it when the group sleeps elsewhere (a tmux server).
   std::vector<TaskFacts> tasks;
   bool group_gone = false;  // kill(-foreground_pgid, 0) said ESRCH: no process left in it
-  int looks = 0;            // inspections already made for these replies
 };
-
-// After this many looks without a reader the replies are dropped: a program reads its answer
-// right after asking (well under a millisecond); the looks, ReplyRetryDelay apart, span about
-// 3 s.
-inline constexpr int kMaxReplyLooks = 38;
 
 // In order:
 // 1. the foreground group unknown: drop (the terminal is going);
@@ -45,12 +39,19 @@ inline constexpr int kMaxReplyLooks = 38;
 //    prompt (or its `read` builtin, which cannot be told apart): the reply would become part
 //    of the next command line;
 // 4. some other task waits on the terminal: write;
-// 5. the group has no process left, or kMaxReplyLooks looks found no reader: drop;
-// 6. otherwise hold and look again.
+// 5. the group has no process left: drop;
+// 6. otherwise hold: the asker may still read it. Nothing but the foreground changing ends a
+//    hold, so a program that works a long while before it reads still gets its answer.
 [[nodiscard]] ReplyAction DecideReply(const ReplyFacts& facts);
 
-// The wait before look number `looks` (0.25, 0.5, 1 ... 64 ms, then 100 ms): a program caught
-// between writing its query and reading the answer is waiting a moment later.
+// Held replies are looked at on a timer this many times (ReplyRetryDelay apart, about 3 s in
+// all: a program reads its answer well within that); after that only at the readiness
+// inspections (every send's pre-write look, and its looks until it settles) and when another
+// answer is owed.
+inline constexpr int kTimedReplyLooks = 38;
+
+// The wait before timed look number `looks` (0.25, 0.5, 1 ... 64 ms, then 100 ms): a program
+// caught between writing its query and reading the answer is waiting a moment later.
 [[nodiscard]] std::chrono::microseconds ReplyRetryDelay(int looks);
 
 }  // namespace ptybox::backend

@@ -67,21 +67,20 @@ TEST(ReplyGateTest, AGroupThatLeftTheForegroundLosesItsReply) {
   EXPECT_EQ(DecideReply(Facts(std::nullopt, kJob, {})), ReplyAction::kDrop);
 }
 
-TEST(ReplyGateTest, NoReaderYetIsHeldUntilTheGroupIsGoneOrTheLooksRunOut) {
+TEST(ReplyGateTest, NoReaderYetIsHeldWhileTheGroupKeepsTheForeground) {
   ReplyFacts f = Facts(kJob, kJob, {Task(kJob, kJob, TtyWait::kNone)});
   EXPECT_EQ(DecideReply(f), ReplyAction::kHold);
   f.tasks.front().running = true;
   EXPECT_EQ(DecideReply(f), ReplyAction::kHold);
-  f.looks = kMaxReplyLooks - 1;
-  EXPECT_EQ(DecideReply(f), ReplyAction::kHold);
-  f.looks = kMaxReplyLooks;
-  EXPECT_EQ(DecideReply(f), ReplyAction::kDrop);
+  // All zombies: still named by the terminal and not gone until the shell reaps them; the
+  // shell then takes the terminal back (rule 2).
+  EXPECT_EQ(DecideReply(Facts(kJob, kJob, {})), ReplyAction::kHold);
   // The group's last process is gone (the terminal still names it until the shell takes it
   // back): no reader will come.
   ReplyFacts gone = Facts(kJob, kJob, {});
   gone.group_gone = true;
   EXPECT_EQ(DecideReply(gone), ReplyAction::kDrop);
-  // A reader counts even on the last look.
+  // A reader, however late.
   f.tasks.front() = Task(kJob, kJob, TtyWait::kRead);
   EXPECT_EQ(DecideReply(f), ReplyAction::kWrite);
 }
@@ -93,7 +92,7 @@ TEST(ReplyGateTest, LooksBackOffToATenthOfASecondAndSpanAboutThreeSeconds) {
   EXPECT_EQ(ReplyRetryDelay(9).count(), 100000);
   EXPECT_EQ(ReplyRetryDelay(1000).count(), 100000);
   int64_t total_us = 0;
-  for (int look = 0; look < kMaxReplyLooks; ++look) total_us += ReplyRetryDelay(look).count();
+  for (int look = 0; look < kTimedReplyLooks; ++look) total_us += ReplyRetryDelay(look).count();
   EXPECT_GE(total_us, 2500000);
   EXPECT_LE(total_us, 3500000);
 }
