@@ -221,20 +221,13 @@ void LocalTerminal::WriteReply(std::string bytes) {
 
 void LocalTerminal::AnswerQueries(std::string replies) {
   if (replies.empty()) return;
-  if (!inspector_ || status_.exited) {
-    ++replies_dropped_;
-    return;
-  }
+  if (!inspector_ || status_.exited) return;
   const std::optional<pid_t> foreground = inspector_->ForegroundPgid();
   if (held_replies_ && foreground != held_replies_->asked_pgid) {
     // Asked by a group that has left the foreground meanwhile: whoever reads next did not ask.
     held_replies_.reset();
-    ++replies_dropped_;
   }
-  if (!foreground) {
-    ++replies_dropped_;
-    return;
-  }
+  if (!foreground) return;
   if (!held_replies_) held_replies_ = HeldReplies{{}, *foreground, 0};
   // Bounded as the screen bounds them: a program flooding queries loses the excess.
   if (held_replies_->bytes.size() + replies.size() <= Screen::kMaxReplyBytes) {
@@ -266,7 +259,6 @@ void LocalTerminal::ServeHeldReplies() {
     case ReplyAction::kDrop:
       held_replies_.reset();
       reply_timer_.cancel();
-      ++replies_dropped_;
       return;
     case ReplyAction::kHold:
       break;

@@ -72,8 +72,6 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   // then written ahead of queued input; dropped when whoever reads next did not ask, above all
   // the shell's own line editor (DecideReply, backend/reply_gate.h).
   void AnswerQueries(std::string replies);
-  // Answers dropped so far (each AnswerQueries batch counts once), for tests and diagnostics.
-  [[nodiscard]] uint64_t replies_dropped() const { return replies_dropped_; }
   // Decodes what the master already holds, synchronously.
   void DrainOutput();
   // Decodes what the master holds, at most one reactor wake-up's budget (256 KiB): a deadline
@@ -151,7 +149,6 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   };
   std::optional<HeldReplies> held_replies_;
   asio::steady_timer reply_timer_;
-  uint64_t replies_dropped_ = 0;
 };
 
 }  // namespace ptybox::backend

@@ -40,8 +40,8 @@ struct ReplyFacts {
 //    of the next command line;
 // 4. some other task waits on the terminal: write;
 // 5. the group has no process left: drop;
-// 6. otherwise hold: the asker may still read it. Nothing but the foreground changing ends a
-//    hold, so a program that works a long while before it reads still gets its answer.
+// 6. otherwise hold: the asker may still read it. Time alone never ends a hold, so a program
+//    that works a long while before it reads still gets its answer.
 [[nodiscard]] ReplyAction DecideReply(const ReplyFacts& facts);
 
 // Held replies are looked at on a timer this many times (ReplyRetryDelay apart, about 3 s in
