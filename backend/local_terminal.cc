@@ -10,6 +10,8 @@
 #include <asio/post.hpp>
 #include <cerrno>
 
+#include "backend/reply_gate.h"
+#include "backend/terminal/screen.h"
 #include "common/log.h"
 #include "common/proc_stat.h"
 
@@ -31,7 +33,10 @@ SessionStatus StatusFromWait(int wait_status) {
 
 LocalTerminal::LocalTerminal(asio::io_context& io, ChildReaper& reaper, Listener& listener,
                              std::shared_ptr<const sandbox::CgroupHost> cgroups)
-    : io_(io), listener_(listener), init_(io, reaper, *this, "the shell", std::move(cgroups)) {}
+    : io_(io),
+      listener_(listener),
+      init_(io, reaper, *this, "the shell", std::move(cgroups)),
+      reply_timer_(io) {}
 
 LocalTerminal::~LocalTerminal() { *alive_ = false; }
 
@@ -157,8 +162,13 @@ bool LocalTerminal::ReassertNoEcho() {
 void LocalTerminal::Inspect(std::function<void(ForegroundFacts)> done) {
   ForegroundFacts facts;
   if (inspector_ && !status_.exited) {
+    // Unread input is counted before the walk: a reader the walk then sees waiting had nothing
+    // left to read. Counted after it, input written just before (an answer the reply gate
+    // released a moment earlier) and consumed during the walk read as 0 while the walk had
+    // seen the reader still waiting for it: a wait that was already over.
+    const std::optional<size_t> unread = UnreadInput();
     facts = inspector_->Inspect();
-    facts.unread_input = UnreadInput();
+    facts.unread_input = unread;
   }
   Deliver(std::move(facts), std::move(done));
 }
@@ -184,6 +194,12 @@ void LocalTerminal::Deliver(ForegroundFacts facts, std::function<void(Foreground
     // Output the terminal held when the facts were read is decoded before the facts count.
     DrainOutput();
     if (alive.expired()) return;
+    // A reply still owed to a program: someone is about to get input, the wait is not the
+    // user's. Served (written or dropped) first, on a look of its own.
+    if (held_replies_) {
+      ServeHeldReplies();
+      if (held_replies_) facts.waiting_for_input = Tri::kUnknown;
+    }
     // Input written since the facts were read (an answer to a cursor position query decoded
     // just now, typically) may wake the reader they saw waiting: the wait is stale.
     if (writes_done_ != writes_before) facts.waiting_for_input = Tri::kUnknown;
@@ -201,6 +217,61 @@ void LocalTerminal::WriteReply(std::string bytes) {
   if (at != writes_.end() && at->offset > 0) ++at;  // never split a write already started
   writes_.insert(at, PendingWrite{std::move(bytes), 0, true, nullptr});
   Flush();
+}
+
+void LocalTerminal::AnswerQueries(std::string replies) {
+  if (replies.empty()) return;
+  if (!inspector_ || status_.exited) return;
+  const std::optional<pid_t> foreground = inspector_->ForegroundPgid();
+  if (held_replies_ && foreground != held_replies_->asked_pgid) {
+    // Asked by a group that has left the foreground meanwhile: whoever reads next did not ask.
+    held_replies_.reset();
+  }
+  if (!foreground) return;
+  if (!held_replies_) held_replies_ = HeldReplies{{}, *foreground, 0};
+  // Bounded as the screen bounds them: a program flooding queries loses the excess.
+  if (held_replies_->bytes.size() + replies.size() <= Screen::kMaxReplyBytes) {
+    held_replies_->bytes += replies;
+  }
+  ServeHeldReplies();
+}
+
+void LocalTerminal::ServeHeldReplies() {
+  if (!held_replies_) return;
+  ReplyFacts facts;
+  facts.asked_pgid = held_replies_->asked_pgid;
+  facts.shell_pid = shell_pid_;
+  if (inspector_ && !status_.exited) {
+    ForegroundFacts now = inspector_->Inspect();
+    facts.foreground_pgid = now.foreground_pgid;
+    facts.tasks = std::move(now.tasks);
+    facts.group_gone =
+        facts.foreground_pgid && ::kill(-*facts.foreground_pgid, 0) != 0 && errno == ESRCH;
+  }
+  switch (DecideReply(facts)) {
+    case ReplyAction::kWrite: {
+      std::string bytes = std::move(held_replies_->bytes);
+      held_replies_.reset();
+      reply_timer_.cancel();
+      WriteReply(std::move(bytes));
+      return;
+    }
+    case ReplyAction::kDrop:
+      held_replies_.reset();
+      reply_timer_.cancel();
+      return;
+    case ReplyAction::kHold:
+      break;
+  }
+  // Nobody of the asking group reads yet: look again a little later (no sleeping here). After
+  // the timed looks, the readiness inspections and further answers look.
+  if (held_replies_->looks >= kTimedReplyLooks) return;
+  reply_timer_.expires_after(ReplyRetryDelay(held_replies_->looks++));
+  std::weak_ptr<bool> alive = alive_;
+  reply_timer_.async_wait([this, alive](const std::error_code& ec) {
+    if (ec || alive.expired()) return;
+    ServeHeldReplies();
+  });
 }
 
 bool LocalTerminal::AbortWrite() {
@@ -370,6 +441,8 @@ void LocalTerminal::Hangup() {
   }
   inspector_.reset();
   slave_.Reset();
+  held_replies_.reset();
+  reply_timer_.cancel();
   FailWrites(Error{ErrorKind::kClosed, "the session is closing", {}});
 }
 

@@ -69,8 +69,13 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   // Sets the terminal's size (TIOCSWINSZ on the master): the kernel sends SIGWINCH to the
   // foreground process group when the size changed.
   Result<void> Resize(int rows, int columns);
-  // Answers the terminal owes a program (cursor reports): written ahead of queued input.
+  // Bytes for the shell ahead of queued input (the nonce line at the start), written as is.
   void WriteReply(std::string bytes);
+  // Answers the emulator owes a program (cursor reports, device attributes): held until a
+  // reader of the group that was in the foreground when they were asked waits on the terminal,
+  // then written ahead of queued input; dropped when whoever reads next did not ask, above all
+  // the shell's own line editor (DecideReply, backend/reply_gate.h).
+  void AnswerQueries(std::string replies);
   // Decodes what the master already holds, synchronously.
   void DrainOutput();
   // Decodes what the master holds, at most one reactor wake-up's budget (256 KiB): a deadline
@@ -118,6 +123,8 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   void FailWrites(const Error& error);
   void Hangup();
   Result<pid_t> VerifiedForegroundGroup();
+  // Decides what happens to the held replies now (one inspection), and arms the next look.
+  void ServeHeldReplies();
 
   asio::io_context& io_;
   Listener& listener_;
@@ -138,6 +145,14 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   SessionStatus status_;
   std::optional<DeliveredSignal> last_signal_;
   bool exit_reported_ = false;
+
+  struct HeldReplies {
+    std::string bytes;
+    pid_t asked_pgid = 0;
+    int looks = 0;
+  };
+  std::optional<HeldReplies> held_replies_;
+  asio::steady_timer reply_timer_;
 };
 
 }  // namespace ptybox::backend

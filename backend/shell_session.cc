@@ -206,7 +206,7 @@ void ShellSession::OnOutput(std::string_view bytes) {
   if (render_) render_->AddBytes(bytes);
   decoder_.Feed(bytes);
   if (std::string replies = decoder_.TakeReplies(); !replies.empty()) {
-    terminal_.WriteReply(std::move(replies));
+    terminal_.AnswerQueries(std::move(replies));
   }
   if (starting && startup_) startup_->Pump();
   if (send_ && !send_->settled()) send_->AfterOutput();

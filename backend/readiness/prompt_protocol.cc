@@ -91,6 +91,11 @@ std::string BuildPromptCommand() {
   code += kPromptPs1;
   code += "' __ptybox_ps2=; fi; unset __ptybox_n; ";
   code += fn;
+  // Read-only: code sourced into the shell (`. ./activate`) cannot redefine or unset the hook
+  // (bash refuses, with "readonly function"), so it cannot make the hook print a marker with an
+  // exit code of its choosing. It can still read the nonce (PS1 holds it) and replace the
+  // PROMPT_COMMAND element: sourced code is the shell; this narrows, it does not close.
+  code += "; declare -fr __ptybox_prompt";
   code += "; unset PROMPT_COMMAND; PROMPT_COMMAND[";
   code += std::to_string(kPromptHookIndex);
   code += "]='";

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backend/terminal/line_model.h"
+#include "backend/terminal/reply_filter.h"
 
 namespace ptybox::backend {
 
@@ -234,7 +235,8 @@ void Screen::SetScrolledRowSink(std::function<void(std::string_view row)> sink) 
 std::string Screen::TakeReplies() {
   std::string replies;
   replies.swap(replies_);
-  return replies;
+  // Only the report shapes, whatever libvterm wrote: no answer carries a program's text.
+  return KeepKnownReplies(replies);
 }
 
 }  // namespace ptybox::backend

@@ -166,6 +166,27 @@ TEST_P(ShellChangesTest, SttySaneKeepsTheInputOutOfViewports) {
   }
 }
 
+// Code sourced into the shell (an `activate` script) tries to take the prompt hook over: it
+// unsets `__ptybox_prompt`, then defines it anew to set a PS1 whose marker always says 0 (built
+// from the nonce it can read). The hook is a read-only function: bash refuses both, visibly, and
+// every later exit code is still the command's own. (Without it, `false` reported 0.)
+TEST_P(ShellChangesTest, SourcedCodeCannotRedefineOrUnsetThePromptHook) {
+  {
+    std::ofstream f(daemon_->workspace() / "activate-hook");
+    f << "unset -f __ptybox_prompt\n"
+         "__ptybox_prompt() { PS1=\"${__ptybox_ps1//'$?'/0}\"; }\n"
+         "echo sourced\n";
+  }
+  const std::string id = Open();
+  Json r = AtPrompt(id, ". ./activate-hook\n", 0);
+  const std::string viewport = r["viewport"].is_string() ? r["viewport"].get<std::string>() : "";
+  EXPECT_NE(viewport.find("__ptybox_prompt: readonly function"), std::string::npos) << r.dump();
+  EXPECT_NE(viewport.find("cannot unset: readonly function"), std::string::npos) << r.dump();
+  EXPECT_NE(viewport.find("sourced"), std::string::npos) << r.dump();
+  StillExact(id, "sourced hook redefinition");
+  r = AtPrompt(id, "(exit 7)\n", 7);
+}
+
 // `exec bash` / `exec $SHELL` (after installing nvm or rustup): the new shell has none of
 // ptybox's hook (its PS1 comes from /etc/bash.bashrc). No result is ever wrong: an exit code is
 // the command's or null, never another command's; the new shell's own prompt

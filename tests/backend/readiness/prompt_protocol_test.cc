@@ -67,6 +67,8 @@ TEST(PromptMarkerTest, PromptCommandCarriesNoNonceAndReadsItFromTheTerminal) {
   EXPECT_NE(code.find("IFS= read -r __ptybox_n;"), std::string::npos);
   EXPECT_NE(code.find("declare -gr __ptybox_ps1="), std::string::npos);
   EXPECT_NE(code.find("export -n PS1"), std::string::npos);
+  // The hook function is read-only once defined (sourced code cannot redefine it).
+  EXPECT_NE(code.find("; declare -fr __ptybox_prompt;"), std::string::npos);
   EXPECT_NE(code.find("PROMPT_COMMAND[" + std::to_string(kPromptHookIndex) + "]='"),
             std::string::npos);
   EXPECT_EQ(NonceLine(kNonce), std::string(kNonce) + "\n");

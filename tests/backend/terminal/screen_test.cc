@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/terminal/reply_filter.h"
 #include "tests/backend/terminal/decoder_invariants.h"
 
 namespace ptybox::backend {
@@ -79,6 +80,34 @@ TEST(ScreenTest, AnswersDeviceAttributes) {
   EXPECT_TRUE(da.ends_with("c")) << ::testing::PrintToString(da);
   s.Feed("\x1b[5n\x1b[6n");  // status report, then position: in order
   EXPECT_EQ(s.TakeReplies(), "\x1b[0n\x1b[1;1R");
+}
+
+// Every answer libvterm can make, and none that would carry a program's text: DECRQSS (a DCS
+// request libvterm answers by echoing it) gets nothing, nor do 8-bit controls after S8C1T.
+TEST(ScreenTest, RepliesAreOnlyReportShapes) {
+  Screen s(10, 40);
+  s.Feed("\x1b[?6n\x1b[>c\x1b[?2004$p\x1b[?5n");
+  const std::string replies = s.TakeReplies();
+  EXPECT_TRUE(replies.starts_with("\x1b[?1;1R\x1b[>")) << ::testing::PrintToString(replies);
+  EXPECT_NE(replies.find("c\x1b[?2004;"), std::string::npos) << ::testing::PrintToString(replies);
+  EXPECT_NE(replies.find("$y"), std::string::npos) << ::testing::PrintToString(replies);
+  s.Feed("\x1bP$qm\x1b\\\x1bP$q\nrm -rf x\n\x1b\\");  // DECRQSS, the second with a command
+  EXPECT_EQ(s.TakeReplies(), "");
+  s.Feed("\x1b G\x1b[6n\x1b F\x1b[6n");  // 8-bit controls on, a report; off, a report
+  EXPECT_EQ(s.TakeReplies(), "\x1b[1;1R");
+}
+
+TEST(ReplyFilterTest, KeepsWholeReportsAndNothingElse) {
+  EXPECT_EQ(KeepKnownReplies("\x1b[12;40R\x1b[?1;2c\x1b[>0;100;0c\x1b[0n\x1b[?25;1$y"),
+            "\x1b[12;40R\x1b[?1;2c\x1b[>0;100;0c\x1b[0n\x1b[?25;1$y");
+  EXPECT_EQ(KeepKnownReplies("\x1bP0$rrm -rf ~\x1b\\\x1b[1;1R"), "\x1b[1;1R");
+  const std::string c1_csi = "\x9b";  // 8-bit CSI
+  EXPECT_EQ(KeepKnownReplies(c1_csi + "1;1R"), "");
+  EXPECT_EQ(KeepKnownReplies("\x1b[1;1Recho hi\n"), "\x1b[1;1R");
+  EXPECT_EQ(KeepKnownReplies("\x1b[1;1"), "");                                  // cut short
+  EXPECT_EQ(KeepKnownReplies("\x1b[>1R\x1b[>5n\x1b[1c\x1b[5$y\x1b[?5$n"), "");  // wrong shapes
+  EXPECT_EQ(KeepKnownReplies("\x1b[" + std::string(40, '1') + "R"), "");        // no such report
+  EXPECT_EQ(KeepKnownReplies(""), "");
 }
 
 TEST(ScreenTest, RepliesAreBounded) {

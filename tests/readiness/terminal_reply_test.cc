@@ -1,0 +1,124 @@
+// Attack: a program asks the terminal a question (cursor position, device attributes, a mode)
+// and exits, or is killed, before it reads the answer. The daemon's emulator used to write the
+// answer anyway; the shell's line editor then read it as typed text, joined to the agent's
+// next command (`24;1Recho ok`: command not found). Replies are now held until a reader of the
+// asking group waits on the terminal and dropped when the shell's own line editor would read
+// them (backend/reply_gate.h). Programs that do read their answer still get it. Through the
+// real binary in every mode, as root and as an ordinary user's daemon (`_unprivileged`).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "tests/support/daemon_fixture.h"
+
+namespace ptybox::testing {
+namespace {
+
+// Bash reading a cursor position report, as prompt scripts do, in a process group of its own.
+constexpr const char* kCursorReader = R"SH(for i in 1 2 3; do
+  IFS='[;' read -rsdR -p $'\e[6n' _ row col
+  echo "row=$row col=$col"
+done
+)SH";
+
+// A raw-mode program that asks for the device attributes, works a while before it reads (the
+// reply waits for it), and reads the answer byte by byte.
+constexpr const char* kAttributesReader = R"PY(import os, sys, termios, tty
+fd = sys.stdin.fileno()
+old = termios.tcgetattr(fd)
+tty.setraw(fd)
+try:
+    os.write(1, b"\x1b[c")
+    sum(range(2000000))
+    got = b""
+    while not got.endswith(b"c"):
+        got += os.read(fd, 1)
+finally:
+    termios.tcsetattr(fd, termios.TCSADRAIN, old)
+print("da=" + got[1:].decode())
+)PY";
+
+class TerminalReplyTest : public SharedDaemonModeTest {
+ protected:
+  static void SetUpTestSuite() {
+    SharedDaemonModeTest::SetUpTestSuite();
+    std::ofstream(daemon_->workspace() / "cursor-reader.sh") << kCursorReader;
+    std::ofstream(daemon_->workspace() / "attributes-reader.py") << kAttributesReader;
+  }
+  // Exact evidence only: a large silence bound never settles these sends.
+  const Json slow_{{"silenceMs", 20000}, {"timeoutMs", 30000}};
+};
+
+TEST_P(TerminalReplyTest, AReplyToAProgramThatLeftNeverBecomesACommandLine) {
+  const struct {
+    std::string input;
+    int exit_code;
+  } queries[] = {
+      {"printf '\\e[6n'\n", 0},       // cursor position
+      {"printf '\\e[?6n'\n", 0},      // extended cursor position
+      {"printf '\\e[c'\n", 0},        // primary device attributes
+      {"printf '\\e[>c'\n", 0},       // secondary device attributes
+      {"printf '\\e[5n'\n", 0},       // device status
+      {"printf '\\e[?2004$p'\n", 0},  // a mode (bracketed paste)
+      {"printf '\\e[6n\\e[c\\e[6n'; (exit 3)\n", 3},
+      // Killed right after asking.
+      {"sh -c 'printf \"\\033[6n\"; kill -9 $$'\n", 137},
+      // Asked and then another job took the foreground.
+      {"printf '\\e[6n'; sleep 0.2\n", 0},
+  };
+  const std::string id = Open();
+  for (int round = 0; round < 3; ++round) {
+    for (const auto& query : queries) {
+      SCOPED_TRACE(query.input);
+      Json r = Send(client_, id, query.input, slow_);
+      EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+      EXPECT_EQ(r["exitCode"], query.exit_code) << r.dump();
+      // The next command line is the agent's alone: no reply in front of it.
+      r = Send(client_, id, "echo ok\n", slow_);
+      EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+      EXPECT_EQ(r["exitCode"], 0) << r.dump();
+      EXPECT_EQ(r["viewport"], "ok") << r.dump();
+    }
+  }
+}
+
+TEST_P(TerminalReplyTest, AProgramThatReadsItsReplyGetsIt) {
+  const std::string id = Open();
+  Json r = Send(client_, id, "bash cursor-reader.sh\n", slow_);
+  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  EXPECT_EQ(r["exitCode"], 0) << r.dump();
+  const std::string viewport = r["viewport"].is_string() ? r["viewport"].get<std::string>() : "";
+  const std::regex report("row=[0-9]+ col=1\nrow=[0-9]+ col=1\nrow=[0-9]+ col=1");
+  EXPECT_TRUE(std::regex_search(viewport, report)) << r.dump();
+
+  // A command substitution runs in the shell's own process group, while the shell itself waits
+  // on the pipe: its reader is not the shell's line editor, and it gets the answer.
+  r = Send(client_, id,
+           R"SH(echo "$(IFS='[;' read -rsdR -p $'\e[6n' _ row col; echo "row=$row col=$col")")SH"
+           "\n",
+           slow_);
+  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  EXPECT_EQ(r["exitCode"], 0) << r.dump();
+  ASSERT_TRUE(r["viewport"].is_string()) << r.dump();
+  EXPECT_TRUE(std::regex_match(r["viewport"].get<std::string>(), std::regex("row=[0-9]+ col=1")))
+      << r.dump();
+
+  r = Send(client_, id, "python3 attributes-reader.py\n", slow_);
+  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  EXPECT_EQ(r["exitCode"], 0) << r.dump();
+  EXPECT_EQ(r["viewport"], "da=[?1;2c") << r.dump();
+
+  r = Send(client_, id, "echo ok\n", slow_);
+  EXPECT_EQ(r["exitCode"], 0) << r.dump();
+  EXPECT_EQ(r["viewport"], "ok") << r.dump();
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, TerminalReplyTest,
+                         ::testing::Values("read-only", "workspace-write", "danger-full-access"),
+                         ModeTestName);
+
+}  // namespace
+}  // namespace ptybox::testing
