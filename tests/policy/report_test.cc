@@ -165,6 +165,13 @@ TEST(ExamplesTest, OperatorAndRepositoryExamplesResolveTogether) {
   TempDir dir;
   std::string op_text = ReadText(kSource / "examples/operator-policy.yaml");
   ASSERT_FALSE(op_text.empty());
+  // As its comments say: the directories created, their lines uncommented.
+  for (const auto& [commented, live] : std::vector<std::pair<std::string, std::string>>{
+           {"# workspace: ", "workspace: "}, {"# writable:\n#   - ", "writable:\n  - "}}) {
+    const size_t at = op_text.find(commented);
+    ASSERT_NE(at, std::string::npos) << commented;
+    op_text.replace(at, commented.size(), live);
+  }
   // Point the example's absolute paths into the scratch tree.
   const std::string from = "/srv/ptybox";
   const std::string to = (dir.path() / "srv/ptybox").string();
@@ -175,8 +182,12 @@ TEST(ExamplesTest, OperatorAndRepositoryExamplesResolveTogether) {
   dir.Dir("srv/ptybox/cache");
   dir.Dir("srv/ptybox/workspace/build");
   const auto op = dir.File("etc/ptybox/policy.yaml", op_text);
-  const auto repo = dir.File("srv/ptybox/workspace/.ptybox.yaml",
-                             ReadText(kSource / "examples/repo-policy.yaml"));
+  std::string repo_text = ReadText(kSource / "examples/repo-policy.yaml");
+  const std::string repo_commented = "# writable:\n#   - build";
+  const size_t repo_at = repo_text.find(repo_commented);
+  ASSERT_NE(repo_at, std::string::npos);
+  repo_text.replace(repo_at, repo_commented.size(), "writable:\n  - build");
+  const auto repo = dir.File("srv/ptybox/workspace/.ptybox.yaml", repo_text);
   EXPECT_EQ(Messages(CheckPolicyFiles({op, repo})), std::vector<std::string>{});
 
   ResolveInputs inputs;
@@ -190,7 +201,8 @@ TEST(ExamplesTest, OperatorAndRepositoryExamplesResolveTogether) {
   EXPECT_EQ(resolved->writable_roots,
             (std::vector<fs::path>{dir.path() / "srv/ptybox/cache",
                                    dir.path() / "srv/ptybox/workspace/build"}));
-  EXPECT_EQ(resolved->env.pass, (std::vector<std::string>{"PATH", "HOME", "LANG", "TZ"}));
+  EXPECT_EQ(resolved->env.pass, (std::vector<std::string>{"PATH", "HOME", "LANG", "TZ"}))
+      << "the repository example passes a subset of the operator's list";
   EXPECT_EQ(resolved->env.set.at("CI"), "true");
   EXPECT_EQ(resolved->limits.max_sessions, 4);
   EXPECT_EQ(resolved->limits.timeout_ms, 300000);
