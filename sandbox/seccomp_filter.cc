@@ -4,7 +4,9 @@
 #include "sandbox/seccomp_filter.h"
 
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <linux/sched.h>
+#include <netinet/in.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -12,8 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <span>
 #include <string>
 
 #include "common/log.h"
@@ -27,9 +31,19 @@ enum class Match {
   kIoctlRequest,        // arg1, low 32 bits only (the kernel truncates the request to int)
   kCloneNamespaceFlag,  // any CLONE_NEW* bit in the flags argument
   kDomainNotUnix,       // arg0 != AF_UNIX; only when the network is denied
+  kArgNotIn,            // `only.arg` outside `only.allowed` (see ArgSet); network denied only
   kPersonalityChange,   // arg0 other than PER_LINUX (0) and the query 0xffffffff
   kSetidMode,           // S_ISUID or S_ISGID in the mode argument (arg `mode_arg`)
   kSetidCreateMode,     // the same, only when the flags argument (arg `mode_arg` - 1) creates
+};
+
+// kArgNotIn: the call is refused unless argument `arg` (masked with `mask`, when not 0) is one of
+// `allowed`; with `domain` set, only calls whose arg0 (the socket domain) equals it are looked at.
+struct ArgSet {
+  unsigned arg = 0;
+  uint64_t mask = 0;
+  std::span<const uint64_t> allowed{};
+  int64_t domain = -1;
 };
 
 struct Row {
@@ -40,7 +54,23 @@ struct Row {
   uint64_t request;  // kIoctlRequest: the ioctl request
   std::string_view why;
   unsigned mode_arg = 0;  // kSetidMode, kSetidCreateMode: which argument holds the mode
+  ArgSet only{};          // kArgNotIn
 };
+
+// With the network denied the session's network namespace holds only `lo` (bwrap brings it up),
+// so IP sockets reach nothing but the session itself: dev servers and test databases work, and
+// nothing leaves. NETLINK_ROUTE lets `ip addr` and getifaddrs() see that `lo`; it changes only
+// this namespace. Every other family (AF_PACKET, AF_NETLINK's netfilter, xfrm, audit, ...) stays
+// refused: kernel attack surface with nothing a loopback needs.
+constexpr uint64_t kLoopbackDomains[] = {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK};
+// Stream and datagram only: SOCK_RAW needs no CAP_NET_RAW in the session's own user namespace,
+// and SOCK_PACKET on AF_INET is a packet socket under another name.
+constexpr uint64_t kInetTypes[] = {SOCK_STREAM, SOCK_DGRAM};
+constexpr uint64_t kSockTypeMask = 0xf;  // the kernel's SOCK_TYPE_MASK; the rest are flags
+// TCP and UDP (0 picks one of them): other protocols (SCTP, DCCP, L2TP, ...) would make the
+// kernel load their modules, a classic route to kernel bugs.
+constexpr uint64_t kInetProtocols[] = {0, IPPROTO_TCP, IPPROTO_UDP};
+constexpr uint64_t kNetlinkProtocols[] = {NETLINK_ROUTE};
 
 // fchmodat2 (Linux 6.6) is newer than Debian 12's headers; its number is the same on every
 // architecture that uses the generic table (and on x86_64).
@@ -159,8 +189,24 @@ constexpr Row kRules[] = {
   {"openat2", ENOSYS, "ENOSYS", Match::kAlways, 0,
    "its mode lives in a struct seccomp cannot read; libc falls back to openat"},
   // Network, when the policy denies it (the network namespace is empty as well).
-  {"socket", EAFNOSUPPORT, "EAFNOSUPPORT", Match::kDomainNotUnix, 0,
-   "network denied: any domain but AF_UNIX"},
+  {"socket", EAFNOSUPPORT, "EAFNOSUPPORT", Match::kArgNotIn, 0,
+   "network denied: any domain but AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK", 0,
+   {.arg = 0, .allowed = kLoopbackDomains}},
+  {"socket", EPERM, "EPERM", Match::kArgNotIn, 0,
+   "network denied: AF_INET with a type (arg1) other than SOCK_STREAM, SOCK_DGRAM (no raw)", 0,
+   {.arg = 1, .mask = kSockTypeMask, .allowed = kInetTypes, .domain = AF_INET}},
+  {"socket", EPERM, "EPERM", Match::kArgNotIn, 0,
+   "network denied: AF_INET6 with a type (arg1) other than SOCK_STREAM, SOCK_DGRAM (no raw)", 0,
+   {.arg = 1, .mask = kSockTypeMask, .allowed = kInetTypes, .domain = AF_INET6}},
+  {"socket", EPROTONOSUPPORT, "EPROTONOSUPPORT", Match::kArgNotIn, 0,
+   "network denied: AF_INET with a protocol (arg2) other than 0, TCP, UDP", 0,
+   {.arg = 2, .allowed = kInetProtocols, .domain = AF_INET}},
+  {"socket", EPROTONOSUPPORT, "EPROTONOSUPPORT", Match::kArgNotIn, 0,
+   "network denied: AF_INET6 with a protocol (arg2) other than 0, TCP, UDP", 0,
+   {.arg = 2, .allowed = kInetProtocols, .domain = AF_INET6}},
+  {"socket", EPROTONOSUPPORT, "EPROTONOSUPPORT", Match::kArgNotIn, 0,
+   "network denied: AF_NETLINK with a protocol (arg2) other than NETLINK_ROUTE", 0,
+   {.arg = 2, .allowed = kNetlinkProtocols, .domain = AF_NETLINK}},
   {"socketpair", EAFNOSUPPORT, "EAFNOSUPPORT", Match::kDomainNotUnix, 0,
    "network denied: any domain but AF_UNIX"},
 };
@@ -190,8 +236,39 @@ std::unexpected<Error> LibseccompError(std::string_view call, std::string_view w
   return Fail(ErrorKind::kSandboxUnavailable, std::move(message));
 }
 
+// One rule per refused value (rules of one syscall are ORed; libseccomp cannot AND two
+// comparisons of one argument, so "not in the set" is spelled out). With a mask, every masked
+// value outside the set; without, every value below the set's largest and all above it (a value
+// with garbage in the upper 32 bits is refused, which errs on the safe side).
+int AddArgNotIn(scmp_filter_ctx ctx, uint32_t action, int nr, const ArgSet& only) {
+  const auto allowed = [&](uint64_t v) {
+    return std::ranges::find(only.allowed, v) != only.allowed.end();
+  };
+  const auto add = [&](scmp_arg_cmp refused) {
+    if (only.domain < 0) return seccomp_rule_add(ctx, action, nr, 1, refused);
+    return seccomp_rule_add(ctx, action, nr, 2,
+                            SCMP_A0(SCMP_CMP_EQ, static_cast<uint64_t>(only.domain)), refused);
+  };
+  int rc = 0;
+  if (only.mask != 0) {
+    for (uint64_t v = 0; v <= only.mask && rc == 0; ++v) {
+      if (!allowed(v)) rc = add(scmp_arg_cmp{only.arg, SCMP_CMP_MASKED_EQ, only.mask, v});
+    }
+    return rc;
+  }
+  const uint64_t largest = std::ranges::max(only.allowed);
+  for (uint64_t v = 0; v < largest && rc == 0; ++v) {
+    if (!allowed(v)) rc = add(scmp_arg_cmp{only.arg, SCMP_CMP_EQ, v, 0});
+  }
+  if (rc == 0) rc = add(scmp_arg_cmp{only.arg, SCMP_CMP_GT, largest, 0});
+  return rc;
+}
+
 Result<void> AddRow(scmp_filter_ctx ctx, const Row& row, const SeccompOptions& options) {
-  if (row.match == Match::kDomainNotUnix && options.network_allowed) return {};
+  if ((row.match == Match::kDomainNotUnix || row.match == Match::kArgNotIn) &&
+      options.network_allowed) {
+    return {};
+  }
   int nr = seccomp_syscall_resolve_name(std::string(row.syscall).c_str());
   // libseccomp before 2.5.5 does not know fchmodat2; the native number is the kernel's.
   if ((nr == __NR_SCMP_ERROR || nr < 0) && row.syscall == "fchmodat2") nr = __NR_fchmodat2;
@@ -221,6 +298,9 @@ Result<void> AddRow(scmp_filter_ctx ctx, const Row& row, const SeccompOptions& o
       break;
     case Match::kDomainNotUnix:
       rc = seccomp_rule_add(ctx, action, nr, 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+      break;
+    case Match::kArgNotIn:
+      rc = AddArgNotIn(ctx, action, nr, row.only);
       break;
     case Match::kPersonalityChange:
       // The kernel reads the low 32 bits. A 32-bit value other than 0 and 0xffffffff has a

@@ -58,6 +58,74 @@ def connect(port):
     print(f"connect: ok connected to 127.0.0.1:{port}")
 
 
+def loopback(host):
+    """A dev server (http.server on a free port) bound to `host` and a client of the same process
+    fetching a page from it: what `python3 -m http.server --bind 127.0.0.1` and a test database
+    need. Proxies are ignored: the request must go to the address itself."""
+    import http.server
+    import threading
+    import urllib.request
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"ptybox-loopback"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    class Server(http.server.ThreadingHTTPServer):
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+    name = f"loopback {host}"
+    try:
+        server = Server((host, 0), Handler)
+    except OSError as e:
+        fail(name, e.errno)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    url = f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=60) as response:
+            body = response.read().decode()
+            status = response.status
+    except OSError as e:
+        fail(name, getattr(e, "errno", None) or getattr(getattr(e, "reason", None), "errno", None))
+    server.shutdown()
+    print(f"{name}: ok {status} {body}")
+
+
+def rawsockets():
+    """One line per socket a loopback does not need: "raw <what> <ok|ERRNO>"."""
+    attempts = [
+        ("inet-raw-icmp", socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP),
+        ("inet6-raw-icmpv6", socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6),
+        ("inet-sock-packet", socket.AF_INET, 10, 0x0300),  # SOCK_PACKET, ETH_P_ALL (network order)
+        ("packet-raw", socket.AF_PACKET, socket.SOCK_RAW, 0x0300),
+        ("netlink-netfilter", socket.AF_NETLINK, socket.SOCK_RAW, 12),
+    ]
+    for what, family, kind, proto in attempts:
+        try:
+            socket.socket(family, kind, proto).close()
+            result = "ok"
+        except OSError as e:
+            result = errno.errorcode.get(e.errno, str(e.errno))
+        print(f"raw {what} {result}")
+
+
+def interfaces():
+    """The interfaces netlink (NETLINK_ROUTE, as `ip addr` and getifaddrs use) reports."""
+    try:
+        names = sorted(name for _, name in socket.if_nameindex())
+    except OSError as e:
+        fail("interfaces", e.errno)
+    print("interfaces: ok " + " ".join(names))
+
+
 def environ(token):
     """Looks for `token` in our environment and in every readable /proc/*/environ."""
     found = [f"env:{k}" for k, v in os.environ.items() if token in k or token in v]
@@ -237,9 +305,12 @@ def main(argv):
         "setid": lambda: setid(argv[2]),
         "mounts": mounts,
         "unix": lambda: unix(argv[2], argv[3]),
+        "loopback": lambda: loopback(argv[2]),
+        "raw": rawsockets,
+        "interfaces": interfaces,
     }
     if len(argv) < 2 or argv[1] not in probes:
-        print("usage: escape_probe.py tiocsti|tiocsti-high|connect PORT|environ TOKEN|setid DIR|mounts|unix NAME PATH")
+        print("usage: escape_probe.py tiocsti|tiocsti-high|connect PORT|environ TOKEN|setid DIR|mounts|unix NAME PATH|loopback HOST|raw|interfaces")
         sys.exit(2)
     probes[argv[1]]()
 

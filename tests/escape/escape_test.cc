@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <sstream>
 
 #include "tests/escape/escape_support.h"
 
@@ -161,8 +162,9 @@ TEST_P(EscapeTest, HostLoopbackListenerIsUnreachable) {
   Observed table =
       Run("host-listener-in-/proc/net/tcp", "grep -ci ':" + std::string(hex) + " ' /proc/net/tcp");
   if (Confined()) {
+    // The session's own lo: IP sockets are allowed, but nothing listens on that port there.
     EXPECT_EQ(c.exit, 1) << c.Show();
-    EXPECT_TRUE(c.Says("connect: EAFNOSUPPORT")) << c.Show();
+    EXPECT_TRUE(c.Says("connect: ECONNREFUSED")) << c.Show();
     EXPECT_FALSE(listener.HasPendingConnection());
     EXPECT_EQ(table.text, "0") << table.Show();
     Observed dev = Run("interfaces", "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '");
@@ -172,6 +174,64 @@ TEST_P(EscapeTest, HostLoopbackListenerIsUnreachable) {
     EXPECT_TRUE(c.Says("connect: ok")) << c.Show();
     EXPECT_TRUE(listener.HasPendingConnection());
     EXPECT_NE(table.text, "0") << table.Show();
+  }
+}
+
+TEST_P(EscapeTest, LoopbackServersAnswerInsideTheSession) {
+  // A dev server bound to 127.0.0.1 and one to ::1, each fetched by a client of the session.
+  for (const char* host : {"127.0.0.1", "::1"}) {
+    Observed o = Run(std::string("loopback-") + host, Probe(std::string("loopback ") + host));
+    EXPECT_EQ(o.exit, 0) << o.Show();
+    EXPECT_TRUE(o.Says(std::string("loopback ") + host + ": ok 200 ptybox-loopback")) << o.Show();
+  }
+  // bash's /dev/tcp as the client of a listener of the same session (the port is the one
+  // python picked and printed; the listener accepts once).
+  const std::string out = "/tmp/loopback-" + Unique() + ".out";
+  Observed bash =
+      Run("loopback-dev-tcp",
+          "rm -f " + out +
+              "; python3 -c 'import socket; s = socket.create_server((\"127.0.0.1\", 0)); "
+              "print(s.getsockname()[1], flush=True); c, _ = s.accept(); "
+              "print(\"got\", c.recv(64).decode().strip())' > " +
+              out + " & until test -s " + out +
+              "; do sleep 0.1; done; echo hello-dev-tcp > /dev/tcp/127.0.0.1/$(head -1 " + out +
+              "); wait; tail -1 " + out + "; rm -f " + out);
+  EXPECT_EQ(bash.exit, 0) << bash.Show();
+  EXPECT_TRUE(bash.Says("got hello-dev-tcp")) << bash.Show();
+  Observed names = Run("interfaces-netlink", Probe("interfaces"));
+  EXPECT_EQ(names.exit, 0) << names.Show();
+  if (Confined()) {
+    // NETLINK_ROUTE works, and the namespace holds nothing but lo.
+    EXPECT_TRUE(names.Says("interfaces: ok lo")) << names.Show();
+    EXPECT_FALSE(names.Says("interfaces: ok lo ")) << names.Show();
+  }
+}
+
+TEST_P(EscapeTest, RawAndPacketSocketsStayRefused) {
+  Observed o = Run("raw-sockets", Probe("raw"));
+  EXPECT_EQ(o.exit, 0) << o.Show();
+  const std::map<std::string, std::string> confined = {{"inet-raw-icmp", "EPERM"},
+                                                       {"inet6-raw-icmpv6", "EPERM"},
+                                                       {"inet-sock-packet", "EPERM"},
+                                                       {"packet-raw", "EAFNOSUPPORT"},
+                                                       {"netlink-netfilter", "EPROTONOSUPPORT"}};
+  std::map<std::string, std::string> seen;
+  std::istringstream lines(o.text);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string tag, what, result;
+    if (words >> tag >> what >> result && tag == "raw") seen[what] = result;
+  }
+  for (const auto& [what, refused] : confined) {
+    ASSERT_TRUE(seen.contains(what)) << what << ": " << o.Show();
+    if (Confined()) {
+      // The filter's errno, except where two rows match (SOCK_RAW with ICMP: type and protocol).
+      EXPECT_TRUE(seen[what] == refused || (refused == "EPERM" && seen[what] == "EPROTONOSUPPORT"))
+          << what << ": " << o.Show();
+    } else if (::geteuid() == 0) {
+      // The control: root holds CAP_NET_RAW and CAP_NET_ADMIN without the filter.
+      EXPECT_EQ(seen[what], "ok") << what << ": " << o.Show();
+    }
   }
 }
 
@@ -268,8 +328,10 @@ TEST_P(EscapeTest, SyscallProbesAreRefused) {
                                                        {"ioctl:tiocsti", "EPERM"},
                                                        {"ioctl:tiocsti-high", "EPERM"},
                                                        {"ptrace", "EPERM"},
-                                                       {"socket:inet", "EAFNOSUPPORT"},
-                                                       {"socket:inet6", "EAFNOSUPPORT"},
+                                                       {"socket:packet", "EAFNOSUPPORT"},
+                                                       {"socket:inet:raw:6", "EPERM"},
+                                                       {"socket:inet6:raw:6", "EPERM"},
+                                                       {"socket:netlink:raw:12", "EPROTONOSUPPORT"},
                                                        {"fsopen", "ENOSYS"},
                                                        {"open_tree", "ENOSYS"},
                                                        {"socket:unix", "ok"}};
@@ -282,9 +344,13 @@ TEST_P(EscapeTest, SyscallProbesAreRefused) {
     ASSERT_TRUE(seen.contains(spec)) << spec << ": " << o.Show();
     if (Confined()) {
       EXPECT_EQ(seen[spec], result) << spec << ": " << o.Show();
-    } else if (spec == "pivot_root" && ::geteuid() != 0) {
-      // Without CAP_SYS_ADMIN the kernel itself answers EPERM: no control as an ordinary user.
-      std::cout << "  control skipped for pivot_root: the test does not run as root\n";
+    } else if ((spec == "pivot_root" || spec == "socket:inet:raw:6" ||
+                spec == "socket:inet6:raw:6" || spec == "socket:packet" ||
+                spec == "socket:netlink:raw:12") &&
+               ::geteuid() != 0) {
+      // Without CAP_SYS_ADMIN (pivot_root) or CAP_NET_RAW (raw and packet sockets) the kernel
+      // itself answers EPERM: no control as an ordinary user.
+      std::cout << "  control skipped for " << spec << ": the test does not run as root\n";
     } else if (spec != "socket:unix") {
       // The control: without the filter none of these answers the filter's errno.
       EXPECT_NE(seen[spec], result) << spec << ": " << o.Show();

@@ -190,11 +190,32 @@ int SocketDomain(std::string_view arg) {
   return -1;
 }
 
+int SocketType(std::string_view arg) {
+  if (arg == "stream") return SOCK_STREAM;
+  if (arg == "dgram") return SOCK_DGRAM;
+  if (arg == "raw") return SOCK_RAW;
+  if (arg == "seqpacket") return SOCK_SEQPACKET;
+  if (arg == "packet") return SOCK_PACKET;  // on AF_INET: the old spelling of a packet socket
+  return -1;
+}
+
+// socket:DOMAIN[:TYPE[:PROTOCOL]], e.g. socket:inet:raw:1; the protocol is a number.
 ProbeOutcome ProbeSocket(std::string_view arg) {
-  const int domain = SocketDomain(arg);
+  const size_t first = arg.find(':');
+  const int domain = SocketDomain(arg.substr(0, first));
   if (domain < 0) return Err(EINVAL, "unknown domain");
-  const int type = domain == AF_NETLINK || domain == AF_PACKET ? SOCK_RAW : SOCK_STREAM;
-  return Err(FdResult(socket(domain, type | SOCK_CLOEXEC, 0)));
+  int type = domain == AF_NETLINK || domain == AF_PACKET ? SOCK_RAW : SOCK_STREAM;
+  int protocol = 0;
+  if (first != std::string_view::npos) {
+    const std::string_view rest = arg.substr(first + 1);
+    const size_t second = rest.find(':');
+    type = SocketType(rest.substr(0, second));
+    if (type < 0) return Err(EINVAL, "unknown type");
+    if (second != std::string_view::npos) {
+      protocol = std::atoi(std::string(rest.substr(second + 1)).c_str());
+    }
+  }
+  return Err(FdResult(socket(domain, type | SOCK_CLOEXEC, protocol)));
 }
 
 ProbeOutcome ProbeSocketpair(std::string_view arg) {
