@@ -51,8 +51,12 @@ TEST_P(InitReachTest, InitControlSocketAndMemoryAreOutOfReach) {
     EXPECT_EQ(seen["proc-mem:" + pid].front(), root ? "ok" : "EACCES") << o.Show();
   }
   // A process's own children stay readable: same uid, dumpable, one session (docs/sandbox.md).
+  // Read once the child runs `sleep`: until its exec it is a fork of the shell, which a root
+  // daemon's session makes non-dumpable (the nonce), and that fork is rightly unreadable.
   Observed own = Run("read-own-child-mem",
-                     "(sleep 30 & " + SandboxProbe("proc-mem:$!") + " | cut -f2; kill $!)");
+                     "(sleep 30 & c=$!; for i in $(seq 5000); do "
+                     "[ \"$(cat /proc/$c/comm 2>/dev/null)\" = sleep ] && break; done; " +
+                         SandboxProbe("proc-mem:$c") + " | cut -f2; kill $c)");
   EXPECT_EQ(own.text, "ok") << own.Show();
 }
 
