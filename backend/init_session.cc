@@ -9,6 +9,7 @@
 #include <asio/post.hpp>
 #include <cerrno>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <variant>
 
@@ -105,16 +106,29 @@ void InitSession::Start(const sandbox::LaunchSpec& spec) {
   }
   walk_ = std::make_shared<WalkMailbox>();
   walk_->io = &io_;
-  std::thread([mailbox = walk_, spec, alive = std::weak_ptr<bool>(alive_), this] {
-    sandbox::LaunchRepositories found = sandbox::RepositoriesOfLaunch(spec.sandbox);
-    std::lock_guard lock(mailbox->mutex);
-    if (mailbox->io == nullptr) return;
-    asio::post(*mailbox->io, [this, alive, spec, found = std::move(found)]() mutable {
-      if (alive.expired() || abandoned_) return;
-      repositories_ = std::move(found);
-      Launch(spec);
+  try {
+    std::thread([mailbox = walk_, spec, alive = std::weak_ptr<bool>(alive_), this] {
+      sandbox::LaunchRepositories found = sandbox::RepositoriesOfLaunch(spec.sandbox);
+      std::lock_guard lock(mailbox->mutex);
+      if (mailbox->io == nullptr) return;
+      asio::post(*mailbox->io, [this, alive, spec, found = std::move(found)]() mutable {
+        if (alive.expired() || abandoned_) return;
+        repositories_ = std::move(found);
+        Launch(spec);
+      });
+    }).detach();
+  } catch (const std::system_error& e) {
+    // No thread (the daemon's own task limit): nothing was started, and the open says why.
+    start_reported_ = true;
+    Error error{ErrorKind::kSpawnFailed,
+                std::string("cannot start the thread that searches the writable roots for "
+                            "repositories (") +
+                    e.what() +
+                    "); nothing was started. Try again, or raise the daemon's task limit"};
+    asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_), error] {
+      if (!alive.expired()) listener_.OnStartFailed(error);
     });
-  }).detach();
+  }
 }
 
 void InitSession::Launch(const sandbox::LaunchSpec& spec) {
