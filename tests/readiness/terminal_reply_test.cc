@@ -7,15 +7,35 @@
 // real binary in every mode, as root and as an ordinary user's daemon (`_unprivileged`).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
-#include <regex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tests/support/daemon_fixture.h"
 
 namespace ptybox::testing {
 namespace {
+
+// "row=N col=1" with N one or more digits: what the readers below print of a cursor report.
+bool IsReportLine(std::string_view line) {
+  if (!line.starts_with("row=") || !line.ends_with(" col=1")) return false;
+  const std::string_view row = line.substr(4, line.size() - 4 - 6);
+  return !row.empty() && row.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+size_t LongestRunOfReportLines(std::string_view text) {
+  size_t run = 0;
+  size_t longest = 0;
+  while (!text.empty()) {
+    const size_t end = text.find('\n');
+    run = IsReportLine(text.substr(0, end)) ? run + 1 : 0;
+    longest = std::max(longest, run);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+  }
+  return longest;
+}
 
 // Bash reading a cursor position report, as prompt scripts do, in a process group of its own.
 constexpr const char* kCursorReader = R"SH(for i in 1 2 3; do
@@ -91,8 +111,7 @@ TEST_P(TerminalReplyTest, AProgramThatReadsItsReplyGetsIt) {
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_EQ(r["exitCode"], 0) << r.dump();
   const std::string viewport = r["viewport"].is_string() ? r["viewport"].get<std::string>() : "";
-  const std::regex report("row=[0-9]+ col=1\nrow=[0-9]+ col=1\nrow=[0-9]+ col=1");
-  EXPECT_TRUE(std::regex_search(viewport, report)) << r.dump();
+  EXPECT_GE(LongestRunOfReportLines(viewport), 3U) << r.dump();
 
   // A command substitution runs in the shell's own process group, while the shell itself waits
   // on the pipe: its reader is not the shell's line editor, and it gets the answer.
@@ -103,8 +122,7 @@ TEST_P(TerminalReplyTest, AProgramThatReadsItsReplyGetsIt) {
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_EQ(r["exitCode"], 0) << r.dump();
   ASSERT_TRUE(r["viewport"].is_string()) << r.dump();
-  EXPECT_TRUE(std::regex_match(r["viewport"].get<std::string>(), std::regex("row=[0-9]+ col=1")))
-      << r.dump();
+  EXPECT_TRUE(IsReportLine(r["viewport"].get<std::string>())) << r.dump();
 
   r = Send(client_, id, "python3 attributes-reader.py\n", slow_);
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
