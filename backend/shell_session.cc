@@ -163,7 +163,9 @@ bool ShellSession::MatchesLaunch(const SpawnSpec& spec) const {
     return false;
   }
   // The walk only once the rest agrees. It runs on the reactor here, so with a small budget:
-  // roots that hold more are never served from the pool (repository_walk.h).
+  // roots that hold more are never served from the pool (repository_walk.h), and roots whose
+  // launch walk already read more are not walked here at all.
+  if (terminal_.repositories().entries > sandbox::kRepositoryClaimMaxEntries) return false;
   const sandbox::LaunchSpec now = BuildLaunch(spec);
   return now == launched_ &&
          sandbox::SameRepositories(

@@ -17,11 +17,13 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "sandbox/repository_walk.h"
 #include "tests/support/daemon_fixture.h"
 #include "tests/support/files.h"
 
@@ -187,6 +189,33 @@ TEST_P(WarmPoolTest, ARepositoryCreatedWhileAShellWaitsIsProtectedInTheSessionTh
            "echo status=$?\n");
   EXPECT_EQ(r["viewport"], "status=1") << r.dump();
   EXPECT_EQ(ReadFile(config), "[core]\n") << "the session wrote the new repository's config";
+}
+
+// Roots larger than the claim's walk budget (sandbox/repository_walk.h: the claim walks on the
+// reactor) are never served from the pool in workspace-write: the claim could not prove the
+// pooled shell protects every repository there now, so the open launches afresh.
+TEST_P(WarmPoolTest, RootsTooLargeForTheClaimsWalkAreNeverServedFromThePool) {
+  const fs::path many = daemon_.workspace() / "many";
+  fs::create_directories(many);
+  for (size_t i = 0; i <= sandbox::kRepositoryClaimMaxEntries; ++i) {
+    std::ofstream(many / ("f" + std::to_string(i)));
+  }
+  RpcClient client(daemon_.socket());
+  ASSERT_TRUE(client.Call("policy_set_mode", Json{{"mode", Mode()}}).contains("result"));
+  Json first = Open(client);
+  AwaitPooled(1);
+  const std::set<pid_t> pooled = Descendants(daemon_.pid());
+  Json second = Open(client);
+  ASSERT_TRUE(second.contains("pid")) << second.dump();
+  const bool served = pooled.contains(second["pid"].get<pid_t>());
+  std::cout << "  observed [" << Mode() << "] " << sandbox::kRepositoryClaimMaxEntries + 1
+            << " files: second open served from the pool: " << (served ? "yes" : "no") << "\n";
+  if (Mode() == "workspace-write") {
+    EXPECT_FALSE(served) << "a pooled shell served roots its claim could not walk";
+  } else {
+    EXPECT_TRUE(served) << "read-only protects no repositories; its pool needs no walk";
+  }
+  EXPECT_EQ(Send(client, second["sessionId"], "echo ok\n")["viewport"], "ok");
 }
 
 // Attack: a client's environment differs from the one the pooled shell started with.
