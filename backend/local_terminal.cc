@@ -36,7 +36,8 @@ LocalTerminal::LocalTerminal(asio::io_context& io, ChildReaper& reaper, Listener
     : io_(io),
       listener_(listener),
       init_(io, reaper, *this, "the shell", std::move(cgroups)),
-      reply_timer_(io) {}
+      reply_timer_(io),
+      answer_look_timer_(io) {}
 
 LocalTerminal::~LocalTerminal() { *alive_ = false; }
 
@@ -233,7 +234,24 @@ void LocalTerminal::AnswerQueries(std::string replies) {
   if (held_replies_->bytes.size() + replies.size() <= Screen::kMaxReplyBytes) {
     held_replies_->bytes += replies;
   }
-  ServeHeldReplies();
+  // A look inspects the whole foreground group: one per interval, whatever the program prints
+  // (a flood of queries from a group of a thousand tasks stalled every owner for seconds).
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_answer_look_ >= kAnswerLookInterval) {
+    last_answer_look_ = now;
+    ServeHeldReplies();
+    return;
+  }
+  if (answer_look_pending_) return;
+  answer_look_pending_ = true;
+  answer_look_timer_.expires_at(last_answer_look_ + kAnswerLookInterval);
+  std::weak_ptr<bool> alive = alive_;
+  answer_look_timer_.async_wait([this, alive](const std::error_code& ec) {
+    if (ec || alive.expired()) return;
+    answer_look_pending_ = false;
+    last_answer_look_ = std::chrono::steady_clock::now();
+    ServeHeldReplies();
+  });
 }
 
 void LocalTerminal::ServeHeldReplies() {

@@ -153,6 +153,11 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   };
   std::optional<HeldReplies> held_replies_;
   asio::steady_timer reply_timer_;
+  // When answers last made the daemon inspect the session (a /proc walk over the foreground
+  // group): a program flooding queries gets one look per kAnswerLookInterval, not one per chunk.
+  std::chrono::steady_clock::time_point last_answer_look_{};
+  bool answer_look_pending_ = false;
+  asio::steady_timer answer_look_timer_;
 };
 
 }  // namespace ptybox::backend

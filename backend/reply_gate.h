@@ -49,6 +49,8 @@ struct ReplyFacts {
 // inspections (every send's pre-write look, and its looks until it settles) and when another
 // answer is owed.
 inline constexpr int kTimedReplyLooks = 38;
+// At most one inspection per this interval for answers of one session (the flood bound).
+inline constexpr std::chrono::milliseconds kAnswerLookInterval{50};
 
 // The wait before timed look number `looks` (0.25, 0.5, 1 ... 64 ms, then 100 ms): a program
 // caught between writing its query and reading the answer is waiting a moment later.

@@ -46,12 +46,24 @@ std::optional<std::string> OpenFailure(int error, int parent, const char* name,
            std::to_string(where.string().size()) + " bytes) under " +
            (root / first.substr(0, 64)).string();
   }
+  if (error == EXDEV && ::geteuid() != 0) {
+    // A root daemon's idmapped roots leave other mounts out; an ordinary user's bind shows them.
+    return "another mount inside it, at " + where.string() +
+           ", which a session sees and writes but the walk does not cross: unmount it";
+  }
   if (error != EACCES && error != EPERM) return std::nullopt;
   struct stat st {};
   if (::fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
-  if (st.st_uid != owner) return std::nullopt;  // the session cannot open it up either
-  return where.string() +
-         " cannot be read, and a session (its owner) could make it readable: chmod u+rx it";
+  if (st.st_uid == owner) {
+    return where.string() +
+           " cannot be read, and a session (its owner) could make it readable: chmod u+rx it";
+  }
+  if ((st.st_mode & (S_IXGRP | S_IXOTH)) != 0) {
+    return where.string() +
+           " cannot be listed but can be entered (searchable without read): make it readable "
+           "or not searchable (chmod o-x,g-x)";
+  }
+  return std::nullopt;  // neither readable nor searchable: the session cannot reach into it
 }
 
 }  // namespace
@@ -63,6 +75,7 @@ LaunchRepositories RepositoriesOfLaunch(const SandboxSpec& sandbox, size_t max_e
   std::vector<std::filesystem::path> roots = {sandbox.workspace_root};
   roots.insert(roots.end(), sandbox.writable_roots.begin(), sandbox.writable_roots.end());
   std::optional<uid_t> owner;
+  std::vector<std::pair<std::filesystem::path, GitIdentity>> gits;
   for (const std::filesystem::path& root : roots) {
     Result<OpenedPath> opened = OpenRootNoFollow(root.lexically_normal());
     if (!opened) continue;  // the launch refuses it with its own message
@@ -71,21 +84,30 @@ LaunchRepositories RepositoriesOfLaunch(const SandboxSpec& sandbox, size_t max_e
     if (!owner) owner = ::geteuid() == 0 ? opened->owner_uid : ::geteuid();
     RepositoryWalk walk = WalkRepositories(*opened, *owner, max_entries - found.entries);
     found.entries += walk.entries;
-    found.git_paths.insert(found.git_paths.end(), walk.git_paths.begin(), walk.git_paths.end());
+    for (size_t i = 0; i < walk.git_paths.size(); ++i) {
+      gits.emplace_back(std::move(walk.git_paths[i]), walk.git_ids[i]);
+    }
     if (walk.incomplete) {
       found.incomplete = std::move(walk.incomplete);
       break;
     }
   }
-  std::sort(found.git_paths.begin(), found.git_paths.end());
-  found.git_paths.erase(std::unique(found.git_paths.begin(), found.git_paths.end()),
-                        found.git_paths.end());
+  // Sorted by path, each once (nested roots are walked twice).
+  std::sort(gits.begin(), gits.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  gits.erase(std::unique(gits.begin(), gits.end(),
+                         [](const auto& a, const auto& b) { return a.first == b.first; }),
+             gits.end());
+  for (auto& [path, id] : gits) {
+    found.git_paths.push_back(std::move(path));
+    found.git_ids.push_back(id);
+  }
   return found;
 }
 
 bool SameRepositories(const LaunchRepositories& launched, const LaunchRepositories& now) {
   return launched.walked && now.walked && !launched.incomplete && !now.incomplete &&
-         launched.git_paths == now.git_paths;
+         launched.git_paths == now.git_paths && launched.git_ids == now.git_ids;
 }
 
 RepositoryWalk WalkRepositories(const OpenedPath& root, uid_t owner, size_t max_entries) {
@@ -139,7 +161,12 @@ RepositoryWalk WalkRepositories(const OpenedPath& root, uid_t owner, size_t max_
         type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
       }
       if (std::strcmp(name, ".git") == 0) {
-        if (type == DT_DIR || type == DT_REG) walk.git_paths.push_back(root.path / dir / name);
+        struct stat git {};
+        if ((type == DT_DIR || type == DT_REG) &&
+            ::fstatat(::dirfd(stream), name, &git, AT_SYMLINK_NOFOLLOW) == 0) {
+          walk.git_paths.push_back(root.path / dir / name);
+          walk.git_ids.push_back(GitIdentity{git.st_dev, git.st_ino});
+        }
         continue;  // never walked into: it is protected as a whole
       }
       if (type == DT_DIR) queue.push_back(dir / name);

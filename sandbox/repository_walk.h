@@ -30,8 +30,17 @@ inline constexpr size_t kRepositoryWalkMaxEntries = 1'000'000;
 // is never served from the pool (a fresh launch walks them off the reactor instead).
 inline constexpr size_t kRepositoryClaimMaxEntries = 20'000;
 
+// Which object a .git entry was when the walk met it: a repository re-created at the same path
+// (a fresh clone, `mv .git` and `git init`) is another one.
+struct GitIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool operator==(const GitIdentity&) const = default;
+};
+
 struct RepositoryWalk {
   std::vector<std::filesystem::path> git_paths;  // absolute: root / ... / .git
+  std::vector<GitIdentity> git_ids;              // parallel to git_paths
   size_t entries = 0;                            // directory entries read
   // Set when the walk could not search the whole tree: what stopped it, where, and the fix.
   std::optional<std::string> incomplete;
@@ -40,9 +49,11 @@ struct RepositoryWalk {
 // Walks `root` by descriptor: each directory is opened with openat2 beneath the root's
 // descriptor (no links, no other mount), so neither a link nor a rename elsewhere leads the walk
 // outside it; a .git directory is never entered. The root's own .git is included when present.
-// `owner` is the host uid a session writes as: a directory it owns that the walk cannot read is
-// one the session could open up (chmod) and fill, so it makes the walk incomplete; a directory
-// of another owner that the walk cannot read is one the session cannot enter either.
+// `owner` is the host uid a session writes as: a directory the walk cannot read makes it
+// incomplete when the session could still reach into it (it owns it and could chmod it, or the
+// directory can be searched without being read, mode 0711); one it can neither read nor search
+// is skipped. An ordinary user's daemon shows mounts inside a root to its sessions, so there a
+// mount the walk does not cross makes it incomplete too.
 [[nodiscard]] RepositoryWalk WalkRepositories(const OpenedPath& root, uid_t owner,
                                               size_t max_entries = kRepositoryWalkMaxEntries);
 
@@ -51,6 +62,7 @@ struct RepositoryWalk {
 // walk from a default one, so that a launch never goes ahead without it.
 struct LaunchRepositories {
   std::vector<std::filesystem::path> git_paths;
+  std::vector<GitIdentity> git_ids;  // parallel to git_paths
   size_t entries = 0;
   std::optional<std::string> incomplete;
   bool walked = false;
@@ -59,8 +71,8 @@ struct LaunchRepositories {
 [[nodiscard]] LaunchRepositories RepositoriesOfLaunch(
     const SandboxSpec& sandbox, size_t max_entries = kRepositoryWalkMaxEntries);
 
-// The git paths of two walks are the same set and the second searched everything: a pooled
-// shell launched with `launched` may serve a launch that walked `now`.
+// The git paths of two walks are the same set, each the same object, and the second searched
+// everything: a pooled shell launched with `launched` may serve a launch that walked `now`.
 [[nodiscard]] bool SameRepositories(const LaunchRepositories& launched,
                                     const LaunchRepositories& now);
 

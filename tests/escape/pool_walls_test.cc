@@ -191,6 +191,33 @@ TEST_P(WarmPoolTest, ARepositoryCreatedWhileAShellWaitsIsProtectedInTheSessionTh
   EXPECT_EQ(ReadFile(config), "[core]\n") << "the session wrote the new repository's config";
 }
 
+// Attack: a repository is re-created at the same path while a shell waits (the host re-clones
+// it, or `mv .git` and `git init`). The waiting shell protects the old .git; the claim must see
+// that the one there now is another object and launch afresh.
+TEST_P(WarmPoolTest, ARepositoryRecreatedAtTheSamePathWhileAShellWaitsIsProtected) {
+  const fs::path git = daemon_.workspace() / "vendor" / "lib" / ".git";
+  fs::create_directories(git);
+  WriteFile(git / "config", "[core]\n");
+  RpcClient client(daemon_.socket());
+  ASSERT_TRUE(client.Call("policy_set_mode", Json{{"mode", Mode()}}).contains("result"));
+  Json first = Open(client);
+  AwaitPooled(1);
+  const std::set<pid_t> pooled = Descendants(daemon_.pid());
+  fs::rename(git, daemon_.workspace() / "old-git");
+  fs::create_directories(git);
+  WriteFile(git / "config", "[core]\n");
+  Json second = Open(client);
+  if (Mode() == "workspace-write") {
+    EXPECT_FALSE(pooled.contains(second["pid"].get<pid_t>()))
+        << "a shell that protects the old .git served the open";
+  }
+  Json r = Send(client, second["sessionId"],
+                "{ echo '  fsmonitor = touch /tmp/planted' >> vendor/lib/.git/config; } "
+                "2>/dev/null; echo status=$?\n");
+  EXPECT_EQ(r["viewport"], "status=1") << r.dump();
+  EXPECT_EQ(ReadFile(git / "config"), "[core]\n") << "the session wrote the new repository";
+}
+
 // Roots larger than the claim's walk budget (sandbox/repository_walk.h: the claim walks on the
 // reactor) are never served from the pool in workspace-write: the claim could not prove the
 // pooled shell protects every repository there now, so the open launches afresh.

@@ -204,10 +204,36 @@ TEST_F(RepositoryWalkTest, AnUnreadableDirectoryOfTheSessionsOwnerIsIncompleteOf
   RepositoryWalk own = WalkRepositories(*root, ::geteuid());
   ASSERT_TRUE(own.incomplete);
   EXPECT_NE(own.incomplete->find("chmod u+rx"), std::string::npos) << *own.incomplete;
-  // Another owner's: the session cannot open it up, so the walk goes on without it.
+  // Another owner's, neither readable nor searchable: the session cannot reach into it, so the
+  // walk goes on without it.
   RepositoryWalk other = WalkRepositories(*root, ::geteuid() + 1);
   EXPECT_FALSE(other.incomplete);
+  // Another owner's that others may search without reading (0711): the session enters it by
+  // name, so the walk is incomplete.
+  fs::permissions(dir_ / "ws" / "closed",
+                  fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec);
+  RepositoryWalk searchable = WalkRepositories(*root, ::geteuid() + 1);
+  ASSERT_TRUE(searchable.incomplete);
+  EXPECT_NE(searchable.incomplete->find("can be entered"), std::string::npos)
+      << *searchable.incomplete;
   fs::permissions(dir_ / "ws" / "closed", fs::perms::owner_all);
+}
+
+TEST_F(RepositoryWalkTest, ARepositoryRecreatedAtTheSamePathIsAnotherOne) {
+  // A host that re-clones (or `mv .git` and `git init`) while a pooled shell waits: the path
+  // is the same, the object its launch protected is not.
+  fs::create_directories(dir_ / "ws" / "vendor" / "lib" / ".git");
+  SandboxSpec sandbox;
+  sandbox.mode = policy::Mode::kWorkspaceWrite;
+  sandbox.workspace_root = dir_ / "ws";
+  const LaunchRepositories launched = RepositoriesOfLaunch(sandbox);
+  ASSERT_EQ(launched.git_ids.size(), 1U);
+  EXPECT_TRUE(SameRepositories(launched, RepositoriesOfLaunch(sandbox)));
+  fs::rename(dir_ / "ws" / "vendor" / "lib" / ".git", dir_ / "old-git");
+  fs::create_directories(dir_ / "ws" / "vendor" / "lib" / ".git");
+  const LaunchRepositories now = RepositoriesOfLaunch(sandbox);
+  EXPECT_EQ(now.git_paths, launched.git_paths);
+  EXPECT_FALSE(SameRepositories(launched, now));
 }
 
 TEST_F(RepositoryWalkTest, ALaunchOfTheRootsSumsTheirEntriesAndComparesOnlyCompleteWalks) {
