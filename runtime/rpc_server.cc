@@ -189,20 +189,12 @@ Result<void> PrepareSocketDirectory(const std::filesystem::path& path) {
                     "/run/ptybox/ptybox.sock), or leave --socket out for this user's default",
                 path.string());
   }
-  std::error_code ec;
-  if (!std::filesystem::exists(dir, ec)) {
-    const mode_t old_mask = ::umask(0077);
-    std::filesystem::create_directories(dir, ec);
-    ::umask(old_mask);
-    if (ec) {
-      return Fail(ErrorKind::kInternal,
-                  "cannot create the socket directory " + dir.string() + ": " + ec.message() +
-                      "; create it (mkdir -p, owned by uid " + std::to_string(::geteuid()) +
-                      ") or choose another --socket path",
-                  path.string());
-    }
-    // Checked below like any existing directory: another user may have made it first.
+  if (Result<void> made =
+          CreatePrivateDirectories(dir, "the socket directory", "--socket path", path.string());
+      !made) {
+    return std::unexpected(made.error());
   }
+  // Checked below like any existing directory: another user may have made it first.
   // The directory itself, not what a link there points to; and only one that nobody else can
   // rearrange: owned by this uid or root, and writable by group or others only when sticky
   // (/tmp, a 1777 /run/ptybox), so no other user can swap the socket for something else.

@@ -29,32 +29,13 @@ bool Inside(const std::filesystem::path& path, const std::filesystem::path& root
   return !relative.empty() && *relative.begin() != "..";
 }
 
-// Creates `dir` and its missing parents, each 0700 (owned by this uid, so they pass
-// RequireOwnedDirectory as the recordings' directory does). `what` and `flag` name it in the error.
-Result<void> CreatePrivateDirectories(const std::filesystem::path& dir, const std::string& what,
-                                      const std::string& flag) {
-  std::error_code ec;
-  if (dir.empty() || std::filesystem::exists(std::filesystem::symlink_status(dir, ec))) return {};
-  const mode_t old_mask = ::umask(0077);
-  std::filesystem::create_directories(dir, ec);
-  ::umask(old_mask);
-  if (ec) {
-    return Fail(ErrorKind::kInternal,
-                "cannot create " + what + " " + dir.string() + ": " + ec.message() +
-                    "; create it (mkdir -p, owned by uid " + std::to_string(::geteuid()) +
-                    ", mode 0700) or choose another " + flag,
-                dir.string());
-  }
-  return {};
-}
-
 }  // namespace
 
 Result<UniqueFd> OpenAuditLogFile(const std::filesystem::path& path) {
   // A missing directory is created as the recordings' is (README: --audit-log
   // /var/log/ptybox/audit.jsonl on a fresh machine).
   if (Result<void> made = CreatePrivateDirectories(path.parent_path(), "the audit log's directory",
-                                                   "--audit-log file");
+                                                   "--audit-log file", path.parent_path().string());
       !made) {
     return std::unexpected(made.error());
   }
@@ -89,8 +70,8 @@ Result<UniqueFd> OpenAuditLogFile(const std::filesystem::path& path) {
 }
 
 Result<std::shared_ptr<const UniqueFd>> OpenRecordDirectory(const std::filesystem::path& path) {
-  if (Result<void> made =
-          CreatePrivateDirectories(path, "the recordings' directory", "--record directory");
+  if (Result<void> made = CreatePrivateDirectories(path, "the recordings' directory",
+                                                   "--record directory", path.string());
       !made) {
     return std::unexpected(made.error());
   }

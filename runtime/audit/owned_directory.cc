@@ -26,4 +26,21 @@ Result<void> RequireOwnedDirectory(const struct stat& st, const std::string& wha
   return {};
 }
 
+Result<void> CreatePrivateDirectories(const std::filesystem::path& dir, const std::string& what,
+                                      const std::string& flag, const std::string& context) {
+  std::error_code ec;
+  if (dir.empty() || std::filesystem::exists(std::filesystem::symlink_status(dir, ec))) return {};
+  const mode_t old_mask = ::umask(0077);
+  std::filesystem::create_directories(dir, ec);
+  ::umask(old_mask);
+  if (ec) {
+    return Fail(ErrorKind::kInternal,
+                "cannot create " + what + " " + dir.string() + ": " + ec.message() +
+                    "; create it (mkdir -p, owned by uid " + std::to_string(::geteuid()) +
+                    ", mode 0700) or choose another " + flag,
+                context);
+  }
+  return {};
+}
+
 }  // namespace ptybox::runtime
