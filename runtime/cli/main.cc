@@ -116,6 +116,17 @@ std::optional<std::shared_ptr<ptybox::runtime::AuditLog>> AuditFrom(
   return *audit;
 }
 
+// serve and mcp: the daemon with its audit log and recordings, or exit 1 when they cannot be
+// used (AuditFrom said why).
+int RunDaemonWithAudit(ptybox::runtime::DaemonOptions options, const AuditFlags& audit,
+                       const char* program) {
+  std::optional<std::shared_ptr<ptybox::runtime::AuditLog>> log =
+      AuditFrom(audit, options.service, program);
+  if (!log) return 1;
+  options.service.audit = *log;
+  return ptybox::runtime::RunDaemon(std::move(options));
+}
+
 // `ptybox mcp --mode MODE`: the mode the model starts in, which must be within the ceiling.
 // Returns the exit code of a startup error, or nullopt to go on.
 std::optional<int> SetMcpStartMode(const std::string& text,
@@ -199,10 +210,7 @@ struct ServeCommand {
     options.service = ServiceFrom(flags);
     options.max_connections = max_connections;
     options.service.max_total_sessions = max_sessions;
-    std::optional<std::shared_ptr<AuditLog>> log = AuditFrom(audit, options.service, "serve");
-    if (!log) return 1;
-    options.service.audit = *log;
-    return RunDaemon(std::move(options));
+    return RunDaemonWithAudit(std::move(options), audit, "serve");
   }
 };
 
@@ -265,10 +273,7 @@ struct McpCommand {
       return 2;
     }
     options.mcp_options.max_result_bytes = static_cast<size_t>(max_result_bytes);
-    std::optional<std::shared_ptr<AuditLog>> log = AuditFrom(audit, options.service, "mcp");
-    if (!log) return 1;
-    options.service.audit = *log;
-    return RunDaemon(std::move(options));
+    return RunDaemonWithAudit(std::move(options), audit, "mcp");
   }
 };
 
