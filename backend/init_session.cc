@@ -8,9 +8,7 @@
 #include <algorithm>
 #include <asio/post.hpp>
 #include <cerrno>
-#include <mutex>
 #include <system_error>
-#include <thread>
 #include <variant>
 
 #include "backend/readiness/proc_parse.h"
@@ -70,25 +68,17 @@ SessionStatus StatusOf(const sandbox::ExitedMessage& exited) {
 
 }  // namespace
 
-struct InitSession::WalkMailbox {
-  std::mutex mutex;
-  asio::io_context* io = nullptr;  // null once the session is gone
-};
-
 InitSession::InitSession(asio::io_context& io, ChildReaper& reaper, Listener& listener,
                          std::string program, std::shared_ptr<const sandbox::CgroupHost> cgroups)
     : io_(io),
       reaper_(reaper),
       listener_(listener),
       program_(std::move(program)),
-      cgroups_(std::move(cgroups)) {}
+      cgroups_(std::move(cgroups)),
+      off_reactor_(io) {}
 
 InitSession::~InitSession() {
   *alive_ = false;
-  if (walk_) {
-    std::lock_guard lock(walk_->mutex);
-    walk_->io = nullptr;
-  }
   if (child_pid_ > 0 && !child_exited_) {
     // Last resort; the owner normally terminates before it is destroyed.
     KillTree();
@@ -104,28 +94,18 @@ void InitSession::Start(const sandbox::LaunchSpec& spec) {
     Launch(spec);
     return;
   }
-  walk_ = std::make_shared<WalkMailbox>();
-  walk_->io = &io_;
-  try {
-    std::thread([mailbox = walk_, spec, alive = std::weak_ptr<bool>(alive_), this] {
-      sandbox::LaunchRepositories found = sandbox::RepositoriesOfLaunch(spec.sandbox);
-      std::lock_guard lock(mailbox->mutex);
-      if (mailbox->io == nullptr) return;
-      asio::post(*mailbox->io, [this, alive, spec, found = std::move(found)]() mutable {
-        if (alive.expired() || abandoned_) return;
+  Result<void> walking = off_reactor_.Run<sandbox::LaunchRepositories>(
+      "searches the writable roots for repositories",
+      [sandbox = spec.sandbox] { return sandbox::RepositoriesOfLaunch(sandbox); },
+      [this, spec](sandbox::LaunchRepositories found) {
+        if (abandoned_) return;
         repositories_ = std::move(found);
         Launch(spec);
       });
-    }).detach();
-  } catch (const std::system_error& e) {
-    // No thread (the daemon's own task limit): nothing was started, and the open says why.
+  if (!walking) {
+    // No thread: nothing was started, and the open says why.
     start_reported_ = true;
-    Error error{ErrorKind::kSpawnFailed,
-                std::string("cannot start the thread that searches the writable roots for "
-                            "repositories (") +
-                    e.what() +
-                    "); nothing was started. Try again, or raise the daemon's task limit"};
-    asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_), error] {
+    asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_), error = walking.error()] {
       if (!alive.expired()) listener_.OnStartFailed(error);
     });
   }

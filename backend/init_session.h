@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backend/child_reaper.h"
+#include "backend/off_reactor.h"
 #include "backend/types.h"
 #include "common/error.h"
 #include "common/unique_fd.h"
@@ -89,7 +90,6 @@ class InitSession final {
   std::string Diagnostics();
 
  private:
-  struct WalkMailbox;
   void Launch(const sandbox::LaunchSpec& spec);
   void ReadControl();
   void OnMessage(sandbox::ReceivedInitMessage received);
@@ -108,9 +108,9 @@ class InitSession final {
   std::shared_ptr<const sandbox::CgroupHost> cgroups_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 
-  // The walk before the launch: the thread reports through the mailbox, which forgets the
-  // reactor when this session goes (no post to a session that is gone).
-  std::shared_ptr<WalkMailbox> walk_;
+  // The walk before the launch runs off the reactor; its result is dropped once this
+  // session is gone.
+  OffReactor off_reactor_;
   bool abandoned_ = false;  // ended while its walk ran: nothing is launched
   sandbox::LaunchRepositories repositories_;
 

@@ -162,15 +162,17 @@ bool ShellSession::MatchesLaunch(const SpawnSpec& spec) const {
       spec.rows != spec_.rows || spec.columns != spec_.columns) {
     return false;
   }
-  // The walk only once the rest agrees. It runs on the reactor here, so with a small budget:
-  // roots that hold more are never served from the pool (repository_walk.h), and roots whose
-  // launch walk already read more are not walked here at all.
-  if (terminal_.repositories().entries > sandbox::kRepositoryClaimMaxEntries) return false;
-  const sandbox::LaunchSpec now = BuildLaunch(spec);
-  return now == launched_ &&
-         sandbox::SameRepositories(
-             terminal_.repositories(),
-             sandbox::RepositoriesOfLaunch(now.sandbox, sandbox::kRepositoryClaimMaxEntries));
+  return BuildLaunch(spec) == launched_;
+}
+
+std::optional<ShellSession::RepositoryClaim> ShellSession::RepositoryClaimFor(
+    const SpawnSpec& spec) const {
+  if (launched_.sandbox.mode != policy::Mode::kWorkspaceWrite) return std::nullopt;
+  return RepositoryClaim{BuildLaunch(spec).sandbox, terminal_.repositories()};
+}
+
+bool ShellSession::RepositoryClaim::Holds() const {
+  return sandbox::SameRepositories(launched, sandbox::RepositoriesOfLaunch(sandbox));
 }
 
 void ShellSession::SetOutputTap(std::function<void(std::string_view)> tap) {
@@ -613,13 +615,20 @@ class ShellPendingSpawn final : public PendingSpawn {
   std::weak_ptr<ShellSession> session_;
 };
 
-// An open served by a pooled shell: published on the next turn unless canceled first.
+// An open served by a pooled shell: published on the next turn (or once its claim's walk
+// holds) unless canceled first. When the claim fails, the open's own start takes over, and a
+// cancel goes to it.
 class ClaimedPendingSpawn final : public PendingSpawn {
  public:
   void Cancel(std::string reason) override {
-    if (!canceled) canceled = std::move(reason);
+    if (cold) {
+      cold->Cancel(std::move(reason));
+    } else if (!canceled) {
+      canceled = std::move(reason);
+    }
   }
   std::optional<std::string> canceled;
+  std::shared_ptr<PendingSpawn> cold;
 };
 
 // Startup output of a pooled shell, kept for the recording of the session that claims it.
@@ -638,6 +647,7 @@ class PooledShellSession final : public PooledShell,
  public:
   explicit PooledShellSession(asio::io_context& io) : io_(io) {}
   void Adopt(std::shared_ptr<ShellSession> session) { session_ = std::move(session); }
+  [[nodiscard]] const ShellSession& session() const { return *session_; }
 
   [[nodiscard]] bool Pristine() const override {
     return started_ && !overflow_ && session_->QuietAtPrompt();
@@ -706,7 +716,7 @@ class PooledShellSession final : public PooledShell,
 }  // namespace
 
 ShellBackend::ShellBackend(asio::io_context& io, ChildReaper& reaper, ShellBackendOptions options)
-    : io_(io), reaper_(reaper), options_(std::move(options)) {
+    : io_(io), reaper_(reaper), options_(std::move(options)), off_reactor_(io) {
   WarmPoolOptions pool_options;
   pool_options.headroom = options_.pool_headroom;
   pool_options.idle = options_.pool_idle;
@@ -738,29 +748,85 @@ ShellBackend::ShellBackend(asio::io_context& io, ChildReaper& reaper, ShellBacke
       pool_options);
 }
 
-std::shared_ptr<PendingSpawn> ShellBackend::Spawn(SpawnSpec spec, SpawnCallback done) {
-  if (std::shared_ptr<PooledShell> shell = pool_->Claim(spec)) {
-    auto* pooled = static_cast<PooledShellSession*>(shell.get());
-    std::shared_ptr<ShellSession> session = pooled->TakeFor(spec.output_tap);
-    LogInfo("warm pool: terminal_open served by a pre-started shell (pid " +
-            std::to_string(session->pid().value_or(-1)) + ")");
-    auto pending = std::make_shared<ClaimedPendingSpawn>();
-    asio::post(io_, [session, pending, done = std::move(done)] {
-      if (!pending->canceled) {
-        done(std::shared_ptr<BackendSession>(session));
-        return;
-      }
-      // Canceled before it was published: nobody may own it; ended like a canceled start.
-      session->Close(*pending->canceled, [session, pending, done](Result<SessionStatus> closed) {
-        Error error{ErrorKind::kCanceled, *pending->canceled};
-        if (!closed) error.cleanup_failure = closed.error().message;
-        done(std::unexpected(std::move(error)));
-      });
+namespace {
+
+// Hands a claimed pooled shell to the open on the next turn, unless the open was canceled first.
+void Publish(asio::io_context& io, PooledShellSession& pooled, const SpawnSpec& spec,
+             std::shared_ptr<ClaimedPendingSpawn> pending, Backend::SpawnCallback done) {
+  std::shared_ptr<ShellSession> session = pooled.TakeFor(spec.output_tap);
+  LogInfo("warm pool: terminal_open served by a pre-started shell (pid " +
+          std::to_string(session->pid().value_or(-1)) + ")");
+  asio::post(io, [session, pending, done = std::move(done)] {
+    if (!pending->canceled) {
+      done(std::shared_ptr<BackendSession>(session));
+      return;
+    }
+    // Canceled before it was published: nobody may own it; ended like a canceled start.
+    session->Close(*pending->canceled, [session, pending, done](Result<SessionStatus> closed) {
+      Error error{ErrorKind::kCanceled, *pending->canceled};
+      if (!closed) error.cleanup_failure = closed.error().message;
+      done(std::unexpected(std::move(error)));
     });
+  });
+}
+
+}  // namespace
+
+struct ShellBackend::PendingClaim {
+  std::shared_ptr<PooledShellSession> shell;
+  SpawnSpec spec;
+  std::shared_ptr<ClaimedPendingSpawn> pending;
+  SpawnCallback done;
+};
+
+ShellBackend::~ShellBackend() = default;
+
+std::shared_ptr<PendingSpawn> ShellBackend::Spawn(SpawnSpec spec, SpawnCallback done) {
+  std::shared_ptr<PooledShell> claimed = pool_->Claim(spec);
+  if (!claimed) return SpawnCold(std::move(spec), std::move(done));
+  auto pooled = std::static_pointer_cast<PooledShellSession>(claimed);
+  auto pending = std::make_shared<ClaimedPendingSpawn>();
+  std::optional<ShellSession::RepositoryClaim> walk = pooled->session().RepositoryClaimFor(spec);
+  if (!walk) {
+    Publish(io_, *pooled, spec, pending, std::move(done));
     PostRefill(io_, pool_, spec);
     return pending;
   }
-  return SpawnCold(std::move(spec), std::move(done));
+  // The walk may read up to a launch's budget of entries: off the reactor, like a launch's.
+  const uint64_t id = next_claim_++;
+  claims_.emplace(id, std::make_unique<PendingClaim>(PendingClaim{
+                          std::move(pooled), std::move(spec), pending, std::move(done)}));
+  Result<void> walking = off_reactor_.Run<bool>(
+      "compares the writable roots' repositories with a pre-started shell's",
+      [walk = std::move(*walk)] { return walk.Holds(); },
+      [this, id](bool holds) { OnClaimWalked(id, holds); });
+  if (!walking) {
+    LogWarn("warm pool: " + walking.error().message);
+    asio::post(io_, [this, id] { OnClaimWalked(id, false); });
+  }
+  return pending;
+}
+
+void ShellBackend::OnClaimWalked(uint64_t id, bool holds) {
+  auto node = claims_.extract(id);
+  if (node.empty()) return;
+  PendingClaim& claim = *node.mapped();
+  if (holds && !claim.pending->canceled && claim.shell->Pristine()) {
+    Publish(io_, *claim.shell, claim.spec, claim.pending, std::move(claim.done));
+    PostRefill(io_, pool_, claim.spec);
+    return;
+  }
+  const char* why = !holds ? "the repositories in its writable roots changed since its launch"
+                           : "it changed while its claim was checked";
+  LogInfo(std::string("warm pool: a pre-started shell was not used: ") + why);
+  claim.shell->Discard(why, [] {});
+  if (claim.pending->canceled) {
+    asio::post(io_, [pending = claim.pending, done = std::move(claim.done)] {
+      done(std::unexpected(Error{ErrorKind::kCanceled, *pending->canceled}));
+    });
+    return;
+  }
+  claim.pending->cold = SpawnCold(std::move(claim.spec), std::move(claim.done));
 }
 
 std::shared_ptr<PendingSpawn> ShellBackend::SpawnCold(SpawnSpec spec, SpawnCallback done) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +17,7 @@
 #include "backend/backend.h"
 #include "backend/child_reaper.h"
 #include "backend/local_terminal.h"
+#include "backend/off_reactor.h"
 #include "backend/readiness/prompt_protocol.h"
 #include "backend/readiness/readiness_driver.h"
 #include "backend/send_render.h"
@@ -85,11 +87,20 @@ class ShellSession final : public BackendSession,
   // prompt, alive, nothing printed, nothing sent and no resize since.
   [[nodiscard]] bool QuietAtPrompt() const;
   // The spec asks for exactly this shell: the same policy, directory, environment and size,
-  // a launch built for it now (host facts collected afresh, this shell's own nonce) equals the
-  // launch this shell was started with, and a walk of its writable roots now finds the
-  // repositories this shell's launch protected, within the claim's budget
-  // (sandbox/repository_walk.h: roots too large for it are never served from the pool).
+  // and a launch built for it now (host facts collected afresh, this shell's own nonce) equals
+  // the launch this shell was started with. Cheap: runs on the reactor at every claim.
   [[nodiscard]] bool MatchesLaunch(const SpawnSpec& spec) const;
+  // What a claim must still prove before a workspace-write shell serves `spec`: a walk of its
+  // writable roots now finds the repositories this shell's launch protected, each the same
+  // object (sandbox::SameRepositories). Copied so that the walk runs off the reactor;
+  // nullopt when the launch protected none by walking (read-only).
+  struct RepositoryClaim {
+    sandbox::SandboxSpec sandbox;
+    sandbox::LaunchRepositories launched;
+    // Walks the roots: off the reactor only.
+    [[nodiscard]] bool Holds() const;
+  };
+  [[nodiscard]] std::optional<RepositoryClaim> RepositoryClaimFor(const SpawnSpec& spec) const;
   // The tap of the session that claimed this shell; sees every byte from now on.
   void SetOutputTap(std::function<void(std::string_view)> tap);
 
@@ -191,20 +202,29 @@ class ShellSession final : public BackendSession,
 class ShellBackend final : public Backend {
  public:
   ShellBackend(asio::io_context& io, ChildReaper& reaper, ShellBackendOptions options);
+  ~ShellBackend() override;
   [[nodiscard]] std::string_view type() const override { return "shell"; }
   // Claims a matching pooled shell when there is one, else starts a shell; either way the pool
-  // is refilled for this spec afterwards, off the open's path.
+  // is refilled for this spec afterwards, off the open's path. A workspace-write claim walks
+  // the writable roots off the reactor first; a shell that no longer protects what is there
+  // is discarded and the open starts its own.
   std::shared_ptr<PendingSpawn> Spawn(SpawnSpec spec, SpawnCallback done) override;
   void Shutdown(std::function<void()> done) override;
   [[nodiscard]] WarmPool::Counters pool_counters() const { return pool_->counters(); }
 
  private:
+  struct PendingClaim;
   std::shared_ptr<PendingSpawn> SpawnCold(SpawnSpec spec, SpawnCallback done);
+  void OnClaimWalked(uint64_t id, bool holds);
 
   asio::io_context& io_;
   ChildReaper& reaper_;
   ShellBackendOptions options_;
   std::shared_ptr<WarmPool> pool_;
+  // Claims whose walk runs off the reactor, by id (the walk's result carries only the id).
+  std::map<uint64_t, std::unique_ptr<PendingClaim>> claims_;
+  uint64_t next_claim_ = 1;
+  OffReactor off_reactor_;
 };
 
 }  // namespace ptybox::backend

@@ -6,8 +6,8 @@
 // (too many entries, a path deeper than the kernel resolves, a directory it cannot read but a
 // session could open up), it says why, and the launch is refused rather than started with a
 // repository left writable. It has no depth bound. It costs one getdents per directory and runs
-// off the daemon's reactor (backend/init_session.cc); the warm pool's claim repeats it on the
-// reactor only up to a small budget (kRepositoryClaimMaxEntries).
+// off the daemon's reactor (backend/off_reactor.h), at a launch and again at the warm pool's
+// claim of a pre-started shell.
 #pragma once
 
 #include <sys/types.h>
@@ -26,9 +26,6 @@ namespace ptybox::sandbox {
 // A launch's walk: past this many entries in all its writable roots together the launch is
 // refused (about 1 s of walking on a quiet machine; a workspace that large should be narrowed).
 inline constexpr size_t kRepositoryWalkMaxEntries = 1'000'000;
-// The warm pool's comparison at claim, which runs on the reactor: a launch whose roots hold more
-// is never served from the pool (a fresh launch walks them off the reactor instead).
-inline constexpr size_t kRepositoryClaimMaxEntries = 20'000;
 
 // Which object a .git entry was when the walk met it: a repository re-created at the same path
 // (a fresh clone, `mv .git` and `git init`) is another one.

@@ -23,7 +23,6 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/repository_walk.h"
 #include "tests/support/daemon_fixture.h"
 #include "tests/support/files.h"
 
@@ -218,31 +217,45 @@ TEST_P(WarmPoolTest, ARepositoryRecreatedAtTheSamePathWhileAShellWaitsIsProtecte
   EXPECT_EQ(ReadFile(git / "config"), "[core]\n") << "the session wrote the new repository";
 }
 
-// Roots larger than the claim's walk budget (sandbox/repository_walk.h: the claim walks on the
-// reactor) are never served from the pool in workspace-write: the claim could not prove the
-// pooled shell protects every repository there now, so the open launches afresh.
-TEST_P(WarmPoolTest, RootsTooLargeForTheClaimsWalkAreNeverServedFromThePool) {
+// The claim walks the roots off the reactor with a launch's budget: a root of 20,001 entries
+// (more than the claim's old on-reactor budget) is served from the pool when nothing changed,
+// and a repository created deep inside it while the shell waited still gets a fresh, protecting
+// launch.
+TEST_P(WarmPoolTest, LargeRootsAreServedFromThePoolAndStillProtectANewRepository) {
+  constexpr size_t kFiles = 20'001;
   const fs::path many = daemon_.workspace() / "many";
   fs::create_directories(many);
-  for (size_t i = 0; i <= sandbox::kRepositoryClaimMaxEntries; ++i) {
-    std::ofstream(many / ("f" + std::to_string(i)));
-  }
+  for (size_t i = 0; i < kFiles; ++i) std::ofstream(many / ("f" + std::to_string(i)));
   RpcClient client(daemon_.socket());
   ASSERT_TRUE(client.Call("policy_set_mode", Json{{"mode", Mode()}}).contains("result"));
   Json first = Open(client);
   AwaitPooled(1);
-  const std::set<pid_t> pooled = Descendants(daemon_.pid());
+  std::set<pid_t> pooled = Descendants(daemon_.pid());
   Json second = Open(client);
   ASSERT_TRUE(second.contains("pid")) << second.dump();
   const bool served = pooled.contains(second["pid"].get<pid_t>());
-  std::cout << "  observed [" << Mode() << "] " << sandbox::kRepositoryClaimMaxEntries + 1
+  std::cout << "  observed [" << Mode() << "] " << kFiles
             << " files: second open served from the pool: " << (served ? "yes" : "no") << "\n";
-  if (Mode() == "workspace-write") {
-    EXPECT_FALSE(served) << "a pooled shell served roots its claim could not walk";
-  } else {
-    EXPECT_TRUE(served) << "read-only protects no repositories; its pool needs no walk";
-  }
+  EXPECT_TRUE(served) << "an unchanged large root was not served from the pool";
   EXPECT_EQ(Send(client, second["sessionId"], "echo ok\n")["viewport"], "ok");
+
+  // A repository appears deep in the large root while the next shell waits.
+  AwaitPooled(2);
+  pooled = Descendants(daemon_.pid());
+  const fs::path git = many / "deep" / "er" / "repo" / ".git";
+  fs::create_directories(git);
+  WriteFile(git / "config", "[core]\n");
+  Json third = Open(client);
+  ASSERT_TRUE(third.contains("pid")) << third.dump();
+  if (Mode() == "workspace-write") {
+    EXPECT_FALSE(pooled.contains(third["pid"].get<pid_t>()))
+        << "a shell that does not protect the new repository served the open";
+  }
+  Json r = Send(client, third["sessionId"],
+                "{ echo '  fsmonitor = touch /tmp/planted' >> many/deep/er/repo/.git/config; } "
+                "2>/dev/null; echo status=$?\n");
+  EXPECT_EQ(r["viewport"], "status=1") << r.dump();
+  EXPECT_EQ(ReadFile(git / "config"), "[core]\n") << "the session wrote the new repository";
 }
 
 // Attack: a client's environment differs from the one the pooled shell started with.
