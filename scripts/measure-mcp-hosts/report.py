@@ -125,7 +125,7 @@ def main() -> int:
             if isinstance(item, dict) and item.get("type") == "function_call_output":
                 got.append(item.get("output"))
 
-    send_text, head_last = None, None
+    send_text, head_last, partial = None, None, False
     for i, received in enumerate(got):
         t = text_of(received)
         line = f"result {i + 1}:"
@@ -170,8 +170,9 @@ def main() -> int:
                 has_tail = re.search(rf"(^|\D){last}(\D|$)", t) is not None
                 m = POINTER_RE.search(view)
                 print(f"  holds {last}: {has_tail}; elision pointer: {m.group(1) if m else None}; <= 16384 bytes: {len(t.encode()) <= 16384}")
-                head_last = None
+                head_last, partial = None, False
                 if m:
+                    partial = "bytes are kept: terminal_read" in view
                     line = next(x for x in view.split("\n") if x.startswith("[..."))
                     print(f"  elision line: {line}")
                     head = view[: view.find("[...")].rstrip("\n").split("\n")
@@ -184,8 +185,15 @@ def main() -> int:
             if call["name"] == "terminal_read" and head_last is not None:
                 page = (sc or {}).get("text", ctext)
                 first = page.split("\n")[0] if page else ""
-                ok = first.strip() == str(head_last + 1)
-                print(f"  pointer followed: page starts with {first!r}, head ended at {head_last}: {'continues the head' if ok else 'DOES NOT continue the head'}; cursor {(sc or {}).get('cursor')}, nextCursor {(sc or {}).get('nextCursor')}, end {(sc or {}).get('end')}, truncated {(sc or {}).get('truncated')}")
+                args = call.get("arguments") or {}
+                if partial:
+                    # The line said only the end of the span is still kept, and pointed there.
+                    ok = (sc or {}).get("cursor") == args.get("cursor") and not (sc or {}).get("truncated")
+                    verdict = "starts where the line said (the oldest kept line)" if ok else "DOES NOT start where the line said"
+                else:
+                    ok = first.strip() == str(head_last + 1)
+                    verdict = "continues the head" if ok else "DOES NOT continue the head"
+                print(f"  pointer followed: page starts with {first!r}, head ended at {head_last}: {verdict}; cursor {(sc or {}).get('cursor')}, nextCursor {(sc or {}).get('nextCursor')}, end {(sc or {}).get('end')}, truncated {(sc or {}).get('truncated')}")
         else:
             print(line + " (no matching tools/call in mcp.jsonl)")
             print(f"  the model received: {len(t.encode())} bytes: {json.dumps(t[:300])}")
