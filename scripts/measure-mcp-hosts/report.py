@@ -178,7 +178,7 @@ def main() -> int:
                     head = view[: view.find("[...")].rstrip("\n").split("\n")
                     nums = [s for s in head if s.isdigit()]
                     head_last = int(nums[-1]) if nums else None
-            elif call["name"] in ("terminal_send", "terminal_wait"):
+            elif call["name"] in ("terminal_send", "terminal_wait") or res.get("isError"):
                 print(f"  what the model read: {json.dumps(t)}")
                 if ctext != t:
                     print(f"  the text content it did not read: {json.dumps(ctext)}")

@@ -14,8 +14,8 @@ hold the key). Anything else is answered minimally and logged, so an unexpected 
 The "model" follows one script (SCRIPT below), one tool call per turn, whatever the host's tool
 names (it picks the tool whose name ends with the ptybox name): open a terminal; send
 `seq 1 200000`; follow the elision line's terminal_read pointer exactly as it reads; the same with
-`seq 1 5000`; a send that settles while `sleep 2` still runs, then terminal_wait; close; a final
-text answer.
+`seq 1 5000`; a send that settles while `sleep 2` still runs, then terminal_wait; a call that
+fails (an unknown sessionId); close; a final text answer.
 Standard library only; nothing but loopback.
 """
 
@@ -96,6 +96,8 @@ SCRIPT = [
     # A command still running when the send settles, then waiting for it without typing.
     lambda s, r: ("terminal_send", {"sessionId": s, "input": "sleep 2; echo slept\n", "silenceMs": 300}),
     lambda s, r: ("terminal_wait", {"sessionId": s}),
+    # A tool error (isError, no structuredContent): what the host forwards then.
+    lambda s, r: ("terminal_status", {"sessionId": "pty-" + "0" * 32}),
     lambda s, r: ("terminal_close", {"sessionId": s}),
 ]
 
