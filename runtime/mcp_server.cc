@@ -259,7 +259,7 @@ void McpServer::RunTool(const Json& id, const std::string& name, const Json& arg
                {"cursor", INT64_MAX},
                {"maxBytes", static_cast<int64_t>(viewport.size()) + 1}};
     self->Invoke("terminal_read", probe, key + "#anchor",
-                 [self, id, name, session_id, result, field](Result<Json> page) {
+                 [self, id, name, session_id, result, field, key](Result<Json> page) {
                    TextAnchor anchor;
                    if (page && page->contains("cursor") && (*page)["cursor"].is_number_integer()) {
                      const uint64_t end = (*page)["cursor"].get<uint64_t>();
@@ -274,7 +274,22 @@ void McpServer::RunTool(const Json& id, const std::string& name, const Json& arg
                        anchor.end = end - 1;  // the last line's "\n" is not in the viewport
                      }
                    }
-                   self->Reply(id, self->ToolResult(id, name, result, anchor, session_id));
+                   if (!anchor.end) {
+                     return self->Reply(id, self->ToolResult(id, name, result, anchor, session_id));
+                   }
+                   // The viewport's head may be older than what the scrollback still keeps (its
+                   // last scrollbackLines lines): a read from 0 starts at the oldest kept byte.
+                   Json first{{"sessionId", session_id}, {"cursor", 0}, {"maxBytes", 1}};
+                   self->Invoke("terminal_read", first, key + "#oldest",
+                                [self, id, name, session_id, result, anchor](Result<Json> oldest) {
+                                  TextAnchor kept = anchor;
+                                  if (oldest && oldest->contains("cursor") &&
+                                      (*oldest)["cursor"].is_number_integer()) {
+                                    kept.oldest = (*oldest)["cursor"].get<uint64_t>();
+                                  }
+                                  self->Reply(id,
+                                              self->ToolResult(id, name, result, kept, session_id));
+                                });
                  });
   };
   if (remote_) {

@@ -118,6 +118,13 @@ std::optional<ReadPointer> LocateSpan(std::string_view text, const ElidedSpan& s
   return ReadPointer{*anchor.end - after_tail - bytes, bytes};
 }
 
+std::optional<ReadPointer> KeptPart(const ReadPointer& pointer, std::optional<uint64_t> oldest) {
+  if (!oldest || *oldest <= pointer.cursor) return pointer;
+  const uint64_t stop = pointer.cursor + pointer.max_bytes;
+  if (*oldest >= stop) return std::nullopt;
+  return ReadPointer{*oldest, stop - *oldest};
+}
+
 std::string ElideText(std::string_view text, size_t max_bytes, const TextAnchor& anchor,
                       const std::string& session_id) {
   std::optional<ElidedSpan> span = PlanElision(text, max_bytes);
@@ -132,10 +139,21 @@ std::string ElideText(std::string_view text, size_t max_bytes, const TextAnchor&
   std::string line = "[... " + GroupDigits(lines) + (lines == 1 ? " line (" : " lines (") +
                      GroupDigits(bytes) + " bytes) left out here";
   if (std::optional<ReadPointer> pointer = LocateSpan(text, *span, anchor)) {
-    line += "; terminal_read {\"sessionId\": " + Dump(Json(session_id)) +
-            ", \"cursor\": " + std::to_string(pointer->cursor) +
-            ", \"maxBytes\": " + std::to_string(pointer->max_bytes) +
-            "} returns them (page on with nextCursor) ...]";
+    // Never a pointer to bytes the scrollback dropped: the read would start elsewhere, and a
+    // model that trusts "returns them" takes a later page for the missing lines.
+    std::optional<ReadPointer> kept = KeptPart(*pointer, anchor.oldest);
+    if (!kept) {
+      line += "; the scrollback no longer keeps them ...]";
+    } else {
+      line += kept->cursor == pointer->cursor
+                  ? std::string("; ")
+                  : "; only their last " + GroupDigits(kept->max_bytes) + " bytes are kept: ";
+      line += "terminal_read {\"sessionId\": " + Dump(Json(session_id)) +
+              ", \"cursor\": " + std::to_string(kept->cursor) +
+              ", \"maxBytes\": " + std::to_string(kept->max_bytes) + "} returns " +
+              (kept->cursor == pointer->cursor ? "them" : "those") +
+              " (page on with nextCursor) ...]";
+    }
   } else {
     line += "; terminal_read pages what the scrollback kept ...]";
   }

@@ -30,7 +30,7 @@ struct ElidedSpan {
 
 // nullopt when `text` fits in max_bytes; otherwise the span to leave out so that head, tail and
 // an elision line of at most kElisionLineReserve bytes fit in max_bytes.
-inline constexpr size_t kElisionLineReserve = 200;
+inline constexpr size_t kElisionLineReserve = 256;
 [[nodiscard]] std::optional<ElidedSpan> PlanElision(std::string_view text, size_t max_bytes);
 
 // The backend's own drop line in a viewport it already bounded (backend/terminal/send_capture.cc):
@@ -45,9 +45,13 @@ struct BackendDrop {
 // How a text maps onto the session's scrollback (byte offsets, backend/terminal/scrollback.h):
 // `begin`, the offset of its first byte (a terminal_read page), or `end`, the offset just past its
 // last byte (a send's viewport, anchored at the scrollback's end when the send settled).
+// `oldest`, when known, is the scrollback's oldest retained offset: a send's viewport may hold a
+// head the scrollback already dropped (it keeps its last scrollbackLines lines), so a pointer
+// before it would name bytes no read returns.
 struct TextAnchor {
   std::optional<uint64_t> begin;
   std::optional<uint64_t> end;
+  std::optional<uint64_t> oldest = std::nullopt;
 };
 
 // The terminal_read call that returns the bytes a span left out of `text`.
@@ -57,6 +61,11 @@ struct ReadPointer {
 };
 [[nodiscard]] std::optional<ReadPointer> LocateSpan(std::string_view text, const ElidedSpan& span,
                                                     const TextAnchor& anchor);
+
+// The part of `pointer` the scrollback still keeps when its oldest retained offset is `oldest`:
+// the pointer itself when all of it is kept, its end when only that is, nullopt when none is.
+[[nodiscard]] std::optional<ReadPointer> KeptPart(const ReadPointer& pointer,
+                                                  std::optional<uint64_t> oldest);
 
 // `text` within max_bytes: unchanged when it fits, else head, one elision line, tail.
 [[nodiscard]] std::string ElideText(std::string_view text, size_t max_bytes,

@@ -192,6 +192,56 @@ TEST(McpBudgetTest, ASmallerBudgetBoundsEveryAnswerAndThePointerWorks) {
   mcp.Tool("terminal_close", Json{{"sessionId", id}});
 }
 
+// A send's viewport can keep a head the scrollback has already dropped (it keeps its last
+// scrollbackLines lines): the elision line then points only at the part still kept, which a read
+// returns exactly (not `truncated`), and paging it ends right before the kept tail.
+TEST(McpBudgetTest, ThePointerNamesOnlyWhatTheScrollbackStillKeeps) {
+  TempDir workspace;
+  std::ofstream(workspace.path() / ".ptybox.yaml")
+      << "version: 1\nlimits:\n  scrollbackLines: 1000\n";
+  McpProcess mcp({"--max-result-bytes", "4096"}, workspace.path());
+  mcp.Initialize();
+  Json opened = mcp.Tool("terminal_open");
+  ASSERT_EQ(opened["isError"], false) << opened.dump();
+  std::string id = opened["structuredContent"]["sessionId"];
+  Json r = mcp.Tool("terminal_send", Json{{"sessionId", id}, {"input", "seq 1 3000\n"}});
+  const std::string viewport = r["structuredContent"]["viewport"];
+  EXPECT_EQ(viewport.rfind("1\n2\n", 0), 0u) << viewport;
+  EXPECT_TRUE(viewport.ends_with("\n2999\n3000")) << viewport;
+  const size_t kept_at = viewport.find(" bytes are kept: terminal_read {");
+  ASSERT_NE(kept_at, std::string::npos) << viewport;
+  EXPECT_NE(viewport.find("left out here; only their last "), std::string::npos) << viewport;
+  const size_t at = viewport.find("\"cursor\": ");
+  ASSERT_NE(at, std::string::npos) << viewport;
+  const uint64_t cursor = std::stoull(viewport.substr(at + 10));
+  const uint64_t max_bytes = std::stoull(viewport.substr(viewport.find("\"maxBytes\": ") + 12));
+  std::string middle;
+  for (uint64_t next = cursor; next < cursor + max_bytes;) {
+    Json page = mcp.Tool(
+        "terminal_read",
+        Json{{"sessionId", id}, {"cursor", next}, {"maxBytes", cursor + max_bytes - next}});
+    ASSERT_EQ(page["isError"], false) << page.dump();
+    EXPECT_EQ(page["structuredContent"]["truncated"], false) << page.dump();
+    EXPECT_EQ(page["structuredContent"]["cursor"], next) << page.dump();
+    middle += page["structuredContent"]["text"].get<std::string>();
+    next = page["structuredContent"]["nextCursor"];
+  }
+  // The pointed bytes start at a whole line the scrollback kept, after the kept head, and run
+  // into the kept tail: together they are the output's end.
+  const std::string head = viewport.substr(0, viewport.find("[... "));
+  const std::string tail = viewport.substr(viewport.find("...]\n") + 5);
+  const int first = std::stoi(middle);
+  const int head_last = std::stoi(head.substr(head.rfind('\n', head.size() - 2) + 1));
+  EXPECT_GT(first, head_last + 1);
+  EXPECT_GE(first, 3000 - 1000);
+  std::string expected;
+  for (int i = first; i <= 3000; ++i) expected += std::to_string(i) + (i < 3000 ? "\n" : "");
+  EXPECT_TRUE(middle + tail == expected)
+      << "pointed " << middle.size() << " + tail " << tail.size() << " bytes from line " << first
+      << "; expected " << expected.size();
+  mcp.Tool("terminal_close", Json{{"sessionId", id}});
+}
+
 TEST(McpCancelTest, CanceledSendIsInterruptedAndGetsNoResponse) {
   McpProcess mcp;
   mcp.Initialize();

@@ -88,6 +88,62 @@ TEST(McpBudgetTest, AViewportAnchoredAtItsEndCountsTheBackendsOwnDrop) {
   EXPECT_TRUE(elided.ends_with("\n50000"));
 }
 
+TEST(McpBudgetTest, KeptPartIsWhatTheScrollbackStillHoldsOfAPointer) {
+  const ReadPointer pointer{.cursor = 100, .max_bytes = 50};
+  EXPECT_EQ(KeptPart(pointer, std::nullopt)->cursor, 100u);
+  EXPECT_EQ(KeptPart(pointer, 0)->max_bytes, 50u);
+  EXPECT_EQ(KeptPart(pointer, 100)->max_bytes, 50u);
+  std::optional<ReadPointer> end = KeptPart(pointer, 120);
+  ASSERT_TRUE(end);
+  EXPECT_EQ(end->cursor, 120u);
+  EXPECT_EQ(end->max_bytes, 30u);
+  EXPECT_FALSE(KeptPart(pointer, 150));
+  EXPECT_FALSE(KeptPart(pointer, 1000));
+}
+
+// `seq 1 200000` in a session whose scrollback keeps its last 10,000 lines: the send's viewport
+// still has the head, the scrollback does not. The pointer names only what a read returns.
+TEST(McpBudgetTest, APointerNeverNamesBytesTheScrollbackDropped) {
+  const std::string output = Seq(50000);
+  const std::string scrollback = output + "\n";
+  const TextAnchor whole{.begin = std::nullopt, .end = scrollback.size() - 1};
+  std::optional<ElidedSpan> span = PlanElision(output, 8192);
+  ASSERT_TRUE(span);
+  std::optional<ReadPointer> pointer = LocateSpan(output, *span, whole);
+  ASSERT_TRUE(pointer);
+  const uint64_t stop = pointer->cursor + pointer->max_bytes;
+
+  // The scrollback starts inside the span left out: only its end is pointed at.
+  const uint64_t oldest = scrollback.find("40001\n");
+  ASSERT_GT(oldest, pointer->cursor);
+  TextAnchor partly = whole;
+  partly.oldest = oldest;
+  const std::string elided = ElideText(output, 8192, partly, "pty-1");
+  EXPECT_LE(elided.size(), 8192u);
+  EXPECT_NE(elided.find("; only their last " + GroupDigits(stop - oldest) + " bytes are kept: "),
+            std::string::npos)
+      << elided.substr(span->head_end, 300);
+  EXPECT_NE(elided.find("\"cursor\": " + std::to_string(oldest) +
+                        ", \"maxBytes\": " + std::to_string(stop - oldest) + "} returns those"),
+            std::string::npos);
+  // What that read returns ends right before the kept tail.
+  EXPECT_EQ(scrollback.substr(oldest, stop - oldest) + output.substr(span->tail_begin) + "\n",
+            scrollback.substr(oldest));
+
+  // The scrollback starts after the span: no pointer at all, and the line says why.
+  TextAnchor gone = whole;
+  gone.oldest = stop;
+  const std::string none = ElideText(output, 8192, gone, "pty-1");
+  EXPECT_NE(none.find("left out here; the scrollback no longer keeps them ...]"),
+            std::string::npos);
+  EXPECT_EQ(none.find("terminal_read {"), std::string::npos);
+
+  // A scrollback that keeps the whole span: the line is the plain pointer.
+  TextAnchor kept = whole;
+  kept.oldest = pointer->cursor;
+  EXPECT_EQ(ElideText(output, 8192, kept, "pty-1"), ElideText(output, 8192, whole, "pty-1"));
+}
+
 TEST(McpBudgetTest, WithoutAnAnchorTheLineSaysWhereToPage) {
   const std::string elided = ElideText(Seq(20000), 2048, {}, "s");
   EXPECT_NE(elided.find("left out here; terminal_read pages"), std::string::npos);
