@@ -139,7 +139,7 @@ void ApplyEnv(const CommandLineValue& given, const CommandLineContext& /*context
   }
   const std::string where = std::string(kCommandLineSource) + " --env " + name;
   if (auto problem = EnvNameProblem(name, use)) {
-    AddError(layer, where, key, *problem);
+    AddError(layer, where, key, *problem + "; drop --env " + name);
     return;
   }
   const size_t count = layer.file.env_pass.size() + layer.file.env_set.size();

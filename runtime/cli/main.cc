@@ -186,7 +186,9 @@ std::optional<int> SetMcpStartMode(const std::string& text,
   }
   ptybox::Result<ptybox::policy::ResolvedPolicy> resolved =
       ptybox::policy::Resolve(ptybox::runtime::ResolveInputsFrom(service, mode));
-  if (!resolved && resolved.error().kind == ptybox::ErrorKind::kPolicyDenied) {
+  // A policy flag's refusal is the flag's, reported by PolicyFlagsUsable, not the mode's.
+  if (!resolved && resolved.error().kind == ptybox::ErrorKind::kPolicyDenied &&
+      !resolved.error().context.starts_with(ptybox::policy::kCommandLineSource)) {
     std::cerr << "ptybox mcp: --mode " << text << " is refused: " << resolved.error().Describe()
               << "\n";
     return 2;

@@ -264,6 +264,17 @@ TEST_F(CliPolicyTest, ServeRefusesAFlagTheOperatorDeniesAtStartup) {
       << err();
 }
 
+TEST_F(CliPolicyTest, McpRefusesAFlagTheOperatorDeniesAtStartupAndNotAsItsMode) {
+  Operator("version: 1\nceiling: workspace-write\n");
+  ChildProcess::Exit e = Ptybox({"mcp", "--policy", operator_policy_, "--mode", "workspace-write",
+                                 "--writable", state_.path().string()});
+  EXPECT_EQ(e.code, 2) << err();
+  EXPECT_TRUE(err().starts_with("ptybox mcp: command line --writable " + state_.path().string() +
+                                ": writable: "))
+      << err();
+  EXPECT_EQ(out(), "") << "no MCP message before the refusal";
+}
+
 TEST_F(CliPolicyTest, McpConnectRefusesPolicyFlags) {
   ChildProcess::Exit e =
       Ptybox({"mcp", "--connect", (state_.path() / "ptybox.sock").string(), "--writable", "."});
