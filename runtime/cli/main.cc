@@ -69,10 +69,14 @@ void AddCommonFlags(CLI::App* app, CommonFlags& flags, bool policy_flags = true)
   if (!policy_flags) return;
   const auto specs = ptybox::policy::CommandLineFlags();
   for (size_t i = 0; i < specs.size(); ++i) {
-    app->add_option(std::string(specs[i].name), flags.policy_flags.values[i],
-                    std::string(specs[i].help))
-        ->type_name(std::string(specs[i].value_name))
-        ->allow_extra_args(false);
+    CLI::Option* option = app->add_option(std::string(specs[i].name), flags.policy_flags.values[i],
+                                          std::string(specs[i].help))
+                              ->type_name(std::string(specs[i].value_name))
+                              ->allow_extra_args(false);
+    // A flag given once still keeps every occurrence: the layer says which was given twice.
+    if (!specs[i].repeatable) {
+      option->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    }
   }
 }
 
