@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -60,6 +62,25 @@ TEST_F(CommandLineLayerTest, EveryFlagIsOneRowOfTheTable) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"--network", "--writable", "--env", "--hide"}));
   EXPECT_EQ(FindCommandLineFlag("--mode"), nullptr);
+}
+
+// The next flag is one row: it fails here until the man page and docs/policy.md describe it.
+TEST_F(CommandLineLayerTest, EveryFlagIsInTheManPageAndThePolicyDoc) {
+  auto read = [](const fs::path& path) {
+    std::ifstream in(fs::path(PTYBOX_SOURCE_DIR) / path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string man = read("packaging/ptybox.1");
+  const std::string doc = read("docs/policy.md");
+  ASSERT_FALSE(man.empty());
+  ASSERT_FALSE(doc.empty());
+  for (const CommandLineFlag& flag : CommandLineFlags()) {
+    std::string roff;
+    for (char c : flag.name) roff += c == '-' ? std::string("\\-") : std::string(1, c);
+    EXPECT_NE(man.find(roff + " "), std::string::npos) << flag.name << " in packaging/ptybox.1";
+    EXPECT_NE(doc.find("| `" + std::string(flag.name) + " "), std::string::npos)
+        << flag.name << " in the table of docs/policy.md, \"Policy from the command line\"";
+  }
 }
 
 TEST_F(CommandLineLayerTest, NoFlagsIsAnEmptyLayer) {
