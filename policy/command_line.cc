@@ -41,10 +41,11 @@ std::optional<fs::path> PathValue(const CommandLineValue& given, const CommandLi
   return path.lexically_normal();
 }
 
-bool WithinListBound(size_t count, const CommandLineValue& given, ParsedPolicyFile& layer,
-                     std::string_view key) {
+// `where` names the flag (and its value, unless it may be a secret).
+bool WithinListBound(size_t count, const std::string& where, const CommandLineValue& given,
+                     ParsedPolicyFile& layer, std::string_view key) {
   if (count < kMaxListEntries) return true;
-  AddError(layer, WhereOf(given), key,
+  AddError(layer, where, key,
            "more than " + std::to_string(kMaxListEntries) + " " + given.flag + " flags; at most " +
                std::to_string(kMaxListEntries) + " are allowed (list them in a policy file's `" +
                std::string(key) + "` instead)");
@@ -75,7 +76,9 @@ void ApplyNetwork(const CommandLineValue& given, const CommandLineContext& /*con
 
 void ApplyWritable(const CommandLineValue& given, const CommandLineContext& context,
                    ParsedPolicyFile& layer) {
-  if (!WithinListBound(layer.file.writable.size(), given, layer, "writable")) return;
+  if (!WithinListBound(layer.file.writable.size(), WhereOf(given), given, layer, "writable")) {
+    return;
+  }
   std::optional<fs::path> lexical = PathValue(given, context, layer, "writable");
   if (!lexical) return;
   layer.file.writable_where = std::string(kCommandLineSource);
@@ -92,7 +95,7 @@ void ApplyWritable(const CommandLineValue& given, const CommandLineContext& cont
 
 void ApplyHide(const CommandLineValue& given, const CommandLineContext& context,
                ParsedPolicyFile& layer) {
-  if (!WithinListBound(layer.file.hide.size(), given, layer, "hide")) return;
+  if (!WithinListBound(layer.file.hide.size(), WhereOf(given), given, layer, "hide")) return;
   layer.file.hide_where = std::string(kCommandLineSource);
   std::string value;
   if (given.value.starts_with("~")) {
@@ -143,7 +146,7 @@ void ApplyEnv(const CommandLineValue& given, const CommandLineContext& /*context
     return;
   }
   const size_t count = layer.file.env_pass.size() + layer.file.env_set.size();
-  if (!WithinListBound(count, given, layer, "env")) return;
+  if (!WithinListBound(count, where, given, layer, "env")) return;
   layer.file.env_where = std::string(kCommandLineSource);
   const bool passed = std::any_of(layer.file.env_pass.begin(), layer.file.env_pass.end(),
                                   [&](const auto& entry) { return entry.value == name; });

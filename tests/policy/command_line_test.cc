@@ -181,6 +181,21 @@ TEST_F(CommandLineLayerTest, EnvPassesOrSetsAndNeverShowsAValue) {
   }
 }
 
+TEST_F(CommandLineLayerTest, RepeatedFlagsAreBoundedAsAFilesListsAre) {
+  CommandLinePolicy flags;
+  for (size_t i = 0; i <= kMaxListEntries; ++i) {
+    flags.push_back({"--env", "V" + std::to_string(i) + "=s3cr3t"});
+    flags.push_back({"--writable", "d" + std::to_string(i)});
+  }
+  const std::vector<std::string> messages = Messages(Build(flags));
+  EXPECT_EQ(messages,
+            (std::vector<std::string>{
+                "command line --env V256: env: more than 256 --env flags; at most 256 are allowed "
+                "(list them in a policy file's `env` instead)",
+                "command line --writable d256: writable: more than 256 --writable flags; at most "
+                "256 are allowed (list them in a policy file's `writable` instead)"}));
+}
+
 TEST_F(CommandLineLayerTest, HideResolvesAgainstTheWorkspaceOrEveryHome) {
   ParsedPolicyFile layer = Build({{"--hide", ".env"},
                                   {"--hide", "~/.aws/../.aws"},
