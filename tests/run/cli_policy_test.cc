@@ -113,6 +113,19 @@ TEST_P(CliPolicyModeTest, NetworkAllowSharesTheHostsNetworkWhereTheOperatorAllow
   EXPECT_EQ(out(), "1\n") << "the host's listener is in the session's network namespace";
   EXPECT_EQ(err(), "");
 
+  // A repository file may narrow what the command line gave, never widen it back.
+  workspace_.File(".ptybox.yaml", "version: 1\nnetwork: deny\n");
+  ASSERT_EQ(Run(GetParam(), {"--network", "allow"}, listener.CountCommand()).code, 0) << err();
+  EXPECT_EQ(out(), Confined() ? "0\n" : "1\n") << "the repository's `network: deny` holds";
+  workspace_.File(".ptybox.yaml", "version: 1\nnetwork: allow\n");
+  if (Confined()) {
+    EXPECT_EQ(Run(GetParam(), {"--network", "deny"}, listener.CountCommand()).code, 125);
+    EXPECT_NE(err().find("the command line denies network (command line --network deny)"),
+              std::string::npos)
+        << err();
+  }
+  fs::remove(ws() / ".ptybox.yaml");
+
   // The operator allows it: the command line may still deny it.
   Operator("version: 1\nnetwork: allow\n");
   ChildProcess::Exit narrowed = Run(GetParam(), {"--network", "deny"}, listener.CountCommand());
