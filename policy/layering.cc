@@ -1,5 +1,6 @@
-// Built-in defaults <- operator file <- repository file <- client request, with the narrowing
-// rules checked on the way. Every violation is collected; the resolver reports the first.
+// Built-in defaults <- operator file <- command line <- repository file <- client request, with
+// the narrowing rules checked on the way. Every violation is collected; the resolver reports the
+// first.
 #include "policy/layering.h"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <set>
 
 #include "common/join.h"
+#include "policy/command_line.h"
 #include "policy/schema.h"
 
 namespace ptybox::policy {
@@ -36,7 +38,10 @@ Error Denied(const std::string& where, std::string_view key, const std::string& 
 class Layers final {
  public:
   explicit Layers(const LayerInputs& inputs)
-      : in_(inputs), op_(inputs.operator_file), repo_(inputs.repository_file) {}
+      : in_(inputs),
+        op_(inputs.operator_file),
+        cli_(inputs.command_line),
+        repo_(inputs.repository_file) {}
 
   std::expected<ResolvedPolicy, std::vector<Error>> Run() {
     out_.workspace_root = in_.workspace_root;
@@ -140,6 +145,34 @@ class Layers final {
     repo_ = nullptr;
   }
 
+  std::string OperatorFile() const {
+    return op_ != nullptr ? op_->path.string() : std::string("/etc/ptybox/policy.yaml");
+  }
+
+  // The command line may allow the network where the operator file says `network: allow`, or,
+  // when it says nothing of the network, under the ceiling danger-full-access (the built-in
+  // one too), where a client may ask for the host's network anyway. An operator's explicit
+  // `network: deny` and a lower ceiling both hold.
+  std::optional<Error> CommandLineNetworkDenial(const Located<bool>& asked) const {
+    if (op_ != nullptr && op_->network_allowed) {
+      return Denied(asked.where, "network",
+                    "`allow` is not permitted: the operator denies network (" +
+                        op_->network_allowed->where +
+                        "); the command line may only narrow what the operator policy allows. "
+                        "Drop --network allow, or ask the operator to allow network in " +
+                        OperatorFile());
+    }
+    if (out_.ceiling == Mode::kDangerFullAccess) return std::nullopt;
+    return Denied(asked.where, "network",
+                  "`allow` is not permitted: the operator's ceiling " + Quoted(out_.ceiling) +
+                      " (" + Describe(out_.sources.at("ceiling")) +
+                      ") confines sessions and the operator policy does not allow network; the "
+                      "command line may allow it only where the operator policy says `network: "
+                      "allow` or keeps the ceiling `danger-full-access`. Drop --network allow, or "
+                      "ask the operator to set `network: allow` in " +
+                      OperatorFile());
+  }
+
   void Network() {
     bool allowed = false;
     std::string source(kDefault);
@@ -147,12 +180,27 @@ class Layers final {
       allowed = op_->network_allowed->value;
       source = op_->network_allowed->where;
     }
+    if (cli_ != nullptr && cli_->network_allowed) {
+      const Located<bool>& asked = *cli_->network_allowed;
+      std::optional<Error> denial;
+      if (asked.value && !allowed) denial = CommandLineNetworkDenial(asked);
+      if (denial) {
+        errors_.push_back(std::move(*denial));
+      } else {
+        allowed = asked.value;
+        source = std::string(kCommandLineSource);
+      }
+    }
     if (repo_ != nullptr && repo_->network_allowed) {
       if (repo_->network_allowed->value && !allowed) {
+        const std::string denier =
+            source == kCommandLineSource
+                ? "the command line denies network (" + cli_->network_allowed->where + ")"
+                : "the operator denies network (" + Describe(source) + ")";
         errors_.push_back(
             Denied(repo_->network_allowed->where, "network",
-                   "`allow` is not permitted: the operator denies network (" + Describe(source) +
-                       "); a repository policy may deny network but never allow it. Remove "
+                   "`allow` is not permitted: " + denier +
+                       "; a repository policy may deny network but never allow it. Remove "
                        "`network: allow` from " +
                        repo_->path.string() + ", or ask the operator to allow network"));
       } else {
@@ -174,6 +222,16 @@ class Layers final {
       sources.push_back(*op_->writable_where);
       for (const auto& root : op_->writable) add(root);
     }
+    if (cli_ != nullptr && cli_->writable_where) {
+      sources.emplace_back(kCommandLineSource);
+      for (const auto& root : cli_->writable) {
+        if (std::optional<Error> denial = CommandLineWritableDenial(root)) {
+          errors_.push_back(std::move(*denial));
+        } else {
+          add(root);
+        }
+      }
+    }
     if (repo_ != nullptr && repo_->writable_where) {
       sources.push_back(*repo_->writable_where);
       std::vector<Error> outside = CheckRepositoryWritable(*repo_, in_.workspace_root);
@@ -186,8 +244,33 @@ class Layers final {
     out_.sources["writable"] = joined.empty() ? std::string(kDefault) : joined;
   }
 
-  // The operator's list (or the default one), then the repository's additions: a repository
-  // file can hide more, never reveal.
+  // A command-line root lies in the workspace or in a root the operator file grants, unless the
+  // operator keeps the ceiling danger-full-access (the built-in one too), where a client may
+  // ask for every directory anyway.
+  std::optional<Error> CommandLineWritableDenial(const Located<fs::path>& root) const {
+    if (out_.ceiling == Mode::kDangerFullAccess || IsWithin(root.value, in_.workspace_root)) {
+      return std::nullopt;
+    }
+    std::vector<std::string> granted = {Printable(in_.workspace_root.string(), 256)};
+    if (op_ != nullptr) {
+      for (const auto& allowed : op_->writable) {
+        if (IsWithin(root.value, allowed.value)) return std::nullopt;
+        granted.push_back(Printable(allowed.value.string(), 256));
+      }
+    }
+    return Denied(root.where, "writable",
+                  Printable(root.value.string(), 256) +
+                      " is outside the workspace and the operator's writable roots (" +
+                      Join(granted) +
+                      "; symbolic links and `..` resolved), and the operator's ceiling " +
+                      Quoted(out_.ceiling) + " (" + Describe(out_.sources.at("ceiling")) +
+                      ") keeps the command line within them. Name a directory inside them, or "
+                      "ask the operator to list it under `writable` in " +
+                      OperatorFile());
+  }
+
+  // The operator's list (or the default one), then the command line's and the repository's
+  // additions: neither can reveal what the operator hides.
   void Hide() {
     std::vector<std::string> sources;
     auto add = [&](const std::string& path) {
@@ -202,11 +285,28 @@ class Layers final {
       sources.emplace_back(kDefault);
       for (std::string_view path : DefaultHidden()) add(std::string(path));
     }
+    if (cli_ != nullptr && cli_->hide_where) {
+      sources.emplace_back(kCommandLineSource);
+      for (const auto& path : cli_->hide) add(path.value);
+    }
     if (repo_ != nullptr && repo_->hide_where) {
       sources.push_back(*repo_->hide_where);
       for (const auto& path : repo_->hide) add(path.value);
     }
     out_.sources["hide"] = Join(sources);
+  }
+
+  // The operator's env.set holds against the command line: its values are the operator's.
+  // `name` is what the flag named (the key of a pass names the variable itself).
+  Error OperatorSetsDenial(const Located<std::string>& given, const std::string& key,
+                           const std::string& name = {}) const {
+    const std::string& variable = name.empty() ? given.value : name;
+    return Denied(given.where, key,
+                  "the operator policy sets `" + variable + "` (" +
+                      op_->env_set.at(variable).where +
+                      "); the command line may add variables but not change the operator's. "
+                      "Drop --env " +
+                      variable);
   }
 
   void Env() {
@@ -219,13 +319,30 @@ class Layers final {
     } else {
       for (std::string_view name : DefaultEnvPass()) pass.emplace_back(name);
     }
+    // The command line's --env NAME: added to what the operator passes (the names are ptybox's
+    // own environment, which the person who started it holds anyway).
+    bool cli_passes = false;
+    if (cli_ != nullptr && cli_->env_pass_where) {
+      for (const auto& name : cli_->env_pass) {
+        if (op_ != nullptr && op_->env_set.contains(name.value)) {
+          errors_.push_back(OperatorSetsDenial(name, "env.pass"));
+          continue;
+        }
+        if (std::find(pass.begin(), pass.end(), name.value) == pass.end()) {
+          pass.push_back(name.value);
+        }
+      }
+      pass_source = pass_source + ", " + std::string(kCommandLineSource);
+      cli_passes = true;
+    }
     if (repo_ != nullptr && repo_->env_pass_where) {
       std::vector<std::string> narrowed;
       for (const auto& name : repo_->env_pass) {
         if (std::find(pass.begin(), pass.end(), name.value) == pass.end()) {
           errors_.push_back(
               Denied(name.where, "env.pass",
-                     "`" + name.value + "` is not passed by the operator policy (" +
+                     "`" + name.value + "` is not passed by the operator policy" +
+                         (cli_passes ? std::string(" or the command line") : std::string()) + " (" +
                          Describe(pass_source) +
                          "); a repository policy may pass only names the operator passes: " +
                          JoinNames(pass) + ". Remove it"));
@@ -245,6 +362,18 @@ class Layers final {
       for (const auto& [name, value] : op_->env_set) out_.env.set[name] = value.value;
       if (op_->env_set_where) set_sources.push_back(*op_->env_set_where);
     }
+    // The command line's --env NAME=VALUE: any name the shell does not own (checked with the
+    // flag), except one the operator sets, whose value holds.
+    if (cli_ != nullptr) {
+      for (const auto& [name, value] : cli_->env_set) {
+        if (op_ != nullptr && op_->env_set.contains(name)) {
+          errors_.push_back(OperatorSetsDenial(value, "env.set." + name, name));
+          continue;
+        }
+        out_.env.set[name] = value.value;
+      }
+      if (cli_->env_set_where) set_sources.emplace_back(kCommandLineSource);
+    }
     std::vector<std::string> repo_allowed;
     std::string allowed_source(kDefault);
     if (op_ != nullptr && op_->repository_env_set_where) {
@@ -263,6 +392,16 @@ class Layers final {
                 "the operator policy sets `" + name + "` (" + found->second.where +
                     "); a repository policy may add variables but not change the operator's. "
                     "Remove it"));
+            continue;
+          }
+        }
+        if (cli_ != nullptr) {
+          if (auto found = cli_->env_set.find(name); found != cli_->env_set.end()) {
+            errors_.push_back(Denied(value.where, "env.set." + name,
+                                     "the command line sets `" + name + "` (" +
+                                         found->second.where +
+                                         "); a repository policy may add variables but not "
+                                         "change those of whoever started ptybox. Remove it"));
             continue;
           }
         }
@@ -292,6 +431,10 @@ class Layers final {
 
     std::string env_source(kDefault);
     if (op_ != nullptr && op_->env_where) env_source = *op_->env_where;
+    if (cli_ != nullptr && cli_->env_where) {
+      env_source = env_source == kDefault ? std::string(kCommandLineSource)
+                                          : env_source + ", " + std::string(kCommandLineSource);
+    }
     if (repo_ != nullptr && repo_->env_where) {
       env_source =
           env_source == kDefault ? *repo_->env_where : env_source + ", " + *repo_->env_where;
@@ -348,6 +491,7 @@ class Layers final {
 
   const LayerInputs& in_;
   const PolicyFile* op_;
+  const PolicyFile* cli_;  // the command line's policy flags (policy/command_line.h)
   const PolicyFile* repo_;
   ResolvedPolicy out_;
   std::vector<Error> errors_;

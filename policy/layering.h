@@ -1,6 +1,7 @@
 // The layering rules as a pure function: built-in defaults, then the operator file (defaults
-// and the ceiling), then the repository file (may only narrow), then the client's requested
-// mode (up to the ceiling). No filesystem access: every path in the inputs is canonical already.
+// and the ceiling), then the command line's policy flags (within what the operator allows),
+// then the repository file (may only narrow), then the client's requested mode (up to the
+// ceiling). No filesystem access: every path in the inputs is canonical already.
 #pragma once
 
 #include <expected>
@@ -22,6 +23,10 @@ struct LayerInputs {
   std::filesystem::path workspace_root;         // canonical, existing directory
   std::string workspace_source;                 // "command line", "default" or file:line:col
   std::optional<Mode> requested_mode;           // the client's policy_set_mode / --mode
+  // nullptr: no policy flags. The layer policy/command_line.h builds from --network,
+  // --writable, --env and --hide: the person who started ptybox, below the operator and above
+  // the repository.
+  const PolicyFile* command_line = nullptr;
 };
 
 // The effective policy, or every layering violation (kPolicyDenied, each naming the file

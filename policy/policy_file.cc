@@ -332,18 +332,15 @@ class FileParser final {
       const std::string path = "hide[" + std::to_string(i) + "]";
       std::string value;
       if (item.kind == Kind::kScalar && item.value.starts_with("~")) {
-        const std::string rest = item.value.starts_with("~/") ? item.value.substr(2) : "";
-        const fs::path normal = fs::path(rest).lexically_normal();
-        if (rest.empty() || normal.is_absolute() || normal.empty() || *normal.begin() == ".." ||
-            normal == "." || item.value.find('\0') != std::string::npos ||
-            item.value.size() > kMaxPathBytes) {
+        std::optional<std::string> home = NormalHomeHide(item.value);
+        if (!home) {
           AddError(item, path,
                    "`" + Printable(item.value, 256) +
                        "`: `~` must be followed by `/` and a path inside the home directory, "
                        "like `~/.ssh` (it stands for every home directory)");
           continue;
         }
-        value = "~/" + normal.string();
+        value = std::move(*home);
       } else {
         auto lexical = PathValue(item, item, path);
         if (!lexical) continue;

@@ -171,9 +171,19 @@ Result<ResolvedPolicy> Resolve(const ResolveInputs& inputs) {
     repo = std::move(*loaded);
   }
 
-  // 4. Layering.
-  LayerInputs layers{op ? &*op : nullptr, repo ? &*repo : nullptr, *root, workspace_source,
-                     inputs.requested_mode};
+  // 4. The command line's policy flags, relative paths against the workspace root.
+  std::optional<PolicyFile> command_line;
+  if (!inputs.command_line.empty()) {
+    ParsedPolicyFile layer =
+        BuildCommandLineLayer(inputs.command_line, CommandLineContext{*root, HostDirectories()});
+    if (!layer.errors.empty()) return std::unexpected(FirstOf(std::move(layer.errors), ""));
+    command_line = std::move(layer.file);
+  }
+
+  // 5. Layering.
+  LayerInputs layers{
+      op ? &*op : nullptr, repo ? &*repo : nullptr, *root,
+      workspace_source,    inputs.requested_mode,   command_line ? &*command_line : nullptr};
   auto combined = Combine(layers);
   if (!combined) return std::unexpected(FirstOf(std::move(combined.error()), ""));
   if (skip_repository && !combined->ignored_repository_file &&

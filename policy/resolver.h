@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "policy/command_line.h"
 #include "policy/mode.h"
 #include "policy/policy.h"
 
@@ -24,13 +25,18 @@ struct ResolveInputs {
   bool workspace_from_cli = true;
   // The owner's policy_set_mode choice or the CLI's --mode; nullopt: the files decide.
   std::optional<Mode> requested_mode;
+  // --network, --writable, --env, --hide of run, serve, mcp or policy resolve: a layer between
+  // the operator file and the repository file (policy/command_line.h).
+  CommandLinePolicy command_line;
 };
 
 // The effective policy with `sources` and `policy_files` filled. Errors:
 //  kPolicyError  a file is unreadable, malformed or out of bounds ("file:line:col: key: ..."),
-//                an explicit --policy file is missing, the workspace is not a directory;
-//  kPolicyDenied the repository file or the requested mode asks for more than allowed (the
-//                message names the file or request that asked and what forbids it).
+//                an explicit --policy file is missing, the workspace is not a directory, a
+//                policy flag's value is wrong ("command line --writable x: writable: ...");
+//  kPolicyDenied a policy flag, the repository file or the requested mode asks for more than
+//                allowed (the message names the flag, file or request that asked and what
+//                forbids it).
 // When a file has several problems the first is returned and the message says how many more
 // `ptybox policy check` will list.
 [[nodiscard]] Result<ResolvedPolicy> Resolve(const ResolveInputs& inputs);

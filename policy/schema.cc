@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <vector>
 
 namespace ptybox::policy {
@@ -466,6 +467,18 @@ std::optional<std::string> CodeLoadingEnvReason(std::string_view name) {
 }
 
 std::span<const std::string_view> RepositoryKeys() { return kRepositoryKeys; }
+
+std::optional<std::string> NormalHomeHide(std::string_view text) {
+  if (!text.starts_with("~/") || text.find('\0') != std::string_view::npos ||
+      text.size() > kMaxPathBytes) {
+    return std::nullopt;
+  }
+  const std::filesystem::path normal = std::filesystem::path(text.substr(2)).lexically_normal();
+  if (normal.empty() || normal.is_absolute() || *normal.begin() == ".." || normal == ".") {
+    return std::nullopt;
+  }
+  return "~/" + normal.string();
+}
 
 std::optional<std::string> UncoverableHideReason(std::string_view path) {
   // The directories, and the shells a session runs (a file cover on one makes exec fail).

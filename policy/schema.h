@@ -121,6 +121,11 @@ using ::ptybox::Printable;
 // places such a cover (a `~/` entry whose link leads there). nullopt when it can be covered.
 std::optional<std::string> UncoverableHideReason(std::string_view path);
 
+// A `hide` entry that starts with `~`: "~/rest" made lexically normal, or nullopt unless it is
+// `~/` and a path inside the home directory (not `~user/x`, `~/..`, `~/`), without NUL, bounded.
+// One rule for policy files and `--hide` (policy/command_line.h).
+std::optional<std::string> NormalHomeHide(std::string_view text);
+
 // The repository floor of `limits.pollIntervalMs` (schema.cc says why).
 inline constexpr int64_t kRepositoryMinPollIntervalMs = 10;
 

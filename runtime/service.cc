@@ -80,6 +80,7 @@ policy::ResolveInputs ResolveInputsFrom(const ServiceOptions& options,
   inputs.workspace = options.workspace;
   inputs.workspace_from_cli = options.workspace_from_cli;
   inputs.requested_mode = requested_mode;
+  inputs.command_line = options.command_line;
   return inputs;
 }
 

@@ -39,6 +39,9 @@ struct ServiceOptions {
   std::filesystem::path workspace;  // --workspace or the current directory
   bool workspace_from_cli = false;
   std::optional<policy::Mode> mode_override;  // --mode (ptybox run) / initial owner mode
+  // --network, --writable, --env, --hide: for serve and mcp, every owner's sessions (the
+  // daemon's command line is the operator's invocation).
+  policy::CommandLinePolicy command_line;
   backend::ShellBackendOptions shell;
   std::shared_ptr<AuditSink> audit;  // --audit-log, --record; nullptr: nothing is recorded
 };

@@ -1,12 +1,15 @@
 // ptybox: persistent, sandboxed, interactive shells for AI agents and CI jobs.
 //   ptybox serve [--stdio | --socket PATH] [--max-connections N] [--max-sessions N]
-//                [--workspace DIR] [--policy FILE] [--audit-log FILE] [--record DIR]
-//   ptybox mcp [--workspace DIR] [--policy FILE] [--mode MODE] [--consent-timeout SECONDS]
-//              [--max-result-bytes N]
+//                [--workspace DIR] [--policy FILE] [POLICY FLAGS] [--audit-log FILE] [--record DIR]
+//   ptybox mcp [--workspace DIR] [--policy FILE] [POLICY FLAGS] [--mode MODE]
+//              [--consent-timeout SECONDS] [--max-result-bytes N]
 //              [--audit-log FILE] [--record DIR]
-//   ptybox run [--workspace DIR] [--policy FILE] [--mode MODE] [--timeout SECONDS]
+//   ptybox run [--workspace DIR] [--policy FILE] [POLICY FLAGS] [--mode MODE] [--timeout SECONDS]
 //              [--audit-log FILE] -- CMD [ARG...]
-//   ptybox policy check [FILE...] | ptybox policy resolve [--workspace DIR] [--policy FILE]
+//   ptybox policy check [FILE...] |
+//   ptybox policy resolve [--workspace DIR] [--policy FILE] [POLICY FLAGS]
+// POLICY FLAGS: [--network allow|deny] [--writable DIR]... [--env NAME[=VALUE]]... [--hide PATH]...
+// (policy/command_line.h)
 //   ptybox doctor
 //   ptybox demo [--workspace DIR] [--policy FILE]
 #include <unistd.h>
@@ -33,16 +36,48 @@ namespace {
 
 constexpr const char* kVersion = "0.1.0";
 
+// --network, --writable, --env, --hide: one option per row of policy/command_line.h's table,
+// each occurrence taking one value.
+struct PolicyFlags {
+  std::vector<std::vector<std::string>> values =
+      std::vector<std::vector<std::string>>(ptybox::policy::CommandLineFlags().size());
+
+  [[nodiscard]] ptybox::policy::CommandLinePolicy Given() const {
+    ptybox::policy::CommandLinePolicy given;
+    const auto specs = ptybox::policy::CommandLineFlags();
+    for (size_t i = 0; i < specs.size(); ++i) {
+      for (const std::string& value : values[i]) {
+        given.push_back({std::string(specs[i].name), value});
+      }
+    }
+    return given;
+  }
+};
+
 struct CommonFlags {
   std::string workspace;
   std::string policy;
+  PolicyFlags policy_flags;
 };
 
-void AddCommonFlags(CLI::App* app, CommonFlags& flags) {
+// `policy_flags`: whether the command takes --network, --writable, --env and --hide.
+void AddCommonFlags(CLI::App* app, CommonFlags& flags, bool policy_flags = true) {
   app->add_option("--workspace", flags.workspace,
                   "workspace root (default: the current directory)");
   app->add_option("--policy", flags.policy,
                   "operator policy file (default: /etc/ptybox/policy.yaml when present)");
+  if (!policy_flags) return;
+  const auto specs = ptybox::policy::CommandLineFlags();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    CLI::Option* option = app->add_option(std::string(specs[i].name), flags.policy_flags.values[i],
+                                          std::string(specs[i].help))
+                              ->type_name(std::string(specs[i].value_name))
+                              ->allow_extra_args(false);
+    // A flag given once still keeps every occurrence: the layer says which was given twice.
+    if (!specs[i].repeatable) {
+      option->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    }
+  }
 }
 
 ptybox::runtime::ServiceOptions ServiceFrom(const CommonFlags& flags) {
@@ -55,6 +90,7 @@ ptybox::runtime::ServiceOptions ServiceFrom(const CommonFlags& flags) {
     o.workspace = std::filesystem::current_path(ec);
   }
   if (!flags.policy.empty()) o.operator_policy = std::filesystem::absolute(flags.policy, ec);
+  o.command_line = flags.policy_flags.Given();
   if (const char* path = std::getenv("PTYBOX_OPERATOR_POLICY"); path != nullptr && *path) {
     o.default_operator_policy = path;
   }
@@ -116,10 +152,25 @@ std::optional<std::shared_ptr<ptybox::runtime::AuditLog>> AuditFrom(
   return *audit;
 }
 
+// The policy flags of serve and mcp, checked once at startup: a flag with a wrong value or one
+// the operator policy refuses ends the daemon now (exit 2) rather than refusing every session
+// later. Any other policy problem (a broken file) is reported at each spawn, as without flags.
+bool PolicyFlagsUsable(const ptybox::runtime::ServiceOptions& service, const char* program) {
+  if (service.command_line.empty()) return true;
+  ptybox::Result<ptybox::policy::ResolvedPolicy> resolved =
+      ptybox::policy::Resolve(ptybox::runtime::ResolveInputsFrom(service, service.mode_override));
+  if (resolved || !resolved.error().context.starts_with(ptybox::policy::kCommandLineSource)) {
+    return true;
+  }
+  std::cerr << "ptybox " << program << ": " << resolved.error().Describe() << "\n";
+  return false;
+}
+
 // serve and mcp: the daemon with its audit log and recordings, or exit 1 when they cannot be
 // used (AuditFrom said why).
 int RunDaemonWithAudit(ptybox::runtime::DaemonOptions options, const AuditFlags& audit,
                        const char* program) {
+  if (!PolicyFlagsUsable(options.service, program)) return 2;
   std::optional<std::shared_ptr<ptybox::runtime::AuditLog>> log =
       AuditFrom(audit, options.service, program);
   if (!log) return 1;
@@ -137,14 +188,11 @@ std::optional<int> SetMcpStartMode(const std::string& text,
               << ptybox::policy::ModeAlternatives() << ")\n";
     return 2;
   }
-  ptybox::policy::ResolveInputs inputs;
-  inputs.operator_policy = service.operator_policy;
-  inputs.default_operator_policy = service.default_operator_policy;
-  inputs.workspace = service.workspace;
-  inputs.workspace_from_cli = service.workspace_from_cli;
-  inputs.requested_mode = mode;
-  ptybox::Result<ptybox::policy::ResolvedPolicy> resolved = ptybox::policy::Resolve(inputs);
-  if (!resolved && resolved.error().kind == ptybox::ErrorKind::kPolicyDenied) {
+  ptybox::Result<ptybox::policy::ResolvedPolicy> resolved =
+      ptybox::policy::Resolve(ptybox::runtime::ResolveInputsFrom(service, mode));
+  // A policy flag's refusal is the flag's, reported by PolicyFlagsUsable, not the mode's.
+  if (!resolved && resolved.error().kind == ptybox::ErrorKind::kPolicyDenied &&
+      !resolved.error().context.starts_with(ptybox::policy::kCommandLineSource)) {
     std::cerr << "ptybox mcp: --mode " << text << " is refused: " << resolved.error().Describe()
               << "\n";
     return 2;
@@ -256,6 +304,13 @@ struct McpCommand {
                      "policy and the attached owner's mode do (policy_set_mode changes it)\n";
         return 2;
       }
+      if (!options.service.command_line.empty()) {
+        std::cerr << "ptybox mcp: " << options.service.command_line.front().flag
+                  << " does not apply with --connect: the daemon decides the policy of its "
+                     "sessions. Give --network, --writable, --env and --hide to its `ptybox "
+                     "serve`, or drop them\n";
+        return 2;
+      }
       std::error_code ec;
       options.mcp_options.connect = std::filesystem::absolute(connect, ec);
     }
@@ -345,7 +400,7 @@ int main(int argc, char** argv) {
 
   CommonFlags demo_flags;
   CLI::App* demo = app.add_subcommand("demo", "a short sandboxed session, shown as JSON-RPC");
-  AddCommonFlags(demo, demo_flags);
+  AddCommonFlags(demo, demo_flags, /*policy_flags=*/false);
 
   // `ptybox help [COMMAND...]`, as git and cargo have it: the same text as --help.
   std::vector<std::string> help_topic;
