@@ -13,7 +13,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "tests/support/daemon_fixture.h"
 
@@ -222,9 +224,39 @@ TEST_P(ProgramsTest, GpgPinentryReadingTheTerminalIsAWait) {
                     "echo secret > " +
                     home + ".txt; export GPG_TTY=$(tty)\n");
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
-  // gpg-agent's start is silent for a while; the silence bound must not answer first.
-  r = Step(id, "gpg -c (pinentry)", "gpg -c -o " + home + ".gpg " + home + ".txt\n",
-           Json{{"silenceMs", 20000}});
+  // gpg-agent's own start (1.5-4 s on a busy machine, before pinentry draws anything) is
+  // measured apart, so that the gpg -c step below is pinentry's start and first screen plus
+  // the settle: what docs/readiness.md compares with the 500 ms bound.
+  r = Step(id, "gpg-agent start", "gpgconf --launch gpg-agent\n", Json{{"silenceMs", 20000}});
+  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  // The silence bound must not answer first. While the send runs, the screen is read on the
+  // same connection until pinentry's dialog is there, to print how long the settle took after
+  // the first complete screen (the 500 ms bound of docs/readiness.md; never asserted).
+  const auto sent = std::chrono::steady_clock::now();
+  const int send_id = client_.SendRequest(
+      "terminal_send", Json{{"sessionId", id},
+                            {"input", "gpg -c -o " + home + ".gpg " + home + ".txt\n"},
+                            {"silenceMs", 20000}});
+  std::optional<std::chrono::steady_clock::time_point> first_screen;
+  for (int look = 0; look < 3000 && !first_screen; ++look) {
+    Json view = client_.Call("terminal_read", Json{{"sessionId", id}, {"view", "screen"}});
+    if (view.contains("result") && Contains(view["result"]["text"], "assphrase")) {
+      first_screen = std::chrono::steady_clock::now();
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  r = client_.WaitResponse(send_id);
+  const auto settled = std::chrono::steady_clock::now();
+  r = r.value("result", r);
+  auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  std::printf(
+      "[ settle   ] %s gpg -c (pinentry): %.0f ms from the command, %s ms after its "
+      "first screen, %s\n",
+      GetParam().c_str(), ms(settled - sent),
+      first_screen ? std::to_string(static_cast<int>(ms(settled - *first_screen))).c_str()
+                   : "(screen not seen before the answer)",
+      r.contains("waitReason") ? r["waitReason"].dump().c_str() : r.dump().c_str());
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   Json screen = client_.Call("terminal_read", Json{{"sessionId", id}, {"view", "screen"}});
   ASSERT_TRUE(screen.contains("result")) << screen.dump();
