@@ -196,7 +196,8 @@ TEST_P(ShellChangesTest, ExecBashGetsTheHookBack) {
   for (const std::string change :
        {"exec bash\n", "exec $SHELL\n", "exec bash -l\n", "exec bash --norc\n"}) {
     SCOPED_TRACE(change);
-    const std::string id = Open();
+    // $SHELL is the user's login shell (the test user's may be /bin/sh, see ExecSh...).
+    const std::string id = Open(Json{{"env", {{"SHELL", "/bin/bash"}}}});
     const Json options{{"silenceMs", 20000}, {"timeoutMs", 30000}};
     Json r = Send(client_, id, change, options);
     EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
