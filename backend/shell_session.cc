@@ -436,6 +436,11 @@ Result<std::shared_ptr<SendOperation>> ShellSession::StartSend(SendRequest reque
 
 bool ShellSession::NeedsRebootstrap() {
   if (!hooked_exec_ || !bash_binary_ || !ready_at_prompt_) return false;
+  // A shell that ran non-dumpable keeps its nonce from its children's reading of its memory.
+  // The image `exec bash` starts runs a file its user can read, so it is dumpable: a nonce given
+  // to it would be readable by every program it starts. Such a shell gets no hook back (exit
+  // codes stay null, never wrong) rather than a weaker wall.
+  if (sandbox::ShellRunsNonDumpable(launched_)) return false;
   std::optional<ExecIdentity> now = ReadExecIdentity(terminal_.shell_pid());
   return now && *now != *hooked_exec_ && now->exe_dev == bash_binary_->dev &&
          now->exe_ino == bash_binary_->ino;
