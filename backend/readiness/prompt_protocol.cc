@@ -74,9 +74,8 @@ std::string BootstrapCode(bool typed) {
   if (typed) {
     // Typed as a command line: bash put it into its history list before running it. It is taken
     // out again (unless HISTIGNORE may have kept it out: then the entry before it is not ours).
-    // `\r ESC[K` erases the new shell's own prompt (`user@host:~$ `) from its line, so the line
-    // shows only the controlled prompt, as after the start. No alias can change a word below
-    // that starts with a backslash.
+    // `\r ESC[K` erases what is left on the cursor's line (the new shell's own prompt when
+    // readline did not move on). No alias can change a word below that starts with a backslash.
     code += "{ [[ -o history && -z ${HISTIGNORE-} ]] && \\history -d -1; } 2>/dev/null; ";
     code += "\\printf '\\r\\033[K'; ";
   }

@@ -32,7 +32,7 @@ inline constexpr int kPromptHookIndex = 4096;
 std::string BuildPromptCommand();
 // The same bootstrap as one command line (ending in a newline), for the daemon to type into a
 // bash that replaced the session's shell by `exec bash` (backend/readiness/rebootstrap.h): it
-// also takes itself out of the history list, erases the new shell's own prompt from its line and
+// also takes itself out of the history list, erases what is left on the cursor's line and
 // keeps the PROMPT_COMMAND the new shell's rc files set (as element 0). It then reads the fresh
 // nonce line (NonceLine) the daemon writes once it sees the shell alone, blocked in that read.
 std::string BuildRebootstrapLine();
