@@ -436,6 +436,9 @@ Result<std::shared_ptr<SendOperation>> ShellSession::StartSend(SendRequest reque
 
 bool ShellSession::NeedsRebootstrap() {
   if (!hooked_exec_ || !bash_binary_ || !ready_at_prompt_) return false;
+  // A last send that settled at the verified prompt proves the hook is there: the send path pays
+  // no /proc read for this check (exec bash settles without a marker).
+  if (send_ && send_->result() && *send_->result() && (*send_->result())->exit_code) return false;
   // A shell that ran non-dumpable keeps its nonce from its children's reading of its memory.
   // The image `exec bash` starts runs a file its user can read, so it is dumpable: a nonce given
   // to it would be readable by every program it starts. Such a shell gets no hook back (exit
