@@ -235,7 +235,9 @@ void ShellSession::OnCandidate() {
   if (startup_ && !published_) startup_->engine().OnPromptCandidate(Now(), fg, unread);
   if (published_ && NoActiveSend()) idle_candidate_ = idle_marker_.has_value();
   if (send_) send_->OnCandidate(fg, unread);
-  if (rebootstrap_ && rebootstrap_->phase == Rebootstrap::Phase::kPrompt) EndRebootstrap(true, "");
+  if (rebootstrap_ && rebootstrap_->phase == Rebootstrap::Phase::kPrompt) {
+    EndRebootstrap(true, "", /*start_now=*/false);  // not inside the decoder's callbacks
+  }
 }
 
 void ShellSession::OnInvalidated() {
@@ -531,7 +533,7 @@ void ShellSession::OnRebootstrapFacts(ForegroundFacts facts) {
   });
 }
 
-void ShellSession::EndRebootstrap(bool hooked, const std::string& why) {
+void ShellSession::EndRebootstrap(bool hooked, const std::string& why, bool start_now) {
   if (!rebootstrap_) return;
   std::shared_ptr<SendOperation> op = std::move(rebootstrap_->op);
   rebootstrap_.reset();
@@ -543,10 +545,25 @@ void ShellSession::EndRebootstrap(bool hooked, const std::string& why) {
   // The bootstrap's own prompt reports the bootstrap's status: no wait may settle at it.
   idle_marker_.reset();
   idle_candidate_ = false;
-  if (op) {
+  if (!op) return;
+  if (start_now) {
     send_ = op;
     op->Start();
+    return;
   }
+  std::weak_ptr<ShellSession> weak = weak_from_this();
+  asio::post(io_, [weak, op = std::move(op)] {
+    std::shared_ptr<ShellSession> self = weak.lock();
+    if (!self) return;
+    self->send_ = op;
+    op->Start();
+    // Exited or closed meanwhile: the send learns it as an active send would have.
+    if (self->closed_) {
+      op->OnClosed();
+    } else if (self->terminal_.status().exited) {
+      op->OnSessionExit();
+    }
+  });
 }
 
 std::optional<std::string> ShellSession::AlternateScreen() {

@@ -150,7 +150,9 @@ class ShellSession final : public BackendSession,
   void BeginRebootstrap(std::shared_ptr<SendOperation> op);
   void RebootstrapLook();
   void OnRebootstrapFacts(ForegroundFacts facts);
-  void EndRebootstrap(bool hooked, const std::string& why);
+  // Starts the waiting send: at once, or on the next turn of the reactor (from inside the
+  // decoder's callbacks).
+  void EndRebootstrap(bool hooked, const std::string& why, bool start_now = true);
   void FailStart(Error error);
   void FinishStart(Result<void> result);
   void CleanUpAfterExit();
