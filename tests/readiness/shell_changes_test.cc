@@ -244,6 +244,21 @@ TEST_P(ShellChangesTest, ExecBashGetsTheHookBack) {
   }
 }
 
+// Nothing the session prints or reads starts the bootstrap: the shell's own readline waiting
+// behind a bash-shaped prompt (`read -e -p`: the shell's main task alone, raw mode, no marker)
+// is the same program image, so the agent's next line reaches the `read`, not a bootstrap.
+TEST_P(ShellChangesTest, APromptWithoutAnExecNeverGetsTheBootstrap) {
+  const std::string id = Open();
+  const Json options{{"silenceMs", 20000}, {"timeoutMs", 30000}};
+  Json r = Send(client_, id, "read -e -p 'user@host:~$ ' x\n", options);
+  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  EXPECT_TRUE(r["exitCode"].is_null()) << r.dump();
+  r = AtPrompt(id, "typed\n", 0);
+  r = AtPrompt(id, "echo \"$x\"\n", 0);
+  EXPECT_EQ(r["viewport"], "typed") << r.dump();
+  StillExact(id, "read -e");
+}
+
 // A shell that is not bash (`exec sh`) never gets the bootstrap typed into it: no marker, so
 // exit codes stay null, never another command's; its prompt stays out of the viewport.
 TEST_P(ShellChangesTest, ExecShNeverReportsAWrongExitCode) {
