@@ -19,6 +19,10 @@ namespace {
 constexpr std::string_view kDefaultPath =
     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 constexpr size_t kMaxLineBytes = 64 * 1024;
+// How long a send may wait for the hook to be given back to a re-exec'd bash (a few ms on an
+// idle machine); past it the send starts anyway, without the hook.
+constexpr Millis kRebootstrapBudget{5000};
+constexpr Millis kRebootstrapLookInterval{2};
 
 ReadinessTimings TimingsFrom(const policy::Limits& limits) {
   ReadinessTimings t;
@@ -233,6 +237,9 @@ void ShellSession::OnCandidate() {
   if (startup_ && !published_) startup_->engine().OnPromptCandidate(Now(), fg, unread);
   if (published_ && NoActiveSend()) idle_candidate_ = idle_marker_.has_value();
   if (send_) send_->OnCandidate(fg, unread);
+  if (rebootstrap_ && rebootstrap_->phase == Rebootstrap::Phase::kPrompt) {
+    EndRebootstrap(true, "", /*start_now=*/false);  // not inside the decoder's callbacks
+  }
 }
 
 void ShellSession::OnInvalidated() {
@@ -262,6 +269,7 @@ void ShellSession::OnShellExit(SessionStatus status) {
     }
     return;
   }
+  EndRebootstrap(false, "the shell exited");  // its send starts and sees the exit
   if (send_) send_->OnSessionExit();
   CleanUpAfterExit();
 }
@@ -338,6 +346,9 @@ void ShellSession::OnStartupSettled(WaitReason reason) {
     motd_ = page.text;
     while (!motd_.empty() && motd_.back() == '\n') motd_.pop_back();
     RememberIdlePrompt(startup_->engine().verifying_facts());
+    // What `exec bash` will be told apart from (rebootstrap.h).
+    hooked_exec_ = ReadExecIdentity(terminal_.shell_pid());
+    bash_binary_ = FindProgram(options_.shell, kDefaultPath);
     FinishStart({});
     return;
   }
@@ -405,6 +416,7 @@ Result<std::shared_ptr<SendOperation>> ShellSession::StartSend(SendRequest reque
     request.input = std::move(*bytes);
   }
   touched_after_ready_ = true;
+  const bool rebootstrap = !request.wait && !rebootstrap_ && NeedsRebootstrap();
   SendOperation::Config config;
   config.timings = TimingsFrom(spec_.policy.limits);
   config.shell_pgid = terminal_.shell_pid();
@@ -417,9 +429,143 @@ Result<std::shared_ptr<SendOperation>> ShellSession::StartSend(SendRequest reque
   op->SetReleasedCallback([weak] {
     if (std::shared_ptr<ShellSession> self = weak.lock()) self->slot_held_ = false;
   });
+  if (rebootstrap) {
+    BeginRebootstrap(op);
+    return op;
+  }
   send_ = op;
   op->Start();
   return op;
+}
+
+bool ShellSession::NeedsRebootstrap() {
+  if (!hooked_exec_ || !bash_binary_ || !ready_at_prompt_) return false;
+  // A last send that settled at the verified prompt proves the hook is there: the send path pays
+  // no /proc read for this check (exec bash settles without a marker).
+  if (send_ && send_->result() && *send_->result() && (*send_->result())->exit_code) return false;
+  // A shell that ran non-dumpable keeps its nonce from its children's reading of its memory.
+  // The image `exec bash` starts runs a file its user can read, so it is dumpable: a nonce given
+  // to it would be readable by every program it starts. Such a shell gets no hook back (exit
+  // codes stay null, never wrong) rather than a weaker wall.
+  if (sandbox::ShellRunsNonDumpable(launched_)) return false;
+  std::optional<ExecIdentity> now = ReadExecIdentity(terminal_.shell_pid());
+  return now && *now != *hooked_exec_ && now->exe_dev == bash_binary_->dev &&
+         now->exe_ino == bash_binary_->ino;
+}
+
+void ShellSession::BeginRebootstrap(std::shared_ptr<SendOperation> op) {
+  std::optional<ExecIdentity> exec = ReadExecIdentity(terminal_.shell_pid());
+  rebootstrap_.emplace();
+  rebootstrap_->op = std::move(op);
+  rebootstrap_->deadline = Now() + kRebootstrapBudget;
+  if (!exec) {
+    EndRebootstrap(false, "the shell's exec identity is unreadable");
+    return;
+  }
+  rebootstrap_->exec = *exec;
+  RebootstrapLook();
+}
+
+void ShellSession::RebootstrapLook() {
+  std::weak_ptr<ShellSession> weak = weak_from_this();
+  terminal_.Inspect([weak](ForegroundFacts facts) {
+    if (std::shared_ptr<ShellSession> self = weak.lock())
+      self->OnRebootstrapFacts(std::move(facts));
+  });
+}
+
+void ShellSession::OnRebootstrapFacts(ForegroundFacts facts) {
+  if (!rebootstrap_ || rebootstrap_->phase == Rebootstrap::Phase::kPrompt) return;
+  const pid_t shell = terminal_.shell_pid();
+  if (closing_ || closed_ || terminal_.status().exited) {
+    EndRebootstrap(false, "the session ends");
+    return;
+  }
+  Rebootstrap& rb = *rebootstrap_;
+  // Still the same program image: one that exec'd again meanwhile is not the one looked at.
+  if (ReadExecIdentity(shell) != rb.exec) {
+    EndRebootstrap(false, "the shell exec'd again");
+    return;
+  }
+  if (rb.phase == Rebootstrap::Phase::kTypeLine) {
+    if (std::optional<std::string> refusal =
+            RebootstrapRefusal(RebootstrapStep::kTypeLine, facts, shell)) {
+      // Nothing written: the next send tries again (a background job may have ended by then).
+      EndRebootstrap(false, *refusal);
+      return;
+    }
+    // This image is tried once: whatever happens now, it is never typed into twice.
+    hooked_exec_ = rb.exec;
+    terminal_.WriteReply(BuildRebootstrapLine());
+    rb.phase = Rebootstrap::Phase::kWriteNonce;
+    After(kRebootstrapLookInterval, [this] { RebootstrapLook(); });
+    return;
+  }
+  // kWriteNonce: the nonce goes in only once the shell alone waits in the bootstrap's `read`.
+  if (std::optional<std::string> refusal =
+          RebootstrapRefusal(RebootstrapStep::kWriteNonce, facts, shell)) {
+    if (Now() >= rb.deadline) {
+      // An empty line ends the bootstrap's read (it then keeps a plain PS1: no marker, exit codes
+      // null) or is an empty command line; it carries nothing.
+      terminal_.WriteReply("\n");
+      EndRebootstrap(false, "gave up: " + *refusal);
+      return;
+    }
+    After(kRebootstrapLookInterval, [this] { RebootstrapLook(); });
+    return;
+  }
+  // The nonce is never echoed: the kernel echoes input as it arrives, so ECHO must be off
+  // before the write (a `stty sane` before `exec bash` left it on).
+  (void)terminal_.ReassertNoEcho();
+  if (terminal_.Echoing() != false) {
+    terminal_.WriteReply("\n");
+    EndRebootstrap(false, "the terminal echoes input");
+    return;
+  }
+  nonce_ = NewPromptNonce();
+  tracker_.SetNonce(nonce_);
+  terminal_.WriteReply(NonceLine(nonce_));
+  rb.phase = Rebootstrap::Phase::kPrompt;
+  const Millis left =
+      std::chrono::duration_cast<Millis>(std::max(rb.deadline - Now(), Clock::duration::zero()));
+  After(left, [this] {
+    if (rebootstrap_ && rebootstrap_->phase == Rebootstrap::Phase::kPrompt) {
+      EndRebootstrap(false, "no prompt came");
+    }
+  });
+}
+
+void ShellSession::EndRebootstrap(bool hooked, const std::string& why, bool start_now) {
+  if (!rebootstrap_) return;
+  std::shared_ptr<SendOperation> op = std::move(rebootstrap_->op);
+  rebootstrap_.reset();
+  if (hooked) {
+    LogDebug("exec bash: the prompt hook is back with a fresh nonce");
+  } else {
+    LogDebug("exec bash: the prompt hook is not given back: " + why);
+  }
+  // The bootstrap's own prompt reports the bootstrap's status: no wait may settle at it.
+  idle_marker_.reset();
+  idle_candidate_ = false;
+  if (!op) return;
+  if (start_now) {
+    send_ = op;
+    op->Start();
+    return;
+  }
+  std::weak_ptr<ShellSession> weak = weak_from_this();
+  asio::post(io_, [weak, op = std::move(op)] {
+    std::shared_ptr<ShellSession> self = weak.lock();
+    if (!self) return;
+    self->send_ = op;
+    op->Start();
+    // Exited or closed meanwhile: the send learns it as an active send would have.
+    if (self->closed_) {
+      op->OnClosed();
+    } else if (self->terminal_.status().exited) {
+      op->OnSessionExit();
+    }
+  });
 }
 
 std::optional<std::string> ShellSession::AlternateScreen() {
@@ -574,6 +720,7 @@ void ShellSession::Close(std::string reason, std::function<void(Result<SessionSt
   if (closing_) return;
   closing_ = true;
   LogDebug("closing session: " + reason);
+  EndRebootstrap(false, "the session closes");
   // Stop readiness polling; the active send settles after quiescence.
   if (send_ && !send_->settled()) send_->StopPolling();
   if (startup_) startup_->Stop();

@@ -20,6 +20,7 @@
 #include "backend/off_reactor.h"
 #include "backend/readiness/prompt_protocol.h"
 #include "backend/readiness/readiness_driver.h"
+#include "backend/readiness/rebootstrap.h"
 #include "backend/send_render.h"
 #include "backend/terminal/terminal_decoder.h"
 #include "backend/warm_pool.h"
@@ -151,6 +152,18 @@ class ShellSession final : public BackendSession,
   [[nodiscard]] sandbox::LaunchSpec BuildLaunch(const SpawnSpec& spec) const;
   void OnTimer();
   void OnStartupSettled(WaitReason reason);
+  // The shell replaced itself by a bash (`exec bash`) that has no hook yet: its exec identity
+  // differs from the one the hook was given to, and it runs the bash ptybox started.
+  [[nodiscard]] bool NeedsRebootstrap();
+  // Gives the hook back before `op` starts (backend/readiness/rebootstrap.h): one look, the
+  // bootstrap line, looks until the bootstrap's `read` waits, the fresh nonce line, the marker.
+  // `op` starts when that ends, whichever way.
+  void BeginRebootstrap(std::shared_ptr<SendOperation> op);
+  void RebootstrapLook();
+  void OnRebootstrapFacts(ForegroundFacts facts);
+  // Starts the waiting send: at once, or on the next turn of the reactor (from inside the
+  // decoder's callbacks).
+  void EndRebootstrap(bool hooked, const std::string& why, bool start_now = true);
   void FailStart(Error error);
   void FinishStart(Result<void> result);
   void CleanUpAfterExit();
@@ -191,6 +204,18 @@ class ShellSession final : public BackendSession,
   bool idle_candidate_ = false;
   // The active send's raw output since its write boundary, until it settles.
   std::optional<SendRender> render_;
+
+  // `exec bash`: the exec identity of the shell that holds the hook, the bash ptybox starts, and
+  // a re-bootstrap under way (its phase, deadline and the send that waits for it).
+  std::optional<ExecIdentity> hooked_exec_;
+  std::optional<FileIdentity> bash_binary_;
+  struct Rebootstrap {
+    enum class Phase { kTypeLine, kWriteNonce, kPrompt } phase = Phase::kTypeLine;
+    ExecIdentity exec;
+    TimePoint deadline{};
+    std::shared_ptr<SendOperation> op;
+  };
+  std::optional<Rebootstrap> rebootstrap_;
 
   // Close.
   bool closing_ = false;

@@ -53,14 +53,18 @@ void ApplyPolicy(const policy::ResolvedPolicy& p, const std::filesystem::path& c
                                          .cpu_millicores = l.max_cpu_millicores};
 }
 
+bool ShellRunsNonDumpable(const LaunchSpec& spec) {
+  // Not for an ordinary user's daemon: /proc/<pid>/ files of a non-dumpable process belong to
+  // uid 0 of its user namespace, which that sandbox does not map, so they are host root's, mode
+  // 0400, and the daemon could not open them (docs/readiness-facts.md).
+  return policy::IsConfined(spec.mode) && spec.pty && RunsAsHostRoot();
+}
+
 std::vector<std::string> BuildInitArgs(const LaunchSpec& spec) {
   std::vector<std::string> args = {"--control-fd", std::to_string(kInitControlFd)};
   if (policy::IsConfined(spec.mode)) args.emplace_back("--confined");
-  // A confined shell of a root daemon runs non-dumpable (init_main.cc, UnreadableCopy). Not for
-  // an ordinary user's daemon: /proc/<pid>/ files of a non-dumpable process belong to uid 0 of
-  // its user namespace, which that sandbox does not map, so they are host root's, mode 0400,
-  // and the daemon could not open them (docs/readiness-facts.md).
-  if (policy::IsConfined(spec.mode) && spec.pty && RunsAsHostRoot()) {
+  // A confined shell of a root daemon runs non-dumpable (init_main.cc, UnreadableCopy).
+  if (ShellRunsNonDumpable(spec)) {
     args.emplace_back("--unreadable-shell");
   }
   if (!spec.pty) args.emplace_back("--no-pty");

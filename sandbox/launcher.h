@@ -77,6 +77,9 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories
 Result<void> CheckSandboxRoots(const SandboxSpec& sandbox);
 
 // The init argv after the binary: --control-fd 3 [--confined] ... -- command...
+// Whether the session's shell runs from an unreadable copy, so non-dumpable (a confined shell
+// of a root daemon, init_main.cc UnreadableCopy): its children cannot read its memory.
+[[nodiscard]] bool ShellRunsNonDumpable(const LaunchSpec& spec);
 std::vector<std::string> BuildInitArgs(const LaunchSpec& spec);
 
 inline constexpr int kInitControlFd = 3;

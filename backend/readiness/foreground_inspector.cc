@@ -131,6 +131,7 @@ class Inspection final {
     pid_t session = 0;
     char state = '?';  // of the thread-group leader, as the walk saw it
     std::vector<pid_t> tids;
+    pid_t ppid = 0;
   };
 
   [[nodiscard]] bool OverBudget() const { return std::chrono::steady_clock::now() > deadline_; }
@@ -325,9 +326,9 @@ bool Inspection::WalkTree(pid_t start, pid_t pgid, bool start_is_leader, std::ve
       }
     }
     if (stat->pgrp == pgid) {
-      members.push_back(Member{pid, stat->session, stat->state, tids});
+      members.push_back(Member{pid, stat->session, stat->state, tids, stat->ppid});
     } else {
-      others.push_back(Member{pid, stat->session, stat->state, tids});
+      others.push_back(Member{pid, stat->session, stat->state, tids, stat->ppid});
     }
   }
   return complete;
@@ -661,6 +662,35 @@ bool ForegroundInspector::StillAsVerified(const ForegroundFacts& verified) const
   return ForegroundPgid() == verified.foreground_pgid;
 }
 
+namespace {
+
+// The live processes of the walk that are neither members of the foreground group nor the
+// shell's ancestors (bwrap, ptybox-init: the launch chain from the session's root).
+size_t CountOtherProcesses(const std::vector<Inspection::Member>& members,
+                           const std::vector<Inspection::Member>& others, pid_t shell) {
+  std::vector<pid_t> ancestors;
+  pid_t at = shell;
+  for (size_t hops = 0; hops < others.size() + members.size() + 1; ++hops) {
+    pid_t parent = 0;
+    for (const auto* list : {&members, &others}) {
+      for (const Inspection::Member& m : *list) {
+        if (m.pid == at) parent = m.ppid;
+      }
+    }
+    if (parent <= 0) break;
+    ancestors.push_back(parent);
+    at = parent;
+  }
+  size_t count = 0;
+  for (const Inspection::Member& other : others) {
+    if (other.state == 'Z' || other.state == 'X') continue;  // runs no code, holds no descriptor
+    if (std::find(ancestors.begin(), ancestors.end(), other.pid) == ancestors.end()) ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
 ForegroundFacts ForegroundInspector::Inspect() const {
   ForegroundFacts facts;
   facts.foreground_pgid = ForegroundPgid();
@@ -721,6 +751,7 @@ ForegroundFacts ForegroundInspector::Inspect() const {
   }
   // The group handed the terminal on while we looked: what we saw is about a former group.
   if (ForegroundPgid() != facts.foreground_pgid) complete = false;
+  if (complete) facts.other_processes = CountOtherProcesses(members, others, identity_.session_id);
   facts.waiting_for_input = CombineTaskVerdicts(verdicts, complete);
   return facts;
 }

@@ -72,6 +72,12 @@ struct ForegroundFacts {
   // Tasks of processes outside the foreground group that were looked at for a terminal wait
   // (the outside scan runs only when the group is asleep elsewhere); a measure of its cost.
   size_t outside_scanned = 0;
+  // Live processes of the session (the walk from its root) that are neither in the foreground
+  // group nor ancestors of the shell (the launch chain: bwrap, ptybox-init); nullopt when the
+  // walk was incomplete. 0 with the shell's group alone in the foreground: nothing but the
+  // shell could read the terminal or fork a reader (the re-exec'd shell's bootstrap,
+  // backend/readiness/rebootstrap.h).
+  std::optional<size_t> other_processes;
 };
 
 // How one inspected task stands; the group's answer combines them (CombineTaskVerdicts).

@@ -49,7 +49,11 @@ bool IsContinuationMarker(std::string_view payload, std::string_view nonce) {
          payload.ends_with(";ps2");
 }
 
-std::string BuildPromptCommand() {
+namespace {
+
+// The bootstrap, as the first PROMPT_COMMAND (`typed` false) or as the line the daemon types
+// into a re-exec'd bash (`typed` true, BuildRebootstrapLine).
+std::string BootstrapCode(bool typed) {
   // The nonce is not here: this text is in bash's environment (/proc/<pid>/environ), which
   // other processes of the session may read. Bash reads the nonce from the terminal, where the
   // daemon writes it once before any other program runs in the session (NonceLine), and keeps
@@ -67,7 +71,17 @@ std::string BuildPromptCommand() {
   fn += " case ${__ptybox_o-} in *x*) unset __ptybox_o; set -x;; *) unset __ptybox_o;; esac; }";
 
   std::string code;
-  code += "{ __ptybox_o=$-; set +xvT; __ptybox_n=; IFS= read -r __ptybox_n; ";
+  if (typed) {
+    // Typed as a command line: bash put it into its history list before running it. It is taken
+    // out again (unless HISTIGNORE may have kept it out: then the entry before it is not ours).
+    // `\r ESC[K` erases what is left on the cursor's line (the new shell's own prompt when
+    // readline did not move on). No alias can change a word below that starts with a backslash.
+    code += "{ [[ -o history && -z ${HISTIGNORE-} ]] && \\history -d -1; } 2>/dev/null; ";
+    code += "\\printf '\\r\\033[K'; ";
+  }
+  code += "{ __ptybox_o=$-; set +xvT; __ptybox_n=; IFS= ";
+  code += typed ? "\\read" : "read";
+  code += " -r __ptybox_n; ";
   code += "if [[ $__ptybox_n =~ ^[0-9a-f]{32}$ ]]; then declare -gr __ptybox_ps1=\"";
   // PromptPs1 with the nonce taken from the variable; inside double quotes `$?` and `${PWD@Q}`
   // stay unexpanded (escaped), the nonce is expanded now.
@@ -96,13 +110,22 @@ std::string BuildPromptCommand() {
   // exit code of its choosing. It can still read the nonce (PS1 holds it) and replace the
   // PROMPT_COMMAND element: sourced code is the shell; this narrows, it does not close.
   code += "; declare -fr __ptybox_prompt";
-  code += "; unset PROMPT_COMMAND; PROMPT_COMMAND[";
+  // At the start the environment's PROMPT_COMMAND is this bootstrap: replaced by the hook. A
+  // re-exec'd shell's PROMPT_COMMAND is its rc files' (history -a, direnv): kept as element 0.
+  code += typed ? "; PROMPT_COMMAND[" : "; unset PROMPT_COMMAND; PROMPT_COMMAND[";
   code += std::to_string(kPromptHookIndex);
   code += "]='";
   code += PromptHookCommand();
   code += "'; export -n PS1; set +H; unset HISTFILE; __ptybox_prompt; } 2>/dev/null";
+  if (typed) code += '\n';
   return code;
 }
+
+}  // namespace
+
+std::string BuildPromptCommand() { return BootstrapCode(/*typed=*/false); }
+
+std::string BuildRebootstrapLine() { return BootstrapCode(/*typed=*/true); }
 
 std::string NonceLine(std::string_view nonce) {
   std::string line(nonce);

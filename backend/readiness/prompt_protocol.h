@@ -30,6 +30,12 @@ inline constexpr int kPromptHookIndex = 4096;
 // xtrace, verbose, functrace with a DEBUG trap, nounset, errexit neither print the nonce nor
 // put anything between the marker and PS1.
 std::string BuildPromptCommand();
+// The same bootstrap as one command line (ending in a newline), for the daemon to type into a
+// bash that replaced the session's shell by `exec bash` (backend/readiness/rebootstrap.h): it
+// also takes itself out of the history list, erases what is left on the cursor's line and
+// keeps the PROMPT_COMMAND the new shell's rc files set (as element 0). It then reads the fresh
+// nonce line (NonceLine) the daemon writes once it sees the shell alone, blocked in that read.
+std::string BuildRebootstrapLine();
 // What the hook element of PROMPT_COMMAND holds: calls the function; carries no nonce.
 std::string PromptHookCommand();
 // The controlled PS1: the marker (nonce, `$?`, `${PWD@Q}`) as invisible prompt text, then
@@ -83,6 +89,11 @@ class PromptTracker final : public VtHandler {
   PromptTracker(std::string nonce, std::string ps1, Listener& listener);
 
   [[nodiscard]] bool candidate() const { return state_ == State::kCandidate; }
+  // A fresh nonce (the re-exec'd shell's): markers of the old one are just text from now on.
+  void SetNonce(std::string nonce) {
+    Drop();
+    nonce_ = std::move(nonce);
+  }
   [[nodiscard]] const std::optional<PromptMarker>& last_marker() const { return marker_; }
 
   void OnPrint(std::string_view utf8) override;

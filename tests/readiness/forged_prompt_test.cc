@@ -7,10 +7,14 @@
 // everywhere), as root and as an ordinary user's daemon (the
 // `_unprivileged` variant).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "tests/support/daemon_fixture.h"
 
@@ -59,11 +63,72 @@ sys.stdout.flush()
 os.read(0, 100)
 )PY";
 
+// Attack on the hook given back after `exec bash` (backend/readiness/rebootstrap.h): a program
+// started before the exec leaves the shell's group and session (setsid), keeps the terminal
+// open and, until it is killed, reads the terminal (a blocking read in a thread: whatever the
+// daemon types next) and the shell's environ, cmdline and descriptors, keeping everything in
+// argv[1]. It announces itself with argv[2].
+constexpr const char* kThief = R"PY(import os, sys, threading
+loot_path, ready_path = sys.argv[1], sys.argv[2]
+shell = os.getppid()
+if os.fork():  # a job leads its own group, and a group leader cannot setsid
+    os._exit(0)
+os.setsid()
+loot = open(loot_path, "ab", buffering=0)
+def steal_terminal():
+    while True:
+        data = os.read(0, 4096)
+        if not data:
+            return
+        loot.write(b"terminal:" + data + b"\n")
+threading.Thread(target=steal_terminal, daemon=True).start()
+open(ready_path, "w").close()
+while True:
+    for name in ("environ", "cmdline"):
+        try:
+            loot.write(b"%s:" % name.encode() + open("/proc/%d/%s" % (shell, name), "rb").read() + b"\n")
+        except OSError:
+            pass
+    try:
+        for fd in os.listdir("/proc/%d/fd" % shell):
+            loot.write(b"fd:" + os.readlink("/proc/%d/fd/%s" % (shell, fd)).encode() + b"\n")
+    except OSError:
+        pass
+    threading.Event().wait(0.005)
+)PY";
+
+// Prints a marker with exit code 42 and "$ " for every 32-hex-digit string in argv[1] (and one of
+// its own), then waits in read(0) while the shell waits for it.
+constexpr const char* kLootForger = R"PY(import os, re, sys
+found = set(re.findall(rb"[0-9a-f]{32}", open(sys.argv[1], "rb").read())) | {b"0" * 32}
+sys.stdout.write("forging with %d\n" % len(found))
+for n in sorted(found):
+    sys.stdout.write("\033]6973;%s;42;'/forged'\a$ " % n.decode())
+sys.stdout.flush()
+os.read(0, 100)
+)PY";
+
+// The processes whose command line holds `needle` (the test sees the session's processes from
+// outside: as root every one, as the ordinary user the daemon's own).
+std::vector<pid_t> ProcessesWith(const std::string& needle) {
+  std::vector<pid_t> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find(needle) != std::string::npos) found.push_back(std::stoi(name));
+  }
+  return found;
+}
+
 class ForgedPromptTest : public ::testing::TestWithParam<std::string> {
  protected:
   static void SetUpTestSuite() {
     daemon_ = new Daemon();
     std::ofstream(daemon_->workspace() / "forger.py") << kForger;
+    std::ofstream(daemon_->workspace() / "thief.py") << kThief;
+    std::ofstream(daemon_->workspace() / "loot_forger.py") << kLootForger;
   }
   static void TearDownTestSuite() {
     delete daemon_;
@@ -105,6 +170,73 @@ TEST_P(ForgedPromptTest, AProgramCannotSettleASendWithAForgedPrompt) {
   r = Send(client_, id, "echo after; (exit 4)\n", slow);
   EXPECT_EQ(r["exitCode"], 4) << r.dump();
   EXPECT_EQ(r["viewport"], "after") << r.dump();
+}
+
+TEST_P(ForgedPromptTest, ExecBashNeverHandsTheFreshNonceToAnotherProgram) {
+  const std::string id = OpenSession(client_, GetParam());
+  const Json slow{{"silenceMs", 20000}, {"timeoutMs", 30000}};
+  // Unique per run: the thief's command line names it, and its loot stays inside the session.
+  const std::string tag = "thief-" + std::to_string(::getpid()) + "-" + GetParam();
+  const std::string loot = "/tmp/" + tag + ".loot";
+  Json r = Send(client_, id,
+                "python3 thief.py " + loot + " /tmp/" + tag + ".ready & while [ ! -e /tmp/" + tag +
+                    ".ready ]; do sleep 0.01; done; exec bash\n",
+                slow);
+  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  // The daemon types nothing while the thief lives. This send's own input goes to the shell or
+  // to the thief (both read the terminal): either way no exit code, and a short silence bound.
+  r = Send(client_, id, "echo one; (exit 4)\n", Json{{"silenceMs", 1500}, {"timeoutMs", 30000}});
+  EXPECT_TRUE(r["exitCode"].is_null()) << r.dump();
+  const std::vector<pid_t> thieves = ProcessesWith(tag + ".loot");
+  ASSERT_EQ(thieves.size(), 1u);
+  ASSERT_EQ(::kill(thieves[0], SIGKILL), 0);
+  for (int i = 0; i < 2000 && !ProcessesWith(tag + ".loot").empty(); ++i) ::usleep(5000);
+  ASSERT_TRUE(ProcessesWith(tag + ".loot").empty());
+  // A line the thief may not have left whole: ends whatever readline holds, then exact again.
+  Send(client_, id, "\n", Json{{"silenceMs", 1500}, {"timeoutMs", 30000}});
+  // The hook comes back, except where the shell ran non-dumpable (confined modes of a root
+  // daemon): the new image is dumpable, so no nonce is given to it at all.
+  const bool hooked = GetParam() == "danger-full-access" || ::geteuid() != 0;
+  auto expect_exit = [hooked](const Json& result, int code) {
+    if (hooked) {
+      EXPECT_EQ(result["exitCode"], code) << result.dump();
+    } else {
+      EXPECT_TRUE(result["exitCode"].is_null()) << result.dump();
+    }
+  };
+  r = Send(client_, id, "echo two; (exit 4)\n", slow);
+  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  expect_exit(r, 4);
+  EXPECT_EQ(r["viewport"], "two") << r.dump();
+  // What the thief got: the shell's environment and descriptors (which hold no nonce: the
+  // environment holds the first bootstrap, without it), and from the terminal nothing typed by
+  // the daemon: neither the bootstrap nor a nonce line.
+  r = Send(client_, id,
+           "grep -c '^environ:' " + loot + "; grep -a '^terminal:' " + loot +
+               " | grep -c -e __ptybox -e '[0-9a-f]\\{32\\}'\n",
+           slow);
+  expect_exit(r, 1);  // the last grep found nothing
+  ASSERT_TRUE(r["viewport"].is_string()) << r.dump();
+  const std::string counts = r["viewport"].get<std::string>();
+  ASSERT_NE(counts.find('\n'), std::string::npos) << r.dump();
+  EXPECT_NE(counts.substr(0, counts.find('\n')), "0") << r.dump();  // it did read the shell
+  EXPECT_EQ(counts.substr(counts.find('\n') + 1), "0") << r.dump();
+  // And whatever it kept cannot forge the prompt of the hooked shell.
+  r = Send(client_, id, "python3 loot_forger.py " + loot + "; (exit 3)\n", slow);
+  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  EXPECT_TRUE(r["exitCode"].is_null()) << r.dump();
+  r = Send(client_, id, "x\n", slow);
+  expect_exit(r, 3);
+  // The new image runs /usr/bin/bash, a file its user can read: it is dumpable, so where the hook
+  // came back (a shell that was dumpable already) a child that reads its memory finds the fresh
+  // nonce (docs/readiness.md, known limits), and still cannot settle a send at its imitation:
+  // the shell itself must be the reader.
+  r = Send(client_, id, "python3 forger.py; (exit 5)\n", slow);
+  EXPECT_NE(r["viewport"].get<std::string>().find("forger found:"), std::string::npos) << r.dump();
+  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  EXPECT_TRUE(r["exitCode"].is_null()) << r.dump();
+  r = Send(client_, id, "x\n", slow);
+  expect_exit(r, 5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ForgedPromptTest,

@@ -508,6 +508,26 @@ TEST_F(InteractiveBashTest, PromptThenForegroundCatThenPromptAgain) {
   EXPECT_EQ(f.foreground_pgid, session_->leader());
 }
 
+// `other_processes` (what the re-bootstrap after `exec bash` requires to be 0): the shell alone
+// has none; a background job is one until it is gone (a zombie counts as none).
+TEST_F(InteractiveBashTest, OtherProcessesCountsEveryLiveProcessButTheShellsAncestors) {
+  ForegroundFacts f = WaitAtPrompt();
+  EXPECT_EQ(f.other_processes, size_t{0}) << Describe(f);
+  session_->Write("sleep 1000 &\n");
+  f = session_->WaitFor([&](const ForegroundFacts& facts) {
+    return facts.waiting_for_input == Tri::kYes && facts.foreground_pgid == session_->leader() &&
+           facts.other_processes == size_t{1};
+  });
+  EXPECT_EQ(f.other_processes, size_t{1}) << Describe(f) << session_->output();
+  EXPECT_EQ(f.tasks.size(), 1u) << "the job has its own group";
+  session_->Write("kill %1\n");
+  f = session_->WaitFor([&](const ForegroundFacts& facts) {
+    return facts.waiting_for_input == Tri::kYes && facts.foreground_pgid == session_->leader() &&
+           facts.other_processes == size_t{0};
+  });
+  EXPECT_EQ(f.other_processes, size_t{0}) << Describe(f) << session_->output();
+}
+
 // The pre-write shortcut (docs/readiness.md, "The pre-write check after a verified idle
 // prompt"): the facts of a look that saw the shell waiting at its prompt hold exactly as long as
 // the shell has not run since.

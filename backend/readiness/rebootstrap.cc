@@ -1,0 +1,103 @@
+#include "backend/readiness/rebootstrap.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <charconv>
+
+#include "common/unique_fd.h"
+
+namespace ptybox::backend {
+
+std::optional<ExecIdentity> ParseExecAddresses(std::string_view line) {
+  // The name (field 2) may hold anything, spaces and ')' included: fields start after the last
+  // ')'. Field 3 is the first after it.
+  const size_t close = line.rfind(')');
+  if (close == std::string_view::npos) return std::nullopt;
+  std::string_view rest = line.substr(close + 1);
+  ExecIdentity id;
+  int field = 2;
+  while (!rest.empty()) {
+    while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\n')) rest.remove_prefix(1);
+    if (rest.empty()) break;
+    size_t end = rest.find_first_of(" \n");
+    std::string_view token = rest.substr(0, end);
+    rest.remove_prefix(end == std::string_view::npos ? rest.size() : end);
+    ++field;
+    uint64_t* target = field == 28   ? &id.start_stack
+                       : field == 48 ? &id.arg_start
+                       : field == 50 ? &id.env_start
+                                     : nullptr;
+    if (!target) continue;
+    auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), *target);
+    if (ec != std::errc() || ptr != token.data() + token.size()) return std::nullopt;
+  }
+  if (field < 50 || id.start_stack == 0 || id.arg_start == 0 || id.env_start == 0) {
+    return std::nullopt;  // an old kernel, or fields hidden from a reader without ptrace access
+  }
+  return id;
+}
+
+std::optional<ExecIdentity> ReadExecIdentity(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid);
+  UniqueFd fd(::open((dir + "/stat").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  char buf[2048];
+  ssize_t n = ::read(fd.Get(), buf, sizeof buf);
+  if (n <= 0) return std::nullopt;
+  std::optional<ExecIdentity> id =
+      ParseExecAddresses(std::string_view(buf, static_cast<size_t>(n)));
+  if (!id) return std::nullopt;
+  struct stat st {};
+  if (::stat((dir + "/exe").c_str(), &st) != 0) return std::nullopt;
+  id->exe_dev = st.st_dev;
+  id->exe_ino = st.st_ino;
+  return id;
+}
+
+std::optional<FileIdentity> FindProgram(std::string_view program, std::string_view path) {
+  auto identity = [](const std::string& file) -> std::optional<FileIdentity> {
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    return FileIdentity{st.st_dev, st.st_ino};
+  };
+  if (program.find('/') != std::string_view::npos) return identity(std::string(program));
+  while (true) {
+    const size_t colon = path.find(':');
+    std::string_view dir = path.substr(0, colon);
+    if (!dir.empty()) {
+      if (auto found = identity(std::string(dir) + "/" + std::string(program))) return found;
+    }
+    if (colon == std::string_view::npos) return std::nullopt;
+    path.remove_prefix(colon + 1);
+  }
+}
+
+std::optional<std::string> RebootstrapRefusal(RebootstrapStep step, const ForegroundFacts& facts,
+                                              pid_t shell) {
+  if (shell <= 0 || facts.foreground_pgid != shell)
+    return "the shell's group is not in the foreground";
+  if (facts.waiting_for_input != Tri::kYes) return "the shell is not blocked reading the terminal";
+  if (facts.tasks.size() != 1 || facts.tasks[0].pid != shell || facts.tasks[0].tid != shell ||
+      facts.tasks[0].outside_group || facts.tasks[0].tty_wait == TtyWait::kNone) {
+    return "a task other than the shell's main task is in the foreground or reads";
+  }
+  // No one else at all: a process outside the group with the terminal open (after setsid) could
+  // read it without job control stopping it, and a process that opens it later must exist now.
+  if (facts.other_processes != size_t{0}) return "other processes live in the session";
+  if (facts.unread_input != size_t{0}) return "input is waiting to be read";
+  // readline waits in pselect, then reads; the bootstrap's `read` reads a byte at a time.
+  if (step == RebootstrapStep::kWriteNonce && facts.tasks[0].tty_wait != TtyWait::kRead) {
+    return "the shell is not in a read of the terminal";
+  }
+  // readline reads a line in raw mode; the bootstrap's `read` in canonical mode. Any other read
+  // of the shell (a `read -n1` of an rc file) is not the step's.
+  const bool want_canonical = step == RebootstrapStep::kWriteNonce;
+  if (facts.canonical != want_canonical) {
+    return want_canonical ? "the terminal is not in canonical mode" : "readline is not reading";
+  }
+  return std::nullopt;
+}
+
+}  // namespace ptybox::backend
