@@ -1,0 +1,219 @@
+// Network by name through the real daemon, real bash and real curl, in both confined modes (the
+// daemon as root, and as an ordinary user in the _unprivileged variant): the operator's list
+// admits a server this test runs on the host's loopback (listed exactly, as local addresses
+// must be); every refused request targets canaries on the host's loopback that must never see
+// a connection, so a wall that fails hits a canary, never another machine. The only traffic
+// off this machine goes to the npm registry, and only when the host itself reaches it.
+#include <gtest/gtest.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "tests/escape/escape_support.h"
+
+namespace ptybox::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// An HTTP server on the host's 127.0.0.1 answering every request with "served-by-host".
+class HostServer final {
+ public:
+  HostServer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof addr;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(fd_, 8) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &length) != 0) {
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~HostServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+    ::close(fd_);
+  }
+  HostServer(const HostServer&) = delete;
+  HostServer& operator=(const HostServer&) = delete;
+  [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] int served() const { return served_; }
+
+ private:
+  void Serve() {
+    for (;;) {
+      const int conn = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (conn < 0) return;
+      timeval guard{10, 0};
+      ::setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof guard);
+      std::string head;
+      char buffer[1024];
+      while (head.find("\r\n\r\n") == std::string::npos) {
+        ssize_t n = ::read(conn, buffer, sizeof buffer);
+        if (n <= 0) break;
+        head.append(buffer, static_cast<size_t>(n));
+      }
+      const std::string reply =
+          "HTTP/1.0 200 OK\r\nContent-Length: 15\r\nConnection: close\r\n\r\nserved-by-host\n";
+      if (::write(conn, reply.data(), reply.size()) > 0) ++served_;
+      ::close(conn);
+    }
+  }
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<int> served_{0};
+  std::thread thread_;
+};
+
+// True when this host resolves and reaches registry.npmjs.org:443 itself.
+bool HostReachesRegistry() {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo("registry.npmjs.org", "443", &hints, &found) != 0) return false;
+  bool ok = false;
+  for (addrinfo* a = found; a != nullptr && !ok; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    timeval guard{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &guard, sizeof guard);
+    ok = fd >= 0 && ::connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+    if (fd >= 0) ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  return ok;
+}
+
+class NetworkNamesTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    ASSERT_GT(server_.port(), 0);
+    ASSERT_GT(denied_.port(), 0);
+    ASSERT_GT(unlisted_.port(), 0);
+  }
+  [[nodiscard]] const std::string& Mode() const { return GetParam(); }
+
+  std::vector<std::string> Args() {
+    const fs::path policy = policy_dir_.path() / "operator.yaml";
+    std::ofstream(policy) << "version: 1\nnetwork:\n  allow:\n"
+                          << "    - \"localhost:" << server_.port() << "\"\n"
+                          << "    - \"localhost:" << denied_.port() << "\"\n"
+                          << "    - registry.npmjs.org\n"
+                          << "  deny: [\"localhost:" << denied_.port() << "\"]\n";
+    policy_ = policy;
+    return {"--policy", policy.string()};
+  }
+  Observed Run(const std::string& name, const std::string& command) {
+    return RunInSession(client_, session_, Mode(), name, command);
+  }
+  // Through the session's proxy even for localhost (NO_PROXY lists it for the session's own
+  // servers), with the response body and curl's status.
+  static std::string Curl(const std::string& url) {
+    return "curl -sS --max-time 60 --noproxy '' " + url + "; echo \" curl-exit=$?\"";
+  }
+
+  HostServer server_;
+  Listener denied_;    // allowed and denied: deny wins
+  Listener unlisted_;  // on no list
+  TempDir policy_dir_;
+  fs::path policy_;
+  Daemon daemon_{Daemon::Options{.extra_args = Args(), .env = {}}};
+  RpcClient client_{daemon_.socket()};
+  std::string session_;
+};
+
+TEST_P(NetworkNamesTest, OnlyListedNamesAreReachedThroughTheProxy) {
+  session_ = OpenSession(client_, Mode(), Json{{"cols", 1000}});  // refusal lines never wrap
+  ASSERT_FALSE(session_.empty()) << daemon_.Log();
+  const std::string served = std::to_string(server_.port());
+  const std::string denied = std::to_string(denied_.port());
+  const std::string unlisted = std::to_string(unlisted_.port());
+
+  Observed env = Run("proxy-env", "echo \"$HTTPS_PROXY $ALL_PROXY $NO_PROXY\"");
+  EXPECT_TRUE(env.Says("http://127.0.0.1:3128 socks5h://127.0.0.1:3128 localhost,127.0.0.1,::1"))
+      << env.Show();
+
+  Observed allowed = Run("allowed", Curl("http://localhost:" + served + "/"));
+  EXPECT_TRUE(allowed.Says("served-by-host")) << allowed.Show();
+  EXPECT_TRUE(allowed.Says("curl-exit=0")) << allowed.Show();
+  EXPECT_EQ(server_.served(), 1);
+  Observed tunnel =
+      Run("allowed-connect", Curl("--proxytunnel http://localhost:" + served + "/tunnel"));
+  EXPECT_TRUE(tunnel.Says("served-by-host")) << tunnel.Show();
+  Observed socks = Run("allowed-socks",
+                       "curl -sS --max-time 60 --noproxy '' -x \"$ALL_PROXY\" "
+                       "http://localhost:" +
+                           served + "/; echo \" curl-exit=$?\"");
+  EXPECT_TRUE(socks.Says("served-by-host")) << socks.Show();
+
+  Observed deny = Run("deny-beats-allow", Curl("http://localhost:" + denied + "/"));
+  EXPECT_TRUE(
+      deny.Says("is refused by the network policy: it matches `deny: localhost:" + denied + "`"))
+      << deny.Show();
+  EXPECT_TRUE(deny.Says(policy_.string())) << deny.Show();
+
+  Observed name = Run("unlisted", Curl("http://localhost:" + unlisted + "/"));
+  EXPECT_TRUE(name.Says("it is not on the allow list")) << name.Show();
+  EXPECT_TRUE(name.Says(policy_.string())) << name.Show();
+  Observed https = Run("unlisted-https", Curl("https://localhost:" + unlisted + "/"));
+  EXPECT_FALSE(https.Says("curl-exit=0")) << https.Show();
+  EXPECT_TRUE(https.Says("403")) << https.Show();
+
+  Observed literal = Run("ip-literal", Curl("http://127.0.0.1:" + served + "/"));
+  EXPECT_TRUE(literal.Says("IP literals and localhost need an exact entry")) << literal.Show();
+  Observed trailing = Run("localhost-dot", Curl("http://localhost.:" + unlisted + "/"));
+  EXPECT_TRUE(trailing.Says("it is not on the allow list")) << trailing.Show();
+
+  // Without the proxy nothing is reached: the session's own loopback has no such server.
+  Observed direct =
+      Run("direct", "curl -sS --max-time 20 --noproxy '*' http://127.0.0.1:" + unlisted +
+                        "/; echo \" curl-exit=$?\"");
+  EXPECT_TRUE(direct.Says("curl-exit=7")) << direct.Show();
+  Observed dns = Run("dns", "getent ahosts registry.npmjs.org; echo \"getent-exit=$?\"");
+  EXPECT_TRUE(dns.Says("getent-exit=2")) << dns.Show();
+
+  EXPECT_EQ(server_.served(), 3) << "only the three allowed requests reached the host server";
+  EXPECT_FALSE(denied_.HasPendingConnection()) << "a denied request reached its canary";
+  EXPECT_FALSE(unlisted_.HasPendingConnection()) << "a refused request reached its canary";
+}
+
+TEST_P(NetworkNamesTest, AnAllowedRegistryWorksOverHttps) {
+  if (!HostReachesRegistry()) {
+    GTEST_SKIP() << "this host does not reach registry.npmjs.org:443 itself; nothing to prove";
+  }
+  session_ = OpenSession(client_, Mode());
+  ASSERT_FALSE(session_.empty()) << daemon_.Log();
+  Observed registry = Run("registry",
+                          "curl -sS --max-time 120 -o /dev/null -w 'status=%{http_code}' "
+                          "https://registry.npmjs.org/left-pad; echo \" curl-exit=$?\"");
+  EXPECT_TRUE(registry.Says("status=200")) << registry.Show();
+  EXPECT_TRUE(registry.Says("curl-exit=0")) << registry.Show();
+}
+
+TEST_P(NetworkNamesTest, ARepositoryCannotWidenTheList) {
+  std::ofstream(daemon_.workspace() / ".ptybox.yaml")
+      << "version: 1\nnetwork: {allow: [\"localhost:" << unlisted_.port() << "\"]}\n";
+  client_.Call("policy_set_mode", Json{{"mode", Mode()}});
+  Json response = client_.Call("terminal_open", Json::object());
+  ASSERT_TRUE(response.contains("error")) << response.dump();
+  const std::string message = response["error"].value("message", "");
+  EXPECT_NE(message.find("is not within the operator's allow list"), std::string::npos) << message;
+  EXPECT_NE(message.find(".ptybox.yaml:2:"), std::string::npos) << message;
+  EXPECT_FALSE(unlisted_.HasPendingConnection());
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, NetworkNamesTest, ::testing::Values("read-only", "workspace-write"),
+                         ModeTestName);
+
+}  // namespace
+}  // namespace ptybox::testing
