@@ -167,7 +167,7 @@ TEST_P(NetworkNamesTest, OnlyListedNamesAreReachedThroughTheProxy) {
   EXPECT_TRUE(name.Says(policy_.string())) << name.Show();
   Observed https = Run("unlisted-https", Curl("https://localhost:" + unlisted + "/"));
   EXPECT_FALSE(https.Says("curl-exit=0")) << https.Show();
-  EXPECT_TRUE(https.Says("403")) << https.Show();
+  EXPECT_TRUE(https.Says("CONNECT tunnel failed, response 403")) << https.Show();
 
   Observed literal = Run("ip-literal", Curl("http://127.0.0.1:" + served + "/"));
   EXPECT_TRUE(literal.Says("IP literals and localhost need an exact entry")) << literal.Show();
@@ -198,6 +198,12 @@ TEST_P(NetworkNamesTest, AnAllowedRegistryWorksOverHttps) {
                           "https://registry.npmjs.org/left-pad; echo \" curl-exit=$?\"");
   EXPECT_TRUE(registry.Says("status=200")) << registry.Show();
   EXPECT_TRUE(registry.Says("curl-exit=0")) << registry.Show();
+  // npm honours HTTPS_PROXY: its CONNECT carries the SNI of the name it asked for.
+  Observed npm = Run("npm-view",
+                     "(set -o pipefail; cd /tmp && npm view left-pad name 2>/dev/null | tr a-z "
+                     "A-Z); echo \" npm-exit=$?\"");
+  EXPECT_TRUE(npm.Says("LEFT-PAD")) << npm.Show();
+  EXPECT_TRUE(npm.Says("npm-exit=0")) << npm.Show();
 }
 
 TEST_P(NetworkNamesTest, ARepositoryCannotWidenTheList) {
@@ -211,6 +217,23 @@ TEST_P(NetworkNamesTest, ARepositoryCannotWidenTheList) {
   EXPECT_NE(message.find(".ptybox.yaml:2:"), std::string::npos) << message;
   EXPECT_FALSE(unlisted_.HasPendingConnection());
 }
+
+// The positive control: without a sandbox there is no proxy and no wall, and a direct
+// connection reaches the canary that every confined case above must leave untouched.
+class NetworkNamesControlTest : public NetworkNamesTest {};
+
+TEST_P(NetworkNamesControlTest, WithoutASandboxTheCanaryIsReached) {
+  session_ = OpenSession(client_, Mode());
+  ASSERT_FALSE(session_.empty()) << daemon_.Log();
+  Observed direct =
+      Run("direct-control", "(exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(unlisted_.port()) +
+                                ") && echo reached-\"host\"");
+  EXPECT_TRUE(direct.Says("reached-host")) << direct.Show();
+  EXPECT_TRUE(unlisted_.HasPendingConnection()) << direct.Show();
+}
+
+INSTANTIATE_TEST_SUITE_P(Control, NetworkNamesControlTest, ::testing::Values("danger-full-access"),
+                         ModeTestName);
 
 INSTANTIATE_TEST_SUITE_P(Modes, NetworkNamesTest, ::testing::Values("read-only", "workspace-write"),
                          ModeTestName);
