@@ -13,6 +13,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -111,7 +112,8 @@ class NetworkNamesTest : public ::testing::TestWithParam<std::string> {
                           << "    - registry.npmjs.org\n"
                           << "  deny: [\"localhost:" << denied_.port() << "\"]\n";
     policy_ = policy;
-    return {"--policy", policy.string()};
+    audit_ = policy_dir_.path() / "audit" / "audit.log";
+    return {"--policy", policy.string(), "--audit-log", audit_.string()};
   }
   Observed Run(const std::string& name, const std::string& command) {
     return RunInSession(client_, session_, Mode(), name, command);
@@ -127,6 +129,7 @@ class NetworkNamesTest : public ::testing::TestWithParam<std::string> {
   Listener unlisted_;  // on no list
   TempDir policy_dir_;
   fs::path policy_;
+  fs::path audit_;
   Daemon daemon_{Daemon::Options{.extra_args = Args(), .env = {}}};
   RpcClient client_{daemon_.socket()};
   std::string session_;
@@ -185,6 +188,34 @@ TEST_P(NetworkNamesTest, OnlyListedNamesAreReachedThroughTheProxy) {
   EXPECT_EQ(server_.served(), 3) << "only the three allowed requests reached the host server";
   EXPECT_FALSE(denied_.HasPendingConnection()) << "a denied request reached its canary";
   EXPECT_FALSE(unlisted_.HasPendingConnection()) << "a refused request reached its canary";
+
+  // The audit log names each refusal, and the session's totals once its shell has ended.
+  Json closed = client_.Call("terminal_close", Json{{"sessionId", session_}});
+  ASSERT_TRUE(closed.contains("result")) << closed.dump();
+  std::vector<Json> denied_events;
+  std::optional<Json> totals;
+  for (int round = 0; round < 600 && !totals; ++round) {  // the writer is asynchronous
+    denied_events.clear();
+    std::ifstream log(audit_);
+    for (std::string line; std::getline(log, line);) {
+      Json event = Json::parse(line, nullptr, false);
+      if (event.is_discarded()) continue;
+      if (event.value("event", "") == "network_denied") denied_events.push_back(event);
+      if (event.value("event", "") == "network_closed") totals = event;
+    }
+    if (!totals) ::usleep(50'000);
+  }
+  ASSERT_TRUE(totals) << "no network_closed event in " << audit_;
+  EXPECT_EQ(totals->value("sessionId", ""), session_);
+  EXPECT_EQ(totals->value("connections", 0), 3);
+  EXPECT_EQ(totals->value("refused", 0), static_cast<int>(denied_events.size()));
+  EXPECT_GT(totals->value("bytesReceived", 0), 0);
+  ASSERT_EQ(denied_events.size(), 5u);  // deny, unlisted, unlisted https, literal, localhost.
+  EXPECT_EQ(denied_events[0].value("host", ""), "localhost");
+  EXPECT_EQ(denied_events[0].value("port", 0), denied_.port());
+  EXPECT_EQ(denied_events[0].value("sessionId", ""), session_);
+  EXPECT_NE(denied_events[0].value("reason", "").find("deny: localhost"), std::string::npos);
+  EXPECT_EQ(denied_events[3].value("host", ""), "127.0.0.1");
 }
 
 TEST_P(NetworkNamesTest, AnAllowedRegistryWorksOverHttps) {
