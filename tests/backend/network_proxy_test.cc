@@ -287,3 +287,25 @@ TEST_F(NetworkProxyTest, ConnectionsPerSessionAreBounded) {
 
 }  // namespace
 }  // namespace ptybox::backend::proxy
+
+namespace ptybox::backend::proxy {
+namespace {
+
+// Deadlines end what a client leaves hanging; the test asserts what happened, not when (the
+// short limits only keep it quick).
+TEST_F(NetworkProxyTest, AnUnfinishedRequestAndAnIdleTunnelAreClosed) {
+  StartProxy(Names({"localhost:" + std::to_string(canary_.port())}),
+             ProxyLimits{.idle = std::chrono::milliseconds(200),
+                         .request = std::chrono::milliseconds(200)});
+  // A head that never ends: closed without an answer, nothing connected.
+  EXPECT_EQ(Client("CONNECT localhost:" + std::to_string(canary_.port()) + " HTTP/1.1\r\n"), "");
+  EXPECT_EQ(canary_.connections, 0);
+  // A tunnel where nobody speaks: accepted, connected, then closed when idle.
+  EXPECT_EQ(Client("CONNECT localhost:" + std::to_string(canary_.port()) + " HTTP/1.1\r\n\r\n"),
+            "HTTP/1.1 200 Connection established\r\n\r\n");
+  EXPECT_EQ(canary_.connections, 1);
+  EXPECT_EQ(proxy_->open_connections(), 0u);
+}
+
+}  // namespace
+}  // namespace ptybox::backend::proxy
