@@ -13,6 +13,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <optional>
 #include <string>
 #include <thread>
@@ -110,6 +111,7 @@ class NetworkNamesTest : public ::testing::TestWithParam<std::string> {
                           << "    - \"localhost:" << server_.port() << "\"\n"
                           << "    - \"localhost:" << denied_.port() << "\"\n"
                           << "    - registry.npmjs.org\n"
+                          << "    - \"localhost:443\"\n"
                           << "  deny: [\"localhost:" << denied_.port() << "\"]\n";
     policy_ = policy;
     audit_ = policy_dir_.path() / "audit" / "audit.log";
@@ -247,6 +249,81 @@ TEST_P(NetworkNamesTest, ARepositoryCannotWidenTheList) {
   EXPECT_NE(message.find("is not within the operator's allow list"), std::string::npos) << message;
   EXPECT_NE(message.find(".ptybox.yaml:2:"), std::string::npos) << message;
   EXPECT_FALSE(unlisted_.HasPendingConnection());
+}
+
+// A client in the session CONNECTs to an allowed name on 443 and sends a ClientHello naming
+// another host: the proxy answers the CONNECT, reads the ClientHello, and closes without a
+// connection to the server. The host's 127.0.0.1:443 is the canary when this test may bind it
+// (root); the audit log's reason proves the refusal either way.
+constexpr std::string_view kSniClient = R"(import socket, struct, sys
+def hello(name):
+    n = name.encode()
+    names = b"\x00" + struct.pack(">H", len(n)) + n
+    sni = struct.pack(">H", len(names)) + names
+    ext = struct.pack(">HH", 0, len(sni)) + sni
+    body = (b"\x03\x03" + b"r" * 32 + b"\x00" + struct.pack(">H", 2) + b"\x13\x01" +
+            b"\x01\x00" + struct.pack(">H", len(ext)) + ext)
+    hs = b"\x01" + struct.pack(">I", len(body))[1:] + body
+    return b"\x16\x03\x01" + struct.pack(">H", len(hs)) + hs
+s = socket.create_connection(("127.0.0.1", 3128))
+s.settimeout(60)
+s.sendall(b"CONNECT localhost:443 HTTP/1.1\r\n\r\n")
+r = b""
+while b"\r\n\r\n" not in r:
+    d = s.recv(100)
+    if not d: break
+    r += d
+print("proxy-said", r.split(b"\r\n")[0].decode())
+s.sendall(hello(sys.argv[1]))
+rest = s.recv(100)
+print("after-hello", len(rest), "bytes", "closed" if not rest else "open")
+)";
+
+TEST_P(NetworkNamesTest, TheTlsServerNameMustBeTheConnectName) {
+  int canary = -1;
+  if (::geteuid() == 0) {
+    canary = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(443);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(canary, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(canary, 8) != 0) {
+      ::close(canary);
+      canary = -1;
+    }
+  }
+  if (canary < 0) {
+    std::cout << "  (no canary on 127.0.0.1:443: only root may bind it here; the audit log's "
+                 "reason is the proof)\n";
+  }
+  std::ofstream(daemon_.workspace() / "sni_client.py") << kSniClient;
+  session_ = OpenSession(client_, Mode(), Json{{"cols", 1000}});
+  ASSERT_FALSE(session_.empty()) << daemon_.Log();
+  Observed o = Run("sni-differs", "python3 sni_client.py other.test");
+  EXPECT_TRUE(o.Says("proxy-said HTTP/1.1 200 Connection established")) << o.Show();
+  EXPECT_TRUE(o.Says("after-hello 0 bytes closed")) << o.Show();
+  if (canary >= 0) {
+    const int conn = ::accept4(canary, nullptr, nullptr, SOCK_CLOEXEC);
+    EXPECT_LT(conn, 0) << "the ClientHello with another name reached 127.0.0.1:443";
+    if (conn >= 0) ::close(conn);
+    ::close(canary);
+  }
+  bool found = false;
+  for (int round = 0; round < 600 && !found; ++round) {  // the writer is asynchronous
+    std::ifstream log(audit_);
+    for (std::string line; std::getline(log, line);) {
+      Json event = Json::parse(line, nullptr, false);
+      if (!event.is_discarded() && event.value("event", "") == "network_denied" &&
+          event.value("reason", "")
+                  .find("TLS server name `other.test` differs from the "
+                        "CONNECT name localhost") != std::string::npos) {
+        found = true;
+      }
+    }
+    if (!found) ::usleep(50'000);
+  }
+  EXPECT_TRUE(found) << "no network_denied event for the SNI in " << audit_;
 }
 
 // The positive control: without a sandbox there is no proxy and no wall, and a direct
