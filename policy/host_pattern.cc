@@ -172,6 +172,11 @@ std::expected<HostPattern, std::string> ParseHostPattern(std::string_view text) 
     out.port = *port;
     host = host.substr(0, colon);
   }
+  if (host == "*") {
+    return std::unexpected(
+        "`*` alone would allow every name; list the names, or `*.` and a domain for its "
+        "subdomains (`*.example.org`)");
+  }
   if (host.starts_with("*.")) {
     out.subdomains = true;
     host.remove_prefix(2);
@@ -184,7 +189,12 @@ std::expected<HostPattern, std::string> ParseHostPattern(std::string_view text) 
   if (out.subdomains && ParseIpLiteral(*normal)) {
     return std::unexpected("`*.` needs a domain, not an IP literal; " + std::string(shape));
   }
-  if (out.subdomains && normal->find('.') == std::string::npos && *normal != "localhost") {
+  if (out.subdomains && (*normal == "localhost" || normal->ends_with(".localhost"))) {
+    return std::unexpected(
+        "names below localhost are allowed only one by one, by an exact "
+        "entry (`db.localhost:5432`), never by `*.`");
+  }
+  if (out.subdomains && normal->find('.') == std::string::npos) {
     // `*.com` would allow a whole top-level domain: almost certainly a mistake.
     return std::unexpected("`*." + *normal +
                            "` would allow a whole top-level domain; name a domain below it, "

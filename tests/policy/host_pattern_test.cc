@@ -49,7 +49,12 @@ TEST(HostPatternTest, RefusesMalformedPatternsWithTheShape) {
       EXPECT_FALSE(parsed.error().empty()) << bad;
     }
   }
-  EXPECT_NE(ParseHostPattern("*").error().find("`*` may only stand first"), std::string::npos);
+  EXPECT_NE(ParseHostPattern("*").error().find("`*` alone would allow every name"),
+            std::string::npos);
+  EXPECT_NE(ParseHostPattern("**.example.org").error().find("`*` may only stand first"),
+            std::string::npos);
+  EXPECT_NE(ParseHostPattern("*.localhost").error().find("names below localhost"),
+            std::string::npos);
   EXPECT_NE(ParseHostPattern("*.com").error().find("whole top-level domain"), std::string::npos);
 }
 
@@ -76,7 +81,7 @@ TEST(HostPatternTest, SpecialHostsNeedAnExactPattern) {
   EXPECT_TRUE(IsSpecialHost("2130706433")) << "inet_aton's decimal form of 127.0.0.1";
   EXPECT_TRUE(IsSpecialHost("0x7f.1"));
   EXPECT_FALSE(IsSpecialHost("registry.npmjs.org"));
-  EXPECT_FALSE(Matches(P("*.localhost"), "db.localhost", 80));
+  EXPECT_FALSE(Matches(P("*.example.localhost.org"), "db.localhost", 80));
   EXPECT_FALSE(Matches(P("*.0.1.example.org"), "127.0.0.1", 80));
   EXPECT_TRUE(Matches(P("localhost:8080"), "localhost", 8080));
 }
@@ -171,7 +176,7 @@ TEST(HostPatternTest, CoversIsTheNarrowingRule) {
   EXPECT_FALSE(Covers(P("a.example.org"), P("*.a.example.org")));
   EXPECT_TRUE(Covers(P("a.example.org"), P("a.example.org:80")));
   EXPECT_FALSE(Covers(P("a.example.org:80"), P("a.example.org")));
-  EXPECT_FALSE(Covers(P("*.localhost"), P("db.localhost")));
+  EXPECT_FALSE(Covers(P("*.example.org"), P("127.0.0.1")));
 }
 
 }  // namespace
