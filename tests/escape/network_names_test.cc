@@ -326,6 +326,45 @@ TEST_P(NetworkNamesTest, TheTlsServerNameMustBeTheConnectName) {
   EXPECT_TRUE(found) << "no network_denied event for the SNI in " << audit_;
 }
 
+// A second session of the same launch is usually served by the warm pool's pre-started shell,
+// whose proxy started before anyone claimed it: its refusals must still be audited under the
+// session that claimed it, and its allowed names still work.
+TEST_P(NetworkNamesTest, APooledShellReportsToTheSessionThatClaimedIt) {
+  const std::string first = OpenSession(client_, Mode(), Json{{"cols", 1000}});
+  ASSERT_FALSE(first.empty()) << daemon_.Log();
+  std::string second;
+  for (int round = 0; round < 600; ++round) {  // until the pool has a shell ready (hang guard)
+    if (daemon_.Log().find("warm pool: a pre-started shell is ready") != std::string::npos) break;
+    ::usleep(50'000);
+  }
+  second = OpenSession(client_, Mode(), Json{{"cols", 1000}});
+  ASSERT_FALSE(second.empty()) << daemon_.Log();
+  const bool pooled = daemon_.Log().find("served by a pre-started shell") != std::string::npos;
+  std::cout << "  second session " << (pooled ? "served by the warm pool" : "started afresh")
+            << "\n";
+  session_ = second;
+  Observed allowed =
+      Run("pooled-allowed", Curl("http://localhost:" + std::to_string(server_.port()) + "/"));
+  EXPECT_TRUE(allowed.Says("served-by-host")) << allowed.Show();
+  Observed refused =
+      Run("pooled-refused", Curl("http://localhost:" + std::to_string(unlisted_.port()) + "/"));
+  EXPECT_TRUE(refused.Says("it is not on the allow list")) << refused.Show();
+  EXPECT_FALSE(unlisted_.HasPendingConnection());
+  bool found = false;
+  for (int round = 0; round < 600 && !found; ++round) {  // the writer is asynchronous
+    std::ifstream log(audit_);
+    for (std::string line; std::getline(log, line);) {
+      Json event = Json::parse(line, nullptr, false);
+      if (!event.is_discarded() && event.value("event", "") == "network_denied") {
+        EXPECT_EQ(event.value("sessionId", ""), second) << line;
+        found = true;
+      }
+    }
+    if (!found) ::usleep(50'000);
+  }
+  EXPECT_TRUE(found) << "no network_denied event in " << audit_;
+}
+
 // The positive control: without a sandbox there is no proxy and no wall, and a direct
 // connection reaches the canary that every confined case above must leave untouched.
 class NetworkNamesControlTest : public NetworkNamesTest {};
