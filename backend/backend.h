@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "backend/proxy/proxy_events.h"
 #include "backend/send_operation.h"
 #include "backend/types.h"
 #include "common/error.h"
@@ -30,6 +31,9 @@ struct SpawnSpec {
   std::optional<int64_t> timeout_ms;       // startup deadline; default from the policy
   // Sees every byte the terminal outputs, from the first (a session recording); may be empty.
   std::function<void(std::string_view)> output_tap;
+  // Network by name: what the session's proxy refused, and its totals at the end (the audit
+  // log's `network_denied` and `network_closed`); may be empty.
+  proxy::ProxyEvents network_events;
 };
 
 class BackendSession {

@@ -52,6 +52,9 @@ class InitSession final {
     // ptybox-init (our direct child: bwrap or init) was reaped; `wait_status` is its status.
     // Orphan cleanup is under way or done; Terminate answers once it is done.
     virtual void OnInitExit(int wait_status) = 0;
+    // Network by name, before OnReady: the listening socket init bound on the session's own
+    // loopback for the proxy (sandbox/init/init_protocol.h, ProxyListenerMessage).
+    virtual void OnProxyListener(uint16_t /*port*/, UniqueFd /*listener*/) {}
   };
 
   // `program` names what init starts in messages ("the shell", "the command"). `cgroups` is

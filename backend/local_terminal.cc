@@ -66,6 +66,10 @@ void LocalTerminal::OnReady(const sandbox::ReadyMessage& ready, UniqueFd master)
   listener_.OnTerminalReady();
 }
 
+void LocalTerminal::OnProxyListener(uint16_t /*port*/, UniqueFd listener) {
+  listener_.OnProxyListener(std::move(listener));
+}
+
 void LocalTerminal::OnStartFailed(Error error) { listener_.OnStartFailed(std::move(error)); }
 
 void LocalTerminal::OnProgramExit(SessionStatus status) {

@@ -39,6 +39,8 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
     virtual void OnOutput(std::string_view bytes) = 0;
     // The top-level shell exited (its output up to then has been delivered).
     virtual void OnShellExit(SessionStatus status) = 0;
+    // Network by name: the session's proxy listener (InitSession::Listener::OnProxyListener).
+    virtual void OnProxyListener(UniqueFd /*listener*/) {}
   };
 
   // `cgroups`: the host setup the session's cgroup is made in (InitSession).
@@ -116,6 +118,7 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   void OnStartFailed(Error error) override;
   void OnProgramExit(SessionStatus status) override;
   void OnInitExit(int wait_status) override;
+  void OnProxyListener(uint16_t port, UniqueFd listener) override;
 
   // Delivers facts read just now, after decoding the output the terminal holds.
   void Deliver(ForegroundFacts facts, std::function<void(ForegroundFacts)> done);

@@ -94,6 +94,20 @@ std::vector<std::string> ShellSession::BuildEnvironment(const SpawnSpec& spec) {
   env["MANPAGER"] = "cat";
   env["PS1"] = std::string(kPromptPs1);
   env["PTYBOX_SANDBOX"] = SandboxSummary(spec.policy);
+  if (policy::IsConfined(spec.policy.mode) && spec.policy.network_names &&
+      !spec.policy.network_allowed) {
+    // Network by name: every tool that honours the proxy variables reaches the allowed names
+    // through the session's proxy port; the loopback stays direct.
+    const std::string http = "http://127.0.0.1:" + std::to_string(sandbox::kSessionProxyPort);
+    const std::string socks = "socks5h://127.0.0.1:" + std::to_string(sandbox::kSessionProxyPort);
+    for (const char* name : {"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"}) {
+      env[name] = http;
+    }
+    env["ALL_PROXY"] = socks;
+    env["all_proxy"] = socks;
+    env["NO_PROXY"] = "localhost,127.0.0.1,::1";
+    env["no_proxy"] = env["NO_PROXY"];
+  }
   // No nonce here: the environment of the shell is readable by the session's other processes.
   env["PROMPT_COMMAND"] = BuildPromptCommand();
   std::vector<std::string> entries;
@@ -108,6 +122,12 @@ std::string ShellSession::SandboxSummary(const policy::ResolvedPolicy& policy) {
   }
   std::string text(policy::ToString(policy.mode));
   if (policy.network_allowed) return text + ", network allowed (policy network: allow)";
+  if (policy.network_names) {
+    return text +
+           ", network by name only (policy network: {allow: [...]}): connections go through "
+           "ptybox's proxy ($HTTPS_PROXY), which admits only the names the policy lists; "
+           "`ptybox policy resolve` shows them: docs/sandbox.md, \"Network by name\"";
+  }
   return text +
          ", network denied by the ptybox policy (network: deny): no name resolves and no "
          "connection leaves this session; even as `id` root, no capabilities and a read-only "
@@ -181,6 +201,39 @@ bool ShellSession::RepositoryClaim::Holds() const {
 
 void ShellSession::SetOutputTap(std::function<void(std::string_view)> tap) {
   spec_.output_tap = std::move(tap);
+}
+
+void ShellSession::SetNetworkEvents(proxy::ProxyEvents events) {
+  spec_.network_events = std::move(events);
+}
+
+void ShellSession::OnProxyListener(UniqueFd listener) {
+  if (proxy_ || !spec_.policy.network_names) return;
+  // The events go through the session, so a pooled shell reports to whoever claimed it.
+  std::weak_ptr<ShellSession> weak = weak_from_this();
+  proxy::ProxyEvents events;
+  events.refused = [weak](const proxy::ProxyRefusal& refusal) {
+    auto self = weak.lock();
+    if (self && self->spec_.network_events.refused) self->spec_.network_events.refused(refusal);
+  };
+  events.stopped = [weak](const proxy::ProxyTotals& totals) {
+    auto self = weak.lock();
+    if (self && self->spec_.network_events.stopped) self->spec_.network_events.stopped(totals);
+  };
+  Result<std::shared_ptr<proxy::NetworkProxy>> started = proxy::NetworkProxy::Start(
+      io_, std::move(listener), *spec_.policy.network_names, std::move(events));
+  if (!started) {
+    // Without its proxy the session reaches nothing, which is safe; say why.
+    LogWarn(started.error().message);
+    return;
+  }
+  proxy_ = std::move(*started);
+}
+
+void ShellSession::StopProxy() {
+  if (!proxy_) return;
+  std::shared_ptr<proxy::NetworkProxy> proxy = std::move(proxy_);
+  proxy->Stop();
 }
 
 void ShellSession::CancelStart(std::string reason) {
@@ -259,6 +312,7 @@ void ShellSession::OnContinuation() {
 void ShellSession::OnShellExit(SessionStatus status) {
   // The output was drained before the exit was reported: the stream has ended.
   decoder_.Finish();
+  StopProxy();
   if (!published_) {
     if (startup_) {
       startup_->engine().OnSessionExit();
@@ -736,6 +790,7 @@ void ShellSession::Close(std::string reason, std::function<void(Result<SessionSt
       return;
     }
     self->closed_ = true;
+    self->StopProxy();
     SessionStatus status = self->terminal_.status();
     if (!status.exited) {
       // The shell ended with the session's process tree (hangup, then kill if needed).
@@ -843,10 +898,12 @@ class PooledShellSession final : public PooledShell,
     startup_bytes_.append(bytes);
   }
   // Hands the shell to one session: its recording first gets the startup output.
-  std::shared_ptr<ShellSession> TakeFor(const std::function<void(std::string_view)>& tap) {
+  std::shared_ptr<ShellSession> TakeFor(const std::function<void(std::string_view)>& tap,
+                                        const proxy::ProxyEvents& events) {
     if (tap && !startup_bytes_.empty()) tap(startup_bytes_);
     startup_bytes_.clear();
     session_->SetOutputTap(tap);
+    session_->SetNetworkEvents(events);
     return session_;
   }
 
@@ -900,7 +957,7 @@ namespace {
 // Hands a claimed pooled shell to the open on the next turn, unless the open was canceled first.
 void Publish(asio::io_context& io, PooledShellSession& pooled, const SpawnSpec& spec,
              std::shared_ptr<ClaimedPendingSpawn> pending, Backend::SpawnCallback done) {
-  std::shared_ptr<ShellSession> session = pooled.TakeFor(spec.output_tap);
+  std::shared_ptr<ShellSession> session = pooled.TakeFor(spec.output_tap, spec.network_events);
   LogInfo("warm pool: terminal_open served by a pre-started shell (pid " +
           std::to_string(session->pid().value_or(-1)) + ")");
   asio::post(io, [session, pending, done = std::move(done)] {

@@ -18,6 +18,7 @@
 #include "backend/child_reaper.h"
 #include "backend/local_terminal.h"
 #include "backend/off_reactor.h"
+#include "backend/proxy/network_proxy.h"
 #include "backend/readiness/prompt_protocol.h"
 #include "backend/readiness/readiness_driver.h"
 #include "backend/readiness/rebootstrap.h"
@@ -104,6 +105,8 @@ class ShellSession final : public BackendSession,
   [[nodiscard]] std::optional<RepositoryClaim> RepositoryClaimFor(const SpawnSpec& spec) const;
   // The tap of the session that claimed this shell; sees every byte from now on.
   void SetOutputTap(std::function<void(std::string_view)> tap);
+  // The audit of the session's proxy events (a pooled shell gets its session's at claim).
+  void SetNetworkEvents(proxy::ProxyEvents events);
 
  private:
   // LocalTerminal::Listener.
@@ -111,6 +114,8 @@ class ShellSession final : public BackendSession,
   void OnStartFailed(Error error) override;
   void OnOutput(std::string_view bytes) override;
   void OnShellExit(SessionStatus status) override;
+  void OnProxyListener(UniqueFd listener) override;
+  void StopProxy();
   // PromptTracker::Listener.
   void OnMarker(const PromptMarker& marker) override;
   void OnCandidate() override;
@@ -173,6 +178,8 @@ class ShellSession final : public BackendSession,
   SpawnSpec spec_;
   std::string nonce_;
   LocalTerminal terminal_;
+  // Network by name: the session's proxy, from init's listener until the shell ends.
+  std::shared_ptr<proxy::NetworkProxy> proxy_;
   TerminalDecoder decoder_;
   PromptTracker tracker_;
   asio::steady_timer timer_;

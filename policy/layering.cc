@@ -175,19 +175,36 @@ class Layers final {
 
   void Network() {
     bool allowed = false;
+    std::optional<NetworkNames> names;
     std::string source(kDefault);
-    if (op_ != nullptr && op_->network_allowed) {
+    if (op_ != nullptr && op_->network_names) {
+      const auto& lists = op_->network_names->value;
+      names = NetworkNames{lists.allow.value_or(std::vector<NetworkRule>{}), lists.deny,
+                           op_->network_names->where};
+      source = op_->network_names->where;
+    } else if (op_ != nullptr && op_->network_allowed) {
       allowed = op_->network_allowed->value;
       source = op_->network_allowed->where;
     }
     if (cli_ != nullptr && cli_->network_allowed) {
       const Located<bool>& asked = *cli_->network_allowed;
       std::optional<Error> denial;
-      if (asked.value && !allowed) denial = CommandLineNetworkDenial(asked);
+      if (asked.value && names) {
+        // Under the operator's list of names, allowing all would widen it.
+        denial = Denied(asked.where, "network",
+                        "`allow` is not permitted: the operator allows only the names listed at " +
+                            Describe(source) +
+                            "; the command line may only narrow what the operator policy "
+                            "allows. Drop --network allow, or ask the operator to change " +
+                            OperatorFile());
+      } else if (asked.value && !allowed) {
+        denial = CommandLineNetworkDenial(asked);
+      }
       if (denial) {
         errors_.push_back(std::move(*denial));
       } else {
         allowed = asked.value;
+        if (!asked.value) names.reset();  // --network deny: not even the listed names
         source = std::string(kCommandLineSource);
       }
     }
@@ -197,19 +214,84 @@ class Layers final {
             source == kCommandLineSource
                 ? "the command line denies network (" + cli_->network_allowed->where + ")"
                 : "the operator denies network (" + Describe(source) + ")";
+        const std::string what =
+            names ? "the operator allows only the names listed at " + Describe(source) +
+                        "; a repository policy may narrow that list (`network: {allow: [...], "
+                        "deny: [...]}` with names from it) or deny network, never allow all. "
+                        "Remove `network: allow` from " +
+                        repo_->path.string()
+                  : denier +
+                        "; a repository policy may deny network but never allow it. Remove "
+                        "`network: allow` from " +
+                        repo_->path.string() + ", or ask the operator to allow network";
         errors_.push_back(
-            Denied(repo_->network_allowed->where, "network",
-                   "`allow` is not permitted: " + denier +
-                       "; a repository policy may deny network but never allow it. Remove "
-                       "`network: allow` from " +
-                       repo_->path.string() + ", or ask the operator to allow network"));
+            Denied(repo_->network_allowed->where, "network", "`allow` is not permitted: " + what));
       } else {
         allowed = repo_->network_allowed->value;
+        names.reset();
         source = repo_->network_allowed->where;
       }
+    } else if (repo_ != nullptr && repo_->network_names) {
+      RepositoryNames(allowed, names, source);
     }
     out_.network_allowed = allowed;
+    out_.network_names = std::move(names);
     out_.sources["network"] = source;
+  }
+
+  // A repository's `network: {allow, deny}`: it may only narrow. Under the operator's `allow`
+  // its list replaces "everything"; under a list its allows must lie within the operator's
+  // (each checked with Covers) and its denies add up; under `deny` it may allow nothing.
+  void RepositoryNames(bool& allowed, std::optional<NetworkNames>& names, std::string& source) {
+    const auto& lists = repo_->network_names->value;
+    const std::string& where = repo_->network_names->where;
+    if (allowed) {
+      if (!lists.allow) {
+        errors_.push_back(Denied(where, "network",
+                                 "a list needs `allow` when the operator allows all network (" +
+                                     Describe(source) +
+                                     "): write the names the sessions need, like `{allow: "
+                                     "[registry.npmjs.org], deny: [...]}`, in " +
+                                     repo_->path.string()));
+        return;
+      }
+      allowed = false;
+      names = NetworkNames{*lists.allow, lists.deny, where};
+      source = where;
+      return;
+    }
+    if (!names) {
+      if (lists.allow && !lists.allow->empty()) {
+        const NetworkRule& first = lists.allow->front();
+        errors_.push_back(Denied(first.where, "network.allow",
+                                 "`" + ToString(first.pattern) +
+                                     "` is not permitted: the operator denies network (" +
+                                     Describe(source) +
+                                     "); a repository policy may deny network but never allow a "
+                                     "name. Remove it from " +
+                                     repo_->path.string() + ", or ask the operator to allow it"));
+      }
+      return;
+    }
+    if (lists.allow) {
+      for (const NetworkRule& rule : *lists.allow) {
+        const bool covered = std::any_of(
+            names->allow.begin(), names->allow.end(),
+            [&](const NetworkRule& outer) { return Covers(outer.pattern, rule.pattern); });
+        if (!covered) {
+          errors_.push_back(Denied(
+              rule.where, "network.allow",
+              "`" + ToString(rule.pattern) +
+                  "` is not permitted: it is not within the operator's allow list (" + source +
+                  "); a repository policy may only narrow that list. Remove it from " +
+                  repo_->path.string() + ", or ask the operator to allow it"));
+        }
+      }
+      names->allow = *lists.allow;
+    }
+    names->deny.insert(names->deny.end(), lists.deny.begin(), lists.deny.end());
+    source = source + " narrowed by " + where;
+    names->source = source;
   }
 
   void Writable() {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "policy/host_pattern.h"
 #include "policy/limits.h"
 #include "policy/mode.h"
 
@@ -45,7 +46,11 @@ struct ResolvedPolicy {
   Mode ceiling = Mode::kDangerFullAccess;
   std::filesystem::path workspace_root;               // absolute, canonical
   std::vector<std::filesystem::path> writable_roots;  // extra writable roots, absolute
-  bool network_allowed = false;
+  bool network_allowed = false;                       // true: the host's network (`network: allow`)
+  // `network: {allow, deny}`: the session keeps its own network namespace (only `lo`, like
+  // `deny`) and reaches the allowed names through ptybox's proxy (runtime/proxy/). Set only
+  // when network_allowed is false.
+  std::optional<NetworkNames> network_names;
   EnvPolicy env;
   Limits limits;
   SessionIdRange session_ids;  // operator only

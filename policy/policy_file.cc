@@ -356,7 +356,11 @@ class FileParser final {
   }
 
   void Network(const YamlNode& k, const YamlNode& v) {
-    auto text = StringValue(k, v, "network", "`deny` or `allow`");
+    if (v.kind == Kind::kMap) {
+      NetworkMap(k, v);
+      return;
+    }
+    auto text = StringValue(k, v, "network", "`deny`, `allow` or a mapping `{allow: [...]}`");
     if (!text) return;
     if (*text == NetworkName(false) || *text == NetworkName(true)) {
       out_.file.network_allowed = Located<bool>{*text == NetworkName(true), Pos(k, v)};
@@ -370,6 +374,65 @@ class FileParser final {
       message += "; write the word `allow` or `deny`, not a boolean";
     }
     AddError(v, "network", message);
+  }
+
+  // `network: {allow: [patterns], deny: [patterns]}`: network by name (policy/host_pattern.h).
+  void NetworkMap(const YamlNode& k, const YamlNode& v) {
+    PolicyFile::NetworkLists lists;
+    bool ok = true;
+    ForEachEntry(v, "network", [&](const std::string& key, const YamlNode& nk, const YamlNode& nv) {
+      if (key != "allow" && key != "deny") {
+        static constexpr std::array<std::string_view, 2> kKeys = {"allow", "deny"};
+        Unknown(nk, "network", kKeys);
+        ok = false;
+        return;
+      }
+      std::vector<NetworkRule> rules;
+      if (!Patterns(nk, nv, "network." + key, rules)) ok = false;
+      if (key == "allow") {
+        lists.allow = std::move(rules);
+      } else {
+        lists.deny = std::move(rules);
+      }
+    });
+    if (ok)
+      out_.file.network_names = Located<PolicyFile::NetworkLists>{std::move(lists), Pos(k, v)};
+  }
+
+  bool Patterns(const YamlNode& k, const YamlNode& v, const std::string& path,
+                std::vector<NetworkRule>& out) {
+    if (v.kind != Kind::kSequence) {
+      AddError(
+          At(k, v), path,
+          "expected a list of host patterns, like `[registry.npmjs.org, \"*.example.org:8443\"]`, "
+          "got " +
+              Got(v));
+      return false;
+    }
+    if (v.items.size() > kMaxHostPatterns) {
+      AddError(v, path,
+               "has " + std::to_string(v.items.size()) + " entries; at most " +
+                   std::to_string(kMaxHostPatterns) + " are allowed");
+      return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < v.items.size(); ++i) {
+      const YamlNode& item = v.items[i];
+      const std::string at = path + "[" + std::to_string(i) + "]";
+      auto text = StringValue(item, item, at, "a host pattern");
+      if (!text) {
+        ok = false;
+        continue;
+      }
+      auto pattern = ParseHostPattern(*text);
+      if (!pattern) {
+        AddError(item, at, "`" + Printable(*text, 256) + "`: " + pattern.error());
+        ok = false;
+        continue;
+      }
+      out.push_back(NetworkRule{*pattern, Where(out_.file.path, item.line, item.column)});
+    }
+    return ok;
   }
 
   // A name under env.pass or env.set: valid and not reserved (policy/schema.h's one rule).

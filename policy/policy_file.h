@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "policy/host_pattern.h"
 #include "policy/mode.h"
 #include "policy/policy.h"
 #include "policy/schema.h"
@@ -35,7 +36,14 @@ struct PolicyFile {
   std::optional<Located<std::filesystem::path>> workspace;
   std::optional<std::string> writable_where;             // set when the file has `writable`
   std::vector<Located<std::filesystem::path>> writable;  // canonical, existing directories
-  std::optional<Located<bool>> network_allowed;
+  std::optional<Located<bool>> network_allowed;          // `network: deny | allow`
+  // `network: {allow: [...], deny: [...]}` (where: the `network` value). `allow` absent: a
+  // repository file keeps the operator's allows and only adds denies.
+  struct NetworkLists {
+    std::optional<std::vector<NetworkRule>> allow;
+    std::vector<NetworkRule> deny;
+  };
+  std::optional<Located<NetworkLists>> network_names;
   std::optional<std::string> env_where;       // set when the file has `env`
   std::optional<std::string> env_pass_where;  // set when the file has `env.pass`
   std::vector<Located<std::string>> env_pass;

@@ -178,7 +178,18 @@ std::string FormatResolved(const ResolvedPolicy& policy) {
   for (const fs::path& root : policy.writable_roots)
     writable.push_back(Printable(root.string(), 4096));
   line("writable", List(writable), SourceOf(policy, "writable"));
-  line("network", std::string(NetworkName(policy.network_allowed)), SourceOf(policy, "network"));
+  if (policy.network_names) {
+    // Each pattern with the file and line that put it there: what `policy resolve` is for.
+    line("network", "names only (through ptybox's proxy)", SourceOf(policy, "network"));
+    for (const NetworkRule& rule : policy.network_names->allow) {
+      line("network.allow", ToString(rule.pattern), rule.where);
+    }
+    for (const NetworkRule& rule : policy.network_names->deny) {
+      line("network.deny", ToString(rule.pattern), rule.where);
+    }
+  } else {
+    line("network", std::string(NetworkName(policy.network_allowed)), SourceOf(policy, "network"));
+  }
   std::vector<std::string> hidden;
   for (const std::string& path : policy.hidden) hidden.push_back(Printable(path, 4096));
   line("hide", List(hidden), SourceOf(policy, "hide"));

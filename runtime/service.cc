@@ -55,6 +55,7 @@ struct PtyService::OpenInFlight {
   int columns = kDefaultColumns;
   int rows = kDefaultRows;
   std::shared_ptr<SessionTap> tap;
+  std::shared_ptr<std::string> network_session;          // the audit's session id for proxy events
   std::shared_ptr<const policy::ResolvedPolicy> policy;  // as the audit log records it
 };
 
@@ -163,6 +164,16 @@ Result<backend::Backend*> PtyService::Admit(Owner& owner, OpenParams& params,
   spec.env = std::move(params.env);
   spec.timeout_ms = params.timeout_ms;
   if (open.tap) spec.output_tap = [tap = open.tap](std::string_view bytes) { tap->Output(bytes); };
+  // The session id is known once the spawn is published (OnSpawned fills it in).
+  open.network_session = std::make_shared<std::string>();
+  spec.network_events.refused = [audit = audit_, id = owner.id(), sid = open.network_session](
+                                    const backend::proxy::ProxyRefusal& refusal) {
+    audit->NetworkDenied(id, *sid, refusal);
+  };
+  spec.network_events.stopped = [audit = audit_, id = owner.id(), sid = open.network_session](
+                                    const backend::proxy::ProxyTotals& totals) {
+    audit->NetworkClosed(id, *sid, totals);
+  };
   return backend->second.get();
 }
 
@@ -213,6 +224,7 @@ void PtyService::OnSpawned(OpenInFlight& open,
   result.mode = open.ticket->mode();
   result.cwd = open.cwd;
   open.ticket->Publish(result.session_id, session, open.cwd);
+  if (open.network_session) *open.network_session = result.session_id;
   LogInfo("owner " + std::to_string(live->id()) + " opened " + result.session_id + " (" +
           std::string(policy::ToString(result.mode)) + ")");
   audit_->SessionOpened(AuditOpened{live->id(), result.session_id, result.name, open.cwd,

@@ -29,6 +29,8 @@ void ApplyPolicy(const policy::ResolvedPolicy& p, const std::filesystem::path& c
   if (p.mode == policy::Mode::kWorkspaceWrite) writable.push_back(p.workspace_root);
   launch.sandbox.read_only_paths = CollectProtectedPaths(writable, p.policy_files);
   launch.sandbox.network_allowed = p.network_allowed;
+  launch.proxy_port =
+      policy::IsConfined(p.mode) && p.network_names && !p.network_allowed ? kSessionProxyPort : 0;
   launch.sandbox.cwd = cwd;
   launch.session_ids = p.session_ids;
   ApplyHostWalls(p, launch.sandbox);  // run dirs and hidden paths (docs/security.md)
@@ -68,6 +70,10 @@ std::vector<std::string> BuildInitArgs(const LaunchSpec& spec) {
     args.emplace_back("--unreadable-shell");
   }
   if (!spec.pty) args.emplace_back("--no-pty");
+  if (spec.proxy_port != 0 && policy::IsConfined(spec.mode)) {
+    args.emplace_back("--proxy-port");
+    args.push_back(std::to_string(spec.proxy_port));
+  }
   if (!spec.pty && policy::IsConfined(spec.mode)) {
     args.emplace_back("--stderr-fd");
     args.push_back(std::to_string(kCallerStderrFd));

@@ -33,6 +33,9 @@ struct LaunchSpec {
   int rows = 40;
   int columns = 120;
   bool pty = true;  // false: the program inherits our stdin/stdout/stderr (ptybox run)
+  // Network by name (confined only): init binds 127.0.0.1:proxy_port in the session's network
+  // namespace and hands the listener to the daemon's proxy (backend/proxy/). 0: none.
+  uint16_t proxy_port = 0;
   std::vector<ResourceLimit> rlimits;
   // What the session's cgroup holds it to (sandbox/cgroup.h); the launching side adds rlimits
   // for what no cgroup of this host can hold (backend/init_session.cc).
@@ -57,6 +60,9 @@ struct LaunchedInit {
   // The caller keeps it until every process of the session has ended.
   UniqueFd session_id_lease;
 };
+
+// The port of the session's proxy on its own loopback (HTTP_PROXY=http://127.0.0.1:3128).
+inline constexpr uint16_t kSessionProxyPort = 3128;
 
 // Fills what the policy decides: the mode, the sandbox (roots, protected paths, network, the
 // starting directory) and the resource limits. The caller adds the program, its environment,

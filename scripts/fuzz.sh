@@ -19,7 +19,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}
 [[ $# -gt 0 ]] && shift
 targets=("$@")
-((${#targets[@]} == 0)) && targets=(decoder line_reader rpc_request policy)
+((${#targets[@]} == 0)) && targets=(decoder line_reader rpc_request policy proxy_request)
 out=${FUZZ_DIR:-"$root/build-fuzz"}
 cxx=${CXX_FUZZ:-clang++-16}
 

@@ -70,6 +70,13 @@ void PutPolicy(Json& j, const policy::ResolvedPolicy& p) {
   j["workspace"] = Short(p.workspace_root.string());
   j["writableRoots"] = PathList(p.writable_roots);
   j["network"] = p.network_allowed;
+  if (p.network_names) {
+    Json allow = Json::array();
+    for (const auto& rule : p.network_names->allow) allow.push_back(policy::ToString(rule.pattern));
+    Json deny = Json::array();
+    for (const auto& rule : p.network_names->deny) deny.push_back(policy::ToString(rule.pattern));
+    j["networkNames"] = Json{{"allow", allow}, {"deny", deny}};
+  }
   j["policyFiles"] = PathList(p.policy_files);
 }
 
@@ -294,6 +301,25 @@ void AuditLog::Resized(uint64_t owner, const std::string& session_id, int column
   if (auto it = recordings_.find(session_id); it != recordings_.end()) {
     it->second->Resize(columns, rows);
   }
+}
+
+void AuditLog::NetworkDenied(uint64_t owner, const std::string& session_id,
+                             const backend::proxy::ProxyRefusal& refusal) {
+  Write("network_denied", owner,
+        {{"sessionId", session_id},
+         {"host", Short(refusal.host)},
+         {"port", refusal.port},
+         {"reason", Short(refusal.reason)}});
+}
+
+void AuditLog::NetworkClosed(uint64_t owner, const std::string& session_id,
+                             const backend::proxy::ProxyTotals& totals) {
+  Write("network_closed", owner,
+        {{"sessionId", session_id},
+         {"connections", totals.connections},
+         {"refused", totals.refused},
+         {"bytesSent", totals.bytes_sent},
+         {"bytesReceived", totals.bytes_received}});
 }
 
 void AuditLog::ModeChanged(uint64_t owner, std::optional<policy::Mode> from, policy::Mode to) {

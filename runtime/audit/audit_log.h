@@ -79,6 +79,10 @@ class AuditLog final : public AuditSink {
   void Closed(uint64_t owner, const std::string& session_id, std::string_view reason,
               const Result<backend::SessionStatus>& result) override;
   void Resized(uint64_t owner, const std::string& session_id, int columns, int rows) override;
+  void NetworkDenied(uint64_t owner, const std::string& session_id,
+                     const backend::proxy::ProxyRefusal& refusal) override;
+  void NetworkClosed(uint64_t owner, const std::string& session_id,
+                     const backend::proxy::ProxyTotals& totals) override;
   void ModeChanged(uint64_t owner, std::optional<policy::Mode> from, policy::Mode to) override;
 
   // `ptybox run`: its one command.

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "backend/proxy/proxy_events.h"
 #include "backend/types.h"
 #include "common/error.h"
 #include "policy/policy.h"
@@ -64,6 +65,13 @@ class AuditSink {
                       const Result<backend::SessionStatus>& result) = 0;
   // For terminal_resize: the recording gets an `r` event.
   virtual void Resized(uint64_t owner, const std::string& session_id, int columns, int rows) = 0;
+  // Network by name: a request the session's proxy refused (`network_denied`), and the proxy's
+  // totals when the session's network ends (`network_closed`). `session_id` is empty for a
+  // request made while the session was still opening.
+  virtual void NetworkDenied(uint64_t /*owner*/, const std::string& /*session_id*/,
+                             const backend::proxy::ProxyRefusal& /*refusal*/) {}
+  virtual void NetworkClosed(uint64_t /*owner*/, const std::string& /*session_id*/,
+                             const backend::proxy::ProxyTotals& /*totals*/) {}
   virtual void ModeChanged(uint64_t owner, std::optional<policy::Mode> from, policy::Mode to) = 0;
 };
 

@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "backend/init_session.h"
+#include "backend/proxy/network_proxy.h"
 #include "backend/shell_session.h"
 #include "common/log.h"
 #include "policy/resolver.h"
@@ -156,7 +157,8 @@ class RunDriver final : private backend::InitSession::Listener {
     signals_.add(SIGQUIT);
   }
 
-  void Start(const sandbox::LaunchSpec& launch) {
+  void Start(const sandbox::LaunchSpec& launch, const std::optional<policy::NetworkNames>& names) {
+    names_ = names;
     ArmSignals();
     if (options_.timeout_seconds) {
       deadline_.expires_after(std::chrono::seconds(*options_.timeout_seconds));
@@ -174,6 +176,22 @@ class RunDriver final : private backend::InitSession::Listener {
 
  private:
   void OnReady(const sandbox::ReadyMessage&, UniqueFd) override {}
+
+  // Network by name: `run` serves the command's proxy on its own reactor, like the daemon.
+  void OnProxyListener(uint16_t /*port*/, UniqueFd listener) override {
+    if (proxy_ || !names_) return;
+    backend::proxy::ProxyEvents events;
+    events.refused = [](const backend::proxy::ProxyRefusal& refusal) {
+      LogInfo("network_denied: " + refusal.reason);
+    };
+    auto started =
+        backend::proxy::NetworkProxy::Start(io_, std::move(listener), *names_, std::move(events));
+    if (!started) {
+      LogWarn(started.error().message);
+      return;
+    }
+    proxy_ = std::move(*started);
+  }
 
   void OnStartFailed(Error error) override {
     if (exit_code_) return;
@@ -250,6 +268,8 @@ class RunDriver final : private backend::InitSession::Listener {
   backend::InitSession init_;
   asio::steady_timer deadline_;
   asio::signal_set signals_;
+  std::optional<policy::NetworkNames> names_;
+  std::shared_ptr<backend::proxy::NetworkProxy> proxy_;
   std::optional<int> exit_code_;  // decided by the first of: exit, failure, timeout, signal
   bool terminating_ = false;
   bool killed_ = false;
@@ -296,7 +316,7 @@ int RunCommand(const RunOptions& options) {
   const std::shared_ptr<const sandbox::CgroupHost> cgroups = sandbox::CgroupHost::SetUp();
   reaper.KillAdoptedChildren(!cgroups->support().cgroups);
   RunDriver driver(io, reaper, options, Millis(p.limits.dispose_grace_ms), cgroups);
-  driver.Start(BuildLaunch(options, p, *cwd));
+  driver.Start(BuildLaunch(options, p, *cwd), p.network_names);
   LogInfo("running in " + std::string(policy::ToString(p.mode)) + " at " + cwd->string());
   io.run();
   terminal.Restore();

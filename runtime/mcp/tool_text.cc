@@ -101,6 +101,20 @@ std::string PolicyClauseFromJson(const Json& p) {
     clause += " (except .git directories and policy files) and a private /tmp";
   }
   clause += "; everything else read-only; network ";
+  if (p.contains("networkNames") && p["networkNames"].is_object()) {
+    // Network by name: the names come from policy files, so they are quoted like the roots.
+    std::vector<std::string> names;
+    const Json& allow = p["networkNames"].value("allow", Json::array());
+    for (const Json& rule : allow) {
+      if (rule.is_object() && rule.contains("pattern") && rule["pattern"].is_string()) {
+        names.push_back(rule["pattern"].get<std::string>());
+      }
+    }
+    clause += names.empty() ? std::string("denied.")
+                            : "only to " + QuotedList(names) +
+                                  " through ptybox's proxy ($HTTPS_PROXY); other names refused.";
+    return clause;
+  }
   clause += Str(p, "network") == policy::NetworkName(true) ? "allowed." : "denied.";
   return clause;
 }

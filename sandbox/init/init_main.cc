@@ -5,7 +5,9 @@
 //
 //   ptybox-init --control-fd N [--confined] [--unreadable-shell] [--no-pty] [--stderr-fd N]
 //               [--cwd DIR] [--rows R] [--cols C] [--rlimit NAME=VALUE]... -- PROGRAM [ARG]...
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 #include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -46,6 +49,7 @@ struct InitOptions {
   bool confined = false;
   bool pty = true;
   bool unreadable_shell = false;  // --unreadable-shell: exec the program from a 0111 memfd
+  uint16_t proxy_port = 0;        // --proxy-port: listen on 127.0.0.1:port for the daemon's proxy
   std::string cwd;
   unsigned short rows = 40;
   unsigned short cols = 120;
@@ -95,6 +99,10 @@ InitOptions ParseArgs(int argc, char** argv) {
       o.unreadable_shell = true;
     } else if (arg == "--confined") {
       o.confined = true;
+    } else if (arg == "--proxy-port") {
+      if (!ParseNumber(value(arg), o.proxy_port) || o.proxy_port == 0) {
+        Die("--proxy-port needs a port number from 1 to 65535");
+      }
     } else if (arg == "--no-pty") {
       o.pty = false;
     } else if (arg == "--stderr-fd") {
@@ -406,6 +414,28 @@ void TerminateSession(const InitOptions& o, pid_t program, bool& program_exited,
   Reap(program, program_exited, o.control_fd);
 }
 
+// Step 5b of Run (network by name): the session's proxy port, bound here in the session's own
+// network namespace before any program of the session runs (so none can take the port first),
+// and handed to the daemon, which accepts on it outside the sandbox (backend/proxy/).
+void OpenProxyListener(const InitOptions& o) {
+  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!listener) FailSetup(o.control_fd, ErrnoText("socket for the proxy port"));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(o.proxy_port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(listener.Get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    FailSetup(o.control_fd,
+              ErrnoText("binding the proxy port 127.0.0.1:" + std::to_string(o.proxy_port)));
+  }
+  if (::listen(listener.Get(), 128) != 0) FailSetup(o.control_fd, ErrnoText("listen"));
+  if (Result<void> sent =
+          SendInitMessage(o.control_fd, ProxyListenerMessage{o.proxy_port}, listener.Get());
+      !sent) {
+    Die("sending the proxy port to the daemon: " + sent.error().message);
+  }
+}
+
 // Step 8 of Run: reaps, reports the program's exit, and ends the session on request (a
 // signal, the daemon's terminate message) or when the daemon is gone. Returns init's status.
 int Serve(const InitOptions& o, pid_t program, const UniqueFd& signals) {
@@ -493,6 +523,8 @@ int Run(int argc, char** argv) {
   }
   // 5. Resource limits from the policy.
   ApplyRlimits(o);
+  // 5b. Network by name: the proxy port, before the program can bind anything.
+  if (o.proxy_port != 0) OpenProxyListener(o);
   // 6. The PTY, inside this namespace, and the program on it.
   std::optional<Pty> pty;
   if (o.pty) pty = OpenPty(o);

@@ -29,6 +29,7 @@ enum class WireType : uint32_t {
   kTerminate = 4,
   kQuiet = 5,
   kFailed = 6,
+  kProxyListener = 7,
 };
 
 std::string EncodeEnvironment(const std::vector<std::string>& entries) {
@@ -82,6 +83,9 @@ Wire ToWire(const InitMessage& message) {
           w.header.b = m.grace.count();
         } else if constexpr (std::is_same_v<T, QuietMessage>) {
           w.header.type = static_cast<uint32_t>(WireType::kQuiet);
+        } else if constexpr (std::is_same_v<T, ProxyListenerMessage>) {
+          w.header.type = static_cast<uint32_t>(WireType::kProxyListener);
+          w.header.a = m.port;
         } else {
           static_assert(std::is_same_v<T, FailedMessage>);
           w.header.type = static_cast<uint32_t>(WireType::kFailed);
@@ -158,14 +162,21 @@ Result<InitMessage> DecodeInitMessage(std::string_view record) {
     }
     case WireType::kFailed:
       return FailedMessage{std::string(payload), h.a};
+    case WireType::kProxyListener: {
+      if (Result<void> ok = no_payload("proxy listener"); !ok) return std::unexpected(ok.error());
+      if (h.a <= 0 || h.a > 65535) {
+        return Fail(ErrorKind::kInternal, "ptybox-init proxy listener message has no port");
+      }
+      return ProxyListenerMessage{static_cast<uint16_t>(h.a)};
+    }
   }
   return Fail(ErrorKind::kInternal, "unknown message type " + std::to_string(h.type) +
                                         " on the ptybox-init control socket");
 }
 
 std::string_view InitMessageName(const InitMessage& message) {
-  static constexpr std::string_view kNames[] = {"start",     "ready", "exited",
-                                                "terminate", "quiet", "failed"};
+  static constexpr std::string_view kNames[] = {"start", "ready",  "exited",        "terminate",
+                                                "quiet", "failed", "proxy listener"};
   return kNames[message.index()];
 }
 

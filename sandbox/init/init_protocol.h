@@ -48,8 +48,15 @@ struct FailedMessage {
   int exec_errno = 0;  // execve's errno when the program itself could not be started, else 0
 };
 
+// init -> daemon, before ready (network by name only): the listening TCP socket init bound on
+// the session's own loopback (127.0.0.1:port), attached through SCM_RIGHTS. The daemon accepts
+// on it and serves each connection with its proxy (backend/proxy/), outside the sandbox: no
+// path, no forwarder process, nothing another session could reach.
+struct ProxyListenerMessage {
+  uint16_t port = 0;
+};
 using InitMessage = std::variant<StartMessage, ReadyMessage, ExitedMessage, TerminateMessage,
-                                 QuietMessage, FailedMessage>;
+                                 QuietMessage, FailedMessage, ProxyListenerMessage>;
 
 // Largest payload either side sends (the environment block is bounded by this).
 inline constexpr size_t kMaxInitPayload = 128 * 1024;

@@ -513,3 +513,86 @@ TEST_F(ResolveCwdTest, MustBeAnExistingDirectory) {
 
 }  // namespace
 }  // namespace ptybox::policy
+
+namespace ptybox::policy {
+namespace {
+
+class NetworkNamesResolverTest : public ResolverTest {};
+
+std::vector<std::string> Patterns(const std::vector<NetworkRule>& rules) {
+  std::vector<std::string> out;
+  for (const auto& rule : rules) out.push_back(ToString(rule.pattern));
+  return out;
+}
+
+TEST_F(NetworkNamesResolverTest, TheOperatorListIsTheSessionsWithSources) {
+  Operator(
+      "version: 1\nnetwork:\n  allow: [registry.npmjs.org, \"*.example.org:8443\"]\n"
+      "  deny: [bad.example.org:8443]\n");
+  ResolvedPolicy p = MustResolve();
+  EXPECT_FALSE(p.network_allowed) << "the session keeps its own network namespace";
+  ASSERT_TRUE(p.network_names);
+  EXPECT_EQ(Patterns(p.network_names->allow),
+            (std::vector<std::string>{"registry.npmjs.org", "*.example.org:8443"}));
+  EXPECT_EQ(Patterns(p.network_names->deny), (std::vector<std::string>{"bad.example.org:8443"}));
+  EXPECT_EQ(p.network_names->allow[1].where, Expand("{dir}/etc/policy.yaml:3:31", dir_.path()));
+  EXPECT_EQ(p.sources.at("network"), Expand("{dir}/etc/policy.yaml:3:3", dir_.path()));
+}
+
+TEST_F(NetworkNamesResolverTest, ARepositoryNarrowsButNeverWidens) {
+  Operator("version: 1\nnetwork: {allow: [\"*.example.org\", registry.npmjs.org]}\n");
+  Repo("version: 1\nnetwork: {allow: [www.example.org], deny: [registry.npmjs.org]}\n");
+  ResolvedPolicy p = MustResolve();
+  ASSERT_TRUE(p.network_names);
+  EXPECT_EQ(Patterns(p.network_names->allow), (std::vector<std::string>{"www.example.org"}));
+  EXPECT_EQ(Patterns(p.network_names->deny), (std::vector<std::string>{"registry.npmjs.org"}));
+  EXPECT_NE(p.network_names->source.find("narrowed by"), std::string::npos);
+
+  // Only more denies: the operator's allows stay.
+  Repo("version: 1\nnetwork: {deny: [www.example.org]}\n");
+  p = MustResolve();
+  EXPECT_EQ(Patterns(p.network_names->allow),
+            (std::vector<std::string>{"*.example.org", "registry.npmjs.org"}));
+
+  Repo("version: 1\nnetwork: {allow: [evil.test, \"localhost\"]}\n");
+  ExpectError(ErrorKind::kPolicyDenied,
+              "{dir}/ws/.ptybox.yaml:2:19: network.allow: `evil.test` is not permitted: it is "
+              "not within the operator's allow list ({dir}/etc/policy.yaml:2:10); a repository "
+              "policy may only narrow that list. Remove it from {dir}/ws/.ptybox.yaml, or ask "
+              "the operator to allow it (and 1 more problem)");
+  Repo("version: 1\nnetwork: allow\n");
+  auto resolved = Resolve(inputs_);
+  ASSERT_FALSE(resolved);
+  EXPECT_NE(resolved.error().message.find("the operator allows only the names listed at"),
+            std::string::npos);
+  Repo("version: 1\nnetwork: deny\n");
+  p = MustResolve();
+  EXPECT_FALSE(p.network_names);
+  EXPECT_FALSE(p.network_allowed);
+}
+
+TEST_F(NetworkNamesResolverTest, UnderADeniedNetworkARepositoryListAllowsNothing) {
+  Repo("version: 1\nnetwork: {allow: [registry.npmjs.org]}\n");
+  ExpectError(ErrorKind::kPolicyDenied,
+              "{dir}/ws/.ptybox.yaml:2:19: network.allow: `registry.npmjs.org` is not "
+              "permitted: the operator denies network (the built-in default; no operator policy "
+              "sets it); a repository policy may deny network but never allow a name. Remove it "
+              "from {dir}/ws/.ptybox.yaml, or ask the operator to allow it");
+  Operator("version: 1\nnetwork: allow\n");
+  ResolvedPolicy p = MustResolve();
+  EXPECT_FALSE(p.network_allowed) << "under `allow` a repository list narrows to its names";
+  ASSERT_TRUE(p.network_names);
+  EXPECT_EQ(Patterns(p.network_names->allow), (std::vector<std::string>{"registry.npmjs.org"}));
+}
+
+TEST_F(NetworkNamesResolverTest, BadPatternsAreReportedWithTheirPlace) {
+  Operator("version: 1\nnetwork: {allow: [\"*\", ok.example.org], deny: 3, other: []}\n");
+  auto resolved = Resolve(inputs_);
+  ASSERT_FALSE(resolved);
+  EXPECT_NE(resolved.error().message.find("network.allow[0]: `*`: `*` alone would allow every"),
+            std::string::npos)
+      << resolved.error().message;
+}
+
+}  // namespace
+}  // namespace ptybox::policy

@@ -53,6 +53,16 @@ TEST(InitProtocolTest, ExitedCarriesExactlyOneOfCodeAndSignal) {
   EXPECT_EQ(killed.signal, 9);
 }
 
+TEST(InitProtocolTest, ProxyListenerCarriesItsPortAndNeedsOne) {
+  EXPECT_EQ(RoundTrip(ProxyListenerMessage{3128}).port, 3128);
+  Result<std::string> zero = EncodeInitMessage(ProxyListenerMessage{0});
+  ASSERT_TRUE(zero);
+  Result<InitMessage> decoded = DecodeInitMessage(*zero);
+  ASSERT_FALSE(decoded);
+  EXPECT_EQ(decoded.error().message, "ptybox-init proxy listener message has no port");
+  EXPECT_EQ(InitMessageName(ProxyListenerMessage{1}), "proxy listener");
+}
+
 TEST(InitProtocolTest, TerminateCarriesTheGrace) {
   EXPECT_EQ(RoundTrip(TerminateMessage{std::chrono::milliseconds(2500)}).grace.count(), 2500);
 }

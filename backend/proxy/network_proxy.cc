@@ -1,0 +1,476 @@
+// The session proxy's connections: request, decision, resolution, SNI check, relay. Every step
+// is an asynchronous operation on the reactor with a deadline; nothing here blocks.
+#include "backend/proxy/network_proxy.h"
+
+#include <asio/connect.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/write.hpp>
+#include <deque>
+
+#include "backend/proxy/proxy_parse.h"
+#include "common/log.h"
+#include "common/untrusted_text.h"
+
+namespace ptybox::backend::proxy {
+
+using asio::ip::tcp;
+
+struct NetworkProxy::Shared {
+  policy::NetworkNames names;
+  ProxyEvents events;
+  ProxyLimits limits;
+  ProxyResolver resolver;
+  ProxyTotals totals;
+};
+
+namespace {
+
+void DefaultResolve(asio::io_context& io, const std::string& host, uint16_t port,
+                    std::function<void(Result<std::vector<tcp::endpoint>>)> done) {
+  // asio resolves on a thread of its own and completes on the reactor.
+  auto resolver = std::make_shared<tcp::resolver>(io);
+  resolver->async_resolve(
+      host, std::to_string(port), tcp::resolver::numeric_service,
+      [resolver, host, done = std::move(done)](const std::error_code& ec,
+                                               tcp::resolver::results_type results) {
+        if (ec) {
+          done(Fail(ErrorKind::kNotFound, "cannot resolve " + host + ": " + ec.message()));
+          return;
+        }
+        std::vector<tcp::endpoint> endpoints;
+        for (const auto& entry : results) endpoints.push_back(entry.endpoint());
+        done(endpoints);
+      });
+}
+
+policy::IpAddress ToIp(const asio::ip::address& address) {
+  policy::IpAddress out;
+  if (address.is_v4()) {
+    auto bytes = address.to_v4().to_bytes();
+    out.bytes[10] = 0xFF;
+    out.bytes[11] = 0xFF;
+    std::copy(bytes.begin(), bytes.end(), out.bytes.begin() + 12);
+  } else {
+    auto bytes = address.to_v6().to_bytes();
+    std::copy(bytes.begin(), bytes.end(), out.bytes.begin());
+  }
+  return out;
+}
+
+}  // namespace
+
+class NetworkProxy::Connection final : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(asio::io_context& io, tcp::socket client, std::shared_ptr<Shared> shared,
+             std::function<void()> finished)
+      : io_(io),
+        client_(std::move(client)),
+        server_(io),
+        timer_(io),
+        shared_(std::move(shared)),
+        finished_(std::move(finished)) {}
+
+  void Start() {
+    Arm(shared_->limits.request);
+    ReadRequest();
+  }
+
+  void Close() {
+    if (closed_) return;
+    closed_ = true;
+    std::error_code ignored;
+    timer_.cancel();
+    client_.close(ignored);
+    server_.close(ignored);
+    auto finished = std::move(finished_);
+    if (finished) finished();
+  }
+
+ private:
+  enum class Protocol { kUnknown, kHttp, kSocks };
+  enum class Stage { kRequest, kSocksRequest, kResolving, kHello, kConnecting, kRelay, kClosing };
+
+  void Arm(std::chrono::milliseconds after) {
+    timer_.expires_after(after);
+    timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
+      if (!ec) self->Close();
+    });
+  }
+
+  // Reads more of the request (or the ClientHello) into in_, never beyond its bound.
+  void ReadRequest() {
+    const size_t bound =
+        stage_ == Stage::kHello ? in_offset_ + kMaxClientHelloBytes + 16384 : kMaxRequestHeadBytes;
+    if (in_.size() >= bound) return Answer(431, "ptybox proxy: the request is too large");
+    chunk_.resize(std::min<size_t>(4096, bound - in_.size()));
+    client_.async_read_some(asio::buffer(chunk_),
+                            [self = shared_from_this()](const std::error_code& ec, size_t n) {
+                              if (self->closed_) return;
+                              if (ec) {
+                                self->Close();
+                                return;
+                              }
+                              self->in_.append(self->chunk_.data(), n);
+                              self->OnRequestBytes();
+                            });
+  }
+
+  void OnRequestBytes() {
+    if (protocol_ == Protocol::kUnknown) {
+      protocol_ = static_cast<uint8_t>(in_[0]) == 5 ? Protocol::kSocks : Protocol::kHttp;
+    }
+    if (stage_ == Stage::kHello) {
+      OnHelloBytes();
+      return;
+    }
+    if (protocol_ == Protocol::kHttp) {
+      HttpParse parsed = ParseHttpRequest(in_);
+      if (parsed.status == ParseStatus::kNeedMore) return ReadRequest();
+      if (parsed.status == ParseStatus::kBad) {
+        return Answer(parsed.http_status, "ptybox proxy: " + parsed.error);
+      }
+      request_ = std::move(parsed.request);
+      in_offset_ = request_.head_bytes;
+      return Decide(request_.host, request_.port);
+    }
+    if (stage_ == Stage::kRequest) {
+      SocksGreeting greeting = ParseSocksGreeting(in_);
+      if (greeting.status == ParseStatus::kNeedMore) return ReadRequest();
+      if (greeting.status == ParseStatus::kBad || !greeting.no_auth_offered) {
+        return WriteThenClose(std::string("\x05\xFF", 2));
+      }
+      in_.erase(0, greeting.consumed);
+      stage_ = Stage::kSocksRequest;
+      Write(std::string("\x05\x00", 2), nullptr);
+      if (in_.empty()) return ReadRequest();
+    }
+    SocksRequest parsed = ParseSocksRequest(in_);
+    if (parsed.status == ParseStatus::kNeedMore) return ReadRequest();
+    if (parsed.status == ParseStatus::kBad) return WriteThenClose(SocksReply(parsed.reply));
+    in_offset_ = parsed.consumed;
+    request_.host = parsed.host;
+    request_.port = parsed.port;
+    request_.connect = true;
+    Decide(parsed.host, parsed.port);
+  }
+
+  void Decide(const std::string& raw_host, uint16_t port) {
+    stage_ = Stage::kResolving;
+    raw_host_ = Printable(raw_host, 256);
+    port_ = port;
+    std::optional<std::string> host = policy::NormalizeHost(raw_host);
+    if (!host) {
+      return Refuse("ptybox: `" + raw_host_ + "` is not a host name the network policy can judge",
+                    403);
+    }
+    host_ = *host;
+    policy::NameVerdict verdict = policy::DecideName(shared_->names, host_, port_);
+    if (!verdict.allowed) return Refuse(verdict.reason, 403);
+    auto done = [self = shared_from_this()](Result<std::vector<tcp::endpoint>> resolved) {
+      if (self->closed_) return;
+      self->OnResolved(std::move(resolved));
+    };
+    if (shared_->resolver) {
+      shared_->resolver(host_, port_, std::move(done));
+    } else {
+      DefaultResolve(io_, host_, port_, std::move(done));
+    }
+  }
+
+  void OnResolved(Result<std::vector<tcp::endpoint>> resolved) {
+    if (!resolved || resolved->empty()) {
+      if (protocol_ == Protocol::kSocks) return WriteThenClose(SocksReply(kSocksHostUnreachable));
+      return Answer(502, "ptybox proxy: " + host_ + " does not resolve" +
+                             (resolved ? std::string() : ": " + resolved.error().message));
+    }
+    // Every address must pass: a name that also resolves into the host's own networks is
+    // refused as a whole (a rebinding answer would otherwise win on a retry).
+    for (const tcp::endpoint& endpoint : *resolved) {
+      policy::NameVerdict verdict =
+          policy::DecideAddress(shared_->names, host_, port_, ToIp(endpoint.address()));
+      if (!verdict.allowed) return Refuse(verdict.reason, 403);
+    }
+    endpoints_ = std::move(*resolved);
+    if (request_.connect && port_ == 443) {
+      // Answer first and read the ClientHello before anything leaves: a name the SNI does not
+      // match is refused without a connection to the server.
+      stage_ = Stage::kHello;
+      replied_ = true;
+      Write(Accepted(), nullptr);
+      in_.erase(0, in_offset_);
+      in_offset_ = 0;
+      if (in_.empty()) return ReadRequest();
+      return OnHelloBytes();
+    }
+    ConnectServer();
+  }
+
+  void OnHelloBytes() {
+    SniParse sni = ParseClientHelloSni(in_);
+    if (sni.status == ParseStatus::kNeedMore) return ReadRequest();
+    if (sni.status == ParseStatus::kBad) {
+      if (static_cast<uint8_t>(in_[0]) == 0x16) {
+        return Refuse("ptybox: a malformed TLS ClientHello to " + host_ + ": " + sni.error, 0);
+      }
+      return ConnectServer();  // not TLS: the name was checked, the bytes go to it
+    }
+    if (sni.server_name) {
+      std::optional<std::string> name = policy::NormalizeHost(*sni.server_name);
+      if (!name || *name != host_) {
+        return Refuse("ptybox: the TLS server name `" + Printable(*sni.server_name, 256) +
+                          "` differs from the CONNECT name " + host_ +
+                          "; refused by the network policy (" + shared_->names.source + ")",
+                      0);
+      }
+    }
+    ConnectServer();
+  }
+
+  void ConnectServer() {
+    stage_ = Stage::kConnecting;
+    asio::async_connect(
+        server_, endpoints_,
+        [self = shared_from_this()](const std::error_code& ec, const tcp::endpoint&) {
+          if (self->closed_) return;
+          if (ec) {
+            if (self->replied_) return self->Close();
+            if (self->protocol_ == Protocol::kSocks) {
+              return self->WriteThenClose(SocksReply(kSocksHostUnreachable));
+            }
+            return self->Answer(
+                502, "ptybox proxy: cannot connect to " + self->host_ + ": " + ec.message());
+          }
+          self->OnConnected();
+        });
+  }
+
+  std::string Accepted() const {
+    if (protocol_ == Protocol::kSocks) return SocksReply(kSocksSucceeded);
+    return "HTTP/1.1 200 Connection established\r\n\r\n";
+  }
+
+  void OnConnected() {
+    stage_ = Stage::kRelay;
+    ++shared_->totals.connections;
+    Arm(shared_->limits.idle);
+    std::string first =
+        request_.connect ? in_.substr(in_offset_) : request_.forward_head + in_.substr(in_offset_);
+    in_.clear();
+    in_.shrink_to_fit();
+    auto self = shared_from_this();
+    auto start = [self] {
+      self->RelayUp();
+      self->RelayDown();
+    };
+    if (request_.connect && !replied_) {
+      replied_ = true;
+      Write(Accepted(), nullptr);
+    }
+    if (first.empty()) return start();
+    shared_->totals.bytes_sent += first.size();
+    auto data = std::make_shared<std::string>(std::move(first));
+    asio::async_write(server_, asio::buffer(*data),
+                      [self, data, start](const std::error_code& ec, size_t) {
+                        if (self->closed_) return;
+                        if (ec) return self->Close();
+                        start();
+                      });
+  }
+
+  // End of one direction: pass the end on; the connection closes when both ended.
+  void DirectionDone(tcp::socket& to) {
+    std::error_code ignored;
+    to.shutdown(tcp::socket::shutdown_send, ignored);
+    if (++directions_done_ == 2) Close();
+  }
+
+  // Client -> server: at most one buffer in flight, so a server that does not read holds the
+  // client back instead of growing memory.
+  void RelayUp() {
+    up_.resize(shared_->limits.buffer_bytes);
+    client_.async_read_some(asio::buffer(up_),
+                            [self = shared_from_this()](const std::error_code& ec, size_t n) {
+                              if (self->closed_) return;
+                              if (ec) return self->DirectionDone(self->server_);
+                              self->shared_->totals.bytes_sent += n;
+                              self->Arm(self->shared_->limits.idle);
+                              asio::async_write(self->server_, asio::buffer(self->up_.data(), n),
+                                                [self](const std::error_code& wec, size_t) {
+                                                  if (self->closed_) return;
+                                                  if (wec) return self->Close();
+                                                  self->RelayUp();
+                                                });
+                            });
+  }
+
+  // Server -> client, through the client's write queue; likewise one buffer in flight.
+  void RelayDown() {
+    down_.resize(shared_->limits.buffer_bytes);
+    server_.async_read_some(
+        asio::buffer(down_), [self = shared_from_this()](const std::error_code& ec, size_t n) {
+          if (self->closed_) return;
+          if (ec) {
+            // After what is queued for the client has gone out.
+            return self->Write(std::string(), [self] { self->DirectionDone(self->client_); });
+          }
+          self->shared_->totals.bytes_received += n;
+          self->Arm(self->shared_->limits.idle);
+          self->Write(std::string(self->down_.data(), n), [self] { self->RelayDown(); });
+        });
+  }
+
+  void Write(std::string bytes, std::function<void()> then) {
+    client_queue_.emplace_back(std::move(bytes), std::move(then));
+    FlushClient();
+  }
+
+  void FlushClient() {
+    if (client_writing_ || client_queue_.empty() || closed_) return;
+    client_writing_ = true;
+    asio::async_write(client_, asio::buffer(client_queue_.front().first),
+                      [self = shared_from_this()](const std::error_code& ec, size_t) {
+                        if (self->closed_) return;
+                        if (ec) return self->Close();
+                        auto then = std::move(self->client_queue_.front().second);
+                        self->client_queue_.pop_front();
+                        self->client_writing_ = false;
+                        if (then) then();
+                        self->FlushClient();
+                      });
+  }
+
+  void WriteThenClose(std::string bytes) {
+    stage_ = Stage::kClosing;
+    Write(std::move(bytes), [self = shared_from_this()] {
+      std::error_code ignored;
+      self->client_.shutdown(tcp::socket::shutdown_send, ignored);
+      self->Close();
+    });
+  }
+
+  // An HTTP answer with a one-line body (the proxy's own errors and refusals).
+  void Answer(int status, const std::string& line) {
+    if (protocol_ == Protocol::kSocks || replied_) {
+      if (protocol_ == Protocol::kSocks && !replied_) {
+        return WriteThenClose(SocksReply(kSocksGeneralFailure));
+      }
+      return Close();
+    }
+    const char* text = status == 403   ? "Forbidden"
+                       : status == 431 ? "Request Header Fields Too Large"
+                       : status == 502 ? "Bad Gateway"
+                       : status == 505 ? "HTTP Version Not Supported"
+                       : status == 414 ? "URI Too Long"
+                                       : "Bad Request";
+    const std::string body = line + "\n";
+    WriteThenClose("HTTP/1.1 " + std::to_string(status) + " " + text +
+                   "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
+                   std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+  }
+
+  // A refusal by the policy: audited, then answered (403, SOCKS "not allowed", or a close
+  // once the connection was already accepted).
+  void Refuse(const std::string& reason, int status) {
+    ++shared_->totals.refused;
+    if (shared_->events.refused) {
+      shared_->events.refused(ProxyRefusal{host_.empty() ? raw_host_ : host_, port_, reason});
+    }
+    if (protocol_ == Protocol::kSocks && !replied_) {
+      return WriteThenClose(SocksReply(kSocksNotAllowed));
+    }
+    if (replied_ || status == 0) return Close();
+    Answer(status, reason);
+  }
+
+  asio::io_context& io_;
+  tcp::socket client_;
+  tcp::socket server_;
+  asio::steady_timer timer_;
+  std::shared_ptr<Shared> shared_;
+  std::function<void()> finished_;
+  Protocol protocol_ = Protocol::kUnknown;
+  Stage stage_ = Stage::kRequest;
+  std::string in_;
+  size_t in_offset_ = 0;  // where the bytes after the request begin in in_
+  std::vector<char> chunk_;
+  HttpRequest request_;
+  std::string raw_host_;
+  std::string host_;
+  uint16_t port_ = 0;
+  std::vector<tcp::endpoint> endpoints_;
+  bool replied_ = false;
+  bool closed_ = false;
+  int directions_done_ = 0;
+  std::vector<char> up_;
+  std::vector<char> down_;
+  std::deque<std::pair<std::string, std::function<void()>>> client_queue_;
+  bool client_writing_ = false;
+};
+
+NetworkProxy::NetworkProxy(asio::io_context& io, policy::NetworkNames names, ProxyEvents events,
+                           ProxyLimits limits, ProxyResolver resolver)
+    : io_(io),
+      acceptor_(io),
+      shared_(std::make_shared<Shared>(
+          Shared{std::move(names), std::move(events), limits, std::move(resolver), {}})),
+      totals_(shared_->totals) {}
+
+NetworkProxy::~NetworkProxy() { Stop(); }
+
+Result<std::shared_ptr<NetworkProxy>> NetworkProxy::Start(asio::io_context& io, UniqueFd listener,
+                                                          policy::NetworkNames names,
+                                                          ProxyEvents events, ProxyLimits limits,
+                                                          ProxyResolver resolver) {
+  std::shared_ptr<NetworkProxy> proxy(
+      new NetworkProxy(io, std::move(names), std::move(events), limits, std::move(resolver)));
+  std::error_code ec;
+  proxy->acceptor_.assign(tcp::v4(), listener.Get(), ec);
+  if (ec) {
+    return Fail(ErrorKind::kSpawnFailed, "the session's proxy port: " + ec.message());
+  }
+  (void)listener.Release();
+  proxy->acceptor_.non_blocking(true, ec);
+  proxy->Accept();
+  return proxy;
+}
+
+void NetworkProxy::Accept() {
+  std::weak_ptr<NetworkProxy> weak = weak_from_this();
+  acceptor_.async_accept([weak](const std::error_code& ec, tcp::socket client) {
+    std::shared_ptr<NetworkProxy> self = weak.lock();
+    if (!self || self->stopped_) return;
+    if (ec == asio::error::operation_aborted) return;
+    if (!ec) {
+      if (self->connections_.size() >= self->shared_->limits.max_connections) {
+        // At the bound: this client waits for nothing; the others keep their share.
+        std::error_code ignored;
+        client.close(ignored);
+      } else {
+        const uint64_t id = self->next_id_++;
+        auto connection =
+            std::make_shared<Connection>(self->io_, std::move(client), self->shared_, [weak, id] {
+              if (auto proxy = weak.lock()) proxy->Finished(id);
+            });
+        self->connections_.emplace(id, connection);
+        connection->Start();
+      }
+    }
+    self->Accept();
+  });
+}
+
+void NetworkProxy::Finished(uint64_t id) { connections_.erase(id); }
+
+void NetworkProxy::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  std::error_code ignored;
+  acceptor_.close(ignored);
+  auto connections = std::move(connections_);
+  connections_.clear();
+  for (auto& [id, connection] : connections) connection->Close();
+  if (shared_->events.stopped) shared_->events.stopped(shared_->totals);
+}
+
+}  // namespace ptybox::backend::proxy

@@ -1,0 +1,74 @@
+// The proxy of one session with network by name, on the daemon's reactor: it accepts on the
+// listener ptybox-init bound on the session's own loopback (127.0.0.1:3128), reads an HTTP
+// (CONNECT or absolute-form) or SOCKS5 request, decides the name with the policy
+// (policy/host_pattern.h) before connecting, resolves it itself off the reactor, refuses local
+// and private addresses, checks the SNI of a ClientHello sent through CONNECT to port 443, and
+// relays bytes with bounded buffers. Owns its listener and every connection; Stop ends them.
+#pragma once
+
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/proxy/proxy_events.h"
+#include "common/error.h"
+#include "common/unique_fd.h"
+#include "policy/host_pattern.h"
+
+namespace ptybox::backend::proxy {
+
+struct ProxyLimits {
+  size_t max_connections = 64;                    // open at once, per session
+  std::chrono::milliseconds idle{5 * 60 * 1000};  // no byte either way: closed
+  std::chrono::milliseconds request{30 * 1000};   // to send a complete request head
+  size_t buffer_bytes = 16 * 1024;                // per direction and connection
+};
+
+// Resolves `host` (a name or a literal) to its addresses, never on the reactor thread; calls
+// `done` on the reactor. Injected by tests; the default is asio's asynchronous resolver.
+using ProxyResolver =
+    std::function<void(const std::string& host, uint16_t port,
+                       std::function<void(Result<std::vector<asio::ip::tcp::endpoint>>)> done)>;
+
+class NetworkProxy final : public std::enable_shared_from_this<NetworkProxy> {
+ public:
+  // Starts accepting on `listener` (a listening TCP socket). `resolver` may be empty.
+  static Result<std::shared_ptr<NetworkProxy>> Start(asio::io_context& io, UniqueFd listener,
+                                                     policy::NetworkNames names, ProxyEvents events,
+                                                     ProxyLimits limits = {},
+                                                     ProxyResolver resolver = {});
+  NetworkProxy(const NetworkProxy&) = delete;
+  NetworkProxy& operator=(const NetworkProxy&) = delete;
+  ~NetworkProxy();
+
+  // Closes the listener and every connection; reports the totals once.
+  void Stop();
+  [[nodiscard]] const ProxyTotals& totals() const { return totals_; }
+  [[nodiscard]] size_t open_connections() const { return connections_.size(); }
+
+  // Used by the connections (not part of the interface for callers).
+  class Connection;
+  struct Shared;
+
+ private:
+  NetworkProxy(asio::io_context& io, policy::NetworkNames names, ProxyEvents events,
+               ProxyLimits limits, ProxyResolver resolver);
+  void Accept();
+  void Finished(uint64_t id);
+
+  asio::io_context& io_;
+  asio::ip::tcp::acceptor acceptor_;
+  std::shared_ptr<Shared> shared_;
+  ProxyTotals& totals_;
+  std::map<uint64_t, std::shared_ptr<Connection>> connections_;
+  uint64_t next_id_ = 1;
+  bool stopped_ = false;
+};
+
+}  // namespace ptybox::backend::proxy

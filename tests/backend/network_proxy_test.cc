@@ -1,0 +1,311 @@
+// The session proxy on real loopback sockets in this process: a client thread speaks HTTP or
+// SOCKS5 to it, a canary server (the only place a connection can go) records what arrives, and
+// an injected resolver decides where names point. Refusals must leave the canary untouched.
+#include "backend/proxy/network_proxy.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/write.hpp>
+#include <chrono>
+#include <future>
+#include <map>
+#include <thread>
+
+#include "backend/proxy/proxy_parse.h"
+#include "tests/backend/tls_hello.h"
+
+namespace ptybox::backend::proxy {
+namespace {
+
+using asio::ip::tcp;
+
+// A listening socket on 127.0.0.1, ephemeral port.
+UniqueFd Listen(uint16_t& port) {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  EXPECT_EQ(::bind(fd.Get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  EXPECT_EQ(::listen(fd.Get(), 16), 0);
+  EXPECT_EQ(::getsockname(fd.Get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
+  port = ntohs(a.sin_port);
+  return fd;
+}
+
+// Accepts on the reactor; reads what the client sends first, answers "canary-reply", closes.
+class Canary {
+ public:
+  explicit Canary(asio::io_context& io) : acceptor_(io) {
+    UniqueFd fd = Listen(port_);
+    acceptor_.assign(tcp::v4(), fd.Release());
+    Accept();
+  }
+  [[nodiscard]] uint16_t port() const { return port_; }
+  int connections = 0;
+  std::string received;
+
+ private:
+  void Accept() {
+    acceptor_.async_accept([this](const std::error_code& ec, tcp::socket socket) {
+      if (ec) return;
+      ++connections;
+      auto s = std::make_shared<tcp::socket>(std::move(socket));
+      auto buffer = std::make_shared<std::array<char, 4096>>();
+      s->async_read_some(
+          asio::buffer(*buffer), [this, s, buffer](const std::error_code& rec, size_t n) {
+            if (rec) return;
+            received.append(buffer->data(), n);
+            auto reply = std::make_shared<std::string>("canary-reply");
+            asio::async_write(*s, asio::buffer(*reply), [s, reply](const std::error_code&, size_t) {
+              std::error_code ignored;
+              s->shutdown(tcp::socket::shutdown_both, ignored);
+              s->close(ignored);
+            });
+          });
+      Accept();
+    });
+  }
+  tcp::acceptor acceptor_;
+  uint16_t port_ = 0;
+};
+
+// Connects to 127.0.0.1:port, sends `bytes`, reads to the end (blocking, on its own thread).
+std::string Exchange(uint16_t port, std::string bytes) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return "connect failed";
+  }
+  timeval guard{30, 0};  // a hang guard, never an assertion
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof guard);
+  size_t at = 0;
+  while (at < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + at, bytes.size() - at);
+    if (n <= 0) break;
+    at += static_cast<size_t>(n);
+  }
+  std::string out;
+  char buffer[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n <= 0) break;
+    out.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+policy::NetworkNames Names(std::vector<std::string> allow, std::vector<std::string> deny = {}) {
+  policy::NetworkNames names;
+  names.source = "/etc/ptybox/policy.yaml:2:10";
+  for (const auto& a : allow) names.allow.push_back({*policy::ParseHostPattern(a), "op:1:1"});
+  for (const auto& d : deny) names.deny.push_back({*policy::ParseHostPattern(d), "op:2:1"});
+  return names;
+}
+
+class NetworkProxyTest : public ::testing::Test {
+ protected:
+  void StartProxy(policy::NetworkNames names, ProxyLimits limits = {}) {
+    UniqueFd listener = Listen(proxy_port_);
+    ProxyEvents events;
+    events.refused = [this](const ProxyRefusal& refusal) { refusals_.push_back(refusal); };
+    events.stopped = [this](const ProxyTotals& totals) { stopped_ = totals; };
+    auto resolver = [this](const std::string& host, uint16_t port,
+                           std::function<void(Result<std::vector<tcp::endpoint>>)> done) {
+      resolved_.push_back(host);
+      auto it = dns_.find(host);
+      if (it == dns_.end()) {
+        done(Fail(ErrorKind::kNotFound, "no such name"));
+        return;
+      }
+      // Every name of this test points at the canary, whatever port was asked for.
+      (void)port;
+      done(std::vector<tcp::endpoint>{
+          tcp::endpoint(asio::ip::make_address(it->second), canary_.port())});
+    };
+    auto started = NetworkProxy::Start(io_, std::move(listener), std::move(names),
+                                       std::move(events), limits, resolver);
+    ASSERT_TRUE(started.has_value());
+    proxy_ = *started;
+  }
+
+  // Runs the reactor until the client thread is done.
+  std::string Client(std::string bytes) {
+    auto result = std::async(std::launch::async, Exchange, proxy_port_, std::move(bytes));
+    while (result.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) {
+      io_.run_for(std::chrono::milliseconds(20));
+    }
+    io_.run_for(std::chrono::milliseconds(20));  // let the canary finish its bookkeeping
+    return result.get();
+  }
+
+  asio::io_context io_;
+  Canary canary_{io_};
+  uint16_t proxy_port_ = 0;
+  std::shared_ptr<NetworkProxy> proxy_;
+  std::vector<ProxyRefusal> refusals_;
+  std::optional<ProxyTotals> stopped_;
+  std::vector<std::string> resolved_;
+  std::map<std::string, std::string> dns_ = {
+      {"localhost", "127.0.0.1"}, {"allowed.test", "127.0.0.1"}, {"rebind.test", "127.0.0.1"}};
+};
+
+TEST_F(NetworkProxyTest, ConnectToAnAllowedNameRelaysBothWays) {
+  StartProxy(Names({"localhost:" + std::to_string(canary_.port())}));
+  const std::string reply = Client("CONNECT localhost:" + std::to_string(canary_.port()) +
+                                   " HTTP/1.1\r\nHost: x\r\n\r\nhello");
+  EXPECT_EQ(reply, "HTTP/1.1 200 Connection established\r\n\r\ncanary-reply");
+  EXPECT_EQ(canary_.connections, 1);
+  EXPECT_EQ(canary_.received, "hello");
+  EXPECT_TRUE(refusals_.empty());
+  proxy_->Stop();
+  ASSERT_TRUE(stopped_);
+  EXPECT_EQ(stopped_->connections, 1u);
+  EXPECT_EQ(stopped_->bytes_sent, 5u);
+  EXPECT_EQ(stopped_->bytes_received, 12u);
+}
+
+TEST_F(NetworkProxyTest, AbsoluteFormGoesToTheNamedHostOnly) {
+  const std::string port = std::to_string(canary_.port());
+  StartProxy(Names({"localhost:" + port}));
+  const std::string reply =
+      Client("GET http://localhost:" + port + "/x HTTP/1.1\r\nHost: evil.test\r\n\r\n");
+  EXPECT_EQ(reply, "canary-reply");
+  EXPECT_EQ(canary_.received,
+            "GET /x HTTP/1.1\r\nHost: localhost:" + port + "\r\nConnection: close\r\n\r\n");
+}
+
+TEST_F(NetworkProxyTest, RefusalsAnswer403WithTheReasonAndReachNothing) {
+  const std::string port = std::to_string(canary_.port());
+  StartProxy(
+      Names({"localhost:" + port, "*.example.org", "rebind.test:" + port}, {"bad.example.org"}));
+  struct Case {
+    std::string request;
+    std::string says;
+  };
+  const Case cases[] = {
+      {"CONNECT unlisted.test:443 HTTP/1.1\r\n\r\n", "is not on the allow list"},
+      {"CONNECT bad.example.org:443 HTTP/1.1\r\n\r\n", "matches `deny: bad.example.org`"},
+      {"CONNECT 127.0.0.1:" + port + " HTTP/1.1\r\n\r\n", "IP literals and localhost"},
+      {"CONNECT localhost:1 HTTP/1.1\r\n\r\n", "is not on the allow list"},
+      {"GET http://[::1]:" + port + "/ HTTP/1.1\r\n\r\n", "is not on the allow list"},
+      {"CONNECT rebind.test:" + port + " HTTP/1.1\r\n\r\n",
+       "resolves to 127.0.0.1, a local or private address"},
+      {"CONNECT bad_name!.test:443 HTTP/1.1\r\n\r\n", "not a host name"},
+  };
+  for (const Case& c : cases) {
+    const std::string reply = Client(c.request);
+    EXPECT_TRUE(reply.starts_with("HTTP/1.1 403 Forbidden\r\n")) << c.request << reply;
+    EXPECT_NE(reply.find(c.says), std::string::npos) << c.request << reply;
+  }
+  EXPECT_EQ(canary_.connections, 0) << "a refused request reached the canary";
+  ASSERT_EQ(refusals_.size(), std::size(cases));
+  EXPECT_EQ(refusals_[0].host, "unlisted.test");
+  EXPECT_EQ(refusals_[0].port, 443);
+  EXPECT_NE(refusals_[0].reason.find("/etc/ptybox/policy.yaml:2:10"), std::string::npos);
+  // The name was judged before any resolution; only the rebinding case was resolved.
+  EXPECT_EQ(resolved_, (std::vector<std::string>{"rebind.test"}));
+}
+
+TEST_F(NetworkProxyTest, TheSniMustNameTheConnectHost) {
+  // The operator lists the canary's address explicitly, so allowed.test may point there.
+  StartProxy(Names({"allowed.test", "127.0.0.1:443"}));
+  std::string reply =
+      Client("CONNECT allowed.test:443 HTTP/1.1\r\n\r\n" + testing::ClientHello("other.test"));
+  EXPECT_EQ(reply, "HTTP/1.1 200 Connection established\r\n\r\n");
+  EXPECT_EQ(canary_.connections, 0) << "the mismatched ClientHello left the proxy";
+  ASSERT_EQ(refusals_.size(), 1u);
+  EXPECT_NE(refusals_[0].reason.find("TLS server name `other.test` differs"), std::string::npos);
+
+  const std::string hello = testing::ClientHello("Allowed.Test");
+  reply = Client("CONNECT allowed.test:443 HTTP/1.1\r\n\r\n" + hello);
+  EXPECT_EQ(reply, "HTTP/1.1 200 Connection established\r\n\r\ncanary-reply");
+  EXPECT_EQ(canary_.connections, 1);
+  EXPECT_EQ(canary_.received, hello);
+}
+
+TEST_F(NetworkProxyTest, Socks5ResolvesRemotelyAndRefusesWithAReplyCode) {
+  const std::string port_bytes{static_cast<char>(canary_.port() >> 8),
+                               static_cast<char>(canary_.port() & 0xFF)};
+  StartProxy(Names({"localhost:" + std::to_string(canary_.port())}));
+  auto request = [&](std::string host) {
+    return std::string("\x05\x01\x00", 3) + std::string("\x05\x01\x00\x03", 4) +
+           static_cast<char>(host.size()) + host + port_bytes;
+  };
+  std::string reply = Client(request("localhost") + "hi");
+  EXPECT_EQ(reply, std::string("\x05\x00", 2) + SocksReply(kSocksSucceeded) + "canary-reply");
+  EXPECT_EQ(canary_.received, "hi");
+  reply = Client(request("unlisted.test"));
+  EXPECT_EQ(reply, std::string("\x05\x00", 2) + SocksReply(kSocksNotAllowed));
+  EXPECT_EQ(canary_.connections, 1);
+  ASSERT_EQ(refusals_.size(), 1u);
+  EXPECT_EQ(refusals_[0].host, "unlisted.test");
+}
+
+TEST_F(NetworkProxyTest, MalformedAndOversizedRequestsAreAnsweredAndClosed) {
+  StartProxy(Names({"localhost:" + std::to_string(canary_.port())}));
+  EXPECT_TRUE(Client("GET /local HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 400 Bad Request"));
+  // Exactly as many bytes as the proxy reads before it answers (more would be reset unread).
+  EXPECT_TRUE(Client(std::string(8 * 1024 + 1, 'a')).starts_with("HTTP/1.1 414 URI Too Long"));
+  std::string head = "GET http://localhost/ HTTP/1.1\r\nX-Big: ";
+  head += std::string(kMaxRequestHeadBytes - head.size(), 'a');
+  EXPECT_TRUE(Client(head).starts_with("HTTP/1.1 431 Request Header Fields Too Large"));
+  EXPECT_EQ(canary_.connections, 0);
+  EXPECT_EQ(proxy_->open_connections(), 0u);
+}
+
+TEST_F(NetworkProxyTest, ConnectionsPerSessionAreBounded) {
+  StartProxy(Names({"localhost:" + std::to_string(canary_.port())}),
+             ProxyLimits{.max_connections = 1});
+  // One client holds the only slot with a request it never finishes.
+  int holder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(proxy_port_);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(holder, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::write(holder, "CONN", 4), 4);
+  while (proxy_->open_connections() == 0) io_.run_one_for(std::chrono::milliseconds(50));
+  // The next is closed at once, with nothing relayed.
+  EXPECT_EQ(Client("CONNECT localhost:" + std::to_string(canary_.port()) + " HTTP/1.1\r\n\r\n"),
+            "");
+  EXPECT_EQ(canary_.connections, 0);
+  ::close(holder);
+  proxy_->Stop();
+  EXPECT_EQ(proxy_->open_connections(), 0u);
+}
+
+}  // namespace
+}  // namespace ptybox::backend::proxy
+
+namespace ptybox::backend::proxy {
+namespace {
+
+// Deadlines end what a client leaves hanging; the test asserts what happened, not when (the
+// short limits only keep it quick).
+TEST_F(NetworkProxyTest, AnUnfinishedRequestAndAnIdleTunnelAreClosed) {
+  StartProxy(Names({"localhost:" + std::to_string(canary_.port())}),
+             ProxyLimits{.idle = std::chrono::milliseconds(200),
+                         .request = std::chrono::milliseconds(200)});
+  // A head that never ends: closed without an answer, nothing connected.
+  EXPECT_EQ(Client("CONNECT localhost:" + std::to_string(canary_.port()) + " HTTP/1.1\r\n"), "");
+  EXPECT_EQ(canary_.connections, 0);
+  // A tunnel where nobody speaks: accepted, connected, then closed when idle.
+  EXPECT_EQ(Client("CONNECT localhost:" + std::to_string(canary_.port()) + " HTTP/1.1\r\n\r\n"),
+            "HTTP/1.1 200 Connection established\r\n\r\n");
+  EXPECT_EQ(canary_.connections, 1);
+  EXPECT_EQ(proxy_->open_connections(), 0u);
+}
+
+}  // namespace
+}  // namespace ptybox::backend::proxy
