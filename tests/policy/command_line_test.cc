@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 
+#include "policy/host_pattern.h"
 #include "policy/layering.h"
 #include "policy/report.h"
 #include "policy/resolver.h"
@@ -297,6 +298,30 @@ TEST_F(CommandLineLayeringTest, NetworkAllowNeedsAnOperatorThatDoesNotDenyIt) {
   ASSERT_TRUE(narrowed.has_value());
   EXPECT_FALSE(narrowed->network_allowed);
   EXPECT_EQ(narrowed->sources.at("network"), "command line");
+}
+
+// Under the operator's list of names, --network allow would widen it; --network deny narrows
+// it to nothing.
+TEST_F(CommandLineLayeringTest, UnderTheOperatorsNamesNetworkAllowIsRefusedAndDenyTakesThemAway) {
+  auto pattern = ParseHostPattern("registry.npmjs.org");
+  ASSERT_TRUE(pattern.has_value());
+  PolicyFile::NetworkLists lists;
+  lists.allow = std::vector<NetworkRule>{NetworkRule{*pattern, "/etc/op.yaml:2:18"}};
+  op_.network_names = Located<PolicyFile::NetworkLists>{lists, "/etc/op.yaml:2:10"};
+  EXPECT_EQ(FirstDenial({{"--network", "allow"}}),
+            "command line --network allow: network: `allow` is not permitted: the operator "
+            "allows only the names listed at /etc/op.yaml:2:10; the command line may only "
+            "narrow what the operator policy allows. Drop --network allow, or ask the operator "
+            "to change /etc/op.yaml");
+  auto denied = Combined({{"--network", "deny"}});
+  ASSERT_TRUE(denied.has_value());
+  EXPECT_FALSE(denied->network_allowed);
+  EXPECT_FALSE(denied->network_names.has_value()) << "--network deny left the names reachable";
+  EXPECT_EQ(denied->sources.at("network"), "command line");
+  auto listed = Combined({});
+  ASSERT_TRUE(listed.has_value());
+  ASSERT_TRUE(listed->network_names.has_value());
+  EXPECT_EQ(listed->network_names->allow.size(), 1u);
 }
 
 TEST_F(CommandLineLayeringTest, TheRepositoryMayNarrowTheCommandLineButNotWidenIt) {
