@@ -504,6 +504,22 @@ std::optional<RenderedViewport> ShellSession::RenderSend(bool at_prompt) {
   return rendered;
 }
 
+std::optional<ScreenSnapshot> ShellSession::Snapshot() const {
+  const Screen& screen = decoder_.screen();
+  ScreenSnapshot snapshot;
+  snapshot.rows = screen.rows();
+  snapshot.columns = screen.columns();
+  snapshot.lines.reserve(static_cast<size_t>(screen.rows()));
+  for (int row = 0; row < screen.rows(); ++row) {
+    snapshot.lines.push_back(screen.RowText(row, 0, screen.columns()));
+  }
+  const Screen::Position cursor = screen.Cursor();
+  snapshot.cursor_row = cursor.row;
+  snapshot.cursor_column = cursor.column;
+  snapshot.alternate_screen = screen.alternate_screen();
+  return snapshot;
+}
+
 ReadResult ShellSession::Read(const ReadRequest& request) const {
   const Scrollback& scrollback = decoder_.scrollback();
   const auto limit = static_cast<size_t>(spec_.policy.limits.max_read_bytes);

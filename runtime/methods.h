@@ -103,6 +103,10 @@ const T* FindByName(const std::vector<T>& items, std::string_view name) {
 // the connection's owner), its result shape lives here with every other method's.
 [[nodiscard]] Json AttachResultJson(const AttachResult& attached);
 
+// terminal_watch's result (an extension): RpcConnection answers that method (its notifications
+// follow on the connection), its result shape lives here with every other method's.
+[[nodiscard]] Json WatchStartJson(const WatchStart& start);
+
 // Every method of the contract, in the contract's order.
 const std::vector<MethodSpec>& Contract();
 
@@ -116,8 +120,9 @@ struct NamedMethod {
   bool mcp_tool;
 };
 inline constexpr NamedMethod kMethodsNamedByServers[] = {
-    {"owner_attach", false},    {"owner_info", false},   {"policy_resolve", false},
-    {"policy_set_mode", false}, {"terminal_read", true},
+    {"owner_attach", false},     {"owner_info", false},   {"policy_resolve", false},
+    {"policy_set_mode", false},  {"terminal_read", true}, {"terminal_watch", false},
+    {"terminal_unwatch", false},
 };
 
 // Is `table` whole? Every name unique, every entry a handler, params named once, enums with

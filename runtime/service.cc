@@ -55,6 +55,7 @@ struct PtyService::OpenInFlight {
   int columns = kDefaultColumns;
   int rows = kDefaultRows;
   std::shared_ptr<SessionTap> tap;
+  std::shared_ptr<WatchHub> hub;  // the session's output tap: its recording and its watchers
   std::shared_ptr<const policy::ResolvedPolicy> policy;  // as the audit log records it
 };
 
@@ -70,7 +71,10 @@ PtyService::PtyService(asio::io_context& io, ServiceOptions options,
   });
 }
 
-PtyService::~PtyService() = default;
+PtyService::~PtyService() {
+  // No watcher's sink outlives the service that forgets its watch.
+  for (auto& [id, hub] : hubs_) hub->EndAll(WatchEnd::kOwnerGone);
+}
 
 policy::ResolveInputs ResolveInputsFrom(const ServiceOptions& options,
                                         std::optional<policy::Mode> requested_mode) {
@@ -161,7 +165,8 @@ Result<backend::Backend*> PtyService::Admit(Owner& owner, OpenParams& params,
   spec.columns = params.columns;
   spec.env = std::move(params.env);
   spec.timeout_ms = params.timeout_ms;
-  if (open.tap) spec.output_tap = [tap = open.tap](std::string_view bytes) { tap->Output(bytes); };
+  open.hub = std::make_shared<WatchHub>(open.tap);
+  spec.output_tap = [hub = open.hub](std::string_view bytes) { hub->Output(bytes); };
   return backend->second.get();
 }
 
@@ -212,6 +217,7 @@ void PtyService::OnSpawned(OpenInFlight& open,
   result.mode = open.ticket->mode();
   result.cwd = open.cwd;
   open.ticket->Publish(result.session_id, session, open.cwd);
+  hubs_[result.session_id] = open.hub;
   LogInfo("owner " + std::to_string(live->id()) + " opened " + result.session_id + " (" +
           std::string(policy::ToString(result.mode)) + ")");
   audit_->SessionOpened(AuditOpened{live->id(), result.session_id, result.name, open.cwd,
@@ -357,10 +363,18 @@ void PtyService::Close(const std::shared_ptr<Owner>& owner, const std::string& s
   }
   std::weak_ptr<Owner> weak_owner = owner;
   (*session)->Close(std::move(reason),
-                    [weak_owner, session_id, done](Result<backend::SessionStatus> closed) {
+                    [this, weak_owner, session_id, done](Result<backend::SessionStatus> closed) {
                       // A failed close leaves the session listed: close may be retried.
                       if (std::shared_ptr<Owner> o = weak_owner.lock(); o && closed)
                         o->SessionClosed(session_id);
+                      if (closed) {
+                        // Its watchers are told, and their watches forgotten.
+                        if (auto hub = hubs_.find(session_id); hub != hubs_.end()) {
+                          std::shared_ptr<WatchHub> ending = std::move(hub->second);
+                          hubs_.erase(hub);
+                          ending->EndAll(WatchEnd::kClosed);
+                        }
+                      }
                       done(std::move(closed));
                     });
 }
@@ -371,6 +385,103 @@ std::vector<SessionInfo> PtyService::List(Owner& owner) {
     if (Result<SessionInfo> info = Status(owner, id)) list.push_back(*info);
   }
   return list;
+}
+
+std::shared_ptr<Owner> PtyService::OwnerWithToken(const std::string& token) const {
+  // Every owner's token is compared, each in constant time: no early exit tells a guess apart.
+  std::shared_ptr<Owner> found;
+  for (const std::weak_ptr<Owner>& weak : owners_) {
+    std::shared_ptr<Owner> owner = weak.lock();
+    if (owner && !owner->token().empty() && SecretEquals(owner->token(), token) && !found) {
+      found = owner;
+    }
+  }
+  if (found && found->closed()) return nullptr;
+  return found;
+}
+
+namespace {
+
+Error NoOwnerWithToken() {
+  return Error{ErrorKind::kNotFound,
+               "no owner of this daemon has this token (wrong token file, or its owner closed); "
+               "check --token-file or --workspace",
+               "ownerToken"};
+}
+
+}  // namespace
+
+Result<std::vector<SessionInfo>> PtyService::ListByToken(const std::string& token) {
+  std::shared_ptr<Owner> owner = OwnerWithToken(token);
+  if (!owner) return std::unexpected(NoOwnerWithToken());
+  return List(*owner);
+}
+
+Result<WatchStart> PtyService::Watch(
+    Owner& watcher, const std::string& session_id, const std::optional<std::string>& token,
+    const std::function<WatchHub::Watcher(uint64_t watch_id)>& make_sink) {
+  std::shared_ptr<Owner> target;
+  if (token) {
+    target = OwnerWithToken(*token);
+    if (!target) return std::unexpected(NoOwnerWithToken());
+  } else {
+    target = watcher.shared_from_this();
+  }
+  Result<SessionInfo> info = Status(*target, session_id);
+  if (!info) return Propagate(info);
+  auto hub = hubs_.find(session_id);
+  const Owner::OwnedSession* entry = target->FindSession(session_id);
+  std::optional<backend::ScreenSnapshot> screen = entry->session->Snapshot();
+  if (hub == hubs_.end() || !screen) {
+    return Fail(ErrorKind::kNotFound,
+                "session " + session_id + " has no screen to watch (its type keeps none)",
+                "sessionId");
+  }
+  if (hub->second->full()) {
+    return Fail(ErrorKind::kBusy,
+                "session " + session_id + " already has " + std::to_string(kMaxWatchersPerSession) +
+                    " watchers; detach one of them (terminal_unwatch) and retry",
+                "sessionId");
+  }
+  const uint64_t watch_id = next_watch_++;
+  WatchHub::Watcher sink = make_sink(watch_id);
+  // The watcher's own end first tells the service (forgotten, audited), then the connection.
+  sink.on_end = [this, watch_id, on_end = std::move(sink.on_end)](WatchEnd end) {
+    WatchEnded(watch_id, end);
+    if (on_end) on_end(end);
+  };
+  hub->second->Add(watch_id, std::move(sink));
+  watches_[watch_id] = WatchEntry{watcher.id(), target->id(), session_id};
+  audit_->Watched(watcher.id(), target->id(), session_id, "session_watched", "");
+  LogInfo("owner " + std::to_string(watcher.id()) + " watches " + session_id + " of owner " +
+          std::to_string(target->id()));
+  WatchStart start;
+  start.watch_id = watch_id;
+  start.session = std::move(*info);
+  start.screen = std::move(*screen);
+  return start;
+}
+
+void PtyService::WatchEnded(uint64_t watch_id, WatchEnd end) {
+  auto it = watches_.find(watch_id);
+  if (it == watches_.end()) return;
+  audit_->Watched(it->second.watcher, it->second.session_owner, it->second.session_id,
+                  "session_unwatched", WatchEndName(end));
+  watches_.erase(it);
+}
+
+Result<void> PtyService::Unwatch(Owner& watcher, uint64_t watch_id) {
+  auto it = watches_.find(watch_id);
+  if (it == watches_.end() || it->second.watcher != watcher.id()) {
+    return Fail(ErrorKind::kNotFound,
+                "no watch " + std::to_string(watch_id) + " of this connection is active",
+                "watchId");
+  }
+  if (auto hub = hubs_.find(it->second.session_id); hub != hubs_.end()) {
+    hub->second->Remove(watch_id);
+  }
+  WatchEnded(watch_id, WatchEnd::kUnwatched);
+  return {};
 }
 
 Result<policy::ResolvedPolicy> PtyService::ResolvePolicy(Owner& owner) {

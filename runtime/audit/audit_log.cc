@@ -296,6 +296,14 @@ void AuditLog::Resized(uint64_t owner, const std::string& session_id, int column
   }
 }
 
+void AuditLog::Watched(uint64_t watcher, uint64_t owner, const std::string& session_id,
+                       std::string_view event, std::string_view reason) {
+  // Logged under the watching owner: who looked at whose session.
+  Json j{{"sessionId", session_id}, {"sessionOwner", owner}};
+  if (!reason.empty()) j["reason"] = std::string(reason);
+  Write(event, watcher, std::move(j));
+}
+
 void AuditLog::ModeChanged(uint64_t owner, std::optional<policy::Mode> from, policy::Mode to) {
   Json j = {{"to", std::string(policy::ToString(to))}};
   j["from"] = from ? Json(std::string(policy::ToString(*from))) : Json(nullptr);

@@ -65,6 +65,11 @@ class AuditSink {
   // For terminal_resize: the recording gets an `r` event.
   virtual void Resized(uint64_t owner, const std::string& session_id, int columns, int rows) = 0;
   virtual void ModeChanged(uint64_t owner, std::optional<policy::Mode> from, policy::Mode to) = 0;
+  // A person watches a session (`ptybox attach`): `event` is session_watched when the watch
+  // begins and session_unwatched when it ends, `reason` then saying why (unwatched, closed,
+  // slow, owner_gone). `watcher` is the watching connection's owner, `owner` the session's.
+  virtual void Watched(uint64_t /*watcher*/, uint64_t /*owner*/, const std::string& /*session_id*/,
+                       std::string_view /*event*/, std::string_view /*reason*/) {}
 };
 
 // The sink that records nothing.
