@@ -63,6 +63,12 @@ class BackendSession {
   // The screen model as it is now, every byte the output tap has seen included; nullopt for a
   // session type without one.
   [[nodiscard]] virtual std::optional<ScreenSnapshot> Snapshot() const { return std::nullopt; }
+  // A person's keystrokes (`ptybox attach --write`), written as they are: no readiness, no
+  // result. `busy` while a send holds the slot (a person's keys never go inside a send),
+  // `closed` after exit or close.
+  virtual Result<void> WriteTyped(std::string /*bytes*/) {
+    return Fail(ErrorKind::kInvalidParams, "this session type takes no typed input");
+  }
   // Resizes the terminal (the kernel sends SIGWINCH to its foreground group) and its screen
   // model; sizes are within the screen's bounds (backend/terminal/screen.h).
   virtual Result<void> Resize(int rows, int columns) = 0;

@@ -539,6 +539,22 @@ ReadResult ShellSession::Read(const ReadRequest& request) const {
   return scrollback.Read(request.cursor, max_bytes, decoder_.PendingText());
 }
 
+Result<void> ShellSession::WriteTyped(std::string bytes) {
+  if (closing_ || closed_ || terminal_.status().exited) {
+    return Fail(ErrorKind::kClosed, "the session is closed");
+  }
+  if (slot_held_) {
+    return Fail(ErrorKind::kBusy,
+                "an agent's send is active on this session: keystrokes wait until it settles");
+  }
+  // The terminal changed hands: the next send inspects it afresh, never trusting an idle
+  // prompt verified before the person typed.
+  idle_prompt_facts_.reset();
+  touched_after_ready_ = true;
+  terminal_.Write(std::move(bytes), [](Result<size_t>) {});
+  return {};
+}
+
 Result<void> ShellSession::Resize(int rows, int columns) {
   idle_prompt_facts_.reset();
   if (closing_ || closed_ || terminal_.status().exited) {

@@ -9,6 +9,7 @@
 #include "backend/terminal/key_encoder.h"
 #include "backend/terminal/screen.h"
 #include "backend/types.h"
+#include "common/base64.h"
 #include "common/join.h"
 #include "common/propagate.h"
 #include "policy/mode.h"
@@ -374,6 +375,32 @@ void OwnerSessions(MethodCall& c) {  // extension: `ptybox ls`
   c.done(Json{{"sessions", sessions}});
 }
 
+int64_t WatchIdArg(const MethodCall& c) { return *c.args.Int("watchId"); }
+
+void TakeOver(MethodCall& c) {  // extension: `ptybox attach --write`
+  Result<void> held = c.service.TakeOver(*c.owner, static_cast<uint64_t>(WatchIdArg(c)));
+  if (!held) return c.done(Propagate(held));
+  c.done(Json{{"held", true}});
+}
+
+void Release(MethodCall& c) {
+  Result<void> released = c.service.Release(*c.owner, static_cast<uint64_t>(WatchIdArg(c)));
+  if (!released) return c.done(Propagate(released));
+  c.done(Json{{"released", true}});
+}
+
+void Type(MethodCall& c) {
+  std::optional<std::string> bytes = Base64Decode(c.args.String("data"));
+  if (!bytes) {
+    return c.done(Fail(ErrorKind::kInvalidParams,
+                       "terminal_type: data is not base64 (RFC 4648, padded)", "data"));
+  }
+  Result<void> typed =
+      c.service.Type(*c.owner, static_cast<uint64_t>(WatchIdArg(c)), std::move(*bytes));
+  if (!typed) return c.done(Propagate(typed));
+  c.done(Json{{"typed", true}});
+}
+
 void Watch(MethodCall& c) {
   // Extension: the answer is followed by notifications on the same connection, so
   // RpcConnection answers it (after the same validation from this entry).
@@ -657,6 +684,23 @@ std::vector<MethodSpec> BuildContract() {
        .params = {Required(Int("watchId", "The watchId terminal_watch returned.", 1,
                                std::numeric_limits<int64_t>::max()))},
        .handler = Unwatch},
+      {.name = "terminal_takeover",
+       .summary = "Take the watched session over (a person types; the agent's sends answer "
+                  "busy until released): {held: true}.",
+       .params = {Required(Int("watchId", "The watchId terminal_watch returned.", 1,
+                               std::numeric_limits<int64_t>::max()))},
+       .handler = TakeOver},
+      {.name = "terminal_type",
+       .summary = "Write a person's keystrokes to the session this watch holds: {typed: true}.",
+       .params = {Required(Int("watchId", "The watchId terminal_watch returned.", 1,
+                               std::numeric_limits<int64_t>::max())),
+                  Required(Str("data", "The keystrokes' bytes, base64.", kMaxTypedBase64Bytes))},
+       .handler = Type},
+      {.name = "terminal_release",
+       .summary = "Give the session back to its agent: {released: true}.",
+       .params = {Required(Int("watchId", "The watchId terminal_watch returned.", 1,
+                               std::numeric_limits<int64_t>::max()))},
+       .handler = Release},
   };
 }
 

@@ -28,6 +28,7 @@ inline constexpr int64_t kMaxTimeoutMs = 24LL * 3600 * 1000;  // timeoutMs, sile
 inline constexpr int kMinRows = 2;                            // terminal_open/resize rows
 inline constexpr size_t kMaxKeys = 1024;                      // terminal_send `keys` entries
 inline constexpr size_t kMaxKeyBytes = 64 * 1024;             // one `keys` entry (a literal)
+inline constexpr size_t kMaxTypedBase64Bytes = 64 * 1024;     // terminal_type `data`
 
 enum class ParamType {
   kString,   // max_bytes

@@ -231,9 +231,17 @@ void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& se
                       std::function<void(Result<SendOutcome>)> done) {
   Result<std::shared_ptr<backend::BackendSession>> session = Find(*owner, session_id);
   const bool wait = request.wait;
-  Result<std::shared_ptr<backend::SendOperation>> op =
-      session ? (*session)->StartSend(std::move(request))
-              : Result<std::shared_ptr<backend::SendOperation>>(Propagate(session));
+  using Started = Result<std::shared_ptr<backend::SendOperation>>;
+  // A person took the session over (`ptybox attach --write`): their keystrokes go to it,
+  // never interleaved with a send.
+  Started op = !session ? Started(Propagate(session))
+               : holds_.contains(session_id)
+                   ? Started(Fail(ErrorKind::kBusy,
+                                  "a person holds this session (ptybox attach "
+                                  "--write) and types into it; retry once they "
+                                  "detach (terminal_status shows busy until then)",
+                                  "sessionId"))
+                   : (*session)->StartSend(std::move(request));
   if (!op) {
     audit_->Refused(owner->id(), wait ? "terminal_wait" : "terminal_send", session_id, op.error());
     asio::post(io_, [done, error = op.error()] { done(std::unexpected(error)); });
@@ -342,7 +350,8 @@ Result<SessionInfo> PtyService::Status(Owner& owner, const std::string& session_
   info.session_id = session_id;
   info.name = entry->name;
   info.mode = entry->mode;
-  info.busy = entry->session->busy();
+  // A session a person holds is busy for its agent too.
+  info.busy = entry->session->busy() || holds_.contains(session_id);
   info.status = entry->session->Status();
   info.pid = entry->session->pid();
   return info;
@@ -465,6 +474,13 @@ Result<WatchStart> PtyService::Watch(
 void PtyService::WatchEnded(uint64_t watch_id, WatchEnd end) {
   auto it = watches_.find(watch_id);
   if (it == watches_.end()) return;
+  // A takeover ends with its watch.
+  if (auto held = holds_.find(it->second.session_id);
+      held != holds_.end() && held->second == watch_id) {
+    holds_.erase(held);
+    audit_->Watched(it->second.watcher, it->second.session_owner, it->second.session_id,
+                    "session_released", WatchEndName(end));
+  }
   audit_->Watched(it->second.watcher, it->second.session_owner, it->second.session_id,
                   "session_unwatched", WatchEndName(end));
   watches_.erase(it);
@@ -482,6 +498,85 @@ Result<void> PtyService::Unwatch(Owner& watcher, uint64_t watch_id) {
   }
   WatchEnded(watch_id, WatchEnd::kUnwatched);
   return {};
+}
+
+Result<PtyService::WatchEntry*> PtyService::OwnWatch(Owner& watcher, uint64_t watch_id) {
+  auto it = watches_.find(watch_id);
+  if (it == watches_.end() || it->second.watcher != watcher.id()) {
+    return Fail(ErrorKind::kNotFound,
+                "no watch " + std::to_string(watch_id) + " of this connection is active",
+                "watchId");
+  }
+  return &it->second;
+}
+
+Result<void> PtyService::TakeOver(Owner& watcher, uint64_t watch_id) {
+  Result<WatchEntry*> watch = OwnWatch(watcher, watch_id);
+  if (!watch) return Propagate(watch);
+  const std::string& session_id = (*watch)->session_id;
+  if (auto held = holds_.find(session_id); held != holds_.end()) {
+    if (held->second == watch_id) return {};
+    return Fail(ErrorKind::kBusy, "another person holds session " + session_id + " already",
+                "watchId");
+  }
+  auto hub = hubs_.find(session_id);
+  std::shared_ptr<backend::BackendSession> session;
+  for (const std::weak_ptr<Owner>& weak : owners_) {
+    std::shared_ptr<Owner> owner = weak.lock();
+    if (owner && owner->id() == (*watch)->session_owner) {
+      if (const Owner::OwnedSession* entry = owner->FindSession(session_id)) {
+        session = entry->session;
+      }
+    }
+  }
+  if (!session || hub == hubs_.end()) {
+    return Fail(ErrorKind::kClosed, "session " + session_id + " is closed", "watchId");
+  }
+  // The agent's send in flight keeps the terminal until it settles: never two writers
+  // inside one send.
+  if (session->busy()) {
+    return Fail(ErrorKind::kBusy,
+                "the agent's send is running on session " + session_id +
+                    "; take over once it settled (the screen shows when the prompt is back)",
+                "watchId");
+  }
+  holds_[session_id] = watch_id;
+  audit_->Watched(watcher.id(), (*watch)->session_owner, session_id, "session_taken_over", "");
+  LogInfo("owner " + std::to_string(watcher.id()) + " took over " + session_id);
+  return {};
+}
+
+Result<void> PtyService::Release(Owner& watcher, uint64_t watch_id) {
+  Result<WatchEntry*> watch = OwnWatch(watcher, watch_id);
+  if (!watch) return Propagate(watch);
+  auto held = holds_.find((*watch)->session_id);
+  if (held == holds_.end() || held->second != watch_id) return {};
+  holds_.erase(held);
+  audit_->Watched(watcher.id(), (*watch)->session_owner, (*watch)->session_id, "session_released",
+                  "released");
+  return {};
+}
+
+Result<void> PtyService::Type(Owner& watcher, uint64_t watch_id, std::string bytes) {
+  Result<WatchEntry*> watch = OwnWatch(watcher, watch_id);
+  if (!watch) return Propagate(watch);
+  const std::string session_id = (*watch)->session_id;
+  auto held = holds_.find(session_id);
+  if (held == holds_.end() || held->second != watch_id) {
+    return Fail(ErrorKind::kBusy,
+                "this watch does not hold session " + session_id +
+                    "; take it over first (terminal_takeover)",
+                "watchId");
+  }
+  for (const std::weak_ptr<Owner>& weak : owners_) {
+    std::shared_ptr<Owner> owner = weak.lock();
+    if (!owner || owner->id() != (*watch)->session_owner) continue;
+    const Owner::OwnedSession* entry = owner->FindSession(session_id);
+    if (!entry) break;
+    audit_->Typed(watcher.id(), session_id, bytes);
+    return entry->session->WriteTyped(std::move(bytes));
+  }
+  return Fail(ErrorKind::kClosed, "session " + session_id + " is closed", "watchId");
 }
 
 Result<policy::ResolvedPolicy> PtyService::ResolvePolicy(Owner& owner) {

@@ -180,6 +180,14 @@ class PtyService final {
   // terminal_unwatch, or the watcher's connection ended: not_found for a watch that is not
   // `watcher`'s (or already ended).
   Result<void> Unwatch(Owner& watcher, uint64_t watch_id);
+  // `ptybox attach --write`: the watch `watch_id` of `watcher` takes its session over. While it
+  // holds it, the agent's terminal_send and terminal_wait answer `busy` saying a person holds
+  // it; `busy` now while a send is active (the person retries once it settled) or another
+  // person holds it. Released by Release, and by the end of the watch (detach, disconnect).
+  Result<void> TakeOver(Owner& watcher, uint64_t watch_id);
+  Result<void> Release(Owner& watcher, uint64_t watch_id);
+  // The holder's keystrokes, written to the terminal as they are.
+  Result<void> Type(Owner& watcher, uint64_t watch_id, std::string bytes);
   Result<policy::Mode> SetMode(Owner& owner, policy::Mode mode);
 
   // $/cancelRequest or notifications/cancelled: a pending open is canceled with `reason`; a
@@ -241,6 +249,10 @@ class PtyService final {
     std::string session_id;
   };
   std::map<uint64_t, WatchEntry> watches_;  // by watch id
+  // Sessions a person took over, by session id: the holding watch's id.
+  std::map<std::string, uint64_t> holds_;
+  // The watch `watch_id` of `watcher`, or not_found.
+  Result<WatchEntry*> OwnWatch(Owner& watcher, uint64_t watch_id);
   uint64_t next_watch_ = 1;
   std::shared_ptr<AuditSink> audit_;  // never null (NoAudit())
 };

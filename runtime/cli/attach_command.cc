@@ -142,12 +142,14 @@ class SignalPipe final {
   UniqueFd write_;
 };
 
-std::string BaseStatus(const Json& watch, const AttachView& view, std::pair<int, int> size) {
-  std::string status = " ptybox attach: " + Printable(watch.value("name", std::string())) + " " +
-                       Printable(watch.value("sessionId", std::string())) + " " +
-                       std::to_string(view.session_columns()) + "x" +
-                       std::to_string(view.session_rows()) + ", read-only; " +
-                       std::string(kDetachKeyName) + " detaches";
+std::string BaseStatus(const Json& watch, const AttachView& view, std::pair<int, int> size,
+                       bool holding) {
+  std::string status =
+      " ptybox attach: " + Printable(watch.value("name", std::string())) + " " +
+      Printable(watch.value("sessionId", std::string())) + " " +
+      std::to_string(view.session_columns()) + "x" + std::to_string(view.session_rows()) +
+      (holding ? ", TAKEN OVER: your keys go to the session, the agent waits; " : ", read-only; ") +
+      std::string(kDetachKeyName) + " detaches";
   if (!view.fits()) {
     status += " [your terminal (" + std::to_string(size.second) + "x" + std::to_string(size.first) +
               ") is smaller than the session: its top-left part is shown]";
@@ -182,7 +184,7 @@ int ListSessions(const WatchFlags& flags, bool json) {
   return 0;
 }
 
-int AttachSession(const WatchFlags& flags, const std::string& session_id) {
+int AttachSession(const WatchFlags& flags, const std::string& session_id, bool write) {
   if (::isatty(STDIN_FILENO) == 0 || ::isatty(STDOUT_FILENO) == 0) {
     std::cerr << "ptybox attach: standard input and output must be a terminal (attach draws the "
                  "session's screen there); use `ptybox ls` or terminal_read from scripts\n";
@@ -209,10 +211,20 @@ int AttachSession(const WatchFlags& flags, const std::string& session_id) {
     std::cerr << "ptybox attach: " << entered.error().Describe() << "\n";
     return 1;
   }
+  // --write: the session is taken over now, or (an agent's send is running) at the first key
+  // after it settled; until then keys are refused with a status line, never queued.
+  bool holding = false;
+  std::string refusal;
+  auto take_over = [&] {
+    Result<Json> held = connected->client.Call("terminal_takeover", Json{{"watchId", watch_id}});
+    holding = static_cast<bool>(held);
+    refusal = held ? "" : held.error().message;
+  };
+  if (write) take_over();
   std::pair<int, int> size = PersonTerminal::Size();
   view.SetTerminalSize(size.first, size.second);
-  std::string base = BaseStatus(*watch, view, size);
-  view.SetStatus(base);
+  std::string base = BaseStatus(*watch, view, size, holding);
+  view.SetStatus(refusal.empty() ? base : " not taken over: " + refusal);
   PersonTerminal::Write(view.Draw());
 
   std::string ended;  // why the view ended, for the person once the terminal is restored
@@ -234,7 +246,7 @@ int AttachSession(const WatchFlags& flags, const std::string& session_id) {
         if (signal == SIGWINCH) {
           size = PersonTerminal::Size();
           view.SetTerminalSize(size.first, size.second);
-          base = BaseStatus(*watch, view, size);
+          base = BaseStatus(*watch, view, size, holding);
           view.SetStatus(base);
         } else {
           ended = std::string("ended by ") + ::strsignal(signal) + "; the session keeps running";
@@ -251,6 +263,18 @@ int AttachSession(const WatchFlags& flags, const std::string& session_id) {
       } else if (FindDetachKey(std::string_view(keys.data(), static_cast<size_t>(n)))) {
         ended = "detached; the session keeps running";
         running = false;
+      } else if (write) {
+        if (!holding) take_over();
+        if (holding) {
+          Result<Json> typed = connected->client.Call(
+              "terminal_type",
+              Json{{"watchId", watch_id},
+                   {"data", Base64Encode(std::string_view(keys.data(), static_cast<size_t>(n)))}});
+          view.SetStatus(typed ? BaseStatus(*watch, view, size, true)
+                               : " keys not sent: " + typed.error().message);
+        } else {
+          view.SetStatus(" keys not sent: " + refusal);
+        }
       } else {
         view.SetStatus(" read-only: keystrokes are not sent to the session; " +
                        std::string(kDetachKeyName) + " detaches");

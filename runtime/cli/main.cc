@@ -10,7 +10,7 @@
 //   ptybox doctor
 //   ptybox demo [--workspace DIR] [--policy FILE]
 //   ptybox ls [--socket PATH] [--token-file FILE | --workspace DIR] [--json]
-//   ptybox attach [--socket PATH] [--token-file FILE | --workspace DIR] SESSION
+//   ptybox attach [--socket PATH] [--token-file FILE | --workspace DIR] [--write] SESSION
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -370,11 +370,16 @@ int main(int argc, char** argv) {
   ls->add_flag("--json", ls_json, "print {\"sessions\": [...]} as terminal_list returns it");
   ptybox::runtime::WatchFlags attach_flags;
   std::string attach_session;
-  CLI::App* attach = app.add_subcommand(
-      "attach", "watch a session's screen live, read-only (Ctrl-] detaches; the session goes on)");
+  bool attach_write = false;
+  CLI::App* attach = app.add_subcommand("attach",
+                                        "watch a session's screen live, read-only unless --write "
+                                        "(Ctrl-] detaches; the session goes on)");
   add_watch_flags(attach, attach_flags);
   attach->add_option("session", attach_session, "the sessionId (`ptybox ls` lists them)")
       ->required();
+  attach->add_flag("--write", attach_write,
+                   "take the session over: your keys go to it and the agent's sends answer busy "
+                   "until you detach");
 
   // `ptybox help [COMMAND...]`, as git and cargo have it: the same text as --help.
   std::vector<std::string> help_topic;
@@ -420,6 +425,6 @@ int main(int argc, char** argv) {
   if (doctor->parsed()) return Doctor();
   if (demo->parsed()) return Demo(argv[0], ServiceFrom(demo_flags));
   if (ls->parsed()) return ListSessions(ls_flags, ls_json);
-  if (attach->parsed()) return AttachSession(attach_flags, attach_session);
+  if (attach->parsed()) return AttachSession(attach_flags, attach_session, attach_write);
   return 2;
 }

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -361,6 +362,150 @@ TEST_P(AttachTest, ClosingTheSessionEndsTheWatchAndAttachSaysSo) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, AttachTest, ::testing::Values("read-only", "workspace-write"),
+                         ModeTestName);
+
+// `ptybox attach --write`: a person takes the session over. While they hold it the agent's
+// sends answer busy saying so; their keys reach the shell; the recording keeps both their keys
+// and the agent's sends as `i` events; detaching gives the session back.
+class TakeOverTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    ::setenv("XDG_STATE_HOME", (dir_->path() / "state").c_str(), 1);
+    std::filesystem::create_directories(dir_->path() / "state");
+    daemon_ = new Daemon(Daemon::Options{{"--audit-log", (dir_->path() / "audit.jsonl").string(),
+                                          "--record", (dir_->path() / "casts").string()},
+                                         {}});
+  }
+  static void TearDownTestSuite() {
+    delete daemon_;
+    daemon_ = nullptr;
+    ::unsetenv("XDG_STATE_HOME");
+    delete dir_;
+    dir_ = nullptr;
+  }
+  inline static TempDir* dir_ = nullptr;
+  inline static Daemon* daemon_ = nullptr;
+  RpcClient agent_{daemon_->socket()};
+};
+
+TEST_P(TakeOverTest, APersonTakesTheSessionOverTheAgentWaitsAndTheRecordingKeepsTheKeys) {
+  const std::string session = OpenSession(agent_, GetParam(), Json{{"name", "held"}});
+  ASSERT_FALSE(session.empty());
+  const std::filesystem::path token = WriteTokenFile(dir_->path(), TokenOf(agent_));
+  Json sent = Send(agent_, session, "echo ag$((1+1))ent\n");
+  ASSERT_EQ(sent.value("waitReason", ""), "stdin_read") << sent.dump();
+
+  AttachProcess attach(
+      {"--socket", daemon_->socket().string(), "--token-file", token.string(), "--write", session},
+      50, 130);
+  ASSERT_TRUE(attach.WaitFor("TAKEN OVER")) << attach.drawn();
+
+  // The agent's send is refused, saying why; its status says busy.
+  Json refused = agent_.Call("terminal_send", Json{{"sessionId", session}, {"input", "echo no\n"}});
+  ASSERT_TRUE(refused.contains("error")) << refused.dump();
+  EXPECT_EQ(refused["error"]["data"]["kind"], "busy") << refused.dump();
+  EXPECT_NE(refused["error"]["message"].get<std::string>().find("a person holds this session"),
+            std::string::npos)
+      << refused.dump();
+  EXPECT_EQ(agent_.Call("terminal_status", Json{{"sessionId", session}})["result"]["busy"], true);
+
+  // The person's keys reach the shell.
+  attach.Type("echo ty$((3*3))ped\r");
+  ASSERT_TRUE(attach.WaitFor("ty9ped")) << attach.drawn();
+
+  // Detaching gives it back: the agent's next send runs.
+  attach.Type("\x1d");
+  const std::optional<int> status = attach.WaitExit();
+  ASSERT_TRUE(status.has_value()) << attach.drawn();
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << *status << attach.drawn();
+  Json back;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  do {  // the daemon learns of the detach when it reads the connection's end
+    back = Send(agent_, session, "echo ba$((2+2))ck\n");
+  } while (back.contains("error") && back["error"]["data"]["kind"] == "busy" &&
+           std::chrono::steady_clock::now() < deadline);
+  ASSERT_EQ(back.value("waitReason", ""), "stdin_read") << back.dump();
+  EXPECT_NE(back.value("viewport", "").find("ba4ck"), std::string::npos) << back.dump();
+
+  // The audit log: taken over, then released.
+  const std::string log = ReadFile(dir_->path() / "audit.jsonl");
+  const size_t taken = log.find("\"session_taken_over\"");
+  ASSERT_NE(taken, std::string::npos) << log;
+  EXPECT_NE(log.find("\"session_released\"", taken), std::string::npos) << log;
+
+  // The recording: the agent's sends and the person's keys as `i` events, in order.
+  agent_.Call("terminal_close", Json{{"sessionId", session}});
+  const std::filesystem::path cast = dir_->path() / "casts" / (session + ".cast");
+  ASSERT_TRUE(WaitForText([&] { return ReadFile(cast); }, "ba$((2+2))ck")) << ReadFile(cast);
+  // Every `i` event's data in order (a person's keys may come in several reads).
+  std::string typed;
+  std::istringstream lines(ReadFile(cast));
+  for (std::string line; std::getline(lines, line);) {
+    Json event = Json::parse(line, nullptr, false);
+    if (event.is_array() && event.size() == 3 && event[1] == "i")
+      typed += event[2].get<std::string>();
+  }
+  const size_t agent_input = typed.find("echo ag$((1+1))ent\n");
+  const size_t person_input = typed.find("echo ty$((3*3))ped\r");
+  const size_t agent_again = typed.find("echo ba$((2+2))ck\n");
+  ASSERT_NE(agent_input, std::string::npos) << typed;
+  ASSERT_NE(person_input, std::string::npos) << typed;
+  ASSERT_NE(agent_again, std::string::npos) << typed;
+  EXPECT_LT(agent_input, person_input);
+  EXPECT_LT(person_input, agent_again);
+}
+
+// Never two writers inside one send: while the agent's send runs, a takeover is refused
+// (busy, saying so) and keys without a takeover are refused; once it settled the takeover
+// succeeds. Only the watch's own connection may take over or type through it.
+TEST_P(TakeOverTest, ATakeoverWaitsForTheAgentsSendAndKeysNeedIt) {
+  const std::string session = OpenSession(agent_, GetParam());
+  ASSERT_FALSE(session.empty());
+  RpcClient person(daemon_->socket());
+  Json watched =
+      person.Call("terminal_watch", Json{{"sessionId", session}, {"ownerToken", TokenOf(agent_)}});
+  ASSERT_TRUE(watched.contains("result")) << watched.dump();
+  const int64_t watch_id = watched["result"]["watchId"];
+
+  Json typed = person.Call("terminal_type", Json{{"watchId", watch_id}, {"data", "bHMNCg=="}});
+  EXPECT_EQ(typed["error"]["data"]["kind"], "busy") << typed.dump();
+
+  Json started = agent_.Call("terminal_send", Json{{"sessionId", session},
+                                                   {"input", "sleep 600\n"},
+                                                   {"background", true},
+                                                   {"silenceMs", 3600000}});
+  ASSERT_TRUE(started.contains("result")) << started.dump();
+  Json refused = person.Call("terminal_takeover", Json{{"watchId", watch_id}});
+  ASSERT_TRUE(refused.contains("error")) << refused.dump();
+  EXPECT_EQ(refused["error"]["data"]["kind"], "busy") << refused.dump();
+  EXPECT_NE(refused["error"]["message"].get<std::string>().find("the agent's send is running"),
+            std::string::npos)
+      << refused.dump();
+
+  RpcClient stranger(daemon_->socket());
+  EXPECT_EQ(
+      stranger.Call("terminal_takeover", Json{{"watchId", watch_id}})["error"]["data"]["kind"],
+      "not_found");
+
+  agent_.Call("terminal_cancel", Json{{"sessionId", session}});
+  Json held;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  do {  // the canceled send settles once its signal took effect
+    held = person.Call("terminal_takeover", Json{{"watchId", watch_id}});
+  } while (held.contains("error") && std::chrono::steady_clock::now() < deadline);
+  ASSERT_TRUE(held.contains("result")) << held.dump();
+  EXPECT_EQ(held["result"]["held"], true);
+  EXPECT_EQ(person.Call("terminal_type",
+                        Json{{"watchId", watch_id}, {"data", "IA=="}})["result"]["typed"],
+            true);
+  EXPECT_EQ(person.Call("terminal_release", Json{{"watchId", watch_id}})["result"]["released"],
+            true);
+  Json sent = Send(agent_, session, "echo fr$((4+4))ee\n");
+  EXPECT_NE(sent.value("viewport", "").find("fr8ee"), std::string::npos) << sent.dump();
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, TakeOverTest, ::testing::Values("read-only", "workspace-write"),
                          ModeTestName);
 
 // The scenario: the agent's terminals are opened over `ptybox mcp --connect`; the person
