@@ -10,10 +10,13 @@
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -293,19 +296,26 @@ TEST_P(AttachTest, AttachMirrorsTheSessionLiveKeystrokesDoNotReachItAndDetachLea
   sent = Send(agent_, session, "echo still$((1+1))here\n");
   EXPECT_NE(sent.value("viewport", "").find("still2here"), std::string::npos) << sent.dump();
 
-  // The audit log: who watched the session, and that the watch ended.
-  auto audit = [] { return ReadFile(Audit()); };
-  ASSERT_TRUE(WaitForText(audit, "\"session_unwatched\"")) << audit();
-  // This session's lines: watched, then unwatched (reason "unwatched"); never the token.
-  std::vector<std::string> events;
-  for (const std::string& line : ReadLines(Audit())) {
-    if (line.find(session) == std::string::npos) continue;
-    EXPECT_EQ(line.find(TokenOf(agent_)), std::string::npos) << line;
-    Json record = Json::parse(line, nullptr, false);
-    const std::string event = record.value("event", "");
-    if (event.rfind("session_", 0) == 0 && event != "session_opened") {
-      events.push_back(event + ":" + record.value("reason", ""));
+  // The audit log (written off the reactor): who watched the session, then that the watch
+  // ended; never the token.
+  const std::string token_now = TokenOf(agent_);
+  auto events_of_session = [&] {
+    std::vector<std::string> events;
+    for (const std::string& line : ReadLines(Audit())) {
+      if (line.find(session) == std::string::npos) continue;
+      EXPECT_EQ(line.find(token_now), std::string::npos) << line;
+      Json record = Json::parse(line, nullptr, false);
+      const std::string event = record.value("event", "");
+      if (event.rfind("session_", 0) == 0 && event != "session_opened") {
+        events.push_back(event + ":" + record.value("reason", ""));
+      }
     }
+    return events;
+  };
+  std::vector<std::string> events;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((events = events_of_session()).size() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ(events, (std::vector<std::string>{"session_watched:", "session_unwatched:unwatched"}));
 }
@@ -471,10 +481,18 @@ TEST_P(TakeOverTest, ATakeoverWaitsForTheAgentsSendAndKeysNeedIt) {
   Json typed = person.Call("terminal_type", Json{{"watchId", watch_id}, {"data", "bHMNCg=="}});
   EXPECT_EQ(typed["error"]["data"]["kind"], "busy") << typed.dump();
 
-  Json started = agent_.Call("terminal_send", Json{{"sessionId", session},
-                                                   {"input", "sleep 600\n"},
-                                                   {"background", true},
-                                                   {"silenceMs", 3600000}});
+  // The agent's send waits on a FIFO the test writes when it chooses (not on the terminal,
+  // so no readiness settles it meanwhile).
+  const std::filesystem::path fifo =
+      std::filesystem::canonical(daemon_->workspace()) / ("gate-" + GetParam());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0) << std::strerror(errno);
+  ::chmod(fifo.c_str(), 0666);
+  Json started = agent_.Call(
+      "terminal_send", Json{{"sessionId", session},
+                            {"input", "read -r x < " + fifo.string() + "; echo go$((5+5))t\n"},
+                            {"background", true},
+                            {"silenceMs", 3600000},
+                            {"timeoutMs", 3600000}});
   ASSERT_TRUE(started.contains("result")) << started.dump();
   Json refused = person.Call("terminal_takeover", Json{{"watchId", watch_id}});
   ASSERT_TRUE(refused.contains("error")) << refused.dump();
@@ -488,12 +506,22 @@ TEST_P(TakeOverTest, ATakeoverWaitsForTheAgentsSendAndKeysNeedIt) {
       stranger.Call("terminal_takeover", Json{{"watchId", watch_id}})["error"]["data"]["kind"],
       "not_found");
 
-  agent_.Call("terminal_cancel", Json{{"sessionId", session}});
+  // Open the gate: the agent's command ends, its send settles at the prompt.
+  int gate = -1;
+  const auto open_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((gate = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0 && errno == ENXIO &&
+         std::chrono::steady_clock::now() < open_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the reader is not there yet
+  }
+  ASSERT_GE(gate, 0) << std::strerror(errno);
+  ASSERT_EQ(::write(gate, "x\n", 2), 2);
+  ::close(gate);
   Json held;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  do {  // the canceled send settles once its signal took effect
+  do {  // the agent's send settles once the prompt is back
     held = person.Call("terminal_takeover", Json{{"watchId", watch_id}});
-  } while (held.contains("error") && std::chrono::steady_clock::now() < deadline);
+  } while (held.contains("error") && held["error"]["data"]["kind"] == "busy" &&
+           std::chrono::steady_clock::now() < deadline);
   ASSERT_TRUE(held.contains("result")) << held.dump();
   EXPECT_EQ(held["result"]["held"], true);
   EXPECT_EQ(person.Call("terminal_type",
