@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -94,6 +95,13 @@ class AttachProcess final {
   }
   [[nodiscard]] const std::string& drawn() const { return drawn_; }
   [[nodiscard]] pid_t pid() const { return pid_; }
+  // The terminal's local modes as attach's side sees them (the master shares the slave's
+  // termios).
+  [[nodiscard]] tcflag_t LocalModes() const {
+    termios modes{};
+    ::tcgetattr(master_, &modes);
+    return modes.c_lflag;
+  }
 
  private:
   bool ReadSome(std::chrono::steady_clock::time_point deadline) {
@@ -318,6 +326,27 @@ TEST_P(AttachTest, AttachMirrorsTheSessionLiveKeystrokesDoNotReachItAndDetachLea
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ(events, (std::vector<std::string>{"session_watched:", "session_unwatched:unwatched"}));
+}
+
+// Raw mode and the alternate screen are restored on every exit path: here SIGTERM (and the
+// session goes on).
+TEST_P(AttachTest, ASignalEndsTheViewRestoresTheTerminalAndLeavesTheSession) {
+  const std::string session = OpenSession(agent_, GetParam());
+  ASSERT_FALSE(session.empty());
+  const std::filesystem::path token = WriteTokenFile(dir_->path(), TokenOf(agent_));
+  AttachProcess attach({"--socket", Socket(), "--token-file", token.string(), session}, 50, 130);
+  const tcflag_t cooked = ICANON | ECHO | ISIG;
+  ASSERT_TRUE(attach.WaitFor("Ctrl-] detaches")) << attach.drawn();
+  EXPECT_EQ(attach.LocalModes() & cooked, 0u);  // raw while attached
+  ASSERT_EQ(::kill(attach.pid(), SIGTERM), 0);
+  const std::optional<int> status = attach.WaitExit();
+  ASSERT_TRUE(status.has_value()) << attach.drawn();
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << *status << attach.drawn();
+  EXPECT_EQ(attach.LocalModes() & cooked, cooked);  // cooked again
+  EXPECT_NE(attach.drawn().find("\x1b[?1049l"), std::string::npos);
+  EXPECT_NE(attach.drawn().find("the session keeps running"), std::string::npos) << attach.drawn();
+  Json sent = Send(agent_, session, "echo al$((2*5))ive\n");
+  EXPECT_NE(sent.value("viewport", "").find("al10ive"), std::string::npos) << sent.dump();
 }
 
 // A watcher that never reads its connection is dropped once its queue passes the bound; the
