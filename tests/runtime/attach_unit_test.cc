@@ -109,7 +109,7 @@ TEST(AttachViewTest, TheFirstDrawShowsTheSnapshotAndTheStatusLineThenOnlyChanges
   view.Feed("hi");
   const std::string second = view.Draw();
   EXPECT_EQ(second, "\x1b[3;1H  hi\x1b[K\x1b[3;5H");  // one row, no status, the cursor
-  EXPECT_EQ(view.Draw(), "\x1b[3;5H");              // nothing changed
+  EXPECT_EQ(view.Draw(), "\x1b[3;5H");                // nothing changed
 }
 
 TEST(AttachViewTest, ASmallerTerminalShowsTheTopLeftAndSaysSo) {
