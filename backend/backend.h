@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "backend/proxy/proxy_events.h"
 #include "backend/send_operation.h"
@@ -36,6 +37,17 @@ struct SpawnSpec {
   proxy::ProxyEvents network_events;
 };
 
+// The rendered screen of a session at one moment: what `ptybox attach` draws first (every row,
+// trailing blanks trimmed; the cursor; whether a full-screen program shows the alternate screen).
+struct ScreenSnapshot {
+  int rows = 0;
+  int columns = 0;
+  std::vector<std::string> lines;  // `rows` entries
+  int cursor_row = 0;
+  int cursor_column = 0;
+  bool alternate_screen = false;
+};
+
 class BackendSession {
  public:
   virtual ~BackendSession() = default;
@@ -52,6 +64,15 @@ class BackendSession {
   [[nodiscard]] virtual const policy::ResolvedPolicy& policy() const = 0;
   // One bounded page of retained scrollback, or the current screen.
   [[nodiscard]] virtual ReadResult Read(const ReadRequest& request) const = 0;
+  // The screen model as it is now, every byte the output tap has seen included; nullopt for a
+  // session type without one.
+  [[nodiscard]] virtual std::optional<ScreenSnapshot> Snapshot() const { return std::nullopt; }
+  // A person's keystrokes (`ptybox attach --write`), written as they are: no readiness, no
+  // result. `busy` while a send holds the slot (a person's keys never go inside a send),
+  // `closed` after exit or close.
+  virtual Result<void> WriteTyped(std::string /*bytes*/) {
+    return Fail(ErrorKind::kInvalidParams, "this session type takes no typed input");
+  }
   // Resizes the terminal (the kernel sends SIGWINCH to its foreground group) and its screen
   // model; sizes are within the screen's bounds (backend/terminal/screen.h).
   virtual Result<void> Resize(int rows, int columns) = 0;

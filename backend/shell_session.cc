@@ -706,6 +706,22 @@ std::optional<RenderedViewport> ShellSession::RenderSend(bool at_prompt) {
   return rendered;
 }
 
+std::optional<ScreenSnapshot> ShellSession::Snapshot() const {
+  const Screen& screen = decoder_.screen();
+  ScreenSnapshot snapshot;
+  snapshot.rows = screen.rows();
+  snapshot.columns = screen.columns();
+  snapshot.lines.reserve(static_cast<size_t>(screen.rows()));
+  for (int row = 0; row < screen.rows(); ++row) {
+    snapshot.lines.push_back(screen.RowText(row, 0, screen.columns()));
+  }
+  const Screen::Position cursor = screen.Cursor();
+  snapshot.cursor_row = cursor.row;
+  snapshot.cursor_column = cursor.column;
+  snapshot.alternate_screen = screen.alternate_screen();
+  return snapshot;
+}
+
 ReadResult ShellSession::Read(const ReadRequest& request) const {
   const Scrollback& scrollback = decoder_.scrollback();
   const auto limit = static_cast<size_t>(spec_.policy.limits.max_read_bytes);
@@ -723,6 +739,22 @@ ReadResult ShellSession::Read(const ReadRequest& request) const {
     return screen;
   }
   return scrollback.Read(request.cursor, max_bytes, decoder_.PendingText());
+}
+
+Result<void> ShellSession::WriteTyped(std::string bytes) {
+  if (closing_ || closed_ || terminal_.status().exited) {
+    return Fail(ErrorKind::kClosed, "the session is closed");
+  }
+  if (slot_held_) {
+    return Fail(ErrorKind::kBusy,
+                "an agent's send is active on this session: keystrokes wait until it settles");
+  }
+  // The terminal changed hands: the next send inspects it afresh, never trusting an idle
+  // prompt verified before the person typed.
+  idle_prompt_facts_.reset();
+  touched_after_ready_ = true;
+  terminal_.Write(std::move(bytes), [](Result<size_t>) {});
+  return {};
 }
 
 Result<void> ShellSession::Resize(int rows, int columns) {

@@ -73,6 +73,8 @@ class ShellSession final : public BackendSession,
   [[nodiscard]] bool busy() const override;
   [[nodiscard]] const policy::ResolvedPolicy& policy() const override { return spec_.policy; }
   [[nodiscard]] ReadResult Read(const ReadRequest& request) const override;
+  [[nodiscard]] std::optional<ScreenSnapshot> Snapshot() const override;
+  Result<void> WriteTyped(std::string bytes) override;
   Result<void> Resize(int rows, int columns) override;
   void Signal(int signal, std::function<void(Result<SignalResult>)> done) override;
   [[nodiscard]] SessionStatus Status() const override;

@@ -234,6 +234,42 @@ Result<UniqueFd> ConnectSocket(const std::filesystem::path& socket) {
 
 }  // namespace
 
+Result<std::string> ReadOwnerTokenFile(const std::filesystem::path& file) {
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) {
+    const int err = errno;
+    if (err == ENOENT) {
+      return Fail(ErrorKind::kNotFound,
+                  "no owner token file at " + file.string() +
+                      " (`ptybox mcp --connect` writes one per workspace once it connected); "
+                      "give --token-file FILE or --workspace DIR",
+                  file.string());
+    }
+    return std::unexpected(Error::FromErrno(ErrorKind::kPolicyDenied, "open", file.string(), err));
+  }
+  struct stat st {};
+  if (::fstat(fd.Get(), &st) != 0) {
+    return std::unexpected(Error::FromErrno(ErrorKind::kInternal, "fstat", file.string()));
+  }
+  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    return Fail(ErrorKind::kPolicyDenied,
+                file.string() +
+                    " is not a regular file of this user with mode 0600: an owner token is a "
+                    "secret; `chmod 600` it (and own it) before using it",
+                file.string());
+  }
+  std::array<char, kMaxTokenFileBytes> buffer{};
+  const ssize_t n = ::read(fd.Get(), buffer.data(), buffer.size());
+  std::string token(buffer.data(), n > 0 ? static_cast<size_t>(n) : 0);
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+  if (token.empty() || token.find_first_of(" \t\n\r") != std::string::npos) {
+    return Fail(ErrorKind::kPolicyError,
+                file.string() + " holds no owner token (one line, as owner_info returns it)",
+                file.string());
+  }
+  return token;
+}
+
 std::filesystem::path McpTokenFile(const std::filesystem::path& workspace) {
   std::error_code ec;
   std::filesystem::path real = std::filesystem::canonical(workspace, ec);
@@ -339,6 +375,10 @@ std::optional<policy::Mode> ModeOf(const Result<Json>& resolved) {
 }
 
 }  // namespace
+
+Result<UniqueFd> ConnectToDaemon(const std::filesystem::path& socket) {
+  return ConnectTrusted(socket);
+}
 
 Result<std::shared_ptr<RemoteDaemon>> RemoteDaemon::Connect(
     asio::io_context& io, const std::filesystem::path& socket,

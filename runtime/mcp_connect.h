@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/unique_fd.h"
 #include "policy/policy.h"
 #include "runtime/rpc/line_connection.h"
 #include "runtime/wire.h"
@@ -23,6 +24,15 @@ namespace ptybox::runtime {
 // Where the owner token of `workspace` is kept: <state dir>/ptybox/mcp-<16 hex digits of a hash
 // of the workspace's real path>.token.
 std::filesystem::path McpTokenFile(const std::filesystem::path& workspace);
+
+// A connection to the daemon at `socket`, once it proved to run as this user or as root (a
+// socket another user planted never hears a token): `ptybox mcp --connect`, `ls`, `attach`.
+Result<UniqueFd> ConnectToDaemon(const std::filesystem::path& socket);
+
+// An owner token kept in `file` (McpTokenFile, or a copy a person was given): read only from a
+// regular file of this user that nobody else may read or write (mode 0600), never through a
+// symbolic link; each refusal says what to change.
+Result<std::string> ReadOwnerTokenFile(const std::filesystem::path& file);
 
 // The contract's policy_resolve answer read back (what the MCP policy clause and resource show).
 policy::ResolvedPolicy PolicyFromJson(const Json& resolved);

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <limits>
 
 #include "backend/readiness/output_pattern.h"
 #include "backend/terminal/key_encoder.h"
 #include "backend/terminal/screen.h"
 #include "backend/types.h"
+#include "common/base64.h"
 #include "common/join.h"
 #include "common/propagate.h"
 #include "policy/mode.h"
@@ -192,6 +194,21 @@ Json ToJson(const backend::SendRead& read) {
   return j;
 }
 
+}  // namespace
+
+Json WatchStartJson(const WatchStart& start) {
+  Json j = ToJson(start.session, true);
+  j["watchId"] = start.watch_id;
+  j["cols"] = start.screen.columns;
+  j["rows"] = start.screen.rows;
+  j["lines"] = start.screen.lines;
+  j["cursor"] = Json{{"row", start.screen.cursor_row}, {"column", start.screen.cursor_column}};
+  j["alternateScreen"] = start.screen.alternate_screen;
+  return j;
+}
+
+namespace {
+
 // ---------------------------------------------------------------------------------------------
 // Handlers: each reads its validated args, calls the service and encodes the result.
 
@@ -348,6 +365,54 @@ void Attach(MethodCall& c) {
   c.done(Fail(ErrorKind::kInvalidParams,
               "owner_attach is answered by a serve --socket or --stdio connection only",
               "ownerToken"));
+}
+
+void OwnerSessions(MethodCall& c) {  // extension: `ptybox ls`
+  Result<std::vector<SessionInfo>> listed = c.service.ListByToken(c.args.String("ownerToken"));
+  if (!listed) return c.done(Propagate(listed));
+  Json sessions = Json::array();
+  for (const SessionInfo& info : *listed) sessions.push_back(ToJson(info, true));
+  c.done(Json{{"sessions", sessions}});
+}
+
+int64_t WatchIdArg(const MethodCall& c) { return *c.args.Int("watchId"); }
+
+void TakeOver(MethodCall& c) {  // extension: `ptybox attach --write`
+  Result<void> held = c.service.TakeOver(*c.owner, static_cast<uint64_t>(WatchIdArg(c)));
+  if (!held) return c.done(Propagate(held));
+  c.done(Json{{"held", true}});
+}
+
+void Release(MethodCall& c) {
+  Result<void> released = c.service.Release(*c.owner, static_cast<uint64_t>(WatchIdArg(c)));
+  if (!released) return c.done(Propagate(released));
+  c.done(Json{{"released", true}});
+}
+
+void Type(MethodCall& c) {
+  std::optional<std::string> bytes = Base64Decode(c.args.String("data"));
+  if (!bytes) {
+    return c.done(Fail(ErrorKind::kInvalidParams,
+                       "terminal_type: data is not base64 (RFC 4648, padded)", "data"));
+  }
+  Result<void> typed =
+      c.service.Type(*c.owner, static_cast<uint64_t>(WatchIdArg(c)), std::move(*bytes));
+  if (!typed) return c.done(Propagate(typed));
+  c.done(Json{{"typed", true}});
+}
+
+void Watch(MethodCall& c) {
+  // Extension: the answer is followed by notifications on the same connection, so
+  // RpcConnection answers it (after the same validation from this entry).
+  c.done(Fail(ErrorKind::kInvalidParams,
+              "terminal_watch is answered by a serve --socket or --stdio connection only",
+              "sessionId"));
+}
+
+void Unwatch(MethodCall& c) {
+  c.done(Fail(ErrorKind::kInvalidParams,
+              "terminal_unwatch is answered by a serve --socket or --stdio connection only",
+              "watchId"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -599,6 +664,43 @@ std::vector<MethodSpec> BuildContract() {
                   "operations}.",
        .params = {Required(Str("ownerToken", "The token owner_info gave the detached owner."))},
        .handler = Attach},
+      // Extensions beyond contract v1.2 (docs/protocol.md, "Watching a session"), JSON-RPC only:
+      // a person's `ptybox ls` and `ptybox attach`.
+      {.name = "owner_sessions",
+       .summary = "The sessions of the owner with that token (as terminal_list): {sessions}.",
+       .params = {Required(Str("ownerToken", "The owner's token (owner_info; the file `ptybox "
+                                             "mcp --connect` keeps)."))},
+       .handler = OwnerSessions},
+      {.name = "terminal_watch",
+       .summary = "Watch a session: {watchId, sessionId, name, mode, cols, rows, lines, cursor, "
+                  "alternateScreen, busy, sessionStatus}, then terminal_watch_output "
+                  "notifications.",
+       .params = {SessionId(),
+                  Str("ownerToken", "The token of the session's owner, when it is not this "
+                                    "connection's.")},
+       .handler = Watch},
+      {.name = "terminal_unwatch",
+       .summary = "Stop a watch of this connection: {unwatched: true}.",
+       .params = {Required(Int("watchId", "The watchId terminal_watch returned.", 1,
+                               std::numeric_limits<int64_t>::max()))},
+       .handler = Unwatch},
+      {.name = "terminal_takeover",
+       .summary = "Take the watched session over (a person types; the agent's sends answer "
+                  "busy until released): {held: true}.",
+       .params = {Required(Int("watchId", "The watchId terminal_watch returned.", 1,
+                               std::numeric_limits<int64_t>::max()))},
+       .handler = TakeOver},
+      {.name = "terminal_type",
+       .summary = "Write a person's keystrokes to the session this watch holds: {typed: true}.",
+       .params = {Required(Int("watchId", "The watchId terminal_watch returned.", 1,
+                               std::numeric_limits<int64_t>::max())),
+                  Required(Str("data", "The keystrokes' bytes, base64.", kMaxTypedBase64Bytes))},
+       .handler = Type},
+      {.name = "terminal_release",
+       .summary = "Give the session back to its agent: {released: true}.",
+       .params = {Required(Int("watchId", "The watchId terminal_watch returned.", 1,
+                               std::numeric_limits<int64_t>::max()))},
+       .handler = Release},
   };
 }
 

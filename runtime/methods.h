@@ -28,6 +28,7 @@ inline constexpr int64_t kMaxTimeoutMs = 24LL * 3600 * 1000;  // timeoutMs, sile
 inline constexpr int kMinRows = 2;                            // terminal_open/resize rows
 inline constexpr size_t kMaxKeys = 1024;                      // terminal_send `keys` entries
 inline constexpr size_t kMaxKeyBytes = 64 * 1024;             // one `keys` entry (a literal)
+inline constexpr size_t kMaxTypedBase64Bytes = 64 * 1024;     // terminal_type `data`
 
 enum class ParamType {
   kString,   // max_bytes
@@ -103,6 +104,10 @@ const T* FindByName(const std::vector<T>& items, std::string_view name) {
 // the connection's owner), its result shape lives here with every other method's.
 [[nodiscard]] Json AttachResultJson(const AttachResult& attached);
 
+// terminal_watch's result (an extension): RpcConnection answers that method (its notifications
+// follow on the connection), its result shape lives here with every other method's.
+[[nodiscard]] Json WatchStartJson(const WatchStart& start);
+
 // Every method of the contract, in the contract's order.
 const std::vector<MethodSpec>& Contract();
 
@@ -116,8 +121,9 @@ struct NamedMethod {
   bool mcp_tool;
 };
 inline constexpr NamedMethod kMethodsNamedByServers[] = {
-    {"owner_attach", false},    {"owner_info", false},   {"policy_resolve", false},
-    {"policy_set_mode", false}, {"terminal_read", true},
+    {"owner_attach", false},     {"owner_info", false},   {"policy_resolve", false},
+    {"policy_set_mode", false},  {"terminal_read", true}, {"terminal_watch", false},
+    {"terminal_unwatch", false},
 };
 
 // Is `table` whole? Every name unique, every entry a handler, params named once, enums with

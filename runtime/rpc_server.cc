@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "backend/types.h"
+#include "common/base64.h"
 #include "common/count_text.h"
 #include "common/log.h"
 #include "common/propagate.h"
@@ -38,6 +39,9 @@ void RpcConnection::OnDisconnected() {
   if (disconnected_) return;
   disconnected_ = true;
   std::shared_ptr<RpcConnection> self = shared_from_this();
+  // A person's `ptybox attach` left: its watches end (the sessions it watched go on).
+  for (uint64_t watch : std::set<uint64_t>(*watches_)) (void)service_.Unwatch(*owner_, watch);
+  watches_->clear();
   // An owner with a detach grace outlives the connection (contract v1.1): nothing to await.
   // Not the fresh owner of a connection admitted only to attach: it would hold a place over
   // the limit.
@@ -78,6 +82,8 @@ void RpcConnection::OnRequest(const RpcMessage& request) {
   if (!attach_only_.empty() && !attached_) {
     return peer_->ReplyError(id, Error{ErrorKind::kBusy, attach_only_, "maxConnections"});
   }
+  if (request.method == "terminal_watch") return Watch(id, request.params);
+  if (request.method == "terminal_unwatch") return Unwatch(id, request.params);
   CallMethod(service_, owner_, request.method, request.params, RequestKey(id),
              // By reference: no copy of a large result (and g++ 12 misreads a by-value one).
              [peer = peer_, id](Result<Json>&& result) {
@@ -109,6 +115,75 @@ void RpcConnection::Attach(const Json& id, const Json& params) {
   owner_ = attached->owner;
   owner_->may_detach = may_detach;
   peer_->Reply(id, AttachResultJson(*attached));
+}
+
+void RpcConnection::Watch(const Json& id, const Json& params) {
+  // In the table: CheckContract refuses to start without it (kMethodsNamedByServers).
+  const MethodSpec* method = FindMethod("terminal_watch");
+  if (method == nullptr) return peer_->ReplyError(id, -32601, "method not found: terminal_watch");
+  Result<Args> args = ValidateParams(*method, params);
+  if (!args) return peer_->ReplyError(id, args.error());
+  std::weak_ptr<RpcPeer> weak_peer = peer_;
+  std::weak_ptr<std::set<uint64_t>> weak_watches = watches_;
+  auto make_sink = [weak_peer, weak_watches](uint64_t watch_id) {
+    WatchHub::Watcher sink;
+    sink.on_output = [weak_peer, watch_id](std::string_view bytes) {
+      std::shared_ptr<RpcPeer> peer = weak_peer.lock();
+      if (!peer) return true;  // the connection is ending; its disconnect unwatches
+      // The bound of this watcher's queue: what waits unsent on its connection. A person's
+      // terminal that stopped reading is dropped here, never waited for.
+      std::string data = Base64Encode(bytes);
+      if (!WatchMayQueue(peer->connection().unsent_bytes(), data.size())) return false;
+      peer->Notify("terminal_watch_output", Json{{"watchId", watch_id}, {"data", std::move(data)}});
+      return true;
+    };
+    sink.on_end = [weak_peer, weak_watches, watch_id](WatchEnd end) {
+      if (std::shared_ptr<std::set<uint64_t>> watches = weak_watches.lock()) {
+        watches->erase(watch_id);
+      }
+      std::shared_ptr<RpcPeer> peer = weak_peer.lock();
+      if (!peer) return;
+      std::string message;
+      switch (end) {
+        case WatchEnd::kClosed:
+          message = "the session was closed";
+          break;
+        case WatchEnd::kSlow:
+          message = "this watcher fell more than " + std::to_string(kMaxWatchQueueBytes) +
+                    " bytes behind the session's output and was dropped; watch again to resume";
+          break;
+        case WatchEnd::kOwnerGone:
+          message = "the daemon is stopping";
+          break;
+        case WatchEnd::kUnwatched:
+          message = "unwatched";
+          break;
+      }
+      peer->Notify("terminal_watch_ended", Json{{"watchId", watch_id},
+                                                {"reason", std::string(WatchEndName(end))},
+                                                {"message", message}});
+    };
+    return sink;
+  };
+  Result<WatchStart> started = service_.Watch(*owner_, args->String("sessionId"),
+                                              args->OptionalString("ownerToken"), make_sink);
+  if (!started) return peer_->ReplyError(id, started.error());
+  watches_->insert(started->watch_id);
+  // Answered in the same reactor turn as the snapshot: every later byte follows the answer.
+  peer_->Reply(id, WatchStartJson(*started));
+}
+
+void RpcConnection::Unwatch(const Json& id, const Json& params) {
+  const MethodSpec* method = FindMethod("terminal_unwatch");
+  if (method == nullptr) return peer_->ReplyError(id, -32601, "method not found: terminal_unwatch");
+  Result<Args> args = ValidateParams(*method, params);
+  if (!args) return peer_->ReplyError(id, args.error());
+  const auto watch_id = static_cast<uint64_t>(*args->Int("watchId"));
+  if (Result<void> unwatched = service_.Unwatch(*owner_, watch_id); !unwatched) {
+    return peer_->ReplyError(id, unwatched.error());
+  }
+  watches_->erase(watch_id);
+  peer_->Reply(id, Json{{"unwatched", true}});
 }
 
 SocketServer::SocketServer(asio::io_context& io, PtyService& service, size_t max_connections)

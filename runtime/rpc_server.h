@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -41,6 +42,11 @@ class RpcConnection final : public RpcHandler, public std::enable_shared_from_th
  private:
   // owner_attach (contract v1.1): this connection becomes the detached owner of the token.
   void Attach(const Json& id, const Json& params);
+  // terminal_watch and terminal_unwatch (extensions, docs/protocol.md "Watching a session"):
+  // the answer, then terminal_watch_output notifications on this connection until the watch
+  // ends (terminal_watch_ended says why).
+  void Watch(const Json& id, const Json& params);
+  void Unwatch(const Json& id, const Json& params);
 
   PtyService& service_;
   std::shared_ptr<RpcPeer> peer_;
@@ -49,6 +55,8 @@ class RpcConnection final : public RpcHandler, public std::enable_shared_from_th
   bool disconnected_ = false;
   bool attached_ = false;    // owner_attach succeeded on this connection
   std::string attach_only_;  // why only owner_attach is served (empty: everything is)
+  // This connection's active watches (their ids), ended when it disconnects.
+  std::shared_ptr<std::set<uint64_t>> watches_ = std::make_shared<std::set<uint64_t>>();
 };
 
 // Accepts connections on a Unix socket created with mode 0600, at most `max_connections` at

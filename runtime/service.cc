@@ -55,7 +55,8 @@ struct PtyService::OpenInFlight {
   int columns = kDefaultColumns;
   int rows = kDefaultRows;
   std::shared_ptr<SessionTap> tap;
-  std::shared_ptr<std::string> network_session;          // the audit's session id for proxy events
+  std::shared_ptr<std::string> network_session;  // the audit's session id for proxy events
+  std::shared_ptr<WatchHub> hub;  // the session's output tap: its recording and its watchers
   std::shared_ptr<const policy::ResolvedPolicy> policy;  // as the audit log records it
 };
 
@@ -71,7 +72,10 @@ PtyService::PtyService(asio::io_context& io, ServiceOptions options,
   });
 }
 
-PtyService::~PtyService() = default;
+PtyService::~PtyService() {
+  // No watcher's sink outlives the service that forgets its watch.
+  for (auto& [id, hub] : hubs_) hub->EndAll(WatchEnd::kOwnerGone);
+}
 
 policy::ResolveInputs ResolveInputsFrom(const ServiceOptions& options,
                                         std::optional<policy::Mode> requested_mode) {
@@ -163,7 +167,6 @@ Result<backend::Backend*> PtyService::Admit(Owner& owner, OpenParams& params,
   spec.columns = params.columns;
   spec.env = std::move(params.env);
   spec.timeout_ms = params.timeout_ms;
-  if (open.tap) spec.output_tap = [tap = open.tap](std::string_view bytes) { tap->Output(bytes); };
   // The session id is known once the spawn is published (OnSpawned fills it in).
   open.network_session = std::make_shared<std::string>();
   spec.network_events.refused = [audit = audit_, id = owner.id(), sid = open.network_session](
@@ -174,6 +177,8 @@ Result<backend::Backend*> PtyService::Admit(Owner& owner, OpenParams& params,
                                     const backend::proxy::ProxyTotals& totals) {
     audit->NetworkClosed(id, *sid, totals);
   };
+  open.hub = std::make_shared<WatchHub>(open.tap);
+  spec.output_tap = [hub = open.hub](std::string_view bytes) { hub->Output(bytes); };
   return backend->second.get();
 }
 
@@ -225,6 +230,7 @@ void PtyService::OnSpawned(OpenInFlight& open,
   result.cwd = open.cwd;
   open.ticket->Publish(result.session_id, session, open.cwd);
   if (open.network_session) *open.network_session = result.session_id;
+  hubs_[result.session_id] = open.hub;
   LogInfo("owner " + std::to_string(live->id()) + " opened " + result.session_id + " (" +
           std::string(policy::ToString(result.mode)) + ")");
   audit_->SessionOpened(AuditOpened{live->id(), result.session_id, result.name, open.cwd,
@@ -238,9 +244,17 @@ void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& se
                       std::function<void(Result<SendOutcome>)> done) {
   Result<std::shared_ptr<backend::BackendSession>> session = Find(*owner, session_id);
   const bool wait = request.wait;
-  Result<std::shared_ptr<backend::SendOperation>> op =
-      session ? (*session)->StartSend(std::move(request))
-              : Result<std::shared_ptr<backend::SendOperation>>(Propagate(session));
+  using Started = Result<std::shared_ptr<backend::SendOperation>>;
+  // A person took the session over (`ptybox attach --write`): their keystrokes go to it,
+  // never interleaved with a send.
+  Started op = !session ? Started(Propagate(session))
+               : holds_.contains(session_id)
+                   ? Started(Fail(ErrorKind::kBusy,
+                                  "a person holds this session (ptybox attach "
+                                  "--write) and types into it; retry once they "
+                                  "detach (terminal_status shows busy until then)",
+                                  "sessionId"))
+                   : (*session)->StartSend(std::move(request));
   if (!op) {
     audit_->Refused(owner->id(), wait ? "terminal_wait" : "terminal_send", session_id, op.error());
     asio::post(io_, [done, error = op.error()] { done(std::unexpected(error)); });
@@ -349,7 +363,8 @@ Result<SessionInfo> PtyService::Status(Owner& owner, const std::string& session_
   info.session_id = session_id;
   info.name = entry->name;
   info.mode = entry->mode;
-  info.busy = entry->session->busy();
+  // A session a person holds is busy for its agent too.
+  info.busy = entry->session->busy() || holds_.contains(session_id);
   info.status = entry->session->Status();
   info.pid = entry->session->pid();
   return info;
@@ -370,10 +385,18 @@ void PtyService::Close(const std::shared_ptr<Owner>& owner, const std::string& s
   }
   std::weak_ptr<Owner> weak_owner = owner;
   (*session)->Close(std::move(reason),
-                    [weak_owner, session_id, done](Result<backend::SessionStatus> closed) {
+                    [this, weak_owner, session_id, done](Result<backend::SessionStatus> closed) {
                       // A failed close leaves the session listed: close may be retried.
                       if (std::shared_ptr<Owner> o = weak_owner.lock(); o && closed)
                         o->SessionClosed(session_id);
+                      if (closed) {
+                        // Its watchers are told, and their watches forgotten.
+                        if (auto hub = hubs_.find(session_id); hub != hubs_.end()) {
+                          std::shared_ptr<WatchHub> ending = std::move(hub->second);
+                          hubs_.erase(hub);
+                          ending->EndAll(WatchEnd::kClosed);
+                        }
+                      }
                       done(std::move(closed));
                     });
 }
@@ -384,6 +407,189 @@ std::vector<SessionInfo> PtyService::List(Owner& owner) {
     if (Result<SessionInfo> info = Status(owner, id)) list.push_back(*info);
   }
   return list;
+}
+
+std::shared_ptr<Owner> PtyService::OwnerWithToken(const std::string& token) const {
+  // Every owner's token is compared, each in constant time: no early exit tells a guess apart.
+  std::shared_ptr<Owner> found;
+  for (const std::weak_ptr<Owner>& weak : owners_) {
+    std::shared_ptr<Owner> owner = weak.lock();
+    if (owner && !owner->token().empty() && SecretEquals(owner->token(), token) && !found) {
+      found = owner;
+    }
+  }
+  if (found && found->closed()) return nullptr;
+  return found;
+}
+
+namespace {
+
+Error NoOwnerWithToken() {
+  return Error{ErrorKind::kNotFound,
+               "no owner of this daemon has this token (wrong token file, or its owner closed); "
+               "check --token-file or --workspace",
+               "ownerToken"};
+}
+
+}  // namespace
+
+Result<std::vector<SessionInfo>> PtyService::ListByToken(const std::string& token) {
+  std::shared_ptr<Owner> owner = OwnerWithToken(token);
+  if (!owner) return std::unexpected(NoOwnerWithToken());
+  return List(*owner);
+}
+
+Result<WatchStart> PtyService::Watch(
+    Owner& watcher, const std::string& session_id, const std::optional<std::string>& token,
+    const std::function<WatchHub::Watcher(uint64_t watch_id)>& make_sink) {
+  std::shared_ptr<Owner> target;
+  if (token) {
+    target = OwnerWithToken(*token);
+    if (!target) return std::unexpected(NoOwnerWithToken());
+  } else {
+    target = watcher.shared_from_this();
+  }
+  Result<SessionInfo> info = Status(*target, session_id);
+  if (!info) return Propagate(info);
+  auto hub = hubs_.find(session_id);
+  const Owner::OwnedSession* entry = target->FindSession(session_id);
+  std::optional<backend::ScreenSnapshot> screen = entry->session->Snapshot();
+  if (hub == hubs_.end() || !screen) {
+    return Fail(ErrorKind::kNotFound,
+                "session " + session_id + " has no screen to watch (its type keeps none)",
+                "sessionId");
+  }
+  if (hub->second->full()) {
+    return Fail(ErrorKind::kBusy,
+                "session " + session_id + " already has " + std::to_string(kMaxWatchersPerSession) +
+                    " watchers; detach one of them (terminal_unwatch) and retry",
+                "sessionId");
+  }
+  const uint64_t watch_id = next_watch_++;
+  WatchHub::Watcher sink = make_sink(watch_id);
+  // The watcher's own end first tells the service (forgotten, audited), then the connection.
+  sink.on_end = [this, watch_id, on_end = std::move(sink.on_end)](WatchEnd end) {
+    WatchEnded(watch_id, end);
+    if (on_end) on_end(end);
+  };
+  hub->second->Add(watch_id, std::move(sink));
+  watches_[watch_id] = WatchEntry{watcher.id(), target->id(), session_id};
+  audit_->Watched(watcher.id(), target->id(), session_id, "session_watched", "");
+  LogInfo("owner " + std::to_string(watcher.id()) + " watches " + session_id + " of owner " +
+          std::to_string(target->id()));
+  WatchStart start;
+  start.watch_id = watch_id;
+  start.session = std::move(*info);
+  start.screen = std::move(*screen);
+  return start;
+}
+
+void PtyService::WatchEnded(uint64_t watch_id, WatchEnd end) {
+  auto it = watches_.find(watch_id);
+  if (it == watches_.end()) return;
+  // A takeover ends with its watch.
+  if (auto held = holds_.find(it->second.session_id);
+      held != holds_.end() && held->second == watch_id) {
+    holds_.erase(held);
+    audit_->Watched(it->second.watcher, it->second.session_owner, it->second.session_id,
+                    "session_released", WatchEndName(end));
+  }
+  audit_->Watched(it->second.watcher, it->second.session_owner, it->second.session_id,
+                  "session_unwatched", WatchEndName(end));
+  watches_.erase(it);
+}
+
+Result<void> PtyService::Unwatch(Owner& watcher, uint64_t watch_id) {
+  auto it = watches_.find(watch_id);
+  if (it == watches_.end() || it->second.watcher != watcher.id()) {
+    return Fail(ErrorKind::kNotFound,
+                "no watch " + std::to_string(watch_id) + " of this connection is active",
+                "watchId");
+  }
+  if (auto hub = hubs_.find(it->second.session_id); hub != hubs_.end()) {
+    hub->second->Remove(watch_id);
+  }
+  WatchEnded(watch_id, WatchEnd::kUnwatched);
+  return {};
+}
+
+Result<PtyService::WatchEntry*> PtyService::OwnWatch(Owner& watcher, uint64_t watch_id) {
+  auto it = watches_.find(watch_id);
+  if (it == watches_.end() || it->second.watcher != watcher.id()) {
+    return Fail(ErrorKind::kNotFound,
+                "no watch " + std::to_string(watch_id) + " of this connection is active",
+                "watchId");
+  }
+  return &it->second;
+}
+
+Result<void> PtyService::TakeOver(Owner& watcher, uint64_t watch_id) {
+  Result<WatchEntry*> watch = OwnWatch(watcher, watch_id);
+  if (!watch) return Propagate(watch);
+  const std::string& session_id = (*watch)->session_id;
+  if (auto held = holds_.find(session_id); held != holds_.end()) {
+    if (held->second == watch_id) return {};
+    return Fail(ErrorKind::kBusy, "another person holds session " + session_id + " already",
+                "watchId");
+  }
+  auto hub = hubs_.find(session_id);
+  std::shared_ptr<backend::BackendSession> session;
+  for (const std::weak_ptr<Owner>& weak : owners_) {
+    std::shared_ptr<Owner> owner = weak.lock();
+    if (owner && owner->id() == (*watch)->session_owner) {
+      if (const Owner::OwnedSession* entry = owner->FindSession(session_id)) {
+        session = entry->session;
+      }
+    }
+  }
+  if (!session || hub == hubs_.end()) {
+    return Fail(ErrorKind::kClosed, "session " + session_id + " is closed", "watchId");
+  }
+  // The agent's send in flight keeps the terminal until it settles: never two writers
+  // inside one send.
+  if (session->busy()) {
+    return Fail(ErrorKind::kBusy,
+                "the agent's send is running on session " + session_id +
+                    "; take over once it settled (the screen shows when the prompt is back)",
+                "watchId");
+  }
+  holds_[session_id] = watch_id;
+  audit_->Watched(watcher.id(), (*watch)->session_owner, session_id, "session_taken_over", "");
+  LogInfo("owner " + std::to_string(watcher.id()) + " took over " + session_id);
+  return {};
+}
+
+Result<void> PtyService::Release(Owner& watcher, uint64_t watch_id) {
+  Result<WatchEntry*> watch = OwnWatch(watcher, watch_id);
+  if (!watch) return Propagate(watch);
+  auto held = holds_.find((*watch)->session_id);
+  if (held == holds_.end() || held->second != watch_id) return {};
+  holds_.erase(held);
+  audit_->Watched(watcher.id(), (*watch)->session_owner, (*watch)->session_id, "session_released",
+                  "released");
+  return {};
+}
+
+Result<void> PtyService::Type(Owner& watcher, uint64_t watch_id, std::string bytes) {
+  Result<WatchEntry*> watch = OwnWatch(watcher, watch_id);
+  if (!watch) return Propagate(watch);
+  const std::string session_id = (*watch)->session_id;
+  auto held = holds_.find(session_id);
+  if (held == holds_.end() || held->second != watch_id) {
+    return Fail(ErrorKind::kBusy,
+                "this watch does not hold session " + session_id +
+                    "; take it over first (terminal_takeover)",
+                "watchId");
+  }
+  for (const std::weak_ptr<Owner>& weak : owners_) {
+    std::shared_ptr<Owner> owner = weak.lock();
+    if (!owner || owner->id() != (*watch)->session_owner) continue;
+    const Owner::OwnedSession* entry = owner->FindSession(session_id);
+    if (!entry) break;
+    audit_->Typed(watcher.id(), session_id, bytes);
+    return entry->session->WriteTyped(std::move(bytes));
+  }
+  return Fail(ErrorKind::kClosed, "session " + session_id + " is closed", "watchId");
 }
 
 Result<policy::ResolvedPolicy> PtyService::ResolvePolicy(Owner& owner) {

@@ -22,6 +22,7 @@
 #include "policy/policy.h"
 #include "policy/resolver.h"
 #include "runtime/audit/audit_sink.h"
+#include "runtime/watch_hub.h"
 
 namespace ptybox::runtime {
 
@@ -99,6 +100,14 @@ struct AttachResult {
   std::vector<std::pair<std::string, std::string>> operations;  // operation id, session id
 };
 
+// terminal_watch (an extension, docs/protocol.md "Watching a session"): the watch and the
+// session's screen at the moment it began; every later byte reaches the watcher's sink.
+struct WatchStart {
+  uint64_t watch_id = 0;
+  SessionInfo session;
+  backend::ScreenSnapshot screen;
+};
+
 struct SendOutcome {
   std::optional<backend::SendResult> result;  // foreground
   std::optional<std::string> operation_id;    // background
@@ -163,6 +172,25 @@ class PtyService final {
              std::function<void(Result<backend::SessionStatus>)> done);
   std::vector<SessionInfo> List(Owner& owner);
   Result<policy::ResolvedPolicy> ResolvePolicy(Owner& owner);
+  // owner_sessions (`ptybox ls`): terminal_list of the owner holding `token`, live or detached.
+  Result<std::vector<SessionInfo>> ListByToken(const std::string& token);
+  // terminal_watch: `watcher` watches `session_id` of its own owner, or of the owner holding
+  // `token`. `make_sink` builds the sink once the watch id is known; the snapshot and the
+  // registration happen in one reactor turn, so no byte falls between them.
+  Result<WatchStart> Watch(Owner& watcher, const std::string& session_id,
+                           const std::optional<std::string>& token,
+                           const std::function<WatchHub::Watcher(uint64_t watch_id)>& make_sink);
+  // terminal_unwatch, or the watcher's connection ended: not_found for a watch that is not
+  // `watcher`'s (or already ended).
+  Result<void> Unwatch(Owner& watcher, uint64_t watch_id);
+  // `ptybox attach --write`: the watch `watch_id` of `watcher` takes its session over. While it
+  // holds it, the agent's terminal_send and terminal_wait answer `busy` saying a person holds
+  // it; `busy` now while a send is active (the person retries once it settled) or another
+  // person holds it. Released by Release, and by the end of the watch (detach, disconnect).
+  Result<void> TakeOver(Owner& watcher, uint64_t watch_id);
+  Result<void> Release(Owner& watcher, uint64_t watch_id);
+  // The holder's keystrokes, written to the terminal as they are.
+  Result<void> Type(Owner& watcher, uint64_t watch_id, std::string bytes);
   Result<policy::Mode> SetMode(Owner& owner, policy::Mode mode);
 
   // $/cancelRequest or notifications/cancelled: a pending open is canceled with `reason`; a
@@ -196,6 +224,11 @@ class PtyService final {
   bool FixOperatorDetachGrace(Owner& owner) const;
   // A detached owner's grace ended with no owner_attach: closed as on a disconnect.
   void ExpireDetached(uint64_t owner_id);
+  // The live (or detached) owner holding `token`, each token compared in constant time;
+  // nullptr when none does.
+  std::shared_ptr<Owner> OwnerWithToken(const std::string& token) const;
+  // A watch ended (`end`): forgotten and audited.
+  void WatchEnded(uint64_t watch_id, WatchEnd end);
   // "the available type is ..." for an unknown terminal_open type.
   [[nodiscard]] std::string AvailableTypes() const;
 
@@ -211,6 +244,19 @@ class PtyService final {
   std::map<uint64_t, Detached> detached_;
   StartTimer start_timer_;
   uint64_t next_owner_ = 1;
+  // Each published session's output hub (its watchers), by session id, until it is closed.
+  std::map<std::string, std::shared_ptr<WatchHub>> hubs_;
+  struct WatchEntry {
+    uint64_t watcher = 0;        // the watching owner's id
+    uint64_t session_owner = 0;  // the watched session's owner's id
+    std::string session_id;
+  };
+  std::map<uint64_t, WatchEntry> watches_;  // by watch id
+  // Sessions a person took over, by session id: the holding watch's id.
+  std::map<std::string, uint64_t> holds_;
+  // The watch `watch_id` of `watcher`, or not_found.
+  Result<WatchEntry*> OwnWatch(Owner& watcher, uint64_t watch_id);
+  uint64_t next_watch_ = 1;
   std::shared_ptr<AuditSink> audit_;  // never null (NoAudit())
 };
 

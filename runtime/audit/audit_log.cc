@@ -322,6 +322,20 @@ void AuditLog::NetworkClosed(uint64_t owner, const std::string& session_id,
          {"bytesReceived", totals.bytes_received}});
 }
 
+void AuditLog::Watched(uint64_t watcher, uint64_t owner, const std::string& session_id,
+                       std::string_view event, std::string_view reason) {
+  // Logged under the watching owner: who looked at whose session.
+  Json j{{"sessionId", session_id}, {"sessionOwner", owner}};
+  if (!reason.empty()) j["reason"] = std::string(reason);
+  Write(event, watcher, std::move(j));
+}
+
+void AuditLog::Typed(uint64_t /*watcher*/, const std::string& session_id, std::string_view bytes) {
+  // Keystrokes go to the recording only: one log line per key would drown the log, and the
+  // takeover and its release are logged.
+  if (auto it = recordings_.find(session_id); it != recordings_.end()) it->second->Input(bytes);
+}
+
 void AuditLog::ModeChanged(uint64_t owner, std::optional<policy::Mode> from, policy::Mode to) {
   Json j = {{"to", std::string(policy::ToString(to))}};
   j["from"] = from ? Json(std::string(policy::ToString(*from))) : Json(nullptr);

@@ -73,6 +73,15 @@ class AuditSink {
   virtual void NetworkClosed(uint64_t /*owner*/, const std::string& /*session_id*/,
                              const backend::proxy::ProxyTotals& /*totals*/) {}
   virtual void ModeChanged(uint64_t owner, std::optional<policy::Mode> from, policy::Mode to) = 0;
+  // A person watches a session (`ptybox attach`): `event` is session_watched when the watch
+  // begins and session_unwatched when it ends, `reason` then saying why (unwatched, closed,
+  // slow, owner_gone); session_taken_over and session_released (`attach --write`) likewise.
+  // `watcher` is the watching connection's owner, `owner` the session's.
+  virtual void Watched(uint64_t /*watcher*/, uint64_t /*owner*/, const std::string& /*session_id*/,
+                       std::string_view /*event*/, std::string_view /*reason*/) {}
+  // A person's keystrokes written to a session they took over: the recording's `i` event.
+  virtual void Typed(uint64_t /*watcher*/, const std::string& /*session_id*/,
+                     std::string_view /*bytes*/) {}
 };
 
 // The sink that records nothing.

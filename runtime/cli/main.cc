@@ -12,6 +12,8 @@
 // (policy/command_line.h)
 //   ptybox doctor
 //   ptybox demo [--workspace DIR] [--policy FILE]
+//   ptybox ls [--socket PATH] [--token-file FILE | --workspace DIR] [--json]
+//   ptybox attach [--socket PATH] [--token-file FILE | --workspace DIR] [--write] SESSION
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -24,6 +26,7 @@
 #include "policy/mode_names.h"
 #include "policy/resolver.h"
 #include "runtime/audit/audit_log.h"
+#include "runtime/cli/attach_command.h"
 #include "runtime/cli/demo.h"
 #include "runtime/cli/doctor.h"
 #include "runtime/cli/policy_command.h"
@@ -402,6 +405,37 @@ int main(int argc, char** argv) {
   CLI::App* demo = app.add_subcommand("demo", "a short sandboxed session, shown as JSON-RPC");
   AddCommonFlags(demo, demo_flags, /*policy_flags=*/false);
 
+  // A person's view of a running daemon's sessions (docs/protocol.md, "Watching a session").
+  auto add_watch_flags = [](CLI::App* sub, ptybox::runtime::WatchFlags& flags) {
+    sub->add_option("--socket", flags.socket,
+                    "the daemon's socket (default: where `ptybox serve` listens by default)");
+    auto* token = sub->add_option(
+        "--token-file", flags.token_file,
+        "the owner token of the sessions to see (a 0600 file holding owner_info's ownerToken)");
+    sub->add_option("--workspace", flags.workspace,
+                    "see the sessions of the `ptybox mcp --connect` that runs in DIR (the token "
+                    "it keeps under $XDG_STATE_HOME/ptybox/; default: the current directory's, "
+                    "when kept)")
+        ->excludes(token);
+  };
+  ptybox::runtime::WatchFlags ls_flags;
+  bool ls_json = false;
+  CLI::App* ls = app.add_subcommand("ls", "list the sessions of a running daemon you may watch");
+  add_watch_flags(ls, ls_flags);
+  ls->add_flag("--json", ls_json, "print {\"sessions\": [...]} as terminal_list returns it");
+  ptybox::runtime::WatchFlags attach_flags;
+  std::string attach_session;
+  bool attach_write = false;
+  CLI::App* attach = app.add_subcommand("attach",
+                                        "watch a session's screen live, read-only unless --write "
+                                        "(Ctrl-] detaches; the session goes on)");
+  add_watch_flags(attach, attach_flags);
+  attach->add_option("session", attach_session, "the sessionId (`ptybox ls` lists them)")
+      ->required();
+  attach->add_flag("--write", attach_write,
+                   "take the session over: your keys go to it and the agent's sends answer busy "
+                   "until you detach");
+
   // `ptybox help [COMMAND...]`, as git and cargo have it: the same text as --help.
   std::vector<std::string> help_topic;
   CLI::App* help = app.add_subcommand("help", "print this help, or a command's (help COMMAND)");
@@ -445,5 +479,7 @@ int main(int argc, char** argv) {
   if (resolve->parsed()) return PolicyResolve(ServiceFrom(resolve_flags));
   if (doctor->parsed()) return Doctor();
   if (demo->parsed()) return Demo(argv[0], ServiceFrom(demo_flags));
+  if (ls->parsed()) return ListSessions(ls_flags, ls_json);
+  if (attach->parsed()) return AttachSession(attach_flags, attach_session, attach_write);
   return 2;
 }

@@ -11,7 +11,8 @@ first (--audit-log, --record, --connect, PTYBOX_LOG, `ptybox help`).
 import gzip, pathlib, re, subprocess, sys, tempfile
 
 LINK = re.compile(r"\]\(([^)\s]+)\)")
-MAN_WORDS = [r"\-\-audit\-log", r"\-\-record", r"\-\-connect", "PTYBOX_LOG", "ptybox help"]
+MAN_WORDS = [r"\-\-audit\-log", r"\-\-record", r"\-\-connect", "PTYBOX_LOG", "ptybox help",
+             "ptybox attach", "ptybox ls", r"\-\-token\-file"]
 
 
 def main():

@@ -44,6 +44,14 @@ class FakeSession final : public BackendSession {
   [[nodiscard]] backend::ReadResult Read(const backend::ReadRequest&) const override {
     return backend::ReadResult{.text = "fake screen"};
   }
+  [[nodiscard]] std::optional<backend::ScreenSnapshot> Snapshot() const override {
+    return backend::ScreenSnapshot{.rows = 1, .columns = 20, .lines = {"fake screen"}};
+  }
+  Result<void> WriteTyped(std::string bytes) override {
+    typed += bytes;
+    return {};
+  }
+  std::string typed;
   Result<void> Resize(int rows, int columns) override {
     size_ = {rows, columns};
     return {};
@@ -277,6 +285,70 @@ TEST_F(ServiceTest, OpensASessionAndScopesItToItsOwner) {
   EXPECT_TRUE(fake_->sessions[0]->close_reasons.empty());
   ASSERT_TRUE(service_->Resize(*a, opened->session_id, 100, 30));
   EXPECT_EQ(fake_->sessions[0]->size_, std::make_pair(30, 100));
+}
+
+// Watching (terminal_watch) and taking over (terminal_takeover): only with the owner's token;
+// the session's output reaches the watcher after the snapshot; a hold refuses the owner's
+// sends and passes the person's keys; the watch's end releases it; a close ends the watch.
+TEST_F(ServiceTest, AWatchNeedsTheTokenSeesLaterOutputAndAHoldRefusesTheOwnersSends) {
+  Start();
+  auto agent = service_->OpenOwner("agent");
+  Result<OpenResult> opened = Open(agent);
+  ASSERT_TRUE(opened) << opened.error().Describe();
+  const std::string id = opened->session_id;
+  auto person = service_->OpenOwner("person");
+  std::string seen;
+  std::vector<WatchEnd> ends;
+  auto sink = [&](uint64_t) {
+    return WatchHub::Watcher{.on_output =
+                                 [&](std::string_view bytes) {
+                                   seen += bytes;
+                                   return true;
+                                 },
+                             .on_end = [&](WatchEnd end) { ends.push_back(end); }};
+  };
+  EXPECT_EQ(service_->Watch(*person, id, std::nullopt, sink).error().kind, ErrorKind::kNotFound);
+  EXPECT_EQ(service_->Watch(*person, id, agent->token() + "0", sink).error().kind,
+            ErrorKind::kNotFound);
+  EXPECT_EQ(service_->ListByToken("owner-nobody").error().kind, ErrorKind::kNotFound);
+  ASSERT_EQ(service_->ListByToken(agent->token())->size(), 1u);
+
+  Result<WatchStart> watch = service_->Watch(*person, id, agent->token(), sink);
+  ASSERT_TRUE(watch) << watch.error().Describe();
+  EXPECT_EQ(watch->screen.lines, std::vector<std::string>{"fake screen"});
+  fake_->spawns[0]->spec.output_tap("hello");  // the session's output, after the snapshot
+  EXPECT_EQ(seen, "hello");
+
+  auto send = [&] {
+    std::optional<Result<SendOutcome>> answer;
+    backend::SendRequest request;
+    request.input = "ls\n";
+    service_->Send(agent, id, request, false, "7", [&](auto r) { answer = std::move(r); });
+    Drain();
+    return *answer;
+  };
+  EXPECT_EQ(service_->Type(*person, watch->watch_id, "x").error().kind, ErrorKind::kBusy);
+  ASSERT_TRUE(service_->TakeOver(*person, watch->watch_id));
+  auto stranger = service_->OpenOwner("stranger");
+  EXPECT_EQ(service_->TakeOver(*stranger, watch->watch_id).error().kind, ErrorKind::kNotFound);
+  Result<SendOutcome> refused = send();
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, ErrorKind::kBusy);
+  EXPECT_NE(refused.error().message.find("a person holds this session"), std::string::npos);
+  EXPECT_TRUE(service_->Status(*agent, id)->busy);
+  ASSERT_TRUE(service_->Type(*person, watch->watch_id, "ls\r"));
+  EXPECT_EQ(fake_->sessions[0]->typed, "ls\r");
+
+  // The watch's end gives the session back: the send reaches the session (which refuses it
+  // for its own reason).
+  ASSERT_TRUE(service_->Unwatch(*person, watch->watch_id));
+  EXPECT_FALSE(service_->Status(*agent, id)->busy);
+  EXPECT_EQ(send().error().message, "the fake runs no sends");
+  EXPECT_TRUE(ends.empty());  // an unwatch is not told
+
+  ASSERT_TRUE(service_->Watch(*person, id, agent->token(), sink));
+  ASSERT_TRUE(Close(agent, id));
+  EXPECT_EQ(ends, std::vector<WatchEnd>{WatchEnd::kClosed});
 }
 
 TEST_F(ServiceTest, AnUnknownTypeNamesTheAvailableOnes) {
