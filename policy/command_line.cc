@@ -6,6 +6,7 @@
 #include <array>
 #include <system_error>
 
+#include "policy/host_pattern.h"
 #include "policy/network_names.h"
 #include "policy/schema.h"
 
@@ -52,9 +53,26 @@ bool WithinListBound(size_t count, const std::string& where, const CommandLineVa
   return false;
 }
 
+// --network and --allow-host both say what the network is; given together, one would
+// silently undo the other.
+bool NetworkNotCombined(const CommandLineValue& given, const std::string& where,
+                        ParsedPolicyFile& layer) {
+  const bool network = given.flag == "--network";
+  const std::string* other = nullptr;
+  if (network && layer.file.network_names) other = &layer.file.network_names->where;
+  if (!network && layer.file.network_allowed) other = &layer.file.network_allowed->where;
+  if (other == nullptr) return true;
+  AddError(layer, where, "network",
+           "--network and --allow-host cannot be combined (first: `" + *other +
+               "`): --allow-host already limits the network to the names given; give one of "
+               "them");
+  return false;
+}
+
 void ApplyNetwork(const CommandLineValue& given, const CommandLineContext& /*context*/,
                   ParsedPolicyFile& layer) {
   const std::string where = WhereOf(given);
+  if (!NetworkNotCombined(given, where, layer)) return;
   if (layer.file.network_allowed) {
     AddError(layer, where, "network",
              "--network is given more than once (first as `" + layer.file.network_allowed->where +
@@ -169,15 +187,39 @@ void ApplyEnv(const CommandLineValue& given, const CommandLineContext& /*context
   layer.file.env_set[name] = Located<std::string>{value, where};
 }
 
-// One row per flag. The next one goes here: TODO(--allow-host PATTERN): once the operator file
-// has `network: {allow: [...], deny: [...]}` (a domain allowlist), a repeatable --allow-host
-// that may only name hosts the operator's list allows, as --writable may only name directories
-// the operator grants.
+void ApplyAllowHost(const CommandLineValue& given, const CommandLineContext& /*context*/,
+                    ParsedPolicyFile& layer) {
+  const std::string where = WhereOf(given);
+  if (!NetworkNotCombined(given, where, layer)) return;
+  std::expected<HostPattern, std::string> pattern = ParseHostPattern(given.value);
+  if (!pattern) {
+    AddError(layer, where, "network.allow",
+             pattern.error() +
+                 "; write a host name such as registry.npmjs.org, *.example.org or "
+                 "git.example.org:8443");
+    return;
+  }
+  if (!layer.file.network_names) {
+    PolicyFile::NetworkLists lists;
+    lists.allow.emplace();
+    layer.file.network_names = Located<PolicyFile::NetworkLists>{std::move(lists), where};
+  }
+  std::vector<NetworkRule>& allow = *layer.file.network_names->value.allow;
+  if (!WithinListBound(allow.size(), where, given, layer, "network.allow")) return;
+  allow.push_back(NetworkRule{*pattern, where});
+}
+
+// One row per flag.
 constexpr std::array kFlags = {
     CommandLineFlag{"--network", "allow|deny",
                     "the network inside confined sessions, within what the operator policy allows "
                     "(--network allow is refused where it denies the network)",
                     false, ApplyNetwork},
+    CommandLineFlag{"--allow-host", "PATTERN",
+                    "confined sessions reach only the names given (repeatable), through ptybox's "
+                    "proxy: registry.npmjs.org, *.example.org, host:8443; within the operator "
+                    "policy's network (its list, or where it allows the network)",
+                    true, ApplyAllowHost},
     CommandLineFlag{"--writable", "DIR",
                     "also writable in workspace-write (repeatable); relative to the workspace; "
                     "within the workspace or the operator's writable roots unless its ceiling is "
@@ -230,7 +272,8 @@ ParsedPolicyFile BuildCommandLineLayer(const CommandLinePolicy& flags,
     const CommandLineFlag* flag = FindCommandLineFlag(given.flag);
     if (flag == nullptr) {
       AddError(layer, std::string(kCommandLineSource) + " " + Printable(given.flag), "flag",
-               "not a policy flag; the policy flags are --network, --writable, --env and --hide");
+               "not a policy flag; the policy flags are --network, --allow-host, --writable, --env "
+               "and --hide");
       continue;
     }
     flag->apply(given, context, layer);

@@ -4,6 +4,7 @@
 #include "policy/layering.h"
 
 #include <algorithm>
+#include <functional>
 #include <iterator>
 #include <set>
 
@@ -208,6 +209,7 @@ class Layers final {
         source = std::string(kCommandLineSource);
       }
     }
+    if (cli_ != nullptr && cli_->network_names) CommandLineNames(allowed, names, source);
     if (repo_ != nullptr && repo_->network_allowed) {
       if (repo_->network_allowed->value && !allowed) {
         const std::string denier =
@@ -239,12 +241,49 @@ class Layers final {
     out_.sources["network"] = source;
   }
 
-  // A repository's `network: {allow, deny}`: it may only narrow. Under the operator's `allow`
-  // its list replaces "everything"; under a list its allows must lie within the operator's
-  // (each checked with Covers) and its denies add up; under `deny` it may allow nothing.
+  // Who narrows the network by name, and how a refusal tells them to fix it.
+  struct NamesLayer {
+    const PolicyFile::NetworkLists& lists;
+    const std::string& where;
+    std::string who;                                     // "a repository policy"
+    std::function<std::string(const std::string&)> fix;  // "Remove it from FILE" for an item
+  };
+
+  // The command line's --allow-host: a list of names, narrower than --network allow, so
+  // permitted wherever that would be (no operator network setting under the ceiling
+  // danger-full-access), and otherwise only within the operator's list.
+  void CommandLineNames(bool& allowed, std::optional<NetworkNames>& names, std::string& source) {
+    const auto& lists = cli_->network_names->value;
+    if (!allowed && !names &&
+        !CommandLineNetworkDenial(Located<bool>{true, cli_->network_names->where})) {
+      allowed = true;
+    }
+    NarrowNames(NamesLayer{lists, cli_->network_names->where, "the command line",
+                           [this](const std::string& item) {
+                             return "Drop --allow-host " + item +
+                                    ", or ask the operator to allow it in " + OperatorFile();
+                           }},
+                allowed, names, source);
+  }
+
+  // A repository's `network: {allow, deny}`: it may only narrow.
   void RepositoryNames(bool& allowed, std::optional<NetworkNames>& names, std::string& source) {
-    const auto& lists = repo_->network_names->value;
-    const std::string& where = repo_->network_names->where;
+    const std::string path = repo_->path.string();
+    NarrowNames(
+        NamesLayer{repo_->network_names->value, repo_->network_names->where, "a repository policy",
+                   [path](const std::string& /*item*/) {
+                     return "Remove it from " + path + ", or ask the operator to allow it";
+                   }},
+        allowed, names, source);
+  }
+
+  // A layer's `{allow, deny}` under what the layers above it decided. Under `allow` (all) its
+  // list replaces "everything"; under a list its allows must lie within it (each checked with
+  // Covers) and its denies add up; under `deny` it may allow nothing.
+  void NarrowNames(const NamesLayer& layer, bool& allowed, std::optional<NetworkNames>& names,
+                   std::string& source) {
+    const auto& lists = layer.lists;
+    const std::string& where = layer.where;
     if (allowed) {
       if (!lists.allow) {
         errors_.push_back(Denied(where, "network",
@@ -252,7 +291,7 @@ class Layers final {
                                      Describe(source) +
                                      "): write the names the sessions need, like `{allow: "
                                      "[registry.npmjs.org], deny: [...]}`, in " +
-                                     repo_->path.string()));
+                                     (repo_ != nullptr ? repo_->path.string() : layer.who)));
         return;
       }
       allowed = false;
@@ -263,13 +302,11 @@ class Layers final {
     if (!names) {
       if (lists.allow && !lists.allow->empty()) {
         const NetworkRule& first = lists.allow->front();
-        errors_.push_back(Denied(first.where, "network.allow",
-                                 "`" + ToString(first.pattern) +
-                                     "` is not permitted: the operator denies network (" +
-                                     Describe(source) +
-                                     "); a repository policy may deny network but never allow a "
-                                     "name. Remove it from " +
-                                     repo_->path.string() + ", or ask the operator to allow it"));
+        errors_.push_back(Denied(
+            first.where, "network.allow",
+            "`" + ToString(first.pattern) + "` is not permitted: the operator denies network (" +
+                Describe(source) + "); " + layer.who +
+                " may deny network but never allow a name. " + layer.fix(ToString(first.pattern))));
       }
       return;
     }
@@ -279,12 +316,12 @@ class Layers final {
             names->allow.begin(), names->allow.end(),
             [&](const NetworkRule& outer) { return Covers(outer.pattern, rule.pattern); });
         if (!covered) {
-          errors_.push_back(Denied(
-              rule.where, "network.allow",
-              "`" + ToString(rule.pattern) +
-                  "` is not permitted: it is not within the operator's allow list (" + source +
-                  "); a repository policy may only narrow that list. Remove it from " +
-                  repo_->path.string() + ", or ask the operator to allow it"));
+          errors_.push_back(Denied(rule.where, "network.allow",
+                                   "`" + ToString(rule.pattern) +
+                                       "` is not permitted: it is not within the operator's "
+                                       "allow list (" +
+                                       source + "); " + layer.who + " may only narrow that list. " +
+                                       layer.fix(ToString(rule.pattern))));
         }
       }
       names->allow = *lists.allow;

@@ -61,7 +61,8 @@ TEST_F(CommandLineLayerTest, EveryFlagIsOneRowOfTheTable) {
     EXPECT_NE(flag.apply, nullptr);
     EXPECT_EQ(FindCommandLineFlag(flag.name), &flag);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"--network", "--writable", "--env", "--hide"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"--network", "--allow-host", "--writable", "--env",
+                                             "--hide"}));
   EXPECT_EQ(FindCommandLineFlag("--mode"), nullptr);
 }
 
@@ -221,7 +222,29 @@ TEST_F(CommandLineLayerTest, HideResolvesAgainstTheWorkspaceOrEveryHome) {
 TEST_F(CommandLineLayerTest, AnUnknownFlagIsAnError) {
   EXPECT_EQ(Messages(Build({{"--mode", "danger-full-access"}})),
             std::vector<std::string>{"command line --mode: flag: not a policy flag; the policy "
-                                     "flags are --network, --writable, --env and --hide"});
+                                     "flags are --network, --allow-host, --writable, --env and "
+                                     "--hide"});
+}
+
+TEST_F(CommandLineLayerTest, AllowHostTakesPatternsAndNeverJoinsNetwork) {
+  ParsedPolicyFile layer =
+      Build({{"--allow-host", "registry.npmjs.org"}, {"--allow-host", "*.example.org:8443"}});
+  ASSERT_TRUE(layer.errors.empty());
+  ASSERT_TRUE(layer.file.network_names.has_value());
+  ASSERT_TRUE(layer.file.network_names->value.allow.has_value());
+  ASSERT_EQ(layer.file.network_names->value.allow->size(), 2u);
+  EXPECT_EQ(layer.file.network_names->value.allow->at(1).where,
+            "command line --allow-host *.example.org:8443");
+  std::vector<std::string> bad = Messages(Build({{"--allow-host", "exa mple.org"}}));
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_TRUE(bad[0].starts_with("command line --allow-host exa mple.org: network.allow: "))
+      << bad[0];
+  EXPECT_NE(bad[0].find("write a host name such as"), std::string::npos) << bad[0];
+  EXPECT_EQ(Messages(Build({{"--network", "allow"}, {"--allow-host", "a.example.org"}})),
+            std::vector<std::string>{
+                "command line --allow-host a.example.org: network: --network and --allow-host "
+                "cannot be combined (first: `command line --network allow`): --allow-host "
+                "already limits the network to the names given; give one of them"});
 }
 
 // ---- Combine: the layer between the operator file and the repository file.
@@ -322,6 +345,43 @@ TEST_F(CommandLineLayeringTest, UnderTheOperatorsNamesNetworkAllowIsRefusedAndDe
   ASSERT_TRUE(listed.has_value());
   ASSERT_TRUE(listed->network_names.has_value());
   EXPECT_EQ(listed->network_names->allow.size(), 1u);
+}
+
+// --allow-host narrows: to the names given where --network allow would be permitted, within
+// the operator's list where it has one, and not at all under an operator's network: deny.
+TEST_F(CommandLineLayeringTest, AllowHostNarrowsWithinWhatTheOperatorAllows) {
+  auto open = Combined({{"--allow-host", "registry.npmjs.org"}}, /*with_operator=*/false);
+  ASSERT_TRUE(open.has_value());
+  EXPECT_FALSE(open->network_allowed) << "names are not the host's network";
+  ASSERT_TRUE(open->network_names.has_value());
+  ASSERT_EQ(open->network_names->allow.size(), 1u);
+  EXPECT_EQ(ToString(open->network_names->allow[0].pattern), "registry.npmjs.org");
+
+  op_.network_allowed = At(false, "/etc/op.yaml:2:10");
+  EXPECT_EQ(FirstDenial({{"--allow-host", "registry.npmjs.org"}}),
+            "command line --allow-host registry.npmjs.org: network.allow: `registry.npmjs.org` "
+            "is not permitted: the operator denies network (/etc/op.yaml:2:10); the command "
+            "line may deny network but never allow a name. Drop --allow-host "
+            "registry.npmjs.org, or ask the operator to allow it in /etc/op.yaml");
+
+  op_.network_allowed.reset();
+  auto star = ParseHostPattern("*.example.org");
+  ASSERT_TRUE(star.has_value());
+  PolicyFile::NetworkLists lists;
+  lists.allow = std::vector<NetworkRule>{NetworkRule{*star, "/etc/op.yaml:2:18"}};
+  op_.network_names = Located<PolicyFile::NetworkLists>{lists, "/etc/op.yaml:2:10"};
+  auto within = Combined({{"--allow-host", "git.example.org"}});
+  ASSERT_TRUE(within.has_value());
+  ASSERT_TRUE(within->network_names.has_value());
+  ASSERT_EQ(within->network_names->allow.size(), 1u);
+  EXPECT_EQ(ToString(within->network_names->allow[0].pattern), "git.example.org");
+  const std::string outside = FirstDenial({{"--allow-host", "registry.npmjs.org"}});
+  EXPECT_TRUE(
+      outside.starts_with("command line --allow-host registry.npmjs.org: network.allow: "
+                          "`registry.npmjs.org` is not permitted: it is not within the "
+                          "operator's allow list"))
+      << outside;
+  EXPECT_NE(outside.find("Drop --allow-host registry.npmjs.org"), std::string::npos) << outside;
 }
 
 TEST_F(CommandLineLayeringTest, TheRepositoryMayNarrowTheCommandLineButNotWidenIt) {

@@ -1,5 +1,5 @@
-// The policy flags (--network, --writable, --env, --hide) through the real binary: `ptybox run`
-// in both confined modes (danger-full-access as the control where it matters), `policy
+// The policy flags (--network, --allow-host, --writable, --env, --hide) through the real binary:
+// `ptybox run` in both confined modes (danger-full-access as the control where it matters), `policy
 // resolve`, and `serve --socket` whose flags hold for a session opened over the socket. The
 // network is proved shared or not by whether the host's loopback listener, started by the test,
 // is in the session's /proc/net/tcp: no traffic leaves this machine, none is even sent.
@@ -156,6 +156,39 @@ TEST_P(CliPolicyModeTest, NetworkAllowIsRefusedNamingTheOperatorFileThatDeniesIt
   e = Run(GetParam(), {"--network", "allow"}, listener.CountCommand());
   EXPECT_EQ(e.code, 125) << err();
   EXPECT_NE(err().find("the operator's ceiling `workspace-write` (" + operator_policy_ + ":2:10)"),
+            std::string::npos)
+      << err();
+}
+
+// --allow-host: the session keeps a network namespace of its own (the host's listener is not
+// in it) and reaches names only through ptybox's proxy, which refuses a name not given, naming
+// the flag, before any lookup (`.invalid` never resolves anywhere); under an operator's
+// `network: deny` the flag itself is refused. danger-full-access, the control, has no sandbox.
+TEST_P(CliPolicyModeTest, AllowHostLimitsTheNetworkToTheNamesGiven) {
+  HostListener listener;
+  ASSERT_GT(listener.port(), 0);
+  ChildProcess::Exit e =
+      Run(GetParam(), {"--allow-host", "registry.npmjs.org"},
+          listener.CountCommand() +
+              "; curl -sS -w ' %{http_code}\\n' http://not-listed.invalid/ 2>&1; echo "
+              "\"$PTYBOX_SANDBOX\"");
+  ASSERT_EQ(e.code, 0) << err();
+  if (!Confined()) {
+    EXPECT_TRUE(out().starts_with("1\n")) << out();
+    return;
+  }
+  EXPECT_TRUE(out().starts_with("0\n")) << "the host's network namespace: " << out();
+  EXPECT_NE(out().find("not-listed.invalid:80 is refused by the network policy: it is not on "
+                       "the allow list of command line --allow-host registry.npmjs.org"),
+            std::string::npos)
+      << out();
+  EXPECT_NE(out().find(" 403\n"), std::string::npos) << out();
+  EXPECT_NE(out().find("network by name only"), std::string::npos) << out();
+
+  Operator("version: 1\nnetwork: deny\n");
+  EXPECT_EQ(Run(GetParam(), {"--allow-host", "registry.npmjs.org"}, "true").code, 125);
+  EXPECT_NE(err().find("`registry.npmjs.org` is not permitted: the operator denies network (" +
+                       operator_policy_ + ":2:10)"),
             std::string::npos)
       << err();
 }
