@@ -502,6 +502,12 @@ bool ShellSession::NeedsRebootstrap() {
   // to it would be readable by every program it starts. Such a shell gets no hook back (exit
   // codes stay null, never wrong) rather than a weaker wall.
   if (sandbox::ShellRunsNonDumpable(launched_)) return false;
+  // The fresh nonce goes through the terminal, which a process outside this session may hold
+  // (a descriptor passed over a socket in a shared workspace by a program that has since
+  // ended, or is still in flight in a socket's queue): no look can prove it will not read the
+  // line. A confined session is a wall between owners, so there the hook is not given back;
+  // danger-full-access has no such wall (any program of the user can read the shell's memory).
+  if (policy::IsConfined(launched_.mode)) return false;
   std::optional<ExecIdentity> now = ReadExecIdentity(terminal_.shell_pid());
   return now && *now != *hooked_exec_ && now->exe_dev == bash_binary_->dev &&
          now->exe_ino == bash_binary_->ino;

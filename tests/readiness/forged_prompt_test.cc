@@ -194,9 +194,8 @@ TEST_P(ForgedPromptTest, ExecBashNeverHandsTheFreshNonceToAnotherProgram) {
   ASSERT_TRUE(ProcessesWith(tag + ".loot").empty());
   // A line the thief may not have left whole: ends whatever readline holds, then exact again.
   Send(client_, id, "\n", Json{{"silenceMs", 1500}, {"timeoutMs", 30000}});
-  // The hook comes back, except where the shell ran non-dumpable (confined modes of a root
-  // daemon): the new image is dumpable, so no nonce is given to it at all.
-  const bool hooked = GetParam() == "danger-full-access" || ::geteuid() != 0;
+  // The hook comes back only in danger-full-access (docs/readiness.md, "exec bash").
+  const bool hooked = GetParam() == "danger-full-access";
   auto expect_exit = [hooked](const Json& result, int code) {
     if (hooked) {
       EXPECT_EQ(result["exitCode"], code) << result.dump();
