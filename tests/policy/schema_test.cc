@@ -64,6 +64,24 @@ TEST(SchemaTest, PrintableEscapesControlsAndBrokenUtf8AndTruncates) {
   EXPECT_EQ(Printable(std::string(100, 'x'), 4), "xxxx...");
 }
 
+// Well-formed UTF-8 that a terminal acts on or that reorders what a person reads: a session
+// name shown by `ptybox ls` must not clear the screen or set the window title.
+TEST(SchemaTest, PrintableEscapesC1ControlsAndDirectionOverrides) {
+  EXPECT_EQ(Printable("build\xc2\x9b"
+                      "2J"),
+            "build\\u009b2J");  // CSI
+  EXPECT_EQ(Printable("\xc2\x9d"
+                      "0;T\xc2\x9c"),
+            "\\u009d0;T\\u009c");  // OSC ... ST
+  EXPECT_EQ(Printable("\xe2\x80\xae"
+                      "txt.exe"),
+            "\\u202etxt.exe");  // right-to-left override
+  EXPECT_EQ(Printable("a\xe2\x81\xa6"
+                      "b\xe2\x80\xa8"),
+            "a\\u2066b\\u2028");
+  EXPECT_EQ(Printable("\xc2\xa0\xe2\x80\x94"), "\xc2\xa0\xe2\x80\x94");  // NBSP, em dash kept
+}
+
 TEST(SchemaTest, LimitSpecsCoverEveryFieldOnce) {
   Limits limits;
   int index = 1;
