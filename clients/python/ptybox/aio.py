@@ -16,7 +16,7 @@ from typing import Any, Literal, Sequence, overload
 from . import _methods as m
 from . import _wire as wire
 from . import types as t
-from .errors import ConnectionClosed, PtyboxError
+from .errors import ConnectionClosed, ProtocolError, PtyboxError
 
 
 class AsyncClient:
@@ -120,7 +120,7 @@ class AsyncClient:
             if request_id in self._pending and self._failure is None and not self._closed:
                 # Tell the server, without waiting for it: its `canceled` answer is dropped.
                 asyncio.get_running_loop().create_task(
-                    self._write(wire.cancel_line(request_id, "the client's task was cancelled")))
+                    self._notify(wire.cancel_line(request_id, "the client's task was cancelled")))
             raise
         finally:
             self._pending.pop(request_id, None)
@@ -133,6 +133,13 @@ class AsyncClient:
             except (OSError, RuntimeError) as e:  # RuntimeError: the transport is closing
                 raise self._failure or ConnectionClosed(
                     f"the connection to the server is closed ({e})") from e
+
+    async def _notify(self, line: bytes) -> None:
+        """A notification nobody awaits: a connection that ended meanwhile has nothing to cancel."""
+        try:
+            await self._write(line)
+        except PtyboxError:
+            pass
 
     async def _read_answers(self) -> None:
         failure: PtyboxError
@@ -156,16 +163,21 @@ class AsyncClient:
                 try:
                     future.set_result(wire.outcome(request.method, message, request.result))
                 except PtyboxError as e:
-                    future.set_exception(e)
+                    # Without this task's frame: a caller that clears the frames of a
+                    # traceback it caught (unittest's assertRaises does) would otherwise end
+                    # this reader, suspended in one of them.
+                    future.set_exception(e.with_traceback(None))
         except (PtyboxError, ValueError) as e:  # ValueError: a line over the limit
             failure = e if isinstance(e, PtyboxError) else ConnectionClosed(str(e))
         except OSError as e:
             failure = ConnectionClosed(f"the connection to the server failed: {e.strerror}")
+        except Exception as e:  # a bug here must fail the calls, not leave them waiting
+            failure = ProtocolError(f"reading the server's answers failed: {e!r}")
         # Every request still waiting fails with why the connection ended.
-        self._failure = failure
+        self._failure = failure.with_traceback(None)
         for request, future in list(self._pending.values()):
             if not future.done():
-                future.set_exception(failure)
+                future.set_exception(self._failure)
 
     async def _exit_detail(self) -> str:
         if self._process is None:
