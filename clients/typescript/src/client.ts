@@ -138,11 +138,16 @@ export class PtyboxClient {
   async close(): Promise<number | null> {
     if (!this.closing) {
       this.closing = true;
-      this.output.end();
       if (this.process === null) {
+        // Once what was written is flushed, close the socket: the daemon then ends (or, with a
+        // detach grace, detaches) this owner.
         if (!this.input.destroyed) {
-          await new Promise<void>((resolve) => this.input.once("close", resolve));
+          const closed = new Promise<void>((resolve) => this.input.once("close", resolve));
+          this.output.end(() => this.output.destroy());
+          await closed;
         }
+      } else {
+        this.output.end();
       }
     }
     return this.exited === null ? null : await this.exited;

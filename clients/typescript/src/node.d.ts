@@ -13,7 +13,7 @@ declare module "node:net" {
   export interface Socket {
     setEncoding(encoding: "utf8"): this;
     write(data: string): boolean;
-    end(): this;
+    end(callback?: () => void): this;
     destroy(): this;
     on(event: "connect" | "end" | "close", listener: () => void): this;
     on(event: "data", listener: (chunk: string) => void): this;
