@@ -129,6 +129,8 @@ def scenario(test: unittest.TestCase, c: Client) -> None:
     with test.assertRaises(ptybox.InvalidParams) as caught:
         c.terminal_open(cols=1)
     test.assertEqual(caught.exception.context, "cols")
+    with test.assertRaises(ptybox.InvalidParams):
+        c.terminal_send(opened.session_id)  # neither input nor keys
     with test.assertRaises(ptybox.ModeFenced):
         c.policy_set_mode("read-only")
     closed = c.terminal_close(opened.session_id)

@@ -32,8 +32,7 @@ def terminal_open(type: str | None, name: str | None, cwd: str | None, cols: int
 def terminal_send(session_id: str, input: str | None, keys: Sequence[str] | None,
                   timeout_ms: int | None, silence_ms: int | None, pattern: str | None,
                   background: bool) -> Request:
-    if (input is None) == (keys is None):
-        raise ValueError("terminal_send: give exactly one of input and keys")
+    # Exactly one of input and keys: the server says so (InvalidParams) when not.
     return Request("terminal_send",
                    _params(session_id=session_id, input=input,
                            keys=list(keys) if keys is not None else None, timeout_ms=timeout_ms,
