@@ -21,6 +21,21 @@ const SCRATCH = process.env.PTYBOX_SCRATCH;
 const UNKNOWN_SESSION = "pty-" + "0".repeat(32);
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const workspace = () => mkdtempSync(join(SCRATCH, "ws-"));
+const LIMIT = { timeout: 300000 }; // a hang fails its test by name instead of the whole run
+
+// Waits until `pending` (a send on sessionId) holds the session; fails with the send's own
+// outcome if it settled first (a `busy` answer, say), instead of waiting forever.
+async function untilBusy(c, sessionId, pending) {
+  let settled = false;
+  pending.then(() => (settled = true), () => (settled = true));
+  while (!(await c.terminal_status({ sessionId })).busy) {
+    if (settled) {
+      await pending; // throws its error, if it failed
+      assert.fail("the send settled before the test could interrupt it");
+    }
+    await pause(20);
+  }
+}
 
 // `ptybox serve --socket` in a scratch directory, outside the workspace as it requires.
 async function startDaemon(policy) {
@@ -35,7 +50,7 @@ async function startDaemon(policy) {
   let exited = null;
   const gone = new Promise((resolve) => child.once("exit", (code) => resolve((exited = code))));
   // Wait until it accepts (no deadline asserted: only how long to keep trying).
-  for (let i = 0; i < 1200; i++) {
+  for (let i = 0; i < 6000; i++) { // 5 minutes
     assert.equal(exited, null, "ptybox serve --socket exited");
     if (existsSync(socket)) {
       const accepted = await new Promise((resolve) => {
@@ -50,13 +65,13 @@ async function startDaemon(policy) {
   return { socket, stop: () => (child.kill("SIGTERM"), gone) };
 }
 
-test("the package under test is the one npm installed", () => {
+test("the package under test is the one npm installed", LIMIT, () => {
   const here = realpathSync(fileURLToPath(import.meta.url));
   assert.ok(!here.includes("/clients/typescript/"), here);
   assert.equal(typeof ptybox.PtyboxClient.connect, "function");
 });
 
-test("every contract method is a method of the client", () => {
+test("every contract method is a method of the client", LIMIT, () => {
   const missing = CONTRACT.methods.filter((m) => !ptybox.METHODS.includes(m));
   assert.deepEqual(missing, [], "methods of the contract the TypeScript client lacks: add them to clients/typescript/src (types.ts Methods and METHODS, client.ts)");
   const stale = ptybox.METHODS.filter((m) => !CONTRACT.methods.includes(m));
@@ -64,7 +79,7 @@ test("every contract method is a method of the client", () => {
   for (const m of ptybox.METHODS) assert.equal(typeof PtyboxClient.prototype[m], "function", m);
 });
 
-test("every error kind has its class", () => {
+test("every error kind has its class", LIMIT, () => {
   const missing = CONTRACT.errorKinds.filter((k) => !(k in ptybox.ERROR_CLASSES));
   assert.deepEqual(missing, [], "error kinds of the contract without an error class");
   for (const [kind, cls] of Object.entries(ptybox.ERROR_CLASSES)) {
@@ -77,7 +92,7 @@ test("every error kind has its class", () => {
   assert.equal(unknown.constructor, ptybox.ApplicationError);
 });
 
-test("the daemon knows every method of the client", async () => {
+test("the daemon knows every method of the client", LIMIT, async () => {
   // A parameter no method has: every method refuses it (-32602) before acting; only a method
   // the daemon lacks answers -32601.
   const c = await PtyboxClient.spawn({ ptybox: BINARY, workspace: workspace() });
@@ -122,7 +137,7 @@ async function scenario(c) {
   // Aborting a call cancels the send on the server: the command gets SIGINT.
   const abort = new AbortController();
   const pending = c.terminal_send({ sessionId: a, input: "sleep 100\n" }, { signal: abort.signal });
-  while (!(await c.terminal_status({ sessionId: a })).busy) await pause(20);
+  await untilBusy(c, a, pending);
   abort.abort(new Error("stopped by the test"));
   await assert.rejects(pending, /stopped by the test/);
   while ((await c.terminal_status({ sessionId: a })).busy) await pause(20);
@@ -132,13 +147,13 @@ async function scenario(c) {
   assert.deepEqual((await c.terminal_list()).sessions, []);
 }
 
-test("over --stdio", async () => {
+test("over --stdio", LIMIT, async () => {
   const c = await PtyboxClient.spawn({ ptybox: BINARY, workspace: workspace() });
   await scenario(c);
   assert.equal(await c.close(), 0); // end of input: the server closed everything, exit 0
 });
 
-test("over --socket", async () => {
+test("over --socket", LIMIT, async () => {
   const daemon = await startDaemon();
   try {
     const c = await PtyboxClient.connect(daemon.socket);
@@ -149,7 +164,7 @@ test("over --socket", async () => {
   }
 });
 
-test("an owner token attaches a new connection to the detached owner", async () => {
+test("an owner token attaches a new connection to the detached owner", LIMIT, async () => {
   const daemon = await startDaemon("version: 1\nlimits:\n  detachGraceMs: 600000\n");
   try {
     const first = await PtyboxClient.connect(daemon.socket);
@@ -169,13 +184,13 @@ test("an owner token attaches a new connection to the detached owner", async () 
   }
 });
 
-test("clear errors for a missing socket or binary, and for a server that dies", async () => {
+test("clear errors for a missing socket or binary, and for a server that dies", LIMIT, async () => {
   await assert.rejects(PtyboxClient.connect(join(SCRATCH, "no-such.sock")), (e) => e instanceof ConnectionClosed && /serve --socket/.test(e.message));
   await assert.rejects(PtyboxClient.spawn({ ptybox: join(SCRATCH, "no-such-ptybox") }), (e) => e instanceof ConnectionClosed && /spawn\(\{ptybox/.test(e.message));
   const c = await PtyboxClient.spawn({ ptybox: BINARY, workspace: workspace() });
   const s = (await c.terminal_open()).sessionId;
   const pending = c.terminal_send({ sessionId: s, input: "sleep 100\n" });
-  while (!(await c.terminal_status({ sessionId: s })).busy) await pause(20);
+  await untilBusy(c, s, pending);
   c["process"].kill("SIGKILL"); // the server dies with the send in flight
   await assert.rejects(pending, ConnectionClosed);
   await assert.rejects(c.terminal_list(), ConnectionClosed);
