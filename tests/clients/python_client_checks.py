@@ -26,6 +26,10 @@ BINARY = os.environ["PTYBOX_BINARY"]
 CONTRACT = json.loads(os.environ["PTYBOX_CONTRACT"])
 SCRATCH = Path(os.environ["PTYBOX_SCRATCH"])
 UNKNOWN_SESSION = "pty-" + "0" * 32
+# A send that only a cancel or the end of the server settles: no silence or deadline of a busy
+# machine can settle it first. It prints `started` once the shell runs it.
+HOLD = {"silence_ms": 3_600_000, "timeout_ms": 3_600_000}
+HELD = "sh -c 'echo started; exec sleep 100'\n"  # the job, not bash, prints it
 
 
 def workspace() -> str:
@@ -204,7 +208,8 @@ class SyncClientTest(unittest.TestCase):
 async def until_busy(c: AsyncClient, session_id: str, send: asyncio.Future) -> None:
     """Waits until `send` holds the session; fails with the send's own outcome if it settled
     first (a `busy` answer, say), instead of waiting forever."""
-    while not (await c.terminal_status(session_id)).busy:
+    # Until the shell runs the command (a signal before it read the line would not reach it).
+    while "started" not in (await c.terminal_read(session_id)).text.splitlines():
         if send.done():
             send.result()  # raises its error, if it failed
             raise AssertionError("the send settled before the test could interrupt it")
@@ -230,14 +235,17 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
             await c.terminal_close(UNKNOWN_SESSION)
         self.assertEqual(caught.exception.kind, "not_found")
         # Cancelling the awaiting task cancels the send on the server: the command gets SIGINT.
-        task = asyncio.ensure_future(c.terminal_send(a, "sleep 100\n"))
+        task = asyncio.ensure_future(c.terminal_send(a, HELD, **HOLD))
         await until_busy(c, a, task)
         task.cancel()
         with self.assertRaises(asyncio.CancelledError):
             await task
         while (await c.terminal_status(a)).busy:
             await asyncio.sleep(0.02)
-        self.assertEqual((await c.terminal_send(a, "echo last=$?\n")).viewport, "last=130")
+        # The dropped answer is still the send's result: the SIGINT ended `sleep` (exit 130).
+        cancelled = await c.terminal_output(a)
+        self.assertTrue(cancelled.done, cancelled)
+        self.assertEqual(cancelled.result.exit_code if cancelled.result else None, 130, cancelled)
         for s in (a, b):
             self.assertEqual((await c.terminal_close(s)).session_status.kind, "exited")
 
@@ -258,7 +266,7 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
     async def test_requests_in_flight_fail_when_the_server_exits(self):
         c = await AsyncClient.spawn(BINARY, workspace=workspace())
         s = (await c.terminal_open()).session_id
-        pending = asyncio.ensure_future(c.terminal_send(s, "sleep 100\n"))
+        pending = asyncio.ensure_future(c.terminal_send(s, HELD, **HOLD))
         await until_busy(c, s, pending)
         c._process.kill()  # the server dies with the send in flight
         with self.assertRaises(ptybox.ConnectionClosed):

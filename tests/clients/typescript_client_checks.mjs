@@ -22,13 +22,18 @@ const UNKNOWN_SESSION = "pty-" + "0".repeat(32);
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const workspace = () => mkdtempSync(join(SCRATCH, "ws-"));
 const LIMIT = { timeout: 300000 }; // a hang fails its test by name instead of the whole run
+// A send that only a cancel or the end of the server settles: no silence or deadline of a busy
+// machine can settle it first. It prints `started` once the shell runs it.
+const HOLD = { silenceMs: 3600000, timeoutMs: 3600000 };
+const HELD = "sh -c 'echo started; exec sleep 100'\n"; // the job, not bash, prints it
 
 // Waits until `pending` (a send on sessionId) holds the session; fails with the send's own
 // outcome if it settled first (a `busy` answer, say), instead of waiting forever.
 async function untilBusy(c, sessionId, pending) {
   let settled = false;
   pending.then(() => (settled = true), () => (settled = true));
-  while (!(await c.terminal_status({ sessionId })).busy) {
+  // Until the shell runs the command (a signal before it read the line would not reach it).
+  while (!(await c.terminal_read({ sessionId })).text.split("\n").includes("started")) {
     if (settled) {
       await pending; // throws its error, if it failed
       assert.fail("the send settled before the test could interrupt it");
@@ -136,12 +141,14 @@ async function scenario(c) {
   await assert.rejects(c.policy_set_mode({ mode: "read-only" }), ModeFenced);
   // Aborting a call cancels the send on the server: the command gets SIGINT.
   const abort = new AbortController();
-  const pending = c.terminal_send({ sessionId: a, input: "sleep 100\n" }, { signal: abort.signal });
+  const pending = c.terminal_send({ sessionId: a, input: HELD, ...HOLD }, { signal: abort.signal });
   await untilBusy(c, a, pending);
   abort.abort(new Error("stopped by the test"));
   await assert.rejects(pending, /stopped by the test/);
   while ((await c.terminal_status({ sessionId: a })).busy) await pause(20);
-  assert.equal((await c.terminal_send({ sessionId: a, input: "echo last=$?\n" })).viewport, "last=130");
+  // The dropped answer is still the send's result: the SIGINT ended `sleep` (exit code 130).
+  const cancelled = await c.terminal_output({ sessionId: a });
+  assert.deepEqual([cancelled.done, cancelled.result?.exitCode], [true, 130], JSON.stringify(cancelled));
   for (const s of [a, b]) assert.equal((await c.terminal_close({ sessionId: s })).sessionStatus.kind, "exited");
   await assert.rejects(c.terminal_status({ sessionId: a }), NotFound);
   assert.deepEqual((await c.terminal_list()).sessions, []);
@@ -189,7 +196,7 @@ test("clear errors for a missing socket or binary, and for a server that dies", 
   await assert.rejects(PtyboxClient.spawn({ ptybox: join(SCRATCH, "no-such-ptybox") }), (e) => e instanceof ConnectionClosed && /spawn\(\{ptybox/.test(e.message));
   const c = await PtyboxClient.spawn({ ptybox: BINARY, workspace: workspace() });
   const s = (await c.terminal_open()).sessionId;
-  const pending = c.terminal_send({ sessionId: s, input: "sleep 100\n" });
+  const pending = c.terminal_send({ sessionId: s, input: HELD, ...HOLD });
   await untilBusy(c, s, pending);
   c["process"].kill("SIGKILL"); // the server dies with the send in flight
   await assert.rejects(pending, ConnectionClosed);
