@@ -10,12 +10,17 @@ include(GNUInstallDirs)
 
 # Docs and the man page go with every install; the example policy only into the package (a
 # `cmake --install` to /usr/local must not write /etc). The docs keep the repository's layout
-# (README.md, docs/, examples/, and the images/ files the docs name), so every relative link of
+# (README.md, docs/, examples/, clients/, and the images/ files the docs name), so every relative link of
 # the installed README and docs resolves (tests/docs/check_installed_docs.sh checks it).
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT ptybox)
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT ptybox
         FILES_MATCHING PATTERN "*.md" PATTERN "*.json")
 install(DIRECTORY examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT ptybox)
+# The typed clients' sources (docs/clients.md links their READMEs; examples/ uses them), without
+# what building or installing them leaves in a clone.
+install(DIRECTORY clients/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/clients COMPONENT ptybox
+        PATTERN dist EXCLUDE PATTERN node_modules EXCLUDE PATTERN build EXCLUDE
+        PATTERN *.egg-info EXCLUDE PATTERN __pycache__ EXCLUDE)
 install(FILES images/Dockerfile images/policy.yaml images/runtime-packages.txt
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/images COMPONENT ptybox)
 set(_ptybox_man ${CMAKE_CURRENT_BINARY_DIR}/ptybox.1.gz)

@@ -1,27 +1,15 @@
-// A minimal ptybox client (Node.js >= 18, no npm packages): opens a sandboxed terminal in the
-// current directory, runs `echo hi`, reads the terminal's history and closes it.
+// A ptybox client with the typed TypeScript package (clients/typescript, docs/clients.md):
+// opens a sandboxed terminal in the current directory, runs `echo hi`, reads the terminal's
+// history and closes it.
+//     tsc -p clients/typescript && npm install ./clients/typescript
 //     node examples/client.mjs [PATH_TO_PTYBOX]      (default: ptybox on PATH)
-import { spawn } from "node:child_process";
-import { createInterface } from "node:readline";
+import { PtyboxClient } from "ptybox";
 
-const server = spawn(process.argv[2] ?? "ptybox", ["serve", "--stdio"],
-                     { stdio: ["pipe", "pipe", "inherit"] });
-const lines = createInterface({ input: server.stdout })[Symbol.asyncIterator]();
-let nextId = 0;
-
-// Sends one JSON-RPC request (one line) and returns its result (one line back).
-async function call(method, params) {
-  server.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: ++nextId, method, params }) + "\n");
-  const answer = JSON.parse((await lines.next()).value);
-  if (answer.error) throw new Error(`${method}: ${answer.error.message}`);
-  return answer.result;
-}
-
-const { sessionId } = await call("terminal_open", { name: "example" });
-const sent = await call("terminal_send", { sessionId, input: "echo hi\n" });
+const c = await PtyboxClient.spawn({ ptybox: process.argv[2] ?? "ptybox" }); // serve --stdio
+const { sessionId } = await c.terminal_open({ name: "example" });
+const sent = await c.terminal_send({ sessionId, input: "echo hi\n" });
 console.log(`viewport=${JSON.stringify(sent.viewport)} waitReason=${sent.waitReason} exitCode=${sent.exitCode}`);
-console.log("history:", (await call("terminal_read", { sessionId })).text.replaceAll("\n", " | "));
-console.log("closed:", JSON.stringify((await call("terminal_close", { sessionId })).sessionStatus));
-server.stdin.end(); // end of input: the server closes what is left and exits 0
-const code = await new Promise((resolve) => server.on("exit", resolve));
-process.exit(code || (sent.viewport === "hi" && sent.exitCode === 0 ? 0 : 1));
+console.log("history:", (await c.terminal_read({ sessionId })).text.replaceAll("\n", " | "));
+console.log("closed:", JSON.stringify((await c.terminal_close({ sessionId })).sessionStatus));
+const status = await c.close(); // end of input: the server closed what was left and exited 0
+process.exit(status || (sent.viewport === "hi" && sent.exitCode === 0 ? 0 : 1));

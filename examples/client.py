@@ -1,29 +1,23 @@
 #!/usr/bin/env python3
-"""A minimal ptybox client (Python 3 standard library only): opens a sandboxed terminal in the
-current directory, runs `echo hi`, reads the terminal's history and closes it.
+"""A ptybox client with the typed Python package (clients/python, docs/clients.md): opens a
+sandboxed terminal in the current directory, runs `echo hi`, reads the terminal's history and
+closes it.
+    pip install ./clients/python                     (from a clone it also runs without)
     python3 examples/client.py [PATH_TO_PTYBOX]      (default: ptybox on PATH)"""
-import json, subprocess, sys
+import sys
+from pathlib import Path
 
-server = subprocess.Popen([sys.argv[1] if len(sys.argv) > 1 else "ptybox", "serve", "--stdio"],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-next_id = 0
+try:
+    from ptybox import Client
+except ImportError:  # not installed: the clone's copy (standard library only)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "clients" / "python"))
+    from ptybox import Client
 
-def call(method, **params):
-    """Sends one JSON-RPC request (one line) and returns its result (one line back)."""
-    global next_id
-    next_id += 1
-    server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": next_id, "method": method,
-                                   "params": params}) + "\n")
-    server.stdin.flush()
-    answer = json.loads(server.stdout.readline())
-    if "error" in answer:
-        sys.exit(f"{method}: {answer['error']['message']}")
-    return answer["result"]
-
-session = call("terminal_open", name="example")["sessionId"]
-sent = call("terminal_send", sessionId=session, input="echo hi\n")
-print(f"viewport={sent['viewport']!r} waitReason={sent['waitReason']} exitCode={sent['exitCode']}")
-print("history:", call("terminal_read", sessionId=session)["text"].replace("\n", " | "))
-print("closed:", call("terminal_close", sessionId=session)["sessionStatus"])
-server.stdin.close()  # end of input: the server closes what is left and exits 0
-sys.exit(server.wait() or (0 if sent["viewport"] == "hi" and sent["exitCode"] == 0 else 1))
+with Client.spawn(sys.argv[1] if len(sys.argv) > 1 else "ptybox") as c:  # ptybox serve --stdio
+    session = c.terminal_open(name="example").session_id
+    sent = c.terminal_send(session, "echo hi\n")
+    print(f"viewport={sent.viewport!r} waitReason={sent.wait_reason} exitCode={sent.exit_code}")
+    print("history:", c.terminal_read(session).text.replace("\n", " | "))
+    print("closed:", c.terminal_close(session).session_status)
+status = c.close()  # end of input: the server closed what was left and exited 0
+sys.exit(status or (0 if sent.viewport == "hi" and sent.exit_code == 0 else 1))

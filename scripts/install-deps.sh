@@ -9,6 +9,9 @@ packages=(
   libseccomp-dev libcap-dev libyaml-cpp-dev nlohmann-json3-dev libasio-dev libcli11-dev
   libvterm-dev libre2-dev googletest libgtest-dev libgmock-dev libbenchmark-dev
   python3 procps util-linux
+  # The Python client's test installs clients/python into a venv with pip, offline
+  # (tests/clients: python3-pip brings setuptools and wheel).
+  python3-venv python3-pip
   # Full-screen programs the output tests drive through the screen view.
   vim-tiny less
   # Interactive programs the readiness tests drive (tests/readiness/programs_test.cc): an
@@ -23,9 +26,10 @@ packages=(
   asciinema
 )
 # The test suite also runs the official MCP TypeScript SDK client (Node.js >= 18; Debian 12
-# has 18); scripts/test.sh asks for it, the demo does not need it.
+# has 18) and compiles the TypeScript client with Debian's tsc (node-typescript: no registry);
+# scripts/test.sh asks for it, the demo does not need it.
 if [[ "${PTYBOX_WITH_NODE:-0}" == "1" ]]; then
-  packages+=(nodejs npm)
+  packages+=(nodejs npm node-typescript)
 fi
 # CI also fuzzes (scripts/fuzz.sh: clang-16 and its libFuzzer runtime), builds with ccache and
 # checks the layout of every C++ file (scripts/check-format.sh: clang-format).

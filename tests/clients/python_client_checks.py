@@ -1,0 +1,280 @@
+"""The Python client (clients/python), installed in a venv, against the real ptybox binary:
+over `serve --stdio` and `serve --socket`, sync and asyncio. Run by run_python_client_test.py,
+which installs the package and passes, in the environment:
+  PTYBOX_BINARY    the ptybox binary under test
+  PTYBOX_CONTRACT  {"methods": [...], "errorKinds": [...]} (tests/clients/contract.py)
+  PTYBOX_SCRATCH   a scratch directory for workspaces and sockets"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+import ptybox
+from ptybox import AsyncClient, Client
+
+BINARY = os.environ["PTYBOX_BINARY"]
+CONTRACT = json.loads(os.environ["PTYBOX_CONTRACT"])
+SCRATCH = Path(os.environ["PTYBOX_SCRATCH"])
+UNKNOWN_SESSION = "pty-" + "0" * 32
+# A send that only a cancel or the end of the server settles: no silence or deadline of a busy
+# machine can settle it first. It prints `started` once the shell runs it.
+HOLD = {"silence_ms": 3_600_000, "timeout_ms": 3_600_000}
+HELD = "sh -c 'echo started; exec sleep 100'\n"  # the job, not bash, prints it
+
+
+def workspace() -> str:
+    return tempfile.mkdtemp(prefix="ws-", dir=SCRATCH)
+
+
+class Daemon:
+    """`ptybox serve --socket` in a scratch directory (outside the workspace, as it requires)."""
+
+    def __init__(self, policy: str | None = None):
+        self.dir = Path(tempfile.mkdtemp(prefix="daemon-", dir=SCRATCH))
+        self.socket = str(self.dir / "ptybox.sock")
+        command = [BINARY, "serve", "--socket", self.socket, "--workspace", workspace()]
+        if policy is not None:
+            (self.dir / "policy.yaml").write_text(policy)
+            command += ["--policy", str(self.dir / "policy.yaml")]
+        self.process = subprocess.Popen(command)
+        # Wait until it accepts (no deadline asserted: only how long to keep trying).
+        for _ in range(6000):  # 5 minutes
+            if self.process.poll() is not None:
+                raise AssertionError(f"ptybox serve --socket exited {self.process.returncode}")
+            probe = socket.socket(socket.AF_UNIX)
+            try:
+                probe.connect(self.socket)
+                return
+            except OSError:
+                time.sleep(0.05)
+            finally:
+                probe.close()
+        raise AssertionError("ptybox serve --socket never accepted a connection")
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait()
+
+
+class ContractTest(unittest.TestCase):
+    def test_the_package_under_test_is_the_installed_one(self):
+        self.assertTrue(ptybox.__file__.startswith(sys.prefix), (ptybox.__file__, sys.prefix))
+        self.assertIn("site-packages", ptybox.__file__)
+
+    def test_every_contract_method_is_a_method_of_both_clients(self):
+        missing = [m for m in CONTRACT["methods"] if m not in ptybox.METHODS]
+        self.assertEqual(missing, [], "methods of the contract the Python client lacks: add them "
+                         "to clients/python/ptybox (_methods.py, client.py, aio.py)")
+        stale = [m for m in ptybox.METHODS if m not in CONTRACT["methods"]]
+        self.assertEqual(stale, [], "methods the Python client has that the contract does not")
+        for method in ptybox.METHODS:
+            self.assertTrue(callable(getattr(Client, method, None)), f"Client.{method}")
+            self.assertTrue(asyncio.iscoroutinefunction(getattr(AsyncClient, method, None)),
+                            f"AsyncClient.{method}")
+
+    def test_every_error_kind_has_its_class(self):
+        missing = [k for k in CONTRACT["errorKinds"] if k not in ptybox.ERROR_CLASSES]
+        self.assertEqual(missing, [], "error kinds of the contract without an exception class")
+        for kind, cls in ptybox.ERROR_CLASSES.items():
+            error = ptybox.errors.error_from_response("m", {"code": -32000, "message": "x",
+                                                            "data": {"kind": kind}})
+            self.assertIs(type(error), cls)
+            self.assertEqual(error.kind, kind)
+        unknown = ptybox.errors.error_from_response("m", {"code": -32000, "message": "x",
+                                                          "data": {"kind": "new_kind"}})
+        self.assertIs(type(unknown), ptybox.ApplicationError)
+
+    def test_the_daemon_knows_every_method_of_the_client(self):
+        # A parameter no method has: every method refuses it (-32602) before acting; only a
+        # method the daemon lacks answers -32601.
+        with Client.spawn(BINARY, workspace=workspace()) as c:
+            for method in ptybox.METHODS:
+                with self.assertRaises(ptybox.InvalidParams, msg=method) as caught:
+                    c.call(method, {"notAParameterOfAnyMethod": 1})
+                self.assertEqual(caught.exception.code, -32602)
+
+
+def scenario(test: unittest.TestCase, c: Client) -> None:
+    """open, send (exit code and waitReason), read, list, errors, close: one client's round."""
+    opened = c.terminal_open(name="scenario", cols=100, rows=30)
+    test.assertIsInstance(opened, ptybox.OpenResult)
+    test.assertTrue(opened.session_id.startswith("pty-"))
+    test.assertEqual(opened.name, "scenario")
+    sent = c.terminal_send(opened.session_id, "echo hi\n")
+    test.assertIsInstance(sent, ptybox.SendResult)
+    test.assertEqual((sent.viewport, sent.wait_reason, sent.exit_code), ("hi", "stdin_read", 0))
+    test.assertTrue(sent.session_status.running)
+    test.assertIsNone(sent.foreground)
+    failed = c.terminal_send(opened.session_id, keys=["false", "Enter"])
+    test.assertEqual((failed.wait_reason, failed.exit_code), ("stdin_read", 1))
+    read = c.terminal_read(opened.session_id)
+    test.assertIn("hi", read.text.splitlines())
+    test.assertTrue(read.end)
+    listed = c.terminal_list().sessions
+    test.assertEqual([(s.session_id, s.name, s.busy) for s in listed],
+                     [(opened.session_id, "scenario", False)])
+    test.assertEqual(c.terminal_resize(opened.session_id, 90, 20), ptybox.ResizeResult(90, 20))
+    test.assertEqual(c.policy_resolve().mode, "workspace-write")
+    with test.assertRaises(ptybox.NotFound) as caught:
+        c.terminal_send(UNKNOWN_SESSION, "echo x\n")
+    test.assertEqual((caught.exception.kind, caught.exception.context, caught.exception.code),
+                     ("not_found", "sessionId", -32000))
+    test.assertIsInstance(caught.exception, ptybox.ApplicationError)
+    with test.assertRaises(ptybox.InvalidParams) as caught:
+        c.terminal_open(cols=1)
+    test.assertEqual(caught.exception.context, "cols")
+    with test.assertRaises(ptybox.InvalidParams):
+        c.terminal_send(opened.session_id)  # neither input nor keys
+    with test.assertRaises(ptybox.ModeFenced):
+        c.policy_set_mode("read-only")
+    closed = c.terminal_close(opened.session_id)
+    test.assertEqual(closed.session_status.kind, "exited")
+    with test.assertRaises(ptybox.NotFound):
+        c.terminal_status(opened.session_id)
+    test.assertEqual(c.terminal_list().sessions, [])
+
+
+class SyncClientTest(unittest.TestCase):
+    def test_over_stdio(self):
+        with Client.spawn(BINARY, workspace=workspace()) as c:
+            scenario(self, c)
+        self.assertEqual(c.close(), 0)  # end of input: the server closed everything, exit 0
+
+    def test_over_socket(self):
+        daemon = Daemon()
+        try:
+            with Client.connect(daemon.socket) as c:
+                scenario(self, c)
+        finally:
+            daemon.stop()
+
+    def test_a_missing_socket_is_a_clear_error(self):
+        with self.assertRaises(ptybox.ConnectionClosed) as caught:
+            Client.connect(SCRATCH / "no-such.sock")
+        self.assertIn("serve --socket", str(caught.exception))
+
+    def test_a_missing_binary_is_a_clear_error(self):
+        with self.assertRaises(ptybox.ConnectionClosed) as caught:
+            Client.spawn(SCRATCH / "no-such-ptybox")
+        self.assertIn("spawn(ptybox=...)", str(caught.exception))
+
+    def test_background_send_and_output(self):
+        with Client.spawn(BINARY, workspace=workspace()) as c:
+            s = c.terminal_open().session_id
+            started = c.terminal_send(s, "echo one; echo two\n", background=True)
+            self.assertIsInstance(started, ptybox.OperationStarted)
+            output = ""
+            while True:
+                collected = c.terminal_output(s)
+                output += collected.output
+                if collected.done:
+                    break
+                time.sleep(0.05)
+            self.assertEqual(output.split(), ["one", "two"])
+            self.assertIsInstance(collected.result, ptybox.SendResult)
+            self.assertEqual(collected.result.exit_code, 0)
+
+    def test_owner_token_attaches_a_new_connection_to_the_detached_owner(self):
+        daemon = Daemon(policy="version: 1\nlimits:\n  detachGraceMs: 600000\n")
+        try:
+            first = Client.connect(daemon.socket)
+            s = first.terminal_open(name="kept").session_id
+            first.terminal_send(s, "cd / && export KEPT=yes\n")
+            info = first.owner_info()
+            self.assertEqual(info.detach_grace_ms, 600000)
+            self.assertNotIn(info.owner_token, repr(info))  # a secret stays out of logs
+            first.close()
+            with Client.connect(daemon.socket, owner_token=info.owner_token) as second:
+                self.assertIsNotNone(second.attached)
+                self.assertEqual([x.session_id for x in second.attached.sessions], [s])
+                self.assertEqual(second.terminal_send(s, "echo $KEPT $PWD\n").viewport, "yes /")
+                second.terminal_close(s)
+            with self.assertRaises(ptybox.NotFound):
+                Client.connect(daemon.socket, owner_token="owner-" + "0" * 64)
+        finally:
+            daemon.stop()
+
+
+async def until_busy(c: AsyncClient, session_id: str, send: asyncio.Future) -> None:
+    """Waits until `send` holds the session; fails with the send's own outcome if it settled
+    first (a `busy` answer, say), instead of waiting forever."""
+    # Until the shell runs the command (a signal before it read the line would not reach it).
+    while "started" not in (await c.terminal_read(session_id)).text.splitlines():
+        if send.done():
+            send.result()  # raises its error, if it failed
+            raise AssertionError("the send settled before the test could interrupt it")
+        await asyncio.sleep(0.02)
+
+
+class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
+    async def round(self, c: AsyncClient) -> None:
+        a = (await c.terminal_open(name="a")).session_id
+        b = (await c.terminal_open(name="b")).session_id
+        # Two sends in flight on one connection, the first the slower: each answer reaches
+        # its own call whatever the order they arrive in.
+        sent_a, sent_b, status = await asyncio.gather(
+            c.terminal_send(a, "sleep 0.5; echo from-a\n"), c.terminal_send(b, "echo from-b\n"),
+            c.terminal_status(b))
+        self.assertEqual((sent_a.viewport, sent_a.exit_code), ("from-a", 0))
+        self.assertEqual((sent_b.viewport, sent_b.wait_reason), ("from-b", "stdin_read"))
+        self.assertEqual(status.name, "b")
+        read = await c.terminal_read(a)
+        self.assertIn("from-a", read.text)
+        self.assertEqual(sorted(s.name for s in (await c.terminal_list()).sessions), ["a", "b"])
+        with self.assertRaises(ptybox.NotFound) as caught:
+            await c.terminal_close(UNKNOWN_SESSION)
+        self.assertEqual(caught.exception.kind, "not_found")
+        # Cancelling the awaiting task cancels the send on the server: the command gets SIGINT.
+        task = asyncio.ensure_future(c.terminal_send(a, HELD, **HOLD))
+        await until_busy(c, a, task)
+        task.cancel()
+        with self.assertRaises(asyncio.CancelledError):
+            await task
+        while (await c.terminal_status(a)).busy:
+            await asyncio.sleep(0.02)
+        # The dropped answer is still the send's result: the SIGINT ended `sleep` (exit 130).
+        cancelled = await c.terminal_output(a)
+        self.assertTrue(cancelled.done, cancelled)
+        self.assertEqual(cancelled.result.exit_code if cancelled.result else None, 130, cancelled)
+        for s in (a, b):
+            self.assertEqual((await c.terminal_close(s)).session_status.kind, "exited")
+
+    async def test_over_stdio(self):
+        c = await AsyncClient.spawn(BINARY, workspace=workspace())
+        async with c:
+            await self.round(c)
+        self.assertEqual(await c.close(), 0)
+
+    async def test_over_socket(self):
+        daemon = await asyncio.to_thread(Daemon)
+        try:
+            async with await AsyncClient.connect(daemon.socket) as c:
+                await self.round(c)
+        finally:
+            await asyncio.to_thread(daemon.stop)
+
+    async def test_requests_in_flight_fail_when_the_server_exits(self):
+        c = await AsyncClient.spawn(BINARY, workspace=workspace())
+        s = (await c.terminal_open()).session_id
+        pending = asyncio.ensure_future(c.terminal_send(s, HELD, **HOLD))
+        await until_busy(c, s, pending)
+        c._process.kill()  # the server dies with the send in flight
+        with self.assertRaises(ptybox.ConnectionClosed):
+            await pending
+        with self.assertRaises(ptybox.ConnectionClosed):
+            await c.terminal_list()
+        await c.close()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
