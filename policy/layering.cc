@@ -302,10 +302,13 @@ class Layers final {
     if (!names) {
       if (lists.allow && !lists.allow->empty()) {
         const NetworkRule& first = lists.allow->front();
+        const std::string denier =
+            source == kCommandLineSource && cli_ != nullptr && cli_->network_allowed
+                ? "the command line denies network (" + cli_->network_allowed->where + ")"
+                : "the operator denies network (" + Describe(source) + ")";
         errors_.push_back(Denied(
             first.where, "network.allow",
-            "`" + ToString(first.pattern) + "` is not permitted: the operator denies network (" +
-                Describe(source) + "); " + layer.who +
+            "`" + ToString(first.pattern) + "` is not permitted: " + denier + "; " + layer.who +
                 " may deny network but never allow a name. " + layer.fix(ToString(first.pattern))));
       }
       return;

@@ -384,6 +384,21 @@ TEST_F(CommandLineLayeringTest, AllowHostNarrowsWithinWhatTheOperatorAllows) {
   EXPECT_NE(outside.find("Drop --allow-host registry.npmjs.org"), std::string::npos) << outside;
 }
 
+// Under --network deny a repository's list of names is refused naming the flag, not an
+// operator that said nothing.
+TEST_F(CommandLineLayeringTest, ARepositorysNamesUnderNetworkDenyNameTheCommandLine) {
+  auto pattern = ParseHostPattern("registry.npmjs.org");
+  ASSERT_TRUE(pattern.has_value());
+  PolicyFile::NetworkLists lists;
+  lists.allow = std::vector<NetworkRule>{NetworkRule{*pattern, "/w/.ptybox.yaml:2:18"}};
+  repo_.network_names = Located<PolicyFile::NetworkLists>{lists, "/w/.ptybox.yaml:2:10"};
+  EXPECT_EQ(FirstDenial({{"--network", "deny"}}, /*with_operator=*/false, /*with_repository=*/true),
+            "/w/.ptybox.yaml:2:18: network.allow: `registry.npmjs.org` is not permitted: the "
+            "command line denies network (command line --network deny); a repository policy may "
+            "deny network but never allow a name. Remove it from /w/.ptybox.yaml, or ask the "
+            "operator to allow it");
+}
+
 TEST_F(CommandLineLayeringTest, TheRepositoryMayNarrowTheCommandLineButNotWidenIt) {
   op_.network_allowed = At(true, "/etc/op.yaml:2:10");
   repo_.network_allowed = At(true, "/w/.ptybox.yaml:2:10");
