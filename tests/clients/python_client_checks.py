@@ -94,6 +94,25 @@ class ContractTest(unittest.TestCase):
                                                           "data": {"kind": "new_kind"}})
         self.assertIs(type(unknown), ptybox.ApplicationError)
 
+    def test_watch_notifications_decode_or_fail_clearly(self):
+        wire = ptybox._wire
+        self.assertEqual(wire.notification({"jsonrpc": "2.0", "method": "terminal_watch_output",
+                                            "params": {"watchId": 3, "data": "bHMNCg=="}}),
+                         ptybox.WatchOutput(3, b"ls\r\n"))
+        self.assertEqual(wire.notification({"jsonrpc": "2.0", "method": "terminal_watch_ended",
+                                            "params": {"watchId": 3, "reason": "slow", "message": "m"}}),
+                         ptybox.WatchEnded(3, "slow", "m"))
+        # A notification a newer server adds is dropped; an answer is not a notification.
+        self.assertIsNone(wire.notification({"jsonrpc": "2.0", "method": "new_thing", "params": {}}))
+        self.assertIsNone(wire.notification({"jsonrpc": "2.0", "id": 1, "result": {}}))
+        for params in ({"watchId": 3, "data": "not base64!"}, {"watchId": "3", "data": ""}, None):
+            with self.assertRaises(ptybox.ProtocolError) as caught:
+                wire.notification({"jsonrpc": "2.0", "method": "terminal_watch_output", "params": params})
+            self.assertIn("terminal_watch_output", str(caught.exception))
+        # terminal_type sends text as the base64 of its UTF-8, bytes as they are.
+        self.assertEqual(ptybox._methods.terminal_type(1, "é\r").params, {"watchId": 1, "data": "w6kN"})
+        self.assertEqual(ptybox._methods.terminal_type(1, b"\x03").params, {"watchId": 1, "data": "Aw=="})
+
     def test_the_daemon_knows_every_method_of_the_client(self):
         # A parameter no method has: every method refuses it (-32602) before acting; only a
         # method the daemon lacks answers -32601.
