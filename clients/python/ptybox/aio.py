@@ -95,6 +95,7 @@ class AsyncClient:
                 await self._reading
             except asyncio.CancelledError:
                 pass
+            self._events.put_nowait(None)  # a cancelled reader did not: end watch_events()
         return self._process.returncode if self._process else None
 
     async def __aenter__(self) -> AsyncClient:

@@ -153,7 +153,8 @@ class Client:
     def next_watch_event(self) -> t.WatchEvent:
         """The next event of this connection's watches (terminal_watch), in the order the server
         sent them: a WatchOutput (bytes the session printed) or a WatchEnded. Blocks until one
-        arrives; raises ConnectionClosed when the connection ends first."""
+        arrives (holding the client: other threads' calls wait); raises ConnectionClosed when
+        the connection ends first."""
         with self._lock:
             if self._closed:
                 raise ConnectionClosed("next_watch_event: this client is closed")
