@@ -94,6 +94,25 @@ class ContractTest(unittest.TestCase):
                                                           "data": {"kind": "new_kind"}})
         self.assertIs(type(unknown), ptybox.ApplicationError)
 
+    def test_watch_notifications_decode_or_fail_clearly(self):
+        wire = ptybox._wire
+        self.assertEqual(wire.notification({"jsonrpc": "2.0", "method": "terminal_watch_output",
+                                            "params": {"watchId": 3, "data": "bHMNCg=="}}),
+                         ptybox.WatchOutput(3, b"ls\r\n"))
+        self.assertEqual(wire.notification({"jsonrpc": "2.0", "method": "terminal_watch_ended",
+                                            "params": {"watchId": 3, "reason": "slow", "message": "m"}}),
+                         ptybox.WatchEnded(3, "slow", "m"))
+        # A notification a newer server adds is dropped; an answer is not a notification.
+        self.assertIsNone(wire.notification({"jsonrpc": "2.0", "method": "new_thing", "params": {}}))
+        self.assertIsNone(wire.notification({"jsonrpc": "2.0", "id": 1, "result": {}}))
+        for params in ({"watchId": 3, "data": "not base64!"}, {"watchId": "3", "data": ""}, None):
+            with self.assertRaises(ptybox.ProtocolError) as caught:
+                wire.notification({"jsonrpc": "2.0", "method": "terminal_watch_output", "params": params})
+            self.assertIn("terminal_watch_output", str(caught.exception))
+        # terminal_type sends text as the base64 of its UTF-8, bytes as they are.
+        self.assertEqual(ptybox._methods.terminal_type(1, "é\r").params, {"watchId": 1, "data": "w6kN"})
+        self.assertEqual(ptybox._methods.terminal_type(1, b"\x03").params, {"watchId": 1, "data": "Aw=="})
+
     def test_the_daemon_knows_every_method_of_the_client(self):
         # A parameter no method has: every method refuses it (-32602) before acting; only a
         # method the daemon lacks answers -32601.
@@ -205,6 +224,68 @@ class SyncClientTest(unittest.TestCase):
             daemon.stop()
 
 
+def watched_until(c: Client, watch_id: int, text: str, seen: bytearray) -> None:
+    """Reads c's watch events into `seen` until its output holds `text` (the test's ctest
+    timeout ends it otherwise: no deadline of a busy machine is asserted)."""
+    while text.encode() not in seen:
+        event = c.next_watch_event()
+        if isinstance(event, ptybox.WatchEnded):
+            raise AssertionError(f"the watch ended before {text!r} arrived: {event}")
+        if event.watch_id == watch_id:
+            seen += event.data
+
+
+class WatchTest(unittest.TestCase):
+    def test_watch_takeover_type_release_over_stdio(self):
+        with Client.spawn(BINARY, workspace=workspace()) as c:
+            s = c.terminal_open(name="watched", cols=80, rows=24).session_id
+            w = c.terminal_watch(s)  # its own session: no token needed
+            self.assertIsInstance(w, ptybox.WatchResult)
+            self.assertEqual((w.session_id, w.name, w.cols, w.rows, w.busy), (s, "watched", 80, 24, False))
+            self.assertEqual(len(w.lines), 24)
+            self.assertIsInstance(w.cursor, ptybox.Cursor)
+            self.assertFalse(w.alternate_screen)
+            # The agent's send reaches the watcher as raw bytes, after the snapshot.
+            self.assertEqual(c.terminal_send(s, "echo watched-$((6*7))\n").viewport, "watched-42")
+            seen = bytearray()
+            watched_until(c, w.watch_id, "watched-42", seen)
+            # Keys without holding the session are refused.
+            with self.assertRaises(ptybox.Busy):
+                c.terminal_type(w.watch_id, "echo no\n")
+            self.assertEqual(c.terminal_takeover(w.watch_id), ptybox.TakeoverResult(held=True))
+            with self.assertRaises(ptybox.Busy) as caught:
+                c.terminal_send(s, "echo agent\n")
+            self.assertEqual(caught.exception.kind, "busy")
+            self.assertTrue(c.terminal_status(s).busy)
+            self.assertEqual(c.terminal_type(w.watch_id, b"echo typed-$((2*3))\r"),
+                             ptybox.TypeResult(typed=True))
+            watched_until(c, w.watch_id, "typed-6", seen)
+            self.assertEqual(c.terminal_release(w.watch_id), ptybox.ReleaseResult(released=True))
+            self.assertEqual(c.terminal_send(s, "echo back\n").viewport, "back")
+            self.assertEqual(c.terminal_unwatch(w.watch_id), ptybox.UnwatchResult(unwatched=True))
+            with self.assertRaises(ptybox.NotFound):
+                c.terminal_unwatch(w.watch_id)
+            # A watch that the session's close ends says so.
+            w2 = c.terminal_watch(s)
+            self.assertNotEqual(w2.watch_id, w.watch_id)
+            c.terminal_close(s)
+            while True:
+                event = c.next_watch_event()
+                if isinstance(event, ptybox.WatchEnded):
+                    break
+            self.assertEqual((event.watch_id, event.reason), (w2.watch_id, "closed"))
+
+    def test_owner_sessions_names_only_the_token_holders_sessions(self):
+        with Client.spawn(BINARY, workspace=workspace()) as c:
+            s = c.terminal_open(name="mine").session_id
+            token = c.owner_info().owner_token
+            listed = c.owner_sessions(token)
+            self.assertIsInstance(listed, ptybox.ListResult)
+            self.assertEqual([(x.session_id, x.name) for x in listed.sessions], [(s, "mine")])
+            with self.assertRaises(ptybox.NotFound):
+                c.owner_sessions("owner-" + "0" * 64)
+
+
 async def until_busy(c: AsyncClient, session_id: str, send: asyncio.Future) -> None:
     """Waits until `send` holds the session; fails with the send's own outcome if it settled
     first (a `busy` answer, say), instead of waiting forever."""
@@ -260,6 +341,45 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
         try:
             async with await AsyncClient.connect(daemon.socket) as c:
                 await self.round(c)
+        finally:
+            await asyncio.to_thread(daemon.stop)
+
+    async def test_another_connection_watches_with_the_owner_token(self):
+        daemon = await asyncio.to_thread(Daemon)
+        try:
+            async with await AsyncClient.connect(daemon.socket) as agent, \
+                    await AsyncClient.connect(daemon.socket) as person:
+                s = (await agent.terminal_open(name="shared")).session_id
+                token = (await agent.owner_info()).owner_token
+                with self.assertRaises(ptybox.NotFound):  # not its owner, no token
+                    await person.terminal_watch(s)
+                self.assertEqual([x.session_id for x in (await person.owner_sessions(token)).sessions], [s])
+                w = await person.terminal_watch(s, owner_token=token)
+                self.assertEqual(w.session_id, s)
+                sent = await agent.terminal_send(s, "echo seen-$((5*5))\n")
+                self.assertEqual(sent.viewport, "seen-25")
+                seen = bytearray()
+                async for event in person.watch_events():
+                    self.assertIsInstance(event, ptybox.WatchOutput)
+                    self.assertEqual(event.watch_id, w.watch_id)
+                    seen += event.data
+                    if b"seen-25" in seen:
+                        break
+                await person.terminal_takeover(w.watch_id)
+                with self.assertRaises(ptybox.Busy):
+                    await agent.terminal_send(s, "echo agent\n")
+                await person.terminal_type(w.watch_id, "echo typed-$((3*3))\r")
+                async for event in person.watch_events():
+                    seen += event.data
+                    if b"typed-9" in seen:
+                        break
+                await person.terminal_release(w.watch_id)
+                self.assertEqual((await agent.terminal_send(s, "echo back\n")).viewport, "back")
+                await agent.terminal_close(s)
+                ended = await person.next_watch_event()
+                while not isinstance(ended, ptybox.WatchEnded):
+                    ended = await person.next_watch_event()
+                self.assertEqual((ended.watch_id, ended.reason), (w.watch_id, "closed"))
         finally:
             await asyncio.to_thread(daemon.stop)
 

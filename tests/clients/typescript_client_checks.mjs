@@ -202,3 +202,88 @@ test("clear errors for a missing socket or binary, and for a server that dies", 
   await assert.rejects(pending, ConnectionClosed);
   await assert.rejects(c.terminal_list(), ConnectionClosed);
 });
+
+// Reads c's watch events until the output of watchId holds `text` (the LIMIT ends it otherwise:
+// no deadline of a busy machine is asserted); `seen` collects the bytes as text.
+async function watchedUntil(c, watchId, text, seen) {
+  const decoder = new TextDecoder();
+  for await (const event of c.watchEvents()) {
+    assert.equal(event.type, "output", `the watch ended before ${text} arrived: ${JSON.stringify(event)}`);
+    assert.ok(event.data instanceof Uint8Array);
+    if (event.watchId === watchId) seen.text += decoder.decode(event.data, { stream: true });
+    if (seen.text.includes(text)) return;
+  }
+  assert.fail(`the connection ended before ${text} arrived`);
+}
+
+test("watch a session: a send's output, takeover, type, release, close", LIMIT, async () => {
+  const c = await PtyboxClient.spawn({ ptybox: BINARY, workspace: workspace() });
+  const s = (await c.terminal_open({ name: "watched", cols: 80, rows: 24 })).sessionId;
+  const w = await c.terminal_watch({ sessionId: s }); // its own session: no token needed
+  assert.deepEqual([w.sessionId, w.name, w.cols, w.rows, w.busy, w.alternateScreen], [s, "watched", 80, 24, false, false]);
+  assert.equal(w.lines.length, 24);
+  assert.equal(typeof w.cursor.row, "number");
+  assert.equal((await c.terminal_send({ sessionId: s, input: "echo watched-$((6*7))\n" })).viewport, "watched-42");
+  const seen = { text: "" };
+  await watchedUntil(c, w.watchId, "watched-42", seen);
+  await assert.rejects(c.terminal_type({ watchId: w.watchId, data: "echo no\n" }), ptybox.Busy); // not held
+  assert.deepEqual(await c.terminal_takeover({ watchId: w.watchId }), { held: true });
+  await assert.rejects(c.terminal_send({ sessionId: s, input: "echo agent\n" }), (e) => e instanceof ptybox.Busy && e.kind === "busy");
+  assert.equal((await c.terminal_status({ sessionId: s })).busy, true);
+  assert.deepEqual(await c.terminal_type({ watchId: w.watchId, data: "echo typed-$((2*3))\r" }), { typed: true });
+  await watchedUntil(c, w.watchId, "typed-6", seen);
+  assert.deepEqual(await c.terminal_release({ watchId: w.watchId }), { released: true });
+  assert.equal((await c.terminal_send({ sessionId: s, input: "echo back\n" })).viewport, "back");
+  assert.deepEqual(await c.terminal_unwatch({ watchId: w.watchId }), { unwatched: true });
+  await assert.rejects(c.terminal_unwatch({ watchId: w.watchId }), NotFound);
+  const w2 = await c.terminal_watch({ sessionId: s });
+  await c.terminal_close({ sessionId: s });
+  let ended;
+  do ended = await c.nextWatchEvent(); while (ended.type !== "ended");
+  assert.deepEqual([ended.watchId, ended.reason], [w2.watchId, "closed"]);
+  assert.equal(await c.close(), 0);
+});
+
+test("another connection watches with the owner token; owner_sessions lists its sessions", LIMIT, async () => {
+  const daemon = await startDaemon();
+  try {
+    const agent = await PtyboxClient.connect(daemon.socket);
+    const person = await PtyboxClient.connect(daemon.socket);
+    const s = (await agent.terminal_open({ name: "shared" })).sessionId;
+    const token = (await agent.owner_info()).ownerToken;
+    await assert.rejects(person.terminal_watch({ sessionId: s }), NotFound); // not its owner
+    await assert.rejects(person.owner_sessions({ ownerToken: "owner-" + "0".repeat(64) }), NotFound);
+    assert.deepEqual((await person.owner_sessions({ ownerToken: token })).sessions.map((x) => [x.sessionId, x.name]), [[s, "shared"]]);
+    const w = await person.terminal_watch({ sessionId: s, ownerToken: token });
+    // A listener gets the events as they arrive.
+    const decoder = new TextDecoder();
+    let text = "";
+    let ended = null;
+    let wake = () => {};
+    const stop = person.onWatchEvent((event) => {
+      assert.equal(event.watchId, w.watchId);
+      if (event.type === "output") text += decoder.decode(event.data, { stream: true });
+      else ended = event;
+      wake();
+    });
+    const until = async (done) => {
+      while (!done()) await new Promise((resolve) => (wake = resolve));
+    };
+    assert.equal((await agent.terminal_send({ sessionId: s, input: "echo seen-$((5*5))\n" })).viewport, "seen-25");
+    await until(() => text.includes("seen-25"));
+    await person.terminal_takeover({ watchId: w.watchId });
+    await assert.rejects(agent.terminal_send({ sessionId: s, input: "echo agent\n" }), ptybox.Busy);
+    await person.terminal_type({ watchId: w.watchId, data: new TextEncoder().encode("echo typed-$((3*3))\r") });
+    await until(() => text.includes("typed-9"));
+    await person.terminal_release({ watchId: w.watchId });
+    assert.equal((await agent.terminal_send({ sessionId: s, input: "echo back\n" })).viewport, "back");
+    await agent.terminal_close({ sessionId: s });
+    await until(() => ended !== null);
+    assert.deepEqual([ended.watchId, ended.reason], [w.watchId, "closed"]);
+    stop();
+    await agent.close();
+    await person.close();
+  } finally {
+    await daemon.stop();
+  }
+});

@@ -41,6 +41,7 @@ from .types import (
     AttachResult,
     CancelResult,
     CloseResult,
+    Cursor,
     Foreground,
     ListResult,
     Match,
@@ -53,12 +54,20 @@ from .types import (
     PolicyResult,
     PolicySource,
     ReadResult,
+    ReleaseResult,
     ResizeResult,
     SendResult,
     SessionInfo,
     SessionStatus,
     SignalResult,
     StatusResult,
+    TakeoverResult,
+    TypeResult,
+    UnwatchResult,
+    WatchEnded,
+    WatchEvent,
+    WatchOutput,
+    WatchResult,
 )
 
 from types import ModuleType as _ModuleType

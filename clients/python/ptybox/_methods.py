@@ -5,6 +5,7 @@ its defaults (docs/protocol.md, "Methods")."""
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -99,10 +100,44 @@ def owner_attach(owner_token: str) -> Request:
     return Request("owner_attach", _params(owner_token=owner_token), t.AttachResult)
 
 
+# Watching a session (docs/protocol.md, "Watching a session"): JSON-RPC only, no MCP tool.
+
+
+def owner_sessions(owner_token: str) -> Request:
+    return Request("owner_sessions", _params(owner_token=owner_token), t.ListResult)
+
+
+def terminal_watch(session_id: str, owner_token: str | None) -> Request:
+    return Request("terminal_watch", _params(session_id=session_id, owner_token=owner_token),
+                   t.WatchResult)
+
+
+def terminal_unwatch(watch_id: int) -> Request:
+    return Request("terminal_unwatch", _params(watch_id=watch_id), t.UnwatchResult)
+
+
+def terminal_takeover(watch_id: int) -> Request:
+    return Request("terminal_takeover", _params(watch_id=watch_id), t.TakeoverResult)
+
+
+def terminal_type(watch_id: int, data: bytes | str) -> Request:
+    # The wire carries bytes as base64; text is sent as its UTF-8.
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    return Request("terminal_type",
+                   _params(watch_id=watch_id, data=base64.b64encode(raw).decode("ascii")),
+                   t.TypeResult)
+
+
+def terminal_release(watch_id: int) -> Request:
+    return Request("terminal_release", _params(watch_id=watch_id), t.ReleaseResult)
+
+
 # Every contract method this package implements, in the contract's order. Both clients have a
 # method of each name; tests/clients check this list against the daemon's own table.
 METHODS: tuple[str, ...] = (
     "terminal_open", "terminal_send", "terminal_wait", "terminal_output", "terminal_cancel",
     "terminal_read", "terminal_signal", "terminal_status", "terminal_close", "terminal_list",
     "policy_resolve", "policy_set_mode", "terminal_resize", "owner_info", "owner_attach",
+    "owner_sessions", "terminal_watch", "terminal_unwatch", "terminal_takeover", "terminal_type",
+    "terminal_release",
 )

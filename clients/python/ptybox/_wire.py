@@ -9,7 +9,7 @@ import os
 from typing import Any, Sequence
 
 from .errors import ConnectionClosed, PtyboxError, ProtocolError, error_from_response
-from .types import decode
+from .types import decode, watch_event
 
 # The largest line this client reads. The server bounds results by the policy's maxResultBytes
 # and maxReadBytes; this only stops a broken peer from growing the client without end.
@@ -47,6 +47,16 @@ def outcome(method: str, message: dict[str, Any], result_type: type) -> Any:
     if "result" not in message:
         raise ProtocolError(f"{method}: the answer has neither result nor error")
     return decode(result_type, message["result"], method)
+
+
+def notification(message: dict[str, Any]) -> Any:
+    """`message` as a watch event (types.WatchOutput, types.WatchEnded) when it is a
+    notification (a method, no id); None otherwise, or for a notification this client does not
+    know (it is dropped)."""
+    method = message.get("method")
+    if "id" in message or not isinstance(method, str):
+        return None
+    return watch_event(method, message.get("params"))
 
 
 def stray_error(message: dict[str, Any]) -> PtyboxError | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, Literal, Sequence, overload
+from typing import Any, AsyncIterator, Literal, Sequence, overload
 
 from . import _methods as m
 from . import _wire as wire
@@ -33,6 +33,9 @@ class AsyncClient:
         self._write_lock = asyncio.Lock()
         self._failure: PtyboxError | None = None
         self._closed = False
+        # Watch events, in the order the server sent them; None once the connection ended.
+        # Unbounded here: the daemon drops a watcher that falls 1 MiB behind, so consume them.
+        self._events: asyncio.Queue[t.WatchEvent | None] = asyncio.Queue()
         self._reading = asyncio.get_running_loop().create_task(self._read_answers())
         self.attached: t.AttachResult | None = None
 
@@ -92,6 +95,7 @@ class AsyncClient:
                 await self._reading
             except asyncio.CancelledError:
                 pass
+            self._events.put_nowait(None)  # a cancelled reader did not: end watch_events()
         return self._process.returncode if self._process else None
 
     async def __aenter__(self) -> AsyncClient:
@@ -153,6 +157,10 @@ class AsyncClient:
                 if (stray := wire.stray_error(message)) is not None:
                     failure = stray
                     break
+                if "id" not in message:
+                    if (event := wire.notification(message)) is not None:
+                        self._events.put_nowait(event)
+                    continue
                 key = message.get("id")
                 pending = self._pending.get(key) if isinstance(key, int) else None
                 if pending is None:
@@ -175,9 +183,28 @@ class AsyncClient:
             failure = ProtocolError(f"reading the server's answers failed: {e!r}")
         # Every request still waiting fails with why the connection ended.
         self._failure = failure.with_traceback(None)
+        self._events.put_nowait(None)
         for request, future in list(self._pending.values()):
             if not future.done():
                 future.set_exception(self._failure)
+
+    async def next_watch_event(self) -> t.WatchEvent:
+        """The next event of this connection's watches (terminal_watch), in the order the server
+        sent them: a WatchOutput or a WatchEnded; raises why the connection ended, when it did."""
+        event = await self._events.get()
+        if event is None:
+            self._events.put_nowait(None)  # for the next caller too
+            raise self._failure or ConnectionClosed("next_watch_event: the connection ended")
+        return event
+
+    async def watch_events(self) -> AsyncIterator[t.WatchEvent]:
+        """`async for event in c.watch_events():` every watch event until the connection ends
+        (then the iteration stops; break to stop earlier)."""
+        while True:
+            try:
+                yield await self.next_watch_event()
+            except PtyboxError:
+                return
 
     async def _exit_detail(self) -> str:
         if self._process is None:
@@ -254,3 +281,25 @@ class AsyncClient:
 
     async def owner_attach(self, owner_token: str) -> t.AttachResult:
         return await self._call(m.owner_attach(owner_token))
+
+    # --- watching a session (docs/protocol.md, "Watching a session"): events arrive through
+    # watch_events() / next_watch_event() ---
+
+    async def owner_sessions(self, owner_token: str) -> t.ListResult:
+        return await self._call(m.owner_sessions(owner_token))
+
+    async def terminal_watch(self, session_id: str, *,
+                             owner_token: str | None = None) -> t.WatchResult:
+        return await self._call(m.terminal_watch(session_id, owner_token))
+
+    async def terminal_unwatch(self, watch_id: int) -> t.UnwatchResult:
+        return await self._call(m.terminal_unwatch(watch_id))
+
+    async def terminal_takeover(self, watch_id: int) -> t.TakeoverResult:
+        return await self._call(m.terminal_takeover(watch_id))
+
+    async def terminal_type(self, watch_id: int, data: bytes | str) -> t.TypeResult:
+        return await self._call(m.terminal_type(watch_id, data))
+
+    async def terminal_release(self, watch_id: int) -> t.ReleaseResult:
+        return await self._call(m.terminal_release(watch_id))

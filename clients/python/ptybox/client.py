@@ -11,11 +11,12 @@ ptybox.aio.AsyncClient.
 
 from __future__ import annotations
 
+import collections
 import os
 import socket
 import subprocess
 import threading
-from typing import IO, Any, Literal, Sequence, overload
+from typing import IO, Any, Iterator, Literal, Sequence, overload
 
 from . import _methods as m
 from . import _wire as wire
@@ -39,6 +40,9 @@ class Client:
         self._next_id = 0
         self._closed = False
         self.attached: t.AttachResult | None = None  # owner_attach's result, from connect()
+        # Watch events read while waiting for an answer, kept for next_watch_event(). Unbounded
+        # here: the daemon drops a watcher that falls 1 MiB behind, so read them while watching.
+        self._events: collections.deque[t.WatchEvent] = collections.deque()
 
     @classmethod
     def connect(cls, socket_path: str | os.PathLike[str], *, owner_token: str | None = None) -> Client:
@@ -123,18 +127,45 @@ class Client:
             except OSError as e:
                 raise wire.closed_error(request.method, f" ({e.strerror})") from e
             while True:
-                answer = self._reader.readline(wire.MAX_LINE_BYTES + 1)
-                if not answer:
-                    raise wire.closed_error(request.method, self._exit_detail())
-                if len(answer) > wire.MAX_LINE_BYTES:
-                    raise ProtocolError(f"{request.method}: an answer longer than "
-                                        f"{wire.MAX_LINE_BYTES} bytes")
-                message = wire.parse_line(answer)
-                if message.get("id") == request_id:
+                message = self._read_message(request.method)
+                if message is not None and message.get("id") == request_id:
                     return wire.outcome(request.method, message, request.result)
-                if (stray := wire.stray_error(message)) is not None:
-                    raise stray
-                # An answer to no request of ours (a cancelled one's late reply): skip it.
+                # A notification (queued), or an answer to no request of ours (a cancelled
+                # one's late reply): read on.
+
+    def _read_message(self, method: str) -> dict[str, Any] | None:
+        """The next line: an answer, or None for a notification (a watch event is queued in
+        self._events). The caller holds the lock."""
+        answer = self._reader.readline(wire.MAX_LINE_BYTES + 1)
+        if not answer:
+            raise wire.closed_error(method, self._exit_detail())
+        if len(answer) > wire.MAX_LINE_BYTES:
+            raise ProtocolError(f"{method}: an answer longer than {wire.MAX_LINE_BYTES} bytes")
+        message = wire.parse_line(answer)
+        if (stray := wire.stray_error(message)) is not None:
+            raise stray
+        if "id" not in message:
+            if (event := wire.notification(message)) is not None:
+                self._events.append(event)
+            return None
+        return message
+
+    def next_watch_event(self) -> t.WatchEvent:
+        """The next event of this connection's watches (terminal_watch), in the order the server
+        sent them: a WatchOutput (bytes the session printed) or a WatchEnded. Blocks until one
+        arrives (holding the client: other threads' calls wait); raises ConnectionClosed when
+        the connection ends first."""
+        with self._lock:
+            if self._closed:
+                raise ConnectionClosed("next_watch_event: this client is closed")
+            while not self._events:
+                self._read_message("next_watch_event")  # an answer here is a late one: skip it
+            return self._events.popleft()
+
+    def watch_events(self) -> Iterator[t.WatchEvent]:
+        """next_watch_event() forever: `for event in c.watch_events(): ...` (break to stop)."""
+        while True:
+            yield self.next_watch_event()
 
     def _exit_detail(self) -> str:
         if self._process is None:
@@ -213,3 +244,29 @@ class Client:
     def owner_attach(self, owner_token: str) -> t.AttachResult:
         """Only as the first call of a connection; connect(owner_token=...) does it for you."""
         return self._call(m.owner_attach(owner_token))
+
+    # --- watching a session (docs/protocol.md, "Watching a session"): events arrive through
+    # next_watch_event() ---
+
+    def owner_sessions(self, owner_token: str) -> t.ListResult:
+        """The sessions of the owner holding `owner_token` (owner_info), live or detached."""
+        return self._call(m.owner_sessions(owner_token))
+
+    def terminal_watch(self, session_id: str, *, owner_token: str | None = None) -> t.WatchResult:
+        """The session's screen now; its later output arrives as WatchOutput events. A session
+        of another owner needs that owner's token."""
+        return self._call(m.terminal_watch(session_id, owner_token))
+
+    def terminal_unwatch(self, watch_id: int) -> t.UnwatchResult:
+        return self._call(m.terminal_unwatch(watch_id))
+
+    def terminal_takeover(self, watch_id: int) -> t.TakeoverResult:
+        """The agent's sends on the watched session answer Busy until terminal_release."""
+        return self._call(m.terminal_takeover(watch_id))
+
+    def terminal_type(self, watch_id: int, data: bytes | str) -> t.TypeResult:
+        """Writes keystrokes (text as UTF-8) to the session this watch holds, as they are."""
+        return self._call(m.terminal_type(watch_id, data))
+
+    def terminal_release(self, watch_id: int) -> t.ReleaseResult:
+        return self._call(m.terminal_release(watch_id))

@@ -8,6 +8,8 @@ caller as is instead of failing the call."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import types
 import typing
@@ -186,6 +188,98 @@ class Operation:
 class AttachResult:
     sessions: list[SessionInfo]
     operations: list[Operation]
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """A 0-based screen position."""
+
+    row: int
+    column: int
+
+
+@dataclass(frozen=True)
+class WatchResult:
+    """terminal_watch: the session's screen when the watch began (`lines`: `rows` strings, trailing
+    blanks trimmed); every later output byte arrives as a WatchOutput event (docs/protocol.md,
+    "Watching a session")."""
+
+    watch_id: int
+    session_id: str
+    name: str
+    mode: Mode
+    busy: bool
+    session_status: SessionStatus
+    cols: int
+    rows: int
+    lines: list[str]
+    cursor: Cursor
+    alternate_screen: bool
+
+
+@dataclass(frozen=True)
+class UnwatchResult:
+    unwatched: bool
+
+
+@dataclass(frozen=True)
+class TakeoverResult:
+    """terminal_takeover: the agent's sends on the session answer Busy until released."""
+
+    held: bool
+
+
+@dataclass(frozen=True)
+class TypeResult:
+    typed: bool
+
+
+@dataclass(frozen=True)
+class ReleaseResult:
+    released: bool
+
+
+@dataclass(frozen=True)
+class WatchOutput:
+    """The notification terminal_watch_output: raw bytes the watched session printed, in order. A
+    chunk may end inside a UTF-8 character or an escape sequence: decode the stream, not each
+    chunk (codecs.getincrementaldecoder). Everything in it is the session's: hostile text."""
+
+    watch_id: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class WatchEnded:
+    """The notification terminal_watch_ended: `reason` is "closed", "slow" or "owner_gone"."""
+
+    watch_id: int
+    reason: str
+    message: str
+
+
+WatchEvent = WatchOutput | WatchEnded
+
+
+def watch_event(method: str, params: Any) -> WatchEvent | None:
+    """A notification as a WatchEvent; None for a notification this client does not know (a
+    newer server's). A malformed one is a ProtocolError naming it."""
+    if method == "terminal_watch_output":
+        raw = _decode(_WatchOutputWire, params, method, "params")
+        try:
+            data = base64.b64decode(raw.data, validate=True)
+        except (binascii.Error, ValueError):
+            raise ProtocolError(f"{method}: params.data is not base64") from None
+        return WatchOutput(raw.watch_id, data)
+    if method == "terminal_watch_ended":
+        return _decode(WatchEnded, params, method, "params")
+    return None
+
+
+@dataclass(frozen=True)
+class _WatchOutputWire:
+    watch_id: int
+    data: str
 
 
 def wire_name(name: str) -> str:

@@ -25,6 +25,8 @@ import type {
   Signal,
   StatusResult,
   WaitParams,
+  WatchEvent,
+  WatchResult,
 } from "./types.js";
 
 export interface CallOptions {
@@ -66,6 +68,11 @@ export class PtyboxClient {
   private buffered = "";
   private failure: PtyboxError | null = null;
   private closing = false;
+  // Watch events nobody has taken yet (nextWatchEvent, watchEvents), in the server's order.
+  // Unbounded here: the daemon drops a watcher that falls 1 MiB behind, so consume them.
+  private readonly events: WatchEvent[] = [];
+  private readonly eventWaiters: { resolve: (event: WatchEvent) => void; reject: (error: Error) => void }[] = [];
+  private readonly watchListeners = new Set<(event: WatchEvent) => void>();
 
   private constructor(
     private readonly input: Socket,
@@ -206,12 +213,65 @@ export class PtyboxClient {
     }
   }
 
+  /** The next event of this connection's watches (terminal_watch), in the order the server sent
+   * them; rejects with why the connection ended, when it did. Not used while a listener of
+   * onWatchEvent is registered (the listeners get the events). */
+  nextWatchEvent(): Promise<WatchEvent> {
+    const queued = this.events.shift();
+    if (queued !== undefined) return Promise.resolve(queued);
+    if (this.failure !== null) return Promise.reject(this.failure);
+    return new Promise((resolve, reject) => this.eventWaiters.push({ resolve, reject }));
+  }
+
+  /** `for await (const event of c.watchEvents())`: every watch event until the connection ends
+   * (then the iteration stops; break to stop earlier). */
+  async *watchEvents(): AsyncGenerator<WatchEvent, void, undefined> {
+    for (;;) {
+      let event: WatchEvent;
+      try {
+        event = await this.nextWatchEvent();
+      } catch (e) {
+        if (e instanceof PtyboxError) return;
+        throw e;
+      }
+      yield event;
+    }
+  }
+
+  /** Calls `listener` with each watch event as it arrives (instead of queueing it for
+   * nextWatchEvent); returns the function that removes it. */
+  onWatchEvent(listener: (event: WatchEvent) => void): () => void {
+    this.watchListeners.add(listener);
+    return () => this.watchListeners.delete(listener);
+  }
+
+  private notification(method: string, params: unknown): void {
+    const event = watchEvent(method, params);
+    if (event === null) return; // a notification this client does not know (a newer server's)
+    if (this.watchListeners.size > 0) {
+      // Outside this reader: a listener that throws is its own unhandled error, not ours.
+      for (const listener of this.watchListeners) void Promise.resolve(event).then(listener);
+      return;
+    }
+    const waiter = this.eventWaiters.shift();
+    if (waiter !== undefined) waiter.resolve(event);
+    else this.events.push(event);
+  }
+
   private answer(line: string): void {
-    let message: { id?: unknown; result?: unknown; error?: unknown };
+    let message: { id?: unknown; result?: unknown; error?: unknown; method?: unknown; params?: unknown };
     try {
       message = JSON.parse(line);
     } catch {
       this.fail(new ProtocolError(`the server sent a line that is not JSON: ${line.slice(0, 80)}`));
+      return;
+    }
+    if (!("id" in message) && typeof message.method === "string") {
+      try {
+        this.notification(message.method, message.params);
+      } catch (e) {
+        this.fail(e instanceof PtyboxError ? e : new ProtocolError(String(e)));
+      }
       return;
     }
     if (message.id === null && message.error !== undefined) {
@@ -230,6 +290,7 @@ export class PtyboxClient {
 
   private fail(error: PtyboxError): void {
     if (this.failure === null) this.failure = error;
+    for (const waiter of this.eventWaiters.splice(0)) waiter.reject(this.failure);
     for (const [id, pending] of this.pending) {
       this.pending.delete(id);
       pending.reject(
@@ -301,6 +362,66 @@ export class PtyboxClient {
   owner_attach(params: { ownerToken: string }, options?: CallOptions): Promise<AttachResult> {
     return this.call("owner_attach", params, options);
   }
+
+  // --- watching a session (docs/protocol.md, "Watching a session"): events arrive through
+  // nextWatchEvent(), watchEvents() or onWatchEvent() ---
+
+  /** The sessions of the owner holding `ownerToken` (owner_info), live or detached. */
+  owner_sessions(params: { ownerToken: string }, options?: CallOptions): Promise<{ sessions: SessionInfo[] }> {
+    return this.call("owner_sessions", params, options);
+  }
+  /** The session's screen now; its later output arrives as watch events. Another owner's
+   * session needs that owner's token. */
+  terminal_watch(params: { sessionId: string; ownerToken?: string }, options?: CallOptions): Promise<WatchResult> {
+    return this.call("terminal_watch", params, options);
+  }
+  terminal_unwatch(params: { watchId: number }, options?: CallOptions): Promise<{ unwatched: boolean }> {
+    return this.call("terminal_unwatch", params, options);
+  }
+  /** The agent's sends on the watched session answer Busy until terminal_release. */
+  terminal_takeover(params: { watchId: number }, options?: CallOptions): Promise<{ held: boolean }> {
+    return this.call("terminal_takeover", params, options);
+  }
+  /** Writes keystrokes (a string as UTF-8) to the session this watch holds, as they are. */
+  terminal_type(params: { watchId: number; data: Uint8Array | string }, options?: CallOptions): Promise<{ typed: boolean }> {
+    const bytes = typeof params.data === "string" ? new TextEncoder().encode(params.data) : params.data;
+    return this.call("terminal_type", { watchId: params.watchId, data: base64Encode(bytes) }, options);
+  }
+  terminal_release(params: { watchId: number }, options?: CallOptions): Promise<{ released: boolean }> {
+    return this.call("terminal_release", params, options);
+  }
+}
+
+function base64Encode(bytes: Uint8Array): string {
+  let binary = "";
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary);
+}
+
+/** A notification as a WatchEvent; null for one this client does not know; throws
+ * ProtocolError for a malformed one. */
+function watchEvent(method: string, params: unknown): WatchEvent | null {
+  if (method !== "terminal_watch_output" && method !== "terminal_watch_ended") return null;
+  const p = params as { watchId?: unknown; data?: unknown; reason?: unknown; message?: unknown } | null;
+  if (typeof p !== "object" || p === null || typeof p.watchId !== "number") {
+    throw new ProtocolError(`${method}: params.watchId should be a number`);
+  }
+  if (method === "terminal_watch_ended") {
+    if (typeof p.reason !== "string" || typeof p.message !== "string") {
+      throw new ProtocolError(`${method}: params.reason and params.message should be strings`);
+    }
+    return { type: "ended", watchId: p.watchId, reason: p.reason as "closed", message: p.message };
+  }
+  if (typeof p.data !== "string") throw new ProtocolError(`${method}: params.data should be a string`);
+  let binary: string;
+  try {
+    binary = atob(p.data);
+  } catch {
+    throw new ProtocolError(`${method}: params.data is not base64`);
+  }
+  const data = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) data[i] = binary.charCodeAt(i);
+  return { type: "output", watchId: p.watchId, data };
 }
 
 // Each method of the contract is a method of the client with its params and result.

@@ -9,6 +9,13 @@ interface AbortSignal {
   removeEventListener(type: "abort", listener: () => void): void;
 }
 
+// Node.js >= 18 globals (WHATWG): base64 and UTF-8 for terminal_type and watch output.
+declare function atob(data: string): string;
+declare function btoa(data: string): string;
+declare class TextEncoder {
+  encode(input: string): Uint8Array;
+}
+
 declare module "node:net" {
   export interface Socket {
     setEncoding(encoding: "utf8"): this;

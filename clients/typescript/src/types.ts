@@ -118,6 +118,38 @@ export interface AttachResult {
   operations: { operationId: string; sessionId: string }[];
 }
 
+// Watching a session (docs/protocol.md, "Watching a session"): JSON-RPC only, no MCP tool.
+
+/** terminal_watch: the session's screen when the watch began (`lines`: `rows` strings, trailing
+ * blanks trimmed, `cursor` 0-based); later output arrives as watch events. */
+export interface WatchResult extends SessionInfo {
+  watchId: number;
+  cols: number;
+  rows: number;
+  lines: string[];
+  cursor: { row: number; column: number };
+  alternateScreen: boolean;
+}
+
+/** The notification terminal_watch_output, its base64 decoded: raw bytes the session printed,
+ * in order. A chunk may end inside a UTF-8 character or an escape sequence: decode the stream
+ * (`new TextDecoder().decode(data, { stream: true })`), and treat it as hostile text. */
+export interface WatchOutput {
+  type: "output";
+  watchId: number;
+  data: Uint8Array;
+}
+
+/** The notification terminal_watch_ended. */
+export interface WatchEnded {
+  type: "ended";
+  watchId: number;
+  reason: "closed" | "slow" | "owner_gone";
+  message: string;
+}
+
+export type WatchEvent = WatchOutput | WatchEnded;
+
 /** Every method of the contract's table, as the wire names it. */
 export interface Methods {
   terminal_open: [OpenParams, OpenResult];
@@ -135,6 +167,13 @@ export interface Methods {
   terminal_resize: [{ sessionId: string; cols: number; rows: number }, { cols: number; rows: number }];
   owner_info: [Record<string, never>, OwnerInfo];
   owner_attach: [{ ownerToken: string }, AttachResult];
+  owner_sessions: [{ ownerToken: string }, { sessions: SessionInfo[] }];
+  terminal_watch: [{ sessionId: string; ownerToken?: string }, WatchResult];
+  terminal_unwatch: [{ watchId: number }, { unwatched: boolean }];
+  terminal_takeover: [{ watchId: number }, { held: boolean }];
+  /** `data`: the keystrokes; the client sends them as base64 (text as UTF-8). */
+  terminal_type: [{ watchId: number; data: Uint8Array | string }, { typed: boolean }];
+  terminal_release: [{ watchId: number }, { released: boolean }];
 }
 
 /** The contract's methods this client implements, in the contract's order (checked against the
@@ -143,4 +182,6 @@ export const METHODS: readonly (keyof Methods)[] = [
   "terminal_open", "terminal_send", "terminal_wait", "terminal_output", "terminal_cancel",
   "terminal_read", "terminal_signal", "terminal_status", "terminal_close", "terminal_list",
   "policy_resolve", "policy_set_mode", "terminal_resize", "owner_info", "owner_attach",
+  "owner_sessions", "terminal_watch", "terminal_unwatch", "terminal_takeover", "terminal_type",
+  "terminal_release",
 ];
