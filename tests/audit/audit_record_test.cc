@@ -85,7 +85,9 @@ TEST(MarkerStripperTest, RemovesPromptMarkersAlsoWhenSplit) {
   // A marker that never ends hides what follows, as the terminal shows nothing of it.
   std::string endless = "\x1b]6973;" + std::string(64 * 1024, 'n');
   EXPECT_EQ(m.Feed(endless), "");
-  EXPECT_EQ(m.Feed("still inside\x07after"), "after");
+  EXPECT_EQ(m.Feed("still inside\x07"
+                   "after"),
+            "after");
 }
 
 TEST(MarkerStripperTest, AMarkerOfAnyLengthIsStrippedAndNothingOfItPassesOn) {
