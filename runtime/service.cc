@@ -586,7 +586,7 @@ Result<void> PtyService::Type(Owner& watcher, uint64_t watch_id, std::string byt
     if (!owner || owner->id() != (*watch)->session_owner) continue;
     const Owner::OwnedSession* entry = owner->FindSession(session_id);
     if (!entry) break;
-    audit_->Typed(watcher.id(), session_id, bytes);
+    audit_->Typed(watcher.id(), (*watch)->session_owner, session_id, bytes);
     return entry->session->WriteTyped(std::move(bytes));
   }
   return Fail(ErrorKind::kClosed, "session " + session_id + " is closed", "watchId");

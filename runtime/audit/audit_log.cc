@@ -330,9 +330,14 @@ void AuditLog::Watched(uint64_t watcher, uint64_t owner, const std::string& sess
   Write(event, watcher, std::move(j));
 }
 
-void AuditLog::Typed(uint64_t /*watcher*/, const std::string& session_id, std::string_view bytes) {
-  // Keystrokes go to the recording only: one log line per key would drown the log, and the
-  // takeover and its release are logged.
+void AuditLog::Typed(uint64_t watcher, uint64_t owner, const std::string& session_id,
+                     std::string_view bytes) {
+  // Every terminal_type is logged as a send is: an owner may watch and take over its own
+  // session, so keys logged only in the recording would let an agent run commands the log never
+  // shows. One record per call (attach sends what one read of the person's terminal gave).
+  Json j = {{"sessionId", session_id}, {"sessionOwner", owner}, {"bytes", bytes.size()}};
+  audit::PutBounded(j, "input", bytes);
+  Write("typed", watcher, std::move(j));
   if (auto it = recordings_.find(session_id); it != recordings_.end()) it->second->Input(bytes);
 }
 

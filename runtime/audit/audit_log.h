@@ -86,7 +86,8 @@ class AuditLog final : public AuditSink {
   void ModeChanged(uint64_t owner, std::optional<policy::Mode> from, policy::Mode to) override;
   void Watched(uint64_t watcher, uint64_t owner, const std::string& session_id,
                std::string_view event, std::string_view reason) override;
-  void Typed(uint64_t watcher, const std::string& session_id, std::string_view bytes) override;
+  void Typed(uint64_t watcher, uint64_t owner, const std::string& session_id,
+             std::string_view bytes) override;
 
   // `ptybox run`: its one command.
   void RunStarted(const std::vector<std::string>& command, const policy::ResolvedPolicy& policy,

@@ -156,35 +156,31 @@ std::string MarkerStripper::Feed(std::string_view bytes) {
       // dropped with it, except the ESC of a new sequence, which is looked at again.
       if (escape_) {
         escape_ = false;
-        if (c == '\\') {
-          held_.clear();
-          inside_ = false;
-          continue;
-        }
-        held_.clear();
         inside_ = false;
+        if (c == '\\') continue;
         held_ = '\x1b';
         --i;  // this byte follows the new sequence's ESC
         continue;
       }
       if (c == '\x07' || c == '\x18' || c == '\x1a') {
-        held_.clear();
         inside_ = false;
         continue;
       }
-      held_ += c;
-      if (c == '\x1b') {
-        escape_ = true;
-      } else if (held_.size() > kMaxMarkerBytes) {
-        out += held_;
-        held_.clear();
-        inside_ = false;
-      }
+      // Dropped as it comes, whatever the marker's length: it holds the shell's ${PWD@Q}, which a
+      // deep working directory makes longer than any fixed bound (the daemon's prompt parser
+      // still accepts it), and passing an over-long marker on gave its nonce to watchers and
+      // recordings. Nothing is held, so memory stays bounded; a marker that never ends hides
+      // what follows exactly as the terminal's parser does (it discards an over-long OSC string
+      // through its end).
+      if (c == '\x1b') escape_ = true;
       continue;
     }
     held_ += c;
     if (kStart.starts_with(held_)) {
-      if (held_.size() == kStart.size()) inside_ = true;
+      if (held_.size() == kStart.size()) {
+        held_.clear();
+        inside_ = true;
+      }
       continue;
     }
     // Not a marker: pass on what was held; its last byte may begin a new one.

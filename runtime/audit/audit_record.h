@@ -65,15 +65,15 @@ class Utf8Stream final {
 // they carry the session's nonce, which no record keeps, and a terminal shows nothing for them
 // anyway. A marker ends exactly where the terminal's parser (backend/terminal/vt_parser.cc) ends an
 // OSC string: BEL, ST, CAN, SUB, or an ESC that starts another sequence, so output after a
-// cancelled marker is never hidden. A marker that never ends is passed on after kMaxMarkerBytes.
+// cancelled marker is never hidden. A marker of any length is dropped byte by byte as it comes
+// (nothing of it is held or passed on), as the terminal shows nothing of an OSC string.
 class MarkerStripper final {
  public:
-  static constexpr size_t kMaxMarkerBytes = 4096;
   std::string Feed(std::string_view bytes);
 
  private:
-  std::string held_;  // a possible start of a marker, or the marker so far
-  bool inside_ = false;
+  std::string held_;     // a possible start of a marker (at most its 7-byte introducer)
+  bool inside_ = false;  // the introducer was seen: every byte to the marker's end is dropped
   bool escape_ = false;  // inside, the last byte was ESC (ST or a new sequence follows)
 };
 

@@ -79,8 +79,10 @@ class AuditSink {
   // `watcher` is the watching connection's owner, `owner` the session's.
   virtual void Watched(uint64_t /*watcher*/, uint64_t /*owner*/, const std::string& /*session_id*/,
                        std::string_view /*event*/, std::string_view /*reason*/) {}
-  // A person's keystrokes written to a session they took over: the recording's `i` event.
-  virtual void Typed(uint64_t /*watcher*/, const std::string& /*session_id*/,
+  // Keystrokes written to a session by the watch that took it over (`terminal_type`): a
+  // `typed` record, as a send is, and the recording's `i` event. `watcher` is the typing
+  // connection's owner, `owner` the session's (the same when an owner types into its own).
+  virtual void Typed(uint64_t /*watcher*/, uint64_t /*owner*/, const std::string& /*session_id*/,
                      std::string_view /*bytes*/) {}
 };
 

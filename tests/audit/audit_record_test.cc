@@ -82,9 +82,37 @@ TEST(MarkerStripperTest, RemovesPromptMarkersAlsoWhenSplit) {
   EXPECT_EQ(m.Feed("\x1b[31mred\x1b"), "\x1b[31mred");
   EXPECT_EQ(m.Feed("]0;title\x07"), "\x1b]0;title\x07");
   EXPECT_EQ(m.Feed("\x1b\x1b]6973;x\x07z"), "\x1bz");
-  // A marker that never ends is passed on once it is too long to be one.
-  std::string endless = "\x1b]6973;" + std::string(MarkerStripper::kMaxMarkerBytes, 'n');
-  EXPECT_EQ(m.Feed(endless).size(), endless.size());
+  // A marker that never ends hides what follows, as the terminal shows nothing of it.
+  std::string endless = "\x1b]6973;" + std::string(64 * 1024, 'n');
+  EXPECT_EQ(m.Feed(endless), "");
+  EXPECT_EQ(m.Feed("still inside\x07"
+                   "after"),
+            "after");
+}
+
+TEST(MarkerStripperTest, AMarkerOfAnyLengthIsStrippedAndNothingOfItPassesOn) {
+  // The marker holds the shell's ${PWD@Q}: a working directory of 18 directories of 250
+  // characters made it longer than 4 KiB, and the stripper used to pass such a marker on, nonce
+  // and all, while the daemon's prompt parser accepted it. Every length is dropped, fed whole,
+  // in chunks, and byte by byte, and the output around it stays.
+  const std::string nonce = "0123456789abcdef0123456789abcdef";
+  for (size_t cwd_bytes : {4000u, 4096u, 4500u, 20000u, 300000u}) {
+    const std::string marker = "\x1b]6973;" + nonce + ";0;'/" + std::string(cwd_bytes, 'd') + "'";
+    for (const std::string end : {"\x07", "\x1b\\"}) {
+      const std::string in = "before" + marker + end + "$ after";
+      {
+        MarkerStripper m;
+        EXPECT_EQ(m.Feed(in), "before$ after") << cwd_bytes;
+      }
+      for (size_t chunk : {1u, 7u, 4096u, 4097u}) {
+        MarkerStripper m;
+        std::string got;
+        for (size_t at = 0; at < in.size(); at += chunk) got += m.Feed(in.substr(at, chunk));
+        EXPECT_EQ(got, "before$ after") << cwd_bytes << " in chunks of " << chunk;
+        EXPECT_EQ(got.find(nonce), std::string::npos);
+      }
+    }
+  }
 }
 
 TEST(MarkerStripperTest, AMarkerEndsWhereTheTerminalParserEndsIt) {

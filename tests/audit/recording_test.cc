@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/base64.h"
 #include "tests/audit/audit_support.h"
 
 namespace ptybox::testing {
@@ -130,6 +131,61 @@ TEST(RecordingTest, ACancelledMarkerDoesNotHideTheOutputAfterIt) {
     EXPECT_EQ(shown, 3u) << mode << ": " << cast.output;
     EXPECT_NE(cast.output.find("\x1b[1mshown-after"), std::string::npos) << mode;
     EXPECT_EQ(cast.output.find("\x1b]6973;"), std::string::npos) << mode << ": " << cast.output;
+  }
+}
+
+TEST(RecordingTest, ALongWorkingDirectorysMarkerReachesNeitherAWatcherNorTheRecording) {
+  // The prompt marker holds the shell's ${PWD@Q}: 18 directories of 250 characters make it
+  // longer than 4 KiB. The daemon's prompt parser accepts it (the send settles with the cwd);
+  // the stripper used to pass a marker that long on, nonce and all, to watchers and recordings.
+  // The output after it must still reach both.
+  for (const std::string mode : {"read-only", "workspace-write"}) {
+    TempDir records;
+    std::string id;
+    std::string watched;
+    {
+      Daemon daemon(Daemon::Options{{"--record", records.path().string()}, {}});
+      RpcClient client(daemon.socket());
+      id = OpenSession(client, mode);
+      ASSERT_FALSE(id.empty()) << mode << ": " << daemon.Log();
+      RpcClient person(daemon.socket());
+      const Json token = client.Call("owner_info", Json::object())["result"]["ownerToken"];
+      Json watch = person.Call("terminal_watch", Json{{"sessionId", id}, {"ownerToken", token}});
+      ASSERT_TRUE(watch.contains("result")) << mode << ": " << watch.dump();
+      const int64_t watch_id = watch["result"]["watchId"];
+
+      const std::string dir(250, 'd');
+      // The private /tmp of a confined session is writable in both modes.
+      Json deep = Send(client, id,
+                       "cd /tmp && for i in $(seq 18); do mkdir " + dir + " && cd " + dir +
+                           " || break; done; echo depth=${#PWD}\n");
+      ASSERT_EQ(deep.value("waitReason", ""), "stdin_read") << mode << ": " << deep.dump();
+      EXPECT_EQ(deep["exitCode"], 0) << mode << ": " << deep.dump();
+      EXPECT_GT(deep.value("cwd", "").size(), 4096u) << mode << ": " << deep.dump();
+      EXPECT_NE(deep.value("viewport", "").find("depth=4522"), std::string::npos)
+          << mode << ": " << deep.dump();
+      Json after = Send(client, id, "echo af$((1+1))ter\n");
+      EXPECT_NE(after.value("viewport", "").find("af2ter"), std::string::npos)
+          << mode << ": " << after.dump();
+      client.Call("terminal_close", Json{{"sessionId", id}});
+      // Every chunk the watcher got, until the close ends the watch.
+      for (;;) {
+        Json note = person.WaitAny();
+        if (note.contains("error")) break;  // the hang guard (already a failure)
+        if (note.value("method", "") == "terminal_watch_ended") break;
+        if (note.value("method", "") != "terminal_watch_output") continue;
+        EXPECT_EQ(note["params"]["watchId"], watch_id);
+        std::optional<std::string> data = Base64Decode(note["params"].value("data", ""));
+        ASSERT_TRUE(data.has_value()) << note.dump();
+        watched += *data;
+      }
+      daemon.Stop(SIGTERM);
+    }
+    Cast cast = ReadCast(records.path() / (id + ".cast"));
+    EXPECT_NE(cast.output.find("af2ter"), std::string::npos) << mode;
+    EXPECT_EQ(cast.output.find("6973;"), std::string::npos) << mode;
+    EXPECT_NE(watched.find("af2ter"), std::string::npos) << mode;
+    EXPECT_EQ(watched.find("6973;"), std::string::npos) << mode;
   }
 }
 

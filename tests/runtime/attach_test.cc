@@ -472,6 +472,15 @@ TEST_P(TakeOverTest, APersonTakesTheSessionOverTheAgentWaitsAndTheRecordingKeeps
   const size_t taken = log.find("\"session_taken_over\"");
   ASSERT_NE(taken, std::string::npos) << log;
   EXPECT_NE(log.find("\"session_released\"", taken), std::string::npos) << log;
+  // The person's keys are `typed` records (one per read of their terminal), as sends are.
+  std::string logged_keys;
+  for (const std::string& line : ReadLines(dir_->path() / "audit.jsonl")) {
+    Json record = Json::parse(line, nullptr, false);
+    if (record.value("event", "") == "typed" && record.value("sessionId", "") == session) {
+      logged_keys += record.value("input", "");
+    }
+  }
+  EXPECT_NE(logged_keys.find("echo ty$((3*3))ped\r"), std::string::npos) << log;
 
   // The recording: the agent's sends and the person's keys as `i` events, in order.
   agent_.Call("terminal_close", Json{{"sessionId", session}});
@@ -560,6 +569,73 @@ TEST_P(TakeOverTest, ATakeoverWaitsForTheAgentsSendAndKeysNeedIt) {
             true);
   Json sent = Send(agent_, session, "echo fr$((4+4))ee\n");
   EXPECT_NE(sent.value("viewport", "").find("fr8ee"), std::string::npos) << sent.dump();
+}
+
+// An owner may watch and take over its own session (no token needed), so what it types there is
+// audited like a send: a `typed` record with the keys, between the takeover and the release.
+// Otherwise an agent could run a command that reaches the shell but never the audit log.
+TEST_P(TakeOverTest, AnOwnerTypingIntoItsOwnSessionIsAudited) {
+  const std::string session = OpenSession(agent_, GetParam());
+  ASSERT_FALSE(session.empty());
+  Json watched = agent_.Call("terminal_watch", Json{{"sessionId", session}});
+  ASSERT_TRUE(watched.contains("result")) << watched.dump();
+  const int64_t watch_id = watched["result"]["watchId"];
+  ASSERT_EQ(agent_.Call("terminal_takeover", Json{{"watchId", watch_id}})["result"]["held"], true);
+  const std::string keys = "echo self$((6*7))typed\r";
+  // base64 of the keys, and then of a control byte and an invalid UTF-8 byte, which the log
+  // escapes and replaces (never writes raw).
+  const std::string keys_b64 = "ZWNobyBzZWxmJCgoNio3KSl0eXBlZA0=";
+  ASSERT_EQ(keys.size(), 23u);
+  EXPECT_EQ(agent_.Call("terminal_type",
+                        Json{{"watchId", watch_id}, {"data", keys_b64}})["result"]["typed"],
+            true);
+  // The command ran (the shell printed its result on the screen).
+  auto screen = [&] {
+    Json read = agent_.Call("terminal_read", Json{{"sessionId", session}, {"view", "screen"}});
+    return read["result"].value("text", std::string());
+  };
+  ASSERT_TRUE(WaitForText(screen, "self42typed")) << screen();
+  EXPECT_EQ(agent_.Call("terminal_type",
+                        Json{{"watchId", watch_id}, {"data", "G/8="}})["result"]["typed"],
+            true);  // ESC 0xFF
+  EXPECT_EQ(agent_.Call("terminal_release", Json{{"watchId", watch_id}})["result"]["released"],
+            true);
+
+  // The audit log (written off the reactor): taken over, each typed call with its keys, released.
+  const std::filesystem::path log = dir_->path() / "audit.jsonl";
+  auto records = [&] {
+    std::vector<Json> found;
+    for (const std::string& line : ReadLines(log)) {
+      if (line.find(session) == std::string::npos) continue;
+      Json record = Json::parse(line, nullptr, false);
+      const std::string event = record.value("event", "");
+      if (event == "session_taken_over" || event == "typed" || event == "session_released") {
+        found.push_back(std::move(record));
+      }
+    }
+    return found;
+  };
+  std::vector<Json> found;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((found = records()).size() < 4 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(found.size(), 4u) << ReadFile(log);
+  EXPECT_EQ(found[0]["event"], "session_taken_over");
+  EXPECT_EQ(found[1]["event"], "typed");
+  EXPECT_EQ(found[1]["input"], keys) << found[1].dump();
+  EXPECT_EQ(found[1]["bytes"], keys.size()) << found[1].dump();
+  EXPECT_EQ(found[1]["sessionId"], session);
+  // The owner typed into its own session: the typing connection is the session's owner.
+  EXPECT_EQ(found[1]["owner"], "conn-" + std::to_string(found[1].value("sessionOwner", 0)))
+      << found[1].dump();
+  EXPECT_EQ(found[2]["event"], "typed");
+  EXPECT_EQ(found[2]["input"], "\x1b\xEF\xBF\xBD") << found[2].dump();
+  EXPECT_EQ(found[2]["bytes"], 2u);
+  EXPECT_EQ(found[3]["event"], "session_released");
+  for (const std::string& line : ReadLines(log)) {
+    EXPECT_EQ(line.find('\x1b'), std::string::npos) << "a raw ESC in the log: " << line;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, TakeOverTest, ::testing::Values("read-only", "workspace-write"),
