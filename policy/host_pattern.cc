@@ -48,16 +48,19 @@ bool PortMatches(uint16_t pattern_port, uint16_t port) {
 bool IsLocalV4(const uint8_t* a) {
   const uint8_t b0 = a[0];
   const uint8_t b1 = a[1];
-  return b0 == 0 ||                              // "this network", 0.0.0.0
-         b0 == 10 ||                             // private
-         (b0 == 100 && (b1 & 0xC0) == 64) ||     // shared address space (CGNAT)
-         b0 == 127 ||                            // loopback
-         (b0 == 169 && b1 == 254) ||             // link-local, cloud metadata
-         (b0 == 172 && (b1 & 0xF0) == 16) ||     // private
-         (b0 == 192 && b1 == 0 && a[2] == 0) ||  // IETF protocol assignments
-         (b0 == 192 && b1 == 168) ||             // private
-         (b0 == 198 && (b1 & 0xFE) == 18) ||     // benchmarking
-         b0 >= 224;                              // multicast, reserved, broadcast
+  return b0 == 0 ||                                 // "this network", 0.0.0.0
+         b0 == 10 ||                                // private
+         (b0 == 100 && (b1 & 0xC0) == 64) ||        // shared address space (CGNAT)
+         b0 == 127 ||                               // loopback
+         (b0 == 169 && b1 == 254) ||                // link-local, cloud metadata
+         (b0 == 172 && (b1 & 0xF0) == 16) ||        // private
+         (b0 == 192 && b1 == 0 && a[2] == 0) ||     // IETF protocol assignments
+         (b0 == 192 && b1 == 0 && a[2] == 2) ||     // documentation (TEST-NET-1)
+         (b0 == 198 && b1 == 51 && a[2] == 100) ||  // documentation (TEST-NET-2)
+         (b0 == 203 && b1 == 0 && a[2] == 113) ||   // documentation (TEST-NET-3)
+         (b0 == 192 && b1 == 168) ||                // private
+         (b0 == 198 && (b1 & 0xFE) == 18) ||        // benchmarking
+         b0 >= 224;                                 // multicast, reserved, broadcast
 }
 
 }  // namespace
@@ -127,6 +130,10 @@ bool IsLocalAddress(const IpAddress& address) {
   if (b[0] == 0xFE && (b[1] & 0xC0) == 0x80) return true;  // link-local fe80::/10
   if (b[0] == 0xFE && (b[1] & 0xC0) == 0xC0) return true;  // site-local fec0::/10
   if (b[0] == 0xFF) return true;                           // multicast
+  // Local-use NAT64 64:ff9b:1::/48 (RFC 8215): a translator of the site's own choosing.
+  if (b[0] == 0 && b[1] == 0x64 && b[2] == 0xFF && b[3] == 0x9B && b[4] == 0 && b[5] == 1) {
+    return true;
+  }
   if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0D && b[3] == 0xB8) return true;  // docs
   if (b[0] == 0x20 && b[1] == 0x02) return IsLocalV4(b + 2);  // 6to4 carries an IPv4
   return false;
@@ -255,10 +262,43 @@ NameVerdict DecideName(const NetworkNames& names, std::string_view host, uint16_
               why + " of " + names.source};
 }
 
+namespace {
+
+// The IPv4 address an IPv6 form carries (mapped, compatible, NAT64), as ::ffff:a.b.c.d; the
+// address itself otherwise. Two forms of one host compare equal after this.
+IpAddress Canonical(const IpAddress& address) {
+  static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+  static constexpr uint8_t kNat64[12] = {0, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0};
+  static constexpr uint8_t kCompat[12] = {};
+  const uint8_t* b = address.bytes.data();
+  const bool carries_v4 = std::memcmp(b, kNat64, 12) == 0 ||
+                          (std::memcmp(b, kCompat, 12) == 0 && (b[12] | b[13] | b[14]) != 0);
+  if (!carries_v4) return address;
+  IpAddress out;
+  std::memcpy(out.bytes.data(), kMapped, 12);
+  std::memcpy(out.bytes.data() + 12, b + 12, 4);
+  return out;
+}
+
+}  // namespace
+
 NameVerdict DecideAddress(const NetworkNames& names, std::string_view host, uint16_t port,
-                          const IpAddress& address) {
-  if (!IsLocalAddress(address)) return {true, nullptr, {}};
+                          const IpAddress& address, std::span<const IpAddress> host_addresses) {
   const std::string literal = ToString(address);
+  const IpAddress canonical = Canonical(address);
+  // A denied literal is denied however the client reaches it, by a name that resolves to it too.
+  for (const NetworkRule& rule : names.deny) {
+    if (rule.pattern.subdomains || !PortMatches(rule.pattern.port, port)) continue;
+    std::optional<IpAddress> denied = ParseIpLiteral(rule.pattern.host);
+    if (!denied || Canonical(*denied) != canonical) continue;
+    return {false, &rule,
+            "ptybox: " + std::string(host) + " resolves to " + literal +
+                ", refused by the network policy: it matches `deny: " + ToString(rule.pattern) +
+                "` at " + rule.where};
+  }
+  const bool own = std::any_of(host_addresses.begin(), host_addresses.end(),
+                               [&](const IpAddress& a) { return Canonical(a) == canonical; });
+  if (!own && !IsLocalAddress(address)) return {true, nullptr, {}};
   const bool loopback =
       address == *ParseIpLiteral("::1") ||
       (address.bytes[10] == 0xFF && address.bytes[11] == 0xFF && address.bytes[12] == 127 &&
@@ -271,10 +311,11 @@ NameVerdict DecideAddress(const NetworkNames& names, std::string_view host, uint
       return {true, &rule, {}};
     }
   }
+  const std::string what = own && !IsLocalAddress(address) ? ", an address of this host itself"
+                                                           : ", a local or private address";
   return {false, nullptr,
-          "ptybox: " + std::string(host) + " resolves to " + literal +
-              ", a local or private address, refused by the network policy unless the operator "
-              "lists that address (" +
+          "ptybox: " + std::string(host) + " resolves to " + literal + what +
+              ", refused by the network policy unless the operator lists that address (" +
               names.source + ")"};
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <expected>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,8 +65,9 @@ struct IpAddress {
 [[nodiscard]] std::string ToString(const IpAddress& address);
 
 // True for loopback, private, shared (CGNAT), link-local (the cloud metadata address included),
-// unique-local, multicast, unspecified and reserved ranges, in either family (IPv4-mapped and
-// NAT64 addresses are judged by the IPv4 address they carry).
+// unique-local, multicast, unspecified, documentation (192.0.2/24, 198.51.100/24, 203.0.113/24,
+// 2001:db8::/32), local-use NAT64 (64:ff9b:1::/48) and reserved ranges, in either family
+// (IPv4-mapped and NAT64 addresses are judged by the IPv4 address they carry).
 [[nodiscard]] bool IsLocalAddress(const IpAddress& address);
 
 // A host that only an exact pattern may allow: an IP literal, `localhost` or a name below it.
@@ -88,10 +90,13 @@ struct NameVerdict {
 [[nodiscard]] NameVerdict DecideName(const NetworkNames& names, std::string_view normalized_host,
                                      uint16_t port);
 
-// The decision on one address `host` resolved to (after DecideName allowed the host): a local
-// address is refused unless the operator allowed it explicitly (an exact IP-literal pattern for
-// that address, or an exact `localhost` pattern for a loopback address).
+// The decision on one address `host` resolved to (after DecideName allowed the host): an
+// address an IP-literal `deny:` entry names is refused (naming that entry); a local address, or
+// one of `host_addresses` (the host's own interface addresses, any form), is refused unless the
+// operator allowed it explicitly (an exact IP-literal pattern for that address, or an exact
+// `localhost` pattern for a loopback address).
 [[nodiscard]] NameVerdict DecideAddress(const NetworkNames& names, std::string_view normalized_host,
-                                        uint16_t port, const IpAddress& address);
+                                        uint16_t port, const IpAddress& address,
+                                        std::span<const IpAddress> host_addresses = {});
 
 }  // namespace ptybox::policy

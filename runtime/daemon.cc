@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "backend/child_reaper.h"
+#include "backend/proxy/network_proxy.h"
 #include "backend/shell_session.h"
 #include "common/count_text.h"
 #include "common/log.h"
@@ -99,10 +100,15 @@ std::vector<std::filesystem::path> SessionRoots(const ServiceOptions& options) {
 
 constexpr size_t kReservedDescriptors = 64;   // logs, policy files, spawns in progress
 constexpr size_t kDescriptorsPerSession = 4;  // PTY master, control socket, spawn pipes
+// The sessions' proxies (network by name) get at least this many descriptors, or a quarter of
+// the budget when the limit is too low for everything (2 per relayed connection).
+constexpr size_t kMinProxyDescriptors = 128;
 
 // Raises the soft descriptor limit to the hard one, then lowers the connection and session
-// limits until they fit in it: running out of descriptors must be a refused connection or a
-// refused open, never a failure deep inside the reactor.
+// limits until they fit in it beside the proxies' share, which becomes the budget all session
+// proxies count their connections against: running out of descriptors must be a refused
+// connection or a refused open, never a failure deep inside the reactor (or an accept loop that
+// spins).
 void FitLimitsToDescriptors(DaemonOptions& options) {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
@@ -115,14 +121,26 @@ void FitLimitsToDescriptors(DaemonOptions& options) {
   const auto available = static_cast<size_t>(limit.rlim_cur);
   size_t& connections = options.max_connections;
   size_t& sessions = options.service.max_total_sessions;
-  if (kReservedDescriptors + connections + kDescriptorsPerSession * sessions <= available) return;
   const size_t budget = available > kReservedDescriptors ? available - kReservedDescriptors : 0;
-  const size_t share = std::max<size_t>(budget / (1 + kDescriptorsPerSession), 1);
-  connections = std::min(connections, share);
-  sessions = std::min(sessions, share);
-  LogWarn("the descriptor limit is " + std::to_string(available) + ": serving at most " +
-          text::CountText(connections, "connection", "connections") + " and " +
-          text::CountText(sessions, "session", "sessions") + " (raise `ulimit -n` for more)");
+  const size_t wanted = connections + kDescriptorsPerSession * sessions;
+  size_t proxy_descriptors = 0;
+  if (wanted + kMinProxyDescriptors <= budget) {
+    proxy_descriptors = budget - wanted;
+  } else {
+    proxy_descriptors = budget / 4;
+    const size_t share =
+        std::max<size_t>((budget - proxy_descriptors) / (1 + kDescriptorsPerSession), 1);
+    connections = std::min(connections, share);
+    sessions = std::min(sessions, share);
+    LogWarn("the descriptor limit is " + std::to_string(available) + ": serving at most " +
+            text::CountText(connections, "connection", "connections") + ", " +
+            text::CountText(sessions, "session", "sessions") + " and " +
+            text::CountText(proxy_descriptors / backend::proxy::kDescriptorsPerProxyConnection,
+                            "proxied connection", "proxied connections") +
+            " (raise `ulimit -n` for more)");
+  }
+  backend::proxy::SetProxyConnectionBudget(
+      std::max<size_t>(proxy_descriptors / backend::proxy::kDescriptorsPerProxyConnection, 1));
 }
 
 // The daemon's one backend, bash: its warm pool fills only while the daemon's session limit

@@ -2,13 +2,23 @@
 // is an asynchronous operation on the reactor with a deadline; nothing here blocks.
 #include "backend/proxy/network_proxy.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <asio/connect.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/write.hpp>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <deque>
+#include <limits>
 
+#include "backend/off_reactor.h"
+#include "backend/proxy/host_addresses.h"
 #include "backend/proxy/proxy_parse.h"
+#include "backend/proxy/refusal_limiter.h"
 #include "common/log.h"
 #include "common/untrusted_text.h"
 
@@ -17,31 +27,69 @@ namespace ptybox::backend::proxy {
 using asio::ip::tcp;
 
 struct NetworkProxy::Shared {
+  Shared(asio::io_context& io, policy::NetworkNames names_in, ProxyEvents events_in,
+         ProxyLimits limits_in, ProxyResolver resolver_in)
+      : names(std::move(names_in)),
+        events(std::move(events_in)),
+        limits(limits_in),
+        resolver(std::move(resolver_in)),
+        off_reactor(io) {}
   policy::NetworkNames names;
   ProxyEvents events;
   ProxyLimits limits;
   ProxyResolver resolver;
   ProxyTotals totals;
+  size_t lookups_live = 0;     // for open connections (ProxyLimits::max_lookups)
+  size_t lookups_running = 0;  // default resolver threads, abandoned ones included
+  RefusalLimiter refusals;     // what reaches events.refused (the audit log)
+  OffReactor off_reactor;      // last: destroyed first, so no result arrives after the rest
 };
 
 namespace {
 
-void DefaultResolve(asio::io_context& io, const std::string& host, uint16_t port,
-                    std::function<void(Result<std::vector<tcp::endpoint>>)> done) {
-  // asio resolves on a thread of its own and completes on the reactor.
-  auto resolver = std::make_shared<tcp::resolver>(io);
-  resolver->async_resolve(
-      host, std::to_string(port), tcp::resolver::numeric_service,
-      [resolver, host, done = std::move(done)](const std::error_code& ec,
-                                               tcp::resolver::results_type results) {
-        if (ec) {
-          done(Fail(ErrorKind::kNotFound, "cannot resolve " + host + ": " + ec.message()));
-          return;
-        }
-        std::vector<tcp::endpoint> endpoints;
-        for (const auto& entry : results) endpoints.push_back(entry.endpoint());
-        done(endpoints);
-      });
+// Every proxy of the process counts against one budget: the descriptors are the process's.
+std::atomic<size_t> g_connection_budget{std::numeric_limits<size_t>::max()};
+std::atomic<size_t> g_connections_open{0};
+
+std::atomic<size_t> g_lookup_threads{0};
+
+// getaddrinfo on a thread of its own: it blocks for as long as the name servers take, and a
+// shared resolver thread would make every session wait behind the slowest name.
+Result<std::vector<tcp::endpoint>> LookUp(const std::string& host, uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG;
+  addrinfo* list = nullptr;
+  const std::string service = std::to_string(port);
+  const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &list);
+  if (rc != 0)
+    return Fail(ErrorKind::kNotFound, "cannot resolve " + host + ": " + gai_strerror(rc));
+  std::vector<tcp::endpoint> endpoints;
+  for (const addrinfo* entry = list; entry != nullptr; entry = entry->ai_next) {
+    if (entry->ai_family == AF_INET) {
+      const auto* v4 = reinterpret_cast<const sockaddr_in*>(entry->ai_addr);
+      asio::ip::address_v4::bytes_type bytes;
+      std::memcpy(bytes.data(), &v4->sin_addr, 4);
+      endpoints.emplace_back(asio::ip::address_v4(bytes), port);
+    } else if (entry->ai_family == AF_INET6) {
+      const auto* v6 = reinterpret_cast<const sockaddr_in6*>(entry->ai_addr);
+      asio::ip::address_v6::bytes_type bytes;
+      std::memcpy(bytes.data(), &v6->sin6_addr, 16);
+      endpoints.emplace_back(asio::ip::address_v6(bytes, v6->sin6_scope_id), port);
+    }
+  }
+  ::freeaddrinfo(list);
+  return endpoints;
+}
+
+// The line that stands for the refusals the limiter kept out of the audit log.
+ProxyRefusal UnloggedSummary(uint64_t count) {
+  return ProxyRefusal{"", 0,
+                      "ptybox: " + std::to_string(count) +
+                          " more refusals of this session were not logged (at most " +
+                          std::to_string(kRefusalsLoggedPerSecond) +
+                          " a second are; network_closed counts them all)"};
 }
 
 policy::IpAddress ToIp(const asio::ip::address& address) {
@@ -79,6 +127,7 @@ class NetworkProxy::Connection final : public std::enable_shared_from_this<Conne
   void Close() {
     if (closed_) return;
     closed_ = true;
+    EndLookup();
     std::error_code ignored;
     timer_.cancel();
     client_.close(ignored);
@@ -167,15 +216,81 @@ class NetworkProxy::Connection final : public std::enable_shared_from_this<Conne
     host_ = *host;
     policy::NameVerdict verdict = policy::DecideName(shared_->names, host_, port_);
     if (!verdict.allowed) return Refuse(verdict.reason, 403);
-    auto done = [self = shared_from_this()](Result<std::vector<tcp::endpoint>> resolved) {
-      if (self->closed_) return;
+    if (shared_->lookups_live >= shared_->limits.max_lookups) {
+      return Answer(503, "ptybox proxy: this session already has " +
+                             std::to_string(shared_->lookups_live) +
+                             " name lookups in flight (the most it may); try again when one ends");
+    }
+    if (!shared_->resolver && shared_->lookups_running >= shared_->limits.max_lookup_threads) {
+      return Answer(503, "ptybox proxy: this session's earlier name lookups (" +
+                             std::to_string(shared_->lookups_running) +
+                             ") are still running; try again when they end");
+    }
+    ++shared_->lookups_live;
+    lookup_pending_ = true;
+    std::weak_ptr<Connection> weak = weak_from_this();
+    auto done = [weak](Result<std::vector<tcp::endpoint>> resolved) {
+      auto self = weak.lock();
+      if (!self || self->closed_) return;
+      self->EndLookup();
       self->OnResolved(std::move(resolved));
     };
     if (shared_->resolver) {
       shared_->resolver(host_, port_, std::move(done));
-    } else {
-      DefaultResolve(io_, host_, port_, std::move(done));
+      if (lookup_pending_) WatchForHangUp();
+      return;
     }
+    if (g_lookup_threads >= kMaxLookupThreads) {
+      EndLookup();
+      return Answer(503, "ptybox proxy: the daemon has " + std::to_string(kMaxLookupThreads) +
+                             " name lookups in flight (the most it runs); try again shortly");
+    }
+    ++g_lookup_threads;
+    ++shared_->lookups_running;
+    // `deliver` may be destroyed on the worker thread: it holds only a weak pointer and the
+    // Shared it reports to (reached through the connection only while it lives).
+    std::weak_ptr<Shared> weak_shared = shared_;
+    Result<void> started = shared_->off_reactor.Run<Result<std::vector<tcp::endpoint>>>(
+        "looks up " + host_,
+        [host = host_, port = port_] {
+          Result<std::vector<tcp::endpoint>> out = LookUp(host, port);
+          --g_lookup_threads;
+          return out;
+        },
+        [weak_shared, done](Result<std::vector<tcp::endpoint>> resolved) {
+          if (auto shared = weak_shared.lock()) --shared->lookups_running;
+          done(std::move(resolved));
+        });
+    if (!started) {
+      --g_lookup_threads;
+      --shared_->lookups_running;
+      EndLookup();
+      return Answer(503, "ptybox proxy: " + started.error().message);
+    }
+    WatchForHangUp();
+  }
+
+  // Nothing reads the client while its name is looked up, so a client that gives up would
+  // hold its lookup slot until the request deadline: notice the end of its stream instead.
+  // Bytes that arrive early stay queued for after the lookup (the deadline still applies).
+  void WatchForHangUp() {
+    client_.async_wait(tcp::socket::wait_read, [self =
+                                                    shared_from_this()](const std::error_code& ec) {
+      if (self->closed_ || !self->lookup_pending_) return;
+      if (ec) return self->Close();
+      char byte = 0;
+      const ssize_t n = ::recv(self->client_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        self->Close();
+      }
+    });
+  }
+
+  // The session's lookup slot is this connection's until its answer arrives or it closes.
+  void EndLookup() {
+    if (!lookup_pending_) return;
+    lookup_pending_ = false;
+    --shared_->lookups_live;
   }
 
   void OnResolved(Result<std::vector<tcp::endpoint>> resolved) {
@@ -184,11 +299,13 @@ class NetworkProxy::Connection final : public std::enable_shared_from_this<Conne
       return Answer(502, "ptybox proxy: " + host_ + " does not resolve" +
                              (resolved ? std::string() : ": " + resolved.error().message));
     }
-    // Every address must pass: a name that also resolves into the host's own networks is
-    // refused as a whole (a rebinding answer would otherwise win on a retry).
+    // Every address must pass: a name that also resolves into the host's own networks, to the
+    // host itself or to a denied literal is refused as a whole (a rebinding answer would
+    // otherwise win on a retry). The interfaces are read now: they change while sessions live.
+    const std::vector<policy::IpAddress> own = HostInterfaceAddresses();
     for (const tcp::endpoint& endpoint : *resolved) {
       policy::NameVerdict verdict =
-          policy::DecideAddress(shared_->names, host_, port_, ToIp(endpoint.address()));
+          policy::DecideAddress(shared_->names, host_, port_, ToIp(endpoint.address()), own);
       if (!verdict.allowed) return Refuse(verdict.reason, 403);
     }
     endpoints_ = std::move(*resolved);
@@ -360,6 +477,7 @@ class NetworkProxy::Connection final : public std::enable_shared_from_this<Conne
     const char* text = status == 403   ? "Forbidden"
                        : status == 431 ? "Request Header Fields Too Large"
                        : status == 502 ? "Bad Gateway"
+                       : status == 503 ? "Service Unavailable"
                        : status == 505 ? "HTTP Version Not Supported"
                        : status == 414 ? "URI Too Long"
                                        : "Bad Request";
@@ -373,8 +491,14 @@ class NetworkProxy::Connection final : public std::enable_shared_from_this<Conne
   // once the connection was already accepted).
   void Refuse(const std::string& reason, int status) {
     ++shared_->totals.refused;
+    const RefusalLimiter::Step step = shared_->refusals.OnRefusal(RefusalLimiter::Clock::now());
     if (shared_->events.refused) {
-      shared_->events.refused(ProxyRefusal{host_.empty() ? raw_host_ : host_, port_, reason});
+      if (step.unlogged_before > 0) {
+        shared_->events.refused(UnloggedSummary(step.unlogged_before));
+      }
+      if (step.log) {
+        shared_->events.refused(ProxyRefusal{host_.empty() ? raw_host_ : host_, port_, reason});
+      }
     }
     if (protocol_ == Protocol::kSocks && !replied_) {
       return WriteThenClose(SocksReply(kSocksNotAllowed));
@@ -401,6 +525,7 @@ class NetworkProxy::Connection final : public std::enable_shared_from_this<Conne
   std::vector<tcp::endpoint> endpoints_;
   bool replied_ = false;
   bool closed_ = false;
+  bool lookup_pending_ = false;
   int directions_done_ = 0;
   std::vector<char> up_;
   std::vector<char> down_;
@@ -408,12 +533,16 @@ class NetworkProxy::Connection final : public std::enable_shared_from_this<Conne
   bool client_writing_ = false;
 };
 
+void SetProxyConnectionBudget(size_t connections) { g_connection_budget = connections; }
+size_t ProxyConnectionsOpen() { return g_connections_open; }
+
 NetworkProxy::NetworkProxy(asio::io_context& io, policy::NetworkNames names, ProxyEvents events,
                            ProxyLimits limits, ProxyResolver resolver)
     : io_(io),
       acceptor_(io),
-      shared_(std::make_shared<Shared>(
-          Shared{std::move(names), std::move(events), limits, std::move(resolver), {}})),
+      backoff_(io),
+      shared_(std::make_shared<Shared>(io, std::move(names), std::move(events), limits,
+                                       std::move(resolver))),
       totals_(shared_->totals) {}
 
 NetworkProxy::~NetworkProxy() { Stop(); }
@@ -441,35 +570,57 @@ void NetworkProxy::Accept() {
     std::shared_ptr<NetworkProxy> self = weak.lock();
     if (!self || self->stopped_) return;
     if (ec == asio::error::operation_aborted) return;
-    if (!ec) {
-      if (self->connections_.size() >= self->shared_->limits.max_connections) {
-        // At the bound: this client waits for nothing; the others keep their share.
-        std::error_code ignored;
-        client.close(ignored);
-      } else {
-        const uint64_t id = self->next_id_++;
-        auto connection =
-            std::make_shared<Connection>(self->io_, std::move(client), self->shared_, [weak, id] {
-              if (auto proxy = weak.lock()) proxy->Finished(id);
-            });
-        self->connections_.emplace(id, connection);
-        connection->Start();
-      }
+    if (ec) {
+      // No descriptor (or another transient failure): the client stays queued in the backlog;
+      // try again after a pause instead of spinning on the reactor.
+      ++self->accept_failures_;
+      self->backoff_.expires_after(kProxyAcceptBackoff);
+      self->backoff_.async_wait([weak](const std::error_code& wec) {
+        std::shared_ptr<NetworkProxy> proxy = weak.lock();
+        if (wec || !proxy || proxy->stopped_) return;
+        proxy->Accept();
+      });
+      return;
+    }
+    if (self->connections_.size() >= self->shared_->limits.max_connections ||
+        g_connections_open >= g_connection_budget) {
+      // At a bound: this client waits for nothing; the others keep their share.
+      std::error_code ignored;
+      client.close(ignored);
+    } else {
+      ++g_connections_open;
+      const uint64_t id = self->next_id_++;
+      auto connection =
+          std::make_shared<Connection>(self->io_, std::move(client), self->shared_, [weak, id] {
+            if (auto proxy = weak.lock()) proxy->Finished(id);
+          });
+      self->connections_.emplace(id, connection);
+      connection->Start();
     }
     self->Accept();
   });
 }
 
-void NetworkProxy::Finished(uint64_t id) { connections_.erase(id); }
+size_t NetworkProxy::lookups_in_flight() const { return shared_->lookups_live; }
+
+void NetworkProxy::Finished(uint64_t id) {
+  if (connections_.erase(id) == 1) --g_connections_open;
+}
 
 void NetworkProxy::Stop() {
   if (stopped_) return;
   stopped_ = true;
   std::error_code ignored;
   acceptor_.close(ignored);
+  backoff_.cancel();
   auto connections = std::move(connections_);
   connections_.clear();
+  g_connections_open -= connections.size();
   for (auto& [id, connection] : connections) connection->Close();
+  if (const uint64_t unlogged = shared_->refusals.TakeUnlogged();
+      unlogged > 0 && shared_->events.refused) {
+    shared_->events.refused(UnloggedSummary(unlogged));
+  }
   if (shared_->events.stopped) shared_->events.stopped(shared_->totals);
 }
 

@@ -371,6 +371,19 @@ void AuditLog::RunEnded(int exit_code) {
   Write("run_ended", std::nullopt, {{"exitCode", exit_code}});
 }
 
+void AuditLog::RunNetworkDenied(const backend::proxy::ProxyRefusal& refusal) {
+  Write("network_denied", std::nullopt,
+        {{"host", Short(refusal.host)}, {"port", refusal.port}, {"reason", Short(refusal.reason)}});
+}
+
+void AuditLog::RunNetworkClosed(const backend::proxy::ProxyTotals& totals) {
+  Write("network_closed", std::nullopt,
+        {{"connections", totals.connections},
+         {"refused", totals.refused},
+         {"bytesSent", totals.bytes_sent},
+         {"bytesReceived", totals.bytes_received}});
+}
+
 void AuditLog::RunRefused(const Error& error) {
   Write("refused", std::nullopt, {{"request", "run"}, {"error", ErrorJson(error)}});
 }

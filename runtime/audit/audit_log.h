@@ -93,6 +93,9 @@ class AuditLog final : public AuditSink {
   void RunStarted(const std::vector<std::string>& command, const policy::ResolvedPolicy& policy,
                   const std::filesystem::path& cwd);
   void RunEnded(int exit_code);
+  // Its proxy (network by name): as NetworkDenied / NetworkClosed, without owner or session.
+  void RunNetworkDenied(const backend::proxy::ProxyRefusal& refusal);
+  void RunNetworkClosed(const backend::proxy::ProxyTotals& totals);
   void RunRefused(const Error& error);
 
  private:

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "backend/init_session.h"
 #include "backend/proxy/network_proxy.h"
@@ -181,8 +182,14 @@ class RunDriver final : private backend::InitSession::Listener {
   void OnProxyListener(uint16_t /*port*/, UniqueFd listener) override {
     if (proxy_ || !names_) return;
     backend::proxy::ProxyEvents events;
-    events.refused = [](const backend::proxy::ProxyRefusal& refusal) {
+    // Recorded like the daemon's sessions (`network_denied`, `network_closed`), the same
+    // rate limit included (the proxy applies it).
+    events.refused = [audit = options_.audit](const backend::proxy::ProxyRefusal& refusal) {
       LogInfo("network_denied: " + refusal.reason);
+      if (audit) audit->RunNetworkDenied(refusal);
+    };
+    events.stopped = [audit = options_.audit](const backend::proxy::ProxyTotals& totals) {
+      if (audit) audit->RunNetworkClosed(totals);
     };
     auto started =
         backend::proxy::NetworkProxy::Start(io_, std::move(listener), *names_, std::move(events));
@@ -259,6 +266,8 @@ class RunDriver final : private backend::InitSession::Listener {
       Say("some processes the command started could not be ended: " + ended.error().message);
     deadline_.cancel();
     signals_.cancel();
+    // Its totals reach the audit log before `run_ended`.
+    if (proxy_) std::exchange(proxy_, nullptr)->Stop();
     io_.stop();
   }
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -13,10 +14,13 @@
 #include <asio/write.hpp>
 #include <chrono>
 #include <future>
+#include <limits>
 #include <map>
 #include <thread>
 
+#include "backend/proxy/host_addresses.h"
 #include "backend/proxy/proxy_parse.h"
+#include "backend/proxy/refusal_limiter.h"
 #include "tests/backend/tls_hello.h"
 
 namespace ptybox::backend::proxy {
@@ -217,6 +221,41 @@ TEST_F(NetworkProxyTest, RefusalsAnswer403WithTheReasonAndReachNothing) {
   EXPECT_EQ(resolved_, (std::vector<std::string>{"rebind.test"}));
 }
 
+TEST_F(NetworkProxyTest, ANameResolvingToADeniedLiteralIsRefusedNamingTheEntry) {
+  const std::string port = std::to_string(canary_.port());
+  // The operator allows the canary's literal, and denies it: deny wins, behind a name too.
+  StartProxy(Names({"allowed.test:" + port, "127.0.0.1:" + port}, {"127.0.0.1:" + port}));
+  const std::string reply = Client("CONNECT allowed.test:" + port + " HTTP/1.1\r\n\r\n");
+  EXPECT_TRUE(reply.starts_with("HTTP/1.1 403 Forbidden\r\n")) << reply;
+  EXPECT_NE(reply.find("resolves to 127.0.0.1, refused by the network policy: it matches "
+                       "`deny: 127.0.0.1:" +
+                       port + "` at op:2:1"),
+            std::string::npos)
+      << reply;
+  EXPECT_EQ(canary_.connections, 0);
+  ASSERT_EQ(refusals_.size(), 1u);
+  EXPECT_EQ(refusals_[0].host, "allowed.test");
+}
+
+TEST_F(NetworkProxyTest, ANameResolvingToThisHostsOwnAddressIsRefused) {
+  // The injected resolver answers with an address of one of this host's interfaces (eth0's,
+  // say): nothing is sent there, the decision refuses it first.
+  std::string own;
+  for (const policy::IpAddress& address : HostInterfaceAddresses()) {
+    const std::string text = policy::ToString(address);
+    if (text.find(':') == std::string::npos && !text.starts_with("127.")) own = text;
+  }
+  if (own.empty()) GTEST_SKIP() << "this host has no IPv4 address but loopback";
+  dns_["self.test"] = own;
+  const std::string port = std::to_string(canary_.port());
+  StartProxy(Names({"self.test:" + port}));
+  const std::string reply = Client("CONNECT self.test:" + port + " HTTP/1.1\r\n\r\n");
+  EXPECT_TRUE(reply.starts_with("HTTP/1.1 403 Forbidden\r\n")) << reply;
+  EXPECT_NE(reply.find("self.test resolves to " + own), std::string::npos) << reply;
+  EXPECT_EQ(canary_.connections, 0);
+  ASSERT_EQ(refusals_.size(), 1u);
+}
+
 TEST_F(NetworkProxyTest, TheSniMustNameTheConnectHost) {
   // The operator lists the canary's address explicitly, so allowed.test may point there.
   StartProxy(Names({"allowed.test", "127.0.0.1:443"}));
@@ -305,6 +344,166 @@ TEST_F(NetworkProxyTest, AnUnfinishedRequestAndAnIdleTunnelAreClosed) {
             "HTTP/1.1 200 Connection established\r\n\r\n");
   EXPECT_EQ(canary_.connections, 1);
   EXPECT_EQ(proxy_->open_connections(), 0u);
+}
+
+}  // namespace
+}  // namespace ptybox::backend::proxy
+
+namespace ptybox::backend::proxy {
+namespace {
+
+// A connection to 127.0.0.1:port that sends nothing (the proxy holds it in its request stage).
+int Idle(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  return fd;
+}
+
+TEST_F(NetworkProxyTest, TheProcessWideDescriptorBudgetRefusesAConnection) {
+  struct Restore {
+    ~Restore() { SetProxyConnectionBudget(std::numeric_limits<size_t>::max()); }
+  } restore;
+  StartProxy(Names({"localhost:" + std::to_string(canary_.port())}));
+  SetProxyConnectionBudget(ProxyConnectionsOpen() + 1);
+  const int holder = Idle(proxy_port_);
+  while (proxy_->open_connections() == 0) io_.run_one_for(std::chrono::milliseconds(50));
+  // The per-session cap (64) is far away; the budget is spent: closed at once, nothing relayed.
+  EXPECT_EQ(Client("CONNECT localhost:" + std::to_string(canary_.port()) + " HTTP/1.1\r\n\r\n"),
+            "");
+  EXPECT_EQ(canary_.connections, 0);
+  EXPECT_EQ(proxy_->open_connections(), 1u);
+  ::close(holder);
+  proxy_->Stop();
+  EXPECT_EQ(ProxyConnectionsOpen(), 0u) << "a stopped proxy gives its connections back";
+}
+
+TEST_F(NetworkProxyTest, AFailingAcceptBacksOffInsteadOfSpinning) {
+  StartProxy(Names({"localhost:" + std::to_string(canary_.port())}));
+  const int waiting = Idle(proxy_port_);  // queued in the listener's backlog
+  // The cap: this process may open no descriptor beyond the ones it holds, so accept() fails
+  // with EMFILE for as long as it lasts.
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  const int lowest_free = ::dup(0);
+  ASSERT_GE(lowest_free, 0);
+  ::close(lowest_free);
+  rlimit capped = saved;
+  capped.rlim_cur = static_cast<rlim_t>(lowest_free);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &capped), 0);
+  io_.run_for(std::chrono::milliseconds(500));
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  const uint64_t failures = proxy_->accept_failures();
+  EXPECT_GE(failures, 1u) << "the cap did not make accept() fail";
+  // A spinning loop fails tens of thousands of times in 0.5 s; 100 ms apart it is about 5
+  // (fewer on a busy machine, never many more).
+  EXPECT_LE(failures, 50u);
+  // Once descriptors are back, the waiting client is accepted.
+  while (proxy_->open_connections() == 0) io_.run_one_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(proxy_->open_connections(), 1u);
+  ::close(waiting);
+}
+
+}  // namespace
+}  // namespace ptybox::backend::proxy
+
+namespace ptybox::backend::proxy {
+namespace {
+
+// Writes `bytes` on a connected socket (the request of a client that then waits).
+void Say(int fd, const std::string& bytes) {
+  ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+}
+
+// Session A's names hang in its resolver (their answers are kept, never given); session B's
+// proxy shares nothing with A's, and its lookup is answered while A sits at its cap.
+TEST_F(NetworkProxyTest, OneSessionsSlowLookupsDelayNoOtherAndAClosedOneFreesItsSlot) {
+  const std::string port = std::to_string(canary_.port());
+  std::vector<std::function<void(Result<std::vector<tcp::endpoint>>)>> stuck;
+  auto resolver = [&](const std::string& host, uint16_t,
+                      std::function<void(Result<std::vector<tcp::endpoint>>)> done) {
+    if (host == "slow.test") {
+      stuck.push_back(std::move(done));
+      return;
+    }
+    done(std::vector<tcp::endpoint>{
+        tcp::endpoint(asio::ip::make_address("127.0.0.1"), canary_.port())});
+  };
+  const policy::NetworkNames names =
+      Names({"slow.test:" + port, "fast.test:" + port, "127.0.0.1:" + port});
+  uint16_t a_port = 0;
+  auto a =
+      NetworkProxy::Start(io_, Listen(a_port), names, {}, ProxyLimits{.max_lookups = 2}, resolver);
+  ASSERT_TRUE(a.has_value());
+  StartProxy(names);  // session B: the fixture's proxy, its own resolver
+  dns_["fast.test"] = "127.0.0.1";
+
+  std::vector<int> holders;
+  for (int i = 0; i < 2; ++i) {
+    holders.push_back(Idle(a_port));
+    Say(holders.back(), "CONNECT slow.test:" + port + " HTTP/1.1\r\n\r\n");
+  }
+  while ((*a)->lookups_in_flight() < 2) io_.run_one_for(std::chrono::milliseconds(50));
+  // Over A's cap: a clear 503, no lookup started.
+  std::swap(proxy_port_, a_port);
+  std::string reply = Client("CONNECT fast.test:" + port + " HTTP/1.1\r\n\r\n");
+  std::swap(proxy_port_, a_port);
+  EXPECT_TRUE(reply.starts_with("HTTP/1.1 503 Service Unavailable\r\n")) << reply;
+  EXPECT_NE(reply.find("2 name lookups in flight"), std::string::npos) << reply;
+  EXPECT_EQ(stuck.size(), 2u);
+  // Session B is answered meanwhile.
+  reply = Client("CONNECT fast.test:" + port + " HTTP/1.1\r\n\r\nhello");
+  EXPECT_EQ(reply, "HTTP/1.1 200 Connection established\r\n\r\ncanary-reply");
+  EXPECT_EQ((*a)->lookups_in_flight(), 2u);
+  // A client of A gives up: its slot is free although its lookup never answered.
+  ::close(holders[0]);
+  while ((*a)->lookups_in_flight() > 1) io_.run_one_for(std::chrono::milliseconds(50));
+  std::swap(proxy_port_, a_port);
+  reply = Client("CONNECT fast.test:" + port + " HTTP/1.1\r\n\r\nagain");
+  std::swap(proxy_port_, a_port);
+  EXPECT_EQ(reply, "HTTP/1.1 200 Connection established\r\n\r\ncanary-reply");
+  // The late answer to the closed connection goes nowhere and frees nothing twice.
+  stuck[0](Fail(ErrorKind::kNotFound, "late"));
+  EXPECT_EQ((*a)->lookups_in_flight(), 1u);
+  ::close(holders[1]);
+  (*a)->Stop();
+}
+
+}  // namespace
+}  // namespace ptybox::backend::proxy
+
+namespace ptybox::backend::proxy {
+namespace {
+
+// A refusal loop: what reaches the audit events is bounded, and every refusal is accounted for
+// either logged or counted in a summary (how they split depends on the clock, not asserted).
+TEST_F(NetworkProxyTest, RefusalEventsAreRateLimitedAndEveryOneIsCounted) {
+  StartProxy(Names({"localhost:" + std::to_string(canary_.port())}));
+  constexpr int kAttempts = 30;
+  for (int i = 0; i < kAttempts; ++i) {
+    EXPECT_TRUE(Client("CONNECT unlisted.test:443 HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 403"));
+  }
+  proxy_->Stop();
+  uint64_t logged = 0;
+  uint64_t summarized = 0;
+  for (const ProxyRefusal& refusal : refusals_) {
+    if (refusal.port == 0) {
+      EXPECT_NE(refusal.reason.find("more refusals of this session were not logged"),
+                std::string::npos)
+          << refusal.reason;
+      summarized += std::stoull(refusal.reason.substr(std::string("ptybox: ").size()));
+    } else {
+      ++logged;
+    }
+  }
+  ASSERT_TRUE(stopped_);
+  EXPECT_EQ(stopped_->refused, static_cast<uint64_t>(kAttempts));
+  EXPECT_EQ(logged + summarized, static_cast<uint64_t>(kAttempts));
+  EXPECT_GE(logged, kRefusalsLoggedPerSecond) << "the first ten are always logged";
+  EXPECT_EQ(canary_.connections, 0);
 }
 
 }  // namespace

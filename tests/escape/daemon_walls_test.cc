@@ -276,7 +276,8 @@ struct LimitedDaemon {
 };
 
 TEST(DaemonWallsTest, AConnectionFloodIsRefusedCleanlyAndTheDaemonLives) {
-  // 128 descriptors: the daemon fits its limits into them ((128 - 64) / 5 = 12 connections).
+  // 128 descriptors: the daemon fits its limits into them ((128 - 64) * 3/4 / 5 = 9 connections; a
+  // quarter goes to the session proxies).
   LimitedDaemon daemon(128, {});
   ASSERT_TRUE(std::filesystem::exists(daemon.socket)) << daemon.Log();
   std::vector<std::unique_ptr<RawSocket>> flood;

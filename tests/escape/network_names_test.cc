@@ -4,6 +4,7 @@
 // must be); every refused request targets canaries on the host's loopback that must never see
 // a connection, so a wall that fails hits a canary, never another machine. The only traffic
 // off this machine goes to the npm registry, and only when the host itself reaches it.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -79,6 +80,27 @@ class HostServer final {
 };
 
 // True when this host resolves and reaches registry.npmjs.org:443 itself.
+// The first address of registry.npmjs.org in a documentation range (192.0.2/24,
+// 198.51.100/24, 203.0.113/24), as some test networks answer; empty otherwise.
+std::string RegistryDocumentationAddress() {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo("registry.npmjs.org", "443", &hints, &found) != 0) return {};
+  std::string out;
+  for (addrinfo* a = found; a != nullptr && out.empty(); a = a->ai_next) {
+    char text[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr, text, sizeof text);
+    const std::string_view t(text);
+    if (t.starts_with("192.0.2.") || t.starts_with("198.51.100.") || t.starts_with("203.0.113.")) {
+      out = t;
+    }
+  }
+  ::freeaddrinfo(found);
+  return out;
+}
+
 bool HostReachesRegistry() {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
@@ -112,7 +134,9 @@ class NetworkNamesTest : public ::testing::TestWithParam<std::string> {
                           << "    - \"localhost:" << denied_.port() << "\"\n"
                           << "    - registry.npmjs.org\n"
                           << "    - \"localhost:443\"\n"
-                          << "  deny: [\"localhost:" << denied_.port() << "\"]\n";
+                          << "    - \"localhost:" << behind_.port() << "\"\n"
+                          << "  deny: [\"localhost:" << denied_.port()
+                          << "\", \"127.0.0.1:" << behind_.port() << "\"]\n";
     policy_ = policy;
     audit_ = policy_dir_.path() / "audit" / "audit.log";
     return {"--policy", policy.string(), "--audit-log", audit_.string()};
@@ -129,6 +153,7 @@ class NetworkNamesTest : public ::testing::TestWithParam<std::string> {
   HostServer server_;
   Listener denied_;    // allowed and denied: deny wins
   Listener unlisted_;  // on no list
+  Listener behind_;    // its name allowed, the address it resolves to denied as a literal
   TempDir policy_dir_;
   fs::path policy_;
   fs::path audit_;
@@ -220,12 +245,35 @@ TEST_P(NetworkNamesTest, OnlyListedNamesAreReachedThroughTheProxy) {
   EXPECT_EQ(denied_events[3].value("host", ""), "127.0.0.1");
 }
 
+// `deny: 127.0.0.1:PORT` holds for a name that resolves to it: `localhost:PORT` is allowed by
+// name, yet refused as a whole (naming the deny entry) because one of its addresses is denied.
+TEST_P(NetworkNamesTest, ADeniedLiteralIsRefusedBehindAnAllowedName) {
+  session_ = OpenSession(client_, Mode(), Json{{"cols", 1000}});
+  ASSERT_FALSE(session_.empty()) << daemon_.Log();
+  const std::string port = std::to_string(behind_.port());
+  Observed behind = Run("deny-behind-name", Curl("http://localhost:" + port + "/"));
+  EXPECT_TRUE(
+      behind.Says("resolves to 127.0.0.1, refused by the network policy: it matches "
+                  "`deny: 127.0.0.1:" +
+                  port + "`"))
+      << behind.Show();
+  EXPECT_FALSE(behind_.HasPendingConnection()) << "the denied address was reached by name";
+}
+
 TEST_P(NetworkNamesTest, AnAllowedRegistryWorksOverHttps) {
+  session_ = OpenSession(client_, Mode());
+  ASSERT_FALSE(session_.empty()) << daemon_.Log();
+  if (const std::string address = RegistryDocumentationAddress(); !address.empty()) {
+    // A test network that answers the name with a documentation address (never a real
+    // server): the proxy must refuse it, as it refuses every such range.
+    Observed refused = Run("registry-doc-range", Curl("https://registry.npmjs.org/"));
+    EXPECT_TRUE(refused.Says("CONNECT tunnel failed, response 403")) << refused.Show();
+    GTEST_SKIP() << "registry.npmjs.org resolves to " << address
+                 << " here (a documentation range, refused as checked); nothing more to prove";
+  }
   if (!HostReachesRegistry()) {
     GTEST_SKIP() << "this host does not reach registry.npmjs.org:443 itself; nothing to prove";
   }
-  session_ = OpenSession(client_, Mode());
-  ASSERT_FALSE(session_.empty()) << daemon_.Log();
   Observed registry = Run("registry",
                           "curl -sS --max-time 120 -o /dev/null -w 'status=%{http_code}' "
                           "https://registry.npmjs.org/left-pad; echo \" curl-exit=$?\"");

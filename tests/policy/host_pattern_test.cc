@@ -117,33 +117,20 @@ TEST(HostPatternTest, DenyWinsAndUnlistedNamesAreRefusedWithTheSource) {
 }
 
 TEST(HostPatternTest, LocalRangesInBothFamilies) {
-  for (std::string_view local : {"127.0.0.1",
-                                 "127.255.0.9",
-                                 "10.1.2.3",
-                                 "172.16.0.1",
-                                 "172.31.255.255",
-                                 "192.168.1.1",
-                                 "169.254.169.254",
-                                 "100.64.0.1",
-                                 "0.0.0.0",
-                                 "224.0.0.1",
-                                 "255.255.255.255",
-                                 "::1",
-                                 "::",
-                                 "fe80::1",
-                                 "fd00:ec2::254",
-                                 "fc00::1",
-                                 "ff02::1",
-                                 "::ffff:127.0.0.1",
-                                 "::ffff:10.0.0.1",
-                                 "64:ff9b::a9fe:a9fe",
-                                 "2002:7f00:1::1",
-                                 "::127.0.0.1"}) {
+  for (std::string_view local :
+       {"127.0.0.1", "127.255.0.9", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1",
+        "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "::1",
+        "::", "fe80::1", "fd00:ec2::254", "fc00::1", "ff02::1", "::ffff:127.0.0.1",
+        "::ffff:10.0.0.1", "64:ff9b::a9fe:a9fe", "2002:7f00:1::1", "::127.0.0.1",
+        // Documentation ranges: never a real server, so never a
+        // destination (a resolver that answers them is lying).
+        "192.0.2.1", "198.51.100.7", "203.0.113.9", "::ffff:203.0.113.9", "2001:db8::1",
+        "64:ff9b:1::1", "64:ff9b:1:ffff::1"}) {
     EXPECT_TRUE(IsLocalAddress(Ip(local))) << local;
   }
-  // Documentation ranges of public space stand in for public addresses: no test names a real one.
-  for (std::string_view public_address :
-       {"192.0.2.1", "198.51.100.7", "203.0.113.9", "172.32.0.1", "100.128.0.1", "2606:4700::1"}) {
+  // Addresses only: no test connects to any of them.
+  for (std::string_view public_address : {"192.0.3.1", "198.51.101.7", "203.0.114.9", "172.32.0.1",
+                                          "100.128.0.1", "2606:4700::1", "64:ff9b:2::1"}) {
     EXPECT_FALSE(IsLocalAddress(Ip(public_address))) << public_address;
   }
 }
@@ -157,7 +144,8 @@ TEST(HostPatternTest, ANameThatResolvesToALocalAddressIsRefused) {
             "refused by the network policy unless the operator lists that address "
             "(/etc/ptybox/policy.yaml:3:10)");
   EXPECT_FALSE(DecideAddress(names, "registry.example.org", 443, Ip("169.254.169.254")).allowed);
-  EXPECT_TRUE(DecideAddress(names, "registry.example.org", 443, Ip("192.0.2.1")).allowed);
+  EXPECT_FALSE(DecideAddress(names, "registry.example.org", 443, Ip("192.0.2.1")).allowed);
+  EXPECT_TRUE(DecideAddress(names, "registry.example.org", 443, Ip("172.32.0.1")).allowed);
   // Listed exactly by the operator: localhost may reach loopback, the literal itself too.
   EXPECT_TRUE(DecideAddress(names, "localhost", 8080, Ip("127.0.0.1")).allowed);
   EXPECT_TRUE(DecideAddress(names, "localhost", 8080, Ip("::1")).allowed);
@@ -165,6 +153,43 @@ TEST(HostPatternTest, ANameThatResolvesToALocalAddressIsRefused) {
   EXPECT_FALSE(DecideAddress(names, "localhost", 9090, Ip("127.0.0.1")).allowed);
   EXPECT_TRUE(DecideAddress(names, "127.0.0.1", 3000, Ip("127.0.0.1")).allowed);
   EXPECT_FALSE(DecideAddress(names, "evil.example.org", 3000, Ip("127.0.0.2")).allowed);
+}
+
+TEST(HostPatternTest, ANameThatResolvesToTheHostItselfIsRefused) {
+  // The host's own interface addresses as getifaddrs lists them (IPv4 as mapped).
+  const std::vector<IpAddress> own = {Ip("172.32.0.5"), Ip("2606:4700::5")};
+  const NetworkNames names = Names({"registry.example.org", "172.32.0.5:8443"});
+  NameVerdict self = DecideAddress(names, "registry.example.org", 443, Ip("172.32.0.5"), own);
+  EXPECT_FALSE(self.allowed);
+  EXPECT_EQ(self.reason,
+            "ptybox: registry.example.org resolves to 172.32.0.5, an address of this host "
+            "itself, refused by the network policy unless the operator lists that address "
+            "(/etc/ptybox/policy.yaml:3:10)");
+  // Every IPv6 form that carries the same IPv4 address is the same host.
+  for (std::string_view form : {"::ffff:172.32.0.5", "64:ff9b::ac20:5", "::172.32.0.5"}) {
+    EXPECT_FALSE(DecideAddress(names, "registry.example.org", 443, Ip(form), own).allowed) << form;
+  }
+  EXPECT_FALSE(DecideAddress(names, "registry.example.org", 443, Ip("2606:4700::5"), own).allowed);
+  EXPECT_TRUE(DecideAddress(names, "registry.example.org", 443, Ip("172.32.0.6"), own).allowed);
+  // Listed explicitly by the operator (that literal, that port): allowed.
+  EXPECT_TRUE(DecideAddress(names, "172.32.0.5", 8443, Ip("172.32.0.5"), own).allowed);
+}
+
+TEST(HostPatternTest, ADeniedLiteralIsDeniedBehindANameToo) {
+  NetworkNames names = Names({"registry.example.org", "*.example.net"});
+  names.deny.push_back({*ParseHostPattern("172.32.0.9"), "/etc/ptybox/policy.yaml:7:5"});
+  names.deny.push_back({*ParseHostPattern("[2606:4700::9]:8080"), "/etc/ptybox/policy.yaml:8:5"});
+  NameVerdict denied = DecideAddress(names, "registry.example.org", 443, Ip("172.32.0.9"));
+  EXPECT_FALSE(denied.allowed);
+  ASSERT_NE(denied.rule, nullptr);
+  EXPECT_EQ(denied.reason,
+            "ptybox: registry.example.org resolves to 172.32.0.9, refused by the network "
+            "policy: it matches `deny: 172.32.0.9` at /etc/ptybox/policy.yaml:7:5");
+  EXPECT_FALSE(DecideAddress(names, "a.example.net", 80, Ip("::ffff:172.32.0.9")).allowed);
+  // The entry's port applies: 8080 only.
+  EXPECT_FALSE(DecideAddress(names, "a.example.net", 8080, Ip("2606:4700::9")).allowed);
+  EXPECT_TRUE(DecideAddress(names, "a.example.net", 443, Ip("2606:4700::9")).allowed);
+  EXPECT_TRUE(DecideAddress(names, "registry.example.org", 443, Ip("172.32.0.10")).allowed);
 }
 
 TEST(HostPatternTest, CoversIsTheNarrowingRule) {

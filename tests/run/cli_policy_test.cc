@@ -9,8 +9,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -167,8 +169,9 @@ TEST_P(CliPolicyModeTest, NetworkAllowIsRefusedNamingTheOperatorFileThatDeniesIt
 TEST_P(CliPolicyModeTest, AllowHostLimitsTheNetworkToTheNamesGiven) {
   HostListener listener;
   ASSERT_GT(listener.port(), 0);
+  const fs::path audit = state_.path() / "allow-host-audit.log";
   ChildProcess::Exit e =
-      Run(GetParam(), {"--allow-host", "registry.npmjs.org"},
+      Run(GetParam(), {"--allow-host", "registry.npmjs.org", "--audit-log", audit.string()},
           listener.CountCommand() +
               "; curl -sS -w ' %{http_code}\\n' http://not-listed.invalid/ 2>&1; echo "
               "\"$PTYBOX_SANDBOX\"");
@@ -184,6 +187,26 @@ TEST_P(CliPolicyModeTest, AllowHostLimitsTheNetworkToTheNamesGiven) {
       << out();
   EXPECT_NE(out().find(" 403\n"), std::string::npos) << out();
   EXPECT_NE(out().find("network by name only"), std::string::npos) << out();
+  // `run --audit-log` records the refusal and the proxy's totals, before `run_ended`.
+  std::vector<std::string> events;
+  std::string denied_host;
+  std::ifstream log(audit);
+  for (std::string line; std::getline(log, line);) {
+    Json event = Json::parse(line, nullptr, false);
+    if (event.is_discarded()) continue;
+    events.push_back(event.value("event", ""));
+    if (events.back() == "network_denied") denied_host = event.value("host", "");
+    if (events.back() == "network_closed") {
+      EXPECT_EQ(event.value("refused", 0), 1) << line;
+    }
+  }
+  EXPECT_EQ(denied_host, "not-listed.invalid");
+  auto at = [&](const std::string& name) {
+    return std::find(events.begin(), events.end(), name) - events.begin();
+  };
+  EXPECT_LT(at("network_denied"), at("network_closed"));
+  EXPECT_LT(at("network_closed"), at("run_ended"));
+  EXPECT_LT(at("run_ended"), static_cast<long>(events.size()));
 
   Operator("version: 1\nnetwork: deny\n");
   EXPECT_EQ(Run(GetParam(), {"--allow-host", "registry.npmjs.org"}, "true").code, 125);
