@@ -45,22 +45,23 @@ bool PortMatches(uint16_t pattern_port, uint16_t port) {
   return pattern_port == 0 ? (port == 80 || port == 443) : port == pattern_port;
 }
 
+// The documentation ranges (192.0.2/24, 198.51.100/24, 203.0.113/24) are not here: the public
+// internet routes none of them, and networks that use them for real hosts (test and lab
+// networks, this project's CI machine among them) reach their registries there. The host's own
+// addresses, in whatever range, are refused by the proxy's own-address check.
 bool IsLocalV4(const uint8_t* a) {
   const uint8_t b0 = a[0];
   const uint8_t b1 = a[1];
-  return b0 == 0 ||                                 // "this network", 0.0.0.0
-         b0 == 10 ||                                // private
-         (b0 == 100 && (b1 & 0xC0) == 64) ||        // shared address space (CGNAT)
-         b0 == 127 ||                               // loopback
-         (b0 == 169 && b1 == 254) ||                // link-local, cloud metadata
-         (b0 == 172 && (b1 & 0xF0) == 16) ||        // private
-         (b0 == 192 && b1 == 0 && a[2] == 0) ||     // IETF protocol assignments
-         (b0 == 192 && b1 == 0 && a[2] == 2) ||     // documentation (TEST-NET-1)
-         (b0 == 198 && b1 == 51 && a[2] == 100) ||  // documentation (TEST-NET-2)
-         (b0 == 203 && b1 == 0 && a[2] == 113) ||   // documentation (TEST-NET-3)
-         (b0 == 192 && b1 == 168) ||                // private
-         (b0 == 198 && (b1 & 0xFE) == 18) ||        // benchmarking
-         b0 >= 224;                                 // multicast, reserved, broadcast
+  return b0 == 0 ||                              // "this network", 0.0.0.0
+         b0 == 10 ||                             // private
+         (b0 == 100 && (b1 & 0xC0) == 64) ||     // shared address space (CGNAT)
+         b0 == 127 ||                            // loopback
+         (b0 == 169 && b1 == 254) ||             // link-local, cloud metadata
+         (b0 == 172 && (b1 & 0xF0) == 16) ||     // private
+         (b0 == 192 && b1 == 0 && a[2] == 0) ||  // IETF protocol assignments
+         (b0 == 192 && b1 == 168) ||             // private
+         (b0 == 198 && (b1 & 0xFE) == 18) ||     // benchmarking
+         b0 >= 224;                              // multicast, reserved, broadcast
 }
 
 }  // namespace
