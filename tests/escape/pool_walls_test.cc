@@ -95,7 +95,7 @@ class WarmPoolTest : public ::testing::TestWithParam<std::string> {
 
   // Waits (hang guard) until the daemon says `n` pre-started shells in all became ready.
   void AwaitPooled(size_t n) {
-    const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(120);
     while (Count(daemon_.Log(), "a pre-started shell is ready") < n &&
            std::chrono::steady_clock::now() < guard) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -228,10 +228,13 @@ TEST_P(WarmPoolTest, LargeRootsAreServedFromThePoolAndStillProtectANewRepository
   for (size_t i = 0; i < kFiles; ++i) std::ofstream(many / ("f" + std::to_string(i)));
   RpcClient client(daemon_.socket());
   ASSERT_TRUE(client.Call("policy_set_mode", Json{{"mode", Mode()}}).contains("result"));
-  Json first = Open(client);
+  // Each open walks 20,001 entries (a claim and a fresh launch both, for the third): a
+  // deadline for a loaded machine, not the 10 s default.
+  const Json slow{{"timeoutMs", 120000}};
+  Json first = Open(client, slow);
   AwaitPooled(1);
   std::set<pid_t> pooled = Descendants(daemon_.pid());
-  Json second = Open(client);
+  Json second = Open(client, slow);
   ASSERT_TRUE(second.contains("pid")) << second.dump();
   const bool served = pooled.contains(second["pid"].get<pid_t>());
   std::cout << "  observed [" << Mode() << "] " << kFiles
@@ -245,7 +248,7 @@ TEST_P(WarmPoolTest, LargeRootsAreServedFromThePoolAndStillProtectANewRepository
   const fs::path git = many / "deep" / "er" / "repo" / ".git";
   fs::create_directories(git);
   WriteFile(git / "config", "[core]\n");
-  Json third = Open(client);
+  Json third = Open(client, slow);
   ASSERT_TRUE(third.contains("pid")) << third.dump();
   if (Mode() == "workspace-write") {
     EXPECT_FALSE(pooled.contains(third["pid"].get<pid_t>()))
