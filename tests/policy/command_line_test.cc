@@ -284,6 +284,18 @@ class CommandLineLayeringTest : public ::testing::Test {
     return combined.error().front().message;
   }
 
+  // `network: {allow: [PATTERN]}` as a file would locate it (the list at `where`, the entry
+  // 8 columns on).
+  static Located<PolicyFile::NetworkLists> AllowList(std::string_view pattern,
+                                                     const std::string& file, int line) {
+    auto parsed = ParseHostPattern(pattern);
+    EXPECT_TRUE(parsed.has_value()) << pattern;
+    PolicyFile::NetworkLists lists;
+    const std::string at = file + ":" + std::to_string(line);
+    lists.allow = std::vector<NetworkRule>{NetworkRule{parsed.value_or(HostPattern{}), at + ":18"}};
+    return Located<PolicyFile::NetworkLists>{std::move(lists), at + ":10"};
+  }
+
   PolicyFile op_;
   PolicyFile repo_;
   PolicyFile cli_;
@@ -326,11 +338,7 @@ TEST_F(CommandLineLayeringTest, NetworkAllowNeedsAnOperatorThatDoesNotDenyIt) {
 // Under the operator's list of names, --network allow would widen it; --network deny narrows
 // it to nothing.
 TEST_F(CommandLineLayeringTest, UnderTheOperatorsNamesNetworkAllowIsRefusedAndDenyTakesThemAway) {
-  auto pattern = ParseHostPattern("registry.npmjs.org");
-  ASSERT_TRUE(pattern.has_value());
-  PolicyFile::NetworkLists lists;
-  lists.allow = std::vector<NetworkRule>{NetworkRule{*pattern, "/etc/op.yaml:2:18"}};
-  op_.network_names = Located<PolicyFile::NetworkLists>{lists, "/etc/op.yaml:2:10"};
+  op_.network_names = AllowList("registry.npmjs.org", "/etc/op.yaml", 2);
   EXPECT_EQ(FirstDenial({{"--network", "allow"}}),
             "command line --network allow: network: `allow` is not permitted: the operator "
             "allows only the names listed at /etc/op.yaml:2:10; the command line may only "
@@ -365,11 +373,7 @@ TEST_F(CommandLineLayeringTest, AllowHostNarrowsWithinWhatTheOperatorAllows) {
             "registry.npmjs.org, or ask the operator to allow it in /etc/op.yaml");
 
   op_.network_allowed.reset();
-  auto star = ParseHostPattern("*.example.org");
-  ASSERT_TRUE(star.has_value());
-  PolicyFile::NetworkLists lists;
-  lists.allow = std::vector<NetworkRule>{NetworkRule{*star, "/etc/op.yaml:2:18"}};
-  op_.network_names = Located<PolicyFile::NetworkLists>{lists, "/etc/op.yaml:2:10"};
+  op_.network_names = AllowList("*.example.org", "/etc/op.yaml", 2);
   auto within = Combined({{"--allow-host", "git.example.org"}});
   ASSERT_TRUE(within.has_value());
   ASSERT_TRUE(within->network_names.has_value());
@@ -387,11 +391,7 @@ TEST_F(CommandLineLayeringTest, AllowHostNarrowsWithinWhatTheOperatorAllows) {
 // Under --network deny a repository's list of names is refused naming the flag, not an
 // operator that said nothing.
 TEST_F(CommandLineLayeringTest, ARepositorysNamesUnderNetworkDenyNameTheCommandLine) {
-  auto pattern = ParseHostPattern("registry.npmjs.org");
-  ASSERT_TRUE(pattern.has_value());
-  PolicyFile::NetworkLists lists;
-  lists.allow = std::vector<NetworkRule>{NetworkRule{*pattern, "/w/.ptybox.yaml:2:18"}};
-  repo_.network_names = Located<PolicyFile::NetworkLists>{lists, "/w/.ptybox.yaml:2:10"};
+  repo_.network_names = AllowList("registry.npmjs.org", "/w/.ptybox.yaml", 2);
   EXPECT_EQ(FirstDenial({{"--network", "deny"}}, /*with_operator=*/false, /*with_repository=*/true),
             "/w/.ptybox.yaml:2:18: network.allow: `registry.npmjs.org` is not permitted: the "
             "command line denies network (command line --network deny); a repository policy may "
