@@ -1043,8 +1043,10 @@ std::shared_ptr<PendingSpawn> ShellBackend::Spawn(SpawnSpec spec, SpawnCallback 
       [walk = std::move(*walk)] { return walk.Holds(); },
       [this, id](bool holds) { OnClaimWalked(id, holds); });
   if (!walking) {
+    // No thread for the walk: the shell is not used and the open starts its own (which says
+    // why if it cannot walk either). Nothing here answers the open synchronously.
     LogWarn("warm pool: " + walking.error().message);
-    asio::post(io_, [this, id] { OnClaimWalked(id, false); });
+    OnClaimWalked(id, false);
   }
   return pending;
 }
