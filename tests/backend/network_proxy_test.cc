@@ -382,6 +382,12 @@ TEST_F(NetworkProxyTest, TheProcessWideDescriptorBudgetRefusesAConnection) {
 }
 
 TEST_F(NetworkProxyTest, AFailingAcceptBacksOffInsteadOfSpinning) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
+  // The sanitizers' own checks need descriptors (UBSan's vptr check probes memory through a
+  // pipe): under a cap with none free it reports every virtual call in asio as an invalid
+  // object. The ordinary build runs this test (ctest in the build directory).
+  GTEST_SKIP() << "needs a process with no free descriptor, which the sanitizers cannot run in";
+#endif
   StartProxy(Names({"localhost:" + std::to_string(canary_.port())}));
   const int waiting = Idle(proxy_port_);  // queued in the listener's backlog
   // The cap: this process may open no descriptor beyond the ones it holds, so accept() fails
