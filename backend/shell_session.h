@@ -219,6 +219,9 @@ class ShellSession final : public BackendSession,
   std::optional<ExecIdentity> hooked_exec_;
   std::optional<FileIdentity> bash_binary_;
   struct Rebootstrap {
+    // Declared so that clang sees it constructible inside ShellSession (its implicit one waits
+    // for the enclosing class, and std::optional::emplace asked too early).
+    Rebootstrap() {}  // NOLINT(modernize-use-equals-default)
     enum class Phase { kTypeLine, kWriteNonce, kPrompt } phase = Phase::kTypeLine;
     ExecIdentity exec;
     TimePoint deadline{};
