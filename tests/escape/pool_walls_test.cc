@@ -103,6 +103,17 @@ class WarmPoolTest : public ::testing::TestWithParam<std::string> {
     ASSERT_GE(Count(daemon_.Log(), "a pre-started shell is ready"), n) << daemon_.Log();
   }
 
+  // The attack every repository case ends with: the session plants `core.fsmonitor` in the
+  // repository at `git` (relative to the workspace); the write must fail and the file stay.
+  void ExpectRepositoryUnwritable(RpcClient& client, const Json& session, const std::string& git) {
+    Json r = Send(client, session["sessionId"],
+                  "{ echo '  fsmonitor = touch /tmp/planted' >> " + git +
+                      "/config; } 2>/dev/null; echo status=$?\n");
+    EXPECT_EQ(r["viewport"], "status=1") << r.dump();
+    EXPECT_EQ(ReadFile(daemon_.workspace() / git / "config"), "[core]\n")
+        << "the session wrote the repository at " << git;
+  }
+
   Json Open(RpcClient& client, Json params = Json::object()) {
     Json opened = client.Call("terminal_open", std::move(params));
     EXPECT_TRUE(opened.contains("result")) << opened.dump();
@@ -182,12 +193,7 @@ TEST_P(WarmPoolTest, ARepositoryCreatedWhileAShellWaitsIsProtectedInTheSessionTh
     EXPECT_FALSE(pooled.contains(second["pid"].get<pid_t>()))
         << "a shell launched before the repository existed served the open";
   }
-  Json r =
-      Send(client, second["sessionId"],
-           "{ echo '  fsmonitor = touch /tmp/planted' >> vendor/lib/.git/config; } 2>/dev/null; "
-           "echo status=$?\n");
-  EXPECT_EQ(r["viewport"], "status=1") << r.dump();
-  EXPECT_EQ(ReadFile(config), "[core]\n") << "the session wrote the new repository's config";
+  ExpectRepositoryUnwritable(client, second, "vendor/lib/.git");
 }
 
 // Attack: a repository is re-created at the same path while a shell waits (the host re-clones
@@ -210,11 +216,7 @@ TEST_P(WarmPoolTest, ARepositoryRecreatedAtTheSamePathWhileAShellWaitsIsProtecte
     EXPECT_FALSE(pooled.contains(second["pid"].get<pid_t>()))
         << "a shell that protects the old .git served the open";
   }
-  Json r = Send(client, second["sessionId"],
-                "{ echo '  fsmonitor = touch /tmp/planted' >> vendor/lib/.git/config; } "
-                "2>/dev/null; echo status=$?\n");
-  EXPECT_EQ(r["viewport"], "status=1") << r.dump();
-  EXPECT_EQ(ReadFile(git / "config"), "[core]\n") << "the session wrote the new repository";
+  ExpectRepositoryUnwritable(client, second, "vendor/lib/.git");
 }
 
 // The claim walks the roots off the reactor with a launch's budget: a root of 20,001 entries
@@ -254,11 +256,7 @@ TEST_P(WarmPoolTest, LargeRootsAreServedFromThePoolAndStillProtectANewRepository
     EXPECT_FALSE(pooled.contains(third["pid"].get<pid_t>()))
         << "a shell that does not protect the new repository served the open";
   }
-  Json r = Send(client, third["sessionId"],
-                "{ echo '  fsmonitor = touch /tmp/planted' >> many/deep/er/repo/.git/config; } "
-                "2>/dev/null; echo status=$?\n");
-  EXPECT_EQ(r["viewport"], "status=1") << r.dump();
-  EXPECT_EQ(ReadFile(git / "config"), "[core]\n") << "the session wrote the new repository";
+  ExpectRepositoryUnwritable(client, third, "many/deep/er/repo/.git");
 }
 
 // Attack: a client's environment differs from the one the pooled shell started with.
