@@ -73,9 +73,11 @@ struct ReadPointer {
 
 // Where a text field of a tool result sits in the session's scrollback.
 enum class TextPlace {
-  kNowhere,        // not located: a motd, collected background output
+  kNowhere,        // not located: a motd, a settled background send's viewport
   kScrollbackEnd,  // ends where the scrollback ended when it settled: a send's viewport
   kPage,           // a page of scrollback starting at the result's `cursor`: a read's text
+  kFound,          // whole lines somewhere near the scrollback's end, found by their tail:
+                   // a background send's collected output
 };
 
 // One text field of a tool result that the budget may shorten.
@@ -98,6 +100,13 @@ struct ResultBudget {
 // `field_bytes`. `anchor` locates the located text in the scrollback when known.
 [[nodiscard]] Json BoundToolResult(const ResultBudget& budget, const Json& r, size_t field_bytes,
                                    const TextAnchor& anchor, const std::string& session_id);
+
+// Where `text` (whole lines, ending with "\n") ends in the scrollback, found by its last
+// `tail_bytes` bytes in `window` (scrollback bytes from offset `window_cursor` on): the offset
+// just past them when they occur exactly once there, else nullopt (never a guess: repeated
+// output, or a tail that left the window, names no place).
+[[nodiscard]] std::optional<uint64_t> FindTextEnd(std::string_view window, uint64_t window_cursor,
+                                                  std::string_view text, size_t tail_bytes);
 
 // "1,234,567": counts a model reads at a glance.
 [[nodiscard]] std::string GroupDigits(uint64_t value);

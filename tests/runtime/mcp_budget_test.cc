@@ -183,5 +183,18 @@ TEST(McpBudgetTest, FindBackendDropReadsOnlyAWholeMarkerLine) {
   EXPECT_EQ(GroupDigits(12), "12");
 }
 
+TEST(FindTextEndTest, AUniqueTailNamesTheOffsetJustPastIt) {
+  // Scrollback bytes from offset 100: "a\nb\nc\nd\n".
+  EXPECT_EQ(FindTextEnd("a\nb\nc\nd\n", 100, "x\nb\nc\n", 4), std::optional<uint64_t>(106));
+  EXPECT_EQ(FindTextEnd("a\nb\nc\nd\n", 100, "d\n", 64), std::optional<uint64_t>(108));
+}
+
+TEST(FindTextEndTest, RepeatedMissingOrUnterminatedTextNamesNoPlace) {
+  EXPECT_EQ(FindTextEnd("y\ny\ny\n", 0, "y\n", 2), std::nullopt);  // twice: never a guess
+  EXPECT_EQ(FindTextEnd("a\nb\n", 0, "c\n", 2), std::nullopt);
+  EXPECT_EQ(FindTextEnd("a\nb\n", 0, "b", 1), std::nullopt);
+  EXPECT_EQ(FindTextEnd("a\nb\n", 0, "", 1), std::nullopt);
+}
+
 }  // namespace
 }  // namespace ptybox::runtime
