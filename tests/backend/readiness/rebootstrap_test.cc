@@ -85,7 +85,7 @@ TEST(FindProgramTest, SearchesThePathList) {
 }
 
 TEST(RebootstrapLineTest, OneLineWithoutANonceThatKeepsTheUsersHooks) {
-  const std::string line = BuildRebootstrapLine();
+  const std::string line = BuildRebootstrapLine(40123);
   ASSERT_FALSE(line.empty());
   EXPECT_EQ(line.back(), '\n');
   EXPECT_EQ(line.find('\n'), line.size() - 1);
@@ -96,6 +96,13 @@ TEST(RebootstrapLineTest, OneLineWithoutANonceThatKeepsTheUsersHooks) {
   EXPECT_EQ(line.find("unset PROMPT_COMMAND"), std::string::npos);
   EXPECT_EQ(line.find('!'), std::string::npos);  // history expansion is on in the new shell
   EXPECT_EQ(BuildPromptCommand().find("history -d"), std::string::npos);
+  // The nonce comes over the session's rekey listener, never the terminal: the line reads
+  // nothing from the terminal (no `read` without a redirection from the connection).
+  EXPECT_NE(line.find("3<>/dev/tcp/127.0.0.1/40123;"), std::string::npos) << line;
+  EXPECT_NE(line.find("\\printf 'ptybox-rekey\\n' >&3 && IFS= \\read -r -t 10 __ptybox_n <&3; }"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(line.find("read -r __ptybox_n;"), std::string::npos) << line;
   EXPECT_NE(BuildPromptCommand().find("unset PROMPT_COMMAND"), std::string::npos);
 }
 
@@ -117,19 +124,16 @@ ForegroundFacts ShellAloneReading(bool canonical) {
 }
 
 TEST(RebootstrapRefusalTest, TheShellAloneReadingMayBeWrittenTo) {
-  EXPECT_EQ(RebootstrapRefusal(RebootstrapStep::kTypeLine, ShellAloneReading(false), kShell),
-            std::nullopt);
-  EXPECT_EQ(RebootstrapRefusal(RebootstrapStep::kWriteNonce, ShellAloneReading(true), kShell),
-            std::nullopt);
+  EXPECT_EQ(RebootstrapRefusal(ShellAloneReading(false), kShell), std::nullopt);
 }
 
 TEST(RebootstrapRefusalTest, EveryOtherPossibleReaderRefuses) {
-  for (RebootstrapStep step : {RebootstrapStep::kTypeLine, RebootstrapStep::kWriteNonce}) {
-    const bool canonical = step == RebootstrapStep::kWriteNonce;
+  {
+    const bool canonical = false;
     auto refused = [&](auto change) {
       ForegroundFacts facts = ShellAloneReading(canonical);
       change(facts);
-      return RebootstrapRefusal(step, facts, kShell).has_value();
+      return RebootstrapRefusal(facts, kShell).has_value();
     };
     EXPECT_TRUE(refused([](ForegroundFacts& f) { f.foreground_pgid = 200; }));
     EXPECT_TRUE(refused([](ForegroundFacts& f) { f.foreground_pgid.reset(); }));
@@ -158,13 +162,13 @@ TEST(RebootstrapRefusalTest, EveryOtherPossibleReaderRefuses) {
     EXPECT_TRUE(refused([&](ForegroundFacts& f) { f.canonical = !canonical; }));
     EXPECT_TRUE(refused([](ForegroundFacts& f) { f.canonical.reset(); }));
   }
-  EXPECT_TRUE(RebootstrapRefusal(RebootstrapStep::kTypeLine, ShellAloneReading(false), 0));
-  // readline waits in pselect before it reads; the nonce goes only to a plain read.
+  EXPECT_TRUE(RebootstrapRefusal(ShellAloneReading(false), 0));
+  // readline waits in pselect before it reads: that is readline's wait too.
   ForegroundFacts select = ShellAloneReading(false);
   select.tasks[0].tty_wait = TtyWait::kSelect;
-  EXPECT_EQ(RebootstrapRefusal(RebootstrapStep::kTypeLine, select, kShell), std::nullopt);
-  select.canonical = true;
-  EXPECT_TRUE(RebootstrapRefusal(RebootstrapStep::kWriteNonce, select, kShell));
+  EXPECT_EQ(RebootstrapRefusal(select, kShell), std::nullopt);
+  // A plain `read` of the shell (canonical mode) is not readline's.
+  EXPECT_TRUE(RebootstrapRefusal(ShellAloneReading(true), kShell));
 }
 
 }  // namespace
