@@ -287,10 +287,13 @@ TEST_P(ShellChangesTest, ExecBashWithABackgroundJobWaitsUntilItEnded) {
 TEST_P(ShellChangesTest, BashScriptsAndToolsWorkWithTheShellsCopy) {
   const std::string id = Open();
   const bool unreadable = GetParam() != "danger-full-access" && ::geteuid() == 0;
-  Json r = AtPrompt(id,
-                    "printf '#!/bin/bash\\necho script $BASH_VERSINFO\\n' > /tmp/s.sh; "
-                    "chmod +x /tmp/s.sh; /tmp/s.sh; bash -c 'echo inner'; ps -o comm= -p $$\n",
-                    0);
+  // Unique: danger-full-access shares the host's /tmp.
+  const std::string script = "/tmp/s-" + std::to_string(::getpid()) + "-" + GetParam() + ".sh";
+  Json r =
+      AtPrompt(id,
+               "printf '#!/bin/bash\\necho script $BASH_VERSINFO\\n' > " + script + "; chmod +x " +
+                   script + "; " + script + "; bash -c 'echo inner'; ps -o comm= -p $$\n",
+               0);
   EXPECT_EQ(r["viewport"], "script 5\ninner\nbash") << r.dump();
   r = AtPrompt(id, "head -c 4 /usr/bin/bash >/dev/null 2>&1; echo read=$?\n", 0);
   EXPECT_EQ(r["viewport"], unreadable ? "read=1" : "read=0") << r.dump();
@@ -303,7 +306,7 @@ TEST_P(ShellChangesTest, BashScriptsAndToolsWorkWithTheShellsCopy) {
   r = Send(client_, id, "exec /bin/bash\n", options);
   EXPECT_EQ(r["viewport"], "") << r.dump();
   StillExact(id, "exec /bin/bash");
-  r = AtPrompt(id, "/tmp/s.sh; bash -c 'echo inner'\n", 0);
+  r = AtPrompt(id, script + "; rm -f " + script + "; bash -c 'echo inner'\n", 0);
   EXPECT_EQ(r["viewport"], "script 5\ninner") << r.dump();
 }
 
@@ -320,13 +323,16 @@ TEST_P(ShellChangesTest, ExecOfAnotherProgramOrACopyNeverGetsTheBootstrap) {
     EXPECT_NE(r["viewport"].get<std::string>().find(viewport), std::string::npos) << r.dump();
   };
   std::string id = Open();
-  Json r = AtPrompt(id, "cp /bin/bash /tmp/mybash 2>/dev/null; echo copied=$?\n", 0);
+  // Unique: danger-full-access shares the host's /tmp.
+  const std::string copy = "/tmp/mybash-" + std::to_string(::getpid()) + "-" + GetParam();
+  Json r = AtPrompt(id, "cp /bin/bash " + copy + " 2>/dev/null; echo copied=$?\n", 0);
   if (unreadable) {
     EXPECT_EQ(r["viewport"], "copied=1") << r.dump();
   } else {
     EXPECT_EQ(r["viewport"], "copied=0") << r.dump();
-    r = Send(client_, id, "exec /tmp/mybash\n", options);
+    r = Send(client_, id, "exec " + copy + "\n", options);
     expect_null(id, "one");
+    Send(client_, id, "rm -f " + copy + "\n", options);
   }
   id = Open();
   r = Send(client_, id, "exec python3 -i -q\n", options);
