@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <ios>
 #include <string>
 
 #include "backend/readiness/prompt_protocol.h"
@@ -70,6 +71,29 @@ TEST(ExecIdentityTest, StableForOneImageAndNewAfterExec) {
   struct stat sleep_st {};
   ASSERT_EQ(::stat("/bin/sleep", &sleep_st), 0);
   EXPECT_EQ(exec->exe_ino, sleep_st.st_ino);
+}
+
+// Only a file of host root's that nobody may read makes every image of it non-dumpable for a
+// session without capabilities (the unreadable copy of a root daemon's confined sessions).
+TEST(ExecIdentityTest, RunsUnreadableOnlyFromRootsFileWithoutReadBits) {
+  ExecIdentity id;
+  id.exe_uid = 0;
+  id.exe_mode = S_IFREG | 0111;
+  EXPECT_TRUE(RunsUnreadable(id));
+  for (mode_t readable : {0511, 0151, 0115, 0755}) {
+    id.exe_mode = S_IFREG | readable;
+    EXPECT_FALSE(RunsUnreadable(id)) << std::oct << readable;
+  }
+  id.exe_mode = S_IFREG | 0111;
+  id.exe_uid = 1000;  // the session's own id could chmod it
+  EXPECT_FALSE(RunsUnreadable(id));
+  id.exe_uid = 0;
+  id.exe_mode = S_IFDIR | 0111;
+  EXPECT_FALSE(RunsUnreadable(id));
+  // The host's bash, as this test sees it, is readable.
+  std::optional<ExecIdentity> self = ReadExecIdentity(::getpid());
+  ASSERT_TRUE(self.has_value());
+  EXPECT_NE(self->exe_mode & 0444, 0u);
 }
 
 TEST(FindProgramTest, SearchesThePathList) {
