@@ -62,24 +62,6 @@ bool RunsUnreadable(const ExecIdentity& exe) {
   return exe.exe_uid == 0 && S_ISREG(exe.exe_mode) && (exe.exe_mode & 0444) == 0;
 }
 
-std::optional<FileIdentity> FindProgram(std::string_view program, std::string_view path) {
-  auto identity = [](const std::string& file) -> std::optional<FileIdentity> {
-    struct stat st {};
-    if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-    return FileIdentity{st.st_dev, st.st_ino};
-  };
-  if (program.find('/') != std::string_view::npos) return identity(std::string(program));
-  while (true) {
-    const size_t colon = path.find(':');
-    std::string_view dir = path.substr(0, colon);
-    if (!dir.empty()) {
-      if (auto found = identity(std::string(dir) + "/" + std::string(program))) return found;
-    }
-    if (colon == std::string_view::npos) return std::nullopt;
-    path.remove_prefix(colon + 1);
-  }
-}
-
 std::optional<std::string> RebootstrapRefusal(const ForegroundFacts& facts, pid_t shell) {
   if (shell <= 0 || facts.foreground_pgid != shell)
     return "the shell's group is not in the foreground";

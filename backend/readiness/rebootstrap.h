@@ -42,15 +42,11 @@ struct ExecIdentity {
 // Reads the identity of `pid` now; nullopt when anything cannot be read.
 [[nodiscard]] std::optional<ExecIdentity> ReadExecIdentity(pid_t pid);
 
-// Device and inode of `program` found through `path` (a PATH list) on this host, or of `program`
-// itself when it has a slash; nullopt when not found. The sandboxes bind the host's /usr, so
-// the same file has the same identity inside.
+// A file's device and inode (the file the session's first shell runs: `exec bash` must run it).
 struct FileIdentity {
   dev_t dev = 0;
   ino_t ino = 0;
 };
-[[nodiscard]] std::optional<FileIdentity> FindProgram(std::string_view program,
-                                                      std::string_view path);
 
 // Whether a process exec'd from the file `exe` describes runs non-dumpable whatever it is:
 // host root's and readable by nobody (the unreadable copy a root daemon's confined sessions

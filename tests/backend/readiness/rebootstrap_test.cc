@@ -1,6 +1,6 @@
 // Giving the hook back after `exec bash`: the exec identity that tells one program image from
-// the next, the program lookup, the typed bootstrap line, and the rule that decides when the
-// daemon may write into the re-exec'd shell (only the shell itself can read it).
+// the next, whether it runs non-dumpable, the typed bootstrap line, and the rule that decides when
+// the daemon may write into the re-exec'd shell (only the shell itself can read it).
 #include "backend/readiness/rebootstrap.h"
 
 #include <fcntl.h>
@@ -94,18 +94,6 @@ TEST(ExecIdentityTest, RunsUnreadableOnlyFromRootsFileWithoutReadBits) {
   std::optional<ExecIdentity> self = ReadExecIdentity(::getpid());
   ASSERT_TRUE(self.has_value());
   EXPECT_NE(self->exe_mode & 0444, 0u);
-}
-
-TEST(FindProgramTest, SearchesThePathList) {
-  struct stat st {};
-  ASSERT_EQ(::stat("/usr/bin/bash", &st), 0);
-  std::optional<FileIdentity> bash = FindProgram("bash", "/nonexistent::/usr/bin:/bin");
-  ASSERT_TRUE(bash.has_value());
-  EXPECT_EQ(bash->ino, st.st_ino);
-  EXPECT_EQ(bash->dev, st.st_dev);
-  EXPECT_TRUE(FindProgram("/usr/bin/bash", "").has_value());
-  EXPECT_FALSE(FindProgram("no-such-program-ptybox", "/usr/bin:/bin").has_value());
-  EXPECT_FALSE(FindProgram("bash", "/nonexistent").has_value());
 }
 
 TEST(RebootstrapLineTest, OneLineWithoutANonceThatKeepsTheUsersHooks) {
