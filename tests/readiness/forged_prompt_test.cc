@@ -111,6 +111,33 @@ while True:
     threading.Event().wait(0.005)
 )PY";
 
+// A program of the session that knocks on the rekey listener (argv[2]: the ports, comma
+// separated) with the shell's own request, again and again until argv[3] exists (and it got in
+// once), then writes
+// how often it got in and how many bytes it received to argv[1].
+constexpr const char* kKnocker = R"PY(import os, socket, sys, time
+out, ports, stop = sys.argv[1], [int(p) for p in sys.argv[2].split(",")], sys.argv[3]
+connected, received, rounds = 0, b"", 0
+# Until told to stop, and at least until it got in once (a bounded number of rounds).
+while (not connected and rounds < 500) or not os.path.exists(stop):
+    rounds += 1
+    for port in ports:
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=2)
+        except OSError:
+            continue
+        connected += 1
+        try:
+            s.sendall(b"ptybox-rekey\n")
+            received += s.recv(256)
+        except OSError:
+            pass
+        s.close()
+    time.sleep(0.01)
+open(out + ".tmp", "w").write("connected=%d received=%d %r\n" % (connected > 0, len(received), received))
+os.rename(out + ".tmp", out)
+)PY";
+
 // Prints a marker with exit code 42 and "$ " for every 32-hex-digit string in argv[1] (and one of
 // its own), then waits in read(0) while the shell waits for it.
 constexpr const char* kLootForger = R"PY(import os, re, sys
@@ -143,6 +170,7 @@ class ForgedPromptTest : public ::testing::TestWithParam<std::string> {
     std::ofstream(daemon_->workspace() / "forger.py") << kForger;
     std::ofstream(daemon_->workspace() / "thief.py") << kThief;
     std::ofstream(daemon_->workspace() / "loot_forger.py") << kLootForger;
+    std::ofstream(daemon_->workspace() / "knocker.py") << kKnocker;
   }
   static void TearDownTestSuite() {
     delete daemon_;
@@ -395,6 +423,42 @@ TEST_P(ForgedPromptTest, TheFreshNonceReachesNeitherTheTerminalNorAnotherConnect
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_EQ(r["exitCode"], 4) << r.dump();
   EXPECT_EQ(r["viewport"], "three") << r.dump();
+}
+
+// A program of the session started before `exec bash` knocks on the rekey listener with the
+// shell's own request while it lives: the daemon types nothing then (another process lives),
+// and every connection is closed with nothing written. Once it has ended the hook comes back.
+TEST_P(ForgedPromptTest, AProgramOfTheSessionGetsNothingFromTheRekeyListener) {
+  const std::string tag = "knock-" + std::to_string(::getpid()) + "-" + GetParam();
+  const std::string id = OpenSession(client_, GetParam(), Json{{"env", {{"REKEY_MARK", tag}}}});
+  const Json slow{{"silenceMs", 20000}, {"timeoutMs", 30000}};
+  const std::vector<pid_t> shells = ProcessesWithEnv(tag);
+  ASSERT_EQ(shells.size(), 1u);
+  const std::vector<int> ports = RekeyPorts(shells[0], daemon_->pid());
+  ASSERT_FALSE(ports.empty()) << "no rekey listener found";
+  std::string list;
+  for (int port : ports) list += (list.empty() ? "" : ",") + std::to_string(port);
+  const std::string out = "/tmp/" + tag + ".out";
+  const std::string stop = "/tmp/" + tag + ".stop";
+  Json r = Send(client_, id,
+                "python3 knocker.py " + out + " " + list + " " + stop + " & exec bash\n", slow);
+  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  r = Send(client_, id, "echo one; (exit 4)\n", slow);
+  EXPECT_TRUE(r["exitCode"].is_null()) << r.dump();
+  EXPECT_EQ(r["viewport"], "one") << r.dump();
+  r = Send(client_, id,
+           "touch " + stop + "; while [ ! -e " + out + " ]; do sleep 0.05; done; cat " + out +
+               "; rm -f " + out + " " + stop + "\n",
+           slow);
+  EXPECT_EQ(r["viewport"], "connected=1 received=0 b''") << r.dump();
+  // Until it is gone (its parent, the new bash, reaps it).
+  r = Send(client_, id, "while pgrep -f knocker.py >/dev/null; do sleep 0.05; done; echo gone\n",
+           slow);
+  EXPECT_EQ(r["viewport"], "gone") << r.dump();
+  r = Send(client_, id, "echo two; (exit 4)\n", slow);
+  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  EXPECT_EQ(r["exitCode"], 4) << r.dump();
+  EXPECT_EQ(r["viewport"], "two") << r.dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ForgedPromptTest,
