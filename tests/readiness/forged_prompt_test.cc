@@ -461,6 +461,53 @@ TEST_P(ForgedPromptTest, AProgramOfTheSessionGetsNothingFromTheRekeyListener) {
   EXPECT_EQ(r["viewport"], "two") << r.dump();
 }
 
+// With `network: allow` a confined session shares the host's network namespace, so its rekey
+// listener is on the host's loopback, where any host process can connect: during the
+// rebootstrap a process of the host (this test) connects to it over and over with the shell's
+// request and gets nothing; without it, the hook comes back.
+TEST_P(ForgedPromptTest, OnTheHostsLoopbackOnlyTheShellGetsTheNonce) {
+  TempDir dir;
+  const std::filesystem::path op = dir.path() / "operator.yaml";
+  std::ofstream(op) << "version: 1\nnetwork: allow\n";
+  Daemon daemon(Daemon::Options{.extra_args = {"--policy", op.string()}, .env = {}});
+  RpcClient client(daemon.socket());
+  const std::string tag = "hostlo-" + std::to_string(::getpid()) + "-" + GetParam();
+  const std::string id = OpenSession(client, GetParam(), Json{{"env", {{"REKEY_MARK", tag}}}});
+  const Json slow{{"silenceMs", 20000}, {"timeoutMs", 30000}};
+  Json r = Send(client, id, "exec bash\n", slow);
+  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  const std::vector<pid_t> shells = ProcessesWithEnv(tag);
+  ASSERT_EQ(shells.size(), 1u);
+  // The shell's network namespace is the host's: the listener is found in this process's table.
+  std::error_code ec;
+  EXPECT_EQ(std::filesystem::read_symlink("/proc/" + std::to_string(shells[0]) + "/ns/net", ec),
+            std::filesystem::read_symlink("/proc/self/ns/net"));
+  const std::vector<int> ports = RekeyPorts(::getpid(), daemon.pid());
+  ASSERT_FALSE(ports.empty()) << "no rekey listener on the host's loopback";
+  int report[2];
+  ASSERT_EQ(::pipe2(report, O_CLOEXEC | O_NONBLOCK), 0);
+  const pid_t connector = StartConnector(shells[0], ports, /*enter_namespace=*/false, report[1]);
+  r = Send(client, id, "echo two; (exit 4)\n", slow);
+  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  EXPECT_TRUE(r["exitCode"].is_null() || r["exitCode"] == 4) << r.dump();
+  // Refused, the bootstrap keeps a plain `$ `, which may lead this viewport (docs/security.md).
+  EXPECT_TRUE(r["viewport"] == "two" || r["viewport"] == "$\ntwo") << r.dump();
+  ::kill(connector, SIGKILL);
+  ::waitpid(connector, nullptr, 0);
+  ::close(report[1]);
+  std::string got;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(report[0], buf, sizeof buf)) > 0;) got.append(buf, n);
+  ::close(report[0]);
+  ASSERT_NE(got.find('c'), std::string::npos) << "the connector never connected";
+  EXPECT_EQ(got.find_first_not_of('c'), std::string::npos) << "the connector received: " << got;
+  // Without it, a fresh image gets the hook back.
+  Send(client, id, "exec bash\n", slow);
+  r = Send(client, id, "echo three; (exit 4)\n", slow);
+  EXPECT_EQ(r["exitCode"], 4) << r.dump();
+  EXPECT_EQ(r["viewport"], "three") << r.dump();
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, ForgedPromptTest,
                          ::testing::Values("read-only", "workspace-write", "danger-full-access"),
                          ModeTestName);
