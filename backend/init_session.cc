@@ -226,9 +226,6 @@ void InitSession::OnMessage(sandbox::ReceivedInitMessage received) {
         } else if constexpr (std::is_same_v<T, sandbox::ProxyListenerMessage>) {
           if (start_reported_ || !received.fd) return;  // only before ready, with its socket
           listener_.OnProxyListener(m.port, std::move(received.fd));
-        } else if constexpr (std::is_same_v<T, sandbox::RekeyListenerMessage>) {
-          if (start_reported_ || !received.fd) return;  // only before ready, with its socket
-          listener_.OnRekeyListener(m.port, std::move(received.fd));
         } else {
           LogWarn("ptybox-init sent a " + std::string(sandbox::InitMessageName(received.message)) +
                   " message, which only the daemon sends");

@@ -55,9 +55,6 @@ class InitSession final {
     // Network by name, before OnReady: the listening socket init bound on the session's own
     // loopback for the proxy (sandbox/init/init_protocol.h, ProxyListenerMessage).
     virtual void OnProxyListener(uint16_t /*port*/, UniqueFd /*listener*/) {}
-    // Every PTY session, before OnReady: the listener init bound on 127.0.0.1:port in the
-    // session's network namespace for `exec bash`'s fresh nonce (RekeyListenerMessage).
-    virtual void OnRekeyListener(uint16_t /*port*/, UniqueFd /*listener*/) {}
   };
 
   // `program` names what init starts in messages ("the shell", "the command"). `cgroups` is

@@ -70,10 +70,6 @@ void LocalTerminal::OnProxyListener(uint16_t /*port*/, UniqueFd listener) {
   listener_.OnProxyListener(std::move(listener));
 }
 
-void LocalTerminal::OnRekeyListener(uint16_t port, UniqueFd listener) {
-  listener_.OnRekeyListener(port, std::move(listener));
-}
-
 void LocalTerminal::OnStartFailed(Error error) { listener_.OnStartFailed(std::move(error)); }
 
 void LocalTerminal::OnProgramExit(SessionStatus status) {

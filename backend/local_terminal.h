@@ -41,8 +41,6 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
     virtual void OnShellExit(SessionStatus status) = 0;
     // Network by name: the session's proxy listener (InitSession::Listener::OnProxyListener).
     virtual void OnProxyListener(UniqueFd /*listener*/) {}
-    // The session's rekey listener (InitSession::Listener::OnRekeyListener).
-    virtual void OnRekeyListener(uint16_t /*port*/, UniqueFd /*listener*/) {}
   };
 
   // `cgroups`: the host setup the session's cgroup is made in (InitSession).
@@ -121,7 +119,6 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   void OnProgramExit(SessionStatus status) override;
   void OnInitExit(int wait_status) override;
   void OnProxyListener(uint16_t port, UniqueFd listener) override;
-  void OnRekeyListener(uint16_t port, UniqueFd listener) override;
 
   // Delivers facts read just now, after decoding the output the terminal holds.
   void Deliver(ForegroundFacts facts, std::function<void(ForegroundFacts)> done);

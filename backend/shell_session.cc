@@ -22,6 +22,7 @@ constexpr size_t kMaxLineBytes = 64 * 1024;
 // How long a send may wait for the hook to be given back to a re-exec'd bash (a few ms on an
 // idle machine); past it the send starts anyway, without the hook.
 constexpr Millis kRebootstrapBudget{5000};
+constexpr Millis kRebootstrapLookInterval{2};
 
 ReadinessTimings TimingsFrom(const policy::Limits& limits) {
   ReadinessTimings t;
@@ -230,22 +231,9 @@ void ShellSession::OnProxyListener(UniqueFd listener) {
 }
 
 void ShellSession::StopProxy() {
-  if (rekey_) rekey_->Stop();  // the shell's end: no exec bash to answer any more
   if (!proxy_) return;
   std::shared_ptr<proxy::NetworkProxy> proxy = std::move(proxy_);
   proxy->Stop();
-}
-
-void ShellSession::OnRekeyListener(uint16_t port, UniqueFd listener) {
-  if (rekey_) return;
-  Result<std::shared_ptr<RekeyListener>> started =
-      RekeyListener::Start(io_, std::move(listener), port);
-  if (!started) {
-    // Without it `exec bash` gets no hook back: exit codes null, never wrong.
-    LogWarn(started.error().message);
-    return;
-  }
-  rekey_ = std::move(*started);
 }
 
 void ShellSession::CancelStart(std::string reason) {
@@ -412,11 +400,9 @@ void ShellSession::OnStartupSettled(WaitReason reason) {
     motd_ = page.text;
     while (!motd_.empty() && motd_.back() == '\n') motd_.pop_back();
     RememberIdlePrompt(startup_->engine().verifying_facts());
-    // What `exec bash` will be told apart from (rebootstrap.h), and the file it must run: the
-    // one the session's shell runs (the host's bash, or a root daemon's unreadable copy of it).
+    // What `exec bash` will be told apart from (rebootstrap.h).
     hooked_exec_ = ReadExecIdentity(terminal_.shell_pid());
-    bash_binary_.reset();
-    if (hooked_exec_) bash_binary_ = FileIdentity{hooked_exec_->exe_dev, hooked_exec_->exe_ino};
+    bash_binary_ = FindProgram(options_.shell, kDefaultPath);
     FinishStart({});
     return;
   }
@@ -511,25 +497,20 @@ bool ShellSession::NeedsRebootstrap() {
   // A last send that settled at the verified prompt proves the hook is there: the send path pays
   // no /proc read for this check (exec bash settles without a marker).
   if (send_ && send_->result() && *send_->result() && (*send_->result())->exit_code) return false;
-  // The fresh nonce goes over the session's rekey listener, to a connection the shell itself
-  // holds (backend/readiness/rekey.h), never through the terminal (which a process of another
-  // owner's session may hold). Without the listener there is no way to hand it over.
-  if (!rekey_) return false;
+  // A shell that ran non-dumpable keeps its nonce from its children's reading of its memory.
+  // The image `exec bash` starts runs a file its user can read, so it is dumpable: a nonce given
+  // to it would be readable by every program it starts. Such a shell gets no hook back (exit
+  // codes stay null, never wrong) rather than a weaker wall.
+  if (sandbox::ShellRunsNonDumpable(launched_)) return false;
+  // The fresh nonce goes through the terminal, which a process outside this session may hold
+  // (a descriptor passed over a socket in a shared workspace by a program that has since
+  // ended, or is still in flight in a socket's queue): no look can prove it will not read the
+  // line. A confined session is a wall between owners, so there the hook is not given back;
+  // danger-full-access has no such wall (any program of the user can read the shell's memory).
+  if (policy::IsConfined(launched_.mode)) return false;
   std::optional<ExecIdentity> now = ReadExecIdentity(terminal_.shell_pid());
-  // A new image of the very file the session's shell runs: `exec sh`, `exec python3` or a copy
-  // of bash the session made are never typed into.
-  if (!now || *now == *hooked_exec_ || now->exe_dev != bash_binary_->dev ||
-      now->exe_ino != bash_binary_->ino) {
-    return false;
-  }
-  // A shell that ran non-dumpable keeps its nonce from its children's reading of its memory:
-  // the new image must be non-dumpable too, so it must run the unreadable copy (a root daemon's
-  // confined sessions: sandbox/mount_stage.h). Without it (init's memfd copy) no image of the
-  // session's bash qualifies, and the hook is not given back (exit codes null, never wrong). A
-  // dumpable shell (danger-full-access, an ordinary user's daemon) gets it back: the new image
-  // is then no weaker than the first one was.
-  if (sandbox::ShellRunsNonDumpable(launched_) && !RunsUnreadable(*now)) return false;
-  return true;
+  return now && *now != *hooked_exec_ && now->exe_dev == bash_binary_->dev &&
+         now->exe_ino == bash_binary_->ino;
 }
 
 void ShellSession::BeginRebootstrap(std::shared_ptr<SendOperation> op) {
@@ -537,7 +518,6 @@ void ShellSession::BeginRebootstrap(std::shared_ptr<SendOperation> op) {
   rebootstrap_.emplace();
   rebootstrap_->op = std::move(op);
   rebootstrap_->deadline = Now() + kRebootstrapBudget;
-  rebootstrap_->serial = ++rebootstrap_serial_;
   if (!exec) {
     EndRebootstrap(false, "the shell's exec identity is unreadable");
     return;
@@ -555,7 +535,7 @@ void ShellSession::RebootstrapLook() {
 }
 
 void ShellSession::OnRebootstrapFacts(ForegroundFacts facts) {
-  if (!rebootstrap_ || rebootstrap_->phase != Rebootstrap::Phase::kTypeLine) return;
+  if (!rebootstrap_ || rebootstrap_->phase == Rebootstrap::Phase::kPrompt) return;
   const pid_t shell = terminal_.shell_pid();
   if (closing_ || closed_ || terminal_.status().exited) {
     EndRebootstrap(false, "the session ends");
@@ -567,65 +547,58 @@ void ShellSession::OnRebootstrapFacts(ForegroundFacts facts) {
     EndRebootstrap(false, "the shell exec'd again");
     return;
   }
-  if (std::optional<std::string> refusal = RebootstrapRefusal(facts, shell)) {
-    // Nothing written: the next send tries again (a background job may have ended by then).
-    EndRebootstrap(false, *refusal);
+  if (rb.phase == Rebootstrap::Phase::kTypeLine) {
+    if (std::optional<std::string> refusal =
+            RebootstrapRefusal(RebootstrapStep::kTypeLine, facts, shell)) {
+      // Nothing written: the next send tries again (a background job may have ended by then).
+      EndRebootstrap(false, *refusal);
+      return;
+    }
+    // This image is tried once: whatever happens now, it is never typed into twice.
+    hooked_exec_ = rb.exec;
+    terminal_.WriteReply(BuildRebootstrapLine());
+    rb.phase = Rebootstrap::Phase::kWriteNonce;
+    After(kRebootstrapLookInterval, [this] { RebootstrapLook(); });
     return;
   }
-  // This image is tried once: whatever happens now, it is never typed into twice.
-  hooked_exec_ = rb.exec;
-  rb.nonce = NewPromptNonce();
-  // The answer goes only to a connection whose client end the shell's own process holds, while
-  // it still runs this image (backend/readiness/rekey.h).
-  std::weak_ptr<ShellSession> weak = weak_from_this();
-  const uint64_t serial = rb.serial;
-  RekeyListener::Expectation expectation;
-  expectation.refusal = [shell, exec = rb.exec](TcpEndpoint client,
-                                                TcpEndpoint server) -> std::optional<std::string> {
-    if (ReadExecIdentity(shell) != exec) return "the shell exec'd again";
-    return ClientEndRefusal(shell, client, server);
-  };
-  expectation.answer = NonceLine(rb.nonce);
-  expectation.done = [weak, serial](std::optional<std::string> refusal) {
-    if (std::shared_ptr<ShellSession> self = weak.lock()) {
-      self->OnRekeyDone(serial, std::move(refusal));
+  // kWriteNonce: the nonce goes in only once the shell alone waits in the bootstrap's `read`.
+  if (std::optional<std::string> refusal =
+          RebootstrapRefusal(RebootstrapStep::kWriteNonce, facts, shell)) {
+    if (Now() >= rb.deadline) {
+      // An empty line ends the bootstrap's read (it then keeps a plain PS1: no marker, exit codes
+      // null) or is an empty command line; it carries nothing.
+      terminal_.WriteReply("\n");
+      EndRebootstrap(false, "gave up: " + *refusal);
+      return;
     }
-  };
-  rekey_->Expect(std::move(expectation));
-  terminal_.WriteReply(BuildRebootstrapLine(rekey_->port()));
-  rb.phase = Rebootstrap::Phase::kAwaitRequest;
+    After(kRebootstrapLookInterval, [this] { RebootstrapLook(); });
+    return;
+  }
+  // The nonce is never echoed: the kernel echoes input as it arrives, so ECHO must be off
+  // before the write (a `stty sane` before `exec bash` left it on).
+  (void)terminal_.ReassertNoEcho();
+  if (terminal_.Echoing() != false) {
+    terminal_.WriteReply("\n");
+    EndRebootstrap(false, "the terminal echoes input");
+    return;
+  }
+  nonce_ = NewPromptNonce();
+  tracker_.SetNonce(nonce_);
+  terminal_.WriteReply(NonceLine(nonce_));
+  rb.phase = Rebootstrap::Phase::kPrompt;
   const Millis left =
       std::chrono::duration_cast<Millis>(std::max(rb.deadline - Now(), Clock::duration::zero()));
-  After(left, [this, serial] {
-    if (!rebootstrap_ || rebootstrap_->serial != serial) return;
-    EndRebootstrap(false, rebootstrap_->phase == Rebootstrap::Phase::kPrompt
-                              ? "no prompt came"
-                              : "no request came on the rekey listener");
+  After(left, [this] {
+    if (rebootstrap_ && rebootstrap_->phase == Rebootstrap::Phase::kPrompt) {
+      EndRebootstrap(false, "no prompt came");
+    }
   });
-}
-
-void ShellSession::OnRekeyDone(uint64_t serial, std::optional<std::string> refusal) {
-  if (!rebootstrap_ || rebootstrap_->serial != serial ||
-      rebootstrap_->phase != Rebootstrap::Phase::kAwaitRequest) {
-    return;
-  }
-  if (refusal) {
-    // The connection got nothing; the shell's own read ends at its connection's close (or its
-    // timeout) and keeps a plain PS1: no marker, exit codes null.
-    EndRebootstrap(false, "rekey refused: " + *refusal, /*start_now=*/false);
-    return;
-  }
-  // The shell itself holds the nonce now; the tracker follows it from here on.
-  nonce_ = rebootstrap_->nonce;
-  tracker_.SetNonce(nonce_);
-  rebootstrap_->phase = Rebootstrap::Phase::kPrompt;
 }
 
 void ShellSession::EndRebootstrap(bool hooked, const std::string& why, bool start_now) {
   if (!rebootstrap_) return;
   std::shared_ptr<SendOperation> op = std::move(rebootstrap_->op);
   rebootstrap_.reset();
-  if (!hooked && rekey_) rekey_->Disarm();  // a connection still being read gets nothing
   if (hooked) {
     LogDebug("exec bash: the prompt hook is back with a fresh nonce");
   } else {

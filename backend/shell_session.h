@@ -22,7 +22,6 @@
 #include "backend/readiness/prompt_protocol.h"
 #include "backend/readiness/readiness_driver.h"
 #include "backend/readiness/rebootstrap.h"
-#include "backend/rekey_listener.h"
 #include "backend/send_render.h"
 #include "backend/terminal/terminal_decoder.h"
 #include "backend/warm_pool.h"
@@ -119,7 +118,6 @@ class ShellSession final : public BackendSession,
   void OnShellExit(SessionStatus status) override;
   void OnProxyListener(UniqueFd listener) override;
   void StopProxy();
-  void OnRekeyListener(uint16_t port, UniqueFd listener) override;
   // PromptTracker::Listener.
   void OnMarker(const PromptMarker& marker) override;
   void OnCandidate() override;
@@ -165,12 +163,11 @@ class ShellSession final : public BackendSession,
   // differs from the one the hook was given to, and it runs the bash ptybox started.
   [[nodiscard]] bool NeedsRebootstrap();
   // Gives the hook back before `op` starts (backend/readiness/rebootstrap.h): one look, the
-  // bootstrap line, the shell's own request on the rekey listener answered with the fresh
-  // nonce (backend/readiness/rekey.h), the marker. `op` starts when that ends, whichever way.
+  // bootstrap line, looks until the bootstrap's `read` waits, the fresh nonce line, the marker.
+  // `op` starts when that ends, whichever way.
   void BeginRebootstrap(std::shared_ptr<SendOperation> op);
   void RebootstrapLook();
   void OnRebootstrapFacts(ForegroundFacts facts);
-  void OnRekeyDone(uint64_t serial, std::optional<std::string> refusal);
   // Starts the waiting send: at once, or on the next turn of the reactor (from inside the
   // decoder's callbacks).
   void EndRebootstrap(bool hooked, const std::string& why, bool start_now = true);
@@ -185,9 +182,6 @@ class ShellSession final : public BackendSession,
   LocalTerminal terminal_;
   // Network by name: the session's proxy, from init's listener until the shell ends.
   std::shared_ptr<proxy::NetworkProxy> proxy_;
-  // The session's rekey listener (`exec bash` fetches its fresh nonce over it), from init's
-  // listener until the shell ends.
-  std::shared_ptr<RekeyListener> rekey_;
   TerminalDecoder decoder_;
   PromptTracker tracker_;
   asio::steady_timer timer_;
@@ -228,15 +222,12 @@ class ShellSession final : public BackendSession,
     // Declared so that clang sees it constructible inside ShellSession (its implicit one waits
     // for the enclosing class, and std::optional::emplace asked too early).
     Rebootstrap() {}  // NOLINT(modernize-use-equals-default)
-    enum class Phase { kTypeLine, kAwaitRequest, kPrompt } phase = Phase::kTypeLine;
+    enum class Phase { kTypeLine, kWriteNonce, kPrompt } phase = Phase::kTypeLine;
     ExecIdentity exec;
     TimePoint deadline{};
-    uint64_t serial = 0;  // tells this rebootstrap's timer and answer from a later one's
-    std::string nonce;    // the fresh one, answered to the shell's own request only
     std::shared_ptr<SendOperation> op;
   };
   std::optional<Rebootstrap> rebootstrap_;
-  uint64_t rebootstrap_serial_ = 0;
 
   // Close.
   bool closing_ = false;

@@ -206,8 +206,6 @@ std::vector<std::string> BuildBwrapArgv(const SandboxSpec& spec,
     argv.Option("--tmpfs", spec.session_home.string());
   }
 
-  // The shell's unreadable copy over the host's (never inside a root: mount_stage.cc).
-  if (!spec.unreadable_shell.empty()) argv.Bind("--ro-bind", spec.unreadable_shell, from);
   // Last mount: the init binary, read-only even when it lives in /tmp or a writable root.
   if (!spec.init_composed) argv.Bind("--ro-bind", invocation.init_binary, from);
   // The staged sources stay out of sight: the sandbox never sees the launcher's staging place.

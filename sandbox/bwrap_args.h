@@ -56,10 +56,6 @@ struct SandboxSpec {
   // The session's private home (sandbox/session_home.h): an empty tmpfs of mode 0700 there;
   // empty for none.
   std::filesystem::path session_home;
-  // Root daemon, PTY: the shell's program on the host (/usr/bin/bash), covered read-only by an
-  // unreadable copy (mode 0111, host root's) the launcher made on its stage (bind_sources), so
-  // every bash the session starts, `exec bash` included, runs non-dumpable. Empty for none.
-  std::filesystem::path unreadable_shell;
   bool operator==(const SandboxSpec&) const = default;
 };
 

@@ -55,33 +55,6 @@ void ApplyPolicy(const policy::ResolvedPolicy& p, const std::filesystem::path& c
                                          .cpu_millicores = l.max_cpu_millicores};
 }
 
-std::filesystem::path HostProgramPath(const std::string& program,
-                                      const std::vector<std::string>& environment) {
-  // The search ptybox-init makes inside (the sandbox shows the host's / read-only).
-  std::string path = "/usr/local/bin:/usr/bin:/bin";
-  for (const std::string& entry : environment) {
-    if (entry.starts_with("PATH=")) path = entry.substr(5);
-  }
-  std::error_code ec;
-  auto real = [&ec](const std::filesystem::path& candidate) -> std::filesystem::path {
-    if (::access(candidate.c_str(), X_OK) != 0) return {};
-    std::filesystem::path resolved = std::filesystem::canonical(candidate, ec);
-    return ec ? std::filesystem::path() : resolved;
-  };
-  if (program.find('/') != std::string::npos) return real(program);
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    const std::string dir = path.substr(start, end - start);
-    if (!dir.empty() && dir.front() == '/') {
-      if (::access((dir + "/" + program).c_str(), X_OK) == 0) return real(dir + "/" + program);
-    }
-    start = end + 1;
-  }
-  return {};
-}
-
 bool ShellRunsNonDumpable(const LaunchSpec& spec) {
   // Not for an ordinary user's daemon: /proc/<pid>/ files of a non-dumpable process belong to
   // uid 0 of its user namespace, which that sandbox does not map, so they are host root's, mode
@@ -253,10 +226,6 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories
       }
     }
     const bool as_root = RunsAsHostRoot();
-    // A root daemon's shell (and every bash of the session) runs from an unreadable copy.
-    if (ShellRunsNonDumpable(spec)) {
-      sandbox.unreadable_shell = HostProgramPath(spec.command.front(), spec.environment);
-    }
     Result<StagePlan> plan =
         PrepareStage(sandbox, spec.init_binary, as_root, spec.session_ids, repositories);
     if (!plan) return std::unexpected(plan.error());

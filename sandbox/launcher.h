@@ -86,10 +86,6 @@ Result<void> CheckSandboxRoots(const SandboxSpec& sandbox);
 // Whether the session's shell runs from an unreadable copy, so non-dumpable (a confined shell
 // of a root daemon, init_main.cc UnreadableCopy): its children cannot read its memory.
 [[nodiscard]] bool ShellRunsNonDumpable(const LaunchSpec& spec);
-// The file `program` names on this host, searched as ptybox-init searches it (the PATH of
-// `environment`, absolute directories only), links resolved; empty when not found.
-[[nodiscard]] std::filesystem::path HostProgramPath(const std::string& program,
-                                                    const std::vector<std::string>& environment);
 std::vector<std::string> BuildInitArgs(const LaunchSpec& spec);
 
 inline constexpr int kInitControlFd = 3;

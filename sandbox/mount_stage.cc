@@ -7,7 +7,6 @@
 #include <linux/openat2.h>
 #include <sched.h>
 #include <sys/mount.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -92,34 +91,6 @@ bool WriteFile(const char* path, const char* text) noexcept {
   const bool ok = ::write(fd, text, length) == static_cast<ssize_t>(length);
   ::close(fd);
   return ok;
-}
-
-// The shell's unreadable copy (StagePlan::shell_copy): the whole program from `source` (read
-// by offset, so the descriptor's own offset is never moved), then mode 0111. Made by the child
-// while it is still host root, so the file is root's: the session id can only execute it.
-bool CopyUnreadable(int source, const std::string& copy, int error_fd) noexcept {
-  struct stat st {};
-  if (::fstat(source, &st) != 0)
-    return Failed(error_fd, "fstat the shell for", copy.c_str(), errno);
-  const int out = ::open(copy.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0700);
-  if (out < 0) return Failed(error_fd, "creating", copy.c_str(), errno);
-  off_t offset = 0;
-  while (offset < st.st_size) {
-    const ssize_t n = ::sendfile(out, source, &offset, static_cast<size_t>(st.st_size - offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int saved = n < 0 ? errno : EIO;
-      ::close(out);
-      return Failed(error_fd, "copying the shell to", copy.c_str(), saved);
-    }
-  }
-  if (::fchmod(out, 0111) != 0) {
-    const int saved = errno;
-    ::close(out);
-    return Failed(error_fd, "chmod 0111", copy.c_str(), saved);
-  }
-  ::close(out);
-  return true;
 }
 
 // Attaches each composed mount onto its staged root by descriptor (mount_stage.h).
@@ -447,25 +418,6 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
   // opened); a hidden directory by an empty directory of the staging tmpfs, read-only.
   plan.cover_file = "/dev/null";
   plan.cover_dir = std::string(kStageDir) + "/cover-dir";
-  // The shell's unreadable copy (root daemon). Its destination is on the read-only host, never
-  // in a root the session could change under bwrap's path walk; elsewhere, or when the program
-  // cannot be opened, there is none: the shell then runs from init's memfd copy and `exec bash`
-  // gets no hook back (exit codes null, never wrong).
-  if (!sandbox.unreadable_shell.empty()) {
-    std::filesystem::path inside;
-    const std::filesystem::path shell = sandbox.unreadable_shell;
-    sandbox.unreadable_shell.clear();
-    if (as_root && HoldingRoot(bound_paths, shell, inside) < 0) {
-      UniqueFd source(::open(shell.c_str(), O_RDONLY | O_CLOEXEC));
-      struct stat st {};
-      if (source && ::fstat(source.Get(), &st) == 0 && S_ISREG(st.st_mode)) {
-        plan.shell_source = std::move(source);
-        plan.shell_copy = std::string(kStageDir) + "/shell";
-        sandbox.bind_sources[shell] = plan.shell_copy;
-        sandbox.unreadable_shell = shell;
-      }
-    }
-  }
   sandbox.uid_zero_inside = as_root;
   return plan;
 }
@@ -538,9 +490,6 @@ bool EnterStage(StagePlan& plan, int error_fd) noexcept {
     if (::move_mount(tree, "", AT_FDCWD, e.stage_path.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) {
       return Failed(error_fd, "move_mount to", e.stage_path.c_str(), errno);
     }
-  }
-  if (plan.shell_source && !CopyUnreadable(plan.shell_source.Get(), plan.shell_copy, error_fd)) {
-    return false;
   }
   if (!ComposeNested(plan, error_fd)) return false;
   // Veils (root daemon): after the stage's clones exist, so they hold the real objects.

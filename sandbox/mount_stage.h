@@ -78,12 +78,6 @@ struct StagePlan {
     bool directory = true;
   };
   std::vector<SkeletonEntry> skeleton;
-  // Root daemon: the shell's program (SandboxSpec::unreadable_shell), opened by the parent; the
-  // child copies it to `shell_copy` on the stage as a mode 0111 file of host root's, which the
-  // session can neither read nor change (bound read-only), so a bash run from it is
-  // non-dumpable (its memory holds the prompt nonce). Invalid for none.
-  UniqueFd shell_source;
-  std::string shell_copy;
 };
 
 // The topmost directory above `destination` (strictly) that an id owning no host file cannot

@@ -3,7 +3,6 @@
 #include <charconv>
 #include <cstdio>
 
-#include "backend/readiness/rekey.h"
 #include "common/random.h"
 
 namespace ptybox::backend {
@@ -52,10 +51,9 @@ bool IsContinuationMarker(std::string_view payload, std::string_view nonce) {
 
 namespace {
 
-// The bootstrap, as the first PROMPT_COMMAND (`typed` false: the nonce comes from the terminal)
-// or as the line the daemon types into a re-exec'd bash (`typed` true, BuildRebootstrapLine:
-// the nonce comes over the session's rekey listener at `rekey_port`, never the terminal).
-std::string BootstrapCode(bool typed, uint16_t rekey_port) {
+// The bootstrap, as the first PROMPT_COMMAND (`typed` false) or as the line the daemon types
+// into a re-exec'd bash (`typed` true, BuildRebootstrapLine).
+std::string BootstrapCode(bool typed) {
   // The nonce is not here: this text is in bash's environment (/proc/<pid>/environ), which
   // other processes of the session may read. Bash reads the nonce from the terminal, where the
   // daemon writes it once before any other program runs in the session (NonceLine), and keeps
@@ -81,8 +79,9 @@ std::string BootstrapCode(bool typed, uint16_t rekey_port) {
     code += "{ [[ -o history && -z ${HISTIGNORE-} ]] && \\history -d -1; } 2>/dev/null; ";
     code += "\\printf '\\r\\033[K'; ";
   }
-  code += "{ __ptybox_o=$-; set +xvT; __ptybox_n=; ";
-  code += typed ? RekeyFetchCode(rekey_port) : "IFS= read -r __ptybox_n; ";
+  code += "{ __ptybox_o=$-; set +xvT; __ptybox_n=; IFS= ";
+  code += typed ? "\\read" : "read";
+  code += " -r __ptybox_n; ";
   code += "if [[ $__ptybox_n =~ ^[0-9a-f]{32}$ ]]; then declare -gr __ptybox_ps1=\"";
   // PromptPs1 with the nonce taken from the variable; inside double quotes `$?` and `${PWD@Q}`
   // stay unexpanded (escaped), the nonce is expanded now.
@@ -124,11 +123,9 @@ std::string BootstrapCode(bool typed, uint16_t rekey_port) {
 
 }  // namespace
 
-std::string BuildPromptCommand() { return BootstrapCode(/*typed=*/false, 0); }
+std::string BuildPromptCommand() { return BootstrapCode(/*typed=*/false); }
 
-std::string BuildRebootstrapLine(uint16_t rekey_port) {
-  return BootstrapCode(/*typed=*/true, rekey_port);
-}
+std::string BuildRebootstrapLine() { return BootstrapCode(/*typed=*/true); }
 
 std::string NonceLine(std::string_view nonce) {
   std::string line(nonce);

@@ -3,7 +3,6 @@
 // the tracker that finds "latest owned marker + printable tail == PS1" in the decoded stream.
 #pragma once
 
-#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,13 +30,12 @@ inline constexpr int kPromptHookIndex = 4096;
 // xtrace, verbose, functrace with a DEBUG trap, nounset, errexit neither print the nonce nor
 // put anything between the marker and PS1.
 std::string BuildPromptCommand();
-// The same bootstrap as one command line (ending in a newline, carrying no secret), for the
-// daemon to type into a bash that replaced the session's shell by `exec bash`
-// (backend/readiness/rebootstrap.h): it also takes itself out of the history list, erases what
-// is left on the cursor's line and keeps the PROMPT_COMMAND the new shell's rc files set (as
-// element 0). It fetches the fresh nonce over the session's rekey listener at `rekey_port`
-// (backend/readiness/rekey.h), never from the terminal.
-std::string BuildRebootstrapLine(uint16_t rekey_port);
+// The same bootstrap as one command line (ending in a newline), for the daemon to type into a
+// bash that replaced the session's shell by `exec bash` (backend/readiness/rebootstrap.h): it
+// also takes itself out of the history list, erases what is left on the cursor's line and
+// keeps the PROMPT_COMMAND the new shell's rc files set (as element 0). It then reads the fresh
+// nonce line (NonceLine) the daemon writes once it sees the shell alone, blocked in that read.
+std::string BuildRebootstrapLine();
 // What the hook element of PROMPT_COMMAND holds: calls the function; carries no nonce.
 std::string PromptHookCommand();
 // The controlled PS1: the marker (nonce, `$?`, `${PWD@Q}`) as invisible prompt text, then

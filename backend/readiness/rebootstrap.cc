@@ -53,16 +53,29 @@ std::optional<ExecIdentity> ReadExecIdentity(pid_t pid) {
   if (::stat((dir + "/exe").c_str(), &st) != 0) return std::nullopt;
   id->exe_dev = st.st_dev;
   id->exe_ino = st.st_ino;
-  id->exe_uid = st.st_uid;
-  id->exe_mode = st.st_mode;
   return id;
 }
 
-bool RunsUnreadable(const ExecIdentity& exe) {
-  return exe.exe_uid == 0 && S_ISREG(exe.exe_mode) && (exe.exe_mode & 0444) == 0;
+std::optional<FileIdentity> FindProgram(std::string_view program, std::string_view path) {
+  auto identity = [](const std::string& file) -> std::optional<FileIdentity> {
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    return FileIdentity{st.st_dev, st.st_ino};
+  };
+  if (program.find('/') != std::string_view::npos) return identity(std::string(program));
+  while (true) {
+    const size_t colon = path.find(':');
+    std::string_view dir = path.substr(0, colon);
+    if (!dir.empty()) {
+      if (auto found = identity(std::string(dir) + "/" + std::string(program))) return found;
+    }
+    if (colon == std::string_view::npos) return std::nullopt;
+    path.remove_prefix(colon + 1);
+  }
 }
 
-std::optional<std::string> RebootstrapRefusal(const ForegroundFacts& facts, pid_t shell) {
+std::optional<std::string> RebootstrapRefusal(RebootstrapStep step, const ForegroundFacts& facts,
+                                              pid_t shell) {
   if (shell <= 0 || facts.foreground_pgid != shell)
     return "the shell's group is not in the foreground";
   if (facts.waiting_for_input != Tri::kYes) return "the shell is not blocked reading the terminal";
@@ -74,9 +87,16 @@ std::optional<std::string> RebootstrapRefusal(const ForegroundFacts& facts, pid_
   // read it without job control stopping it, and a process that opens it later must exist now.
   if (facts.other_processes != size_t{0}) return "other processes live in the session";
   if (facts.unread_input != size_t{0}) return "input is waiting to be read";
-  // readline reads a line in raw mode (it waits in pselect, then reads). Any other read of the
-  // shell (a `read -n1` of an rc file, a plain `read` in canonical mode) is not readline's.
-  if (facts.canonical != false) return "readline is not reading";
+  // readline waits in pselect, then reads; the bootstrap's `read` reads a byte at a time.
+  if (step == RebootstrapStep::kWriteNonce && facts.tasks[0].tty_wait != TtyWait::kRead) {
+    return "the shell is not in a read of the terminal";
+  }
+  // readline reads a line in raw mode; the bootstrap's `read` in canonical mode. Any other read
+  // of the shell (a `read -n1` of an rc file) is not the step's.
+  const bool want_canonical = step == RebootstrapStep::kWriteNonce;
+  if (facts.canonical != want_canonical) {
+    return want_canonical ? "the terminal is not in canonical mode" : "readline is not reading";
+  }
   return std::nullopt;
 }
 

@@ -436,33 +436,6 @@ void OpenProxyListener(const InitOptions& o) {
   }
 }
 
-// Step 6b of Run (every PTY session): the session's rekey listener, bound on 127.0.0.1 at a
-// free port in the session's network namespace before the program runs, backlog 1, and handed
-// to the daemon: a shell that replaced itself (`exec bash`) fetches its fresh prompt nonce over
-// it, and the daemon answers only a connection the shell itself holds
-// (backend/rekey_listener.h). A failure leaves the session without it: `exec bash` then gets
-// no hook back (exit codes null, never wrong).
-void OpenRekeyListener(const InitOptions& o) {
-  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!listener) return;
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = 0;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  if (::bind(listener.Get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
-      ::listen(listener.Get(), 1) != 0 ||
-      ::getsockname(listener.Get(), reinterpret_cast<sockaddr*>(&address), &length) != 0 ||
-      address.sin_port == 0) {
-    return;
-  }
-  if (Result<void> sent = SendInitMessage(
-          o.control_fd, RekeyListenerMessage{ntohs(address.sin_port)}, listener.Get());
-      !sent) {
-    Die("sending the rekey listener to the daemon: " + sent.error().message);
-  }
-}
-
 // Step 8 of Run: reaps, reports the program's exit, and ends the session on request (a
 // signal, the daemon's terminate message) or when the daemon is gone. Returns init's status.
 int Serve(const InitOptions& o, pid_t program, const UniqueFd& signals) {
@@ -555,8 +528,6 @@ int Run(int argc, char** argv) {
   // 6. The PTY, inside this namespace, and the program on it.
   std::optional<Pty> pty;
   if (o.pty) pty = OpenPty(o);
-  // 6b. The rekey listener (`exec bash` gets its fresh nonce over it), before the program runs.
-  if (o.pty) OpenRekeyListener(o);
   pid_t program = StartProgram(o, env, pty ? &*pty : nullptr);
 
   // 7. Hand the master to the daemon; keep no terminal fd here, so the terminal hangs up when

@@ -30,7 +30,6 @@ enum class WireType : uint32_t {
   kQuiet = 5,
   kFailed = 6,
   kProxyListener = 7,
-  kRekeyListener = 8,
 };
 
 std::string EncodeEnvironment(const std::vector<std::string>& entries) {
@@ -86,9 +85,6 @@ Wire ToWire(const InitMessage& message) {
           w.header.type = static_cast<uint32_t>(WireType::kQuiet);
         } else if constexpr (std::is_same_v<T, ProxyListenerMessage>) {
           w.header.type = static_cast<uint32_t>(WireType::kProxyListener);
-          w.header.a = m.port;
-        } else if constexpr (std::is_same_v<T, RekeyListenerMessage>) {
-          w.header.type = static_cast<uint32_t>(WireType::kRekeyListener);
           w.header.a = m.port;
         } else {
           static_assert(std::is_same_v<T, FailedMessage>);
@@ -173,22 +169,14 @@ Result<InitMessage> DecodeInitMessage(std::string_view record) {
       }
       return ProxyListenerMessage{static_cast<uint16_t>(h.a)};
     }
-    case WireType::kRekeyListener: {
-      if (Result<void> ok = no_payload("rekey listener"); !ok) return std::unexpected(ok.error());
-      if (h.a <= 0 || h.a > 65535) {
-        return Fail(ErrorKind::kInternal, "ptybox-init rekey listener message has no port");
-      }
-      return RekeyListenerMessage{static_cast<uint16_t>(h.a)};
-    }
   }
   return Fail(ErrorKind::kInternal, "unknown message type " + std::to_string(h.type) +
                                         " on the ptybox-init control socket");
 }
 
 std::string_view InitMessageName(const InitMessage& message) {
-  static constexpr std::string_view kNames[] = {"start",          "ready",         "exited",
-                                                "terminate",      "quiet",         "failed",
-                                                "proxy listener", "rekey listener"};
+  static constexpr std::string_view kNames[] = {"start", "ready",  "exited",        "terminate",
+                                                "quiet", "failed", "proxy listener"};
   return kNames[message.index()];
 }
 

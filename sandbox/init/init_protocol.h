@@ -55,16 +55,8 @@ struct FailedMessage {
 struct ProxyListenerMessage {
   uint16_t port = 0;
 };
-// init -> daemon, before ready (every PTY session): the listening TCP socket init bound on
-// 127.0.0.1 (a free port) in the session's network namespace, attached through SCM_RIGHTS. A
-// shell that replaced itself (`exec bash`) fetches its fresh prompt nonce over it; the daemon
-// answers only a connection the shell itself holds (backend/rekey_listener.h).
-struct RekeyListenerMessage {
-  uint16_t port = 0;
-};
-using InitMessage =
-    std::variant<StartMessage, ReadyMessage, ExitedMessage, TerminateMessage, QuietMessage,
-                 FailedMessage, ProxyListenerMessage, RekeyListenerMessage>;
+using InitMessage = std::variant<StartMessage, ReadyMessage, ExitedMessage, TerminateMessage,
+                                 QuietMessage, FailedMessage, ProxyListenerMessage>;
 
 // Largest payload either side sends (the environment block is bounded by this).
 inline constexpr size_t kMaxInitPayload = 128 * 1024;

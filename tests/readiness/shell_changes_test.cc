@@ -31,11 +31,33 @@ bool HoldsAPrompt(const std::string& viewport) {
 
 class ShellChangesTest : public SharedDaemonModeTest {
  protected:
-  // After `exec bash`: exact again in every mode. The hook comes back with a fresh nonce that
-  // the shell fetches over its own connection, never through the terminal; in a root daemon's
-  // confined sessions every bash runs from an unreadable copy, so the new image is non-dumpable
-  // like the first (docs/readiness.md, "exec bash").
-  void AfterExec(const std::string& id, const std::string& change) { StillExact(id, change); }
+  // Whether `exec bash` gets ptybox's hook back: only in danger-full-access. In a confined
+  // session a process outside it may hold the terminal and read the fresh nonce as it is typed
+  // (a descriptor passed over a socket by another owner's session), and where the shell ran
+  // non-dumpable the new image is dumpable (docs/readiness.md, "exec bash").
+  bool HookComesBack() const { return GetParam() == "danger-full-access"; }
+
+  // After `exec bash`: exact again where the hook comes back, else null and never wrong; the
+  // viewports clean either way.
+  void AfterExec(const std::string& id, const std::string& change) {
+    if (HookComesBack()) {
+      StillExact(id, change);
+      return;
+    }
+    SCOPED_TRACE(change + " (no hook: the shell ran non-dumpable)");
+    const Json options{{"silenceMs", 20000}, {"timeoutMs", 30000}};
+    const struct {
+      std::string input;
+      std::string viewport;
+    } steps[] = {{"echo one; (exit 4)\n", "one"}, {"cd /tmp\n", ""}, {"echo two; false\n", "two"}};
+    for (const auto& step : steps) {
+      Json r = Send(client_, id, step.input, options);
+      EXPECT_EQ(r["waitReason"], "stdin_read") << step.input << r.dump();
+      EXPECT_TRUE(r["exitCode"].is_null()) << step.input << r.dump();
+      EXPECT_TRUE(r["cwd"].is_null()) << step.input << r.dump();
+      EXPECT_EQ(r["viewport"], step.viewport) << step.input << r.dump();
+    }
+  }
 
   // A send that must settle at the shell's verified prompt with `exit_code`.
   Json AtPrompt(const std::string& id, const std::string& input, int exit_code) {
@@ -272,74 +294,12 @@ TEST_P(ShellChangesTest, ExecBashWithABackgroundJobWaitsUntilItEnded) {
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_TRUE(r["exitCode"].is_null()) << r.dump();
   EXPECT_EQ(r["viewport"], "one") << r.dump();
-  EXPECT_TRUE(r["cwd"].is_null()) << r.dump();
   // Until it is gone (a zombie's cmdline is empty; it runs nothing and holds no terminal).
   r = Send(client_, id,
            "kill $JOB; while grep -qs '' /proc/$JOB/cmdline; do sleep 0.05; done; echo ended\n",
            options);
   EXPECT_EQ(r["viewport"], "ended") << r.dump();
   AfterExec(id, "after the job ended");
-}
-
-// Every bash of a root daemon's confined session runs from an unreadable copy (mode 0111, host
-// root's, bound over the host's): scripts, `bash -c`, `ps` and `exec bash` work as before, and
-// the copy cannot be read, copied or changed. Elsewhere bash is the host's, readable.
-TEST_P(ShellChangesTest, BashScriptsAndToolsWorkWithTheShellsCopy) {
-  const std::string id = Open();
-  const bool unreadable = GetParam() != "danger-full-access" && ::geteuid() == 0;
-  // Unique: danger-full-access shares the host's /tmp.
-  const std::string script = "/tmp/s-" + std::to_string(::getpid()) + "-" + GetParam() + ".sh";
-  Json r =
-      AtPrompt(id,
-               "printf '#!/bin/bash\\necho script $BASH_VERSINFO\\n' > " + script + "; chmod +x " +
-                   script + "; " + script + "; bash -c 'echo inner'; ps -o comm= -p $$\n",
-               0);
-  EXPECT_EQ(r["viewport"], "script 5\ninner\nbash") << r.dump();
-  r = AtPrompt(id, "head -c 4 /usr/bin/bash >/dev/null 2>&1; echo read=$?\n", 0);
-  EXPECT_EQ(r["viewport"], unreadable ? "read=1" : "read=0") << r.dump();
-  if (unreadable) {
-    r = AtPrompt(id, "chmod 0755 /usr/bin/bash 2>/dev/null; echo chmod=$?; stat -c %a /bin/bash\n",
-                 0);
-    EXPECT_EQ(r["viewport"], "chmod=1\n111") << r.dump();
-  }
-  const Json options{{"silenceMs", 20000}, {"timeoutMs", 30000}};
-  r = Send(client_, id, "exec /bin/bash\n", options);
-  EXPECT_EQ(r["viewport"], "") << r.dump();
-  StillExact(id, "exec /bin/bash");
-  r = AtPrompt(id, script + "; rm -f " + script + "; bash -c 'echo inner'\n", 0);
-  EXPECT_EQ(r["viewport"], "script 5\ninner") << r.dump();
-}
-
-// Only an image of the very file the session's shell runs gets the hook back: `exec python3`
-// and a copy of bash the session made never get the bootstrap typed into them (exit codes
-// null, never wrong). A root daemon's confined session cannot even copy its bash.
-TEST_P(ShellChangesTest, ExecOfAnotherProgramOrACopyNeverGetsTheBootstrap) {
-  const bool unreadable = GetParam() != "danger-full-access" && ::geteuid() == 0;
-  const Json options{{"silenceMs", 20000}, {"timeoutMs", 30000}};
-  auto expect_null = [&](const std::string& id, const std::string& viewport) {
-    Json r = Send(client_, id, "echo one; (exit 4)\n", options);
-    EXPECT_TRUE(r["exitCode"].is_null()) << r.dump();
-    EXPECT_EQ(r["viewport"].get<std::string>().find("__ptybox"), std::string::npos) << r.dump();
-    EXPECT_NE(r["viewport"].get<std::string>().find(viewport), std::string::npos) << r.dump();
-  };
-  std::string id = Open();
-  // Unique: danger-full-access shares the host's /tmp.
-  const std::string copy = "/tmp/mybash-" + std::to_string(::getpid()) + "-" + GetParam();
-  Json r = AtPrompt(id, "cp /bin/bash " + copy + " 2>/dev/null; echo copied=$?\n", 0);
-  if (unreadable) {
-    EXPECT_EQ(r["viewport"], "copied=1") << r.dump();
-  } else {
-    EXPECT_EQ(r["viewport"], "copied=0") << r.dump();
-    r = Send(client_, id, "exec " + copy + "\n", options);
-    expect_null(id, "one");
-    Send(client_, id, "rm -f " + copy + "\n", options);
-  }
-  id = Open();
-  r = Send(client_, id, "exec python3 -i -q\n", options);
-  Json p = Send(client_, id, "print('one')\n", options);
-  EXPECT_TRUE(p["exitCode"].is_null()) << p.dump();
-  EXPECT_NE(p["viewport"].get<std::string>().find("one"), std::string::npos) << p.dump();
-  EXPECT_EQ(p["viewport"].get<std::string>().find("__ptybox"), std::string::npos) << p.dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ShellChangesTest,

@@ -325,29 +325,6 @@ TEST(BwrapArgsTest, PrivateHomeIsATmpfsAfterTheBinds) {
   EXPECT_FALSE(SessionHomeMountable(spec));
 }
 
-// A root daemon's unreadable copy of the shell (sandbox/mount_stage.h): bound read-only from the
-// stage over the host's bash, after every root and cover (so none lands on it), before init.
-TEST(BwrapArgsTest, TheUnreadableShellCoversTheHostsAfterTheBinds) {
-  for (Mode mode : {Mode::kReadOnly, Mode::kWorkspaceWrite}) {
-    SandboxSpec spec = Spec(mode);
-    spec.hidden = {{"/home/u/.ssh", true}};
-    EXPECT_EQ(Find(Options(BuildBwrapArgv(spec, Invocation())), {"/usr/bin/bash"}),
-              std::string::npos);
-    spec.unreadable_shell = "/usr/bin/bash";
-    spec.bind_sources["/usr/bin/bash"] = std::string(kStageDir) + "/shell";
-    const Argv argv = Options(BuildBwrapArgv(spec, Invocation()));
-    const size_t shell =
-        Find(argv, {"--ro-bind", std::string(kStageDir) + "/shell", "/usr/bin/bash"});
-    ASSERT_NE(shell, std::string::npos);
-    EXPECT_LT(Find(argv, {"--ro-bind", "/", "/"}), shell);
-    EXPECT_LT(Find(argv, {mode == Mode::kReadOnly ? "--ro-bind" : "--bind", "/home/u/proj",
-                          "/home/u/proj"}),
-              shell);
-    EXPECT_LT(Find(argv, {"--tmpfs", "/home/u/.ssh"}), shell);
-    EXPECT_LT(shell, Find(argv, {"--ro-bind", "/usr/libexec/ptybox-init"}));
-  }
-}
-
 TEST(BwrapArgsTest, PrivateHomeVariablesPointIntoItWithoutOverridingChoices) {
   std::vector<std::string> env = {"PATH=/usr/bin", "HOME=/root", "XDG_CONFIG_HOME=/etc/xdg"};
   PointEnvironmentAtHome(env, kSessionHome);

@@ -63,16 +63,6 @@ TEST(InitProtocolTest, ProxyListenerCarriesItsPortAndNeedsOne) {
   EXPECT_EQ(InitMessageName(ProxyListenerMessage{1}), "proxy listener");
 }
 
-TEST(InitProtocolTest, RekeyListenerCarriesItsPortAndNeedsOne) {
-  EXPECT_EQ(RoundTrip(RekeyListenerMessage{40123}).port, 40123);
-  Result<std::string> zero = EncodeInitMessage(RekeyListenerMessage{0});
-  ASSERT_TRUE(zero);
-  Result<InitMessage> decoded = DecodeInitMessage(*zero);
-  ASSERT_FALSE(decoded);
-  EXPECT_EQ(decoded.error().message, "ptybox-init rekey listener message has no port");
-  EXPECT_EQ(InitMessageName(RekeyListenerMessage{1}), "rekey listener");
-}
-
 TEST(InitProtocolTest, TerminateCarriesTheGrace) {
   EXPECT_EQ(RoundTrip(TerminateMessage{std::chrono::milliseconds(2500)}).grace.count(), 2500);
 }

@@ -1,6 +1,6 @@
 // Giving the hook back after `exec bash`: the exec identity that tells one program image from
-// the next, whether it runs non-dumpable, the typed bootstrap line, and the rule that decides when
-// the daemon may write into the re-exec'd shell (only the shell itself can read it).
+// the next, the program lookup, the typed bootstrap line, and the rule that decides when the
+// daemon may write into the re-exec'd shell (only the shell itself can read it).
 #include "backend/readiness/rebootstrap.h"
 
 #include <fcntl.h>
@@ -10,7 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <ios>
 #include <string>
 
 #include "backend/readiness/prompt_protocol.h"
@@ -73,31 +72,20 @@ TEST(ExecIdentityTest, StableForOneImageAndNewAfterExec) {
   EXPECT_EQ(exec->exe_ino, sleep_st.st_ino);
 }
 
-// Only a file of host root's that nobody may read makes every image of it non-dumpable for a
-// session without capabilities (the unreadable copy of a root daemon's confined sessions).
-TEST(ExecIdentityTest, RunsUnreadableOnlyFromRootsFileWithoutReadBits) {
-  ExecIdentity id;
-  id.exe_uid = 0;
-  id.exe_mode = S_IFREG | 0111;
-  EXPECT_TRUE(RunsUnreadable(id));
-  for (mode_t readable : {0511, 0151, 0115, 0755}) {
-    id.exe_mode = S_IFREG | readable;
-    EXPECT_FALSE(RunsUnreadable(id)) << std::oct << readable;
-  }
-  id.exe_mode = S_IFREG | 0111;
-  id.exe_uid = 1000;  // the session's own id could chmod it
-  EXPECT_FALSE(RunsUnreadable(id));
-  id.exe_uid = 0;
-  id.exe_mode = S_IFDIR | 0111;
-  EXPECT_FALSE(RunsUnreadable(id));
-  // The host's bash, as this test sees it, is readable.
-  std::optional<ExecIdentity> self = ReadExecIdentity(::getpid());
-  ASSERT_TRUE(self.has_value());
-  EXPECT_NE(self->exe_mode & 0444, 0u);
+TEST(FindProgramTest, SearchesThePathList) {
+  struct stat st {};
+  ASSERT_EQ(::stat("/usr/bin/bash", &st), 0);
+  std::optional<FileIdentity> bash = FindProgram("bash", "/nonexistent::/usr/bin:/bin");
+  ASSERT_TRUE(bash.has_value());
+  EXPECT_EQ(bash->ino, st.st_ino);
+  EXPECT_EQ(bash->dev, st.st_dev);
+  EXPECT_TRUE(FindProgram("/usr/bin/bash", "").has_value());
+  EXPECT_FALSE(FindProgram("no-such-program-ptybox", "/usr/bin:/bin").has_value());
+  EXPECT_FALSE(FindProgram("bash", "/nonexistent").has_value());
 }
 
 TEST(RebootstrapLineTest, OneLineWithoutANonceThatKeepsTheUsersHooks) {
-  const std::string line = BuildRebootstrapLine(40123);
+  const std::string line = BuildRebootstrapLine();
   ASSERT_FALSE(line.empty());
   EXPECT_EQ(line.back(), '\n');
   EXPECT_EQ(line.find('\n'), line.size() - 1);
@@ -108,13 +96,6 @@ TEST(RebootstrapLineTest, OneLineWithoutANonceThatKeepsTheUsersHooks) {
   EXPECT_EQ(line.find("unset PROMPT_COMMAND"), std::string::npos);
   EXPECT_EQ(line.find('!'), std::string::npos);  // history expansion is on in the new shell
   EXPECT_EQ(BuildPromptCommand().find("history -d"), std::string::npos);
-  // The nonce comes over the session's rekey listener, never the terminal: the line reads
-  // nothing from the terminal (no `read` without a redirection from the connection).
-  EXPECT_NE(line.find("3<>/dev/tcp/127.0.0.1/40123;"), std::string::npos) << line;
-  EXPECT_NE(line.find("\\printf 'ptybox-rekey\\n' >&3 && IFS= \\read -r -t 10 __ptybox_n <&3; }"),
-            std::string::npos)
-      << line;
-  EXPECT_EQ(line.find("read -r __ptybox_n;"), std::string::npos) << line;
   EXPECT_NE(BuildPromptCommand().find("unset PROMPT_COMMAND"), std::string::npos);
 }
 
@@ -136,16 +117,19 @@ ForegroundFacts ShellAloneReading(bool canonical) {
 }
 
 TEST(RebootstrapRefusalTest, TheShellAloneReadingMayBeWrittenTo) {
-  EXPECT_EQ(RebootstrapRefusal(ShellAloneReading(false), kShell), std::nullopt);
+  EXPECT_EQ(RebootstrapRefusal(RebootstrapStep::kTypeLine, ShellAloneReading(false), kShell),
+            std::nullopt);
+  EXPECT_EQ(RebootstrapRefusal(RebootstrapStep::kWriteNonce, ShellAloneReading(true), kShell),
+            std::nullopt);
 }
 
 TEST(RebootstrapRefusalTest, EveryOtherPossibleReaderRefuses) {
-  {
-    const bool canonical = false;
+  for (RebootstrapStep step : {RebootstrapStep::kTypeLine, RebootstrapStep::kWriteNonce}) {
+    const bool canonical = step == RebootstrapStep::kWriteNonce;
     auto refused = [&](auto change) {
       ForegroundFacts facts = ShellAloneReading(canonical);
       change(facts);
-      return RebootstrapRefusal(facts, kShell).has_value();
+      return RebootstrapRefusal(step, facts, kShell).has_value();
     };
     EXPECT_TRUE(refused([](ForegroundFacts& f) { f.foreground_pgid = 200; }));
     EXPECT_TRUE(refused([](ForegroundFacts& f) { f.foreground_pgid.reset(); }));
@@ -174,13 +158,13 @@ TEST(RebootstrapRefusalTest, EveryOtherPossibleReaderRefuses) {
     EXPECT_TRUE(refused([&](ForegroundFacts& f) { f.canonical = !canonical; }));
     EXPECT_TRUE(refused([](ForegroundFacts& f) { f.canonical.reset(); }));
   }
-  EXPECT_TRUE(RebootstrapRefusal(ShellAloneReading(false), 0));
-  // readline waits in pselect before it reads: that is readline's wait too.
+  EXPECT_TRUE(RebootstrapRefusal(RebootstrapStep::kTypeLine, ShellAloneReading(false), 0));
+  // readline waits in pselect before it reads; the nonce goes only to a plain read.
   ForegroundFacts select = ShellAloneReading(false);
   select.tasks[0].tty_wait = TtyWait::kSelect;
-  EXPECT_EQ(RebootstrapRefusal(select, kShell), std::nullopt);
-  // A plain `read` of the shell (canonical mode) is not readline's.
-  EXPECT_TRUE(RebootstrapRefusal(ShellAloneReading(true), kShell));
+  EXPECT_EQ(RebootstrapRefusal(RebootstrapStep::kTypeLine, select, kShell), std::nullopt);
+  select.canonical = true;
+  EXPECT_TRUE(RebootstrapRefusal(RebootstrapStep::kWriteNonce, select, kShell));
 }
 
 }  // namespace
