@@ -40,7 +40,11 @@ struct BackendDrop {
   uint64_t lines = 0;
   size_t line_size = 0;  // the marker line with its "\n"
 };
-[[nodiscard]] std::optional<BackendDrop> FindBackendDrop(std::string_view region);
+// nullopt when `region` holds no such line, or more than one (then *ambiguous is set, when
+// given): a program can print a line of that shape, so only a text whose result says the
+// backend bounded it (`truncated`) is searched, and two candidates name no count.
+[[nodiscard]] std::optional<BackendDrop> FindBackendDrop(std::string_view region,
+                                                         bool* ambiguous = nullptr);
 
 // How a text maps onto the session's scrollback (byte offsets, backend/terminal/scrollback.h):
 // `begin`, the offset of its first byte (a terminal_read page), or `end`, the offset just past its
@@ -52,6 +56,9 @@ struct TextAnchor {
   std::optional<uint64_t> begin;
   std::optional<uint64_t> end;
   std::optional<uint64_t> oldest = std::nullopt;
+  // The text may hold the backend's drop line: its result says `truncated`. Otherwise a line of
+  // that shape is the program's output and counts as such.
+  bool holds_drop = false;
 };
 
 // The terminal_read call that returns the bytes a span left out of `text`.
