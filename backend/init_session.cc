@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <asio/post.hpp>
 #include <cerrno>
+#include <fstream>
 #include <system_error>
 #include <variant>
 
@@ -94,6 +96,9 @@ void InitSession::Start(const sandbox::LaunchSpec& spec) {
     Launch(spec);
     return;
   }
+  walked_sandbox_ = spec.sandbox;
+  recheck_repositories_ = true;
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &walk_started_);
   Result<void> walking = off_reactor_.Run<sandbox::LaunchRepositories>(
       "searches the writable roots for repositories",
       [sandbox = spec.sandbox] { return sandbox::RepositoriesOfLaunch(sandbox); },
@@ -205,7 +210,12 @@ void InitSession::OnMessage(sandbox::ReceivedInitMessage received) {
       [this, &received](auto& m) {
         using T = std::decay_t<decltype(m)>;
         if constexpr (std::is_same_v<T, sandbox::ReadyMessage>) {
-          if (start_reported_) return;
+          if (start_reported_ || checking_ready_) return;
+          if (recheck_repositories_) {
+            checking_ready_ = true;
+            CheckRepositoriesThenReady(m, std::move(received.fd));
+            return;
+          }
           start_reported_ = true;
           listener_.OnReady(m, std::move(received.fd));
         } else if constexpr (std::is_same_v<T, sandbox::FailedMessage>) {
@@ -232,6 +242,40 @@ void InitSession::OnMessage(sandbox::ReceivedInitMessage received) {
         }
       },
       received.message);
+}
+
+void InitSession::CheckRepositoriesThenReady(sandbox::ReadyMessage ready, UniqueFd master) {
+  // Until the check answers, the start is not reported: a failure or exit of init meanwhile is
+  // reported as a failed start, as before any ready message, and the check's answer is dropped.
+  // A process in the session's mount namespace: the program leading the terminal's session
+  // (the shell), or without a terminal (`ptybox run`) bwrap's child, the session's init.
+  pid_t program = 0;
+  if (!master || ::ioctl(master.Get(), TIOCGSID, &program) != 0) program = 0;
+  if (program <= 0 && child_pid_ > 0) {
+    std::ifstream children("/proc/" + std::to_string(child_pid_) + "/task/" +
+                           std::to_string(child_pid_) + "/children");
+    children >> program;
+  }
+  auto master_fd = std::make_shared<UniqueFd>(std::move(master));
+  Result<void> walking = off_reactor_.Run<std::optional<std::string>>(
+      "searches the writable roots for repositories again",
+      [sandbox = walked_sandbox_, started = walk_started_, program] {
+        return sandbox::CheckRepositoriesAfterLaunch(sandbox, program, started);
+      },
+      [this, ready, master_fd](std::optional<std::string> moved) {
+        if (abandoned_ || start_reported_ || terminating_) return;
+        start_reported_ = true;
+        if (moved) {
+          listener_.OnStartFailed(
+              Error{ErrorKind::kPolicyDenied, *moved, walked_sandbox_.workspace_root.string()});
+          return;
+        }
+        listener_.OnReady(ready, std::move(*master_fd));
+      });
+  if (!walking) {
+    start_reported_ = true;
+    listener_.OnStartFailed(walking.error());
+  }
 }
 
 void InitSession::OnChildExit(int wait_status) {
