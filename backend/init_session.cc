@@ -206,6 +206,12 @@ void InitSession::ReadControl() {
 }
 
 void InitSession::OnMessage(sandbox::ReceivedInitMessage received) {
+  if (checking_ready_) {
+    // After the ready message, in order, once the check answered (the shell's exit must not
+    // overtake the start that hands over its terminal).
+    held_messages_.push_back(std::move(received));
+    return;
+  }
   std::visit(
       [this, &received](auto& m) {
         using T = std::decay_t<decltype(m)>;
@@ -263,22 +269,44 @@ void InitSession::CheckRepositoriesThenReady(sandbox::ReadyMessage ready, Unique
         return sandbox::CheckRepositoriesAfterLaunch(sandbox, program, started);
       },
       [this, ready, master_fd](std::optional<std::string> moved) {
-        if (abandoned_ || start_reported_ || terminating_) return;
-        start_reported_ = true;
-        if (moved) {
-          listener_.OnStartFailed(
-              Error{ErrorKind::kPolicyDenied, *moved, walked_sandbox_.workspace_root.string()});
-          return;
-        }
-        listener_.OnReady(ready, std::move(*master_fd));
+        FinishReadyCheck(moved
+                             ? std::optional<Error>(Error{ErrorKind::kPolicyDenied, *moved,
+                                                          walked_sandbox_.workspace_root.string()})
+                             : std::nullopt,
+                         ready, std::move(*master_fd));
       });
-  if (!walking) {
+  if (!walking) FinishReadyCheck(walking.error(), ready, UniqueFd());
+}
+
+void InitSession::FinishReadyCheck(std::optional<Error> refused, const sandbox::ReadyMessage& ready,
+                                   UniqueFd master) {
+  checking_ready_ = false;
+  std::vector<sandbox::ReceivedInitMessage> held = std::move(held_messages_);
+  held_messages_.clear();
+  std::optional<int> exit = std::exchange(held_exit_, std::nullopt);
+  std::weak_ptr<bool> alive = alive_;
+  if (!start_reported_ && !terminating_ && !abandoned_) {
     start_reported_ = true;
-    listener_.OnStartFailed(walking.error());
+    if (refused) {
+      listener_.OnStartFailed(std::move(*refused));
+      held.clear();  // a refused start hears nothing of its program
+    } else {
+      listener_.OnReady(ready, std::move(master));
+    }
+    if (alive.expired()) return;
   }
+  for (sandbox::ReceivedInitMessage& message : held) {
+    OnMessage(std::move(message));
+    if (alive.expired()) return;
+  }
+  if (exit) OnChildExit(*exit);
 }
 
 void InitSession::OnChildExit(int wait_status) {
+  if (checking_ready_) {
+    held_exit_ = wait_status;  // handled once the check answered, after the held messages
+    return;
+  }
   child_exited_ = true;
   if (timer_) timer_->cancel();
   std::weak_ptr<bool> alive = alive_;
