@@ -146,6 +146,17 @@ TEST_P(TerminalReplyTest, APartlyReadAnswerNeverJoinsTheNextCommand) {
       EXPECT_EQ(r["viewport"], "ok") << r.dump();
     }
   }
+  // readline's vi mode: ^U discards the line in its insertion keymap too.
+  Json vi = Send(client_, id, "set -o vi\n", slow_);
+  EXPECT_EQ(vi["exitCode"], 0) << vi.dump();
+  for (int round = 0; round < 3; ++round) {
+    Json r = Send(client_, id, "python3 partial-reader.py '\\x1b[c'\n", slow_);
+    EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+    r = Send(client_, id, "echo ok\n", slow_);
+    EXPECT_EQ(r["exitCode"], 0) << r.dump();
+    EXPECT_EQ(r["viewport"], "ok") << r.dump();
+  }
+  Send(client_, id, "set -o emacs\n", slow_);
   // What the agent itself leaves on the line is never discarded: an unterminated send is
   // completed by the next one.
   Json r = Send(client_, id, "echo to", slow_);
