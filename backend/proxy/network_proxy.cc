@@ -332,6 +332,14 @@ class NetworkProxy::Connection final : public std::enable_shared_from_this<Conne
       }
       return ConnectServer();  // not TLS: the name was checked, the bytes go to it
     }
+    if (!sni.server_name && ServerNameExpected(host_)) {
+      // Without a server name the proxy cannot tell which site of that address is reached.
+      return Refuse("ptybox: the TLS ClientHello to " + host_ +
+                        " carries no server name (SNI), so the site it reaches cannot be "
+                        "checked; refused by the network policy (" +
+                        shared_->names.source + ")",
+                    0);
+    }
     if (sni.server_name) {
       std::optional<std::string> name = policy::NormalizeHost(*sni.server_name);
       if (!name || *name != host_) {

@@ -277,6 +277,34 @@ TEST_F(NetworkProxyTest, TheSniMustNameTheConnectHost) {
   EXPECT_EQ(canary_.received, hello);
 }
 
+// A ClientHello without a server name to a name: the proxy cannot tell which site of the
+// address it reaches, so it is refused (audited as "no server name") before any connection.
+// IP literals (RFC 6066 forbids them in the SNI) and dotless names such as `localhost` (Java
+// sends none) are still relayed, their addresses having been checked.
+TEST_F(NetworkProxyTest, AClientHelloWithoutServerNameIsRefusedForAName) {
+  dns_["127.0.0.1"] = "127.0.0.1";
+  StartProxy(Names({"allowed.test", "127.0.0.1:443", "localhost:443"}));
+  const std::string hello = testing::ClientHello("");
+  std::string reply = Client("CONNECT allowed.test:443 HTTP/1.1\r\n\r\n" + hello);
+  EXPECT_EQ(reply, "HTTP/1.1 200 Connection established\r\n\r\n");
+  EXPECT_EQ(canary_.connections, 0) << "the ClientHello without a server name left the proxy";
+  ASSERT_EQ(refusals_.size(), 1u);
+  EXPECT_EQ(refusals_[0].host, "allowed.test");
+  EXPECT_EQ(refusals_[0].port, 443);
+  EXPECT_NE(refusals_[0].reason.find("carries no server name (SNI)"), std::string::npos)
+      << refusals_[0].reason;
+  EXPECT_NE(refusals_[0].reason.find("/etc/ptybox/policy.yaml:2:10"), std::string::npos);
+  EXPECT_EQ(proxy_->totals().refused, 1u);
+
+  reply = Client("CONNECT 127.0.0.1:443 HTTP/1.1\r\n\r\n" + hello);
+  EXPECT_EQ(reply, "HTTP/1.1 200 Connection established\r\n\r\ncanary-reply");
+  EXPECT_EQ(canary_.received, hello);
+  reply = Client("CONNECT localhost:443 HTTP/1.1\r\n\r\n" + hello);
+  EXPECT_EQ(reply, "HTTP/1.1 200 Connection established\r\n\r\ncanary-reply");
+  EXPECT_EQ(canary_.connections, 2);
+  EXPECT_EQ(refusals_.size(), 1u);
+}
+
 TEST_F(NetworkProxyTest, Socks5ResolvesRemotelyAndRefusesWithAReplyCode) {
   const std::string port_bytes{static_cast<char>(canary_.port() >> 8),
                                static_cast<char>(canary_.port() & 0xFF)};
