@@ -200,7 +200,9 @@ int AttachSession(const WatchFlags& flags, const std::string& session_id, bool w
     return 1;
   }
   const int64_t watch_id = watch->value("watchId", int64_t{0});
-  AttachView view(*watch);
+  // Rebuilt in place when the session is resized (terminal_watch_resized).
+  std::optional<AttachView> view_slot(std::in_place, *watch);
+  AttachView& view = *view_slot;
   SignalPipe signals;
   if (Result<void> installed = signals.Install(); !installed) {
     std::cerr << "ptybox attach: " << installed.error().Describe() << "\n";
@@ -299,6 +301,12 @@ int AttachSession(const WatchFlags& flags, const std::string& session_id, bool w
           if (std::optional<std::string> bytes = Base64Decode(notice.value("data", ""))) {
             view.Feed(*bytes);
           }
+        } else if (method == "terminal_watch_resized") {
+          // The session's size changed: start again from its screen at the new size.
+          view_slot.emplace(notice);
+          view.SetTerminalSize(size.first, size.second);
+          base = BaseStatus(*watch, view, size, holding);
+          view.SetStatus(base);
         } else if (method == "terminal_watch_ended") {
           ended = "the watch ended: " + Printable(notice.value("message", std::string()), 200);
           exit_code = 1;
