@@ -3,11 +3,13 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -123,17 +125,24 @@ bool Has(const std::vector<std::string>& words, std::string_view word) {
   return std::find(words.begin(), words.end(), word) != words.end();
 }
 
-// Whether a cgroup made beneath `own` would have cgroup.kill (Linux 5.14+), judged by looking:
-// every non-root cgroup has it, so `own` itself tells unless it is the hierarchy's root, whose
-// existing children tell then.
+// Whether the running kernel is Linux `major`.`minor` or later (uname's release).
+bool KernelAtLeast(int major, int minor) {
+  struct utsname name {};
+  if (::uname(&name) != 0) return false;
+  int have_major = 0;
+  int have_minor = 0;
+  if (std::sscanf(name.release, "%d.%d", &have_major, &have_minor) != 2) return false;
+  return have_major > major || (have_major == major && have_minor >= minor);
+}
+
+// Whether a cgroup made beneath `own` would have cgroup.kill (Linux 5.14+): every non-root
+// cgroup has it, so `own` itself tells; at the hierarchy's root (which has none) the kernel's
+// release decides. Not the root's children: other processes make and remove them at any moment,
+// so two looks (doctor's Inspect, the daemon's SetUp) could disagree.
 bool V2HasKill(const fs::path& own) {
   std::error_code ec;
   if (fs::exists(own / "cgroup.kill", ec)) return true;
-  for (fs::directory_iterator it(own, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code child_ec;
-    if (it->is_directory(child_ec)) return fs::exists(it->path() / "cgroup.kill", child_ec);
-  }
-  return false;
+  return KernelAtLeast(5, 14);
 }
 
 // Everything read about this host, and what SetUp made of it.
