@@ -211,8 +211,9 @@ TEST(ContractCheckTest, ConsentBudgetsAndPolicyChangesAreFieldsOfTheFaces) {
   EXPECT_EQ(consent, std::vector<std::string>{"policy_set_mode"});
   EXPECT_EQ(policy, std::vector<std::string>{"policy_set_mode"});
   EXPECT_EQ(located, (std::vector<std::string>{"terminal_send:viewport", "terminal_wait:viewport",
-                                               "terminal_read:text"}));
+                                               "terminal_output:output", "terminal_read:text"}));
   EXPECT_EQ(FindMcpFace("terminal_read")->budget.Located()->place, TextPlace::kPage);
+  EXPECT_EQ(FindMcpFace("terminal_output")->budget.Located()->place, TextPlace::kFound);
   EXPECT_EQ(FindMcpFace("terminal_open")->budget.texts.front().field, "motd");
   EXPECT_EQ(FindMcpFace("owner_info"), nullptr);
   EXPECT_EQ(FindMcpFace("no_such_tool"), nullptr);
