@@ -15,6 +15,7 @@
 #include "common/count_text.h"
 #include "common/log.h"
 #include "common/propagate.h"
+#include "common/random.h"
 #include "runtime/audit/owned_directory.h"
 #include "runtime/methods.h"
 #include "runtime/owner.h"
@@ -321,11 +322,23 @@ Result<void> SocketServer::Listen(const std::filesystem::path& path) {
   std::error_code ec;
   // Created with 0600 from the start: no window in which another user can connect.
   mode_t old_mask = ::umask(0177);
+  // The name appears only once the socket listens: bound under a private name in the same
+  // directory, then renamed into place, so a client that waits for the file (a service manager,
+  // a CI script, a test) never meets a socket that refuses it. A private name longer than a
+  // socket path may be is not used (the socket then appears at bind, as before).
+  const std::filesystem::path staged = path.parent_path() / (".ptybox-" + RandomHex(6) + ".sock");
+  const bool stage = staged.string().size() < sizeof(sockaddr_un{}.sun_path);
   acceptor_.emplace(io_);
   acceptor_->open(asio::local::stream_protocol(), ec);
-  if (!ec) acceptor_->bind(asio::local::stream_protocol::endpoint(path.string()), ec);
+  if (!ec) {
+    acceptor_->bind(asio::local::stream_protocol::endpoint((stage ? staged : path).string()), ec);
+  }
   ::umask(old_mask);
   if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec && stage && ::rename(staged.c_str(), path.c_str()) != 0) {
+    ec = std::error_code(errno, std::generic_category());
+  }
+  if (ec && stage) ::unlink(staged.c_str());
   if (ec) {
     acceptor_.reset();
     path_.clear();
