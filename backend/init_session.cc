@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <asio/post.hpp>
 #include <cerrno>
+#include <fstream>
 #include <system_error>
 #include <variant>
 
@@ -95,6 +97,9 @@ void InitSession::Start(const sandbox::LaunchSpec& spec) {
     Launch(spec);
     return;
   }
+  walked_sandbox_ = spec.sandbox;
+  recheck_repositories_ = true;
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &walk_started_);
   Result<void> walking = off_reactor_.Run<sandbox::LaunchRepositories>(
       "searches the writable roots for repositories",
       [sandbox = spec.sandbox] { return sandbox::RepositoriesOfLaunch(sandbox); },
@@ -202,11 +207,22 @@ void InitSession::ReadControl() {
 }
 
 void InitSession::OnMessage(sandbox::ReceivedInitMessage received) {
+  if (checking_ready_) {
+    // After the ready message, in order, once the check answered (the shell's exit must not
+    // overtake the start that hands over its terminal).
+    held_messages_.push_back(std::move(received));
+    return;
+  }
   std::visit(
       [this, &received](auto& m) {
         using T = std::decay_t<decltype(m)>;
         if constexpr (std::is_same_v<T, sandbox::ReadyMessage>) {
-          if (start_reported_) return;
+          if (start_reported_ || checking_ready_) return;
+          if (recheck_repositories_) {
+            checking_ready_ = true;
+            CheckRepositoriesThenReady(m, std::move(received.fd));
+            return;
+          }
           start_reported_ = true;
           listener_.OnReady(m, std::move(received.fd));
         } else if constexpr (std::is_same_v<T, sandbox::FailedMessage>) {
@@ -235,7 +251,63 @@ void InitSession::OnMessage(sandbox::ReceivedInitMessage received) {
       received.message);
 }
 
+void InitSession::CheckRepositoriesThenReady(sandbox::ReadyMessage ready, UniqueFd master) {
+  // Until the check answers, the start is not reported: a failure or exit of init meanwhile is
+  // reported as a failed start, as before any ready message, and the check's answer is dropped.
+  // A process in the session's mount namespace: the program leading the terminal's session
+  // (the shell), or without a terminal (`ptybox run`) bwrap's child, the session's init.
+  pid_t program = 0;
+  if (!master || ::ioctl(master.Get(), TIOCGSID, &program) != 0) program = 0;
+  if (program <= 0 && child_pid_ > 0) {
+    std::ifstream children("/proc/" + std::to_string(child_pid_) + "/task/" +
+                           std::to_string(child_pid_) + "/children");
+    children >> program;
+  }
+  auto master_fd = std::make_shared<UniqueFd>(std::move(master));
+  Result<void> walking = off_reactor_.Run<std::optional<std::string>>(
+      "searches the writable roots for repositories again",
+      [sandbox = walked_sandbox_, started = walk_started_, program] {
+        return sandbox::CheckRepositoriesAfterLaunch(sandbox, program, started);
+      },
+      [this, ready, master_fd](std::optional<std::string> moved) {
+        FinishReadyCheck(moved
+                             ? std::optional<Error>(Error{ErrorKind::kPolicyDenied, *moved,
+                                                          walked_sandbox_.workspace_root.string()})
+                             : std::nullopt,
+                         ready, std::move(*master_fd));
+      });
+  if (!walking) FinishReadyCheck(walking.error(), ready, UniqueFd());
+}
+
+void InitSession::FinishReadyCheck(std::optional<Error> refused, const sandbox::ReadyMessage& ready,
+                                   UniqueFd master) {
+  checking_ready_ = false;
+  std::vector<sandbox::ReceivedInitMessage> held = std::move(held_messages_);
+  held_messages_.clear();
+  std::optional<int> exit = std::exchange(held_exit_, std::nullopt);
+  std::weak_ptr<bool> alive = alive_;
+  if (!start_reported_ && !terminating_ && !abandoned_) {
+    start_reported_ = true;
+    if (refused) {
+      listener_.OnStartFailed(std::move(*refused));
+      held.clear();  // a refused start hears nothing of its program
+    } else {
+      listener_.OnReady(ready, std::move(master));
+    }
+    if (alive.expired()) return;
+  }
+  for (sandbox::ReceivedInitMessage& message : held) {
+    OnMessage(std::move(message));
+    if (alive.expired()) return;
+  }
+  if (exit) OnChildExit(*exit);
+}
+
 void InitSession::OnChildExit(int wait_status) {
+  if (checking_ready_) {
+    held_exit_ = wait_status;  // handled once the check answered, after the held messages
+    return;
+  }
   child_exited_ = true;
   if (timer_) timer_->cancel();
   std::weak_ptr<bool> alive = alive_;

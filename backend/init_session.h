@@ -96,6 +96,15 @@ class InitSession final {
   void Launch(const sandbox::LaunchSpec& spec);
   void ReadControl();
   void OnMessage(sandbox::ReceivedInitMessage received);
+  // A workspace-write launch's ready message: the session's mounts are composed, so the roots
+  // are walked again (off the reactor) and the launch is reported ready only when every
+  // repository older than the launch is a mount point of the session
+  // (sandbox::CheckRepositoriesAfterLaunch); else it fails.
+  void CheckRepositoriesThenReady(sandbox::ReadyMessage ready, UniqueFd master);
+  // The check answered (`refused`: why not): reports the start, then what init said or did
+  // meanwhile, in order.
+  void FinishReadyCheck(std::optional<Error> refused, const sandbox::ReadyMessage& ready,
+                        UniqueFd master);
   void OnChildExit(int wait_status);
   void KillTree();
   void AwaitEmpty(int rounds_left);
@@ -116,6 +125,13 @@ class InitSession final {
   OffReactor off_reactor_;
   bool abandoned_ = false;  // ended while its walk ran: nothing is launched
   sandbox::LaunchRepositories repositories_;
+  sandbox::SandboxSpec walked_sandbox_;  // what the walks search (workspace-write only)
+  struct timespec walk_started_ {};      // CLOCK_REALTIME_COARSE before the first walk
+  bool recheck_repositories_ = false;    // a walk was made: check it again at ready
+  bool checking_ready_ = false;          // init is ready; the check after it runs
+  // What arrived while the check ran: init's later messages, and our child's exit.
+  std::vector<sandbox::ReceivedInitMessage> held_messages_;
+  std::optional<int> held_exit_;
 
   bool confined_ = false;
   std::filesystem::path bwrap_;

@@ -165,6 +165,10 @@ bool LocalTerminal::ReassertNoEcho() {
   return ::tcsetattr(slave_.Get(), TCSANOW, &tio) == 0;
 }
 
+void LocalTerminal::DiscardUnreadInput() {
+  if (slave_) ::tcflush(slave_.Get(), TCIFLUSH);
+}
+
 std::optional<bool> LocalTerminal::Echoing() const {
   termios tio{};
   if (!slave_ || ::tcgetattr(slave_.Get(), &tio) != 0) return std::nullopt;

@@ -66,6 +66,7 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   bool ReassertNoEcho() override;
   // Whether the terminal echoes input (ECHO or ECHONL), read now; nullopt when unknown.
   [[nodiscard]] std::optional<bool> Echoing() const;
+  void DiscardUnreadInput() override;
   void Write(std::string bytes, std::function<void(Result<size_t>)> done) override;
   bool AbortWrite() override;
   void SignalForeground(int signal, std::function<void(Result<SignalResult>)> done) override;

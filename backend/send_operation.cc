@@ -96,7 +96,24 @@ void SendOperation::OnPreWriteFacts(ForegroundFacts facts) {
     return;
   }
   engine().OnPreWriteFacts(facts);
+  if (!request_.wait && !canceled_ && host_.OnlyForeignInputOnLine(facts)) {
+    // Nothing on the line is the agent's: a program's leftover would join its command. In raw
+    // mode the line editor has already taken it from the terminal; in canonical mode the kernel
+    // keeps an unterminated line.
+    discard_ = facts.canonical == false ? Discard::kUnreadAndLine : Discard::kUnread;
+  }
   BeginWrite();
+}
+
+std::string SendOperation::BytesToWrite() {
+  if (discard_ == Discard::kNone) return request_.input;
+  host_.terminal().DiscardUnreadInput();
+  // A space, then ^U: unix-line-discard in readline's emacs and vi insertion keymaps (and the
+  // terminal's kill character, which readline binds to it) kills from the cursor to the start of
+  // the line; the leftover was typed at its end. The space keeps the line from being empty,
+  // where unix-line-discard rings the bell.
+  if (discard_ == Discard::kUnreadAndLine) return " \x15" + request_.input;
+  return request_.input;
 }
 
 void SendOperation::BeginWrite() {
@@ -138,7 +155,9 @@ void SendOperation::BeginWrite() {
   }
   write_ = WriteState::kInFlight;
   std::weak_ptr<bool> alive = alive_;
-  host_.terminal().Write(request_.input, [this, alive](Result<size_t> written) {
+  std::string bytes = BytesToWrite();
+  host_.OnInputWritten(request_.input);
+  host_.terminal().Write(std::move(bytes), [this, alive](Result<size_t> written) {
     if (alive.expired()) return;
     OnWriteSettled(std::move(written));
   });

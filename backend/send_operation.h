@@ -47,6 +47,15 @@ class SendHost : public ReadinessHost {
   // happened on the terminal since (no output, no signal, no resize); nullopt otherwise. The
   // pre-write check then only confirms they still hold (TerminalHandle::InspectSince).
   virtual std::optional<ForegroundFacts> IdlePromptFacts() { return std::nullopt; }
+  // Just before this send's input is written, with its pre-write facts: true when whatever the
+  // shell's line editor holds is nobody's input but a program's leftover (the rest of a
+  // terminal answer it read only part of): every byte agents and persons wrote ended a line and
+  // was read, and `facts` show the shell alone in the foreground, its line editor (readline's
+  // wait in raw mode, a line read in canonical mode) reading the terminal. The send then
+  // discards it before its own bytes (docs/readiness.md, section 3).
+  virtual bool OnlyForeignInputOnLine(const ForegroundFacts& /*facts*/) { return false; }
+  // This send's bytes are being written to the terminal.
+  virtual void OnInputWritten(std::string_view /*bytes*/) {}
   // A send settled; `verifying` holds the facts of the look that verified the prompt it
   // settled at (nullopt when it did not settle at the prompt).
   virtual void OnSendSettled(const std::optional<ForegroundFacts>& /*verifying*/) {}
@@ -126,6 +135,8 @@ class SendOperation final {
 
   void OnPreWriteFacts(ForegroundFacts facts);
   void BeginWrite();
+  // The bytes written for this send: its input, after the discard OnPreWriteFacts decided.
+  [[nodiscard]] std::string BytesToWrite();
   void OnWriteSettled(Result<size_t> written);
   void MaybeSignal();
   void OnSignalSettled(Result<SignalResult> result);
@@ -167,6 +178,10 @@ class SendOperation final {
   // them), and how many of them OnLine took as their echo (ECHO turned back on by a program).
   std::vector<std::string> echo_lines_;
   size_t echo_taken_ = 0;
+  // What the write discards first (OnlyForeignInputOnLine): nothing; the terminal's unread
+  // input; or that and, in raw mode (readline's), the line the editor holds (a kill character).
+  enum class Discard { kNone, kUnread, kUnreadAndLine };
+  Discard discard_ = Discard::kNone;
 
   std::optional<Result<SendResult>> result_;
   bool released_ = false;

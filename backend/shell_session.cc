@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <asio/post.hpp>
 #include <chrono>
 #include <cstdlib>
@@ -681,6 +682,28 @@ void ShellSession::ReplayIdlePrompt() {
   if (candidate) send_->OnCandidate(terminal_.ForegroundPgid(), terminal_.UnreadInput());
 }
 
+bool ShellSession::OnlyForeignInputOnLine(const ForegroundFacts& facts) {
+  // Every byte agents wrote ended a line, and the terminal holds none of it unread: what the
+  // reader has on its line now came from elsewhere.
+  if (written_line_open_ || facts.unread_input != size_t{0} || !facts.canonical) return false;
+  // The shell alone in the foreground, its own task the one waiting on the terminal: in raw
+  // mode readline's wait (pselect; a `read -n1` of the agent's reads instead, and gets no
+  // discard), in canonical mode a read of a line.
+  const pid_t shell = terminal_.shell_pid();
+  if (shell <= 0 || facts.foreground_pgid != shell || facts.waiting_for_input != Tri::kYes ||
+      facts.tasks.empty()) {
+    return false;
+  }
+  const TtyWait wanted = *facts.canonical ? TtyWait::kRead : TtyWait::kSelect;
+  return std::all_of(facts.tasks.begin(), facts.tasks.end(), [&](const TaskFacts& task) {
+    return task.pid == shell && !task.outside_group && task.tty_wait == wanted;
+  });
+}
+
+void ShellSession::OnInputWritten(std::string_view bytes) {
+  if (!bytes.empty()) written_line_open_ = bytes.back() != '\n' && bytes.back() != '\r';
+}
+
 void ShellSession::RememberIdlePrompt(const std::optional<ForegroundFacts>& verifying) {
   idle_prompt_facts_.reset();
   const pid_t shell = terminal_.shell_pid();
@@ -759,6 +782,8 @@ Result<void> ShellSession::WriteTyped(std::string bytes) {
   // The terminal changed hands: the next send inspects it afresh, never trusting an idle
   // prompt verified before the person typed.
   idle_prompt_facts_.reset();
+  // A person's keystrokes may be an unfinished line: never discarded by a later send.
+  written_line_open_ = true;
   touched_after_ready_ = true;
   terminal_.Write(std::move(bytes), [](Result<size_t>) {});
   return {};

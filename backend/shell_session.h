@@ -143,6 +143,8 @@ class ShellSession final : public BackendSession,
   void OnSendBoundary() override;
   std::optional<RenderedViewport> RenderSend(bool at_prompt) override;
   std::optional<ForegroundFacts> IdlePromptFacts() override;
+  bool OnlyForeignInputOnLine(const ForegroundFacts& facts) override;
+  void OnInputWritten(std::string_view bytes) override;
   void OnSendSettled(const std::optional<ForegroundFacts>& verifying) override;
   std::vector<std::string> LinesSinceLastResult(std::string* pending_at_result) override;
   void ReplayIdlePrompt() override;
@@ -197,6 +199,9 @@ class ShellSession final : public BackendSession,
   // The facts of the look that verified the shell idle at its prompt when the last send (or
   // the startup) settled there; dropped by any output, signal or resize since.
   std::optional<ForegroundFacts> idle_prompt_facts_;
+  // Bytes written by sends or typed keystrokes may still be unfinished on the line: the last
+  // send's input did not end a line (Enter), or a person typed since.
+  bool written_line_open_ = false;
   sandbox::LaunchSpec launched_;      // what was launched (the warm pool compares it)
   bool ready_at_prompt_ = false;      // the startup settled at the verified prompt
   bool touched_after_ready_ = false;  // output, a send or a resize after the startup

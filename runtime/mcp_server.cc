@@ -24,6 +24,9 @@ constexpr int kInternalError = -32603;
 // Unknown names, methods and URIs are echoed quoted and cut to this many bytes: the client (the
 // model) chose them, and a whole megabyte of them helps no one.
 constexpr size_t kEchoBytes = 64;
+// How far back from the scrollback's end collected output is looked for: what the backend
+// still holds unconsumed (at most its maxResultBytes, 256 KiB by default) lies within it.
+constexpr uint64_t kFoundWindowBytes = 256 * 1024;
 
 constexpr std::string_view kFirstStructuredVersion = "2025-06-18";
 
@@ -245,12 +248,15 @@ void McpServer::RunTool(const Json& id, const std::string& name, const Json& arg
       TextAnchor anchor{.begin = result->value("cursor", uint64_t{0}), .end = std::nullopt};
       return self->Reply(id, self->ToolResult(id, name, result, anchor, session_id));
     }
-    const bool long_viewport = result && located && located->place == TextPlace::kScrollbackEnd &&
-                               result->contains(located->field) &&
-                               (*result)[located->field].is_string() &&
-                               (*result)[located->field].get_ref<const std::string&>().size() >
-                                   self->options_.max_result_bytes / 3;
-    if (!long_viewport) return self->Reply(id, self->ToolResult(id, name, result));
+    const bool long_text = result && located && located->place != TextPlace::kPage &&
+                           result->contains(located->field) &&
+                           (*result)[located->field].is_string() &&
+                           (*result)[located->field].get_ref<const std::string&>().size() >
+                               self->options_.max_result_bytes / 3;
+    if (!long_text) return self->Reply(id, self->ToolResult(id, name, result));
+    if (located->place == TextPlace::kFound) {
+      return self->AnchorFound(id, name, session_id, key, *result, located->field);
+    }
     // The viewport ends where the scrollback ended when the send settled: ask for that offset
     // (a cursor past the end is clamped to it) and the unterminated line after it.
     const std::string field = located->field;
@@ -304,6 +310,41 @@ void McpServer::RunTool(const Json& id, const std::string& name, const Json& arg
     return;
   }
   CallMethod(service_, owner_, name, args, key, answer);
+}
+
+void McpServer::AnchorFound(const Json& id, const std::string& name, const std::string& session_id,
+                            const std::string& key, const Json& result, const std::string& field) {
+  // Collected output has no fixed place: it is found by its tail near the scrollback's end (what
+  // is still unconsumed, at most the backend's maxResultBytes, and what arrived since follow it).
+  std::shared_ptr<McpServer> self = shared_from_this();
+  Json end_probe{{"sessionId", session_id}, {"cursor", INT64_MAX}, {"maxBytes", 1}};
+  Invoke("terminal_read", end_probe, key + "#end", [=](Result<Json> end_page) {
+    if (!end_page || !(*end_page)["cursor"].is_number_integer()) {
+      return self->Reply(id, self->ToolResult(id, name, result));
+    }
+    const uint64_t end = (*end_page)["cursor"].get<uint64_t>();
+    // A read from 0 starts at the oldest byte kept: no pointer names an older one.
+    Json first{{"sessionId", session_id}, {"cursor", 0}, {"maxBytes", 1}};
+    self->Invoke("terminal_read", first, key + "#oldest", [=](Result<Json> oldest) {
+      if (!oldest || !(*oldest)["cursor"].is_number_integer()) {
+        return self->Reply(id, self->ToolResult(id, name, result));
+      }
+      const uint64_t kept = (*oldest)["cursor"].get<uint64_t>();
+      const uint64_t start = std::max(kept, end > kFoundWindowBytes ? end - kFoundWindowBytes : 0);
+      Json window_read{{"sessionId", session_id},
+                       {"cursor", start},
+                       {"maxBytes", static_cast<int64_t>(kFoundWindowBytes)}};
+      self->Invoke("terminal_read", window_read, key + "#window", [=](Result<Json> window) {
+        TextAnchor anchor{.begin = std::nullopt, .end = std::nullopt, .oldest = kept};
+        if (window && (*window)["cursor"].is_number_integer() && (*window)["text"].is_string()) {
+          anchor.end = FindTextEnd(
+              (*window)["text"].get_ref<const std::string&>(), (*window)["cursor"].get<uint64_t>(),
+              result[field].get_ref<const std::string&>(), self->options_.max_result_bytes / 2);
+        }
+        self->Reply(id, self->ToolResult(id, name, result, anchor, session_id));
+      });
+    });
+  });
 }
 
 void McpServer::Invoke(const std::string& method, const Json& arguments, const std::string& key,

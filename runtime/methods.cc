@@ -510,7 +510,7 @@ std::vector<MethodSpec> BuildContract() {
  .typed_output = false,
  .hints = ToolHints{.read_only = true, .destructive = false, .idempotent = false, .open_world = false},
  .render = RenderOutput,
- .budget = ResultBudget{.texts = {{.field = "output"}, {.field = "viewport", .within = "result"}}}}},
+ .budget = ResultBudget{.texts = {{.field = "output", .place = TextPlace::kFound}, {.field = "viewport", .within = "result"}}}}},
       {.name = "terminal_cancel",
        .summary = "Cancel the send running on a terminal: {canceled}.",
        .params = {SessionId()},

@@ -58,6 +58,15 @@ bool HoldsAny(const std::filesystem::path& dir, const std::vector<std::filesyste
   });
 }
 
+// `path` is, or lies inside, the workspace or a writable root.
+bool InsideAnyRoot(const SandboxSpec& spec, const std::filesystem::path& path) {
+  if (!spec.workspace_root.empty() && IsUnderOrEqual(path, spec.workspace_root)) return true;
+  return std::any_of(spec.writable_roots.begin(), spec.writable_roots.end(),
+                     [&](const std::filesystem::path& root) {
+                       return !root.empty() && IsUnderOrEqual(path, root);
+                     });
+}
+
 void AddKernelWalls(ArgvBuilder& argv) {
   // Bound from the host's /proc over the sandbox's: the same kernel objects (sysctls are
   // global or follow the caller's namespace), read-only. -try: a kernel without the entry has
@@ -90,7 +99,17 @@ void AddHiddenPaths(const SandboxSpec& spec, const std::filesystem::path& init_b
              path.lexically_normal().lexically_relative(dir.lexically_normal()) != ".";
     });
   };
-  if (!spec.daemon_socket.empty() && !inside_emptied(spec.daemon_socket)) {
+  // Inside a veiled home and no granted path: out of sight already (the veil is empty).
+  auto veiled = [&](const std::filesystem::path& path) {
+    return std::any_of(
+               spec.veiled_homes.begin(), spec.veiled_homes.end(),
+               [&](const std::filesystem::path& home) { return IsUnderOrEqual(path, home); }) &&
+           std::none_of(granted.begin(), granted.end(), [&](const std::filesystem::path& g) {
+             return !g.empty() && (IsUnderOrEqual(path, g) || IsUnderOrEqual(g, path));
+           });
+  };
+  if (!spec.daemon_socket.empty() && !inside_emptied(spec.daemon_socket) &&
+      !veiled(spec.daemon_socket)) {
     if (SocketDirectoryHideable(spec, init_binary)) {
       HideDirectory(argv, spec.daemon_socket.parent_path());
       emptied.push_back(spec.daemon_socket.parent_path().lexically_normal());
@@ -100,7 +119,7 @@ void AddHiddenPaths(const SandboxSpec& spec, const std::filesystem::path& init_b
     }
   }
   for (const HiddenPath& hidden : spec.hidden) {
-    if (inside_emptied(hidden.path)) continue;
+    if (inside_emptied(hidden.path) || veiled(hidden.path)) continue;
     if (hidden.directory) {
       // A directory that holds a granted root stays: the operator granted the root.
       if (HoldsAny(hidden.path, granted)) continue;
@@ -178,6 +197,18 @@ std::vector<std::string> BuildBwrapArgv(const SandboxSpec& spec,
   // the host's run-time directories (service sockets) replaced by empty ones.
   AddKernelWalls(argv);
   for (const auto& dir : spec.run_dirs) argv.Option("--tmpfs", dir.string());
+  // An ordinary user's home that holds a granted path (docs/security.md, wall 3): an empty
+  // tmpfs, before the binds that put the granted paths back into it, so nothing else of the
+  // home (nor anything the host creates there later) is in the session. The starting directory
+  // is bound back read-only when no root holds it, before the roots, which may lie inside it.
+  for (const auto& home : spec.veiled_homes) argv.Option("--tmpfs", home.string());
+  if (!spec.veiled_homes.empty() && !spec.cwd.empty() &&
+      std::any_of(
+          spec.veiled_homes.begin(), spec.veiled_homes.end(),
+          [&](const std::filesystem::path& home) { return IsUnderOrEqual(spec.cwd, home); }) &&
+      !InsideAnyRoot(spec, spec.cwd)) {
+    argv.SamePath("--ro-bind", spec.cwd);
+  }
 
   // The workspace and the extra roots after the tmpfs, so they stay visible under /tmp too.
   // Sources are the staged objects the launcher checked (bind_sources), not the host paths.
@@ -208,6 +239,8 @@ std::vector<std::string> BuildBwrapArgv(const SandboxSpec& spec,
 
   // Last mount: the init binary, read-only even when it lives in /tmp or a writable root.
   if (!spec.init_composed) argv.Bind("--ro-bind", invocation.init_binary, from);
+  // Every mount into a veiled home is made: the veil itself becomes read-only.
+  for (const auto& home : spec.veiled_homes) argv.Option("--remount-ro", home.string());
   // The staged sources stay out of sight: the sandbox never sees the launcher's staging place.
   // An empty /run (run_dirs) already hides it; otherwise an empty tmpfs covers it.
   const bool stage_hidden =

@@ -53,6 +53,12 @@ struct SandboxSpec {
   std::filesystem::path daemon_socket;
   // Host paths hidden from the session (secrets): existing paths, canonical.
   std::vector<HiddenPath> hidden;
+  // An ordinary user's daemon: its own home directories that hold a granted path
+  // (sandbox/host_walls.h, CoverOfHome). Each is an empty tmpfs made before the binds, which put
+  // the roots back into it, with the starting directory bound back read-only when no root holds
+  // it; read-only after the last mount. What the host creates in the home after the launch is
+  // never in it.
+  std::vector<std::filesystem::path> veiled_homes;
   // The session's private home (sandbox/session_home.h): an empty tmpfs of mode 0700 there;
   // empty for none.
   std::filesystem::path session_home;

@@ -144,42 +144,18 @@ std::vector<fs::path> OwnHomeDirectories() {
   return homes;
 }
 
-std::vector<HiddenPath> HideHomeExceptGranted(const fs::path& home,
-                                              const std::vector<fs::path>& granted) {
+HomeCover CoverOfHome(const fs::path& home, const std::vector<fs::path>& granted) {
   auto within = [](const fs::path& path, const fs::path& dir) {
-    const fs::path rel = path.lexically_relative(dir);
+    const fs::path rel = path.lexically_normal().lexically_relative(dir.lexically_normal());
     return !rel.empty() && *rel.begin() != "..";
   };
-  std::vector<HiddenPath> hidden;
-  // The home inside a granted path (HOME in the workspace) is granted whole.
+  bool holds = false;
   for (const fs::path& g : granted) {
-    if (!g.empty() && within(home, g)) return hidden;
+    if (g.empty()) continue;
+    if (within(home, g)) return HomeCover::kGranted;  // HOME in the workspace: granted whole
+    holds = holds || within(g, home);
   }
-  std::vector<fs::path> dirs = {home};
-  while (!dirs.empty()) {
-    const fs::path dir = std::move(dirs.back());
-    dirs.pop_back();
-    std::error_code ec;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      const fs::path path = it->path();
-      struct stat st {};
-      if (::lstat(path.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
-      bool inside = false;
-      bool holds = false;
-      for (const fs::path& g : granted) {
-        if (g.empty()) continue;
-        inside = inside || within(path, g);
-        holds = holds || within(g, path);
-      }
-      if (inside) continue;
-      if (holds) {
-        if (S_ISDIR(st.st_mode)) dirs.push_back(path);
-        continue;
-      }
-      hidden.push_back(HiddenPath{path, S_ISDIR(st.st_mode)});
-    }
-  }
-  return hidden;
+  return holds ? HomeCover::kVeil : HomeCover::kHide;
 }
 
 void ApplyHostWalls(const policy::ResolvedPolicy& policy, SandboxSpec& spec) {
@@ -205,11 +181,25 @@ void ApplyHostWalls(const policy::ResolvedPolicy& policy, SandboxSpec& spec) {
   std::vector<fs::path> granted = spec.writable_roots;
   granted.push_back(spec.workspace_root);
   granted.push_back(spec.cwd);
+  spec.veiled_homes.clear();
   for (const fs::path& home : OwnHomeDirectories()) {
-    for (HiddenPath& entry : HideHomeExceptGranted(home, granted)) {
-      if (std::find(spec.hidden.begin(), spec.hidden.end(), entry) == spec.hidden.end()) {
-        spec.hidden.push_back(std::move(entry));
-      }
+    // A home that is, or holds, what every session needs (a HOME of /usr) is never covered.
+    if (policy::UncoverableHideReason(home.string())) continue;
+    switch (CoverOfHome(home, granted)) {
+      case HomeCover::kGranted:
+        break;
+      case HomeCover::kVeil:
+        if (std::find(spec.veiled_homes.begin(), spec.veiled_homes.end(), home) ==
+            spec.veiled_homes.end()) {
+          spec.veiled_homes.push_back(home);
+        }
+        break;
+      case HomeCover::kHide:
+        if (HiddenPath entry{home, true};
+            std::find(spec.hidden.begin(), spec.hidden.end(), entry) == spec.hidden.end()) {
+          spec.hidden.push_back(std::move(entry));
+        }
+        break;
     }
   }
 }

@@ -44,14 +44,15 @@ std::vector<HiddenPath> CollectHiddenPaths(const std::vector<std::string>& patte
 std::vector<std::filesystem::path> OwnHomeDirectories();
 
 // An ordinary user's daemon runs its sessions as that user, so every file of the user's home
-// would be readable: everything in `home` is hidden except the granted paths (workspace,
-// writable roots, start directory) and the directories leading down to them. Each entry that
-// neither holds nor lies inside a granted path is one cover (a directory an empty tmpfs, a file
-// /dev/null); a directory on the way to a granted path is walked the same way. Links are left
-// alone (a cover on a link lands on its target, which may be a granted path); their targets
-// inside the home are covered where they are. Pure apart from reading the directories.
-std::vector<HiddenPath> HideHomeExceptGranted(const std::filesystem::path& home,
-                                              const std::vector<std::filesystem::path>& granted);
+// would be readable: the home is hidden by directory, never entry by entry, so that what the
+// host creates there after a launch is hidden too. kGranted: the home is, or lies inside, a
+// granted path (workspace, writable root, start directory) and stays. kVeil: it holds a granted
+// path: an empty tmpfs made before the binds, which put the granted paths back into it
+// (SandboxSpec::veiled_homes). kHide: it holds none: an empty read-only tmpfs like any hidden
+// directory. Pure.
+enum class HomeCover { kGranted, kVeil, kHide };
+[[nodiscard]] HomeCover CoverOfHome(const std::filesystem::path& home,
+                                    const std::vector<std::filesystem::path>& granted);
 
 // Fills the walls' facts into `spec` (run_dirs, hidden) from the policy; for an ordinary
 // user's daemon in a confined mode, its own home except the granted paths too.

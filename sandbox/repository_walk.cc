@@ -6,13 +6,16 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <string>
 #include <utility>
 
@@ -20,6 +23,8 @@
 
 namespace ptybox::sandbox {
 namespace {
+
+constexpr uint32_t kWatchedChanges = IN_CREATE | IN_MOVED_TO | IN_ONLYDIR;
 
 constexpr uint64_t kBeneath =
     RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
@@ -68,7 +73,8 @@ std::optional<std::string> OpenFailure(int error, int parent, const char* name,
 
 }  // namespace
 
-LaunchRepositories RepositoriesOfLaunch(const SandboxSpec& sandbox, size_t max_entries) {
+LaunchRepositories RepositoriesOfLaunch(const SandboxSpec& sandbox, size_t max_entries,
+                                        int watch_fd) {
   LaunchRepositories found;
   found.walked = true;
   if (sandbox.mode != policy::Mode::kWorkspaceWrite) return found;
@@ -82,7 +88,7 @@ LaunchRepositories RepositoriesOfLaunch(const SandboxSpec& sandbox, size_t max_e
     // One identity: a root daemon's session writes as the workspace's owner, an ordinary
     // user's as that user.
     if (!owner) owner = ::geteuid() == 0 ? opened->owner_uid : ::geteuid();
-    RepositoryWalk walk = WalkRepositories(*opened, *owner, max_entries - found.entries);
+    RepositoryWalk walk = WalkRepositories(*opened, *owner, max_entries - found.entries, watch_fd);
     found.entries += walk.entries;
     for (size_t i = 0; i < walk.git_paths.size(); ++i) {
       gits.emplace_back(std::move(walk.git_paths[i]), walk.git_ids[i]);
@@ -110,7 +116,8 @@ bool SameRepositories(const LaunchRepositories& launched, const LaunchRepositori
          launched.git_paths == now.git_paths && launched.git_ids == now.git_ids;
 }
 
-RepositoryWalk WalkRepositories(const OpenedPath& root, uid_t owner, size_t max_entries) {
+RepositoryWalk WalkRepositories(const OpenedPath& root, uid_t owner, size_t max_entries,
+                                int watch_fd) {
   RepositoryWalk walk;
   std::deque<std::filesystem::path> queue;  // relative to the root
   queue.emplace_back();
@@ -138,6 +145,18 @@ RepositoryWalk WalkRepositories(const OpenedPath& root, uid_t owner, size_t max_
         walk.incomplete = Refusal(root.path, *why);
       }
       continue;
+    }
+    if (watch_fd >= 0) {
+      // Watched before it is read: an entry that arrives after the read is an event.
+      const std::string self = "/proc/self/fd/" + std::to_string(fd);
+      if (::inotify_add_watch(watch_fd, self.c_str(), kWatchedChanges) < 0) {
+        walk.incomplete = Refusal(
+            root.path, "a directory cannot be watched while it is searched (" +
+                           std::string(std::strerror(errno)) +
+                           "); raise fs.inotify.max_user_watches (sysctl) or narrow the roots");
+        ::close(fd);
+        continue;
+      }
     }
     DIR* stream = ::fdopendir(fd);
     if (stream == nullptr) {
@@ -174,6 +193,138 @@ RepositoryWalk WalkRepositories(const OpenedPath& root, uid_t owner, size_t max_
     ::closedir(stream);
   }
   return walk;
+}
+
+namespace {
+
+// A directory moved in, a directory made, or a `.git` of either kind arriving: what could put a
+// repository where the walk had already read.
+bool RepositoryMayHaveArrived(const inotify_event& event) {
+  if ((event.mask & IN_Q_OVERFLOW) != 0) return true;
+  if ((event.mask & (IN_CREATE | IN_MOVED_TO)) == 0) return false;
+  return (event.mask & IN_ISDIR) != 0 || (event.len > 0 && std::strcmp(event.name, ".git") == 0);
+}
+
+// Reads every queued event of `watch_fd` (non-blocking); true when one could have put a
+// repository in a directory after it was read.
+bool TreeChangedUnderWatch(int watch_fd) {
+  bool changed = false;
+  alignas(inotify_event) char buffer[16384];
+  for (;;) {
+    const ssize_t got = ::read(watch_fd, buffer, sizeof buffer);
+    if (got <= 0) return changed || (got < 0 && errno != EAGAIN && errno != EINTR);
+    for (ssize_t at = 0; at < got;) {
+      const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
+      changed = changed || RepositoryMayHaveArrived(*event);
+      at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+    }
+  }
+}
+
+// The birth time of the object at `path` when it is still `id`; nullopt otherwise (gone,
+// replaced, or a filesystem that keeps no birth time).
+std::optional<struct statx_timestamp> BirthOf(const std::filesystem::path& path,
+                                              const GitIdentity& id) {
+  struct statx stx {};
+  if (::statx(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW | AT_STATX_SYNC_AS_STAT,
+              STATX_INO | STATX_BTIME, &stx) != 0) {
+    return std::nullopt;
+  }
+  if ((stx.stx_mask & STATX_BTIME) == 0 || stx.stx_ino != id.ino ||
+      ::makedev(stx.stx_dev_major, stx.stx_dev_minor) != id.dev) {
+    return std::nullopt;
+  }
+  return stx.stx_btime;
+}
+
+bool NotBefore(const struct statx_timestamp& born, const struct timespec& started) {
+  if (born.tv_sec != started.tv_sec) return born.tv_sec > started.tv_sec;
+  return static_cast<long>(born.tv_nsec) >= started.tv_nsec;
+}
+
+}  // namespace
+
+std::optional<std::string> UnprotectedRepository(
+    const LaunchRepositories& after, const std::vector<std::filesystem::path>& session_mounts,
+    const struct timespec& walk_started) {
+  if (!after.walked) return "internal error: the check after the launch has no walk";
+  if (after.incomplete) return *after.incomplete;
+  for (size_t i = 0; i < after.git_paths.size(); ++i) {
+    const std::filesystem::path& path = after.git_paths[i];
+    if (std::binary_search(session_mounts.begin(), session_mounts.end(), path)) continue;
+    std::optional<struct statx_timestamp> born = BirthOf(path, after.git_ids[i]);
+    if (born && NotBefore(*born, walk_started)) continue;  // created during the launch
+    return "the repository " + path.string() +
+           " is not protected in the session being opened: it was moved while the launch "
+           "searched the roots or composed the session's mounts (a concurrent session "
+           "renaming it?), and would have been writable there. Open again; if it recurs, stop "
+           "what renames repositories in this workspace while sessions open, or open read-only.";
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> CheckRepositoriesAfterLaunch(const SandboxSpec& sandbox, pid_t session,
+                                                        const struct timespec& walk_started,
+                                                        size_t max_entries) {
+  if (session <= 0) return "cannot tell a process of the session to check its repositories";
+  for (int attempt = 0; attempt < kAfterLaunchWalks; ++attempt) {
+    const UniqueFd watch(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+    if (!watch) {
+      return "cannot watch the roots while they are searched (inotify_init1: " +
+             std::string(std::strerror(errno)) + "); raise fs.inotify.max_user_instances";
+    }
+    const LaunchRepositories after = RepositoriesOfLaunch(sandbox, max_entries, watch.Get());
+    if (after.incomplete) return *after.incomplete;
+    Result<std::vector<std::filesystem::path>> mounts = SessionMountPoints(session);
+    if (!mounts) return mounts.error().message;
+    // Nothing arrived in a directory after it was read: the walk saw every repository the
+    // tree held when it ended, and the session's mounts were read after that.
+    if (!TreeChangedUnderWatch(watch.Get())) {
+      return UnprotectedRepository(after, *mounts, walk_started);
+    }
+  }
+  return "directories kept arriving in " + sandbox.workspace_root.string() +
+         " (or a writable root) while the launch checked its repositories " +
+         std::to_string(kAfterLaunchWalks) +
+         " times (made or moved by a concurrent session?); open again once that settles, or "
+         "open read-only";
+}
+
+Result<std::vector<std::filesystem::path>> SessionMountPoints(pid_t pid) {
+  const std::string file = "/proc/" + std::to_string(pid) + "/mountinfo";
+  std::ifstream in(file);
+  if (!in) {
+    return Fail(ErrorKind::kSpawnFailed,
+                "cannot read the session's mounts to check its repositories (" + file + ")", file);
+  }
+  std::vector<std::filesystem::path> points;
+  std::string line;
+  while (std::getline(in, line)) {
+    // id parent major:minor root mount-point ...: the fifth field, spaces and the like as \ooo.
+    size_t start = 0;
+    for (int field = 0; field < 4 && start != std::string::npos; ++field) {
+      start = line.find(' ', start);
+      if (start != std::string::npos) ++start;
+    }
+    if (start == std::string::npos) continue;
+    const size_t end = line.find(' ', start);
+    const std::string escaped = line.substr(start, end == std::string::npos ? end : end - start);
+    std::string point;
+    for (size_t i = 0; i < escaped.size(); ++i) {
+      auto octal = [&](size_t at) { return escaped[at] >= '0' && escaped[at] <= '7'; };
+      if (escaped[i] == '\\' && i + 3 < escaped.size() && octal(i + 1) && octal(i + 2) &&
+          octal(i + 3)) {
+        point += static_cast<char>((escaped[i + 1] - '0') * 64 + (escaped[i + 2] - '0') * 8 +
+                                   (escaped[i + 3] - '0'));
+        i += 3;
+      } else {
+        point += escaped[i];
+      }
+    }
+    points.emplace_back(std::move(point));
+  }
+  std::sort(points.begin(), points.end());
+  return points;
 }
 
 }  // namespace ptybox::sandbox

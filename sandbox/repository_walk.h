@@ -11,6 +11,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <time.h>
 
 #include <cstddef>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "sandbox/bwrap_args.h"
 #include "sandbox/path_open.h"
 
@@ -51,8 +53,12 @@ struct RepositoryWalk {
 // directory can be searched without being read, mode 0711); one it can neither read nor search
 // is skipped. An ordinary user's daemon shows mounts inside a root to its sessions, so there a
 // mount the walk does not cross makes it incomplete too.
+// `watch_fd`, an inotify descriptor or -1: each directory is watched for arrivals (made, moved
+// in) before it is read (CheckRepositoriesAfterLaunch); a directory that cannot be watched
+// makes the walk incomplete.
 [[nodiscard]] RepositoryWalk WalkRepositories(const OpenedPath& root, uid_t owner,
-                                              size_t max_entries = kRepositoryWalkMaxEntries);
+                                              size_t max_entries = kRepositoryWalkMaxEntries,
+                                              int watch_fd = -1);
 
 // What a launch of `sandbox` protects as repositories: the walk of each writable root
 // (workspace-write only; nothing to walk otherwise), sorted. `walked` tells a value made by the
@@ -66,11 +72,45 @@ struct LaunchRepositories {
   bool operator==(const LaunchRepositories&) const = default;
 };
 [[nodiscard]] LaunchRepositories RepositoriesOfLaunch(
-    const SandboxSpec& sandbox, size_t max_entries = kRepositoryWalkMaxEntries);
+    const SandboxSpec& sandbox, size_t max_entries = kRepositoryWalkMaxEntries, int watch_fd = -1);
 
 // The git paths of two walks are the same set, each the same object, and the second searched
 // everything: a pooled shell launched with `launched` may serve a launch that walked `now`.
 [[nodiscard]] bool SameRepositories(const LaunchRepositories& launched,
                                     const LaunchRepositories& now);
+
+// The check after a launch composed its mounts (docs/security.md, "Protected paths"): `after` is
+// a second walk of the roots, made once the session's view exists, and `session_mounts` the
+// mount points of the session's mount namespace read after it (SessionMountPoints; a mount
+// point's path follows renames of the directories above it). Every repository of `after` must
+// be a mount point there (composed read-only), unless it was created after `walk_started`
+// (CLOCK_REALTIME_COARSE read before the launch's first walk): such a one is the session's own,
+// as one created after the launch. A repository the first walk missed because a concurrent
+// session renamed it into a directory the walk had already read, or one that moved between the
+// walk and the composition, is not a mount point and refuses the launch. Returns why, or
+// nullopt when the launch holds. A filesystem without birth times counts every unprotected
+// repository as older.
+[[nodiscard]] std::optional<std::string> UnprotectedRepository(
+    const LaunchRepositories& after, const std::vector<std::filesystem::path>& session_mounts,
+    const struct timespec& walk_started);
+
+// How often the check after a launch walks again when directories arrived during its walk.
+inline constexpr int kAfterLaunchWalks = 3;
+
+// The check after a launch, once its session is ready (`session`: a process in its mount
+// namespace): the roots are walked with every directory watched before it is read
+// (inotify: a directory made or moved in, or a `.git` arriving), then the session's mount points
+// are read. A walk during which nothing arrived in a directory it had read saw every repository
+// the tree held when it ended; each must then be a mount point of the session, or born after
+// `walk_started` (UnprotectedRepository). A walk during which something arrived is made again,
+// up to kAfterLaunchWalks times, then the launch is refused. Returns why the launch must be
+// refused, or nullopt.
+[[nodiscard]] std::optional<std::string> CheckRepositoriesAfterLaunch(
+    const SandboxSpec& sandbox, pid_t session, const struct timespec& walk_started,
+    size_t max_entries = kRepositoryWalkMaxEntries);
+
+// The mount points of the mount namespace of process `pid` (its /proc/<pid>/mountinfo, paths
+// as the process sees them, octal escapes decoded), sorted; an error when it cannot be read.
+[[nodiscard]] Result<std::vector<std::filesystem::path>> SessionMountPoints(pid_t pid);
 
 }  // namespace ptybox::sandbox

@@ -38,6 +38,9 @@ class TerminalHandle {
   // Turns the terminal's ECHO and ECHONL off again when a program turned them on (`stty sane`),
   // keeping every other setting; returns whether it changed them. No-op where unsupported.
   virtual bool ReassertNoEcho() { return false; }
+  // Discards input written to the terminal that no program has read yet (tcflush TCIFLUSH).
+  // No-op where unsupported.
+  virtual void DiscardUnreadInput() {}
   // Writes all of `bytes` (possibly in pieces); `done` runs once: the count, or the error that
   // rejected the write.
   virtual void Write(std::string bytes, std::function<void(Result<size_t>)> done) = 0;

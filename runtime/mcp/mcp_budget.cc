@@ -69,8 +69,9 @@ std::optional<ElidedSpan> PlanElision(std::string_view text, size_t max_bytes) {
   return ElidedSpan{head_end, tail_begin};
 }
 
-std::optional<BackendDrop> FindBackendDrop(std::string_view region) {
+std::optional<BackendDrop> FindBackendDrop(std::string_view region, bool* ambiguous) {
   constexpr std::string_view kOpen = "[... ";
+  std::optional<BackendDrop> found;
   size_t at = 0;
   while ((at = region.find(kOpen, at)) != std::string_view::npos) {
     if (at > 0 && region[at - 1] != '\n') {
@@ -93,27 +94,38 @@ std::optional<BackendDrop> FindBackendDrop(std::string_view region) {
       if (bytes && lines && lines_end != std::string_view::npos &&
           (rest.substr(lines_end) == " lines) dropped ...]" ||
            rest.substr(lines_end) == " line) dropped ...]")) {
-        return BackendDrop{*bytes, *lines,
-                           line.size() + (line_end == std::string_view::npos ? 0 : 1)};
+        if (found) {
+          if (ambiguous != nullptr) *ambiguous = true;
+          return std::nullopt;
+        }
+        found =
+            BackendDrop{*bytes, *lines, line.size() + (line_end == std::string_view::npos ? 0 : 1)};
       }
     }
     at += kOpen.size();
   }
-  return std::nullopt;
+  return found;
 }
 
 std::optional<ReadPointer> LocateSpan(std::string_view text, const ElidedSpan& span,
                                       const TextAnchor& anchor) {
   const std::string_view left_out = text.substr(span.head_end, span.tail_begin - span.head_end);
   uint64_t bytes = left_out.size();
+  uint64_t after_tail = text.size() - span.tail_begin;
   // The backend's marker stands for bytes it dropped; they are in the scrollback, it is not.
-  if (std::optional<BackendDrop> drop = FindBackendDrop(left_out)) {
-    bytes = bytes - drop->line_size + drop->bytes;
+  if (anchor.holds_drop) {
+    bool ambiguous = false;
+    const std::optional<BackendDrop> in_span = FindBackendDrop(left_out, &ambiguous);
+    const std::optional<BackendDrop> in_tail =
+        FindBackendDrop(text.substr(span.tail_begin), &ambiguous);
+    if (ambiguous || (in_span && in_tail)) return std::nullopt;
+    if (in_span) bytes = bytes - in_span->line_size + in_span->bytes;
+    if (in_tail) after_tail = after_tail - in_tail->line_size + in_tail->bytes;
+    if (!in_span && anchor.begin) return ReadPointer{*anchor.begin + span.head_end, bytes};
   } else if (anchor.begin) {
     return ReadPointer{*anchor.begin + span.head_end, bytes};
   }
   if (!anchor.end) return std::nullopt;
-  const uint64_t after_tail = text.size() - span.tail_begin;
   if (*anchor.end < after_tail + bytes) return std::nullopt;
   return ReadPointer{*anchor.end - after_tail - bytes, bytes};
 }
@@ -132,7 +144,9 @@ std::string ElideText(std::string_view text, size_t max_bytes, const TextAnchor&
   const std::string_view left_out = text.substr(span->head_end, span->tail_begin - span->head_end);
   uint64_t bytes = left_out.size();
   uint64_t lines = CountLines(left_out);
-  if (std::optional<BackendDrop> drop = FindBackendDrop(left_out)) {
+  std::optional<BackendDrop> drop =
+      anchor.holds_drop ? FindBackendDrop(left_out) : std::optional<BackendDrop>();
+  if (drop) {
     bytes = bytes - drop->line_size + drop->bytes;
     lines = lines - 1 + drop->lines;
   }
@@ -167,6 +181,17 @@ std::string ElideText(std::string_view text, size_t max_bytes, const TextAnchor&
   return out;
 }
 
+std::optional<uint64_t> FindTextEnd(std::string_view window, uint64_t window_cursor,
+                                    std::string_view text, size_t tail_bytes) {
+  if (text.empty() || !text.ends_with('\n')) return std::nullopt;
+  const std::string_view tail = text.substr(text.size() - std::min(tail_bytes, text.size()));
+  const size_t at = window.find(tail);
+  if (at == std::string_view::npos || window.find(tail, at + 1) != std::string_view::npos) {
+    return std::nullopt;
+  }
+  return window_cursor + at + tail.size();
+}
+
 const BoundedText* ResultBudget::Located() const {
   for (const BoundedText& text : texts) {
     if (text.place != TextPlace::kNowhere) return &text;
@@ -187,7 +212,10 @@ Json BoundToolResult(const ResultBudget& budget, const Json& r, size_t field_byt
     auto it = object->find(bounded.field);
     if (it == object->end() || !it->is_string()) continue;
     const std::string& text = it->get_ref<const std::string&>();
-    const TextAnchor where = bounded.place == TextPlace::kNowhere ? TextAnchor{} : anchor;
+    TextAnchor where = bounded.place == TextPlace::kNowhere ? TextAnchor{} : anchor;
+    // Only a viewport the backend bounded holds its drop line; collected output and pages never.
+    where.holds_drop = bounded.place != TextPlace::kFound && bounded.place != TextPlace::kPage &&
+                       object->value("truncated", false) == true;
     if (text.size() > field_bytes) *it = ElideText(text, field_bytes, where, session_id);
   }
   return out;

@@ -40,7 +40,11 @@ struct BackendDrop {
   uint64_t lines = 0;
   size_t line_size = 0;  // the marker line with its "\n"
 };
-[[nodiscard]] std::optional<BackendDrop> FindBackendDrop(std::string_view region);
+// nullopt when `region` holds no such line, or more than one (then *ambiguous is set, when
+// given): a program can print a line of that shape, so only a text whose result says the
+// backend bounded it (`truncated`) is searched, and two candidates name no count.
+[[nodiscard]] std::optional<BackendDrop> FindBackendDrop(std::string_view region,
+                                                         bool* ambiguous = nullptr);
 
 // How a text maps onto the session's scrollback (byte offsets, backend/terminal/scrollback.h):
 // `begin`, the offset of its first byte (a terminal_read page), or `end`, the offset just past its
@@ -52,6 +56,9 @@ struct TextAnchor {
   std::optional<uint64_t> begin;
   std::optional<uint64_t> end;
   std::optional<uint64_t> oldest = std::nullopt;
+  // The text may hold the backend's drop line: its result says `truncated`. Otherwise a line of
+  // that shape is the program's output and counts as such.
+  bool holds_drop = false;
 };
 
 // The terminal_read call that returns the bytes a span left out of `text`.
@@ -73,9 +80,11 @@ struct ReadPointer {
 
 // Where a text field of a tool result sits in the session's scrollback.
 enum class TextPlace {
-  kNowhere,        // not located: a motd, collected background output
+  kNowhere,        // not located: a motd, a settled background send's viewport
   kScrollbackEnd,  // ends where the scrollback ended when it settled: a send's viewport
   kPage,           // a page of scrollback starting at the result's `cursor`: a read's text
+  kFound,          // whole lines somewhere near the scrollback's end, found by their tail:
+                   // a background send's collected output
 };
 
 // One text field of a tool result that the budget may shorten.
@@ -98,6 +107,13 @@ struct ResultBudget {
 // `field_bytes`. `anchor` locates the located text in the scrollback when known.
 [[nodiscard]] Json BoundToolResult(const ResultBudget& budget, const Json& r, size_t field_bytes,
                                    const TextAnchor& anchor, const std::string& session_id);
+
+// Where `text` (whole lines, ending with "\n") ends in the scrollback, found by its last
+// `tail_bytes` bytes in `window` (scrollback bytes from offset `window_cursor` on): the offset
+// just past them when they occur exactly once there, else nullopt (never a guess: repeated
+// output, or a tail that left the window, names no place).
+[[nodiscard]] std::optional<uint64_t> FindTextEnd(std::string_view window, uint64_t window_cursor,
+                                                  std::string_view text, size_t tail_bytes);
 
 // "1,234,567": counts a model reads at a glance.
 [[nodiscard]] std::string GroupDigits(uint64_t value);

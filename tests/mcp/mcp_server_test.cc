@@ -11,6 +11,7 @@
 #include <chrono>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -239,6 +240,64 @@ TEST(McpBudgetTest, ThePointerNamesOnlyWhatTheScrollbackStillKeeps) {
   EXPECT_TRUE(middle + tail == expected)
       << "pointed " << middle.size() << " + tail " << tail.size() << " bytes from line " << first
       << "; expected " << expected.size();
+  mcp.Tool("terminal_close", Json{{"sessionId", id}});
+}
+
+// A background send's collected output has no fixed place in the scrollback: the server finds
+// it by its tail, so its elision line points at exactly what it left out, as a send's does.
+TEST(McpBudgetTest, CollectedOutputPointsAtWhatItLeftOut) {
+  McpProcess mcp({"--max-result-bytes", "4096"});
+  mcp.Initialize();
+  Json opened = mcp.Tool("terminal_open");
+  ASSERT_EQ(opened["isError"], false) << opened.dump();
+  std::string id = opened["structuredContent"]["sessionId"];
+  Json started = mcp.Tool("terminal_send", Json{{"sessionId", id},
+                                                {"input", "seq 1 3000; sleep 0.2; echo end\n"},
+                                                {"background", true}});
+  ASSERT_EQ(started["isError"], false) << started.dump();
+  // Collect until done; the first answer holding an elided chunk is checked against the pointer.
+  std::string elided;
+  for (int i = 0; i < 400; ++i) {
+    Json r = mcp.Tool("terminal_output", Json{{"sessionId", id}});
+    ASSERT_EQ(r["isError"], false) << r.dump();
+    const std::string output = r["structuredContent"]["output"];
+    if (elided.empty() && output.find("left out here") != std::string::npos) elided = output;
+    if (r["structuredContent"]["done"] == true) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_FALSE(elided.empty()) << "no collected chunk was long enough to be elided";
+  const size_t at = elided.find("\"cursor\": ");
+  ASSERT_NE(at, std::string::npos) << elided;
+  const uint64_t cursor = std::stoull(elided.substr(at + 10));
+  const uint64_t max_bytes = std::stoull(elided.substr(elided.find("\"maxBytes\": ") + 12));
+  std::string middle;
+  for (uint64_t next = cursor; next < cursor + max_bytes;) {
+    Json page = mcp.Tool(
+        "terminal_read",
+        Json{{"sessionId", id}, {"cursor", next}, {"maxBytes", cursor + max_bytes - next}});
+    ASSERT_EQ(page["isError"], false) << page.dump();
+    EXPECT_EQ(page["structuredContent"]["truncated"], false) << page.dump();
+    middle += page["structuredContent"]["text"].get<std::string>();
+    next = page["structuredContent"]["nextCursor"];
+  }
+  // Head, pointed bytes and tail are consecutive lines of seq's output.
+  const std::string head = elided.substr(0, elided.find("[... "));
+  const std::string tail = elided.substr(elided.find("...]\n") + 5);
+  const std::string joined = head + middle + tail;
+  std::istringstream lines(joined);
+  std::string line;
+  int previous = 0;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line == "end") continue;
+    const int value = std::stoi(line);
+    if (previous != 0) {
+      EXPECT_EQ(value, previous + 1) << "a gap or an overlap at " << line;
+    }
+    previous = value;
+    ++count;
+  }
+  EXPECT_GT(count, 100) << joined.size();
   mcp.Tool("terminal_close", Json{{"sessionId", id}});
 }
 

@@ -61,12 +61,27 @@ finally:
 print("da=" + got[1:].decode())
 )PY";
 
+// A raw-mode program that asks for answers, reads only the first byte of them and exits: the
+// rest stays in the terminal's input, and the shell's line editor takes it at the next prompt.
+// argv[1] holds the queries.
+constexpr const char* kPartialReader = R"PY(import os, sys, termios, tty
+fd = sys.stdin.fileno()
+old = termios.tcgetattr(fd)
+tty.setraw(fd)
+try:
+    os.write(1, sys.argv[1].encode().decode("unicode_escape").encode())
+    os.read(fd, 1)
+finally:
+    termios.tcsetattr(fd, termios.TCSANOW, old)
+)PY";
+
 class TerminalReplyTest : public SharedDaemonModeTest {
  protected:
   static void SetUpTestSuite() {
     SharedDaemonModeTest::SetUpTestSuite();
     std::ofstream(daemon_->workspace() / "cursor-reader.sh") << kCursorReader;
     std::ofstream(daemon_->workspace() / "attributes-reader.py") << kAttributesReader;
+    std::ofstream(daemon_->workspace() / "partial-reader.py") << kPartialReader;
   }
   // Exact evidence only: a large silence bound never settles these sends.
   const Json slow_{{"silenceMs", 20000}, {"timeoutMs", 30000}};
@@ -103,6 +118,51 @@ TEST_P(TerminalReplyTest, AReplyToAProgramThatLeftNeverBecomesACommandLine) {
       EXPECT_EQ(r["viewport"], "ok") << r.dump();
     }
   }
+}
+
+// The answer reached a reader of the asking group, which read one byte of it and exited; the
+// shell's line editor took the rest at the next prompt. The next send is written at the
+// verified prompt, so the daemon discards what the line editor holds that the agent never
+// typed (docs/security.md, "Terminal answers never become shell input").
+TEST_P(TerminalReplyTest, APartlyReadAnswerNeverJoinsTheNextCommand) {
+  const std::string id = Open();
+  const char* const queries[] = {
+      "\\x1b[c",                 // primary device attributes: "[?1;2c" is left
+      "\\x1b[>c",                // secondary device attributes
+      "\\x1b[6n",                // cursor position
+      "\\x1b[c\\x1b[6n\\x1b[c",  // three answers: whole escape sequences are left too
+  };
+  for (int round = 0; round < 3; ++round) {
+    for (const char* query : queries) {
+      SCOPED_TRACE(query);
+      Json r = Send(client_, id, std::string("python3 partial-reader.py '") + query + "'\n", slow_);
+      EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+      // Readline takes the leftover right after the prompt, which the engine cannot tell from
+      // typeahead: the prompt may go unverified (exitCode null), never a wrong code.
+      EXPECT_TRUE(r["exitCode"] == 0 || r["exitCode"].is_null()) << r.dump();
+      r = Send(client_, id, "echo ok\n", slow_);
+      EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+      EXPECT_EQ(r["exitCode"], 0) << r.dump();
+      EXPECT_EQ(r["viewport"], "ok") << r.dump();
+    }
+  }
+  // readline's vi mode: ^U discards the line in its insertion keymap too.
+  Json vi = Send(client_, id, "set -o vi\n", slow_);
+  EXPECT_EQ(vi["exitCode"], 0) << vi.dump();
+  for (int round = 0; round < 3; ++round) {
+    Json r = Send(client_, id, "python3 partial-reader.py '\\x1b[c'\n", slow_);
+    EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+    r = Send(client_, id, "echo ok\n", slow_);
+    EXPECT_EQ(r["exitCode"], 0) << r.dump();
+    EXPECT_EQ(r["viewport"], "ok") << r.dump();
+  }
+  Send(client_, id, "set -o emacs\n", slow_);
+  // What the agent itself leaves on the line is never discarded: an unterminated send is
+  // completed by the next one.
+  Json r = Send(client_, id, "echo to", slow_);
+  r = Send(client_, id, "gether\n", slow_);
+  EXPECT_EQ(r["exitCode"], 0) << r.dump();
+  EXPECT_EQ(r["viewport"], "together") << r.dump();
 }
 
 TEST_P(TerminalReplyTest, AProgramThatReadsItsReplyGetsIt) {

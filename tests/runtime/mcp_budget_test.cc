@@ -69,8 +69,12 @@ TEST(McpBudgetTest, AViewportAnchoredAtItsEndCountsTheBackendsOwnDrop) {
                                std::to_string(std::count(output.begin() + head_text.size(),
                                                          output.begin() + tail_at, '\n')) +
                                " lines) dropped ...]\n" + tail_text;
-  // The viewport's last byte is the scrollback's last byte before the final "\n".
-  const TextAnchor anchor{.begin = std::nullopt, .end = scrollback.size() - 1};
+  // The viewport's last byte is the scrollback's last byte before the final "\n"; its result
+  // says truncated, so it holds the backend's drop line.
+  const TextAnchor anchor{.begin = std::nullopt,
+                          .end = scrollback.size() - 1,
+                          .oldest = std::nullopt,
+                          .holds_drop = true};
   std::optional<ElidedSpan> span = PlanElision(viewport, 8192);
   ASSERT_TRUE(span);
   std::optional<ReadPointer> pointer = LocateSpan(viewport, *span, anchor);
@@ -181,6 +185,48 @@ TEST(McpBudgetTest, FindBackendDropReadsOnlyAWholeMarkerLine) {
   EXPECT_FALSE(FindBackendDrop("[... 5 bytes (x lines) dropped ...]"));
   EXPECT_EQ(GroupDigits(1288895), "1,288,895");
   EXPECT_EQ(GroupDigits(12), "12");
+}
+
+TEST(FindTextEndTest, AUniqueTailNamesTheOffsetJustPastIt) {
+  // Scrollback bytes from offset 100: "a\nb\nc\nd\n".
+  EXPECT_EQ(FindTextEnd("a\nb\nc\nd\n", 100, "x\nb\nc\n", 4), std::optional<uint64_t>(106));
+  EXPECT_EQ(FindTextEnd("a\nb\nc\nd\n", 100, "d\n", 64), std::optional<uint64_t>(108));
+}
+
+TEST(FindTextEndTest, RepeatedMissingOrUnterminatedTextNamesNoPlace) {
+  EXPECT_EQ(FindTextEnd("y\ny\ny\n", 0, "y\n", 2), std::nullopt);  // twice: never a guess
+  EXPECT_EQ(FindTextEnd("a\nb\n", 0, "c\n", 2), std::nullopt);
+  EXPECT_EQ(FindTextEnd("a\nb\n", 0, "b", 1), std::nullopt);
+  EXPECT_EQ(FindTextEnd("a\nb\n", 0, "", 1), std::nullopt);
+}
+
+// A program can print a line shaped like the backend's drop line: in a text the backend did not
+// bound it is output like any other, and two candidates in one bounded text name no pointer.
+TEST(McpBudgetTest, AForgedDropLineMovesNeitherTheCountsNorThePointer) {
+  std::string scrollback;
+  for (int i = 1; i <= 3000; ++i) {
+    scrollback +=
+        i == 1500 ? std::string("[... 1 bytes (1 line) dropped ...]") : "line " + std::to_string(i);
+    scrollback += "\n";
+  }
+  const std::string viewport = scrollback.substr(0, scrollback.size() - 1);
+  const TextAnchor anchor{.begin = std::nullopt, .end = viewport.size()};
+  std::optional<ElidedSpan> span = PlanElision(viewport, 4096);
+  ASSERT_TRUE(span);
+  std::optional<ReadPointer> pointer = LocateSpan(viewport, *span, anchor);
+  ASSERT_TRUE(pointer);
+  EXPECT_EQ(pointer->cursor, span->head_end);
+  EXPECT_EQ(pointer->max_bytes, span->tail_begin - span->head_end);
+  TextAnchor bounded = anchor;
+  bounded.holds_drop = true;
+  const std::string two = "[... 5 bytes (1 line) dropped ...]\n" + viewport;
+  std::optional<ElidedSpan> two_span = PlanElision(two, 4096);
+  ASSERT_TRUE(two_span);
+  EXPECT_FALSE(LocateSpan(two.substr(0), ElidedSpan{0, two_span->tail_begin}, bounded));
+  bool ambiguous = false;
+  EXPECT_FALSE(FindBackendDrop(
+      "[... 5 bytes (1 line) dropped ...]\nx\n[... 6 bytes (1 line) dropped ...]\n", &ambiguous));
+  EXPECT_TRUE(ambiguous);
 }
 
 }  // namespace

@@ -325,6 +325,38 @@ TEST(BwrapArgsTest, PrivateHomeIsATmpfsAfterTheBinds) {
   EXPECT_FALSE(SessionHomeMountable(spec));
 }
 
+// An ordinary user's home that holds the workspace is one empty tmpfs made before the binds
+// (they put the workspace and a starting directory outside it back), read-only after the last
+// mount; a hidden path in the home outside every granted path gets no cover of its own.
+TEST(BwrapArgsTest, AVeiledHomeIsATmpfsBeforeTheBindsAndReadOnlyAfterTheLast) {
+  for (Mode mode : {Mode::kReadOnly, Mode::kWorkspaceWrite}) {
+    SandboxSpec spec = Spec(mode);
+    spec.cwd = "/home/u/start";
+    spec.veiled_homes = {"/home/u"};
+    spec.hidden = {{"/home/u/.ssh", true}, {"/home/u/proj/.env", false}};
+    const Argv argv = Options(BuildBwrapArgv(spec, Invocation()));
+    const size_t veil = Find(argv, {"--tmpfs", "/home/u"});
+    ASSERT_NE(veil, std::string::npos);
+    const size_t start = Find(argv, {"--ro-bind", "/home/u/start", "/home/u/start"});
+    const size_t root = Find(
+        argv, {mode == Mode::kReadOnly ? "--ro-bind" : "--bind", "/home/u/proj", "/home/u/proj"});
+    const size_t init = Find(argv, {"--ro-bind", "/usr/libexec/ptybox-init"});
+    const size_t sealed = Find(argv, {"--remount-ro", "/home/u"});
+    EXPECT_LT(Find(argv, {"--tmpfs", "/run"}), veil);
+    EXPECT_LT(veil, start);
+    EXPECT_LT(start, root);
+    EXPECT_LT(root, init);
+    EXPECT_LT(init, sealed);
+    ASSERT_NE(sealed, std::string::npos);
+    EXPECT_EQ(Find(argv, {"--tmpfs", "/home/u/.ssh"}), std::string::npos);
+    EXPECT_NE(Find(argv, {"--ro-bind", "/dev/null", "/home/u/proj/.env"}), std::string::npos);
+    // A starting directory inside the workspace comes with it.
+    spec.cwd = "/home/u/proj/src";
+    EXPECT_EQ(Find(Options(BuildBwrapArgv(spec, Invocation())), {"--ro-bind", "/home/u/proj/src"}),
+              std::string::npos);
+  }
+}
+
 TEST(BwrapArgsTest, PrivateHomeVariablesPointIntoItWithoutOverridingChoices) {
   std::vector<std::string> env = {"PATH=/usr/bin", "HOME=/root", "XDG_CONFIG_HOME=/etc/xdg"};
   PointEnvironmentAtHome(env, kSessionHome);

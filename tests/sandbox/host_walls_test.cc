@@ -44,29 +44,17 @@ TEST(HostWallsTest, APathBelowADirectoryStrangersCannotSearchIsOutOfReach) {
   EXPECT_TRUE(ReachableByStranger(closed / "inner" / "secret", {closed / "inner"}));
 }
 
-// An ordinary user's home is covered entry by entry except the granted paths and the
-// directories leading down to them; links are never covered (the cover would land on the target).
-TEST(HostWallsTest, AHomeIsHiddenExceptTheGrantedPathsAndTheWayDownToThem) {
-  ::ptybox::testing::TempDir dir;
-  const fs::path home = dir.path();
-  fs::create_directories(home / ".ssh");
-  fs::create_directories(home / "src" / "project" / "sub");
-  fs::create_directories(home / "src" / "other");
-  fs::create_directories(home / "build");
-  std::ofstream(home / ".bashrc") << "x";
-  std::ofstream(home / "src" / "notes") << "x";
-  fs::create_symlink(home / "src" / "project", home / "link-to-project");
-  const std::vector<fs::path> granted = {home / "src" / "project", home / "build", ""};
-  std::vector<HiddenPath> hidden = HideHomeExceptGranted(home, granted);
-  std::sort(hidden.begin(), hidden.end(),
-            [](const HiddenPath& a, const HiddenPath& b) { return a.path < b.path; });
-  const std::vector<HiddenPath> want = {{home / ".bashrc", false},
-                                        {home / ".ssh", true},
-                                        {home / "src" / "notes", false},
-                                        {home / "src" / "other", true}};
-  EXPECT_EQ(hidden, want);
-  // A home inside a granted path is granted whole.
-  EXPECT_TRUE(HideHomeExceptGranted(home / "src" / "project", {home / "src"}).empty());
+// An ordinary user's home is hidden by directory: veiled (an empty tmpfs the granted paths are
+// bound back into) when it holds a granted path, hidden whole when it holds none, left alone
+// when it lies inside one.
+TEST(HostWallsTest, AHomeIsVeiledHiddenOrGrantedByDirectory) {
+  const fs::path home = "/home/u";
+  EXPECT_EQ(CoverOfHome(home, {home / "src" / "project", ""}), HomeCover::kVeil);
+  EXPECT_EQ(CoverOfHome(home, {"/srv/work", home / "build"}), HomeCover::kVeil);
+  EXPECT_EQ(CoverOfHome(home, {"/srv/work", "/tmp/x", ""}), HomeCover::kHide);
+  EXPECT_EQ(CoverOfHome(home, {"/home"}), HomeCover::kGranted);
+  EXPECT_EQ(CoverOfHome(home, {home}), HomeCover::kGranted);
+  EXPECT_EQ(CoverOfHome(home, {"/home/u2/x"}), HomeCover::kHide);  // a sibling, not inside
 }
 
 }  // namespace

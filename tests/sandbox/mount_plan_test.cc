@@ -258,5 +258,80 @@ TEST_F(RepositoryWalkTest, ALaunchOfTheRootsSumsTheirEntriesAndComparesOnlyCompl
   EXPECT_TRUE(none.git_paths.empty());
 }
 
+// The check after a launch composed its mounts: every repository the second walk finds must be
+// a mount point of the session (composed read-only), unless it was born during the launch. A
+// repository the first walk missed (renamed into a directory it had read) or one moved between
+// the walk and the composition is not one and refuses the launch.
+TEST_F(RepositoryWalkTest, TheCheckAfterALaunchRefusesARepositoryTheSessionDoesNotProtect) {
+  fs::create_directories(dir_ / "ws" / "a");
+  fs::create_directories(dir_ / "ws" / "z" / "lib" / ".git");
+  SandboxSpec sandbox;
+  sandbox.mode = policy::Mode::kWorkspaceWrite;
+  sandbox.workspace_root = dir_ / "ws";
+  // The launch's walk starts once the coarse clock has passed the repository's birth (a tick at
+  // most): the repository is older than the launch.
+  struct statx born {};
+  ASSERT_EQ(::statx(AT_FDCWD, (dir_ / "ws/z/lib/.git").c_str(), 0, STATX_BTIME, &born), 0);
+  if ((born.stx_mask & STATX_BTIME) == 0) GTEST_SKIP() << "this filesystem keeps no birth time";
+  struct timespec started {};
+  for (int i = 0; i < 1'000'000; ++i) {
+    ASSERT_EQ(::clock_gettime(CLOCK_REALTIME_COARSE, &started), 0);
+    if (started.tv_sec > born.stx_btime.tv_sec ||
+        (started.tv_sec == born.stx_btime.tv_sec && started.tv_nsec > born.stx_btime.tv_nsec)) {
+      break;
+    }
+    ::usleep(100);
+  }
+  const std::vector<fs::path> protecting = {"/", dir_ / "ws", dir_ / "ws/z/lib/.git"};
+  EXPECT_EQ(UnprotectedRepository(RepositoriesOfLaunch(sandbox), protecting, started),
+            std::nullopt);
+  // Not a mount point of the session: missed, or moved before it was composed.
+  std::optional<std::string> why =
+      UnprotectedRepository(RepositoriesOfLaunch(sandbox), {"/", dir_ / "ws"}, started);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find((dir_ / "ws/z/lib/.git").string() + " is not protected"), std::string::npos)
+      << *why;
+  fs::rename(dir_ / "ws" / "z" / "lib", dir_ / "ws" / "a" / "lib");
+  EXPECT_TRUE(UnprotectedRepository(RepositoriesOfLaunch(sandbox), protecting, started));
+  // Born during the launch: the session's own, as after the launch.
+  fs::remove_all(dir_ / "ws" / "a" / "lib");
+  fs::create_directories(dir_ / "ws" / "new" / ".git");
+  EXPECT_EQ(UnprotectedRepository(RepositoriesOfLaunch(sandbox), protecting, started),
+            std::nullopt);
+  // A second walk that could not search everything refuses with its own reason.
+  EXPECT_TRUE(UnprotectedRepository(RepositoriesOfLaunch(sandbox, 2), protecting, started));
+}
+
+// The whole check, against this process's own mount namespace (where no .git is a mount
+// point): a tree without repositories holds; an older repository refuses; no process refuses.
+TEST_F(RepositoryWalkTest, TheCheckAfterALaunchWalksWatchedAndReadsTheSessionsMounts) {
+  fs::create_directories(dir_ / "ws" / "a" / "b");
+  SandboxSpec sandbox;
+  sandbox.mode = policy::Mode::kWorkspaceWrite;
+  sandbox.workspace_root = dir_ / "ws";
+  struct timespec started {};
+  ASSERT_EQ(::clock_gettime(CLOCK_REALTIME_COARSE, &started), 0);
+  EXPECT_EQ(CheckRepositoriesAfterLaunch(sandbox, ::getpid(), started), std::nullopt);
+  EXPECT_TRUE(CheckRepositoriesAfterLaunch(sandbox, 0, started));
+  fs::create_directories(dir_ / "ws" / "a" / "b" / ".git");
+  // A launch that began after the repository was born (an hour from now): it is older.
+  const struct timespec later = {started.tv_sec + 3600, 0};
+  std::optional<std::string> why = CheckRepositoriesAfterLaunch(sandbox, ::getpid(), later);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("is not protected"), std::string::npos) << *why;
+  EXPECT_TRUE(CheckRepositoriesAfterLaunch(sandbox, ::getpid(), later, 1));  // over budget
+  // Born during the launch: the session's own.
+  EXPECT_EQ(CheckRepositoriesAfterLaunch(sandbox, ::getpid(), started), std::nullopt);
+}
+
+// The session's mount points as its mountinfo names them, escapes decoded.
+TEST_F(RepositoryWalkTest, SessionMountPointsReadsMountinfo) {
+  Result<std::vector<fs::path>> own = SessionMountPoints(::getpid());
+  ASSERT_TRUE(own) << own.error().message;
+  EXPECT_TRUE(std::binary_search(own->begin(), own->end(), fs::path("/")));
+  EXPECT_TRUE(std::binary_search(own->begin(), own->end(), fs::path("/proc")));
+  EXPECT_FALSE(SessionMountPoints(0));
+}
+
 }  // namespace
 }  // namespace ptybox::sandbox

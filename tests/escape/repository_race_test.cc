@@ -1,0 +1,137 @@
+// The rename race during a launch: while a process keeps moving a nested repository between two
+// large directories of the workspace (as a concurrent session can), sessions are opened. A
+// launch's walk for repositories reads a live tree, so it can miss the repository (moved into a
+// directory it had already read); the launch walks again once the session's mounts are composed
+// and refuses itself when a repository older than the launch was missed or moved
+// (docs/security.md, "Protected paths"). So every session that opens finds the repository's
+// config read-only wherever it is, and the host's config never changes.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <stdio.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+#include <tuple>
+
+#include "tests/escape/escape_support.h"
+#include "tests/support/error_kind.h"
+
+namespace ptybox::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// (mode, warm pool on): with the pool, each open also launches the next pre-started shell.
+class RepositoryRaceTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
+
+TEST_P(RepositoryRaceTest, ARepositoryMovedDuringALaunchIsNeverWritable) {
+  const std::string mode = std::get<0>(GetParam());
+  const bool pool = std::get<1>(GetParam());
+  TempDir policy_dir;
+  const fs::path operator_policy = policy_dir.path() / "operator.yaml";
+  std::ofstream(operator_policy) << "version: 1\nlimits:\n  warmShells: " << (pool ? 1 : 0) << "\n";
+  Daemon daemon(Daemon::Options{.extra_args = {"--policy", operator_policy.string()}, .env = {}});
+  const fs::path ws = daemon.workspace();
+  // Two directories the walk spends a while in, the repository in one of them.
+  for (const char* dir : {"left", "right"}) {
+    fs::create_directories(ws / dir);
+    for (int i = 0; i < 4000; ++i) std::ofstream(ws / dir / ("f" + std::to_string(i)));
+  }
+  fs::create_directories(ws / "left" / "lib" / ".git");
+  const std::string config_text = "[core]\n\tbare = false\n";
+  std::ofstream(ws / "left" / "lib" / ".git" / "config") << config_text;
+
+  std::atomic<bool> stop{false};
+  std::atomic<long> moves{0};
+  const std::string left = (ws / "left" / "lib").string();
+  const std::string right = (ws / "right" / "lib").string();
+  std::thread mover([&] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+    bool at_left = true;
+    // Bursts of a move every 0.5 ms, with pauses between them in which a launch can get
+    // through (pacing only; nothing is timed).
+    while (!stop && std::chrono::steady_clock::now() < deadline) {
+      for (int i = 0; i < 200 && !stop; ++i) {
+        const std::string& from = at_left ? left : right;
+        const std::string& to = at_left ? right : left;
+        if (::rename(from.c_str(), to.c_str()) == 0) {
+          at_left = !at_left;
+          ++moves;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    }
+  });
+
+  RpcClient client(daemon.socket());
+  EXPECT_TRUE(client.Call("policy_set_mode", Json{{"mode", mode}}).contains("result"));
+  int opened = 0;
+  int refused = 0;
+  int attempts = 0;
+  // At least 12 opens; more (up to 60) while none got through. A busy machine may refuse every
+  // open met by the mover: after 40 the mover stops, so that a session is always checked.
+  int opened_while_moving = 0;
+  for (int i = 0; i < 60 && (i < 12 || opened == 0); ++i) {
+    if (i == 40) stop = true;
+    ++attempts;
+    Json reply = client.Call("terminal_open", Json::object());
+    if (!reply.contains("result")) {
+      ++refused;
+      const std::string message = reply["error"].value("message", std::string());
+      std::cout << "  observed [" << mode << "] open " << i
+                << " refused: " << message.substr(0, 200) << "\n";
+      // Refused by the check after the launch (a repository it does not protect, or arrivals
+      // that kept the walk from seeing the tree whole), or by the launcher, whose checks of a
+      // protected path that moved between its open and its mount refuse in their own words.
+      // Any refusal is safe; it must still be one of these kinds, with a message.
+      const bool denied = IsErrorKind(reply, ErrorKind::kPolicyDenied);
+      EXPECT_TRUE(denied || IsErrorKind(reply, ErrorKind::kSpawnFailed) ||
+                  IsErrorKind(reply, ErrorKind::kSandboxUnavailable))
+          << reply.dump();
+      EXPECT_FALSE(message.empty()) << reply.dump();
+      if (denied) {
+        EXPECT_TRUE(message.find("the repository ") != std::string::npos ||
+                    message.find("directories kept arriving") != std::string::npos)
+            << reply.dump();
+      }
+      continue;
+    }
+    ++opened;
+    if (!stop) ++opened_while_moving;
+    const std::string id = reply["result"]["sessionId"];
+    // Wherever the repository is now (the mover keeps going), its config is read-only.
+    Observed o = RunInSession(client, id, mode, "race-" + std::to_string(i),
+                              "for d in left right left right; do "
+                              "echo '\tfsmonitor = touch SESSION-WROTE' >> $d/lib/.git/config "
+                              "2>/dev/null && echo WROTE-$d; done; echo done");
+    EXPECT_FALSE(o.Says("WROTE-")) << o.Show();
+    EXPECT_TRUE(o.Says("done")) << o.Show();
+    client.Call("terminal_close", Json{{"sessionId", id}});
+  }
+  stop = true;
+  mover.join();
+  std::cout << "  observed [" << mode << "] " << moves << " moves, " << opened << " opened ("
+            << opened_while_moving << " while moving), " << refused << " refused\n";
+  EXPECT_GT(moves, 0);
+  EXPECT_EQ(opened + refused, attempts);
+  EXPECT_GT(opened, 0) << "no session opened: nothing was checked";
+  const fs::path config = (fs::exists(left) ? fs::path(left) : fs::path(right)) / ".git" / "config";
+  EXPECT_EQ(ReadFile(config), config_text) << "a session wrote the repository's config";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, RepositoryRaceTest,
+    ::testing::Combine(::testing::Values("read-only", "workspace-write"), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<std::string, bool>>& param_info) {
+      std::string name = std::get<0>(param_info.param);
+      std::erase(name, '-');
+      return name + (std::get<1>(param_info.param) ? "_pool" : "");
+    });
+
+}  // namespace
+}  // namespace ptybox::testing
