@@ -3,11 +3,13 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
 #include <cerrno>
 
 #include "backend/reply_gate.h"
@@ -413,6 +415,7 @@ Result<pid_t> LocalTerminal::VerifiedForegroundGroup() {
 }
 
 void LocalTerminal::SignalForeground(int signal, std::function<void(Result<SignalResult>)> done) {
+  EndSignalFollow();  // one signal followed at a time: an earlier one settles as it stands
   // As the terminal driver does for a typed ^C, ^\ or ^Z (unless NOFLSH is set): input that no
   // program has read yet is discarded, so the unread tail of a canceled line never runs as a
   // command of its own after the signal cut the reading short.
@@ -441,10 +444,87 @@ void LocalTerminal::SignalForeground(int signal, std::function<void(Result<Signa
     // transport failure; a cancellation racing the job's natural end settles normally.
     return SignalResult{false, vanished};
   }();
+  // A typed key reaches whatever group holds the terminal when it is typed; a signal sent by
+  // pid can miss the job of the line the shell runs: the shell itself held the terminal (the
+  // job was forked, not yet in the foreground), or the job's leader was still the shell's own
+  // image (forked, not yet exec'd), whose copy of the shell's handler took the signal. Look
+  // again for a while (docs/readiness.md, "Cancellation").
+  if (outcome && outcome->delivered &&
+      (signal == SIGINT || signal == SIGQUIT || signal == SIGTSTP) &&
+      (outcome->pgid == shell_pid_ || RunsTheShellsImage(outcome->pgid))) {
+    StartSignalFollow(signal, *outcome, std::move(done));
+    return;
+  }
   std::weak_ptr<bool> alive = alive_;
   asio::post(io_, [alive, done = std::move(done), outcome = std::move(outcome)] {
     if (!alive.expired()) done(outcome);
   });
+}
+
+bool LocalTerminal::RunsTheShellsImage(pid_t pid) const {
+  struct stat shell {};
+  struct stat other {};
+  return pid != shell_pid_ &&
+         ::stat(("/proc/" + std::to_string(shell_pid_) + "/exe").c_str(), &shell) == 0 &&
+         ::stat(("/proc/" + std::to_string(pid) + "/exe").c_str(), &other) == 0 &&
+         shell.st_dev == other.st_dev && shell.st_ino == other.st_ino;
+}
+
+void LocalTerminal::StartSignalFollow(int signal, SignalResult first,
+                                      std::function<void(Result<SignalResult>)> done) {
+  const bool before_exec = first.pgid != shell_pid_;
+  follow_ = SignalFollow{std::make_shared<asio::steady_timer>(io_), first, first.pgid, before_exec,
+                         std::move(done)};
+  PollSignalFollow(signal, kSignalFollowPolls);
+}
+
+void LocalTerminal::PollSignalFollow(int signal, int polls_left) {
+  if (!follow_) return;
+  SignalFollow& f = *follow_;
+  Result<pid_t> now = VerifiedForegroundGroup();
+  if (!now) return FinishSignalFollow(f.result);  // the terminal is going
+  auto deliver = [&](pid_t pgid) {
+    if (::kill(-pgid, signal) != 0) return false;  // gone already: what was sent stands
+    last_signal_ = DeliveredSignal{std::chrono::steady_clock::now(), pgid, signal};
+    f.result = SignalResult{true, pgid};
+    return true;
+  };
+  if (*now != f.target && *now != shell_pid_) {
+    // A job of the interrupted line took the terminal after the shell got the signal: it gets
+    // it too, and is watched in turn while its leader has not exec'd yet.
+    if (!deliver(*now)) return FinishSignalFollow(f.result);
+    f.target = *now;
+    f.before_exec = RunsTheShellsImage(*now);
+    if (!f.before_exec) return FinishSignalFollow(f.result);
+  } else if (*now == f.target && f.before_exec && !RunsTheShellsImage(f.target)) {
+    // The leader has exec'd since: the shell's handler it still had took the signal.
+    deliver(f.target);
+    return FinishSignalFollow(f.result);
+  } else if (*now != f.target) {
+    return FinishSignalFollow(f.result);  // the job is over: the shell holds the terminal again
+  }
+  if (polls_left <= 0) return FinishSignalFollow(f.result);
+  f.timer->expires_after(kSignalFollowPoll);
+  std::weak_ptr<bool> alive = alive_;
+  f.timer->async_wait([this, alive, signal, polls_left](const std::error_code& ec) {
+    if (alive.expired() || ec) return;
+    PollSignalFollow(signal, polls_left - 1);
+  });
+}
+
+void LocalTerminal::FinishSignalFollow(Result<SignalResult> outcome) {
+  if (!follow_) return;
+  std::function<void(Result<SignalResult>)> done = std::move(follow_->done);
+  follow_->timer->cancel();
+  follow_.reset();
+  std::weak_ptr<bool> alive = alive_;
+  asio::post(io_, [alive, done = std::move(done), outcome = std::move(outcome)] {
+    if (!alive.expired()) done(outcome);
+  });
+}
+
+void LocalTerminal::EndSignalFollow() {
+  if (follow_) FinishSignalFollow(follow_->result);
 }
 
 void LocalTerminal::Terminate(std::chrono::milliseconds grace,

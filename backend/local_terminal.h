@@ -70,6 +70,12 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   void Write(std::string bytes, std::function<void(Result<size_t>)> done) override;
   bool AbortWrite() override;
   void SignalForeground(int signal, std::function<void(Result<SignalResult>)> done) override;
+  void EndSignalFollow() override;
+
+  // How long a signal that reached the shell itself is followed (FollowSignal): long enough for
+  // a forked job to take the terminal on a busy machine, short enough not to hold a cancellation.
+  static constexpr std::chrono::milliseconds kSignalFollowPoll{4};
+  static constexpr int kSignalFollowPolls = 75;  // 300 ms in all
 
   // Sets the terminal's size (TIOCSWINSZ on the master): the kernel sends SIGWINCH to the
   // foreground process group when the size changed.
@@ -129,12 +135,33 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   void FailWrites(const Error& error);
   void Hangup();
   Result<pid_t> VerifiedForegroundGroup();
+  // After `first` went to the shell's own group, or to a job whose leader still runs the shell's
+  // image: looks at the foreground group every kSignalFollowPoll, at most kSignalFollowPolls
+  // times or until EndSignalFollow, and signals a job of the interrupted line that took the
+  // terminal meanwhile, or the watched job again once its leader has exec'd (docs/readiness.md,
+  // "Cancellation"); then `done` runs once.
+  void StartSignalFollow(int signal, SignalResult first,
+                         std::function<void(Result<SignalResult>)> done);
+  void PollSignalFollow(int signal, int polls_left);
+  // Whether `pid` runs the shell's executable (the same file): a child forked, not yet exec'd.
+  [[nodiscard]] bool RunsTheShellsImage(pid_t pid) const;
+  void FinishSignalFollow(Result<SignalResult> outcome);
   // Decides what happens to the held replies now (one inspection), and arms the next look.
   void ServeHeldReplies();
 
   asio::io_context& io_;
   Listener& listener_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  // The signal being followed (StartSignalFollow): its timer, the result so far, the group
+  // watched (the shell's, or a job's whose leader had not exec'd yet), and `done`.
+  struct SignalFollow {
+    std::shared_ptr<asio::steady_timer> timer;
+    SignalResult result;
+    pid_t target = 0;
+    bool before_exec = false;
+    std::function<void(Result<SignalResult>)> done;
+  };
+  std::optional<SignalFollow> follow_;
 
   InitSession init_;
   std::optional<asio::posix::stream_descriptor> master_;

@@ -400,6 +400,9 @@ void SendOperation::Finish(WaitReason reason) {
   result.foreground = ForegroundAtSettlement(at_prompt, result.session_status);
   if (reason == WaitReason::kPattern) result.match = pattern_match_;
   result_ = std::move(result);
+  // Back at its verified prompt the shell starts nothing more of the canceled line: the signal
+  // need not be followed any longer (LocalTerminal::StartSignalFollow), and the slot frees now.
+  if (at_prompt && signal_ == SignalState::kInFlight) host_.terminal().EndSignalFollow();
   host_.OnSendSettled(engine().verifying_facts());
   if (on_settled_) on_settled_(*result_);
   MaybeRelease();

@@ -339,7 +339,9 @@ class Layers final {
   void Writable() {
     std::vector<std::string> sources;
     std::set<fs::path> seen;
+    std::vector<const Located<fs::path>*> added;
     auto add = [&](const Located<fs::path>& root) {
+      added.push_back(&root);
       if (seen.insert(root.value).second) out_.writable_roots.push_back(root.value);
     };
     if (op_ != nullptr && op_->writable_where) {
@@ -366,6 +368,21 @@ class Layers final {
     }
     const std::string joined = Join(sources);
     out_.sources["writable"] = joined.empty() ? std::string(kDefault) : joined;
+    // A root inside a repository's .git would silently stay read-only: say so instead.
+    std::vector<fs::path> granting = out_.writable_roots;
+    granting.push_back(in_.workspace_root);
+    for (const Located<fs::path>* root : added) {
+      const std::optional<fs::path> git = ProtectedGitAround(root->value, granting);
+      if (!git) continue;
+      errors_.push_back(Denied(
+          root->where, "writable",
+          Printable(root->value.string(), 256) + " lies inside the repository data " +
+              Printable(git->string(), 256) +
+              ", which every workspace-write session gets read-only (every repository's .git "
+              "in the workspace and the writable roots is protected: docs/security.md, "
+              "\"Protected paths\"), so it would not be writable. Remove it; change that "
+              "repository's .git from the host or a danger-full-access session"));
+    }
   }
 
   // A command-line root lies in the workspace or in a root the operator file grants, unless the
@@ -653,6 +670,21 @@ bool IsWithin(const fs::path& path, const fs::path& root) {
   if (r == root.end()) return true;
   // "/a/b/" ends with an empty component; "/a/b" and "/a/b/c" are within it.
   return r->empty() && std::next(r) == root.end();
+}
+
+std::optional<fs::path> ProtectedGitAround(const fs::path& path,
+                                           const std::vector<fs::path>& roots) {
+  for (const fs::path& root : roots) {
+    if (root.empty() || path == root || !IsWithin(path, root)) continue;
+    fs::path at = root;
+    auto [r, p] = std::mismatch(root.begin(), root.end(), path.begin(), path.end());
+    (void)r;
+    for (; p != path.end(); ++p) {
+      at /= *p;
+      if (*p == ".git") return at;
+    }
+  }
+  return std::nullopt;
 }
 
 std::vector<Error> CheckRepositoryWritable(const PolicyFile& repository,

@@ -44,6 +44,13 @@ Mode RepositoryModeLimit(const PolicyFile* operator_file);
 // True when canonical `path` is `root` or lies below it (component-wise, not by prefix).
 bool IsWithin(const std::filesystem::path& path, const std::filesystem::path& root);
 
+// The `.git` directory that holds canonical `path`, counted from the first of `roots` (the
+// workspace and the writable roots) that lies strictly above it: every repository's `.git` in a
+// writable root is read-only inside (docs/security.md, "Protected paths"), so a writable root
+// there has no effect. nullopt: no `.git` between any of `roots` and `path`.
+std::optional<std::filesystem::path> ProtectedGitAround(
+    const std::filesystem::path& path, const std::vector<std::filesystem::path>& roots);
+
 // Repository writable roots outside `workspace_root`, as kPolicyDenied errors.
 std::vector<Error> CheckRepositoryWritable(const PolicyFile& repository,
                                            const std::filesystem::path& workspace_root);

@@ -674,7 +674,7 @@ std::vector<MethodSpec> BuildContract() {
       {.name = "terminal_watch",
        .summary = "Watch a session: {watchId, sessionId, name, mode, cols, rows, lines, cursor, "
                   "alternateScreen, busy, sessionStatus}, then terminal_watch_output "
-                  "notifications.",
+                  "(and terminal_watch_resized) notifications.",
        .params = {SessionId(),
                   Str("ownerToken", "The token of the session's owner, when it is not this "
                                     "connection's.")},

@@ -138,6 +138,20 @@ void RpcConnection::Watch(const Json& id, const Json& params) {
       peer->Notify("terminal_watch_output", Json{{"watchId", watch_id}, {"data", std::move(data)}});
       return true;
     };
+    sink.on_resize = [weak_peer, watch_id](const backend::ScreenSnapshot& screen) {
+      std::shared_ptr<RpcPeer> peer = weak_peer.lock();
+      if (!peer) return true;
+      Json notice{{"watchId", watch_id},
+                  {"cols", screen.columns},
+                  {"rows", screen.rows},
+                  {"lines", screen.lines},
+                  {"cursor", Json{{"row", screen.cursor_row}, {"column", screen.cursor_column}}},
+                  {"alternateScreen", screen.alternate_screen}};
+      // Bounded like output: a screen is at most 500 rows of 1000 cells.
+      if (!WatchMayQueue(peer->connection().unsent_bytes(), notice.dump().size())) return false;
+      peer->Notify("terminal_watch_resized", std::move(notice));
+      return true;
+    };
     sink.on_end = [weak_peer, weak_watches, watch_id](WatchEnd end) {
       if (std::shared_ptr<std::set<uint64_t>> watches = weak_watches.lock()) {
         watches->erase(watch_id);

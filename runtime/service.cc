@@ -337,7 +337,14 @@ Result<void> PtyService::Resize(Owner& owner, const std::string& session_id, int
   Result<std::shared_ptr<backend::BackendSession>> session = Find(owner, session_id);
   if (!session) return Propagate(session);
   Result<void> resized = (*session)->Resize(rows, columns);
-  if (resized) audit_->Resized(owner.id(), session_id, columns, rows);  // and the recording's "r"
+  if (!resized) return resized;
+  audit_->Resized(owner.id(), session_id, columns, rows);  // and the recording's "r"
+  // Watchers redraw at the new size from the model's screen (docs/protocol.md).
+  if (auto hub = hubs_.find(session_id); hub != hubs_.end() && hub->second->size() > 0) {
+    if (std::optional<backend::ScreenSnapshot> screen = (*session)->Snapshot()) {
+      hub->second->Resized(*screen);
+    }
+  }
   return resized;
 }
 

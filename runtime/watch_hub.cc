@@ -28,6 +28,18 @@ void WatchHub::Output(std::string_view bytes) {
   for (auto& [id, watcher] : watchers_) {
     if (!watcher.on_output(clean)) slow.push_back(id);
   }
+  DropSlow(slow);
+}
+
+void WatchHub::Resized(const backend::ScreenSnapshot& screen) {
+  std::vector<uint64_t> slow;
+  for (auto& [id, watcher] : watchers_) {
+    if (watcher.on_resize && !watcher.on_resize(screen)) slow.push_back(id);
+  }
+  DropSlow(slow);
+}
+
+void WatchHub::DropSlow(const std::vector<uint64_t>& slow) {
   for (uint64_t id : slow) {
     auto it = watchers_.find(id);
     if (it == watchers_.end()) continue;

@@ -12,7 +12,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "backend/backend.h"
 #include "runtime/audit/audit_record.h"
 #include "runtime/audit/audit_sink.h"
 
@@ -48,6 +50,9 @@ class WatchHub final {
     std::function<bool(std::string_view bytes)> on_output;
     // The watch ended for `end` (not called for Remove()).
     std::function<void(WatchEnd end)> on_end;
+    // The session was resized (terminal_resize): its screen at the new size, after every chunk
+    // of output passed so far; false: this watcher cannot take it (dropped with kSlow).
+    std::function<bool(const backend::ScreenSnapshot& screen)> on_resize = {};
   };
 
   // `recording`: the session's recording tap, which sees the raw output (nullptr: none).
@@ -60,12 +65,17 @@ class WatchHub final {
   void Add(uint64_t id, Watcher watcher) { watchers_[id] = std::move(watcher); }
   // Removes a watcher without telling it; false when it is not here.
   bool Remove(uint64_t id) { return watchers_.erase(id) > 0; }
+  // The session was resized: every watcher gets `screen` (the model at the new size).
+  void Resized(const backend::ScreenSnapshot& screen);
   // Ends every watcher with `end` (the session closed).
   void EndAll(WatchEnd end);
   [[nodiscard]] size_t size() const { return watchers_.size(); }
 
  private:
   std::shared_ptr<SessionTap> recording_;
+  // Drops the watchers `slow` names, each told kSlow.
+  void DropSlow(const std::vector<uint64_t>& slow);
+
   audit::MarkerStripper markers_;
   std::map<uint64_t, Watcher> watchers_;
 };

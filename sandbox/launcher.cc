@@ -75,6 +75,15 @@ std::vector<std::string> BuildInitArgs(const LaunchSpec& spec) {
     args.emplace_back("--proxy-port");
     args.push_back(std::to_string(spec.proxy_port));
   }
+  if (policy::IsConfined(spec.mode)) {
+    // apt's setting for a session that cannot switch users (sandbox/session_home.h).
+    const std::filesystem::path apt_config =
+        SessionAptConfigPath(spec.environment, spec.sandbox.session_home);
+    if (!apt_config.empty()) {
+      args.emplace_back("--apt-config");
+      args.push_back(apt_config.string());
+    }
+  }
   if (!spec.pty && policy::IsConfined(spec.mode)) {
     args.emplace_back("--stderr-fd");
     args.push_back(std::to_string(kCallerStderrFd));

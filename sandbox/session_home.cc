@@ -12,6 +12,13 @@ bool IsUnderOrEqual(const std::filesystem::path& path, const std::filesystem::pa
   return !rel.empty() && *rel.begin() != "..";
 }
 
+std::vector<std::string>::const_iterator FindVariable(const std::vector<std::string>& environment,
+                                                      std::string_view name) {
+  return std::find_if(environment.begin(), environment.end(), [&](const std::string& entry) {
+    return entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=';
+  });
+}
+
 }  // namespace
 
 const std::vector<HomeVariable>& SessionHomeVariables() {
@@ -20,7 +27,7 @@ const std::vector<HomeVariable>& SessionHomeVariables() {
       {"XDG_DATA_HOME", ".local/share"}, {"XDG_STATE_HOME", ".local/state"},
       {"npm_config_cache", ".npm"},      {"PIP_CACHE_DIR", ".cache/pip"},
       {"CARGO_HOME", ".cargo"},          {"GOPATH", "go"},
-      {"GOCACHE", ".cache/go-build"},
+      {"GOCACHE", ".cache/go-build"},    {"APT_CONFIG", kSessionAptConfig},
   };
   return variables;
 }
@@ -40,12 +47,17 @@ bool SessionHomeMountable(const SandboxSpec& spec) {
   });
 }
 
+std::filesystem::path SessionAptConfigPath(const std::vector<std::string>& environment,
+                                           const std::filesystem::path& home) {
+  if (home.empty() || FindVariable(environment, "APT_CONFIG") != environment.end()) return {};
+  return home / kSessionAptConfig;
+}
+
 void PointEnvironmentAtHome(std::vector<std::string>& environment,
                             const std::filesystem::path& home) {
   auto find = [&](std::string_view name) {
-    return std::find_if(environment.begin(), environment.end(), [&](const std::string& entry) {
-      return entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=';
-    });
+    const auto at = FindVariable(environment, name);
+    return environment.begin() + (at - environment.cbegin());
   };
   const std::string home_entry = "HOME=" + home.string();
   if (auto it = find("HOME"); it != environment.end()) {

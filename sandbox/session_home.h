@@ -33,4 +33,16 @@ struct HomeVariable {
 };
 const std::vector<HomeVariable>& SessionHomeVariables();
 
+// apt's configuration for the session, which ptybox-init writes into the home and APT_CONFIG
+// names (one of SessionHomeVariables): the session cannot switch users (its user namespace maps
+// one id and denies setgroups), so apt must not try to drop to `_apt`; its download methods died
+// doing so (docs/sandbox.md, "The private home").
+// ptybox-init (init_main.cc, WriteAptConfig) writes the text.
+inline constexpr char kSessionAptConfig[] = ".config/ptybox/apt.conf";
+
+// The file ptybox-init is to write apt's configuration to: the home's kSessionAptConfig, unless
+// `environment` (before PointEnvironmentAtHome) sets APT_CONFIG itself (that choice stands).
+std::filesystem::path SessionAptConfigPath(const std::vector<std::string>& environment,
+                                           const std::filesystem::path& home);
+
 }  // namespace ptybox::sandbox

@@ -332,6 +332,14 @@ class NetworkProxy::Connection final : public std::enable_shared_from_this<Conne
       }
       return ConnectServer();  // not TLS: the name was checked, the bytes go to it
     }
+    if (!sni.server_name && ServerNameExpected(host_)) {
+      // Without a server name the proxy cannot tell which site of that address is reached.
+      return Refuse("ptybox: the TLS ClientHello to " + host_ +
+                        " carries no server name (SNI), so the site it reaches cannot be "
+                        "checked; refused by the network policy (" +
+                        shared_->names.source + ")",
+                    0);
+    }
     if (sni.server_name) {
       std::optional<std::string> name = policy::NormalizeHost(*sni.server_name);
       if (!name || *name != host_) {
@@ -482,7 +490,13 @@ class NetworkProxy::Connection final : public std::enable_shared_from_this<Conne
                        : status == 414 ? "URI Too Long"
                                        : "Bad Request";
     const std::string body = line + "\n";
-    WriteThenClose("HTTP/1.1 " + std::to_string(status) + " " + text +
+    // The line in the status line too: clients that show only the status (apt: "403 Forbidden
+    // [IP: ...]") then say why. One line of visible characters, bounded.
+    std::string reason = line.substr(0, 512);
+    for (char& c : reason) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = '?';
+    }
+    WriteThenClose("HTTP/1.1 " + std::to_string(status) + " " + text + " (" + reason + ")" +
                    "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
                    std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
   }

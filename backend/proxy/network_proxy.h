@@ -2,8 +2,9 @@
 // listener ptybox-init bound on the session's own loopback (127.0.0.1:3128), reads an HTTP
 // (CONNECT or absolute-form) or SOCKS5 request, decides the name with the policy
 // (policy/host_pattern.h) before connecting, resolves it itself off the reactor, refuses local
-// and private addresses, checks the SNI of a ClientHello sent through CONNECT to port 443, and
-// relays bytes with bounded buffers. Owns its listener and every connection; Stop ends them.
+// and private addresses, checks the SNI of a ClientHello sent through CONNECT to port 443 (a
+// ClientHello without one is refused for a dotted name), and relays bytes with bounded buffers.
+// Owns its listener and every connection; Stop ends them.
 #pragma once
 
 #include <asio/io_context.hpp>

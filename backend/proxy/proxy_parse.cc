@@ -3,6 +3,8 @@
 
 #include <charconv>
 
+#include "policy/host_pattern.h"
+
 namespace ptybox::backend::proxy {
 namespace {
 
@@ -332,6 +334,11 @@ SniParse ParseClientHelloSni(std::string_view bytes) {
   }
   if (p != extensions_end) return bad("a malformed extension list");
   return out;
+}
+
+bool ServerNameExpected(std::string_view normalized_host) {
+  return normalized_host.find('.') != std::string_view::npos &&
+         !policy::ParseIpLiteral(normalized_host);
 }
 
 }  // namespace ptybox::backend::proxy

@@ -76,4 +76,10 @@ struct SniParse {
 };
 [[nodiscard]] SniParse ParseClientHelloSni(std::string_view bytes);
 
+// Whether a TLS client reaching `normalized_host` names it in the SNI, so that a ClientHello
+// without one is refused: not for an IP literal (RFC 6066, section 3, forbids it) nor for a name
+// without a dot such as `localhost` (Java's JSSE sends none for those); every other name
+// mainstream clients (curl, OpenSSL, GnuTLS, Go, Node, Python, Java) put in the SNI.
+[[nodiscard]] bool ServerNameExpected(std::string_view normalized_host);
+
 }  // namespace ptybox::backend::proxy

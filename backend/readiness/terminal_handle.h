@@ -47,8 +47,11 @@ class TerminalHandle {
   // Stops an in-flight write after what has been written so far; its `done` runs with that count.
   // True when bytes of it were left unwritten (dropped).
   virtual bool AbortWrite() = 0;
-  // Sends `signal` to the verified foreground process group.
+  // Sends `signal` to the verified foreground process group. When that was the shell's own, the
+  // terminal may keep looking for a job of the interrupted line that takes the terminal next
+  // (LocalTerminal::StartSignalFollow) before `done` runs; EndSignalFollow ends that look now.
   virtual void SignalForeground(int signal, std::function<void(Result<SignalResult>)> done) = 0;
+  virtual void EndSignalFollow() {}
 };
 
 }  // namespace ptybox::backend

@@ -160,17 +160,19 @@ std::string BaseStatus(const Json& watch, const AttachView& view, std::pair<int,
 // One attach's loop state: the watch, the view, the takeover (--write), and why it ended.
 struct Attachment {
   Attachment(Connected& connected_in, const Json& watch_in, int64_t watch_id_in, bool write_in,
-             AttachView& view_in)
+             std::optional<AttachView>& view_slot_in)
       : connected(connected_in),
         watch(watch_in),
         watch_id(watch_id_in),
         write(write_in),
-        view(view_in) {}
+        view_slot(view_slot_in),
+        view(*view_slot_in) {}
 
   Connected& connected;
   const Json& watch;
   int64_t watch_id = 0;
   bool write = false;
+  std::optional<AttachView>& view_slot;  // rebuilt in place when the session is resized
   AttachView& view;
   std::pair<int, int> size{};
   bool holding = false;
@@ -236,7 +238,8 @@ struct Attachment {
     }
   }
 
-  // This watch's output drawn; its end ends the view.
+  // This watch's output drawn, a resize redrawn from the session's new screen; its end ends the
+  // view.
   void OnMessages() {
     while (std::optional<Json> message = connected.client.TakeMessage()) {
       const std::string method = message->value("method", std::string());
@@ -246,6 +249,11 @@ struct Attachment {
         if (std::optional<std::string> bytes = Base64Decode(notice.value("data", ""))) {
           view.Feed(*bytes);
         }
+      } else if (method == "terminal_watch_resized") {
+        // The session's size changed: start again from its screen at the new size.
+        view_slot.emplace(notice);
+        view.SetTerminalSize(size.first, size.second);
+        view.SetStatus(BaseStatus(watch, view, size, holding));
       } else if (method == "terminal_watch_ended") {
         End("the watch ended: " + Printable(notice.value("message", std::string()), 200), 1);
       }
@@ -296,7 +304,9 @@ int AttachSession(const WatchFlags& flags, const std::string& session_id, bool w
     return 1;
   }
   const int64_t watch_id = watch->value("watchId", int64_t{0});
-  AttachView view(*watch);
+  // Rebuilt in place when the session is resized (terminal_watch_resized).
+  std::optional<AttachView> view_slot(std::in_place, *watch);
+  AttachView& view = *view_slot;
   SignalPipe signals;
   if (Result<void> installed = signals.Install(); !installed) {
     std::cerr << "ptybox attach: " << installed.error().Describe() << "\n";
@@ -309,7 +319,7 @@ int AttachSession(const WatchFlags& flags, const std::string& session_id, bool w
   }
   // --write: the session is taken over now, or (an agent's send is running) at the first key
   // after it settled; until then keys are refused with a status line, never queued.
-  Attachment a(*connected, *watch, watch_id, write, view);
+  Attachment a(*connected, *watch, watch_id, write, view_slot);
   if (write) a.TakeOver();
   a.size = PersonTerminal::Size();
   view.SetTerminalSize(a.size.first, a.size.second);

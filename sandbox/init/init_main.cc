@@ -4,7 +4,8 @@
 // and, when told (or when the daemon goes away), ends every process of the session.
 //
 //   ptybox-init --control-fd N [--confined] [--unreadable-shell] [--no-pty] [--stderr-fd N]
-//               [--cwd DIR] [--rows R] [--cols C] [--rlimit NAME=VALUE]... -- PROGRAM [ARG]...
+//               [--proxy-port PORT] [--apt-config FILE] [--cwd DIR] [--rows R] [--cols C] [--rlimit
+//               NAME=VALUE]... -- PROGRAM [ARG]...
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -50,6 +51,7 @@ struct InitOptions {
   bool pty = true;
   bool unreadable_shell = false;  // --unreadable-shell: exec the program from a 0111 memfd
   uint16_t proxy_port = 0;        // --proxy-port: listen on 127.0.0.1:port for the daemon's proxy
+  std::string apt_config;         // --apt-config: write apt's setting here (sandbox/session_home.h)
   std::string cwd;
   unsigned short rows = 40;
   unsigned short cols = 120;
@@ -103,6 +105,11 @@ InitOptions ParseArgs(int argc, char** argv) {
     } else if (arg == "--proxy-port") {
       if (!ParseNumber(value(arg), o.proxy_port) || o.proxy_port == 0) {
         Die("--proxy-port needs a port number from 1 to 65535");
+      }
+    } else if (arg == "--apt-config") {
+      o.apt_config = value(arg);
+      if (o.apt_config.empty() || o.apt_config.front() != '/') {
+        Die("--apt-config needs an absolute path");
       }
     } else if (arg == "--no-pty") {
       o.pty = false;
@@ -438,6 +445,31 @@ void OpenProxyListener(const InitOptions& o) {
   }
 }
 
+// Step 5c of Run: apt's configuration in the private home (sandbox/session_home.h), made before
+// any program of the session runs, so the file is init's and holds exactly this text. The
+// session cannot switch users (one id mapped, setgroups denied): apt must stay who it is.
+constexpr std::string_view kAptConfigText =
+    "// Written by ptybox-init: this session cannot switch users (docs/sandbox.md).\n"
+    "APT::Sandbox::User \"root\";\n";
+
+void WriteAptConfig(const InitOptions& o) {
+  const std::string& path = o.apt_config;
+  // The directories between the home (made by bwrap) and the file: create what is missing.
+  for (size_t slash = path.find('/', 1); slash != std::string::npos;
+       slash = path.find('/', slash + 1)) {
+    const std::string dir = path.substr(0, slash);
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      FailSetup(o.control_fd, ErrnoText("mkdir " + dir + " (for apt's configuration)"));
+    }
+  }
+  UniqueFd file(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!file) FailSetup(o.control_fd, ErrnoText("creating " + path + " (apt's configuration)"));
+  const std::string_view text = kAptConfigText;
+  if (::write(file.Get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    FailSetup(o.control_fd, ErrnoText("writing " + path + " (apt's configuration)"));
+  }
+}
+
 // Step 8 of Run: reaps, reports the program's exit, and ends the session on request (a
 // signal, the daemon's terminate message) or when the daemon is gone. Returns init's status.
 int Serve(const InitOptions& o, pid_t program, const UniqueFd& signals) {
@@ -528,6 +560,8 @@ int Run(int argc, char** argv) {
   ApplyRlimits(o);
   // 5b. Network by name: the proxy port, before the program can bind anything.
   if (o.proxy_port != 0) OpenProxyListener(o);
+  // 5c. apt's configuration for a session that cannot switch users.
+  if (!o.apt_config.empty()) WriteAptConfig(o);
   // 6. The PTY, inside this namespace, and the program on it.
   std::optional<Pty> pty;
   if (o.pty) pty = OpenPty(o);

@@ -209,8 +209,12 @@ TEST_F(NetworkProxyTest, RefusalsAnswer403WithTheReasonAndReachNothing) {
   };
   for (const Case& c : cases) {
     const std::string reply = Client(c.request);
-    EXPECT_TRUE(reply.starts_with("HTTP/1.1 403 Forbidden\r\n")) << c.request << reply;
+    EXPECT_TRUE(reply.starts_with("HTTP/1.1 403 Forbidden (ptybox")) << c.request << reply;
     EXPECT_NE(reply.find(c.says), std::string::npos) << c.request << reply;
+    // The status line says why too (apt shows only that line): the reason, then its end.
+    const std::string status_line = reply.substr(0, reply.find("\r\n"));
+    EXPECT_NE(status_line.find(c.says), std::string::npos) << c.request << reply;
+    EXPECT_TRUE(status_line.ends_with(")")) << c.request << reply;
   }
   EXPECT_EQ(canary_.connections, 0) << "a refused request reached the canary";
   ASSERT_EQ(refusals_.size(), std::size(cases));
@@ -226,7 +230,7 @@ TEST_F(NetworkProxyTest, ANameResolvingToADeniedLiteralIsRefusedNamingTheEntry) 
   // The operator allows the canary's literal, and denies it: deny wins, behind a name too.
   StartProxy(Names({"allowed.test:" + port, "127.0.0.1:" + port}, {"127.0.0.1:" + port}));
   const std::string reply = Client("CONNECT allowed.test:" + port + " HTTP/1.1\r\n\r\n");
-  EXPECT_TRUE(reply.starts_with("HTTP/1.1 403 Forbidden\r\n")) << reply;
+  EXPECT_TRUE(reply.starts_with("HTTP/1.1 403 Forbidden (ptybox")) << reply;
   EXPECT_NE(reply.find("resolves to 127.0.0.1, refused by the network policy: it matches "
                        "`deny: 127.0.0.1:" +
                        port + "` at op:2:1"),
@@ -250,7 +254,7 @@ TEST_F(NetworkProxyTest, ANameResolvingToThisHostsOwnAddressIsRefused) {
   const std::string port = std::to_string(canary_.port());
   StartProxy(Names({"self.test:" + port}));
   const std::string reply = Client("CONNECT self.test:" + port + " HTTP/1.1\r\n\r\n");
-  EXPECT_TRUE(reply.starts_with("HTTP/1.1 403 Forbidden\r\n")) << reply;
+  EXPECT_TRUE(reply.starts_with("HTTP/1.1 403 Forbidden (ptybox")) << reply;
   EXPECT_NE(reply.find("self.test resolves to " + own), std::string::npos) << reply;
   EXPECT_EQ(canary_.connections, 0);
   ASSERT_EQ(refusals_.size(), 1u);
@@ -271,6 +275,34 @@ TEST_F(NetworkProxyTest, TheSniMustNameTheConnectHost) {
   EXPECT_EQ(reply, "HTTP/1.1 200 Connection established\r\n\r\ncanary-reply");
   EXPECT_EQ(canary_.connections, 1);
   EXPECT_EQ(canary_.received, hello);
+}
+
+// A ClientHello without a server name to a name: the proxy cannot tell which site of the
+// address it reaches, so it is refused (audited as "no server name") before any connection.
+// IP literals (RFC 6066 forbids them in the SNI) and dotless names such as `localhost` (Java
+// sends none) are still relayed, their addresses having been checked.
+TEST_F(NetworkProxyTest, AClientHelloWithoutServerNameIsRefusedForAName) {
+  dns_["127.0.0.1"] = "127.0.0.1";
+  StartProxy(Names({"allowed.test", "127.0.0.1:443", "localhost:443"}));
+  const std::string hello = testing::ClientHello("");
+  std::string reply = Client("CONNECT allowed.test:443 HTTP/1.1\r\n\r\n" + hello);
+  EXPECT_EQ(reply, "HTTP/1.1 200 Connection established\r\n\r\n");
+  EXPECT_EQ(canary_.connections, 0) << "the ClientHello without a server name left the proxy";
+  ASSERT_EQ(refusals_.size(), 1u);
+  EXPECT_EQ(refusals_[0].host, "allowed.test");
+  EXPECT_EQ(refusals_[0].port, 443);
+  EXPECT_NE(refusals_[0].reason.find("carries no server name (SNI)"), std::string::npos)
+      << refusals_[0].reason;
+  EXPECT_NE(refusals_[0].reason.find("/etc/ptybox/policy.yaml:2:10"), std::string::npos);
+  EXPECT_EQ(proxy_->totals().refused, 1u);
+
+  reply = Client("CONNECT 127.0.0.1:443 HTTP/1.1\r\n\r\n" + hello);
+  EXPECT_EQ(reply, "HTTP/1.1 200 Connection established\r\n\r\ncanary-reply");
+  EXPECT_EQ(canary_.received, hello);
+  reply = Client("CONNECT localhost:443 HTTP/1.1\r\n\r\n" + hello);
+  EXPECT_EQ(reply, "HTTP/1.1 200 Connection established\r\n\r\ncanary-reply");
+  EXPECT_EQ(canary_.connections, 2);
+  EXPECT_EQ(refusals_.size(), 1u);
 }
 
 TEST_F(NetworkProxyTest, Socks5ResolvesRemotelyAndRefusesWithAReplyCode) {
@@ -457,7 +489,7 @@ TEST_F(NetworkProxyTest, OneSessionsSlowLookupsDelayNoOtherAndAClosedOneFreesIts
   std::swap(proxy_port_, a_port);
   std::string reply = Client("CONNECT fast.test:" + port + " HTTP/1.1\r\n\r\n");
   std::swap(proxy_port_, a_port);
-  EXPECT_TRUE(reply.starts_with("HTTP/1.1 503 Service Unavailable\r\n")) << reply;
+  EXPECT_TRUE(reply.starts_with("HTTP/1.1 503 Service Unavailable (ptybox")) << reply;
   EXPECT_NE(reply.find("2 name lookups in flight"), std::string::npos) << reply;
   EXPECT_EQ(stuck.size(), 2u);
   // Session B is answered meanwhile.

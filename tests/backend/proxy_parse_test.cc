@@ -136,5 +136,19 @@ TEST(ProxyParseTest, SniOfAClientHelloSplitAnywhereAndAcrossRecords) {
   EXPECT_EQ(ParseClientHelloSni(truncated).status, ParseStatus::kBad);
 }
 
+// Which CONNECT names must come with an SNI: names with a dot; not IP literals (RFC 6066) nor
+// dotless names (Java sends none for `localhost`).
+TEST(ProxyParseTest, AServerNameIsExpectedForDottedNamesOnly) {
+  EXPECT_TRUE(ServerNameExpected("registry.npmjs.org"));
+  EXPECT_TRUE(ServerNameExpected("deb.debian.org"));
+  EXPECT_TRUE(ServerNameExpected("a.localhost"));
+  EXPECT_FALSE(ServerNameExpected("localhost"));
+  EXPECT_FALSE(ServerNameExpected("intranet"));
+  EXPECT_FALSE(ServerNameExpected("127.0.0.1"));
+  EXPECT_FALSE(ServerNameExpected("0x7f.1"));  // a literal the C library connects to
+  EXPECT_FALSE(ServerNameExpected("::1"));
+  EXPECT_FALSE(ServerNameExpected("2001:db8::1"));
+}
+
 }  // namespace
 }  // namespace ptybox::backend::proxy

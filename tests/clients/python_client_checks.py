@@ -102,6 +102,14 @@ class ContractTest(unittest.TestCase):
         self.assertEqual(wire.notification({"jsonrpc": "2.0", "method": "terminal_watch_ended",
                                             "params": {"watchId": 3, "reason": "slow", "message": "m"}}),
                          ptybox.WatchEnded(3, "slow", "m"))
+        resized = wire.notification({"jsonrpc": "2.0", "method": "terminal_watch_resized",
+                                     "params": {"watchId": 3, "cols": 90, "rows": 2, "lines": ["$", ""],
+                                                "cursor": {"row": 0, "column": 1},
+                                                "alternateScreen": False}})
+        self.assertEqual(resized, ptybox.WatchResized(3, 90, 2, ["$", ""], ptybox.Cursor(0, 1), False))
+        with self.assertRaises(ptybox.ProtocolError) as caught:
+            wire.notification({"jsonrpc": "2.0", "method": "terminal_watch_resized", "params": {"watchId": 3}})
+        self.assertIn("terminal_watch_resized", str(caught.exception))
         # A notification a newer server adds is dropped; an answer is not a notification.
         self.assertIsNone(wire.notification({"jsonrpc": "2.0", "method": "new_thing", "params": {}}))
         self.assertIsNone(wire.notification({"jsonrpc": "2.0", "id": 1, "result": {}}))
@@ -231,7 +239,7 @@ def watched_until(c: Client, watch_id: int, text: str, seen: bytearray) -> None:
         event = c.next_watch_event()
         if isinstance(event, ptybox.WatchEnded):
             raise AssertionError(f"the watch ended before {text!r} arrived: {event}")
-        if event.watch_id == watch_id:
+        if isinstance(event, ptybox.WatchOutput) and event.watch_id == watch_id:
             seen += event.data
 
 
@@ -245,6 +253,13 @@ class WatchTest(unittest.TestCase):
             self.assertEqual(len(w.lines), 24)
             self.assertIsInstance(w.cursor, ptybox.Cursor)
             self.assertFalse(w.alternate_screen)
+            # A resize reaches the watcher as the screen at the new size.
+            c.terminal_resize(s, 90, 30)
+            event = c.next_watch_event()
+            while not isinstance(event, ptybox.WatchResized):
+                self.assertIsInstance(event, ptybox.WatchOutput)
+                event = c.next_watch_event()
+            self.assertEqual((event.watch_id, event.cols, event.rows, len(event.lines)), (w.watch_id, 90, 30, 30))
             # The agent's send reaches the watcher as raw bytes, after the snapshot.
             self.assertEqual(c.terminal_send(s, "echo watched-$((6*7))\n").viewport, "watched-42")
             seen = bytearray()

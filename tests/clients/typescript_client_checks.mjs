@@ -223,6 +223,13 @@ test("watch a session: a send's output, takeover, type, release, close", LIMIT, 
   assert.deepEqual([w.sessionId, w.name, w.cols, w.rows, w.busy, w.alternateScreen], [s, "watched", 80, 24, false, false]);
   assert.equal(w.lines.length, 24);
   assert.equal(typeof w.cursor.row, "number");
+  // A resize reaches the watcher as the screen at the new size.
+  await c.terminal_resize({ sessionId: s, cols: 90, rows: 30 });
+  for await (const event of c.watchEvents()) {
+    if (event.type === "output") continue;
+    assert.deepEqual([event.type, event.watchId, event.cols, event.rows, event.lines.length], ["resized", w.watchId, 90, 30, 30]);
+    break;
+  }
   assert.equal((await c.terminal_send({ sessionId: s, input: "echo watched-$((6*7))\n" })).viewport, "watched-42");
   const seen = { text: "" };
   await watchedUntil(c, w.watchId, "watched-42", seen);

@@ -1,10 +1,10 @@
-// The private home of a confined session (docs/sandbox.md, "The private home"): HOME is an
-// empty tmpfs of the session's own, where real tools keep their state (python's and node's
-// REPL history, npm's cache), while the daemon's home (a scratch home in the build tree,
-// visible inside like any host path) stays read-only and unchanged whatever the session tries:
-// writing it directly, through a link planted in the private home, by unmounting the private
-// home, or by leaving state for the next session. danger-full-access is the control: its HOME is
-// the host's.
+// The private home of a confined session (docs/sandbox.md, "The private home"): HOME is a
+// tmpfs of the session's own (holding only apt's configuration, written by ptybox-init), where real
+// tools keep their state (python's and node's REPL history, npm's cache), while the daemon's home
+// (a scratch home in the build tree, visible inside like any host path) stays read-only and
+// unchanged whatever the session tries: writing it directly, through a link planted in the private
+// home, by unmounting the private home, or by leaving state for the next session.
+// danger-full-access is the control: its HOME is the host's.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -74,8 +74,16 @@ TEST_P(HomeEscapeTest, ToolsKeepStateInAPrivateHomeAndTheHostHomeStaysUntouched)
     return;
   }
   EXPECT_EQ(home.text, "/run/ptybox-home") << home.Show();
-  Observed perms = Run(session, "home-perms", "stat -c %a ~; ls -A ~ | wc -l");
-  EXPECT_EQ(perms.text, "700\n0") << perms.Show();
+  // Nothing but apt's configuration, ptybox-init's (sandbox/session_home.h), which APT_CONFIG
+  // names.
+  Observed perms = Run(session, "home-perms",
+                       "stat -c %a ~; cd ~ && find . -mindepth 1 | sort; echo $APT_CONFIG");
+  EXPECT_EQ(perms.text,
+            "700\n./.config\n./.config/ptybox\n./.config/ptybox/apt.conf\n"
+            "/run/ptybox-home/.config/ptybox/apt.conf")
+      << perms.Show();
+  Observed apt = Run(session, "apt-config", "apt-config dump APT::Sandbox::User");
+  EXPECT_EQ(apt.text, "APT::Sandbox::User \"root\";") << apt.Show();
   Observed vars = Run(session, "home-vars", "echo $XDG_CACHE_HOME $npm_config_cache $CARGO_HOME");
   EXPECT_EQ(vars.text, "/run/ptybox-home/.cache /run/ptybox-home/.npm /run/ptybox-home/.cargo")
       << vars.Show();
@@ -155,8 +163,9 @@ TEST_P(HomeEscapeTest, TheHostHomeCannotBeReachedThroughThePrivateOne) {
   EXPECT_EQ(leave.text, "left") << leave.Show();
   const std::string next = OpenSession(*client_, Mode());
   ASSERT_FALSE(next.empty()) << daemon_->Log();
-  Observed fresh = Run(next, "next-session-home", "ls -A ~ | wc -l");
-  EXPECT_EQ(fresh.text, "0") << fresh.Show();
+  Observed fresh = Run(next, "next-session-home", "ls -A ~/ ~/.config");
+  EXPECT_EQ(fresh.text, "/run/ptybox-home/:\n.config\n\n/run/ptybox-home/.config:\nptybox")
+      << fresh.Show();
 
   EXPECT_EQ(HostHomeEntries(), std::set<std::string>{"notes.txt"});
   EXPECT_EQ(ReadFile(home_ / "notes.txt"), "host notes\n");

@@ -3,7 +3,8 @@
 // admits a server this test runs on the host's loopback (listed exactly, as local addresses
 // must be); every refused request targets canaries on the host's loopback that must never see
 // a connection, so a wall that fails hits a canary, never another machine. The only traffic
-// off this machine goes to the npm registry, and only when the host itself reaches it.
+// off this machine goes to the npm registry (only when the host itself reaches it) and to
+// Debian's archive (deb.debian.org, which apt-get download needs).
 #include <gtest/gtest.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -78,12 +80,12 @@ class HostServer final {
   std::thread thread_;
 };
 
-// True when this host resolves and reaches registry.npmjs.org:443 itself.
-bool HostReachesRegistry() {
+// True when this host resolves and reaches host:port itself.
+bool HostReaches(const char* host, const char* port) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  if (::getaddrinfo("registry.npmjs.org", "443", &hints, &found) != 0) return false;
+  if (::getaddrinfo(host, port, &hints, &found) != 0) return false;
   bool ok = false;
   for (addrinfo* a = found; a != nullptr && !ok; a = a->ai_next) {
     const int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -111,6 +113,7 @@ class NetworkNamesTest : public ::testing::TestWithParam<std::string> {
                           << "    - \"localhost:" << server_.port() << "\"\n"
                           << "    - \"localhost:" << denied_.port() << "\"\n"
                           << "    - registry.npmjs.org\n"
+                          << "    - deb.debian.org\n"
                           << "    - \"localhost:443\"\n"
                           << "    - \"localhost:" << behind_.port() << "\"\n"
                           << "  deny: [\"localhost:" << denied_.port()
@@ -241,7 +244,7 @@ TEST_P(NetworkNamesTest, ADeniedLiteralIsRefusedBehindAnAllowedName) {
 TEST_P(NetworkNamesTest, AnAllowedRegistryWorksOverHttps) {
   session_ = OpenSession(client_, Mode());
   ASSERT_FALSE(session_.empty()) << daemon_.Log();
-  if (!HostReachesRegistry()) {
+  if (!HostReaches("registry.npmjs.org", "443")) {
     GTEST_SKIP() << "this host does not reach registry.npmjs.org:443 itself; nothing to prove";
   }
   Observed registry = Run("registry",
@@ -255,6 +258,59 @@ TEST_P(NetworkNamesTest, AnAllowedRegistryWorksOverHttps) {
                      "A-Z); echo \" npm-exit=$?\"");
   EXPECT_TRUE(npm.Says("LEFT-PAD")) << npm.Show();
   EXPECT_TRUE(npm.Says("npm-exit=0")) << npm.Show();
+}
+
+// apt through the proxy: apt-get reads http_proxy, and the session's apt configuration
+// (APT_CONFIG, in the private home) keeps it from switching to `_apt`, which a sandbox that maps
+// one id cannot do (its http method used to die: "setgroups 65534 failed"). An unlisted host is
+// refused with the policy's reason in the status line, the only line apt shows.
+TEST_P(NetworkNamesTest, AptDownloadsFromTheAllowedArchiveOnly) {
+  session_ = OpenSession(client_, Mode(), Json{{"cols", 1000}});
+  ASSERT_FALSE(session_.empty()) << daemon_.Log();
+  // Not skipped: without the archive nothing here would prove apt works through the proxy.
+  ASSERT_TRUE(HostReaches("deb.debian.org", "80"))
+      << "this host does not reach deb.debian.org:80 itself, so apt-get download cannot be "
+         "tested through the proxy: give the test machine access to Debian's archive";
+  ASSERT_EQ(std::system("apt-cache show hello >/dev/null 2>&1"), 0)
+      << "this host's apt lists do not know the package `hello`: run apt-get update (with "
+         "deb.debian.org in /etc/apt/sources.list.d/) first";
+  // The workspace where it is writable (the .deb then lands on the host), else the session's /tmp.
+  const bool writable = Mode() == "workspace-write";
+  const std::string dir = writable ? "\"$PWD\"" : "/tmp";
+  Observed download = Run("apt-get-download",
+                          "(set -o pipefail; cd " + dir +
+                              " && apt-get download hello 2>&1 | tail -3); echo \" apt-exit=$?\"");
+  EXPECT_TRUE(download.Says("apt-exit=0")) << download.Show();
+  EXPECT_FALSE(download.Says("setgroups")) << download.Show();
+  Observed deb =
+      Run("dpkg-deb-reads-it",
+          "dpkg-deb -f " + dir + "/hello_*.deb Package Architecture; echo \" dpkg-exit=$?\"");
+  EXPECT_TRUE(deb.Says("Package: hello")) << deb.Show();
+  EXPECT_TRUE(deb.Says("dpkg-exit=0")) << deb.Show();
+  if (writable) {
+    bool on_host = false;
+    for (const auto& entry : fs::directory_iterator(daemon_.workspace())) {
+      const std::string name = entry.path().filename().string();
+      if (name.starts_with("hello_") && name.ends_with(".deb")) on_host = entry.file_size() > 0;
+    }
+    EXPECT_TRUE(on_host) << "no hello_*.deb in the workspace " << daemon_.workspace();
+  }
+
+  // apt's http method to a host that is not listed (the canary on the host's loopback, through
+  // the proxy: NO_PROXY would send localhost direct): refused, and apt says why.
+  const std::string unlisted = std::to_string(unlisted_.port());
+  Observed refused = Run("apt-unlisted",
+                         "(set -o pipefail; cd /tmp && no_proxy= NO_PROXY= /usr/lib/apt/apt-helper "
+                         "download-file http://localhost:" +
+                             unlisted +
+                             "/x.deb x.deb 2>&1 | grep '^E: '); "
+                             "echo \" apt-exit=$?\"");
+  EXPECT_TRUE(refused.Says("403  Forbidden (ptybox: ")) << refused.Show();
+  EXPECT_TRUE(refused.Says("localhost:" + unlisted)) << refused.Show();
+  EXPECT_TRUE(refused.Says("it is not on the allow list")) << refused.Show();
+  EXPECT_TRUE(refused.Says(policy_.string())) << refused.Show();
+  EXPECT_TRUE(refused.Says("apt-exit=100")) << refused.Show();
+  EXPECT_FALSE(unlisted_.HasPendingConnection()) << "a refused apt request reached its canary";
 }
 
 TEST_P(NetworkNamesTest, ARepositoryCannotWidenTheList) {

@@ -57,7 +57,13 @@ void Socks(std::string_view data) {
 void Sni(std::string_view data) {
   SniParse sni = ParseClientHelloSni(data);
   if (sni.status == ParseStatus::kBad) Check(!sni.error.empty());
-  if (sni.status == ParseStatus::kDone && sni.server_name) Check(sni.server_name->size() < 65536);
+  if (sni.status == ParseStatus::kDone && sni.server_name) {
+    Check(sni.server_name->size() < 65536);
+    // Whether a name must come with an SNI: a pure answer for any normalized name.
+    if (auto name = ptybox::policy::NormalizeHost(*sni.server_name)) {
+      (void)ServerNameExpected(*name);
+    }
+  }
 }
 
 }  // namespace

@@ -229,6 +229,55 @@ TEST_F(ResolverTest, RepositoryWritableRootsMustStayInsideTheWorkspace) {
   EXPECT_EQ(p.writable_roots, (std::vector<fs::path>{ws_ / "build", ws_}));
 }
 
+// A writable root inside a repository's .git would stay read-only (every .git in a writable root
+// is protected): refused, whoever names it, instead of silently having no effect.
+TEST_F(ResolverTest, AWritableRootInsideAProtectedGitIsRefused) {
+  dir_.Dir("ws/.git/hooks");
+  dir_.Dir("ws/vendor/lib/.git/objects");
+  dir_.Dir("ws/build");
+  dir_.Dir("cache/.git/info");
+  Repo("version: 1\nwritable: [.git/hooks]\n");
+  ExpectError(ErrorKind::kPolicyDenied,
+              "{dir}/ws/.ptybox.yaml:2:12: writable: {dir}/ws/.git/hooks lies inside the "
+              "repository data {dir}/ws/.git, which every workspace-write session gets read-only "
+              "(every repository's .git in the workspace and the writable roots is protected: "
+              "docs/security.md, \"Protected paths\"), so it would not be writable. Remove it; "
+              "change that repository's .git from the host or a danger-full-access session");
+  Repo("version: 1\nwritable: [build, vendor/lib/.git/objects]\n");
+  ExpectError(ErrorKind::kPolicyDenied,
+              "{dir}/ws/.ptybox.yaml:2:19: writable: {dir}/ws/vendor/lib/.git/objects lies "
+              "inside the repository data {dir}/ws/vendor/lib/.git, which every workspace-write "
+              "session gets read-only (every repository's .git in the workspace and the writable "
+              "roots is protected: docs/security.md, \"Protected paths\"), so it would not be "
+              "writable. Remove it; change that repository's .git from the host or a "
+              "danger-full-access session");
+  // The command line, and the operator's own roots: inside another granted root's .git.
+  Repo("version: 1\n");
+  inputs_.command_line = {{"--writable", ".git"}};
+  auto resolved = Resolve(inputs_);
+  ASSERT_FALSE(resolved.has_value());
+  EXPECT_TRUE(resolved.error().message.starts_with(Expand(
+      "command line --writable .git: writable: {dir}/ws/.git lies inside the repository data "
+      "{dir}/ws/.git,",
+      dir_.path())))
+      << resolved.error().message;
+  inputs_.command_line.clear();
+  Operator("version: 1\nwritable: [../cache, ../cache/.git/info]\n");
+  resolved = Resolve(inputs_);
+  ASSERT_FALSE(resolved.has_value());
+  EXPECT_NE(
+      resolved.error().message.find(Expand(
+          "{dir}/cache/.git/info lies inside the repository data {dir}/cache/.git,", dir_.path())),
+      std::string::npos)
+      << resolved.error().message;
+  // A directory merely named like one, or a root that is itself a repository, is fine.
+  dir_.Dir("ws/build/git");
+  Operator("version: 1\nwritable: [../cache]\n");
+  Repo("version: 1\nwritable: [build/git, vendor/lib]\n");
+  EXPECT_EQ(MustResolve().writable_roots,
+            (std::vector<fs::path>{dir_.path() / "cache", ws_ / "build/git", ws_ / "vendor/lib"}));
+}
+
 TEST_F(ResolverTest, OperatorWritableRootsMayBeAnywhere) {
   dir_.Dir("cache");
   dir_.Dir("ws/build");

@@ -261,6 +261,24 @@ TEST_P(CliPolicyModeTest, WritableMakesADirectoryWritableWithinTheOperatorsBound
   EXPECT_EQ(out(), GetParam() == "read-only" ? "1\n" : "0\n");
 }
 
+// `--writable .git/hooks` would stay read-only (every repository's .git is protected): the
+// launch is refused saying so, and nothing runs.
+TEST_P(CliPolicyModeTest, WritableInsideAProtectedGitIsRefusedNotIgnored) {
+  fs::create_directories(ws() / ".git/hooks");
+  const std::string hook = (ws() / ".git/hooks/pre-commit").string();
+  ChildProcess::Exit refused =
+      Run(GetParam(), {"--writable", ".git/hooks"}, "echo ran; touch " + hook);
+  EXPECT_EQ(refused.code, 125) << err();
+  EXPECT_EQ(out(), "");
+  EXPECT_TRUE(err().starts_with("ptybox run: command line --writable .git/hooks: writable: " +
+                                (ws() / ".git/hooks").string() +
+                                " lies inside the repository data " + (ws() / ".git").string() +
+                                ", which every workspace-write session gets read-only"))
+      << err();
+  EXPECT_NE(err().find("Remove it"), std::string::npos) << err();
+  EXPECT_FALSE(fs::exists(hook));
+}
+
 TEST_P(CliPolicyModeTest, HideHidesAPath) {
   workspace_.File("secret.txt", "s3cr3t\n");
   const std::string cat = "cat secret.txt 2>/dev/null || echo unreadable";

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/base64.h"
 #include "sandbox/captured_run.h"
 #include "tests/mcp/mcp_process.h"
 #include "tests/support/daemon_fixture.h"
@@ -327,6 +328,65 @@ TEST_P(AttachTest, AttachMirrorsTheSessionLiveKeystrokesDoNotReachItAndDetachLea
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ(events, (std::vector<std::string>{"session_watched:", "session_unwatched:unwatched"}));
+}
+
+// A terminal_resize during a watch is announced: every watcher gets terminal_watch_resized with
+// the screen at the new size, after the output that came before it, and `ptybox attach`
+// redraws at that size (its status line names it).
+TEST_P(AttachTest, AResizeIsAnnouncedToWatchersAndAttachRedrawsAtTheNewSize) {
+  const std::string session =
+      OpenSession(agent_, GetParam(), Json{{"name", "agent-resize"}, {"cols", 120}, {"rows", 40}});
+  ASSERT_FALSE(session.empty());
+  const std::filesystem::path token = WriteTokenFile(dir_->path(), TokenOf(agent_));
+  RpcClient watcher{daemon_->socket()};
+  Json watch =
+      watcher.Call("terminal_watch", Json{{"sessionId", session}, {"ownerToken", TokenOf(agent_)}});
+  ASSERT_TRUE(watch.contains("result")) << watch.dump();
+  const int64_t watch_id = watch["result"]["watchId"].get<int64_t>();
+  EXPECT_EQ(watch["result"]["cols"], 120);
+
+  AttachProcess attach({"--socket", Socket(), "--token-file", token.string(), session}, 50, 130);
+  ASSERT_TRUE(attach.WaitFor("120x40, read-only")) << attach.drawn();
+  Json sent = Send(agent_, session, "echo before$((2+3))resize\n");
+  ASSERT_EQ(sent.value("waitReason", ""), "stdin_read") << sent.dump();
+  ASSERT_TRUE(attach.WaitFor("before5resize")) << attach.drawn();
+  const size_t before = attach.drawn().size();
+  Json resized =
+      agent_.Call("terminal_resize", Json{{"sessionId", session}, {"cols", 90}, {"rows", 30}});
+  ASSERT_TRUE(resized.contains("result")) << resized.dump();
+
+  // The raw watcher: the output first, then the announcement with the screen at 90x30.
+  std::string output;
+  std::optional<Json> announced;
+  while (!announced) {
+    Json message = watcher.WaitAny();  // a hang guard of its own
+    ASSERT_TRUE(message.contains("method")) << message.dump();
+    const Json& params = message["params"];
+    ASSERT_EQ(params.value("watchId", int64_t{-1}), watch_id) << message.dump();
+    if (message["method"] == "terminal_watch_output") {
+      output += Base64Decode(params.value("data", "")).value_or("");
+    } else {
+      ASSERT_EQ(message["method"], "terminal_watch_resized") << message.dump();
+      announced = params;
+    }
+  }
+  EXPECT_NE(output.find("before5resize"), std::string::npos) << output;
+  EXPECT_EQ(announced->value("cols", 0), 90) << announced->dump();
+  EXPECT_EQ(announced->value("rows", 0), 30) << announced->dump();
+  ASSERT_TRUE((*announced)["lines"].is_array()) << announced->dump();
+  EXPECT_EQ((*announced)["lines"].size(), 30u) << announced->dump();
+  EXPECT_NE(announced->dump().find("before5resize"), std::string::npos) << announced->dump();
+  EXPECT_TRUE((*announced)["cursor"].contains("row")) << announced->dump();
+
+  // ptybox attach redraws at the new size; what the session prints next still arrives.
+  ASSERT_TRUE(attach.WaitFor("90x30, read-only", before)) << attach.drawn();
+  sent = Send(agent_, session, "echo after$((3+4))resize\n");
+  ASSERT_EQ(sent.value("waitReason", ""), "stdin_read") << sent.dump();
+  ASSERT_TRUE(attach.WaitFor("after7resize", before)) << attach.drawn();
+  attach.Type("\x1d");
+  const std::optional<int> status = attach.WaitExit();
+  ASSERT_TRUE(status.has_value()) << attach.drawn();
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << *status << attach.drawn();
 }
 
 // Raw mode and the alternate screen are restored on every exit path: here SIGTERM (and the

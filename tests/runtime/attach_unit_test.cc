@@ -40,6 +40,35 @@ TEST(WatchHubTest, TheRecordingSeesRawBytesAndWatchersSeeThemWithoutPromptMarker
   EXPECT_EQ(watched.find("nonce"), std::string::npos);
 }
 
+// A resize reaches every watcher with the screen at the new size; one that cannot take it is
+// dropped as slow; a watcher without the callback is left alone.
+TEST(WatchHubTest, AResizeReachesEveryWatcherAndASlowOneIsDropped) {
+  WatchHub hub(nullptr);
+  std::vector<std::string> events;
+  hub.Add(1, WatchHub::Watcher{
+                 .on_output = [](std::string_view) { return true; },
+                 .on_end =
+                     [&](WatchEnd end) { events.push_back("1:" + std::string(WatchEndName(end))); },
+                 .on_resize = [](const backend::ScreenSnapshot&) { return false; }});
+  hub.Add(2, WatchHub::Watcher{.on_output = [](std::string_view) { return true; },
+                               .on_end = nullptr,
+                               .on_resize =
+                                   [&](const backend::ScreenSnapshot& screen) {
+                                     events.push_back("2:" + std::to_string(screen.columns) + "x" +
+                                                      std::to_string(screen.rows));
+                                     return true;
+                                   }});
+  hub.Add(3,
+          WatchHub::Watcher{.on_output = [](std::string_view) { return true; }, .on_end = nullptr});
+  backend::ScreenSnapshot screen;
+  screen.columns = 90;
+  screen.rows = 30;
+  screen.lines.assign(30, "");
+  hub.Resized(screen);
+  EXPECT_EQ(events, (std::vector<std::string>{"2:90x30", "1:slow"}));  // dropped after the pass
+  EXPECT_EQ(hub.size(), 2u);
+}
+
 TEST(WatchHubTest, AWatcherThatCannotTakeAChunkIsDroppedAndToldWhyOthersGoOn) {
   WatchHub hub(nullptr);
   std::vector<std::string> events;

@@ -373,7 +373,14 @@ TEST(BwrapArgsTest, PrivateHomeVariablesPointIntoItWithoutOverridingChoices) {
   EXPECT_EQ(value("PIP_CACHE_DIR"), "/run/ptybox-home/.cache/pip");
   EXPECT_EQ(value("CARGO_HOME"), "/run/ptybox-home/.cargo");
   EXPECT_EQ(value("GOPATH"), "/run/ptybox-home/go");
+  EXPECT_EQ(value("APT_CONFIG"), "/run/ptybox-home/.config/ptybox/apt.conf");
   EXPECT_EQ(value("PATH"), "/usr/bin");
+  // ptybox-init writes apt's configuration where APT_CONFIG points, unless the environment
+  // named another file (that choice stands, and nothing is written).
+  EXPECT_EQ(SessionAptConfigPath({"PATH=/usr/bin"}, kSessionHome),
+            "/run/ptybox-home/.config/ptybox/apt.conf");
+  EXPECT_EQ(SessionAptConfigPath({"APT_CONFIG=/etc/my-apt.conf"}, kSessionHome), "");
+  EXPECT_EQ(SessionAptConfigPath({"PATH=/usr/bin"}, ""), "");
   EXPECT_EQ(std::count_if(env.begin(), env.end(),
                           [](const std::string& e) { return e.starts_with("HOME="); }),
             1);

@@ -66,6 +66,7 @@ from .types import (
     UnwatchResult,
     WatchEnded,
     WatchEvent,
+    WatchResized,
     WatchOutput,
     WatchResult,
 )

@@ -258,7 +258,20 @@ class WatchEnded:
     message: str
 
 
-WatchEvent = WatchOutput | WatchEnded
+@dataclass(frozen=True)
+class WatchResized:
+    """The notification terminal_watch_resized: the session's terminal took a new size; its
+    screen at that size, as terminal_watch gave it (redraw from it). Hostile text, as output."""
+
+    watch_id: int
+    cols: int
+    rows: int
+    lines: list[str]
+    cursor: Cursor
+    alternate_screen: bool
+
+
+WatchEvent = WatchOutput | WatchEnded | WatchResized
 
 
 def watch_event(method: str, params: Any) -> WatchEvent | None:
@@ -273,6 +286,8 @@ def watch_event(method: str, params: Any) -> WatchEvent | None:
         return WatchOutput(raw.watch_id, data)
     if method == "terminal_watch_ended":
         return _decode(WatchEnded, params, method, "params")
+    if method == "terminal_watch_resized":
+        return _decode(WatchResized, params, method, "params")
     return None
 
 

@@ -26,6 +26,7 @@ import type {
   StatusResult,
   WaitParams,
   WatchEvent,
+  WatchResized,
   WatchResult,
 } from "./types.js";
 
@@ -398,14 +399,53 @@ function base64Encode(bytes: Uint8Array): string {
   return btoa(binary);
 }
 
+function resizedEvent(method: string, watchId: number, params: unknown): WatchResized {
+  const p = params as {
+    cols?: unknown;
+    rows?: unknown;
+    lines?: unknown;
+    cursor?: { row?: unknown; column?: unknown } | null;
+    alternateScreen?: unknown;
+  };
+  if (
+    typeof p.cols !== "number" ||
+    typeof p.rows !== "number" ||
+    !Array.isArray(p.lines) ||
+    !p.lines.every((line) => typeof line === "string") ||
+    typeof p.cursor !== "object" ||
+    p.cursor === null ||
+    typeof p.cursor.row !== "number" ||
+    typeof p.cursor.column !== "number" ||
+    typeof p.alternateScreen !== "boolean"
+  ) {
+    throw new ProtocolError(`${method}: params should be {cols, rows, lines, cursor, alternateScreen}`);
+  }
+  return {
+    type: "resized",
+    watchId,
+    cols: p.cols,
+    rows: p.rows,
+    lines: p.lines as string[],
+    cursor: { row: p.cursor.row, column: p.cursor.column },
+    alternateScreen: p.alternateScreen,
+  };
+}
+
 /** A notification as a WatchEvent; null for one this client does not know; throws
  * ProtocolError for a malformed one. */
 function watchEvent(method: string, params: unknown): WatchEvent | null {
-  if (method !== "terminal_watch_output" && method !== "terminal_watch_ended") return null;
+  if (
+    method !== "terminal_watch_output" &&
+    method !== "terminal_watch_ended" &&
+    method !== "terminal_watch_resized"
+  ) {
+    return null;
+  }
   const p = params as { watchId?: unknown; data?: unknown; reason?: unknown; message?: unknown } | null;
   if (typeof p !== "object" || p === null || typeof p.watchId !== "number") {
     throw new ProtocolError(`${method}: params.watchId should be a number`);
   }
+  if (method === "terminal_watch_resized") return resizedEvent(method, p.watchId, params);
   if (method === "terminal_watch_ended") {
     if (typeof p.reason !== "string" || typeof p.message !== "string") {
       throw new ProtocolError(`${method}: params.reason and params.message should be strings`);

@@ -148,7 +148,19 @@ export interface WatchEnded {
   message: string;
 }
 
-export type WatchEvent = WatchOutput | WatchEnded;
+/** The notification terminal_watch_resized: the session's terminal took a new size; its screen
+ * at that size, as terminal_watch gave it (redraw from it). Hostile text, as output. */
+export interface WatchResized {
+  type: "resized";
+  watchId: number;
+  cols: number;
+  rows: number;
+  lines: string[];
+  cursor: { row: number; column: number };
+  alternateScreen: boolean;
+}
+
+export type WatchEvent = WatchOutput | WatchEnded | WatchResized;
 
 /** Every method of the contract's table, as the wire names it. */
 export interface Methods {
