@@ -1,6 +1,6 @@
-// The backend interfaces of seeds/000: a backend owns how one session type starts and detects
-// readiness; a backend session owns terminal state, sends and captured-process quiescence. The
-// service publishes a session only after its spawn succeeded, then owns ids and owners.
+// The backend interfaces (docs/architecture.md): a backend owns how one session type starts and
+// detects readiness; a backend session owns terminal state, sends and captured-process quiescence.
+// The service publishes a session only after its spawn succeeded, then owns ids and owners.
 #pragma once
 
 #include <sys/types.h>
@@ -14,7 +14,6 @@
 #include <string_view>
 #include <vector>
 
-#include "backend/proxy/proxy_events.h"
 #include "backend/send_operation.h"
 #include "backend/types.h"
 #include "common/error.h"

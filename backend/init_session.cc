@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "backend/readiness/proc_parse.h"
+#include "common/join.h"
 #include "common/log.h"
 #include "common/proc_stat.h"
 #include "sandbox/host_probe.h"
@@ -24,14 +25,14 @@ namespace {
 constexpr std::chrono::milliseconds kEmptyCheck{10};
 constexpr int kEmptyRounds = static_cast<int>(kKillWait / kEmptyCheck);
 
-// Processes that are descendants of `root` (by parent links) or members of session `sid`:
-// a danger-full-access session's tree, when there is no cgroup to end it through.
-std::vector<pid_t> ProcessesOf(pid_t root, pid_t sid) {
+// Processes that are descendants of `root` (by parent links) or members of the POSIX session led by
+// `leader`: a danger-full-access session's tree, when there is no cgroup to end it through.
+std::vector<pid_t> ProcessesOf(pid_t root, pid_t leader) {
   const std::vector<::ptybox::proc::StatFields> table = ::ptybox::proc::ReadAllStats();
   std::vector<pid_t> result = ::ptybox::proc::Descendants(table, root);
-  if (sid > 0) {
+  if (leader > 0) {
     for (const ::ptybox::proc::StatFields& f : table) {
-      if (f.session == sid && std::ranges::find(result, f.pid) == result.end()) {
+      if (f.session == leader && std::ranges::find(result, f.pid) == result.end()) {
         result.push_back(f.pid);
       }
     }
@@ -158,7 +159,7 @@ void InitSession::Launch(const sandbox::LaunchSpec& spec) {
   }
   sandbox::LaunchedInit& init = **launched;
   child_pid_ = init.pid;
-  session_id_lease_ = std::move(init.session_id_lease);
+  session_uid_lease_ = std::move(init.session_uid_lease);
   diagnostics_ = std::move(init.diagnostics);
   if (diagnostics_) ::fcntl(diagnostics_.Get(), F_SETFL, O_NONBLOCK);
   std::weak_ptr<bool> alive = alive_;
@@ -346,7 +347,7 @@ void InitSession::KillTree() {
   // Confined: bwrap's --die-with-parent chain and the pid namespace take the whole session
   // down with init; danger-full-access: its descendants and the program's session members.
   if (!confined_) {
-    for (pid_t pid : ProcessesOf(child_pid_, program_sid_)) ::kill(pid, SIGKILL);
+    for (pid_t pid : ProcessesOf(child_pid_, program_session_leader_)) ::kill(pid, SIGKILL);
   }
   reaper_.EndAdopted();
 }
@@ -365,7 +366,7 @@ void InitSession::AwaitEmpty(int rounds_left) {
       if (!removed) LogWarn(removed.error().message);
       cgroup_.reset();
     }
-    session_id_lease_.Reset();  // nothing of the session is left to share the id with
+    session_uid_lease_.Reset();  // nothing of the session is left to share the id with
     Finish({});
     return;
   }
@@ -451,8 +452,9 @@ void InitSession::Escalate() {
     return;
   }
   // Still there after SIGKILL: stuck in the kernel (D state). Report; a retry may succeed.
-  std::string left;
-  for (pid_t pid : Leftovers()) left += (left.empty() ? "" : ", ") + std::to_string(pid);
+  std::vector<std::string> pids;
+  for (pid_t pid : Leftovers()) pids.push_back(std::to_string(pid));
+  const std::string left = Join(pids);
   terminating_ = false;
   escalation_ = 0;
   Finish(Fail(ErrorKind::kCleanupFailed,
@@ -467,7 +469,7 @@ std::vector<pid_t> InitSession::Leftovers() {
     if (!proc::ParsePidList(cgroup_->Members(), pids)) pids.clear();
     return pids;
   }
-  return ProcessesOf(child_pid_, confined_ ? 0 : program_sid_);
+  return ProcessesOf(child_pid_, confined_ ? 0 : program_session_leader_);
 }
 
 void InitSession::Finish(Result<void> result) {

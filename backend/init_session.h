@@ -88,7 +88,7 @@ class InitSession final {
   [[nodiscard]] pid_t child_pid() const { return child_pid_; }
   // The host pid of the program's session (PTY mode), once the caller learned it: its members
   // are swept with the tree when there is no session cgroup.
-  void set_program_session(pid_t sid) { program_sid_ = sid; }
+  void set_program_session_leader(pid_t leader) { program_session_leader_ = leader; }
   // What bwrap/init printed on their stderr (bounded), for diagnosing a failed start.
   std::string Diagnostics();
 
@@ -138,9 +138,9 @@ class InitSession final {
   std::optional<sandbox::SessionCgroup> cgroup_;
   // Root daemon: the host-wide lease on the session's host id, released only once no process of
   // the session is left (its cgroup empty), so no later session shares the id with a survivor.
-  UniqueFd session_id_lease_;
-  pid_t child_pid_ = -1;   // our direct child: bwrap or init
-  pid_t program_sid_ = 0;  // the program's session on the host (PTY mode), for the tree sweep
+  UniqueFd session_uid_lease_;
+  pid_t child_pid_ = -1;              // our direct child: bwrap or init
+  pid_t program_session_leader_ = 0;  // the program's POSIX session (PTY mode), for the sweep
   bool child_exited_ = false;
   bool start_reported_ = false;
   bool exit_reported_ = false;

@@ -16,6 +16,7 @@
 #include "backend/terminal/screen.h"
 #include "common/log.h"
 #include "common/proc_stat.h"
+#include "common/propagate.h"
 
 namespace ptybox::backend {
 namespace {
@@ -48,10 +49,10 @@ void LocalTerminal::Start(const sandbox::LaunchSpec& spec) { init_.Start(spec); 
 void LocalTerminal::OnReady(const sandbox::ReadyMessage& ready, UniqueFd master) {
   if (master_ || !master) return;
   int fd = master.Release();
-  pid_t sid = 0;
-  if (::ioctl(fd, TIOCGSID, &sid) != 0) sid = 0;
-  shell_pid_ = sid;
-  init_.set_program_session(sid);
+  pid_t leader = 0;
+  if (::ioctl(fd, TIOCGSID, &leader) != 0) leader = 0;
+  shell_pid_ = leader;
+  init_.set_program_session_leader(leader);
   master_.emplace(io_, fd);
   master_->non_blocking(true);
   // A descriptor of the slave from the master itself (no path lookup in the sandbox's
@@ -60,7 +61,7 @@ void LocalTerminal::OnReady(const sandbox::ReadyMessage& ready, UniqueFd master)
   TerminalIdentity identity;
   identity.slave_dev = ready.slave_dev;
   identity.slave_rdev = ready.slave_rdev;
-  identity.session_id = shell_pid_;
+  identity.session_leader = shell_pid_;
   // Group members are searched below our direct child (bwrap or init), so a member that
   // was orphaned out of the shell's tree is still found.
   inspector_.emplace(fd, identity, init_.child_pid());
@@ -427,7 +428,7 @@ void LocalTerminal::SignalForeground(int signal, std::function<void(Result<Signa
     pid_t vanished = 0;
     for (int attempt = 0; attempt < 2; ++attempt) {
       Result<pid_t> pgid = VerifiedForegroundGroup();
-      if (!pgid) return std::unexpected(pgid.error());
+      if (!pgid) return Propagate(pgid);
       vanished = *pgid;
       if (::kill(-*pgid, signal) == 0) {
         last_signal_ = DeliveredSignal{std::chrono::steady_clock::now(), *pgid, signal};

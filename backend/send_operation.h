@@ -1,6 +1,6 @@
 // One send on one session: pre-write inspection, the write, the readiness wait and the settled
-// result, plus cancellation with a real SIGINT. It owns the ordering rules of seeds/001
-// (cancellation paragraph); the readiness decisions belong to its ReadinessEngine.
+// result, plus cancellation with a real SIGINT. It owns the ordering rules of
+// docs/readiness.md ("Cancellation"); the readiness decisions belong to its ReadinessEngine.
 #pragma once
 
 #include <chrono>

@@ -11,6 +11,7 @@
 
 #include "backend/terminal/key_encoder.h"
 #include "common/log.h"
+#include "common/propagate.h"
 #include "policy/mode.h"
 #include "sandbox/bwrap_args.h"
 
@@ -467,7 +468,7 @@ Result<std::shared_ptr<SendOperation>> ShellSession::StartSend(SendRequest reque
     // that waits for input has been seen asking (readiness decodes output before it settles).
     Result<std::string> bytes =
         EncodeKeys(request.keys, KeyModes{.application_cursor = decoder_.application_cursor()});
-    if (!bytes) return std::unexpected(bytes.error());
+    if (!bytes) return Propagate(bytes);
     request.input = std::move(*bytes);
   }
   touched_after_ready_ = true;
@@ -849,7 +850,7 @@ void ShellSession::Close(std::string reason, std::function<void(Result<SessionSt
     waiters.swap(self->close_waiters_);
     if (!result) {
       self->closing_ = false;  // a retry may succeed
-      for (auto& waiter : waiters) waiter(std::unexpected(result.error()));
+      for (auto& waiter : waiters) waiter(Propagate(result));
       return;
     }
     self->closed_ = true;
@@ -1110,7 +1111,7 @@ std::shared_ptr<PendingSpawn> ShellBackend::SpawnCold(SpawnSpec spec, SpawnCallb
       // Once this open is answered: the pool never competes with the open it follows.
       PostRefill(io, pool, refill);
     } else {
-      done(std::unexpected(ready.error()));
+      done(Propagate(ready));
     }
   });
   return pending;

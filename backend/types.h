@@ -1,14 +1,20 @@
-// The PTY vocabulary of the seeds (seeds/000), shared by backends, the service and the
-// protocol servers: why a send returned, the top-level process status, results and requests.
+// The PTY vocabulary of the contract (docs/protocol.md), shared by backends, the service and the
+// protocol servers: why a send returned, the top-level process status, results and requests, and
+// what a session's proxy reports.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/tokens.h"
 
 namespace ptybox::backend {
 
@@ -18,7 +24,24 @@ namespace ptybox::backend {
 // kPattern: the output since the write matched the send's `pattern`
 // (backend/readiness/output_pattern.h).
 enum class WaitReason { kStdinRead, kInferredIdle, kTimeout, kSessionExit, kPattern };
+
+// A wait reason and its contract name as one token (common/tokens.h): the one table of wait
+// reasons, which ToString, the MCP output schema's enum and the text a model reads are drawn from.
+using WaitReasonToken = NameToken<WaitReason>;
+// Every wait reason in the enum's order (ToString indexes it).
+inline constexpr std::array<WaitReasonToken, 5> kWaitReasonTokens = {{
+    {WaitReason::kStdinRead, "stdin_read"},
+    {WaitReason::kInferredIdle, "inferred_idle"},
+    {WaitReason::kTimeout, "timeout"},
+    {WaitReason::kSessionExit, "session_exit"},
+    {WaitReason::kPattern, "pattern"},
+}};
+static_assert(InEnumOrder(kWaitReasonTokens),
+              "kWaitReasonTokens must list the wait reasons in the enum's order");
+
 std::string_view ToString(WaitReason reason);
+// The contract names of every wait reason, in the table's order (for schemas' enums).
+std::vector<std::string> WaitReasonNames();
 
 // Top-level process status, independent of a send's wait reason.
 struct SessionStatus {
@@ -109,4 +132,31 @@ struct SignalResult {
   int pgid = 0;
 };
 
+namespace proxy {
+
+// What a session's proxy (backend/proxy/network_proxy.h) reports to whoever audits the session
+// (runtime/audit): each refusal, and the totals once it stops. Light on purpose: SpawnSpec
+// carries it without the reactor, and the audit room below the backend reads it.
+
+// One refused request, for the audit log (`network_denied`) and the client's one line.
+struct ProxyRefusal {
+  std::string host;  // as requested, normalized when it could be (printable, bounded)
+  uint16_t port = 0;
+  std::string reason;  // the line the client got
+};
+
+// The session's traffic through its proxy, reported once when the proxy stops.
+struct ProxyTotals {
+  uint64_t connections = 0;     // relayed to a server
+  uint64_t refused = 0;         // refused by the policy
+  uint64_t bytes_sent = 0;      // client -> servers
+  uint64_t bytes_received = 0;  // servers -> client
+};
+
+struct ProxyEvents {
+  std::function<void(const ProxyRefusal&)> refused;
+  std::function<void(const ProxyTotals&)> stopped;
+};
+
+}  // namespace proxy
 }  // namespace ptybox::backend

@@ -22,7 +22,7 @@
 namespace ptybox::backend {
 
 // What an open asks for, as the pool files it: the whole resolved policy (mode, roots, binds,
-// env rules, limits, session ids, hidden paths, the policy files and where each value came
+// env rules, limits, session uids, hidden paths, the policy files and where each value came
 // from), the start directory, the client's environment and the terminal size. Compared with
 // ==, never hashed. A matching key is necessary, not sufficient: PooledShell::Matches then
 // compares a fresh launch with the one the shell was started with (host facts included).

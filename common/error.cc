@@ -1,41 +1,41 @@
 #include "common/error.h"
 
+#include <array>
+#include <cstddef>
 #include <cstring>
+
+#include "common/tokens.h"
 
 namespace ptybox {
 
+namespace {
+
+// Each kind with its contract spelling, in the enum's order: the one kind table (ToString, and
+// through it the wire's error.data.kind and the tests' EXPECT_ERROR_KIND).
+constexpr std::array<NameToken<ErrorKind>, 14> kErrorKindTokens = {{
+    {ErrorKind::kNotFound, "not_found"},
+    {ErrorKind::kBusy, "busy"},
+    {ErrorKind::kModeFenced, "mode_fenced"},
+    {ErrorKind::kSpawnFailed, "spawn_failed"},
+    {ErrorKind::kStartupTimeout, "startup_timeout"},
+    {ErrorKind::kPolicyError, "policy_error"},
+    {ErrorKind::kPolicyDenied, "policy_denied"},
+    {ErrorKind::kSandboxUnavailable, "sandbox_unavailable"},
+    {ErrorKind::kClosed, "closed"},
+    {ErrorKind::kCleanupFailed, "cleanup_failed"},
+    {ErrorKind::kCanceled, "canceled"},
+    {ErrorKind::kNameTaken, "name_taken"},
+    {ErrorKind::kInvalidParams, "invalid_params"},
+    {ErrorKind::kInternal, "internal"},
+}};
+static_assert(InEnumOrder(kErrorKindTokens), "kErrorKindTokens must list the kinds in order");
+static_assert(kErrorKindTokens.back().value == ErrorKind::kInternal, "every kind is listed");
+
+}  // namespace
+
 std::string_view ToString(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kNotFound:
-      return "not_found";
-    case ErrorKind::kBusy:
-      return "busy";
-    case ErrorKind::kModeFenced:
-      return "mode_fenced";
-    case ErrorKind::kSpawnFailed:
-      return "spawn_failed";
-    case ErrorKind::kStartupTimeout:
-      return "startup_timeout";
-    case ErrorKind::kPolicyError:
-      return "policy_error";
-    case ErrorKind::kPolicyDenied:
-      return "policy_denied";
-    case ErrorKind::kSandboxUnavailable:
-      return "sandbox_unavailable";
-    case ErrorKind::kClosed:
-      return "closed";
-    case ErrorKind::kCleanupFailed:
-      return "cleanup_failed";
-    case ErrorKind::kCanceled:
-      return "canceled";
-    case ErrorKind::kNameTaken:
-      return "name_taken";
-    case ErrorKind::kInvalidParams:
-      return "invalid_params";
-    case ErrorKind::kInternal:
-      return "internal";
-  }
-  return "internal";
+  const auto index = static_cast<size_t>(kind);
+  return index < kErrorKindTokens.size() ? kErrorKindTokens[index].name : "internal";
 }
 
 Error Error::FromErrno(ErrorKind kind, std::string_view syscall, std::string_view path, int err) {

@@ -45,8 +45,9 @@ struct Error {
   // The errno of the failed system call behind this error, 0 when none (as crun's errors
   // carry their status): callers test it instead of the global errno, which later calls reuse.
   int sys_errno = 0;
-  // name_taken: the session that holds the name, once published (error.data.sessionId).
-  std::string session_id;
+  // name_taken: the contract's session id (`pty-<hex>`) of the session that holds the name, once
+  // published (error.data.sessionId).
+  std::string holder_session_id;
 
   // "<syscall> <path>: <strerror>" for an errno failure.
   static Error FromErrno(ErrorKind kind, std::string_view syscall, std::string_view path = {},
@@ -55,8 +56,20 @@ struct Error {
   std::string Describe() const;
 };
 
+// A value or the Error that kept it from being made. [[nodiscard]] on the type, so every function
+// returning one is: an ignored Result is an ignored failure. Propagate an error with
+// common/propagate.h; where ignoring one is right, say why beside a `(void)` cast.
 template <typename T>
-using Result = std::expected<T, Error>;
+class [[nodiscard]] Result : public std::expected<T, Error> {
+ public:
+  using Base = std::expected<T, Error>;
+  using Base::Base;
+  using Base::operator=;
+  Result() = default;
+  // A std::expected<T, Error> built elsewhere is a Result.
+  Result(const Base& other) : Base(other) {}        // NOLINT(google-explicit-constructor)
+  Result(Base&& other) : Base(std::move(other)) {}  // NOLINT(google-explicit-constructor)
+};
 
 inline std::unexpected<Error> Fail(ErrorKind kind, std::string message, std::string context = {}) {
   return std::unexpected(Error{kind, std::move(message), std::move(context)});

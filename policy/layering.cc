@@ -58,9 +58,9 @@ class Layers final {
     LimitValues();
     // Operator only (a repository file cannot set it): the host ids of a root daemon's sessions.
     out_.sources["sessionIds"] = std::string(kDefault);
-    if (op_ != nullptr && op_->session_ids) {
-      out_.session_ids = op_->session_ids->value;
-      out_.sources["sessionIds"] = op_->session_ids->where;
+    if (op_ != nullptr && op_->session_uids) {
+      out_.session_uids = op_->session_uids->value;
+      out_.sources["sessionIds"] = op_->session_uids->where;
     }
     if (!errors_.empty()) return std::unexpected(std::move(errors_));
     return std::move(out_);
@@ -88,7 +88,7 @@ class Layers final {
     // (the error below tells the user exactly that they may request the mode instead).
     if (repo_ != nullptr && repo_->mode && !in_.requested_mode) {
       const Mode asked = repo_->mode->value;
-      const std::string op_file = op_ != nullptr ? op_->path.string() : "/etc/ptybox/policy.yaml";
+      const std::string op_file = OperatorFile();
       if (!Within(asked, out_.ceiling)) {
         errors_.push_back(Denied(
             repo_->mode->where, "mode",
@@ -147,7 +147,9 @@ class Layers final {
   }
 
   std::string OperatorFile() const {
-    return op_ != nullptr ? op_->path.string() : std::string("/etc/ptybox/policy.yaml");
+    if (op_ != nullptr) return op_->path.string();
+    return in_.operator_path.empty() ? std::string(kDefaultOperatorPolicy)
+                                     : in_.operator_path.string();
   }
 
   // The command line may allow the network where the operator file says `network: allow`, or,
@@ -449,7 +451,13 @@ class Layers final {
   }
 
   void Env() {
-    // pass: the operator's list (or the default one); a repository list must be a subset.
+    EnvPass();
+    EnvSet();
+    EnvSource();
+  }
+
+  // env.pass: the operator's list (or the default one); a repository list must be a subset.
+  void EnvPass() {
     std::vector<std::string> pass;
     std::string pass_source(kDefault);
     if (op_ != nullptr && op_->env_pass_where) {
@@ -494,8 +502,10 @@ class Layers final {
     }
     out_.env.pass = std::move(pass);
     out_.sources["env.pass"] = pass_source;
+  }
 
-    // set: the operator's values, plus repository names the operator does not set.
+  // env.set: the operator's values, plus repository names the operator does not set.
+  void EnvSet() {
     std::vector<std::string> set_sources;
     if (op_ != nullptr) {
       for (const auto& [name, value] : op_->env_set) out_.env.set[name] = value.value;
@@ -521,7 +531,7 @@ class Layers final {
     } else {
       for (std::string_view name : DefaultRepositoryEnvSet()) repo_allowed.emplace_back(name);
     }
-    const std::string op_file = op_ != nullptr ? op_->path.string() : "/etc/ptybox/policy.yaml";
+    const std::string op_file = OperatorFile();
     if (repo_ != nullptr) {
       for (const auto& [name, value] : repo_->env_set) {
         if (op_ != nullptr) {
@@ -567,7 +577,10 @@ class Layers final {
     }
     const std::string joined = Join(set_sources);
     out_.sources["env.set"] = joined.empty() ? std::string(kDefault) : joined;
+  }
 
+  // Where the `env` key itself came from, layer by layer.
+  void EnvSource() {
     std::string env_source(kDefault);
     if (op_ != nullptr && op_->env_where) env_source = *op_->env_where;
     if (cli_ != nullptr && cli_->env_where) {

@@ -27,6 +27,9 @@ struct LayerInputs {
   // --writable, --env and --hide: the person who started ptybox, below the operator and above
   // the repository.
   const PolicyFile* command_line = nullptr;
+  // The operator file messages name when there is none to read (where one would be read: the
+  // default path, or the one PTYBOX_OPERATOR_POLICY or --policy gives); empty: the default.
+  std::filesystem::path operator_path{};
 };
 
 // The effective policy, or every layering violation (kPolicyDenied, each naming the file

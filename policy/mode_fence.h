@@ -1,7 +1,8 @@
-// The mode fence of one owner (seeds/001): a change to a different effective mode is refused
-// while the owner has an open session or a spawn in progress, and so is any mode change that
-// would leave a live session or spawn in another mode than the one chosen. Owned by the owner
-// scope itself, so it outlives any provider reload that keeps the owner's sessions.
+// The mode fence of one owner (docs/policy.md, "Changing modes safely"): a change to a different
+// effective mode is refused while the owner has an open session or a spawn in progress, and so is
+// any mode change that would leave a live session or spawn in another mode than the one chosen.
+// Owned by the owner scope itself, so it outlives any provider reload that keeps the owner's
+// sessions.
 #pragma once
 
 #include <array>

@@ -7,15 +7,13 @@
 #include <string>
 #include <string_view>
 
+#include "common/tokens.h"
 #include "policy/mode.h"
 
 namespace ptybox::policy {
 
-// A mode and its name as one token (nsjail's NS_VALSTR_STRUCT), so neither is written apart.
-struct ModeToken {
-  Mode mode;
-  std::string_view name;
-};
+// A mode and its name as one token (common/tokens.h), so neither is written apart.
+using ModeToken = NameToken<Mode>;
 
 // Every mode with its name, narrowest first, in the enum's order (ToString indexes it).
 inline constexpr std::array<ModeToken, 3> kModeTokens = {{
@@ -27,7 +25,7 @@ inline constexpr std::array<ModeToken, 3> kModeTokens = {{
 // The modes, then their names, as lists drawn from kModeTokens (for loops and enums).
 inline constexpr std::array<Mode, kModeTokens.size()> kModes = [] {
   std::array<Mode, kModeTokens.size()> modes{};
-  for (size_t i = 0; i < kModeTokens.size(); ++i) modes[i] = kModeTokens[i].mode;
+  for (size_t i = 0; i < kModeTokens.size(); ++i) modes[i] = kModeTokens[i].value;
   return modes;
 }();
 inline constexpr std::array<std::string_view, kModeTokens.size()> kModeNames = [] {
@@ -35,14 +33,7 @@ inline constexpr std::array<std::string_view, kModeTokens.size()> kModeNames = [
   for (size_t i = 0; i < kModeTokens.size(); ++i) names[i] = kModeTokens[i].name;
   return names;
 }();
-static_assert(
-    [] {
-      for (size_t i = 0; i < kModeTokens.size(); ++i) {
-        if (static_cast<size_t>(kModeTokens[i].mode) != i) return false;
-      }
-      return true;
-    }(),
-    "kModeTokens must list the modes in the enum's order");
+static_assert(InEnumOrder(kModeTokens), "kModeTokens must list the modes in the enum's order");
 // "read-only, workspace-write or danger-full-access", for messages and help.
 std::string ModeAlternatives();
 

@@ -23,14 +23,23 @@ struct EnvPolicy {
   bool operator==(const EnvPolicy&) const = default;
 };
 
-// The host ids a root daemon's confined sessions run as (operator policy `sessionIds`). Each
-// session takes the next id of the range, round robin; uid and gid are the same number.
-// The default lies above the ranges useradd hands out in /etc/subuid (100000-600100000) and
-// below 2^31, where no distribution allocates users.
-struct SessionIdRange {
-  uint32_t first = 2147418112;  // 0x7FFF0000
+// Where the operator policy is read when neither --policy nor PTYBOX_OPERATOR_POLICY names
+// another file: the one place this path is written (the inputs carry the path in force).
+inline constexpr char kDefaultOperatorPolicy[] = "/etc/ptybox/policy.yaml";
+
+// A session uid: the unprivileged host uid (and gid, the same number) a root daemon's confined
+// session runs as. Not the contract's session id (`pty-<hex>`, a string), nor the POSIX session
+// of the shell (its session leader's pid): docs/architecture.md, "Vocabulary".
+using SessionUid = uint32_t;
+
+// The session uids a root daemon's confined sessions run as (operator policy `sessionIds`, a
+// name kept for the policies already written). Each session leases a free uid of the range
+// (sandbox/session_uid_lease.h). The default lies above the ranges useradd hands out in
+// /etc/subuid (100000-600100000) and below 2^31, where no distribution allocates users.
+struct SessionUidRange {
+  SessionUid first = 2147418112;  // 0x7FFF0000
   uint32_t count = 65536;
-  bool operator==(const SessionIdRange&) const = default;
+  bool operator==(const SessionUidRange&) const = default;
 };
 
 // Operator only (`audit`): where the daemon and `ptybox run` keep their audit log, and where
@@ -53,7 +62,7 @@ struct ResolvedPolicy {
   std::optional<NetworkNames> network_names;
   EnvPolicy env;
   Limits limits;
-  SessionIdRange session_ids;  // operator only
+  SessionUidRange session_uids;  // operator only
   // Paths hidden from confined sessions (`hide`): absolute, or "~/..." for every home
   // directory (expanded at each spawn by sandbox/host_walls.h).
   std::vector<std::string> hidden;

@@ -80,7 +80,8 @@ class FileParser final {
           AddError(k, key,
                    "only the operator policy may set `" + key +
                        "`; a repository policy cannot widen or move the sandbox. Remove it "
-                       "(operators set it in /etc/ptybox/policy.yaml or the --policy file)");
+                       "(operators set it in " +
+                       kDefaultOperatorPolicy + " or the --policy file)");
         } else if (key == "ceiling") {
           if (auto mode = ModeValue(k, v, "ceiling")) {
             out_.file.ceiling = Located<Mode>{*mode, Pos(k, v)};
@@ -88,7 +89,7 @@ class FileParser final {
         } else if (key == "repository") {
           Repository(k, v);
         } else if (key == "sessionIds") {
-          SessionIds(k, v);
+          SessionUids(k, v);
         } else if (key == "audit") {
           Audit(k, v);
         } else {
@@ -614,8 +615,8 @@ class FileParser final {
     });
   }
 
-  // `sessionIds: {first: N, count: M}`: the host ids of a root daemon's sessions.
-  void SessionIds(const YamlNode& k, const YamlNode& v) {
+  // `sessionIds: {first: N, count: M}`: the session uids of a root daemon's sessions.
+  void SessionUids(const YamlNode& k, const YamlNode& v) {
     const std::string shape = "a mapping like `sessionIds: {first: 2147418112, count: 65536}`";
     if (v.kind != Kind::kMap) {
       AddError(At(k, v), "sessionIds", "expected " + shape + ", got " + Got(v));
@@ -656,8 +657,8 @@ class FileParser final {
                    " goes past the largest host id 4294967294; lower `first` or `count`");
       return;
     }
-    out_.file.session_ids = Located<SessionIdRange>{
-        SessionIdRange{static_cast<uint32_t>(*first), static_cast<uint32_t>(*count)}, Pos(k, v)};
+    out_.file.session_uids = Located<SessionUidRange>{
+        SessionUidRange{static_cast<uint32_t>(*first), static_cast<uint32_t>(*count)}, Pos(k, v)};
   }
 
   // `audit: {log: PATH, recordDir: DIR, recordMaxBytes: N}`: the audit log and recordings.

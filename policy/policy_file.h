@@ -54,7 +54,7 @@ struct PolicyFile {
   std::optional<std::string> repository_env_set_where;      // set when `repository.envSet` is given
   std::vector<Located<std::string>> repository_env_set;     // names a repository env.set may use
   std::optional<Located<bool>> repository_trust_in_danger;  // repository.trustInDangerFullAccess
-  std::optional<Located<SessionIdRange>> session_ids;       // operator files only
+  std::optional<Located<SessionUidRange>> session_uids;     // operator files only
   // Operator files only: `audit.log`, `audit.recordDir` (absolute or relative to the file),
   // `audit.recordMaxBytes`.
   std::optional<Located<std::filesystem::path>> audit_log;

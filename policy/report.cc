@@ -154,8 +154,8 @@ std::vector<LayeringCheck> CheckLayering(const std::vector<fs::path>& paths,
     LayeringCheck check;
     check.repository = absolute;
     check.layered_on = operator_path ? operator_path->string() : "the built-in defaults";
-    auto combined =
-        Combine(LayerInputs{op ? &*op : nullptr, &*repo, root, "default", std::nullopt});
+    auto combined = Combine(LayerInputs{op ? &*op : nullptr, &*repo, root, "default", std::nullopt,
+                                        nullptr, AbsoluteNormal(default_operator_policy)});
     if (!combined) {
       check.problems = std::move(combined.error());
     } else {
@@ -198,9 +198,7 @@ std::string FormatResolved(const ResolvedPolicy& policy) {
   for (const auto& [name, value] : policy.env.set) {
     set.push_back(name + ": \"" + Printable(value, 256) + "\"");
   }
-  std::string set_text = "{";
-  for (size_t i = 0; i < set.size(); ++i) set_text += (i > 0 ? ", " : "") + set[i];
-  line("env.set", set_text + "}", SourceOf(policy, "env.set"));
+  line("env.set", "{" + Join(set) + "}", SourceOf(policy, "env.set"));
   for (const LimitSpec& spec : LimitSpecs()) {
     const std::string key = "limits." + std::string(spec.key);
     std::optional<int64_t> value = spec.Get(policy.limits);

@@ -43,7 +43,7 @@ struct LayeringCheck {
 // their own (CheckPolicyFile) are left out, since layering needs them parsed.
 [[nodiscard]] std::vector<LayeringCheck> CheckLayering(
     const std::vector<std::filesystem::path>& paths,
-    const std::filesystem::path& default_operator_policy = "/etc/ptybox/policy.yaml");
+    const std::filesystem::path& default_operator_policy = kDefaultOperatorPolicy);
 
 // One line per effective value, "key: value  # source", then the policy files read.
 [[nodiscard]] std::string FormatResolved(const ResolvedPolicy& policy);

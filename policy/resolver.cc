@@ -181,9 +181,13 @@ Result<ResolvedPolicy> Resolve(const ResolveInputs& inputs) {
   }
 
   // 5. Layering.
-  LayerInputs layers{
-      op ? &*op : nullptr, repo ? &*repo : nullptr, *root,
-      workspace_source,    inputs.requested_mode,   command_line ? &*command_line : nullptr};
+  LayerInputs layers{op ? &*op : nullptr,
+                     repo ? &*repo : nullptr,
+                     *root,
+                     workspace_source,
+                     inputs.requested_mode,
+                     command_line ? &*command_line : nullptr,
+                     Absolute(inputs.operator_policy.value_or(inputs.default_operator_policy))};
   auto combined = Combine(layers);
   if (!combined) return std::unexpected(FirstOf(std::move(combined.error()), ""));
   if (skip_repository && !combined->ignored_repository_file &&

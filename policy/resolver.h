@@ -18,7 +18,7 @@ namespace ptybox::policy {
 struct ResolveInputs {
   // --policy FILE: must exist. Unset: `default_operator_policy` when present.
   std::optional<std::filesystem::path> operator_policy;
-  std::filesystem::path default_operator_policy = "/etc/ptybox/policy.yaml";
+  std::filesystem::path default_operator_policy = kDefaultOperatorPolicy;
   // The workspace (empty: the current directory). When `workspace_from_cli` is false this is
   // only a fallback, used if the operator file has no `workspace` key.
   std::filesystem::path workspace;

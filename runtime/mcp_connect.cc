@@ -345,7 +345,7 @@ Error ErrorFromRpc(const Json& error) {
   }
   Error out{kind, message, context};
   if (data.contains("sessionId") && data["sessionId"].is_string()) {
-    out.session_id = data["sessionId"].get<std::string>();
+    out.holder_session_id = data["sessionId"].get<std::string>();
   }
   return out;
 }
@@ -372,6 +372,78 @@ std::optional<policy::Mode> ModeOf(const Result<Json>& resolved) {
     return std::nullopt;
   }
   return policy::ParseMode((*resolved)["mode"].get<std::string>());
+}
+
+// What became of the owner kept for a workspace.
+struct KeptOwner {
+  bool attached = false;  // this connection is that owner now
+  bool keep_file = true;  // false: another process is attached to it, and the file is its own
+};
+
+// owner_attach with the token kept for `workspace`. Just after the previous process died the
+// daemon may not have seen it leave yet (busy): asked again a few times before giving up on
+// that owner.
+KeptOwner AttachKeptOwner(int fd, int64_t& id, const std::string& token,
+                          const std::filesystem::path& workspace) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    Result<Json> result = BlockingCall(fd, id++, "owner_attach", {{"ownerToken", token}});
+    if (result) {
+      LogInfo("mcp --connect: attached to the owner kept for " + workspace.string() + ": " +
+              std::to_string((*result)["sessions"].size()) + " terminals, " +
+              std::to_string((*result)["operations"].size()) + " operations");
+      return {.attached = true};
+    }
+    if (result.error().kind == ErrorKind::kBusy) {
+      if (attempt == 19) {
+        // Another ptybox mcp --connect holds that owner: its file stays its own.
+        LogWarn("mcp --connect: another process is attached to the owner kept for " +
+                workspace.string() + "; this one starts its own owner and keeps no token");
+        return {.attached = false, .keep_file = false};
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      continue;
+    }
+    if (result.error().kind == ErrorKind::kNotFound) {
+      LogInfo("mcp --connect: the owner kept for " + workspace.string() +
+              " is gone (its grace expired or the daemon restarted); starting afresh");
+    } else {
+      LogWarn("mcp --connect: attaching failed: " + result.error().Describe() +
+              "; starting afresh");
+    }
+    break;
+  }
+  return {};
+}
+
+// An attached owner wider than this host's start: the user of the host that widened it consented
+// for that host's model, not for this one. Narrowed back (true: still attached), or (live wider
+// terminals fence the mode) left to its grace on a fresh connection in `fd` (false).
+Result<bool> NarrowToStart(UniqueFd& fd, int64_t& id, std::optional<policy::Mode> start,
+                           const std::filesystem::path& socket,
+                           const std::filesystem::path& workspace) {
+  const std::optional<policy::Mode> mode =
+      ModeOf(BlockingCall(fd.Get(), id++, "policy_resolve", Json::object()));
+  const policy::Mode free = start.value_or(policy::Mode::kReadOnly);
+  if (mode && policy::Within(*mode, free)) return true;
+  const std::string was =
+      mode ? std::string(policy::ToString(*mode)) : std::string("an unknown mode");
+  Result<Json> narrowed = BlockingCall(fd.Get(), id++, "policy_set_mode",
+                                       {{"mode", std::string(policy::ToString(free))}});
+  if (narrowed) {
+    LogWarn("mcp --connect: the owner kept for " + workspace.string() + " was in " + was +
+            ", wider than this host's start (" + std::string(policy::ToString(free)) +
+            "): narrowed back; a wider mode asks this host's user again");
+    return true;
+  }
+  LogWarn("mcp --connect: the owner kept for " + workspace.string() + " runs terminals in " + was +
+          ", wider than this host's start (" + std::string(policy::ToString(free)) +
+          ") that only its user consented to (" + narrowed.error().Describe() +
+          "): not taking it; this process starts its own owner and keeps no token");
+  Result<UniqueFd> fresh = ConnectTrusted(socket);
+  if (!fresh) return Propagate(fresh);
+  fd = std::move(*fresh);
+  id = 1;
+  return false;
 }
 
 }  // namespace
@@ -401,66 +473,16 @@ Result<std::shared_ptr<RemoteDaemon>> RemoteDaemon::Connect(
   bool keep_file = static_cast<bool>(state);
   if (std::optional<std::string> token =
           state ? ReadToken(state->Get(), file) : std::optional<std::string>()) {
-    // Just after the previous process died the daemon may not have seen it leave yet (busy):
-    // asked again a few times before giving up on that owner.
-    for (int attempt = 0; attempt < 20; ++attempt) {
-      Result<Json> result = BlockingCall(fd->Get(), id++, "owner_attach", {{"ownerToken", *token}});
-      if (result) {
-        attached = true;
-        LogInfo("mcp --connect: attached to the owner kept for " + workspace.string() + ": " +
-                std::to_string((*result)["sessions"].size()) + " terminals, " +
-                std::to_string((*result)["operations"].size()) + " operations");
-        break;
-      }
-      if (result.error().kind == ErrorKind::kBusy) {
-        if (attempt == 19) {
-          // Another ptybox mcp --connect holds that owner: its file stays its own.
-          LogWarn("mcp --connect: another process is attached to the owner kept for " +
-                  workspace.string() + "; this one starts its own owner and keeps no token");
-          keep_file = false;
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(250));
-        continue;
-      }
-      if (result.error().kind == ErrorKind::kNotFound) {
-        LogInfo("mcp --connect: the owner kept for " + workspace.string() +
-                " is gone (its grace expired or the daemon restarted); starting afresh");
-      } else {
-        LogWarn("mcp --connect: attaching failed: " + result.error().Describe() +
-                "; starting afresh");
-      }
-      break;
-    }
+    const KeptOwner kept = AttachKeptOwner(fd->Get(), id, *token, workspace);
+    attached = kept.attached;
+    keep_file = keep_file && kept.keep_file;
   }
   if (attached) {
-    const std::optional<policy::Mode> mode =
-        ModeOf(BlockingCall(fd->Get(), id++, "policy_resolve", Json::object()));
-    const policy::Mode free = start.value_or(policy::Mode::kReadOnly);
-    if (!mode || !policy::Within(*mode, free)) {
-      // Wider than this host's start: the user of the host that widened it consented for that
-      // host's model, not for this one. Narrowed back, or (live wider terminals fence the mode)
-      // left to its grace while this process starts its own owner.
-      Result<Json> narrowed = BlockingCall(fd->Get(), id++, "policy_set_mode",
-                                           {{"mode", std::string(policy::ToString(free))}});
-      if (narrowed) {
-        LogWarn("mcp --connect: the owner kept for " + workspace.string() + " was in " +
-                (mode ? std::string(policy::ToString(*mode)) : std::string("an unknown mode")) +
-                ", wider than this host's start (" + std::string(policy::ToString(free)) +
-                "): narrowed back; a wider mode asks this host's user again");
-      } else {
-        LogWarn("mcp --connect: the owner kept for " + workspace.string() + " runs terminals in " +
-                (mode ? std::string(policy::ToString(*mode)) : std::string("an unknown mode")) +
-                ", wider than this host's start (" + std::string(policy::ToString(free)) +
-                ") that only its user consented to (" + narrowed.error().Describe() +
-                "): not taking it; this process starts its own owner and keeps no token");
-        Result<UniqueFd> fresh = ConnectTrusted(socket);
-        if (!fresh) return Propagate(fresh);
-        *fd = std::move(*fresh);
-        id = 1;
-        attached = false;
-        keep_file = false;
-      }
+    Result<bool> still = NarrowToStart(*fd, id, start, socket, workspace);
+    if (!still) return Propagate(still);
+    if (!*still) {
+      attached = false;
+      keep_file = false;
     }
   }
   if (!attached) {

@@ -70,7 +70,7 @@ Result<std::shared_ptr<OpenTicket>> Owner::BeginOpen(const std::string& name, po
                       (held->second.empty() ? " still opening" : " (" + held->second + ")") +
                       "; choose another name, or close that session first",
                   "name"};
-      taken.session_id = held->second;
+      taken.holder_session_id = held->second;
       return std::unexpected(std::move(taken));
     }
     names_[name] = "";

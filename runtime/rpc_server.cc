@@ -41,6 +41,7 @@ void RpcConnection::OnDisconnected() {
   disconnected_ = true;
   std::shared_ptr<RpcConnection> self = shared_from_this();
   // A person's `ptybox attach` left: its watches end (the sessions it watched go on).
+  // Ignored: a watch the service already ended (its session closed) has nothing left to end.
   for (uint64_t watch : std::set<uint64_t>(*watches_)) (void)service_.Unwatch(*owner_, watch);
   watches_->clear();
   // An owner with a detach grace outlives the connection (contract v1.1): nothing to await.
@@ -282,7 +283,7 @@ Result<void> PrepareSocketDirectory(const std::filesystem::path& path) {
   if (Result<void> made =
           CreatePrivateDirectories(dir, "the socket directory", "--socket path", path.string());
       !made) {
-    return std::unexpected(made.error());
+    return Propagate(made);
   }
   // Checked below like any existing directory: another user may have made it first.
   // The directory itself, not what a link there points to; and only one that nobody else can

@@ -308,7 +308,7 @@ Result<backend::SendRead> PtyService::Output(Owner& owner, const std::string& se
                     "; start one with terminal_send {\"background\": true}",
                 "sessionId");
   }
-  if (op->settled() && !op->result()->has_value()) return std::unexpected(op->result()->error());
+  if (op->settled() && !op->result()->has_value()) return Propagate(*op->result());
   // The session's own limit, as terminal_read uses it: never the policy files as they are now.
   return op->ReadOutput(static_cast<size_t>((*session)->policy().limits.max_read_bytes));
 }
@@ -771,6 +771,7 @@ OwnerInfo PtyService::Info(Owner& owner) {
   info.token = owner.token();
   if (owner.may_detach) {
     // A broken repository file: the grace is the operator's anyway (as at a disconnect).
+    // Ignored when even the operator file cannot be read: the grace stays the one in force.
     if (!Resolve(owner, std::nullopt)) (void)FixOperatorDetachGrace(owner);
     info.detach_grace_ms = owner.detach_grace_ms().value_or(0);
   }

@@ -36,7 +36,7 @@ inline constexpr size_t kDefaultMaxTotalSessions = 256;
 struct ServiceOptions {
   size_t max_total_sessions = kDefaultMaxTotalSessions;
   std::optional<std::filesystem::path> operator_policy;  // --policy FILE
-  std::filesystem::path default_operator_policy = "/etc/ptybox/policy.yaml";
+  std::filesystem::path default_operator_policy = policy::kDefaultOperatorPolicy;
   std::filesystem::path workspace;  // --workspace or the current directory
   bool workspace_from_cli = false;
   std::optional<policy::Mode> mode_override;  // --mode (ptybox run) / initial owner mode

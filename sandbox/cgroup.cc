@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "common/join.h"
 #include "common/log.h"
 #include "common/unique_fd.h"
 #include "sandbox/cgroup_file.h"
@@ -78,7 +79,7 @@ SessionCgroup::SessionCgroup(SessionCgroup&& other) noexcept
 
 SessionCgroup& SessionCgroup::operator=(SessionCgroup&& other) noexcept {
   if (this != &other) {
-    if (!removed_) (void)Remove();
+    if (!removed_) (void)Remove();  // best effort: the start-up sweep removes what is left
     path_ = std::move(other.path_);
     members_ = std::move(other.members_);
     kill_v2_ = other.kill_v2_;
@@ -89,7 +90,7 @@ SessionCgroup& SessionCgroup::operator=(SessionCgroup&& other) noexcept {
 }
 
 SessionCgroup::~SessionCgroup() {
-  if (!removed_) (void)Remove();
+  if (!removed_) (void)Remove();  // best effort: the start-up sweep removes what is left
 }
 
 Result<std::vector<UniqueFd>> SessionCgroup::OpenPlacement() const {
@@ -131,6 +132,7 @@ Result<void> SessionCgroup::Kill() {
   // polls on and repeats).
   for (const Member& m : members_) {
     std::error_code ec;
+    // Ignored: a group that still forks is signalled again below until none is left.
     if (fs::exists(m.path / "pids.max", ec)) (void)WriteText(m.path / "pids.max", "0");
   }
   // Each pid through a pidfd, and only while it still names a member: a pid read from
@@ -166,9 +168,9 @@ Result<bool> SessionCgroup::Populated() const {
 }
 
 std::string SessionCgroup::Members() const {
-  std::string text;
-  for (pid_t pid : Pids()) text += (text.empty() ? "" : " ") + std::to_string(pid);
-  return text;
+  std::vector<std::string> pids;
+  for (pid_t pid : Pids()) pids.push_back(std::to_string(pid));
+  return Join(pids, " ");
 }
 
 Result<void> SessionCgroup::Remove() {

@@ -191,6 +191,7 @@ void SurveyV2(Survey& s, const std::vector<cgroups::Mount>& mounts, bool create)
   // The controllers the own cgroup hands down, enabled for the session cgroups.
   const std::vector<std::string> available = Words(ReadText(dir / "cgroup.controllers"));
   for (std::string_view c : cgroups::kControllers) {
+    // Ignored: a controller that cannot be enabled is one the plan reports as not held.
     if (Has(available, c)) (void)WriteText(dir / "cgroup.subtree_control", "+" + std::string(c));
   }
   facts.v2_controllers = Words(ReadText(dir / "cgroup.subtree_control"));

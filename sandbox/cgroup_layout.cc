@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "common/join.h"
+
 namespace ptybox::sandbox::cgroups {
 namespace {
 
@@ -199,10 +201,8 @@ Plan ChoosePlan(const HostFacts& facts) {
     missing.push_back(std::string(c) + " (" + why + ")");
   }
   if (!missing.empty()) {
-    std::string list;
-    for (const std::string& m : missing) list += (list.empty() ? "" : "; ") + m;
     plan.advice =
-        "not held by a cgroup: " + list +
+        "not held by a cgroup: " + Join(missing, "; ") +
         ". Run the daemon where it has a delegated cgroup v2 subtree with these controllers "
         "(systemd: Delegate=yes in its unit; a container: its own cgroup namespace, with "
         "`+pids +memory +cpu` in the parent's cgroup.subtree_control), or as root on a v1 or "

@@ -145,9 +145,12 @@ std::string EndAndRemove(const Home& home, const fs::path& top, const std::strin
                                          cgroups::ChildCgroupPath(home.cgroup, name)};
   std::error_code ec;
   if (v2 && fs::exists(top / "cgroup.kill", ec)) {
-    (void)WriteText(top / "cgroup.kill", "1");  // the whole subtree, in the kernel
+    // The whole subtree, in the kernel. Ignored: a failure leaves members, which the rounds
+    // below SIGKILL one by one.
+    (void)WriteText(top / "cgroup.kill", "1");
   } else {
     for (const fs::path& d : dirs) {
+      // Ignored: a group that still forks is signalled again below until none is left.
       if (fs::exists(d / "pids.max", ec)) (void)WriteText(d / "pids.max", "0");
     }
   }

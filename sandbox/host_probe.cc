@@ -25,6 +25,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/errno_name.h"
 #include "policy/mode.h"
 #include "sandbox/bwrap_args.h"
 #include "sandbox/captured_run.h"
@@ -124,25 +125,6 @@ bool HasEffectiveSysAdmin() {
   return has;
 }
 
-std::string ErrnoName(int err) {
-  switch (err) {
-    case EPERM:
-      return "EPERM";
-    case EACCES:
-      return "EACCES";
-    case ENOSPC:
-      return "ENOSPC";
-    case EINVAL:
-      return "EINVAL";
-    case ENOSYS:
-      return "ENOSYS";
-    case EFAULT:
-      return "EFAULT";
-    default:
-      return "errno " + std::to_string(err);
-  }
-}
-
 // Printable, bounded, single-spaced text from a child's stderr (hostile input).
 std::string Sanitize(std::string_view text, size_t max = 600) {
   std::string out;
@@ -223,7 +205,7 @@ constexpr StderrHint kStderrHints[] = {
      "the launcher could not create its own user namespace (needed to stage the binds)",
      {},
      &UserNamespaceFix},
-    {"ptybox-launch: dropping to the session id",
+    {"ptybox-launch: dropping to the session uid",
      "the root daemon could not switch to the session's unprivileged host id",
      "run the daemon as real root (CAP_SETUID, CAP_SETGID), or as an ordinary user"},
     {"ptybox-launch:", "the launcher could not stage the session's binds",
@@ -264,10 +246,10 @@ class Prober final {
   // Runs the probes in order; stops at the first failure when `stop_at_failure`.
   std::vector<ProbeResult> Run(bool stop_at_failure) {
     using Step = ProbeResult (Prober::*)();
-    static constexpr Step kSteps[] = {&Prober::ProbeBwrap,      &Prober::ProbeUserNamespaces,
-                                      &Prober::ProbeSeccomp,    &Prober::ProbeSeccompFilter,
-                                      &Prober::ProbeSessionIds, &Prober::ProbeSandboxStart,
-                                      &Prober::ProbeSandboxPty, &Prober::ProbeNoHostRoot};
+    static constexpr Step kSteps[] = {&Prober::ProbeBwrap,       &Prober::ProbeUserNamespaces,
+                                      &Prober::ProbeSeccomp,     &Prober::ProbeSeccompFilter,
+                                      &Prober::ProbeSessionUids, &Prober::ProbeSandboxStart,
+                                      &Prober::ProbeSandboxPty,  &Prober::ProbeNoHostRoot};
     std::vector<ProbeResult> results;
     for (Step step : kSteps) {
       results.push_back((this->*step)());
@@ -458,14 +440,14 @@ class Prober final {
 
   // A root daemon runs confined sessions as an unprivileged id of `sessionIds`: the range must
   // be free on this host (checked against the default range; the launcher checks the policy's).
-  ProbeResult ProbeSessionIds() {
+  ProbeResult ProbeSessionUids() {
     const std::string name = "session-ids";
     if (!RunsAsHostRoot()) {
       return Ok(name, "the daemon is not root: sessions run as its own uid " +
                           std::to_string(::geteuid()) + ", mapped 1:1");
     }
-    const policy::SessionIdRange range;
-    if (std::optional<std::string> conflict = SessionRangeConflictOnHost(range)) {
+    const policy::SessionUidRange range;
+    if (std::optional<std::string> conflict = SessionUidRangeConflictOnHost(range)) {
       return Failed(name, *conflict,
                     "set `sessionIds: {first: N, count: M}` in the operator policy to a range no "
                     "user, group or /etc/subuid entry uses");

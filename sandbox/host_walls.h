@@ -31,7 +31,7 @@ std::optional<std::filesystem::path> PerUserRuntimeDirectory();
 // The existing paths among `patterns` ("/abs/path" or "~/rel/path", expanded over `homes`),
 // canonical (a link is hidden at its target), without duplicates. A pattern that names
 // nothing on this host needs nothing.
-// Whether an id that owns no host file (a root daemon's session id) can search every directory
+// Whether an id that owns no host file (a root daemon's session uid) can search every directory
 // above `path`; directories inside `roots` (idmapped to the session) count as reachable.
 bool ReachableByStranger(const std::filesystem::path& path,
                          const std::vector<std::filesystem::path>& roots);

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <optional>
 
+#include "common/propagate.h"
 #include "sandbox/host_walls.h"
 #include "sandbox/init/child_exec.h"
 #include "sandbox/init/init_protocol.h"
@@ -32,7 +33,7 @@ void ApplyPolicy(const policy::ResolvedPolicy& p, const std::filesystem::path& c
   launch.proxy_port =
       policy::IsConfined(p.mode) && p.network_names && !p.network_allowed ? kSessionProxyPort : 0;
   launch.sandbox.cwd = cwd;
-  launch.session_ids = p.session_ids;
+  launch.session_uids = p.session_uids;
   ApplyHostWalls(p, launch.sandbox);  // run dirs and hidden paths (docs/security.md)
   // A private home for tool state, in both confined modes (sandbox/session_home.h).
   launch.sandbox.session_home.clear();
@@ -194,9 +195,11 @@ Result<void> CheckSandboxRoots(const SandboxSpec& sandbox) {
   return {};
 }
 
-Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories& repositories) {
-  const bool confined = policy::IsConfined(spec.mode);
-  // Validate, then act: nothing is created before every input is known to be acceptable.
+namespace {
+
+// Validate, then act: every input is checked before anything is created. The message that
+// starts the program (its environment pointed at the session's home in confined modes).
+Result<StartMessage> CheckLaunch(const LaunchSpec& spec, bool confined) {
   if (spec.command.empty()) return Fail(ErrorKind::kSpawnFailed, "no program to start");
   if (::access(spec.init_binary.c_str(), X_OK) != 0) {
     return Fail(ErrorKind::kSpawnFailed,
@@ -213,32 +216,70 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories
   if (confined && !spec.sandbox.session_home.empty()) {
     PointEnvironmentAtHome(environment, spec.sandbox.session_home);
   }
-  const StartMessage start{environment};
+  StartMessage start{environment};
   if (!EncodeInitMessage(start)) {
     return Fail(ErrorKind::kSpawnFailed, "the session environment is larger than 128 KiB", "env");
   }
+  return start;
+}
+
+// A confined launch's roots checked and its binds staged (mount_stage.h); `sandbox` becomes
+// what bwrap is given.
+Result<StagePlan> StageConfined(const LaunchSpec& spec, SandboxSpec& sandbox,
+                                const LaunchRepositories& repositories) {
+  if (Result<void> roots = CheckSandboxRoots(sandbox); !roots) return Propagate(roots);
+  if (sandbox.mode == policy::Mode::kWorkspaceWrite) {
+    // Fail closed (repository_walk.h): a repository the walk did not reach would be writable.
+    if (!repositories.walked) {
+      return Fail(ErrorKind::kSpawnFailed,
+                  "internal error: a workspace-write launch without the walk of its roots");
+    }
+    if (repositories.incomplete) {
+      return Fail(ErrorKind::kPolicyDenied, *repositories.incomplete,
+                  sandbox.workspace_root.string());
+    }
+  }
+  const bool as_root = RunsAsHostRoot();
+  Result<StagePlan> plan =
+      PrepareStage(sandbox, spec.init_binary, as_root, spec.session_uids, repositories);
+  if (!plan) return Propagate(plan);
+  if (as_root) DropCoversOutOfReach(sandbox);
+  return plan;
+}
+
+// What the child executes: bwrap with the sandbox's argv and the seccomp program (confined), or
+// ptybox-init itself (danger-full-access). `seccomp` receives the program's memfd.
+Result<std::vector<std::string>> ChildArgv(const LaunchSpec& spec, const SandboxSpec& sandbox,
+                                           bool confined, UniqueFd& seccomp) {
+  std::vector<std::string> args;
+  if (!confined) {
+    args.push_back(spec.init_binary.string());
+    std::vector<std::string> init_args = BuildInitArgs(spec);
+    args.insert(args.end(), init_args.begin(), init_args.end());
+    return args;
+  }
+  Result<UniqueFd> program = BuildSeccompProgram({.network_allowed = spec.sandbox.network_allowed});
+  if (!program) return Propagate(program);
+  seccomp = std::move(*program);
+  BwrapInvocation invocation;
+  invocation.bwrap = spec.bwrap;
+  invocation.seccomp_fd = kSeccompFd;
+  invocation.init_binary = spec.init_binary;
+  invocation.init_args = BuildInitArgs(spec);
+  return BuildBwrapArgv(sandbox, invocation);
+}
+
+}  // namespace
+
+Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories& repositories) {
+  const bool confined = policy::IsConfined(spec.mode);
+  Result<StartMessage> start = CheckLaunch(spec, confined);
+  if (!start) return Propagate(start);
   SandboxSpec sandbox = spec.sandbox;
   std::optional<StagePlan> stage;
   if (confined) {
-    if (Result<void> roots = CheckSandboxRoots(sandbox); !roots) {
-      return std::unexpected(roots.error());
-    }
-    if (sandbox.mode == policy::Mode::kWorkspaceWrite) {
-      // Fail closed (repository_walk.h): a repository the walk did not reach would be writable.
-      if (!repositories.walked) {
-        return Fail(ErrorKind::kSpawnFailed,
-                    "internal error: a workspace-write launch without the walk of its roots");
-      }
-      if (repositories.incomplete) {
-        return Fail(ErrorKind::kPolicyDenied, *repositories.incomplete,
-                    sandbox.workspace_root.string());
-      }
-    }
-    const bool as_root = RunsAsHostRoot();
-    Result<StagePlan> plan =
-        PrepareStage(sandbox, spec.init_binary, as_root, spec.session_ids, repositories);
-    if (!plan) return std::unexpected(plan.error());
-    if (as_root) DropCoversOutOfReach(sandbox);
+    Result<StagePlan> plan = StageConfined(spec, sandbox, repositories);
+    if (!plan) return Propagate(plan);
     stage.emplace(std::move(*plan));
   }
 
@@ -250,23 +291,9 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories
   UniqueFd theirs(pair[1]);
 
   UniqueFd seccomp;
-  std::vector<std::string> args;
-  if (confined) {
-    Result<UniqueFd> program =
-        BuildSeccompProgram({.network_allowed = spec.sandbox.network_allowed});
-    if (!program) return std::unexpected(program.error());
-    seccomp = std::move(*program);
-    BwrapInvocation invocation;
-    invocation.bwrap = spec.bwrap;
-    invocation.seccomp_fd = kSeccompFd;
-    invocation.init_binary = spec.init_binary;
-    invocation.init_args = BuildInitArgs(spec);
-    args = BuildBwrapArgv(sandbox, invocation);
-  } else {
-    args.push_back(spec.init_binary.string());
-    std::vector<std::string> init_args = BuildInitArgs(spec);
-    args.insert(args.end(), init_args.begin(), init_args.end());
-  }
+  Result<std::vector<std::string>> child_argv = ChildArgv(spec, sandbox, confined, seccomp);
+  if (!child_argv) return Propagate(child_argv);
+  std::vector<std::string>& args = *child_argv;
 
   UniqueFd diag_read;
   UniqueFd diag_write;
@@ -300,11 +327,11 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories
   launched.pid = pid;
   launched.control = std::move(ours);
   launched.diagnostics = std::move(diag_read);
-  if (stage) launched.session_id_lease = std::move(stage->session_id_lease);
+  if (stage) launched.session_uid_lease = std::move(stage->session_uid_lease);
 
   // A child that died before reading gives EPIPE here; the caller learns why from the reaper
   // and the diagnostics pipe, so this failure is not final on its own.
-  (void)SendInitMessage(launched.control.Get(), start);
+  (void)SendInitMessage(launched.control.Get(), *start);
   return launched;
 }
 

@@ -47,7 +47,7 @@ struct LaunchSpec {
   std::vector<int> cgroup_procs;
   bool new_process_group = true;  // keep terminal signals of the daemon away from the session
   // A root daemon's confined sessions run as the next id of this range (policy `sessionIds`).
-  policy::SessionIdRange session_ids;
+  policy::SessionUidRange session_uids;
   // Every input of a launch: a pooled shell is claimed only when a fresh launch would be equal.
   bool operator==(const LaunchSpec&) const = default;
 };
@@ -56,9 +56,9 @@ struct LaunchedInit {
   pid_t pid = -1;        // our direct child: bwrap (confined) or ptybox-init
   UniqueFd control;      // our end of the control socket
   UniqueFd diagnostics;  // read end of the child's stderr (PTY sessions only)
-  // Root daemon, confined: the host-wide lease on the session's host id (session_id_lease.h).
+  // Root daemon, confined: the host-wide lease on the session's host id (session_uid_lease.h).
   // The caller keeps it until every process of the session has ended.
-  UniqueFd session_id_lease;
+  UniqueFd session_uid_lease;
 };
 
 // The port of the session's proxy on its own loopback (HTTP_PROXY=http://127.0.0.1:3128).
@@ -73,7 +73,7 @@ void ApplyPolicy(const policy::ResolvedPolicy& policy, const std::filesystem::pa
 // Checks everything first (roots, environment size, every bind opened without following links:
 // sandbox/mount_stage.h), then forks and execs; the start message (environment) is sent before
 // returning. With the daemon as root, a confined session runs as an unprivileged host id from
-// `session_ids`, never as host root. The caller reaps `pid` (see backend/child_reaper.h).
+// `session_uids`, never as host root. The caller reaps `pid` (see backend/child_reaper.h).
 // `repositories` is RepositoriesOfLaunch(spec.sandbox), walked by the caller (off the daemon's
 // reactor): a workspace-write launch without a complete walk is refused (policy_denied).
 Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories& repositories);

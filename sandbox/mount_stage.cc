@@ -18,10 +18,11 @@
 #include <optional>
 #include <utility>
 
+#include "common/propagate.h"
 #include "sandbox/mount_plan.h"
 #include "sandbox/path_open.h"
 #include "sandbox/repository_walk.h"
-#include "sandbox/session_id_lease.h"
+#include "sandbox/session_uid_lease.h"
 #include "sandbox/user_namespace.h"
 
 namespace ptybox::sandbox {
@@ -170,33 +171,32 @@ bool ComposeNested(StagePlan& plan, int error_fd) noexcept {
   return true;
 }
 
-}  // namespace
-
-Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path& init_binary,
-                               bool as_root, const policy::SessionIdRange& ids,
-                               const LaunchRepositories& repositories) {
-  StagePlan plan;
-  plan.as_root = as_root;
-  if (as_root) {
-    if (std::optional<std::string> conflict = SessionRangeConflictOnHost(ids)) {
-      return Fail(ErrorKind::kSandboxUnavailable,
-                  "a root daemon runs each confined session as an unprivileged host id, but " +
-                      *conflict +
-                      " (set `sessionIds: {first: N, count: M}` in the operator "
-                      "policy to a range no user, group or /etc/subuid entry uses)",
-                  "sessionIds");
-    }
-    // Host-wide: no other live session of any ptybox on this host has this id.
-    Result<SessionIdLease> lease = LeaseSessionId(ids);
-    if (!lease) return std::unexpected(lease.error());
-    plan.session_id = lease->id;
-    plan.session_id_lease = std::move(lease->lock);
-  } else {
+// The session's identity. Root daemon: a session uid of `uids`, leased host-wide. Ordinary
+// user: its own ids, mapped 1:1.
+Result<void> ChooseIdentity(StagePlan& plan, bool as_root, const policy::SessionUidRange& uids) {
+  if (!as_root) {
     plan.self_uid_map = IdMapLine(::getuid(), ::getuid(), 1);
     plan.self_gid_map = IdMapLine(::getgid(), ::getgid(), 1);
+    return {};
   }
+  if (std::optional<std::string> conflict = SessionUidRangeConflictOnHost(uids)) {
+    return Fail(ErrorKind::kSandboxUnavailable,
+                "a root daemon runs each confined session as an unprivileged host id, but " +
+                    *conflict +
+                    " (set `sessionIds: {first: N, count: M}` in the operator "
+                    "policy to a range no user, group or /etc/subuid entry uses)",
+                "sessionIds");
+  }
+  // Host-wide: no other live session of any ptybox on this host has this uid.
+  Result<SessionUidLease> lease = LeaseSessionUid(uids);
+  if (!lease) return Propagate(lease);
+  plan.session_uid = lease->uid;
+  plan.session_uid_lease = std::move(lease->lock);
+  return {};
+}
 
-  // The staging tmpfs needs its mount point (mounted over in the child's namespace only).
+// The staging tmpfs needs its mount point (mounted over in the child's namespace only).
+Result<void> CheckStageMount(bool as_root) {
   struct stat stage_point {};
   if (::lstat(kStageMount, &stage_point) != 0 && errno == ENOENT && as_root) {
     ::mkdir(kStageMount, 0755);
@@ -210,53 +210,67 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
                     kStageMount + ")",
                 kStageMount);
   }
+  return {};
+}
 
-  // 1. The roots, each opened once with no link in its path. Only the roots that no other root
-  // holds are bound (mount_plan.h: a nested one adds no access, only a destination to race).
-  const bool writable = sandbox.mode == policy::Mode::kWorkspaceWrite;
-  std::vector<std::filesystem::path> root_paths = {sandbox.workspace_root};
-  root_paths.insert(root_paths.end(), sandbox.writable_roots.begin(), sandbox.writable_roots.end());
+// Every root the policy names (the workspace first), and the ones that are bound, each opened
+// once with no link in its path.
+struct OpenedRoots {
+  std::vector<std::filesystem::path> paths;        // every root, the workspace first
+  std::vector<OpenedPath> bound;                   // only the roots that no other root holds
+  std::vector<std::filesystem::path> bound_paths;  // parallel to `bound`
+  uid_t owner_uid = 0;                             // the workspace's on-disk owner
+  gid_t owner_gid = 0;
+};
+
+// 1. The roots. Only the roots that no other root holds are bound (mount_plan.h: a nested one
+// adds no access, only a destination to race).
+Result<OpenedRoots> OpenRoots(const SandboxSpec& sandbox) {
+  OpenedRoots out;
+  out.paths = {sandbox.workspace_root};
+  out.paths.insert(out.paths.end(), sandbox.writable_roots.begin(), sandbox.writable_roots.end());
   const std::vector<std::filesystem::path> bound =
       RootsToBind(sandbox.workspace_root, sandbox.writable_roots);
-  std::vector<OpenedPath> roots;  // parallel to `bound`
-  uid_t owner_uid = 0;
-  gid_t owner_gid = 0;
-  for (size_t i = 0; i < root_paths.size(); ++i) {
-    const std::filesystem::path normal = root_paths[i].lexically_normal();
+  for (size_t i = 0; i < out.paths.size(); ++i) {
+    const std::filesystem::path normal = out.paths[i].lexically_normal();
     Result<OpenedPath> opened = OpenRootNoFollow(normal);
-    if (!opened) return std::unexpected(opened.error());
+    if (!opened) return Propagate(opened);
     if (i == 0) {
       // One identity: every root is idmapped with the workspace owner's mapping only, so files
       // of any other owner appear as the overflow id, never as the session.
-      owner_uid = opened->owner_uid;
-      owner_gid = opened->owner_gid;
+      out.owner_uid = opened->owner_uid;
+      out.owner_gid = opened->owner_gid;
     }
     if (std::find(bound.begin(), bound.end(), normal) == bound.end()) continue;
     bool seen = false;
-    for (const OpenedPath& r : roots) seen = seen || r.path == normal;
-    if (!seen) roots.push_back(std::move(*opened));
+    for (const OpenedPath& r : out.bound) seen = seen || r.path == normal;
+    if (!seen) out.bound.push_back(std::move(*opened));
   }
-  std::vector<std::filesystem::path> bound_paths;
-  for (const OpenedPath& root : roots) bound_paths.push_back(root.path);
+  for (const OpenedPath& root : out.bound) out.bound_paths.push_back(root.path);
+  return out;
+}
 
-  // 2. What is composed onto the bound roots by descriptor: protected paths (the policy files,
-  // each root's .git and every nested repository's, found by the walk), hidden paths and
-  // the pins above them. Each is opened now beneath its root without links, and the child
-  // re-opens it beneath the staged clone and checks it is the same inode.
+// 2. What is composed onto the bound roots by descriptor: protected paths (the policy files,
+// each root's .git and every nested repository's, found by the walk), hidden paths and the pins
+// above them. Each is opened now beneath its root without links, and the child re-opens it
+// beneath the staged clone and checks it is the same inode.
+Result<void> PlanComposed(StagePlan& plan, const SandboxSpec& sandbox, const OpenedRoots& roots,
+                          const std::filesystem::path& init_binary,
+                          const LaunchRepositories& repositories) {
   std::vector<std::filesystem::path> protected_candidates = sandbox.read_only_paths;
-  if (writable) {
+  if (sandbox.mode == policy::Mode::kWorkspaceWrite) {
     protected_candidates.insert(protected_candidates.end(), repositories.git_paths.begin(),
                                 repositories.git_paths.end());
   }
-  std::vector<std::filesystem::path> granted = root_paths;
+  std::vector<std::filesystem::path> granted = roots.paths;
   granted.push_back(sandbox.cwd);
   granted.push_back(init_binary);
-  const std::vector<NestedMount> nested =
-      PlanNestedMounts(sandbox.mode, bound_paths, protected_candidates, sandbox.hidden, granted);
+  const std::vector<NestedMount> nested = PlanNestedMounts(
+      sandbox.mode, roots.bound_paths, protected_candidates, sandbox.hidden, granted);
   for (const NestedMount& n : nested) {
-    const OpenedPath& root = roots[n.root];
+    const OpenedPath& root = roots.bound[n.root];
     Result<std::optional<OpenedPath>> opened = OpenBeneath(root, n.relative);
-    if (!opened) return std::unexpected(opened.error());
+    if (!opened) return Propagate(opened);
     const std::string where = (root.path / n.relative).string();
     const bool is_dir = *opened && (*opened)->type == S_IFDIR;
     if (n.kind == NestedMount::Kind::kProtected) {
@@ -281,137 +295,164 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
     entry.host_path = where;
     plan.composed.push_back(std::move(entry));
   }
+  return {};
+}
+
+// A ptybox-init inside a root (a build in the workspace) is composed like the rest, last, so
+// bwrap resolves no destination inside a root. When its path there passes through a link (an
+// operator's layout) or names another file, it stays bwrap's to bind at its path (nullopt).
+Result<std::optional<ComposedEntry>> InitInsideRoot(const OpenedRoots& roots,
+                                                    const std::filesystem::path& init_binary,
+                                                    const OpenedPath& init) {
+  std::filesystem::path init_relative;
+  const int holder = HoldingRoot(roots.bound_paths, init_binary.lexically_normal(), init_relative);
+  if (holder < 0) return std::nullopt;
+  Result<std::optional<OpenedPath>> there =
+      OpenBeneath(roots.bound[static_cast<size_t>(holder)], init_relative);
+  if (!there) return Propagate(there);
+  if (!*there || (*there)->dev != init.dev || (*there)->ino != init.ino) return std::nullopt;
+  return ComposedEntry{.root_entry = static_cast<size_t>(holder),
+                       .relative = init_relative.string(),
+                       .kind = NestedMount::Kind::kInit,
+                       .source_entry = 0,
+                       .dev = init.dev,
+                       .ino = init.ino,
+                       .host_path = init_binary.string()};
+}
+
+// Root daemon: bwrap runs as the session uid and must reach every bind destination (a
+// workspace in /root, ptybox-init built there): a directory above one that the uid cannot
+// search is veiled, an empty tmpfs holding only the path down to each destination below it.
+void PlanVeils(StagePlan& plan, const std::vector<OpenedPath>& roots,
+               const std::filesystem::path& init_binary) {
+  std::vector<std::pair<std::filesystem::path, bool>> destinations;
+  for (const OpenedPath& root : roots) destinations.emplace_back(root.path, true);
+  std::filesystem::path unused;
+  if (ContainingRoot(roots, init_binary, unused) == nullptr) {
+    destinations.emplace_back(init_binary.lexically_normal(), false);
+  }
+  for (const auto& [destination, directory] : destinations) {
+    const std::filesystem::path veil = TopmostVeil(destination);
+    if (veil.empty()) continue;
+    bool known = false;
+    for (const std::string& v : plan.veils) known = known || v == veil.string();
+    if (!known) plan.veils.push_back(veil.string());
+    std::filesystem::path path = veil;
+    const std::filesystem::path rest = destination.lexically_relative(veil);
+    for (auto part = rest.begin(); part != rest.end(); ++part) {
+      path /= *part;
+      const bool last = std::next(part) == rest.end();
+      bool seen = false;
+      for (const auto& e : plan.skeleton) seen = seen || e.path == path.string();
+      if (!seen) plan.skeleton.push_back({path.string(), !last || directory});
+    }
+  }
+  // A veil inside another veil is already covered by the outer tmpfs.
+  std::erase_if(plan.veils, [&](const std::string& v) {
+    for (const std::string& outer : plan.veils) {
+      if (v != outer && v.starts_with(outer + "/")) return true;
+    }
+    return false;
+  });
+  std::erase_if(plan.skeleton, [&](const StagePlan::SkeletonEntry& e) {
+    for (const std::string& v : plan.veils) {
+      if (e.path == v) return true;
+    }
+    return false;
+  });
+}
+
+// 3. One staged entry: for a root daemon the clone of exactly what was checked, nosuid,nodev,
+// and idmapped with the one mapping (`identity`) when `idmap`.
+Result<void> AddStageEntry(StagePlan& plan, OpenedPath opened, bool idmap, bool follow,
+                           const UniqueFd& identity) {
+  StageEntry entry;
+  entry.host_path = opened.path.string();
+  entry.stage_path = std::string(kStageDir) + "/" + std::to_string(plan.entries.size());
+  entry.directory = opened.type == S_IFDIR;
+  entry.follow_links = follow;
+  entry.dev = opened.dev;
+  entry.ino = opened.ino;
+  if (plan.as_root) {
+    entry.tree.Reset(::open_tree(opened.fd.Get(), "", kCloneFlags));
+    if (!entry.tree) {
+      Error error = Error::FromErrno(ErrorKind::kSandboxUnavailable, "open_tree", entry.host_path);
+      error.message += " (cloning a mount needs Linux 5.2 or later and CAP_SYS_ADMIN)";
+      return std::unexpected(error);
+    }
+    // Every staged tree is nosuid,nodev before bwrap ever sees it (bwrap's own binds add the
+    // same flags): nothing under a root runs set-id or opens a device, whatever it holds.
+    // The roots are idmapped with the one mapping (the workspace owner's).
+    struct mount_attr attr {};
+    attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    if (idmap) {
+      attr.attr_set |= MOUNT_ATTR_IDMAP;
+      attr.userns_fd = static_cast<uint64_t>(identity.Get());
+    }
+    if (::mount_setattr(entry.tree.Get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) !=
+        0) {
+      if (idmap) return std::unexpected(IdmapError(entry.host_path, errno));
+      return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable,
+                                              "mount_setattr(nosuid,nodev)", entry.host_path));
+    }
+  }
+  entry.checked = std::move(opened.fd);
+  plan.entries.push_back(std::move(entry));
+  return {};
+}
+
+}  // namespace
+
+Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path& init_binary,
+                               bool as_root, const policy::SessionUidRange& uids,
+                               const LaunchRepositories& repositories) {
+  StagePlan plan;
+  plan.as_root = as_root;
+  if (Result<void> chosen = ChooseIdentity(plan, as_root, uids); !chosen) return Propagate(chosen);
+  if (Result<void> mount = CheckStageMount(as_root); !mount) return Propagate(mount);
+  Result<OpenedRoots> roots = OpenRoots(sandbox);
+  if (!roots) return Propagate(roots);
+  if (Result<void> composed = PlanComposed(plan, sandbox, *roots, init_binary, repositories);
+      !composed) {
+    return Propagate(composed);
+  }
   // bwrap no longer places any of these: what lies in a bound root is composed above, what lies
   // outside every root is on the read-only host and stays bwrap's.
   sandbox.read_only_paths.clear();
   std::filesystem::path unused_relative;
   std::erase_if(sandbox.hidden, [&](const HiddenPath& h) {
-    return HoldingRoot(bound_paths, h.path, unused_relative) >= 0;
+    return HoldingRoot(roots->bound_paths, h.path, unused_relative) >= 0;
   });
-  sandbox.bound_roots = bound_paths;
+  sandbox.bound_roots = roots->bound_paths;
 
   Result<OpenedPath> init = OpenFollowing(init_binary);
-  if (!init) return std::unexpected(init.error());
-  // A ptybox-init inside a root (a build in the workspace) is composed like the rest, last, so
-  // bwrap resolves no destination inside a root. When its path there passes through a link (an
-  // operator's layout) or names another file, it stays bwrap's to bind at its path.
-  std::optional<ComposedEntry> init_inside;
-  std::filesystem::path init_relative;
-  if (const int holder = HoldingRoot(bound_paths, init_binary.lexically_normal(), init_relative);
-      holder >= 0) {
-    Result<std::optional<OpenedPath>> there =
-        OpenBeneath(roots[static_cast<size_t>(holder)], init_relative);
-    if (!there) return std::unexpected(there.error());
-    if (*there && (*there)->dev == init->dev && (*there)->ino == init->ino) {
-      init_inside = ComposedEntry{.root_entry = static_cast<size_t>(holder),
-                                  .relative = init_relative.string(),
-                                  .kind = NestedMount::Kind::kInit,
-                                  .source_entry = 0,
-                                  .dev = init->dev,
-                                  .ino = init->ino,
-                                  .host_path = init_binary.string()};
-    }
-  }
-  if (as_root) {
-    // bwrap runs as the session id and must reach every bind destination (a workspace in
-    // /root, ptybox-init built there): a directory above one that the id cannot search is
-    // veiled, an empty tmpfs holding only the path down to each destination below it.
-    std::vector<std::pair<std::filesystem::path, bool>> destinations;
-    for (const OpenedPath& root : roots) destinations.emplace_back(root.path, true);
-    std::filesystem::path unused;
-    if (ContainingRoot(roots, init_binary, unused) == nullptr) {
-      destinations.emplace_back(init_binary.lexically_normal(), false);
-    }
-    for (const auto& [destination, directory] : destinations) {
-      const std::filesystem::path veil = TopmostVeil(destination);
-      if (veil.empty()) continue;
-      bool known = false;
-      for (const std::string& v : plan.veils) known = known || v == veil.string();
-      if (!known) plan.veils.push_back(veil.string());
-      std::filesystem::path path = veil;
-      const std::filesystem::path rest = destination.lexically_relative(veil);
-      for (auto part = rest.begin(); part != rest.end(); ++part) {
-        path /= *part;
-        const bool last = std::next(part) == rest.end();
-        bool seen = false;
-        for (const auto& e : plan.skeleton) seen = seen || e.path == path.string();
-        if (!seen) plan.skeleton.push_back({path.string(), !last || directory});
-      }
-    }
-    // A veil inside another veil is already covered by the outer tmpfs.
-    std::erase_if(plan.veils, [&](const std::string& v) {
-      for (const std::string& outer : plan.veils) {
-        if (v != outer && v.starts_with(outer + "/")) return true;
-      }
-      return false;
-    });
-    std::erase_if(plan.skeleton, [&](const StagePlan::SkeletonEntry& e) {
-      for (const std::string& v : plan.veils) {
-        if (e.path == v) return true;
-      }
-      return false;
-    });
-  }
+  if (!init) return Propagate(init);
+  Result<std::optional<ComposedEntry>> init_inside = InitInsideRoot(*roots, init_binary, *init);
+  if (!init_inside) return Propagate(init_inside);
+  if (as_root) PlanVeils(plan, roots->bound, init_binary);
 
-  // 3. One entry per bound root and the init binary; for a root daemon the clone of exactly
-  // what was checked, the roots idmapped with the one mapping.
+  // 3. One entry per bound root and the init binary, the roots idmapped with the one mapping.
   UniqueFd identity;
   if (as_root) {
-    Result<UniqueFd> ns = CreateUserNamespace(RootIdMapFor(owner_uid, owner_gid, plan.session_id));
-    if (!ns) return std::unexpected(ns.error());
+    Result<UniqueFd> ns =
+        CreateUserNamespace(RootIdMapFor(roots->owner_uid, roots->owner_gid, plan.session_uid));
+    if (!ns) return Propagate(ns);
     identity = std::move(*ns);
   }
-  auto add = [&](OpenedPath opened, bool idmap, bool follow) -> Result<void> {
-    StageEntry entry;
-    entry.host_path = opened.path.string();
-    entry.stage_path = std::string(kStageDir) + "/" + std::to_string(plan.entries.size());
-    entry.directory = opened.type == S_IFDIR;
-    entry.follow_links = follow;
-    entry.dev = opened.dev;
-    entry.ino = opened.ino;
-    if (as_root) {
-      entry.tree.Reset(::open_tree(opened.fd.Get(), "", kCloneFlags));
-      if (!entry.tree) {
-        Error error =
-            Error::FromErrno(ErrorKind::kSandboxUnavailable, "open_tree", entry.host_path);
-        error.message += " (cloning a mount needs Linux 5.2 or later and CAP_SYS_ADMIN)";
-        return std::unexpected(error);
-      }
-      // Every staged tree is nosuid,nodev before bwrap ever sees it (bwrap's own binds add the
-      // same flags): nothing under a root runs set-id or opens a device, whatever it holds.
-      // The roots are idmapped with the one mapping (the workspace owner's).
-      struct mount_attr attr {};
-      attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-      if (idmap) {
-        attr.attr_set |= MOUNT_ATTR_IDMAP;
-        attr.userns_fd = static_cast<uint64_t>(identity.Get());
-      }
-      if (::mount_setattr(entry.tree.Get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) !=
-          0) {
-        if (idmap) return std::unexpected(IdmapError(entry.host_path, errno));
-        return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable,
-                                                "mount_setattr(nosuid,nodev)", entry.host_path));
-      }
-    }
-    entry.checked = std::move(opened.fd);
-    plan.entries.push_back(std::move(entry));
-    return {};
-  };
-
-  for (OpenedPath& root : roots) {
+  for (OpenedPath& root : roots->bound) {
     const std::filesystem::path path = root.path;
-    if (Result<void> added = add(std::move(root), true, false); !added) {
-      return std::unexpected(added.error());
+    if (Result<void> added = AddStageEntry(plan, std::move(root), true, false, identity); !added) {
+      return Propagate(added);
     }
     sandbox.bind_sources[path] = plan.entries.back().stage_path;
   }
-  if (Result<void> added = add(std::move(*init), false, true); !added) {
-    return std::unexpected(added.error());
+  if (Result<void> added = AddStageEntry(plan, std::move(*init), false, true, identity); !added) {
+    return Propagate(added);
   }
   sandbox.bind_sources[init_binary] = plan.entries.back().stage_path;
-  if (init_inside) {
-    init_inside->source_entry = plan.entries.size() - 1;
-    plan.composed.push_back(std::move(*init_inside));
+  if (*init_inside) {
+    (*init_inside)->source_entry = plan.entries.size() - 1;
+    plan.composed.push_back(std::move(**init_inside));
     sandbox.init_composed = true;
   }
   // A hidden file is covered by /dev/null as bwrap did (bound nodev inside: it cannot even be
@@ -510,10 +551,10 @@ bool EnterStage(StagePlan& plan, int error_fd) noexcept {
     }
   }
   if (plan.as_root) {
-    const uid_t id = plan.session_id;
+    const uid_t id = plan.session_uid;
     if (::setgroups(0, nullptr) != 0 || ::setresgid(id, id, id) != 0 ||
         ::setresuid(id, id, id) != 0) {
-      return Failed(error_fd, "dropping to the session id", nullptr, errno);
+      return Failed(error_fd, "dropping to the session uid", nullptr, errno);
     }
   }
   return true;

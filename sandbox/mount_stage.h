@@ -58,9 +58,10 @@ struct ComposedEntry {
 
 struct StagePlan {
   bool as_root = false;
-  uint32_t session_id = 0;    // root daemon: the host uid and gid of the session
-  UniqueFd session_id_lease;  // root daemon: the host-wide lease on session_id (session_id_lease.h)
-  std::string self_uid_map;   // non-root: the child's own user namespace, its ids 1:1
+  policy::SessionUid session_uid = 0;  // root daemon: the host uid (and gid) of the session
+  UniqueFd
+      session_uid_lease;  // root daemon: the host-wide lease on session_uid (session_uid_lease.h)
+  std::string self_uid_map;  // non-root: the child's own user namespace, its ids 1:1
   std::string self_gid_map;
   std::vector<StageEntry> entries;      // the bound roots first, in order, then the init binary
   std::vector<ComposedEntry> composed;  // in order: parents first
@@ -68,7 +69,7 @@ struct StagePlan {
   // empty directory the child makes on the staging tmpfs for a directory.
   std::string cover_file;
   std::string cover_dir;
-  // Root daemon: host directories above a bind destination that the session id cannot search
+  // Root daemon: host directories above a bind destination that the session uid cannot search
   // (e.g. /root, mode 0700). Each becomes an empty tmpfs in the launcher's namespace (and so in
   // the sandbox: what they held stays out of sight), holding only the path down to each
   // destination (`skeleton`, parents first; `directory` false for a file's mount point).
@@ -93,11 +94,11 @@ std::filesystem::path TopmostVeil(const std::filesystem::path& destination);
 // `repositories` is the walk of the writable roots (repository_walk.h), made before: each .git
 // it found is protected like the root's own.
 Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path& init_binary,
-                               bool as_root, const policy::SessionIdRange& ids,
+                               bool as_root, const policy::SessionUidRange& uids,
                                const LaunchRepositories& repositories);
 
 // In the forked child, async-signal-safe only. True when the stage is in place (and, for a root
-// daemon, the process runs as the session id); false after writing one line to `error_fd`.
+// daemon, the process runs as the session uid); false after writing one line to `error_fd`.
 bool EnterStage(StagePlan& plan, int error_fd) noexcept;
 
 }  // namespace ptybox::sandbox

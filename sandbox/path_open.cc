@@ -10,6 +10,8 @@
 
 #include <cerrno>
 
+#include "common/propagate.h"
+
 namespace ptybox::sandbox {
 namespace {
 
@@ -100,7 +102,7 @@ Result<std::optional<OpenedPath>> OpenBeneath(const OpenedPath& root,
         Error::FromErrno(ErrorKind::kSpawnFailed, "openat2", (root.path / relative).string()));
   }
   Result<OpenedPath> opened = Describe(root.path / relative, fd);
-  if (!opened) return std::unexpected(opened.error());
+  if (!opened) return Propagate(opened);
   // O_PATH | O_NOFOLLOW opens a final link itself: a link is never followed, so not bound.
   if (opened->type != S_IFDIR && opened->type != S_IFREG) return std::optional<OpenedPath>();
   return std::optional<OpenedPath>(std::move(*opened));

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "common/propagate.h"
 
 namespace ptybox::sandbox {
 namespace {
@@ -48,8 +49,7 @@ struct ArgSet {
 
 struct Row {
   std::string_view syscall;
-  int error;
-  std::string_view action;  // the errno's name, for docs and tests
+  int error;  // its name, for docs and tests, is the C library's (common/errno_name.h)
   Match match;
   uint64_t request;  // kIoctlRequest: the ioctl request
   std::string_view why;
@@ -107,107 +107,107 @@ constexpr unsigned kCloneFlagsArg = 0;
 // clang-format off
 constexpr Row kRules[] = {
   // Terminal injection: push bytes into the input queue of a terminal the shell shares.
-  {"ioctl", EPERM, "EPERM", Match::kIoctlRequest, TIOCSTI,
+  {"ioctl", EPERM, Match::kIoctlRequest, TIOCSTI,
    "TIOCSTI (arg1, low 32 bits): injects keystrokes into a terminal's input"},
-  {"ioctl", EPERM, "EPERM", Match::kIoctlRequest, TIOCLINUX,
+  {"ioctl", EPERM, Match::kIoctlRequest, TIOCLINUX,
    "TIOCLINUX (arg1, low 32 bits): console selection paste can inject input"},
-  {"ioctl", EPERM, "EPERM", Match::kIoctlRequest, TIOCSETD,
+  {"ioctl", EPERM, Match::kIoctlRequest, TIOCSETD,
    "TIOCSETD (arg1, low 32 bits): switching line discipline loads rarely used kernel code"},
   // Namespaces: the sandbox's own namespaces are final.
-  {"clone", EPERM, "EPERM", Match::kCloneNamespaceFlag, 0,
+  {"clone", EPERM, Match::kCloneNamespaceFlag, 0,
    "with any CLONE_NEW* flag: no new namespaces inside the sandbox"},
-  {"clone3", ENOSYS, "ENOSYS", Match::kAlways, 0,
+  {"clone3", ENOSYS, Match::kAlways, 0,
    "its flags live in memory seccomp cannot read; libc falls back to clone"},
-  {"unshare", EPERM, "EPERM", Match::kAlways, 0, "no new namespaces inside the sandbox"},
-  {"setns", EPERM, "EPERM", Match::kAlways, 0, "no joining other namespaces"},
+  {"unshare", EPERM, Match::kAlways, 0, "no new namespaces inside the sandbox"},
+  {"setns", EPERM, Match::kAlways, 0, "no joining other namespaces"},
   // Mounts: the mount table is fixed by bwrap.
-  {"mount", EPERM, "EPERM", Match::kAlways, 0, "the mount table is fixed by bwrap"},
-  {"umount2", EPERM, "EPERM", Match::kAlways, 0, "would uncover what bwrap mounted over"},
-  {"pivot_root", EPERM, "EPERM", Match::kAlways, 0, "the root is fixed by bwrap"},
-  {"chroot", EPERM, "EPERM", Match::kAlways, 0, "the root is fixed by bwrap"},
-  {"open_tree", ENOSYS, "ENOSYS", Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
-  {"move_mount", ENOSYS, "ENOSYS", Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
-  {"fsopen", ENOSYS, "ENOSYS", Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
-  {"fsconfig", ENOSYS, "ENOSYS", Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
-  {"fsmount", ENOSYS, "ENOSYS", Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
-  {"fspick", ENOSYS, "ENOSYS", Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
-  {"mount_setattr", ENOSYS, "ENOSYS", Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
+  {"mount", EPERM, Match::kAlways, 0, "the mount table is fixed by bwrap"},
+  {"umount2", EPERM, Match::kAlways, 0, "would uncover what bwrap mounted over"},
+  {"pivot_root", EPERM, Match::kAlways, 0, "the root is fixed by bwrap"},
+  {"chroot", EPERM, Match::kAlways, 0, "the root is fixed by bwrap"},
+  {"open_tree", ENOSYS, Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
+  {"move_mount", ENOSYS, Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
+  {"fsopen", ENOSYS, Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
+  {"fsconfig", ENOSYS, Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
+  {"fsmount", ENOSYS, Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
+  {"fspick", ENOSYS, Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
+  {"mount_setattr", ENOSYS, Match::kAlways, 0, "new mount API; ENOSYS sends tools back to mount(2)"},
   // Kernel attack surface a shell never needs.
-  {"keyctl", EPERM, "EPERM", Match::kAlways, 0, "kernel keyrings are not namespaced"},
-  {"add_key", EPERM, "EPERM", Match::kAlways, 0, "kernel keyrings are not namespaced"},
-  {"request_key", EPERM, "EPERM", Match::kAlways, 0, "kernel keyrings are not namespaced"},
-  {"bpf", EPERM, "EPERM", Match::kAlways, 0, "eBPF programs and maps"},
-  {"perf_event_open", EPERM, "EPERM", Match::kAlways, 0, "performance counters leak host state"},
-  {"userfaultfd", EPERM, "EPERM", Match::kAlways, 0, "a common kernel exploit primitive"},
-  {"io_uring_setup", EPERM, "EPERM", Match::kAlways, 0,
+  {"keyctl", EPERM, Match::kAlways, 0, "kernel keyrings are not namespaced"},
+  {"add_key", EPERM, Match::kAlways, 0, "kernel keyrings are not namespaced"},
+  {"request_key", EPERM, Match::kAlways, 0, "kernel keyrings are not namespaced"},
+  {"bpf", EPERM, Match::kAlways, 0, "eBPF programs and maps"},
+  {"perf_event_open", EPERM, Match::kAlways, 0, "performance counters leak host state"},
+  {"userfaultfd", EPERM, Match::kAlways, 0, "a common kernel exploit primitive"},
+  {"io_uring_setup", EPERM, Match::kAlways, 0,
    "io_uring bypasses per-syscall filtering"},
-  {"io_uring_enter", EPERM, "EPERM", Match::kAlways, 0,
+  {"io_uring_enter", EPERM, Match::kAlways, 0,
    "io_uring bypasses per-syscall filtering"},
-  {"io_uring_register", EPERM, "EPERM", Match::kAlways, 0,
+  {"io_uring_register", EPERM, Match::kAlways, 0,
    "io_uring bypasses per-syscall filtering"},
-  {"kexec_load", EPERM, "EPERM", Match::kAlways, 0, "loads a new kernel"},
-  {"kexec_file_load", EPERM, "EPERM", Match::kAlways, 0, "loads a new kernel"},
-  {"init_module", EPERM, "EPERM", Match::kAlways, 0, "loads kernel modules"},
-  {"finit_module", EPERM, "EPERM", Match::kAlways, 0, "loads kernel modules"},
-  {"delete_module", EPERM, "EPERM", Match::kAlways, 0, "unloads kernel modules"},
-  {"personality", EPERM, "EPERM", Match::kPersonalityChange, 0,
+  {"kexec_load", EPERM, Match::kAlways, 0, "loads a new kernel"},
+  {"kexec_file_load", EPERM, Match::kAlways, 0, "loads a new kernel"},
+  {"init_module", EPERM, Match::kAlways, 0, "loads kernel modules"},
+  {"finit_module", EPERM, Match::kAlways, 0, "loads kernel modules"},
+  {"delete_module", EPERM, Match::kAlways, 0, "unloads kernel modules"},
+  {"personality", EPERM, Match::kPersonalityChange, 0,
    "any persona but PER_LINUX (0); the query 0xffffffff works: flags such as "
    "ADDR_NO_RANDOMIZE and READ_IMPLIES_EXEC weaken exploit mitigations"},
-  {"modify_ldt", EPERM, "EPERM", Match::kAlways, 0,
+  {"modify_ldt", EPERM, Match::kAlways, 0,
    "x86 local descriptor tables: old kernel attack surface, needed only by 16-bit code"},
   // Other processes' memory and descriptors.
-  {"ptrace", EPERM, "EPERM", Match::kAlways, 0, "no tracing (debuggers and strace fail)"},
-  {"process_vm_readv", EPERM, "EPERM", Match::kAlways, 0, "reads another process's memory"},
-  {"process_vm_writev", EPERM, "EPERM", Match::kAlways, 0, "writes another process's memory"},
-  {"pidfd_getfd", EPERM, "EPERM", Match::kAlways, 0,
+  {"ptrace", EPERM, Match::kAlways, 0, "no tracing (debuggers and strace fail)"},
+  {"process_vm_readv", EPERM, Match::kAlways, 0, "reads another process's memory"},
+  {"process_vm_writev", EPERM, Match::kAlways, 0, "writes another process's memory"},
+  {"pidfd_getfd", EPERM, Match::kAlways, 0,
    "copies another process's descriptor (ptybox-init's control socket)"},
   // Privilege bits: no file leaves a session set-user-id or set-group-id (docs/security.md, "No
   // privilege bits leave a session"). EPERM is what the kernel itself answers a caller who may
   // not change a file's mode, so tools report "Operation not permitted" and go on.
-  {"chmod", EPERM, "EPERM", Match::kSetidMode, 0,
+  {"chmod", EPERM, Match::kSetidMode, 0,
    "with S_ISUID or S_ISGID in the mode (arg1): no privilege bits leave a session", 1},
-  {"fchmod", EPERM, "EPERM", Match::kSetidMode, 0,
+  {"fchmod", EPERM, Match::kSetidMode, 0,
    "with S_ISUID or S_ISGID in the mode (arg1): no privilege bits leave a session", 1},
-  {"fchmodat", EPERM, "EPERM", Match::kSetidMode, 0,
+  {"fchmodat", EPERM, Match::kSetidMode, 0,
    "with S_ISUID or S_ISGID in the mode (arg2): no privilege bits leave a session", 2},
-  {"fchmodat2", EPERM, "EPERM", Match::kSetidMode, 0,
+  {"fchmodat2", EPERM, Match::kSetidMode, 0,
    "with S_ISUID or S_ISGID in the mode (arg2): no privilege bits leave a session", 2},
-  {"open", EPERM, "EPERM", Match::kSetidCreateMode, 0,
+  {"open", EPERM, Match::kSetidCreateMode, 0,
    "with O_CREAT or O_TMPFILE (arg1) and S_ISUID or S_ISGID in the mode (arg2)", 2},
-  {"openat", EPERM, "EPERM", Match::kSetidCreateMode, 0,
+  {"openat", EPERM, Match::kSetidCreateMode, 0,
    "with O_CREAT or O_TMPFILE (arg2) and S_ISUID or S_ISGID in the mode (arg3)", 3},
-  {"creat", EPERM, "EPERM", Match::kSetidMode, 0,
+  {"creat", EPERM, Match::kSetidMode, 0,
    "with S_ISUID or S_ISGID in the mode (arg1)", 1},
-  {"mkdir", EPERM, "EPERM", Match::kSetidMode, 0,
+  {"mkdir", EPERM, Match::kSetidMode, 0,
    "with S_ISUID or S_ISGID in the mode (arg1)", 1},
-  {"mkdirat", EPERM, "EPERM", Match::kSetidMode, 0,
+  {"mkdirat", EPERM, Match::kSetidMode, 0,
    "with S_ISUID or S_ISGID in the mode (arg2)", 2},
-  {"mknod", EPERM, "EPERM", Match::kSetidMode, 0,
+  {"mknod", EPERM, Match::kSetidMode, 0,
    "with S_ISUID or S_ISGID in the mode (arg1), e.g. a regular file 06755", 1},
-  {"mknodat", EPERM, "EPERM", Match::kSetidMode, 0,
+  {"mknodat", EPERM, Match::kSetidMode, 0,
    "with S_ISUID or S_ISGID in the mode (arg2), e.g. a regular file 06755", 2},
-  {"openat2", ENOSYS, "ENOSYS", Match::kAlways, 0,
+  {"openat2", ENOSYS, Match::kAlways, 0,
    "its mode lives in a struct seccomp cannot read; libc falls back to openat"},
   // Network, when the policy denies it (the network namespace is empty as well).
-  {"socket", EAFNOSUPPORT, "EAFNOSUPPORT", Match::kArgNotIn, 0,
+  {"socket", EAFNOSUPPORT, Match::kArgNotIn, 0,
    "network denied: any domain but AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK", 0,
    {.arg = 0, .allowed = kLoopbackDomains}},
-  {"socket", EPERM, "EPERM", Match::kArgNotIn, 0,
+  {"socket", EPERM, Match::kArgNotIn, 0,
    "network denied: AF_INET with a type (arg1) other than SOCK_STREAM, SOCK_DGRAM (no raw)", 0,
    {.arg = 1, .mask = kSockTypeMask, .allowed = kInetTypes, .domain = AF_INET}},
-  {"socket", EPERM, "EPERM", Match::kArgNotIn, 0,
+  {"socket", EPERM, Match::kArgNotIn, 0,
    "network denied: AF_INET6 with a type (arg1) other than SOCK_STREAM, SOCK_DGRAM (no raw)", 0,
    {.arg = 1, .mask = kSockTypeMask, .allowed = kInetTypes, .domain = AF_INET6}},
-  {"socket", EPROTONOSUPPORT, "EPROTONOSUPPORT", Match::kArgNotIn, 0,
+  {"socket", EPROTONOSUPPORT, Match::kArgNotIn, 0,
    "network denied: AF_INET with a protocol (arg2) other than 0, TCP, UDP", 0,
    {.arg = 2, .allowed = kInetProtocols, .domain = AF_INET}},
-  {"socket", EPROTONOSUPPORT, "EPROTONOSUPPORT", Match::kArgNotIn, 0,
+  {"socket", EPROTONOSUPPORT, Match::kArgNotIn, 0,
    "network denied: AF_INET6 with a protocol (arg2) other than 0, TCP, UDP", 0,
    {.arg = 2, .allowed = kInetProtocols, .domain = AF_INET6}},
-  {"socket", EPROTONOSUPPORT, "EPROTONOSUPPORT", Match::kArgNotIn, 0,
+  {"socket", EPROTONOSUPPORT, Match::kArgNotIn, 0,
    "network denied: AF_NETLINK with a protocol (arg2) other than NETLINK_ROUTE", 0,
    {.arg = 2, .allowed = kNetlinkProtocols, .domain = AF_NETLINK}},
-  {"socketpair", EAFNOSUPPORT, "EAFNOSUPPORT", Match::kDomainNotUnix, 0,
+  {"socketpair", EAFNOSUPPORT, Match::kDomainNotUnix, 0,
    "network denied: any domain but AF_UNIX"},
 };
 // clang-format on
@@ -352,7 +352,7 @@ Result<UniqueFd> BuildSeccompProgram(const SeccompOptions& options) {
   if (rc != 0) return LibseccompError("seccomp_attr_set", "SCMP_FLTATR_ACT_BADARCH", rc);
 
   for (const Row& row : kRules) {
-    if (auto added = AddRow(ctx.Get(), row, options); !added) return std::unexpected(added.error());
+    if (auto added = AddRow(ctx.Get(), row, options); !added) return Propagate(added);
   }
 
   UniqueFd fd(memfd_create("ptybox-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING));
@@ -372,7 +372,8 @@ Result<UniqueFd> BuildSeccompProgram(const SeccompOptions& options) {
 const std::vector<SeccompRule>& SeccompRules() {
   static const std::vector<SeccompRule> rules = [] {
     std::vector<SeccompRule> out;
-    for (const Row& row : kRules) out.push_back({row.syscall, row.action, row.why});
+    for (const Row& row : kRules)
+      out.push_back({row.syscall, ::strerrorname_np(row.error), row.why});
     return out;
   }();
   return rules;

@@ -1,4 +1,4 @@
-// User namespaces for idmapped mounts, and the session id range check. CreateUserNamespace
+// User namespaces for idmapped mounts, and the session uid range check. CreateUserNamespace
 // forks a helper that only unshares and waits (async-signal-safe), writes its maps from here,
 // keeps /proc/PID/ns/user open and reaps the helper before returning.
 #include "sandbox/user_namespace.h"
@@ -12,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 #include <vector>
+
+#include "common/propagate.h"
 
 namespace ptybox::sandbox {
 namespace {
@@ -76,8 +78,8 @@ std::string IdMapLine(uint32_t inside, uint32_t outside, uint32_t count) {
          "\n";
 }
 
-RootIdMap RootIdMapFor(uid_t owner_uid, gid_t owner_gid, uint32_t session_id) {
-  return {IdMapLine(owner_uid, session_id, 1), IdMapLine(owner_gid, session_id, 1)};
+RootIdMap RootIdMapFor(uid_t owner_uid, gid_t owner_gid, policy::SessionUid session_uid) {
+  return {IdMapLine(owner_uid, session_uid, 1), IdMapLine(owner_gid, session_uid, 1)};
 }
 
 Result<UniqueFd> CreateUserNamespace(const RootIdMap& maps) {
@@ -134,18 +136,19 @@ Result<UniqueFd> CreateUserNamespace(const RootIdMap& maps) {
       written = std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "open", path));
   }
   finish();
-  if (!written) return std::unexpected(written.error());
+  if (!written) return Propagate(written);
   return ns;
 }
 
-std::optional<std::string> SessionRangeConflict(const policy::SessionIdRange& range,
-                                                std::string_view passwd, std::string_view group,
-                                                std::string_view subuid, std::string_view subgid) {
+std::optional<std::string> SessionUidRangeConflict(const policy::SessionUidRange& range,
+                                                   std::string_view passwd, std::string_view group,
+                                                   std::string_view subuid,
+                                                   std::string_view subgid) {
   const uint64_t first = range.first;
   const uint64_t end = first + range.count;  // exclusive
   auto inside = [&](uint64_t id) { return id >= first && id < end; };
   const std::string where =
-      "the session id range " + std::to_string(first) + "-" + std::to_string(end - 1);
+      "the session uid range " + std::to_string(first) + "-" + std::to_string(end - 1);
   if (range.count == 0) return where + " is empty (count 0)";
   for (uint64_t reserved : {uint64_t{0}, uint64_t{65534}, uint64_t{4294967295}}) {
     if (inside(reserved)) {
@@ -174,9 +177,9 @@ std::optional<std::string> SessionRangeConflict(const policy::SessionIdRange& ra
   return std::nullopt;
 }
 
-std::optional<std::string> SessionRangeConflictOnHost(const policy::SessionIdRange& range) {
-  return SessionRangeConflict(range, ReadSmallFile("/etc/passwd"), ReadSmallFile("/etc/group"),
-                              ReadSmallFile("/etc/subuid"), ReadSmallFile("/etc/subgid"));
+std::optional<std::string> SessionUidRangeConflictOnHost(const policy::SessionUidRange& range) {
+  return SessionUidRangeConflict(range, ReadSmallFile("/etc/passwd"), ReadSmallFile("/etc/group"),
+                                 ReadSmallFile("/etc/subuid"), ReadSmallFile("/etc/subgid"));
 }
 
 }  // namespace ptybox::sandbox

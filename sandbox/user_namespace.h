@@ -30,7 +30,7 @@ struct RootIdMap {
   std::string uid_map;
   std::string gid_map;
 };
-RootIdMap RootIdMapFor(uid_t owner_uid, gid_t owner_gid, uint32_t session_id);
+RootIdMap RootIdMapFor(uid_t owner_uid, gid_t owner_gid, policy::SessionUid session_uid);
 
 // A user namespace with these maps, held by its /proc/PID/ns/user descriptor. Needs
 // CAP_SETUID/CAP_SETGID over the ids (a root daemon). The helper process is reaped here.
@@ -39,11 +39,12 @@ Result<UniqueFd> CreateUserNamespace(const RootIdMap& maps);
 // Why `range` is unsafe on this host, or nullopt: it must not contain 0, 65534 (nobody) or
 // 4294967295, nor overlap a user or group of `passwd`/`group` text, nor a range of `subuid` /
 // `subgid` text (the formats of /etc/passwd, /etc/group, /etc/subuid, /etc/subgid).
-std::optional<std::string> SessionRangeConflict(const policy::SessionIdRange& range,
-                                                std::string_view passwd, std::string_view group,
-                                                std::string_view subuid, std::string_view subgid);
+std::optional<std::string> SessionUidRangeConflict(const policy::SessionUidRange& range,
+                                                   std::string_view passwd, std::string_view group,
+                                                   std::string_view subuid,
+                                                   std::string_view subgid);
 
 // The same against this host's files (missing files count as empty).
-std::optional<std::string> SessionRangeConflictOnHost(const policy::SessionIdRange& range);
+std::optional<std::string> SessionUidRangeConflictOnHost(const policy::SessionUidRange& range);
 
 }  // namespace ptybox::sandbox

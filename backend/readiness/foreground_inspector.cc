@@ -348,7 +348,7 @@ Tri Inspection::FdIsTerminal(pid_t pid, pid_t tid, pid_t session, int fd, struct
   if (st_out != nullptr) *st_out = st;
   if (!S_ISCHR(st.st_mode)) return Tri::kNo;
   if (st.st_dev == identity_.slave_dev && st.st_rdev == identity_.slave_rdev) return Tri::kYes;
-  if (st.st_rdev == kDevTty && session == identity_.session_id) return Tri::kYes;
+  if (st.st_rdev == kDevTty && session == identity_.session_leader) return Tri::kYes;
   return Tri::kNo;
 }
 
@@ -751,7 +751,8 @@ ForegroundFacts ForegroundInspector::Inspect() const {
   }
   // The group handed the terminal on while we looked: what we saw is about a former group.
   if (ForegroundPgid() != facts.foreground_pgid) complete = false;
-  if (complete) facts.other_processes = CountOtherProcesses(members, others, identity_.session_id);
+  if (complete)
+    facts.other_processes = CountOtherProcesses(members, others, identity_.session_leader);
   facts.waiting_for_input = CombineTaskVerdicts(verdicts, complete);
   return facts;
 }

@@ -15,9 +15,9 @@ namespace ptybox::backend {
 
 // Identity of the session's terminal as its processes see it.
 struct TerminalIdentity {
-  dev_t slave_dev = 0;   // st_dev of the slave node: the devpts instance it lives in
-  dev_t slave_rdev = 0;  // st_rdev of the slave node
-  pid_t session_id = 0;  // host pid of the session leader; its members' /dev/tty is this terminal
+  dev_t slave_dev = 0;       // st_dev of the slave node: the devpts instance it lives in
+  dev_t slave_rdev = 0;      // st_rdev of the slave node
+  pid_t session_leader = 0;  // host pid of the POSIX session leader; its members' /dev/tty is this
 };
 
 enum class TtyWait {

@@ -1,7 +1,7 @@
 // Decides when one send (or a session's startup) is ready again, and why. A pure state machine:
 // it is fed events with their times (the write boundary, output, prompt candidates, foreground
 // facts) and never reads a clock or touches a process; the session acts on its decisions.
-// Every rule is a sentence of the readiness paragraph of seeds/001 (see docs/readiness.md).
+// Every rule is a sentence of docs/readiness.md ("The rules of the engine").
 #pragma once
 
 #include <sys/types.h>

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <optional>
 
+#include "common/join.h"
+
 namespace ptybox::backend {
 namespace {
 
@@ -87,11 +89,7 @@ bool StripModifiers(std::string_view& rest, Modifiers& mods) {
   return found;
 }
 
-std::string NameList() {
-  std::string list;
-  for (const std::string& name : KeyNames()) list += (list.empty() ? "" : ", ") + name;
-  return list;
-}
+std::string NameList() { return Join(KeyNames()); }
 
 Error Unknown(std::string_view entry, std::string_view why) {
   std::string shown(entry.substr(0, 64));

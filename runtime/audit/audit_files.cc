@@ -37,7 +37,7 @@ Result<UniqueFd> OpenAuditLogFile(const std::filesystem::path& path) {
   if (Result<void> made = CreatePrivateDirectories(path.parent_path(), "the audit log's directory",
                                                    "--audit-log file", path.parent_path().string());
       !made) {
-    return std::unexpected(made.error());
+    return Propagate(made);
   }
   const int flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
   UniqueFd fd(::open(path.c_str(), flags, 0600));
@@ -73,7 +73,7 @@ Result<std::shared_ptr<const UniqueFd>> OpenRecordDirectory(const std::filesyste
   if (Result<void> made = CreatePrivateDirectories(path, "the recordings' directory",
                                                    "--record directory", path.string());
       !made) {
-    return std::unexpected(made.error());
+    return Propagate(made);
   }
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) {

@@ -12,7 +12,6 @@
 #include <string>
 #include <string_view>
 
-#include "backend/proxy/proxy_events.h"
 #include "backend/types.h"
 #include "common/error.h"
 #include "policy/policy.h"

@@ -157,6 +157,110 @@ std::string BaseStatus(const Json& watch, const AttachView& view, std::pair<int,
   return status;
 }
 
+// One attach's loop state: the watch, the view, the takeover (--write), and why it ended.
+struct Attachment {
+  Attachment(Connected& connected_in, const Json& watch_in, int64_t watch_id_in, bool write_in,
+             std::optional<AttachView>& view_slot_in)
+      : connected(connected_in),
+        watch(watch_in),
+        watch_id(watch_id_in),
+        write(write_in),
+        view_slot(view_slot_in),
+        view(*view_slot_in) {}
+
+  Connected& connected;
+  const Json& watch;
+  int64_t watch_id = 0;
+  bool write = false;
+  std::optional<AttachView>& view_slot;  // rebuilt in place when the session is resized
+  AttachView& view;
+  std::pair<int, int> size{};
+  bool holding = false;
+  std::string refusal;  // why the takeover was refused, while it is
+  std::string ended;    // why the view ended, for the person once the terminal is restored
+  int exit_code = 0;
+  bool running = true;
+
+  void End(std::string why, int code) {
+    ended = std::move(why);
+    exit_code = code;
+    running = false;
+  }
+
+  void TakeOver() {
+    Result<Json> held = connected.client.Call("terminal_takeover", Json{{"watchId", watch_id}});
+    holding = static_cast<bool>(held);
+    refusal = held ? "" : held.error().message;
+  }
+
+  // SIGWINCH redraws at the new size; any other signal ends the view.
+  void OnSignals(int fd) {
+    unsigned char signal = 0;
+    while (::read(fd, &signal, 1) == 1) {
+      if (signal == SIGWINCH) {
+        size = PersonTerminal::Size();
+        view.SetTerminalSize(size.first, size.second);
+        view.SetStatus(BaseStatus(watch, view, size, holding));
+      } else {
+        End(std::string("ended by ") + ::strsignal(signal) + "; the session keeps running", 0);
+      }
+    }
+  }
+
+  // The person's keys: the detach key, keys for a taken-over session, or a read-only notice.
+  void OnKeys() {
+    std::array<char, 4096> keys{};
+    const ssize_t n = ::read(STDIN_FILENO, keys.data(), keys.size());
+    if (n <= 0) return End("the terminal closed; the session keeps running", 0);
+    const std::string_view typed_keys(keys.data(), static_cast<size_t>(n));
+    if (FindDetachKey(typed_keys)) return End("detached; the session keeps running", 0);
+    if (!write) {
+      view.SetStatus(" read-only: keystrokes are not sent to the session; " +
+                     std::string(kDetachKeyName) + " detaches");
+      return;
+    }
+    if (!holding) TakeOver();
+    if (!holding) {
+      view.SetStatus(" keys not sent: " + refusal);
+      return;
+    }
+    Result<Json> typed = connected.client.Call(
+        "terminal_type", Json{{"watchId", watch_id}, {"data", Base64Encode(typed_keys)}});
+    view.SetStatus(typed ? BaseStatus(watch, view, size, true)
+                         : " keys not sent: " + typed.error().message);
+  }
+
+  // What the daemon sent is read; a closed connection ends the view.
+  void OnDaemon() {
+    Result<bool> more = connected.client.ReadAvailable();
+    if (!more || !*more) {
+      End(more ? "the ptybox daemon closed the connection" : more.error().Describe(), 1);
+    }
+  }
+
+  // This watch's output drawn, a resize redrawn from the session's new screen; its end ends the
+  // view.
+  void OnMessages() {
+    while (std::optional<Json> message = connected.client.TakeMessage()) {
+      const std::string method = message->value("method", std::string());
+      const Json notice = message->value("params", Json::object());
+      if (notice.value("watchId", int64_t{-1}) != watch_id) continue;
+      if (method == "terminal_watch_output") {
+        if (std::optional<std::string> bytes = Base64Decode(notice.value("data", ""))) {
+          view.Feed(*bytes);
+        }
+      } else if (method == "terminal_watch_resized") {
+        // The session's size changed: start again from its screen at the new size.
+        view_slot.emplace(notice);
+        view.SetTerminalSize(size.first, size.second);
+        view.SetStatus(BaseStatus(watch, view, size, holding));
+      } else if (method == "terminal_watch_ended") {
+        End("the watch ended: " + Printable(notice.value("message", std::string()), 200), 1);
+      }
+    }
+  }
+};
+
 }  // namespace
 
 int ListSessions(const WatchFlags& flags, bool json) {
@@ -215,108 +319,35 @@ int AttachSession(const WatchFlags& flags, const std::string& session_id, bool w
   }
   // --write: the session is taken over now, or (an agent's send is running) at the first key
   // after it settled; until then keys are refused with a status line, never queued.
-  bool holding = false;
-  std::string refusal;
-  auto take_over = [&] {
-    Result<Json> held = connected->client.Call("terminal_takeover", Json{{"watchId", watch_id}});
-    holding = static_cast<bool>(held);
-    refusal = held ? "" : held.error().message;
-  };
-  if (write) take_over();
-  std::pair<int, int> size = PersonTerminal::Size();
-  view.SetTerminalSize(size.first, size.second);
-  std::string base = BaseStatus(*watch, view, size, holding);
-  view.SetStatus(refusal.empty() ? base : " not taken over: " + refusal);
+  Attachment a(*connected, *watch, watch_id, write, view_slot);
+  if (write) a.TakeOver();
+  a.size = PersonTerminal::Size();
+  view.SetTerminalSize(a.size.first, a.size.second);
+  const std::string base = BaseStatus(*watch, view, a.size, a.holding);
+  view.SetStatus(a.refusal.empty() ? base : " not taken over: " + a.refusal);
   PersonTerminal::Write(view.Draw());
 
-  std::string ended;  // why the view ended, for the person once the terminal is restored
-  int exit_code = 0;
-  bool running = true;
-  while (running) {
+  while (a.running) {
     std::array<pollfd, 3> fds{{{STDIN_FILENO, POLLIN, 0},
                                {connected->client.fd(), POLLIN, 0},
                                {signals.fd(), POLLIN, 0}}};
     if (::poll(fds.data(), fds.size(), -1) < 0) {
       if (errno == EINTR) continue;
-      ended = std::string("poll: ") + std::strerror(errno);
-      exit_code = 1;
+      a.End(std::string("poll: ") + std::strerror(errno), 1);
       break;
     }
-    if ((fds[2].revents & POLLIN) != 0) {
-      unsigned char signal = 0;
-      while (::read(signals.fd(), &signal, 1) == 1) {
-        if (signal == SIGWINCH) {
-          size = PersonTerminal::Size();
-          view.SetTerminalSize(size.first, size.second);
-          base = BaseStatus(*watch, view, size, holding);
-          view.SetStatus(base);
-        } else {
-          ended = std::string("ended by ") + ::strsignal(signal) + "; the session keeps running";
-          running = false;
-        }
-      }
-    }
-    if (running && (fds[0].revents & (POLLIN | POLLHUP)) != 0) {
-      std::array<char, 4096> keys{};
-      const ssize_t n = ::read(STDIN_FILENO, keys.data(), keys.size());
-      if (n <= 0) {
-        ended = "the terminal closed; the session keeps running";
-        running = false;
-      } else if (FindDetachKey(std::string_view(keys.data(), static_cast<size_t>(n)))) {
-        ended = "detached; the session keeps running";
-        running = false;
-      } else if (write) {
-        if (!holding) take_over();
-        if (holding) {
-          Result<Json> typed = connected->client.Call(
-              "terminal_type",
-              Json{{"watchId", watch_id},
-                   {"data", Base64Encode(std::string_view(keys.data(), static_cast<size_t>(n)))}});
-          view.SetStatus(typed ? BaseStatus(*watch, view, size, true)
-                               : " keys not sent: " + typed.error().message);
-        } else {
-          view.SetStatus(" keys not sent: " + refusal);
-        }
-      } else {
-        view.SetStatus(" read-only: keystrokes are not sent to the session; " +
-                       std::string(kDetachKeyName) + " detaches");
-      }
-    }
-    if (running && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
-      Result<bool> more = connected->client.ReadAvailable();
-      if (!more || !*more) {
-        ended = more ? "the ptybox daemon closed the connection" : more.error().Describe();
-        exit_code = 1;
-        running = false;
-      }
-    }
+    if ((fds[2].revents & POLLIN) != 0) a.OnSignals(signals.fd());
+    if (a.running && (fds[0].revents & (POLLIN | POLLHUP)) != 0) a.OnKeys();
+    if (a.running && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0) a.OnDaemon();
     // Every message received, also those a Call (--write) kept while it waited for its answer,
     // and the watch's end the daemon sent before it closed the connection.
-    {
-      while (std::optional<Json> message = connected->client.TakeMessage()) {
-        const std::string method = message->value("method", std::string());
-        const Json notice = message->value("params", Json::object());
-        if (notice.value("watchId", int64_t{-1}) != watch_id) continue;
-        if (method == "terminal_watch_output") {
-          if (std::optional<std::string> bytes = Base64Decode(notice.value("data", ""))) {
-            view.Feed(*bytes);
-          }
-        } else if (method == "terminal_watch_resized") {
-          // The session's size changed: start again from its screen at the new size.
-          view_slot.emplace(notice);
-          view.SetTerminalSize(size.first, size.second);
-          base = BaseStatus(*watch, view, size, holding);
-          view.SetStatus(base);
-        } else if (method == "terminal_watch_ended") {
-          ended = "the watch ended: " + Printable(notice.value("message", std::string()), 200);
-          exit_code = 1;
-          running = false;
-        }
-      }
-    }
+    a.OnMessages();
     PersonTerminal::Write(view.Draw());
   }
+  const std::string& ended = a.ended;
+  const int exit_code = a.exit_code;
   if (exit_code == 0) {
+    // Ignored: the daemon ends the watch anyway when this connection closes, a moment later.
     (void)connected->client.Send("terminal_unwatch", Json{{"watchId", watch_id}});
   }
   terminal.Restore();

@@ -68,7 +68,8 @@ void AddCommonFlags(CLI::App* app, CommonFlags& flags, bool policy_flags = true)
   app->add_option("--workspace", flags.workspace,
                   "workspace root (default: the current directory)");
   app->add_option("--policy", flags.policy,
-                  "operator policy file (default: /etc/ptybox/policy.yaml when present)");
+                  std::string("operator policy file (default: ") +
+                      ptybox::policy::kDefaultOperatorPolicy + " when present)");
   if (!policy_flags) return;
   const auto specs = ptybox::policy::CommandLineFlags();
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -375,6 +376,43 @@ struct RunSubcommand {
   }
 };
 
+// --socket, --token-file and --workspace of `ls` and `attach`.
+void AddWatchFlags(CLI::App* sub, ptybox::runtime::WatchFlags& flags) {
+  sub->add_option("--socket", flags.socket,
+                  "the daemon's socket (default: where `ptybox serve` listens by default)");
+  auto* token = sub->add_option(
+      "--token-file", flags.token_file,
+      "the owner token of the sessions to see (a 0600 file holding owner_info's ownerToken)");
+  sub->add_option("--workspace", flags.workspace,
+                  "see the sessions of the `ptybox mcp --connect` that runs in DIR (the token "
+                  "it keeps under $XDG_STATE_HOME/ptybox/; default: the current directory's, "
+                  "when kept)")
+      ->excludes(token);
+}
+
+// `ptybox help [COMMAND...]`: the same text as `ptybox COMMAND... --help`.
+int PrintHelp(CLI::App& app, const CLI::App* help, const std::vector<std::string>& names,
+              const std::string& program) {
+  CLI::App* topic = &app;
+  std::string usage = program;  // as --help names it: "ptybox policy check"
+  for (const std::string& name : names) {
+    CLI::App* sub = nullptr;
+    try {
+      sub = topic->get_subcommand(name);
+    } catch (const CLI::OptionNotFound&) {
+    }
+    if (sub == nullptr || sub == help) {
+      std::cerr << "ptybox help: no command \"" << name << "\"; `ptybox --help` lists them\n";
+      return ptybox::runtime::kRunExitUsage;
+    }
+    topic = sub;
+    usage += " " + name;
+  }
+  // The formatter, not App::help(), which would describe the selected `help` itself.
+  std::cout << topic->get_formatter()->make_help(topic, usage, CLI::AppFormatMode::Normal);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -406,22 +444,10 @@ int main(int argc, char** argv) {
   AddCommonFlags(demo, demo_flags, /*policy_flags=*/false);
 
   // A person's view of a running daemon's sessions (docs/protocol.md, "Watching a session").
-  auto add_watch_flags = [](CLI::App* sub, ptybox::runtime::WatchFlags& flags) {
-    sub->add_option("--socket", flags.socket,
-                    "the daemon's socket (default: where `ptybox serve` listens by default)");
-    auto* token = sub->add_option(
-        "--token-file", flags.token_file,
-        "the owner token of the sessions to see (a 0600 file holding owner_info's ownerToken)");
-    sub->add_option("--workspace", flags.workspace,
-                    "see the sessions of the `ptybox mcp --connect` that runs in DIR (the token "
-                    "it keeps under $XDG_STATE_HOME/ptybox/; default: the current directory's, "
-                    "when kept)")
-        ->excludes(token);
-  };
   ptybox::runtime::WatchFlags ls_flags;
   bool ls_json = false;
   CLI::App* ls = app.add_subcommand("ls", "list the sessions of a running daemon you may watch");
-  add_watch_flags(ls, ls_flags);
+  AddWatchFlags(ls, ls_flags);
   ls->add_flag("--json", ls_json, "print {\"sessions\": [...]} as terminal_list returns it");
   ptybox::runtime::WatchFlags attach_flags;
   std::string attach_session;
@@ -429,7 +455,7 @@ int main(int argc, char** argv) {
   CLI::App* attach = app.add_subcommand("attach",
                                         "watch a session's screen live, read-only unless --write "
                                         "(Ctrl-] detaches; the session goes on)");
-  add_watch_flags(attach, attach_flags);
+  AddWatchFlags(attach, attach_flags);
   attach->add_option("session", attach_session, "the sessionId (`ptybox ls` lists them)")
       ->required();
   attach->add_flag("--write", attach_write,
@@ -449,26 +475,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : ptybox::runtime::kRunExitUsage;
   }
 
-  if (help->parsed()) {
-    CLI::App* topic = &app;
-    std::string usage = argv[0];  // as --help names it: "ptybox policy check"
-    for (const std::string& name : help_topic) {
-      CLI::App* sub = nullptr;
-      try {
-        sub = topic->get_subcommand(name);
-      } catch (const CLI::OptionNotFound&) {
-      }
-      if (sub == nullptr || sub == help) {
-        std::cerr << "ptybox help: no command \"" << name << "\"; `ptybox --help` lists them\n";
-        return ptybox::runtime::kRunExitUsage;
-      }
-      topic = sub;
-      usage += " " + name;
-    }
-    // The formatter, not App::help(), which would describe the selected `help` itself.
-    std::cout << topic->get_formatter()->make_help(topic, usage, CLI::AppFormatMode::Normal);
-    return 0;
-  }
+  if (help->parsed()) return PrintHelp(app, help, help_topic, argv[0]);
   using namespace ptybox::runtime;
   if (serve.app->parsed()) return serve.Run();
   if (mcp.app->parsed()) return mcp.Run();

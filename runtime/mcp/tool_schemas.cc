@@ -1,5 +1,6 @@
 #include "runtime/mcp/tool_schemas.h"
 
+#include "backend/types.h"
 #include "policy/mode_names.h"
 
 namespace ptybox::runtime {
@@ -80,7 +81,7 @@ Json SendResultProperties() {
        Prop("string",
             "What the input produced on the terminal, rendered as text; the echo of the input "
             "and the prompt are left out.")},
-      {"waitReason", EnumProp({"stdin_read", "inferred_idle", "timeout", "session_exit", "pattern"},
+      {"waitReason", EnumProp(backend::WaitReasonNames(),
                               "Why the wait ended (see the tool description); only stdin_read "
                               "with an exitCode proves the command finished.")},
       {"sessionStatus", SessionStatusSchema()},

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
+#include <string_view>
 
+#include "backend/types.h"
+#include "common/join.h"
 #include "policy/network_names.h"
 #include "runtime/rpc/display_text.h"
 #include "runtime/rpc/policy_json.h"
@@ -33,30 +37,48 @@ std::string WithFooter(std::string text, const std::string& footer) {
   return text + "\n" + footer;
 }
 
+// The wait reason a result names, read from the one table of wait reasons; nullopt for a name
+// it does not list.
+std::optional<backend::WaitReason> WaitReasonNamed(std::string_view name) {
+  for (const backend::WaitReasonToken& token : backend::kWaitReasonTokens) {
+    if (token.name == name) return token.value;
+  }
+  return std::nullopt;
+}
+
 // The one line after a send's output: why it returned, and what the prompt reported.
 std::string SendFooter(const Json& r) {
   const std::string reason = Str(r, "waitReason");
   std::string line = "[waitReason: " + reason;
-  if (reason == "stdin_read") {
-    if (r.contains("exitCode") && r["exitCode"].is_number_integer()) {
-      line += " | exitCode: " + std::to_string(r["exitCode"].get<int>());
-      if (r.contains("cwd") && r["cwd"].is_string()) line += " | cwd: " + Str(r, "cwd");
-    } else {
-      line += " (the program is waiting for input)";
+  if (const std::optional<backend::WaitReason> known = WaitReasonNamed(reason)) {
+    switch (*known) {
+      case backend::WaitReason::kStdinRead:
+        if (r.contains("exitCode") && r["exitCode"].is_number_integer()) {
+          line += " | exitCode: " + std::to_string(r["exitCode"].get<int>());
+          if (r.contains("cwd") && r["cwd"].is_string()) line += " | cwd: " + Str(r, "cwd");
+        } else {
+          line += " (the program is waiting for input)";
+        }
+        break;
+      case backend::WaitReason::kInferredIdle:
+        line += " (output went quiet; the command may still be running)";
+        break;
+      case backend::WaitReason::kTimeout:
+        line +=
+            " (deadline passed; the command may still be running: terminal_signal SIGINT stops "
+            "it)";
+        break;
+      case backend::WaitReason::kPattern: {
+        const Json& match = r.value("match", Json::object());
+        line += " (the output matched pattern: \"" + Str(match, "text") +
+                "\"; the command may still be running)";
+        break;
+      }
+      case backend::WaitReason::kSessionExit:
+        line += ": the shell " + StatusText(r.value("sessionStatus", Json::object())) +
+                "; open a new terminal";
+        break;
     }
-  } else if (reason == "inferred_idle") {
-    line += " (output went quiet; the command may still be running)";
-  } else if (reason == "timeout") {
-    line +=
-        " (deadline passed; the command may still be running: terminal_signal SIGINT stops "
-        "it)";
-  } else if (reason == "pattern") {
-    const Json& match = r.value("match", Json::object());
-    line += " (the output matched pattern: \"" + Str(match, "text") +
-            "\"; the command may still be running)";
-  } else if (reason == "session_exit") {
-    line += ": the shell " + StatusText(r.value("sessionStatus", Json::object())) +
-            "; open a new terminal";
   }
   if (r.value("truncated", false)) line += " | truncated: terminal_read has what was kept";
   line += "]";
@@ -197,15 +219,15 @@ std::string RenderList(const Json& r) {
   if (!r.contains("sessions") || !r["sessions"].is_array() || r["sessions"].empty()) {
     return "No terminals are open.";
   }
-  std::string text;
+  std::vector<std::string> lines;
   for (const Json& s : r["sessions"]) {
-    if (!text.empty()) text += "\n";
-    text += Str(s, "sessionId");
-    if (!Str(s, "name").empty()) text += " \"" + Str(s, "name") + "\"";
-    text += ": " + Str(s, "mode") + ", " + StatusText(s.value("sessionStatus", Json::object())) +
+    std::string line = Str(s, "sessionId");
+    if (!Str(s, "name").empty()) line += " \"" + Str(s, "name") + "\"";
+    line += ": " + Str(s, "mode") + ", " + StatusText(s.value("sessionStatus", Json::object())) +
             (s.value("busy", false) ? ", busy" : "");
+    lines.push_back(std::move(line));
   }
-  return text;
+  return Join(lines, "\n");
 }
 
 std::string RenderPolicy(const Json& r) {

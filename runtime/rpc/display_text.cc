@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "common/join.h"
+
 namespace ptybox::runtime {
 namespace {
 
@@ -108,11 +110,11 @@ std::string QuotedText(std::string_view text, size_t max_bytes) {
 
 std::string QuotedList(const std::vector<std::string>& items, size_t max_entries,
                        size_t max_bytes) {
-  std::string out;
+  std::vector<std::string> quoted;
   for (size_t i = 0; i < items.size() && i < max_entries; ++i) {
-    if (i > 0) out += ", ";
-    out += QuotedText(items[i], max_bytes);
+    quoted.push_back(QuotedText(items[i], max_bytes));
   }
+  std::string out = Join(quoted);
   if (items.size() > max_entries) {
     out += " and " + std::to_string(items.size() - max_entries) + " more";
   }

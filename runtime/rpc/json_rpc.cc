@@ -14,7 +14,7 @@ Json ErrorObject(const Error& error) {
     return Json{{"code", -32602}, {"message", error.Describe()}, {"data", data}};
   }
   if (error.kind == ErrorKind::kCanceled) data["reason"] = error.message;
-  if (!error.session_id.empty()) data["sessionId"] = error.session_id;
+  if (!error.holder_session_id.empty()) data["sessionId"] = error.holder_session_id;
   std::string message = error.message;
   if (!error.cleanup_failure.empty())
     message += " (cleanup also failed: " + error.cleanup_failure + ")";

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <string>
 
+#include "common/propagate.h"
+
 namespace ptybox::sandbox {
 namespace {
 
@@ -108,7 +110,7 @@ Result<void> DropAllCapabilities() {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return DropFailed("prctl(PR_SET_NO_NEW_PRIVS)");
 
   auto remaining = FirstRemainingCapability();
-  if (!remaining) return std::unexpected(remaining.error());
+  if (!remaining) return Propagate(remaining);
   if (!remaining->empty()) {
     return Fail(ErrorKind::kSpawnFailed,
                 "dropping capabilities failed: " + *remaining + " is still held afterwards");
@@ -122,7 +124,7 @@ Result<void> DropAllCapabilities() {
 
 Result<bool> HoldsNoCapabilities() {
   auto remaining = FirstRemainingCapability();
-  if (!remaining) return std::unexpected(remaining.error());
+  if (!remaining) return Propagate(remaining);
   if (!remaining->empty()) return false;
   const int nnp = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0);
   if (nnp < 0) {

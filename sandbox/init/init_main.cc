@@ -69,6 +69,7 @@ struct InitOptions {
 // Reports a setup failure to the daemon (which turns it into spawn_failed) and exits.
 // `exec_errno` is execve's errno when the program itself could not be started.
 [[noreturn]] void FailSetup(int control_fd, const std::string& message, int exec_errno = 0) {
+  // Ignored: a daemon that cannot hear it still sees init exit, with the message on stderr.
   (void)SendInitMessage(control_fd, FailedMessage{message, exec_errno});
   Die(message);
 }
@@ -363,6 +364,7 @@ void Reap(pid_t program, bool& program_exited, int control_fd) {
       ExitedMessage exited;
       if (WIFEXITED(status)) exited.exit_code = WEXITSTATUS(status);
       if (WIFSIGNALED(status)) exited.signal = WTERMSIG(status);
+      // Ignored: a daemon that went away is why init ends the session anyway.
       (void)SendInitMessage(control_fd, exited);
     }
   }
@@ -499,6 +501,7 @@ int Serve(const InitOptions& o, pid_t program, const UniqueFd& signals) {
       }
       if (const auto* terminate = std::get_if<TerminateMessage>(&(*received)->message)) {
         TerminateSession(o, program, program_exited, terminate->grace);
+        // Ignored: the session is ended either way; the daemon then waits for init to exit.
         (void)SendInitMessage(o.control_fd, QuietMessage{});
         return 0;
       }

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/propagate.h"
 #include "common/untrusted_text.h"
 
 namespace ptybox::sandbox {
@@ -135,12 +136,12 @@ Result<InitMessage> DecodeInitMessage(std::string_view record) {
     case WireType::kStart:
       return StartMessage{DecodeEnvironment(payload)};
     case WireType::kReady: {
-      if (Result<void> ok = no_payload("ready"); !ok) return std::unexpected(ok.error());
+      if (Result<void> ok = no_payload("ready"); !ok) return Propagate(ok);
       if (h.a <= 0) return Fail(ErrorKind::kInternal, "ptybox-init ready message has no pid");
       return ReadyMessage{h.a, static_cast<dev_t>(h.c), static_cast<dev_t>(h.d)};
     }
     case WireType::kExited: {
-      if (Result<void> ok = no_payload("exited"); !ok) return std::unexpected(ok.error());
+      if (Result<void> ok = no_payload("exited"); !ok) return Propagate(ok);
       ExitedMessage m;
       if (h.a >= 0) m.exit_code = h.a;
       if (h.b > 0 && h.b < 65) m.signal = static_cast<int>(h.b);
@@ -152,18 +153,18 @@ Result<InitMessage> DecodeInitMessage(std::string_view record) {
       return m;
     }
     case WireType::kTerminate: {
-      if (Result<void> ok = no_payload("terminate"); !ok) return std::unexpected(ok.error());
+      if (Result<void> ok = no_payload("terminate"); !ok) return Propagate(ok);
       if (h.b < 0) return Fail(ErrorKind::kInternal, "terminate message has a negative grace");
       return TerminateMessage{std::chrono::milliseconds(h.b)};
     }
     case WireType::kQuiet: {
-      if (Result<void> ok = no_payload("quiet"); !ok) return std::unexpected(ok.error());
+      if (Result<void> ok = no_payload("quiet"); !ok) return Propagate(ok);
       return QuietMessage{};
     }
     case WireType::kFailed:
       return FailedMessage{std::string(payload), h.a};
     case WireType::kProxyListener: {
-      if (Result<void> ok = no_payload("proxy listener"); !ok) return std::unexpected(ok.error());
+      if (Result<void> ok = no_payload("proxy listener"); !ok) return Propagate(ok);
       if (h.a <= 0 || h.a > 65535) {
         return Fail(ErrorKind::kInternal, "ptybox-init proxy listener message has no port");
       }
@@ -182,7 +183,7 @@ std::string_view InitMessageName(const InitMessage& message) {
 
 Result<void> SendInitMessage(int socket_fd, const InitMessage& message, int fd) {
   Result<std::string> record = EncodeInitMessage(message);
-  if (!record) return std::unexpected(record.error());
+  if (!record) return Propagate(record);
   iovec iov{record->data(), record->size()};
   msghdr msg{};
   msg.msg_iov = &iov;
@@ -239,7 +240,7 @@ Result<std::optional<ReceivedInitMessage>> ReceiveInitMessage(int socket_fd) {
   }
   Result<InitMessage> message =
       DecodeInitMessage(std::string_view(buffer.data(), static_cast<size_t>(n)));
-  if (!message) return std::unexpected(message.error());
+  if (!message) return Propagate(message);
   return std::optional<ReceivedInitMessage>(
       ReceivedInitMessage{std::move(*message), std::move(attached)});
 }

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "common/propagate.h"
 #include "common/unique_fd.h"
 
 namespace ptybox::sandbox {
@@ -72,7 +73,7 @@ Result<int> LandlockAbi() {
 
 Result<UnixSocketWalls> RestrictUnixSockets() {
   Result<int> abi = LandlockAbi();
-  if (!abi) return std::unexpected(abi.error());
+  if (!abi) return Propagate(abi);
   const UnixSocketWalls walls = UnixSocketWallsFor(*abi);
   if (!walls.abstract_scoped && !walls.pathname_restricted) return walls;
   RulesetAttr attr{};

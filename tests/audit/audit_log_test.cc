@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "tests/audit/audit_support.h"
+#include "tests/support/error_kind.h"
 
 namespace ptybox::testing {
 namespace {
@@ -81,9 +82,9 @@ TEST(AuditLogTest, RecordsASessionsEventsInOrder) {
     Json signaled = client.Call("terminal_signal", Json{{"sessionId", id}, {"signal", "SIGINT"}});
     EXPECT_TRUE(signaled.contains("result")) << signaled.dump();
     Json fenced = client.Call("policy_set_mode", Json{{"mode", "danger-full-access"}});
-    EXPECT_EQ(fenced["error"]["data"]["kind"], "mode_fenced") << fenced.dump();
+    EXPECT_ERROR_KIND(fenced, ErrorKind::kModeFenced);
     Json denied = client.Call("terminal_open", Json{{"cwd", "/"}});
-    EXPECT_EQ(denied["error"]["data"]["kind"], "policy_denied") << denied.dump();
+    EXPECT_ERROR_KIND(denied, ErrorKind::kPolicyDenied);
     Json closed = client.Call("terminal_close", Json{{"sessionId", id}, {"reason", "done"}});
     EXPECT_TRUE(closed.contains("result")) << closed.dump();
     Json narrowed = client.Call("policy_set_mode", Json{{"mode", "read-only"}});
@@ -123,9 +124,9 @@ TEST(AuditLogTest, RecordsASessionsEventsInOrder) {
   EXPECT_EQ(records[8]["canceled"], true);
   EXPECT_EQ(records[10]["signal"], "SIGINT");
   EXPECT_EQ(records[11]["request"], "policy_set_mode");
-  EXPECT_EQ(records[11]["error"]["kind"], "mode_fenced");
+  EXPECT_EQ(records[11]["error"]["kind"], KindName(ErrorKind::kModeFenced));
   EXPECT_EQ(records[12]["request"], "terminal_open");
-  EXPECT_EQ(records[12]["error"]["kind"], "policy_denied");
+  EXPECT_EQ(records[12]["error"]["kind"], KindName(ErrorKind::kPolicyDenied));
   EXPECT_EQ(records[13]["sessionId"], id);
   EXPECT_EQ(records[13]["reason"], "done");
   EXPECT_EQ(records[13]["status"]["exited"], true);
@@ -257,7 +258,7 @@ TEST(AuditLogTest, ARepositoryPolicyCannotSetTheAuditPath) {
     RpcClient client(daemon.socket());
     Json refused = client.Call("terminal_open", Json::object());
     ASSERT_TRUE(refused.contains("error")) << refused.dump();
-    EXPECT_EQ(refused["error"]["data"]["kind"], "policy_error") << refused.dump();
+    EXPECT_ERROR_KIND(refused, ErrorKind::kPolicyError);
     const std::string message = refused["error"]["message"];
     EXPECT_NE(message.find(".ptybox.yaml:2:1: audit: only the operator policy may set `audit`"),
               std::string::npos)
@@ -267,7 +268,7 @@ TEST(AuditLogTest, ARepositoryPolicyCannotSetTheAuditPath) {
   EXPECT_FALSE(fs::exists(moved));
   std::vector<Json> refusals = EventsNamed(ReadAuditLog(log), "refused");
   ASSERT_EQ(refusals.size(), 1u);
-  EXPECT_EQ(refusals[0]["error"]["kind"], "policy_error");
+  EXPECT_EQ(refusals[0]["error"]["kind"], KindName(ErrorKind::kPolicyError));
 }
 
 // Mounts a tmpfs for the life of the object (root only); `ok()` false when it could not.

@@ -1,4 +1,4 @@
-// Every ordering rule of the cancellation paragraph of seeds/001, with an injected terminal whose
+// Every ordering rule of docs/readiness.md ("Cancellation"), with an injected terminal whose
 // inspections, writes and signals settle only when the test says so.
 #include "backend/send_operation.h"
 

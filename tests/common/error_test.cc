@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "backend/types.h"
+#include "common/errno_name.h"
 #include "policy/mode.h"
+#include "tests/support/error_kind.h"
 
 namespace ptybox {
 namespace {
@@ -35,6 +37,40 @@ TEST(SignalTest, ClientSignalsAreTheContractList) {
   EXPECT_EQ(backend::ParseClientSignal("SIGSTOP"), std::nullopt);
   EXPECT_EQ(backend::SignalName(SIGKILL), "SIGKILL");
   EXPECT_EQ(backend::ToString(backend::WaitReason::kInferredIdle), "inferred_idle");
+  // One signal table names both: the client's list and any signal a result reports.
+  EXPECT_EQ(backend::ClientSignalNames(),
+            (std::vector<std::string>{"SIGINT", "SIGTERM", "SIGKILL", "SIGQUIT", "SIGHUP",
+                                      "SIGTSTP", "SIGCONT"}));
+  EXPECT_EQ(backend::SignalName(SIGWINCH), "SIGWINCH");
+  EXPECT_EQ(backend::SignalName(SIGRTMIN + 1), "SIG" + std::to_string(SIGRTMIN + 1));
+}
+
+TEST(ErrorTest, EveryKindHasItsOwnSpelling) {
+  EXPECT_EQ(ToString(ErrorKind::kInternal), "internal");
+  EXPECT_EQ(ToString(ErrorKind::kNameTaken), "name_taken");
+  EXPECT_EQ(ToString(ErrorKind::kInvalidParams), "invalid_params");
+}
+
+TEST(ErrnoNameTest, TheCLibrarysNamesAndANumberForTheRest) {
+  EXPECT_EQ(ErrnoName(EPERM), "EPERM");
+  EXPECT_EQ(ErrnoName(EAFNOSUPPORT), "EAFNOSUPPORT");
+  EXPECT_EQ(ErrnoName(100000), "errno 100000");
+}
+
+// The tests' one check of a reply's kind passes only on that kind, and says what it got.
+TEST(ErrorKindCheckTest, AnotherKindOrNoErrorFailsNamingWhatCame) {
+  const nlohmann::json busy = {{"error", {{"code", -32000}, {"data", {{"kind", "busy"}}}}}};
+  EXPECT_TRUE(testing::IsErrorKind(busy, ErrorKind::kBusy));
+  const ::testing::AssertionResult other = testing::IsErrorKind(busy, ErrorKind::kNotFound);
+  EXPECT_FALSE(other);
+  EXPECT_NE(std::string(other.message()).find("expected error kind not_found, got \"busy\""),
+            std::string::npos)
+      << other.message();
+  EXPECT_FALSE(
+      testing::IsErrorKind(nlohmann::json{{"result", nlohmann::json::object()}}, ErrorKind::kBusy));
+  EXPECT_FALSE(testing::IsErrorKind(nlohmann::json{{"error", {{"code", -32602}}}},
+                                    ErrorKind::kInvalidParams));
+  EXPECT_EQ(testing::KindName(ErrorKind::kModeFenced), "mode_fenced");
 }
 
 TEST(ErrorTest, AnErrnoFailureKeepsItsErrno) {

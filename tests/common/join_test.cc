@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/types.h"
 #include "common/propagate.h"
 #include "policy/mode_names.h"
 #include "policy/network_names.h"
@@ -60,12 +61,22 @@ TEST(PropagateTest, AnErrorTravelsUpUnchangedAcrossResultTypes) {
 
 TEST(TokenTest, EachModeAndNetworkValueIsOneTokenWithItsName) {
   for (const policy::ModeToken& token : policy::kModeTokens) {
-    EXPECT_EQ(policy::ToString(token.mode), token.name);
-    EXPECT_EQ(policy::ParseMode(token.name), token.mode);
+    EXPECT_EQ(policy::ToString(token.value), token.name);
+    EXPECT_EQ(policy::ParseMode(token.name), token.value);
   }
   EXPECT_EQ(policy::kModes.size(), policy::kModeNames.size());
   EXPECT_EQ(policy::NetworkName(true), "allow");
   EXPECT_EQ(policy::NetworkName(false), "deny");
+}
+
+TEST(TokenTest, EachWaitReasonIsOneTokenWithItsName) {
+  std::vector<std::string> names;
+  for (const backend::WaitReasonToken& token : backend::kWaitReasonTokens) {
+    EXPECT_EQ(backend::ToString(token.value), token.name);
+    names.emplace_back(token.name);
+  }
+  EXPECT_EQ(backend::WaitReasonNames(), names);
+  EXPECT_EQ(Join(names), "stdin_read, inferred_idle, timeout, session_exit, pattern");
 }
 
 }  // namespace

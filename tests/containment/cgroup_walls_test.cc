@@ -236,6 +236,67 @@ pid_t StartPlacedSleeper(const std::vector<fs::path>& cgroups) {
   return child;
 }
 
+// What the sweep test plants beneath every cgroup home: a fake stale tree (its pid is above the
+// kernel's largest: never alive) whose cell `s1` will hold a process; a directory of a live
+// process without a lock (as an earlier version's daemon or an in-process user left it: this
+// test process, in the cgroup it runs in); names not ours. The sweep removes the first and
+// keeps the rest (`kept`).
+struct PlantedTrees {
+  std::string stale_name;
+  std::string live_name;
+  std::vector<std::string> foreign_names;
+  std::vector<fs::path> stale_cells;
+  std::vector<fs::path> kept;
+};
+
+void PlantTrees(const std::map<std::string, fs::path>& homes, const std::string& tag,
+                PlantedTrees& trees) {
+  trees.stale_name = "ptybox-4194305-" + tag;
+  trees.live_name = "ptybox-" + std::to_string(::getpid()) + "-" + tag;
+  trees.foreign_names = {"ptybox-4194305-zz" + tag, "ptybox-sweep-" + tag};
+  for (const auto& [h, home] : homes) {
+    ASSERT_EQ(::mkdir((home / trees.stale_name).c_str(), 0755), 0) << home / trees.stale_name;
+    ASSERT_EQ(::mkdir((home / trees.stale_name / "s1").c_str(), 0755), 0);
+    ASSERT_EQ(::mkdir((home / trees.stale_name / "s2").c_str(), 0755), 0);
+    trees.stale_cells.push_back(home / trees.stale_name / "s1");
+    for (const std::string& name : trees.foreign_names) {
+      ASSERT_EQ(::mkdir((home / name).c_str(), 0755), 0);
+      trees.kept.push_back(home / name);
+    }
+    ASSERT_EQ(::mkdir((home / trees.live_name).c_str(), 0755), 0);
+    ASSERT_EQ(::mkdir((home / trees.live_name / "s1").c_str(), 0755), 0);
+    trees.kept.push_back(home / trees.live_name / "s1");
+  }
+}
+
+void RemoveTrees(const std::map<std::string, fs::path>& homes, const PlantedTrees& trees) {
+  for (const auto& [h, home] : homes) {
+    ::rmdir((home / trees.live_name / "s1").c_str());
+    ::rmdir((home / trees.live_name).c_str());
+    for (const std::string& name : trees.foreign_names) ::rmdir((home / name).c_str());
+    ::rmdir((home / trees.stale_name / "s1").c_str());
+    ::rmdir((home / trees.stale_name / "s2").c_str());
+    ::rmdir((home / trees.stale_name).c_str());
+  }
+}
+
+// The stale tree's sleeper was killed by the sweep: our child, reaped here (a hang guard only).
+void ExpectSleeperKilled(pid_t sleeper, const Daemon& sweeper) {
+  int status = 0;
+  pid_t reaped = 0;
+  for (int i = 0; i < 30000 && reaped == 0; ++i) {
+    reaped = ::waitpid(sleeper, &status, WNOHANG);
+    if (reaped == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (reaped == 0) {
+    ::kill(sleeper, SIGKILL);
+    ::waitpid(sleeper, &status, 0);
+    ADD_FAILURE() << "the stale tree's process was not killed; daemon log:\n" << sweeper.Log();
+  } else {
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  }
+}
+
 TEST(CgroupSweepTest, ADaemonSweepsOnlyTheDirectoriesOfGoneDaemons) {
   const std::map<std::string, fs::path> homes = OwnDirectories(::getpid());
   ASSERT_FALSE(homes.empty());
@@ -269,26 +330,11 @@ TEST(CgroupSweepTest, ADaemonSweepsOnlyTheDirectoriesOfGoneDaemons) {
   }
   for (const fs::path& d : killed_dirs) EXPECT_TRUE(fs::exists(d)) << d << " already gone";
 
-  // A fake stale tree (its pid is above the kernel's largest: never alive) with a process in
-  // it; a directory of a live process without a lock (as an earlier version's daemon or an
-  // in-process user left it: this test process, in the cgroup it runs in); names not ours.
-  const std::string stale_name = "ptybox-4194305-" + tag;
-  const std::string live_name = "ptybox-" + std::to_string(::getpid()) + "-" + tag;
-  const std::vector<std::string> foreign_names = {"ptybox-4194305-zz" + tag, "ptybox-sweep-" + tag};
-  std::vector<fs::path> stale_cells, kept;
-  for (const auto& [h, home] : homes) {
-    ASSERT_EQ(::mkdir((home / stale_name).c_str(), 0755), 0) << home / stale_name;
-    ASSERT_EQ(::mkdir((home / stale_name / "s1").c_str(), 0755), 0);
-    ASSERT_EQ(::mkdir((home / stale_name / "s2").c_str(), 0755), 0);
-    stale_cells.push_back(home / stale_name / "s1");
-    for (const std::string& name : foreign_names) {
-      ASSERT_EQ(::mkdir((home / name).c_str(), 0755), 0);
-      kept.push_back(home / name);
-    }
-    ASSERT_EQ(::mkdir((home / live_name).c_str(), 0755), 0);
-    ASSERT_EQ(::mkdir((home / live_name / "s1").c_str(), 0755), 0);
-    kept.push_back(home / live_name / "s1");
-  }
+  PlantedTrees trees;
+  ASSERT_NO_FATAL_FAILURE(PlantTrees(homes, tag, trees));
+  const std::vector<fs::path>& stale_cells = trees.stale_cells;
+  const std::vector<fs::path>& kept = trees.kept;
+  const std::string& stale_name = trees.stale_name;
   const pid_t sleeper = StartPlacedSleeper(stale_cells);
   ASSERT_GT(sleeper, 0);
   for (const fs::path& cell : stale_cells) {
@@ -305,20 +351,7 @@ TEST(CgroupSweepTest, ADaemonSweepsOnlyTheDirectoriesOfGoneDaemons) {
   RpcClient next_client(next.socket());
   ASSERT_FALSE(OpenSession(next_client, "read-only").empty()) << next.Log();
 
-  // The sleeper was killed: our child, reaped here (a hang guard only).
-  int status = 0;
-  pid_t reaped = 0;
-  for (int i = 0; i < 30000 && reaped == 0; ++i) {
-    reaped = ::waitpid(sleeper, &status, WNOHANG);
-    if (reaped == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  if (reaped == 0) {
-    ::kill(sleeper, SIGKILL);
-    ::waitpid(sleeper, &status, 0);
-    ADD_FAILURE() << "the stale tree's process was not killed; daemon log:\n" << next.Log();
-  } else {
-    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
-  }
+  ExpectSleeperKilled(sleeper, next);
   for (const auto& [h, home] : homes) {
     EXPECT_FALSE(fs::exists(home / stale_name)) << home / stale_name << " was not swept";
   }
@@ -343,14 +376,7 @@ TEST(CgroupSweepTest, ADaemonSweepsOnlyTheDirectoriesOfGoneDaemons) {
   // (Not asserted that it was `next`: under a parallel ctest another daemon starting beneath the
   // same cgroup may sweep the trees first; what matters is that they went and the rest stayed.)
 
-  for (const auto& [h, home] : homes) {
-    ::rmdir((home / live_name / "s1").c_str());
-    ::rmdir((home / live_name).c_str());
-    for (const std::string& name : foreign_names) ::rmdir((home / name).c_str());
-    ::rmdir((home / stale_name / "s1").c_str());
-    ::rmdir((home / stale_name / "s2").c_str());
-    ::rmdir((home / stale_name).c_str());
-  }
+  RemoveTrees(homes, trees);
 }
 
 // Names created in the watched directories, read after the fact (inotify queues each mkdir

@@ -1,4 +1,4 @@
-// The daemon-robustness walls (issue 11 item 7, issue 20 items 3-6, 8, 10, 11): a hostile client
+// The daemon-robustness walls (docs/security.md, "Daemon robustness"): a hostile client
 // or a hostile session attacks the real `ptybox serve` (and `ptybox mcp`) through its real
 // socket or stdio, and each attack must fail: the daemon keeps serving every other client, no
 // limit is bypassed, nothing about the host leaks. Waits are hang guards; every assertion is on
@@ -21,6 +21,7 @@
 
 #include "tests/run/child_process.h"
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/error_kind.h"
 #include "tests/support/files.h"
 
 namespace ptybox::testing {
@@ -101,7 +102,7 @@ Json Request(int id, const std::string& method, const Json& params) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 1. JSON nesting depth (issue 11 item 5): 100,000 levels crashed the daemon by stack overflow.
+// 1. JSON nesting depth: 100,000 levels crashed the daemon by stack overflow.
 
 std::string Nested(size_t depth, char open, char close) {
   return std::string(depth, open) + std::string(depth, close);
@@ -193,7 +194,7 @@ TEST(DaemonWallsTest, DeeplyNestedJsonIsRefusedByTheMcpServer) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 7. Request ids in flight (issue 20 item 5): 8 terminal_open with one id opened 8 shells under
+// 7. Request ids in flight: 8 terminal_open with one id opened 8 shells under
 // maxSessions 2, the extra ones out of reach of cancellation.
 
 TEST(DaemonWallsTest, ARequestIdInFlightIsRefusedAndSpawnsNothing) {
@@ -236,7 +237,7 @@ TEST(DaemonWallsTest, ARequestIdInFlightIsRefusedAndSpawnsNothing) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 6. Connection flood (issue 20 item 4): ~510 idle connections under a 1,024-descriptor limit
+// 6. Connection flood: ~510 idle connections under a 1,024-descriptor limit
 // aborted the daemon (a failed dup() thrown out of a handler).
 
 // `ptybox serve --socket` under `ulimit -n <limit>` (soft and hard: it cannot raise it).
@@ -298,7 +299,7 @@ TEST(DaemonWallsTest, AConnectionFloodIsRefusedCleanlyAndTheDaemonLives) {
       continue;
     }
     EXPECT_EQ(answer["error"]["code"], -32000) << *line;
-    EXPECT_EQ(answer["error"]["data"]["kind"], "busy") << *line;
+    EXPECT_ERROR_KIND(answer, ErrorKind::kBusy) << *line;
     EXPECT_NE(answer["error"]["message"].get<std::string>().find("--max-connections"),
               std::string::npos)
         << *line;
@@ -341,20 +342,20 @@ TEST(DaemonWallsTest, ConnectionAndTotalSessionLimitsAreOperatorSettable) {
   ASSERT_FALSE(OpenSession(b, "workspace-write").empty());
   // A third owner, well within its own limits.maxSessions, meets the daemon-wide limit.
   Json third = c.Call("terminal_open", Json::object());
-  EXPECT_EQ(third["error"]["data"]["kind"], "policy_denied") << third.dump();
+  EXPECT_ERROR_KIND(third, ErrorKind::kPolicyDenied);
   EXPECT_NE(third["error"]["message"].get<std::string>().find("--max-sessions"), std::string::npos)
       << third.dump();
   RawSocket fourth(daemon.socket());
   ASSERT_TRUE(fourth.connected());
   std::optional<std::string> refusal = fourth.ReadLine();
   ASSERT_TRUE(refusal.has_value());
-  EXPECT_EQ(Json::parse(*refusal)["error"]["data"]["kind"], "busy") << *refusal;
+  EXPECT_ERROR_KIND(Json::parse(*refusal), ErrorKind::kBusy) << *refusal;
   // The served clients are unaffected.
   EXPECT_TRUE(c.Call("terminal_list", Json::object()).contains("result"));
 }
 
 // ---------------------------------------------------------------------------------------------
-// 5. A client that never reads (issue 20 item 3): 1,200 terminal_read answers left unread grew
+// 5. A client that never reads: 1,200 terminal_read answers left unread grew
 // the daemon from 16 to 321 MiB, still 321 MiB after the disconnect.
 
 // The daemon's options for a test that measures its RSS: under AddressSanitizer, freed blocks
@@ -517,7 +518,7 @@ TEST(DaemonWallsTest, MemoryHeldForAnUnreadClientIsReleasedAtDisconnect) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 8. The mode fence on live sessions' modes (issue 20 item 6): a session wrote .ptybox.yaml with
+// 8. The mode fence on live sessions' modes: a session wrote .ptybox.yaml with
 // a narrower mode; policy_set_mode to that mode then succeeded while the wider session lived on.
 
 struct FenceCase {
@@ -538,7 +539,7 @@ TEST_P(FenceAttackTest, ARepositoryFileCannotLiftTheFence) {
   ASSERT_EQ(opened["result"]["mode"], c.session_mode);
   const std::string session = opened["result"]["sessionId"];
   Json fenced = client.Call("policy_set_mode", Json{{"mode", c.file_mode}});
-  EXPECT_EQ(fenced["error"]["data"]["kind"], "mode_fenced") << fenced.dump();
+  EXPECT_ERROR_KIND(fenced, ErrorKind::kModeFenced);
 
   // The attack, from inside the session: a repository file naming the narrower mode.
   Json wrote = Send(client, session,
@@ -547,7 +548,7 @@ TEST_P(FenceAttackTest, ARepositoryFileCannotLiftTheFence) {
   Json resolved = client.Call("policy_resolve", Json::object());
   ASSERT_EQ(resolved["result"]["mode"], c.file_mode) << "the file changed the effective mode";
   Json set = client.Call("policy_set_mode", Json{{"mode", c.file_mode}});
-  EXPECT_EQ(set["error"]["data"]["kind"], "mode_fenced") << set.dump();
+  EXPECT_ERROR_KIND(set, ErrorKind::kModeFenced);
   EXPECT_NE(set["error"]["message"].get<std::string>().find("`" + c.session_mode + "`"),
             std::string::npos)
       << set.dump();
@@ -571,7 +572,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, FenceAttackTest,
                          });
 
 // ---------------------------------------------------------------------------------------------
-// 2. Names and other strings in params are bounded (issue 11 item 7): a 15 MB name was accepted
+// 2. Names and other strings in params are bounded: a 15 MB name was accepted
 // and echoed.
 
 TEST(DaemonWallsTest, LongNamesAndStringsAreRefusedNamingTheBound) {
@@ -623,7 +624,7 @@ TEST(DaemonWallsTest, LongNamesAndStringsAreRefusedNamingTheBound) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 3. A send's deadline holds while its write is blocked (issue 11 item 7): a 30 MB single-line
+// 3. A send's deadline holds while its write is blocked: a 30 MB single-line
 // input blocked on the terminal's input buffer and ignored timeoutMs.
 
 class BlockedWriteTest : public ::testing::TestWithParam<std::string> {};
@@ -656,7 +657,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, BlockedWriteTest,
                          ModeTestName);
 
 // ---------------------------------------------------------------------------------------------
-// 9. Screen renderings within the output bounds (issue 20 item 8): with maxReadBytes and
+// 9. Screen renderings within the output bounds: with maxReadBytes and
 // maxResultBytes at 1024, a screen of 499,000 bytes came back whole, truncated false.
 
 class ScreenBoundsTest : public ::testing::TestWithParam<std::string> {};
@@ -691,7 +692,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, ScreenBoundsTest,
                          ModeTestName);
 
 // ---------------------------------------------------------------------------------------------
-// 10. A second daemon never takes a live daemon's socket (issue 20 item 10).
+// 10. A second daemon never takes a live daemon's socket.
 
 TEST(DaemonWallsTest, AnotherUsersSocketAtThePathIsRefusedByName) {
   // An ordinary user plants a socket at root's expected path in a sticky directory: the daemon
@@ -777,7 +778,7 @@ TEST(DaemonWallsTest, ASecondDaemonRefusesALiveSocketAndReplacesOnlyADeadOne) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 4. A terminal_open in progress when stdin closes (issue 11 item 7) is answered, and nothing of
+// 4. A terminal_open in progress when stdin closes is answered, and nothing of
 // it is left running.
 
 TEST(DaemonWallsTest, AnOpenInFlightAtEndOfInputIsAnsweredAndLeavesNothing) {
@@ -804,7 +805,7 @@ TEST(DaemonWallsTest, AnOpenInFlightAtEndOfInputIsAnsweredAndLeavesNothing) {
     // Canceled (the client left during the spawn) or, when the shell was already up, opened
     // and then closed with the connection: either way it is answered.
     if (answer.contains("error")) {
-      EXPECT_EQ(answer["error"]["data"]["kind"], "canceled") << *open;
+      EXPECT_ERROR_KIND(answer, ErrorKind::kCanceled) << *open;
     }
     ChildProcess::Exit exit = serve.Wait();
     EXPECT_TRUE(exit.exited && exit.code == 0) << mode << " signal " << exit.signal;
@@ -813,7 +814,7 @@ TEST(DaemonWallsTest, AnOpenInFlightAtEndOfInputIsAnsweredAndLeavesNothing) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 11. cwd errors reveal nothing about host paths (issue 20 item 11).
+// 11. cwd errors reveal nothing about host paths.
 
 class CwdProbeTest : public ::testing::TestWithParam<std::string> {};
 
@@ -823,7 +824,7 @@ TEST_P(CwdProbeTest, OutsideTheWorkspaceEveryPathGetsTheSameAnswer) {
   ASSERT_TRUE(client.Call("policy_set_mode", Json{{"mode", GetParam()}}).contains("result"));
   auto answer = [&](const std::string& cwd) {
     Json reply = client.Call("terminal_open", Json{{"cwd", cwd}});
-    EXPECT_EQ(reply["error"]["data"]["kind"], "policy_denied") << reply.dump();
+    EXPECT_ERROR_KIND(reply, ErrorKind::kPolicyDenied);
     std::string message = reply["error"]["message"].get<std::string>();
     if (size_t at = message.find(cwd); at != std::string::npos) {
       message.replace(at, cwd.size(), "X");

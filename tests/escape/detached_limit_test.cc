@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/error_kind.h"
 #include "tests/support/files.h"
 
 namespace ptybox::testing {
@@ -71,7 +72,7 @@ TEST(DetachedLimitTest, DetachedOwnersHoldPlacesAndAConnectionOverTheLimitMayOnl
   for (const char* method : {"terminal_open", "owner_info", "terminal_list"}) {
     Json refused = c.Call(method, Json::object());
     ASSERT_TRUE(refused.contains("error")) << method << " " << refused.dump();
-    EXPECT_EQ(refused["error"]["data"]["kind"], "busy") << method << " " << refused.dump();
+    EXPECT_ERROR_KIND(refused, ErrorKind::kBusy) << method;
     const std::string message = refused["error"]["message"];
     EXPECT_NE(message.find("serve --max-connections"), std::string::npos) << message;
     EXPECT_NE(message.find("2 detached owners awaiting owner_attach"), std::string::npos)
@@ -90,7 +91,7 @@ TEST(DetachedLimitTest, DetachedOwnersHoldPlacesAndAConnectionOverTheLimitMayOnl
   {
     RpcClient d(daemon.socket());
     Json refused = d.Call("terminal_open", Json::object());
-    EXPECT_EQ(refused["error"]["data"]["kind"], "busy") << refused.dump();
+    EXPECT_ERROR_KIND(refused, ErrorKind::kBusy);
     EXPECT_NE(refused["error"]["message"].get<std::string>().find(
                   "1 connection and 1 detached owner awaiting"),
               std::string::npos)

@@ -1,5 +1,5 @@
 // Walls 4 and 5 of docs/security.md. ptybox-init is unreachable from the session it anchors:
-// the attack of issue 20 (pidfd_open + pidfd_getfd of init's control socket, fd 3, then a forged
+// the attack (pidfd_open + pidfd_getfd of init's control socket, fd 3, then a forged
 // "exited 0" message) and reading /proc/<init>/mem both fail in both confined modes, in
 // `serve` and in `ptybox run`; no process of the sandbox runs without the seccomp filter; and
 // the new seccomp rows (personality, modify_ldt, TIOCSETD, pidfd_getfd) refuse from inside.

@@ -10,6 +10,7 @@
 
 #include <fstream>
 
+#include "common/join.h"
 #include "tests/escape/walls_support.h"
 
 namespace ptybox::testing {
@@ -48,7 +49,8 @@ TEST_P(KernelWallsTest, CorePatternAndSysrqCannotBeWritten) {
   const fs::path core = "/proc/sys/kernel/core_pattern";
   SysctlGuard guard(core);
   if (Confined()) {
-    // The attack of issue 11: a core_pattern pipe runs a program as host root on a crash.
+    // The attack (docs/security.md, "Wall 1"): a core_pattern pipe runs a program as host root on a
+    // crash.
     Observed w = Run("write-core_pattern",
                      "echo '|/bin/false ptybox-escape' > /proc/sys/kernel/core_pattern");
     EXPECT_EQ(w.exit, 1) << w.Show();
@@ -94,12 +96,11 @@ TEST_P(KernelWallsTest, HostSysIsNotExposed) {
     EXPECT_TRUE(net.Says("No such file or directory")) << net.Show();
     EXPECT_EQ(top.text, "devices") << top.Show();
     Observed system = Run("ls-/sys/devices/system", "ls /sys/devices/system | tr '\\n' ' '");
-    std::string expected;
+    std::vector<std::string> present;
     for (const char* dir : {"cpu", "node"}) {
-      if (fs::exists(fs::path("/sys/devices/system") / dir)) {
-        expected += (expected.empty() ? "" : " ") + std::string(dir);
-      }
+      if (fs::exists(fs::path("/sys/devices/system") / dir)) present.emplace_back(dir);
     }
+    const std::string expected = Join(present, " ");
     EXPECT_EQ(system.text, expected) << system.Show();
     Observed write = Run("write-/sys", "touch /sys/x /sys/devices/system/cpu/x");
     EXPECT_EQ(write.exit, 1) << write.Show();

@@ -19,6 +19,7 @@
 
 #include "tests/escape/escape_support.h"
 #include "tests/sandbox/process_runner.h"
+#include "tests/support/error_kind.h"
 
 namespace ptybox::testing {
 namespace {
@@ -233,7 +234,7 @@ TEST_P(MountWallsTest, ATreeTheWalkCannotSearchWholeRefusesAWritableSession) {
   if (Mode() == "workspace-write") {
     ASSERT_TRUE(opened.contains("error")) << opened.dump();
     const std::string message = opened["error"]["message"].get<std::string>();
-    EXPECT_EQ(opened["error"]["data"]["kind"], "policy_denied") << opened.dump();
+    EXPECT_ERROR_KIND(opened, ErrorKind::kPolicyDenied);
     EXPECT_NE(message.find("deeper than the kernel resolves"), std::string::npos) << message;
     EXPECT_NE(message.find("read-only"), std::string::npos) << message;
   } else {

@@ -2,13 +2,12 @@
 // "Repository files and environment"):
 //  - a hostile `.ptybox.yaml` (written by a confined session, or checked in) naming LD_PRELOAD,
 //    TMOUT, NODE_OPTIONS never reaches a danger-full-access session, and confined sessions
-//    refuse it (issue 11 item 6);
+//    refuse it;
 //  - the operator alone extends trust (repository.trustInDangerFullAccess, repository.envSet);
 //  - a client's env cannot smuggle variables through a NUL or set the shell's own names
-//    (issue 20 item 7, issue 18 finding 1);
+//    or in the names policy files refuse;
 //  - a `.ptybox.yaml` symlink or broken file refuses opens with a message naming the file and
-//    who can fix it, and an explicit danger-full-access request does not read it (issue 20
-//    item 11).
+//    who can fix it, and an explicit danger-full-access request does not read it.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include <string>
 
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/error_kind.h"
 
 namespace ptybox::testing {
 namespace {
@@ -71,7 +71,7 @@ class RepositoryEnvEscapeTest : public ::testing::TestWithParam<std::string> {
     RpcClient client(daemon_.socket());
     Json opened = TryOpenIn(client, Mode());
     ASSERT_TRUE(opened.contains("error")) << opened.dump();
-    EXPECT_EQ(opened["error"]["data"]["kind"], "policy_denied") << opened.dump();
+    EXPECT_ERROR_KIND(opened, ErrorKind::kPolicyDenied);
     const std::string message = opened["error"]["message"];
     EXPECT_NE(message.find(".ptybox.yaml"), std::string::npos) << message;
     EXPECT_NE(message.find("env.set.LD_PRELOAD: `LD_PRELOAD` can make a program load or run code"),
@@ -82,7 +82,7 @@ class RepositoryEnvEscapeTest : public ::testing::TestWithParam<std::string> {
   Daemon daemon_;
 };
 
-// The attack of issue 11 item 6: a confined session writes the file for the next session.
+// The attack on the next session: a confined session writes the file for the next session.
 TEST_P(RepositoryEnvEscapeTest, AFileWrittenByAConfinedSessionNeverReachesAnotherSession) {
   RpcClient attacker(daemon_.socket());
   Json opened = OpenIn(attacker, Mode());
@@ -114,7 +114,7 @@ TEST_P(RepositoryEnvEscapeTest, AHostileCheckedInFileIsRefusedConfinedAndIgnored
   EXPECT_EQ(r["viewport"], "[1]") << r.dump();
 }
 
-// Issue 20 item 11: the session plants a symlink (or garbage) as the repository file.
+// The session plants a symlink (or garbage) as the repository file.
 TEST_P(RepositoryEnvEscapeTest, APlantedSymlinkRefusesOpensNamingTheFileAndTheFix) {
   RpcClient attacker(daemon_.socket());
   Json opened = OpenIn(attacker, Mode());
@@ -127,7 +127,7 @@ TEST_P(RepositoryEnvEscapeTest, APlantedSymlinkRefusesOpensNamingTheFileAndTheFi
   RpcClient client(daemon_.socket());
   Json refused = TryOpenIn(client, Mode());
   ASSERT_TRUE(refused.contains("error")) << refused.dump();
-  EXPECT_EQ(refused["error"]["data"]["kind"], "policy_error") << refused.dump();
+  EXPECT_ERROR_KIND(refused, ErrorKind::kPolicyError);
   const std::string message = refused["error"]["message"];
   EXPECT_NE(message.find(RepoFile().string() + ": is a symbolic link"), std::string::npos)
       << message;
@@ -181,19 +181,19 @@ TEST(ClientEnvTest, NulSmugglingAndReservedNamesAreRefusedBeforeAnythingRuns) {
   Daemon daemon;
   RpcClient client(daemon.socket());
   const fs::path marker = daemon.workspace() / "smuggled-ran";
-  // Issue 20 item 7: the NUL-joined block would have read this as three variables.
+  // The NUL-joined block would have read this as three variables.
   const std::string smuggled = std::string("x") + '\0' + "PROMPT_COMMAND=touch " + marker.string() +
                                '\0' + "PS0=$(touch " + marker.string() + ")";
   for (const char* mode : {"read-only", "workspace-write", "danger-full-access"}) {
     Json refused = OpenIn(client, mode, Json{{"env", Json{{"ZZZ", smuggled}}}});
     ASSERT_TRUE(refused.contains("error")) << mode << refused.dump();
-    EXPECT_EQ(refused["error"]["data"]["kind"], "invalid_params") << refused.dump();
+    EXPECT_ERROR_KIND(refused, ErrorKind::kInvalidParams);
     EXPECT_NE(refused["error"]["message"].get<std::string>().find(
                   "env.ZZZ: the value contains a NUL character at byte 1"),
               std::string::npos)
         << refused.dump();
   }
-  // Issue 18 finding 1: the names policy files refuse, terminal_open refuses too.
+  // The names policy files refuse, terminal_open refuses too.
   const std::string long_name(129, 'A');
   for (const std::string& name :
        {std::string("SHELLOPTS"), std::string("BASHOPTS"), std::string("BASH_XTRACEFD"),
@@ -201,14 +201,14 @@ TEST(ClientEnvTest, NulSmugglingAndReservedNamesAreRefusedBeforeAnythingRuns) {
         std::string("A") + '\0' + "B"}) {
     Json refused = client.Call("terminal_open", Json{{"env", Json{{name, "xtrace"}}}});
     ASSERT_TRUE(refused.contains("error")) << refused.dump();
-    EXPECT_EQ(refused["error"]["data"]["kind"], "invalid_params") << refused.dump();
+    EXPECT_ERROR_KIND(refused, ErrorKind::kInvalidParams);
     EXPECT_EQ(refused["error"]["message"].get<std::string>().rfind("env: `", 0), 0u)
         << refused.dump();
   }
   Json too_many_env = Json::object();
   for (int i = 0; i < 257; ++i) too_many_env["V" + std::to_string(i)] = "x";
   Json refused = client.Call("terminal_open", Json{{"env", too_many_env}});
-  EXPECT_EQ(refused["error"]["data"]["kind"], "invalid_params") << refused.dump();
+  EXPECT_ERROR_KIND(refused, ErrorKind::kInvalidParams);
   EXPECT_FALSE(fs::exists(marker)) << "a smuggled hook ran";
 
   // The control: an ordinary variable reaches the shell.

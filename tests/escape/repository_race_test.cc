@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "tests/escape/escape_support.h"
+#include "tests/support/error_kind.h"
 
 namespace ptybox::testing {
 namespace {
@@ -88,12 +89,12 @@ TEST_P(RepositoryRaceTest, ARepositoryMovedDuringALaunchIsNeverWritable) {
       // that kept the walk from seeing the tree whole), or by the launcher, whose checks of a
       // protected path that moved between its open and its mount refuse in their own words.
       // Any refusal is safe; it must still be one of these kinds, with a message.
-      const Json kind = reply["error"]["data"]["kind"];
-      EXPECT_TRUE(kind == "policy_denied" || kind == "spawn_failed" ||
-                  kind == "sandbox_unavailable")
+      const bool denied = IsErrorKind(reply, ErrorKind::kPolicyDenied);
+      EXPECT_TRUE(denied || IsErrorKind(reply, ErrorKind::kSpawnFailed) ||
+                  IsErrorKind(reply, ErrorKind::kSandboxUnavailable))
           << reply.dump();
       EXPECT_FALSE(message.empty()) << reply.dump();
-      if (kind == "policy_denied") {
+      if (denied) {
         EXPECT_TRUE(message.find("the repository ") != std::string::npos ||
                     message.find("directories kept arriving") != std::string::npos)
             << reply.dump();

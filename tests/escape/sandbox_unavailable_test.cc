@@ -12,6 +12,7 @@
 #include "sandbox/init/landlock.h"
 #include "tests/escape/escape_support.h"
 #include "tests/sandbox/process_runner.h"
+#include "tests/support/error_kind.h"
 
 namespace ptybox::testing {
 namespace {
@@ -61,7 +62,7 @@ TEST_P(SandboxUnavailableTest, ConfinedOpenFailsAndNeverFallsBack) {
   std::cout << "  observed [" << GetParam().name << " bwrap] " << opened.dump() << "\n";
   ASSERT_TRUE(opened.contains("error")) << opened.dump();
   EXPECT_EQ(opened["error"]["code"], -32000);
-  EXPECT_EQ(opened["error"]["data"]["kind"], "sandbox_unavailable") << opened.dump();
+  EXPECT_ERROR_KIND(opened, ErrorKind::kSandboxUnavailable);
   // PTYBOX_BWRAP was honoured: the error is about that very path.
   EXPECT_EQ(opened["error"]["data"]["context"], bwrap_.string()) << opened.dump();
   const std::string message = opened["error"]["message"];
@@ -83,7 +84,7 @@ TEST_P(SandboxUnavailableTest, ConfinedOpenFailsAndNeverFallsBack) {
   client_.Call("terminal_close", Json{{"sessionId", id}});
   ASSERT_TRUE(client_.Call("policy_set_mode", Json{{"mode", "read-only"}}).contains("result"));
   Json again = client_.Call("terminal_open", Json::object());
-  EXPECT_EQ(again["error"]["data"]["kind"], "sandbox_unavailable") << again.dump();
+  EXPECT_ERROR_KIND(again, ErrorKind::kSandboxUnavailable);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/error_kind.h"
 
 namespace ptybox::testing {
 namespace {
@@ -133,7 +134,7 @@ TEST_P(SessionLeakTest, KilledInitLeavesNothingAfterClose) {
   std::cout << "  kill init -> " << killed.dump() << "\n";
   Json closed = client.Call("terminal_close", Json{{"sessionId", session}});
   EXPECT_TRUE(closed.contains("result") ||
-              (closed.contains("error") && closed["error"]["data"]["kind"] == "not_found"))
+              (closed.contains("error") && IsErrorKind(closed, ErrorKind::kNotFound)))
       << closed.dump();
   EXPECT_EQ(LeftAfterGuard(seconds), std::vector<pid_t>{}) << "leaked past terminal_close";
 }

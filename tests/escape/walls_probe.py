@@ -18,7 +18,7 @@ def fail(name, err, text=None):
 
 
 def rpc(path, method, params):
-    """Connects to the daemon socket at `path` and calls `method`: the attack of issue 11."""
+    """Connects to the daemon socket at `path` and calls `method` (docs/security.md, "Wall 2")."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(10)
     try:

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/error_kind.h"
 #include "tests/support/files.h"
 
 namespace ptybox::testing {
@@ -327,7 +328,7 @@ TEST_P(LifecycleTest, BackgroundLoopIsReadInIncrementsWithNothingLostOrDoubled) 
                                    {"background", true}});
   ASSERT_TRUE(started["result"]["operationId"].is_string()) << started.dump();
   Json busy = client_.Call("terminal_send", Json{{"sessionId", id}, {"input", "echo x\n"}});
-  EXPECT_EQ(busy["error"]["data"]["kind"], "busy") << busy.dump();
+  EXPECT_ERROR_KIND(busy, ErrorKind::kBusy);
   std::string output;
   int reads = 0;
   int nonempty = 0;
@@ -423,9 +424,9 @@ TEST_P(LifecycleTest, SignalAndCancelAfterCloseAreNotFound) {
   std::string id = Open(marker);
   ASSERT_TRUE(client_.Call("terminal_close", Json{{"sessionId", id}}).contains("result"));
   Json signal = client_.Call("terminal_signal", Json{{"sessionId", id}, {"signal", "SIGINT"}});
-  EXPECT_EQ(signal["error"]["data"]["kind"], "not_found") << signal.dump();
+  EXPECT_ERROR_KIND(signal, ErrorKind::kNotFound);
   Json cancel = client_.Call("terminal_cancel", Json{{"sessionId", id}});
-  EXPECT_EQ(cancel["error"]["data"]["kind"], "not_found") << cancel.dump();
+  EXPECT_ERROR_KIND(cancel, ErrorKind::kNotFound);
 }
 
 // Close and cleanup.
@@ -499,7 +500,7 @@ TEST_P(LifecycleTest, CancelingAPendingOpenAnswersCanceledWithTheCallersReason) 
   Json r = client_.WaitResponse(open);
   ASSERT_TRUE(r.contains("error")) << r.dump();
   EXPECT_EQ(r["error"]["code"], -32000);
-  EXPECT_EQ(r["error"]["data"]["kind"], "canceled") << r.dump();
+  EXPECT_ERROR_KIND(r, ErrorKind::kCanceled);
   EXPECT_EQ(r["error"]["data"]["reason"], "user changed their mind") << r.dump();
   EXPECT_TRUE(ProcessesWithEnv(marker.Scan()).empty()) << "a shell outlived its canceled open";
   EXPECT_EQ(client_.Call("terminal_list", Json::object())["result"]["sessions"].size(), 0u);
@@ -517,7 +518,7 @@ TEST_P(LifecycleTest, CancelingAnOpenWhoseShellRunsEndsThatShell) {
                       .dump() +
                   "\n");
   Json r = client_.WaitResponse(open);
-  EXPECT_EQ(r["error"]["data"]["kind"], "canceled") << r.dump();
+  EXPECT_ERROR_KIND(r, ErrorKind::kCanceled);
   EXPECT_EQ(r["error"]["data"]["reason"], "no longer needed") << r.dump();
   EXPECT_TRUE(ProcessesWithEnv(marker.Scan()).empty()) << "answered before the shell ended";
   // The mode fence is released: the spawn is over.

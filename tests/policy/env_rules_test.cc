@@ -25,7 +25,8 @@ using testing::TempDir;
 TEST(EnvRulesTest, OneFunctionJudgesEveryName) {
   EXPECT_EQ(EnvNameProblem("CI", EnvUse::kSet), std::nullopt);
   EXPECT_EQ(EnvNameProblem(std::string(kMaxEnvNameBytes, 'A'), EnvUse::kSet), std::nullopt);
-  // Issue 18 finding 1: terminal_open accepted these; policy files refused them.
+  // terminal_open once accepted these while policy files refused them (docs/security.md,
+  // "Repository files and environment").
   for (std::string_view name : {"SHELLOPTS", "BASHOPTS", "BASH_XTRACEFD", "PROMPT_COMMAND", "PS0",
                                 "BASH_ENV", "ENV", "PTYBOX_X", "TERM"}) {
     auto problem = EnvNameProblem(name, EnvUse::kSet);
@@ -46,7 +47,8 @@ TEST(EnvRulesTest, OneFunctionJudgesEveryName) {
 TEST(EnvRulesTest, ValuesRefuseNulAndAreBounded) {
   EXPECT_EQ(EnvValueProblem(""), std::nullopt);
   EXPECT_EQ(EnvValueProblem(std::string(kMaxEnvValueBytes, 'x')), std::nullopt);
-  // Issue 20 item 7: a NUL would end the value and start a smuggled variable.
+  // A NUL would end the value and start a smuggled variable (docs/security.md, "Repository
+  // files and environment").
   const std::string smuggled("x\0PROMPT_COMMAND=true\0PS0=$(id)", 31);
   EXPECT_EQ(*EnvValueProblem(smuggled),
             "the value contains a NUL character at byte 1; a variable's value cannot hold NUL (it "
@@ -133,6 +135,8 @@ class RepositoryEnvTest : public ::testing::Test {
   ResolveInputs inputs_;
 };
 
+// The message names the operator file where this daemon would read one (the inputs' default
+// path, as PTYBOX_OPERATOR_POLICY moves it), not a path written into the layering.
 TEST_F(RepositoryEnvTest, LoaderVariablesAreRefused) {
   Repo("version: 1\nenv:\n  set: {LD_PRELOAD: /w/evil.so}\n");
   EXPECT_EQ(ErrorOf(),
@@ -140,7 +144,7 @@ TEST_F(RepositoryEnvTest, LoaderVariablesAreRefused) {
                    "program load or run code, or read its startup or configuration files from "
                    "elsewhere; a repository file can be written by anything that runs in the "
                    "workspace, so it may never set it. Remove it (an operator can set it in the "
-                   "operator policy's `env.set`, /etc/ptybox/policy.yaml)",
+                   "operator policy's `env.set`, {dir}/etc/policy.yaml)",
                    dir_.path()));
 }
 
@@ -242,7 +246,7 @@ TEST_F(RepositoryEnvTest, AnOperatorMayTrustRepositoryFilesInDangerFullAccess) {
   EXPECT_NE(ErrorOf().find("env.set.LD_PRELOAD"), std::string::npos) << ErrorOf();
 }
 
-// Issue 19 item 4: the error suggests requesting the mode; a request then works.
+// The error suggests requesting the mode; a request then works (docs/policy.md).
 TEST_F(RepositoryEnvTest, ARequestedModeReplacesARepositoryModeThatWasDenied) {
   Repo("version: 1\nmode: danger-full-access\n");
   EXPECT_NE(ErrorOf().find("or request the mode explicitly (--mode or policy_set_mode"),
@@ -256,7 +260,8 @@ TEST_F(RepositoryEnvTest, ARequestedModeReplacesARepositoryModeThatWasDenied) {
   EXPECT_EQ(resolved->mode, Mode::kReadOnly);
 }
 
-// Issue 20 item 11: a broken or linked repository file refuses, naming the file and the fix.
+// A broken or linked repository file refuses, naming the file and the fix (docs/security.md,
+// "Repository files and environment").
 TEST_F(RepositoryEnvTest, ABrokenRepositoryFileRefusesWithWhoCanFixIt) {
   fs::create_symlink("/etc/hostname", ws_ / ".ptybox.yaml");
   const std::string tail = Expand(
@@ -273,7 +278,7 @@ TEST_F(RepositoryEnvTest, ABrokenRepositoryFileRefusesWithWhoCanFixIt) {
   EXPECT_TRUE(ErrorOf().ends_with(tail)) << ErrorOf();
 }
 
-// ---- `ptybox policy check` applies layering (issue 19 item 1).
+// ---- `ptybox policy check` applies layering (docs/policy.md).
 
 TEST(CheckLayeringTest, RepositoryFilesAreLayeredOnTheOperatorTheyWouldMeet) {
   TempDir dir;

@@ -166,7 +166,7 @@ TEST(ModeFenceTest, TheRefusalSaysWhatIsOpenAndHowToChangeSafely) {
 
 // A session writes `.ptybox.yaml` with `mode: read-only`: the effective mode becomes read-only
 // under a live workspace-write session. Choosing read-only "again" must not succeed while that
-// session lives (issue 20, item 6).
+// session lives (docs/policy.md, "Changing modes safely").
 TEST(ModeFenceTest, EffectiveModeChangedUnderALiveSessionIsStillFenced) {
   ModeFence fence;
   fence.BeginSpawn(kWW);

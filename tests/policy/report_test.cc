@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/join.h"
 #include "policy/resolver.h"
 #include "policy/schema.h"
 #include "tests/policy/temp_dir.h"
@@ -18,12 +19,7 @@ namespace ptybox::policy {
 namespace {
 
 // The default `hide` list as `ptybox policy resolve` prints it.
-std::string DefaultHiddenList() {
-  std::string out;
-  for (std::string_view path : DefaultHidden())
-    out += (out.empty() ? "" : ", ") + std::string(path);
-  return out;
-}
+std::string DefaultHiddenList() { return Join(DefaultHidden()); }
 
 namespace fs = std::filesystem;
 using testing::Expand;

@@ -510,7 +510,8 @@ TEST_F(ResolveCwdTest, OutsideTheWorkspaceIsDeniedInConfinedModes) {
 
 // The answer for a path outside the workspace says nothing about the host: existing or not, a
 // directory or not, reached by name or through a link, it is the same sentence naming only what
-// the client sent (issue 20: cwd "/proc/self/cwd" named the daemon's directory).
+// the client sent (docs/security.md, "Every path the daemon resolves on a session's behalf": cwd
+// "/proc/self/cwd" once named the daemon's directory).
 TEST_F(ResolveCwdTest, OutsideAnswersRevealNothingAboutHostPaths) {
   for (Mode mode : {Mode::kReadOnly, Mode::kWorkspaceWrite}) {
     policy_.mode = mode;

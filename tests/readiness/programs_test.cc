@@ -1,6 +1,6 @@
-// Readiness with the programs agents really run (issue 16), through the real binary over its
-// real socket, in each mode: node (a readline question, the REPL's await), ipython3, `top -d 1`,
-// a raw-mode TUI that polls every 250 ms, tmux (its server reads the terminal) and `gpg -c`
+// Readiness with the programs agents really run (docs/readiness.md), through the real binary over
+// its real socket, in each mode: node (a readline question, the REPL's await), ipython3, `top -d
+// 1`, a raw-mode TUI that polls every 250 ms, tmux (its server reads the terminal) and `gpg -c`
 // (pinentry-curses, started by gpg-agent, reads it). Each asserts the wait reason and that the
 // output that must precede the settle is in the answer; never a duration. A program that is not
 // installed skips its test with the reason printed (scripts/install-deps.sh installs them all).

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/error_kind.h"
 
 namespace ptybox::testing {
 namespace {
@@ -260,7 +261,7 @@ TEST_P(ReadinessTest, ShellThatExitsAtOnceIsSpawnFailed) {
   Json env{{"PATH", (daemon_->workspace() / "exit-bin").string() + ":/usr/bin:/bin"}};
   Json r = client_.Call("terminal_open", Json{{"env", env}});
   EXPECT_EQ(r["error"]["code"], -32000) << r.dump();
-  EXPECT_EQ(r["error"]["data"]["kind"], "spawn_failed") << r.dump();
+  EXPECT_ERROR_KIND(r, ErrorKind::kSpawnFailed);
   EXPECT_TRUE(Contains(r["error"]["message"], "exit code 3")) << r.dump();
   EXPECT_TRUE(Contains(r["error"]["message"], "dying early")) << r.dump();
   EXPECT_EQ(client_.Call("terminal_list", Json::object())["result"]["sessions"].size(), 0u);
@@ -271,7 +272,7 @@ TEST_P(ReadinessTest, TinyStartupTimeoutIsStartupTimeoutAndLeavesNoProcess) {
   const std::string name = "TESTMARK_" + std::to_string(::getpid());
   const std::string value = MarkerValue("tiny");
   Json r = client_.Call("terminal_open", Json{{"timeoutMs", 1}, {"env", {{name, value}}}});
-  EXPECT_EQ(r["error"]["data"]["kind"], "startup_timeout") << r.dump();
+  EXPECT_ERROR_KIND(r, ErrorKind::kStartupTimeout);
   EXPECT_TRUE(ProcessesWithEnv(name + "=" + value).empty()) << "answered before cleanup";
 }
 
@@ -286,7 +287,7 @@ TEST_P(ReadinessTest, ShellThatNeverPromptsIsStartupTimeoutAndLeavesNoProcess) {
            {name, value}};
   // The deadline (2 s) comes before the silence fallback (3 s after "starting").
   Json r = client_.Call("terminal_open", Json{{"timeoutMs", 2000}, {"env", env}});
-  EXPECT_EQ(r["error"]["data"]["kind"], "startup_timeout") << r.dump();
+  EXPECT_ERROR_KIND(r, ErrorKind::kStartupTimeout);
   EXPECT_TRUE(Contains(r["error"]["message"], "starting")) << r.dump();
   EXPECT_TRUE(ProcessesWithEnv(name + "=" + value).empty()) << "answered before cleanup";
 }

@@ -1,7 +1,8 @@
 // The prompt machinery against the user's own shell options, through the real binary: `set -x`
 // (also with BASH_XTRACEFD), `set -v`, a DEBUG trap with functrace, an ERR trap with errtrace,
 // nounset. Each keeps exact readiness (waitReason stdin_read, the real exitCode) and never
-// prints the session's nonce (issue 19 item 2). The nonce is 32 hex digits: no output may hold
+// prints the session's nonce (docs/security.md, "A program cannot forge the shell's verified
+// prompt"). The nonce is 32 hex digits: no output may hold
 // such a run, so the check needs no access to the shell's environment.
 #include <gtest/gtest.h>
 

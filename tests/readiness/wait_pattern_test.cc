@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/error_kind.h"
 
 namespace ptybox::testing {
 namespace {
@@ -78,7 +79,7 @@ TEST_P(WaitPatternTest, AWaitIsBusyWhileASendIsActive) {
   }
   Json busy = client_.Call("terminal_wait", Json{{"sessionId", id}});
   ASSERT_TRUE(busy.contains("error")) << busy.dump();
-  EXPECT_EQ(busy["error"]["data"]["kind"], "busy") << busy.dump();
+  EXPECT_ERROR_KIND(busy, ErrorKind::kBusy);
   Json sent = client_.WaitResponse(send_id, std::chrono::seconds(120));
   EXPECT_EQ(sent["result"]["waitReason"], "stdin_read") << sent.dump();
 }

@@ -30,6 +30,7 @@
 #include "sandbox/captured_run.h"
 #include "tests/mcp/mcp_process.h"
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/error_kind.h"
 #include "tests/support/files.h"
 
 namespace ptybox::testing {
@@ -226,13 +227,13 @@ TEST_P(AttachTest, AnotherOwnersSessionCannotBeListedOrWatchedWithoutItsToken) {
   RpcClient other(daemon_->socket());
   Json watched = other.Call("terminal_watch", Json{{"sessionId", session}});
   ASSERT_TRUE(watched.contains("error")) << watched.dump();
-  EXPECT_EQ(watched["error"]["data"]["kind"], "not_found") << watched.dump();
+  EXPECT_ERROR_KIND(watched, ErrorKind::kNotFound);
   watched = other.Call("terminal_watch", Json{{"sessionId", session}, {"ownerToken", wrong}});
   ASSERT_TRUE(watched.contains("error")) << watched.dump();
-  EXPECT_EQ(watched["error"]["data"]["kind"], "not_found") << watched.dump();
+  EXPECT_ERROR_KIND(watched, ErrorKind::kNotFound);
   Json listed = other.Call("owner_sessions", Json{{"ownerToken", wrong}});
   ASSERT_TRUE(listed.contains("error")) << listed.dump();
-  EXPECT_EQ(listed["error"]["data"]["kind"], "not_found") << listed.dump();
+  EXPECT_ERROR_KIND(listed, ErrorKind::kNotFound);
   EXPECT_EQ(other.Call("terminal_list", Json::object())["result"]["sessions"], Json::array());
 
   // Through the CLI: a wrong token file, and the right token in a file others may read.
@@ -258,7 +259,7 @@ TEST_P(AttachTest, AnotherOwnersSessionCannotBeListedOrWatchedWithoutItsToken) {
   const int64_t watch_id = watched["result"]["watchId"];
   RpcClient third(daemon_->socket());
   Json stolen = third.Call("terminal_unwatch", Json{{"watchId", watch_id}});
-  EXPECT_EQ(stolen["error"]["data"]["kind"], "not_found") << stolen.dump();
+  EXPECT_ERROR_KIND(stolen, ErrorKind::kNotFound);
   EXPECT_EQ(other.Call("terminal_unwatch", Json{{"watchId", watch_id}})["result"]["unwatched"],
             true);
 }
@@ -503,7 +504,7 @@ TEST_P(TakeOverTest, APersonTakesTheSessionOverTheAgentWaitsAndTheRecordingKeeps
   // The agent's send is refused, saying why; its status says busy.
   Json refused = agent_.Call("terminal_send", Json{{"sessionId", session}, {"input", "echo no\n"}});
   ASSERT_TRUE(refused.contains("error")) << refused.dump();
-  EXPECT_EQ(refused["error"]["data"]["kind"], "busy") << refused.dump();
+  EXPECT_ERROR_KIND(refused, ErrorKind::kBusy);
   EXPECT_NE(refused["error"]["message"].get<std::string>().find("a person holds this session"),
             std::string::npos)
       << refused.dump();
@@ -522,7 +523,7 @@ TEST_P(TakeOverTest, APersonTakesTheSessionOverTheAgentWaitsAndTheRecordingKeeps
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   do {  // the daemon learns of the detach when it reads the connection's end
     back = Send(agent_, session, "echo ba$((2+2))ck\n");
-  } while (back.contains("error") && back["error"]["data"]["kind"] == "busy" &&
+  } while (back.contains("error") && IsErrorKind(back, ErrorKind::kBusy) &&
            std::chrono::steady_clock::now() < deadline);
   ASSERT_EQ(back.value("waitReason", ""), "stdin_read") << back.dump();
   EXPECT_NE(back.value("viewport", "").find("ba4ck"), std::string::npos) << back.dump();
@@ -577,7 +578,7 @@ TEST_P(TakeOverTest, ATakeoverWaitsForTheAgentsSendAndKeysNeedIt) {
   const int64_t watch_id = watched["result"]["watchId"];
 
   Json typed = person.Call("terminal_type", Json{{"watchId", watch_id}, {"data", "bHMNCg=="}});
-  EXPECT_EQ(typed["error"]["data"]["kind"], "busy") << typed.dump();
+  EXPECT_ERROR_KIND(typed, ErrorKind::kBusy);
 
   // The agent's send waits on a FIFO the test writes when it chooses (not on the terminal,
   // so no readiness settles it meanwhile).
@@ -594,15 +595,14 @@ TEST_P(TakeOverTest, ATakeoverWaitsForTheAgentsSendAndKeysNeedIt) {
   ASSERT_TRUE(started.contains("result")) << started.dump();
   Json refused = person.Call("terminal_takeover", Json{{"watchId", watch_id}});
   ASSERT_TRUE(refused.contains("error")) << refused.dump();
-  EXPECT_EQ(refused["error"]["data"]["kind"], "busy") << refused.dump();
+  EXPECT_ERROR_KIND(refused, ErrorKind::kBusy);
   EXPECT_NE(refused["error"]["message"].get<std::string>().find("the agent's send is running"),
             std::string::npos)
       << refused.dump();
 
   RpcClient stranger(daemon_->socket());
-  EXPECT_EQ(
-      stranger.Call("terminal_takeover", Json{{"watchId", watch_id}})["error"]["data"]["kind"],
-      "not_found");
+  EXPECT_ERROR_KIND(stranger.Call("terminal_takeover", Json{{"watchId", watch_id}}),
+                    ErrorKind::kNotFound);
 
   // Open the gate: the agent's command ends, its send settles at the prompt.
   int gate = -1;
@@ -618,7 +618,7 @@ TEST_P(TakeOverTest, ATakeoverWaitsForTheAgentsSendAndKeysNeedIt) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   do {  // the agent's send settles once the prompt is back
     held = person.Call("terminal_takeover", Json{{"watchId", watch_id}});
-  } while (held.contains("error") && held["error"]["data"]["kind"] == "busy" &&
+  } while (held.contains("error") && IsErrorKind(held, ErrorKind::kBusy) &&
            std::chrono::steady_clock::now() < deadline);
   ASSERT_TRUE(held.contains("result")) << held.dump();
   EXPECT_EQ(held["result"]["held"], true);

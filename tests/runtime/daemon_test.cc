@@ -7,6 +7,7 @@
 
 #include "common/random.h"
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/error_kind.h"
 
 namespace ptybox::testing {
 namespace {
@@ -48,7 +49,7 @@ TEST_P(DaemonTest, ShellExitIsSessionExitWithItsCode) {
   EXPECT_EQ(r["sessionStatus"]["exitCode"], 3);
   EXPECT_TRUE(r["exitCode"].is_null());
   Json again = client_.Call("terminal_send", Json{{"sessionId", id}, {"input", "echo\n"}});
-  EXPECT_EQ(again["error"]["data"]["kind"], "closed") << again.dump();
+  EXPECT_ERROR_KIND(again, ErrorKind::kClosed);
 }
 
 TEST_P(DaemonTest, AbsoluteTimeoutLeavesTheSessionRunning) {
@@ -64,7 +65,7 @@ TEST_P(DaemonTest, SecondSendWhileOneIsActiveIsBusy) {
   int first = client_.SendRequest("terminal_send", Json{{"sessionId", id}, {"input", "sleep 2\n"}});
   Json second = client_.Call("terminal_send", Json{{"sessionId", id}, {"input", "echo x\n"}});
   EXPECT_EQ(second["error"]["code"], -32000) << second.dump();
-  EXPECT_EQ(second["error"]["data"]["kind"], "busy");
+  EXPECT_ERROR_KIND(second, ErrorKind::kBusy);
   Json done = client_.WaitResponse(first);
   EXPECT_EQ(done["result"]["waitReason"], "stdin_read") << done.dump();
 }
@@ -77,10 +78,10 @@ TEST_P(DaemonTest, AnotherOwnersIdIsNotFound) {
     Json params{{"sessionId", id}};
     if (std::string(method) == "terminal_send") params["input"] = "echo stolen\n";
     Json r = other.Call(method, params);
-    EXPECT_EQ(r["error"]["data"]["kind"], "not_found") << method << ": " << r.dump();
+    EXPECT_ERROR_KIND(r, ErrorKind::kNotFound) << method;
   }
   Json unknown = other.Call("terminal_status", Json{{"sessionId", "pty-0000"}});
-  EXPECT_EQ(unknown["error"]["data"]["kind"], "not_found");
+  EXPECT_ERROR_KIND(unknown, ErrorKind::kNotFound);
   EXPECT_EQ(unknown["error"]["message"].get<std::string>().find(id), std::string::npos);
   EXPECT_EQ(other.Call("terminal_list", Json::object())["result"]["sessions"].size(), 0u);
 }
@@ -113,7 +114,7 @@ TEST_P(DaemonTest, CloseAnswersAfterEveryProcessEnded) {
   EXPECT_EQ(closed["result"]["sessionStatus"]["kind"], "exited");
   EXPECT_FALSE(ProcessAlive(shell));
   Json again = client_.Call("terminal_status", Json{{"sessionId", id}});
-  EXPECT_EQ(again["error"]["data"]["kind"], "not_found");
+  EXPECT_ERROR_KIND(again, ErrorKind::kNotFound);
 }
 
 TEST_P(DaemonTest, ScrollbackPagesWithCursors) {
@@ -194,7 +195,7 @@ TEST_F(ProtocolTest, RequestsOnOneConnectionRunConcurrently) {
 TEST_F(ProtocolTest, ModeChangeIsFencedWhileASessionIsOpen) {
   std::string id = OpenSession(client_, "workspace-write");
   Json fenced = client_.Call("policy_set_mode", Json{{"mode", "read-only"}});
-  EXPECT_EQ(fenced["error"]["data"]["kind"], "mode_fenced") << fenced.dump();
+  EXPECT_ERROR_KIND(fenced, ErrorKind::kModeFenced);
   Json same = client_.Call("policy_set_mode", Json{{"mode", "workspace-write"}});
   EXPECT_TRUE(same.contains("result"));
   client_.Call("terminal_close", Json{{"sessionId", id}});

@@ -1,4 +1,4 @@
-// A newcomer's first hour through the real binary (issue 28, "Found failing or misleading"):
+// A newcomer's first hour through the real binary (README.md, docs/protocol.md):
 // `ptybox help` is --help, an empty or /-level --socket is refused saying why, a session's
 // environment names the sandbox it runs in (PTYBOX_SANDBOX), in both confined modes and
 // without a sandbox, and a root client refused by an ordinary user's daemon hears the reason
@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/error_kind.h"
 
 namespace ptybox::testing {
 namespace {
@@ -180,7 +181,7 @@ TEST(FirstHourTest, ARootClientAnOrdinaryUsersDaemonCannotCheckHearsWhy) {
   ASSERT_FALSE(answer.empty()) << daemon_log;
   const Json refusal = Json::parse(answer.substr(0, answer.find('\n')));
   const std::string message = refusal["error"]["message"];
-  EXPECT_EQ(refusal["error"]["data"]["kind"], "policy_denied") << answer;
+  EXPECT_ERROR_KIND(refusal, ErrorKind::kPolicyDenied) << answer;
   EXPECT_NE(message.find("connection refused: the daemon cannot check this client, since the "
                          "daemon may not read /proc/"),
             std::string::npos)

@@ -1,6 +1,6 @@
-// Owners that outlive a connection, unique names and the conformance fixes of issue 15 (contract
-// v1.1), through the real binary over its real socket with real bash. Waits are hang guards;
-// the tests assert reasons and order, never durations.
+// Owners that outlive a connection, unique names and the contract v1.1 conformance fixes
+// (docs/protocol.md), through the real binary over its real socket with real bash. Waits are hang
+// guards; the tests assert reasons and order, never durations.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 
 #include "common/random.h"
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/error_kind.h"
 #include "tests/support/files.h"
 
 namespace ptybox::testing {
@@ -112,7 +113,7 @@ TEST(OwnerTest, ReconnectWithinTheGraceFindsTheShellAndTheSendInFlight) {
   Json resolved = second.Call("policy_resolve", Json::object());
   EXPECT_EQ(resolved["result"]["mode"], "read-only") << resolved.dump();
   Json widen = second.Call("policy_set_mode", Json{{"mode", "workspace-write"}});
-  EXPECT_EQ(widen["error"]["data"]["kind"], "mode_fenced") << widen.dump();
+  EXPECT_ERROR_KIND(widen, ErrorKind::kModeFenced);
   // The token is a secret: not in the list, not in the daemon's log.
   Json list = second.Call("terminal_list", Json::object());
   EXPECT_EQ(list.dump().find(token), std::string::npos);
@@ -142,7 +143,7 @@ TEST(OwnerTest, ExpiryClosesTheSessionsAsADisconnectDoes) {
   // And the owner is gone: its token attaches nothing.
   RpcClient second(pd.daemon().socket());
   Json late = second.Call("owner_attach", Json{{"ownerToken", token}});
-  EXPECT_EQ(late["error"]["data"]["kind"], "not_found") << late.dump();
+  EXPECT_ERROR_KIND(late, ErrorKind::kNotFound);
 }
 
 TEST(OwnerTest, AttachErrors) {
@@ -153,15 +154,14 @@ TEST(OwnerTest, AttachErrors) {
   RpcClient a(pd.daemon().socket());
   Json wrong = a.Call("owner_attach", Json{{"ownerToken", "owner-" + RandomHex(32)}});
   EXPECT_EQ(wrong["error"]["code"], -32000) << wrong.dump();
-  EXPECT_EQ(wrong["error"]["data"]["kind"], "not_found");
+  EXPECT_ERROR_KIND(wrong, ErrorKind::kNotFound);
   // Almost right: one digit changed.
   std::string near = token;
   near.back() = near.back() == '0' ? '1' : '0';
-  EXPECT_EQ(a.Call("owner_attach", Json{{"ownerToken", near}})["error"]["data"]["kind"],
-            "not_found");
+  EXPECT_ERROR_KIND(a.Call("owner_attach", Json{{"ownerToken", near}}), ErrorKind::kNotFound);
   // The owner's connection is alive.
   Json busy = a.Call("owner_attach", Json{{"ownerToken", token}});
-  EXPECT_EQ(busy["error"]["data"]["kind"], "busy") << busy.dump();
+  EXPECT_ERROR_KIND(busy, ErrorKind::kBusy);
   // A connection that opened a session may not attach.
   RpcClient b(pd.daemon().socket());
   OpenSession(b, "workspace-write");
@@ -176,7 +176,7 @@ TEST(OwnerTest, AttachErrors) {
   EXPECT_EQ(twice["error"]["code"], -32600) << twice.dump();
   // The attached owner is busy for anyone else.
   RpcClient d(pd.daemon().socket());
-  EXPECT_EQ(d.Call("owner_attach", Json{{"ownerToken", token}})["error"]["data"]["kind"], "busy");
+  EXPECT_ERROR_KIND(d.Call("owner_attach", Json{{"ownerToken", token}}), ErrorKind::kBusy);
   EXPECT_EQ(pd.daemon().Log().find(token), std::string::npos);
 }
 
@@ -198,8 +198,7 @@ TEST(OwnerTest, WithoutAGraceADisconnectClosesEverything) {
   }
   EXPECT_TRUE(ProcessesWithEnv(marker).empty());
   RpcClient second(daemon.socket());
-  EXPECT_EQ(second.Call("owner_attach", Json{{"ownerToken", token}})["error"]["data"]["kind"],
-            "not_found");
+  EXPECT_ERROR_KIND(second.Call("owner_attach", Json{{"ownerToken", token}}), ErrorKind::kNotFound);
 }
 
 TEST(OwnerTest, ARepositoryFileCannotGrantAGrace) {
@@ -210,7 +209,7 @@ TEST(OwnerTest, ARepositoryFileCannotGrantAGrace) {
   Json info = client.Call("owner_info", Json::object());
   EXPECT_EQ(info["result"]["detachGraceMs"], 0) << info.dump();
   Json opened = client.Call("terminal_open", Json::object());
-  EXPECT_EQ(opened["error"]["data"]["kind"], "policy_denied") << opened.dump();
+  EXPECT_ERROR_KIND(opened, ErrorKind::kPolicyDenied);
   EXPECT_NE(opened.dump().find("detachGraceMs"), std::string::npos) << opened.dump();
 }
 
@@ -245,7 +244,7 @@ TEST(OwnerTest, AnotherOwnersRepositoryFileNeverClosesDetachedSessions) {
     Json attached;
     for (int i = 0; i < 100; ++i) {  // hang guard: the disconnect may still be in progress
       attached = again.Call("owner_attach", Json{{"ownerToken", token}});
-      if (!attached.contains("error") || attached["error"]["data"]["kind"] != "busy") break;
+      if (!attached.contains("error") || !IsErrorKind(attached, ErrorKind::kBusy)) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     ASSERT_TRUE(attached.contains("result")) << write << attached.dump();
@@ -255,11 +254,11 @@ TEST(OwnerTest, AnotherOwnersRepositoryFileNeverClosesDetachedSessions) {
   }
 }
 
-// The whole 1 MiB attack file of issue 30 (one ~1 MB anchored scalar and 3000 aliases: 3 GB if
-// expanded) is refused by its size now, and what fits under the repository cap of 64 KiB (a
-// 60,000-byte anchor and 500 aliases: 30 MB expanded) by the alias budget, with its position.
-// Every call that reads the repository file refuses it, the daemon stays small, and another
-// owner goes on: its shell answers, and it opens a session in danger-full-access (where the
+// The whole 1 MiB alias-bomb attack file (docs/policy.md; one ~1 MB anchored scalar and 3000
+// aliases: 3 GB if expanded) is refused by its size now, and what fits under the repository cap of
+// 64 KiB (a 60,000-byte anchor and 500 aliases: 30 MB expanded) by the alias budget, with its
+// position. Every call that reads the repository file refuses it, the daemon stays small, and
+// another owner goes on: its shell answers, and it opens a session in danger-full-access (where the
 // repository file is not read).
 TEST(OwnerTest, AnAliasBombRepositoryFileIsRefusedAndOtherOwnersGoOn) {
   Daemon daemon;
@@ -284,7 +283,7 @@ TEST(OwnerTest, AnAliasBombRepositoryFileIsRefusedAndOtherOwnersGoOn) {
     for (int i = 0; i < 10; ++i) {
       Json refused = a.Call("terminal_open", Json::object());
       ASSERT_TRUE(refused.contains("error")) << refused.dump().substr(0, 300);
-      EXPECT_EQ(refused["error"]["data"]["kind"], "policy_error");
+      EXPECT_ERROR_KIND(refused, ErrorKind::kPolicyError);
       const std::string message = refused["error"]["message"];
       EXPECT_NE(message.find(bomb.refusal), std::string::npos) << message.substr(0, 300);
       EXPECT_TRUE(a.Call("policy_resolve", Json::object()).contains("error"));
@@ -320,11 +319,11 @@ TEST(NamesTest, ASecondOpenOfTheSameNameIsNameTakenConcurrentOrNot) {
   Json won = ra.contains("result") ? ra : rb;
   Json lost = ra.contains("result") ? rb : ra;
   EXPECT_EQ(lost["error"]["code"], -32000) << lost.dump();
-  EXPECT_EQ(lost["error"]["data"]["kind"], "name_taken");
+  EXPECT_ERROR_KIND(lost, ErrorKind::kNameTaken);
   const std::string id = won["result"]["sessionId"];
   // A later one names the published session, and spawns nothing.
   Json later = client.Call("terminal_open", Json{{"name", "build"}, {"env", {{marker, "2"}}}});
-  EXPECT_EQ(later["error"]["data"]["kind"], "name_taken") << later.dump();
+  EXPECT_ERROR_KIND(later, ErrorKind::kNameTaken);
   EXPECT_EQ(later["error"]["data"]["sessionId"], id);
   if (ra.contains("error")) {
     EXPECT_TRUE(ProcessesWithEnv(marker).empty());
@@ -403,7 +402,7 @@ TEST(ConformanceTest, ASecondCloseIsNotFound) {
   std::string id = OpenSession(client, "workspace-write");
   EXPECT_TRUE(client.Call("terminal_close", Json{{"sessionId", id}}).contains("result"));
   Json again = client.Call("terminal_close", Json{{"sessionId", id}});
-  EXPECT_EQ(again["error"]["data"]["kind"], "not_found") << again.dump();
+  EXPECT_ERROR_KIND(again, ErrorKind::kNotFound);
 }
 
 }  // namespace

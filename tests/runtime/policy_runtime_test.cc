@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/error_kind.h"
 
 namespace ptybox::testing {
 namespace {
@@ -36,7 +37,7 @@ TEST(PolicyRuntimeTest, SighupReloadKeepsSessionsAndFences) {
   EXPECT_EQ(r["viewport"], "still here") << r.dump();
   // The fence survived: a change away from the session's mode is still fenced.
   Json fenced = client.Call("policy_set_mode", Json{{"mode", "danger-full-access"}});
-  EXPECT_EQ(fenced["error"]["data"]["kind"], "mode_fenced") << fenced.dump();
+  EXPECT_ERROR_KIND(fenced, ErrorKind::kModeFenced);
   // New spawns use the reloaded file.
   Json second = client.Call("terminal_open", Json::object());
   ASSERT_TRUE(second.contains("result")) << second.dump();
@@ -70,7 +71,7 @@ TEST(PolicyRuntimeTest, FenceHoldsWhenSpawnsRaceModeChanges) {
     // Whatever the order, no session outlives a mode change of its owner.
     EXPECT_EQ(open_reply["result"]["mode"], effective) << "iteration " << i;
     if (set_reply.contains("error")) {
-      EXPECT_EQ(set_reply["error"]["data"]["kind"], "mode_fenced") << set_reply.dump();
+      EXPECT_ERROR_KIND(set_reply, ErrorKind::kModeFenced);
       ++fenced_count;
     } else {
       ++changed_count;
@@ -89,9 +90,9 @@ TEST(PolicyRuntimeTest, RepositoryCannotRaiseItsOwnMode) {
   WriteFile(daemon.workspace() / ".ptybox.yaml", "version: 1\nmode: danger-full-access\n");
   RpcClient client(daemon.socket());
   Json resolved = client.Call("policy_resolve", Json::object());
-  EXPECT_EQ(resolved["error"]["data"]["kind"], "policy_denied") << resolved.dump();
+  EXPECT_ERROR_KIND(resolved, ErrorKind::kPolicyDenied);
   Json opened = client.Call("terminal_open", Json::object());
-  EXPECT_EQ(opened["error"]["data"]["kind"], "policy_denied") << opened.dump();
+  EXPECT_ERROR_KIND(opened, ErrorKind::kPolicyDenied);
 }
 
 TEST(PolicyRuntimeTest, TypoInACheckedInPolicyNamesFileLineColumnAndKey) {
@@ -99,7 +100,7 @@ TEST(PolicyRuntimeTest, TypoInACheckedInPolicyNamesFileLineColumnAndKey) {
   WriteFile(daemon.workspace() / ".ptybox.yaml", "version: 1\nnetwrok: deny\n");
   RpcClient client(daemon.socket());
   Json opened = client.Call("terminal_open", Json::object());
-  ASSERT_EQ(opened["error"]["data"]["kind"], "policy_error") << opened.dump();
+  ASSERT_ERROR_KIND(opened, ErrorKind::kPolicyError);
   std::string message = opened["error"]["message"];
   EXPECT_NE(message.find(".ptybox.yaml:2:1"), std::string::npos) << message;
   EXPECT_NE(message.find("netwrok"), std::string::npos) << message;
@@ -147,7 +148,7 @@ TEST(PolicyCliTest, ResolvePrintsEachValueWithItsSource) {
   EXPECT_NE(out.find("operator.yaml:2:7"), std::string::npos) << out;
 }
 
-// ---- Layering in `policy check`, requested modes, TERM (issue 19 items 1, 4 and 7).
+// ---- Layering in `policy check`, requested modes, TERM (docs/policy.md).
 
 // `ptybox <args>` with `env` ("K=V") before it, the operator policy pointed at `op` (which may
 // not exist) so the machine's /etc/ptybox/policy.yaml never counts.

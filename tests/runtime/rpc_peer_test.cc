@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "tests/support/error_kind.h"
 
 namespace ptybox::runtime {
 namespace {
@@ -258,7 +259,7 @@ TEST(RpcPeerCancel, JsonRpcCancelReachesTheHandlerBoundedAndTheRequestIsStillAns
   h.peer->ReplyError(7, Error{ErrorKind::kCanceled, reason, ""});
   std::vector<Json> answers = h.Answers();
   ASSERT_EQ(answers.size(), 1u);
-  EXPECT_EQ(answers[0]["error"]["data"]["kind"], "canceled");
+  EXPECT_ERROR_KIND(answers[0], ErrorKind::kCanceled);
 }
 
 TEST(RpcPeerCancel, McpCancelReachesTheHandlerBoundedAndTheRequestGetsNoAnswer) {

@@ -383,7 +383,7 @@ TEST_F(ServiceTest, ANameIsTakenWhileItsSessionOpensAndWhileItIsOpen) {
   Result<OpenResult> again = Open(owner, "db", "3");
   ASSERT_FALSE(again);
   EXPECT_EQ(again.error().kind, ErrorKind::kNameTaken);
-  EXPECT_EQ(again.error().session_id, id);
+  EXPECT_EQ(again.error().holder_session_id, id);
 
   // Another owner has names of its own.
   auto other = service_->OpenOwner("b");

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/error_kind.h"
 
 namespace ptybox::testing {
 namespace {
@@ -94,11 +95,11 @@ TEST_P(TerminalKeysTest, ResizeBoundsAreTerminalOpensAndAClosedSessionIsClosed) 
   }
   Json unknown =
       client_.Call("terminal_resize", Json{{"sessionId", "pty-nope"}, {"cols", 80}, {"rows", 24}});
-  EXPECT_EQ(unknown["error"]["data"]["kind"], "not_found") << unknown.dump();
+  EXPECT_ERROR_KIND(unknown, ErrorKind::kNotFound);
   client_.Call("terminal_close", Json{{"sessionId", id}});
   Json closed =
       client_.Call("terminal_resize", Json{{"sessionId", id}, {"cols", 80}, {"rows", 24}});
-  EXPECT_EQ(closed["error"]["data"]["kind"], "not_found") << closed.dump();
+  EXPECT_ERROR_KIND(closed, ErrorKind::kNotFound);
 }
 
 TEST_P(TerminalKeysTest, ControlCInterruptsAForegroundSleep) {

@@ -8,6 +8,56 @@
 #include <cstring>
 
 namespace ptybox::sandbox::testing {
+namespace {
+
+// The ALU operation `op` on `a` and `operand`; nullopt for one seccomp does not accept. A
+// division by zero sets `div_by_zero` instead.
+std::optional<uint32_t> Alu(int op, uint32_t a, uint32_t operand, bool& div_by_zero) {
+  switch (op) {
+    case BPF_ADD:
+      return a + operand;
+    case BPF_SUB:
+      return a - operand;
+    case BPF_MUL:
+      return a * operand;
+    case BPF_DIV:
+      if (operand == 0) {
+        div_by_zero = true;
+        return std::nullopt;
+      }
+      return a / operand;
+    case BPF_AND:
+      return a & operand;
+    case BPF_OR:
+      return a | operand;
+    case BPF_LSH:
+      return a << (operand & 31);
+    case BPF_RSH:
+      return a >> (operand & 31);
+    case BPF_NEG:
+      return 0 - a;
+    default:
+      return std::nullopt;
+  }
+}
+
+// Whether the conditional jump `op` is taken; nullopt for a test seccomp does not accept.
+std::optional<bool> JumpTaken(int op, uint32_t a, uint32_t operand) {
+  switch (op) {
+    case BPF_JEQ:
+      return a == operand;
+    case BPF_JGT:
+      return a > operand;
+    case BPF_JGE:
+      return a >= operand;
+    case BPF_JSET:
+      return (a & operand) != 0;
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
 
 std::optional<uint32_t> RunSeccompBpf(const std::vector<uint8_t>& program,
                                       const SeccompInput& input) {
@@ -61,39 +111,12 @@ std::optional<uint32_t> RunSeccompBpf(const std::vector<uint8_t>& program,
         mem[k] = x;
         break;
       case BPF_ALU: {
-        const uint32_t operand = BPF_SRC(in.code) == BPF_X ? x : k;
-        switch (BPF_OP(in.code)) {
-          case BPF_ADD:
-            a += operand;
-            break;
-          case BPF_SUB:
-            a -= operand;
-            break;
-          case BPF_MUL:
-            a *= operand;
-            break;
-          case BPF_DIV:
-            if (operand == 0) return 0;  // the kernel returns 0 (kill) on division by zero
-            a /= operand;
-            break;
-          case BPF_AND:
-            a &= operand;
-            break;
-          case BPF_OR:
-            a |= operand;
-            break;
-          case BPF_LSH:
-            a <<= (operand & 31);
-            break;
-          case BPF_RSH:
-            a >>= (operand & 31);
-            break;
-          case BPF_NEG:
-            a = 0 - a;
-            break;
-          default:
-            return std::nullopt;
-        }
+        bool div_by_zero = false;
+        const std::optional<uint32_t> result =
+            Alu(BPF_OP(in.code), a, BPF_SRC(in.code) == BPF_X ? x : k, div_by_zero);
+        if (div_by_zero) return 0;  // the kernel returns 0 (kill) on division by zero
+        if (!result) return std::nullopt;
+        a = *result;
         break;
       }
       case BPF_JMP: {
@@ -101,25 +124,10 @@ std::optional<uint32_t> RunSeccompBpf(const std::vector<uint8_t>& program,
           pc += k;
           break;
         }
-        const uint32_t operand = BPF_SRC(in.code) == BPF_X ? x : k;
-        bool taken = false;
-        switch (BPF_OP(in.code)) {
-          case BPF_JEQ:
-            taken = a == operand;
-            break;
-          case BPF_JGT:
-            taken = a > operand;
-            break;
-          case BPF_JGE:
-            taken = a >= operand;
-            break;
-          case BPF_JSET:
-            taken = (a & operand) != 0;
-            break;
-          default:
-            return std::nullopt;
-        }
-        pc += taken ? in.jt : in.jf;
+        const std::optional<bool> taken =
+            JumpTaken(BPF_OP(in.code), a, BPF_SRC(in.code) == BPF_X ? x : k);
+        if (!taken) return std::nullopt;
+        pc += *taken ? in.jt : in.jf;
         break;
       }
       case BPF_RET:

@@ -1,4 +1,4 @@
-// The pure parts of the launch path: idmap lines, the session id range check, the argv with
+// The pure parts of the launch path: idmap lines, the session uid range check, the argv with
 // staged sources and --uid 0, the roots refused before anything is created, and the race-free
 // opener against a real directory tree with links.
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include "sandbox/bwrap_args.h"
 #include "sandbox/launcher.h"
 #include "sandbox/path_open.h"
-#include "sandbox/session_id_lease.h"
+#include "sandbox/session_uid_lease.h"
 #include "sandbox/user_namespace.h"
 #include "tests/support/temp_dir.h"
 
@@ -22,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-TEST(IdMapTest, TheRootsOwnerBecomesTheSessionId) {
+TEST(IdMapTest, TheRootsOwnerBecomesTheSessionUid) {
   EXPECT_EQ(IdMapLine(0, 2147418112, 1), "0 2147418112 1\n");
   const RootIdMap map = RootIdMapFor(1000, 1001, 2147418113);
   EXPECT_EQ(map.uid_map, "1000 2147418113 1\n");
@@ -31,7 +31,7 @@ TEST(IdMapTest, TheRootsOwnerBecomesTheSessionId) {
   EXPECT_EQ(root.uid_map, "0 7 1\n");
 }
 
-TEST(SessionIdLeaseTest, TheWalkStartsAtTheStartAndWrapsOnce) {
+TEST(SessionUidLeaseTest, TheWalkStartsAtTheStartAndWrapsOnce) {
   std::vector<uint64_t> tried;
   const auto refuse_all = [&](uint64_t offset) {
     tried.push_back(offset);
@@ -44,7 +44,7 @@ TEST(SessionIdLeaseTest, TheWalkStartsAtTheStartAndWrapsOnce) {
   EXPECT_EQ(tried, (std::vector<uint64_t>{1, 2, 3, 0}));
 }
 
-TEST(SessionIdLeaseTest, TheFirstFreeIdAfterTheStartIsTaken) {
+TEST(SessionUidLeaseTest, TheFirstFreeIdAfterTheStartIsTaken) {
   // Ids 5 and 6 of 0..7 are leased by live sessions; a walk from 5 takes 7, not a leased one.
   const auto free_one = [](uint64_t offset) { return offset != 5 && offset != 6; };
   EXPECT_EQ(FirstTakenOffset(8, 5, free_one), std::optional<uint64_t>(7));
@@ -54,45 +54,46 @@ TEST(SessionIdLeaseTest, TheFirstFreeIdAfterTheStartIsTaken) {
   EXPECT_EQ(FirstTakenOffset(1, 0, [](uint64_t) { return false; }), std::nullopt);
 }
 
-TEST(SessionIdLeaseTest, AnIdHeldByAnotherHolderIsSkippedAndReleasedOnClose) {
+TEST(SessionUidLeaseTest, AnIdHeldByAnotherHolderIsSkippedAndReleasedOnClose) {
   if (::geteuid() != 0) GTEST_SKIP() << "the lease directory is root's";
   // A range no other test uses: its first id is leased here, so the next lease is the second,
   // and the first is free again once its holder closes it (as when a daemon dies).
-  const policy::SessionIdRange range{2147480000u + static_cast<uint32_t>(::getpid() % 1000) * 2, 2};
-  Result<SessionIdLease> a = LeaseSessionId(range);
+  const policy::SessionUidRange range{2147480000u + static_cast<uint32_t>(::getpid() % 1000) * 2,
+                                      2};
+  Result<SessionUidLease> a = LeaseSessionUid(range);
   ASSERT_TRUE(a) << a.error().message;
-  Result<SessionIdLease> b = LeaseSessionId(range);
+  Result<SessionUidLease> b = LeaseSessionUid(range);
   ASSERT_TRUE(b) << b.error().message;
-  EXPECT_NE(a->id, b->id);
-  Result<SessionIdLease> c = LeaseSessionId(range);
+  EXPECT_NE(a->uid, b->uid);
+  Result<SessionUidLease> c = LeaseSessionUid(range);
   ASSERT_FALSE(c);
   EXPECT_EQ(c.error().kind, ErrorKind::kSandboxUnavailable);
   EXPECT_NE(c.error().message.find("sessionIds"), std::string::npos) << c.error().message;
-  const uint32_t freed = a->id;
+  const policy::SessionUid freed = a->uid;
   a->lock.Reset();
-  Result<SessionIdLease> d = LeaseSessionId(range);
+  Result<SessionUidLease> d = LeaseSessionUid(range);
   ASSERT_TRUE(d) << d.error().message;
-  EXPECT_EQ(d->id, freed);
+  EXPECT_EQ(d->uid, freed);
   struct stat st {};
   ASSERT_EQ(::stat("/run/ptybox/session-ids", &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0700u);
   EXPECT_EQ(st.st_uid, 0u);
 }
 
-TEST(SessionRangeTest, DefaultIsFreeOnATypicalHost) {
+TEST(SessionUidRangeTest, DefaultIsFreeOnATypicalHost) {
   const std::string passwd =
       "root:x:0:0::/root:/bin/bash\nnobody:x:65534:65534::/:/usr/sbin/nologin\n"
       "u:x:1000:1000::/home/u:/bin/bash\n";
   const std::string subuid = "u:100000:65536\n";
-  EXPECT_EQ(SessionRangeConflict(policy::SessionIdRange{}, passwd, passwd, subuid, subuid),
+  EXPECT_EQ(SessionUidRangeConflict(policy::SessionUidRange{}, passwd, passwd, subuid, subuid),
             std::nullopt);
 }
 
-TEST(SessionRangeTest, OverlapsAndReservedIdsAreNamed) {
+TEST(SessionUidRangeTest, OverlapsAndReservedIdsAreNamed) {
   const std::string passwd = "u:x:1000:1000::/home/u:/bin/bash\n";
   const std::string subuid = "u:100000:65536\n";
   auto conflict = [&](uint32_t first, uint32_t count) {
-    return SessionRangeConflict({first, count}, passwd, "", subuid, "").value_or("");
+    return SessionUidRangeConflict({first, count}, passwd, "", subuid, "").value_or("");
   };
   EXPECT_NE(conflict(150000, 10).find("/etc/subuid"), std::string::npos);
   EXPECT_NE(conflict(999, 2).find("/etc/passwd"), std::string::npos);
@@ -100,7 +101,7 @@ TEST(SessionRangeTest, OverlapsAndReservedIdsAreNamed) {
   EXPECT_NE(conflict(4294967290u, 10).find("4294967295"), std::string::npos);
   EXPECT_EQ(conflict(200000, 100), "");
   EXPECT_NE(
-      SessionRangeConflict({100, 5}, "", "", "", "u:102:1\n").value_or("").find("/etc/subgid"),
+      SessionUidRangeConflict({100, 5}, "", "", "", "u:102:1\n").value_or("").find("/etc/subgid"),
       std::string::npos);
 }
 

@@ -172,7 +172,8 @@ TEST(SeccompFilterTest, TerminalInjectionIsRefusedIncludingTheHighBitVariant) {
   EXPECT_EQ(ErrnoName(RunProbeInChild("ioctl:tiocgwinsz", &program).err), "ok");
 }
 
-// personality: only PER_LINUX and the query pass; modify_ldt and TIOCSETD never (issue 11).
+// personality: only PER_LINUX and the query pass; modify_ldt and TIOCSETD never
+// (docs/security.md, "Wall 4").
 TEST(SeccompFilterTest, PersonalityLdtAndLineDisciplineAreRefused) {
   const std::vector<uint8_t> program = Program(/*network_allowed=*/false);
   EXPECT_EQ(ErrnoName(RunProbeInChild("personality:query", &program).err), "ok");

@@ -35,6 +35,8 @@
 #include <map>
 #include <sstream>
 
+#include "common/errno_name.h"
+#include "common/join.h"
 #include "sandbox/init/init_protocol.h"
 
 extern char** environ;
@@ -324,8 +326,8 @@ ProbeOutcome ProbePidfdGetfd(std::string_view arg) {
   return Ok("took fd " + std::to_string(target->second) + " of " + std::to_string(target->first));
 }
 
-// The attack of issue 20: take ptybox-init's control socket (fd 3 of PID) and send the daemon
-// a forged "the program exited with 0" message on it.
+// The attack on ptybox-init (docs/security.md, "Wall 5"): take ptybox-init's control socket (fd 3
+// of PID) and send the daemon a forged "the program exited with 0" message on it.
 ProbeOutcome ProbeForgeExit(std::string_view arg) {
   auto target = PidAndFd(arg, 3);
   if (!target || arg.empty()) return Err(EINVAL, "expected PID[:FD]");
@@ -462,9 +464,7 @@ ProbeOutcome ProbeLs(std::string_view path) {
   }
   closedir(dir);
   std::sort(names.begin(), names.end());
-  std::string info;
-  for (const auto& name : names) info += (info.empty() ? "" : " ") + name;
-  return Ok(info);
+  return Ok(Join(names, " "));
 }
 
 ProbeOutcome ProbePty() {
@@ -660,7 +660,7 @@ const std::vector<std::pair<std::string_view, ProbeFn>>& Table() {
       {"personality", ProbePersonality},
       {"modify_ldt", [](std::string_view) { return ProbeModifyLdt(); }},
       {"pidfd_getfd", ProbePidfdGetfd},
-      // Attacks on ptybox-init (issue 20): its control socket and its memory.
+      // Attacks on ptybox-init (docs/security.md, "Wall 5"): its control socket and its memory.
       {"forge-exit", ProbeForgeExit},
       {"proc-mem", ProbeProcMem},
       {"socket", ProbeSocket},
@@ -810,8 +810,7 @@ std::vector<uint8_t> ReadProgram(int fd) {
 std::string ErrnoName(int err) {
   if (err == 0) return "ok";
   if (err == kKilledBySignal) return "killed";
-  if (const char* name = strerrorname_np(err)) return name;
-  return "errno " + std::to_string(err);
+  return ::ptybox::ErrnoName(err);
 }
 
 std::optional<int> ErrnoFromName(std::string_view name) {

@@ -207,7 +207,7 @@ class PtySession final {
       ::_exit(127);
     }
     leader_ = pid;
-    identity_.session_id = pid;
+    identity_.session_leader = pid;
     ::fcntl(master_.Get(), F_SETFL, ::fcntl(master_.Get(), F_GETFL) | O_NONBLOCK);
   }
 

@@ -1,5 +1,6 @@
 // ReadinessDriver with an injected clock and a fake terminal: the last look at the foreground
-// that a handoff grace shorter than the poll interval would otherwise never get (issue 15).
+// that a handoff grace shorter than the poll interval would otherwise never get
+// (docs/readiness.md).
 #include "backend/readiness/readiness_driver.h"
 
 #include <gtest/gtest.h>

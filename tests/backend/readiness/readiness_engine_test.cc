@@ -1,5 +1,5 @@
-// One test per sentence of the readiness paragraph of seeds/001, driven with an injected clock
-// and hand-made foreground facts.
+// One test per sentence of docs/readiness.md ("The rules of the engine"), driven with an injected
+// clock and hand-made foreground facts.
 #include "backend/readiness/readiness_engine.h"
 
 #include <gtest/gtest.h>

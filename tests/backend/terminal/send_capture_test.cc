@@ -163,8 +163,8 @@ TEST(SendCaptureBoundaryTest, BoundaryKeepsTrailingBlanksOfAPrompt) {
   EXPECT_EQ(unchanged.Viewport("", &truncated), "hi");
 }
 
-// A rendered screen is bounded like a viewport (issue 20: a 1000 x 500 screen of combining
-// marks came back whole, megabytes, with truncated false).
+// A rendered screen is bounded like a viewport (docs/security.md, "Daemon robustness": a 1000 x 500
+// screen of combining marks came back whole, megabytes, with truncated false).
 TEST(SendCaptureBoundTest, AScreenIsBoundedLikeAViewport) {
   bool truncated = true;
   EXPECT_EQ(SendCapture::Bound("row 1\nrow 2", 1024, &truncated), "row 1\nrow 2");

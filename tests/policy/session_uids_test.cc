@@ -7,28 +7,28 @@
 namespace ptybox::policy {
 namespace {
 
-TEST(SessionIdsTest, OperatorSetsTheRange) {
+TEST(SessionUidsTest, OperatorSetsTheRange) {
   ParsedPolicyFile parsed =
       ParsePolicyText("version: 1\nsessionIds: {first: 300000000, count: 1024}\n", "/etc/p.yaml",
                       PolicyRole::kOperator);
   ASSERT_TRUE(parsed.errors.empty()) << parsed.errors[0].message;
-  ASSERT_TRUE(parsed.file.session_ids);
-  EXPECT_EQ(parsed.file.session_ids->value.first, 300000000u);
-  EXPECT_EQ(parsed.file.session_ids->value.count, 1024u);
-  EXPECT_EQ(parsed.file.session_ids->where, "/etc/p.yaml:2:13");
+  ASSERT_TRUE(parsed.file.session_uids);
+  EXPECT_EQ(parsed.file.session_uids->value.first, 300000000u);
+  EXPECT_EQ(parsed.file.session_uids->value.count, 1024u);
+  EXPECT_EQ(parsed.file.session_uids->where, "/etc/p.yaml:2:13");
 }
 
-TEST(SessionIdsTest, ARepositoryFileMayNotSetIt) {
+TEST(SessionUidsTest, ARepositoryFileMayNotSetIt) {
   ParsedPolicyFile parsed = ParsePolicyText("version: 1\nsessionIds: {first: 1, count: 1}\n",
                                             "/w/.ptybox.yaml", PolicyRole::kRepository);
   ASSERT_EQ(parsed.errors.size(), 1u);
   EXPECT_NE(parsed.errors[0].message.find("only the operator policy may set `sessionIds`"),
             std::string::npos)
       << parsed.errors[0].message;
-  EXPECT_FALSE(parsed.file.session_ids);
+  EXPECT_FALSE(parsed.file.session_uids);
 }
 
-TEST(SessionIdsTest, BoundsAndShapeAreChecked) {
+TEST(SessionUidsTest, BoundsAndShapeAreChecked) {
   for (const char* bad :
        {"sessionIds: 5", "sessionIds: {first: 0, count: 1}", "sessionIds: {first: 1, count: 0}",
         "sessionIds: {first: 1}", "sessionIds: {first: 4294967290, count: 100}",
@@ -37,7 +37,7 @@ TEST(SessionIdsTest, BoundsAndShapeAreChecked) {
     ParsedPolicyFile parsed = ParsePolicyText(std::string("version: 1\n") + bad + "\n",
                                               "/etc/p.yaml", PolicyRole::kOperator);
     EXPECT_FALSE(parsed.errors.empty()) << bad;
-    EXPECT_FALSE(parsed.file.session_ids) << bad;
+    EXPECT_FALSE(parsed.file.session_uids) << bad;
     if (!parsed.errors.empty()) {
       EXPECT_NE(parsed.errors[0].message.find("sessionIds"), std::string::npos)
           << parsed.errors[0].message;
@@ -45,8 +45,8 @@ TEST(SessionIdsTest, BoundsAndShapeAreChecked) {
   }
 }
 
-TEST(SessionIdsTest, TheDefaultIsAboveSubuidRangesAndBelowTwoToThe31) {
-  const SessionIdRange range;
+TEST(SessionUidsTest, TheDefaultIsAboveSubuidRangesAndBelowTwoToThe31) {
+  const SessionUidRange range;
   EXPECT_EQ(range.first, 0x7FFF0000u);
   EXPECT_EQ(range.count, 65536u);
   EXPECT_GT(range.first, 600100000u);

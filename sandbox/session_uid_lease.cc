@@ -1,6 +1,6 @@
-// Host-wide session id leases (session_id_lease.h): a lock file per id under a root-only
+// Host-wide session uid leases (session_uid_lease.h): a lock file per id under a root-only
 // directory, reached by descriptor so no link or foreign directory is ever followed.
-#include "sandbox/session_id_lease.h"
+#include "sandbox/session_uid_lease.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -11,6 +11,8 @@
 #include <atomic>
 #include <cerrno>
 #include <string>
+
+#include "common/propagate.h"
 
 namespace ptybox::sandbox {
 namespace {
@@ -40,7 +42,7 @@ Result<UniqueFd> OpenRootDirectory(int parent, const char* name, const std::stri
   const bool wrong_mode = exact_mode ? perms != mode : (perms & 022) != 0;
   if (st.st_uid != 0 || wrong_mode) {
     return Fail(ErrorKind::kSandboxUnavailable,
-                "the session id leases of a root daemon live in " + where +
+                "the session uid leases of a root daemon live in " + where +
                     ", which must be a directory owned by root with mode " +
                     (exact_mode ? "0700" : "0755 or narrower") +
                     "; it is not (fix it with: chown root:root " + where + " && chmod " +
@@ -72,23 +74,24 @@ std::optional<uint64_t> FirstTakenOffset(uint64_t count, uint64_t start,
   return std::nullopt;
 }
 
-Result<SessionIdLease> LeaseSessionId(const policy::SessionIdRange& range) {
+Result<SessionUidLease> LeaseSessionUid(const policy::SessionUidRange& range) {
   const uint64_t count = range.count == 0 ? 1 : range.count;
   UniqueFd root(::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!root) return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "open", "/"));
   UniqueFd run(::openat(root.Get(), "run", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!run)
     return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "open", "/run"));
-  const std::string parent_path = kSessionIdLeaseParent;
+  const std::string parent_path = kSessionUidLeaseParent;
   Result<UniqueFd> parent =
       OpenRootDirectory(run.Get(), parent_path.c_str() + 5, parent_path, 0755, false);
-  if (!parent) return std::unexpected(parent.error());
-  const std::string dir_path = Join(kSessionIdLeaseParent, kSessionIdLeaseDir);
-  Result<UniqueFd> dir = OpenRootDirectory(parent->Get(), kSessionIdLeaseDir, dir_path, 0700, true);
-  if (!dir) return std::unexpected(dir.error());
+  if (!parent) return Propagate(parent);
+  const std::string dir_path = Join(kSessionUidLeaseParent, kSessionUidLeaseDir);
+  Result<UniqueFd> dir =
+      OpenRootDirectory(parent->Get(), kSessionUidLeaseDir, dir_path, 0700, true);
+  if (!dir) return Propagate(dir);
 
   std::optional<Error> failure;
-  SessionIdLease lease;
+  SessionUidLease lease;
   const std::optional<uint64_t> taken =
       FirstTakenOffset(count, NextStart(count), [&](uint64_t offset) {
         if (failure) return false;
@@ -107,14 +110,14 @@ Result<SessionIdLease> LeaseSessionId(const policy::SessionIdRange& range) {
               Error::FromErrno(ErrorKind::kSandboxUnavailable, "flock", dir_path + "/" + name);
           return false;
         }
-        lease.id = range.first + static_cast<uint32_t>(offset);
+        lease.uid = range.first + static_cast<uint32_t>(offset);
         lease.lock = std::move(fd);
         return true;
       });
   if (failure) return std::unexpected(*failure);
   if (!taken) {
     return Fail(ErrorKind::kSandboxUnavailable,
-                "every session id of `sessionIds` (" + std::to_string(range.first) + ", " +
+                "every session uid of `sessionIds` (" + std::to_string(range.first) + ", " +
                     std::to_string(count) +
                     " ids) is held by a live session of a ptybox on this host, so a new session "
                     "would share a host uid with one of them; end a session, or widen "

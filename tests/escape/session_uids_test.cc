@@ -1,4 +1,4 @@
-// Host-wide session ids: through real root daemons, two live confined sessions of two daemons
+// Host-wide session uids: through real root daemons, two live confined sessions of two daemons
 // never run as the same host uid (read from the host's /proc), even when their range holds only
 // two ids; a range of one id refuses a second live session with a message naming `sessionIds`
 // and leaves the first working. danger-full-access is the control: both sessions run as the
@@ -13,6 +13,7 @@
 
 #include "tests/escape/escape_support.h"
 #include "tests/sandbox/process_runner.h"
+#include "tests/support/error_kind.h"
 #include "tests/support/files.h"
 
 namespace ptybox::testing {
@@ -22,7 +23,7 @@ namespace fs = std::filesystem;
 using sandbox::testing::RunProcess;
 using sandbox::testing::RunResult;
 
-class SessionIdsTest : public ::testing::TestWithParam<std::string> {
+class SessionUidsTest : public ::testing::TestWithParam<std::string> {
  protected:
   [[nodiscard]] const std::string& Mode() const { return GetParam(); }
   [[nodiscard]] bool Confined() const { return Mode() != "danger-full-access"; }
@@ -54,7 +55,7 @@ class SessionIdsTest : public ::testing::TestWithParam<std::string> {
   uint32_t first_ = 0;
 };
 
-TEST_P(SessionIdsTest, TwoDaemonsNeverShareAHostUid) {
+TEST_P(SessionUidsTest, TwoDaemonsNeverShareAHostUid) {
   const fs::path policy = PolicyWithIds(2);
   Daemon a(Daemon::Options{{"--policy", policy.string()}, {}});
   Daemon b(Daemon::Options{{"--policy", policy.string()}, {}});
@@ -73,7 +74,7 @@ TEST_P(SessionIdsTest, TwoDaemonsNeverShareAHostUid) {
   std::cout << "  observed [" << Mode() << "] host uid A " << *uids_a.begin() << ", B "
             << *uids_b.begin() << "\n";
   if (Confined() && ::geteuid() == 0) {
-    EXPECT_NE(*uids_a.begin(), *uids_b.begin()) << "two daemons gave out the same session id";
+    EXPECT_NE(*uids_a.begin(), *uids_b.begin()) << "two daemons gave out the same session uid";
     for (const std::set<std::string>* uids : {&uids_a, &uids_b}) {
       const uint64_t uid = std::stoull(*uids->begin());
       EXPECT_GE(uid, first_);
@@ -86,7 +87,7 @@ TEST_P(SessionIdsTest, TwoDaemonsNeverShareAHostUid) {
   }
 }
 
-TEST_P(SessionIdsTest, AnExhaustedRangeRefusesTheNextSessionAndSparesTheFirst) {
+TEST_P(SessionUidsTest, AnExhaustedRangeRefusesTheNextSessionAndSparesTheFirst) {
   const fs::path policy = PolicyWithIds(1);
   Daemon daemon(Daemon::Options{{"--policy", policy.string()}, {}});
   RpcClient client(daemon.socket());
@@ -96,7 +97,7 @@ TEST_P(SessionIdsTest, AnExhaustedRangeRefusesTheNextSessionAndSparesTheFirst) {
   if (Confined() && ::geteuid() == 0) {
     ASSERT_TRUE(second.contains("error")) << second.dump();
     const std::string message = second["error"]["message"].get<std::string>();
-    EXPECT_EQ(second["error"]["data"]["kind"], "sandbox_unavailable") << second.dump();
+    EXPECT_ERROR_KIND(second, ErrorKind::kSandboxUnavailable);
     EXPECT_NE(message.find("sessionIds"), std::string::npos) << message;
     EXPECT_NE(message.find("held by a live session"), std::string::npos) << message;
   } else {
@@ -115,7 +116,7 @@ TEST_P(SessionIdsTest, AnExhaustedRangeRefusesTheNextSessionAndSparesTheFirst) {
   }
 }
 
-TEST_P(SessionIdsTest, ARootRunHonoursTheDaemonsLease) {
+TEST_P(SessionUidsTest, ARootRunHonoursTheDaemonsLease) {
   // One id, held by a daemon's live session: a `ptybox run` of the same operator policy, another
   // process, must not take it; once the session is closed it runs.
   const fs::path policy = PolicyWithIds(1);
@@ -154,7 +155,7 @@ TEST_P(SessionIdsTest, ARootRunHonoursTheDaemonsLease) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, SessionIdsTest,
+INSTANTIATE_TEST_SUITE_P(Modes, SessionUidsTest,
                          ::testing::Values("read-only", "workspace-write", "danger-full-access"),
                          ModeTestName);
 
