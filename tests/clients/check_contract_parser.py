@@ -26,7 +26,10 @@ with tempfile.TemporaryDirectory(prefix="ptybox-contract-parser-") as scratch:
     assert anchor in text, "runtime/methods.cc: the table's first entry moved; update this check"
     methods.write_text(text.replace(anchor, '      {.name = "terminal_added_in_code",\n       .summary = "x"},\n' + anchor, 1))
     error = copy / "common/error.cc"
-    error.write_text(error.read_text().replace('      return "busy";', '      return "busy";\n    case ErrorKind::kAdded:\n      return "added_in_code";', 1))
+    text = error.read_text()
+    row = '    {ErrorKind::kBusy, "busy"},'
+    assert row in text, "common/error.cc: the kind table's rows moved; update this check"
+    error.write_text(text.replace(row, row + '\n    {ErrorKind::kAdded, "added_in_code"},', 1))
     docs = copy / "docs/protocol.md"
     text = docs.read_text()
     text = text.replace("| `terminal_list` | none |", "| `terminal_added_in_docs` | none | `{}` |\n| `terminal_list` | none |", 1)

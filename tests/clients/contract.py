@@ -2,7 +2,7 @@
 method or an error kind added there fails the clients' tests until they have it:
 
 - the daemon's own method table, runtime/methods.cc (Contract(): one `{.name = "..."` entry per
-  method), and its error kinds, common/error.cc (ErrorKind's wire spellings);
+  method), and its error kinds, common/error.cc (the kErrorKindTokens table of ErrorKind's wire spellings);
 - the tables of docs/protocol.md ("Methods", and the kinds of "Errors");
 - the real binary: `ptybox mcp`'s tools/list (every method that is an MCP tool).
 
@@ -50,9 +50,12 @@ def methods_from_code(source: Path) -> list[str]:
 
 def error_kinds_from_code(source: Path) -> list[str]:
     text = (source / "common/error.cc").read_text()
-    body = text[text.index("std::string_view ToString(ErrorKind kind)"):]
-    body = body[:body.index("\n}\n")]
-    kinds = re.findall(r'^\s*return "([a-z_]+)";', body, re.M)
+    # The one kind table: `{ErrorKind::kNotFound, "not_found"},` rows of kErrorKindTokens.
+    start = text.find("kErrorKindTokens = {{")
+    if start < 0:
+        return []
+    body = text[start:text.index("}};", start)]
+    kinds = re.findall(r'\{ErrorKind::k[A-Za-z]+, "([a-z_]+)"\}', body)
     return [k for k in dict.fromkeys(kinds) if k not in NOT_APPLICATION_KINDS]
 
 
