@@ -189,6 +189,15 @@ TEST_P(ForgedPromptTest, ExecBashNeverHandsTheFreshNonceToAnotherProgram) {
   EXPECT_TRUE(r["exitCode"].is_null()) << r.dump();
   const std::vector<pid_t> thieves = ProcessesWith(tag + ".loot");
   ASSERT_EQ(thieves.size(), 1u);
+  // Let it have read the new shell once (every 5 ms it tries): the sends above can all settle
+  // within a few milliseconds of the exec. Its loot is read through its own root.
+  const std::string thief_loot = "/proc/" + std::to_string(thieves[0]) + "/root" + loot;
+  for (int i = 0; i < 3000; ++i) {
+    std::ifstream in(thief_loot, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.starts_with("environ:") || text.find("\nenviron:") != std::string::npos) break;
+    ::usleep(10000);
+  }
   ASSERT_EQ(::kill(thieves[0], SIGKILL), 0);
   for (int i = 0; i < 2000 && !ProcessesWith(tag + ".loot").empty(); ++i) ::usleep(5000);
   ASSERT_TRUE(ProcessesWith(tag + ".loot").empty());
