@@ -193,6 +193,33 @@ TEST(McpBudgetTest, ASmallerBudgetBoundsEveryAnswerAndThePointerWorks) {
   mcp.Tool("terminal_close", Json{{"sessionId", id}});
 }
 
+// The bytes an elision line's terminal_read pointer names, read page by page: each page starts
+// where the previous one ended and is not truncated. Empty (and a failure) without a pointer.
+std::string ReadPointed(McpProcess& mcp, const std::string& id, const std::string& elided) {
+  const size_t at = elided.find("\"cursor\": ");
+  if (at == std::string::npos) {
+    ADD_FAILURE() << "no terminal_read pointer in: " << elided;
+    return {};
+  }
+  const uint64_t cursor = std::stoull(elided.substr(at + 10));
+  const uint64_t max_bytes = std::stoull(elided.substr(elided.find("\"maxBytes\": ") + 12));
+  std::string pointed;
+  for (uint64_t next = cursor; next < cursor + max_bytes;) {
+    Json page = mcp.Tool(
+        "terminal_read",
+        Json{{"sessionId", id}, {"cursor", next}, {"maxBytes", cursor + max_bytes - next}});
+    if (page["isError"] != false) {
+      ADD_FAILURE() << page.dump();
+      return pointed;
+    }
+    EXPECT_EQ(page["structuredContent"]["truncated"], false) << page.dump();
+    EXPECT_EQ(page["structuredContent"]["cursor"], next) << page.dump();
+    pointed += page["structuredContent"]["text"].get<std::string>();
+    next = page["structuredContent"]["nextCursor"];
+  }
+  return pointed;
+}
+
 // A send's viewport can keep a head the scrollback has already dropped (it keeps its last
 // scrollbackLines lines): the elision line then points only at the part still kept, which a read
 // returns exactly (not `truncated`), and paging it ends right before the kept tail.
@@ -212,21 +239,8 @@ TEST(McpBudgetTest, ThePointerNamesOnlyWhatTheScrollbackStillKeeps) {
   const size_t kept_at = viewport.find(" bytes are kept: terminal_read {");
   ASSERT_NE(kept_at, std::string::npos) << viewport;
   EXPECT_NE(viewport.find("left out here; only their last "), std::string::npos) << viewport;
-  const size_t at = viewport.find("\"cursor\": ");
-  ASSERT_NE(at, std::string::npos) << viewport;
-  const uint64_t cursor = std::stoull(viewport.substr(at + 10));
-  const uint64_t max_bytes = std::stoull(viewport.substr(viewport.find("\"maxBytes\": ") + 12));
-  std::string middle;
-  for (uint64_t next = cursor; next < cursor + max_bytes;) {
-    Json page = mcp.Tool(
-        "terminal_read",
-        Json{{"sessionId", id}, {"cursor", next}, {"maxBytes", cursor + max_bytes - next}});
-    ASSERT_EQ(page["isError"], false) << page.dump();
-    EXPECT_EQ(page["structuredContent"]["truncated"], false) << page.dump();
-    EXPECT_EQ(page["structuredContent"]["cursor"], next) << page.dump();
-    middle += page["structuredContent"]["text"].get<std::string>();
-    next = page["structuredContent"]["nextCursor"];
-  }
+  const std::string middle = ReadPointed(mcp, id, viewport);
+  ASSERT_FALSE(middle.empty()) << viewport;
   // The pointed bytes start at a whole line the scrollback kept, after the kept head, and run
   // into the kept tail: together they are the output's end.
   const std::string head = viewport.substr(0, viewport.find("[... "));
@@ -266,20 +280,8 @@ TEST(McpBudgetTest, CollectedOutputPointsAtWhatItLeftOut) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ASSERT_FALSE(elided.empty()) << "no collected chunk was long enough to be elided";
-  const size_t at = elided.find("\"cursor\": ");
-  ASSERT_NE(at, std::string::npos) << elided;
-  const uint64_t cursor = std::stoull(elided.substr(at + 10));
-  const uint64_t max_bytes = std::stoull(elided.substr(elided.find("\"maxBytes\": ") + 12));
-  std::string middle;
-  for (uint64_t next = cursor; next < cursor + max_bytes;) {
-    Json page = mcp.Tool(
-        "terminal_read",
-        Json{{"sessionId", id}, {"cursor", next}, {"maxBytes", cursor + max_bytes - next}});
-    ASSERT_EQ(page["isError"], false) << page.dump();
-    EXPECT_EQ(page["structuredContent"]["truncated"], false) << page.dump();
-    middle += page["structuredContent"]["text"].get<std::string>();
-    next = page["structuredContent"]["nextCursor"];
-  }
+  const std::string middle = ReadPointed(mcp, id, elided);
+  ASSERT_FALSE(middle.empty()) << elided;
   // Head, pointed bytes and tail are consecutive lines of seq's output.
   const std::string head = elided.substr(0, elided.find("[... "));
   const std::string tail = elided.substr(elided.find("...]\n") + 5);
