@@ -195,7 +195,7 @@ std::optional<ShellSession::RepositoryClaim> ShellSession::RepositoryClaimFor(
     const SpawnSpec& spec) const {
   if (launched_.sandbox.mode != policy::Mode::kWorkspaceWrite) return std::nullopt;
   RepositoryClaim claim{BuildLaunch(spec).sandbox, terminal_.shell_pid(), {}};
-  ::clock_gettime(CLOCK_REALTIME_COARSE, &claim.claimed);
+  ::clock_gettime(CLOCK_REALTIME, &claim.claimed);
   return claim;
 }
 

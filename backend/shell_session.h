@@ -105,7 +105,7 @@ class ShellSession final : public BackendSession,
   struct RepositoryClaim {
     sandbox::SandboxSpec sandbox;
     pid_t shell = 0;             // the pooled shell (host pid): its mountinfo is read
-    struct timespec claimed {};  // CLOCK_REALTIME_COARSE when the claim began
+    struct timespec claimed {};  // CLOCK_REALTIME when the claim began
     // Walks the roots: off the reactor only. Why the shell must not serve, or nullopt.
     [[nodiscard]] std::optional<std::string> Refusal() const;
   };
