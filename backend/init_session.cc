@@ -99,7 +99,7 @@ void InitSession::Start(const sandbox::LaunchSpec& spec) {
   }
   walked_sandbox_ = spec.sandbox;
   recheck_repositories_ = true;
-  ::clock_gettime(CLOCK_REALTIME_COARSE, &walk_started_);
+  ::clock_gettime(CLOCK_REALTIME, &walk_started_);
   Result<void> walking = off_reactor_.Run<sandbox::LaunchRepositories>(
       "searches the writable roots for repositories",
       [sandbox = spec.sandbox] { return sandbox::RepositoriesOfLaunch(sandbox); },

@@ -194,11 +194,13 @@ bool ShellSession::MatchesLaunch(const SpawnSpec& spec) const {
 std::optional<ShellSession::RepositoryClaim> ShellSession::RepositoryClaimFor(
     const SpawnSpec& spec) const {
   if (launched_.sandbox.mode != policy::Mode::kWorkspaceWrite) return std::nullopt;
-  return RepositoryClaim{BuildLaunch(spec).sandbox, terminal_.repositories()};
+  RepositoryClaim claim{BuildLaunch(spec).sandbox, terminal_.shell_pid(), {}};
+  ::clock_gettime(CLOCK_REALTIME, &claim.claimed);
+  return claim;
 }
 
-bool ShellSession::RepositoryClaim::Holds() const {
-  return sandbox::SameRepositories(launched, sandbox::RepositoriesOfLaunch(sandbox));
+std::optional<std::string> ShellSession::RepositoryClaim::Refusal() const {
+  return sandbox::CheckRepositoriesAfterLaunch(sandbox, shell, claimed);
 }
 
 void ShellSession::SetOutputTap(std::function<void(std::string_view)> tap) {
@@ -1064,31 +1066,33 @@ std::shared_ptr<PendingSpawn> ShellBackend::Spawn(SpawnSpec spec, SpawnCallback 
   const uint64_t id = next_claim_++;
   claims_.emplace(id, std::make_unique<PendingClaim>(PendingClaim{
                           std::move(pooled), std::move(spec), pending, std::move(done)}));
-  Result<void> walking = off_reactor_.Run<bool>(
-      "compares the writable roots' repositories with a pre-started shell's",
-      [walk = std::move(*walk)] { return walk.Holds(); },
-      [this, id](bool holds) { OnClaimWalked(id, holds); });
+  Result<void> walking = off_reactor_.Run<std::optional<std::string>>(
+      "checks that a pre-started shell protects every repository of its writable roots",
+      [walk = std::move(*walk)] { return walk.Refusal(); },
+      [this, id](std::optional<std::string> refused) { OnClaimWalked(id, std::move(refused)); });
   if (!walking) {
     // No thread for the walk: the shell is not used and the open starts its own (which says
     // why if it cannot walk either). Nothing here answers the open synchronously.
     LogWarn("warm pool: " + walking.error().message);
-    OnClaimWalked(id, false);
+    OnClaimWalked(id, walking.error().message);
   }
   return pending;
 }
 
-void ShellBackend::OnClaimWalked(uint64_t id, bool holds) {
+void ShellBackend::OnClaimWalked(uint64_t id, std::optional<std::string> refused) {
   auto node = claims_.extract(id);
   if (node.empty()) return;
   PendingClaim& claim = *node.mapped();
-  if (holds && !claim.pending->canceled && claim.shell->Pristine()) {
+  if (!refused && !claim.pending->canceled && claim.shell->Pristine()) {
     Publish(io_, *claim.shell, claim.spec, claim.pending, std::move(claim.done));
     PostRefill(io_, pool_, claim.spec);
     return;
   }
-  const char* why = !holds ? "the repositories in its writable roots changed since its launch"
-                           : "it changed while its claim was checked";
-  LogInfo(std::string("warm pool: a pre-started shell was not used: ") + why);
+  const std::string why = refused ? "its session does not protect the writable roots' "
+                                    "repositories as they are now: " +
+                                        *refused
+                                  : "it changed while its claim was checked";
+  LogInfo("warm pool: a pre-started shell was not used: " + why);
   claim.shell->Discard(why, [] {});
   if (claim.pending->canceled) {
     asio::post(io_, [pending = claim.pending, done = std::move(claim.done)] {

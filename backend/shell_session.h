@@ -94,15 +94,20 @@ class ShellSession final : public BackendSession,
   // and a launch built for it now (host facts collected afresh, this shell's own nonce) equals
   // the launch this shell was started with. Cheap: runs on the reactor at every claim.
   [[nodiscard]] bool MatchesLaunch(const SpawnSpec& spec) const;
-  // What a claim must still prove before a workspace-write shell serves `spec`: a walk of its
-  // writable roots now finds the repositories this shell's launch protected, each the same
-  // object (sandbox::SameRepositories). Copied so that the walk runs off the reactor;
-  // nullopt when the launch protected none by walking (read-only).
+  // What a claim must still prove before a workspace-write shell serves `spec`: the check a
+  // launch makes once ready (sandbox::CheckRepositoriesAfterLaunch), made again now against the
+  // pooled shell's own mounts, with the claim as the launch's start: every repository the roots
+  // hold now (walked with each directory watched) is a mount point of the shell's session, or
+  // was born after the claim began. Comparing a second walk with the shell's first one is not
+  // enough: both can miss a repository a concurrent session keeps moving, or see one whose
+  // mount in the session was detached (docs/security.md, "The warm pool"). Copied so that the
+  // walk runs off the reactor; nullopt when the launch protected none by walking (read-only).
   struct RepositoryClaim {
     sandbox::SandboxSpec sandbox;
-    sandbox::LaunchRepositories launched;
-    // Walks the roots: off the reactor only.
-    [[nodiscard]] bool Holds() const;
+    pid_t shell = 0;             // the pooled shell (host pid): its mountinfo is read
+    struct timespec claimed {};  // CLOCK_REALTIME when the claim began
+    // Walks the roots: off the reactor only. Why the shell must not serve, or nullopt.
+    [[nodiscard]] std::optional<std::string> Refusal() const;
   };
   [[nodiscard]] std::optional<RepositoryClaim> RepositoryClaimFor(const SpawnSpec& spec) const;
   // The tap of the session that claimed this shell; sees every byte from now on.
@@ -257,7 +262,7 @@ class ShellBackend final : public Backend {
  private:
   struct PendingClaim;
   std::shared_ptr<PendingSpawn> SpawnCold(SpawnSpec spec, SpawnCallback done);
-  void OnClaimWalked(uint64_t id, bool holds);
+  void OnClaimWalked(uint64_t id, std::optional<std::string> refused);
 
   asio::io_context& io_;
   ChildReaper& reaper_;

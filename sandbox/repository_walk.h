@@ -84,8 +84,9 @@ struct LaunchRepositories {
 // mount points of the session's mount namespace read after it (SessionMountPoints; a mount
 // point's path follows renames of the directories above it). Every repository of `after` must
 // be a mount point there (composed read-only), unless it was created after `walk_started`
-// (CLOCK_REALTIME_COARSE read before the launch's first walk): such a one is the session's own,
-// as one created after the launch. A repository the first walk missed because a concurrent
+// (CLOCK_REALTIME read before the launch's first walk; never the coarse clock, which a birth
+// time made before it can be later than): such a one is the session's own, as one created after
+// the launch. A repository the first walk missed because a concurrent
 // session renamed it into a directory the walk had already read, or one that moved between the
 // walk and the composition, is not a mount point and refuses the launch. Returns why, or
 // nullopt when the launch holds. A filesystem without birth times counts every unprotected

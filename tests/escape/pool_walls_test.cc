@@ -219,6 +219,42 @@ TEST_P(WarmPoolTest, ARepositoryRecreatedAtTheSamePathWhileAShellWaitsIsProtecte
   ExpectRepositoryUnwritable(client, second, "vendor/lib/.git");
 }
 
+// Attack: the same object comes back at the same path, but no longer protected in the waiting
+// shell. Unlinking a file that is a mount point in another mount namespace detaches that mount
+// there; a hard link made first brings the gitfile (same device and inode) back at its path. A
+// claim that only compared a new walk with the shell's first one saw the same repositories;
+// the claim reads the shell's mounts, as the check once a launch is ready does, so the open gets
+// a fresh launch that protects the gitfile.
+TEST_P(WarmPoolTest, AGitfileUnmountedUnderAWaitingShellIsProtectedInTheSessionThatClaims) {
+  const fs::path git = daemon_.workspace() / "vendor" / "lib" / ".git";
+  fs::create_directories(git.parent_path());
+  const std::string gitfile = "gitdir: ../../real-git\n";
+  WriteFile(git, gitfile);
+  RpcClient client(daemon_.socket());
+  ASSERT_TRUE(client.Call("policy_set_mode", Json{{"mode", Mode()}}).contains("result"));
+  Json first = Open(client);
+  AwaitPooled(1);
+  const std::set<pid_t> pooled = Descendants(daemon_.pid());
+  const fs::path keep = daemon_.workspace() / "kept-gitfile";
+  fs::create_hard_link(git, keep);
+  fs::remove(git);  // detaches the waiting shell's read-only mount of it
+  fs::create_hard_link(keep, git);
+  fs::remove(keep);
+  Json second = Open(client);
+  ASSERT_TRUE(second.contains("pid")) << second.dump();
+  if (Mode() == "workspace-write") {
+    EXPECT_FALSE(pooled.contains(second["pid"].get<pid_t>()))
+        << "a shell whose mount of the gitfile was detached served the open";
+    EXPECT_NE(daemon_.Log().find("does not protect the writable roots' repositories"),
+              std::string::npos)
+        << daemon_.Log();
+  }
+  Json r = Send(client, second["sessionId"],
+                "{ echo 'gitdir: /tmp' > vendor/lib/.git; } 2>/dev/null; echo status=$?\n");
+  EXPECT_EQ(r["viewport"], "status=1") << r.dump();
+  EXPECT_EQ(ReadFile(git), gitfile) << "the session rewrote the gitfile";
+}
+
 // The claim walks the roots off the reactor with a launch's budget: a root of 20,001 entries
 // (more than the claim's old on-reactor budget) is served from the pool when nothing changed,
 // and a repository created deep inside it while the shell waited still gets a fresh, protecting

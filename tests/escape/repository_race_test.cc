@@ -25,6 +25,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// Pooled shells whose start was decided (ready, or refused by the check once ready).
+int PoolStartsDecided(const std::string& log) {
+  return static_cast<int>(Count(log, "a pre-started shell is ready") +
+                          Count(log, "a pre-started shell failed to start"));
+}
+
 // (mode, warm pool on): with the pool, each open also launches the next pre-started shell.
 class RepositoryRaceTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
 
@@ -34,7 +46,8 @@ TEST_P(RepositoryRaceTest, ARepositoryMovedDuringALaunchIsNeverWritable) {
   TempDir policy_dir;
   const fs::path operator_policy = policy_dir.path() / "operator.yaml";
   std::ofstream(operator_policy) << "version: 1\nlimits:\n  warmShells: " << (pool ? 1 : 0) << "\n";
-  Daemon daemon(Daemon::Options{.extra_args = {"--policy", operator_policy.string()}, .env = {}});
+  Daemon daemon(Daemon::Options{.extra_args = {"--policy", operator_policy.string()},
+                                .env = {"PTYBOX_LOG=info"}});
   const fs::path ws = daemon.workspace();
   // Two directories the walk spends a while in, the repository in one of them.
   for (const char* dir : {"left", "right"}) {
@@ -78,6 +91,15 @@ TEST_P(RepositoryRaceTest, ARepositoryMovedDuringALaunchIsNeverWritable) {
   int opened_while_moving = 0;
   for (int i = 0; i < 60 && (i < 12 || opened == 0); ++i) {
     if (i == 40) stop = true;
+    if (pool) {
+      // Each open that was served refilled the pool: wait (hang guard only) until that shell's
+      // start is decided, so that this open claims a shell launched while the repository moved
+      // and the claim's check is what protects it (docs/security.md, "The warm pool").
+      const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (PoolStartsDecided(daemon.Log()) < opened && std::chrono::steady_clock::now() < guard) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
     ++attempts;
     Json reply = client.Call("terminal_open", Json::object());
     if (!reply.contains("result")) {
@@ -116,7 +138,13 @@ TEST_P(RepositoryRaceTest, ARepositoryMovedDuringALaunchIsNeverWritable) {
   stop = true;
   mover.join();
   std::cout << "  observed [" << mode << "] " << moves << " moves, " << opened << " opened ("
-            << opened_while_moving << " while moving), " << refused << " refused\n";
+            << opened_while_moving << " while moving), " << refused << " refused";
+  if (pool) {
+    const std::string log = daemon.Log();
+    std::cout << "; claims: " << Count(log, "served by a pre-started shell") << " served, "
+              << Count(log, "a pre-started shell was not used") << " refused";
+  }
+  std::cout << "\n";
   EXPECT_GT(moves, 0);
   EXPECT_EQ(opened + refused, attempts);
   EXPECT_GT(opened, 0) << "no session opened: nothing was checked";

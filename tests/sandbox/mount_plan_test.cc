@@ -268,20 +268,15 @@ TEST_F(RepositoryWalkTest, TheCheckAfterALaunchRefusesARepositoryTheSessionDoesN
   SandboxSpec sandbox;
   sandbox.mode = policy::Mode::kWorkspaceWrite;
   sandbox.workspace_root = dir_ / "ws";
-  // The launch's walk starts once the coarse clock has passed the repository's birth (a tick at
-  // most): the repository is older than the launch.
+  // The launch's walk starts right after the repository was made: it is older than the launch.
+  // Read from the fine clock: a birth time can be later than CLOCK_REALTIME_COARSE read after
+  // it (fine-grained timestamps, Linux 6.13+), which made a repository made within the last
+  // tick count as the session's own.
+  struct timespec started {};
+  ASSERT_EQ(::clock_gettime(CLOCK_REALTIME, &started), 0);
   struct statx born {};
   ASSERT_EQ(::statx(AT_FDCWD, (dir_ / "ws/z/lib/.git").c_str(), 0, STATX_BTIME, &born), 0);
   if ((born.stx_mask & STATX_BTIME) == 0) GTEST_SKIP() << "this filesystem keeps no birth time";
-  struct timespec started {};
-  for (int i = 0; i < 1'000'000; ++i) {
-    ASSERT_EQ(::clock_gettime(CLOCK_REALTIME_COARSE, &started), 0);
-    if (started.tv_sec > born.stx_btime.tv_sec ||
-        (started.tv_sec == born.stx_btime.tv_sec && started.tv_nsec > born.stx_btime.tv_nsec)) {
-      break;
-    }
-    ::usleep(100);
-  }
   const std::vector<fs::path> protecting = {"/", dir_ / "ws", dir_ / "ws/z/lib/.git"};
   EXPECT_EQ(UnprotectedRepository(RepositoriesOfLaunch(sandbox), protecting, started),
             std::nullopt);
@@ -310,7 +305,7 @@ TEST_F(RepositoryWalkTest, TheCheckAfterALaunchWalksWatchedAndReadsTheSessionsMo
   sandbox.mode = policy::Mode::kWorkspaceWrite;
   sandbox.workspace_root = dir_ / "ws";
   struct timespec started {};
-  ASSERT_EQ(::clock_gettime(CLOCK_REALTIME_COARSE, &started), 0);
+  ASSERT_EQ(::clock_gettime(CLOCK_REALTIME, &started), 0);
   EXPECT_EQ(CheckRepositoriesAfterLaunch(sandbox, ::getpid(), started), std::nullopt);
   EXPECT_TRUE(CheckRepositoriesAfterLaunch(sandbox, 0, started));
   fs::create_directories(dir_ / "ws" / "a" / "b" / ".git");
