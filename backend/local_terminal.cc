@@ -171,6 +171,19 @@ void LocalTerminal::DiscardUnreadInput() {
   if (slave_) ::tcflush(slave_.Get(), TCIFLUSH);
 }
 
+bool LocalTerminal::LineDiscardIsInert() const {
+  termios tio{};
+  if (!slave_ || ::tcgetattr(slave_.Get(), &tio) != 0) return false;
+  constexpr cc_t kKill = 0x15;  // ^U
+  if (tio.c_cc[VKILL] != kKill) return false;
+  for (const int special : {VINTR, VQUIT, VSUSP, VEOF, VEOL, VEOL2, VLNEXT, VSTART, VSTOP, VDISCARD,
+                            VREPRINT, VERASE, VWERASE}) {
+    const cc_t c = tio.c_cc[special];
+    if (c == kKill || c == static_cast<cc_t>(' ')) return false;
+  }
+  return true;
+}
+
 std::optional<bool> LocalTerminal::Echoing() const {
   termios tio{};
   if (!slave_ || ::tcgetattr(slave_.Get(), &tio) != 0) return std::nullopt;

@@ -67,6 +67,7 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   // Whether the terminal echoes input (ECHO or ECHONL), read now; nullopt when unknown.
   [[nodiscard]] std::optional<bool> Echoing() const;
   void DiscardUnreadInput() override;
+  [[nodiscard]] bool LineDiscardIsInert() const override;
   void Write(std::string bytes, std::function<void(Result<size_t>)> done) override;
   bool AbortWrite() override;
   void SignalForeground(int signal, std::function<void(Result<SignalResult>)> done) override;

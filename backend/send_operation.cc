@@ -112,7 +112,11 @@ std::string SendOperation::BytesToWrite() {
   // terminal's kill character, which readline binds to it) kills from the cursor to the start of
   // the line; the leftover was typed at its end. The space keeps the line from being empty,
   // where unix-line-discard rings the bell.
-  if (discard_ == Discard::kUnreadAndLine) return " \x15" + request_.input;
+  // Only where both bytes are plain to the line editor: a program that ran `stty intr ^U` (or
+  // `eof ' '`) would turn them into cutting the agent's first byte or ending the shell.
+  if (discard_ == Discard::kUnreadAndLine && host_.terminal().LineDiscardIsInert()) {
+    return " \x15" + request_.input;
+  }
   return request_.input;
 }
 

@@ -41,6 +41,10 @@ class TerminalHandle {
   // Discards input written to the terminal that no program has read yet (tcflush TCIFLUSH).
   // No-op where unsupported.
   virtual void DiscardUnreadInput() {}
+  // Whether a space then ^U reach the line editor as plain text and its unix-line-discard: ^U is
+  // the terminal's kill character and neither byte is any other special character (interrupt,
+  // end of file, literal next...), which any program can set with stty. False where unknown.
+  [[nodiscard]] virtual bool LineDiscardIsInert() const { return false; }
   // Writes all of `bytes` (possibly in pieces); `done` runs once: the count, or the error that
   // rejected the write.
   virtual void Write(std::string bytes, std::function<void(Result<size_t>)> done) = 0;

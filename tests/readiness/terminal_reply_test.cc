@@ -165,6 +165,28 @@ TEST_P(TerminalReplyTest, APartlyReadAnswerNeverJoinsTheNextCommand) {
   EXPECT_EQ(r["viewport"], "together") << r.dump();
 }
 
+// The discard's bytes are plain only while the terminal says so: a program that made ^U the
+// interrupt (or a space the end of file) through stty would otherwise cut the agent's first
+// byte (`false` ran `alse`) or end the shell. Then no discard is written, and every send's bytes
+// are the agent's alone.
+TEST_P(TerminalReplyTest, AProgramsSttyNeverTurnsTheDiscardIntoAnEditOfTheCommand) {
+  const std::string id = Open();
+  const char* const settings[] = {"intr ^U -echoctl", "eof ' '", "lnext ^U"};
+  for (const char* setting : settings) {
+    SCOPED_TRACE(setting);
+    Json r = Send(client_, id, std::string("sh -c \"stty ") + setting + "\"\n", slow_);
+    EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+    r = Send(client_, id, "false\n", slow_);
+    EXPECT_EQ(r["exitCode"], 1) << r.dump();
+    r = Send(client_, id, "echo ok\n", slow_);
+    EXPECT_EQ(r["sessionStatus"]["kind"], "running") << r.dump();
+    EXPECT_EQ(r["exitCode"], 0) << r.dump();
+    EXPECT_EQ(r["viewport"], "ok") << r.dump();
+    r = Send(client_, id, "stty sane\n", slow_);
+    EXPECT_EQ(r["exitCode"], 0) << r.dump();
+  }
+}
+
 TEST_P(TerminalReplyTest, AProgramThatReadsItsReplyGetsIt) {
   const std::string id = Open();
   Json r = Send(client_, id, "bash cursor-reader.sh\n", slow_);
