@@ -1,5 +1,6 @@
 #include "runtime/rpc_server.h"
 
+#include <fcntl.h>
 #include <malloc.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -336,9 +337,13 @@ Result<void> SocketServer::Listen(const std::filesystem::path& path) {
   }
   ::umask(old_mask);
   if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
-  if (!ec && stage && ::rename(staged.c_str(), path.c_str()) != 0) {
+  // Never over another daemon's socket made meanwhile (two started at once on one path).
+  if (!ec && stage &&
+      ::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) != 0) {
     ec = std::error_code(errno, std::generic_category());
   }
+  struct stat bound {};
+  if (!ec && ::lstat(path.c_str(), &bound) == 0) socket_id_ = {bound.st_dev, bound.st_ino};
   if (ec && stage) ::unlink(staged.c_str());
   if (ec) {
     acceptor_.reset();
@@ -429,7 +434,12 @@ void SocketServer::Stop() {
   acceptor_->close(ec);
   acceptor_.reset();
   backoff_.reset();
-  std::filesystem::remove(path_, ec);
+  // Only the socket this server made: another daemon's at the same name stays.
+  struct stat now {};
+  if (::lstat(path_.c_str(), &now) == 0 && socket_id_ &&
+      *socket_id_ == std::pair<dev_t, ino_t>{now.st_dev, now.st_ino}) {
+    std::filesystem::remove(path_, ec);
+  }
 }
 
 }  // namespace ptybox::runtime

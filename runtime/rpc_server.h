@@ -4,15 +4,19 @@
 // `ptybox serve --stdio` runs one connection on stdin/stdout; `--socket` accepts many.
 #pragma once
 
+#include <sys/types.h>
+
 #include <asio/io_context.hpp>
 #include <asio/local/stream_protocol.hpp>
 #include <asio/steady_timer.hpp>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "runtime/rpc/line_connection.h"
 #include "runtime/rpc/rpc_peer.h"
@@ -84,6 +88,8 @@ class SocketServer final {
   std::optional<asio::local::stream_protocol::acceptor> acceptor_;
   std::optional<asio::steady_timer> backoff_;
   std::filesystem::path path_;
+  // The device and inode of the socket file made at path_: Stop removes only that one.
+  std::optional<std::pair<dev_t, ino_t>> socket_id_;
   std::shared_ptr<size_t> connections_ = std::make_shared<size_t>(0);
   // The connections being served, owned here until each is done. Not by a callback of the
   // connection itself: that was a reference cycle, so a daemon stopped (SIGTERM) with clients
