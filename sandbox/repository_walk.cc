@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -25,6 +26,38 @@ namespace ptybox::sandbox {
 namespace {
 
 constexpr uint32_t kWatchedChanges = IN_CREATE | IN_MOVED_TO | IN_ONLYDIR;
+
+// Inotify watches are counted per user (the daemon's: root's for a root daemon), against
+// fs.inotify.max_user_watches, which every other program of that user shares. The checks after
+// launches together hold at most a quarter of it, so one owner's large tree (or many opens at
+// once) can neither deny the host's other programs their watches nor use up the rest.
+std::atomic<size_t> g_watches_held{0};
+thread_local size_t t_watches_held = 0;
+
+size_t WatchBudget() {
+  static const size_t budget = [] {
+    size_t max_user_watches = 8192;  // the kernel's floor
+    std::ifstream("/proc/sys/fs/inotify/max_user_watches") >> max_user_watches;
+    return std::max<size_t>(max_user_watches / 4, 1024);
+  }();
+  return budget;
+}
+
+// Takes one watch from the shared budget for this thread's walk; false when none is left.
+bool ReserveWatch() {
+  if (g_watches_held.fetch_add(1) >= WatchBudget()) {
+    g_watches_held.fetch_sub(1);
+    return false;
+  }
+  ++t_watches_held;
+  return true;
+}
+
+// Gives back what this thread's walk reserved (its inotify descriptor is closed by then).
+void ReleaseWatches() {
+  g_watches_held.fetch_sub(t_watches_held);
+  t_watches_held = 0;
+}
 
 constexpr uint64_t kBeneath =
     RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
@@ -149,6 +182,15 @@ RepositoryWalk WalkRepositories(const OpenedPath& root, uid_t owner, size_t max_
     if (watch_fd >= 0) {
       // Watched before it is read: an entry that arrives after the read is an event.
       const std::string self = "/proc/self/fd/" + std::to_string(fd);
+      if (!ReserveWatch()) {
+        walk.incomplete = Refusal(
+            root.path, "more directories are being checked at once than the watch budget (" +
+                           std::to_string(WatchBudget()) +
+                           ", a quarter of fs.inotify.max_user_watches) allows; open again "
+                           "once other launches are done, narrow the roots, or raise the sysctl");
+        ::close(fd);
+        continue;
+      }
       if (::inotify_add_watch(watch_fd, self.c_str(), kWatchedChanges) < 0) {
         walk.incomplete = Refusal(
             root.path, "a directory cannot be watched while it is searched (" +
@@ -268,6 +310,9 @@ std::optional<std::string> CheckRepositoriesAfterLaunch(const SandboxSpec& sandb
                                                         size_t max_entries) {
   if (session <= 0) return "cannot tell a process of the session to check its repositories";
   for (int attempt = 0; attempt < kAfterLaunchWalks; ++attempt) {
+    struct Released {
+      ~Released() { ReleaseWatches(); }  // after `watch` below is closed
+    } released;
     const UniqueFd watch(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
     if (!watch) {
       return "cannot watch the roots while they are searched (inotify_init1: " +
