@@ -327,10 +327,17 @@ class NetworkProxy::Connection final : public std::enable_shared_from_this<Conne
     SniParse sni = ParseClientHelloSni(in_);
     if (sni.status == ParseStatus::kNeedMore) return ReadRequest();
     if (sni.status == ParseStatus::kBad) {
+      // On 443 only a ClientHello whose name can be checked goes through: an SSLv2-format
+      // hello (no extensions, so no name) or an alert sent first would otherwise reach a
+      // server that might answer a site the policy never judged.
       if (static_cast<uint8_t>(in_[0]) == 0x16) {
         return Refuse("ptybox: a malformed TLS ClientHello to " + host_ + ": " + sni.error, 0);
       }
-      return ConnectServer();  // not TLS: the name was checked, the bytes go to it
+      return Refuse("ptybox: the connection to " + host_ +
+                        ":443 does not begin with a TLS ClientHello, so the site it reaches "
+                        "cannot be checked; refused by the network policy (" +
+                        shared_->names.source + ")",
+                    0);
     }
     if (!sni.server_name && ServerNameExpected(host_)) {
       // Without a server name the proxy cannot tell which site of that address is reached.

@@ -305,6 +305,24 @@ TEST_F(NetworkProxyTest, AClientHelloWithoutServerNameIsRefusedForAName) {
   EXPECT_EQ(refusals_.size(), 1u);
 }
 
+// On 443 only a ClientHello whose name is checked goes through: an SSLv2-format hello (no
+// extensions, so no name), an alert sent before the hello, or plain bytes are refused.
+TEST_F(NetworkProxyTest, OnlyATlsClientHelloIsRelayedTo443) {
+  dns_["127.0.0.1"] = "127.0.0.1";
+  StartProxy(Names({"allowed.test", "127.0.0.1:443"}));
+  const std::string sslv2_hello("\x80\x2e\x01\x00\x02\x00\x15\x00\x00\x00\x10", 11);
+  const std::string alert("\x15\x03\x01\x00\x02\x01\x00", 7);
+  for (const std::string& first : {sslv2_hello, alert, std::string("SSH-2.0-x\r\n")}) {
+    const std::string reply = Client("CONNECT allowed.test:443 HTTP/1.1\r\n\r\n" + first +
+                                     testing::ClientHello("allowed.test"));
+    EXPECT_EQ(reply, "HTTP/1.1 200 Connection established\r\n\r\n");
+  }
+  EXPECT_EQ(canary_.connections, 0) << "bytes that are not a checked ClientHello left the proxy";
+  ASSERT_EQ(refusals_.size(), 3u);
+  EXPECT_NE(refusals_[2].reason.find("does not begin with a TLS ClientHello"), std::string::npos)
+      << refusals_[2].reason;
+}
+
 TEST_F(NetworkProxyTest, Socks5ResolvesRemotelyAndRefusesWithAReplyCode) {
   const std::string port_bytes{static_cast<char>(canary_.port() >> 8),
                                static_cast<char>(canary_.port() & 0xFF)};
