@@ -132,6 +132,11 @@ class NetworkProxy::Connection final : public std::enable_shared_from_this<Conne
     timer_.cancel();
     client_.close(ignored);
     server_.close(ignored);
+    // A queued write's continuation holds this connection: dropped here, or a connection
+    // closed with writes still queued (a client that stopped reading) would keep itself, its
+    // buffers and its session's proxy alive forever. The bytes stay until the connection goes
+    // (an aborted write in flight may still name them).
+    for (auto& queued : client_queue_) queued.second = nullptr;
     auto finished = std::move(finished_);
     if (finished) finished();
   }
