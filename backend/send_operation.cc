@@ -113,7 +113,9 @@ std::string SendOperation::BytesToWrite() {
   // the line; the leftover was typed at its end. The space keeps the line from being empty,
   // where unix-line-discard rings the bell.
   // Only where both bytes are plain to the line editor: a program that ran `stty intr ^U` (or
-  // `eof ' '`) would turn them into cutting the agent's first byte or ending the shell.
+  // `eof ' '`) would turn them into cutting the agent's first byte or ending the shell. What
+  // readline bound from the characters it saw before its raw mode (`stty lnext ^U` makes ^U its
+  // quoted-insert) no look can read: docs/security.md names that limit.
   if (discard_ == Discard::kUnreadAndLine && host_.terminal().LineDiscardIsInert()) {
     return " \x15" + request_.input;
   }
@@ -404,9 +406,10 @@ void SendOperation::Finish(WaitReason reason) {
   result.foreground = ForegroundAtSettlement(at_prompt, result.session_status);
   if (reason == WaitReason::kPattern) result.match = pattern_match_;
   result_ = std::move(result);
-  // Back at its verified prompt the shell starts nothing more of the canceled line: the signal
-  // need not be followed any longer (LocalTerminal::StartSignalFollow), and the slot frees now.
-  if (at_prompt && signal_ == SignalState::kInFlight) host_.terminal().EndSignalFollow();
+  // Settled: the signal is followed no longer (LocalTerminal::StartSignalFollow), so the slot
+  // frees now and the next send is never answered busy, nor its own job signaled by this one's
+  // follow. At its verified prompt the shell starts nothing more of the canceled line anyway.
+  if (signal_ == SignalState::kInFlight) host_.terminal().EndSignalFollow();
   host_.OnSendSettled(engine().verifying_facts());
   if (on_settled_) on_settled_(*result_);
   MaybeRelease();

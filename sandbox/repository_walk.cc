@@ -305,6 +305,20 @@ std::optional<std::string> UnprotectedRepository(
   return std::nullopt;
 }
 
+namespace {
+
+// Whether `pid` is gone or a zombie (its mount namespace went with its exit).
+bool ProcessEnded(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!stat || !std::getline(stat, text)) return true;
+  const size_t close = text.rfind(')');
+  return close == std::string::npos || close + 2 >= text.size() || text[close + 2] == 'Z' ||
+         text[close + 2] == 'X';
+}
+
+}  // namespace
+
 std::optional<std::string> CheckRepositoriesAfterLaunch(const SandboxSpec& sandbox, pid_t session,
                                                         const struct timespec& walk_started,
                                                         size_t max_entries) {
@@ -321,6 +335,9 @@ std::optional<std::string> CheckRepositoriesAfterLaunch(const SandboxSpec& sandb
     const LaunchRepositories after = RepositoriesOfLaunch(sandbox, max_entries, watch.Get());
     if (after.incomplete) return *after.incomplete;
     Result<std::vector<std::filesystem::path>> mounts = SessionMountPoints(session);
+    // A program that already ended (a shell that exits at once) has no mounts to check and
+    // runs nothing: its end is what the start reports.
+    if (!mounts && ProcessEnded(session)) return std::nullopt;
     if (!mounts) return mounts.error().message;
     // Nothing arrived in a directory after it was read: the walk saw every repository the
     // tree held when it ended, and the session's mounts were read after that.

