@@ -20,6 +20,7 @@
 #include <string>
 #include <utility>
 
+#include "common/proc_stat.h"
 #include "common/unique_fd.h"
 
 namespace ptybox::sandbox {
@@ -305,20 +306,6 @@ std::optional<std::string> UnprotectedRepository(
   return std::nullopt;
 }
 
-namespace {
-
-// Whether `pid` is gone or a zombie (its mount namespace went with its exit).
-bool ProcessEnded(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!stat || !std::getline(stat, text)) return true;
-  const size_t close = text.rfind(')');
-  return close == std::string::npos || close + 2 >= text.size() || text[close + 2] == 'Z' ||
-         text[close + 2] == 'X';
-}
-
-}  // namespace
-
 std::optional<std::string> CheckRepositoriesAfterLaunch(const SandboxSpec& sandbox, pid_t session,
                                                         const struct timespec& walk_started,
                                                         size_t max_entries) {
@@ -337,7 +324,10 @@ std::optional<std::string> CheckRepositoriesAfterLaunch(const SandboxSpec& sandb
     Result<std::vector<std::filesystem::path>> mounts = SessionMountPoints(session);
     // A program that already ended (a shell that exits at once) has no mounts to check and
     // runs nothing: its end is what the start reports.
-    if (!mounts && ProcessEnded(session)) return std::nullopt;
+    if (!mounts) {
+      const std::optional<proc::StatFields> stat = proc::ReadStat(session);
+      if (!stat || proc::IsDead(*stat)) return std::nullopt;
+    }
     if (!mounts) return mounts.error().message;
     // Nothing arrived in a directory after it was read: the walk saw every repository the
     // tree held when it ended, and the session's mounts were read after that.
