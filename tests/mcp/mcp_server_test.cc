@@ -152,50 +152,11 @@ TEST(McpToolTest, SendResultTextCarriesViewportReasonExitCodeAndCwd) {
   mcp.Tool("terminal_close", Json{{"sessionId", id}});
 }
 
-// --max-result-bytes bounds every answer line; an over-long viewport keeps head and tail with a
-// pointer, and terminal_read pages stay within the budget with an exact nextCursor.
-TEST(McpBudgetTest, ASmallerBudgetBoundsEveryAnswerAndThePointerWorks) {
-  McpProcess mcp({"--max-result-bytes", "4096"});
-  mcp.Initialize();
-  Json opened = mcp.Tool("terminal_open");
-  ASSERT_EQ(opened["isError"], false) << opened.dump();
-  std::string id = opened["structuredContent"]["sessionId"];
-  Json r = mcp.Tool("terminal_send", Json{{"sessionId", id}, {"input", "seq 1 3000\n"}});
-  const std::string viewport = r["structuredContent"]["viewport"];
-  const Json line{{"jsonrpc", "2.0"}, {"id", 1000}, {"result", r}};
-  EXPECT_LE(line.dump().size(), 4096u);
-  EXPECT_EQ(viewport.rfind("1\n2\n", 0), 0u) << viewport;
-  EXPECT_TRUE(viewport.ends_with("\n2999\n3000")) << viewport;
-  EXPECT_NE(Text(r).find("[waitReason: stdin_read | exitCode: 0"), std::string::npos);
-  const size_t at = viewport.find("\"cursor\": ");
-  ASSERT_NE(at, std::string::npos) << viewport;
-  const uint64_t cursor = std::stoull(viewport.substr(at + 10));
-  const uint64_t max_bytes = std::stoull(viewport.substr(viewport.find("\"maxBytes\": ") + 12));
-  // Page through the pointed bytes: the head, the pages and the tail are the whole output.
-  std::string middle;
-  for (uint64_t next = cursor; next < cursor + max_bytes;) {
-    Json page = mcp.Tool(
-        "terminal_read",
-        Json{{"sessionId", id}, {"cursor", next}, {"maxBytes", cursor + max_bytes - next}});
-    ASSERT_EQ(page["isError"], false) << page.dump();
-    const Json page_line{{"jsonrpc", "2.0"}, {"id", 1000}, {"result", page}};
-    EXPECT_LE(page_line.dump().size(), 4096u);
-    middle += page["structuredContent"]["text"].get<std::string>();
-    next = page["structuredContent"]["nextCursor"];
-  }
-  const std::string head = viewport.substr(0, viewport.find("[... "));
-  const std::string tail = viewport.substr(viewport.find("...]\n") + 5);
-  std::string expected;
-  for (int i = 1; i <= 3000; ++i) expected += std::to_string(i) + (i < 3000 ? "\n" : "");
-  EXPECT_TRUE(head + middle + tail == expected)
-      << "head " << head.size() << " + pointed " << middle.size() << " + tail " << tail.size()
-      << " bytes; the output is " << expected.size();
-  mcp.Tool("terminal_close", Json{{"sessionId", id}});
-}
-
 // The bytes an elision line's terminal_read pointer names, read page by page: each page starts
-// where the previous one ended and is not truncated. Empty (and a failure) without a pointer.
-std::string ReadPointed(McpProcess& mcp, const std::string& id, const std::string& elided) {
+// where the previous one ended and is not truncated, and its answer line is at most
+// `max_line_bytes` when that is given. Empty (and a failure) without a pointer.
+std::string ReadPointed(McpProcess& mcp, const std::string& id, const std::string& elided,
+                        size_t max_line_bytes = 0) {
   const size_t at = elided.find("\"cursor\": ");
   if (at == std::string::npos) {
     ADD_FAILURE() << "no terminal_read pointer in: " << elided;
@@ -212,12 +173,44 @@ std::string ReadPointed(McpProcess& mcp, const std::string& id, const std::strin
       ADD_FAILURE() << page.dump();
       return pointed;
     }
+    if (max_line_bytes != 0) {
+      EXPECT_LE((Json{{"jsonrpc", "2.0"}, {"id", 1000}, {"result", page}}).dump().size(),
+                max_line_bytes);
+    }
     EXPECT_EQ(page["structuredContent"]["truncated"], false) << page.dump();
     EXPECT_EQ(page["structuredContent"]["cursor"], next) << page.dump();
     pointed += page["structuredContent"]["text"].get<std::string>();
     next = page["structuredContent"]["nextCursor"];
   }
   return pointed;
+}
+
+// --max-result-bytes bounds every answer line; an over-long viewport keeps head and tail with a
+// pointer, and terminal_read pages stay within the budget with an exact nextCursor.
+TEST(McpBudgetTest, ASmallerBudgetBoundsEveryAnswerAndThePointerWorks) {
+  McpProcess mcp({"--max-result-bytes", "4096"});
+  mcp.Initialize();
+  Json opened = mcp.Tool("terminal_open");
+  ASSERT_EQ(opened["isError"], false) << opened.dump();
+  std::string id = opened["structuredContent"]["sessionId"];
+  Json r = mcp.Tool("terminal_send", Json{{"sessionId", id}, {"input", "seq 1 3000\n"}});
+  const std::string viewport = r["structuredContent"]["viewport"];
+  const Json line{{"jsonrpc", "2.0"}, {"id", 1000}, {"result", r}};
+  EXPECT_LE(line.dump().size(), 4096u);
+  EXPECT_EQ(viewport.rfind("1\n2\n", 0), 0u) << viewport;
+  EXPECT_TRUE(viewport.ends_with("\n2999\n3000")) << viewport;
+  EXPECT_NE(Text(r).find("[waitReason: stdin_read | exitCode: 0"), std::string::npos);
+  // Page through the pointed bytes: the head, the pages and the tail are the whole output.
+  const std::string middle = ReadPointed(mcp, id, viewport, 4096);
+  ASSERT_FALSE(middle.empty()) << viewport;
+  const std::string head = viewport.substr(0, viewport.find("[... "));
+  const std::string tail = viewport.substr(viewport.find("...]\n") + 5);
+  std::string expected;
+  for (int i = 1; i <= 3000; ++i) expected += std::to_string(i) + (i < 3000 ? "\n" : "");
+  EXPECT_TRUE(head + middle + tail == expected)
+      << "head " << head.size() << " + pointed " << middle.size() << " + tail " << tail.size()
+      << " bytes; the output is " << expected.size();
+  mcp.Tool("terminal_close", Json{{"sessionId", id}});
 }
 
 // A send's viewport can keep a head the scrollback has already dropped (it keeps its last
