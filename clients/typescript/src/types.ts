@@ -120,15 +120,20 @@ export interface AttachResult {
 
 // Watching a session (docs/protocol.md, "Watching a session"): JSON-RPC only, no MCP tool.
 
-/** terminal_watch: the session's screen when the watch began (`lines`: `rows` strings, trailing
- * blanks trimmed, `cursor` 0-based); later output arrives as watch events. */
-export interface WatchResult extends SessionInfo {
-  watchId: number;
+/** A watched session's screen: `lines` are `rows` strings, trailing blanks trimmed, `cursor`
+ * 0-based. */
+export interface WatchScreen {
   cols: number;
   rows: number;
   lines: string[];
   cursor: { row: number; column: number };
   alternateScreen: boolean;
+}
+
+/** terminal_watch: the session's screen when the watch began; later output arrives as watch
+ * events. */
+export interface WatchResult extends SessionInfo, WatchScreen {
+  watchId: number;
 }
 
 /** The notification terminal_watch_output, its base64 decoded: raw bytes the session printed,
@@ -150,14 +155,9 @@ export interface WatchEnded {
 
 /** The notification terminal_watch_resized: the session's terminal took a new size; its screen
  * at that size, as terminal_watch gave it (redraw from it). Hostile text, as output. */
-export interface WatchResized {
+export interface WatchResized extends WatchScreen {
   type: "resized";
   watchId: number;
-  cols: number;
-  rows: number;
-  lines: string[];
-  cursor: { row: number; column: number };
-  alternateScreen: boolean;
 }
 
 export type WatchEvent = WatchOutput | WatchEnded | WatchResized;
