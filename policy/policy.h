@@ -30,15 +30,30 @@ inline constexpr char kDefaultOperatorPolicy[] = "/etc/ptybox/policy.yaml";
 // A session uid: the unprivileged host uid (and gid, the same number) a root daemon's confined
 // session runs as. Not the contract's session id (`pty-<hex>`, a string), nor the POSIX session
 // of the shell (its session leader's pid): docs/architecture.md, "Vocabulary".
-using SessionUid = uint32_t;
+// A type of its own, so that neither an owner's uid nor a count is ever taken for one: built
+// only explicitly, read with value().
+class SessionUid final {
+ public:
+  constexpr SessionUid() = default;
+  constexpr explicit SessionUid(uint32_t value) : value_(value) {}
+  [[nodiscard]] constexpr uint32_t value() const { return value_; }
+  constexpr auto operator<=>(const SessionUid&) const = default;
+
+ private:
+  uint32_t value_ = 0;
+};
 
 // The session uids a root daemon's confined sessions run as (operator policy `sessionIds`, a
 // name kept for the policies already written). Each session leases a free uid of the range
 // (sandbox/session_uid_lease.h). The default lies above the ranges useradd hands out in
 // /etc/subuid (100000-600100000) and below 2^31, where no distribution allocates users.
 struct SessionUidRange {
-  SessionUid first = 2147418112;  // 0x7FFF0000
+  SessionUid first{2147418112};  // 0x7FFF0000
   uint32_t count = 65536;
+  // The uid `offset` places past `first` (offset < count).
+  [[nodiscard]] SessionUid At(uint32_t offset) const { return SessionUid(first.value() + offset); }
+  // One past the last uid, widened so that a range ending at 2^32 is representable.
+  [[nodiscard]] uint64_t End() const { return uint64_t{first.value()} + count; }
   bool operator==(const SessionUidRange&) const = default;
 };
 

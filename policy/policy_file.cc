@@ -658,7 +658,8 @@ class FileParser final {
       return;
     }
     out_.file.session_uids = Located<SessionUidRange>{
-        SessionUidRange{static_cast<uint32_t>(*first), static_cast<uint32_t>(*count)}, Pos(k, v)};
+        SessionUidRange{SessionUid(static_cast<uint32_t>(*first)), static_cast<uint32_t>(*count)},
+        Pos(k, v)};
   }
 
   // `audit: {log: PATH, recordDir: DIR, recordMaxBytes: N}`: the audit log and recordings.

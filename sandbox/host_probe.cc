@@ -453,8 +453,8 @@ class Prober final {
                     "user, group or /etc/subuid entry uses");
     }
     return Ok(name, "root daemon: confined sessions run as host ids " +
-                        std::to_string(range.first) + "-" +
-                        std::to_string(range.first + range.count - 1) +
+                        std::to_string(range.first.value()) + "-" +
+                        std::to_string(range.End() - 1) +
                         " (the default `sessionIds`), never as root");
   }
 

@@ -551,7 +551,7 @@ bool EnterStage(StagePlan& plan, int error_fd) noexcept {
     }
   }
   if (plan.as_root) {
-    const uid_t id = plan.session_uid;
+    const uid_t id = plan.session_uid.value();
     if (::setgroups(0, nullptr) != 0 || ::setresgid(id, id, id) != 0 ||
         ::setresuid(id, id, id) != 0) {
       return Failed(error_fd, "dropping to the session uid", nullptr, errno);

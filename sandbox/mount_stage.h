@@ -58,7 +58,7 @@ struct ComposedEntry {
 
 struct StagePlan {
   bool as_root = false;
-  policy::SessionUid session_uid = 0;  // root daemon: the host uid (and gid) of the session
+  policy::SessionUid session_uid;  // root daemon: the host uid (and gid) of the session
   UniqueFd
       session_uid_lease;  // root daemon: the host-wide lease on session_uid (session_uid_lease.h)
   std::string self_uid_map;  // non-root: the child's own user namespace, its ids 1:1

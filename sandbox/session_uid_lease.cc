@@ -95,7 +95,7 @@ Result<SessionUidLease> LeaseSessionUid(const policy::SessionUidRange& range) {
   const std::optional<uint64_t> taken =
       FirstTakenOffset(count, NextStart(count), [&](uint64_t offset) {
         if (failure) return false;
-        const std::string name = std::to_string(range.first + offset);
+        const std::string name = std::to_string(range.At(static_cast<uint32_t>(offset)).value());
         UniqueFd fd(::openat(dir->Get(), name.c_str(),
                              O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600));
         struct stat st {};
@@ -110,14 +110,14 @@ Result<SessionUidLease> LeaseSessionUid(const policy::SessionUidRange& range) {
               Error::FromErrno(ErrorKind::kSandboxUnavailable, "flock", dir_path + "/" + name);
           return false;
         }
-        lease.uid = range.first + static_cast<uint32_t>(offset);
+        lease.uid = range.At(static_cast<uint32_t>(offset));
         lease.lock = std::move(fd);
         return true;
       });
   if (failure) return std::unexpected(*failure);
   if (!taken) {
     return Fail(ErrorKind::kSandboxUnavailable,
-                "every session uid of `sessionIds` (" + std::to_string(range.first) + ", " +
+                "every session uid of `sessionIds` (" + std::to_string(range.first.value()) + ", " +
                     std::to_string(count) +
                     " ids) is held by a live session of a ptybox on this host, so a new session "
                     "would share a host uid with one of them; end a session, or widen "

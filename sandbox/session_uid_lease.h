@@ -27,7 +27,7 @@ inline constexpr char kSessionUidLeaseDir[] = "session-ids";
                                                        const std::function<bool(uint64_t)>& take);
 
 struct SessionUidLease {
-  policy::SessionUid uid = 0;
+  policy::SessionUid uid;
   UniqueFd lock;  // holds the flock: the lease ends when this (and every copy) is closed
 };
 

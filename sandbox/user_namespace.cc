@@ -79,7 +79,8 @@ std::string IdMapLine(uint32_t inside, uint32_t outside, uint32_t count) {
 }
 
 RootIdMap RootIdMapFor(uid_t owner_uid, gid_t owner_gid, policy::SessionUid session_uid) {
-  return {IdMapLine(owner_uid, session_uid, 1), IdMapLine(owner_gid, session_uid, 1)};
+  return {IdMapLine(owner_uid, session_uid.value(), 1),
+          IdMapLine(owner_gid, session_uid.value(), 1)};
 }
 
 Result<UniqueFd> CreateUserNamespace(const RootIdMap& maps) {
@@ -144,8 +145,8 @@ std::optional<std::string> SessionUidRangeConflict(const policy::SessionUidRange
                                                    std::string_view passwd, std::string_view group,
                                                    std::string_view subuid,
                                                    std::string_view subgid) {
-  const uint64_t first = range.first;
-  const uint64_t end = first + range.count;  // exclusive
+  const uint64_t first = range.first.value();
+  const uint64_t end = range.End();  // exclusive
   auto inside = [&](uint64_t id) { return id >= first && id < end; };
   const std::string where =
       "the session uid range " + std::to_string(first) + "-" + std::to_string(end - 1);

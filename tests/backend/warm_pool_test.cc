@@ -82,7 +82,7 @@ TEST(PoolKeyTest, EveryLaunchInputTakesPart) {
   EXPECT_TRUE(differs([](SpawnSpec& s) { s.policy.limits.max_tasks = 7; }));
   EXPECT_TRUE(differs([](SpawnSpec& s) { s.policy.limits.max_memory_bytes = 1 << 30; }));
   EXPECT_TRUE(differs([](SpawnSpec& s) { s.policy.limits.idle_silence_ms = 5; }));
-  EXPECT_TRUE(differs([](SpawnSpec& s) { s.policy.session_uids.first = 5; }));
+  EXPECT_TRUE(differs([](SpawnSpec& s) { s.policy.session_uids.first = policy::SessionUid(5); }));
   EXPECT_TRUE(differs([](SpawnSpec& s) { s.policy.hidden.push_back("~/.x"); }));
   EXPECT_TRUE(differs([](SpawnSpec& s) { s.policy.policy_files.push_back("/w/.ptybox.yaml"); }));
   EXPECT_TRUE(differs([](SpawnSpec& s) { s.policy.sources["mode"] = "/w/.ptybox.yaml:1:7"; }));

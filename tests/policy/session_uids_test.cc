@@ -13,7 +13,7 @@ TEST(SessionUidsTest, OperatorSetsTheRange) {
                       PolicyRole::kOperator);
   ASSERT_TRUE(parsed.errors.empty()) << parsed.errors[0].message;
   ASSERT_TRUE(parsed.file.session_uids);
-  EXPECT_EQ(parsed.file.session_uids->value.first, 300000000u);
+  EXPECT_EQ(parsed.file.session_uids->value.first, SessionUid(300000000u));
   EXPECT_EQ(parsed.file.session_uids->value.count, 1024u);
   EXPECT_EQ(parsed.file.session_uids->where, "/etc/p.yaml:2:13");
 }
@@ -47,10 +47,10 @@ TEST(SessionUidsTest, BoundsAndShapeAreChecked) {
 
 TEST(SessionUidsTest, TheDefaultIsAboveSubuidRangesAndBelowTwoToThe31) {
   const SessionUidRange range;
-  EXPECT_EQ(range.first, 0x7FFF0000u);
+  EXPECT_EQ(range.first, SessionUid(0x7FFF0000u));
   EXPECT_EQ(range.count, 65536u);
-  EXPECT_GT(range.first, 600100000u);
-  EXPECT_LE(uint64_t{range.first} + range.count, uint64_t{1} << 31);
+  EXPECT_GT(range.first, SessionUid(600100000u));
+  EXPECT_LE(range.End(), uint64_t{1} << 31);
 }
 
 }  // namespace

@@ -58,8 +58,8 @@ TEST(SessionUidLeaseTest, AnIdHeldByAnotherHolderIsSkippedAndReleasedOnClose) {
   if (::geteuid() != 0) GTEST_SKIP() << "the lease directory is root's";
   // A range no other test uses: its first id is leased here, so the next lease is the second,
   // and the first is free again once its holder closes it (as when a daemon dies).
-  const policy::SessionUidRange range{2147480000u + static_cast<uint32_t>(::getpid() % 1000) * 2,
-                                      2};
+  const policy::SessionUidRange range{
+      policy::SessionUid(2147480000u + static_cast<uint32_t>(::getpid() % 1000) * 2), 2};
   Result<SessionUidLease> a = LeaseSessionUid(range);
   ASSERT_TRUE(a) << a.error().message;
   Result<SessionUidLease> b = LeaseSessionUid(range);
@@ -93,16 +93,18 @@ TEST(SessionUidRangeTest, OverlapsAndReservedIdsAreNamed) {
   const std::string passwd = "u:x:1000:1000::/home/u:/bin/bash\n";
   const std::string subuid = "u:100000:65536\n";
   auto conflict = [&](uint32_t first, uint32_t count) {
-    return SessionUidRangeConflict({first, count}, passwd, "", subuid, "").value_or("");
+    return SessionUidRangeConflict({policy::SessionUid(first), count}, passwd, "", subuid, "")
+        .value_or("");
   };
   EXPECT_NE(conflict(150000, 10).find("/etc/subuid"), std::string::npos);
   EXPECT_NE(conflict(999, 2).find("/etc/passwd"), std::string::npos);
   EXPECT_NE(conflict(65530, 10).find("65534"), std::string::npos);
   EXPECT_NE(conflict(4294967290u, 10).find("4294967295"), std::string::npos);
   EXPECT_EQ(conflict(200000, 100), "");
-  EXPECT_NE(
-      SessionUidRangeConflict({100, 5}, "", "", "", "u:102:1\n").value_or("").find("/etc/subgid"),
-      std::string::npos);
+  EXPECT_NE(SessionUidRangeConflict({policy::SessionUid(100), 5}, "", "", "", "u:102:1\n")
+                .value_or("")
+                .find("/etc/subgid"),
+            std::string::npos);
 }
 
 TEST(StagedArgvTest, SourcesComeFromTheStageAndTheSessionIsRootOfItsNamespace) {
