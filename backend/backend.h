@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/contract_types.h"
 #include "backend/send_operation.h"
-#include "backend/types.h"
 #include "common/error.h"
 #include "policy/policy.h"
 

@@ -1,4 +1,4 @@
-#include "backend/types.h"
+#include "backend/contract_types.h"
 
 #include <signal.h>
 

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "backend/child_reaper.h"
+#include "backend/contract_types.h"
 #include "backend/off_reactor.h"
-#include "backend/types.h"
 #include "common/error.h"
 #include "common/unique_fd.h"
 #include "sandbox/cgroup.h"

@@ -229,11 +229,11 @@ void LocalTerminal::Deliver(ForegroundFacts facts, std::function<void(Foreground
     // user's. Served (written or dropped) first, on a look of its own.
     if (held_replies_) {
       ServeHeldReplies();
-      if (held_replies_) facts.waiting_for_input = Tri::kUnknown;
+      if (held_replies_) facts.waiting_for_input = Finding::kUnknown;
     }
     // Input written since the facts were read (an answer to a cursor position query decoded
     // just now, typically) may wake the reader they saw waiting: the wait is stale.
-    if (writes_done_ != writes_before) facts.waiting_for_input = Tri::kUnknown;
+    if (writes_done_ != writes_before) facts.waiting_for_input = Finding::kUnknown;
     done(std::move(facts));
   });
 }

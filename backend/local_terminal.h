@@ -18,10 +18,10 @@
 #include <string>
 
 #include "backend/child_reaper.h"
+#include "backend/contract_types.h"
 #include "backend/init_session.h"
 #include "backend/readiness/foreground_inspector.h"
 #include "backend/readiness/terminal_handle.h"
-#include "backend/types.h"
 #include "common/error.h"
 #include "sandbox/launcher.h"
 

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "backend/contract_types.h"
 #include "backend/readiness/prompt_protocol.h"
 #include "backend/readiness/readiness_driver.h"
 #include "backend/readiness/readiness_engine.h"
 #include "backend/readiness/terminal_handle.h"
 #include "backend/send_render.h"
 #include "backend/terminal/send_capture.h"
-#include "backend/types.h"
 #include "common/error.h"
 
 namespace ptybox::backend {

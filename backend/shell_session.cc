@@ -348,7 +348,7 @@ bool ShellSession::InSignalTransition(const ForegroundFacts& facts) {
   // input, or the handoff grace has passed.
   if (last_prompt_at_ >= signal->at) return false;
   if (facts.foreground_pgid && *facts.foreground_pgid != signal->pgid &&
-      facts.waiting_for_input == Tri::kYes) {
+      facts.waiting_for_input == Finding::kYes) {
     return false;
   }
   return Now() < signal->at + Millis(spec_.policy.limits.handoff_grace_ms);
@@ -692,7 +692,7 @@ bool ShellSession::OnlyForeignInputOnLine(const ForegroundFacts& facts) {
   // mode readline's wait (pselect; a `read -n1` of the agent's reads instead, and gets no
   // discard), in canonical mode a read of a line.
   const pid_t shell = terminal_.shell_pid();
-  if (shell <= 0 || facts.foreground_pgid != shell || facts.waiting_for_input != Tri::kYes ||
+  if (shell <= 0 || facts.foreground_pgid != shell || facts.waiting_for_input != Finding::kYes ||
       facts.tasks.empty()) {
     return false;
   }

@@ -16,8 +16,8 @@
 #include "common/error.h"
 #include "common/unique_fd.h"
 #include "policy/policy.h"
+#include "runtime/params.h"
 #include "runtime/rpc/line_connection.h"
-#include "runtime/wire.h"
 
 namespace ptybox::runtime {
 

@@ -21,10 +21,10 @@
 
 #include "runtime/mcp/mcp_budget.h"
 #include "runtime/mcp_connect.h"
+#include "runtime/params.h"
 #include "runtime/rpc/line_connection.h"
 #include "runtime/rpc/rpc_peer.h"
 #include "runtime/service.h"
-#include "runtime/wire.h"
 
 namespace ptybox::runtime {
 

@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <limits>
 
+#include "backend/contract_types.h"
 #include "backend/readiness/output_pattern.h"
 #include "backend/terminal/key_encoder.h"
 #include "backend/terminal/screen.h"
-#include "backend/types.h"
 #include "common/base64.h"
 #include "common/join.h"
 #include "common/propagate.h"

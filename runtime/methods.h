@@ -17,8 +17,8 @@
 
 #include "common/error.h"
 #include "runtime/mcp/tool_face.h"
+#include "runtime/params.h"
 #include "runtime/service.h"
-#include "runtime/wire.h"
 
 namespace ptybox::runtime {
 

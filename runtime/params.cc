@@ -1,4 +1,4 @@
-#include "runtime/wire.h"
+#include "runtime/params.h"
 
 #include <algorithm>
 

@@ -17,7 +17,7 @@
 
 #include "common/log.h"
 #include "common/unique_fd.h"
-#include "runtime/wire.h"
+#include "runtime/params.h"
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77  // Linux 6.5

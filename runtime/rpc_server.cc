@@ -11,7 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "backend/types.h"
+#include "backend/contract_types.h"
 #include "common/base64.h"
 #include "common/count_text.h"
 #include "common/log.h"

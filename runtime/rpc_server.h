@@ -18,10 +18,10 @@
 #include <unordered_map>
 #include <utility>
 
+#include "runtime/params.h"
 #include "runtime/rpc/line_connection.h"
 #include "runtime/rpc/rpc_peer.h"
 #include "runtime/service.h"
-#include "runtime/wire.h"
 
 namespace ptybox::runtime {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/types.h"
+#include "backend/contract_types.h"
 #include "common/error.h"
 #include "common/unique_fd.h"
 #include "policy/host_pattern.h"

@@ -107,10 +107,10 @@ void DebugUnknown(const char* what, const char* path, int err) {
            std::strerror(err));
 }
 
-Tri AnyOf(Tri accumulated, Tri next) {
-  if (accumulated == Tri::kYes || next == Tri::kYes) return Tri::kYes;
-  if (accumulated == Tri::kUnknown || next == Tri::kUnknown) return Tri::kUnknown;
-  return Tri::kNo;
+Finding AnyOf(Finding accumulated, Finding next) {
+  if (accumulated == Finding::kYes || next == Finding::kYes) return Finding::kYes;
+  if (accumulated == Finding::kUnknown || next == Finding::kUnknown) return Finding::kUnknown;
+  return Finding::kNo;
 }
 
 // A string of `size` bytes whose contents are left as they are (not zeroed).
@@ -149,8 +149,8 @@ class Inspection final {
   // Inspects one task of a member; fills `facts` when the verdict is not kUnknown.
   TaskVerdict InspectTask(const Member& member, pid_t tid, TaskFacts& facts);
   // Whether the task's syscall (a sleep in one) waits on the session's terminal, and how.
-  Tri WaitsOnTerminal(const Member& member, pid_t tid, const proc::SyscallLine& call,
-                      TtyWait& kind);
+  Finding WaitsOnTerminal(const Member& member, pid_t tid, const proc::SyscallLine& call,
+                          TtyWait& kind);
 
  private:
   // Reads a whole file; the view stays valid until the next call. Fails with errno.
@@ -164,12 +164,12 @@ class Inspection final {
   std::expected<std::span<const std::byte>, int> ReadMemory(pid_t pid, uint64_t address,
                                                             size_t size);
 
-  Tri FdIsTerminal(pid_t pid, pid_t tid, pid_t session, int fd, struct stat* st_out = nullptr);
-  Tri SelectWatches(pid_t pid, pid_t tid, pid_t session, const proc::SyscallLine& call);
+  Finding FdIsTerminal(pid_t pid, pid_t tid, pid_t session, int fd, struct stat* st_out = nullptr);
+  Finding SelectWatches(pid_t pid, pid_t tid, pid_t session, const proc::SyscallLine& call);
   // The timeout a select/poll/epoll call was given: nullopt for none (or unreadable).
   std::optional<int64_t> WaitTimeoutMs(pid_t pid, const proc::SyscallLine& call);
-  Tri PollWatches(pid_t pid, pid_t tid, pid_t session, const proc::SyscallLine& call);
-  Tri EpollWatches(pid_t pid, pid_t tid, pid_t session, int epfd, int depth);
+  Finding PollWatches(pid_t pid, pid_t tid, pid_t session, const proc::SyscallLine& call);
+  Finding EpollWatches(pid_t pid, pid_t tid, pid_t session, int epfd, int depth);
   // Spends one unit of the per-task fd check budget; false when it is exhausted.
   bool SpendFdCheck() { return fd_checks_left_-- > 0; }
 
@@ -334,40 +334,41 @@ bool Inspection::WalkTree(pid_t start, pid_t pgid, bool start_is_leader, std::ve
   return complete;
 }
 
-Tri Inspection::FdIsTerminal(pid_t pid, pid_t tid, pid_t session, int fd, struct stat* st_out) {
-  if (fd < 0) return Tri::kNo;
-  if (!SpendFdCheck()) return Tri::kUnknown;
+Finding Inspection::FdIsTerminal(pid_t pid, pid_t tid, pid_t session, int fd, struct stat* st_out) {
+  if (fd < 0) return Finding::kNo;
+  if (!SpendFdCheck()) return Finding::kUnknown;
   ProcPath path = TaskFdPath(pid, tid, "fd", fd);
   struct stat st;
   // stat() follows the magic link to the open file itself, across mount namespaces. A missing
   // fd means another thread closed it while this one waits on the file: we cannot tell.
   if (::stat(path.c_str(), &st) != 0) {
     DebugUnknown("stat", path.c_str(), errno);
-    return Tri::kUnknown;
+    return Finding::kUnknown;
   }
   if (st_out != nullptr) *st_out = st;
-  if (!S_ISCHR(st.st_mode)) return Tri::kNo;
-  if (st.st_dev == identity_.slave_dev && st.st_rdev == identity_.slave_rdev) return Tri::kYes;
-  if (st.st_rdev == kDevTty && session == identity_.session_leader) return Tri::kYes;
-  return Tri::kNo;
+  if (!S_ISCHR(st.st_mode)) return Finding::kNo;
+  if (st.st_dev == identity_.slave_dev && st.st_rdev == identity_.slave_rdev) return Finding::kYes;
+  if (st.st_rdev == kDevTty && session == identity_.session_leader) return Finding::kYes;
+  return Finding::kNo;
 }
 
-Tri Inspection::SelectWatches(pid_t pid, pid_t tid, pid_t session, const proc::SyscallLine& call) {
+Finding Inspection::SelectWatches(pid_t pid, pid_t tid, pid_t session,
+                                  const proc::SyscallLine& call) {
   // The kernel takes nfds as an int; the register's upper half is not part of it.
   const int nfds = static_cast<int>(static_cast<uint32_t>(call.args[0]));
   const uint64_t readfds = call.args[1];
-  if (nfds <= 0 || readfds == 0) return Tri::kNo;  // no read set: a sleep, not a wait for input
-  if (static_cast<uint32_t>(nfds) > kMaxSelectFds) return Tri::kUnknown;
+  if (nfds <= 0 || readfds == 0) return Finding::kNo;  // no read set: a sleep, not a wait for input
+  if (static_cast<uint32_t>(nfds) > kMaxSelectFds) return Finding::kUnknown;
   constexpr size_t kWordBits = 8 * sizeof(unsigned long);
   const size_t bytes =
       (static_cast<size_t>(nfds) + kWordBits - 1) / kWordBits * sizeof(unsigned long);
   auto bits = ReadMemory(pid, readfds, bytes);  // FdIsTerminal leaves mem_buf_ alone
-  if (!bits) return Tri::kUnknown;
-  Tri result = Tri::kNo;
+  if (!bits) return Finding::kUnknown;
+  Finding result = Finding::kNo;
   for (int fd = 0; fd < nfds; ++fd) {
     if (!proc::FdSetHas(*bits, fd)) continue;
     result = AnyOf(result, FdIsTerminal(pid, tid, session, fd));
-    if (result == Tri::kYes) break;
+    if (result == Finding::kYes) break;
   }
   return result;
 }
@@ -416,15 +417,16 @@ std::optional<int64_t> Inspection::WaitTimeoutMs(pid_t pid, const proc::SyscallL
   }
 }
 
-Tri Inspection::PollWatches(pid_t pid, pid_t tid, pid_t session, const proc::SyscallLine& call) {
+Finding Inspection::PollWatches(pid_t pid, pid_t tid, pid_t session,
+                                const proc::SyscallLine& call) {
   const uint64_t fds = call.args[0];
   const uint32_t nfds = static_cast<uint32_t>(call.args[1]);
-  if (nfds == 0) return Tri::kNo;
-  if (nfds > kMaxPollFds) return Tri::kUnknown;
+  if (nfds == 0) return Finding::kNo;
+  if (nfds > kMaxPollFds) return Finding::kUnknown;
   auto entries = ReadMemory(pid, fds, nfds * proc::kPollFdSize);
-  if (!entries) return Tri::kUnknown;
-  Tri result = Tri::kNo;
-  for (uint32_t i = 0; i < nfds && result != Tri::kYes; ++i) {
+  if (!entries) return Finding::kUnknown;
+  Finding result = Finding::kNo;
+  for (uint32_t i = 0; i < nfds && result != Finding::kYes; ++i) {
     proc::PollEntry entry = proc::PollEntryAt(*entries, i);
     if (entry.fd < 0 || !proc::PollWantsInput(static_cast<uint16_t>(entry.events))) continue;
     result = AnyOf(result, FdIsTerminal(pid, tid, session, entry.fd));
@@ -432,43 +434,43 @@ Tri Inspection::PollWatches(pid_t pid, pid_t tid, pid_t session, const proc::Sys
   return result;
 }
 
-Tri Inspection::EpollWatches(pid_t pid, pid_t tid, pid_t session, int epfd, int depth) {
+Finding Inspection::EpollWatches(pid_t pid, pid_t tid, pid_t session, int epfd, int depth) {
   ProcPath path = TaskFdPath(pid, tid, "fdinfo", epfd);
   auto text = ReadFile(path.c_str());
   if (!text) {
     DebugUnknown("read", path.c_str(), text.error());
-    return Tri::kUnknown;
+    return Finding::kUnknown;
   }
   std::optional<std::vector<proc::EpollTarget>> targets = proc::ParseEpollFdinfo(*text);
   if (!targets) {
     DebugUnknown("parse", path.c_str(), EINVAL);
-    return Tri::kUnknown;
+    return Finding::kUnknown;
   }
-  Tri result = Tri::kNo;
+  Finding result = Finding::kNo;
   for (const proc::EpollTarget& target : *targets) {
     if (!proc::PollWantsInput(target.events)) continue;
     struct stat st {};
-    Tri is_terminal = FdIsTerminal(pid, tid, session, target.tfd, &st);
+    Finding is_terminal = FdIsTerminal(pid, tid, session, target.tfd, &st);
     // tfd is the number the file had when it was added; if that fd now names another file,
     // the watched file is out of sight.
-    if (is_terminal != Tri::kUnknown && (st.st_ino != target.ino || st.st_dev != target.sdev)) {
-      is_terminal = Tri::kUnknown;
+    if (is_terminal != Finding::kUnknown && (st.st_ino != target.ino || st.st_dev != target.sdev)) {
+      is_terminal = Finding::kUnknown;
     }
-    if (is_terminal == Tri::kNo && (st.st_mode & S_IFMT) == 0) {
+    if (is_terminal == Finding::kNo && (st.st_mode & S_IFMT) == 0) {
       // An anonymous inode: an epoll set inside this one may watch the terminal.
       char link[64];
       ProcPath fd_path = TaskFdPath(pid, tid, "fd", target.tfd);
       ssize_t n = ::readlink(fd_path.c_str(), link, sizeof link - 1);
       if (n < 0) {
-        is_terminal = Tri::kUnknown;
+        is_terminal = Finding::kUnknown;
       } else if (std::string_view(link, static_cast<size_t>(n)) == "anon_inode:[eventpoll]") {
         is_terminal = depth + 1 < kMaxEpollDepth
                           ? EpollWatches(pid, tid, session, target.tfd, depth + 1)
-                          : Tri::kUnknown;
+                          : Finding::kUnknown;
       }
     }
     result = AnyOf(result, is_terminal);
-    if (result == Tri::kYes) break;
+    if (result == Finding::kYes) break;
   }
   return result;
 }
@@ -553,9 +555,9 @@ TaskVerdict Inspection::InspectTask(const Member& member, pid_t tid, TaskFacts& 
   }
 
   TtyWait kind = TtyWait::kNone;
-  const Tri waits = WaitsOnTerminal(member, tid, *call, kind);
-  if (waits == Tri::kUnknown) return TaskVerdict::kUnknown;
-  if (waits == Tri::kYes) {
+  const Finding waits = WaitsOnTerminal(member, tid, *call, kind);
+  if (waits == Finding::kUnknown) return TaskVerdict::kUnknown;
+  if (waits == Finding::kYes) {
     facts.tty_wait = kind;
     if (kind != TtyWait::kRead) facts.wait_timeout_ms = WaitTimeoutMs(pid, *call);
     verdict = TaskVerdict::kWaitsOnTerminal;
@@ -571,16 +573,16 @@ TaskVerdict Inspection::InspectTask(const Member& member, pid_t tid, TaskFacts& 
   return verdict;
 }
 
-Tri Inspection::WaitsOnTerminal(const Member& member, pid_t tid, const proc::SyscallLine& call,
-                                TtyWait& kind) {
+Finding Inspection::WaitsOnTerminal(const Member& member, pid_t tid, const proc::SyscallLine& call,
+                                    TtyWait& kind) {
   const pid_t pid = member.pid;
-  Tri waits = Tri::kNo;
+  Finding waits = Finding::kNo;
   kind = TtyWait::kNone;
   switch (proc::ClassifySyscall(call)) {
     case proc::WaitCall::kOther:
       break;
     case proc::WaitCall::kUndecidable:
-      waits = Tri::kUnknown;
+      waits = Finding::kUnknown;
       break;
     case proc::WaitCall::kRead:
       kind = TtyWait::kRead;
@@ -618,16 +620,16 @@ std::optional<size_t> UnreadTerminalInput(int slave_fd) {
   return static_cast<size_t>(queued);
 }
 
-Tri CombineTaskVerdicts(const std::vector<TaskVerdict>& verdicts, bool members_complete) {
+Finding CombineTaskVerdicts(const std::vector<TaskVerdict>& verdicts, bool members_complete) {
   bool unknown = !members_complete || verdicts.empty();
   bool waits = false;
   for (TaskVerdict v : verdicts) {
-    if (v == TaskVerdict::kRunning) return Tri::kNo;
+    if (v == TaskVerdict::kRunning) return Finding::kNo;
     unknown = unknown || v == TaskVerdict::kUnknown;
     waits = waits || v == TaskVerdict::kWaitsOnTerminal;
   }
-  if (unknown) return Tri::kUnknown;
-  return waits ? Tri::kYes : Tri::kNo;
+  if (unknown) return Finding::kUnknown;
+  return waits ? Finding::kYes : Finding::kNo;
 }
 
 ForegroundInspector::ForegroundInspector(int master_fd, TerminalIdentity identity, pid_t shell_pid)
@@ -640,7 +642,7 @@ std::optional<pid_t> ForegroundInspector::ForegroundPgid() const {
 }
 
 bool ForegroundInspector::StillAsVerified(const ForegroundFacts& verified) const {
-  if (verified.waiting_for_input != Tri::kYes || verified.tasks.empty() ||
+  if (verified.waiting_for_input != Finding::kYes || verified.tasks.empty() ||
       !verified.foreground_pgid || ForegroundPgid() != verified.foreground_pgid) {
     return false;
   }

@@ -28,7 +28,9 @@ enum class TtyWait {
   kEpoll,   // epoll_wait/epoll_pwait/epoll_pwait2 on an epoll set watching such an fd for input
 };
 
-enum class Tri { kUnknown, kYes, kNo };
+// What one look at /proc found about a yes-or-no fact: proved yes, proved no, or not provable
+// from what was readable (a vanished task, an unreadable file).
+enum class Finding { kUnknown, kYes, kNo };
 
 struct TaskFacts {
   pid_t pid = 0;
@@ -53,7 +55,7 @@ struct ForegroundFacts {
   // the session (one the walk from the session's root reaches) waits for input from this
   // terminal. kNo: some task of the group runs, or no one waits on this terminal.
   // kUnknown: something needed could not be read (permissions, a vanished task, no group).
-  Tri waiting_for_input = Tri::kUnknown;
+  Finding waiting_for_input = Finding::kUnknown;
   // Every task of the foreground group that was inspected, in no particular order. Tasks that
   // could not be read are left out (the answer is then kUnknown), and inspection stops at the
   // first running task, since that alone decides kNo.
@@ -91,8 +93,8 @@ enum class TaskVerdict {
 // The group's answer: kNo if any task runs (exact evidence the group is not blocked); else
 // kUnknown if the member list is incomplete, a task is unknown, or there is no task; else kYes
 // if some task waits on this terminal; else kNo.
-[[nodiscard]] Tri CombineTaskVerdicts(const std::vector<TaskVerdict>& verdicts,
-                                      bool members_complete);
+[[nodiscard]] Finding CombineTaskVerdicts(const std::vector<TaskVerdict>& verdicts,
+                                          bool members_complete);
 
 // Bytes written to the terminal that no program has read yet, counted through a descriptor of
 // its slave: FIONREAD, after a zero-timeout poll. A write to the master reaches the line

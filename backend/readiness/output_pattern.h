@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "backend/types.h"
+#include "backend/contract_types.h"
 #include "common/error.h"
 
 namespace re2 {

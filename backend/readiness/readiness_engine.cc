@@ -135,15 +135,15 @@ void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
     // reading the terminal is still at this prompt: one seen running has read more of our
     // input after printing it (multi-line input, typeahead), and unknown (a fork or exit
     // during the walk) proves nothing.
-    candidate_confirmed_ = stage_ == Stage::kWaiting && facts.waiting_for_input == Tri::kYes &&
+    candidate_confirmed_ = stage_ == Stage::kWaiting && facts.waiting_for_input == Finding::kYes &&
                            ShellItselfReads(facts);
     if (candidate_confirmed_) verifying_facts_ = facts;
   }
   if (stage_ != Stage::kWaiting) return;
   if (facts.foreground_pgid) {
-    if (facts.waiting_for_input == Tri::kYes && !drained) {
+    if (facts.waiting_for_input == Finding::kYes && !drained) {
       // A reader with our input still queued is about to read it: not waiting for more.
-    } else if (facts.waiting_for_input == Tri::kYes && IsTimedWait(facts) &&
+    } else if (facts.waiting_for_input == Finding::kYes && IsTimedWait(facts) &&
                !FullScreenWaitsForAKey(facts) && !SteadyLoop(now, facts)) {
       // Waiting with a timeout that runs out before the silence bound (a timer of the program,
       // an editor telling a lone ESC from a key sequence): the program goes on by itself soon,
@@ -151,7 +151,7 @@ void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
       pending_wait_.reset();
       AdvanceProbeSchedule(now);
       return;
-    } else if (facts.waiting_for_input == Tri::kYes) {
+    } else if (facts.waiting_for_input == Finding::kYes) {
       if (!IsTimedWait(facts)) loop_mark_.reset();
       if (ExactWaitIsFresh(facts)) {
         // Exact evidence is a wait seen twice: the same tasks in the same wait (their
@@ -179,7 +179,7 @@ void ReadinessEngine::OnProbe(TimePoint now, const ForegroundFacts& facts) {
     } else {
       pending_wait_.reset();
       // The group was seen outside its wait: any later wait of it is new.
-      if (facts.waiting_for_input == Tri::kNo) left_wait_[*facts.foreground_pgid] = true;
+      if (facts.waiting_for_input == Finding::kNo) left_wait_[*facts.foreground_pgid] = true;
     }
   } else {
     pending_wait_.reset();

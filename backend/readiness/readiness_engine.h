@@ -11,8 +11,8 @@
 #include <map>
 #include <optional>
 
+#include "backend/contract_types.h"
 #include "backend/readiness/foreground_inspector.h"
-#include "backend/types.h"
 
 namespace ptybox::backend {
 

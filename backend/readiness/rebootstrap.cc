@@ -78,7 +78,8 @@ std::optional<std::string> RebootstrapRefusal(RebootstrapStep step, const Foregr
                                               pid_t shell) {
   if (shell <= 0 || facts.foreground_pgid != shell)
     return "the shell's group is not in the foreground";
-  if (facts.waiting_for_input != Tri::kYes) return "the shell is not blocked reading the terminal";
+  if (facts.waiting_for_input != Finding::kYes)
+    return "the shell is not blocked reading the terminal";
   if (facts.tasks.size() != 1 || facts.tasks[0].pid != shell || facts.tasks[0].tid != shell ||
       facts.tasks[0].outside_group || facts.tasks[0].tty_wait == TtyWait::kNone) {
     return "a task other than the shell's main task is in the foreground or reads";

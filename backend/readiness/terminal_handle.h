@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "backend/contract_types.h"
 #include "backend/readiness/foreground_inspector.h"
-#include "backend/types.h"
 #include "common/error.h"
 
 namespace ptybox::backend {

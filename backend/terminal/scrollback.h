@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "backend/types.h"
+#include "backend/contract_types.h"
 
 namespace ptybox::backend {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "backend/types.h"
+#include "backend/contract_types.h"
 #include "common/error.h"
 #include "policy/policy.h"
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "backend/terminal/screen.h"
-#include "runtime/wire.h"
+#include "runtime/params.h"
 
 namespace ptybox::runtime {
 

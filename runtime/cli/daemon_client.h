@@ -10,7 +10,7 @@
 
 #include "common/error.h"
 #include "common/unique_fd.h"
-#include "runtime/wire.h"
+#include "runtime/params.h"
 
 namespace ptybox::runtime {
 

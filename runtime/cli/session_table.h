@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "runtime/wire.h"
+#include "runtime/params.h"
 
 namespace ptybox::runtime {
 

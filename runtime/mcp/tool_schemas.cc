@@ -1,6 +1,6 @@
 #include "runtime/mcp/tool_schemas.h"
 
-#include "backend/types.h"
+#include "backend/contract_types.h"
 #include "policy/mode_names.h"
 
 namespace ptybox::runtime {

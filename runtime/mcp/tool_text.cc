@@ -5,7 +5,7 @@
 #include <optional>
 #include <string_view>
 
-#include "backend/types.h"
+#include "backend/contract_types.h"
 #include "common/join.h"
 #include "policy/network_names.h"
 #include "runtime/rpc/display_text.h"

@@ -72,7 +72,7 @@ class FakeTerminal final : public TerminalHandle {
   static ForegroundFacts Shell() {
     ForegroundFacts f;
     f.foreground_pgid = 100;
-    f.waiting_for_input = Tri::kYes;
+    f.waiting_for_input = Finding::kYes;
     TaskFacts t;
     t.pid = t.tid = 100;
     t.tty_wait = TtyWait::kRead;
@@ -368,7 +368,7 @@ TEST_F(SendOperationTest, AfterAVerifiedIdlePromptThePreWriteCheckOnlyConfirmsIt
   ASSERT_EQ(host_.settled_with.size(), 1u);
   ASSERT_TRUE(host_.settled_with[0]);
   EXPECT_EQ(host_.settled_with[0]->foreground_pgid, 100);
-  EXPECT_EQ(host_.settled_with[0]->waiting_for_input, Tri::kYes);
+  EXPECT_EQ(host_.settled_with[0]->waiting_for_input, Finding::kYes);
 }
 
 TEST_F(SendOperationTest, WithoutAVerifiedIdlePromptThePreWriteCheckIsAFullInspection) {

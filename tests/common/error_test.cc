@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "backend/types.h"
+#include "backend/contract_types.h"
 #include "common/errno_name.h"
 #include "policy/mode.h"
 #include "tests/support/error_kind.h"

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "backend/types.h"
+#include "backend/contract_types.h"
 #include "common/propagate.h"
 #include "policy/mode_names.h"
 #include "policy/network_names.h"

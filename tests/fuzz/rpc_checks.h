@@ -1,4 +1,4 @@
-// What the JSON-RPC fuzz targets check on one line: ParseRpcLine (runtime/wire.h) answers every
+// What the JSON-RPC fuzz targets check on one line: ParseRpcLine (runtime/params.h) answers every
 // line with a message or a reject and never throws; a reject has one of the three documented
 // codes and a message; the answer a server would send serializes; and a request's params go
 // through Params::Check and every accessor, each giving a value or an error that names the
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "runtime/methods.h"
-#include "runtime/wire.h"
+#include "runtime/params.h"
 
 namespace ptybox::fuzz {
 

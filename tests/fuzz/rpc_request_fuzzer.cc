@@ -1,4 +1,4 @@
-// libFuzzer target for the JSON-RPC request decoder (runtime/wire.h): the input is one line, as
+// libFuzzer target for the JSON-RPC request decoder (runtime/params.h): the input is one line, as
 // the line reader hands it to `ptybox serve` and `ptybox mcp`; rpc_checks.h says what is checked.
 #include <cstddef>
 #include <cstdint>

@@ -8,11 +8,11 @@
 #include <algorithm>
 #include <string>
 
-#include "backend/types.h"
+#include "backend/contract_types.h"
 #include "policy/mode.h"
 #include "runtime/mcp/tool_schemas.h"
 #include "runtime/mcp_tools.h"
-#include "runtime/wire.h"
+#include "runtime/params.h"
 
 namespace ptybox::runtime {
 namespace {
@@ -127,7 +127,7 @@ TEST(ContractTableTest, EnumsComeFromTheirOneList) {
   ASSERT_NE(mode, nullptr);
   EXPECT_EQ(mode->input_schema["properties"]["mode"]["enum"],
             Json::array({"read-only", "workspace-write", "danger-full-access"}));
-  // A send's wait reasons are the one table's (backend/types.h), in its order.
+  // A send's wait reasons are the one table's (backend/contract_types.h), in its order.
   EXPECT_EQ(SendResultSchema()["properties"]["waitReason"]["enum"],
             Json::array({"stdin_read", "inferred_idle", "timeout", "session_exit", "pattern"}));
   EXPECT_EQ(SendResultSchema()["properties"]["waitReason"]["enum"],

@@ -92,9 +92,9 @@ const char* Name(TtyWait w) {
 std::string Describe(const ForegroundFacts& f) {
   std::ostringstream out;
   out << "pgid=" << (f.foreground_pgid ? std::to_string(*f.foreground_pgid) : "?") << " waiting="
-      << (f.waiting_for_input == Tri::kYes  ? "yes"
-          : f.waiting_for_input == Tri::kNo ? "no"
-                                            : "unknown");
+      << (f.waiting_for_input == Finding::kYes  ? "yes"
+          : f.waiting_for_input == Finding::kNo ? "no"
+                                                : "unknown");
   for (const TaskFacts& t : f.tasks) {
     out << " [" << t.pid << "/" << t.tid << " " << Comm(t.pid) << (t.running ? " running" : "")
         << " " << Name(t.tty_wait) << "]";
@@ -288,7 +288,7 @@ class PtySession final {
   // the given way.
   ForegroundFacts WaitForTtyWait(TtyWait kind) {
     return WaitFor([&](const ForegroundFacts& f) {
-      return f.waiting_for_input == Tri::kYes && HasWait(f, kind);
+      return f.waiting_for_input == Finding::kYes && HasWait(f, kind);
     });
   }
 
@@ -307,7 +307,7 @@ void ExpectWaiterWaits(const std::string& mode, TtyWait kind, const SpawnOptions
   PtySession session({Waiter(), mode}, options);
   ASSERT_TRUE(session.ok());
   ForegroundFacts f = session.WaitForTtyWait(kind);
-  ASSERT_EQ(f.waiting_for_input, Tri::kYes) << mode << ": " << Describe(f) << session.output();
+  ASSERT_EQ(f.waiting_for_input, Finding::kYes) << mode << ": " << Describe(f) << session.output();
   ASSERT_TRUE(f.foreground_pgid);
   EXPECT_NE(*f.foreground_pgid, session.leader()) << "the job has its own group";
   ASSERT_EQ(f.tasks.size(), 1u) << Describe(f);
@@ -332,7 +332,7 @@ void ExpectAsleepElsewhere(const std::vector<std::string>& argv, std::vector<lon
   ASSERT_TRUE(AllAsleep(f)) << Describe(f) << session.output();
   ASSERT_TRUE(in_expected_call(f))
       << Describe(f) << " in syscall " << SyscallNr(*f.foreground_pgid, *f.foreground_pgid);
-  EXPECT_EQ(f.waiting_for_input, Tri::kNo) << Describe(f);
+  EXPECT_EQ(f.waiting_for_input, Finding::kNo) << Describe(f);
   for (const TaskFacts& t : f.tasks) EXPECT_EQ(t.tty_wait, TtyWait::kNone);
 }
 
@@ -360,7 +360,7 @@ TEST(ForegroundInspectorTest, CatReadingStdin) {
   PtySession session({FindProgram("cat", "/usr/bin/cat")});
   ASSERT_TRUE(session.ok());
   ForegroundFacts f = session.WaitForTtyWait(TtyWait::kRead);
-  ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f);
+  ASSERT_EQ(f.waiting_for_input, Finding::kYes) << Describe(f);
   EXPECT_EQ(Comm(*f.foreground_pgid), "cat");
 }
 
@@ -398,18 +398,18 @@ TEST(ForegroundInspectorTest, BusyLoopIsNotWaiting) {
     return AnyRunning(facts) && Comm(*facts.foreground_pgid) == "tty_waiter";
   });
   ASSERT_TRUE(AnyRunning(f)) << Describe(f);
-  EXPECT_EQ(f.waiting_for_input, Tri::kNo);
+  EXPECT_EQ(f.waiting_for_input, Finding::kNo);
   ForegroundInspector inspector = session.Inspector();
-  for (int i = 0; i < 20; ++i) EXPECT_NE(inspector.Inspect().waiting_for_input, Tri::kYes);
+  for (int i = 0; i < 20; ++i) EXPECT_NE(inspector.Inspect().waiting_for_input, Finding::kYes);
 }
 
 TEST(ForegroundInspectorTest, ThreadReadingWhileAnotherSleeps) {
   PtySession session({Waiter(), "threads-sleep"});
   ASSERT_TRUE(session.ok());
   ForegroundFacts f = session.WaitFor([](const ForegroundFacts& facts) {
-    return facts.waiting_for_input == Tri::kYes && facts.tasks.size() == 2;
+    return facts.waiting_for_input == Finding::kYes && facts.tasks.size() == 2;
   });
-  ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f);
+  ASSERT_EQ(f.waiting_for_input, Finding::kYes) << Describe(f);
   ASSERT_EQ(f.tasks.size(), 2u) << Describe(f);
   EXPECT_EQ(f.tasks[0].pid, f.tasks[1].pid);
   EXPECT_NE(f.tasks[0].tid, f.tasks[1].tid);
@@ -431,16 +431,16 @@ TEST(ForegroundInspectorTest, ThreadReadingWhileAnotherSpins) {
   });
   ASSERT_TRUE(AnyRunning(f)) << Describe(f);
   ASSERT_EQ(SyscallNr(*f.foreground_pgid, *f.foreground_pgid), SYS_read);
-  EXPECT_EQ(f.waiting_for_input, Tri::kNo) << Describe(f);
+  EXPECT_EQ(f.waiting_for_input, Finding::kNo) << Describe(f);
   ForegroundInspector inspector = session.Inspector();
-  for (int i = 0; i < 20; ++i) EXPECT_NE(inspector.Inspect().waiting_for_input, Tri::kYes);
+  for (int i = 0; i < 20; ++i) EXPECT_NE(inspector.Inspect().waiting_for_input, Finding::kYes);
 }
 
 TEST(ForegroundInspectorTest, RestartedPollHasLostItsArgumentsAndIsUnknown) {
   PtySession session({Waiter(), "poll-timeout"});
   ASSERT_TRUE(session.ok());
   ForegroundFacts f = session.WaitForTtyWait(TtyWait::kPoll);
-  ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f);
+  ASSERT_EQ(f.waiting_for_input, Finding::kYes) << Describe(f);
   const pid_t pid = *f.foreground_pgid;
   // A stop and continue restarts the timed poll through restart_syscall.
   ASSERT_EQ(::kill(pid, SIGSTOP), 0);
@@ -449,9 +449,9 @@ TEST(ForegroundInspectorTest, RestartedPollHasLostItsArgumentsAndIsUnknown) {
   });
   ASSERT_EQ(::kill(pid, SIGCONT), 0);
   f = session.WaitFor(
-      [&](const ForegroundFacts& facts) { return facts.waiting_for_input == Tri::kUnknown; });
+      [&](const ForegroundFacts& facts) { return facts.waiting_for_input == Finding::kUnknown; });
   ASSERT_EQ(SyscallNr(pid, pid), SYS_restart_syscall) << Describe(f);
-  EXPECT_EQ(f.waiting_for_input, Tri::kUnknown) << Describe(f);
+  EXPECT_EQ(f.waiting_for_input, Finding::kUnknown) << Describe(f);
 }
 
 TEST(ForegroundInspectorTest, BashReadBuiltinInTheShellItself) {
@@ -460,7 +460,7 @@ TEST(ForegroundInspectorTest, BashReadBuiltinInTheShellItself) {
   PtySession session({bash, "--norc", "--noprofile", "-c", "read x"}, SpawnOptions::AsShell());
   ASSERT_TRUE(session.ok());
   ForegroundFacts f = session.WaitForTtyWait(TtyWait::kRead);
-  ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f);
+  ASSERT_EQ(f.waiting_for_input, Finding::kYes) << Describe(f);
   EXPECT_EQ(f.foreground_pgid, session.leader()) << "the shell is its own foreground group";
   ASSERT_EQ(f.tasks.size(), 1u);
   EXPECT_EQ(f.tasks[0].pid, session.leader());
@@ -477,16 +477,16 @@ class InteractiveBashTest : public ::testing::Test {
                                      SpawnOptions::AsShell({"PS1=$ ", "TERM=dumb"}));
     ASSERT_TRUE(session_->ok());
     ForegroundFacts f = WaitAtPrompt();
-    ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f) << session_->output();
+    ASSERT_EQ(f.waiting_for_input, Finding::kYes) << Describe(f) << session_->output();
   }
 
   ForegroundFacts WaitAtPrompt() {
     return session_->WaitFor([&](const ForegroundFacts& f) {
-      return f.waiting_for_input == Tri::kYes && f.foreground_pgid == session_->leader();
+      return f.waiting_for_input == Finding::kYes && f.foreground_pgid == session_->leader();
     });
   }
 
-  ForegroundFacts WaitForJob(size_t tasks, Tri waiting) {
+  ForegroundFacts WaitForJob(size_t tasks, Finding waiting) {
     return session_->WaitFor([&](const ForegroundFacts& f) {
       return f.foreground_pgid != session_->leader() && f.tasks.size() == tasks &&
              f.waiting_for_input == waiting;
@@ -498,13 +498,13 @@ class InteractiveBashTest : public ::testing::Test {
 
 TEST_F(InteractiveBashTest, PromptThenForegroundCatThenPromptAgain) {
   session_->Write("cat\n");
-  ForegroundFacts f = WaitForJob(1, Tri::kYes);
-  ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f) << session_->output();
+  ForegroundFacts f = WaitForJob(1, Finding::kYes);
+  ASSERT_EQ(f.waiting_for_input, Finding::kYes) << Describe(f) << session_->output();
   EXPECT_EQ(Comm(f.tasks[0].pid), "cat");
   EXPECT_EQ(f.tasks[0].tty_wait, TtyWait::kRead);
   session_->Write("\x04");  // end of file: cat exits, bash takes the terminal back
   f = WaitAtPrompt();
-  EXPECT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f) << session_->output();
+  EXPECT_EQ(f.waiting_for_input, Finding::kYes) << Describe(f) << session_->output();
   EXPECT_EQ(f.foreground_pgid, session_->leader());
 }
 
@@ -515,15 +515,15 @@ TEST_F(InteractiveBashTest, OtherProcessesCountsEveryLiveProcessButTheShellsAnce
   EXPECT_EQ(f.other_processes, size_t{0}) << Describe(f);
   session_->Write("sleep 1000 &\n");
   f = session_->WaitFor([&](const ForegroundFacts& facts) {
-    return facts.waiting_for_input == Tri::kYes && facts.foreground_pgid == session_->leader() &&
-           facts.other_processes == size_t{1};
+    return facts.waiting_for_input == Finding::kYes &&
+           facts.foreground_pgid == session_->leader() && facts.other_processes == size_t{1};
   });
   EXPECT_EQ(f.other_processes, size_t{1}) << Describe(f) << session_->output();
   EXPECT_EQ(f.tasks.size(), 1u) << "the job has its own group";
   session_->Write("kill %1\n");
   f = session_->WaitFor([&](const ForegroundFacts& facts) {
-    return facts.waiting_for_input == Tri::kYes && facts.foreground_pgid == session_->leader() &&
-           facts.other_processes == size_t{0};
+    return facts.waiting_for_input == Finding::kYes &&
+           facts.foreground_pgid == session_->leader() && facts.other_processes == size_t{0};
   });
   EXPECT_EQ(f.other_processes, size_t{0}) << Describe(f) << session_->output();
 }
@@ -534,19 +534,19 @@ TEST_F(InteractiveBashTest, OtherProcessesCountsEveryLiveProcessButTheShellsAnce
 TEST_F(InteractiveBashTest, StillAsVerifiedUntilTheShellRuns) {
   ForegroundInspector inspector = session_->Inspector();
   ForegroundFacts verified = WaitAtPrompt();
-  ASSERT_EQ(verified.waiting_for_input, Tri::kYes) << Describe(verified);
+  ASSERT_EQ(verified.waiting_for_input, Finding::kYes) << Describe(verified);
   ASSERT_FALSE(verified.tasks.empty());
   EXPECT_TRUE(inspector.StillAsVerified(verified)) << "nothing ran since the look";
   ForegroundFacts other_group = verified;
   other_group.foreground_pgid = *verified.foreground_pgid + 1;
   EXPECT_FALSE(inspector.StillAsVerified(other_group)) << "another foreground group";
   ForegroundFacts unknown = verified;
-  unknown.waiting_for_input = Tri::kUnknown;
+  unknown.waiting_for_input = Finding::kUnknown;
   EXPECT_FALSE(inspector.StillAsVerified(unknown)) << "only a verified wait can be kept";
   const uint64_t before = verified.tasks[0].run_ns;
   session_->Write(":\n");  // the shell reads and runs a no-op, then waits at its prompt again
   ForegroundFacts again = session_->WaitFor([&](const ForegroundFacts& f) {
-    return f.waiting_for_input == Tri::kYes && f.foreground_pgid == session_->leader() &&
+    return f.waiting_for_input == Finding::kYes && f.foreground_pgid == session_->leader() &&
            !f.tasks.empty() && f.tasks[0].run_ns != before;
   });
   ASSERT_NE(again.tasks.at(0).run_ns, before) << Describe(again) << session_->output();
@@ -556,8 +556,8 @@ TEST_F(InteractiveBashTest, StillAsVerifiedUntilTheShellRuns) {
 
 TEST_F(InteractiveBashTest, PipelineOfTwoCatsIsOneWaitingGroup) {
   session_->Write("cat | cat\n");
-  ForegroundFacts f = WaitForJob(2, Tri::kYes);
-  ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f) << session_->output();
+  ForegroundFacts f = WaitForJob(2, Finding::kYes);
+  ASSERT_EQ(f.waiting_for_input, Finding::kYes) << Describe(f) << session_->output();
   ASSERT_EQ(f.tasks.size(), 2u);
   EXPECT_NE(f.tasks[0].pid, f.tasks[1].pid);
   int readers = 0;
@@ -572,10 +572,10 @@ TEST_F(InteractiveBashTest, GroupWhoseLeaderExitedIsStillInspected) {
   // `true` leads the group and exits at once; the group lives on in cat, reading /dev/tty.
   session_->Write("true | cat /dev/tty\n");
   ForegroundFacts f = session_->WaitFor([&](const ForegroundFacts& facts) {
-    return facts.waiting_for_input == Tri::kYes && facts.foreground_pgid != session_->leader() &&
-           ::kill(*facts.foreground_pgid, 0) != 0;
+    return facts.waiting_for_input == Finding::kYes &&
+           facts.foreground_pgid != session_->leader() && ::kill(*facts.foreground_pgid, 0) != 0;
   });
-  ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f) << session_->output();
+  ASSERT_EQ(f.waiting_for_input, Finding::kYes) << Describe(f) << session_->output();
   ASSERT_EQ(f.tasks.size(), 1u) << Describe(f);
   EXPECT_NE(f.tasks[0].pid, *f.foreground_pgid) << "the leader is gone";
   EXPECT_EQ(Comm(f.tasks[0].pid), "cat");
@@ -595,9 +595,9 @@ TEST_F(InteractiveBashTest, PipelineWithASpinningMemberIsNotWaiting) {
   ASSERT_TRUE(AnyRunning(f)) << Describe(f) << session_->output();
   ASSERT_EQ(Comm(*f.foreground_pgid), "cat");
   ASSERT_EQ(SyscallNr(*f.foreground_pgid, *f.foreground_pgid), SYS_read);
-  EXPECT_EQ(f.waiting_for_input, Tri::kNo) << Describe(f);
+  EXPECT_EQ(f.waiting_for_input, Finding::kNo) << Describe(f);
   ForegroundInspector inspector = session_->Inspector();
-  for (int i = 0; i < 20; ++i) EXPECT_NE(inspector.Inspect().waiting_for_input, Tri::kYes);
+  for (int i = 0; i < 20; ++i) EXPECT_NE(inspector.Inspect().waiting_for_input, Finding::kYes);
 }
 
 // tmux's server, pinentry under gpg-agent: a process of the session in a session of its own
@@ -609,9 +609,9 @@ TEST_F(InteractiveBashTest, ReaderOutsideTheForegroundGroupCountsWhenTheGroupSle
   // reads the terminal it inherited as stdin (not its controlling terminal: no SIGTTIN).
   session_->Write(setsid + " -w " + Waiter() + " read-stdin & sleep 100\n");
   ForegroundFacts f = session_->WaitFor([&](const ForegroundFacts& facts) {
-    return facts.foreground_pgid != session_->leader() && facts.waiting_for_input == Tri::kYes;
+    return facts.foreground_pgid != session_->leader() && facts.waiting_for_input == Finding::kYes;
   });
-  ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f) << session_->output();
+  ASSERT_EQ(f.waiting_for_input, Finding::kYes) << Describe(f) << session_->output();
   int outside = 0;
   for (const TaskFacts& t : f.tasks) {
     if (!t.outside_group) continue;
@@ -628,7 +628,7 @@ TEST_F(InteractiveBashTest, ReaderOutsideTheForegroundGroupCountsWhenTheGroupSle
   constexpr int kRounds = 300;
   auto start = std::chrono::steady_clock::now();
   int yes = 0;
-  for (int i = 0; i < kRounds; ++i) yes += inspector.Inspect().waiting_for_input == Tri::kYes;
+  for (int i = 0; i < kRounds; ++i) yes += inspector.Inspect().waiting_for_input == Finding::kYes;
   double us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
       kRounds;
@@ -639,8 +639,8 @@ TEST_F(InteractiveBashTest, ReaderOutsideTheForegroundGroupCountsWhenTheGroupSle
 
 TEST_F(InteractiveBashTest, NoOutsideScanWhileTheGroupWaitsOnTheTerminalItself) {
   session_->Write("cat\n");
-  ForegroundFacts f = WaitForJob(1, Tri::kYes);
-  ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f);
+  ForegroundFacts f = WaitForJob(1, Finding::kYes);
+  ASSERT_EQ(f.waiting_for_input, Finding::kYes) << Describe(f);
   EXPECT_EQ(f.outside_scanned, 0u);
   for (const TaskFacts& t : f.tasks) EXPECT_FALSE(t.outside_group);
 }
@@ -648,16 +648,16 @@ TEST_F(InteractiveBashTest, NoOutsideScanWhileTheGroupWaitsOnTheTerminalItself) 
 TEST_F(InteractiveBashTest, SleepWithNoReaderAnywhereIsNotWaiting) {
   session_->Write("sleep 100\n");
   ForegroundFacts f = session_->WaitFor([&](const ForegroundFacts& facts) {
-    return facts.foreground_pgid != session_->leader() && facts.waiting_for_input == Tri::kNo &&
+    return facts.foreground_pgid != session_->leader() && facts.waiting_for_input == Finding::kNo &&
            AllAsleep(facts) && Comm(*facts.foreground_pgid) == "sleep";
   });
-  EXPECT_EQ(f.waiting_for_input, Tri::kNo) << Describe(f);
+  EXPECT_EQ(f.waiting_for_input, Finding::kNo) << Describe(f);
   EXPECT_GE(f.outside_scanned, 1u) << "bash itself (in wait4) was looked at";
   // The cost of a look with the outside scan, for the record (docs/readiness-facts.md).
   ForegroundInspector inspector = session_->Inspector();
   constexpr int kRounds = 300;
   auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < kRounds; ++i) EXPECT_NE(inspector.Inspect().waiting_for_input, Tri::kYes);
+  for (int i = 0; i < kRounds; ++i) EXPECT_NE(inspector.Inspect().waiting_for_input, Finding::kYes);
   double us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
       kRounds;
@@ -671,7 +671,7 @@ TEST(ForegroundInspectorTest, ProcessInANewPidNamespaceIsSeenByHostPid) {
   PtySession session({unshare, "--pid", "--fork", "--kill-child", Waiter(), "read-stdin"});
   ASSERT_TRUE(session.ok());
   ForegroundFacts f = session.WaitForTtyWait(TtyWait::kRead);
-  ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f) << session.output();
+  ASSERT_EQ(f.waiting_for_input, Finding::kYes) << Describe(f) << session.output();
   ASSERT_EQ(f.tasks.size(), 2u) << "unshare in wait4, the reader in read: " << Describe(f);
   for (const TaskFacts& t : f.tasks) {
     if (t.tty_wait != TtyWait::kRead) continue;
@@ -710,7 +710,7 @@ TEST(ForegroundInspectorTest, ProcessInsideBubblewrap) {
   PtySession session(argv);
   ASSERT_TRUE(session.ok());
   ForegroundFacts f = session.WaitForTtyWait(TtyWait::kRead);
-  ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f) << session.output();
+  ASSERT_EQ(f.waiting_for_input, Finding::kYes) << Describe(f) << session.output();
   EXPECT_GE(f.tasks.size(), 2u) << "bwrap itself and the reader: " << Describe(f);
 }
 
@@ -724,7 +724,7 @@ class PythonTest : public ::testing::Test {
     PtySession session({python_, "-c", code}, options);
     ASSERT_TRUE(session.ok());
     ForegroundFacts f = session.WaitForTtyWait(kind);
-    ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f) << session.output();
+    ASSERT_EQ(f.waiting_for_input, Finding::kYes) << Describe(f) << session.output();
     EXPECT_TRUE(HasWait(f, kind)) << Describe(f);
   }
   std::string python_;
@@ -761,7 +761,7 @@ TEST_F(PythonTest, TheTimeoutOfAWaitIsReported) {
     PtySession session({python_, "-c", c.code});
     ASSERT_TRUE(session.ok());
     ForegroundFacts f = session.WaitForTtyWait(c.kind);
-    ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f) << session.output();
+    ASSERT_EQ(f.waiting_for_input, Finding::kYes) << Describe(f) << session.output();
     bool found = false;
     for (const TaskFacts& t : f.tasks) {
       if (t.tty_wait != c.kind) continue;
@@ -779,8 +779,8 @@ TEST_F(PythonTest, InteractiveRepl) {
   PtySession session({python_, "-q", "-i"});
   ASSERT_TRUE(session.ok());
   ForegroundFacts f = session.WaitFor(
-      [](const ForegroundFacts& facts) { return facts.waiting_for_input == Tri::kYes; });
-  ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f) << session.output();
+      [](const ForegroundFacts& facts) { return facts.waiting_for_input == Finding::kYes; });
+  ASSERT_EQ(f.waiting_for_input, Finding::kYes) << Describe(f) << session.output();
 }
 
 TEST(ForegroundInspectorTest, NoForegroundGroupIsUnknown) {
@@ -794,17 +794,17 @@ TEST(ForegroundInspectorTest, NoForegroundGroupIsUnknown) {
   EXPECT_EQ(inspector.ForegroundPgid(), std::nullopt);
   ForegroundFacts f = inspector.Inspect();
   EXPECT_EQ(f.foreground_pgid, std::nullopt);
-  EXPECT_EQ(f.waiting_for_input, Tri::kUnknown);
+  EXPECT_EQ(f.waiting_for_input, Finding::kUnknown);
   EXPECT_TRUE(f.tasks.empty());
   ForegroundInspector closed(-1, TerminalIdentity{}, ::getpid());
-  EXPECT_EQ(closed.Inspect().waiting_for_input, Tri::kUnknown);
+  EXPECT_EQ(closed.Inspect().waiting_for_input, Finding::kUnknown);
 }
 
 TEST(ForegroundInspectorTest, LeaderOutsideTheWalkedTreeIsStillFound) {
   PtySession session({Waiter(), "read-stdin"});
   ASSERT_TRUE(session.ok());
   ForegroundFacts f = session.WaitForTtyWait(TtyWait::kRead);
-  ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f);
+  ASSERT_EQ(f.waiting_for_input, Finding::kYes) << Describe(f);
   // Rooted at a process with no part in the session: the group leader is still inspected.
   pid_t stranger = ::fork();
   ASSERT_GE(stranger, 0);
@@ -814,14 +814,14 @@ TEST(ForegroundInspectorTest, LeaderOutsideTheWalkedTreeIsStillFound) {
   }
   ForegroundInspector elsewhere(session.master(), session.identity(), stranger);
   ForegroundFacts g = elsewhere.Inspect();
-  EXPECT_EQ(g.waiting_for_input, Tri::kYes) << Describe(g);
+  EXPECT_EQ(g.waiting_for_input, Finding::kYes) << Describe(g);
   ASSERT_EQ(g.tasks.size(), 1u);
   EXPECT_EQ(g.tasks[0].pid, *f.foreground_pgid);
   ::kill(stranger, SIGKILL);
   ::waitpid(stranger, nullptr, 0);
   // Rooted at a pid that does not exist: the walk is incomplete, so the answer is unknown.
   ForegroundInspector gone(session.master(), session.identity(), 0x3ffffe);
-  EXPECT_EQ(gone.Inspect().waiting_for_input, Tri::kUnknown);
+  EXPECT_EQ(gone.Inspect().waiting_for_input, Finding::kUnknown);
 }
 
 TEST(CombineTaskVerdictsTest, RunningWinsThenUnknownThenWaiting) {
@@ -829,20 +829,20 @@ TEST(CombineTaskVerdictsTest, RunningWinsThenUnknownThenWaiting) {
   struct Case {
     std::vector<V> verdicts;
     bool complete;
-    Tri expected;
+    Finding expected;
   };
   const std::vector<Case> cases = {
-      {{}, true, Tri::kUnknown},
-      {{V::kWaitsOnTerminal}, true, Tri::kYes},
-      {{V::kWaitsOnTerminal}, false, Tri::kUnknown},
-      {{V::kWaitsOnTerminal, V::kAsleepElsewhere}, true, Tri::kYes},
-      {{V::kAsleepElsewhere}, true, Tri::kNo},
-      {{V::kAsleepElsewhere}, false, Tri::kUnknown},
-      {{V::kWaitsOnTerminal, V::kUnknown}, true, Tri::kUnknown},
-      {{V::kAsleepElsewhere, V::kUnknown}, true, Tri::kUnknown},
-      {{V::kWaitsOnTerminal, V::kRunning}, true, Tri::kNo},
-      {{V::kUnknown, V::kRunning}, true, Tri::kNo},
-      {{V::kRunning}, false, Tri::kNo},
+      {{}, true, Finding::kUnknown},
+      {{V::kWaitsOnTerminal}, true, Finding::kYes},
+      {{V::kWaitsOnTerminal}, false, Finding::kUnknown},
+      {{V::kWaitsOnTerminal, V::kAsleepElsewhere}, true, Finding::kYes},
+      {{V::kAsleepElsewhere}, true, Finding::kNo},
+      {{V::kAsleepElsewhere}, false, Finding::kUnknown},
+      {{V::kWaitsOnTerminal, V::kUnknown}, true, Finding::kUnknown},
+      {{V::kAsleepElsewhere, V::kUnknown}, true, Finding::kUnknown},
+      {{V::kWaitsOnTerminal, V::kRunning}, true, Finding::kNo},
+      {{V::kUnknown, V::kRunning}, true, Finding::kNo},
+      {{V::kRunning}, false, Finding::kNo},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     EXPECT_EQ(CombineTaskVerdicts(cases[i].verdicts, cases[i].complete), cases[i].expected)
@@ -855,14 +855,14 @@ TEST(CombineTaskVerdictsTest, RunningWinsThenUnknownThenWaiting) {
 void MeasureAndCheckPassive(PtySession& session, const char* what) {
   ForegroundInspector inspector = session.Inspector();
   ForegroundFacts first = inspector.Inspect();
-  ASSERT_EQ(first.waiting_for_input, Tri::kYes) << Describe(first);
+  ASSERT_EQ(first.waiting_for_input, Finding::kYes) << Describe(first);
   constexpr int kRounds = 300;
   auto start = std::chrono::steady_clock::now();
   ForegroundFacts last;
   int yes = 0;
   for (int i = 0; i < kRounds; ++i) {
     last = inspector.Inspect();
-    yes += last.waiting_for_input == Tri::kYes;
+    yes += last.waiting_for_input == Finding::kYes;
   }
   auto elapsed = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(yes, kRounds);
@@ -879,8 +879,8 @@ void MeasureAndCheckPassive(PtySession& session, const char* what) {
 
 TEST_F(InteractiveBashTest, CostOfInspectingBashRunningCat) {
   session_->Write("cat\n");
-  ForegroundFacts f = WaitForJob(1, Tri::kYes);
-  ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f);
+  ForegroundFacts f = WaitForJob(1, Finding::kYes);
+  ASSERT_EQ(f.waiting_for_input, Finding::kYes) << Describe(f);
   MeasureAndCheckPassive(*session_, "bash+cat");
 }
 
@@ -892,8 +892,8 @@ TEST_F(PythonTest, CostOfInspectingPythonRepl) {
   PtySession session({python_, "-q", "-i"});
   ASSERT_TRUE(session.ok());
   ForegroundFacts f = session.WaitFor(
-      [](const ForegroundFacts& facts) { return facts.waiting_for_input == Tri::kYes; });
-  ASSERT_EQ(f.waiting_for_input, Tri::kYes) << Describe(f);
+      [](const ForegroundFacts& facts) { return facts.waiting_for_input == Finding::kYes; });
+  ASSERT_EQ(f.waiting_for_input, Finding::kYes) << Describe(f);
   MeasureAndCheckPassive(session, "python REPL");
 }
 

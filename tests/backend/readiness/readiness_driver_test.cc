@@ -55,16 +55,16 @@ class FakeHost final : public ReadinessHost {
   FakeTerminal term;
 };
 
-ForegroundFacts Facts(pid_t pgid, Tri waiting) {
+ForegroundFacts Facts(pid_t pgid, Finding waiting) {
   ForegroundFacts f;
   f.foreground_pgid = pgid;
   f.waiting_for_input = waiting;
   TaskFacts task;
   task.pid = pgid;
   task.tid = pgid;
-  task.tty_wait = waiting == Tri::kYes ? TtyWait::kRead : TtyWait::kNone;
+  task.tty_wait = waiting == Finding::kYes ? TtyWait::kRead : TtyWait::kNone;
   task.run_ns = 7;
-  task.running = waiting != Tri::kYes;
+  task.running = waiting != Finding::kYes;
   f.tasks = {task};
   f.unread_input = 0;
   return f;
@@ -91,7 +91,7 @@ struct Scenario {
   Scenario() {
     const TimePoint t0 = host.now;
     ReadinessEngine engine(ReadinessEngine::Purpose::kSend, ShortGrace(), kShell, t0);
-    engine.OnPreWriteFacts(Facts(kShell, Tri::kNo));
+    engine.OnPreWriteFacts(Facts(kShell, Finding::kNo));
     engine.OnWriteStarted(t0);
     engine.OnWriteSettled(t0);
     driver.emplace(host, std::move(engine), [this](WaitReason r) { settled.push_back(r); });
@@ -100,7 +100,7 @@ struct Scenario {
     driver->engine().OnPromptCandidate(host.now, kChild, 0);
     driver->Pump();
     EXPECT_EQ(host.term.inspections, 1);
-    host.term.Answer(Facts(kChild, Tri::kNo));
+    host.term.Answer(Facts(kChild, Finding::kNo));
     EXPECT_TRUE(settled.empty());
   }
 
@@ -118,7 +118,7 @@ TEST(ReadinessDriverTest, AShortGraceStillLooksAtTheForegroundBeforeFallingBack)
   EXPECT_TRUE(s.settled.empty());
   ASSERT_EQ(s.host.term.inspections, 2);
   // The shell took the foreground back during the grace and waits at its prompt.
-  s.host.term.Answer(Facts(kShell, Tri::kYes));
+  s.host.term.Answer(Facts(kShell, Finding::kYes));
   ASSERT_EQ(s.settled.size(), 1u);
   EXPECT_EQ(s.settled[0], WaitReason::kStdinRead);
   EXPECT_TRUE(s.driver->engine().settled_by_prompt());
@@ -128,7 +128,7 @@ TEST(ReadinessDriverTest, TheLastLookFallsBackWhenTheChildStillHoldsTheForegroun
   Scenario s;
   s.ReachFallback();
   ASSERT_EQ(s.host.term.inspections, 2);
-  s.host.term.Answer(Facts(kChild, Tri::kNo));
+  s.host.term.Answer(Facts(kChild, Finding::kNo));
   ASSERT_EQ(s.settled.size(), 1u);
   EXPECT_EQ(s.settled[0], WaitReason::kInferredIdle);
   // Exactly one last look: no further inspection was started.

@@ -37,7 +37,7 @@ TaskFacts Task(pid_t tid, TtyWait wait, uint64_t run_ns, bool running = false) {
 ForegroundFacts Waiting(pid_t pgid, uint64_t run_ns) {
   ForegroundFacts f;
   f.foreground_pgid = pgid;
-  f.waiting_for_input = Tri::kYes;
+  f.waiting_for_input = Finding::kYes;
   f.tasks = {Task(pgid, TtyWait::kRead, run_ns)};
   return f;
 }
@@ -45,7 +45,7 @@ ForegroundFacts Waiting(pid_t pgid, uint64_t run_ns) {
 ForegroundFacts Busy(pid_t pgid) {
   ForegroundFacts f;
   f.foreground_pgid = pgid;
-  f.waiting_for_input = Tri::kNo;
+  f.waiting_for_input = Finding::kNo;
   f.tasks = {Task(pgid, TtyWait::kNone, 1, /*running=*/true)};
   return f;
 }
@@ -102,7 +102,7 @@ TEST_F(EngineTest, AForgedPromptWhileAProgramOfTheShellsGroupReadsIsNotThePrompt
   e.OnPromptCandidate(At(2), kShell);
   ForegroundFacts forged;
   forged.foreground_pgid = kShell;
-  forged.waiting_for_input = Tri::kYes;
+  forged.waiting_for_input = Finding::kYes;
   forged.tasks = {Task(kShell, TtyWait::kNone, 1000), Task(kChild, TtyWait::kRead, 50)};
   e.OnProbe(At(3), forged);
   e.OnProbe(At(6), forged);
@@ -155,7 +155,7 @@ TEST_F(EngineTest, UnknownStdinFactsDoNotConfirmAPrompt) {
   e.OnPromptCandidate(At(2), kShell);
   ForegroundFacts unknown;  // e.g. the shell forked `sleep` while it was inspected
   unknown.foreground_pgid = kShell;
-  unknown.waiting_for_input = Tri::kUnknown;
+  unknown.waiting_for_input = Finding::kUnknown;
   e.OnProbe(At(3), unknown);
   EXPECT_FALSE(e.Evaluate(At(3)).settle);
   e.OnProbe(At(5), Waiting(kShell, 1000));
@@ -297,7 +297,7 @@ TEST_F(EngineTest, InheritedMarkerCannotHoldOffInferredIdleUntilTheTimeout) {
   // No stdin facts at all (a provider that cannot tell): silence plus grace decides.
   ForegroundFacts unknown;
   unknown.foreground_pgid = kChild;
-  unknown.waiting_for_input = Tri::kUnknown;
+  unknown.waiting_for_input = Finding::kUnknown;
   e.OnProbe(At(100), unknown);
   EXPECT_FALSE(e.Evaluate(At(3010)).settle);  // the ordinary silence bound: grace still running
   EXPECT_FALSE(e.Evaluate(At(3509)).settle);
@@ -607,7 +607,7 @@ TEST_F(EngineTest, AReaderOutsideTheForegroundGroupIsAWait) {
   e.OnWriteSettled(At(0));
   ForegroundFacts f;
   f.foreground_pgid = kChild;
-  f.waiting_for_input = Tri::kYes;
+  f.waiting_for_input = Finding::kYes;
   TaskFacts client = Task(kChild, TtyWait::kNone, 10);
   TaskFacts server = Task(kChild + 50, TtyWait::kPoll, 20);
   server.outside_group = true;
@@ -630,7 +630,7 @@ TEST_F(EngineTest, ARelayPollingFasterThanItsConfirmGapStillSettles) {
   auto pinentry = [](uint64_t switches, uint64_t run_ns) {
     ForegroundFacts f;
     f.foreground_pgid = kChild;
-    f.waiting_for_input = Tri::kYes;
+    f.waiting_for_input = Finding::kYes;
     f.canonical = false;
     TaskFacts gpg = Task(kChild, TtyWait::kNone, 10);
     TaskFacts reader = Task(kChild + 70, TtyWait::kPoll, run_ns);

@@ -104,7 +104,7 @@ constexpr pid_t kShell = 100;
 ForegroundFacts ShellAloneReading(bool canonical) {
   ForegroundFacts facts;
   facts.foreground_pgid = kShell;
-  facts.waiting_for_input = Tri::kYes;
+  facts.waiting_for_input = Finding::kYes;
   TaskFacts task;
   task.pid = kShell;
   task.tid = kShell;
@@ -133,8 +133,8 @@ TEST(RebootstrapRefusalTest, EveryOtherPossibleReaderRefuses) {
     };
     EXPECT_TRUE(refused([](ForegroundFacts& f) { f.foreground_pgid = 200; }));
     EXPECT_TRUE(refused([](ForegroundFacts& f) { f.foreground_pgid.reset(); }));
-    EXPECT_TRUE(refused([](ForegroundFacts& f) { f.waiting_for_input = Tri::kUnknown; }));
-    EXPECT_TRUE(refused([](ForegroundFacts& f) { f.waiting_for_input = Tri::kNo; }));
+    EXPECT_TRUE(refused([](ForegroundFacts& f) { f.waiting_for_input = Finding::kUnknown; }));
+    EXPECT_TRUE(refused([](ForegroundFacts& f) { f.waiting_for_input = Finding::kNo; }));
     // A program that joined the shell's group, or another thread.
     EXPECT_TRUE(refused([](ForegroundFacts& f) {
       TaskFacts joiner = f.tasks[0];
