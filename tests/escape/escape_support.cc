@@ -28,20 +28,6 @@ using sandbox::testing::RunResult;
 
 namespace {
 
-std::string Escaped(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 void Git(const fs::path& workspace, std::vector<std::string> args) {
   std::vector<std::string> argv = {"/usr/bin/env", "git",
                                    "-C",           workspace.string(),
@@ -57,7 +43,8 @@ void Git(const fs::path& workspace, std::vector<std::string> args) {
 std::string Observed::Show() const {
   return "[" + mode + "] " + name + ": `" + command + "` -> exitCode " +
          (exit < 0 ? std::string("null") : std::to_string(exit)) + ", waitReason " +
-         result.value("waitReason", std::string("?")) + ", viewport \"" + Escaped(text) + "\"" +
+         result.value("waitReason", std::string("?")) + ", viewport \"" +
+         testing::EscapeControls(text) + "\"" +
          (result.contains("error") ? " error " + result["error"].dump() : "");
 }
 

@@ -38,6 +38,7 @@
 #include "common/errno_name.h"
 #include "common/join.h"
 #include "sandbox/init/init_protocol.h"
+#include "tests/support/files.h"
 
 extern char** environ;
 
@@ -822,41 +823,9 @@ std::optional<int> ErrnoFromName(std::string_view name) {
   return std::nullopt;
 }
 
-namespace {
-
-std::string Escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-std::string Unescape(std::string_view text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '\\' || i + 1 == text.size()) {
-      out += text[i];
-      continue;
-    }
-    const char next = text[++i];
-    out += next == 'n' ? '\n' : (next == 't' ? '\t' : next);
-  }
-  return out;
-}
-
-}  // namespace
-
 std::string FormatProbeLine(std::string_view spec, const ProbeOutcome& outcome) {
-  return Escape(spec) + "\t" + ErrnoName(outcome.err) + "\t" + Escape(outcome.info) + "\n";
+  return ptybox::testing::EscapeControls(spec) + "\t" + ErrnoName(outcome.err) + "\t" +
+         ptybox::testing::EscapeControls(outcome.info) + "\n";
 }
 
 std::vector<ProbeLine> ParseProbeLines(std::string_view output) {
@@ -868,9 +837,9 @@ std::vector<ProbeLine> ParseProbeLines(std::string_view output) {
     const size_t tab1 = line.find('\t');
     const size_t tab2 = tab1 == std::string_view::npos ? tab1 : line.find('\t', tab1 + 1);
     if (tab2 == std::string_view::npos) continue;
-    lines.push_back({Unescape(line.substr(0, tab1)),
+    lines.push_back({ptybox::testing::UnescapeControls(line.substr(0, tab1)),
                      std::string(line.substr(tab1 + 1, tab2 - tab1 - 1)),
-                     Unescape(line.substr(tab2 + 1))});
+                     ptybox::testing::UnescapeControls(line.substr(tab2 + 1))});
   }
   return lines;
 }

@@ -11,6 +11,7 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ptybox::testing {
@@ -54,6 +55,38 @@ inline std::vector<std::string> Words(const std::string& text) {
   std::vector<std::string> words;
   for (std::string w; in >> w;) words.push_back(w);
   return words;
+}
+
+// `text` on one line: a backslash, newline and tab written as `\\`, `\n` and `\t` (for test
+// diagnostics and the probes' tab-separated lines, which must stay one line each).
+inline std::string EscapeControls(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// The inverse of EscapeControls.
+inline std::string UnescapeControls(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\\' || i + 1 == text.size()) {
+      out += text[i];
+      continue;
+    }
+    const char next = text[++i];
+    out += next == 'n' ? '\n' : (next == 't' ? '\t' : next);
+  }
+  return out;
 }
 
 }  // namespace ptybox::testing
