@@ -191,6 +191,7 @@ Json ToJson(const backend::SendRead& read) {
   Json j{{"output", read.output}, {"done", read.done}};
   j["result"] = read.result ? ToJson(*read.result) : Json(nullptr);
   if (read.truncated) j["truncated"] = true;
+  if (read.output_cursor) j["outputCursor"] = *read.output_cursor;
   return j;
 }
 
