@@ -371,6 +371,28 @@ TEST(McpCollectedOutputTest, LeftOutBytesThatScrolledOutAreSaidToBeGone) {
   mcp.Tool("terminal_close", Json{{"sessionId", id}});
 }
 
+// Output that is not one run of scrollback bytes (the intermediate prompt between two commands
+// of one send is taken out of it) has no outputCursor: its elision line names no cursor, never
+// one whose pages would hold the prompt too.
+TEST(McpCollectedOutputTest, OutputThatIsNotOneRunOfTheScrollbackNamesNoCursor) {
+  McpProcess mcp({"--max-result-bytes", "4096"});
+  mcp.Initialize();
+  const std::string id = StartAndSettle(mcp, "seq 1 3000\nseq 3001 6000");
+  const std::vector<std::string> chunks = CollectAll(mcp, id, 4096);
+  ASSERT_EQ(chunks.size(), 1u);
+  const std::string& chunk = chunks.front();
+  EXPECT_EQ(chunk.rfind("1\n2\n", 0), 0u) << chunk.substr(0, 100);
+  EXPECT_TRUE(chunk.ends_with("\n5999\n6000\n")) << chunk.substr(chunk.size() - 100);
+  const size_t line = chunk.find("[... ");
+  ASSERT_NE(line, std::string::npos);
+  const std::string said = chunk.substr(line, chunk.find("...]\n", line) + 4 - line);
+  EXPECT_NE(said.find("left out here; terminal_read pages what the scrollback kept ...]"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(said.find("\"cursor\""), std::string::npos) << said;
+  mcp.Tool("terminal_close", Json{{"sessionId", id}});
+}
+
 TEST(McpCancelTest, CanceledSendIsInterruptedAndGetsNoResponse) {
   McpProcess mcp;
   mcp.Initialize();
