@@ -109,6 +109,9 @@ struct SendRead {
   bool done = false;
   std::optional<SendResult> result;  // once done
   bool truncated = false;            // output was dropped before it could be consumed
+  // The scrollback offset (a terminal_read cursor) where `output` starts, when `output` is
+  // exactly the scrollback's bytes from there; nullopt otherwise (docs/protocol.md).
+  std::optional<uint64_t> output_cursor;
 };
 
 enum class ReadView { kLines, kScreen };

@@ -232,7 +232,7 @@ void SendOperation::OnOutput() {
   driver_.Pump();
 }
 
-void SendOperation::OnLine(std::string_view line) {
+void SendOperation::OnLine(std::string_view line, std::optional<uint64_t> line_end) {
   if (!capture_) return;  // before the boundary: the previous send's output
   if (echo_taken_ == 0 && !echo_lines_.empty() &&
       capture_->TakeEchoedFirstLine(line, echo_lines_.front())) {
@@ -264,11 +264,13 @@ void SendOperation::OnLine(std::string_view line) {
     // it, drop the prompt itself; a line that was only a prompt is not output.
     prompt_on_line_ = false;
     if (std::optional<std::string> kept = WithoutPrompt(line, pending_before_marker_)) {
-      if (!kept->empty()) MatchPattern(capture_->AddLine(*kept));
+      // Only what followed the prompt is still where the scrollback has it.
+      const bool suffix = line.ends_with(*kept);
+      if (!kept->empty()) MatchPattern(capture_->AddLine(*kept, suffix ? line_end : std::nullopt));
       return;
     }
   }
-  MatchPattern(capture_->AddLine(line));
+  MatchPattern(capture_->AddLine(line, line_end));
 }
 
 void SendOperation::MatchPattern(std::optional<std::string_view> line) {
@@ -368,6 +370,7 @@ void SendOperation::Finish(WaitReason reason) {
   result.session_status = host_.CurrentStatus();
   const bool at_prompt = engine().settled_by_prompt() && marker_.has_value();
   std::optional<RenderedViewport> rendered = capture_ ? host_.RenderSend(at_prompt) : std::nullopt;
+  if (rendered) capture_->ForgetPlaces();  // its lines in the scrollback were replaced
   if (std::optional<std::string> screen = host_.AlternateScreen()) {
     // The rendered screen, within maxResultBytes like any viewport.
     bool truncated = false;
@@ -444,7 +447,12 @@ void SendOperation::MaybeRelease() {
 
 SendRead SendOperation::ReadOutput(size_t max_bytes) {
   SendRead read;
-  if (capture_) read.output = capture_->TakeOutput(max_bytes, &read.truncated);
+  if (capture_) {
+    read.output = capture_->TakeOutput(max_bytes, &read.truncated, &read.output_cursor);
+    // Output that addressed the cursor across rows is rendered at settlement, its lines in the
+    // scrollback replaced: no offset of them holds until then.
+    if (!settled() && host_.WillRender()) read.output_cursor = std::nullopt;
+  }
   // Done once settled and everything it produced has been consumed.
   if (settled() && read.output.size() < max_bytes) {
     read.done = true;

@@ -43,6 +43,9 @@ class SendHost : public ReadinessHost {
   // replaced by the same rendering); nullopt for plain output, whose line capture stands.
   // `at_prompt`: the send settled at the shell's prompt, which is not output.
   virtual std::optional<RenderedViewport> RenderSend(bool /*at_prompt*/) { return std::nullopt; }
+  // Whether RenderSend would render now: the output since the boundary addressed the cursor
+  // across rows on the normal screen.
+  virtual bool WillRender() { return false; }
   // The facts of the look that last verified the shell idle at its own prompt, when nothing has
   // happened on the terminal since (no output, no signal, no resize); nullopt otherwise. The
   // pre-write check then only confirms they still hold (TerminalHandle::InspectSince).
@@ -109,7 +112,8 @@ class SendOperation final {
 
   // Events from the session, in stream order.
   void OnOutput();
-  void OnLine(std::string_view line);
+  // `line_end`: the scrollback offset just past the line's "\n" (it was just appended there).
+  void OnLine(std::string_view line, std::optional<uint64_t> line_end = std::nullopt);
   // The output of one event has been decoded: a `pattern` match settles the send now.
   void AfterOutput();
   void OnMarker(const PromptMarker& marker, std::string pending_before_marker);

@@ -73,7 +73,7 @@ ShellSession::ShellSession(asio::io_context& io, ChildReaper& reaper,
       timer_(io) {
   decoder_.SetObserver(&tracker_);
   decoder_.SetLineListener([this](std::string_view line) {
-    if (send_) send_->OnLine(line);
+    if (send_) send_->OnLine(line, decoder_.scrollback().end());
   });
 }
 
@@ -718,6 +718,8 @@ void ShellSession::RememberIdlePrompt(const std::optional<ForegroundFacts>& veri
   }
   idle_prompt_facts_ = verifying;
 }
+
+bool ShellSession::WillRender() { return render_ && render_->Needed(decoder_.addressing_events()); }
 
 std::optional<RenderedViewport> ShellSession::RenderSend(bool at_prompt) {
   if (!render_) return std::nullopt;

@@ -147,6 +147,7 @@ class ShellSession final : public BackendSession,
   void After(Millis delay, std::function<void()> fn) override;
   void OnSendBoundary() override;
   std::optional<RenderedViewport> RenderSend(bool at_prompt) override;
+  bool WillRender() override;
   std::optional<ForegroundFacts> IdlePromptFacts() override;
   bool OnlyForeignInputOnLine(const ForegroundFacts& facts) override;
   void OnInputWritten(std::string_view bytes) override;

@@ -24,10 +24,6 @@ constexpr int kInternalError = -32603;
 // Unknown names, methods and URIs are echoed quoted and cut to this many bytes: the client (the
 // model) chose them, and a whole megabyte of them helps no one.
 constexpr size_t kEchoBytes = 64;
-// How far back from the scrollback's end collected output is looked for: what the backend
-// still holds unconsumed (at most its maxResultBytes, 256 KiB by default) lies within it.
-constexpr uint64_t kFoundWindowBytes = 256 * 1024;
-
 constexpr std::string_view kFirstStructuredVersion = "2025-06-18";
 
 Json PolicyResourceEntry() {
@@ -254,8 +250,13 @@ void McpServer::RunTool(const Json& id, const std::string& name, const Json& arg
                            (*result)[located->field].get_ref<const std::string&>().size() >
                                self->options_.max_result_bytes / 3;
     if (!long_text) return self->Reply(id, self->ToolResult(id, name, result));
-    if (located->place == TextPlace::kFound) {
-      return self->AnchorFound(id, name, session_id, key, *result, located->field);
+    if (located->place == TextPlace::kCollected) {
+      // The backend says where the collected output starts when it knows exactly; otherwise
+      // the elision names no place (never a guess).
+      const Json& at = result->contains("outputCursor") ? (*result)["outputCursor"] : Json();
+      if (!at.is_number_unsigned()) return self->Reply(id, self->ToolResult(id, name, result));
+      const TextAnchor anchor{.begin = at.get<uint64_t>(), .end = std::nullopt};
+      return self->AnswerWithinKept(id, name, session_id, key, result, anchor);
     }
     // The viewport ends where the scrollback ended when the send settled: ask for that offset
     // (a cursor past the end is clamped to it) and the unterminated line after it.
@@ -283,19 +284,7 @@ void McpServer::RunTool(const Json& id, const std::string& name, const Json& arg
                    if (!anchor.end) {
                      return self->Reply(id, self->ToolResult(id, name, result, anchor, session_id));
                    }
-                   // The viewport's head may be older than what the scrollback still keeps (its
-                   // last scrollbackLines lines): a read from 0 starts at the oldest kept byte.
-                   Json first{{"sessionId", session_id}, {"cursor", 0}, {"maxBytes", 1}};
-                   self->Invoke("terminal_read", first, key + "#oldest",
-                                [self, id, name, session_id, result, anchor](Result<Json> oldest) {
-                                  TextAnchor kept = anchor;
-                                  if (oldest && oldest->contains("cursor") &&
-                                      (*oldest)["cursor"].is_number_integer()) {
-                                    kept.oldest = (*oldest)["cursor"].get<uint64_t>();
-                                  }
-                                  self->Reply(id,
-                                              self->ToolResult(id, name, result, kept, session_id));
-                                });
+                   self->AnswerWithinKept(id, name, session_id, key, result, anchor);
                  });
   };
   if (remote_) {
@@ -312,39 +301,22 @@ void McpServer::RunTool(const Json& id, const std::string& name, const Json& arg
   CallMethod(service_, owner_, name, args, key, answer);
 }
 
-void McpServer::AnchorFound(const Json& id, const std::string& name, const std::string& session_id,
-                            const std::string& key, const Json& result, const std::string& field) {
-  // Collected output has no fixed place: it is found by its tail near the scrollback's end (what
-  // is still unconsumed, at most the backend's maxResultBytes, and what arrived since follow it).
+void McpServer::AnswerWithinKept(const Json& id, const std::string& name,
+                                 const std::string& session_id, const std::string& key,
+                                 const Result<Json>& result, TextAnchor anchor) {
+  // The located text may begin before what the scrollback still keeps (its last
+  // scrollbackLines lines): a read from 0 starts at the oldest byte kept.
   std::shared_ptr<McpServer> self = shared_from_this();
-  Json end_probe{{"sessionId", session_id}, {"cursor", INT64_MAX}, {"maxBytes", 1}};
-  Invoke("terminal_read", end_probe, key + "#end", [=](Result<Json> end_page) {
-    if (!end_page || !(*end_page)["cursor"].is_number_integer()) {
-      return self->Reply(id, self->ToolResult(id, name, result));
-    }
-    const uint64_t end = (*end_page)["cursor"].get<uint64_t>();
-    // A read from 0 starts at the oldest byte kept: no pointer names an older one.
-    Json first{{"sessionId", session_id}, {"cursor", 0}, {"maxBytes", 1}};
-    self->Invoke("terminal_read", first, key + "#oldest", [=](Result<Json> oldest) {
-      if (!oldest || !(*oldest)["cursor"].is_number_integer()) {
-        return self->Reply(id, self->ToolResult(id, name, result));
-      }
-      const uint64_t kept = (*oldest)["cursor"].get<uint64_t>();
-      const uint64_t start = std::max(kept, end > kFoundWindowBytes ? end - kFoundWindowBytes : 0);
-      Json window_read{{"sessionId", session_id},
-                       {"cursor", start},
-                       {"maxBytes", static_cast<int64_t>(kFoundWindowBytes)}};
-      self->Invoke("terminal_read", window_read, key + "#window", [=](Result<Json> window) {
-        TextAnchor anchor{.begin = std::nullopt, .end = std::nullopt, .oldest = kept};
-        if (window && (*window)["cursor"].is_number_integer() && (*window)["text"].is_string()) {
-          anchor.end = FindTextEnd(
-              (*window)["text"].get_ref<const std::string&>(), (*window)["cursor"].get<uint64_t>(),
-              result[field].get_ref<const std::string&>(), self->options_.max_result_bytes / 2);
-        }
-        self->Reply(id, self->ToolResult(id, name, result, anchor, session_id));
-      });
-    });
-  });
+  Json first{{"sessionId", session_id}, {"cursor", 0}, {"maxBytes", 1}};
+  Invoke("terminal_read", first, key + "#oldest",
+         [self, id, name, session_id, result, anchor](Result<Json> oldest) mutable {
+           if (oldest && oldest->contains("cursor") && (*oldest)["cursor"].is_number_integer()) {
+             anchor.oldest = (*oldest)["cursor"].get<uint64_t>();
+           } else {
+             anchor = TextAnchor{};  // what is kept is unknown: no pointer
+           }
+           self->Reply(id, self->ToolResult(id, name, result, anchor, session_id));
+         });
 }
 
 void McpServer::Invoke(const std::string& method, const Json& arguments, const std::string& key,

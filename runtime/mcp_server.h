@@ -83,10 +83,10 @@ class McpServer final : public RpcHandler, public std::enable_shared_from_this<M
                   const TextAnchor& anchor = {}, const std::string& session_id = {});
   // The unbounded answer: the text rendering and the structured result.
   Json RenderResult(const std::string& tool, const Json& result);
-  // Answers `result` of `name` (collected output in `field`) with its text found in the
-  // scrollback, so the elision line can point at what it left out (TextPlace::kFound).
-  void AnchorFound(const Json& id, const std::string& name, const std::string& session_id,
-                   const std::string& key, const Json& result, const std::string& field);
+  // Answers `result` of `name` with `anchor` (where its located text sits in the scrollback)
+  // and the scrollback's oldest kept offset, so the elision line never points at dropped bytes.
+  void AnswerWithinKept(const Json& id, const std::string& name, const std::string& session_id,
+                        const std::string& key, const Result<Json>& result, TextAnchor anchor);
   // Runs a contract method for the server itself (in process, or on the --connect daemon).
   void Invoke(const std::string& method, const Json& arguments, const std::string& key,
               std::function<void(Result<Json>)> done);

@@ -191,6 +191,7 @@ Json ToJson(const backend::SendRead& read) {
   Json j{{"output", read.output}, {"done", read.done}};
   j["result"] = read.result ? ToJson(*read.result) : Json(nullptr);
   if (read.truncated) j["truncated"] = true;
+  if (read.output_cursor) j["outputCursor"] = *read.output_cursor;
   return j;
 }
 
@@ -506,11 +507,17 @@ std::vector<MethodSpec> BuildContract() {
                   {"result", Nullable(Json{{"type", "object"},
                                            {"description", "The settled result once done."},
                                            {"properties", SendResultProperties()},
-                                           {"required", SendResultSchema()["required"]}})}}),
+                                           {"required", SendResultSchema()["required"]}})},
+                  {"truncated", Prop("boolean", "Output was dropped before it was collected.")},
+                  {"outputCursor",
+                   Json{{"type", "integer"},
+                        {"minimum", 0},
+                        {"description", "The terminal_read cursor where output starts."}}}},
+                 {"truncated", "outputCursor"}),
  .typed_output = false,
  .hints = ToolHints{.read_only = true, .destructive = false, .idempotent = false, .open_world = false},
  .render = RenderOutput,
- .budget = ResultBudget{.texts = {{.field = "output", .place = TextPlace::kFound}, {.field = "viewport", .within = "result"}}}}},
+ .budget = ResultBudget{.texts = {{.field = "output", .place = TextPlace::kCollected}, {.field = "viewport", .within = "result"}}}}},
       {.name = "terminal_cancel",
        .summary = "Cancel the send running on a terminal: {canceled}.",
        .params = {SessionId()},

@@ -66,22 +66,45 @@ bool SendCapture::TakeEchoedFirstLine(std::string_view line, std::string_view ec
   return true;
 }
 
-std::optional<std::string_view> SendCapture::AddLine(std::string_view line) {
+std::optional<std::string_view> SendCapture::AddLine(std::string_view line,
+                                                     std::optional<uint64_t> line_end) {
   if (!any_line_) {
     any_line_ = true;
     const auto contribution = AfterBoundary(line);
     if (!contribution) return std::nullopt;
-    line = *contribution;
+    line = *contribution;  // a suffix of the line: it still ends at line_end
   }
   std::string text;
   text.reserve(line.size() + 1);
   text.append(line);
   text.push_back('\n');
-  Capture(text);
+  std::optional<uint64_t> at;
+  if (line_end && *line_end >= text.size()) at = *line_end - text.size();
+  Capture(text, at);
   return line;
 }
 
-void SendCapture::Capture(std::string_view text) {
+void SendCapture::NotePlace(std::optional<uint64_t> at) {
+  if (!places_.empty()) {
+    const Place& last = places_.back();
+    const bool continues =
+        last.scrollback && at && *at == *last.scrollback + (total_bytes_ - last.stream);
+    if (continues || (!last.scrollback && !at)) return;
+  }
+  places_.push_back(Place{total_bytes_, at});
+}
+
+void SendCapture::PrunePlaces(uint64_t from) {
+  while (places_.size() > 1 && places_[1].stream <= from) places_.pop_front();
+}
+
+void SendCapture::ForgetPlaces() {
+  places_.clear();
+  places_.push_back(Place{UnconsumedStart(), std::nullopt});
+}
+
+void SendCapture::Capture(std::string_view text, std::optional<uint64_t> scrollback_at) {
+  NotePlace(scrollback_at);
   total_bytes_ += text.size();
   total_newlines_ += CountNewlines(text);
 
@@ -107,9 +130,11 @@ void SendCapture::Capture(std::string_view text) {
     unconsumed_.erase(0, unconsumed_begin_);
     unconsumed_begin_ = 0;
   }
+  PrunePlaces(UnconsumedStart());
 }
 
-std::string SendCapture::TakeOutput(size_t max_bytes, bool* dropped) {
+std::string SendCapture::TakeOutput(size_t max_bytes, bool* dropped,
+                                    std::optional<uint64_t>* scrollback_begin) {
   if (dropped != nullptr) *dropped = dropped_;
   dropped_ = false;
   const std::string_view available = std::string_view(unconsumed_).substr(unconsumed_begin_);
@@ -119,11 +144,23 @@ std::string SendCapture::TakeOutput(size_t max_bytes, bool* dropped) {
     while (size < available.size() && IsContinuation(available[size])) ++size;
   }
   std::string out(available.substr(0, size));
+  const uint64_t start = UnconsumedStart();
+  if (scrollback_begin != nullptr) {
+    // Exact only when one place holds the whole text: no gap and no jump inside it.
+    PrunePlaces(start);
+    const bool one_place = !places_.empty() && places_.front().stream <= start &&
+                           (places_.size() == 1 || places_[1].stream >= start + size);
+    *scrollback_begin = std::nullopt;
+    if (one_place && places_.front().scrollback && size > 0) {
+      *scrollback_begin = *places_.front().scrollback + (start - places_.front().stream);
+    }
+  }
   unconsumed_begin_ += size;
   if (unconsumed_begin_ == unconsumed_.size()) {
     unconsumed_.clear();
     unconsumed_begin_ = 0;
   }
+  PrunePlaces(UnconsumedStart());
   return out;
 }
 

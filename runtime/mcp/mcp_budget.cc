@@ -181,17 +181,6 @@ std::string ElideText(std::string_view text, size_t max_bytes, const TextAnchor&
   return out;
 }
 
-std::optional<uint64_t> FindTextEnd(std::string_view window, uint64_t window_cursor,
-                                    std::string_view text, size_t tail_bytes) {
-  if (text.empty() || !text.ends_with('\n')) return std::nullopt;
-  const std::string_view tail = text.substr(text.size() - std::min(tail_bytes, text.size()));
-  const size_t at = window.find(tail);
-  if (at == std::string_view::npos || window.find(tail, at + 1) != std::string_view::npos) {
-    return std::nullopt;
-  }
-  return window_cursor + at + tail.size();
-}
-
 const BoundedText* ResultBudget::Located() const {
   for (const BoundedText& text : texts) {
     if (text.place != TextPlace::kNowhere) return &text;
@@ -214,7 +203,8 @@ Json BoundToolResult(const ResultBudget& budget, const Json& r, size_t field_byt
     const std::string& text = it->get_ref<const std::string&>();
     TextAnchor where = bounded.place == TextPlace::kNowhere ? TextAnchor{} : anchor;
     // Only a viewport the backend bounded holds its drop line; collected output and pages never.
-    where.holds_drop = bounded.place != TextPlace::kFound && bounded.place != TextPlace::kPage &&
+    where.holds_drop = bounded.place != TextPlace::kCollected &&
+                       bounded.place != TextPlace::kPage &&
                        object->value("truncated", false) == true;
     if (text.size() > field_bytes) *it = ElideText(text, field_bytes, where, session_id);
   }

@@ -47,7 +47,8 @@ struct BackendDrop {
                                                          bool* ambiguous = nullptr);
 
 // How a text maps onto the session's scrollback (byte offsets, backend/terminal/scrollback.h):
-// `begin`, the offset of its first byte (a terminal_read page), or `end`, the offset just past its
+// `begin`, the offset of its first byte (a terminal_read page, or collected output at its
+// `outputCursor`), or `end`, the offset just past its
 // last byte (a send's viewport, anchored at the scrollback's end when the send settled).
 // `oldest`, when known, is the scrollback's oldest retained offset: a send's viewport may hold a
 // head the scrollback already dropped (it keeps its last scrollbackLines lines), so a pointer
@@ -83,8 +84,8 @@ enum class TextPlace {
   kNowhere,        // not located: a motd, a settled background send's viewport
   kScrollbackEnd,  // ends where the scrollback ended when it settled: a send's viewport
   kPage,           // a page of scrollback starting at the result's `cursor`: a read's text
-  kFound,          // whole lines somewhere near the scrollback's end, found by their tail:
-                   // a background send's collected output
+  kCollected,      // a background send's collected output: it starts at the result's
+                   // `outputCursor` when the backend knows that (the bytes there are exactly it)
 };
 
 // One text field of a tool result that the budget may shorten.
@@ -96,7 +97,7 @@ struct BoundedText {
 
 // Which text fields of a tool's result the budget may shorten, in the method's MCP face
 // (runtime/mcp/tool_face.h), so the server names no method. At most one field is located
-// (kScrollbackEnd or kPage): the server learns its anchor.
+// (kScrollbackEnd, kPage or kCollected): the server learns its anchor.
 struct ResultBudget {
   std::vector<BoundedText> texts = {};
   // The located text, nullptr when none is.
@@ -107,13 +108,6 @@ struct ResultBudget {
 // `field_bytes`. `anchor` locates the located text in the scrollback when known.
 [[nodiscard]] Json BoundToolResult(const ResultBudget& budget, const Json& r, size_t field_bytes,
                                    const TextAnchor& anchor, const std::string& session_id);
-
-// Where `text` (whole lines, ending with "\n") ends in the scrollback, found by its last
-// `tail_bytes` bytes in `window` (scrollback bytes from offset `window_cursor` on): the offset
-// just past them when they occur exactly once there, else nullopt (never a guess: repeated
-// output, or a tail that left the window, names no place).
-[[nodiscard]] std::optional<uint64_t> FindTextEnd(std::string_view window, uint64_t window_cursor,
-                                                  std::string_view text, size_t tail_bytes);
 
 // "1,234,567": counts a model reads at a glance.
 [[nodiscard]] std::string GroupDigits(uint64_t value);

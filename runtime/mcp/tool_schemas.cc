@@ -1,5 +1,7 @@
 #include "runtime/mcp/tool_schemas.h"
 
+#include <algorithm>
+
 #include "backend/contract_types.h"
 #include "policy/mode_names.h"
 
@@ -43,10 +45,13 @@ Json EnumProp(std::vector<std::string> values, std::string description) {
   return Json{{"type", "string"}, {"enum", values}, {"description", std::move(description)}};
 }
 
-// An output object: every listed property is present; later versions may add more.
-Json Output(Json properties) {
+// An output object: every listed property but the optional ones is present; later versions may
+// add more.
+Json Output(Json properties, const std::vector<std::string>& optional) {
   std::vector<std::string> required;
-  for (const auto& [key, value] : properties.items()) required.push_back(key);
+  for (const auto& [key, value] : properties.items()) {
+    if (std::find(optional.begin(), optional.end(), key) == optional.end()) required.push_back(key);
+  }
   return Json{{"type", "object"}, {"properties", std::move(properties)}, {"required", required}};
 }
 
@@ -108,15 +113,7 @@ Json SendResultProperties() {
 }
 
 // Every property but match (present only when a pattern settled it) is always there.
-Json SendResultSchema() {
-  Json schema = Output(SendResultProperties());
-  Json required = Json::array();
-  for (const Json& name : schema["required"]) {
-    if (name != "match") required.push_back(name);
-  }
-  schema["required"] = required;
-  return schema;
-}
+Json SendResultSchema() { return Output(SendResultProperties(), {"match"}); }
 
 Json SessionListEntrySchema() {
   return Output(Json{{"sessionId", SessionIdProp()},

@@ -13,8 +13,9 @@ namespace ptybox::runtime {
 
 Json Prop(const char* type, std::string description);
 Json EnumProp(std::vector<std::string> values, std::string description);
-// An output object: every listed property is present; later versions may add more.
-Json Output(Json properties);
+// An output object: every listed property but the `optional` ones is present; later versions
+// may add more.
+Json Output(Json properties, const std::vector<std::string>& optional = {});
 // `schema` that may also be null.
 Json Nullable(Json schema);
 

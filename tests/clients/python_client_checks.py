@@ -201,13 +201,21 @@ class SyncClientTest(unittest.TestCase):
             started = c.terminal_send(s, "echo one; echo two\n", background=True)
             self.assertIsInstance(started, ptybox.OperationStarted)
             output = ""
+            placed = 0
             while True:
                 collected = c.terminal_output(s)
                 output += collected.output
+                if collected.output_cursor is not None:
+                    # The collected bytes are the scrollback's from there.
+                    page = c.terminal_read(s, cursor=collected.output_cursor,
+                                           max_bytes=len(collected.output.encode()))
+                    self.assertEqual(page.text, collected.output)
+                    placed += 1
                 if collected.done:
                     break
                 time.sleep(0.05)
             self.assertEqual(output.split(), ["one", "two"])
+            self.assertGreater(placed, 0)
             self.assertIsInstance(collected.result, ptybox.SendResult)
             self.assertEqual(collected.result.exit_code, 0)
 

@@ -21,6 +21,8 @@
 namespace ptybox::testing {
 namespace {
 
+constexpr size_t kDefaultBudget = 16384;  // ptybox mcp --max-result-bytes by default
+
 TEST(McpVersionTest, EachSupportedVersionIsEchoedAndAnUnknownOneGetsTheLatest) {
   for (const char* version : {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}) {
     McpProcess mcp;
@@ -250,49 +252,144 @@ TEST(McpBudgetTest, ThePointerNamesOnlyWhatTheScrollbackStillKeeps) {
   mcp.Tool("terminal_close", Json{{"sessionId", id}});
 }
 
-// A background send's collected output has no fixed place in the scrollback: the server finds
-// it by its tail, so its elision line points at exactly what it left out, as a send's does.
-TEST(McpBudgetTest, CollectedOutputPointsAtWhatItLeftOut) {
+// Starts `command` as a background send and waits (a hang guard only) until it settled, so
+// everything it printed waits to be collected and lies in the scrollback before what follows.
+std::string StartAndSettle(McpProcess& mcp, const std::string& command) {
+  Json opened = mcp.Tool("terminal_open");
+  EXPECT_EQ(opened["isError"], false) << opened.dump() << mcp.Log();
+  const std::string id = opened["structuredContent"].value("sessionId", "");
+  Json started = mcp.Tool("terminal_send",
+                          Json{{"sessionId", id}, {"input", command + "\n"}, {"background", true}});
+  EXPECT_EQ(started["isError"], false) << started.dump();
+  const auto guard = Clock::now() + kGuard;
+  while (mcp.Tool("terminal_status", Json{{"sessionId", id}})["structuredContent"]["busy"] ==
+             true &&
+         Clock::now() < guard) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return id;
+}
+
+// Every chunk terminal_output hands back until done (as the model gets it), each answer line
+// within `budget` bytes.
+std::vector<std::string> CollectAll(McpProcess& mcp, const std::string& id, size_t budget) {
+  std::vector<std::string> chunks;
+  for (int i = 0; i < 1000; ++i) {
+    Json r = mcp.Tool("terminal_output", Json{{"sessionId", id}});
+    EXPECT_EQ(r["isError"], false) << r.dump();
+    EXPECT_LE((Json{{"jsonrpc", "2.0"}, {"id", 1000}, {"result", r}}).dump().size(), budget);
+    chunks.push_back(r["structuredContent"].value("output", ""));
+    if (r["structuredContent"]["done"] != false) break;
+  }
+  return chunks;
+}
+
+std::string SeqText(int n) {
+  std::string text;
+  for (int i = 1; i <= n; ++i) text += std::to_string(i) + "\n";
+  return text;
+}
+
+// Issue 25, as measured through `ptybox mcp`: `seq 1 200000` collected after it finished. Each
+// collected chunk (maxReadBytes, cut mid-line) is elided with a pointer although about 1 MB of
+// later output follows it in the scrollback: head + the pages read from the pointer + tail,
+// chunk after chunk, are the whole output, nothing missing, nothing repeated.
+void CollectedChunksPointAtWhatTheyLeftOut(McpProcess& mcp) {
+  mcp.Initialize();
+  const std::string id = StartAndSettle(mcp, "seq 1 200000; echo end");
+  std::string joined;
+  int elided = 0;
+  for (const std::string& chunk : CollectAll(mcp, id, kDefaultBudget)) {
+    const size_t line = chunk.find("[... ");
+    if (line == std::string::npos) {
+      joined += chunk;
+      continue;
+    }
+    ++elided;
+    EXPECT_EQ(chunk.find("terminal_read pages what the scrollback kept"), std::string::npos)
+        << chunk.substr(line, 200);
+    EXPECT_EQ(chunk.find("no longer keeps"), std::string::npos) << chunk.substr(line, 200);
+    const std::string middle = ReadPointed(mcp, id, chunk);
+    joined += chunk.substr(0, line) + middle + chunk.substr(chunk.find("...]\n", line) + 5);
+  }
+  EXPECT_GE(elided, 4);
+  EXPECT_TRUE(joined == SeqText(200000) + "end\n")
+      << joined.size() << " bytes collected and pointed at, expected "
+      << SeqText(200000).size() + 4;
+  mcp.Tool("terminal_close", Json{{"sessionId", id}});
+}
+
+// An operator policy whose scrollback keeps all of seq 1 200000 (the default keeps 10,000
+// lines), in `dir`.
+std::filesystem::path BigScrollbackPolicy(const std::filesystem::path& dir,
+                                          const std::string& more = "") {
+  const std::filesystem::path path = dir / "operator.yaml";
+  std::ofstream(path) << "version: 1\nlimits: {scrollbackLines: 400000" << more << "}\n";
+  return path;
+}
+
+TEST(McpCollectedOutputTest, ChunksFarBeforeTheScrollbacksEndPointAtWhatTheyLeftOut) {
+  TempDir dir;
+  McpProcess mcp({"--policy", BigScrollbackPolicy(dir.path()).string()});
+  CollectedChunksPointAtWhatTheyLeftOut(mcp);
+}
+
+TEST(McpCollectedOutputTest, OverConnectChunksPointAtWhatTheyLeftOut) {
+  TempDir dir;
+  const std::filesystem::path state = dir.path() / "state";
+  std::filesystem::create_directories(state);
+  ::setenv("XDG_STATE_HOME", state.c_str(), 1);
+  Daemon daemon(Daemon::Options{
+      {"--policy", BigScrollbackPolicy(dir.path(), ", detachGraceMs: 600000").string()}, {}});
+  {
+    McpProcess mcp({"--connect", daemon.socket().string()}, daemon.workspace());
+    CollectedChunksPointAtWhatTheyLeftOut(mcp);
+  }
+  ::unsetenv("XDG_STATE_HOME");
+}
+
+// When the bytes a chunk left out scrolled out of a small scrollback before it was collected,
+// the line says so and names no cursor (never one whose read would start elsewhere).
+TEST(McpCollectedOutputTest, LeftOutBytesThatScrolledOutAreSaidToBeGone) {
+  TempDir workspace;
+  std::ofstream(workspace.path() / ".ptybox.yaml")
+      << "version: 1\nlimits:\n  scrollbackLines: 1000\n";
+  McpProcess mcp({}, workspace.path());
+  mcp.Initialize();
+  const std::string id = StartAndSettle(mcp, "seq 1 200000; echo end");
+  const std::vector<std::string> chunks = CollectAll(mcp, id, kDefaultBudget);
+  ASSERT_FALSE(chunks.empty());
+  const std::string& first = chunks.front();
+  EXPECT_EQ(first.rfind("1\n2\n", 0), 0u) << first.substr(0, 100);
+  const size_t line = first.find("[... ");
+  ASSERT_NE(line, std::string::npos);
+  const std::string said = first.substr(line, first.find("...]\n", line) + 4 - line);
+  EXPECT_NE(said.find("left out here; the scrollback no longer keeps them ...]"), std::string::npos)
+      << said;
+  EXPECT_EQ(said.find("terminal_read {"), std::string::npos) << said;
+  EXPECT_EQ(chunks.back().substr(chunks.back().size() - 11), "200000\nend\n");
+  mcp.Tool("terminal_close", Json{{"sessionId", id}});
+}
+
+// Output that is not one run of scrollback bytes (the intermediate prompt between two commands
+// of one send is taken out of it) has no outputCursor: its elision line names no cursor, never
+// one whose pages would hold the prompt too.
+TEST(McpCollectedOutputTest, OutputThatIsNotOneRunOfTheScrollbackNamesNoCursor) {
   McpProcess mcp({"--max-result-bytes", "4096"});
   mcp.Initialize();
-  Json opened = mcp.Tool("terminal_open");
-  ASSERT_EQ(opened["isError"], false) << opened.dump();
-  std::string id = opened["structuredContent"]["sessionId"];
-  Json started = mcp.Tool("terminal_send", Json{{"sessionId", id},
-                                                {"input", "seq 1 3000; sleep 0.2; echo end\n"},
-                                                {"background", true}});
-  ASSERT_EQ(started["isError"], false) << started.dump();
-  // Collect until done; the first answer holding an elided chunk is checked against the pointer.
-  std::string elided;
-  for (int i = 0; i < 400; ++i) {
-    Json r = mcp.Tool("terminal_output", Json{{"sessionId", id}});
-    ASSERT_EQ(r["isError"], false) << r.dump();
-    const std::string output = r["structuredContent"]["output"];
-    if (elided.empty() && output.find("left out here") != std::string::npos) elided = output;
-    if (r["structuredContent"]["done"] == true) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_FALSE(elided.empty()) << "no collected chunk was long enough to be elided";
-  const std::string middle = ReadPointed(mcp, id, elided);
-  ASSERT_FALSE(middle.empty()) << elided;
-  // Head, pointed bytes and tail are consecutive lines of seq's output.
-  const std::string head = elided.substr(0, elided.find("[... "));
-  const std::string tail = elided.substr(elided.find("...]\n") + 5);
-  const std::string joined = head + middle + tail;
-  std::istringstream lines(joined);
-  std::string line;
-  int previous = 0;
-  int count = 0;
-  while (std::getline(lines, line)) {
-    if (line.empty() || line == "end") continue;
-    const int value = std::stoi(line);
-    if (previous != 0) {
-      EXPECT_EQ(value, previous + 1) << "a gap or an overlap at " << line;
-    }
-    previous = value;
-    ++count;
-  }
-  EXPECT_GT(count, 100) << joined.size();
+  const std::string id = StartAndSettle(mcp, "seq 1 3000\nseq 3001 6000");
+  const std::vector<std::string> chunks = CollectAll(mcp, id, 4096);
+  ASSERT_EQ(chunks.size(), 1u);
+  const std::string& chunk = chunks.front();
+  EXPECT_EQ(chunk.rfind("1\n2\n", 0), 0u) << chunk.substr(0, 100);
+  EXPECT_TRUE(chunk.ends_with("\n5999\n6000\n")) << chunk.substr(chunk.size() - 100);
+  const size_t line = chunk.find("[... ");
+  ASSERT_NE(line, std::string::npos);
+  const std::string said = chunk.substr(line, chunk.find("...]\n", line) + 4 - line);
+  EXPECT_NE(said.find("left out here; terminal_read pages what the scrollback kept ...]"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(said.find("\"cursor\""), std::string::npos) << said;
   mcp.Tool("terminal_close", Json{{"sessionId", id}});
 }
 

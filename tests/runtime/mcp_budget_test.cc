@@ -187,17 +187,37 @@ TEST(McpBudgetTest, FindBackendDropReadsOnlyAWholeMarkerLine) {
   EXPECT_EQ(GroupDigits(12), "12");
 }
 
-TEST(FindTextEndTest, AUniqueTailNamesTheOffsetJustPastIt) {
-  // Scrollback bytes from offset 100: "a\nb\nc\nd\n".
-  EXPECT_EQ(FindTextEnd("a\nb\nc\nd\n", 100, "x\nb\nc\n", 4), std::optional<uint64_t>(106));
-  EXPECT_EQ(FindTextEnd("a\nb\nc\nd\n", 100, "d\n", 64), std::optional<uint64_t>(108));
-}
-
-TEST(FindTextEndTest, RepeatedMissingOrUnterminatedTextNamesNoPlace) {
-  EXPECT_EQ(FindTextEnd("y\ny\ny\n", 0, "y\n", 2), std::nullopt);  // twice: never a guess
-  EXPECT_EQ(FindTextEnd("a\nb\n", 0, "c\n", 2), std::nullopt);
-  EXPECT_EQ(FindTextEnd("a\nb\n", 0, "b", 1), std::nullopt);
-  EXPECT_EQ(FindTextEnd("a\nb\n", 0, "", 1), std::nullopt);
+// A chunk of collected output is cut at a byte bound, mid-line, and may hold a line shaped like
+// the backend's drop line, with `truncated` (unconsumed output was dropped before it): its
+// outputCursor alone places it, and the pointer names exactly the scrollback bytes left out.
+TEST(McpBudgetTest, CollectedOutputIsPlacedByItsCursorAlone) {
+  std::string scrollback = "$ earlier\n";
+  for (int i = 1; i <= 9000; ++i) {
+    scrollback += i == 4000 ? std::string("[... 1 bytes (1 line) dropped ...]") : std::to_string(i);
+    scrollback += "\n";
+  }
+  const uint64_t at = 1234;  // mid-line
+  const std::string chunk = scrollback.substr(at, 40000);
+  const Json result{{"output", chunk},
+                    {"done", false},
+                    {"result", nullptr},
+                    {"truncated", true},
+                    {"outputCursor", at}};
+  const ResultBudget budget{.texts = {{.field = "output", .place = TextPlace::kCollected}}};
+  const Json bounded =
+      BoundToolResult(budget, result, 4096, TextAnchor{.begin = at, .end = std::nullopt}, "pty-1");
+  const std::string elided = bounded["output"];
+  std::optional<ElidedSpan> span = PlanElision(chunk, 4096);
+  ASSERT_TRUE(span);
+  const std::string left_out = chunk.substr(span->head_end, span->tail_begin - span->head_end);
+  EXPECT_NE(elided.find("\"cursor\": " + std::to_string(at + span->head_end) +
+                        ", \"maxBytes\": " + std::to_string(left_out.size()) + "}"),
+            std::string::npos)
+      << elided.substr(span->head_end, 300);
+  EXPECT_EQ(scrollback.substr(at + span->head_end, left_out.size()), left_out);
+  // The forged line is counted as the output it is.
+  EXPECT_NE(elided.find("(" + GroupDigits(left_out.size()) + " bytes) left out here"),
+            std::string::npos);
 }
 
 // A program can print a line shaped like the backend's drop line: in a text the backend did not

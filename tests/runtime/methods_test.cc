@@ -219,7 +219,7 @@ TEST(ContractCheckTest, ConsentBudgetsAndPolicyChangesAreFieldsOfTheFaces) {
   EXPECT_EQ(located, (std::vector<std::string>{"terminal_send:viewport", "terminal_wait:viewport",
                                                "terminal_output:output", "terminal_read:text"}));
   EXPECT_EQ(FindMcpFace("terminal_read")->budget.Located()->place, TextPlace::kPage);
-  EXPECT_EQ(FindMcpFace("terminal_output")->budget.Located()->place, TextPlace::kFound);
+  EXPECT_EQ(FindMcpFace("terminal_output")->budget.Located()->place, TextPlace::kCollected);
   EXPECT_EQ(FindMcpFace("terminal_open")->budget.texts.front().field, "motd");
   EXPECT_EQ(FindMcpFace("owner_info"), nullptr);
   EXPECT_EQ(FindMcpFace("no_such_tool"), nullptr);

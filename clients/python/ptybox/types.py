@@ -91,6 +91,8 @@ class OutputResult:
     done: bool
     result: SendResult | None
     truncated: bool = False
+    # Where `output` starts in the scrollback (a terminal_read cursor), when the server knows.
+    output_cursor: int | None = None
 
 
 @dataclass(frozen=True)

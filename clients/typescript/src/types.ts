@@ -66,6 +66,8 @@ export interface OutputResult {
   done: boolean;
   result: SendResult | null;
   truncated?: boolean;
+  /** Where `output` starts in the scrollback (a terminal_read cursor), when the server knows. */
+  outputCursor?: number;
 }
 
 export interface ReadParams {

@@ -144,6 +144,83 @@ TEST(SendCaptureTest, UnconsumedOutputIsBoundedAndDropsTheOldest) {
   EXPECT_FALSE(dropped);  // reported once
 }
 
+// The scrollback a capture's lines were committed to: each line and its "\n", and the offset
+// just past it (what the decoder's line listener hands SendOperation::OnLine).
+struct FakeScrollback {
+  std::string bytes;
+  uint64_t Commit(std::string_view line) {
+    bytes.append(line);
+    bytes.push_back('\n');
+    return bytes.size();
+  }
+};
+
+TEST(SendCaptureTest, TakenOutputNamesWhereItStartsInTheScrollback) {
+  FakeScrollback sb;
+  sb.Commit("earlier");
+  SendCapture c(1024, 1024, "$ ");
+  c.AddLine("$ cmd", sb.Commit("$ cmd"));  // contributes "cmd": the prompt is not output
+  c.AddLine("out1", sb.Commit("out1"));
+  c.AddLine("out2", sb.Commit("out2"));
+  std::optional<uint64_t> at;
+  const std::string first = c.TakeOutput(6, nullptr, &at);  // cut mid-line
+  ASSERT_TRUE(at);
+  EXPECT_EQ(sb.bytes.substr(*at, first.size()), first);
+  EXPECT_EQ(first, "cmd\nou");
+  const std::string rest = c.TakeOutput(100, nullptr, &at);
+  ASSERT_TRUE(at);
+  EXPECT_EQ(sb.bytes.substr(*at), rest);
+  EXPECT_EQ(c.TakeOutput(100, nullptr, &at), "");
+  EXPECT_FALSE(at);
+}
+
+TEST(SendCaptureTest, OutputWithAGapInTheScrollbackNamesNoPlace) {
+  FakeScrollback sb;
+  SendCapture c(1024, 1024, "");
+  c.AddLine("a", sb.Commit("a"));
+  sb.Commit("$ an intermediate prompt");  // in the scrollback, not output
+  c.AddLine("b", sb.Commit("b"));
+  c.AddLine("c", sb.Commit("c"));
+  c.AddLine("unplaced");  // nowhere known
+  c.AddLine("d", sb.Commit("d"));
+  std::optional<uint64_t> at = 0;
+  EXPECT_EQ(c.TakeOutput(4, nullptr, &at), "a\nb\n");
+  EXPECT_FALSE(at) << "a read from one cursor would return the prompt line too";
+  EXPECT_EQ(c.TakeOutput(2, nullptr, &at), "c\n");
+  ASSERT_TRUE(at);
+  EXPECT_EQ(sb.bytes.substr(*at, 2), "c\n");
+  EXPECT_EQ(c.TakeOutput(9, nullptr, &at), "unplaced\n");
+  EXPECT_FALSE(at);
+  EXPECT_EQ(c.TakeOutput(100, nullptr, &at), "d\n");
+  ASSERT_TRUE(at);
+  EXPECT_EQ(sb.bytes.substr(*at), "d\n");
+}
+
+TEST(SendCaptureTest, DroppedAndForgottenOutputKeepsItsPlaceExact) {
+  FakeScrollback sb;
+  SendCapture c(1024, 100, "");
+  for (int i = 0; i < 100; ++i) {
+    const std::string line = "line " + std::to_string(i);
+    c.AddLine(line, sb.Commit(line));
+  }
+  bool dropped = false;
+  std::optional<uint64_t> at;
+  const std::string kept = c.TakeOutput(50, &dropped, &at);
+  EXPECT_TRUE(dropped);
+  ASSERT_TRUE(at);
+  EXPECT_EQ(sb.bytes.substr(*at, kept.size()), kept);
+  c.ForgetPlaces();  // a rendering replaced those lines
+  EXPECT_FALSE(c.TakeOutput(10, nullptr, &at).empty());
+  EXPECT_FALSE(at);
+  c.AddLine("after", sb.Commit("after"));
+  c.TakeOutput(1 << 20, nullptr, &at);
+  EXPECT_FALSE(at) << "the forgotten bytes are in the same take";
+  c.AddLine("next", sb.Commit("next"));
+  EXPECT_EQ(c.TakeOutput(1 << 20, nullptr, &at), "next\n");
+  ASSERT_TRUE(at);
+  EXPECT_EQ(sb.bytes.substr(*at), "next\n");
+}
+
 }  // namespace
 }  // namespace ptybox::backend
 
