@@ -68,21 +68,12 @@ def main():
     print(f"open cpu: daemon {daemon_open_cpu / n * 1000:.2f} ms/open, sessions' processes "
           f"{sessions_cpu / n * 1000:.2f} ms/open (ticks of {1000 / TICK:.0f} ms)")
     print(f"idle daemon memory: {(idle_after - idle_before) / n:.0f} KiB/session")
-    latencies = []
     cpu_before = cpu_seconds(daemon)
-    for _ in range(args.rounds):
-        sent = {}
-        for s in sessions:
-            sent[d.write("terminal_send", {"sessionId": s, "input": "echo hi\n"})] = \
-                time.perf_counter()
-        for request_id, t0 in sent.items():
-            result = d.wait(request_id)
-            latencies.append(time.perf_counter() - t0)
-            assert result["waitReason"] == "stdin_read", result
+    latencies = compare.send_rounds(d, sessions, args.rounds)
     send_cpu = cpu_seconds(daemon) - cpu_before
     print(f"send rounds: {args.rounds} x {n}: p50 {compare.fmt_us(compare.percentile(latencies, 50))}"
           f", p99 {compare.fmt_us(compare.percentile(latencies, 99))}, daemon cpu "
-          f"{send_cpu / len(latencies) * 1e6:.0f} us/send")
+          f"{send_cpu / max(1, len(latencies)) * 1e6:.0f} us/send")
     for s in sessions:
         d.write("terminal_close", {"sessionId": s})
     d.close()
