@@ -381,16 +381,7 @@ def bench_many(binary, workspace, mode, count, rounds):
         if i >= 20:
             one.append(time.perf_counter() - t0)
         assert result["waitReason"] == "stdin_read", result
-    latencies = []
-    for _ in range(rounds):
-        sent = {}
-        for s in sessions:
-            sent[d.write("terminal_send", {"sessionId": s, "input": "echo hi\n"})] = \
-                time.perf_counter()
-        for request_id, t0 in sent.items():
-            result = d.wait(request_id)
-            latencies.append(time.perf_counter() - t0)
-            assert result["waitReason"] == "stdin_read", result
+    latencies = send_rounds(d, sessions, rounds)
     for s in sessions:
         d.write("terminal_close", {"sessionId": s})
     d.close()
@@ -402,6 +393,21 @@ def bench_many(binary, workspace, mode, count, rounds):
         "send": latencies,
         "one": one,
     }
+
+
+def send_rounds(d, sessions, rounds):
+    """`echo hi` on every session at once, `rounds` times: each send's latency."""
+    latencies = []
+    for _ in range(rounds):
+        sent = {}
+        for s in sessions:
+            sent[d.write("terminal_send", {"sessionId": s, "input": "echo hi\n"})] = \
+                time.perf_counter()
+        for request_id, t0 in sent.items():
+            result = d.wait(request_id)
+            latencies.append(time.perf_counter() - t0)
+            assert result["waitReason"] == "stdin_read", result
+    return latencies
 
 
 def _descends(pid, ancestor):

@@ -1,6 +1,7 @@
 // Host facts for the walls: run-time directories, home directories, hidden paths.
 #include "sandbox/host_walls.h"
 
+#include <dirent.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,6 +9,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <system_error>
 
 #include "policy/schema.h"
@@ -79,24 +82,58 @@ std::optional<fs::path> PerUserRuntimeDirectory() {
   return std::nullopt;
 }
 
+namespace {
+
+// The names directly inside `dir`, or nothing when it cannot be listed.
+std::optional<std::set<std::string>> NamesIn(const fs::path& dir) {
+  DIR* listing = ::opendir(dir.c_str());
+  if (listing == nullptr) return std::nullopt;
+  std::set<std::string> names;
+  while (const dirent* entry = ::readdir(listing)) names.insert(entry->d_name);
+  ::closedir(listing);
+  return names;
+}
+
+// `home / relative`, unless the home's listing shows its first component is not there (then
+// the path cannot exist). Without a listing (a home we may search but not read) it is kept.
+void AddHomeCandidate(std::vector<fs::path>& candidates, const fs::path& home,
+                      const std::optional<std::set<std::string>>& names,
+                      const std::string& relative) {
+  const std::string first = relative.substr(0, relative.find('/'));
+  if (names && !first.empty() && !names->contains(first)) return;
+  candidates.push_back(home / relative);
+}
+
+}  // namespace
+
 std::vector<HiddenPath> CollectHiddenPaths(const std::vector<std::string>& patterns,
                                            const std::vector<fs::path>& homes) {
+  // About 80 patterns under every home of the host, most of them absent: each home is listed
+  // once instead of looking for every pattern in it.
+  std::vector<std::optional<std::set<std::string>>> listings;
+  for (const fs::path& home : homes) listings.push_back(NamesIn(home));
   std::vector<fs::path> candidates;
   for (const std::string& pattern : patterns) {
     if (pattern.starts_with("~/")) {
-      for (const fs::path& home : homes) candidates.push_back(home / pattern.substr(2));
+      for (size_t i = 0; i < homes.size(); ++i) {
+        AddHomeCandidate(candidates, homes[i], listings[i], pattern.substr(2));
+      }
     } else if (!pattern.empty() && pattern[0] == '/') {
       candidates.emplace_back(pattern);
     }
   }
   std::vector<HiddenPath> hidden;
   for (const fs::path& candidate : candidates) {
+    // A candidate that does not exist: one stat tells, where resolving the path first costs a
+    // readlink per component. A path that does not exist now has no canonical form either, so
+    // nothing is skipped that the resolution would have kept.
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) != 0) continue;
     std::error_code ec;
     fs::path canonical = fs::canonical(candidate, ec);
     // The parser refuses such an entry as written; a link (a `~/` entry) may still lead to
     // one, and its cover would make the spawn fail: the same rule, on the resolved path.
     if (ec || canonical == "/" || policy::UncoverableHideReason(canonical.string())) continue;
-    struct stat st {};
     if (::stat(canonical.c_str(), &st) != 0) continue;
     HiddenPath entry{canonical, S_ISDIR(st.st_mode)};
     if (std::find(hidden.begin(), hidden.end(), entry) == hidden.end()) hidden.push_back(entry);

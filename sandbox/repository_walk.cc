@@ -14,9 +14,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -58,6 +60,43 @@ bool ReserveWatch() {
 void ReleaseWatches() {
   g_watches_held.fetch_sub(t_watches_held);
   t_watches_held = 0;
+}
+
+// Inotify instances are counted per user too (fs.inotify.max_user_instances, 128 by default,
+// shared with every other program of that user), and each check after a launch holds one for
+// its walk. Concurrent opens (256 at once) would run out and refuse their launches: the checks
+// hold at most a quarter of the instances at once, and a check beyond that waits on its own
+// thread for a slot (never on the reactor), then walks as any other.
+class InstanceSlots final {
+ public:
+  InstanceSlots() : free_(Budget()) {}
+  void Acquire() {
+    std::unique_lock lock(mutex_);
+    freed_.wait(lock, [this] { return free_ > 0; });
+    --free_;
+  }
+  void Release() {
+    {
+      std::lock_guard lock(mutex_);
+      ++free_;
+    }
+    freed_.notify_one();
+  }
+
+ private:
+  static size_t Budget() {
+    size_t max_user_instances = 128;  // the kernel's default
+    std::ifstream("/proc/sys/fs/inotify/max_user_instances") >> max_user_instances;
+    return std::max<size_t>(max_user_instances / 4, 1);
+  }
+  std::mutex mutex_;
+  std::condition_variable freed_;
+  size_t free_;
+};
+
+InstanceSlots& WatchInstances() {
+  static InstanceSlots slots;
+  return slots;
 }
 
 constexpr uint64_t kBeneath =
@@ -310,6 +349,10 @@ std::optional<std::string> CheckRepositoriesAfterLaunch(const SandboxSpec& sandb
                                                         const struct timespec& walk_started,
                                                         size_t max_entries) {
   if (session <= 0) return "cannot tell a process of the session to check its repositories";
+  WatchInstances().Acquire();
+  struct SlotReleased {
+    ~SlotReleased() { WatchInstances().Release(); }
+  } slot_released;
   for (int attempt = 0; attempt < kAfterLaunchWalks; ++attempt) {
     struct Released {
       ~Released() { ReleaseWatches(); }  // after `watch` below is closed

@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -340,7 +342,10 @@ Result<void> AddRow(scmp_filter_ctx ctx, const Row& row, const SeccompOptions& o
 
 }  // namespace
 
-Result<UniqueFd> BuildSeccompProgram(const SeccompOptions& options) {
+namespace {
+
+// The program libseccomp compiles from the table for `options`, as BPF bytes.
+Result<std::string> CompileProgram(const SeccompOptions& options) {
   FilterContext ctx;
   if (ctx.Get() == nullptr) {
     return Fail(ErrorKind::kSandboxUnavailable,
@@ -355,10 +360,53 @@ Result<UniqueFd> BuildSeccompProgram(const SeccompOptions& options) {
     if (auto added = AddRow(ctx.Get(), row, options); !added) return Propagate(added);
   }
 
-  UniqueFd fd(memfd_create("ptybox-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  UniqueFd fd(memfd_create("ptybox-seccomp-export", MFD_CLOEXEC));
   if (!fd) return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "memfd_create"));
   rc = seccomp_export_bpf(ctx.Get(), fd.Get());
   if (rc != 0) return LibseccompError("seccomp_export_bpf", "", rc);
+  std::string program;
+  char buffer[4096];
+  for (off_t at = 0;;) {
+    const ssize_t got = ::pread(fd.Get(), buffer, sizeof buffer, at);
+    if (got < 0) return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "pread"));
+    if (got == 0) break;
+    program.append(buffer, static_cast<size_t>(got));
+    at += got;
+  }
+  return program;
+}
+
+// The program for `options`, compiled once per process: the table and the architecture are
+// fixed, so every launch with the same options gets the same bytes (compiling costs more than
+// the rest of a launch's preparation on the reactor).
+Result<std::string> ProgramFor(const SeccompOptions& options) {
+  static std::mutex mutex;
+  static std::optional<std::string> programs[2];
+  std::lock_guard lock(mutex);
+  std::optional<std::string>& cached = programs[options.network_allowed ? 1 : 0];
+  if (!cached) {
+    Result<std::string> compiled = CompileProgram(options);
+    if (!compiled) return Propagate(compiled);
+    cached = std::move(*compiled);
+  }
+  return *cached;
+}
+
+}  // namespace
+
+Result<UniqueFd> BuildSeccompProgram(const SeccompOptions& options) {
+  Result<std::string> program = ProgramFor(options);
+  if (!program) return Propagate(program);
+  UniqueFd fd(memfd_create("ptybox-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd) return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "memfd_create"));
+  for (size_t done = 0; done < program->size();) {
+    const ssize_t wrote = ::write(fd.Get(), program->data() + done, program->size() - done);
+    if (wrote < 0) {
+      if (errno == EINTR) continue;
+      return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "write", "memfd"));
+    }
+    done += static_cast<size_t>(wrote);
+  }
   if (fcntl(fd.Get(), F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) != 0) {
     return std::unexpected(
         Error::FromErrno(ErrorKind::kSandboxUnavailable, "fcntl(F_ADD_SEALS)", "memfd"));

@@ -1,10 +1,11 @@
 // User namespaces for idmapped mounts, and the session uid range check. CreateUserNamespace
-// forks a helper that only unshares and waits (async-signal-safe), writes its maps from here,
-// keeps /proc/PID/ns/user open and reaps the helper before returning.
+// clones a helper into a new user namespace (sharing our memory: no fork of the daemon), writes
+// its maps from here, keeps /proc/PID/ns/user open and reaps the helper before returning.
 #include "sandbox/user_namespace.h"
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,49 +84,53 @@ RootIdMap RootIdMapFor(uid_t owner_uid, gid_t owner_gid, policy::SessionUid sess
           IdMapLine(owner_gid, session_uid.value(), 1)};
 }
 
+namespace {
+
+// The two ends of the pipe that keeps the helper alive while its maps are written.
+struct HoldPipe {
+  int read_end;
+  int write_end;
+};
+
+// The helper's whole life: it drops its copy of the write end, waits until the parent lets go
+// (end of file), then returns, and clone's code exits the task with a raw exit system call. It
+// shares the daemon's memory (CLONE_VM), so it only makes system calls, on its own small stack.
+int HoldNamespace(void* arg) {
+  const HoldPipe* hold = static_cast<const HoldPipe*>(arg);
+  ::close(hold->write_end);
+  char ignored;
+  (void)::read(hold->read_end, &ignored, 1);
+  return 0;
+}
+
+constexpr size_t kHelperStack = 64 * 1024;
+
+}  // namespace
+
 Result<UniqueFd> CreateUserNamespace(const RootIdMap& maps) {
-  int ready[2];
   int hold[2];
-  if (::pipe2(ready, O_CLOEXEC) != 0) {
-    return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "pipe2"));
-  }
-  UniqueFd ready_read(ready[0]), ready_write(ready[1]);
   if (::pipe2(hold, O_CLOEXEC) != 0) {
     return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "pipe2"));
   }
   UniqueFd hold_read(hold[0]), hold_write(hold[1]);
-  const pid_t pid = ::fork();
-  if (pid < 0) return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "fork"));
-  if (pid == 0) {
-    // Only async-signal-safe calls: unshare, report, wait for the parent to let go (our copy
-    // of the write end must go, or the read below never sees end of file).
-    ::close(hold[1]);
-    ::close(ready[0]);
-    char status = ::unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
-    (void)::write(ready[1], &status, 1);
-    char ignored;
-    (void)::read(hold[0], &ignored, 1);
-    ::_exit(0);
+  void* stack = ::mmap(nullptr, kHelperStack, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) {
+    return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "mmap"));
   }
-  ready_write.Reset();
-  hold_read.Reset();
-  auto finish = [&] {
-    hold_write.Reset();
-    int wait_status = 0;
-    while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
-    }
-  };
-  char status = 0;
-  ssize_t got;
-  do {
-    got = ::read(ready_read.Get(), &status, 1);
-  } while (got < 0 && errno == EINTR);
-  if (got != 1 || status != 'y') {
-    finish();
-    return Fail(ErrorKind::kSandboxUnavailable,
-                "cannot create a user namespace for the session's idmapped mounts "
-                "(unshare(CLONE_NEWUSER) failed in a helper): check user.max_user_namespaces "
-                "and any seccomp profile around the daemon (ptybox doctor)");
+  // Born in the new user namespace: its maps can be written as soon as clone returns, without
+  // waiting for the helper to be scheduled. CLONE_VM: no copy of the daemon's page tables (a
+  // fork of a daemon holding hundreds of sessions costs milliseconds).
+  HoldPipe ends{hold_read.Get(), hold_write.Get()};
+  const pid_t pid = ::clone(HoldNamespace, static_cast<char*>(stack) + kHelperStack,
+                            CLONE_VM | CLONE_NEWUSER | SIGCHLD, &ends);
+  if (pid < 0) {
+    Error error = Error::FromErrno(ErrorKind::kSandboxUnavailable, "clone(CLONE_NEWUSER)");
+    error.message +=
+        " (cannot create a user namespace for the session's idmapped mounts): check "
+        "user.max_user_namespaces and any seccomp profile around the daemon (ptybox doctor)";
+    ::munmap(stack, kHelperStack);
+    return std::unexpected(std::move(error));
   }
   Result<void> written = WriteProcFile(pid, "uid_map", maps.uid_map);
   if (written) written = WriteProcFile(pid, "gid_map", maps.gid_map);
@@ -136,7 +141,14 @@ Result<UniqueFd> CreateUserNamespace(const RootIdMap& maps) {
     if (!ns)
       written = std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "open", path));
   }
-  finish();
+  hold_write.Reset();
+  int wait_status = 0;
+  pid_t waited;
+  do {
+    waited = ::waitpid(pid, &wait_status, 0);
+  } while (waited < 0 && errno == EINTR);
+  // Its stack is ours again only once it is gone; otherwise it is left mapped (64 KiB).
+  if (waited == pid) ::munmap(stack, kHelperStack);
   if (!written) return Propagate(written);
   return ns;
 }

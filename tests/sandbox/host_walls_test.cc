@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "tests/support/temp_dir.h"
 
@@ -55,6 +56,29 @@ TEST(HostWallsTest, AHomeIsVeiledHiddenOrGrantedByDirectory) {
   EXPECT_EQ(CoverOfHome(home, {"/home"}), HomeCover::kGranted);
   EXPECT_EQ(CoverOfHome(home, {home}), HomeCover::kGranted);
   EXPECT_EQ(CoverOfHome(home, {"/home/u2/x"}), HomeCover::kHide);  // a sibling, not inside
+}
+
+// Each home is listed once and a pattern whose first component is not in it is never looked
+// for; what is there is found and resolved exactly as before: through a link, once, a file or
+// a directory, in any of the homes.
+TEST(HostWallsTest, HiddenPathsAreFoundInEveryHomeThatHoldsThem) {
+  ::ptybox::testing::TempDir dir;
+  const fs::path base = fs::canonical(dir.path());
+  const fs::path a = base / "a";
+  const fs::path b = base / "b";
+  const fs::path empty = base / "empty";
+  fs::create_directories(a / ".ssh");
+  fs::create_directories(a / ".config" / "gh");
+  fs::create_directories(b / ".config");
+  fs::create_directories(empty);
+  std::ofstream(b / ".netrc") << "machine x";
+  fs::create_directory_symlink(a / ".ssh", b / ".ssh");
+  const std::vector<std::string> patterns = {"~/.ssh", "~/.netrc",         "~/.config/gh",
+                                             "~/.aws", "~/.config/gcloud", (a / ".ssh").string()};
+  const std::vector<HiddenPath> hidden = CollectHiddenPaths(patterns, {a, b, empty});
+  const std::vector<HiddenPath> expected = {
+      {a / ".ssh", true}, {b / ".netrc", false}, {a / ".config" / "gh", true}};
+  EXPECT_EQ(hidden, expected);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -61,6 +62,24 @@ TEST(SeccompFilterTest, ProgramIsASealedMemfdAtOffsetZero) {
   const std::vector<uint8_t> bytes = testing::ReadProgram(fd->Get());
   EXPECT_GT(bytes.size(), 0u);
   EXPECT_EQ(bytes.size() % 8, 0u);  // whole sock_filter instructions
+}
+
+// The program is compiled once per process and copied into each launch's memfd: every launch
+// gets a memfd of its own (sealed, as above) holding the same program, and the two network
+// settings keep their two programs.
+TEST(SeccompFilterTest, EveryLaunchGetsItsOwnMemfdWithTheSameProgram) {
+  auto first = BuildSeccompProgram({});
+  auto second = BuildSeccompProgram({});
+  ASSERT_TRUE(first.has_value()) << first.error().Describe();
+  ASSERT_TRUE(second.has_value()) << second.error().Describe();
+  struct stat a {};
+  struct stat b {};
+  ASSERT_EQ(fstat(first->Get(), &a), 0);
+  ASSERT_EQ(fstat(second->Get(), &b), 0);
+  EXPECT_NE(a.st_ino, b.st_ino);
+  EXPECT_EQ(testing::ReadProgram(first->Get()), testing::ReadProgram(second->Get()));
+  EXPECT_NE(Program(false), Program(true));
+  EXPECT_EQ(Program(true), Program(true));
 }
 
 TEST(SeccompFilterTest, TableCoversTheRequiredSyscalls) {
