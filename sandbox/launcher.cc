@@ -296,21 +296,30 @@ constexpr size_t kChildStack = 256 * 1024;
 // handlers before ResetChildSignals; what it calls until execve are system calls only
 // (ExecChild, EnterStage), as after a fork of a threaded process.
 Result<pid_t> StartChild(ChildArgs& child) {
-  void* stack = ::mmap(nullptr, kChildStack, PROT_READ | PROT_WRITE,
+  // One inaccessible page below the stack: a child that overran it would otherwise write into
+  // whatever of the daemon's memory lies there; with the guard it dies of SIGSEGV alone.
+  const size_t guard = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  void* stack = ::mmap(nullptr, guard + kChildStack, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) {
     return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "mmap", "child stack"));
+  }
+  if (::mprotect(stack, guard, PROT_NONE) != 0) {
+    const int err = errno;
+    ::munmap(stack, guard + kChildStack);
+    return std::unexpected(
+        Error::FromErrno(ErrorKind::kSpawnFailed, "mprotect", "stack guard", err));
   }
   sigset_t all;
   sigset_t saved;
   ::sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &saved);
-  const pid_t pid = ::clone(RunChild, static_cast<char*>(stack) + kChildStack,
+  const pid_t pid = ::clone(RunChild, static_cast<char*>(stack) + guard + kChildStack,
                             CLONE_VM | CLONE_VFORK | SIGCHLD, &child);
   const int err = errno;
   ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   // The child has executed or exited: its stack is ours again.
-  ::munmap(stack, kChildStack);
+  ::munmap(stack, guard + kChildStack);
   if (pid < 0) return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "clone", "", err));
   return pid;
 }

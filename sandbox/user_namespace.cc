@@ -4,7 +4,9 @@
 #include "sandbox/user_namespace.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -122,10 +124,19 @@ Result<UniqueFd> CreateUserNamespace(const RootIdMap& maps) {
   // waiting for the helper to be scheduled. CLONE_VM: no copy of the daemon's page tables (a
   // fork of a daemon holding hundreds of sessions costs milliseconds).
   HoldPipe ends{hold_read.Get(), hold_write.Get()};
+  // Born with every signal blocked, so the helper, which shares our memory, never runs one of
+  // the daemon's handlers on its stack (a SIGINT to the daemon's process group reaches it too).
+  sigset_t all;
+  sigset_t saved;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &saved);
   const pid_t pid = ::clone(HoldNamespace, static_cast<char*>(stack) + kHelperStack,
                             CLONE_VM | CLONE_NEWUSER | SIGCHLD, &ends);
+  const int clone_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   if (pid < 0) {
-    Error error = Error::FromErrno(ErrorKind::kSandboxUnavailable, "clone(CLONE_NEWUSER)");
+    Error error =
+        Error::FromErrno(ErrorKind::kSandboxUnavailable, "clone(CLONE_NEWUSER)", {}, clone_errno);
     error.message +=
         " (cannot create a user namespace for the session's idmapped mounts): check "
         "user.max_user_namespaces and any seccomp profile around the daemon (ptybox doctor)";
