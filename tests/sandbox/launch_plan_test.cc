@@ -24,10 +24,10 @@ namespace fs = std::filesystem;
 
 TEST(IdMapTest, TheRootsOwnerBecomesTheSessionUid) {
   EXPECT_EQ(IdMapLine(0, 2147418112, 1), "0 2147418112 1\n");
-  const RootIdMap map = RootIdMapFor(1000, 1001, 2147418113);
+  const RootIdMap map = RootIdMapFor(1000, 1001, policy::SessionUid(2147418113));
   EXPECT_EQ(map.uid_map, "1000 2147418113 1\n");
   EXPECT_EQ(map.gid_map, "1001 2147418113 1\n");
-  const RootIdMap root = RootIdMapFor(0, 0, 7);
+  const RootIdMap root = RootIdMapFor(0, 0, policy::SessionUid(7));
   EXPECT_EQ(root.uid_map, "0 7 1\n");
 }
 
