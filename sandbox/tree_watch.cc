@@ -12,7 +12,6 @@
 #include <sys/fanotify.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -70,14 +69,12 @@ bool EventCounts(const fanotify_event_metadata& event, const char* start, const 
                       header.info_type == FAN_EVENT_INFO_TYPE_DFID;
     constexpr size_t kHandleAt = sizeof(fanotify_event_info_fid);
     if (dfid && header.len >= kHandleAt + sizeof(file_handle)) {
-      __kernel_fsid_t fsid;
-      std::memcpy(&fsid, at + offsetof(fanotify_event_info_fid, fsid), sizeof fsid);
       file_handle handle;
       std::memcpy(&handle, at + kHandleAt, sizeof handle);
       const char* bytes = at + kHandleAt + sizeof handle;
       if (bytes + handle.handle_bytes > at + header.len) return true;
       const std::string key =
-          DirectoryKey(&fsid, handle.handle_type, std::string_view(bytes, handle.handle_bytes));
+          DirectoryKey(handle.handle_type, std::string_view(bytes, handle.handle_bytes));
       if (!dirs.contains(key)) return false;  // not a directory the walk watched
       if ((event.mask & FAN_ONDIR) != 0) return true;
       const char* name = bytes + handle.handle_bytes;
@@ -89,7 +86,9 @@ bool EventCounts(const fanotify_event_metadata& event, const char* start, const 
   return true;  // no directory record: cannot tell where it arrived
 }
 
-// A directory's key as fanotify names it: its filesystem's id and its file handle.
+// A directory's key as fanotify names it: its file handle. The same encoding as fanotify's: both
+// call the filesystem's encode_fh for the inode alone (no parent), AT_HANDLE_FID as fanotify
+// does since Linux 6.5, the decodable handle before, when fanotify needed one too.
 std::optional<std::string> KeyOf(int dir_fd) {
   alignas(file_handle) char storage[sizeof(file_handle) + MAX_HANDLE_SZ] = {};
   auto* handle = reinterpret_cast<file_handle*>(storage);
@@ -99,9 +98,7 @@ std::optional<std::string> KeyOf(int dir_fd) {
       (errno != EINVAL || ::name_to_handle_at(dir_fd, "", handle, &mount_id, AT_EMPTY_PATH) != 0)) {
     return std::nullopt;
   }
-  struct statfs fs {};
-  if (::fstatfs(dir_fd, &fs) != 0) return std::nullopt;
-  return DirectoryKey(&fs.f_fsid, handle->handle_type,
+  return DirectoryKey(handle->handle_type,
                       std::string_view(storage + sizeof(file_handle), handle->handle_bytes));
 }
 
@@ -162,10 +159,9 @@ void LogInotifyOnce(const std::string& why) {
 
 }  // namespace
 
-std::string DirectoryKey(const void* fsid, int handle_type, std::string_view handle_bytes) {
-  std::string key(sizeof(__kernel_fsid_t) + sizeof handle_type, '\0');
-  std::memcpy(key.data(), fsid, sizeof(__kernel_fsid_t));
-  std::memcpy(key.data() + sizeof(__kernel_fsid_t), &handle_type, sizeof handle_type);
+std::string DirectoryKey(int handle_type, std::string_view handle_bytes) {
+  std::string key(sizeof handle_type, '\0');
+  std::memcpy(key.data(), &handle_type, sizeof handle_type);
   return key.append(handle_bytes);
 }
 
@@ -245,12 +241,14 @@ std::optional<std::string> TreeWatch::WatchWithFanotify(int dir_fd) {
   if (::fstat(dir_fd, &st) != 0) return "a directory cannot be watched (" + Errno("fstat") + ")";
   if (std::find(marked_.begin(), marked_.end(), st.st_dev) == marked_.end()) {
     // Another filesystem on the same mount (a btrfs subvolume): marked before its first
-    // directory is read, so before any of its directories is.
-    if (!MarkFilesystem(fd_.Get(), dir_fd)) {
+    // directory is read, so before any of its directories is; where the kernel refuses that
+    // (a subvolume is not its filesystem's root), each of its directories is marked alone.
+    if (MarkFilesystem(fd_.Get(), dir_fd)) {
+      marked_.push_back(st.st_dev);
+    } else if (::fanotify_mark(fd_.Get(), FAN_MARK_ADD, kFanotifyArrivals, dir_fd, nullptr) != 0) {
       return "a directory on another filesystem inside the root cannot be watched (" +
              Errno("fanotify_mark") + "); make a smaller directory the root";
     }
-    marked_.push_back(st.st_dev);
   }
   Drain();  // what was queued before this directory is recorded was visible to its read
   std::optional<std::string> key = KeyOf(dir_fd);

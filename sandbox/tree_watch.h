@@ -31,14 +31,15 @@ namespace ptybox::sandbox {
 inline constexpr uint64_t kFanotifyArrivals =
     0x00000100 /*FAN_CREATE*/ | 0x00000080 /*FAN_MOVED_TO*/ | 0x40000000 /*FAN_ONDIR*/;
 
-// The directories a fanotify watch has watched, by filesystem id and file handle (the key
-// DirectoryKey makes), and whether a buffer of fanotify events (FAN_REPORT_DFID_NAME) holds one
-// that could have put a repository in one of them: a directory made or moved in, or a `.git`
-// arriving, or a lost event (FAN_Q_OVERFLOW, an event without its directory's record). Pure, so
-// that the attribution is tested on its own.
+// The directories a fanotify watch has watched, by file handle (the key DirectoryKey makes), and
+// whether a buffer of fanotify events (FAN_REPORT_DFID_NAME) holds one that could have put a
+// repository in one of them: a directory made or moved in, or a `.git` arriving, or a lost event
+// (FAN_Q_OVERFLOW, an event without its directory's record). The filesystem id is not compared
+// (a btrfs subvolume's differs from the one its filesystem's mark reports): a directory of
+// another filesystem with the same handle counts, the safe side. Pure, so that the attribution
+// is tested on its own.
 using WatchedDirectories = std::unordered_set<std::string>;
-[[nodiscard]] std::string DirectoryKey(const void* fsid, int handle_type,
-                                       std::string_view handle_bytes);
+[[nodiscard]] std::string DirectoryKey(int handle_type, std::string_view handle_bytes);
 [[nodiscard]] bool ArrivalInWatched(std::span<const char> events, const WatchedDirectories& dirs);
 
 class TreeWatch {

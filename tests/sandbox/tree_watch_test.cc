@@ -58,19 +58,20 @@ TEST(TreeWatchTest, AnEventCountsOnlyInAWatchedDirectoryAndALostOneAlways) {
   const __kernel_fsid_t fsid{{7, 9}};
   const __kernel_fsid_t other_fsid{{7, 10}};
   const std::string walked = "\x01\x02\x03\x04\x05\x06\x07\x08";
-  const WatchedDirectories dirs = {DirectoryKey(&fsid, 1, walked)};
+  const WatchedDirectories dirs = {DirectoryKey(1, walked)};
   EXPECT_FALSE(Counts("", dirs));
   EXPECT_TRUE(Counts(Event(FAN_CREATE | FAN_ONDIR, fsid, 1, walked, "new"), dirs));
   EXPECT_TRUE(Counts(Event(FAN_MOVED_TO | FAN_ONDIR, fsid, 1, walked, "lib"), dirs));
   EXPECT_TRUE(Counts(Event(FAN_CREATE, fsid, 1, walked, ".git"), dirs));    // a gitfile
   EXPECT_FALSE(Counts(Event(FAN_CREATE, fsid, 1, walked, "notes"), dirs));  // a plain file
   EXPECT_FALSE(Counts(Event(FAN_CREATE, fsid, 1, walked, ".gitx"), dirs));
-  // Outside the roots: another directory, the same handle of another filesystem or type.
+  // Outside the roots: another directory, or the same bytes as a handle of another type.
   EXPECT_FALSE(Counts(Event(FAN_CREATE | FAN_ONDIR, fsid, 1, "\x09\x02\x03\x04", "x"), dirs));
-  EXPECT_FALSE(Counts(Event(FAN_CREATE | FAN_ONDIR, other_fsid, 1, walked, "x"), dirs));
   EXPECT_FALSE(Counts(Event(FAN_CREATE | FAN_ONDIR, fsid, 2, walked, "x"), dirs));
+  // The same handle reported with another filesystem id counts (a subvolume's id differs).
+  EXPECT_TRUE(Counts(Event(FAN_CREATE | FAN_ONDIR, other_fsid, 1, walked, "x"), dirs));
   // One counting event among others counts.
-  const std::string outside = Event(FAN_CREATE | FAN_ONDIR, other_fsid, 1, walked, "x");
+  const std::string outside = Event(FAN_CREATE | FAN_ONDIR, fsid, 1, "\x09\x02", "x");
   EXPECT_TRUE(
       Counts(outside + Event(FAN_CREATE | FAN_ONDIR, fsid, 1, walked, "y") + outside, dirs));
   // A lost queue, a cut event, a record that overruns its event: something may have changed.
@@ -80,7 +81,7 @@ TEST(TreeWatchTest, AnEventCountsOnlyInAWatchedDirectoryAndALostOneAlways) {
   overflow.mask = FAN_Q_OVERFLOW;
   overflow.fd = FAN_NOFD;
   EXPECT_TRUE(Counts(std::string(reinterpret_cast<const char*>(&overflow), sizeof overflow), {}));
-  const std::string whole = Event(FAN_CREATE | FAN_ONDIR, other_fsid, 1, walked, "x");
+  const std::string whole = Event(FAN_CREATE | FAN_ONDIR, fsid, 1, "\x09\x02", "x");
   EXPECT_TRUE(Counts(whole.substr(0, whole.size() - 8), dirs));
   EXPECT_TRUE(Counts(whole.substr(0, 10), dirs));
   std::string overrun = whole;
