@@ -24,7 +24,11 @@ namespace fs = std::filesystem;
 // A workspace under /tmp, made once per shape: `files` files in one directory, and `dirs`
 // directories in groups of 200.
 fs::path Workspace(int files, int dirs) {
-  static std::map<std::pair<int, int>, fs::path> made;
+  static struct Made : std::map<std::pair<int, int>, fs::path> {
+    ~Made() {
+      for (const auto& [shape, root] : *this) fs::remove_all(root);
+    }
+  } made;
   fs::path& root = made[{files, dirs}];
   if (!root.empty()) return root;
   char pattern[] = "/tmp/ptybox-check-bench-XXXXXX";
