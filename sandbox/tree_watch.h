@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <span>
@@ -22,6 +23,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/error.h"
 #include "common/unique_fd.h"
 #include "sandbox/host_probe.h"
 
