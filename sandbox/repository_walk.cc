@@ -6,13 +6,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -24,49 +22,17 @@
 
 #include "common/proc_stat.h"
 #include "common/unique_fd.h"
+#include "sandbox/tree_watch.h"
 
 namespace ptybox::sandbox {
 namespace {
 
-constexpr uint32_t kWatchedChanges = IN_CREATE | IN_MOVED_TO | IN_ONLYDIR;
-
-// Inotify watches are counted per user (the daemon's: root's for a root daemon), against
-// fs.inotify.max_user_watches, which every other program of that user shares. The checks after
-// launches together hold at most a quarter of it, so one owner's large tree (or many opens at
-// once) can neither deny the host's other programs their watches nor use up the rest.
-std::atomic<size_t> g_watches_held{0};
-thread_local size_t t_watches_held = 0;
-
-size_t WatchBudget() {
-  static const size_t budget = [] {
-    size_t max_user_watches = 8192;  // the kernel's floor
-    std::ifstream("/proc/sys/fs/inotify/max_user_watches") >> max_user_watches;
-    return std::max<size_t>(max_user_watches / 4, 1024);
-  }();
-  return budget;
-}
-
-// Takes one watch from the shared budget for this thread's walk; false when none is left.
-bool ReserveWatch() {
-  if (g_watches_held.fetch_add(1) >= WatchBudget()) {
-    g_watches_held.fetch_sub(1);
-    return false;
-  }
-  ++t_watches_held;
-  return true;
-}
-
-// Gives back what this thread's walk reserved (its inotify descriptor is closed by then).
-void ReleaseWatches() {
-  g_watches_held.fetch_sub(t_watches_held);
-  t_watches_held = 0;
-}
-
-// Inotify instances are counted per user too (fs.inotify.max_user_instances, 128 by default,
-// shared with every other program of that user), and each check after a launch holds one for
-// its walk. Concurrent opens (256 at once) would run out and refuse their launches: the checks
-// hold at most a quarter of the instances at once, and a check beyond that waits on its own
-// thread for a slot (never on the reactor), then walks as any other.
+// Watch instances are counted per user too (inotify's fs.inotify.max_user_instances and
+// fanotify's fs.fanotify.max_user_groups, 128 by default each, shared with every other program
+// of that user), and each check after a launch holds one for its walk (sandbox/tree_watch.h).
+// Concurrent opens (256 at once) would run out and refuse their launches: the checks hold at most a
+// quarter of the instances at once, and a check beyond that waits on its own thread for a slot
+// (never on the reactor), then walks as any other.
 class InstanceSlots final {
  public:
   InstanceSlots() : free_(Budget()) {}
@@ -146,22 +112,26 @@ std::optional<std::string> OpenFailure(int error, int parent, const char* name,
 
 }  // namespace
 
+std::vector<std::filesystem::path> WritableRoots(const SandboxSpec& sandbox) {
+  std::vector<std::filesystem::path> roots = {sandbox.workspace_root};
+  roots.insert(roots.end(), sandbox.writable_roots.begin(), sandbox.writable_roots.end());
+  return roots;
+}
+
 LaunchRepositories RepositoriesOfLaunch(const SandboxSpec& sandbox, size_t max_entries,
-                                        int watch_fd) {
+                                        TreeWatch* watch) {
   LaunchRepositories found;
   found.walked = true;
   if (sandbox.mode != policy::Mode::kWorkspaceWrite) return found;
-  std::vector<std::filesystem::path> roots = {sandbox.workspace_root};
-  roots.insert(roots.end(), sandbox.writable_roots.begin(), sandbox.writable_roots.end());
   std::optional<uid_t> owner;
   std::vector<std::pair<std::filesystem::path, GitIdentity>> gits;
-  for (const std::filesystem::path& root : roots) {
+  for (const std::filesystem::path& root : WritableRoots(sandbox)) {
     Result<OpenedPath> opened = OpenRootNoFollow(root.lexically_normal());
     if (!opened) continue;  // the launch refuses it with its own message
     // One identity: a root daemon's session writes as the workspace's owner, an ordinary
     // user's as that user.
     if (!owner) owner = ::geteuid() == 0 ? opened->owner_uid : ::geteuid();
-    RepositoryWalk walk = WalkRepositories(*opened, *owner, max_entries - found.entries, watch_fd);
+    RepositoryWalk walk = WalkRepositories(*opened, *owner, max_entries - found.entries, watch);
     found.entries += walk.entries;
     for (size_t i = 0; i < walk.git_paths.size(); ++i) {
       gits.emplace_back(std::move(walk.git_paths[i]), walk.git_ids[i]);
@@ -190,7 +160,7 @@ bool SameRepositories(const LaunchRepositories& launched, const LaunchRepositori
 }
 
 RepositoryWalk WalkRepositories(const OpenedPath& root, uid_t owner, size_t max_entries,
-                                int watch_fd) {
+                                TreeWatch* watch) {
   RepositoryWalk walk;
   std::deque<std::filesystem::path> queue;  // relative to the root
   queue.emplace_back();
@@ -219,23 +189,10 @@ RepositoryWalk WalkRepositories(const OpenedPath& root, uid_t owner, size_t max_
       }
       continue;
     }
-    if (watch_fd >= 0) {
+    if (watch != nullptr) {
       // Watched before it is read: an entry that arrives after the read is an event.
-      const std::string self = "/proc/self/fd/" + std::to_string(fd);
-      if (!ReserveWatch()) {
-        walk.incomplete = Refusal(
-            root.path, "more directories are being checked at once than the watch budget (" +
-                           std::to_string(WatchBudget()) +
-                           ", a quarter of fs.inotify.max_user_watches) allows; open again "
-                           "once other launches are done, narrow the roots, or raise the sysctl");
-        ::close(fd);
-        continue;
-      }
-      if (::inotify_add_watch(watch_fd, self.c_str(), kWatchedChanges) < 0) {
-        walk.incomplete = Refusal(
-            root.path, "a directory cannot be watched while it is searched (" +
-                           std::string(std::strerror(errno)) +
-                           "); raise fs.inotify.max_user_watches (sysctl) or narrow the roots");
+      if (std::optional<std::string> why = watch->Watch(fd)) {
+        walk.incomplete = Refusal(root.path, *why);
         ::close(fd);
         continue;
       }
@@ -278,30 +235,6 @@ RepositoryWalk WalkRepositories(const OpenedPath& root, uid_t owner, size_t max_
 }
 
 namespace {
-
-// A directory moved in, a directory made, or a `.git` of either kind arriving: what could put a
-// repository where the walk had already read.
-bool RepositoryMayHaveArrived(const inotify_event& event) {
-  if ((event.mask & IN_Q_OVERFLOW) != 0) return true;
-  if ((event.mask & (IN_CREATE | IN_MOVED_TO)) == 0) return false;
-  return (event.mask & IN_ISDIR) != 0 || (event.len > 0 && std::strcmp(event.name, ".git") == 0);
-}
-
-// Reads every queued event of `watch_fd` (non-blocking); true when one could have put a
-// repository in a directory after it was read.
-bool TreeChangedUnderWatch(int watch_fd) {
-  bool changed = false;
-  alignas(inotify_event) char buffer[16384];
-  for (;;) {
-    const ssize_t got = ::read(watch_fd, buffer, sizeof buffer);
-    if (got <= 0) return changed || (got < 0 && errno != EAGAIN && errno != EINTR);
-    for (ssize_t at = 0; at < got;) {
-      const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
-      changed = changed || RepositoryMayHaveArrived(*event);
-      at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
-    }
-  }
-}
 
 // The birth time of the object at `path` when it is still `id`; nullopt otherwise (gone,
 // replaced, or a filesystem that keeps no birth time).
@@ -354,15 +287,9 @@ std::optional<std::string> CheckRepositoriesAfterLaunch(const SandboxSpec& sandb
     ~SlotReleased() { WatchInstances().Release(); }
   } slot_released;
   for (int attempt = 0; attempt < kAfterLaunchWalks; ++attempt) {
-    struct Released {
-      ~Released() { ReleaseWatches(); }  // after `watch` below is closed
-    } released;
-    const UniqueFd watch(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
-    if (!watch) {
-      return "cannot watch the roots while they are searched (inotify_init1: " +
-             std::string(std::strerror(errno)) + "); raise fs.inotify.max_user_instances";
-    }
-    const LaunchRepositories after = RepositoriesOfLaunch(sandbox, max_entries, watch.Get());
+    Result<TreeWatch> watch = TreeWatch::Open(WritableRoots(sandbox));
+    if (!watch) return watch.error().message;
+    const LaunchRepositories after = RepositoriesOfLaunch(sandbox, max_entries, &*watch);
     if (after.incomplete) return *after.incomplete;
     Result<std::vector<std::filesystem::path>> mounts = SessionMountPoints(session);
     // A program that already ended (a shell that exits at once) has no mounts to check and
@@ -374,7 +301,7 @@ std::optional<std::string> CheckRepositoriesAfterLaunch(const SandboxSpec& sandb
     if (!mounts) return mounts.error().message;
     // Nothing arrived in a directory after it was read: the walk saw every repository the
     // tree held when it ended, and the session's mounts were read after that.
-    if (!TreeChangedUnderWatch(watch.Get())) {
+    if (!watch->Changed()) {
       return UnprotectedRepository(after, *mounts, walk_started);
     }
   }

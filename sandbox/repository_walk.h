@@ -22,6 +22,7 @@
 #include "common/error.h"
 #include "sandbox/bwrap_args.h"
 #include "sandbox/path_open.h"
+#include "sandbox/tree_watch.h"
 
 namespace ptybox::sandbox {
 
@@ -53,12 +54,11 @@ struct RepositoryWalk {
 // directory can be searched without being read, mode 0711); one it can neither read nor search
 // is skipped. An ordinary user's daemon shows mounts inside a root to its sessions, so there a
 // mount the walk does not cross makes it incomplete too.
-// `watch_fd`, an inotify descriptor or -1: each directory is watched for arrivals (made, moved
-// in) before it is read (CheckRepositoriesAfterLaunch); a directory that cannot be watched
-// makes the walk incomplete.
+// `watch`, or none: each directory is watched for arrivals (made, moved in) before it is read
+// (CheckRepositoriesAfterLaunch); a directory that cannot be watched makes the walk incomplete.
 [[nodiscard]] RepositoryWalk WalkRepositories(const OpenedPath& root, uid_t owner,
                                               size_t max_entries = kRepositoryWalkMaxEntries,
-                                              int watch_fd = -1);
+                                              TreeWatch* watch = nullptr);
 
 // What a launch of `sandbox` protects as repositories: the walk of each writable root
 // (workspace-write only; nothing to walk otherwise), sorted. `walked` tells a value made by the
@@ -72,7 +72,10 @@ struct LaunchRepositories {
   bool operator==(const LaunchRepositories&) const = default;
 };
 [[nodiscard]] LaunchRepositories RepositoriesOfLaunch(
-    const SandboxSpec& sandbox, size_t max_entries = kRepositoryWalkMaxEntries, int watch_fd = -1);
+    const SandboxSpec& sandbox, size_t max_entries = kRepositoryWalkMaxEntries,
+    TreeWatch* watch = nullptr);
+// The roots a workspace-write launch of `sandbox` can write: the workspace, then the others.
+[[nodiscard]] std::vector<std::filesystem::path> WritableRoots(const SandboxSpec& sandbox);
 
 // The git paths of two walks are the same set, each the same object, and the second searched
 // everything: a pooled shell launched with `launched` may serve a launch that walked `now`.
@@ -99,13 +102,13 @@ struct LaunchRepositories {
 inline constexpr int kAfterLaunchWalks = 3;
 
 // The check after a launch, once its session is ready (`session`: a process in its mount
-// namespace): the roots are walked with every directory watched before it is read
-// (inotify: a directory made or moved in, or a `.git` arriving), then the session's mount points
-// are read. A walk during which nothing arrived in a directory it had read saw every repository
-// the tree held when it ended; each must then be a mount point of the session, or born after
-// `walk_started` (UnprotectedRepository). A walk during which something arrived is made again,
-// up to kAfterLaunchWalks times, then the launch is refused. Returns why the launch must be
-// refused, or nullopt.
+// namespace): the roots are walked with every directory watched before it is read (TreeWatch:
+// a directory made or moved in, or a `.git` arriving; fanotify for a root daemon), then the
+// session's mount points are read. A walk during which nothing arrived in a directory it had read
+// saw every repository the tree held when it ended; each must then be a mount point of the session,
+// or born after `walk_started` (UnprotectedRepository). A walk during which something arrived is
+// made again, up to kAfterLaunchWalks times, then the launch is refused. Returns why the launch
+// must be refused, or nullopt.
 [[nodiscard]] std::optional<std::string> CheckRepositoriesAfterLaunch(
     const SandboxSpec& sandbox, pid_t session, const struct timespec& walk_started,
     size_t max_entries = kRepositoryWalkMaxEntries);

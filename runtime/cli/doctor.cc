@@ -13,6 +13,7 @@
 #include "runtime/daemon.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/host_probe.h"
+#include "sandbox/tree_watch.h"
 
 namespace ptybox::runtime {
 namespace {
@@ -87,6 +88,12 @@ int Doctor() {
   std::printf("[%s] %s: %s\n", unix_sockets.ok ? " ok " : "warn", unix_sockets.name.c_str(),
               unix_sockets.detail.c_str());
   if (!unix_sockets.fix.empty()) std::printf("       to close it: %s\n", unix_sockets.fix.c_str());
+  // Not a failure: a root daemon whose fanotify fails still checks, with inotify's budget.
+  std::error_code ec;
+  const sandbox::ProbeResult watch = sandbox::ProbeTreeWatch(std::filesystem::current_path(ec));
+  std::printf("[%s] %s: %s\n", watch.ok ? " ok " : "warn", watch.name.c_str(),
+              watch.detail.c_str());
+  if (!watch.fix.empty()) std::printf("       to need no budget: %s\n", watch.fix.c_str());
   // Not a failure either way: both end every process of a session; cgroups also hold what a
   // session started when the daemon itself is killed, and hold its limits as a whole.
   // Inspected, not set up: the doctor creates no cgroup, writes no controller and forks no

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -16,6 +17,7 @@
 #include <iostream>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #include "tests/escape/escape_support.h"
 #include "tests/support/error_kind.h"
@@ -150,6 +152,50 @@ TEST_P(RepositoryRaceTest, ARepositoryMovedDuringALaunchIsNeverWritable) {
   EXPECT_GT(opened, 0) << "no session opened: nothing was checked";
   const fs::path config = (fs::exists(left) ? fs::path(left) : fs::path(right)) / ".git" / "config";
   EXPECT_EQ(ReadFile(config), config_text) << "a session wrote the repository's config";
+}
+
+// A root daemon's check after a launch watches with fanotify (one mark per filesystem), so a
+// workspace with more directories than the inotify budget opens workspace-write, and a nested
+// repository in it is still read-only inside. The budget is lowered for the daemon
+// (PTYBOX_INOTIFY_WATCH_BUDGET), never the machine's sysctl. The same daemon made to watch with
+// inotify (as where fanotify fails, which it logs), and an ordinary user's daemon (which has no
+// fanotify filesystem marks), refuse the launch naming the budget.
+TEST(RepositoryCheckWatchTest, ARootDaemonChecksMoreDirectoriesThanTheInotifyBudget) {
+  const bool host_root = ::geteuid() == 0;
+  for (const bool inotify : {false, true}) {
+    SCOPED_TRACE(inotify ? "forced onto inotify" : "as the daemon chooses");
+    std::vector<std::string> env = {"PTYBOX_INOTIFY_WATCH_BUDGET=64"};
+    if (inotify) env.emplace_back("PTYBOX_TREE_WATCH=inotify");
+    Daemon daemon(Daemon::Options{.extra_args = {}, .env = env});
+    const fs::path ws = daemon.workspace();
+    for (int i = 0; i < 200; ++i)
+      fs::create_directories(ws / "deps" / std::to_string(i % 20) / std::to_string(i));
+    fs::create_directories(ws / "deps" / "7" / "lib" / ".git");
+    const std::string config_text = "[core]\n\tbare = false\n";
+    const fs::path config = ws / "deps" / "7" / "lib" / ".git" / "config";
+    std::ofstream(config) << config_text;
+    RpcClient client(daemon.socket());
+    ASSERT_TRUE(
+        client.Call("policy_set_mode", Json{{"mode", "workspace-write"}}).contains("result"));
+    Json reply = client.Call("terminal_open", Json::object());
+    if (!host_root || inotify) {
+      ASSERT_FALSE(reply.contains("result")) << reply.dump();
+      const std::string message = reply["error"].value("message", std::string());
+      EXPECT_NE(message.find("watch budget (64"), std::string::npos) << reply.dump();
+      EXPECT_EQ(host_root, daemon.Log().find("watches with inotify") != std::string::npos)
+          << daemon.Log();
+      continue;
+    }
+    ASSERT_TRUE(reply.contains("result")) << reply.dump();
+    EXPECT_EQ(daemon.Log().find("watches with inotify"), std::string::npos) << daemon.Log();
+    const std::string id = reply["result"]["sessionId"];
+    Observed o = RunInSession(client, id, "workspace-write", "nested-config",
+                              "echo '\tfsmonitor = touch SESSION-WROTE' >> deps/7/lib/.git/config "
+                              "2>/dev/null && echo WRO''TE; touch deps/0/0/made && echo MA''DE");
+    EXPECT_FALSE(o.Says("WROTE")) << o.Show();
+    EXPECT_TRUE(o.Says("MADE")) << o.Show();  // the workspace itself is writable
+    EXPECT_EQ(ReadFile(config), config_text) << "a session wrote the nested repository's config";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
