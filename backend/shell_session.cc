@@ -278,6 +278,7 @@ void ShellSession::OnOutput(std::string_view bytes) {
 }
 
 void ShellSession::OnMarker(const PromptMarker& marker) {
+  last_marker_exit_ = marker.exit_code;
   std::string before = decoder_.PendingText();
   if (!published_) pending_before_marker_ = before;
   if (published_ && NoActiveSend()) {
@@ -343,6 +344,17 @@ void ShellSession::CleanUpAfterExit() {
 bool ShellSession::InSignalTransition(const ForegroundFacts& facts) {
   const std::optional<LocalTerminal::DeliveredSignal>& signal = terminal_.last_signal();
   if (!signal) return false;
+  const bool within_grace = Now() < signal->at + Millis(spec_.policy.limits.handoff_grace_ms);
+  // SIGINT sent to the shell's own group (it held the terminal): a prompt decoded after the
+  // signal may have been printed before it, and readline takes a SIGINT late (it re-raises it
+  // to bash once its own cleanup is done), discarding whatever line it is reading by then: the
+  // first bytes of the next command (`leep: command not found`). The shell has taken it once a
+  // prompt says so: bash's status after an interrupt is 128 + SIGINT.
+  const pid_t shell = terminal_.shell_pid();
+  if (shell > 0 && signal->pgid == shell && signal->signal == SIGINT &&
+      !(last_prompt_at_ >= signal->at && last_marker_exit_ == 128 + SIGINT)) {
+    return within_grace;
+  }
   // Settled: the shell printed its whole prompt since (marker and PS1: a write between the
   // two would put the prompt into the next send's output), another group now waits for
   // input, or the handoff grace has passed.
@@ -351,7 +363,7 @@ bool ShellSession::InSignalTransition(const ForegroundFacts& facts) {
       facts.waiting_for_input == Finding::kYes) {
     return false;
   }
-  return Now() < signal->at + Millis(spec_.policy.limits.handoff_grace_ms);
+  return within_grace;
 }
 
 void ShellSession::After(Millis delay, std::function<void()> fn) {

@@ -202,6 +202,7 @@ class ShellSession final : public BackendSession,
   bool published_ = false;
   std::string pending_before_marker_;
   TimePoint last_prompt_at_{};  // the last marker + PS1 decoded
+  int last_marker_exit_ = 0;    // the exit status the last marker carried
   // The facts of the look that verified the shell idle at its prompt when the last send (or
   // the startup) settled there; dropped by any output, signal or resize since.
   std::optional<ForegroundFacts> idle_prompt_facts_;
