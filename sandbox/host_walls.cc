@@ -84,22 +84,33 @@ std::optional<fs::path> PerUserRuntimeDirectory() {
 
 namespace {
 
-// The names directly inside `dir`, or nothing when it cannot be listed.
+// ASCII letters folded to lower case: a home on a case-insensitive (casefold) directory finds
+// `~/.SSH` when `.ssh` is looked up, so the listing is compared without case and the stat that
+// follows decides.
+std::string FoldCase(std::string text) {
+  for (char& c : text) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return text;
+}
+
+// The names directly inside `dir`, case folded, or nothing when it cannot be listed.
 std::optional<std::set<std::string>> NamesIn(const fs::path& dir) {
   DIR* listing = ::opendir(dir.c_str());
   if (listing == nullptr) return std::nullopt;
   std::set<std::string> names;
-  while (const dirent* entry = ::readdir(listing)) names.insert(entry->d_name);
+  while (const dirent* entry = ::readdir(listing)) names.insert(FoldCase(entry->d_name));
   ::closedir(listing);
   return names;
 }
 
-// `home / relative`, unless the home's listing shows its first component is not there (then
-// the path cannot exist). Without a listing (a home we may search but not read) it is kept.
+// `home / relative`, unless the home's listing shows its first component is not there in any
+// case (then the path cannot exist). Without a listing (a home we may search but not read) it is
+// kept.
 void AddHomeCandidate(std::vector<fs::path>& candidates, const fs::path& home,
                       const std::optional<std::set<std::string>>& names,
                       const std::string& relative) {
-  const std::string first = relative.substr(0, relative.find('/'));
+  const std::string first = FoldCase(relative.substr(0, relative.find('/')));
   if (names && !first.empty() && !names->contains(first)) return;
   candidates.push_back(home / relative);
 }

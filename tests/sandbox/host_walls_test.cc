@@ -73,8 +73,12 @@ TEST(HostWallsTest, HiddenPathsAreFoundInEveryHomeThatHoldsThem) {
   fs::create_directories(empty);
   std::ofstream(b / ".netrc") << "machine x";
   fs::create_directory_symlink(a / ".ssh", b / ".ssh");
+  // The listing is compared without case (a casefold home finds `.Kube` for `.kube`); on this
+  // case-sensitive one the stat that follows finds no `.kube`, so nothing is added.
+  fs::create_directories(a / ".Kube");
   const std::vector<std::string> patterns = {"~/.ssh", "~/.netrc",         "~/.config/gh",
-                                             "~/.aws", "~/.config/gcloud", (a / ".ssh").string()};
+                                             "~/.aws", "~/.config/gcloud", (a / ".ssh").string(),
+                                             "~/.kube"};
   const std::vector<HiddenPath> hidden = CollectHiddenPaths(patterns, {a, b, empty});
   const std::vector<HiddenPath> expected = {
       {a / ".ssh", true}, {b / ".netrc", false}, {a / ".config" / "gh", true}};
