@@ -35,7 +35,7 @@ namespace {
 // (never on the reactor), then walks as any other.
 class InstanceSlots final {
  public:
-  InstanceSlots() : free_(Budget()) {}
+  InstanceSlots() : free_(WatchInstanceBudget()) {}
   void Acquire() {
     std::unique_lock lock(mutex_);
     freed_.wait(lock, [this] { return free_ > 0; });
@@ -50,11 +50,6 @@ class InstanceSlots final {
   }
 
  private:
-  static size_t Budget() {
-    size_t max_user_instances = 128;  // the kernel's default
-    std::ifstream("/proc/sys/fs/inotify/max_user_instances") >> max_user_instances;
-    return std::max<size_t>(max_user_instances / 4, 1);
-  }
   std::mutex mutex_;
   std::condition_variable freed_;
   size_t free_;

@@ -182,11 +182,28 @@ bool ArrivalInWatched(std::span<const char> events, const WatchedDirectories& di
   return false;
 }
 
+namespace {
+
+// A quarter of the per-user sysctl at `path` (`unread` when it cannot be read), at least `floor`:
+// the share of a limit every other program of the user also draws on.
+size_t QuarterOfSysctl(const char* path, size_t unread, size_t floor) {
+  size_t limit = unread;
+  std::ifstream(path) >> limit;
+  return std::max<size_t>(limit / 4, floor);
+}
+
+}  // namespace
+
+size_t WatchInstanceBudget() {
+  static const size_t budget =
+      QuarterOfSysctl("/proc/sys/fs/inotify/max_user_instances", 128, 1);  // 128: the default
+  return budget;
+}
+
 size_t InotifyWatchBudget() {
   static const size_t budget = [] {
-    size_t max_user_watches = 8192;  // the kernel's floor
-    std::ifstream("/proc/sys/fs/inotify/max_user_watches") >> max_user_watches;
-    size_t quarter = std::max<size_t>(max_user_watches / 4, 1024);
+    // 8192: the kernel's floor.
+    size_t quarter = QuarterOfSysctl("/proc/sys/fs/inotify/max_user_watches", 8192, 1024);
     if (const char* lower = std::getenv("PTYBOX_INOTIFY_WATCH_BUDGET"); lower != nullptr) {
       char* end = nullptr;
       const unsigned long long wanted = std::strtoull(lower, &end, 10);

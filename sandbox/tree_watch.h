@@ -82,6 +82,10 @@ class TreeWatch {
 // (at least 1,024), or less when PTYBOX_INOTIFY_WATCH_BUDGET names a smaller number.
 [[nodiscard]] size_t InotifyWatchBudget();
 
+// The watch instances (inotify instances or fanotify groups) the checks may hold at once: a
+// quarter of fs.inotify.max_user_instances (128 by default), at least 1.
+[[nodiscard]] size_t WatchInstanceBudget();
+
 // How this process would watch a check of `root` (the doctor's line): fanotify, or inotify with
 // its budget and why.
 [[nodiscard]] ProbeResult ProbeTreeWatch(const std::filesystem::path& root);
