@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <sys/fanotify.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,6 +47,24 @@ bool ReserveWatch() {
   if (g_watches_held.fetch_add(1) >= InotifyWatchBudget()) {
     g_watches_held.fetch_sub(1);
     return false;
+  }
+  return true;
+}
+
+// Reads the events queued when it is called (FIONREAD), handing the length of each buffer read
+// to `take`; what writers queue meanwhile is left for a later read, so writers that outpace one
+// reader never hold it. An event queued before the call is read: the check's last read follows
+// the walk's end, so it sees every arrival during the walk. False when the queue cannot be read.
+template <typename Take>
+bool ReadQueued(int fd, char* buffer, size_t size, Take take) {
+  int queued = 0;
+  if (::ioctl(fd, FIONREAD, &queued) != 0) return false;
+  for (ssize_t left = queued; left > 0;) {
+    const ssize_t got = ::read(fd, buffer, size);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;  // fewer bytes than were queued: a queue not read whole
+    take(static_cast<size_t>(got));
+    left -= got;
   }
   return true;
 }
@@ -293,15 +312,10 @@ std::optional<std::string> TreeWatch::WatchWithInotify(int dir_fd) {
 
 void TreeWatch::Drain() {
   alignas(fanotify_event_metadata) char buffer[16384];
-  for (;;) {
-    const ssize_t got = ::read(fd_.Get(), buffer, sizeof buffer);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) {
-      if (got < 0 && errno != EAGAIN) changed_ = true;  // an unreadable queue: the safe side
-      return;
-    }
-    if (!changed_) changed_ = ArrivalInWatched({buffer, static_cast<size_t>(got)}, dirs_);
-  }
+  const bool read = ReadQueued(fd_.Get(), buffer, sizeof buffer, [&](size_t got) {
+    if (!changed_) changed_ = ArrivalInWatched({buffer, got}, dirs_);
+  });
+  if (!read) changed_ = true;  // an unreadable queue: the safe side
 }
 
 namespace {
@@ -322,16 +336,14 @@ bool TreeWatch::Changed() {
   }
   bool changed = false;
   alignas(inotify_event) char buffer[16384];
-  for (;;) {
-    const ssize_t got = ::read(fd_.Get(), buffer, sizeof buffer);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return changed || (got < 0 && errno != EAGAIN);
-    for (ssize_t at = 0; at < got;) {
+  const bool read = ReadQueued(fd_.Get(), buffer, sizeof buffer, [&](size_t got) {
+    for (size_t at = 0; at < got;) {
       const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
       changed = changed || InotifyArrival(*event);
-      at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+      at += sizeof(inotify_event) + event->len;
     }
-  }
+  });
+  return changed || !read;
 }
 
 ProbeResult ProbeTreeWatch(const std::filesystem::path& root) {

@@ -60,8 +60,8 @@ class TreeWatch {
   // Watches the directory open at `dir_fd` before the walk reads it; why it cannot be, or
   // nullopt.
   [[nodiscard]] std::optional<std::string> Watch(int dir_fd);
-  // Reads every queued event: true when something may have arrived in a directory after it was
-  // watched (an unreadable queue counts as a change).
+  // Reads the events queued by now (not those writers add while it reads): true when something
+  // may have arrived in a directory after it was watched (an unreadable queue counts as a change).
   [[nodiscard]] bool Changed();
 
  private:

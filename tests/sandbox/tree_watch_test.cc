@@ -10,10 +10,14 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "sandbox/user_namespace.h"
 #include "tests/support/temp_dir.h"
@@ -153,6 +157,33 @@ TEST_P(TreeWatchKindTest, AnArrivalInTheWatchedDirectoriesCountsOneOutsideDoesNo
     fs::rename(ws_ / "a" / "lib", ws_ / "lib");  // from one watched directory to another
     EXPECT_TRUE(watch.Changed());
   }
+}
+
+// Writers that keep queueing events (plain files made and removed in a watched directory, the
+// safe kind: never an arrival) cannot hold a check: each look reads what was queued when it
+// started, and an arrival queued before it is seen however busy the queue is.
+TEST_P(TreeWatchKindTest, WritersThatKeepQueueingNeverHoldTheCheckNorHideAnArrival) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 3; ++w) {
+    writers.emplace_back([&, w] {
+      const fs::path file = ws_ / "a" / ("busy-" + std::to_string(w));
+      while (!stop.load()) {
+        std::ofstream(file) << "x";
+        ::unlink(file.c_str());
+      }
+    });
+  }
+  int arrivals_seen = 0;
+  for (int round = 0; round < 20; ++round) {
+    TreeWatch watch = Watched();  // a change, once seen, stays seen: a new watch each round
+    EXPECT_FALSE(watch.Changed()) << "round " << round;  // plain files only
+    fs::create_directory(ws_ / "a" / ("dir-" + std::to_string(round)));
+    arrivals_seen += watch.Changed() ? 1 : 0;
+  }
+  stop = true;
+  for (std::thread& writer : writers) writer.join();
+  EXPECT_EQ(arrivals_seen, 20);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, TreeWatchKindTest, ::testing::Bool(),
