@@ -204,10 +204,22 @@ TEST(SendRenderTest, ScrollbackRewindDropsOnlyLaterLines) {
   const uint64_t mark = s.end();
   s.Append("junk 1");
   s.Append("junk 2");
+  const uint64_t junk_end = s.end();
   s.Rewind(mark);
-  EXPECT_EQ(s.end(), mark);
+  EXPECT_EQ(s.end(), junk_end);  // offsets are never used twice
+  EXPECT_EQ(s.lines(), 1u);
   s.Append("rendered");
   EXPECT_EQ(s.Read(std::nullopt, 100, "").text, "keep\nrendered\n");
+  // A cursor handed out into the withdrawn lines is told so and continues after them.
+  const ReadResult stale = s.Read(mark + 2, 100, "");
+  EXPECT_TRUE(stale.truncated);
+  EXPECT_EQ(stale.cursor, junk_end);
+  EXPECT_EQ(stale.text, "rendered\n");
+  // A page that ends where they begin continues after them, not truncated.
+  const ReadResult head = s.Read(std::nullopt, 5, "");
+  EXPECT_EQ(head.text, "keep\n");
+  EXPECT_EQ(head.next_cursor, junk_end);
+  EXPECT_FALSE(s.Read(head.next_cursor, 100, "").truncated);
   s.Rewind(s.end() + 5);  // nothing after the end: unchanged
   EXPECT_EQ(s.Read(std::nullopt, 100, "").text, "keep\nrendered\n");
 }
@@ -219,7 +231,8 @@ TEST(SendRenderTest, RewindPastWhatWasDroppedClearsTheRest) {
   s.Append("b");
   s.Append("c");  // "a" evicted: the mark is older than what is retained
   s.Rewind(mark);
-  EXPECT_EQ(s.begin(), s.end());
+  EXPECT_EQ(s.lines(), 0u);
+  EXPECT_EQ(s.Read(std::nullopt, 100, "").text, "");
   s.Append("d");
   EXPECT_EQ(s.Read(std::nullopt, 100, "").text, "d\n");
 }

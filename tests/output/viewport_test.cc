@@ -3,9 +3,13 @@
 // leave what the terminal showed, never the concatenated fragments, in the viewport and in the
 // scrollback; plain sends (the great majority) take the cheap line path, which the daemon's
 // debug log shows; the screen view drops trailing blank rows; terminal_cancel after a timeout.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -189,6 +193,54 @@ TEST_P(ViewportTest, CancelAfterATimeoutSaysSoAndSigintStopsTheCommand) {
   EXPECT_EQ(signal["result"]["delivered"], true) << signal.dump();
   r = Send(client_, id, "echo $?; echo back\n");
   EXPECT_EQ(r["viewport"], "130\nback") << r.dump();
+}
+
+// A chunk collected while a send still printed plain lines names its scrollback cursor; when
+// that send later addresses the cursor across rows, its rendering replaces those lines at new
+// offsets. A read from the old cursor says so (`truncated`) and starts after them, never handing
+// the rendering's bytes out as what the cursor named.
+TEST_P(ViewportTest, ACursorIntoLinesARenderingReplacedIsToldSo) {
+  std::string id = Open();
+  const std::filesystem::path gate = daemon_.workspace() / "gate";
+  ASSERT_EQ(::mkfifo(gate.c_str(), 0666), 0);
+  Json started =
+      client_.Call("terminal_send", Json{{"sessionId", id},
+                                         {"input",
+                                          "printf 'plain 1\\nplain 2\\n'; read -r _ < gate; "
+                                          "printf '\\033[2A\\rdrawn 1\\n\\rdrawn 2\\n'\n"},
+                                         {"background", true}});
+  ASSERT_TRUE(started.contains("result")) << started.dump();
+  Json chunk;
+  std::string collected;
+  for (int i = 0; i < 500 && collected.find("plain 2\n") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    chunk = client_.Call("terminal_output", Json{{"sessionId", id}});
+    ASSERT_TRUE(chunk.contains("result")) << chunk.dump();
+    collected += chunk["result"].value("output", std::string());
+  }
+  ASSERT_EQ(collected.rfind("plain 1\nplain 2\n", 0), 0u) << collected << chunk.dump();
+  ASSERT_TRUE(chunk["result"].contains("outputCursor")) << chunk.dump();
+  const uint64_t cursor = chunk["result"]["outputCursor"];
+  const int writer = ::open(gate.c_str(), O_RDWR | O_CLOEXEC);  // never blocks
+  ASSERT_GE(writer, 0);
+  ASSERT_EQ(::write(writer, "go\n", 3), 3);
+  Json out = Json{{"result", Json::object()}};
+  for (int i = 0; i < 500 && !out["result"].value("done", false); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    out = client_.Call("terminal_output", Json{{"sessionId", id}});
+    ASSERT_TRUE(out.contains("result")) << out.dump();
+  }
+  ::close(writer);
+  ASSERT_TRUE(out["result"].value("done", false)) << out.dump();
+  EXPECT_EQ(out["result"]["result"]["viewport"], "drawn 1\ndrawn 2") << out.dump();
+  Json page = client_.Call("terminal_read",
+                           Json{{"sessionId", id}, {"cursor", cursor}, {"maxBytes", 4096}});
+  ASSERT_TRUE(page.contains("result")) << page.dump();
+  EXPECT_EQ(page["result"]["truncated"], true) << page.dump();
+  EXPECT_GT(page["result"]["cursor"].get<uint64_t>(), cursor) << page.dump();
+  const std::string text = page["result"]["text"];
+  EXPECT_NE(text.find("drawn 1\ndrawn 2\n"), std::string::npos) << page.dump();
+  EXPECT_EQ(text.find("plain"), std::string::npos) << page.dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ViewportTest,
