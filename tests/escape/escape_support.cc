@@ -54,7 +54,10 @@ Observed RunInSession(RpcClient& client, const std::string& session, const std::
   o.mode = mode;
   o.name = name;
   o.command = command;
-  o.result = Send(client, session, command + "\n", Json{{"timeoutMs", 60000}});
+  // Every observation ends at the shell's prompt: a command quiet for longer than the default
+  // silence (a download on a busy machine) must not settle it early.
+  o.result =
+      Send(client, session, command + "\n", Json{{"timeoutMs", 60000}, {"silenceMs", 60000}});
   if (o.result.contains("exitCode") && o.result["exitCode"].is_number_integer()) {
     o.exit = o.result["exitCode"].get<int>();
   }
