@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <asio/post.hpp>
 #include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <system_error>
 #include <variant>
@@ -61,12 +62,24 @@ void AddRlimitFallbacks(const sandbox::cgroups::Plan& plan, sandbox::LaunchSpec&
   }
 }
 
+// A test's hold on every launch (PTYBOX_LAUNCH_HOLD, a FIFO the daemon's operator names): the
+// launch thread waits here for one byte, so a test can prove the reactor serves everyone while
+// a launch is in progress (tests/lifecycle, LaunchHoldTest). Unset: nothing.
+void HoldLaunchForTest() {
+  const char* fifo = std::getenv("PTYBOX_LAUNCH_HOLD");
+  if (fifo == nullptr || *fifo == '\0') return;
+  UniqueFd hold(::open(fifo, O_RDONLY | O_CLOEXEC));
+  char byte = 0;
+  if (hold) (void)::read(hold.Get(), &byte, 1);
+}
+
 // On a launch thread: the session's cgroup, then the launch in it (sandbox/launcher.h). Reads
 // nothing but its arguments.
 InitSession::LaunchMade LaunchOffReactor(const sandbox::LaunchSpec& spec,
                                          const sandbox::LaunchRepositories& repositories,
                                          const sandbox::CgroupHost* cgroups,
                                          const std::string& cgroup_name) {
+  HoldLaunchForTest();
   InitSession::LaunchMade made;
   if (!cgroup_name.empty()) {
     Result<sandbox::SessionCgroup> cgroup =
