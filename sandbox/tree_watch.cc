@@ -51,22 +51,38 @@ bool ReserveWatch() {
   return true;
 }
 
-// Reads the events queued when it is called (FIONREAD), handing the length of each buffer read
-// to `take`; what writers queue meanwhile is left for a later read, so writers that outpace one
-// reader never hold it. An event queued before the call is read: the check's last read follows
-// the walk's end, so it sees every arrival during the walk. False when the queue cannot be read.
+// Reads the events queued when it is called, so that writers that outpace one reader never hold
+// it: an event queued before the call is read (the check's last read follows the walk's end, so
+// it sees every arrival during the walk); what writers queue meanwhile may be left for a later
+// read. FIONREAD gives the count in `unit`s: inotify's counts the bytes of whole events (unit 1),
+// fanotify's counts FAN_EVENT_METADATA_LEN per event whatever records follow it (so its unit is
+// one event); `take` is handed each buffer read and answers how many units it held. An empty
+// queue (EAGAIN) means everything queued before the call was read. False when the queue cannot
+// be read.
 template <typename Take>
-bool ReadQueued(int fd, char* buffer, size_t size, Take take) {
+bool ReadQueued(int fd, size_t unit, char* buffer, size_t size, Take take) {
   int queued = 0;
-  if (::ioctl(fd, FIONREAD, &queued) != 0) return false;
-  for (ssize_t left = queued; left > 0;) {
+  if (::ioctl(fd, FIONREAD, &queued) != 0 || queued < 0) return false;
+  for (size_t left = static_cast<size_t>(queued) / unit; left > 0;) {
     const ssize_t got = ::read(fd, buffer, size);
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;  // fewer bytes than were queued: a queue not read whole
-    take(static_cast<size_t>(got));
-    left -= got;
+    if (got < 0 && errno == EAGAIN) return true;
+    if (got <= 0) return false;
+    left -= std::min(left, std::max<size_t>(take(static_cast<size_t>(got)), 1));
   }
   return true;
+}
+
+// How many fanotify events a buffer read holds (their metadata's lengths chain them).
+size_t FanotifyEvents(const char* buffer, size_t size) {
+  size_t count = 0;
+  for (size_t at = 0; at + FAN_EVENT_METADATA_LEN <= size; ++count) {
+    fanotify_event_metadata event{};
+    std::memcpy(&event, buffer + at, sizeof event);
+    if (event.event_len < FAN_EVENT_METADATA_LEN) break;  // malformed: counted by its verdict
+    at += event.event_len;
+  }
+  return count;
 }
 
 bool IsArrivalName(const char* name, size_t max) {
@@ -312,9 +328,11 @@ std::optional<std::string> TreeWatch::WatchWithInotify(int dir_fd) {
 
 void TreeWatch::Drain() {
   alignas(fanotify_event_metadata) char buffer[16384];
-  const bool read = ReadQueued(fd_.Get(), buffer, sizeof buffer, [&](size_t got) {
-    if (!changed_) changed_ = ArrivalInWatched({buffer, got}, dirs_);
-  });
+  const bool read =
+      ReadQueued(fd_.Get(), FAN_EVENT_METADATA_LEN, buffer, sizeof buffer, [&](size_t got) {
+        if (!changed_) changed_ = ArrivalInWatched({buffer, got}, dirs_);
+        return FanotifyEvents(buffer, got);
+      });
   if (!read) changed_ = true;  // an unreadable queue: the safe side
 }
 
@@ -336,12 +354,13 @@ bool TreeWatch::Changed() {
   }
   bool changed = false;
   alignas(inotify_event) char buffer[16384];
-  const bool read = ReadQueued(fd_.Get(), buffer, sizeof buffer, [&](size_t got) {
+  const bool read = ReadQueued(fd_.Get(), 1, buffer, sizeof buffer, [&](size_t got) {
     for (size_t at = 0; at < got;) {
       const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
       changed = changed || InotifyArrival(*event);
       at += sizeof(inotify_event) + event->len;
     }
+    return got;
   });
   return changed || !read;
 }
