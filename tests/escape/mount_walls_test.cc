@@ -20,6 +20,7 @@
 #include "tests/escape/escape_support.h"
 #include "tests/sandbox/process_runner.h"
 #include "tests/support/error_kind.h"
+#include "tests/support/files.h"
 
 namespace ptybox::testing {
 namespace {
@@ -35,11 +36,6 @@ class MountWallsTest : public ::testing::TestWithParam<std::string> {
 };
 
 constexpr const char* kGit = "/usr/bin/git";
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 TEST_P(MountWallsTest, AnotherOwnersDirectoryListedAsWritableIsNotBorrowed) {
   if (::geteuid() != 0) {

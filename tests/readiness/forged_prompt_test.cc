@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/files.h"
 
 namespace ptybox::testing {
 namespace {
@@ -115,8 +116,7 @@ std::vector<pid_t> ProcessesWith(const std::string& needle) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string cmdline = ReadFile(entry.path() / "cmdline");  // "" once it is gone
     if (cmdline.find(needle) != std::string::npos) found.push_back(std::stoi(name));
   }
   return found;
@@ -193,8 +193,7 @@ TEST_P(ForgedPromptTest, ExecBashNeverHandsTheFreshNonceToAnotherProgram) {
   // within a few milliseconds of the exec. Its loot is read through its own root.
   const std::string thief_loot = "/proc/" + std::to_string(thieves[0]) + "/root" + loot;
   for (int i = 0; i < 3000; ++i) {
-    std::ifstream in(thief_loot, std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string text = ReadFile(thief_loot);
     if (text.starts_with("environ:") || text.find("\nenviron:") != std::string::npos) break;
     ::usleep(10000);
   }

@@ -15,6 +15,7 @@
 
 #include "common/unique_fd.h"
 #include "runtime/daemon.h"
+#include "tests/support/files.h"
 
 namespace ptybox::runtime {
 namespace {
@@ -218,10 +219,7 @@ TEST(PeerCheckTest, AnotherUsersProcessOfTheSameNamespaceIsAdmitted) {
   // pid 1 (root's) as the peer: an ordinary test user cannot read its namespace link, so the
   // maps decide; it must be admitted, not refused as a session (a root client of an ordinary
   // daemon).
-  auto read = [](const char* path) {
-    std::ifstream in(path);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
+  auto read = [](const char* path) { return ::ptybox::testing::ReadFile(path); };
   if (read("/proc/1/uid_map") != read("/proc/self/uid_map")) {
     GTEST_SKIP() << "pid 1 is in another user namespace here";
   }

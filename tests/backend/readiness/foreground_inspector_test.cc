@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
+#include "tests/support/files.h"
 
 extern char** environ;
 
@@ -40,12 +41,7 @@ using namespace std::chrono_literals;
 
 constexpr auto kHangGuard = 10s;
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string ReadText(const std::string& path) { return ::ptybox::testing::ReadFile(path); }
 
 // First executable `name` on PATH (or `preferred` when it exists); empty when absent.
 std::string FindProgram(const std::string& name, const std::string& preferred = {}) {
