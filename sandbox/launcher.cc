@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -112,10 +113,22 @@ namespace {
 
 // Runs in the child (StartChild): only async-signal-safe calls until execve. A failed step ends the
 // child with that step's exit status (child_exec.h) and a line on the diagnostics pipe.
+// Until it executes (bwrap's --die-with-parent, ptybox-init's own, take over), the child dies
+// with the daemon: a launch composing thousands of mounts never goes on, and starts a shell, for
+// a daemon that was killed meanwhile. Set again after every change of credentials, which clears
+// it; a daemon already gone (the child re-parented) ends it at once.
+void DieWithDaemon(pid_t daemon, int say) {
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+    FailChild({ChildStage::kParentDeath, errno}, -1, say);
+  if (::getppid() != daemon) FailChild({ChildStage::kParentDeath, ESRCH}, -1, say);
+}
+
 [[noreturn]] void ExecChild(const LaunchSpec& spec, const std::vector<char*>& argv, int control,
-                            int seccomp, int diagnostics, int devnull, StagePlan* stage) {
+                            int seccomp, int diagnostics, int devnull, StagePlan* stage,
+                            pid_t daemon) {
   const int say = diagnostics >= 0 ? diagnostics : STDERR_FILENO;
   auto fail = [say](ChildStage step, int err) { FailChild({step, err}, -1, say); };
+  DieWithDaemon(daemon, say);
   // Into the session's cgroups first, while still the daemon's credentials and namespaces (the
   // descriptors were opened by the daemon): everything after this is the session's (its CPU
   // quota, its memory charge), nothing before it was the daemon's membership.
@@ -127,6 +140,7 @@ namespace {
   // drop to the session's unprivileged id) comes first, while the clones' descriptors are
   // still where the parent left them. EnterStage says why on `say` itself.
   if (stage != nullptr && !EnterStage(*stage, say)) FailChild({ChildStage::kMountStage, 0}, -1);
+  DieWithDaemon(daemon, say);  // a root daemon's child dropped to the session uid
   // Fixed descriptor numbers: dup to high numbers first so no source is overwritten.
   int control_hi = ::fcntl(control, F_DUPFD_CLOEXEC, 100);
   int seccomp_hi = seccomp >= 0 ? ::fcntl(seccomp, F_DUPFD_CLOEXEC, 100) : -1;
@@ -280,11 +294,13 @@ struct ChildArgs {
   int diagnostics;
   int devnull;
   StagePlan* stage;
+  pid_t daemon;  // getpid() before the clone: the child's parent while the daemon lives
 };
 
 int RunChild(void* arg) {
   const ChildArgs* a = static_cast<const ChildArgs*>(arg);
-  ExecChild(*a->spec, *a->argv, a->control, a->seccomp, a->diagnostics, a->devnull, a->stage);
+  ExecChild(*a->spec, *a->argv, a->control, a->seccomp, a->diagnostics, a->devnull, a->stage,
+            a->daemon);
 }
 
 constexpr size_t kChildStack = 256 * 1024;
@@ -378,7 +394,8 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories
                   seccomp.Get(),
                   diag_write.Get(),
                   devnull.Get(),
-                  stage ? &*stage : nullptr};
+                  stage ? &*stage : nullptr,
+                  ::getpid()};
   Result<pid_t> started = StartChild(child);
   if (!started) return Propagate(started);
   const pid_t pid = *started;

@@ -66,6 +66,8 @@ std::string_view ChildStageName(ChildStage stage) {
       return "changing to the working directory";
     case ChildStage::kExec:
       return "executing the program";
+    case ChildStage::kParentDeath:
+      return "tying its life to the daemon's";
   }
   return "an unknown step";
 }

@@ -24,13 +24,14 @@ enum class ChildStage : int {
   kCredentials,   // setgroups, setresgid, setresuid
   kDirectory,     // chdir to the working directory
   kExec,          // execve itself
+  kParentDeath,   // dying with the daemon (PR_SET_PDEATHSIG), or finding it dead already
 };
 
 inline constexpr ChildStage kChildStages[] = {
     ChildStage::kFork,       ChildStage::kCgroup,      ChildStage::kProcessGroup,
     ChildStage::kSession,    ChildStage::kTerminal,    ChildStage::kStdio,
     ChildStage::kMountStage, ChildStage::kDescriptors, ChildStage::kCredentials,
-    ChildStage::kDirectory,  ChildStage::kExec,
+    ChildStage::kDirectory,  ChildStage::kExec,        ChildStage::kParentDeath,
 };
 
 // Exit statuses of ptybox's own helpers that failed: ptybox-init itself, and a forked child
@@ -45,7 +46,7 @@ inline constexpr int kInitExitSetupFailed = kHelperExitFirst;
 [[nodiscard]] constexpr int ChildExitCode(ChildStage stage) {
   return kHelperExitFirst + 1 + static_cast<int>(stage);
 }
-static_assert(ChildExitCode(ChildStage::kExec) <= kHelperExitLast);
+static_assert(ChildExitCode(ChildStage::kParentDeath) <= kHelperExitLast);
 
 // What the stage does, for messages: "joining the session's cgroup".
 [[nodiscard]] std::string_view ChildStageName(ChildStage stage);
