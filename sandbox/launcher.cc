@@ -113,7 +113,7 @@ namespace {
 
 // Runs in the child (StartChild): only async-signal-safe calls until execve. A failed step ends the
 // child with that step's exit status (child_exec.h) and a line on the diagnostics pipe.
-// Until it executes (bwrap's --die-with-parent, ptybox-init's own, take over), the child dies
+// Until it executes (bwrap's --die-with-parent, ptybox-init's own end, take over), the child dies
 // with the daemon: a launch composing thousands of mounts never goes on, and starts a shell, for
 // a daemon that was killed meanwhile. Set again after every change of credentials, which clears
 // it; a daemon already gone (the child re-parented) ends it at once.
@@ -169,6 +169,10 @@ void DieWithDaemon(pid_t daemon, int say) {
     ::close_range(seccomp_hi >= 0 ? kSeccompFd + 1 : kInitControlFd + 1, ~0U, 0);
   }
   ResetChildSignals();
+  // What runs next ends its session its own way (bwrap's --die-with-parent; ptybox-init when its
+  // control socket closes, killing the session's tree first): a parent-death SIGKILL carried
+  // across the exec would kill ptybox-init alone and leave an unconfined session's processes.
+  ::prctl(PR_SET_PDEATHSIG, 0);
   char* empty_env[] = {nullptr};
   ::execve(argv[0], argv.data(), empty_env);
   FailChild({ChildStage::kExec, errno}, -1, STDERR_FILENO);
