@@ -20,11 +20,8 @@ class LaunchThreads final {
  public:
   Result<void> Post(std::function<void()> job) {
     std::lock_guard lock(mutex_);
+    if (Result<void> started = StartLocked(); !started) return started;
     jobs_.push_back(std::move(job));
-    if (Result<void> started = StartLocked(); !started) {
-      jobs_.pop_back();
-      return started;
-    }
     wake_.notify_one();
     return {};
   }
@@ -37,21 +34,21 @@ class LaunchThreads final {
   }
 
  private:
-  // Under mutex_: one more thread when the queued launches outnumber the idle threads (up to
-  // kMaxLaunchThreads). Fails only when no thread runs at all and none can be started.
+  // Under mutex_: starts the threads not started yet. Some are enough; none is an error.
   Result<void> StartLocked() {
-    if (jobs_.size() <= idle_ || started_ >= kMaxLaunchThreads) return {};
-    try {
-      std::thread([this, slot = started_] { Serve(slot); }).detach();
-      ++started_;
-      return {};
-    } catch (const std::system_error& e) {
-      if (started_ > 0) return {};  // the running ones take it in turn
-      const std::string why = e.what();
-      return Fail(ErrorKind::kSpawnFailed,
-                  "cannot start a thread to launch the session (" + why +
-                      "); nothing was started. Try again, or raise the daemon's task limit");
+    std::string why;
+    for (; started_ < kLaunchThreads; ++started_) {
+      try {
+        std::thread([this, slot = started_] { Serve(slot); }).detach();
+      } catch (const std::system_error& e) {
+        why = e.what();
+        break;
+      }
     }
+    if (started_ > 0) return {};
+    return Fail(ErrorKind::kSpawnFailed, "cannot start a thread to launch the session (" + why +
+                                             "); nothing was started. Try again, or raise the "
+                                             "daemon's task limit");
   }
 
   [[noreturn]] void Serve(int slot) {
@@ -63,9 +60,7 @@ class LaunchThreads final {
       std::function<void()> job;
       {
         std::unique_lock lock(mutex_);
-        ++idle_;
         wake_.wait(lock, [this] { return !jobs_.empty(); });
-        --idle_;
         job = std::move(jobs_.front());
         jobs_.pop_front();
       }
@@ -77,8 +72,7 @@ class LaunchThreads final {
   std::condition_variable wake_;
   std::deque<std::function<void()>> jobs_;
   int started_ = 0;
-  size_t idle_ = 0;  // threads waiting for a job
-  std::array<std::atomic<pid_t>, kMaxLaunchThreads> tids_{};
+  std::array<std::atomic<pid_t>, kLaunchThreads> tids_{};
 };
 
 // Never destroyed: its threads serve until the process ends.

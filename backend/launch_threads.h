@@ -13,11 +13,10 @@
 
 namespace ptybox::backend {
 
-// The most launch threads there are: one is started whenever a launch arrives and none is idle,
-// so launches of huge workspaces (thousands of nested repositories to compose, seconds each)
-// that one owner keeps running never hold another owner's open behind them; past this many,
-// launches queue in order of arrival. Idle threads cost their stacks' address space only.
-inline constexpr int kMaxLaunchThreads = 64;
+// How many launches run at once: two keep both cores of a small machine busy, two more let a
+// launch of a huge workspace (thousands of nested repositories to compose) hold one without
+// holding every other owner's open behind it.
+inline constexpr int kLaunchThreads = 4;
 
 // Queues `job` to run on a launch thread, in order of arrival. An error (no thread could be
 // started at all: the daemon's task limit) means it will never run.
