@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "backend/launch_threads.h"
 #include "backend/readiness/proc_parse.h"
 #include "common/log.h"
 #include "common/proc_stat.h"
@@ -43,18 +42,11 @@ void ChildReaper::Unwatch(pid_t pid) { watchers_.erase(pid); }
 
 namespace {
 
-// Our live children that may be adopted (a child hangs off the thread that started it; an
-// orphan re-parents to our first live thread). A launch thread's children are launches of our
-// own, some not watched yet (launch_threads.h): never counted.
+// Our live children (a child hangs off the thread that forked it, or, adopted, off any of ours).
 std::vector<pid_t> OurChildren() {
   std::vector<pid_t> children;
   std::error_code ec;
   for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
-    std::vector<pid_t> tid;
-    if (proc::ParsePidList(task.path().filename().string(), tid) && tid.size() == 1 &&
-        IsLaunchThread(tid.front())) {
-      continue;
-    }
     std::ifstream in(task.path() / "children");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::vector<pid_t> listed;

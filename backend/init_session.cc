@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <asio/post.hpp>
 #include <cerrno>
-#include <cstdlib>
 #include <fstream>
 #include <system_error>
 #include <variant>
@@ -62,63 +61,6 @@ void AddRlimitFallbacks(const sandbox::cgroups::Plan& plan, sandbox::LaunchSpec&
   }
 }
 
-// A test's hold on every launch (PTYBOX_LAUNCH_HOLD, a FIFO the daemon's operator names): the
-// launch thread waits here for one byte, so a test can prove the reactor serves everyone while
-// a launch is in progress (tests/lifecycle, LaunchHoldTest). Unset: nothing.
-void HoldLaunchForTest() {
-  const char* fifo = std::getenv("PTYBOX_LAUNCH_HOLD");
-  if (fifo == nullptr || *fifo == '\0') return;
-  UniqueFd hold(::open(fifo, O_RDONLY | O_CLOEXEC));
-  char byte = 0;
-  if (hold) (void)::read(hold.Get(), &byte, 1);
-}
-
-// On a launch thread: the session's cgroup, then the launch in it (sandbox/launcher.h). Reads
-// nothing but its arguments.
-InitSession::LaunchMade LaunchOffReactor(const sandbox::LaunchSpec& spec,
-                                         const sandbox::LaunchRepositories& repositories,
-                                         const sandbox::CgroupHost* cgroups,
-                                         const std::string& cgroup_name) {
-  HoldLaunchForTest();
-  InitSession::LaunchMade made;
-  if (!cgroup_name.empty()) {
-    Result<sandbox::SessionCgroup> cgroup =
-        sandbox::SessionCgroup::Create(*cgroups, cgroup_name, spec.limits);
-    if (cgroup) {
-      made.cgroup.emplace(std::move(*cgroup));
-    } else {
-      LogWarn("no cgroup for this session (" + cgroup.error().message +
-              "); its tree is ended by parent links and its limits are rlimits");
-    }
-  }
-  // The child places itself in the session's cgroups (sandbox/launcher.h, cgroup_procs); the
-  // daemon never joins them.
-  std::vector<UniqueFd> placement;
-  if (made.cgroup) {
-    if (Result<std::vector<UniqueFd>> fds = made.cgroup->OpenPlacement(); fds) {
-      placement = std::move(*fds);
-    } else {
-      LogWarn("cannot place the session in its cgroup (" + fds.error().message +
-              "); its tree is ended by parent links and its limits are rlimits");
-      made.cgroup.reset();
-    }
-  }
-  sandbox::LaunchSpec with_fallbacks = spec;
-  AddRlimitFallbacks(made.cgroup ? cgroups->support().plan : sandbox::cgroups::Plan{},
-                     with_fallbacks);
-  for (const UniqueFd& fd : placement) with_fallbacks.cgroup_procs.push_back(fd.Get());
-  made.init = sandbox::LaunchInit(with_fallbacks, repositories);
-  if (!made.init) made.cgroup.reset();
-  return made;
-}
-
-// A launch whose InitSession was destroyed while it ran: its child ends at once, unseen.
-void EndUnclaimed(InitSession::LaunchMade& made) {
-  if (!made.init) return;
-  if (made.cgroup) (void)made.cgroup->Kill();  // best effort: nobody is left to report to
-  ::kill(made.init->pid, SIGKILL);
-}
-
 SessionStatus StatusOf(const sandbox::ExitedMessage& exited) {
   SessionStatus status;
   status.exited = true;
@@ -166,51 +108,56 @@ void InitSession::Start(const sandbox::LaunchSpec& spec) {
         repositories_ = std::move(found);
         Launch(spec);
       });
-  // No thread: nothing was started, and the open says why.
-  if (!walking) ReportStartFailedLater(walking.error());
+  if (!walking) {
+    // No thread: nothing was started, and the open says why.
+    start_reported_ = true;
+    asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_), error = walking.error()] {
+      if (!alive.expired()) listener_.OnStartFailed(error);
+    });
+  }
 }
 
 void InitSession::Launch(const sandbox::LaunchSpec& spec) {
-  // Everything the launch reads is copied here, before it leaves the reactor: the spec, the
-  // walk's repositories, the host's cgroup setup (immutable, shared) and the cgroup's name.
-  std::string cgroup_name;
   if (cgroups_ && cgroups_->support().cgroups) {
     static uint64_t sessions = 0;
-    cgroup_name = "s" + std::to_string(++sessions);
-  }
-  launching_ = true;
-  Result<void> posted = off_reactor_.RunLaunch<LaunchMade>(
-      [spec, repositories = repositories_, cgroups = cgroups_, cgroup_name] {
-        return LaunchOffReactor(spec, repositories, cgroups.get(), cgroup_name);
-      },
-      [this](LaunchMade made) { OnLaunched(std::move(made)); },
-      [](LaunchMade made) { EndUnclaimed(made); });
-  if (!posted) {
-    launching_ = false;
-    ReportStartFailedLater(posted.error());
-  }
-}
-
-void InitSession::ReportStartFailedLater(Error error) {
-  start_reported_ = true;
-  asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_), error = std::move(error)] {
-    if (!alive.expired()) listener_.OnStartFailed(error);
-  });
-}
-
-void InitSession::OnLaunched(LaunchMade made) {
-  launching_ = false;
-  if (!made.init) {
-    if (abandoned_) {
-      Finish({});  // nothing of the session runs: the waiters of Terminate are answered
+    Result<sandbox::SessionCgroup> cgroup =
+        sandbox::SessionCgroup::Create(*cgroups_, "s" + std::to_string(++sessions), spec.limits);
+    if (cgroup) {
+      cgroup_.emplace(std::move(*cgroup));
     } else {
-      start_reported_ = true;
-      listener_.OnStartFailed(made.init.error());
+      LogWarn("no cgroup for this session (" + cgroup.error().message +
+              "); its tree is ended by parent links and its limits are rlimits");
     }
+  }
+  // The child places itself in the session's cgroups (sandbox/launcher.h, cgroup_procs); the
+  // daemon never joins them.
+  std::vector<UniqueFd> placement;
+  if (cgroup_) {
+    if (Result<std::vector<UniqueFd>> fds = cgroup_->OpenPlacement(); fds) {
+      placement = std::move(*fds);
+    } else {
+      LogWarn("cannot place the session in its cgroup (" + fds.error().message +
+              "); its tree is ended by parent links and its limits are rlimits");
+      cgroup_.reset();
+    }
+  }
+  sandbox::LaunchSpec with_fallbacks = spec;
+  AddRlimitFallbacks(cgroup_ ? cgroups_->support().plan : sandbox::cgroups::Plan{}, with_fallbacks);
+  for (const UniqueFd& fd : placement) with_fallbacks.cgroup_procs.push_back(fd.Get());
+  std::optional<Result<sandbox::LaunchedInit>> launched =
+      sandbox::LaunchInit(with_fallbacks, repositories_);
+  placement.clear();
+  if (!*launched) {
+    Error error = launched->error();
+    start_reported_ = true;
+    cgroup_.reset();
+    std::weak_ptr<bool> alive = alive_;
+    asio::post(io_, [this, alive, error] {
+      if (!alive.expired()) listener_.OnStartFailed(error);
+    });
     return;
   }
-  cgroup_ = std::move(made.cgroup);
-  sandbox::LaunchedInit& init = *made.init;
+  sandbox::LaunchedInit& init = **launched;
   child_pid_ = init.pid;
   session_uid_lease_ = std::move(init.session_uid_lease);
   diagnostics_ = std::move(init.diagnostics);
@@ -222,21 +169,6 @@ void InitSession::OnLaunched(LaunchMade made) {
   control_.emplace(io_, init.control.Release());
   control_->non_blocking(true);
   ReadControl();
-  if (abandoned_) EndAbandonedLaunch();
-}
-
-void InitSession::EndAbandonedLaunch() {
-  // Terminated (or killed) while the launch ran: nobody hears of its start, and every waiter of
-  // Terminate joins the termination that begins now, as if it had come right after the launch.
-  start_reported_ = true;
-  std::vector<std::function<void(Result<void>)>> waiters = std::move(waiters_);
-  waiters_.clear();
-  std::weak_ptr<bool> alive = alive_;
-  for (auto& waiter : waiters) {
-    Terminate(abandon_grace_, std::move(waiter));
-    if (alive.expired()) return;
-  }
-  if (kill_when_launched_) KillNow();
 }
 
 void InitSession::ReadControl() {
@@ -462,14 +394,6 @@ void InitSession::RetryEmpty(int rounds_left) {
 void InitSession::Terminate(std::chrono::milliseconds grace,
                             std::function<void(Result<void>)> done) {
   std::weak_ptr<bool> alive = alive_;
-  if (launching_) {
-    // The launch runs on its thread: once it is back, this waits for its end (or, if it
-    // failed, is answered then: nothing ran).
-    abandoned_ = true;
-    abandon_grace_ = waiters_.empty() ? grace : std::min(abandon_grace_, grace);
-    waiters_.push_back(std::move(done));
-    return;
-  }
   if (child_pid_ <= 0 || ended_) {
     // Never started, or already gone with its whole tree. A walk still running launches
     // nothing when it ends.
@@ -505,7 +429,6 @@ void InitSession::Terminate(std::chrono::milliseconds grace,
 }
 
 void InitSession::KillNow() {
-  if (launching_) kill_when_launched_ = true;
   if (child_pid_ <= 0) abandoned_ = true;
   if (child_pid_ <= 0 || child_exited_ || escalation_ > 0) return;
   terminating_ = true;

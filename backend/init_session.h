@@ -69,9 +69,7 @@ class InitSession final {
   // Launches init; the outcome arrives through the listener (never synchronously). A
   // workspace-write launch first walks its writable roots for repositories
   // (sandbox/repository_walk.h) on a thread of its own, so that a large workspace never stalls
-  // the reactor; a Terminate meanwhile ends it before anything is started. The launch itself
-  // (its cgroup, sandbox::LaunchInit: the checks, the staged binds, the child's start) runs on a
-  // launch thread (launch_threads.h); a Terminate meanwhile ends what it started once it is back.
+  // the reactor; a Terminate meanwhile ends it before anything is started.
   void Start(const sandbox::LaunchSpec& spec);
   // What the launch protected as repositories (valid once the launch was made).
   [[nodiscard]] const sandbox::LaunchRepositories& repositories() const { return repositories_; }
@@ -94,21 +92,8 @@ class InitSession final {
   // What bwrap/init printed on their stderr (bounded), for diagnosing a failed start.
   std::string Diagnostics();
 
-  // What a launch thread made: the session's cgroup (when the host has them) and the launch.
-  struct LaunchMade {
-    std::optional<sandbox::SessionCgroup> cgroup;
-    Result<sandbox::LaunchedInit> init;
-  };
-
  private:
-  // Sends the launch to a launch thread, with copies of everything it reads.
   void Launch(const sandbox::LaunchSpec& spec);
-  // On the reactor, with what the launch thread made.
-  void OnLaunched(LaunchMade made);
-  // A launch back after a Terminate or KillNow: the termination they asked for begins.
-  void EndAbandonedLaunch();
-  // The listener hears of the failure from the reactor, never from within Start.
-  void ReportStartFailedLater(Error error);
   void ReadControl();
   void OnMessage(sandbox::ReceivedInitMessage received);
   // A workspace-write launch's ready message: the session's mounts are composed, so the roots
@@ -138,11 +123,7 @@ class InitSession final {
   // The walk before the launch runs off the reactor; its result is dropped once this
   // session is gone.
   OffReactor off_reactor_;
-  bool abandoned_ = false;  // ended while its walk or its launch ran
-  bool launching_ = false;  // the launch is on its thread
-  // Terminate's grace (the shortest asked) and KillNow, while the launch was on its thread.
-  std::chrono::milliseconds abandon_grace_{0};
-  bool kill_when_launched_ = false;
+  bool abandoned_ = false;  // ended while its walk ran: nothing is launched
   sandbox::LaunchRepositories repositories_;
   sandbox::SandboxSpec walked_sandbox_;  // what the walks search (workspace-write only)
   struct timespec walk_started_ {};      // CLOCK_REALTIME before the first walk

@@ -1,7 +1,6 @@
 // Work that must not run on the reactor (a walk of a large tree), run on a thread of its own and
 // its result handed back to the reactor. One way for every such piece of work: the launch's
-// repository walk (init_session.cc) and the warm pool's claim (shell_session.cc); the launch
-// itself runs on a launch thread (launch_threads.h) the same way.
+// repository walk (init_session.cc) and the warm pool's claim (shell_session.cc).
 //
 // The owner keeps an OffReactor; once the owner is destroyed, results still on their way are
 // dropped: nothing is posted to an owner that is gone, nor to a reactor that went with it.
@@ -18,7 +17,6 @@
 #include <system_error>
 #include <thread>
 
-#include "backend/launch_threads.h"
 #include "common/error.h"
 
 namespace ptybox::backend {
@@ -42,7 +40,17 @@ class OffReactor final {
   [[nodiscard]] Result<void> Run(const std::string& what, std::function<T()> work,
                                  std::function<void(T)> deliver) {
     try {
-      std::thread(Job<T>(std::move(work), std::move(deliver), nullptr)).detach();
+      std::thread([mailbox = mailbox_, work = std::move(work),
+                   deliver = std::move(deliver)]() mutable {
+        T result = work();
+        std::lock_guard lock(mailbox->mutex);
+        if (mailbox->io == nullptr) return;
+        asio::post(*mailbox->io,
+                   [mailbox, deliver = std::move(deliver), result = std::move(result)]() mutable {
+                     // On the reactor, the thread that destroys the owner: no lock needed to read.
+                     if (mailbox->io != nullptr) deliver(std::move(result));
+                   });
+      }).detach();
     } catch (const std::system_error& e) {
       return std::unexpected(
           Error{ErrorKind::kSpawnFailed, "cannot start the thread that " + what + " (" + e.what() +
@@ -52,46 +60,11 @@ class OffReactor final {
     return {};
   }
 
-  // The same on one of the launch threads (launch_threads.h), for work that starts a child.
-  // `dropped(result)` runs instead of `deliver` once this object is gone (on whichever thread
-  // finds it gone): it ends what the result holds (a launched child) and touches nothing else.
-  template <typename T>
-  [[nodiscard]] Result<void> RunLaunch(std::function<T()> work, std::function<void(T)> deliver,
-                                       std::function<void(T)> dropped) {
-    return PostToLaunchThread(Job<T>(std::move(work), std::move(deliver), std::move(dropped)));
-  }
-
  private:
   struct Mailbox {
     std::mutex mutex;
     asio::io_context* io = nullptr;  // null once the owner is gone
   };
-
-  // `work` where it runs, then `deliver` posted to the reactor, or `dropped` (when given) once
-  // the owner is gone.
-  template <typename T>
-  std::function<void()> Job(std::function<T()> work, std::function<void(T)> deliver,
-                            std::function<void(T)> dropped) {
-    return [mailbox = mailbox_, work = std::move(work), deliver = std::move(deliver),
-            dropped = std::move(dropped)]() mutable {
-      T result = work();
-      std::unique_lock lock(mailbox->mutex);
-      if (mailbox->io == nullptr) {
-        lock.unlock();
-        if (dropped) dropped(std::move(result));
-        return;
-      }
-      asio::post(*mailbox->io, [mailbox, deliver = std::move(deliver), dropped = std::move(dropped),
-                                result = std::move(result)]() mutable {
-        // On the reactor, the thread that destroys the owner: no lock needed to read.
-        if (mailbox->io != nullptr) {
-          deliver(std::move(result));
-        } else if (dropped) {
-          dropped(std::move(result));
-        }
-      });
-    };
-  }
   std::shared_ptr<Mailbox> mailbox_;
 };
 

@@ -1,10 +1,7 @@
 #include "sandbox/launcher.h"
 
 #include <fcntl.h>
-#include <pthread.h>
-#include <sched.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -111,18 +108,19 @@ std::vector<std::string> BuildInitArgs(const LaunchSpec& spec) {
 
 namespace {
 
-// Runs in the child (StartChild): only async-signal-safe calls until execve. A failed step ends the
-// child with that step's exit status (child_exec.h) and a line on the diagnostics pipe.
 // Until it executes (bwrap's --die-with-parent, ptybox-init's own end, take over), the child dies
 // with the daemon: a launch composing thousands of mounts never goes on, and starts a shell, for
 // a daemon that was killed meanwhile. Set again after every change of credentials, which clears
 // it; a daemon already gone (the child re-parented) ends it at once.
 void DieWithDaemon(pid_t daemon, int say) {
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
     FailChild({ChildStage::kParentDeath, errno}, -1, say);
+  }
   if (::getppid() != daemon) FailChild({ChildStage::kParentDeath, ESRCH}, -1, say);
 }
 
+// Runs in the forked child: only async-signal-safe calls until execve. A failed step ends the
+// child with that step's exit status (child_exec.h) and a line on the diagnostics pipe.
 [[noreturn]] void ExecChild(const LaunchSpec& spec, const std::vector<char*>& argv, int control,
                             int seccomp, int diagnostics, int devnull, StagePlan* stage,
                             pid_t daemon) {
@@ -290,63 +288,6 @@ Result<std::vector<std::string>> ChildArgv(const LaunchSpec& spec, const Sandbox
   return BuildBwrapArgv(sandbox, invocation);
 }
 
-struct ChildArgs {
-  const LaunchSpec* spec;
-  const std::vector<char*>* argv;
-  int control;
-  int seccomp;
-  int diagnostics;
-  int devnull;
-  StagePlan* stage;
-  pid_t daemon;  // getpid() before the clone: the child's parent while the daemon lives
-};
-
-int RunChild(void* arg) {
-  const ChildArgs* a = static_cast<const ChildArgs*>(arg);
-  ExecChild(*a->spec, *a->argv, a->control, a->seccomp, a->diagnostics, a->devnull, a->stage,
-            a->daemon);
-}
-
-constexpr size_t kChildStack = 256 * 1024;
-
-// Starts the child as posix_spawn does: clone(CLONE_VM | CLONE_VFORK) on a stack of its own,
-// so the daemon's page tables are never copied (a fork of a daemon holding 256 sessions cost
-// most of an open's CPU), and this thread waits until the child has executed or exited: the
-// daemon calls LaunchInit on a launch thread (backend/launch_threads.h), never on its reactor,
-// since the child composes every staged mount before it executes (thousands for a workspace of
-// nested repositories). Every
-// signal is blocked around the clone: the child, sharing our memory, must not run one of our
-// handlers before ResetChildSignals; what it calls until execve are system calls only
-// (ExecChild, EnterStage), as after a fork of a threaded process.
-Result<pid_t> StartChild(ChildArgs& child) {
-  // One inaccessible page below the stack: a child that overran it would otherwise write into
-  // whatever of the daemon's memory lies there; with the guard it dies of SIGSEGV alone.
-  const size_t guard = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  void* stack = ::mmap(nullptr, guard + kChildStack, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (stack == MAP_FAILED) {
-    return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "mmap", "child stack"));
-  }
-  if (::mprotect(stack, guard, PROT_NONE) != 0) {
-    const int err = errno;
-    ::munmap(stack, guard + kChildStack);
-    return std::unexpected(
-        Error::FromErrno(ErrorKind::kSpawnFailed, "mprotect", "stack guard", err));
-  }
-  sigset_t all;
-  sigset_t saved;
-  ::sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &saved);
-  const pid_t pid = ::clone(RunChild, static_cast<char*>(stack) + guard + kChildStack,
-                            CLONE_VM | CLONE_VFORK | SIGCHLD, &child);
-  const int err = errno;
-  ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
-  // The child has executed or exited: its stack is ours again.
-  ::munmap(stack, guard + kChildStack);
-  if (pid < 0) return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "clone", "", err));
-  return pid;
-}
-
 }  // namespace
 
 Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories& repositories) {
@@ -392,17 +333,13 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 
-  ChildArgs child{&spec,
-                  &argv,
-                  theirs.Get(),
-                  seccomp.Get(),
-                  diag_write.Get(),
-                  devnull.Get(),
-                  stage ? &*stage : nullptr,
-                  ::getpid()};
-  Result<pid_t> started = StartChild(child);
-  if (!started) return Propagate(started);
-  const pid_t pid = *started;
+  const pid_t daemon = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "fork"));
+  if (pid == 0) {
+    ExecChild(spec, argv, theirs.Get(), seccomp.Get(), diag_write.Get(), devnull.Get(),
+              stage ? &*stage : nullptr, daemon);
+  }
   theirs.Reset();
   diag_write.Reset();
 

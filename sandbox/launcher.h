@@ -71,9 +71,7 @@ void ApplyPolicy(const policy::ResolvedPolicy& policy, const std::filesystem::pa
                  LaunchSpec& launch);
 
 // Checks everything first (roots, environment size, every bind opened without following links:
-// sandbox/mount_stage.h), then starts the child (clone(CLONE_VM | CLONE_VFORK): the calling
-// thread waits until the child has composed its mounts and executed, so the daemon calls this
-// on a launch thread, backend/launch_threads.h); the start message (environment) is sent before
+// sandbox/mount_stage.h), then forks and execs; the start message (environment) is sent before
 // returning. With the daemon as root, a confined session runs as an unprivileged host id from
 // `session_uids`, never as host root. The caller reaps `pid` (see backend/child_reaper.h).
 // `repositories` is RepositoriesOfLaunch(spec.sandbox), walked by the caller (off the daemon's

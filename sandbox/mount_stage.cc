@@ -552,10 +552,8 @@ bool EnterStage(StagePlan& plan, int error_fd) noexcept {
   }
   if (plan.as_root) {
     const uid_t id = plan.session_uid.value();
-    // Raw system calls: the child shares the daemon's memory until it executes (launcher.cc),
-    // where glibc's wrappers would try to change the credentials of the daemon's threads too.
-    if (::syscall(SYS_setgroups, 0, nullptr) != 0 || ::syscall(SYS_setresgid, id, id, id) != 0 ||
-        ::syscall(SYS_setresuid, id, id, id) != 0) {
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(id, id, id) != 0 ||
+        ::setresuid(id, id, id) != 0) {
       return Failed(error_fd, "dropping to the session uid", nullptr, errno);
     }
   }

@@ -88,23 +88,18 @@ RootIdMap RootIdMapFor(uid_t owner_uid, gid_t owner_gid, policy::SessionUid sess
 
 namespace {
 
-// The read end of the pipe that keeps the helper alive while its maps are written.
+// The two ends of the pipe that keeps the helper alive while its maps are written.
 struct HoldPipe {
   int read_end;
+  int write_end;
 };
 
-// The helper's whole life: it drops its copies of the write end and of every other descriptor,
-// waits until the parent lets go
+// The helper's whole life: it drops its copy of the write end, waits until the parent lets go
 // (end of file), then returns, and clone's code exits the task with a raw exit system call. It
 // shares the daemon's memory (CLONE_VM), so it only makes system calls, on its own small stack.
 int HoldNamespace(void* arg) {
   const HoldPipe* hold = static_cast<const HoldPipe*>(arg);
-  // Every descriptor but its read end goes (its own table: no CLONE_FILES): launches run on
-  // several threads at once, and a helper that kept another launch's write end would hold that
-  // helper, and its launch thread, forever.
-  const unsigned keep = static_cast<unsigned>(hold->read_end);
-  if (keep > 0) ::close_range(0, keep - 1, 0);
-  ::close_range(keep + 1, ~0U, 0);
+  ::close(hold->write_end);
   char ignored;
   (void)::read(hold->read_end, &ignored, 1);
   return 0;
@@ -128,17 +123,15 @@ Result<UniqueFd> CreateUserNamespace(const RootIdMap& maps) {
   // Born in the new user namespace: its maps can be written as soon as clone returns, without
   // waiting for the helper to be scheduled. CLONE_VM: no copy of the daemon's page tables (a
   // fork of a daemon holding hundreds of sessions costs milliseconds).
-  HoldPipe ends{hold_read.Get()};
+  HoldPipe ends{hold_read.Get(), hold_write.Get()};
   // Born with every signal blocked, so the helper, which shares our memory, never runs one of
   // the daemon's handlers on its stack (a SIGINT to the daemon's process group reaches it too).
   sigset_t all;
   sigset_t saved;
   ::sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &saved);
-  // No exit signal: a "clone" child, which only a wait with __WCLONE reaps, so the reactor's
-  // reaper (waitpid(-1) without it) never takes it from under the launch thread waiting here.
   const pid_t pid = ::clone(HoldNamespace, static_cast<char*>(stack) + kHelperStack,
-                            CLONE_VM | CLONE_NEWUSER, &ends);
+                            CLONE_VM | CLONE_NEWUSER | SIGCHLD, &ends);
   const int clone_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   if (pid < 0) {
@@ -163,7 +156,7 @@ Result<UniqueFd> CreateUserNamespace(const RootIdMap& maps) {
   int wait_status = 0;
   pid_t waited;
   do {
-    waited = ::waitpid(pid, &wait_status, __WCLONE);
+    waited = ::waitpid(pid, &wait_status, 0);
   } while (waited < 0 && errno == EINTR);
   // Its stack is ours again only once it is gone; otherwise it is left mapped (64 KiB).
   if (waited == pid) ::munmap(stack, kHelperStack);

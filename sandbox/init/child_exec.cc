@@ -133,12 +133,10 @@ std::optional<ChildFailure> AwaitChildExec(int report_fd) {
 }
 
 void ResetChildSignals() {
-  // Handlers first, then the mask: a child started with every signal blocked (the launcher's)
-  // never runs an inherited handler of its parent.
-  for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
 }
 
 }  // namespace ptybox::sandbox

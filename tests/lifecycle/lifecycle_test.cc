@@ -2,7 +2,6 @@
 // (with a real SIGINT, raced against settlement), background output read in increments,
 // signals to the verified foreground group, and close, shell exit, disconnect, canceled opens
 // and daemon shutdown leaving no process of the session behind (found by an env token in /proc).
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -20,7 +19,6 @@
 #include <thread>
 #include <vector>
 
-#include "common/unique_fd.h"
 #include "tests/support/daemon_fixture.h"
 #include "tests/support/error_kind.h"
 #include "tests/support/files.h"
@@ -554,72 +552,6 @@ TEST_P(LifecycleTest, DisconnectDuringOpenLeavesNoProcess) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, LifecycleTest,
                          ::testing::Values("danger-full-access", "workspace-write"), ModeTestName);
-
-// A launch held on its thread (PTYBOX_LAUNCH_HOLD): the daemon's reactor serves another owner
-// meanwhile. The writer's open of the FIFO succeeds only once a launch thread holds it open for
-// reading, so each step below happens while that launch is in progress, in this order.
-
-// Opens `fifo` for writing once a held launch reads it (a hang guard, not a measurement).
-UniqueFd AwaitHeldLaunch(const std::filesystem::path& fifo) {
-  const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < guard) {
-    UniqueFd writer(::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
-    if (writer) return writer;
-    EXPECT_EQ(errno, ENXIO) << "open " << fifo;  // no reader yet: the launch is not there
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ADD_FAILURE() << "no launch reached its hold within the hang guard";
-  return UniqueFd();
-}
-
-void ReleaseLaunch(UniqueFd writer) {
-  ASSERT_TRUE(writer);
-  ASSERT_EQ(::write(writer.Get(), "x", 1), 1);
-}
-
-// `count` repositories inside `root`, each nested in the one before, in chains of 50.
-void MakeNestedRepositories(const std::filesystem::path& root, int count) {
-  for (int made = 0, chain = 0; made < count; ++chain) {
-    std::filesystem::path dir = root / ("chain" + std::to_string(chain));
-    for (int depth = 0; depth < 50 && made < count; ++depth, ++made) {
-      std::filesystem::create_directories(dir / ".git");
-      dir /= "d";
-    }
-  }
-}
-
-TEST(LaunchHoldTest, AnotherOwnersSendCompletesWhileALargeWorkspaceLaunchIsHeld) {
-  TempDir dir;
-  const std::filesystem::path fifo = dir.path() / "hold";
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  const std::filesystem::path policy = dir.path() / "operator-policy.yaml";
-  std::ofstream(policy) << "version: 1\nlimits:\n  warmShells: 0\n";  // no pool launches
-  Daemon daemon(
-      Daemon::Options{{"--policy", policy.string()}, {"PTYBOX_LAUNCH_HOLD=" + fifo.string()}});
-  RpcClient a(daemon.socket());
-  ASSERT_TRUE(a.Call("policy_set_mode", Json{{"mode", "read-only"}}).contains("result"));
-  const int a_open = a.SendRequest("terminal_open", Json::object());
-  ReleaseLaunch(AwaitHeldLaunch(fifo));
-  Json a_opened = a.WaitResponse(a_open);
-  ASSERT_TRUE(a_opened.contains("result")) << a_opened.dump();
-  const std::string a_session = a_opened["result"]["sessionId"];
-
-  MakeNestedRepositories(daemon.workspace(), 1000);
-  RpcClient b(daemon.socket());
-  ASSERT_TRUE(b.Call("policy_set_mode", Json{{"mode", "workspace-write"}}).contains("result"));
-  const int b_open = b.SendRequest("terminal_open", Json{{"timeoutMs", 120000}});
-  UniqueFd held = AwaitHeldLaunch(fifo);  // B's walk is done and its launch is on its thread
-  ASSERT_TRUE(held);
-  Json sent = a.Call("terminal_send", Json{{"sessionId", a_session}, {"input", "echo hi\n"}});
-  ASSERT_TRUE(sent.contains("result")) << sent.dump();
-  EXPECT_EQ(sent["result"]["viewport"], "hi") << sent.dump();
-  ReleaseLaunch(std::move(held));  // only now may B's launch go on
-  Json b_opened = b.WaitResponse(b_open, std::chrono::seconds(120));
-  ASSERT_TRUE(b_opened.contains("result")) << b_opened.dump();
-  EXPECT_TRUE(b.Call("terminal_close", Json{{"sessionId", b_opened["result"]["sessionId"]}})
-                  .contains("result"));
-  EXPECT_TRUE(a.Call("terminal_close", Json{{"sessionId", a_session}}).contains("result"));
-}
 
 // Daemon shutdown, with a session of each mode and a busy send.
 TEST(DaemonShutdownTest, SigtermWithSessionsOpenExitsZeroAndLeavesNothing) {

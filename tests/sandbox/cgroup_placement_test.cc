@@ -6,7 +6,6 @@
 // this holds for any user on any host.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,33 +73,6 @@ TEST(CgroupPlacementTest, AChildThatCannotPlaceItselfEndsBeforeRunningAnything) 
   EXPECT_EQ(WEXITSTATUS(status), ChildExitCode(ChildStage::kCgroup));
   EXPECT_EQ(said, "ptybox: placing the session in its cgroup failed (errno " +
                       std::to_string(EBADF) + ")\n");
-}
-
-// The launch returns only once its child has executed or ended (clone with CLONE_VFORK, as
-// posix_spawn): the child's first step, the placement, is already done when LaunchInit
-// returns, without waiting for it here, and the caller's signal mask is what it was.
-TEST(CgroupPlacementTest, TheLaunchReturnsAfterTheChildPlacedItself) {
-  int placement[2];
-  ASSERT_EQ(::pipe2(placement, O_CLOEXEC | O_NONBLOCK), 0);
-  sigset_t before;
-  ASSERT_EQ(::pthread_sigmask(SIG_SETMASK, nullptr, &before), 0);
-  LaunchSpec spec = Spec();
-  spec.cgroup_procs = {placement[1]};
-  Result<LaunchedInit> launched = LaunchInit(spec, RepositoriesOfLaunch(spec.sandbox));
-  char written[8] = {};
-  const ssize_t n = ::read(placement[0], written, sizeof(written));  // never waits
-  sigset_t after;
-  ASSERT_EQ(::pthread_sigmask(SIG_SETMASK, nullptr, &after), 0);
-  ::close(placement[0]);
-  ::close(placement[1]);
-  ASSERT_TRUE(launched) << launched.error().message;
-  ::kill(launched->pid, SIGKILL);
-  int status = 0;
-  ::waitpid(launched->pid, &status, 0);
-  EXPECT_EQ(std::string(written, n > 0 ? n : 0), "0");
-  for (int sig = 1; sig < SIGRTMIN; ++sig) {
-    EXPECT_EQ(::sigismember(&after, sig), ::sigismember(&before, sig)) << sig;
-  }
 }
 
 TEST(CgroupPlacementTest, OwnCgroupPathReadsV2AndV1Lines) {
