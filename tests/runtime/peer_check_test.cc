@@ -10,7 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <iterator>
 
 #include "common/unique_fd.h"
@@ -219,8 +218,8 @@ TEST(PeerCheckTest, AnotherUsersProcessOfTheSameNamespaceIsAdmitted) {
   // pid 1 (root's) as the peer: an ordinary test user cannot read its namespace link, so the
   // maps decide; it must be admitted, not refused as a session (a root client of an ordinary
   // daemon).
-  auto read = [](const char* path) { return ::ptybox::testing::ReadFile(path); };
-  if (read("/proc/1/uid_map") != read("/proc/self/uid_map")) {
+  using ::ptybox::testing::ReadFile;
+  if (ReadFile("/proc/1/uid_map") != ReadFile("/proc/self/uid_map")) {
     GTEST_SKIP() << "pid 1 is in another user namespace here";
   }
   const NamespaceCheck ns = CompareUserNamespace(1);

@@ -20,7 +20,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -41,7 +40,7 @@ using namespace std::chrono_literals;
 
 constexpr auto kHangGuard = 10s;
 
-std::string ReadText(const std::string& path) { return ::ptybox::testing::ReadFile(path); }
+using ::ptybox::testing::ReadFile;  // a vanished process reads as what was read, never throws
 
 // First executable `name` on PATH (or `preferred` when it exists); empty when absent.
 std::string FindProgram(const std::string& name, const std::string& preferred = {}) {
@@ -56,7 +55,7 @@ std::string FindProgram(const std::string& name, const std::string& preferred = 
 }
 
 std::string Comm(pid_t pid) {
-  std::string comm = ReadText("/proc/" + std::to_string(pid) + "/comm");
+  std::string comm = ReadFile("/proc/" + std::to_string(pid) + "/comm");
   if (!comm.empty() && comm.back() == '\n') comm.pop_back();
   return comm;
 }
@@ -64,7 +63,7 @@ std::string Comm(pid_t pid) {
 // The syscall number a task is blocked in, or -2 when it is not in one.
 long SyscallNr(pid_t pid, pid_t tid) {
   std::string text =
-      ReadText("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/syscall");
+      ReadFile("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/syscall");
   if (text.empty() || text.starts_with("running")) return -2;
   return std::strtol(text.c_str(), nullptr, 10);
 }
@@ -215,7 +214,7 @@ class PtySession final {
         while (dirent* e = ::readdir(proc)) {
           pid_t pid = std::atoi(e->d_name);
           if (pid <= 0) continue;
-          std::string stat = ReadText("/proc/" + std::to_string(pid) + "/stat");
+          std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
           size_t close = stat.rfind(')');
           if (close == std::string::npos) continue;
           std::istringstream fields(stat.substr(close + 2));
@@ -441,7 +440,7 @@ TEST(ForegroundInspectorTest, RestartedPollHasLostItsArgumentsAndIsUnknown) {
   // A stop and continue restarts the timed poll through restart_syscall.
   ASSERT_EQ(::kill(pid, SIGSTOP), 0);
   f = session.WaitFor([&](const ForegroundFacts&) {
-    return ReadText("/proc/" + std::to_string(pid) + "/stat").find(") T ") != std::string::npos;
+    return ReadFile("/proc/" + std::to_string(pid) + "/stat").find(") T ") != std::string::npos;
   });
   ASSERT_EQ(::kill(pid, SIGCONT), 0);
   f = session.WaitFor(
@@ -671,7 +670,7 @@ TEST(ForegroundInspectorTest, ProcessInANewPidNamespaceIsSeenByHostPid) {
   ASSERT_EQ(f.tasks.size(), 2u) << "unshare in wait4, the reader in read: " << Describe(f);
   for (const TaskFacts& t : f.tasks) {
     if (t.tty_wait != TtyWait::kRead) continue;
-    std::string status = ReadText("/proc/" + std::to_string(t.pid) + "/status");
+    std::string status = ReadFile("/proc/" + std::to_string(t.pid) + "/status");
     size_t at = status.find("NSpid:");
     ASSERT_NE(at, std::string::npos);
     std::string nspid = status.substr(at, status.find('\n', at) - at);
