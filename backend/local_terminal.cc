@@ -418,16 +418,22 @@ Result<pid_t> LocalTerminal::VerifiedForegroundGroup() {
   }
   // The kernel only reports a group of this terminal's session; check the leader still belongs
   // to it, so a recycled pid never receives our signal.
-  // (A leader being reaped reads session 0: it is going, not foreign; kill() decides.)
+  // (A leader being reaped reads session 0, or -1 in state X, parent 0, while it is released:
+  // it is going, not foreign; kill() decides.)
   if (std::optional<::ptybox::proc::StatFields> stat = ::ptybox::proc::ReadStat(pgid);
-      stat && stat->session != 0 && stat->session != shell_pid_) {
-    return Fail(ErrorKind::kClosed, "the foreground process group " + std::to_string(pgid) +
-                                        " no longer belongs to this session");
+      stat && stat->session > 0 && stat->state != 'X' && stat->session != shell_pid_) {
+    return Fail(ErrorKind::kClosed,
+                "the foreground process group " + std::to_string(pgid) +
+                    " no longer belongs to this session (its leader is in session " +
+                    std::to_string(stat->session) + ", state " + std::string(1, stat->state) +
+                    ", parent " + std::to_string(stat->ppid) + "; the shell is " +
+                    std::to_string(shell_pid_) + ")");
   }
   return pgid;
 }
 
-void LocalTerminal::SignalForeground(int signal, std::function<void(Result<SignalResult>)> done) {
+void LocalTerminal::SignalForeground(int signal, SignalFollowLimit limit,
+                                     std::function<void(Result<SignalResult>)> done) {
   EndSignalFollow();  // one signal followed at a time: an earlier one settles as it stands
   // As the terminal driver does for a typed ^C, ^\ or ^Z (unless NOFLSH is set): input that no
   // program has read yet is discarded, so the unread tail of a canceled line never runs as a
@@ -465,7 +471,7 @@ void LocalTerminal::SignalForeground(int signal, std::function<void(Result<Signa
   if (outcome && outcome->delivered &&
       (signal == SIGINT || signal == SIGQUIT || signal == SIGTSTP) &&
       (outcome->pgid == shell_pid_ || RunsTheShellsImage(outcome->pgid))) {
-    StartSignalFollow(signal, *outcome, std::move(done));
+    StartSignalFollow(signal, limit, *outcome, std::move(done));
     return;
   }
   std::weak_ptr<bool> alive = alive_;
@@ -483,15 +489,19 @@ bool LocalTerminal::RunsTheShellsImage(pid_t pid) const {
          shell.st_dev == other.st_dev && shell.st_ino == other.st_ino;
 }
 
-void LocalTerminal::StartSignalFollow(int signal, SignalResult first,
+void LocalTerminal::StartSignalFollow(int signal, SignalFollowLimit limit, SignalResult first,
                                       std::function<void(Result<SignalResult>)> done) {
   const bool before_exec = first.pgid != shell_pid_;
-  follow_ = SignalFollow{std::make_shared<asio::steady_timer>(io_), first, first.pgid, before_exec,
+  follow_ = SignalFollow{std::make_shared<asio::steady_timer>(io_),
+                         first,
+                         first.pgid,
+                         before_exec,
+                         limit,
                          std::move(done)};
-  PollSignalFollow(signal, kSignalFollowPolls);
+  PollSignalFollow(signal, 0);
 }
 
-void LocalTerminal::PollSignalFollow(int signal, int polls_left) {
+void LocalTerminal::PollSignalFollow(int signal, int polls) {
   if (!follow_) return;
   SignalFollow& f = *follow_;
   Result<pid_t> now = VerifiedForegroundGroup();
@@ -516,12 +526,17 @@ void LocalTerminal::PollSignalFollow(int signal, int polls_left) {
   } else if (*now != f.target) {
     return FinishSignalFollow(f.result);  // the job is over: the shell holds the terminal again
   }
-  if (polls_left <= 0) return FinishSignalFollow(f.result);
-  f.timer->expires_after(kSignalFollowPoll);
+  if (polls >= kSignalFollowFastPolls && f.limit == SignalFollowLimit::kFixedLook) {
+    return FinishSignalFollow(f.result);
+  }
+  // A canceled send's follow has no time limit: its settlement (the prompt, silence or the
+  // deadline) ends it (EndSignalFollow).
+  f.timer->expires_after(polls < kSignalFollowFastPolls ? kSignalFollowPoll
+                                                        : kSignalFollowSlowPoll);
   std::weak_ptr<bool> alive = alive_;
-  f.timer->async_wait([this, alive, signal, polls_left](const std::error_code& ec) {
+  f.timer->async_wait([this, alive, signal, polls](const std::error_code& ec) {
     if (alive.expired() || ec) return;
-    PollSignalFollow(signal, polls_left - 1);
+    PollSignalFollow(signal, polls + 1);
   });
 }
 

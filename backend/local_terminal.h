@@ -70,13 +70,18 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   [[nodiscard]] bool LineDiscardIsInert() const override;
   void Write(std::string bytes, std::function<void(Result<size_t>)> done) override;
   bool AbortWrite() override;
-  void SignalForeground(int signal, std::function<void(Result<SignalResult>)> done) override;
+  void SignalForeground(int signal, SignalFollowLimit limit,
+                        std::function<void(Result<SignalResult>)> done) override;
   void EndSignalFollow() override;
 
-  // How long a signal that reached the shell itself is followed (FollowSignal): long enough for
-  // a forked job to take the terminal on a busy machine, short enough not to hold a cancellation.
+  // How often a signal that reached the shell itself is followed (StartSignalFollow): every
+  // kSignalFollowPoll for kSignalFollowFastPolls looks (300 ms), when a forked job usually takes
+  // the terminal; a fixed look (kFixedLook) ends there, a canceled send's (kUntilEnded) goes on
+  // every kSignalFollowSlowPoll until the send settles: on a busy machine the job of the line
+  // may take the terminal much later than 300 ms.
   static constexpr std::chrono::milliseconds kSignalFollowPoll{4};
-  static constexpr int kSignalFollowPolls = 75;  // 300 ms in all
+  static constexpr int kSignalFollowFastPolls = 75;
+  static constexpr std::chrono::milliseconds kSignalFollowSlowPoll{25};
 
   // Sets the terminal's size (TIOCSWINSZ on the master): the kernel sends SIGWINCH to the
   // foreground process group when the size changed.
@@ -137,13 +142,13 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   void Hangup();
   Result<pid_t> VerifiedForegroundGroup();
   // After `first` went to the shell's own group, or to a job whose leader still runs the shell's
-  // image: looks at the foreground group every kSignalFollowPoll, at most kSignalFollowPolls
-  // times or until EndSignalFollow, and signals a job of the interrupted line that took the
-  // terminal meanwhile, or the watched job again once its leader has exec'd (docs/readiness.md,
-  // "Cancellation"); then `done` runs once.
-  void StartSignalFollow(int signal, SignalResult first,
+  // image: looks at the foreground group (kSignalFollowPoll, then kSignalFollowSlowPoll) until
+  // the job ends or EndSignalFollow (the send settled), and signals a job of the interrupted line
+  // that took the terminal meanwhile, or the watched job again once its leader has exec'd
+  // (docs/readiness.md, "Cancellation"); then `done` runs once.
+  void StartSignalFollow(int signal, SignalFollowLimit limit, SignalResult first,
                          std::function<void(Result<SignalResult>)> done);
-  void PollSignalFollow(int signal, int polls_left);
+  void PollSignalFollow(int signal, int polls);
   // Whether `pid` runs the shell's executable (the same file): a child forked, not yet exec'd.
   [[nodiscard]] bool RunsTheShellsImage(pid_t pid) const;
   void FinishSignalFollow(Result<SignalResult> outcome);
@@ -160,6 +165,7 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
     SignalResult result;
     pid_t target = 0;
     bool before_exec = false;
+    SignalFollowLimit limit = SignalFollowLimit::kFixedLook;
     std::function<void(Result<SignalResult>)> done;
   };
   std::optional<SignalFollow> follow_;

@@ -206,10 +206,11 @@ void SendOperation::MaybeSignal() {
   }
   signal_ = SignalState::kInFlight;
   std::weak_ptr<bool> alive = alive_;
-  host_.terminal().SignalForeground(SIGINT, [this, alive](Result<SignalResult> result) {
-    if (alive.expired()) return;
-    OnSignalSettled(std::move(result));
-  });
+  host_.terminal().SignalForeground(SIGINT, TerminalHandle::SignalFollowLimit::kUntilEnded,
+                                    [this, alive](Result<SignalResult> result) {
+                                      if (alive.expired()) return;
+                                      OnSignalSettled(std::move(result));
+                                    });
 }
 
 void SendOperation::OnSignalSettled(Result<SignalResult> result) {

@@ -840,7 +840,8 @@ void ShellSession::Signal(int signal, std::function<void(Result<SignalResult>)> 
                "signal"});
     return;
   }
-  terminal_.SignalForeground(signal, std::move(done));
+  terminal_.SignalForeground(signal, TerminalHandle::SignalFollowLimit::kFixedLook,
+                             std::move(done));
 }
 
 SessionStatus ShellSession::Status() const { return terminal_.status(); }

@@ -51,10 +51,15 @@ class TerminalHandle {
   // Stops an in-flight write after what has been written so far; its `done` runs with that count.
   // True when bytes of it were left unwritten (dropped).
   virtual bool AbortWrite() = 0;
+  // How long a signal that reached the shell itself is followed to the job of the interrupted
+  // line (LocalTerminal::StartSignalFollow): a fixed look (a bare terminal_signal, whose answer
+  // waits for it), or until EndSignalFollow (a canceled send ends it when it settles).
+  enum class SignalFollowLimit { kFixedLook, kUntilEnded };
   // Sends `signal` to the verified foreground process group. When that was the shell's own, the
   // terminal may keep looking for a job of the interrupted line that takes the terminal next
   // (LocalTerminal::StartSignalFollow) before `done` runs; EndSignalFollow ends that look now.
-  virtual void SignalForeground(int signal, std::function<void(Result<SignalResult>)> done) = 0;
+  virtual void SignalForeground(int signal, SignalFollowLimit limit,
+                                std::function<void(Result<SignalResult>)> done) = 0;
   virtual void EndSignalFollow() {}
 };
 

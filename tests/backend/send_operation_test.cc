@@ -46,10 +46,13 @@ class FakeTerminal final : public TerminalHandle {
     log.push_back("abort");
     return true;
   }
-  void SignalForeground(int signal, std::function<void(Result<SignalResult>)> done) override {
-    log.push_back("signal:" + std::to_string(signal));
+  void SignalForeground(int signal, SignalFollowLimit limit,
+                        std::function<void(Result<SignalResult>)> done) override {
+    log.push_back("signal:" + std::to_string(signal) +
+                  (limit == SignalFollowLimit::kUntilEnded ? ":until-ended" : ":fixed"));
     signal_done = std::move(done);
   }
+  void EndSignalFollow() override { log.push_back("end-follow"); }
 
   void SettleInspection(ForegroundFacts facts = Shell()) {
     ASSERT_FALSE(inspections.empty());
@@ -158,7 +161,7 @@ TEST_F(SendOperationTest, CancelWhileInspectingNeverWritesTheInput) {
   // The inspection settles after the cancellation: the queued input must not run.
   host_.fake.SettleInspection();
   EXPECT_EQ(host_.fake.written, "");
-  EXPECT_EQ(host_.fake.log, (std::vector<std::string>{"inspect", "signal:2"}));
+  EXPECT_EQ(host_.fake.log, (std::vector<std::string>{"inspect", "signal:2:until-ended"}));
   host_.fake.SettleSignal(SignalResult{true, 100});
   PromptBack(*op, 130);
   ASSERT_TRUE(settled_);
@@ -176,7 +179,7 @@ TEST_F(SendOperationTest, SignalWaitsForAnInFlightWrite) {
   // No signal while the write is in flight; the rest of the write is stopped.
   EXPECT_EQ(host_.fake.log, (std::vector<std::string>{"inspect", "write:sleep 100\n", "abort"}));
   host_.fake.SettleWrite(size_t{10});
-  EXPECT_EQ(host_.fake.log.back(), "signal:2");
+  EXPECT_EQ(host_.fake.log.back(), "signal:2:until-ended");
 }
 
 TEST_F(SendOperationTest, ARejectedWriteSendsNoSignal) {
@@ -185,7 +188,8 @@ TEST_F(SendOperationTest, ARejectedWriteSendsNoSignal) {
   host_.fake.SettleInspection();
   op->Cancel();
   host_.fake.SettleWrite(Fail(ErrorKind::kClosed, "write: Input/output error"));
-  for (const std::string& entry : host_.fake.log) EXPECT_NE(entry, "signal:2");
+  for (const std::string& entry : host_.fake.log)
+    EXPECT_FALSE(entry.starts_with("signal:")) << entry;
 }
 
 TEST_F(SendOperationTest, CancellationIsARealSignalNeverAWrittenControlC) {
@@ -194,7 +198,7 @@ TEST_F(SendOperationTest, CancellationIsARealSignalNeverAWrittenControlC) {
   host_.fake.SettleInspection();
   host_.fake.SettleWrite(size_t{10});
   op->Cancel();
-  EXPECT_EQ(host_.fake.log.back(), "signal:" + std::to_string(SIGINT));
+  EXPECT_EQ(host_.fake.log.back(), "signal:" + std::to_string(SIGINT) + ":until-ended");
   for (const std::string& entry : host_.fake.log) EXPECT_EQ(entry.find('\x03'), std::string::npos);
 }
 
@@ -211,7 +215,8 @@ TEST_F(SendOperationTest, CanceledSendKeepsItsSlotUntilWriteAndSignalSettle) {
   // ...but the slot stays held, so no successor can receive late bytes or the signal.
   EXPECT_FALSE(released_);
   host_.fake.SettleWrite(size_t{4});
-  EXPECT_EQ(host_.fake.log.back(), "signal:2");  // the signal the cancellation asked for
+  EXPECT_EQ(host_.fake.log.back(),
+            "signal:2:until-ended");  // the signal the cancellation asked for
   EXPECT_FALSE(released_);
   host_.fake.SettleSignal(SignalResult{true, 100});
   EXPECT_TRUE(released_);
@@ -228,6 +233,20 @@ TEST_F(SendOperationTest, SlotIsHeldWhileTheSignalIsInFlight) {
   EXPECT_FALSE(released_);
   host_.fake.SettleSignal(SignalResult{true, 200});
   EXPECT_TRUE(released_);
+}
+
+// A cancellation's signal is followed to the job of the line for as long as the send is
+// active, not for a fixed time (a busy machine forks the job late): settling ends the follow.
+TEST_F(SendOperationTest, SettlingEndsTheFollowOfTheCancellationsSignal) {
+  auto op = Make();
+  op->Start();
+  host_.fake.SettleInspection();
+  host_.fake.SettleWrite(size_t{10});
+  op->Cancel();
+  EXPECT_EQ(host_.fake.log.back(), "signal:2:until-ended");
+  PromptBack(*op, 130);
+  ASSERT_TRUE(settled_);
+  EXPECT_EQ(host_.fake.log.back(), "end-follow");
 }
 
 TEST_F(SendOperationTest, AbsoluteDeadlineStaysArmedWhileCancellationWaits) {
@@ -264,7 +283,8 @@ TEST_F(SendOperationTest, CancelAfterSettlementIsFalseAndSendsNothing) {
   PromptBack(*op, 0);
   ASSERT_TRUE(settled_);
   EXPECT_FALSE(op->Cancel());
-  for (const std::string& entry : host_.fake.log) EXPECT_NE(entry, "signal:2");
+  for (const std::string& entry : host_.fake.log)
+    EXPECT_FALSE(entry.starts_with("signal:")) << entry;
 }
 
 TEST_F(SendOperationTest, DeadlineDuringInspectionMeansTheInputIsNeverWritten) {

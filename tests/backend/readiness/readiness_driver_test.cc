@@ -28,7 +28,8 @@ class FakeTerminal final : public TerminalHandle {
     done(bytes.size());
   }
   bool AbortWrite() override { return false; }
-  void SignalForeground(int, std::function<void(Result<SignalResult>)> done) override {
+  void SignalForeground(int, SignalFollowLimit,
+                        std::function<void(Result<SignalResult>)> done) override {
     done(SignalResult{true, kChild});
   }
   // Delivers the facts of the inspection in flight.
