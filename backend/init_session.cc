@@ -98,6 +98,7 @@ void InitSession::Start(const sandbox::LaunchSpec& spec) {
     return;
   }
   walked_sandbox_ = spec.sandbox;
+  walked_init_ = spec.init_binary;
   recheck_repositories_ = true;
   ::clock_gettime(CLOCK_REALTIME, &walk_started_);
   Result<void> walking = off_reactor_.Run<sandbox::LaunchRepositories>(
@@ -266,8 +267,8 @@ void InitSession::CheckRepositoriesThenReady(sandbox::ReadyMessage ready, Unique
   auto master_fd = std::make_shared<UniqueFd>(std::move(master));
   Result<void> walking = off_reactor_.Run<std::optional<std::string>>(
       "searches the writable roots for repositories again",
-      [sandbox = walked_sandbox_, started = walk_started_, program] {
-        return sandbox::CheckRepositoriesAfterLaunch(sandbox, program, started);
+      [sandbox = walked_sandbox_, init = walked_init_, started = walk_started_, program] {
+        return sandbox::CheckRepositoriesAfterLaunch(sandbox, init, program, started);
       },
       [this, ready, master_fd](std::optional<std::string> moved) {
         FinishReadyCheck(moved

@@ -126,6 +126,7 @@ class InitSession final {
   bool abandoned_ = false;  // ended while its walk ran: nothing is launched
   sandbox::LaunchRepositories repositories_;
   sandbox::SandboxSpec walked_sandbox_;  // what the walks search (workspace-write only)
+  std::filesystem::path walked_init_;    // its ptybox-init (which hidden directories it covers)
   struct timespec walk_started_ {};      // CLOCK_REALTIME before the first walk
   bool recheck_repositories_ = false;    // a walk was made: check it again at ready
   bool checking_ready_ = false;          // init is ready; the check after it runs

@@ -194,13 +194,15 @@ bool ShellSession::MatchesLaunch(const SpawnSpec& spec) const {
 std::optional<ShellSession::RepositoryClaim> ShellSession::RepositoryClaimFor(
     const SpawnSpec& spec) const {
   if (launched_.sandbox.mode != policy::Mode::kWorkspaceWrite) return std::nullopt;
-  RepositoryClaim claim{BuildLaunch(spec).sandbox, terminal_.shell_pid(), {}};
+  sandbox::LaunchSpec launch = BuildLaunch(spec);
+  RepositoryClaim claim{
+      std::move(launch.sandbox), std::move(launch.init_binary), terminal_.shell_pid(), {}};
   ::clock_gettime(CLOCK_REALTIME, &claim.claimed);
   return claim;
 }
 
 std::optional<std::string> ShellSession::RepositoryClaim::Refusal() const {
-  return sandbox::CheckRepositoriesAfterLaunch(sandbox, shell, claimed);
+  return sandbox::CheckRepositoriesAfterLaunch(sandbox, init_binary, shell, claimed);
 }
 
 void ShellSession::SetOutputTap(std::function<void(std::string_view)> tap) {

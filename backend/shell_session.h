@@ -104,8 +104,9 @@ class ShellSession final : public BackendSession,
   // walk runs off the reactor; nullopt when the launch protected none by walking (read-only).
   struct RepositoryClaim {
     sandbox::SandboxSpec sandbox;
-    pid_t shell = 0;             // the pooled shell (host pid): its mountinfo is read
-    struct timespec claimed {};  // CLOCK_REALTIME when the claim began
+    std::filesystem::path init_binary;  // the launch's ptybox-init (what it covered)
+    pid_t shell = 0;                    // the pooled shell (host pid): its mountinfo is read
+    struct timespec claimed {};         // CLOCK_REALTIME when the claim began
     // Walks the roots: off the reactor only. Why the shell must not serve, or nullopt.
     [[nodiscard]] std::optional<std::string> Refusal() const;
   };

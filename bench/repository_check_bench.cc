@@ -60,7 +60,7 @@ void BM_CheckAfterLaunch(benchmark::State& state) {
     std::optional<std::string> why =
         state.range(2) == 2
             ? ptybox::sandbox::RepositoriesOfLaunch(sandbox).incomplete
-            : ptybox::sandbox::CheckRepositoriesAfterLaunch(sandbox, ::getpid(), started);
+            : ptybox::sandbox::CheckRepositoriesAfterLaunch(sandbox, {}, ::getpid(), started);
     if (why) {
       state.SkipWithError(why->substr(0, 160).c_str());
       break;

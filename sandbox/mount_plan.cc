@@ -65,6 +65,24 @@ std::vector<fs::path> RootsToBind(const fs::path& workspace, const std::vector<f
   return bound;
 }
 
+std::vector<fs::path> GrantedPaths(const SandboxSpec& sandbox, const fs::path& init_binary) {
+  std::vector<fs::path> granted = {sandbox.workspace_root};
+  granted.insert(granted.end(), sandbox.writable_roots.begin(), sandbox.writable_roots.end());
+  granted.push_back(sandbox.cwd);
+  granted.push_back(init_binary);
+  return granted;
+}
+
+std::vector<fs::path> CoveredDirectories(const SandboxSpec& sandbox, const fs::path& init_binary) {
+  const std::vector<fs::path> bound = RootsToBind(sandbox.workspace_root, sandbox.writable_roots);
+  std::vector<fs::path> covered;
+  for (const NestedMount& m : PlanNestedMounts(sandbox.mode, bound, {}, sandbox.hidden,
+                                               GrantedPaths(sandbox, init_binary))) {
+    if (m.kind == NestedMount::Kind::kCoverDir) covered.push_back(bound[m.root] / m.relative);
+  }
+  return covered;
+}
+
 int HoldingRoot(const std::vector<fs::path>& roots, const fs::path& path, fs::path& relative) {
   for (size_t i = 0; i < roots.size(); ++i) {
     if (StrictlyUnder(path, roots[i])) {

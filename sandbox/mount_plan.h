@@ -53,6 +53,18 @@ std::vector<NestedMount> PlanNestedMounts(policy::Mode mode,
                                           const std::vector<HiddenPath>& hidden,
                                           const std::vector<std::filesystem::path>& granted);
 
+// What a launch counts as granted when it covers hidden directories (PlanNestedMounts'
+// `granted`): every root, the starting directory and ptybox-init. A hidden directory holding one
+// of them is not covered.
+std::vector<std::filesystem::path> GrantedPaths(const SandboxSpec& sandbox,
+                                                const std::filesystem::path& init_binary);
+
+// The hidden directories a launch of `sandbox` covers (PlanNestedMounts' kCoverDir entries, with
+// GrantedPaths), absolute. Nothing beneath one is in the session; the check after the launch
+// (sandbox/repository_walk.h) does not ask a repository beneath one to be protected.
+std::vector<std::filesystem::path> CoveredDirectories(const SandboxSpec& sandbox,
+                                                      const std::filesystem::path& init_binary);
+
 // The bound root that holds `path` strictly (index), or -1.
 int HoldingRoot(const std::vector<std::filesystem::path>& roots, const std::filesystem::path& path,
                 std::filesystem::path& relative);

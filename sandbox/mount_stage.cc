@@ -262,11 +262,9 @@ Result<void> PlanComposed(StagePlan& plan, const SandboxSpec& sandbox, const Ope
     protected_candidates.insert(protected_candidates.end(), repositories.git_paths.begin(),
                                 repositories.git_paths.end());
   }
-  std::vector<std::filesystem::path> granted = roots.paths;
-  granted.push_back(sandbox.cwd);
-  granted.push_back(init_binary);
-  const std::vector<NestedMount> nested = PlanNestedMounts(
-      sandbox.mode, roots.bound_paths, protected_candidates, sandbox.hidden, granted);
+  const std::vector<NestedMount> nested =
+      PlanNestedMounts(sandbox.mode, roots.bound_paths, protected_candidates, sandbox.hidden,
+                       GrantedPaths(sandbox, init_binary));
   for (const NestedMount& n : nested) {
     const OpenedPath& root = roots.bound[n.root];
     Result<std::optional<OpenedPath>> opened = OpenBeneath(root, n.relative);

@@ -22,6 +22,7 @@
 
 #include "common/proc_stat.h"
 #include "common/unique_fd.h"
+#include "sandbox/mount_plan.h"
 #include "sandbox/tree_watch.h"
 
 namespace ptybox::sandbox {
@@ -256,12 +257,26 @@ bool NotBefore(const struct statx_timestamp& born, const struct timespec& starte
 
 std::optional<std::string> UnprotectedRepository(
     const LaunchRepositories& after, const std::vector<std::filesystem::path>& session_mounts,
-    const struct timespec& walk_started) {
+    const struct timespec& walk_started, const std::vector<std::filesystem::path>& covered) {
   if (!after.walked) return "internal error: the check after the launch has no walk";
   if (after.incomplete) return *after.incomplete;
+  auto mounted = [&](const std::filesystem::path& path) {
+    return std::binary_search(session_mounts.begin(), session_mounts.end(), path);
+  };
+  // The covers in place: composed, so what lies beneath them is not in the session.
+  std::vector<std::filesystem::path> covers;
+  for (const std::filesystem::path& dir : covered) {
+    if (mounted(dir)) covers.push_back(dir);
+  }
+  auto beneath_a_cover = [&](const std::filesystem::path& path) {
+    return std::any_of(covers.begin(), covers.end(), [&](const std::filesystem::path& dir) {
+      const std::filesystem::path rel = path.lexically_relative(dir);
+      return !rel.empty() && *rel.begin() != ".." && rel != ".";
+    });
+  };
   for (size_t i = 0; i < after.git_paths.size(); ++i) {
     const std::filesystem::path& path = after.git_paths[i];
-    if (std::binary_search(session_mounts.begin(), session_mounts.end(), path)) continue;
+    if (mounted(path) || beneath_a_cover(path)) continue;
     std::optional<struct statx_timestamp> born = BirthOf(path, after.git_ids[i]);
     if (born && NotBefore(*born, walk_started)) continue;  // created during the launch
     return "the repository " + path.string() +
@@ -273,7 +288,9 @@ std::optional<std::string> UnprotectedRepository(
   return std::nullopt;
 }
 
-std::optional<std::string> CheckRepositoriesAfterLaunch(const SandboxSpec& sandbox, pid_t session,
+std::optional<std::string> CheckRepositoriesAfterLaunch(const SandboxSpec& sandbox,
+                                                        const std::filesystem::path& init_binary,
+                                                        pid_t session,
                                                         const struct timespec& walk_started,
                                                         size_t max_entries) {
   if (session <= 0) return "cannot tell a process of the session to check its repositories";
@@ -297,7 +314,8 @@ std::optional<std::string> CheckRepositoriesAfterLaunch(const SandboxSpec& sandb
     // Nothing arrived in a directory after it was read: the walk saw every repository the
     // tree held when it ended, and the session's mounts were read after that.
     if (!watch->Changed()) {
-      return UnprotectedRepository(after, *mounts, walk_started);
+      return UnprotectedRepository(after, *mounts, walk_started,
+                                   CoveredDirectories(sandbox, init_binary));
     }
   }
   return "directories kept arriving in " + sandbox.workspace_root.string() +

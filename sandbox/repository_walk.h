@@ -91,12 +91,14 @@ struct LaunchRepositories {
 // time made before it can be later than): such a one is the session's own, as one created after
 // the launch. A repository the first walk missed because a concurrent
 // session renamed it into a directory the walk had already read, or one that moved between the
-// walk and the composition, is not a mount point and refuses the launch. Returns why, or
-// nullopt when the launch holds. A filesystem without birth times counts every unprotected
-// repository as older.
+// walk and the composition, is not a mount point and refuses the launch. A repository beneath
+// one of `covered` (the hidden directories the launch covered: CoveredDirectories) that is a
+// mount point of the session is not in the session at all, and needs no protection. Returns
+// why, or nullopt when the launch holds. A filesystem without birth times counts every
+// unprotected repository as older.
 [[nodiscard]] std::optional<std::string> UnprotectedRepository(
     const LaunchRepositories& after, const std::vector<std::filesystem::path>& session_mounts,
-    const struct timespec& walk_started);
+    const struct timespec& walk_started, const std::vector<std::filesystem::path>& covered = {});
 
 // How often the check after a launch walks again when directories arrived during its walk.
 inline constexpr int kAfterLaunchWalks = 3;
@@ -107,11 +109,12 @@ inline constexpr int kAfterLaunchWalks = 3;
 // session's mount points are read. A walk during which nothing arrived in a directory it had read
 // saw every repository the tree held when it ended; each must then be a mount point of the session,
 // or born after `walk_started` (UnprotectedRepository). A walk during which something arrived is
-// made again, up to kAfterLaunchWalks times, then the launch is refused. Returns why the launch
-// must be refused, or nullopt.
+// made again, up to kAfterLaunchWalks times, then the launch is refused. `init_binary` is the
+// launch's ptybox-init (which hidden directories it covered depends on it). Returns why the
+// launch must be refused, or nullopt.
 [[nodiscard]] std::optional<std::string> CheckRepositoriesAfterLaunch(
-    const SandboxSpec& sandbox, pid_t session, const struct timespec& walk_started,
-    size_t max_entries = kRepositoryWalkMaxEntries);
+    const SandboxSpec& sandbox, const std::filesystem::path& init_binary, pid_t session,
+    const struct timespec& walk_started, size_t max_entries = kRepositoryWalkMaxEntries);
 
 // The mount points of the mount namespace of process `pid` (its /proc/<pid>/mountinfo, paths
 // as the process sees them, octal escapes decoded), sorted; an error when it cannot be read.

@@ -122,6 +122,44 @@ TEST_P(SecretsTest, PlantedCredentialsAreHidden) {
   EXPECT_EQ(ReadFile(daemon.workspace() / ".env"), "FAKE-WORKSPACE-SECRET\n");
 }
 
+// A hidden directory that holds a repository (`hide: [vault]` over vault/repo/.git): the cover
+// hides the repository with the rest, so a workspace-write open goes ahead (it used to be
+// refused: the check after the launch asked the covered repository to be a mount point), and
+// nothing of the directory is in the session. A repository outside it stays read-only.
+TEST_P(SecretsTest, AHiddenDirectoryHoldingARepositoryOpensAndStaysHidden) {
+  Daemon daemon;
+  PrepareWorkspace(daemon.workspace());
+  Plant(daemon.workspace() / "vault" / "repo" / ".git" / "config", "[core] FAKE-VAULT-CONFIG");
+  Plant(daemon.workspace() / "vault" / "key.txt", "FAKE-VAULT-KEY");
+  Plant(daemon.workspace() / "lib" / ".git" / "config", "[core] lib");
+  std::ofstream(daemon.workspace() / ".ptybox.yaml") << "version: 1\nhide: [vault]\n";
+  RpcClient client(daemon.socket());
+  const std::string session = OpenSession(client, Mode());
+  ASSERT_FALSE(session.empty()) << daemon.Log();
+  auto run = [&](const std::string& name, const std::string& command) {
+    return RunInSession(client, session, Mode(), name, command);
+  };
+  Observed read =
+      run("read-vault", "cat vault/key.txt vault/repo/.git/config 2>&1 | grep -c FAKE-");
+  Observed list = run("list-vault", "ls -A vault | wc -l");
+  if (Confined()) {
+    EXPECT_EQ(read.text, "0") << read.Show();
+    EXPECT_EQ(list.text, "0") << list.Show();
+    Observed plant = run("plant-in-vault", "mkdir -p vault/repo/.git/hooks");
+    EXPECT_EQ(plant.exit, 1) << plant.Show();
+    EXPECT_TRUE(plant.Says("Read-only file system")) << plant.Show();
+    Observed lib = run("write-lib-git", "echo '[core] fsmonitor = x' >> lib/.git/config");
+    EXPECT_EQ(lib.exit, 1) << lib.Show();
+    EXPECT_TRUE(lib.Says("Read-only file system")) << lib.Show();
+  } else {
+    EXPECT_EQ(read.text, "2") << read.Show();
+    EXPECT_EQ(list.text, "2") << list.Show();
+  }
+  EXPECT_EQ(ReadFile(daemon.workspace() / "vault" / "repo" / ".git" / "config"),
+            "[core] FAKE-VAULT-CONFIG\n");
+  EXPECT_EQ(ReadFile(daemon.workspace() / "lib" / ".git" / "config"), "[core] lib\n");
+}
+
 TEST_P(SecretsTest, DefaultListHidesCredentialsWithoutAnyPolicy) {
   Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"HOME=" + home_.string()}});
   PrepareWorkspace(daemon.workspace());

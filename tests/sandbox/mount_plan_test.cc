@@ -297,6 +297,53 @@ TEST_F(RepositoryWalkTest, TheCheckAfterALaunchRefusesARepositoryTheSessionDoesN
   EXPECT_TRUE(UnprotectedRepository(RepositoriesOfLaunch(sandbox, 2), protecting, started));
 }
 
+// A hidden directory that holds a repository (`hide: [secret]` over secret/repo/.git): the
+// launch covers the directory and composes nothing beneath it, and the check does not ask the
+// repository to be a mount point once the cover is one. Not while the cover is not in place,
+// and never for a directory that is only pinned or a root.
+TEST_F(RepositoryWalkTest, ARepositoryBeneathACoveredDirectoryNeedsNoMountOfItsOwn) {
+  fs::create_directories(dir_ / "ws" / "secret" / "repo" / ".git");
+  fs::create_directories(dir_ / "ws" / "open" / "repo" / ".git");
+  SandboxSpec sandbox;
+  sandbox.mode = policy::Mode::kWorkspaceWrite;
+  sandbox.workspace_root = dir_ / "ws";
+  sandbox.cwd = dir_ / "ws";
+  sandbox.hidden = {{dir_ / "ws" / "secret", true}, {dir_ / "ws" / "open" / ".env", false}};
+  const std::vector<fs::path> covered = CoveredDirectories(sandbox, "/usr/lib/ptybox/ptybox-init");
+  EXPECT_EQ(covered, (std::vector<fs::path>{dir_ / "ws" / "secret"}))
+      << "a hidden file is no covered directory, and `open` is only pinned";
+  struct timespec later {};
+  ASSERT_EQ(::clock_gettime(CLOCK_REALTIME, &later), 0);
+  later.tv_sec += 3600;  // both repositories are older than the launch
+  const LaunchRepositories walk = RepositoriesOfLaunch(sandbox);
+  ASSERT_EQ(walk.git_paths.size(), 2u);
+  std::vector<fs::path> mounts = {"/", dir_ / "ws", dir_ / "ws" / "open",
+                                  dir_ / "ws" / "open" / "repo" / ".git", dir_ / "ws" / "secret"};
+  std::sort(mounts.begin(), mounts.end());
+  EXPECT_EQ(UnprotectedRepository(walk, mounts, later, covered), std::nullopt);
+  // Without the rule (the check before): refused, although the repository is not in the session.
+  EXPECT_TRUE(UnprotectedRepository(walk, mounts, later));
+  // The cover is not a mount point of the session: the repository would be writable there.
+  std::vector<fs::path> uncovered = mounts;
+  std::erase(uncovered, dir_ / "ws" / "secret");
+  std::optional<std::string> why = UnprotectedRepository(walk, uncovered, later, covered);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("secret/repo/.git is not protected"), std::string::npos) << *why;
+  // A pinned directory (a mount point, but the real one) does not excuse what it holds.
+  std::vector<fs::path> pinned_only = mounts;
+  std::erase(pinned_only, dir_ / "ws" / "open" / "repo" / ".git");
+  why = UnprotectedRepository(walk, pinned_only, later, covered);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("open/repo/.git is not protected"), std::string::npos) << *why;
+  // A hidden directory holding the starting directory (or a root, or ptybox-init) is not covered.
+  sandbox.cwd = dir_ / "ws" / "secret" / "repo";
+  EXPECT_TRUE(CoveredDirectories(sandbox, "/usr/lib/ptybox/ptybox-init").empty());
+  sandbox.cwd = dir_ / "ws";
+  EXPECT_TRUE(CoveredDirectories(sandbox, dir_ / "ws" / "secret" / "ptybox-init").empty());
+  sandbox.mode = policy::Mode::kReadOnly;  // covered in read-only too (nothing is checked there)
+  EXPECT_EQ(CoveredDirectories(sandbox, "/usr/lib/ptybox/ptybox-init").size(), 1u);
+}
+
 // The whole check, against this process's own mount namespace (where no .git is a mount
 // point): a tree without repositories holds; an older repository refuses; no process refuses.
 TEST_F(RepositoryWalkTest, TheCheckAfterALaunchWalksWatchedAndReadsTheSessionsMounts) {
@@ -306,21 +353,21 @@ TEST_F(RepositoryWalkTest, TheCheckAfterALaunchWalksWatchedAndReadsTheSessionsMo
   sandbox.workspace_root = dir_ / "ws";
   struct timespec started {};
   ASSERT_EQ(::clock_gettime(CLOCK_REALTIME, &started), 0);
-  EXPECT_EQ(CheckRepositoriesAfterLaunch(sandbox, ::getpid(), started), std::nullopt);
-  EXPECT_TRUE(CheckRepositoriesAfterLaunch(sandbox, 0, started));
+  EXPECT_EQ(CheckRepositoriesAfterLaunch(sandbox, {}, ::getpid(), started), std::nullopt);
+  EXPECT_TRUE(CheckRepositoriesAfterLaunch(sandbox, {}, 0, started));
   fs::create_directories(dir_ / "ws" / "a" / "b" / ".git");
   // A launch that began after the repository was born (an hour from now): it is older.
   const struct timespec later = {started.tv_sec + 3600, 0};
-  std::optional<std::string> why = CheckRepositoriesAfterLaunch(sandbox, ::getpid(), later);
+  std::optional<std::string> why = CheckRepositoriesAfterLaunch(sandbox, {}, ::getpid(), later);
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("is not protected"), std::string::npos) << *why;
-  EXPECT_TRUE(CheckRepositoriesAfterLaunch(sandbox, ::getpid(), later, 1));  // over budget
+  EXPECT_TRUE(CheckRepositoriesAfterLaunch(sandbox, {}, ::getpid(), later, 1));  // over budget
   // Born during the launch: the session's own. A launch that began a second before the
   // repository: birth times come from the kernel's coarse clock (up to a tick behind a fine
   // read), so one made right after `started` may carry an earlier stamp, which refuses (the safe
   // side) and is not what this line checks.
   const struct timespec before = {started.tv_sec - 1, started.tv_nsec};
-  EXPECT_EQ(CheckRepositoriesAfterLaunch(sandbox, ::getpid(), before), std::nullopt);
+  EXPECT_EQ(CheckRepositoriesAfterLaunch(sandbox, {}, ::getpid(), before), std::nullopt);
 }
 
 // The session's mount points as its mountinfo names them, escapes decoded.
