@@ -78,6 +78,7 @@ class ShellSession final : public BackendSession,
   Result<void> Resize(int rows, int columns) override;
   void Signal(int signal, std::function<void(Result<SignalResult>)> done) override;
   [[nodiscard]] SessionStatus Status() const override;
+  [[nodiscard]] std::shared_ptr<SessionGits> gits() const override { return terminal_.gits(); }
   void Close(std::string reason, std::function<void(Result<SessionStatus>)> done) override;
 
   // The environment the shell starts with (for tests and docs).

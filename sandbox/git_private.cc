@@ -341,7 +341,7 @@ Result<std::optional<std::string>> HostRef(int host_git_fd, const std::string& n
 
 // Opens (making when `make`) the directories of `relative`'s parent beneath `dir`.
 Result<std::optional<UniqueFd>> ParentDir(int dir, const std::string& relative, bool make,
-                                          std::string& leaf) {
+                                          std::string& leaf, const std::optional<GitOwner>& owner) {
   const size_t slash = relative.rfind('/');
   leaf = slash == std::string::npos ? relative : relative.substr(slash + 1);
   UniqueFd current(::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -354,7 +354,7 @@ Result<std::optional<UniqueFd>> ParentDir(int dir, const std::string& relative, 
     if (end == std::string::npos) end = parent.size();
     const std::string part = parent.substr(start, end - start);
     if (make) {
-      Result<UniqueFd> next = MakeDir(current.Get(), part, 0755, std::nullopt);
+      Result<UniqueFd> next = MakeDir(current.Get(), part, 0755, owner);
       if (!next) return Propagate(next);
       current = std::move(*next);
     } else {
@@ -392,7 +392,8 @@ std::string DropPacked(std::string_view text, const std::string& name) {
 // none). `value` nullopt deletes it. Returns false on a conflict (`why` says what).
 Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
                            const std::optional<std::string>& expected,
-                           const std::optional<std::string>& value, std::string& why) {
+                           const std::optional<std::string>& value, std::string& why,
+                           const std::optional<GitOwner>& owner) {
   Result<std::optional<std::string>> now = HostRef(host_git_fd, name);
   if (!now) return Propagate(now);
   if (*now != expected) {
@@ -401,12 +402,12 @@ Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
     return false;
   }
   std::string leaf;
-  Result<std::optional<UniqueFd>> parent = ParentDir(host_git_fd, name, value.has_value(), leaf);
+  Result<std::optional<UniqueFd>> parent = ParentDir(host_git_fd, name, value.has_value(), leaf, owner);
   if (!parent) return Propagate(parent);
   if (value) {
     const std::string content = *value + "\n";
     Result<bool> wrote = WriteLikeGit((**parent).Get(), leaf, {.fd = -1, .data = content}, 0644,
-                                      /*replace=*/true);
+                                      /*replace=*/true, owner);
     if (!wrote) return Propagate(wrote);
     return true;
   }
@@ -431,7 +432,7 @@ Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
     const std::string dropped = DropPacked(**packed, name);
     if (dropped != **packed) {
       Result<bool> wrote = WriteLikeGit(host_git_fd, "packed-refs", {.fd = -1, .data = dropped},
-                                        0644, /*replace=*/true);
+                                        0644, /*replace=*/true, owner);
       if (!wrote) return Propagate(wrote);
     }
   }
@@ -441,7 +442,8 @@ Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
 // Copies one regular file of the private directory into `host_dir` under the same name unless
 // the host has it. Returns whether it was written.
 Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& name,
-                            const std::string& what, std::vector<std::string>& refused) {
+                            const std::string& what, std::vector<std::string>& refused,
+                            const std::optional<GitOwner>& owner) {
   Result<std::optional<OpenedFile>> file = OpenRegular(private_dir, name, kGitObjectFileMax, true);
   if (!file) {
     refused.push_back(what + ": " + file.error().message);
@@ -451,7 +453,8 @@ Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& na
   struct stat st {};
   if (::fstatat(host_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return false;
   Result<bool> wrote =
-      WriteLikeGit(host_dir, name, {.fd = (*file)->fd.Get(), .data = {}}, 0444, /*replace=*/false);
+      WriteLikeGit(host_dir, name, {.fd = (*file)->fd.Get(), .data = {}}, 0444, /*replace=*/false,
+                   owner);
   if (!wrote) {
     refused.push_back(what + ": " + wrote.error().message);
     return false;
@@ -459,7 +462,8 @@ Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& na
   return *wrote;
 }
 
-Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, std::vector<std::string>& refused) {
+Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, std::vector<std::string>& refused,
+                               const std::optional<GitOwner>& owner) {
   size_t copied = 0;
   Result<std::optional<UniqueFd>> mine = OpenDir(private_fd, "objects");
   if (!mine) return Propagate(mine);
@@ -476,7 +480,7 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, std::vector<std:
       auto rank = [](const std::string& n) { return n.ends_with(".pack") ? 0 : n.ends_with(".rev") ? 1 : 2; };
       return rank(a.name) < rank(b.name);
     });
-    Result<UniqueFd> host_packs = MakeDir((*host)->Get(), "pack", 0755, std::nullopt);
+    Result<UniqueFd> host_packs = MakeDir((*host)->Get(), "pack", 0755, owner);
     if (!host_packs) return Propagate(host_packs);
     for (const DirEntry& e : *entries) {
       const std::string what = "objects/pack/" + e.name;
@@ -489,7 +493,7 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, std::vector<std:
         continue;
       }
       Result<bool> wrote =
-          CopyObjectFile((*my_packs)->Get(), host_packs->Get(), e.name, what, refused);
+          CopyObjectFile((*my_packs)->Get(), host_packs->Get(), e.name, what, refused, owner);
       if (!wrote) return Propagate(wrote);
       copied += *wrote ? 1 : 0;
     }
@@ -521,11 +525,12 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, std::vector<std:
         continue;
       }
       if (!host_sub) {
-        Result<UniqueFd> made = MakeDir((*host)->Get(), d.name, 0755, std::nullopt);
+        Result<UniqueFd> made = MakeDir((*host)->Get(), d.name, 0755, owner);
         if (!made) return Propagate(made);
         host_sub = std::move(*made);
       }
-      Result<bool> wrote = CopyObjectFile((*sub)->Get(), host_sub->Get(), f.name, file_what, refused);
+      Result<bool> wrote = CopyObjectFile((*sub)->Get(), host_sub->Get(), f.name, file_what, refused,
+                                          owner);
       if (!wrote) return Propagate(wrote);
       copied += *wrote ? 1 : 0;
     }
@@ -711,9 +716,11 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
       if (Result<UniqueFd> made = MakeDir(private_fd, entry.name, 0755, owner); !made) {
         return Propagate(made);
       }
+      snapshot.read_only_names.emplace_back(entry.name);
       continue;
     }
     if (!S_ISREG(st.st_mode)) continue;
+    snapshot.read_only_names.emplace_back(entry.name);
     std::string content;
     if (std::string_view(entry.name) == "config") {
       Result<std::optional<std::string>> text =
@@ -727,13 +734,31 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
       return Propagate(wrote);
     }
   }
+  for (const char* name : kGitCoveredWhenAbsent) {
+    if (std::find(snapshot.read_only_names.begin(), snapshot.read_only_names.end(), name) !=
+        snapshot.read_only_names.end()) {
+      continue;
+    }
+    if (Result<UniqueFd> made = MakeDir(private_fd, name, 0755, owner); !made) {
+      return Propagate(made);
+    }
+    snapshot.covered_names.emplace_back(name);
+  }
   return snapshot;
 }
 
 Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnapshot& snapshot) {
   GitCopyBack done;
+  // A root daemon writes as root: what it makes belongs to the .git's owner, so that the
+  // person's own git can go on writing there.
+  std::optional<GitOwner> owner;
+  if (::geteuid() == 0) {
+    struct stat st {};
+    if (::fstat(host_git_fd, &st) != 0) return std::unexpected(Errno("fstat", ".git"));
+    owner = GitOwner{st.st_uid, st.st_gid};
+  }
   // Objects first: a ref is written only once what it names is there.
-  Result<size_t> objects = CopyBackObjects(private_fd, host_git_fd, done.refused);
+  Result<size_t> objects = CopyBackObjects(private_fd, host_git_fd, done.refused, owner);
   if (!objects) return Propagate(objects);
   done.objects = *objects;
   // Refs the session changed.
@@ -753,7 +778,7 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
     if (auto it = mine->find(name); it != mine->end()) now = it->second;
     if (start == now) continue;
     std::string why;
-    Result<bool> updated = UpdateHostRef(host_git_fd, name, start, now, why);
+    Result<bool> updated = UpdateHostRef(host_git_fd, name, start, now, why, owner);
     if (!updated) {
       done.conflicts.push_back(name + ": " + updated.error().Describe());
       continue;
@@ -780,7 +805,7 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
       done.conflicts.push_back("HEAD: the host changed it since the session started; left as it is");
     } else {
       const std::string content = value + "\n";
-      Result<bool> wrote = WriteLikeGit(host_git_fd, "HEAD", {.fd = -1, .data = content}, 0644, true);
+      Result<bool> wrote = WriteLikeGit(host_git_fd, "HEAD", {.fd = -1, .data = content}, 0644, true, owner);
       if (!wrote) {
         done.conflicts.push_back("HEAD: " + wrote.error().Describe());
       } else {
@@ -804,7 +829,7 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
         done.conflicts.push_back("index: the host changed it since the session started; left as it is");
       } else {
         Result<bool> wrote =
-            WriteLikeGit(host_git_fd, "index", {.fd = -1, .data = **index}, 0644, true);
+            WriteLikeGit(host_git_fd, "index", {.fd = -1, .data = **index}, 0644, true, owner);
         if (!wrote) {
           done.conflicts.push_back("index: " + wrote.error().Describe());
         } else {

@@ -46,6 +46,11 @@ inline constexpr GitReadOnlyEntry kGitReadOnlyEntries[] = {
     {"remotes", true},      {"description", false},
 };
 
+// Directories whose absence on the host stays absent in the session: `git worktree add` and
+// `git submodule add` would make metadata there that is never copied back (a linked worktree's
+// gitdir, a submodule's git directory), so they fail with "Read-only file system" instead.
+inline constexpr const char* kGitCoveredWhenAbsent[] = {"worktrees", "modules"};
+
 // Plain state files copied into the private directory at launch when the host has them (bounded,
 // regular files only). Only HEAD and the index come back; the others are the session's own.
 inline constexpr const char* kGitCopiedStateFiles[] = {
@@ -61,6 +66,12 @@ struct GitSnapshot {
   std::map<std::string, std::string> refs;  // "refs/heads/main" -> "<hex>" or "ref: refs/..."
   std::string head;                         // HEAD's content, trimmed
   std::optional<std::string> index;         // the index's bytes, nullopt when there was none
+  // The kGitReadOnlyEntries the host has (of the right type, not a link): each is a mount
+  // point in the private directory for the host's own entry, bound read-only.
+  std::vector<std::string> read_only_names;
+  // The kGitCoveredWhenAbsent directories the host lacks: each is a mount point for an empty
+  // read-only directory, so that what git would make there fails cleanly in the session.
+  std::vector<std::string> covered_names;
 };
 
 // Refnames as git's check-ref-format(1) allows them, and under refs/ (at least two components).

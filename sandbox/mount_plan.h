@@ -33,6 +33,10 @@ struct NestedMount {
     kCoverDir,   // an empty read-only directory over it (a hidden directory)
     kInit,       // the checked clone of ptybox-init over itself, read-only (one inside a root;
                  // added by the launcher last, never by PlanNestedMounts)
+    kPrivateGit,  // a repository's .git in workspace-write: the session's private git directory
+                  // (git_private.h) over it, with the host's code and configuration entries
+                  // and objects bound read-only inside (made by the stage, never by
+                  // PlanNestedMounts, which plans kProtected)
   };
   size_t root = 0;                 // index into the bound roots
   std::filesystem::path relative;  // beneath that root, lexically normal, never "." or ".."
