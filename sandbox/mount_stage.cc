@@ -397,13 +397,18 @@ Result<OpenedRoots> OpenRoots(const SandboxSpec& sandbox) {
   return out;
 }
 
-// The parent of the private git directories: `<run-time directory>/git`, mode 0700 (hidden from
-// every session with the run-time directory, host_walls.h); nullopt when there is none.
+// The parent of the private git directories: `<run-time directory>/git` (hidden from every
+// session with the run-time directory, host_walls.h), or for an ordinary user without one
+// `/tmp/ptybox-git-<uid>` (every session has a /tmp of its own); mode 0700, this uid's, not a
+// link. nullopt when neither can be made so.
 std::optional<std::filesystem::path> PrivateGitParent() {
-  std::optional<std::filesystem::path> runtime = PerUserRuntimeDirectory();
-  if (!runtime) return std::nullopt;
-  const std::filesystem::path parent = *runtime / "git";
-  ::mkdir(runtime->c_str(), 0700);
+  std::filesystem::path parent;
+  if (std::optional<std::filesystem::path> runtime = PerUserRuntimeDirectory()) {
+    ::mkdir(runtime->c_str(), 0700);
+    parent = *runtime / "git";
+  } else {
+    parent = "/tmp/ptybox-git-" + std::to_string(::geteuid());
+  }
   ::mkdir(parent.c_str(), 0700);
   struct stat st {};
   if (::lstat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() ||
@@ -421,8 +426,9 @@ Result<std::optional<PrivateGit>> MakePrivateGit(const OpenedPath& git, const Op
                                                  bool as_root) {
   std::optional<std::filesystem::path> parent = PrivateGitParent();
   if (!parent) {
-    LogWarn("no private run-time directory for the private git directory of " +
-            git.path.string() + "; it stays read-only in the session");
+    LogWarn("no directory of mode 0700 owned by the daemon's uid for the private git directory of " +
+            git.path.string() + " (the run-time directory's git/, or /tmp/ptybox-git-<uid>); "
+            "the repository stays read-only in the session");
     return std::optional<PrivateGit>();
   }
   PrivateGit made;
