@@ -107,6 +107,9 @@ class ShellSession final : public BackendSession,
     sandbox::SandboxSpec sandbox;
     pid_t shell = 0;             // the pooled shell (host pid): its mountinfo is read
     struct timespec claimed {};  // CLOCK_REALTIME when the claim began
+    // Its private git directories: each must still match its host repository (a pooled
+    // shell's copy is as old as the shell).
+    std::shared_ptr<SessionGits> gits;
     // Walks the roots: off the reactor only. Why the shell must not serve, or nullopt.
     [[nodiscard]] std::optional<std::string> Refusal() const;
   };

@@ -747,6 +747,18 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
   return snapshot;
 }
 
+Result<bool> HostStillAt(int host_git_fd, const GitSnapshot& snapshot) {
+  Result<std::map<std::string, std::string>> refs = ReadRefs(host_git_fd, nullptr, false);
+  if (!refs) return Propagate(refs);
+  if (*refs != snapshot.refs) return false;
+  Result<std::optional<std::string>> head = ReadFile(host_git_fd, "HEAD", 4096, false);
+  if (!head) return Propagate(head);
+  if (!*head || Trim(**head) != snapshot.head) return false;
+  Result<std::optional<std::string>> index = ReadFile(host_git_fd, "index", kGitIndexMax, false);
+  if (!index) return Propagate(index);
+  return *index == snapshot.index;
+}
+
 Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnapshot& snapshot) {
   GitCopyBack done;
   // A root daemon writes as root: what it makes belongs to the .git's owner, so that the

@@ -104,6 +104,10 @@ struct GitOwner {
                                                     std::string_view objects_inside,
                                                     std::optional<GitOwner> owner = std::nullopt);
 
+// Whether the host's `.git` still holds what `snapshot` recorded (refs, HEAD, index): a private
+// copy made earlier (a pooled shell's) is current only then.
+[[nodiscard]] Result<bool> HostStillAt(int host_git_fd, const GitSnapshot& snapshot);
+
 // What one copy-back did. `refused` holds one line per entry of the private directory it would
 // not copy (a link, a FIFO, a hard-linked file, a malformed name or value, too large); `conflicts`
 // one per ref, HEAD or index the host changed since the session started from it (left alone).

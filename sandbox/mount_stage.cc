@@ -458,10 +458,11 @@ Result<std::optional<PrivateGit>> MakePrivateGit(const OpenedPath& git, const Op
   Result<GitSnapshot> snapshot = PreparePrivateGit(made.host_fd.Get(), made.private_fd.Get(),
                                                    kGitHostObjectsAlternate, owner);
   if (!snapshot) {
-    Error error = snapshot.error();
-    error.message = "cannot make the private git directory of " + git.path.string() + ": " +
-                    error.message;
-    return fail(std::move(error));
+    // Not a repository git can use (no HEAD: a directory merely named .git), or unreadable:
+    // composed read-only as before, which protects the host as well.
+    LogWarn("no private git directory for " + git.path.string() + " (" +
+            snapshot.error().Describe() + "); it stays read-only in the session");
+    return std::optional<PrivateGit>();  // `made` removes the directory
   }
   made.snapshot = std::move(*snapshot);
   if (::mkdirat(made.private_fd.Get(), kGitHostObjects, 0755) != 0) {
