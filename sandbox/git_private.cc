@@ -160,8 +160,11 @@ struct WriteSource {
   int fd = -1;
   std::string_view data;
 };
+// `durable`: fsynced before the rename (the host's .git); a private copy made at launch is not
+// (it is gone with the session, and ten fsyncs per repository were most of a launch's cost).
 Result<bool> WriteLikeGit(int dir, const std::string& name, const WriteSource& source,
-                          mode_t mode, bool replace, const std::optional<GitOwner>& owner = {}) {
+                          mode_t mode, bool replace, const std::optional<GitOwner>& owner = {},
+                          bool durable = true) {
   const std::string lock = name + ".lock";
   const int fd = ::openat(dir, lock.c_str(),
                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
@@ -185,7 +188,7 @@ Result<bool> WriteLikeGit(int dir, const std::string& name, const WriteSource& s
   } else if (Result<void> wrote = WriteAll(out.Get(), source.data, lock); !wrote) {
     return fail(wrote.error());
   }
-  if (::fsync(out.Get()) != 0) return fail(Errno("fsync", lock));
+  if (durable && ::fsync(out.Get()) != 0) return fail(Errno("fsync", lock));
   out.Reset();
   if (replace) {
     if (::renameat(dir, lock.c_str(), dir, name.c_str()) != 0) return fail(Errno("renameat", name));
@@ -644,7 +647,7 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
       }
     }
     Result<bool> wrote = WriteLikeGit(private_fd, name, {.fd = -1, .data = **text}, 0644,
-                                      /*replace=*/true, owner);
+                                      /*replace=*/true, owner, /*durable=*/false);
     if (!wrote) return Propagate(wrote);
   }
   if (snapshot.head.empty()) {
@@ -656,7 +659,7 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
     if (!index) return Propagate(index);
     if (*index) {
       Result<bool> wrote = WriteLikeGit(private_fd, "index", {.fd = -1, .data = **index}, 0644,
-                                        /*replace=*/true, owner);
+                                        /*replace=*/true, owner, /*durable=*/false);
       if (!wrote) return Propagate(wrote);
       snapshot.index = std::move(**index);
     }
@@ -690,7 +693,7 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
     leaf = within.substr(start);
     const std::string content = value + "\n";
     Result<bool> wrote = WriteLikeGit(current.Get(), leaf, {.fd = -1, .data = content}, 0644,
-                                      /*replace=*/true, owner);
+                                      /*replace=*/true, owner, /*durable=*/false);
     if (!wrote) return Propagate(wrote);
   }
   // logs/ empty: the session's reflogs are its own (never copied back).
@@ -703,7 +706,7 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
   if (!info) return Propagate(info);
   const std::string alternates = std::string(objects_inside) + "\n";
   if (Result<bool> wrote = WriteLikeGit(info->Get(), "alternates", {.fd = -1, .data = alternates},
-                                        0444, /*replace=*/true, owner);
+                                        0444, /*replace=*/true, owner, /*durable=*/false);
       !wrote) {
     return Propagate(wrote);
   }
@@ -729,7 +732,7 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
       if (*text) content = **text;
     }
     if (Result<bool> wrote = WriteLikeGit(private_fd, entry.name, {.fd = -1, .data = content},
-                                          0444, /*replace=*/true, owner);
+                                          0444, /*replace=*/true, owner, /*durable=*/false);
         !wrote) {
       return Propagate(wrote);
     }

@@ -9,9 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <vector>
 
 #include "tests/escape/escape_support.h"
 #include "tests/sandbox/process_runner.h"
@@ -195,6 +198,57 @@ TEST_P(GitWriteTest, ALinkedWorktreeCannotBeAddedAndSaysSo) {
   // worktrees/ is the host's, read-only: no worktree metadata is ever made (nor copied back).
   EXPECT_FALSE(fs::exists(ws / ".git" / "worktrees"));
   EXPECT_FALSE(fs::exists(ws / "wt-inside" / ".git"));
+}
+
+// Figures for docs/security.md ("Git for agents", cost): how long a workspace-write open takes
+// with no repository, one, and 100 nested ones, and a send that commits against one that does
+// not. Printed only: nothing here depends on timing.
+TEST(GitWriteCostTest, OpenAndCopyBackFigures) {
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  for (const int repositories : {0, 1, 100}) {
+    Daemon daemon;
+    const fs::path ws = daemon.workspace();
+    for (int i = 0; i < repositories; ++i) {
+      const fs::path repo = i == 0 ? ws : ws / "vendor" / ("lib" + std::to_string(i));
+      fs::create_directories(repo);
+      ASSERT_EQ(RunProcess({kGit, "init", "-q", repo.string()}).exit_code, 0);
+    }
+    RpcClient client(daemon.socket());
+    std::vector<double> opens;
+    for (int round = 0; round < 5; ++round) {
+      const auto started = std::chrono::steady_clock::now();
+      const std::string id = OpenSession(client, "workspace-write");
+      opens.push_back(std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - started)
+                          .count());
+      ASSERT_FALSE(id.empty()) << daemon.Log();
+      if (repositories == 1 && round == 0) {
+        std::vector<double> plain, commits;
+        for (int i = 0; i < 5; ++i) {
+          auto t0 = std::chrono::steady_clock::now();
+          RunInSession(client, id, "workspace-write", "plain", "echo " + std::to_string(i) + " > f");
+          auto t1 = std::chrono::steady_clock::now();
+          RunInSession(client, id, "workspace-write", "commit",
+                       std::string(kIdentity) + "git add f && git commit -qm c" +
+                           std::to_string(i));
+          auto t2 = std::chrono::steady_clock::now();
+          plain.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+          commits.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+        }
+        std::cout << "  measured: a send that writes a file " << median(plain)
+                  << " ms, one that commits (git and its copy-back) " << median(commits)
+                  << " ms (medians of 5)\n";
+        EXPECT_EQ(RunProcess({kGit, "-C", ws.string(), "rev-list", "--count", "HEAD"}).out,
+                  "5\n");
+      }
+      client.Call("terminal_close", Json{{"sessionId", id}});
+    }
+    std::cout << "  measured: workspace-write open with " << repositories
+              << " repositories: median " << median(opens) << " ms of 5\n";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, GitWriteTest,
