@@ -160,11 +160,13 @@ struct WriteSource {
   int fd = -1;
   std::string_view data;
 };
+// `still`, when given, is asked once the lock is held: false leaves everything as it was.
 // `durable`: fsynced before the rename (the host's .git); a private copy made at launch is not
 // (it is gone with the session, and ten fsyncs per repository were most of a launch's cost).
 Result<bool> WriteLikeGit(int dir, const std::string& name, const WriteSource& source,
                           mode_t mode, bool replace, const std::optional<GitOwner>& owner = {},
-                          bool durable = true) {
+                          bool durable = true,
+                          const std::function<Result<bool>()>& still = {}) {
   const std::string lock = name + ".lock";
   const int fd = ::openat(dir, lock.c_str(),
                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
@@ -190,6 +192,16 @@ Result<bool> WriteLikeGit(int dir, const std::string& name, const WriteSource& s
   }
   if (durable && ::fsync(out.Get()) != 0) return fail(Errno("fsync", lock));
   out.Reset();
+  // Compare-and-swap as git does it: the expected value is checked while the lock is held, so
+  // a person's git that committed before cannot be overwritten and one after waits for us.
+  if (still) {
+    Result<bool> same = still();
+    if (!same) return fail(same.error());
+    if (!*same) {
+      ::unlinkat(dir, lock.c_str(), 0);
+      return false;
+    }
+  }
   if (replace) {
     if (::renameat(dir, lock.c_str(), dir, name.c_str()) != 0) return fail(Errno("renameat", name));
     return true;
@@ -397,12 +409,22 @@ Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
                            const std::optional<std::string>& expected,
                            const std::optional<std::string>& value, std::string& why,
                            const std::optional<GitOwner>& owner) {
-  Result<std::optional<std::string>> now = HostRef(host_git_fd, name);
-  if (!now) return Propagate(now);
-  if (*now != expected) {
-    why = name + ": the host moved it to " + now->value_or("(none)") +
+  std::optional<std::string> seen;
+  auto unchanged = [&]() -> Result<bool> {
+    Result<std::optional<std::string>> now = HostRef(host_git_fd, name);
+    if (!now) return Propagate(now);
+    seen = *now;
+    return *now == expected;
+  };
+  auto moved = [&] {
+    why = name + ": the host moved it to " + seen.value_or("(none)") +
           " since the session started from " + expected.value_or("(none)") + "; left as it is";
     return false;
+  };
+  if (Result<bool> same = unchanged(); !same) {
+    return Propagate(same);
+  } else if (!*same) {
+    return moved();
   }
   std::string leaf;
   Result<std::optional<UniqueFd>> parent = ParentDir(host_git_fd, name, value.has_value(), leaf, owner);
@@ -410,9 +432,9 @@ Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
   if (value) {
     const std::string content = *value + "\n";
     Result<bool> wrote = WriteLikeGit((**parent).Get(), leaf, {.fd = -1, .data = content}, 0644,
-                                      /*replace=*/true, owner);
+                                      /*replace=*/true, owner, /*durable=*/true, unchanged);
     if (!wrote) return Propagate(wrote);
-    return true;
+    return *wrote ? true : moved();
   }
   // Delete: the loose file (taking git's lock first), then its packed-refs line.
   if (*parent) {
@@ -421,6 +443,12 @@ Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) return std::unexpected(Errno("openat O_EXCL", name + ".lock"));
     ::close(fd);
+    Result<bool> same = unchanged();
+    if (!same || !*same) {
+      ::unlinkat((**parent).Get(), lock.c_str(), 0);
+      if (!same) return Propagate(same);
+      return moved();
+    }
     struct stat st {};
     if (::fstatat((**parent).Get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
         S_ISREG(st.st_mode)) {
@@ -814,13 +842,17 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
   if (!head || !*head || !ValidRefValue(Trim(**head))) {
     done.refused.push_back("HEAD: missing, not a single-link regular file, or malformed");
   } else if (const std::string value = Trim(**head); value != snapshot.head) {
-    Result<std::optional<std::string>> host_head = ReadFile(host_git_fd, "HEAD", 4096, false);
-    if (!host_head) return Propagate(host_head);
-    if (!*host_head || Trim(**host_head) != snapshot.head) {
+    auto head_unchanged = [&]() -> Result<bool> {
+      Result<std::optional<std::string>> host_head = ReadFile(host_git_fd, "HEAD", 4096, false);
+      if (!host_head) return Propagate(host_head);
+      return *host_head && Trim(**host_head) == snapshot.head;
+    };
+    const std::string content = value + "\n";
+    Result<bool> wrote = WriteLikeGit(host_git_fd, "HEAD", {.fd = -1, .data = content}, 0644, true,
+                                      owner, /*durable=*/true, head_unchanged);
+    if (wrote && !*wrote) {
       done.conflicts.push_back("HEAD: the host changed it since the session started; left as it is");
     } else {
-      const std::string content = value + "\n";
-      Result<bool> wrote = WriteLikeGit(host_git_fd, "HEAD", {.fd = -1, .data = content}, 0644, true, owner);
       if (!wrote) {
         done.conflicts.push_back("HEAD: " + wrote.error().Describe());
       } else {
@@ -837,14 +869,17 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
     if (!(**index).starts_with("DIRC")) {
       done.refused.push_back("index: does not start with git's DIRC signature");
     } else {
-      Result<std::optional<std::string>> host_index =
-          ReadFile(host_git_fd, "index", kGitIndexMax, false);
-      if (!host_index) return Propagate(host_index);
-      if (*host_index != snapshot.index) {
+      auto index_unchanged = [&]() -> Result<bool> {
+        Result<std::optional<std::string>> host_index =
+            ReadFile(host_git_fd, "index", kGitIndexMax, false);
+        if (!host_index) return Propagate(host_index);
+        return *host_index == snapshot.index;
+      };
+      Result<bool> wrote = WriteLikeGit(host_git_fd, "index", {.fd = -1, .data = **index}, 0644,
+                                        true, owner, /*durable=*/true, index_unchanged);
+      if (wrote && !*wrote) {
         done.conflicts.push_back("index: the host changed it since the session started; left as it is");
       } else {
-        Result<bool> wrote =
-            WriteLikeGit(host_git_fd, "index", {.fd = -1, .data = **index}, 0644, true, owner);
         if (!wrote) {
           done.conflicts.push_back("index: " + wrote.error().Describe());
         } else {
