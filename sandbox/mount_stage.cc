@@ -694,19 +694,35 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
   }
   // The private git directories, after the init binary: staged (idmapped like the roots, so the
   // session writes them as itself), never bound by bwrap, only composed over each .git.
-  std::vector<size_t> private_entries;
+  // One that cannot be staged (a root daemon's run-time directory on a tmpfs older than Linux
+  // 6.3 cannot be idmapped) leaves its .git read-only as before, which protects the host as well.
+  std::vector<std::optional<size_t>> private_entries;
   for (const PrivateGit& git : plan.private_gits) {
     Result<OpenedPath> opened = OpenRootNoFollow(git.private_dir);
     if (!opened) return Propagate(opened);
     if (Result<void> added = AddStageEntry(plan, std::move(*opened), true, false, identity);
         !added) {
-      return Propagate(added);
+      LogWarn("no private git directory for " + git.host_git.string() + " (" +
+              added.error().Describe() + "); it stays read-only in the session");
+      private_entries.push_back(std::nullopt);
+      continue;
     }
     private_entries.push_back(plan.entries.size() - 1);
   }
+  std::vector<PrivateGit> staged;
   for (ComposedEntry& c : plan.composed) {
-    if (c.kind == NestedMount::Kind::kPrivateGit) c.source_entry = private_entries[c.source_entry];
+    if (c.kind != NestedMount::Kind::kPrivateGit) continue;
+    const size_t index = c.source_entry;
+    if (private_entries[index]) {
+      c.source_entry = *private_entries[index];
+      staged.push_back(std::move(plan.private_gits[index]));
+    } else {
+      c.kind = NestedMount::Kind::kProtected;
+      c.read_only_names.clear();
+      c.covered_names.clear();
+    }
   }
+  plan.private_gits = std::move(staged);  // the others are removed here
   // A hidden file is covered by /dev/null as bwrap did (bound nodev inside: it cannot even be
   // opened); a hidden directory by an empty directory of the staging tmpfs, read-only.
   plan.cover_file = "/dev/null";
