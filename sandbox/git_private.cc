@@ -403,6 +403,69 @@ std::string DropPacked(std::string_view text, const std::string& name) {
   return out;
 }
 
+// Whether the host's object store has object `id` (hex): a loose object, or an entry of one of
+// its packs' version-2 indexes (fan-out table, then the sorted ids: a binary search by pread).
+// The host's own alternates are not searched: a ref to an object only they hold is left alone.
+Result<bool> HostHasObject(int host_git_fd, const std::string& id) {
+  const size_t raw = id.size() / 2;
+  if (!IsObjectId(id)) return false;
+  const std::string loose = "objects/" + id.substr(0, 2) + "/" + id.substr(2);
+  Result<std::optional<OpenedFile>> file = OpenRegular(host_git_fd, loose, kGitObjectFileMax, false);
+  if (file && *file) return true;
+  unsigned char want[32];
+  auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  for (size_t i = 0; i < raw; ++i) {
+    want[i] = static_cast<unsigned char>(nibble(id[2 * i]) * 16 + nibble(id[2 * i + 1]));
+  }
+  Result<std::optional<UniqueFd>> packs = OpenDir(host_git_fd, "objects/pack");
+  if (!packs) return Propagate(packs);
+  if (!*packs) return false;
+  Result<std::vector<DirEntry>> entries = List((*packs)->Get(), "objects/pack");
+  if (!entries) return Propagate(entries);
+  for (const DirEntry& e : *entries) {
+    if (e.type != S_IFREG || !e.name.ends_with(".idx") || !ValidPackFile(e.name)) continue;
+    Result<std::optional<OpenedFile>> idx =
+        OpenRegular((*packs)->Get(), e.name, kGitObjectFileMax, false);
+    if (!idx || !*idx) continue;
+    const int fd = (*idx)->fd.Get();
+    unsigned char header[8];
+    if (::pread(fd, header, 8, 0) != 8 || std::memcmp(header, "\377tOc\0\0\0\2", 8) != 0) continue;
+    auto be32 = [](const unsigned char* b) {
+      return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
+    };
+    unsigned char fan[8];
+    const uint32_t first = want[0];
+    if (first == 0) {
+      if (::pread(fd, fan + 4, 4, 8) != 4) continue;
+      std::memset(fan, 0, 4);
+    } else if (::pread(fd, fan, 8, 8 + 4 * (first - 1)) != 8) {
+      continue;
+    }
+    uint32_t lo = be32(fan);
+    uint32_t hi = be32(fan + 4);
+    unsigned char total_bytes[4];
+    if (::pread(fd, total_bytes, 4, 8 + 4 * 255) != 4) continue;
+    const uint64_t total = be32(total_bytes);
+    if (hi > total || lo > hi || 8 + 1024 + total * raw > (*idx)->size) continue;
+    while (lo < hi) {
+      const uint32_t mid = lo + (hi - lo) / 2;
+      unsigned char name[32];
+      if (::pread(fd, name, raw, static_cast<off_t>(8 + 1024 + uint64_t{mid} * raw)) !=
+          static_cast<ssize_t>(raw)) {
+        break;
+      }
+      const int order = std::memcmp(name, want, raw);
+      if (order == 0) return true;
+      if (order < 0) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+  }
+  return false;
+}
+
 // Writes one ref to the host: compare-and-swap against `expected` (nullopt: the host must have
 // none). `value` nullopt deletes it. Returns false on a conflict (`why` says what).
 Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
@@ -820,6 +883,15 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
     std::optional<std::string> now;
     if (auto it = mine->find(name); it != mine->end()) now = it->second;
     if (start == now) continue;
+    if (now && IsObjectId(*now)) {
+      Result<bool> has = HostHasObject(host_git_fd, *now);
+      if (!has || !*has) {
+        done.conflicts.push_back(name + ": its commit " + *now +
+                                 " is not in the host's objects (refused or never written); "
+                                 "left as it is");
+        continue;
+      }
+    }
     std::string why;
     Result<bool> updated = UpdateHostRef(host_git_fd, name, start, now, why, owner);
     if (!updated) {
@@ -841,7 +913,12 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
   Result<std::optional<std::string>> head = ReadFile(private_fd, "HEAD", 4096, true);
   if (!head || !*head || !ValidRefValue(Trim(**head))) {
     done.refused.push_back("HEAD: missing, not a single-link regular file, or malformed");
-  } else if (const std::string value = Trim(**head); value != snapshot.head) {
+  } else if (const std::string value = Trim(**head);
+             value != snapshot.head && IsObjectId(value) &&
+             !HostHasObject(host_git_fd, value).value_or(false)) {
+    done.conflicts.push_back("HEAD: its commit " + value + " is not in the host's objects; "
+                             "left as it is");
+  } else if (value != snapshot.head) {
     auto head_unchanged = [&]() -> Result<bool> {
       Result<std::optional<std::string>> host_head = ReadFile(host_git_fd, "HEAD", 4096, false);
       if (!host_head) return Propagate(host_head);

@@ -257,6 +257,31 @@ TEST_F(GitPrivateTest, LinksFifosHardLinksAndMalformedEntriesAreRefused) {
   EXPECT_EQ(Host("fsck --no-progress"), "");
 }
 
+TEST_F(GitPrivateTest, ARefComesBackOnlyWhenTheHostHasItsObject) {
+  // Packed on the host: the branch the session makes at an existing commit is found in the
+  // pack's index.
+  for (int i = 0; i < 3; ++i) {
+    { std::ofstream(host_ / ("p" + std::to_string(i))) << i << "\n"; }
+    Host("add .");
+    Host("commit -q -m p" + std::to_string(i));
+  }
+  Host("gc -q");
+  ASSERT_FALSE(fs::exists(host_ / ".git" / "refs" / "heads" / "main"));  // packed too
+  GitSnapshot snapshot = Prepare();
+  Session("branch at-first HEAD~3");
+  Session("branch at-head");
+  // A ref to an object nobody wrote.
+  { std::ofstream(private_ / "refs" / "heads" / "ghost") << std::string(40, 'a') << "\n"; }
+  GitCopyBack done = CopyBack(snapshot);
+  EXPECT_EQ(done.refs, 2u);
+  ASSERT_EQ(done.conflicts.size(), 1u);
+  EXPECT_NE(done.conflicts[0].find("refs/heads/ghost"), std::string::npos) << done.conflicts[0];
+  EXPECT_EQ(Host("log --format=%s -1 at-first"), "first\n");
+  EXPECT_EQ(Host("log --format=%s -1 at-head"), "p2\n");
+  EXPECT_FALSE(fs::exists(host_ / ".git" / "refs" / "heads" / "ghost"));
+  EXPECT_EQ(Host("fsck --no-progress"), "");
+}
+
 TEST_F(GitPrivateTest, PrepareCopiesNoLinkFromTheHost) {
   // A host .git holding a link where a copied state file would be: not followed, not copied.
   fs::create_symlink(outside_, host_ / ".git" / "ORIG_HEAD");
