@@ -11,8 +11,8 @@ namespace ptybox::backend {
 void CopyBackSessionGits(SessionGits& gits, bool last) {
   std::lock_guard lock(gits.mutex);
   for (sandbox::PrivateGit& git : gits.gits) {
-    Result<sandbox::GitCopyBack> done = sandbox::CopyBackPrivateGit(
-        git.private_fd.Get(), git.host_fd.Get(), git.snapshot);
+    Result<sandbox::GitCopyBack> done =
+        sandbox::CopyBackPrivateGit(git.private_fd.Get(), git.host_fd.Get(), git.snapshot);
     if (!done) {
       LogWarn("cannot copy the session's git work back into " + git.host_git.string() + ": " +
               done.error().Describe());

@@ -163,13 +163,12 @@ struct WriteSource {
 // `still`, when given, is asked once the lock is held: false leaves everything as it was.
 // `durable`: fsynced before the rename (the host's .git); a private copy made at launch is not
 // (it is gone with the session, and ten fsyncs per repository were most of a launch's cost).
-Result<bool> WriteLikeGit(int dir, const std::string& name, const WriteSource& source,
-                          mode_t mode, bool replace, const std::optional<GitOwner>& owner = {},
-                          bool durable = true,
-                          const std::function<Result<bool>()>& still = {}) {
+Result<bool> WriteLikeGit(int dir, const std::string& name, const WriteSource& source, mode_t mode,
+                          bool replace, const std::optional<GitOwner>& owner = {},
+                          bool durable = true, const std::function<Result<bool>()>& still = {}) {
   const std::string lock = name + ".lock";
-  const int fd = ::openat(dir, lock.c_str(),
-                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  const int fd =
+      ::openat(dir, lock.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) return std::unexpected(Errno("openat O_EXCL", lock));
   UniqueFd out(fd);
   auto fail = [&](Error error) -> Result<bool> {
@@ -184,7 +183,8 @@ Result<bool> WriteLikeGit(int dir, const std::string& name, const WriteSource& s
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return fail(Errno("read", name));
       if (n == 0) break;
-      Result<void> wrote = WriteAll(out.Get(), std::string_view(buffer, static_cast<size_t>(n)), lock);
+      Result<void> wrote =
+          WriteAll(out.Get(), std::string_view(buffer, static_cast<size_t>(n)), lock);
       if (!wrote) return fail(wrote.error());
     }
   } else if (Result<void> wrote = WriteAll(out.Get(), source.data, lock); !wrote) {
@@ -245,13 +245,19 @@ Result<std::vector<DirEntry>> List(int dir, const std::string& what) {
 
 std::string Describe(mode_t type) {
   switch (type) {
-    case S_IFLNK: return "a symbolic link";
-    case S_IFIFO: return "a FIFO";
-    case S_IFSOCK: return "a socket";
+    case S_IFLNK:
+      return "a symbolic link";
+    case S_IFIFO:
+      return "a FIFO";
+    case S_IFSOCK:
+      return "a socket";
     case S_IFCHR:
-    case S_IFBLK: return "a device";
-    case S_IFDIR: return "a directory";
-    default: return "not a regular file";
+    case S_IFBLK:
+      return "a device";
+    case S_IFDIR:
+      return "a directory";
+    default:
+      return "not a regular file";
   }
 }
 
@@ -270,7 +276,8 @@ Result<void> ReadLooseRefs(int git_fd, std::map<std::string, std::string>& refs,
     for (const DirEntry& e : *entries) {
       const std::string name = prefix + "/" + e.name;
       if (refs.size() >= kGitMaxRefs) {
-        if (refused) refused->push_back(name + ": more than " + std::to_string(kGitMaxRefs) + " refs");
+        if (refused)
+          refused->push_back(name + ": more than " + std::to_string(kGitMaxRefs) + " refs");
         return {};
       }
       if (e.type == S_IFDIR) {
@@ -283,9 +290,9 @@ Result<void> ReadLooseRefs(int git_fd, std::map<std::string, std::string>& refs,
       }
       if (e.type != S_IFREG || (single_link && e.links != 1)) {
         if (refused) {
-          refused->push_back(name + ": " +
-                             (e.type == S_IFREG ? std::string("a hard-linked file")
-                                                : Describe(e.type)));
+          refused->push_back(
+              name + ": " +
+              (e.type == S_IFREG ? std::string("a hard-linked file") : Describe(e.type)));
         }
         continue;
       }
@@ -410,7 +417,8 @@ Result<bool> HostHasObject(int host_git_fd, const std::string& id) {
   const size_t raw = id.size() / 2;
   if (!IsObjectId(id)) return false;
   const std::string loose = "objects/" + id.substr(0, 2) + "/" + id.substr(2);
-  Result<std::optional<OpenedFile>> file = OpenRegular(host_git_fd, loose, kGitObjectFileMax, false);
+  Result<std::optional<OpenedFile>> file =
+      OpenRegular(host_git_fd, loose, kGitObjectFileMax, false);
   if (file && *file) return true;
   unsigned char want[32];
   auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
@@ -490,7 +498,8 @@ Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
     return moved();
   }
   std::string leaf;
-  Result<std::optional<UniqueFd>> parent = ParentDir(host_git_fd, name, value.has_value(), leaf, owner);
+  Result<std::optional<UniqueFd>> parent =
+      ParentDir(host_git_fd, name, value.has_value(), leaf, owner);
   if (!parent) return Propagate(parent);
   if (value) {
     const std::string content = *value + "\n";
@@ -546,9 +555,8 @@ Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& na
   if (!*file) return false;
   struct stat st {};
   if (::fstatat(host_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return false;
-  Result<bool> wrote =
-      WriteLikeGit(host_dir, name, {.fd = (*file)->fd.Get(), .data = {}}, 0444, /*replace=*/false,
-                   owner);
+  Result<bool> wrote = WriteLikeGit(host_dir, name, {.fd = (*file)->fd.Get(), .data = {}}, 0444,
+                                    /*replace=*/false, owner);
   if (!wrote) {
     refused.push_back(what + ": " + wrote.error().message);
     return false;
@@ -571,7 +579,9 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, std::vector<std:
     Result<std::vector<DirEntry>> entries = List((*my_packs)->Get(), "objects/pack");
     if (!entries) return Propagate(entries);
     std::stable_sort(entries->begin(), entries->end(), [](const DirEntry& a, const DirEntry& b) {
-      auto rank = [](const std::string& n) { return n.ends_with(".pack") ? 0 : n.ends_with(".rev") ? 1 : 2; };
+      auto rank = [](const std::string& n) {
+        return n.ends_with(".pack") ? 0 : n.ends_with(".rev") ? 1 : 2;
+      };
       return rank(a.name) < rank(b.name);
     });
     Result<UniqueFd> host_packs = MakeDir((*host)->Get(), "pack", 0755, owner);
@@ -579,7 +589,8 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, std::vector<std:
     for (const DirEntry& e : *entries) {
       const std::string what = "objects/pack/" + e.name;
       if (e.type != S_IFREG || e.links != 1) {
-        refused.push_back(what + ": " + (e.type == S_IFREG ? "a hard-linked file" : Describe(e.type)));
+        refused.push_back(what + ": " +
+                          (e.type == S_IFREG ? "a hard-linked file" : Describe(e.type)));
         continue;
       }
       if (!ValidPackFile(e.name)) {
@@ -623,8 +634,8 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, std::vector<std:
         if (!made) return Propagate(made);
         host_sub = std::move(*made);
       }
-      Result<bool> wrote = CopyObjectFile((*sub)->Get(), host_sub->Get(), f.name, file_what, refused,
-                                          owner);
+      Result<bool> wrote =
+          CopyObjectFile((*sub)->Get(), host_sub->Get(), f.name, file_what, refused, owner);
       if (!wrote) return Propagate(wrote);
       copied += *wrote ? 1 : 0;
     }
@@ -694,21 +705,20 @@ Result<std::map<std::string, std::string>> ParsePackedRefs(std::string_view text
     if (line.empty() || line.starts_with("#")) continue;
     if (line.starts_with("^")) {
       if (!IsObjectId(line.substr(1))) {
-        return Fail(ErrorKind::kPolicyDenied,
-                    "packed-refs line " + std::to_string(line_number) + " is a malformed peeled id");
+        return Fail(ErrorKind::kPolicyDenied, "packed-refs line " + std::to_string(line_number) +
+                                                  " is a malformed peeled id");
       }
       continue;
     }
     const size_t space = line.find(' ');
     if (space == std::string_view::npos || !IsObjectId(line.substr(0, space)) ||
         !ValidRefName(line.substr(space + 1))) {
-      return Fail(ErrorKind::kPolicyDenied,
-                  "packed-refs line " + std::to_string(line_number) +
-                      " is not `<hex id> <refname>`");
+      return Fail(ErrorKind::kPolicyDenied, "packed-refs line " + std::to_string(line_number) +
+                                                " is not `<hex id> <refname>`");
     }
     if (refs.size() >= kGitMaxRefs) {
-      return Fail(ErrorKind::kPolicyDenied, "packed-refs holds more than " +
-                                                std::to_string(kGitMaxRefs) + " refs");
+      return Fail(ErrorKind::kPolicyDenied,
+                  "packed-refs holds more than " + std::to_string(kGitMaxRefs) + " refs");
     }
     refs[std::string(line.substr(space + 1))] = std::string(line.substr(0, space));
   }
@@ -721,7 +731,8 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
   GitSnapshot snapshot;
   // State files.
   for (const char* name : kGitCopiedStateFiles) {
-    const uint64_t max = std::string_view(name) == "packed-refs" ? kGitPackedRefsMax : kGitSmallFileMax;
+    const uint64_t max =
+        std::string_view(name) == "packed-refs" ? kGitPackedRefsMax : kGitSmallFileMax;
     Result<std::optional<std::string>> text = ReadFile(host_git_fd, name, max, false);
     if (!text) {
       if (text.error().kind == ErrorKind::kPolicyDenied) continue;  // a link, a FIFO: not copied
@@ -756,7 +767,8 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
     }
   }
   // Refs: each well-formed loose ref copied; the snapshot holds packed and loose.
-  Result<std::map<std::string, std::string>> packed_and_loose = ReadRefs(host_git_fd, nullptr, false);
+  Result<std::map<std::string, std::string>> packed_and_loose =
+      ReadRefs(host_git_fd, nullptr, false);
   if (!packed_and_loose) return Propagate(packed_and_loose);
   snapshot.refs = std::move(*packed_and_loose);
   Result<UniqueFd> refs = MakeDir(private_fd, "refs", 0755, owner);
@@ -777,7 +789,8 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
     bool ok = current.Valid();
     for (size_t slash; ok && (slash = within.find('/', start)) != std::string::npos;
          start = slash + 1) {
-      Result<UniqueFd> next = MakeDir(current.Get(), within.substr(start, slash - start), 0755, owner);
+      Result<UniqueFd> next =
+          MakeDir(current.Get(), within.substr(start, slash - start), 0755, owner);
       if (!next) return Propagate(next);
       current = std::move(*next);
     }
@@ -788,11 +801,13 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
     if (!wrote) return Propagate(wrote);
   }
   // logs/ empty: the session's reflogs are its own (never copied back).
-  if (Result<UniqueFd> logs = MakeDir(private_fd, "logs", 0755, owner); !logs) return Propagate(logs);
+  if (Result<UniqueFd> logs = MakeDir(private_fd, "logs", 0755, owner); !logs)
+    return Propagate(logs);
   // objects/: private, with the host's objects as the alternate.
   Result<UniqueFd> objects = MakeDir(private_fd, "objects", 0755, owner);
   if (!objects) return Propagate(objects);
-  if (Result<UniqueFd> pack = MakeDir(objects->Get(), "pack", 0755, owner); !pack) return Propagate(pack);
+  if (Result<UniqueFd> pack = MakeDir(objects->Get(), "pack", 0755, owner); !pack)
+    return Propagate(pack);
   Result<UniqueFd> info = MakeDir(objects->Get(), "info", 0755, owner);
   if (!info) return Propagate(info);
   const std::string alternates = std::string(objects_inside) + "\n";
@@ -822,8 +837,8 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
       if (!text) return Propagate(text);
       if (*text) content = **text;
     }
-    if (Result<bool> wrote = WriteLikeGit(private_fd, entry.name, {.fd = -1, .data = content},
-                                          0444, /*replace=*/true, owner, /*durable=*/false);
+    if (Result<bool> wrote = WriteLikeGit(private_fd, entry.name, {.fd = -1, .data = content}, 0444,
+                                          /*replace=*/true, owner, /*durable=*/false);
         !wrote) {
       return Propagate(wrote);
     }
@@ -916,7 +931,8 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
   } else if (const std::string value = Trim(**head);
              value != snapshot.head && IsObjectId(value) &&
              !HostHasObject(host_git_fd, value).value_or(false)) {
-    done.conflicts.push_back("HEAD: its commit " + value + " is not in the host's objects; "
+    done.conflicts.push_back("HEAD: its commit " + value +
+                             " is not in the host's objects; "
                              "left as it is");
   } else if (value != snapshot.head) {
     auto head_unchanged = [&]() -> Result<bool> {
@@ -928,7 +944,8 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
     Result<bool> wrote = WriteLikeGit(host_git_fd, "HEAD", {.fd = -1, .data = content}, 0644, true,
                                       owner, /*durable=*/true, head_unchanged);
     if (wrote && !*wrote) {
-      done.conflicts.push_back("HEAD: the host changed it since the session started; left as it is");
+      done.conflicts.push_back(
+          "HEAD: the host changed it since the session started; left as it is");
     } else {
       if (!wrote) {
         done.conflicts.push_back("HEAD: " + wrote.error().Describe());
@@ -955,7 +972,8 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
       Result<bool> wrote = WriteLikeGit(host_git_fd, "index", {.fd = -1, .data = **index}, 0644,
                                         true, owner, /*durable=*/true, index_unchanged);
       if (wrote && !*wrote) {
-        done.conflicts.push_back("index: the host changed it since the session started; left as it is");
+        done.conflicts.push_back(
+            "index: the host changed it since the session started; left as it is");
       } else {
         if (!wrote) {
           done.conflicts.push_back("index: " + wrote.error().Describe());

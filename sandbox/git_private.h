@@ -24,11 +24,11 @@
 namespace ptybox::sandbox {
 
 // Bounds on what is read or copied, per file.
-inline constexpr size_t kGitSmallFileMax = 1 << 20;          // HEAD, a ref, ORIG_HEAD, config
-inline constexpr size_t kGitPackedRefsMax = 64u << 20;       // packed-refs
-inline constexpr size_t kGitIndexMax = 256u << 20;           // index
-inline constexpr uint64_t kGitObjectFileMax = 4ull << 30;    // a loose object or a pack file
-inline constexpr size_t kGitMaxRefs = 100'000;               // refs in one repository
+inline constexpr size_t kGitSmallFileMax = 1 << 20;        // HEAD, a ref, ORIG_HEAD, config
+inline constexpr size_t kGitPackedRefsMax = 64u << 20;     // packed-refs
+inline constexpr size_t kGitIndexMax = 256u << 20;         // index
+inline constexpr uint64_t kGitObjectFileMax = 4ull << 30;  // a loose object or a pack file
+inline constexpr size_t kGitMaxRefs = 100'000;             // refs in one repository
 
 // The entries of a `.git` that hold code or configuration (gitrepository-layout(5)): a host git
 // run there reads them and may run what they say (core.fsmonitor, core.hooksPath, a hook, a
@@ -40,10 +40,12 @@ struct GitReadOnlyEntry {
   bool directory;
 };
 inline constexpr GitReadOnlyEntry kGitReadOnlyEntries[] = {
-    {"config", false},      {"config.worktree", false}, {"commondir", false},
-    {"gitdir", false},      {"hooks", true},            {"info", true},
-    {"modules", true},      {"worktrees", true},        {"branches", true},
-    {"remotes", true},      {"description", false},
+    {"config", false},      {"config.worktree", false},
+    {"commondir", false},   {"gitdir", false},
+    {"hooks", true},        {"info", true},
+    {"modules", true},      {"worktrees", true},
+    {"branches", true},     {"remotes", true},
+    {"description", false},
 };
 
 // Directories whose absence on the host stays absent in the session: `git worktree add` and
@@ -54,9 +56,8 @@ inline constexpr const char* kGitCoveredWhenAbsent[] = {"worktrees", "modules"};
 // Plain state files copied into the private directory at launch when the host has them (bounded,
 // regular files only). Only HEAD and the index come back; the others are the session's own.
 inline constexpr const char* kGitCopiedStateFiles[] = {
-    "HEAD",       "ORIG_HEAD",  "FETCH_HEAD",       "MERGE_HEAD", "MERGE_MSG",
-    "MERGE_MODE", "AUTO_MERGE", "CHERRY_PICK_HEAD", "REVERT_HEAD", "packed-refs",
-    "shallow",    "COMMIT_EDITMSG",
+    "HEAD",       "ORIG_HEAD",        "FETCH_HEAD",  "MERGE_HEAD",  "MERGE_MSG", "MERGE_MODE",
+    "AUTO_MERGE", "CHERRY_PICK_HEAD", "REVERT_HEAD", "packed-refs", "shallow",   "COMMIT_EDITMSG",
 };
 
 // What the session started from: the host's refs (loose over packed), HEAD and the index, as

@@ -139,8 +139,8 @@ bool ComposePrivateGit(const StagePlan& plan, const ComposedEntry& c, int root_f
   auto close_all = [&] {
     for (size_t i = 0; i < count; ++i) ::close(clones[i]);
   };
-  const size_t names = c.read_only_names.size() < kMaxReadOnly ? c.read_only_names.size()
-                                                                 : kMaxReadOnly;
+  const size_t names =
+      c.read_only_names.size() < kMaxReadOnly ? c.read_only_names.size() : kMaxReadOnly;
   for (size_t i = 0; i < names; ++i) {
     bool directory = false;
     for (const GitReadOnlyEntry& e : kGitReadOnlyEntries) {
@@ -181,12 +181,12 @@ bool ComposePrivateGit(const StagePlan& plan, const ComposedEntry& c, int root_f
     const int saved = errno;
     ::close(source);
     close_all();
-    return Failed(error_fd, "attaching the private git directory onto", c.host_path.c_str(),
-                  saved);
+    return Failed(error_fd, "attaching the private git directory onto", c.host_path.c_str(), saved);
   }
   ::close(source);
-  const int top = OpenAt2(root_fd, c.relative.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-                          RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  const int top =
+      OpenAt2(root_fd, c.relative.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+              RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
   if (top < 0) {
     const int saved = errno;
     close_all();
@@ -214,11 +214,10 @@ bool ComposePrivateGit(const StagePlan& plan, const ComposedEntry& c, int root_f
     ro.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_RDONLY;
     const int point = OpenAt2(top, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC,
                               RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
-    const bool ok =
-        cover >= 0 && point >= 0 &&
-        ::syscall(SYS_mount_setattr, cover, "", AT_EMPTY_PATH, &ro, sizeof ro) == 0 &&
-        ::syscall(SYS_move_mount, cover, "", point, "",
-                  MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == 0;
+    const bool ok = cover >= 0 && point >= 0 &&
+                    ::syscall(SYS_mount_setattr, cover, "", AT_EMPTY_PATH, &ro, sizeof ro) == 0 &&
+                    ::syscall(SYS_move_mount, cover, "", point, "",
+                              MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == 0;
     const int saved = errno;
     if (cover >= 0) ::close(cover);
     if (point >= 0) ::close(point);
@@ -426,9 +425,11 @@ Result<std::optional<PrivateGit>> MakePrivateGit(const OpenedPath& git, const Op
                                                  bool as_root) {
   std::optional<std::filesystem::path> parent = PrivateGitParent();
   if (!parent) {
-    LogWarn("no directory of mode 0700 owned by the daemon's uid for the private git directory of " +
-            git.path.string() + " (the run-time directory's git/, or /tmp/ptybox-git-<uid>); "
-            "the repository stays read-only in the session");
+    LogWarn(
+        "no directory of mode 0700 owned by the daemon's uid for the private git directory of " +
+        git.path.string() +
+        " (the run-time directory's git/, or /tmp/ptybox-git-<uid>); "
+        "the repository stays read-only in the session");
     return std::optional<PrivateGit>();
   }
   PrivateGit made;
@@ -441,8 +442,9 @@ Result<std::optional<PrivateGit>> MakePrivateGit(const OpenedPath& git, const Op
   auto fail = [](Error error) -> Result<std::optional<PrivateGit>> {
     return std::unexpected(std::move(error));  // `made` removes the directory
   };
-  made.private_fd.Reset(OpenAt2(AT_FDCWD, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                O_CLOEXEC, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+  made.private_fd.Reset(OpenAt2(AT_FDCWD, name.c_str(),
+                                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+                                RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
   if (!made.private_fd) return fail(Error::FromErrno(ErrorKind::kSpawnFailed, "openat2", name));
   made.host_fd.Reset(::openat(git.fd.Get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!made.host_fd) {
@@ -455,8 +457,8 @@ Result<std::optional<PrivateGit>> MakePrivateGit(const OpenedPath& git, const Op
       return fail(Error::FromErrno(ErrorKind::kSpawnFailed, "fchown", name));
     }
   }
-  Result<GitSnapshot> snapshot = PreparePrivateGit(made.host_fd.Get(), made.private_fd.Get(),
-                                                   kGitHostObjectsAlternate, owner);
+  Result<GitSnapshot> snapshot =
+      PreparePrivateGit(made.host_fd.Get(), made.private_fd.Get(), kGitHostObjectsAlternate, owner);
   if (!snapshot) {
     // Not a repository git can use (no HEAD: a directory merely named .git), or unreadable:
     // composed read-only as before, which protects the host as well.

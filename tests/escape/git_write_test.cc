@@ -36,8 +36,8 @@ class GitWriteTest : public ::testing::TestWithParam<std::string> {
 
   // The host's git in `repo`, as the person who owns it runs it (a clean environment).
   static RunResult HostGit(const fs::path& repo, std::vector<std::string> args) {
-    std::vector<std::string> argv = {kGit, "-C", repo.string(), "-c", "user.name=host", "-c",
-                                     "user.email=host@example.com"};
+    std::vector<std::string> argv = {
+        kGit, "-C", repo.string(), "-c", "user.name=host", "-c", "user.email=host@example.com"};
     argv.insert(argv.end(), args.begin(), args.end());
     return RunProcess(argv);
   }
@@ -122,10 +122,13 @@ TEST_P(GitWriteTest, WhatASessionPlantsInItsGitNeverRunsOrWritesOnTheHost) {
   const std::string id = OpenSession(client, Mode());
   ASSERT_FALSE(id.empty()) << daemon.Log();
   const std::string plant =
-      "printf '[core]\\n\\tfsmonitor = " + touch + "\\n' >> .git/config 2>/dev/null; "
+      "printf '[core]\\n\\tfsmonitor = " + touch +
+      "\\n' >> .git/config 2>/dev/null; "
       "echo config=$?; "
       "git config core.hooksPath /tmp 2>/dev/null; echo gitconfig=$?; "
-      "printf '#!/bin/sh\\n" + touch + "\\n' > .git/hooks/post-commit 2>/dev/null; "
+      "printf '#!/bin/sh\\n" +
+      touch +
+      "\\n' > .git/hooks/post-commit 2>/dev/null; "
       "echo hook=$?; chmod +x .git/hooks/post-commit 2>/dev/null; "
       // (not in the control: a commondir redirect breaks the host's git before its fsmonitor)
       + std::string(Mode() == "danger-full-access"
@@ -133,11 +136,18 @@ TEST_P(GitWriteTest, WhatASessionPlantsInItsGitNeverRunsOrWritesOnTheHost) {
                         : "echo /tmp/evil > .git/commondir 2>/dev/null; echo commondir=$?; ") +
       "mkdir -p .git/modules/sub 2>/dev/null; printf '[core]\\n\\tfsmonitor = " + touch +
       "\\n' > .git/modules/sub/config 2>/dev/null; echo modules=$?; "
-      "ln -s " + target.string() + " .git/refs/heads/evil 2>/dev/null; echo refslink=$?; "
+      "ln -s " +
+      target.string() +
+      " .git/refs/heads/evil 2>/dev/null; echo refslink=$?; "
       "mkdir -p .git/logs/refs/heads; rm -f .git/logs/HEAD .git/logs/refs/heads/main; "
-      "ln -s " + target.string() + " .git/logs/HEAD 2>/dev/null; echo logslink=$?; "
-      "ln -s " + target.string() + " .git/logs/refs/heads/main 2>/dev/null; "
-      "ln -s " + host.path().string() + " .git/objects/ab 2>/dev/null; echo objectslink=$?";
+      "ln -s " +
+      target.string() +
+      " .git/logs/HEAD 2>/dev/null; echo logslink=$?; "
+      "ln -s " +
+      target.string() +
+      " .git/logs/refs/heads/main 2>/dev/null; "
+      "ln -s " +
+      host.path().string() + " .git/objects/ab 2>/dev/null; echo objectslink=$?";
   Observed planted = RunInSession(client, id, Mode(), "plant-git", plant);
   std::cout << "  observed [" << Mode() << "] " << planted.Show() << "\n";
   if (Mode() != "danger-full-access") {
@@ -158,8 +168,8 @@ TEST_P(GitWriteTest, WhatASessionPlantsInItsGitNeverRunsOrWritesOnTheHost) {
   RunResult add = HostGit(ws, {"add", "host.txt"});
   RunResult commit = HostGit(ws, {"commit", "-q", "-m", "host"});
   RunResult branch = HostGit(ws, {"branch", "-q", "another"});
-  std::cout << "  observed [" << Mode() << "] host git status " << status.exit_code
-            << ", commit " << commit.exit_code << " " << commit.err << "\n";
+  std::cout << "  observed [" << Mode() << "] host git status " << status.exit_code << ", commit "
+            << commit.exit_code << " " << commit.err << "\n";
   if (Mode() == "danger-full-access") {
     // The control: without the protection the planted fsmonitor runs on the host, and the
     // host's commit appends its reflog line through the planted link.
@@ -170,8 +180,8 @@ TEST_P(GitWriteTest, WhatASessionPlantsInItsGitNeverRunsOrWritesOnTheHost) {
   EXPECT_EQ(ReadFile(target), "untouched\n");
   EXPECT_FALSE(fs::exists(marker)) << "the host's git ran what the session planted";
   EXPECT_EQ(commit.exit_code, 0) << commit.Describe();
-  for (const char* name : {"refs/heads/evil", "logs/HEAD", "objects/ab", "commondir",
-                           "modules", "hooks/post-commit"}) {
+  for (const char* name : {"refs/heads/evil", "logs/HEAD", "objects/ab", "commondir", "modules",
+                           "hooks/post-commit"}) {
     struct stat st {};
     const bool there = ::lstat((ws / ".git" / name).c_str(), &st) == 0;
     EXPECT_TRUE(!there || !S_ISLNK(st.st_mode)) << name << " is a link on the host";
@@ -221,19 +231,20 @@ TEST(GitWriteCostTest, OpenAndCopyBackFigures) {
     for (int round = 0; round < 5; ++round) {
       const auto started = std::chrono::steady_clock::now();
       const std::string id = OpenSession(client, "workspace-write");
-      opens.push_back(std::chrono::duration<double, std::milli>(
-                          std::chrono::steady_clock::now() - started)
-                          .count());
+      opens.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+              .count());
       ASSERT_FALSE(id.empty()) << daemon.Log();
       if (repositories == 1 && round == 0) {
         std::vector<double> plain, commits;
         for (int i = 0; i < 5; ++i) {
           auto t0 = std::chrono::steady_clock::now();
-          RunInSession(client, id, "workspace-write", "plain", "echo " + std::to_string(i) + " > f");
+          RunInSession(client, id, "workspace-write", "plain",
+                       "echo " + std::to_string(i) + " > f");
           auto t1 = std::chrono::steady_clock::now();
-          RunInSession(client, id, "workspace-write", "commit",
-                       std::string(kIdentity) + "git add f && git commit -qm c" +
-                           std::to_string(i));
+          RunInSession(
+              client, id, "workspace-write", "commit",
+              std::string(kIdentity) + "git add f && git commit -qm c" + std::to_string(i));
           auto t2 = std::chrono::steady_clock::now();
           plain.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
           commits.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
@@ -241,8 +252,7 @@ TEST(GitWriteCostTest, OpenAndCopyBackFigures) {
         std::cout << "  measured: a send that writes a file " << median(plain)
                   << " ms, one that commits (git and its copy-back) " << median(commits)
                   << " ms (medians of 5)\n";
-        EXPECT_EQ(RunProcess({kGit, "-C", ws.string(), "rev-list", "--count", "HEAD"}).out,
-                  "5\n");
+        EXPECT_EQ(RunProcess({kGit, "-C", ws.string(), "rev-list", "--count", "HEAD"}).out, "5\n");
       }
       client.Call("terminal_close", Json{{"sessionId", id}});
     }

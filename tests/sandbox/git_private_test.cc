@@ -73,8 +73,8 @@ class GitPrivateTest : public ::testing::Test {
   // git run on the private directory over the host's work tree, as the session's git is.
   std::string Session(const std::string& args, int* status = nullptr) {
     return Shell("git --git-dir=" + private_.string() + " --work-tree=" + host_.string() + " -C " +
-                   host_.string() + " " + args,
-               status);
+                     host_.string() + " " + args,
+                 status);
   }
   GitSnapshot Prepare() {
     UniqueFd host(::open((host_ / ".git").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -96,15 +96,31 @@ class GitPrivateTest : public ::testing::Test {
 };
 
 TEST(GitNamesTest, RefNamesFollowCheckRefFormat) {
-  for (const char* good : {"refs/heads/main", "refs/heads/feature/x", "refs/tags/v1.0", "refs/stash",
-                           "refs/remotes/origin/HEAD"}) {
+  for (const char* good : {"refs/heads/main", "refs/heads/feature/x", "refs/tags/v1.0",
+                           "refs/stash", "refs/remotes/origin/HEAD"}) {
     EXPECT_TRUE(ValidRefName(good)) << good;
   }
-  for (const char* bad :
-       {"HEAD", "refs", "refs/", "refs/heads/", "refs/heads/.hidden", "refs/heads/a..b",
-        "refs/heads/x.lock", "refs/heads/a b", "refs/heads/a~1", "refs/heads/a^", "refs/heads/a:b",
-        "refs/heads/a?", "refs/heads/a*", "refs/heads/a[", "refs/heads/a\\b", "refs/heads/a@{1}",
-        "refs//heads", "refs/heads/end.", "heads/main", "refs/heads/\x01", "../config"}) {
+  for (const char* bad : {"HEAD",
+                          "refs",
+                          "refs/",
+                          "refs/heads/",
+                          "refs/heads/.hidden",
+                          "refs/heads/a..b",
+                          "refs/heads/x.lock",
+                          "refs/heads/a b",
+                          "refs/heads/a~1",
+                          "refs/heads/a^",
+                          "refs/heads/a:b",
+                          "refs/heads/a?",
+                          "refs/heads/a*",
+                          "refs/heads/a[",
+                          "refs/heads/a\\b",
+                          "refs/heads/a@{1}",
+                          "refs//heads",
+                          "refs/heads/end.",
+                          "heads/main",
+                          "refs/heads/\x01",
+                          "../config"}) {
     EXPECT_FALSE(ValidRefName(bad)) << bad;
   }
   const std::string id(40, 'a');
@@ -125,8 +141,8 @@ TEST(GitNamesTest, RefNamesFollowCheckRefFormat) {
   EXPECT_FALSE(ValidPackFile("pack-" + id + ".keep"));
   EXPECT_FALSE(ValidPackFile("tmp_pack_123"));
   Result<std::map<std::string, std::string>> packed =
-      ParsePackedRefs("# pack-refs with: peeled fully-peeled sorted \n" + id +
-                      " refs/tags/v1\n^" + std::string(40, 'b') + "\n" + id + " refs/heads/main\n");
+      ParsePackedRefs("# pack-refs with: peeled fully-peeled sorted \n" + id + " refs/tags/v1\n^" +
+                      std::string(40, 'b') + "\n" + id + " refs/heads/main\n");
   ASSERT_TRUE(packed) << packed.error().Describe();
   EXPECT_EQ(packed->size(), 2u);
   EXPECT_FALSE(ParsePackedRefs(id + " ../../etc\n"));
@@ -154,9 +170,9 @@ TEST_F(GitPrivateTest, WorkDoneInThePrivateDirectoryComesBackToTheHost) {
   const auto started = std::chrono::steady_clock::now();
   GitCopyBack done = CopyBack(snapshot);
   const auto took = std::chrono::steady_clock::now() - started;
-  std::printf("copy-back of two commits and a tag: %lld us\n",
-              static_cast<long long>(
-                  std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
+  std::printf(
+      "copy-back of two commits and a tag: %lld us\n",
+      static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
   EXPECT_TRUE(done.refused.empty()) << done.refused.front();
   EXPECT_TRUE(done.conflicts.empty()) << done.conflicts.front();
   EXPECT_GE(done.objects, 6u);
@@ -221,9 +237,13 @@ TEST_F(GitPrivateTest, LinksFifosHardLinksAndMalformedEntriesAreRefused) {
   // Malformed names and values.
   { std::ofstream(private_ / "refs" / "heads" / "bad") << "../../config\n"; }
   { std::ofstream(private_ / "objects" / "not-an-object") << "x"; }
-  fs::create_symlink(outside_, private_ / "objects" / "pack" / ("pack-" + std::string(40, 'a') + ".pack"));
+  fs::create_symlink(outside_,
+                     private_ / "objects" / "pack" / ("pack-" + std::string(40, 'a') + ".pack"));
   // A hook and config planted where the host's git would read them (copy-back never looks).
-  { std::ofstream(private_ / "hooks" / "post-commit") << "#!/bin/sh\ntouch " << dir_.string() << "/marker\n"; }
+  {
+    std::ofstream(private_ / "hooks" / "post-commit")
+        << "#!/bin/sh\ntouch " << dir_.string() << "/marker\n";
+  }
   // An object of a name the host has, with other content: never overwritten.
   const std::string head = Host("rev-parse HEAD").substr(0, 40);
   const fs::path host_object = host_ / ".git" / "objects" / head.substr(0, 2) / head.substr(2);
