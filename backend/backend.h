@@ -47,9 +47,14 @@ struct ScreenSnapshot {
   bool alternate_screen = false;
 };
 
+struct SessionGits;  // backend/git_copy_back.h
+
 class BackendSession {
  public:
   virtual ~BackendSession() = default;
+  // Workspace-write: the session's private git directories, for the copy-back after each send
+  // (backend/git_copy_back.h); null when it has none.
+  [[nodiscard]] virtual std::shared_ptr<SessionGits> gits() const { return nullptr; }
   // Initial bounded terminal output, returned from terminal_open.
   [[nodiscard]] virtual const std::string& motd() const = 0;
   // Host pid of the top-level process.

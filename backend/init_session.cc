@@ -161,6 +161,10 @@ void InitSession::Launch(const sandbox::LaunchSpec& spec) {
   sandbox::LaunchedInit& init = **launched;
   child_pid_ = init.pid;
   session_uid_lease_ = std::move(init.session_uid_lease);
+  {
+    std::lock_guard lock(gits_->mutex);
+    gits_->gits = std::move(init.private_gits);
+  }
   diagnostics_ = std::move(init.diagnostics);
   if (diagnostics_) ::fcntl(diagnostics_.Get(), F_SETFL, O_NONBLOCK);
   std::weak_ptr<bool> alive = alive_;
@@ -480,6 +484,7 @@ void InitSession::Finish(Result<void> result) {
     terminating_ = false;
     if (timer_) timer_->cancel();
     control_.reset();
+    CopyBackLastTime();
   }
   std::vector<std::function<void(Result<void>)>> waiters;
   waiters.swap(waiters_);
@@ -488,6 +493,29 @@ void InitSession::Finish(Result<void> result) {
     asio::post(io_, [alive, waiter = std::move(waiter), result] {
       if (!alive.expired()) waiter(result);
     });
+  }
+}
+
+void InitSession::CopyBackLastTime() {
+  bool any = false;
+  {
+    std::lock_guard lock(gits_->mutex);
+    any = !gits_->gits.empty();
+  }
+  if (!any) return;
+  // Every process of the session has ended: nothing writes the private directories any more.
+  // The worker keeps them alive on its own; nothing comes back to the reactor.
+  Result<void> started = off_reactor_.Run<int>(
+      "copies the session's git work back",
+      [gits = gits_] {
+        CopyBackSessionGits(*gits, /*last=*/true);
+        return 0;
+      },
+      [](int) {});
+  if (!started) {
+    LogWarn(started.error().message + "; the session's last git work was not copied back");
+    std::lock_guard lock(gits_->mutex);
+    gits_->gits.clear();
   }
 }
 

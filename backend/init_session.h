@@ -21,6 +21,7 @@
 
 #include "backend/child_reaper.h"
 #include "backend/contract_types.h"
+#include "backend/git_copy_back.h"
 #include "backend/off_reactor.h"
 #include "common/error.h"
 #include "common/unique_fd.h"
@@ -73,6 +74,9 @@ class InitSession final {
   void Start(const sandbox::LaunchSpec& spec);
   // What the launch protected as repositories (valid once the launch was made).
   [[nodiscard]] const sandbox::LaunchRepositories& repositories() const { return repositories_; }
+  // Workspace-write: the private git directories of the session's repositories (git_copy_back.h),
+  // copied back by whoever settles a send, and a last time (then removed) once the session ended.
+  [[nodiscard]] const std::shared_ptr<SessionGits>& gits() const { return gits_; }
 
   // Ends every process of the session, by the one rule above. `done` gets success once nothing
   // of the session runs (init reaped, orphans ended, the session cgroup empty and removed), or
@@ -111,6 +115,7 @@ class InitSession final {
   void RetryEmpty(int rounds_left);  // AwaitEmpty again after kEmptyCheck, from the timer
   void Escalate();
   void Finish(Result<void> result);
+  void CopyBackLastTime();  // off the reactor, then the private git directories are removed
   std::vector<pid_t> Leftovers();
 
   asio::io_context& io_;
@@ -125,6 +130,7 @@ class InitSession final {
   OffReactor off_reactor_;
   bool abandoned_ = false;  // ended while its walk ran: nothing is launched
   sandbox::LaunchRepositories repositories_;
+  std::shared_ptr<SessionGits> gits_ = std::make_shared<SessionGits>();
   sandbox::SandboxSpec walked_sandbox_;  // what the walks search (workspace-write only)
   std::filesystem::path walked_init_;    // its ptybox-init (which hidden directories it covers)
   struct timespec walk_started_ {};      // CLOCK_REALTIME before the first walk

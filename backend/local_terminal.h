@@ -56,6 +56,7 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   [[nodiscard]] const sandbox::LaunchRepositories& repositories() const {
     return init_.repositories();
   }
+  [[nodiscard]] const std::shared_ptr<SessionGits>& gits() const { return init_.gits(); }
 
   // TerminalHandle.
   void Inspect(std::function<void(ForegroundFacts)> done) override;

@@ -195,14 +195,30 @@ std::optional<ShellSession::RepositoryClaim> ShellSession::RepositoryClaimFor(
     const SpawnSpec& spec) const {
   if (launched_.sandbox.mode != policy::Mode::kWorkspaceWrite) return std::nullopt;
   sandbox::LaunchSpec launch = BuildLaunch(spec);
-  RepositoryClaim claim{
-      std::move(launch.sandbox), std::move(launch.init_binary), terminal_.shell_pid(), {}};
+  RepositoryClaim claim{std::move(launch.sandbox),
+                        std::move(launch.init_binary),
+                        terminal_.shell_pid(),
+                        {},
+                        terminal_.gits()};
   ::clock_gettime(CLOCK_REALTIME, &claim.claimed);
   return claim;
 }
 
 std::optional<std::string> ShellSession::RepositoryClaim::Refusal() const {
-  return sandbox::CheckRepositoriesAfterLaunch(sandbox, init_binary, shell, claimed);
+  if (std::optional<std::string> refused =
+          sandbox::CheckRepositoriesAfterLaunch(sandbox, init_binary, shell, claimed)) {
+    return refused;
+  }
+  if (!gits) return std::nullopt;
+  std::lock_guard lock(gits->mutex);
+  for (const sandbox::PrivateGit& git : gits->gits) {
+    Result<bool> current = sandbox::HostStillAt(git.host_fd.Get(), git.snapshot);
+    if (!current || !*current) {
+      return "the repository " + git.host_git.string() +
+             " changed since the shell's private copy of its .git was made";
+    }
+  }
+  return std::nullopt;
 }
 
 void ShellSession::SetOutputTap(std::function<void(std::string_view)> tap) {

@@ -78,6 +78,7 @@ class ShellSession final : public BackendSession,
   Result<void> Resize(int rows, int columns) override;
   void Signal(int signal, std::function<void(Result<SignalResult>)> done) override;
   [[nodiscard]] SessionStatus Status() const override;
+  [[nodiscard]] std::shared_ptr<SessionGits> gits() const override { return terminal_.gits(); }
   void Close(std::string reason, std::function<void(Result<SessionStatus>)> done) override;
 
   // The environment the shell starts with (for tests and docs).
@@ -107,6 +108,9 @@ class ShellSession final : public BackendSession,
     std::filesystem::path init_binary;  // the launch's ptybox-init (what it covered)
     pid_t shell = 0;                    // the pooled shell (host pid): its mountinfo is read
     struct timespec claimed {};         // CLOCK_REALTIME when the claim began
+    // Its private git directories: each must still match its host repository (a pooled
+    // shell's copy is as old as the shell).
+    std::shared_ptr<SessionGits> gits;
     // Walks the roots: off the reactor only. Why the shell must not serve, or nullopt.
     [[nodiscard]] std::optional<std::string> Refusal() const;
   };

@@ -3,6 +3,7 @@
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 
+#include "backend/git_copy_back.h"
 #include "common/count_text.h"
 #include "common/log.h"
 #include "common/propagate.h"
@@ -273,8 +274,33 @@ void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& se
                         session_id](const Result<backend::SendResult>& result) {
     audit->SendSettled(id, session_id, result);
   };
+  // Workspace-write: the session's git work goes back to the host's repositories once a send
+  // settles (off the reactor), before a foreground send is answered.
+  std::weak_ptr<backend::SessionGits> gits;
+  if (session) gits = (*session)->gits();
+  auto copy_back = [this, gits](std::function<void()> then) {
+    std::shared_ptr<backend::SessionGits> held = gits.lock();
+    if (!held) {
+      then();
+      return;
+    }
+    Result<void> started = git_copy_back_.Run<int>(
+        "copies the session's git work back",
+        [held] {
+          backend::CopyBackSessionGits(*held, /*last=*/false);
+          return 0;
+        },
+        [then](int) { then(); });
+    if (!started) {
+      LogWarn(started.error().message + "; the send's git work is copied back at the next one");
+      then();
+    }
+  };
   if (background) {
-    (*op)->SetSettledCallback(audit_settled);
+    (*op)->SetSettledCallback([audit_settled, copy_back](const Result<backend::SendResult>& r) {
+      audit_settled(r);
+      copy_back([] {});
+    });
     SendOutcome outcome;
     outcome.operation_id = owner->AddOperation(session_id, *op);
     asio::post(io_, [done, outcome] { done(outcome); });
@@ -282,8 +308,8 @@ void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& se
   }
   std::weak_ptr<Owner> weak_owner = owner;
   const uint64_t generation = owner->TrackForegroundSend(request_key, session_id);
-  (*op)->SetSettledCallback([weak_owner, request_key, generation, done,
-                             audit_settled](const Result<backend::SendResult>& result) {
+  (*op)->SetSettledCallback([weak_owner, request_key, generation, done, audit_settled,
+                             copy_back](const Result<backend::SendResult>& result) {
     audit_settled(result);
     if (std::shared_ptr<Owner> o = weak_owner.lock()) {
       o->ForegroundSendSettled(request_key, generation);
@@ -294,7 +320,7 @@ void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& se
     }
     SendOutcome outcome;
     outcome.result = *result;
-    done(outcome);
+    copy_back([done, outcome] { done(outcome); });
   });
 }
 

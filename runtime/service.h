@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/off_reactor.h"
 #include "backend/shell_session.h"
 #include "common/error.h"
 #include "policy/mode_fence.h"
@@ -243,6 +244,9 @@ class PtyService final {
   };
   std::map<uint64_t, Detached> detached_;
   StartTimer start_timer_;
+  // The copy-back of sessions' private git directories after each send (backend/git_copy_back.h):
+  // a foreground send is answered once its copy-back is done.
+  backend::OffReactor git_copy_back_{io_};
   uint64_t next_owner_ = 1;
   // Each published session's output hub (its watchers), by session id, until it is closed.
   std::map<std::string, std::shared_ptr<WatchHub>> hubs_;

@@ -347,7 +347,10 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories
   launched.pid = pid;
   launched.control = std::move(ours);
   launched.diagnostics = std::move(diag_read);
-  if (stage) launched.session_uid_lease = std::move(stage->session_uid_lease);
+  if (stage) {
+    launched.session_uid_lease = std::move(stage->session_uid_lease);
+    launched.private_gits = std::move(stage->private_gits);
+  }
 
   // A child that died before reading gives EPIPE here; the caller learns why from the reaper
   // and the diagnostics pipe, so this failure is not final on its own.

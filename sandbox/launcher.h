@@ -18,6 +18,7 @@
 #include "sandbox/bwrap_args.h"
 #include "sandbox/cgroup_layout.h"
 #include "sandbox/init/resource_limits.h"
+#include "sandbox/mount_stage.h"
 #include "sandbox/repository_walk.h"
 
 namespace ptybox::sandbox {
@@ -59,6 +60,9 @@ struct LaunchedInit {
   // Root daemon, confined: the host-wide lease on the session's host id (session_uid_lease.h).
   // The caller keeps it until every process of the session has ended.
   UniqueFd session_uid_lease;
+  // Workspace-write: each repository's private git directory (mount_stage.h). The caller copies
+  // them back (git_private.h) and destroys them once every process of the session has ended.
+  std::vector<PrivateGit> private_gits;
 };
 
 // The port of the session's proxy on its own loopback (HTTP_PROXY=http://127.0.0.1:3128).

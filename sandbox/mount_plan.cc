@@ -40,6 +40,7 @@ int Rank(NestedMount::Kind kind) {
       return 0;
     case NestedMount::Kind::kProtected:
     case NestedMount::Kind::kInit:
+    case NestedMount::Kind::kPrivateGit:
       return 1;
     case NestedMount::Kind::kPin:
       return 2;

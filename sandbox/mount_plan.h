@@ -27,12 +27,16 @@ std::vector<std::filesystem::path> RootsToBind(const std::filesystem::path& work
 // and attached with move_mount, in this order (parents before what lies beneath them).
 struct NestedMount {
   enum class Kind {
-    kPin,        // the directory cloned onto itself: a mount point the session cannot rename
-    kProtected,  // the object cloned read-only over itself (.git, policy files)
-    kCoverFile,  // an empty read-only file over it (a hidden file)
-    kCoverDir,   // an empty read-only directory over it (a hidden directory)
-    kInit,       // the checked clone of ptybox-init over itself, read-only (one inside a root;
-                 // added by the launcher last, never by PlanNestedMounts)
+    kPin,         // the directory cloned onto itself: a mount point the session cannot rename
+    kProtected,   // the object cloned read-only over itself (.git, policy files)
+    kCoverFile,   // an empty read-only file over it (a hidden file)
+    kCoverDir,    // an empty read-only directory over it (a hidden directory)
+    kInit,        // the checked clone of ptybox-init over itself, read-only (one inside a root;
+                  // added by the launcher last, never by PlanNestedMounts)
+    kPrivateGit,  // a repository's .git in workspace-write: the session's private git directory
+                  // (git_private.h) over it, with the host's code and configuration entries
+                  // and objects bound read-only inside (made by the stage, never by
+                  // PlanNestedMounts, which plans kProtected)
   };
   size_t root = 0;                 // index into the bound roots
   std::filesystem::path relative;  // beneath that root, lexically normal, never "." or ".."

@@ -18,7 +18,10 @@
 #include <optional>
 #include <utility>
 
+#include "common/log.h"
 #include "common/propagate.h"
+#include "sandbox/git_private.h"
+#include "sandbox/host_walls.h"
 #include "sandbox/mount_plan.h"
 #include "sandbox/path_open.h"
 #include "sandbox/repository_walk.h"
@@ -94,6 +97,141 @@ bool WriteFile(const char* path, const char* text) noexcept {
   return ok;
 }
 
+// A read-only, nosuid, nodev clone of `name` beneath `dir` (no links; a directory when
+// `directory`), or -1 with errno set.
+int ReadOnlyClone(int dir, const char* name, bool directory) noexcept {
+  const int fd = OpenAt2(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                         RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || (directory ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))) {
+    ::close(fd);
+    errno = ESTALE;
+    return -1;
+  }
+  const int clone = static_cast<int>(::syscall(SYS_open_tree, fd, "", kCloneFlags));
+  const int saved = errno;
+  ::close(fd);
+  if (clone < 0) {
+    errno = saved;
+    return -1;
+  }
+  struct mount_attr attr {};
+  attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_RDONLY;
+  if (::syscall(SYS_mount_setattr, clone, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) !=
+      0) {
+    const int failed = errno;
+    ::close(clone);
+    errno = failed;
+    return -1;
+  }
+  return clone;
+}
+
+// kPrivateGit: the host's code and configuration entries and its objects cloned read-only from
+// the .git (`target`), the private directory attached over it, then each clone attached onto its
+// mount point beneath the private directory (reached through the root again, no links).
+bool ComposePrivateGit(const StagePlan& plan, const ComposedEntry& c, int root_fd, int target,
+                       int error_fd) noexcept {
+  constexpr size_t kMaxReadOnly = sizeof kGitReadOnlyEntries / sizeof kGitReadOnlyEntries[0];
+  int clones[kMaxReadOnly + 1];
+  size_t count = 0;
+  auto close_all = [&] {
+    for (size_t i = 0; i < count; ++i) ::close(clones[i]);
+  };
+  const size_t names =
+      c.read_only_names.size() < kMaxReadOnly ? c.read_only_names.size() : kMaxReadOnly;
+  for (size_t i = 0; i < names; ++i) {
+    bool directory = false;
+    for (const GitReadOnlyEntry& e : kGitReadOnlyEntries) {
+      if (std::strcmp(e.name, c.read_only_names[i].c_str()) == 0) directory = e.directory;
+    }
+    clones[count] = ReadOnlyClone(target, c.read_only_names[i].c_str(), directory);
+    if (clones[count] < 0) {
+      const int saved = errno;
+      close_all();
+      return Failed(error_fd, "cloning read-only (changed since the launch read it?)",
+                    c.read_only_names[i].c_str(), saved);
+    }
+    ++count;
+  }
+  clones[count] = ReadOnlyClone(target, "objects", true);
+  if (clones[count] < 0) {
+    const int saved = errno;
+    close_all();
+    return Failed(error_fd, "cloning the objects of", c.host_path.c_str(), saved);
+  }
+  ++count;
+  const StageEntry& mine = plan.entries[c.source_entry];
+  const int from = plan.as_root ? mine.tree.Get() : mine.child_tree;
+  const int source = static_cast<int>(
+      ::syscall(SYS_open_tree, from, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
+  if (source < 0) {
+    const int saved = errno;
+    close_all();
+    return Failed(error_fd, "open_tree for the private git directory of", c.host_path.c_str(),
+                  saved);
+  }
+  struct mount_attr attr {};
+  attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  if (::syscall(SYS_mount_setattr, source, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) !=
+          0 ||
+      ::syscall(SYS_move_mount, source, "", target, "",
+                MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+    const int saved = errno;
+    ::close(source);
+    close_all();
+    return Failed(error_fd, "attaching the private git directory onto", c.host_path.c_str(), saved);
+  }
+  ::close(source);
+  const int top =
+      OpenAt2(root_fd, c.relative.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+              RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  if (top < 0) {
+    const int saved = errno;
+    close_all();
+    return Failed(error_fd, "re-opening the private git directory at", c.host_path.c_str(), saved);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const char* name = i < names ? c.read_only_names[i].c_str() : kGitHostObjects;
+    const int point = OpenAt2(top, name, O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                              RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+    const long moved = point < 0 ? -1
+                                 : ::syscall(SYS_move_mount, clones[i], "", point, "",
+                                             MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+    const int saved = errno;
+    if (point >= 0) ::close(point);
+    if (moved != 0) {
+      ::close(top);
+      close_all();
+      return Failed(error_fd, "binding read-only in the private git directory:", name, saved);
+    }
+  }
+  for (const std::string& name : c.covered_names) {
+    const int cover = static_cast<int>(::syscall(SYS_open_tree, AT_FDCWD, plan.cover_dir.c_str(),
+                                                 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+    struct mount_attr ro {};
+    ro.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_RDONLY;
+    const int point = OpenAt2(top, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                              RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+    const bool ok = cover >= 0 && point >= 0 &&
+                    ::syscall(SYS_mount_setattr, cover, "", AT_EMPTY_PATH, &ro, sizeof ro) == 0 &&
+                    ::syscall(SYS_move_mount, cover, "", point, "",
+                              MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == 0;
+    const int saved = errno;
+    if (cover >= 0) ::close(cover);
+    if (point >= 0) ::close(point);
+    if (!ok) {
+      ::close(top);
+      close_all();
+      return Failed(error_fd, "covering in the private git directory:", name.c_str(), saved);
+    }
+  }
+  ::close(top);
+  close_all();
+  return true;
+}
+
 // Attaches each composed mount onto its staged root by descriptor (mount_stage.h).
 bool ComposeNested(StagePlan& plan, int error_fd) noexcept {
   if (plan.composed.empty()) return true;
@@ -116,9 +254,17 @@ bool ComposeNested(StagePlan& plan, int error_fd) noexcept {
                     "refusing to mount over: replaced since it was checked:", c.host_path.c_str(),
                     ESTALE);
     }
+    if (c.kind == NestedMount::Kind::kPrivateGit) {
+      const bool composed = ComposePrivateGit(plan, c, root_fd, target, error_fd);
+      ::close(target);
+      if (!composed) return false;
+      continue;
+    }
     int source = -1;
     bool read_only = true;
     switch (c.kind) {
+      case NestedMount::Kind::kPrivateGit:
+        break;  // above
       case NestedMount::Kind::kPin:
         read_only = false;  // the directory itself, as writable as it was
         [[fallthrough]];
@@ -250,6 +396,83 @@ Result<OpenedRoots> OpenRoots(const SandboxSpec& sandbox) {
   return out;
 }
 
+// The parent of the private git directories: `<run-time directory>/git` (hidden from every
+// session with the run-time directory, host_walls.h), or for an ordinary user without one
+// `/tmp/ptybox-git-<uid>` (every session has a /tmp of its own); mode 0700, this uid's, not a
+// link. nullopt when neither can be made so.
+std::optional<std::filesystem::path> PrivateGitParent() {
+  std::filesystem::path parent;
+  if (std::optional<std::filesystem::path> runtime = PerUserRuntimeDirectory()) {
+    ::mkdir(runtime->c_str(), 0700);
+    parent = *runtime / "git";
+  } else {
+    parent = "/tmp/ptybox-git-" + std::to_string(::geteuid());
+  }
+  ::mkdir(parent.c_str(), 0700);
+  struct stat st {};
+  if (::lstat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() ||
+      (st.st_mode & 0077) != 0) {
+    return std::nullopt;
+  }
+  return parent;
+}
+
+// A repository's private git directory (git_private.h), made and filled from the host's .git
+// (`git`, opened beneath its root). nullopt, with a warning, when the daemon has no run-time
+// directory to hold it: the .git is then composed read-only as before (the session cannot
+// commit there, and the host stays safe).
+Result<std::optional<PrivateGit>> MakePrivateGit(const OpenedPath& git, const OpenedRoots& roots,
+                                                 bool as_root) {
+  std::optional<std::filesystem::path> parent = PrivateGitParent();
+  if (!parent) {
+    LogWarn(
+        "no directory of mode 0700 owned by the daemon's uid for the private git directory of " +
+        git.path.string() +
+        " (the run-time directory's git/, or /tmp/ptybox-git-<uid>); "
+        "the repository stays read-only in the session");
+    return std::optional<PrivateGit>();
+  }
+  PrivateGit made;
+  made.host_git = git.path;
+  std::string name = (*parent / "g-XXXXXX").string();
+  if (::mkdtemp(name.data()) == nullptr) {
+    return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "mkdtemp", name));
+  }
+  made.private_dir = name;
+  auto fail = [](Error error) -> Result<std::optional<PrivateGit>> {
+    return std::unexpected(std::move(error));  // `made` removes the directory
+  };
+  made.private_fd.Reset(OpenAt2(AT_FDCWD, name.c_str(),
+                                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+                                RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+  if (!made.private_fd) return fail(Error::FromErrno(ErrorKind::kSpawnFailed, "openat2", name));
+  made.host_fd.Reset(::openat(git.fd.Get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!made.host_fd) {
+    return fail(Error::FromErrno(ErrorKind::kSpawnFailed, "openat", git.path.string()));
+  }
+  std::optional<GitOwner> owner;
+  if (as_root) {
+    owner = GitOwner{roots.owner_uid, roots.owner_gid};
+    if (::fchown(made.private_fd.Get(), owner->uid, owner->gid) != 0) {
+      return fail(Error::FromErrno(ErrorKind::kSpawnFailed, "fchown", name));
+    }
+  }
+  Result<GitSnapshot> snapshot =
+      PreparePrivateGit(made.host_fd.Get(), made.private_fd.Get(), kGitHostObjectsAlternate, owner);
+  if (!snapshot) {
+    // Not a repository git can use (no HEAD: a directory merely named .git), or unreadable:
+    // composed read-only as before, which protects the host as well.
+    LogWarn("no private git directory for " + git.path.string() + " (" +
+            snapshot.error().Describe() + "); it stays read-only in the session");
+    return std::optional<PrivateGit>();  // `made` removes the directory
+  }
+  made.snapshot = std::move(*snapshot);
+  if (::mkdirat(made.private_fd.Get(), kGitHostObjects, 0755) != 0) {
+    return fail(Error::FromErrno(ErrorKind::kSpawnFailed, "mkdirat", kGitHostObjects));
+  }
+  return std::optional<PrivateGit>(std::move(made));
+}
+
 // 2. What is composed onto the bound roots by descriptor: protected paths (the policy files,
 // each root's .git and every nested repository's, found by the walk), hidden paths and the pins
 // above them. Each is opened now beneath its root without links, and the child re-opens it
@@ -288,6 +511,20 @@ Result<void> PlanComposed(StagePlan& plan, const SandboxSpec& sandbox, const Ope
     entry.root_entry = n.root;  // the bound roots are the first entries, in this order
     entry.relative = n.relative.string();
     entry.kind = n.kind;
+    if (n.kind == NestedMount::Kind::kProtected && is_dir &&
+        sandbox.mode == policy::Mode::kWorkspaceWrite &&
+        std::find(repositories.git_paths.begin(), repositories.git_paths.end(),
+                  root.path / n.relative) != repositories.git_paths.end()) {
+      Result<std::optional<PrivateGit>> made = MakePrivateGit(**opened, roots, plan.as_root);
+      if (!made) return Propagate(made);
+      if (*made) {
+        entry.kind = NestedMount::Kind::kPrivateGit;
+        entry.read_only_names = (*made)->snapshot.read_only_names;
+        entry.covered_names = (*made)->snapshot.covered_names;
+        entry.source_entry = plan.private_gits.size();  // an entry index once staged
+        plan.private_gits.push_back(std::move(**made));
+      }
+    }
     entry.dev = (*opened)->dev;
     entry.ino = (*opened)->ino;
     entry.host_path = where;
@@ -315,7 +552,9 @@ Result<std::optional<ComposedEntry>> InitInsideRoot(const OpenedRoots& roots,
                        .source_entry = 0,
                        .dev = init.dev,
                        .ino = init.ino,
-                       .host_path = init_binary.string()};
+                       .host_path = init_binary.string(),
+                       .read_only_names = {},
+                       .covered_names = {}};
 }
 
 // Root daemon: bwrap runs as the session uid and must reach every bind destination (a
@@ -453,12 +692,69 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
     plan.composed.push_back(std::move(**init_inside));
     sandbox.init_composed = true;
   }
+  // The private git directories, after the init binary: staged (idmapped like the roots, so the
+  // session writes them as itself), never bound by bwrap, only composed over each .git.
+  // One that cannot be staged (a root daemon's run-time directory on a tmpfs older than Linux
+  // 6.3 cannot be idmapped) leaves its .git read-only as before, which protects the host as well.
+  std::vector<std::optional<size_t>> private_entries;
+  for (const PrivateGit& git : plan.private_gits) {
+    Result<OpenedPath> opened = OpenRootNoFollow(git.private_dir);
+    if (!opened) return Propagate(opened);
+    if (Result<void> added = AddStageEntry(plan, std::move(*opened), true, false, identity);
+        !added) {
+      LogWarn("no private git directory for " + git.host_git.string() + " (" +
+              added.error().Describe() + "); it stays read-only in the session");
+      private_entries.push_back(std::nullopt);
+      continue;
+    }
+    private_entries.push_back(plan.entries.size() - 1);
+  }
+  std::vector<PrivateGit> staged;
+  for (ComposedEntry& c : plan.composed) {
+    if (c.kind != NestedMount::Kind::kPrivateGit) continue;
+    const size_t index = c.source_entry;
+    if (private_entries[index]) {
+      c.source_entry = *private_entries[index];
+      staged.push_back(std::move(plan.private_gits[index]));
+    } else {
+      c.kind = NestedMount::Kind::kProtected;
+      c.read_only_names.clear();
+      c.covered_names.clear();
+    }
+  }
+  plan.private_gits = std::move(staged);  // the others are removed here
   // A hidden file is covered by /dev/null as bwrap did (bound nodev inside: it cannot even be
   // opened); a hidden directory by an empty directory of the staging tmpfs, read-only.
   plan.cover_file = "/dev/null";
   plan.cover_dir = std::string(kStageDir) + "/cover-dir";
   sandbox.uid_zero_inside = as_root;
   return plan;
+}
+
+PrivateGit::PrivateGit(PrivateGit&& other) noexcept
+    : host_git(std::move(other.host_git)),
+      private_dir(std::exchange(other.private_dir, {})),
+      host_fd(std::move(other.host_fd)),
+      private_fd(std::move(other.private_fd)),
+      snapshot(std::move(other.snapshot)) {}
+
+PrivateGit& PrivateGit::operator=(PrivateGit&& other) noexcept {
+  if (this != &other) {
+    PrivateGit old(std::move(*this));
+    host_git = std::move(other.host_git);
+    private_dir = std::exchange(other.private_dir, {});
+    host_fd = std::move(other.host_fd);
+    private_fd = std::move(other.private_fd);
+    snapshot = std::move(other.snapshot);
+  }
+  return *this;
+}
+
+PrivateGit::~PrivateGit() {
+  if (private_dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(private_dir, ec);  // never follows a link
+  if (ec) LogWarn("cannot remove " + private_dir.string() + ": " + ec.message());
 }
 
 std::filesystem::path TopmostVeil(const std::filesystem::path& destination) {

@@ -21,6 +21,7 @@
 #include "common/unique_fd.h"
 #include "policy/policy.h"
 #include "sandbox/bwrap_args.h"
+#include "sandbox/git_private.h"
 #include "sandbox/mount_plan.h"
 #include "sandbox/repository_walk.h"
 
@@ -54,6 +55,37 @@ struct ComposedEntry {
   dev_t dev = 0;            // the destination's inode as the parent found it
   ino_t ino = 0;
   std::string host_path;  // for messages
+  // kPrivateGit: the host entries (kGitReadOnlyEntries names present there) bound read-only
+  // over their mount points in the private directory; the host's objects/ goes read-only to
+  // kGitHostObjects. `source_entry` is the private directory's staged entry.
+  std::vector<std::string> read_only_names;
+  // kPrivateGit: directories of the private copy covered by an empty read-only directory.
+  std::vector<std::string> covered_names;
+};
+
+// Where a private git directory shows the host's objects (read-only); its
+// objects/info/alternates names it relative to objects/.
+inline constexpr char kGitHostObjects[] = "ptybox-host-objects";
+inline constexpr char kGitHostObjectsAlternate[] = "../ptybox-host-objects";
+
+// A repository the session writes through a private git directory (git_private.h): the host's
+// .git and the private copy, each opened without links, and what the session started from. The
+// private directory lives under the daemon's run-time directory (hidden from every session);
+// this object owns it and removes it when destroyed (never following a link in it), so the owner
+// destroys it only once every process of the session has ended.
+struct PrivateGit {
+  PrivateGit() = default;
+  PrivateGit(PrivateGit&& other) noexcept;
+  PrivateGit& operator=(PrivateGit&& other) noexcept;
+  PrivateGit(const PrivateGit&) = delete;
+  PrivateGit& operator=(const PrivateGit&) = delete;
+  ~PrivateGit();
+
+  std::filesystem::path host_git;     // the host's .git
+  std::filesystem::path private_dir;  // the private copy; empty once moved from
+  UniqueFd host_fd;                   // O_RDONLY | O_DIRECTORY
+  UniqueFd private_fd;                // O_RDONLY | O_DIRECTORY
+  GitSnapshot snapshot;
 };
 
 struct StagePlan {
@@ -79,6 +111,8 @@ struct StagePlan {
     bool directory = true;
   };
   std::vector<SkeletonEntry> skeleton;
+  // Workspace-write: each repository's private git directory (kPrivateGit entries).
+  std::vector<PrivateGit> private_gits;
 };
 
 // The topmost directory above `destination` (strictly) that an id owning no host file cannot

@@ -1,0 +1,992 @@
+// The private git directory and its copy-back (git_private.h). Every open is openat2 beneath a
+// directory descriptor with no symbolic link in any component and no other mount; every file read
+// is a regular file checked by fstat on the descriptor that is read; every file written is made
+// O_CREAT|O_EXCL|O_NOFOLLOW as `<name>.lock` beside its destination and renamed into place.
+#include "sandbox/git_private.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+
+#include "common/log.h"
+#include "common/propagate.h"
+#include "common/unique_fd.h"
+#include "sandbox/path_open.h"
+
+namespace ptybox::sandbox {
+namespace {
+
+constexpr uint64_t kBeneath =
+    RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+
+bool IsHex(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+  });
+}
+
+bool IsObjectId(std::string_view s) { return (s.size() == 40 || s.size() == 64) && IsHex(s); }
+
+std::string Trim(std::string_view s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.remove_suffix(1);
+  return std::string(s);
+}
+
+Error Errno(std::string_view call, std::string_view where, int err = errno) {
+  return Error::FromErrno(ErrorKind::kInternal, call, where, err);
+}
+
+// A directory beneath `dir`, no links; nullopt when absent.
+Result<std::optional<UniqueFd>> OpenDir(int dir, const std::string& relative) {
+  const int fd =
+      OpenAt2(dir, relative.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, kBeneath);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::optional<UniqueFd>();
+    return std::unexpected(Errno("openat2", relative));
+  }
+  return std::optional<UniqueFd>(UniqueFd(fd));
+}
+
+// A regular file beneath `dir` opened for reading, no links, never blocking on a FIFO; nullopt
+// when absent. `single_link`: a hard-linked file (st_nlink > 1) is refused, as is anything not a
+// regular file or larger than `max`.
+struct OpenedFile {
+  UniqueFd fd;
+  uint64_t size = 0;
+};
+Result<std::optional<OpenedFile>> OpenRegular(int dir, const std::string& relative, uint64_t max,
+                                              bool single_link) {
+  const int fd = OpenAt2(dir, relative.c_str(),
+                         O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, kBeneath);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::optional<OpenedFile>();
+    if (errno == ELOOP || errno == EXDEV) {
+      return Fail(ErrorKind::kPolicyDenied,
+                  relative + " is or passes through a symbolic link or another mount", relative);
+    }
+    return std::unexpected(Errno("openat2", relative));
+  }
+  OpenedFile file{UniqueFd(fd), 0};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return std::unexpected(Errno("fstat", relative));
+  if (!S_ISREG(st.st_mode)) {
+    return Fail(ErrorKind::kPolicyDenied, relative + " is not a regular file", relative);
+  }
+  if (single_link && st.st_nlink != 1) {
+    return Fail(ErrorKind::kPolicyDenied, relative + " has more than one hard link", relative);
+  }
+  if (static_cast<uint64_t>(st.st_size) > max) {
+    return Fail(ErrorKind::kPolicyDenied,
+                relative + " is larger than " + std::to_string(max) + " bytes", relative);
+  }
+  file.size = static_cast<uint64_t>(st.st_size);
+  return std::optional<OpenedFile>(std::move(file));
+}
+
+Result<std::string> ReadAll(int fd, uint64_t max, const std::string& what) {
+  std::string out;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return std::unexpected(Errno("read", what));
+    }
+    if (n == 0) break;
+    out.append(buffer, static_cast<size_t>(n));
+    if (out.size() > max) {
+      return Fail(ErrorKind::kPolicyDenied, what + " grew past " + std::to_string(max) + " bytes",
+                  what);
+    }
+  }
+  return out;
+}
+
+Result<std::optional<std::string>> ReadFile(int dir, const std::string& relative, uint64_t max,
+                                            bool single_link) {
+  Result<std::optional<OpenedFile>> file = OpenRegular(dir, relative, max, single_link);
+  if (!file) return Propagate(file);
+  if (!*file) return std::optional<std::string>();
+  Result<std::string> text = ReadAll((*file)->fd.Get(), max, relative);
+  if (!text) return Propagate(text);
+  return std::optional<std::string>(std::move(*text));
+}
+
+Result<void> WriteAll(int fd, std::string_view data, const std::string& what) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return std::unexpected(Errno("write", what));
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return {};
+}
+
+Result<void> Chown(int fd, const std::optional<GitOwner>& owner, const std::string& what) {
+  if (!owner) return {};
+  if (::fchown(fd, owner->uid, owner->gid) != 0) return std::unexpected(Errno("fchown", what));
+  return {};
+}
+
+// Makes directory `name` in `dir` (fine when it is already a directory) and opens it.
+Result<UniqueFd> MakeDir(int dir, const std::string& name, mode_t mode,
+                         const std::optional<GitOwner>& owner) {
+  const bool made = ::mkdirat(dir, name.c_str(), mode) == 0;
+  if (!made && errno != EEXIST) return std::unexpected(Errno("mkdirat", name));
+  Result<std::optional<UniqueFd>> opened = OpenDir(dir, name);
+  if (!opened) return Propagate(opened);
+  if (!*opened) return std::unexpected(Errno("openat2", name, ENOENT));
+  if (made) {
+    Result<void> chowned = Chown((*opened)->Get(), owner, name);
+    if (!chowned) return Propagate(chowned);
+  }
+  return std::move(**opened);
+}
+
+// The way git writes a file: `<name>.lock` made exclusively beside it, written, fsynced, then
+// renamed over `name` (`replace`) or linked to it only when `name` does not exist yet.
+// `source` is either a descriptor to copy from or the data itself.
+struct WriteSource {
+  int fd = -1;
+  std::string_view data;
+};
+// `still`, when given, is asked once the lock is held: false leaves everything as it was.
+// `durable`: fsynced before the rename (the host's .git); a private copy made at launch is not
+// (it is gone with the session, and ten fsyncs per repository were most of a launch's cost).
+Result<bool> WriteLikeGit(int dir, const std::string& name, const WriteSource& source, mode_t mode,
+                          bool replace, const std::optional<GitOwner>& owner = {},
+                          bool durable = true, const std::function<Result<bool>()>& still = {}) {
+  const std::string lock = name + ".lock";
+  const int fd =
+      ::openat(dir, lock.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) return std::unexpected(Errno("openat O_EXCL", lock));
+  UniqueFd out(fd);
+  auto fail = [&](Error error) -> Result<bool> {
+    ::unlinkat(dir, lock.c_str(), 0);
+    return std::unexpected(std::move(error));
+  };
+  if (Result<void> chowned = Chown(out.Get(), owner, lock); !chowned) return fail(chowned.error());
+  if (source.fd >= 0) {
+    char buffer[1 << 16];
+    for (;;) {
+      const ssize_t n = ::read(source.fd, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return fail(Errno("read", name));
+      if (n == 0) break;
+      Result<void> wrote =
+          WriteAll(out.Get(), std::string_view(buffer, static_cast<size_t>(n)), lock);
+      if (!wrote) return fail(wrote.error());
+    }
+  } else if (Result<void> wrote = WriteAll(out.Get(), source.data, lock); !wrote) {
+    return fail(wrote.error());
+  }
+  if (durable && ::fsync(out.Get()) != 0) return fail(Errno("fsync", lock));
+  out.Reset();
+  // Compare-and-swap as git does it: the expected value is checked while the lock is held, so
+  // a person's git that committed before cannot be overwritten and one after waits for us.
+  if (still) {
+    Result<bool> same = still();
+    if (!same) return fail(same.error());
+    if (!*same) {
+      ::unlinkat(dir, lock.c_str(), 0);
+      return false;
+    }
+  }
+  if (replace) {
+    if (::renameat(dir, lock.c_str(), dir, name.c_str()) != 0) return fail(Errno("renameat", name));
+    return true;
+  }
+  if (::renameat2(dir, lock.c_str(), dir, name.c_str(), RENAME_NOREPLACE) != 0) {
+    const int err = errno;
+    ::unlinkat(dir, lock.c_str(), 0);
+    if (err == EEXIST) return false;  // the host has it already: never overwritten
+    return std::unexpected(Errno("renameat2 RENAME_NOREPLACE", name, err));
+  }
+  return true;
+}
+
+// The directory entries of `dir` with their types read without following links.
+struct DirEntry {
+  std::string name;
+  mode_t type = 0;
+  nlink_t links = 0;
+};
+Result<std::vector<DirEntry>> List(int dir, const std::string& what) {
+  const int copy = ::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (copy < 0) return std::unexpected(Errno("openat", what));
+  DIR* stream = ::fdopendir(copy);
+  if (stream == nullptr) {
+    ::close(copy);
+    return std::unexpected(Errno("fdopendir", what));
+  }
+  std::vector<DirEntry> entries;
+  while (struct dirent* e = ::readdir(stream)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st {};
+    if (::fstatat(::dirfd(stream), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    entries.push_back({name, static_cast<mode_t>(st.st_mode & S_IFMT), st.st_nlink});
+  }
+  ::closedir(stream);
+  std::sort(entries.begin(), entries.end(),
+            [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  return entries;
+}
+
+std::string Describe(mode_t type) {
+  switch (type) {
+    case S_IFLNK:
+      return "a symbolic link";
+    case S_IFIFO:
+      return "a FIFO";
+    case S_IFSOCK:
+      return "a socket";
+    case S_IFCHR:
+    case S_IFBLK:
+      return "a device";
+    case S_IFDIR:
+      return "a directory";
+    default:
+      return "not a regular file";
+  }
+}
+
+// Loose refs beneath refs/ of `git_fd` (relative names "refs/..."), each well-formed; what is not
+// is reported in `refused` (when given) and skipped. `single_link` as OpenRegular.
+Result<void> ReadLooseRefs(int git_fd, std::map<std::string, std::string>& refs,
+                           std::vector<std::string>* refused, bool single_link) {
+  std::function<Result<void>(int, const std::string&, int)> walk =
+      [&](int dir, const std::string& prefix, int depth) -> Result<void> {
+    if (depth > 64) {
+      if (refused) refused->push_back(prefix + ": refs nested deeper than 64 levels");
+      return {};
+    }
+    Result<std::vector<DirEntry>> entries = List(dir, prefix);
+    if (!entries) return Propagate(entries);
+    for (const DirEntry& e : *entries) {
+      const std::string name = prefix + "/" + e.name;
+      if (refs.size() >= kGitMaxRefs) {
+        if (refused)
+          refused->push_back(name + ": more than " + std::to_string(kGitMaxRefs) + " refs");
+        return {};
+      }
+      if (e.type == S_IFDIR) {
+        Result<std::optional<UniqueFd>> sub = OpenDir(dir, e.name);
+        if (!sub) return Propagate(sub);
+        if (!*sub) continue;
+        Result<void> walked = walk((*sub)->Get(), name, depth + 1);
+        if (!walked) return walked;
+        continue;
+      }
+      if (e.type != S_IFREG || (single_link && e.links != 1)) {
+        if (refused) {
+          refused->push_back(
+              name + ": " +
+              (e.type == S_IFREG ? std::string("a hard-linked file") : Describe(e.type)));
+        }
+        continue;
+      }
+      if (e.name.ends_with(".lock")) continue;  // a ref update in progress, git's own
+      if (!ValidRefName(name)) {
+        if (refused) refused->push_back(name + ": not a valid refname");
+        continue;
+      }
+      Result<std::optional<std::string>> text = ReadFile(dir, e.name, 4096, single_link);
+      if (!text) {
+        if (refused) refused->push_back(name + ": " + text.error().message);
+        continue;
+      }
+      if (!*text) continue;
+      const std::string value = Trim(**text);
+      if (!ValidRefValue(value)) {
+        if (refused) refused->push_back(name + ": not a hex id or a `ref: refs/...` line");
+        continue;
+      }
+      refs[name] = value;
+    }
+    return {};
+  };
+  Result<std::optional<UniqueFd>> top = OpenDir(git_fd, "refs");
+  if (!top) return Propagate(top);
+  if (!*top) return {};
+  return walk((*top)->Get(), "refs", 0);
+}
+
+// The refs of a git directory: packed-refs, then loose refs over them.
+Result<std::map<std::string, std::string>> ReadRefs(int git_fd, std::vector<std::string>* refused,
+                                                    bool single_link) {
+  std::map<std::string, std::string> refs;
+  Result<std::optional<std::string>> packed =
+      ReadFile(git_fd, "packed-refs", kGitPackedRefsMax, single_link);
+  if (!packed) {
+    if (refused == nullptr) return Propagate(packed);
+    refused->push_back("packed-refs: " + packed.error().message);
+  } else if (*packed) {
+    Result<std::map<std::string, std::string>> parsed = ParsePackedRefs(**packed);
+    if (!parsed) {
+      if (refused == nullptr) return Propagate(parsed);
+      refused->push_back("packed-refs: " + parsed.error().message);
+    } else {
+      refs = std::move(*parsed);
+    }
+  }
+  Result<void> loose = ReadLooseRefs(git_fd, refs, refused, single_link);
+  if (!loose) return Propagate(loose);
+  return refs;
+}
+
+// The host's current value of one ref (loose over packed), nullopt when it has none.
+Result<std::optional<std::string>> HostRef(int host_git_fd, const std::string& name) {
+  Result<std::optional<std::string>> loose = ReadFile(host_git_fd, name, 4096, false);
+  if (!loose && loose.error().sys_errno != ENOTDIR) return Propagate(loose);
+  if (loose && *loose) return std::optional<std::string>(Trim(**loose));
+  Result<std::optional<std::string>> packed =
+      ReadFile(host_git_fd, "packed-refs", kGitPackedRefsMax, false);
+  if (!packed) return Propagate(packed);
+  if (!*packed) return std::optional<std::string>();
+  Result<std::map<std::string, std::string>> parsed = ParsePackedRefs(**packed);
+  if (!parsed) return Propagate(parsed);
+  auto it = parsed->find(name);
+  if (it == parsed->end()) return std::optional<std::string>();
+  return std::optional<std::string>(it->second);
+}
+
+// Opens (making when `make`) the directories of `relative`'s parent beneath `dir`.
+Result<std::optional<UniqueFd>> ParentDir(int dir, const std::string& relative, bool make,
+                                          std::string& leaf, const std::optional<GitOwner>& owner) {
+  const size_t slash = relative.rfind('/');
+  leaf = slash == std::string::npos ? relative : relative.substr(slash + 1);
+  UniqueFd current(::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!current) return std::unexpected(Errno("openat", "."));
+  if (slash == std::string::npos) return std::optional<UniqueFd>(std::move(current));
+  size_t start = 0;
+  const std::string parent = relative.substr(0, slash);
+  while (start <= parent.size()) {
+    size_t end = parent.find('/', start);
+    if (end == std::string::npos) end = parent.size();
+    const std::string part = parent.substr(start, end - start);
+    if (make) {
+      Result<UniqueFd> next = MakeDir(current.Get(), part, 0755, owner);
+      if (!next) return Propagate(next);
+      current = std::move(*next);
+    } else {
+      Result<std::optional<UniqueFd>> next = OpenDir(current.Get(), part);
+      if (!next) return Propagate(next);
+      if (!*next) return std::optional<UniqueFd>();
+      current = std::move(**next);
+    }
+    start = end + 1;
+  }
+  return std::optional<UniqueFd>(std::move(current));
+}
+
+// packed-refs without `name` (and its peeled line).
+std::string DropPacked(std::string_view text, const std::string& name) {
+  std::string out;
+  bool dropping = false;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    const bool peeled = line.starts_with("^");
+    if (!peeled) dropping = line.size() > 41 && line.substr(line.find(' ') + 1) == name;
+    if (!dropping) {
+      out.append(line);
+      out.push_back('\n');
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+// Whether the host's object store has object `id` (hex): a loose object, or an entry of one of
+// its packs' version-2 indexes (fan-out table, then the sorted ids: a binary search by pread).
+// The host's own alternates are not searched: a ref to an object only they hold is left alone.
+Result<bool> HostHasObject(int host_git_fd, const std::string& id) {
+  const size_t raw = id.size() / 2;
+  if (!IsObjectId(id)) return false;
+  const std::string loose = "objects/" + id.substr(0, 2) + "/" + id.substr(2);
+  Result<std::optional<OpenedFile>> file =
+      OpenRegular(host_git_fd, loose, kGitObjectFileMax, false);
+  if (file && *file) return true;
+  unsigned char want[32];
+  auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  for (size_t i = 0; i < raw; ++i) {
+    want[i] = static_cast<unsigned char>(nibble(id[2 * i]) * 16 + nibble(id[2 * i + 1]));
+  }
+  Result<std::optional<UniqueFd>> packs = OpenDir(host_git_fd, "objects/pack");
+  if (!packs) return Propagate(packs);
+  if (!*packs) return false;
+  Result<std::vector<DirEntry>> entries = List((*packs)->Get(), "objects/pack");
+  if (!entries) return Propagate(entries);
+  for (const DirEntry& e : *entries) {
+    if (e.type != S_IFREG || !e.name.ends_with(".idx") || !ValidPackFile(e.name)) continue;
+    Result<std::optional<OpenedFile>> idx =
+        OpenRegular((*packs)->Get(), e.name, kGitObjectFileMax, false);
+    if (!idx || !*idx) continue;
+    const int fd = (*idx)->fd.Get();
+    unsigned char header[8];
+    if (::pread(fd, header, 8, 0) != 8 || std::memcmp(header, "\377tOc\0\0\0\2", 8) != 0) continue;
+    auto be32 = [](const unsigned char* b) {
+      return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
+    };
+    unsigned char fan[8];
+    const uint32_t first = want[0];
+    if (first == 0) {
+      if (::pread(fd, fan + 4, 4, 8) != 4) continue;
+      std::memset(fan, 0, 4);
+    } else if (::pread(fd, fan, 8, 8 + 4 * (first - 1)) != 8) {
+      continue;
+    }
+    uint32_t lo = be32(fan);
+    uint32_t hi = be32(fan + 4);
+    unsigned char total_bytes[4];
+    if (::pread(fd, total_bytes, 4, 8 + 4 * 255) != 4) continue;
+    const uint64_t total = be32(total_bytes);
+    if (hi > total || lo > hi || 8 + 1024 + total * raw > (*idx)->size) continue;
+    while (lo < hi) {
+      const uint32_t mid = lo + (hi - lo) / 2;
+      unsigned char name[32];
+      if (::pread(fd, name, raw, static_cast<off_t>(8 + 1024 + uint64_t{mid} * raw)) !=
+          static_cast<ssize_t>(raw)) {
+        break;
+      }
+      const int order = std::memcmp(name, want, raw);
+      if (order == 0) return true;
+      if (order < 0) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+  }
+  return false;
+}
+
+// Writes one ref to the host: compare-and-swap against `expected` (nullopt: the host must have
+// none). `value` nullopt deletes it. Returns false on a conflict (`why` says what).
+Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
+                           const std::optional<std::string>& expected,
+                           const std::optional<std::string>& value, std::string& why,
+                           const std::optional<GitOwner>& owner) {
+  std::optional<std::string> seen;
+  auto unchanged = [&]() -> Result<bool> {
+    Result<std::optional<std::string>> now = HostRef(host_git_fd, name);
+    if (!now) return Propagate(now);
+    seen = *now;
+    return *now == expected;
+  };
+  auto moved = [&] {
+    why = name + ": the host moved it to " + seen.value_or("(none)") +
+          " since the session started from " + expected.value_or("(none)") + "; left as it is";
+    return false;
+  };
+  if (Result<bool> same = unchanged(); !same) {
+    return Propagate(same);
+  } else if (!*same) {
+    return moved();
+  }
+  std::string leaf;
+  Result<std::optional<UniqueFd>> parent =
+      ParentDir(host_git_fd, name, value.has_value(), leaf, owner);
+  if (!parent) return Propagate(parent);
+  if (value) {
+    const std::string content = *value + "\n";
+    Result<bool> wrote = WriteLikeGit((**parent).Get(), leaf, {.fd = -1, .data = content}, 0644,
+                                      /*replace=*/true, owner, /*durable=*/true, unchanged);
+    if (!wrote) return Propagate(wrote);
+    return *wrote ? true : moved();
+  }
+  // Delete: the loose file (taking git's lock first), then its packed-refs line.
+  if (*parent) {
+    const std::string lock = leaf + ".lock";
+    const int fd = ::openat((**parent).Get(), lock.c_str(),
+                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return std::unexpected(Errno("openat O_EXCL", name + ".lock"));
+    ::close(fd);
+    Result<bool> same = unchanged();
+    if (!same || !*same) {
+      ::unlinkat((**parent).Get(), lock.c_str(), 0);
+      if (!same) return Propagate(same);
+      return moved();
+    }
+    struct stat st {};
+    if (::fstatat((**parent).Get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(st.st_mode)) {
+      ::unlinkat((**parent).Get(), leaf.c_str(), 0);
+    }
+    ::unlinkat((**parent).Get(), lock.c_str(), 0);
+  }
+  Result<std::optional<std::string>> packed =
+      ReadFile(host_git_fd, "packed-refs", kGitPackedRefsMax, false);
+  if (!packed) return Propagate(packed);
+  if (*packed) {
+    const std::string dropped = DropPacked(**packed, name);
+    if (dropped != **packed) {
+      Result<bool> wrote = WriteLikeGit(host_git_fd, "packed-refs", {.fd = -1, .data = dropped},
+                                        0644, /*replace=*/true, owner);
+      if (!wrote) return Propagate(wrote);
+    }
+  }
+  return true;
+}
+
+// Copies one regular file of the private directory into `host_dir` under the same name unless
+// the host has it. Returns whether it was written.
+Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& name,
+                            const std::string& what, std::vector<std::string>& refused,
+                            const std::optional<GitOwner>& owner) {
+  Result<std::optional<OpenedFile>> file = OpenRegular(private_dir, name, kGitObjectFileMax, true);
+  if (!file) {
+    refused.push_back(what + ": " + file.error().message);
+    return false;
+  }
+  if (!*file) return false;
+  struct stat st {};
+  if (::fstatat(host_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return false;
+  Result<bool> wrote = WriteLikeGit(host_dir, name, {.fd = (*file)->fd.Get(), .data = {}}, 0444,
+                                    /*replace=*/false, owner);
+  if (!wrote) {
+    refused.push_back(what + ": " + wrote.error().message);
+    return false;
+  }
+  return *wrote;
+}
+
+Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, std::vector<std::string>& refused,
+                               const std::optional<GitOwner>& owner) {
+  size_t copied = 0;
+  Result<std::optional<UniqueFd>> mine = OpenDir(private_fd, "objects");
+  if (!mine) return Propagate(mine);
+  if (!*mine) return copied;
+  Result<std::optional<UniqueFd>> host = OpenDir(host_git_fd, "objects");
+  if (!host) return Propagate(host);
+  if (!*host) return Fail(ErrorKind::kInternal, "the host's .git has no objects directory");
+  // Packs first (the .pack before its .idx: git sees a pack once its index is there).
+  Result<std::optional<UniqueFd>> my_packs = OpenDir((*mine)->Get(), "pack");
+  if (my_packs && *my_packs) {
+    Result<std::vector<DirEntry>> entries = List((*my_packs)->Get(), "objects/pack");
+    if (!entries) return Propagate(entries);
+    std::stable_sort(entries->begin(), entries->end(), [](const DirEntry& a, const DirEntry& b) {
+      auto rank = [](const std::string& n) {
+        return n.ends_with(".pack") ? 0 : n.ends_with(".rev") ? 1 : 2;
+      };
+      return rank(a.name) < rank(b.name);
+    });
+    Result<UniqueFd> host_packs = MakeDir((*host)->Get(), "pack", 0755, owner);
+    if (!host_packs) return Propagate(host_packs);
+    for (const DirEntry& e : *entries) {
+      const std::string what = "objects/pack/" + e.name;
+      if (e.type != S_IFREG || e.links != 1) {
+        refused.push_back(what + ": " +
+                          (e.type == S_IFREG ? "a hard-linked file" : Describe(e.type)));
+        continue;
+      }
+      if (!ValidPackFile(e.name)) {
+        if (!e.name.starts_with("tmp_")) refused.push_back(what + ": not a pack file name");
+        continue;
+      }
+      Result<bool> wrote =
+          CopyObjectFile((*my_packs)->Get(), host_packs->Get(), e.name, what, refused, owner);
+      if (!wrote) return Propagate(wrote);
+      copied += *wrote ? 1 : 0;
+    }
+  }
+  Result<std::vector<DirEntry>> dirs = List((*mine)->Get(), "objects");
+  if (!dirs) return Propagate(dirs);
+  for (const DirEntry& d : *dirs) {
+    if (d.name == "pack" || d.name == "info") continue;
+    const std::string what = "objects/" + d.name;
+    if (d.type != S_IFDIR || !ValidLooseObjectDir(d.name)) {
+      if (!d.name.starts_with("tmp_")) refused.push_back(what + ": not a loose object directory");
+      continue;
+    }
+    Result<std::optional<UniqueFd>> sub = OpenDir((*mine)->Get(), d.name);
+    if (!sub) return Propagate(sub);
+    if (!*sub) continue;
+    Result<std::vector<DirEntry>> files = List((*sub)->Get(), what);
+    if (!files) return Propagate(files);
+    std::optional<UniqueFd> host_sub;
+    for (const DirEntry& f : *files) {
+      const std::string file_what = what + "/" + f.name;
+      if (f.type != S_IFREG || f.links != 1) {
+        refused.push_back(file_what + ": " +
+                          (f.type == S_IFREG ? "a hard-linked file" : Describe(f.type)));
+        continue;
+      }
+      if (!ValidLooseObjectFile(f.name)) {
+        if (!f.name.starts_with("tmp_obj_")) refused.push_back(file_what + ": not an object name");
+        continue;
+      }
+      if (!host_sub) {
+        Result<UniqueFd> made = MakeDir((*host)->Get(), d.name, 0755, owner);
+        if (!made) return Propagate(made);
+        host_sub = std::move(*made);
+      }
+      Result<bool> wrote =
+          CopyObjectFile((*sub)->Get(), host_sub->Get(), f.name, file_what, refused, owner);
+      if (!wrote) return Propagate(wrote);
+      copied += *wrote ? 1 : 0;
+    }
+  }
+  return copied;
+}
+
+}  // namespace
+
+bool ValidRefName(std::string_view name) {
+  if (name.size() > 1024 || !name.starts_with("refs/") || name.ends_with("/") ||
+      name.ends_with(".") || name.find("..") != std::string_view::npos ||
+      name.find("@{") != std::string_view::npos || name.find("//") != std::string_view::npos) {
+    return false;
+  }
+  for (const char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f || c == ' ' || c == '~' || c == '^' || c == ':' || c == '?' ||
+        c == '*' || c == '[' || c == '\\') {
+      return false;
+    }
+  }
+  size_t start = 0;
+  int components = 0;
+  while (start <= name.size()) {
+    size_t end = name.find('/', start);
+    if (end == std::string_view::npos) end = name.size();
+    const std::string_view part = name.substr(start, end - start);
+    if (part.empty() || part.front() == '.' || part.ends_with(".lock")) return false;
+    ++components;
+    start = end + 1;
+  }
+  return components >= 2;
+}
+
+bool ValidRefValue(std::string_view value) {
+  if (IsObjectId(value)) return true;
+  if (!value.starts_with("ref: ")) return false;
+  return ValidRefName(value.substr(5));
+}
+
+bool ValidLooseObjectDir(std::string_view name) { return name.size() == 2 && IsHex(name); }
+
+bool ValidLooseObjectFile(std::string_view name) {
+  return (name.size() == 38 || name.size() == 62) && IsHex(name);
+}
+
+bool ValidPackFile(std::string_view name) {
+  if (!name.starts_with("pack-")) return false;
+  name.remove_prefix(5);
+  for (const std::string_view suffix : {".pack", ".idx", ".rev"}) {
+    if (name.ends_with(suffix)) return IsObjectId(name.substr(0, name.size() - suffix.size()));
+  }
+  return false;
+}
+
+Result<std::map<std::string, std::string>> ParsePackedRefs(std::string_view text) {
+  std::map<std::string, std::string> refs;
+  size_t start = 0;
+  int line_number = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(start, end - start);
+    ++line_number;
+    start = end + 1;
+    if (line.empty() || line.starts_with("#")) continue;
+    if (line.starts_with("^")) {
+      if (!IsObjectId(line.substr(1))) {
+        return Fail(ErrorKind::kPolicyDenied, "packed-refs line " + std::to_string(line_number) +
+                                                  " is a malformed peeled id");
+      }
+      continue;
+    }
+    const size_t space = line.find(' ');
+    if (space == std::string_view::npos || !IsObjectId(line.substr(0, space)) ||
+        !ValidRefName(line.substr(space + 1))) {
+      return Fail(ErrorKind::kPolicyDenied, "packed-refs line " + std::to_string(line_number) +
+                                                " is not `<hex id> <refname>`");
+    }
+    if (refs.size() >= kGitMaxRefs) {
+      return Fail(ErrorKind::kPolicyDenied,
+                  "packed-refs holds more than " + std::to_string(kGitMaxRefs) + " refs");
+    }
+    refs[std::string(line.substr(space + 1))] = std::string(line.substr(0, space));
+  }
+  return refs;
+}
+
+Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
+                                      std::string_view objects_inside,
+                                      std::optional<GitOwner> owner) {
+  GitSnapshot snapshot;
+  // State files.
+  for (const char* name : kGitCopiedStateFiles) {
+    const uint64_t max =
+        std::string_view(name) == "packed-refs" ? kGitPackedRefsMax : kGitSmallFileMax;
+    Result<std::optional<std::string>> text = ReadFile(host_git_fd, name, max, false);
+    if (!text) {
+      if (text.error().kind == ErrorKind::kPolicyDenied) continue;  // a link, a FIFO: not copied
+      return Propagate(text);
+    }
+    if (!*text) continue;
+    if (std::string_view(name) == "HEAD") {
+      snapshot.head = Trim(**text);
+      if (!ValidRefValue(snapshot.head)) {
+        return Fail(ErrorKind::kPolicyDenied,
+                    "the repository's HEAD is neither a hex id nor `ref: refs/...`; repair it "
+                    "with git on the host",
+                    "HEAD");
+      }
+    }
+    Result<bool> wrote = WriteLikeGit(private_fd, name, {.fd = -1, .data = **text}, 0644,
+                                      /*replace=*/true, owner, /*durable=*/false);
+    if (!wrote) return Propagate(wrote);
+  }
+  if (snapshot.head.empty()) {
+    return Fail(ErrorKind::kPolicyDenied, "the repository has no regular-file HEAD", "HEAD");
+  }
+  // The index.
+  {
+    Result<std::optional<std::string>> index = ReadFile(host_git_fd, "index", kGitIndexMax, false);
+    if (!index) return Propagate(index);
+    if (*index) {
+      Result<bool> wrote = WriteLikeGit(private_fd, "index", {.fd = -1, .data = **index}, 0644,
+                                        /*replace=*/true, owner, /*durable=*/false);
+      if (!wrote) return Propagate(wrote);
+      snapshot.index = std::move(**index);
+    }
+  }
+  // Refs: each well-formed loose ref copied; the snapshot holds packed and loose.
+  Result<std::map<std::string, std::string>> packed_and_loose =
+      ReadRefs(host_git_fd, nullptr, false);
+  if (!packed_and_loose) return Propagate(packed_and_loose);
+  snapshot.refs = std::move(*packed_and_loose);
+  Result<UniqueFd> refs = MakeDir(private_fd, "refs", 0755, owner);
+  if (!refs) return Propagate(refs);
+  for (const char* sub : {"heads", "tags"}) {
+    Result<UniqueFd> made = MakeDir(refs->Get(), sub, 0755, owner);
+    if (!made) return Propagate(made);
+  }
+  std::map<std::string, std::string> loose;
+  Result<void> read_loose = ReadLooseRefs(host_git_fd, loose, nullptr, false);
+  if (!read_loose) return Propagate(read_loose);
+  for (const auto& [name, value] : loose) {
+    const std::string within = name.substr(5);  // beneath refs/
+    std::string leaf;
+    // Directories made beneath the private refs/ (owned as the rest).
+    UniqueFd current(::openat(refs->Get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    size_t start = 0;
+    bool ok = current.Valid();
+    for (size_t slash; ok && (slash = within.find('/', start)) != std::string::npos;
+         start = slash + 1) {
+      Result<UniqueFd> next =
+          MakeDir(current.Get(), within.substr(start, slash - start), 0755, owner);
+      if (!next) return Propagate(next);
+      current = std::move(*next);
+    }
+    leaf = within.substr(start);
+    const std::string content = value + "\n";
+    Result<bool> wrote = WriteLikeGit(current.Get(), leaf, {.fd = -1, .data = content}, 0644,
+                                      /*replace=*/true, owner, /*durable=*/false);
+    if (!wrote) return Propagate(wrote);
+  }
+  // logs/ empty: the session's reflogs are its own (never copied back).
+  if (Result<UniqueFd> logs = MakeDir(private_fd, "logs", 0755, owner); !logs)
+    return Propagate(logs);
+  // objects/: private, with the host's objects as the alternate.
+  Result<UniqueFd> objects = MakeDir(private_fd, "objects", 0755, owner);
+  if (!objects) return Propagate(objects);
+  if (Result<UniqueFd> pack = MakeDir(objects->Get(), "pack", 0755, owner); !pack)
+    return Propagate(pack);
+  Result<UniqueFd> info = MakeDir(objects->Get(), "info", 0755, owner);
+  if (!info) return Propagate(info);
+  const std::string alternates = std::string(objects_inside) + "\n";
+  if (Result<bool> wrote = WriteLikeGit(info->Get(), "alternates", {.fd = -1, .data = alternates},
+                                        0444, /*replace=*/true, owner, /*durable=*/false);
+      !wrote) {
+    return Propagate(wrote);
+  }
+  // Mount points for the host's code and configuration (bound read-only at launch).
+  for (const GitReadOnlyEntry& entry : kGitReadOnlyEntries) {
+    struct stat st {};
+    if (::fstatat(host_git_fd, entry.name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (entry.directory) {
+      if (!S_ISDIR(st.st_mode)) continue;
+      if (Result<UniqueFd> made = MakeDir(private_fd, entry.name, 0755, owner); !made) {
+        return Propagate(made);
+      }
+      snapshot.read_only_names.emplace_back(entry.name);
+      continue;
+    }
+    if (!S_ISREG(st.st_mode)) continue;
+    snapshot.read_only_names.emplace_back(entry.name);
+    std::string content;
+    if (std::string_view(entry.name) == "config") {
+      Result<std::optional<std::string>> text =
+          ReadFile(host_git_fd, entry.name, kGitSmallFileMax, false);
+      if (!text) return Propagate(text);
+      if (*text) content = **text;
+    }
+    if (Result<bool> wrote = WriteLikeGit(private_fd, entry.name, {.fd = -1, .data = content}, 0444,
+                                          /*replace=*/true, owner, /*durable=*/false);
+        !wrote) {
+      return Propagate(wrote);
+    }
+  }
+  for (const char* name : kGitCoveredWhenAbsent) {
+    if (std::find(snapshot.read_only_names.begin(), snapshot.read_only_names.end(), name) !=
+        snapshot.read_only_names.end()) {
+      continue;
+    }
+    if (Result<UniqueFd> made = MakeDir(private_fd, name, 0755, owner); !made) {
+      return Propagate(made);
+    }
+    snapshot.covered_names.emplace_back(name);
+  }
+  return snapshot;
+}
+
+Result<bool> HostStillAt(int host_git_fd, const GitSnapshot& snapshot) {
+  Result<std::map<std::string, std::string>> refs = ReadRefs(host_git_fd, nullptr, false);
+  if (!refs) return Propagate(refs);
+  if (*refs != snapshot.refs) return false;
+  Result<std::optional<std::string>> head = ReadFile(host_git_fd, "HEAD", 4096, false);
+  if (!head) return Propagate(head);
+  if (!*head || Trim(**head) != snapshot.head) return false;
+  Result<std::optional<std::string>> index = ReadFile(host_git_fd, "index", kGitIndexMax, false);
+  if (!index) return Propagate(index);
+  return *index == snapshot.index;
+}
+
+Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnapshot& snapshot) {
+  GitCopyBack done;
+  // A root daemon writes as root: what it makes belongs to the .git's owner, so that the
+  // person's own git can go on writing there.
+  std::optional<GitOwner> owner;
+  if (::geteuid() == 0) {
+    struct stat st {};
+    if (::fstat(host_git_fd, &st) != 0) return std::unexpected(Errno("fstat", ".git"));
+    owner = GitOwner{st.st_uid, st.st_gid};
+  }
+  // Objects first: a ref is written only once what it names is there.
+  Result<size_t> objects = CopyBackObjects(private_fd, host_git_fd, done.refused, owner);
+  if (!objects) return Propagate(objects);
+  done.objects = *objects;
+  // Refs the session changed.
+  Result<std::map<std::string, std::string>> mine = ReadRefs(private_fd, &done.refused, true);
+  if (!mine) return Propagate(mine);
+  std::vector<std::string> names;
+  for (const auto& [name, value] : *mine) names.push_back(name);
+  for (const auto& [name, value] : snapshot.refs) {
+    if (!mine->contains(name)) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  for (const std::string& name : names) {
+    std::optional<std::string> start;
+    if (auto it = snapshot.refs.find(name); it != snapshot.refs.end()) start = it->second;
+    std::optional<std::string> now;
+    if (auto it = mine->find(name); it != mine->end()) now = it->second;
+    if (start == now) continue;
+    if (now && IsObjectId(*now)) {
+      Result<bool> has = HostHasObject(host_git_fd, *now);
+      if (!has || !*has) {
+        done.conflicts.push_back(name + ": its commit " + *now +
+                                 " is not in the host's objects (refused or never written); "
+                                 "left as it is");
+        continue;
+      }
+    }
+    std::string why;
+    Result<bool> updated = UpdateHostRef(host_git_fd, name, start, now, why, owner);
+    if (!updated) {
+      done.conflicts.push_back(name + ": " + updated.error().Describe());
+      continue;
+    }
+    if (!*updated) {
+      done.conflicts.push_back(why);
+      continue;
+    }
+    ++done.refs;
+    if (now) {
+      snapshot.refs[name] = *now;
+    } else {
+      snapshot.refs.erase(name);
+    }
+  }
+  // HEAD.
+  Result<std::optional<std::string>> head = ReadFile(private_fd, "HEAD", 4096, true);
+  if (!head || !*head || !ValidRefValue(Trim(**head))) {
+    done.refused.push_back("HEAD: missing, not a single-link regular file, or malformed");
+  } else if (const std::string value = Trim(**head);
+             value != snapshot.head && IsObjectId(value) &&
+             !HostHasObject(host_git_fd, value).value_or(false)) {
+    done.conflicts.push_back("HEAD: its commit " + value +
+                             " is not in the host's objects; "
+                             "left as it is");
+  } else if (value != snapshot.head) {
+    auto head_unchanged = [&]() -> Result<bool> {
+      Result<std::optional<std::string>> host_head = ReadFile(host_git_fd, "HEAD", 4096, false);
+      if (!host_head) return Propagate(host_head);
+      return *host_head && Trim(**host_head) == snapshot.head;
+    };
+    const std::string content = value + "\n";
+    Result<bool> wrote = WriteLikeGit(host_git_fd, "HEAD", {.fd = -1, .data = content}, 0644, true,
+                                      owner, /*durable=*/true, head_unchanged);
+    if (wrote && !*wrote) {
+      done.conflicts.push_back(
+          "HEAD: the host changed it since the session started; left as it is");
+    } else {
+      if (!wrote) {
+        done.conflicts.push_back("HEAD: " + wrote.error().Describe());
+      } else {
+        done.head = true;
+        snapshot.head = value;
+      }
+    }
+  }
+  // The index.
+  Result<std::optional<std::string>> index = ReadFile(private_fd, "index", kGitIndexMax, true);
+  if (!index) {
+    done.refused.push_back("index: " + index.error().message);
+  } else if (*index && *index != snapshot.index) {
+    if (!(**index).starts_with("DIRC")) {
+      done.refused.push_back("index: does not start with git's DIRC signature");
+    } else {
+      auto index_unchanged = [&]() -> Result<bool> {
+        Result<std::optional<std::string>> host_index =
+            ReadFile(host_git_fd, "index", kGitIndexMax, false);
+        if (!host_index) return Propagate(host_index);
+        return *host_index == snapshot.index;
+      };
+      Result<bool> wrote = WriteLikeGit(host_git_fd, "index", {.fd = -1, .data = **index}, 0644,
+                                        true, owner, /*durable=*/true, index_unchanged);
+      if (wrote && !*wrote) {
+        done.conflicts.push_back(
+            "index: the host changed it since the session started; left as it is");
+      } else {
+        if (!wrote) {
+          done.conflicts.push_back("index: " + wrote.error().Describe());
+        } else {
+          done.index = true;
+          snapshot.index = std::move(**index);
+        }
+      }
+    }
+  }
+  for (const std::string& line : done.refused) LogWarn("git copy-back refused " + line);
+  for (const std::string& line : done.conflicts) LogWarn("git copy-back left " + line);
+  return done;
+}
+
+}  // namespace ptybox::sandbox

@@ -1,0 +1,132 @@
+// A session's private git directory (docs/security.md, "Git for agents"): made by the daemon from
+// a host repository's `.git` at launch, and copied back into it when a send settles and when the
+// session closes. The session never gets a writable view of any host `.git` path: it writes its
+// private copy, and the daemon moves only well-formed data back (objects, refs, HEAD, index),
+// reading by descriptor without following links and writing the way git does (`x.lock`,
+// O_CREAT|O_EXCL|O_NOFOLLOW, fsync, rename), never overwriting an object, and updating a ref only
+// when the host's value is still the one the session started from.
+//
+// Owns nothing long-lived: the caller keeps the descriptors and the GitSnapshot.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+
+namespace ptybox::sandbox {
+
+// Bounds on what is read or copied, per file.
+inline constexpr size_t kGitSmallFileMax = 1 << 20;        // HEAD, a ref, ORIG_HEAD, config
+inline constexpr size_t kGitPackedRefsMax = 64u << 20;     // packed-refs
+inline constexpr size_t kGitIndexMax = 256u << 20;         // index
+inline constexpr uint64_t kGitObjectFileMax = 4ull << 30;  // a loose object or a pack file
+inline constexpr size_t kGitMaxRefs = 100'000;             // refs in one repository
+
+// The entries of a `.git` that hold code or configuration (gitrepository-layout(5)): a host git
+// run there reads them and may run what they say (core.fsmonitor, core.hooksPath, a hook, a
+// commondir or gitdir redirect, a submodule's config, a filter named in info/attributes). In the
+// private directory each is a mount point over which the launch binds the host's own entry
+// read-only; it is never copied back.
+struct GitReadOnlyEntry {
+  const char* name;
+  bool directory;
+};
+inline constexpr GitReadOnlyEntry kGitReadOnlyEntries[] = {
+    {"config", false},      {"config.worktree", false},
+    {"commondir", false},   {"gitdir", false},
+    {"hooks", true},        {"info", true},
+    {"modules", true},      {"worktrees", true},
+    {"branches", true},     {"remotes", true},
+    {"description", false},
+};
+
+// Directories whose absence on the host stays absent in the session: `git worktree add` and
+// `git submodule add` would make metadata there that is never copied back (a linked worktree's
+// gitdir, a submodule's git directory), so they fail with "Read-only file system" instead.
+inline constexpr const char* kGitCoveredWhenAbsent[] = {"worktrees", "modules"};
+
+// Plain state files copied into the private directory at launch when the host has them (bounded,
+// regular files only). Only HEAD and the index come back; the others are the session's own.
+inline constexpr const char* kGitCopiedStateFiles[] = {
+    "HEAD",       "ORIG_HEAD",        "FETCH_HEAD",  "MERGE_HEAD",  "MERGE_MSG", "MERGE_MODE",
+    "AUTO_MERGE", "CHERRY_PICK_HEAD", "REVERT_HEAD", "packed-refs", "shallow",   "COMMIT_EDITMSG",
+};
+
+// What the session started from: the host's refs (loose over packed), HEAD and the index, as
+// read at launch and updated by each copy-back. A ref is written to the host only while the
+// host still holds the value recorded here.
+struct GitSnapshot {
+  std::map<std::string, std::string> refs;  // "refs/heads/main" -> "<hex>" or "ref: refs/..."
+  std::string head;                         // HEAD's content, trimmed
+  std::optional<std::string> index;         // the index's bytes, nullopt when there was none
+  // The kGitReadOnlyEntries the host has (of the right type, not a link): each is a mount
+  // point in the private directory for the host's own entry, bound read-only.
+  std::vector<std::string> read_only_names;
+  // The kGitCoveredWhenAbsent directories the host lacks: each is a mount point for an empty
+  // read-only directory, so that what git would make there fails cleanly in the session.
+  std::vector<std::string> covered_names;
+};
+
+// Refnames as git's check-ref-format(1) allows them, and under refs/ (at least two components).
+[[nodiscard]] bool ValidRefName(std::string_view name);
+// A ref's content, trimmed of its final newline: a 40- or 64-digit lowercase hex id, or
+// "ref: " and a valid refname.
+[[nodiscard]] bool ValidRefValue(std::string_view value);
+// A loose object's directory ("ab") and file (38 or 62 hex digits) names.
+[[nodiscard]] bool ValidLooseObjectDir(std::string_view name);
+[[nodiscard]] bool ValidLooseObjectFile(std::string_view name);
+// A pack's file name: pack-<40 or 64 hex>.{pack,idx,rev}.
+[[nodiscard]] bool ValidPackFile(std::string_view name);
+// packed-refs parsed: name -> id (peeled `^` lines and the header skipped); an error names the
+// first malformed line.
+[[nodiscard]] Result<std::map<std::string, std::string>> ParsePackedRefs(std::string_view text);
+
+// Makes the private git directory in the empty directory `private_fd` from the host's `.git`
+// (`host_git_fd`, a directory opened without following links): HEAD, index, packed-refs and the
+// other kGitCopiedStateFiles copied, refs/ copied (well-formed names and values only), an empty
+// logs/, objects/ with objects/pack/ and objects/info/alternates naming `objects_inside` (where
+// the host's objects appear read-only in the session), and a mount point for each
+// kGitReadOnlyEntries entry the host has (config copied into it, so that the directory is a
+// working git directory before the binds too). Every item made is chowned to `owner` when set
+// (a root daemon's session writes through an idmap of the workspace owner).
+struct GitOwner {
+  uid_t uid;
+  gid_t gid;
+};
+[[nodiscard]] Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
+                                                    std::string_view objects_inside,
+                                                    std::optional<GitOwner> owner = std::nullopt);
+
+// Whether the host's `.git` still holds what `snapshot` recorded (refs, HEAD, index): a private
+// copy made earlier (a pooled shell's) is current only then.
+[[nodiscard]] Result<bool> HostStillAt(int host_git_fd, const GitSnapshot& snapshot);
+
+// What one copy-back did. `refused` holds one line per entry of the private directory it would
+// not copy (a link, a FIFO, a hard-linked file, a malformed name or value, too large); `conflicts`
+// one per ref, HEAD or index the host changed since the session started from it (left alone).
+struct GitCopyBack {
+  size_t objects = 0;  // loose objects and pack files written
+  size_t refs = 0;     // refs created, updated or deleted
+  bool head = false;
+  bool index = false;
+  std::vector<std::string> refused;
+  std::vector<std::string> conflicts;
+};
+
+// Copies the session's work from `private_fd` into the host's `.git` (`host_git_fd`): new loose
+// objects and packs (never overwriting one), then each ref whose value the session changed
+// (created, moved or deleted) when the host's value is still `snapshot`'s, then HEAD and the
+// index on the same rule. `snapshot` is updated to what was written. An error only when the host
+// directory itself cannot be used; what is refused or in conflict is reported, not fatal.
+[[nodiscard]] Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd,
+                                                     GitSnapshot& snapshot);
+
+}  // namespace ptybox::sandbox

@@ -1,0 +1,316 @@
+// The private git directory and its copy-back (sandbox/git_private.h), with the real git: a
+// repository's work done in a private directory comes back to the host's .git, and what a hostile
+// session plants there (links, FIFOs, hard links, malformed refs, an object of the same name)
+// is refused while the host's files and the link targets stay as they were.
+#include "sandbox/git_private.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "common/unique_fd.h"
+
+namespace ptybox::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Shell(const std::string& command, int* status = nullptr) {
+  std::string out;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return "popen failed";
+  char buffer[4096];
+  size_t n;
+  while ((n = ::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+  const int rc = ::pclose(pipe);
+  if (status) *status = rc;
+  return out;
+}
+
+std::string Slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class GitPrivateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ptybox-git-private-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    host_ = dir_ / "repo";
+    private_ = dir_ / "private";
+    outside_ = dir_ / "outside.txt";
+    fs::create_directories(host_);
+    fs::create_directories(private_);
+    { std::ofstream(outside_) << "untouched\n"; }
+    ::setenv("HOME", dir_.c_str(), 1);
+    ::setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+    ::setenv("GIT_AUTHOR_NAME", "t", 1);
+    ::setenv("GIT_AUTHOR_EMAIL", "t@example.com", 1);
+    ::setenv("GIT_COMMITTER_NAME", "t", 1);
+    ::setenv("GIT_COMMITTER_EMAIL", "t@example.com", 1);
+    Host("init -q -b main");
+    { std::ofstream(host_ / "a.txt") << "one\n"; }
+    Host("add a.txt");
+    Host("commit -q -m first");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Host(const std::string& args, int* status = nullptr) {
+    return Shell("git -C " + host_.string() + " " + args, status);
+  }
+  // git run on the private directory over the host's work tree, as the session's git is.
+  std::string Session(const std::string& args, int* status = nullptr) {
+    return Shell("git --git-dir=" + private_.string() + " --work-tree=" + host_.string() + " -C " +
+                     host_.string() + " " + args,
+                 status);
+  }
+  GitSnapshot Prepare() {
+    UniqueFd host(::open((host_ / ".git").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd mine(::open(private_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    Result<GitSnapshot> snapshot =
+        PreparePrivateGit(host.Get(), mine.Get(), (host_ / ".git" / "objects").string());
+    EXPECT_TRUE(snapshot) << snapshot.error().Describe();
+    return snapshot ? *snapshot : GitSnapshot{};
+  }
+  GitCopyBack CopyBack(GitSnapshot& snapshot) {
+    UniqueFd host(::open((host_ / ".git").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd mine(::open(private_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    Result<GitCopyBack> done = CopyBackPrivateGit(mine.Get(), host.Get(), snapshot);
+    EXPECT_TRUE(done) << done.error().Describe();
+    return done ? *done : GitCopyBack{};
+  }
+
+  fs::path dir_, host_, private_, outside_;
+};
+
+TEST(GitNamesTest, RefNamesFollowCheckRefFormat) {
+  for (const char* good : {"refs/heads/main", "refs/heads/feature/x", "refs/tags/v1.0",
+                           "refs/stash", "refs/remotes/origin/HEAD"}) {
+    EXPECT_TRUE(ValidRefName(good)) << good;
+  }
+  for (const char* bad : {"HEAD",
+                          "refs",
+                          "refs/",
+                          "refs/heads/",
+                          "refs/heads/.hidden",
+                          "refs/heads/a..b",
+                          "refs/heads/x.lock",
+                          "refs/heads/a b",
+                          "refs/heads/a~1",
+                          "refs/heads/a^",
+                          "refs/heads/a:b",
+                          "refs/heads/a?",
+                          "refs/heads/a*",
+                          "refs/heads/a[",
+                          "refs/heads/a\\b",
+                          "refs/heads/a@{1}",
+                          "refs//heads",
+                          "refs/heads/end.",
+                          "heads/main",
+                          "refs/heads/\x01",
+                          "../config"}) {
+    EXPECT_FALSE(ValidRefName(bad)) << bad;
+  }
+  const std::string id(40, 'a');
+  EXPECT_TRUE(ValidRefValue(id));
+  EXPECT_TRUE(ValidRefValue(std::string(64, '0')));
+  EXPECT_TRUE(ValidRefValue("ref: refs/heads/main"));
+  EXPECT_FALSE(ValidRefValue(std::string(40, 'A')));
+  EXPECT_FALSE(ValidRefValue(std::string(39, 'a')));
+  EXPECT_FALSE(ValidRefValue("ref: /etc/passwd"));
+  EXPECT_FALSE(ValidRefValue("ref: refs/heads/../../config"));
+  EXPECT_TRUE(ValidLooseObjectDir("ab"));
+  EXPECT_FALSE(ValidLooseObjectDir("info"));
+  EXPECT_TRUE(ValidLooseObjectFile(std::string(38, 'f')));
+  EXPECT_FALSE(ValidLooseObjectFile(std::string(38, 'f') + ".lock"));
+  EXPECT_TRUE(ValidPackFile("pack-" + id + ".pack"));
+  EXPECT_TRUE(ValidPackFile("pack-" + id + ".idx"));
+  EXPECT_TRUE(ValidPackFile("pack-" + id + ".rev"));
+  EXPECT_FALSE(ValidPackFile("pack-" + id + ".keep"));
+  EXPECT_FALSE(ValidPackFile("tmp_pack_123"));
+  Result<std::map<std::string, std::string>> packed =
+      ParsePackedRefs("# pack-refs with: peeled fully-peeled sorted \n" + id + " refs/tags/v1\n^" +
+                      std::string(40, 'b') + "\n" + id + " refs/heads/main\n");
+  ASSERT_TRUE(packed) << packed.error().Describe();
+  EXPECT_EQ(packed->size(), 2u);
+  EXPECT_FALSE(ParsePackedRefs(id + " ../../etc\n"));
+}
+
+TEST_F(GitPrivateTest, WorkDoneInThePrivateDirectoryComesBackToTheHost) {
+  GitSnapshot snapshot = Prepare();
+  EXPECT_TRUE(fs::is_regular_file(private_ / "config"));
+  EXPECT_TRUE(fs::is_directory(private_ / "hooks"));
+  EXPECT_EQ(Slurp(private_ / "objects" / "info" / "alternates"),
+            (host_ / ".git" / "objects").string() + "\n");
+  { std::ofstream(host_ / "b.txt") << "two\n"; }
+  int status = 0;
+  EXPECT_EQ(Session("add b.txt", &status), "");
+  EXPECT_EQ(Session("commit -q -m second", &status), "");
+  EXPECT_EQ(status, 0);
+  Session("tag v1");
+  Session("checkout -q -b feature");
+  { std::ofstream(host_ / "c.txt") << "three\n"; }
+  Session("add c.txt");
+  Session("commit -q -m third");
+  // The host saw nothing yet.
+  EXPECT_EQ(Host("log --format=%s main"), "first\n");
+
+  const auto started = std::chrono::steady_clock::now();
+  GitCopyBack done = CopyBack(snapshot);
+  const auto took = std::chrono::steady_clock::now() - started;
+  std::printf(
+      "copy-back of two commits and a tag: %lld us\n",
+      static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
+  EXPECT_TRUE(done.refused.empty()) << done.refused.front();
+  EXPECT_TRUE(done.conflicts.empty()) << done.conflicts.front();
+  EXPECT_GE(done.objects, 6u);
+  EXPECT_EQ(done.refs, 3u);  // main, feature, v1
+  EXPECT_TRUE(done.head);
+  EXPECT_TRUE(done.index);
+  EXPECT_EQ(Host("log --format=%s main"), "second\nfirst\n");
+  EXPECT_EQ(Host("log --format=%s feature"), "third\nsecond\nfirst\n");
+  EXPECT_EQ(Host("tag"), "v1\n");
+  EXPECT_EQ(Host("rev-parse --abbrev-ref HEAD"), "feature\n");
+  EXPECT_EQ(Host("status --porcelain"), "");
+  EXPECT_EQ(Host("fsck --no-progress --strict"), "");
+
+  // A second copy-back with nothing new changes nothing.
+  GitCopyBack again = CopyBack(snapshot);
+  EXPECT_EQ(again.objects, 0u);
+  EXPECT_EQ(again.refs, 0u);
+  EXPECT_FALSE(again.head);
+  // A branch deleted in the session is deleted on the host, packed or loose.
+  Host("pack-refs --all");
+  Session("checkout -q main");
+  Session("branch -q -D feature");
+  GitCopyBack deleted = CopyBack(snapshot);
+  EXPECT_EQ(deleted.refs, 1u);
+  EXPECT_EQ(Host("branch --format='%(refname)'"), "refs/heads/main\n");
+  EXPECT_EQ(Host("fsck --no-progress --no-dangling"), "");
+}
+
+TEST_F(GitPrivateTest, AHostCommitMadeMeanwhileIsNeverLost) {
+  GitSnapshot snapshot = Prepare();
+  { std::ofstream(host_ / "session.txt") << "s\n"; }
+  Session("add session.txt");
+  Session("commit -q -m from-session");
+  // A person commits on the host meanwhile (the file is the session's too: same work tree).
+  { std::ofstream(host_ / "person.txt") << "p\n"; }
+  Host("add person.txt");
+  Host("commit -q -m from-person");
+  GitCopyBack done = CopyBack(snapshot);
+  ASSERT_EQ(done.conflicts.size(), 2u);  // refs/heads/main and the index
+  EXPECT_NE(done.conflicts[0].find("refs/heads/main"), std::string::npos) << done.conflicts[0];
+  EXPECT_EQ(Host("log --format=%s main"), "from-person\nfirst\n");
+  // The session's commit is there as an object, for the person to pick up.
+  EXPECT_EQ(Host("cat-file -t " + Session("rev-parse HEAD")), "commit\n");
+}
+
+TEST_F(GitPrivateTest, LinksFifosHardLinksAndMalformedEntriesAreRefused) {
+  GitSnapshot snapshot = Prepare();
+  const std::string before_outside = Slurp(outside_);
+  const std::string before_host_config = Slurp(host_ / ".git" / "config");
+  // Links where the host's git would write or read.
+  fs::create_symlink(outside_, private_ / "refs" / "heads" / "evil");
+  fs::create_directories(private_ / "logs");
+  fs::create_symlink(outside_, private_ / "logs" / "HEAD");
+  fs::create_directory_symlink(dir_, private_ / "objects" / "ab");
+  fs::create_directories(private_ / "objects" / "cd");
+  fs::create_symlink(outside_, private_ / "objects" / "cd" / std::string(38, 'e'));
+  ASSERT_EQ(::mkfifo((private_ / "refs" / "heads" / "fifo").c_str(), 0644), 0);
+  // A hard link of a file outside, named as an object.
+  fs::create_directories(private_ / "objects" / "ef");
+  ASSERT_EQ(::link(outside_.c_str(), (private_ / "objects" / "ef" / std::string(38, '1')).c_str()),
+            0);
+  // Malformed names and values.
+  { std::ofstream(private_ / "refs" / "heads" / "bad") << "../../config\n"; }
+  { std::ofstream(private_ / "objects" / "not-an-object") << "x"; }
+  fs::create_symlink(outside_,
+                     private_ / "objects" / "pack" / ("pack-" + std::string(40, 'a') + ".pack"));
+  // A hook and config planted where the host's git would read them (copy-back never looks).
+  {
+    std::ofstream(private_ / "hooks" / "post-commit")
+        << "#!/bin/sh\ntouch " << dir_.string() << "/marker\n";
+  }
+  // An object of a name the host has, with other content: never overwritten.
+  const std::string head = Host("rev-parse HEAD").substr(0, 40);
+  const fs::path host_object = host_ / ".git" / "objects" / head.substr(0, 2) / head.substr(2);
+  const std::string before_object = Slurp(host_object);
+  fs::create_directories(private_ / "objects" / head.substr(0, 2));
+  { std::ofstream(private_ / "objects" / head.substr(0, 2) / head.substr(2)) << "forged"; }
+
+  GitCopyBack done = CopyBack(snapshot);
+  std::string all;
+  for (const std::string& line : done.refused) all += line + "\n";
+  for (const char* expected :
+       {"refs/heads/evil: a symbolic link", "refs/heads/fifo: a FIFO",
+        "refs/heads/bad: not a hex id", "objects/ab: not a loose object directory",
+        "a symbolic link", "a hard-linked file", "objects/not-an-object"}) {
+    EXPECT_NE(all.find(expected), std::string::npos) << expected << " not in\n" << all;
+  }
+  EXPECT_EQ(done.objects, 0u);
+  EXPECT_EQ(done.refs, 0u);
+  EXPECT_EQ(Slurp(outside_), before_outside);
+  EXPECT_EQ(Slurp(host_object), before_object);
+  EXPECT_EQ(Slurp(host_ / ".git" / "config"), before_host_config);
+  EXPECT_FALSE(fs::exists(host_ / ".git" / "refs" / "heads" / "evil"));
+  EXPECT_FALSE(fs::exists(host_ / ".git" / "hooks" / "post-commit"));
+  // The host's git works there and runs nothing.
+  { std::ofstream(host_ / "d.txt") << "d\n"; }
+  Host("add d.txt");
+  Host("commit -q -m host");
+  EXPECT_EQ(Host("status --porcelain"), "");
+  EXPECT_FALSE(fs::exists(dir_ / "marker"));
+  EXPECT_EQ(Slurp(outside_), before_outside);
+  EXPECT_EQ(Host("fsck --no-progress"), "");
+}
+
+TEST_F(GitPrivateTest, ARefComesBackOnlyWhenTheHostHasItsObject) {
+  // Packed on the host: the branch the session makes at an existing commit is found in the
+  // pack's index.
+  for (int i = 0; i < 3; ++i) {
+    { std::ofstream(host_ / ("p" + std::to_string(i))) << i << "\n"; }
+    Host("add .");
+    Host("commit -q -m p" + std::to_string(i));
+  }
+  Host("gc -q");
+  ASSERT_FALSE(fs::exists(host_ / ".git" / "refs" / "heads" / "main"));  // packed too
+  GitSnapshot snapshot = Prepare();
+  Session("branch at-first HEAD~3");
+  Session("branch at-head");
+  // A ref to an object nobody wrote.
+  { std::ofstream(private_ / "refs" / "heads" / "ghost") << std::string(40, 'a') << "\n"; }
+  GitCopyBack done = CopyBack(snapshot);
+  EXPECT_EQ(done.refs, 2u);
+  ASSERT_EQ(done.conflicts.size(), 1u);
+  EXPECT_NE(done.conflicts[0].find("refs/heads/ghost"), std::string::npos) << done.conflicts[0];
+  EXPECT_EQ(Host("log --format=%s -1 at-first"), "first\n");
+  EXPECT_EQ(Host("log --format=%s -1 at-head"), "p2\n");
+  EXPECT_FALSE(fs::exists(host_ / ".git" / "refs" / "heads" / "ghost"));
+  EXPECT_EQ(Host("fsck --no-progress"), "");
+}
+
+TEST_F(GitPrivateTest, PrepareCopiesNoLinkFromTheHost) {
+  // A host .git holding a link where a copied state file would be: not followed, not copied.
+  fs::create_symlink(outside_, host_ / ".git" / "ORIG_HEAD");
+  GitSnapshot snapshot = Prepare();
+  EXPECT_FALSE(fs::exists(private_ / "ORIG_HEAD"));
+  EXPECT_FALSE(fs::is_symlink(private_ / "ORIG_HEAD"));
+  EXPECT_EQ(snapshot.head, "ref: refs/heads/main");
+  EXPECT_EQ(snapshot.refs.size(), 1u);
+}
+
+}  // namespace
+}  // namespace ptybox::sandbox
