@@ -868,21 +868,12 @@ Result<bool> HostStillAt(int host_git_fd, const GitSnapshot& snapshot) {
   return *index == snapshot.index;
 }
 
-Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnapshot& snapshot) {
-  GitCopyBack done;
-  // A root daemon writes as root: what it makes belongs to the .git's owner, so that the
-  // person's own git can go on writing there.
-  std::optional<GitOwner> owner;
-  if (::geteuid() == 0) {
-    struct stat st {};
-    if (::fstat(host_git_fd, &st) != 0) return std::unexpected(Errno("fstat", ".git"));
-    owner = GitOwner{st.st_uid, st.st_gid};
-  }
-  // Objects first: a ref is written only once what it names is there.
-  Result<size_t> objects = CopyBackObjects(private_fd, host_git_fd, done.refused, owner);
-  if (!objects) return Propagate(objects);
-  done.objects = *objects;
-  // Refs the session changed.
+namespace {
+
+// The refs the session changed (created, moved, deleted), each by compare-and-swap against
+// `snapshot` and only when the host has the object it names (CopyBackPrivateGit).
+Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot,
+                          const std::optional<GitOwner>& owner, GitCopyBack& done) {
   Result<std::map<std::string, std::string>> mine = ReadRefs(private_fd, &done.refused, true);
   if (!mine) return Propagate(mine);
   std::vector<std::string> names;
@@ -924,7 +915,12 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
       snapshot.refs.erase(name);
     }
   }
-  // HEAD.
+  return {};
+}
+
+// HEAD, on the same rule as a ref (CopyBackPrivateGit).
+void CopyBackHead(int private_fd, int host_git_fd, GitSnapshot& snapshot,
+                  const std::optional<GitOwner>& owner, GitCopyBack& done) {
   Result<std::optional<std::string>> head = ReadFile(private_fd, "HEAD", 4096, true);
   if (!head || !*head || !ValidRefValue(Trim(**head))) {
     done.refused.push_back("HEAD: missing, not a single-link regular file, or malformed");
@@ -955,7 +951,11 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
       }
     }
   }
-  // The index.
+}
+
+// The index, written only while the host's is byte for byte the one the session started from.
+void CopyBackIndex(int private_fd, int host_git_fd, GitSnapshot& snapshot,
+                   const std::optional<GitOwner>& owner, GitCopyBack& done) {
   Result<std::optional<std::string>> index = ReadFile(private_fd, "index", kGitIndexMax, true);
   if (!index) {
     done.refused.push_back("index: " + index.error().message);
@@ -984,6 +984,29 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
       }
     }
   }
+}
+
+}  // namespace
+
+Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnapshot& snapshot) {
+  GitCopyBack done;
+  // A root daemon writes as root: what it makes belongs to the .git's owner, so that the
+  // person's own git can go on writing there.
+  std::optional<GitOwner> owner;
+  if (::geteuid() == 0) {
+    struct stat st {};
+    if (::fstat(host_git_fd, &st) != 0) return std::unexpected(Errno("fstat", ".git"));
+    owner = GitOwner{st.st_uid, st.st_gid};
+  }
+  // Objects first: a ref is written only once what it names is there.
+  Result<size_t> objects = CopyBackObjects(private_fd, host_git_fd, done.refused, owner);
+  if (!objects) return Propagate(objects);
+  done.objects = *objects;
+  if (Result<void> refs = CopyBackRefs(private_fd, host_git_fd, snapshot, owner, done); !refs) {
+    return Propagate(refs);
+  }
+  CopyBackHead(private_fd, host_git_fd, snapshot, owner, done);
+  CopyBackIndex(private_fd, host_git_fd, snapshot, owner, done);
   for (const std::string& line : done.refused) LogWarn("git copy-back refused " + line);
   for (const std::string& line : done.conflicts) LogWarn("git copy-back left " + line);
   return done;
