@@ -564,6 +564,23 @@ Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& na
   return *wrote;
 }
 
+// Whether an entry of the private objects directory may be copied: a regular file with one link
+// and a name `valid` accepts. Git's own temporary files (`tmp_prefix`) are skipped quietly;
+// anything else is refused with a line.
+bool CopyableObjectFile(const DirEntry& e, const std::string& what, bool (*valid)(std::string_view),
+                        std::string_view tmp_prefix, std::string_view invalid,
+                        std::vector<std::string>& refused) {
+  if (e.type != S_IFREG || e.links != 1) {
+    refused.push_back(what + ": " + (e.type == S_IFREG ? "a hard-linked file" : Describe(e.type)));
+    return false;
+  }
+  if (!valid(e.name)) {
+    if (!e.name.starts_with(tmp_prefix)) refused.push_back(what + ": " + std::string(invalid));
+    return false;
+  }
+  return true;
+}
+
 Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, std::vector<std::string>& refused,
                                const std::optional<GitOwner>& owner) {
   size_t copied = 0;
@@ -588,13 +605,7 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, std::vector<std:
     if (!host_packs) return Propagate(host_packs);
     for (const DirEntry& e : *entries) {
       const std::string what = "objects/pack/" + e.name;
-      if (e.type != S_IFREG || e.links != 1) {
-        refused.push_back(what + ": " +
-                          (e.type == S_IFREG ? "a hard-linked file" : Describe(e.type)));
-        continue;
-      }
-      if (!ValidPackFile(e.name)) {
-        if (!e.name.starts_with("tmp_")) refused.push_back(what + ": not a pack file name");
+      if (!CopyableObjectFile(e, what, ValidPackFile, "tmp_", "not a pack file name", refused)) {
         continue;
       }
       Result<bool> wrote =
@@ -620,13 +631,8 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, std::vector<std:
     std::optional<UniqueFd> host_sub;
     for (const DirEntry& f : *files) {
       const std::string file_what = what + "/" + f.name;
-      if (f.type != S_IFREG || f.links != 1) {
-        refused.push_back(file_what + ": " +
-                          (f.type == S_IFREG ? "a hard-linked file" : Describe(f.type)));
-        continue;
-      }
-      if (!ValidLooseObjectFile(f.name)) {
-        if (!f.name.starts_with("tmp_obj_")) refused.push_back(file_what + ": not an object name");
+      if (!CopyableObjectFile(f, file_what, ValidLooseObjectFile, "tmp_obj_", "not an object name",
+                              refused)) {
         continue;
       }
       if (!host_sub) {
