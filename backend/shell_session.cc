@@ -588,9 +588,20 @@ void ShellSession::OnRebootstrapFacts(ForegroundFacts facts) {
       EndRebootstrap(false, *refusal);
       return;
     }
+    if (written_line_open_) {
+      // The agent's own unterminated line may be in readline: the bootstrap would join it, and
+      // discarding it would lose what the agent typed. Nothing written; the send completes the
+      // line, and the next send tries again.
+      EndRebootstrap(false, "the agent's last line is not ended yet");
+      return;
+    }
     // This image is tried once: whatever happens now, it is never typed into twice.
     hooked_exec_ = rb.exec;
-    terminal_.WriteReply(BuildRebootstrapLine());
+    // Readline may still hold a line although every byte agents wrote ended one (a program read
+    // the rest of it): a space and ^U discard it first, as a send to the line editor does
+    // (SendOperation::BytesToWrite), so the bootstrap is never typed onto its end.
+    terminal_.WriteReply(terminal_.LineDiscardIsInert() ? " \x15" + BuildRebootstrapLine()
+                                                        : BuildRebootstrapLine());
     rb.phase = Rebootstrap::Phase::kWriteNonce;
     After(kRebootstrapLookInterval, [this] { RebootstrapLook(); });
     return;

@@ -245,6 +245,22 @@ TEST_P(ShellChangesTest, ExecBashGetsTheHookBack) {
   }
 }
 
+// Readline may hold a line nobody ended when the hook is given back: in the forged-prompt suite
+// a program read the rest of the agent's line; here the new shell's readline takes a line that
+// opens a quote and whose Enter is quoted (^V), so every byte the agent wrote ended a line and
+// none of it is accepted (a bootstrap typed after it would be inside the quote).
+// The bootstrap discards that line first, as every send to the line editor does, instead of
+// being typed onto its end (which left the session without exit codes for good).
+TEST_P(ShellChangesTest, ExecBashWithAPartLineInReadlineGetsTheHookBack) {
+  const std::string id = Open();
+  const Json options{{"silenceMs", 20000}, {"timeoutMs", 30000}};
+  Json r = Send(client_, id, "exec bash\necho 'part-of-a-line\x16\n", options);
+  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  AfterExec(id, "exec bash with a part line");
+  r = Send(client_, id, "echo $((20+3))\n", options);
+  EXPECT_EQ(r["viewport"], "23") << "the part line never ran: " << r.dump();
+}
+
 // Nothing the session prints or reads starts the bootstrap: the shell's own readline waiting
 // behind a bash-shaped prompt (`read -e -p`: the shell's main task alone, raw mode, no marker)
 // is the same program image, so the agent's next line reaches the `read`, not a bootstrap.
