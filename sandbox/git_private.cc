@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -677,6 +678,148 @@ bool ValidRefName(std::string_view name) {
   return components >= 2;
 }
 
+namespace {
+
+// A path component git refuses to check out (verify_path with core.protectNTFS, the default):
+// `.git` in any case and with trailing dots or spaces, its 8.3 name `git~1`, `.` and `..`.
+bool DangerousComponent(std::string_view part) {
+  if (part.empty() || part == "." || part == "..") return true;
+  std::string lower(part);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == "git~1") return true;
+  if (!lower.starts_with(".git")) return false;
+  return std::all_of(lower.begin() + 4, lower.end(), [](char c) { return c == '.' || c == ' '; });
+}
+
+uint32_t Be32(std::string_view s, size_t at) {
+  auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(s[at + i])); };
+  return (b(0) << 24) | (b(1) << 16) | (b(2) << 8) | b(3);
+}
+
+}  // namespace
+
+bool SafeIndex(std::string_view index, size_t hash_size, std::string& why) {
+  if (index.size() < 12 + hash_size || !index.starts_with("DIRC")) {
+    why = "not a git index (no DIRC header)";
+    return false;
+  }
+  const uint32_t version = Be32(index, 4);
+  if (version < 2 || version > 4) {
+    why = "index version " + std::to_string(version) + " is not 2, 3 or 4";
+    return false;
+  }
+  const uint32_t entries = Be32(index, 8);
+  const size_t end = index.size() - hash_size;  // the trailing checksum
+  size_t at = 12;
+  std::string previous;  // version 4: paths are prefix-compressed against the previous one
+  for (uint32_t n = 0; n < entries; ++n) {
+    const size_t fixed = 40 + hash_size + 2;
+    if (at + fixed > end) {
+      why = "entry " + std::to_string(n) + " runs past the end";
+      return false;
+    }
+    const uint32_t mode = Be32(index, at + 24);
+    const auto flags = static_cast<uint16_t>(
+        (static_cast<unsigned char>(index[at + 40 + hash_size]) << 8) |
+        static_cast<unsigned char>(index[at + 40 + hash_size + 1]));
+    size_t name_at = at + fixed;
+    if (flags & 0x4000) {  // extended flags (version 3 and later)
+      if (version < 3) {
+        why = "entry " + std::to_string(n) + " has extended flags in a version 2 index";
+        return false;
+      }
+      name_at += 2;
+    }
+    std::string path;
+    size_t after = 0;
+    if (version == 4) {
+      uint64_t strip = 0;
+      size_t p = name_at;
+      for (int shift = 0;; shift += 7) {  // git's offset varint
+        if (p >= end || shift > 56) {
+          why = "entry " + std::to_string(n) + " has a malformed path prefix";
+          return false;
+        }
+        const auto c = static_cast<unsigned char>(index[p++]);
+        strip = (shift == 0) ? (c & 0x7f) : (((strip + 1) << 7) | (c & 0x7f));
+        if (!(c & 0x80)) break;
+      }
+      if (strip > previous.size()) {
+        why = "entry " + std::to_string(n) + " strips more than the previous path";
+        return false;
+      }
+      const size_t nul = index.find('\0', p);
+      if (nul == std::string_view::npos || nul >= end) {
+        why = "entry " + std::to_string(n) + " has an unterminated path";
+        return false;
+      }
+      path = previous.substr(0, previous.size() - strip) + std::string(index.substr(p, nul - p));
+      after = nul + 1;
+    } else {
+      const size_t nul = index.find('\0', name_at);
+      if (nul == std::string_view::npos || nul >= end) {
+        why = "entry " + std::to_string(n) + " has an unterminated path";
+        return false;
+      }
+      path = std::string(index.substr(name_at, nul - name_at));
+      after = at + ((name_at - at + path.size() + 8) & ~size_t{7});  // NUL-padded to 8 bytes
+    }
+    if (path.empty() || path.size() > 4096 || path.find('\\') != std::string::npos) {
+      why = "entry " + std::to_string(n) + " has an empty, overlong or backslashed path";
+      return false;
+    }
+    size_t start = 0;
+    while (start <= path.size()) {
+      size_t slash = path.find('/', start);
+      if (slash == std::string::npos) slash = path.size();
+      if (DangerousComponent(std::string_view(path).substr(start, slash - start))) {
+        why = "entry `" + path + "` is not a path git may write in a worktree";
+        return false;
+      }
+      start = slash + 1;
+    }
+    const uint32_t type = mode & 0170000;
+    if (type != 0100000 && type != 0120000 && type != 0160000) {
+      why = "entry `" + path + "` has mode " + std::to_string(mode);
+      return false;
+    }
+    if (type == 0120000) {  // git refuses these as links (verify_path): read as configuration
+      const size_t slash = path.rfind('/');
+      std::string leaf = path.substr(slash == std::string::npos ? 0 : slash + 1);
+      std::transform(leaf.begin(), leaf.end(), leaf.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      for (const char* name : {".gitmodules", ".gitattributes", ".gitignore", ".mailmap"}) {
+        if (leaf == name) {
+          why = "entry `" + path + "` is a symbolic link git reads as configuration";
+          return false;
+        }
+      }
+    }
+    previous = std::move(path);
+    at = after;
+  }
+  // Extensions: a four-byte signature and a size each, up to the checksum.
+  while (at < end) {
+    if (at + 8 > end) {
+      why = "a truncated extension header";
+      return false;
+    }
+    const std::string_view signature = index.substr(at, 4);
+    const uint32_t size = Be32(index, at + 4);
+    if (signature == "link" || signature == "sdir") {
+      why = "a split or sparse index (`" + std::string(signature) + "`)";
+      return false;
+    }
+    if (size > end - at - 8) {
+      why = "extension `" + std::string(signature) + "` runs past the end";
+      return false;
+    }
+    at += 8 + size;
+  }
+  return true;
+}
+
 bool ValidRefValue(std::string_view value) {
   if (IsObjectId(value)) return true;
   if (!value.starts_with("ref: ")) return false;
@@ -959,6 +1102,16 @@ void CopyBackHead(int private_fd, int host_git_fd, GitSnapshot& snapshot,
   }
 }
 
+// The object id size of the repository the snapshot was taken from: 32 bytes when any of its ids
+// is SHA-256 (64 digits), else 20 (an index read with the wrong size fails SafeIndex: refused).
+size_t IndexHashSize(const GitSnapshot& snapshot) {
+  if (IsObjectId(snapshot.head) && snapshot.head.size() == 64) return 32;
+  for (const auto& [name, value] : snapshot.refs) {
+    if (IsObjectId(value)) return value.size() == 64 ? 32 : 20;
+  }
+  return 20;
+}
+
 // The index, written only while the host's is byte for byte the one the session started from.
 void CopyBackIndex(int private_fd, int host_git_fd, GitSnapshot& snapshot,
                    const std::optional<GitOwner>& owner, GitCopyBack& done) {
@@ -966,8 +1119,11 @@ void CopyBackIndex(int private_fd, int host_git_fd, GitSnapshot& snapshot,
   if (!index) {
     done.refused.push_back("index: " + index.error().message);
   } else if (*index && *index != snapshot.index) {
+    std::string why;
     if (!(**index).starts_with("DIRC")) {
       done.refused.push_back("index: does not start with git's DIRC signature");
+    } else if (!SafeIndex(**index, IndexHashSize(snapshot), why)) {
+      done.refused.push_back("index: " + why);
     } else {
       auto index_unchanged = [&]() -> Result<bool> {
         Result<std::optional<std::string>> host_index =
