@@ -555,6 +555,16 @@ Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& na
   }
   if (!*file) return false;
   struct stat st {};
+  // A sparse file costs the session nothing and the host every byte: a 1 GiB hole became 1 GiB
+  // written into the host's .git per file. Git never writes sparse objects or packs. (Small files
+  // may report no blocks on a filesystem that stores them inline: only past 1 MiB.)
+  if (::fstat((*file)->fd.Get(), &st) == 0 && st.st_size > (1 << 20) &&
+      static_cast<uint64_t>(st.st_blocks) * 512 < static_cast<uint64_t>(st.st_size) / 2) {
+    refused.push_back(what + ": a sparse file (" + std::to_string(st.st_size) + " bytes, " +
+                      std::to_string(static_cast<uint64_t>(st.st_blocks) * 512) +
+                      " allocated)");
+    return false;
+  }
   if (::fstatat(host_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return false;
   Result<bool> wrote = WriteLikeGit(host_dir, name, {.fd = (*file)->fd.Get(), .data = {}}, 0444,
                                     /*replace=*/false, owner);

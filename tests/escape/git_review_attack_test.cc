@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -119,6 +120,31 @@ TEST(GitReviewAttackTest, APackNeverReplacesAnObjectTheHostHas) {
   std::cout << "  after host gc: log " << after.out << after.err << "  fsck " << fsck.exit_code
             << " " << fsck.out << fsck.err << "\n";
   EXPECT_EQ(fsck.exit_code, 0) << "the host's repository is corrupt after its own gc";
+}
+
+// A sparse file costs the session nothing; the copy-back writes every byte of it into the host.
+TEST(GitReviewAttackTest, ASparseObjectDoesNotFillTheHostsDisk) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string work =
+      "mkdir -p .git/objects/ab && truncate -s 1G .git/objects/ab/"
+      "cdefcdefcdefcdefcdefcdefcdefcdefcdefcd && du -k .git/objects/ab; echo sparse=$?";
+  const auto start = std::chrono::steady_clock::now();
+  Observed did = RunInSession(client, id, "workspace-write", "sparse-object", work);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  std::cout << "  observed " << did.Show() << " in " << ms << " ms\n";
+  const fs::path copied = ws / ".git/objects/ab/cdefcdefcdefcdefcdefcdefcdefcdefcdefcd";
+  struct stat st {};
+  const bool there = ::stat(copied.c_str(), &st) == 0;
+  std::cout << "  host: " << (there ? std::to_string(st.st_blocks * 512 / 1024) : "absent")
+            << " KiB allocated\n";
+  EXPECT_TRUE(!there || st.st_blocks * 512 < (1 << 20)) << "1 GiB written into the host's .git";
 }
 
 }  // namespace
