@@ -160,6 +160,9 @@ Result<UniqueFd> MakeDir(int dir, const std::string& name, mode_t mode,
 struct WriteSource {
   int fd = -1;
   std::string_view data;
+  // With `fd`: at most this many bytes are copied (the size fstat saw when the file was checked:
+  // a file the session goes on appending to would otherwise keep the copy going without end).
+  uint64_t limit = UINT64_MAX;
 };
 // `still`, when given, is asked once the lock is held: false leaves everything as it was.
 // `durable`: fsynced before the rename (the host's .git); a private copy made at launch is not
@@ -179,11 +182,13 @@ Result<bool> WriteLikeGit(int dir, const std::string& name, const WriteSource& s
   if (Result<void> chowned = Chown(out.Get(), owner, lock); !chowned) return fail(chowned.error());
   if (source.fd >= 0) {
     char buffer[1 << 16];
-    for (;;) {
-      const ssize_t n = ::read(source.fd, buffer, sizeof buffer);
+    for (uint64_t left = source.limit; left != 0;) {
+      const ssize_t n =
+          ::read(source.fd, buffer, static_cast<size_t>(std::min<uint64_t>(sizeof buffer, left)));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return fail(Errno("read", name));
       if (n == 0) break;
+      left -= static_cast<uint64_t>(n);
       Result<void> wrote =
           WriteAll(out.Get(), std::string_view(buffer, static_cast<size_t>(n)), lock);
       if (!wrote) return fail(wrote.error());
@@ -554,20 +559,31 @@ Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& na
     return false;
   }
   if (!*file) return false;
+  auto sparse = [](const struct stat& st) {
+    return st.st_size > (1 << 20) &&
+           static_cast<uint64_t>(st.st_blocks) * 512 < static_cast<uint64_t>(st.st_size) / 2;
+  };
   struct stat st {};
   // A sparse file costs the session nothing and the host every byte: a 1 GiB hole became 1 GiB
   // written into the host's .git per file. Git never writes sparse objects or packs. (Small files
   // may report no blocks on a filesystem that stores them inline: only past 1 MiB.)
-  if (::fstat((*file)->fd.Get(), &st) == 0 && st.st_size > (1 << 20) &&
-      static_cast<uint64_t>(st.st_blocks) * 512 < static_cast<uint64_t>(st.st_size) / 2) {
+  if (::fstat((*file)->fd.Get(), &st) == 0 && sparse(st)) {
     refused.push_back(what + ": a sparse file (" + std::to_string(st.st_size) + " bytes, " +
                       std::to_string(static_cast<uint64_t>(st.st_blocks) * 512) +
                       " allocated)");
     return false;
   }
   if (::fstatat(host_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return false;
-  Result<bool> wrote = WriteLikeGit(host_dir, name, {.fd = (*file)->fd.Get(), .data = {}}, 0444,
-                                    /*replace=*/false, owner);
+  // Checked again once copied, before the rename: holes punched while the copy ran.
+  const int source = (*file)->fd.Get();
+  auto still_dense = [&]() -> Result<bool> {
+    struct stat now {};
+    if (::fstat(source, &now) != 0) return std::unexpected(Errno("fstat", what));
+    return !sparse(now);
+  };
+  Result<bool> wrote =
+      WriteLikeGit(host_dir, name, {.fd = source, .data = {}, .limit = (*file)->size}, 0444,
+                   /*replace=*/false, owner, /*durable=*/true, still_dense);
   if (!wrote) {
     refused.push_back(what + ": " + wrote.error().message);
     return false;
