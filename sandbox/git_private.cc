@@ -480,6 +480,40 @@ Result<bool> HostHasObject(int host_git_fd, const std::string& id) {
   return false;
 }
 
+// Whether a version-2 pack index (`idx`, held in memory) names no object the host already has
+// (HostHasObject); `why` names the first one it does, or the fault of a malformed index.
+Result<bool> PackIndexNamesNoHostObject(int host_git_fd, std::string_view idx, std::string& why) {
+  if (idx.size() < 8 + 1024 || idx.substr(0, 8) != std::string_view("\377tOc\0\0\0\2", 8)) {
+    why = "not a version-2 pack index";
+    return false;
+  }
+  auto be32 = [&](size_t at) {
+    auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(idx[at + i])); };
+    return (b(0) << 24) | (b(1) << 16) | (b(2) << 8) | b(3);
+  };
+  const uint64_t total = be32(8 + 4 * 255);
+  // The object ids' size: what the index's length fits (ids, CRCs, offsets, two checksums).
+  for (const size_t raw : {size_t{20}, size_t{32}}) {
+    if (8 + 1024 + total * (raw + 8) + 2 * raw > idx.size()) continue;
+    static constexpr char kHex[] = "0123456789abcdef";
+    for (uint64_t i = 0; i < total; ++i) {
+      std::string id;
+      for (size_t j = 0; j < raw; ++j) {
+        const auto c = static_cast<unsigned char>(idx[8 + 1024 + i * raw + j]);
+        id.push_back(kHex[c >> 4]);
+        id.push_back(kHex[c & 15]);
+      }
+      Result<bool> has = HostHasObject(host_git_fd, id);
+      if (!has) return Propagate(has);
+      if (*has) {
+        why = "it names " + id + ", an object the host already has";
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 // Writes one ref to the host: compare-and-swap against `expected` (nullopt: the host must have
 // none). `value` nullopt deletes it. Returns false on a conflict (`why` says what).
 Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
@@ -630,14 +664,57 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, std::vector<std:
     });
     Result<UniqueFd> host_packs = MakeDir((*host)->Get(), "pack", 0755, owner);
     if (!host_packs) return Propagate(host_packs);
+    // Each .idx read once into memory and checked there (the session can rewrite its file while
+    // it is copied): git searches packs before loose objects and never rehashes what a pack
+    // holds, so an index naming an object the host already has would hand the host's git the
+    // session's content under the host's id (and the host's `git gc` would then keep that
+    // content and drop the original). Such a pack is refused whole; a .rev is never taken (git
+    // computes the reverse index itself when there is none).
+    std::map<std::string, std::string> indexes;  // pack base name -> its checked .idx bytes
+    for (const DirEntry& e : *entries) {
+      if (!e.name.ends_with(".idx") || !ValidPackFile(e.name) || e.type != S_IFREG ||
+          e.links != 1) {
+        continue;
+      }
+      const std::string what = "objects/pack/" + e.name;
+      Result<std::optional<std::string>> idx =
+          ReadFile((*my_packs)->Get(), e.name, kGitPackIndexMax, true);
+      if (!idx || !*idx) {
+        if (!idx) refused.push_back(what + ": " + idx.error().message);
+        continue;
+      }
+      std::string why;
+      Result<bool> fresh = PackIndexNamesNoHostObject(host_git_fd, **idx, why);
+      if (!fresh) return Propagate(fresh);
+      if (!*fresh) {
+        refused.push_back(what + ": " + why + "; the pack is not copied");
+        continue;
+      }
+      indexes[e.name.substr(0, e.name.size() - 4)] = std::move(**idx);
+    }
     for (const DirEntry& e : *entries) {
       const std::string what = "objects/pack/" + e.name;
       if (!CopyableObjectFile(e, what, ValidPackFile, "tmp_", "not a pack file name", refused)) {
         continue;
       }
-      Result<bool> wrote =
-          CopyObjectFile((*my_packs)->Get(), host_packs->Get(), e.name, what, refused, owner);
-      if (!wrote) return Propagate(wrote);
+      const size_t dot = e.name.rfind('.');
+      const std::string base = e.name.substr(0, dot);
+      if (e.name.ends_with(".rev") || !indexes.contains(base)) continue;
+      Result<bool> wrote = false;
+      if (e.name.ends_with(".idx")) {
+        struct stat st {};
+        if (::fstatat(host_packs->Get(), e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) continue;
+        wrote = WriteLikeGit(host_packs->Get(), e.name, {.fd = -1, .data = indexes[base]}, 0444,
+                             /*replace=*/false, owner);
+        if (!wrote) {
+          refused.push_back(what + ": " + wrote.error().message);
+          continue;
+        }
+      } else {
+        wrote =
+            CopyObjectFile((*my_packs)->Get(), host_packs->Get(), e.name, what, refused, owner);
+        if (!wrote) return Propagate(wrote);
+      }
       copied += *wrote ? 1 : 0;
     }
   }

@@ -120,6 +120,16 @@ TEST(GitReviewAttackTest, APackNeverReplacesAnObjectTheHostHas) {
   std::cout << "  after host gc: log " << after.out << after.err << "  fsck " << fsck.exit_code
             << " " << fsck.out << fsck.err << "\n";
   EXPECT_EQ(fsck.exit_code, 0) << "the host's repository is corrupt after its own gc";
+  // The control: a pack of the session's own new objects still comes back (no .rev needed).
+  const std::string own = std::string(kIdentity) +
+                          "rm -f .git/objects/pack/pack-*; echo n > n.txt && git add n.txt && "
+                          "git commit -qm packed && git repack -q -d -l && "
+                          "git count-objects -v | grep -c 'in-pack: [1-9]'";
+  Observed packed = RunInSession(client, id, "workspace-write", "own-pack", own);
+  std::cout << "  observed " << packed.Show() << "\n";
+  EXPECT_EQ(HostGit(ws, {"log", "-1", "--format=%s", "main"}).out, "packed\n") << daemon.Log();
+  RunResult fsck2 = HostGit(ws, {"fsck"});
+  EXPECT_EQ(fsck2.exit_code, 0) << fsck2.Describe();
 }
 
 // A sparse file costs the session nothing; the copy-back writes every byte of it into the host.
