@@ -1126,8 +1126,14 @@ namespace {
 // `snapshot` and only when the host has the object it names (CopyBackPrivateGit).
 Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot,
                           const std::optional<GitOwner>& owner, GitCopyBack& done) {
+  const size_t refused_before = done.refused.size();
   Result<std::map<std::string, std::string>> mine = ReadRefs(private_fd, &done.refused, true);
   if (!mine) return Propagate(mine);
+  // A ref missing because what held it was refused (a hard-linked or malformed packed-refs, a
+  // loose ref that is a link, refs past the count or depth bound) is not a deleted ref: deleting
+  // the host's would let one refusal remove every packed branch and tag. While anything in the
+  // session's refs is refused, no ref is deleted.
+  const bool refs_refused = done.refused.size() > refused_before;
   std::vector<std::string> names;
   for (const auto& [name, value] : *mine) names.push_back(name);
   for (const auto& [name, value] : snapshot.refs) {
@@ -1141,6 +1147,11 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
     std::optional<std::string> now;
     if (auto it = mine->find(name); it != mine->end()) now = it->second;
     if (start == now) continue;
+    if (!now && refs_refused) {
+      done.conflicts.push_back(name + ": not deleted while the session's refs hold something "
+                                      "refused; left as it is");
+      continue;
+    }
     if (now && IsObjectId(*now)) {
       Result<bool> has = HostHasObject(host_git_fd, *now);
       if (!has || !*has) {

@@ -157,5 +157,24 @@ TEST(GitReviewAttackTest, ASparseObjectDoesNotFillTheHostsDisk) {
   EXPECT_TRUE(!there || st.st_blocks * 512 < (1 << 20)) << "1 GiB written into the host's .git";
 }
 
+// A packed-refs the copy-back refuses (here: hard-linked) must not read as every packed ref
+// deleted: the host's refs stay.
+TEST(GitReviewAttackTest, ARefusedPackedRefsDeletesNoHostRef) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  ASSERT_EQ(HostGit(ws, {"tag", "v1"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"branch", "keep"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"pack-refs", "--all"}).exit_code, 0);
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  Observed did = RunInSession(client, id, "workspace-write", "hardlink-packed-refs",
+                              "ln .git/packed-refs .git/packed-refs-2; echo linked=$?");
+  std::cout << "  observed " << did.Show() << "\n";
+  EXPECT_EQ(HostGit(ws, {"tag"}).out, "v1\n") << daemon.Log();
+  EXPECT_EQ(HostGit(ws, {"rev-parse", "--verify", "-q", "keep"}).exit_code, 0) << daemon.Log();
+}
+
 }  // namespace
 }  // namespace ptybox::testing
