@@ -488,7 +488,9 @@ Result<bool> PackIndexNamesNoHostObject(int host_git_fd, std::string_view idx, s
     return false;
   }
   auto be32 = [&](size_t at) {
-    auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(idx[at + i])); };
+    auto b = [&](size_t i) {
+      return static_cast<uint32_t>(static_cast<unsigned char>(idx[at + i]));
+    };
     return (b(0) << 24) | (b(1) << 16) | (b(2) << 8) | b(3);
   };
   const uint64_t total = be32(8 + 4 * 255);
@@ -603,8 +605,7 @@ Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& na
   // may report no blocks on a filesystem that stores them inline: only past 1 MiB.)
   if (::fstat((*file)->fd.Get(), &st) == 0 && sparse(st)) {
     refused.push_back(what + ": a sparse file (" + std::to_string(st.st_size) + " bytes, " +
-                      std::to_string(static_cast<uint64_t>(st.st_blocks) * 512) +
-                      " allocated)");
+                      std::to_string(static_cast<uint64_t>(st.st_blocks) * 512) + " allocated)");
     return false;
   }
   if (::fstatat(host_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return false;
@@ -711,8 +712,7 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, std::vector<std:
           continue;
         }
       } else {
-        wrote =
-            CopyObjectFile((*my_packs)->Get(), host_packs->Get(), e.name, what, refused, owner);
+        wrote = CopyObjectFile((*my_packs)->Get(), host_packs->Get(), e.name, what, refused, owner);
         if (!wrote) return Propagate(wrote);
       }
       copied += *wrote ? 1 : 0;
@@ -823,9 +823,9 @@ bool SafeIndex(std::string_view index, size_t hash_size, std::string& why) {
       return false;
     }
     const uint32_t mode = Be32(index, at + 24);
-    const auto flags = static_cast<uint16_t>(
-        (static_cast<unsigned char>(index[at + 40 + hash_size]) << 8) |
-        static_cast<unsigned char>(index[at + 40 + hash_size + 1]));
+    const auto flags =
+        static_cast<uint16_t>((static_cast<unsigned char>(index[at + 40 + hash_size]) << 8) |
+                              static_cast<unsigned char>(index[at + 40 + hash_size + 1]));
     size_t name_at = at + fixed;
     if (flags & 0x4000) {  // extended flags (version 3 and later)
       if (version < 3) {
@@ -1148,8 +1148,9 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
     if (auto it = mine->find(name); it != mine->end()) now = it->second;
     if (start == now) continue;
     if (!now && refs_refused) {
-      done.conflicts.push_back(name + ": not deleted while the session's refs hold something "
-                                      "refused; left as it is");
+      done.conflicts.push_back(name +
+                               ": not deleted while the session's refs hold something "
+                               "refused; left as it is");
       continue;
     }
     if (now && IsObjectId(*now)) {

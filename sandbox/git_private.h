@@ -28,7 +28,7 @@ inline constexpr size_t kGitSmallFileMax = 1 << 20;        // HEAD, a ref, ORIG_
 inline constexpr size_t kGitPackedRefsMax = 64u << 20;     // packed-refs
 inline constexpr size_t kGitIndexMax = 256u << 20;         // index
 inline constexpr uint64_t kGitObjectFileMax = 4ull << 30;  // a loose object or a pack file
-inline constexpr uint64_t kGitPackIndexMax = 512u << 20;    // a pack's .idx, read into memory
+inline constexpr uint64_t kGitPackIndexMax = 512u << 20;   // a pack's .idx, read into memory
 inline constexpr size_t kGitMaxRefs = 100'000;             // refs in one repository
 
 // The entries of a `.git` that hold code or configuration (gitrepository-layout(5)): a host git

@@ -26,8 +26,13 @@ using sandbox::testing::RunProcess;
 using sandbox::testing::RunResult;
 
 RunResult HostGit(const fs::path& repo, std::vector<std::string> args) {
-  std::vector<std::string> argv = {"/usr/bin/git", "-C", repo.string(), "-c", "user.name=host",
-                                   "-c", "user.email=host@example.com"};
+  std::vector<std::string> argv = {"/usr/bin/git",
+                                   "-C",
+                                   repo.string(),
+                                   "-c",
+                                   "user.name=host",
+                                   "-c",
+                                   "user.email=host@example.com"};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunProcess(argv);
 }

@@ -178,8 +178,8 @@ TEST(GitIndexTest, OnlyWorktreePathsPass) {
     std::string why;
     EXPECT_TRUE(SafeIndex(index, 20, why)) << why;
     // Same-length renames keep the index's layout: `xgit` (4 bytes), `zzzzz` (5 bytes).
-    for (const std::string bad : {".git", ".GIT", ".Git", "../.", "././", ".git.", ".git ",
-                                  "git~1", "GIT~1"}) {
+    for (const std::string bad :
+         {".git", ".GIT", ".Git", "../.", "././", ".git.", ".git ", "git~1", "GIT~1"}) {
       std::string crafted = index;
       const size_t at = crafted.find(bad.size() == 4 ? "xgit" : "zzzzz");
       ASSERT_NE(at, std::string::npos);
