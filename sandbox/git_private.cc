@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -159,6 +160,9 @@ Result<UniqueFd> MakeDir(int dir, const std::string& name, mode_t mode,
 struct WriteSource {
   int fd = -1;
   std::string_view data;
+  // With `fd`: at most this many bytes are copied (the size fstat saw when the file was checked:
+  // a file the session goes on appending to would otherwise keep the copy going without end).
+  uint64_t limit = UINT64_MAX;
 };
 // `still`, when given, is asked once the lock is held: false leaves everything as it was.
 // `durable`: fsynced before the rename (the host's .git); a private copy made at launch is not
@@ -178,11 +182,13 @@ Result<bool> WriteLikeGit(int dir, const std::string& name, const WriteSource& s
   if (Result<void> chowned = Chown(out.Get(), owner, lock); !chowned) return fail(chowned.error());
   if (source.fd >= 0) {
     char buffer[1 << 16];
-    for (;;) {
-      const ssize_t n = ::read(source.fd, buffer, sizeof buffer);
+    for (uint64_t left = source.limit; left != 0;) {
+      const ssize_t n =
+          ::read(source.fd, buffer, static_cast<size_t>(std::min<uint64_t>(sizeof buffer, left)));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return fail(Errno("read", name));
       if (n == 0) break;
+      left -= static_cast<uint64_t>(n);
       Result<void> wrote =
           WriteAll(out.Get(), std::string_view(buffer, static_cast<size_t>(n)), lock);
       if (!wrote) return fail(wrote.error());
@@ -474,6 +480,42 @@ Result<bool> HostHasObject(int host_git_fd, const std::string& id) {
   return false;
 }
 
+// Whether a version-2 pack index (`idx`, held in memory) names no object the host already has
+// (HostHasObject); `why` names the first one it does, or the fault of a malformed index.
+Result<bool> PackIndexNamesNoHostObject(int host_git_fd, std::string_view idx, std::string& why) {
+  if (idx.size() < 8 + 1024 || idx.substr(0, 8) != std::string_view("\377tOc\0\0\0\2", 8)) {
+    why = "not a version-2 pack index";
+    return false;
+  }
+  auto be32 = [&](size_t at) {
+    auto b = [&](size_t i) {
+      return static_cast<uint32_t>(static_cast<unsigned char>(idx[at + i]));
+    };
+    return (b(0) << 24) | (b(1) << 16) | (b(2) << 8) | b(3);
+  };
+  const uint64_t total = be32(8 + 4 * 255);
+  // The object ids' size: what the index's length fits (ids, CRCs, offsets, two checksums).
+  for (const size_t raw : {size_t{20}, size_t{32}}) {
+    if (8 + 1024 + total * (raw + 8) + 2 * raw > idx.size()) continue;
+    static constexpr char kHex[] = "0123456789abcdef";
+    for (uint64_t i = 0; i < total; ++i) {
+      std::string id;
+      for (size_t j = 0; j < raw; ++j) {
+        const auto c = static_cast<unsigned char>(idx[8 + 1024 + i * raw + j]);
+        id.push_back(kHex[c >> 4]);
+        id.push_back(kHex[c & 15]);
+      }
+      Result<bool> has = HostHasObject(host_git_fd, id);
+      if (!has) return Propagate(has);
+      if (*has) {
+        why = "it names " + id + ", an object the host already has";
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 // Writes one ref to the host: compare-and-swap against `expected` (nullopt: the host must have
 // none). `value` nullopt deletes it. Returns false on a conflict (`why` says what).
 Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
@@ -553,10 +595,30 @@ Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& na
     return false;
   }
   if (!*file) return false;
+  auto sparse = [](const struct stat& st) {
+    return st.st_size > (1 << 20) &&
+           static_cast<uint64_t>(st.st_blocks) * 512 < static_cast<uint64_t>(st.st_size) / 2;
+  };
   struct stat st {};
+  // A sparse file costs the session nothing and the host every byte: a 1 GiB hole became 1 GiB
+  // written into the host's .git per file. Git never writes sparse objects or packs. (Small files
+  // may report no blocks on a filesystem that stores them inline: only past 1 MiB.)
+  if (::fstat((*file)->fd.Get(), &st) == 0 && sparse(st)) {
+    refused.push_back(what + ": a sparse file (" + std::to_string(st.st_size) + " bytes, " +
+                      std::to_string(static_cast<uint64_t>(st.st_blocks) * 512) + " allocated)");
+    return false;
+  }
   if (::fstatat(host_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return false;
-  Result<bool> wrote = WriteLikeGit(host_dir, name, {.fd = (*file)->fd.Get(), .data = {}}, 0444,
-                                    /*replace=*/false, owner);
+  // Checked again once copied, before the rename: holes punched while the copy ran.
+  const int source = (*file)->fd.Get();
+  auto still_dense = [&]() -> Result<bool> {
+    struct stat now {};
+    if (::fstat(source, &now) != 0) return std::unexpected(Errno("fstat", what));
+    return !sparse(now);
+  };
+  Result<bool> wrote =
+      WriteLikeGit(host_dir, name, {.fd = source, .data = {}, .limit = (*file)->size}, 0444,
+                   /*replace=*/false, owner, /*durable=*/true, still_dense);
   if (!wrote) {
     refused.push_back(what + ": " + wrote.error().message);
     return false;
@@ -603,14 +665,56 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, std::vector<std:
     });
     Result<UniqueFd> host_packs = MakeDir((*host)->Get(), "pack", 0755, owner);
     if (!host_packs) return Propagate(host_packs);
+    // Each .idx read once into memory and checked there (the session can rewrite its file while
+    // it is copied): git searches packs before loose objects and never rehashes what a pack
+    // holds, so an index naming an object the host already has would hand the host's git the
+    // session's content under the host's id (and the host's `git gc` would then keep that
+    // content and drop the original). Such a pack is refused whole; a .rev is never taken (git
+    // computes the reverse index itself when there is none).
+    std::map<std::string, std::string> indexes;  // pack base name -> its checked .idx bytes
+    for (const DirEntry& e : *entries) {
+      if (!e.name.ends_with(".idx") || !ValidPackFile(e.name) || e.type != S_IFREG ||
+          e.links != 1) {
+        continue;
+      }
+      const std::string what = "objects/pack/" + e.name;
+      Result<std::optional<std::string>> idx =
+          ReadFile((*my_packs)->Get(), e.name, kGitPackIndexMax, true);
+      if (!idx || !*idx) {
+        if (!idx) refused.push_back(what + ": " + idx.error().message);
+        continue;
+      }
+      std::string why;
+      Result<bool> fresh = PackIndexNamesNoHostObject(host_git_fd, **idx, why);
+      if (!fresh) return Propagate(fresh);
+      if (!*fresh) {
+        refused.push_back(what + ": " + why + "; the pack is not copied");
+        continue;
+      }
+      indexes[e.name.substr(0, e.name.size() - 4)] = std::move(**idx);
+    }
     for (const DirEntry& e : *entries) {
       const std::string what = "objects/pack/" + e.name;
       if (!CopyableObjectFile(e, what, ValidPackFile, "tmp_", "not a pack file name", refused)) {
         continue;
       }
-      Result<bool> wrote =
-          CopyObjectFile((*my_packs)->Get(), host_packs->Get(), e.name, what, refused, owner);
-      if (!wrote) return Propagate(wrote);
+      const size_t dot = e.name.rfind('.');
+      const std::string base = e.name.substr(0, dot);
+      if (e.name.ends_with(".rev") || !indexes.contains(base)) continue;
+      Result<bool> wrote = false;
+      if (e.name.ends_with(".idx")) {
+        struct stat st {};
+        if (::fstatat(host_packs->Get(), e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) continue;
+        wrote = WriteLikeGit(host_packs->Get(), e.name, {.fd = -1, .data = indexes[base]}, 0444,
+                             /*replace=*/false, owner);
+        if (!wrote) {
+          refused.push_back(what + ": " + wrote.error().message);
+          continue;
+        }
+      } else {
+        wrote = CopyObjectFile((*my_packs)->Get(), host_packs->Get(), e.name, what, refused, owner);
+        if (!wrote) return Propagate(wrote);
+      }
       copied += *wrote ? 1 : 0;
     }
   }
@@ -675,6 +779,148 @@ bool ValidRefName(std::string_view name) {
     start = end + 1;
   }
   return components >= 2;
+}
+
+namespace {
+
+// A path component git refuses to check out (verify_path with core.protectNTFS, the default):
+// `.git` in any case and with trailing dots or spaces, its 8.3 name `git~1`, `.` and `..`.
+bool DangerousComponent(std::string_view part) {
+  if (part.empty() || part == "." || part == "..") return true;
+  std::string lower(part);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == "git~1") return true;
+  if (!lower.starts_with(".git")) return false;
+  return std::all_of(lower.begin() + 4, lower.end(), [](char c) { return c == '.' || c == ' '; });
+}
+
+uint32_t Be32(std::string_view s, size_t at) {
+  auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(s[at + i])); };
+  return (b(0) << 24) | (b(1) << 16) | (b(2) << 8) | b(3);
+}
+
+}  // namespace
+
+bool SafeIndex(std::string_view index, size_t hash_size, std::string& why) {
+  if (index.size() < 12 + hash_size || !index.starts_with("DIRC")) {
+    why = "not a git index (no DIRC header)";
+    return false;
+  }
+  const uint32_t version = Be32(index, 4);
+  if (version < 2 || version > 4) {
+    why = "index version " + std::to_string(version) + " is not 2, 3 or 4";
+    return false;
+  }
+  const uint32_t entries = Be32(index, 8);
+  const size_t end = index.size() - hash_size;  // the trailing checksum
+  size_t at = 12;
+  std::string previous;  // version 4: paths are prefix-compressed against the previous one
+  for (uint32_t n = 0; n < entries; ++n) {
+    const size_t fixed = 40 + hash_size + 2;
+    if (at + fixed > end) {
+      why = "entry " + std::to_string(n) + " runs past the end";
+      return false;
+    }
+    const uint32_t mode = Be32(index, at + 24);
+    const auto flags =
+        static_cast<uint16_t>((static_cast<unsigned char>(index[at + 40 + hash_size]) << 8) |
+                              static_cast<unsigned char>(index[at + 40 + hash_size + 1]));
+    size_t name_at = at + fixed;
+    if (flags & 0x4000) {  // extended flags (version 3 and later)
+      if (version < 3) {
+        why = "entry " + std::to_string(n) + " has extended flags in a version 2 index";
+        return false;
+      }
+      name_at += 2;
+    }
+    std::string path;
+    size_t after = 0;
+    if (version == 4) {
+      uint64_t strip = 0;
+      size_t p = name_at;
+      for (int shift = 0;; shift += 7) {  // git's offset varint
+        if (p >= end || shift > 56) {
+          why = "entry " + std::to_string(n) + " has a malformed path prefix";
+          return false;
+        }
+        const auto c = static_cast<unsigned char>(index[p++]);
+        strip = (shift == 0) ? (c & 0x7f) : (((strip + 1) << 7) | (c & 0x7f));
+        if (!(c & 0x80)) break;
+      }
+      if (strip > previous.size()) {
+        why = "entry " + std::to_string(n) + " strips more than the previous path";
+        return false;
+      }
+      const size_t nul = index.find('\0', p);
+      if (nul == std::string_view::npos || nul >= end) {
+        why = "entry " + std::to_string(n) + " has an unterminated path";
+        return false;
+      }
+      path = previous.substr(0, previous.size() - strip) + std::string(index.substr(p, nul - p));
+      after = nul + 1;
+    } else {
+      const size_t nul = index.find('\0', name_at);
+      if (nul == std::string_view::npos || nul >= end) {
+        why = "entry " + std::to_string(n) + " has an unterminated path";
+        return false;
+      }
+      path = std::string(index.substr(name_at, nul - name_at));
+      after = at + ((name_at - at + path.size() + 8) & ~size_t{7});  // NUL-padded to 8 bytes
+    }
+    if (path.empty() || path.size() > 4096 || path.find('\\') != std::string::npos) {
+      why = "entry " + std::to_string(n) + " has an empty, overlong or backslashed path";
+      return false;
+    }
+    size_t start = 0;
+    while (start <= path.size()) {
+      size_t slash = path.find('/', start);
+      if (slash == std::string::npos) slash = path.size();
+      if (DangerousComponent(std::string_view(path).substr(start, slash - start))) {
+        why = "entry `" + path + "` is not a path git may write in a worktree";
+        return false;
+      }
+      start = slash + 1;
+    }
+    const uint32_t type = mode & 0170000;
+    if (type != 0100000 && type != 0120000 && type != 0160000) {
+      why = "entry `" + path + "` has mode " + std::to_string(mode);
+      return false;
+    }
+    if (type == 0120000) {  // git refuses these as links (verify_path): read as configuration
+      const size_t slash = path.rfind('/');
+      std::string leaf = path.substr(slash == std::string::npos ? 0 : slash + 1);
+      std::transform(leaf.begin(), leaf.end(), leaf.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      for (const char* name : {".gitmodules", ".gitattributes", ".gitignore", ".mailmap"}) {
+        if (leaf == name) {
+          why = "entry `" + path + "` is a symbolic link git reads as configuration";
+          return false;
+        }
+      }
+    }
+    previous = std::move(path);
+    at = after;
+  }
+  // Extensions: a four-byte signature and a size each, up to the checksum.
+  while (at < end) {
+    if (at + 8 > end) {
+      why = "a truncated extension header";
+      return false;
+    }
+    const std::string_view signature = index.substr(at, 4);
+    const uint32_t size = Be32(index, at + 4);
+    if (signature == "link" || signature == "sdir") {
+      why = "a split or sparse index (`" + std::string(signature) + "`)";
+      return false;
+    }
+    if (size > end - at - 8) {
+      why = "extension `" + std::string(signature) + "` runs past the end";
+      return false;
+    }
+    at += 8 + size;
+  }
+  return true;
 }
 
 bool ValidRefValue(std::string_view value) {
@@ -880,8 +1126,14 @@ namespace {
 // `snapshot` and only when the host has the object it names (CopyBackPrivateGit).
 Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot,
                           const std::optional<GitOwner>& owner, GitCopyBack& done) {
+  const size_t refused_before = done.refused.size();
   Result<std::map<std::string, std::string>> mine = ReadRefs(private_fd, &done.refused, true);
   if (!mine) return Propagate(mine);
+  // A ref missing because what held it was refused (a hard-linked or malformed packed-refs, a
+  // loose ref that is a link, refs past the count or depth bound) is not a deleted ref: deleting
+  // the host's would let one refusal remove every packed branch and tag. While anything in the
+  // session's refs is refused, no ref is deleted.
+  const bool refs_refused = done.refused.size() > refused_before;
   std::vector<std::string> names;
   for (const auto& [name, value] : *mine) names.push_back(name);
   for (const auto& [name, value] : snapshot.refs) {
@@ -895,6 +1147,12 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
     std::optional<std::string> now;
     if (auto it = mine->find(name); it != mine->end()) now = it->second;
     if (start == now) continue;
+    if (!now && refs_refused) {
+      done.conflicts.push_back(name +
+                               ": not deleted while the session's refs hold something "
+                               "refused; left as it is");
+      continue;
+    }
     if (now && IsObjectId(*now)) {
       Result<bool> has = HostHasObject(host_git_fd, *now);
       if (!has || !*has) {
@@ -959,6 +1217,16 @@ void CopyBackHead(int private_fd, int host_git_fd, GitSnapshot& snapshot,
   }
 }
 
+// The object id size of the repository the snapshot was taken from: 32 bytes when any of its ids
+// is SHA-256 (64 digits), else 20 (an index read with the wrong size fails SafeIndex: refused).
+size_t IndexHashSize(const GitSnapshot& snapshot) {
+  if (IsObjectId(snapshot.head) && snapshot.head.size() == 64) return 32;
+  for (const auto& [name, value] : snapshot.refs) {
+    if (IsObjectId(value)) return value.size() == 64 ? 32 : 20;
+  }
+  return 20;
+}
+
 // The index, written only while the host's is byte for byte the one the session started from.
 void CopyBackIndex(int private_fd, int host_git_fd, GitSnapshot& snapshot,
                    const std::optional<GitOwner>& owner, GitCopyBack& done) {
@@ -966,8 +1234,11 @@ void CopyBackIndex(int private_fd, int host_git_fd, GitSnapshot& snapshot,
   if (!index) {
     done.refused.push_back("index: " + index.error().message);
   } else if (*index && *index != snapshot.index) {
+    std::string why;
     if (!(**index).starts_with("DIRC")) {
       done.refused.push_back("index: does not start with git's DIRC signature");
+    } else if (!SafeIndex(**index, IndexHashSize(snapshot), why)) {
+      done.refused.push_back("index: " + why);
     } else {
       auto index_unchanged = [&]() -> Result<bool> {
         Result<std::optional<std::string>> host_index =

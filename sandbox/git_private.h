@@ -28,6 +28,7 @@ inline constexpr size_t kGitSmallFileMax = 1 << 20;        // HEAD, a ref, ORIG_
 inline constexpr size_t kGitPackedRefsMax = 64u << 20;     // packed-refs
 inline constexpr size_t kGitIndexMax = 256u << 20;         // index
 inline constexpr uint64_t kGitObjectFileMax = 4ull << 30;  // a loose object or a pack file
+inline constexpr uint64_t kGitPackIndexMax = 512u << 20;   // a pack's .idx, read into memory
 inline constexpr size_t kGitMaxRefs = 100'000;             // refs in one repository
 
 // The entries of a `.git` that hold code or configuration (gitrepository-layout(5)): a host git
@@ -85,6 +86,13 @@ struct GitSnapshot {
 [[nodiscard]] bool ValidLooseObjectFile(std::string_view name);
 // A pack's file name: pack-<40 or 64 hex>.{pack,idx,rev}.
 [[nodiscard]] bool ValidPackFile(std::string_view name);
+// Whether `index` (a git index file, versions 2 to 4) names only paths the host's git may write
+// in a worktree: each entry's path is relative, has no empty, `.` or `..` component, and no
+// component git treats as `.git` (any case, trailing dots or spaces, `git~1`); a split index
+// (`link` extension, whose entries live in a file never copied back) is refused too. A host
+// `git restore .` writes what the index names, so an entry `.git/hooks/pre-commit` would become
+// a hook. `hash_size`: 20 (SHA-1) or 32 (SHA-256). False with `why` naming the first fault.
+[[nodiscard]] bool SafeIndex(std::string_view index, size_t hash_size, std::string& why);
 // packed-refs parsed: name -> id (peeled `^` lines and the header skipped); an error names the
 // first malformed line.
 [[nodiscard]] Result<std::map<std::string, std::string>> ParsePackedRefs(std::string_view text);

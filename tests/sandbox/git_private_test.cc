@@ -148,6 +148,49 @@ TEST(GitNamesTest, RefNamesFollowCheckRefFormat) {
   EXPECT_FALSE(ParsePackedRefs(id + " ../../etc\n"));
 }
 
+// Indexes the real git writes (versions 2, 3 with an intent-to-add entry, 4 with compressed
+// paths, a link, a gitlink, nested and long paths) pass; each with one entry renamed in its bytes
+// to a path the host's `git restore .` would write outside the worktree or into .git does not.
+TEST(GitIndexTest, OnlyWorktreePathsPass) {
+  char dir_template[] = "/tmp/ptybox-index-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const fs::path repo = dir_template;
+  const std::string git = "git -C " + repo.string() + " ";
+  Shell(git + "init -q");
+  fs::create_directories(repo / "xgit/hooks");
+  fs::create_directories(repo / "deep/er/still-deeper-directory-name");
+  fs::create_directories(repo / "zzzzz");
+  std::ofstream(repo / "zzzzz/config") << "c\n";
+  std::ofstream(repo / "xgit/hooks/pre-commit") << "hook\n";
+  std::ofstream(repo / "deep/er/still-deeper-directory-name/file.txt") << "x\n";
+  std::ofstream(repo / "deep/er/other.txt") << "y\n";
+  std::ofstream(repo / "intent.txt") << "z\n";
+  fs::create_symlink("other.txt", repo / "deep/er/link");
+  Shell(git + "add xgit deep zzzzz");
+  Shell(git + "update-index --add --cacheinfo 160000,1111111111111111111111111111111111111111,sub");
+  Shell(git + "add -N intent.txt");
+  for (const char* version : {"2", "3", "4"}) {
+    SCOPED_TRACE(std::string("index version ") + version);
+    int status = 0;
+    Shell(git + "update-index --index-version " + version, &status);
+    ASSERT_EQ(status, 0);
+    const std::string index = Slurp(repo / ".git/index");
+    std::string why;
+    EXPECT_TRUE(SafeIndex(index, 20, why)) << why;
+    // Same-length renames keep the index's layout: `xgit` (4 bytes), `zzzzz` (5 bytes).
+    for (const std::string bad :
+         {".git", ".GIT", ".Git", "../.", "././", ".git.", ".git ", "git~1", "GIT~1"}) {
+      std::string crafted = index;
+      const size_t at = crafted.find(bad.size() == 4 ? "xgit" : "zzzzz");
+      ASSERT_NE(at, std::string::npos);
+      crafted.replace(at, bad.size(), bad);
+      EXPECT_FALSE(SafeIndex(crafted, 20, why)) << bad;
+    }
+    EXPECT_FALSE(SafeIndex(index.substr(0, 40), 20, why));
+  }
+  fs::remove_all(repo);
+}
+
 TEST_F(GitPrivateTest, WorkDoneInThePrivateDirectoryComesBackToTheHost) {
   GitSnapshot snapshot = Prepare();
   EXPECT_TRUE(fs::is_regular_file(private_ / "config"));
