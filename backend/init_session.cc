@@ -163,6 +163,7 @@ void InitSession::Launch(const sandbox::LaunchSpec& spec) {
   session_uid_lease_ = std::move(init.session_uid_lease);
   {
     std::lock_guard lock(gits_->mutex);
+    has_gits_ = !init.private_gits.empty();
     gits_->gits = std::move(init.private_gits);
   }
   diagnostics_ = std::move(init.diagnostics);
@@ -497,12 +498,8 @@ void InitSession::Finish(Result<void> result) {
 }
 
 void InitSession::CopyBackLastTime() {
-  bool any = false;
-  {
-    std::lock_guard lock(gits_->mutex);
-    any = !gits_->gits.empty();
-  }
-  if (!any) return;
+  if (!has_gits_) return;
+  has_gits_ = false;
   // Every process of the session has ended: nothing writes the private directories any more.
   // The worker keeps them alive on its own; nothing comes back to the reactor.
   Result<void> started = off_reactor_.Run<int>(

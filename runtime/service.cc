@@ -284,16 +284,25 @@ void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& se
       then();
       return;
     }
+    const uint64_t waiter = next_copy_back_++;
+    copy_back_waiters_.emplace(waiter, std::move(then));
+    auto resume = [this, waiter] {
+      auto it = copy_back_waiters_.find(waiter);
+      if (it == copy_back_waiters_.end()) return;
+      std::function<void()> next = std::move(it->second);
+      copy_back_waiters_.erase(it);
+      next();
+    };
     Result<void> started = git_copy_back_.Run<int>(
         "copies the session's git work back",
         [held] {
           backend::CopyBackSessionGits(*held, /*last=*/false);
           return 0;
         },
-        [then](int) { then(); });
+        [resume](int) { resume(); });
     if (!started) {
       LogWarn(started.error().message + "; the send's git work is copied back at the next one");
-      then();
+      resume();
     }
   };
   if (background) {

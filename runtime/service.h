@@ -247,6 +247,11 @@ class PtyService final {
   // The copy-back of sessions' private git directories after each send (backend/git_copy_back.h):
   // a foreground send is answered once its copy-back is done.
   backend::OffReactor git_copy_back_{io_};
+  // What runs once each copy-back is done (the send's answer), kept here on the reactor by id:
+  // a copy-back's delivery is destroyed on its worker thread when the service is gone first
+  // (backend/off_reactor.h), so it carries only the id, never the answer's callbacks.
+  std::map<uint64_t, std::function<void()>> copy_back_waiters_;
+  uint64_t next_copy_back_ = 1;
   uint64_t next_owner_ = 1;
   // Each published session's output hub (its watchers), by session id, until it is closed.
   std::map<std::string, std::shared_ptr<WatchHub>> hubs_;
