@@ -13,9 +13,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 #include "common/log.h"
@@ -400,6 +402,14 @@ Result<OpenedRoots> OpenRoots(const SandboxSpec& sandbox) {
 // session with the run-time directory, host_walls.h), or for an ordinary user without one
 // `/tmp/ptybox-git-<uid>` (every session has a /tmp of its own); mode 0700, this uid's, not a
 // link. nullopt when neither can be made so.
+// Private git directories are off unless the daemon runs with PTYBOX_GIT_WRITE=1
+// (docs/security.md, "Git for agents": open limits remain, so by default every .git stays
+// read-only, the wall that has held since the first round).
+bool GitWriteEnabled() {
+  const char* value = std::getenv("PTYBOX_GIT_WRITE");
+  return value != nullptr && std::string_view(value) == "1";
+}
+
 std::optional<std::filesystem::path> PrivateGitParent() {
   std::filesystem::path parent;
   if (std::optional<std::filesystem::path> runtime = PerUserRuntimeDirectory()) {
@@ -511,7 +521,7 @@ Result<void> PlanComposed(StagePlan& plan, const SandboxSpec& sandbox, const Ope
     entry.root_entry = n.root;  // the bound roots are the first entries, in this order
     entry.relative = n.relative.string();
     entry.kind = n.kind;
-    if (n.kind == NestedMount::Kind::kProtected && is_dir &&
+    if (n.kind == NestedMount::Kind::kProtected && is_dir && GitWriteEnabled() &&
         sandbox.mode == policy::Mode::kWorkspaceWrite &&
         std::find(repositories.git_paths.begin(), repositories.git_paths.end(),
                   root.path / n.relative) != repositories.git_paths.end()) {

@@ -102,14 +102,8 @@ TEST_P(EscapeTest, GitDirectoryAndPolicyFileStayReadOnly) {
                         "-q --allow-empty -m escape");
   Observed policy = Run("write-.ptybox.yaml", "touch .ptybox.yaml");
   if (Confined()) {
-    if (Mode() == "read-only") {
-      EXPECT_EQ(touch.exit, 1) << touch.Show();
-      EXPECT_TRUE(touch.Says("Read-only file system")) << touch.Show();
-    } else {
-      // workspace-write: the session writes its private git directory (docs/security.md,
-      // "Git for agents"); nothing it makes there reaches the host's .git.
-      EXPECT_EQ(touch.exit, 0) << touch.Show();
-    }
+    EXPECT_EQ(touch.exit, 1) << touch.Show();
+    EXPECT_TRUE(touch.Says("Read-only file system")) << touch.Show();
     EXPECT_FALSE(fs::exists(workspace() / ".git" / "x"));
     // .git is a mount point inside: it cannot be renamed or replaced either (in read-only the
     // whole workspace is read-only first).
@@ -117,12 +111,8 @@ TEST_P(EscapeTest, GitDirectoryAndPolicyFileStayReadOnly) {
         Mode() == "read-only" ? "Read-only file system" : "Device or resource busy";
     EXPECT_EQ(move.exit, 1) << move.Show();
     EXPECT_TRUE(move.Says(busy)) << move.Show();
-    if (Mode() == "read-only") {
-      EXPECT_EQ(commit.exit, 128) << commit.Show();
-      EXPECT_TRUE(commit.Says("index.lock': Read-only file system")) << commit.Show();
-    } else {
-      EXPECT_EQ(commit.exit, 0) << commit.Show();  // copied back by the daemon, validated
-    }
+    EXPECT_EQ(commit.exit, 128) << commit.Show();
+    EXPECT_TRUE(commit.Says("index.lock': Read-only file system")) << commit.Show();
     EXPECT_EQ(policy.exit, 1) << policy.Show();
     EXPECT_TRUE(policy.Says("Read-only file system")) << policy.Show();
     Observed append = Run("write-.ptybox.yaml", "echo 'mode: danger-full-access' >> .ptybox.yaml");

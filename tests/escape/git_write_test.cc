@@ -56,7 +56,7 @@ constexpr const char* kIdentity =
     "GIT_COMMITTER_NAME=agent GIT_COMMITTER_EMAIL=agent@example.com; ";
 
 TEST_P(GitWriteTest, AnAgentCommitsAndTheHostSeesItAfterTheSend) {
-  Daemon daemon;
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   const std::string head_before = HostGit(ws, {"rev-parse", "HEAD"}).out;
@@ -109,7 +109,7 @@ TEST_P(GitWriteTest, AnAgentCommitsAndTheHostSeesItAfterTheSend) {
 }
 
 TEST_P(GitWriteTest, WhatASessionPlantsInItsGitNeverRunsOrWritesOnTheHost) {
-  Daemon daemon;
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   TempDir host;
@@ -194,7 +194,7 @@ TEST_P(GitWriteTest, WhatASessionPlantsInItsGitNeverRunsOrWritesOnTheHost) {
 }
 
 TEST_P(GitWriteTest, ALinkedWorktreeCannotBeAddedAndSaysSo) {
-  Daemon daemon;
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   RpcClient client(daemon.socket());
@@ -219,7 +219,7 @@ TEST(GitWriteCostTest, OpenAndCopyBackFigures) {
     return v[v.size() / 2];
   };
   for (const int repositories : {0, 1, 100}) {
-    Daemon daemon;
+    Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
     const fs::path ws = daemon.workspace();
     for (int i = 0; i < repositories; ++i) {
       const fs::path repo = i == 0 ? ws : ws / "vendor" / ("lib" + std::to_string(i));
