@@ -795,6 +795,40 @@ bool DangerousComponent(std::string_view part) {
   return std::all_of(lower.begin() + 4, lower.end(), [](char c) { return c == '.' || c == ' '; });
 }
 
+// Why git must not take the path of index entry `n` (mode `mode`) from a session, or nullopt:
+// what verify_path refuses to write in a worktree, a mode git never writes, a link git reads
+// as configuration.
+std::optional<std::string> IndexPathRefusal(const std::string& path, uint32_t mode, uint32_t n) {
+  if (path.empty() || path.size() > 4096 || path.find('\\') != std::string::npos) {
+    return "entry " + std::to_string(n) + " has an empty, overlong or backslashed path";
+  }
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t slash = path.find('/', start);
+    if (slash == std::string::npos) slash = path.size();
+    if (DangerousComponent(std::string_view(path).substr(start, slash - start))) {
+      return "entry `" + path + "` is not a path git may write in a worktree";
+    }
+    start = slash + 1;
+  }
+  const uint32_t type = mode & 0170000;
+  if (type != 0100000 && type != 0120000 && type != 0160000) {
+    return "entry `" + path + "` has mode " + std::to_string(mode);
+  }
+  if (type == 0120000) {  // git refuses these as links (verify_path): read as configuration
+    const size_t slash = path.rfind('/');
+    std::string leaf = path.substr(slash == std::string::npos ? 0 : slash + 1);
+    std::transform(leaf.begin(), leaf.end(), leaf.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    for (const char* name : {".gitmodules", ".gitattributes", ".gitignore", ".mailmap"}) {
+      if (leaf == name) {
+        return "entry `" + path + "` is a symbolic link git reads as configuration";
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 uint32_t Be32(std::string_view s, size_t at) {
   auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(s[at + i])); };
   return (b(0) << 24) | (b(1) << 16) | (b(2) << 8) | b(3);
@@ -868,36 +902,9 @@ bool SafeIndex(std::string_view index, size_t hash_size, std::string& why) {
       path = std::string(index.substr(name_at, nul - name_at));
       after = at + ((name_at - at + path.size() + 8) & ~size_t{7});  // NUL-padded to 8 bytes
     }
-    if (path.empty() || path.size() > 4096 || path.find('\\') != std::string::npos) {
-      why = "entry " + std::to_string(n) + " has an empty, overlong or backslashed path";
+    if (std::optional<std::string> refused = IndexPathRefusal(path, mode, n)) {
+      why = *refused;
       return false;
-    }
-    size_t start = 0;
-    while (start <= path.size()) {
-      size_t slash = path.find('/', start);
-      if (slash == std::string::npos) slash = path.size();
-      if (DangerousComponent(std::string_view(path).substr(start, slash - start))) {
-        why = "entry `" + path + "` is not a path git may write in a worktree";
-        return false;
-      }
-      start = slash + 1;
-    }
-    const uint32_t type = mode & 0170000;
-    if (type != 0100000 && type != 0120000 && type != 0160000) {
-      why = "entry `" + path + "` has mode " + std::to_string(mode);
-      return false;
-    }
-    if (type == 0120000) {  // git refuses these as links (verify_path): read as configuration
-      const size_t slash = path.rfind('/');
-      std::string leaf = path.substr(slash == std::string::npos ? 0 : slash + 1);
-      std::transform(leaf.begin(), leaf.end(), leaf.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      for (const char* name : {".gitmodules", ".gitattributes", ".gitignore", ".mailmap"}) {
-        if (leaf == name) {
-          why = "entry `" + path + "` is a symbolic link git reads as configuration";
-          return false;
-        }
-      }
     }
     previous = std::move(path);
     at = after;
