@@ -3,6 +3,7 @@
 // copy-back under the one mutex so two never interleave on a snapshot.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -14,6 +15,9 @@ namespace ptybox::backend {
 struct SessionGits {
   std::mutex mutex;
   std::vector<sandbox::PrivateGit> gits;  // guarded by `mutex`
+  // Whether the launch made any: read on the reactor without the mutex (a copy-back on a worker
+  // holds it for as long as it copies), so a session without one never starts a copy-back.
+  std::atomic<bool> any{false};
 };
 
 // On a worker thread (never the reactor: it reads and fsyncs files): copies back every private

@@ -163,7 +163,7 @@ void InitSession::Launch(const sandbox::LaunchSpec& spec) {
   session_uid_lease_ = std::move(init.session_uid_lease);
   {
     std::lock_guard lock(gits_->mutex);
-    has_gits_ = !init.private_gits.empty();
+    gits_->any = !init.private_gits.empty();
     gits_->gits = std::move(init.private_gits);
   }
   diagnostics_ = std::move(init.diagnostics);
@@ -498,8 +498,7 @@ void InitSession::Finish(Result<void> result) {
 }
 
 void InitSession::CopyBackLastTime() {
-  if (!has_gits_) return;
-  has_gits_ = false;
+  if (!gits_->any.exchange(false)) return;
   // Every process of the session has ended: nothing writes the private directories any more.
   // The worker keeps them alive on its own; nothing comes back to the reactor.
   Result<void> started = off_reactor_.Run<int>(

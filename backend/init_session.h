@@ -131,9 +131,6 @@ class InitSession final {
   bool abandoned_ = false;  // ended while its walk ran: nothing is launched
   sandbox::LaunchRepositories repositories_;
   std::shared_ptr<SessionGits> gits_ = std::make_shared<SessionGits>();
-  // Whether the launch made private git directories: read on the reactor without the mutex,
-  // which a copy-back on a worker may hold for as long as it copies.
-  bool has_gits_ = false;
   sandbox::SandboxSpec walked_sandbox_;  // what the walks search (workspace-write only)
   std::filesystem::path walked_init_;    // its ptybox-init (which hidden directories it covers)
   struct timespec walk_started_ {};      // CLOCK_REALTIME before the first walk

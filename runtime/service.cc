@@ -280,7 +280,7 @@ void PtyService::Send(const std::shared_ptr<Owner>& owner, const std::string& se
   if (session) gits = (*session)->gits();
   auto copy_back = [this, gits](std::function<void()> then) {
     std::shared_ptr<backend::SessionGits> held = gits.lock();
-    if (!held) {
+    if (!held || !held->any) {  // no private git directory (the default): nothing to copy
       then();
       return;
     }
