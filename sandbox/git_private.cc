@@ -1189,6 +1189,20 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
   return {};
 }
 
+// Writes `content` as the host's `name` the way git does, only while `unchanged` holds under
+// git's lock (compare-and-swap); true when written, else a conflict line in `done`.
+bool SwapWholeFile(int host_git_fd, const char* name, const std::string& content,
+                   const std::optional<GitOwner>& owner,
+                   const std::function<Result<bool>()>& unchanged, GitCopyBack& done) {
+  Result<bool> wrote = WriteLikeGit(host_git_fd, name, {.fd = -1, .data = content}, 0644, true,
+                                    owner, /*durable=*/true, unchanged);
+  if (wrote && *wrote) return true;
+  done.conflicts.push_back(std::string(name) + ": " +
+                           (wrote ? "the host changed it since the session started; left as it is"
+                                  : wrote.error().Describe()));
+  return false;
+}
+
 // HEAD, on the same rule as a ref (CopyBackPrivateGit).
 void CopyBackHead(int private_fd, int host_git_fd, GitSnapshot& snapshot,
                   const std::optional<GitOwner>& owner, GitCopyBack& done) {
@@ -1207,19 +1221,9 @@ void CopyBackHead(int private_fd, int host_git_fd, GitSnapshot& snapshot,
       if (!host_head) return Propagate(host_head);
       return *host_head && Trim(**host_head) == snapshot.head;
     };
-    const std::string content = value + "\n";
-    Result<bool> wrote = WriteLikeGit(host_git_fd, "HEAD", {.fd = -1, .data = content}, 0644, true,
-                                      owner, /*durable=*/true, head_unchanged);
-    if (wrote && !*wrote) {
-      done.conflicts.push_back(
-          "HEAD: the host changed it since the session started; left as it is");
-    } else {
-      if (!wrote) {
-        done.conflicts.push_back("HEAD: " + wrote.error().Describe());
-      } else {
-        done.head = true;
-        snapshot.head = value;
-      }
+    if (SwapWholeFile(host_git_fd, "HEAD", value + "\n", owner, head_unchanged, done)) {
+      done.head = true;
+      snapshot.head = value;
     }
   }
 }
@@ -1253,18 +1257,9 @@ void CopyBackIndex(int private_fd, int host_git_fd, GitSnapshot& snapshot,
         if (!host_index) return Propagate(host_index);
         return *host_index == snapshot.index;
       };
-      Result<bool> wrote = WriteLikeGit(host_git_fd, "index", {.fd = -1, .data = **index}, 0644,
-                                        true, owner, /*durable=*/true, index_unchanged);
-      if (wrote && !*wrote) {
-        done.conflicts.push_back(
-            "index: the host changed it since the session started; left as it is");
-      } else {
-        if (!wrote) {
-          done.conflicts.push_back("index: " + wrote.error().Describe());
-        } else {
-          done.index = true;
-          snapshot.index = std::move(**index);
-        }
+      if (SwapWholeFile(host_git_fd, "index", **index, owner, index_unchanged, done)) {
+        done.index = true;
+        snapshot.index = std::move(**index);
       }
     }
   }
