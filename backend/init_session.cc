@@ -400,6 +400,10 @@ void InitSession::RetryEmpty(int rounds_left) {
 void InitSession::Terminate(std::chrono::milliseconds grace,
                             std::function<void(Result<void>)> done) {
   std::weak_ptr<bool> alive = alive_;
+  if (ended_ && copying_back_) {
+    waiters_.push_back(std::move(done));  // answered once the last copy-back is done
+    return;
+  }
   if (child_pid_ <= 0 || ended_) {
     // Never started, or already gone with its whole tree. A walk still running launches
     // nothing when it ends.
@@ -480,13 +484,24 @@ std::vector<pid_t> InitSession::Leftovers() {
 
 void InitSession::Finish(Result<void> result) {
   cleaning_ = false;
+  // A second end (a cleanup round that was already on its way) while the last copy-back runs:
+  // the waiters are answered once it is done.
+  if (copying_back_) return;
   if (result) {
     ended_ = true;
     terminating_ = false;
     if (timer_) timer_->cancel();
     control_.reset();
-    CopyBackLastTime();
+    // The waiters (a `terminal_close`, `ptybox run`'s exit, the daemon's shutdown) are answered
+    // once the session's last git work is back in the host's .git: the person who runs
+    // `git log` after them sees every commit.
+    if (CopyBackLastTime([this, result] { AnswerWaiters(result); })) return;
   }
+  AnswerWaiters(result);
+}
+
+void InitSession::AnswerWaiters(const Result<void>& result) {
+  copying_back_ = false;
   std::vector<std::function<void(Result<void>)>> waiters;
   waiters.swap(waiters_);
   std::weak_ptr<bool> alive = alive_;
@@ -497,22 +512,26 @@ void InitSession::Finish(Result<void> result) {
   }
 }
 
-void InitSession::CopyBackLastTime() {
-  if (!gits_->any.exchange(false)) return;
+bool InitSession::CopyBackLastTime(std::function<void()> then) {
+  if (!gits_->any.exchange(false)) return false;
   // Every process of the session has ended: nothing writes the private directories any more.
-  // The worker keeps them alive on its own; nothing comes back to the reactor.
+  // The worker keeps them alive on its own; `then` holds only this session's own pointer, and is
+  // dropped with the delivery when the session is destroyed first (off_reactor.h).
   Result<void> started = off_reactor_.Run<int>(
       "copies the session's git work back",
       [gits = gits_] {
         CopyBackSessionGits(*gits, /*last=*/true);
         return 0;
       },
-      [](int) {});
+      [then = std::move(then)](int) { then(); });
   if (!started) {
     LogWarn(started.error().message + "; the session's last git work was not copied back");
     std::lock_guard lock(gits_->mutex);
     gits_->gits.clear();
+    return false;
   }
+  copying_back_ = true;
+  return true;
 }
 
 std::string InitSession::Diagnostics() {

@@ -115,7 +115,10 @@ class InitSession final {
   void RetryEmpty(int rounds_left);  // AwaitEmpty again after kEmptyCheck, from the timer
   void Escalate();
   void Finish(Result<void> result);
-  void CopyBackLastTime();  // off the reactor, then the private git directories are removed
+  // Off the reactor, then the private git directories are removed and `then` runs on the
+  // reactor. False when there was nothing to copy (or no thread): `then` never runs.
+  bool CopyBackLastTime(std::function<void()> then);
+  void AnswerWaiters(const Result<void>& result);
   std::vector<pid_t> Leftovers();
 
   asio::io_context& io_;
@@ -157,8 +160,9 @@ class InitSession final {
 
   // Termination.
   bool terminating_ = false;
-  bool ended_ = false;     // init reaped and every process of the session gone
-  bool cleaning_ = false;  // init reaped; waiting for the session's cgroup to empty
+  bool ended_ = false;         // init reaped and every process of the session gone
+  bool cleaning_ = false;      // init reaped; waiting for the session's cgroup to empty
+  bool copying_back_ = false;  // ended; the last git copy-back runs, the waiters wait for it
   int escalation_ = 0;
   std::optional<asio::steady_timer> timer_;
   std::vector<std::function<void(Result<void>)>> waiters_;

@@ -33,6 +33,17 @@ if(NOT RE2_FOUND)
   ptybox_missing("RE2 (re2.pc)" "libre2-dev")
 endif()
 
+# The git copy-back checks every loose object against its name (sandbox/git_objects.cc): zlib
+# inflates it, libcrypto hashes it (SHA-1 or SHA-256, as the repository names its objects).
+pkg_check_modules(ZLIB QUIET IMPORTED_TARGET zlib)
+if(NOT ZLIB_FOUND)
+  ptybox_missing("zlib (zlib.pc)" "zlib1g-dev")
+endif()
+pkg_check_modules(LIBCRYPTO QUIET IMPORTED_TARGET libcrypto)
+if(NOT LIBCRYPTO_FOUND)
+  ptybox_missing("OpenSSL's libcrypto (libcrypto.pc)" "libssl-dev")
+endif()
+
 find_package(yaml-cpp QUIET)
 if(NOT yaml-cpp_FOUND)
   ptybox_missing("yaml-cpp" "libyaml-cpp-dev")

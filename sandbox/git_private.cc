@@ -15,11 +15,14 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 
 #include "common/log.h"
 #include "common/propagate.h"
 #include "common/unique_fd.h"
+#include "sandbox/git_objects.h"
+#include "sandbox/git_work_dir.h"
 #include "sandbox/path_open.h"
 
 namespace ptybox::sandbox {
@@ -157,6 +160,32 @@ Result<UniqueFd> MakeDir(int dir, const std::string& name, mode_t mode,
 // The way git writes a file: `<name>.lock` made exclusively beside it, written, fsynced, then
 // renamed over `name` (`replace`) or linked to it only when `name` does not exist yet.
 // `source` is either a descriptor to copy from or the data itself.
+// Up to `limit` bytes from `from` (at its offset) to `to`.
+Result<void> CopyBytes(int from, int to, uint64_t limit, const std::string& from_what,
+                       const std::string& to_what) {
+  char buffer[1 << 16];
+  for (uint64_t left = limit; left != 0;) {
+    const ssize_t n =
+        ::read(from, buffer, static_cast<size_t>(std::min<uint64_t>(sizeof buffer, left)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::unexpected(Errno("read", from_what));
+    if (n == 0) break;
+    left -= static_cast<uint64_t>(n);
+    Result<void> wrote = WriteAll(to, std::string_view(buffer, static_cast<size_t>(n)), to_what);
+    if (!wrote) return wrote;
+  }
+  return {};
+}
+
+// A file the session made sparse: it costs the session nothing and the host every byte (a 1 GiB
+// hole became 1 GiB written into the host's .git per file). Git never writes sparse objects or
+// packs. Small files may report no blocks on a filesystem that stores them inline: only past
+// 1 MiB.
+bool Sparse(const struct stat& st) {
+  return st.st_size > (1 << 20) &&
+         static_cast<uint64_t>(st.st_blocks) * 512 < static_cast<uint64_t>(st.st_size) / 2;
+}
+
 struct WriteSource {
   int fd = -1;
   std::string_view data;
@@ -181,17 +210,8 @@ Result<bool> WriteLikeGit(int dir, const std::string& name, const WriteSource& s
   };
   if (Result<void> chowned = Chown(out.Get(), owner, lock); !chowned) return fail(chowned.error());
   if (source.fd >= 0) {
-    char buffer[1 << 16];
-    for (uint64_t left = source.limit; left != 0;) {
-      const ssize_t n =
-          ::read(source.fd, buffer, static_cast<size_t>(std::min<uint64_t>(sizeof buffer, left)));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return fail(Errno("read", name));
-      if (n == 0) break;
-      left -= static_cast<uint64_t>(n);
-      Result<void> wrote =
-          WriteAll(out.Get(), std::string_view(buffer, static_cast<size_t>(n)), lock);
-      if (!wrote) return fail(wrote.error());
+    if (Result<void> copied = CopyBytes(source.fd, out.Get(), source.limit, name, lock); !copied) {
+      return fail(copied.error());
     }
   } else if (Result<void> wrote = WriteAll(out.Get(), source.data, lock); !wrote) {
     return fail(wrote.error());
@@ -586,24 +606,20 @@ Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
 
 // Copies one regular file of the private directory into `host_dir` under the same name unless
 // the host has it. Returns whether it was written.
+// `check`, when given, is run on the written copy (`name.lock` in `host_dir`, which only the daemon
+// writes) before it is renamed into place: false keeps nothing and says why in `refused`.
+using ContentCheck = std::function<bool(int fd, uint64_t size, std::string& why)>;
 Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& name,
                             const std::string& what, std::vector<std::string>& refused,
-                            const std::optional<GitOwner>& owner) {
+                            const std::optional<GitOwner>& owner, const ContentCheck& check = {}) {
   Result<std::optional<OpenedFile>> file = OpenRegular(private_dir, name, kGitObjectFileMax, true);
   if (!file) {
     refused.push_back(what + ": " + file.error().message);
     return false;
   }
   if (!*file) return false;
-  auto sparse = [](const struct stat& st) {
-    return st.st_size > (1 << 20) &&
-           static_cast<uint64_t>(st.st_blocks) * 512 < static_cast<uint64_t>(st.st_size) / 2;
-  };
   struct stat st {};
-  // A sparse file costs the session nothing and the host every byte: a 1 GiB hole became 1 GiB
-  // written into the host's .git per file. Git never writes sparse objects or packs. (Small files
-  // may report no blocks on a filesystem that stores them inline: only past 1 MiB.)
-  if (::fstat((*file)->fd.Get(), &st) == 0 && sparse(st)) {
+  if (::fstat((*file)->fd.Get(), &st) == 0 && Sparse(st)) {
     refused.push_back(what + ": a sparse file (" + std::to_string(st.st_size) + " bytes, " +
                       std::to_string(static_cast<uint64_t>(st.st_blocks) * 512) + " allocated)");
     return false;
@@ -611,10 +627,16 @@ Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& na
   if (::fstatat(host_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return false;
   // Checked again once copied, before the rename: holes punched while the copy ran.
   const int source = (*file)->fd.Get();
+  std::string why;
   auto still_dense = [&]() -> Result<bool> {
     struct stat now {};
     if (::fstat(source, &now) != 0) return std::unexpected(Errno("fstat", what));
-    return !sparse(now);
+    if (Sparse(now)) return false;
+    if (!check) return true;
+    Result<std::optional<OpenedFile>> copy =
+        OpenRegular(host_dir, name + ".lock", kGitObjectFileMax, true);
+    if (!copy || !*copy) return std::unexpected(Errno("openat2", what + " (the copy)"));
+    return check((*copy)->fd.Get(), (*copy)->size, why);
   };
   Result<bool> wrote =
       WriteLikeGit(host_dir, name, {.fd = source, .data = {}, .limit = (*file)->size}, 0444,
@@ -623,6 +645,7 @@ Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& na
     refused.push_back(what + ": " + wrote.error().message);
     return false;
   }
+  if (!why.empty()) refused.push_back(what + ": " + why);
   return *wrote;
 }
 
@@ -643,7 +666,127 @@ bool CopyableObjectFile(const DirEntry& e, const std::string& what, bool (*valid
   return true;
 }
 
-Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, std::vector<std::string>& refused,
+// The object id size of the repository the snapshot was taken from: 32 bytes when any of its ids
+// is SHA-256 (64 digits), else 20 (an index read with the wrong size fails SafeIndex: refused).
+size_t IndexHashSize(const GitSnapshot& snapshot) {
+  if (IsObjectId(snapshot.head) && snapshot.head.size() == 64) return 32;
+  for (const auto& [name, value] : snapshot.refs) {
+    if (IsObjectId(value)) return value.size() == 64 ? 32 : 20;
+  }
+  return 20;
+}
+
+// The session's pack `name` (in `my_packs`) copied into a scratch directory of this process (the
+// session may rewrite its own file while it is read: only the copy is checked and kept) and
+// indexed there by the host's git. nullopt when the file is gone.
+struct ScratchPack {
+  UniqueFd pack;     // the checked copy, at offset 0; its directory is already removed
+  std::string name;  // hex, as git named it
+  std::string idx;   // the index git wrote
+};
+Result<std::optional<ScratchPack>> IndexSessionPack(int my_packs, const std::string& name,
+                                                    size_t hash_size) {
+  Result<std::optional<OpenedFile>> file = OpenRegular(my_packs, name, kGitObjectFileMax, true);
+  if (!file) return Propagate(file);
+  if (!*file) return std::optional<ScratchPack>();
+  struct stat st {};
+  if (::fstat((*file)->fd.Get(), &st) != 0) return std::unexpected(Errno("fstat", name));
+  if (Sparse(st)) {
+    return Fail(ErrorKind::kPolicyDenied,
+                "a sparse file (" + std::to_string(st.st_size) + " bytes, " +
+                    std::to_string(uint64_t(st.st_blocks) * 512) + " allocated)");
+  }
+  std::optional<std::filesystem::path> work = GitWorkDirectory();
+  if (!work) return Fail(ErrorKind::kInternal, "no git work directory to check the pack in");
+  std::string dir = (*work / "pack-XXXXXX").string();
+  if (::mkdtemp(dir.data()) == nullptr) return std::unexpected(Errno("mkdtemp", dir));
+  struct Removed {
+    std::filesystem::path path;
+    ~Removed() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } removed{dir};
+  const std::filesystem::path copy = removed.path / "session.pack";
+  ScratchPack scratch;
+  scratch.pack.Reset(
+      ::open(copy.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!scratch.pack) return std::unexpected(Errno("open", copy.string()));
+  if (Result<void> copied =
+          CopyBytes((*file)->fd.Get(), scratch.pack.Get(), (*file)->size, name, copy.string());
+      !copied) {
+    return Propagate(copied);
+  }
+  Result<IndexedPack> indexed = IndexPack(copy, hash_size);
+  if (!indexed) return Propagate(indexed);
+  if (::lseek(scratch.pack.Get(), 0, SEEK_SET) != 0)
+    return std::unexpected(Errno("lseek", copy.string()));
+  scratch.name = std::move(indexed->name);
+  scratch.idx = std::move(indexed->idx);
+  return std::optional<ScratchPack>(std::move(scratch));
+}
+
+// The session's packs (`my_packs`, its objects/pack), each copied into a scratch directory of this
+// process, indexed there by the host's git (git_objects.h: every object's name computed from its
+// contents; the session's .idx and .rev are never used), refused whole when it names an object
+// the host already has (git searches packs before loose objects and never rehashes what a pack
+// holds: the session's content would stand under the host's id, and the host's `git gc` would
+// keep it and drop the original), then written into the host's objects/pack under the name git
+// gave it, .pack before .idx (git sees a pack once its index is there).
+Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, size_t hash_size,
+                             std::vector<std::string>& refused,
+                             const std::optional<GitOwner>& owner) {
+  size_t copied = 0;
+  Result<std::vector<DirEntry>> entries = List(my_packs, "objects/pack");
+  if (!entries) return Propagate(entries);
+  std::optional<UniqueFd> host_packs;
+  for (const DirEntry& e : *entries) {
+    const std::string what = "objects/pack/" + e.name;
+    if (!CopyableObjectFile(e, what, ValidPackFile, "tmp_", "not a pack file name", refused) ||
+        !e.name.ends_with(".pack")) {
+      continue;
+    }
+    Result<std::optional<ScratchPack>> indexed = IndexSessionPack(my_packs, e.name, hash_size);
+    if (!indexed) {
+      refused.push_back(what + ": " + indexed.error().message);
+      continue;
+    }
+    if (!*indexed) continue;  // gone since it was listed
+    std::string why;
+    Result<bool> fresh = PackIndexNamesNoHostObject(host_git_fd, (*indexed)->idx, why);
+    if (!fresh) return Propagate(fresh);
+    if (!*fresh) {
+      refused.push_back(what + ": " + why + "; the pack is not copied");
+      continue;
+    }
+    if (!host_packs) {
+      Result<UniqueFd> made = MakeDir(host_objects, "pack", 0755, owner);
+      if (!made) return Propagate(made);
+      host_packs = std::move(*made);
+    }
+    const std::string base = "pack-" + (*indexed)->name;
+    struct stat st {};
+    if (::fstatat(host_packs->Get(), (base + ".idx").c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      continue;  // the host has this pack
+    }
+    Result<bool> wrote = WriteLikeGit(host_packs->Get(), base + ".pack",
+                                      {.fd = (*indexed)->pack.Get(), .data = {}}, 0444,
+                                      /*replace=*/true, owner);
+    if (wrote && *wrote) {
+      wrote = WriteLikeGit(host_packs->Get(), base + ".idx", {.fd = -1, .data = (*indexed)->idx},
+                           0444, /*replace=*/false, owner);
+    }
+    if (!wrote) {
+      refused.push_back(what + ": " + wrote.error().message);
+      continue;
+    }
+    copied += *wrote ? 1 : 0;
+  }
+  return copied;
+}
+
+Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size,
+                               std::vector<std::string>& refused,
                                const std::optional<GitOwner>& owner) {
   size_t copied = 0;
   Result<std::optional<UniqueFd>> mine = OpenDir(private_fd, "objects");
@@ -652,71 +795,13 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, std::vector<std:
   Result<std::optional<UniqueFd>> host = OpenDir(host_git_fd, "objects");
   if (!host) return Propagate(host);
   if (!*host) return Fail(ErrorKind::kInternal, "the host's .git has no objects directory");
-  // Packs first (the .pack before its .idx: git sees a pack once its index is there).
+  // Packs first: a pack's objects may be what a loose tree or commit names.
   Result<std::optional<UniqueFd>> my_packs = OpenDir((*mine)->Get(), "pack");
   if (my_packs && *my_packs) {
-    Result<std::vector<DirEntry>> entries = List((*my_packs)->Get(), "objects/pack");
-    if (!entries) return Propagate(entries);
-    std::stable_sort(entries->begin(), entries->end(), [](const DirEntry& a, const DirEntry& b) {
-      auto rank = [](const std::string& n) {
-        return n.ends_with(".pack") ? 0 : n.ends_with(".rev") ? 1 : 2;
-      };
-      return rank(a.name) < rank(b.name);
-    });
-    Result<UniqueFd> host_packs = MakeDir((*host)->Get(), "pack", 0755, owner);
-    if (!host_packs) return Propagate(host_packs);
-    // Each .idx read once into memory and checked there (the session can rewrite its file while
-    // it is copied): git searches packs before loose objects and never rehashes what a pack
-    // holds, so an index naming an object the host already has would hand the host's git the
-    // session's content under the host's id (and the host's `git gc` would then keep that
-    // content and drop the original). Such a pack is refused whole; a .rev is never taken (git
-    // computes the reverse index itself when there is none).
-    std::map<std::string, std::string> indexes;  // pack base name -> its checked .idx bytes
-    for (const DirEntry& e : *entries) {
-      if (!e.name.ends_with(".idx") || !ValidPackFile(e.name) || e.type != S_IFREG ||
-          e.links != 1) {
-        continue;
-      }
-      const std::string what = "objects/pack/" + e.name;
-      Result<std::optional<std::string>> idx =
-          ReadFile((*my_packs)->Get(), e.name, kGitPackIndexMax, true);
-      if (!idx || !*idx) {
-        if (!idx) refused.push_back(what + ": " + idx.error().message);
-        continue;
-      }
-      std::string why;
-      Result<bool> fresh = PackIndexNamesNoHostObject(host_git_fd, **idx, why);
-      if (!fresh) return Propagate(fresh);
-      if (!*fresh) {
-        refused.push_back(what + ": " + why + "; the pack is not copied");
-        continue;
-      }
-      indexes[e.name.substr(0, e.name.size() - 4)] = std::move(**idx);
-    }
-    for (const DirEntry& e : *entries) {
-      const std::string what = "objects/pack/" + e.name;
-      if (!CopyableObjectFile(e, what, ValidPackFile, "tmp_", "not a pack file name", refused)) {
-        continue;
-      }
-      const size_t dot = e.name.rfind('.');
-      const std::string base = e.name.substr(0, dot);
-      if (e.name.ends_with(".rev") || !indexes.contains(base)) continue;
-      Result<bool> wrote = false;
-      if (e.name.ends_with(".idx")) {
-        struct stat st {};
-        if (::fstatat(host_packs->Get(), e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) continue;
-        wrote = WriteLikeGit(host_packs->Get(), e.name, {.fd = -1, .data = indexes[base]}, 0444,
-                             /*replace=*/false, owner);
-        if (!wrote) {
-          refused.push_back(what + ": " + wrote.error().message);
-          continue;
-        }
-      } else {
-        wrote = CopyObjectFile((*my_packs)->Get(), host_packs->Get(), e.name, what, refused, owner);
-        if (!wrote) return Propagate(wrote);
-      }
-      copied += *wrote ? 1 : 0;
-    }
+    Result<size_t> packs =
+        CopyBackPacks((*my_packs)->Get(), (*host)->Get(), host_git_fd, hash_size, refused, owner);
+    if (!packs) return Propagate(packs);
+    copied += *packs;
   }
   Result<std::vector<DirEntry>> dirs = List((*mine)->Get(), "objects");
   if (!dirs) return Propagate(dirs);
@@ -744,8 +829,16 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, std::vector<std:
         if (!made) return Propagate(made);
         host_sub = std::move(*made);
       }
-      Result<bool> wrote =
-          CopyObjectFile((*sub)->Get(), host_sub->Get(), f.name, file_what, refused, owner);
+      const std::string id = d.name + f.name;
+      if (id.size() != hash_size * 2) {
+        refused.push_back(file_what + ": not an id of this repository's hash");
+        continue;
+      }
+      auto matches = [&id](int fd, uint64_t size, std::string& why) {
+        return LooseObjectMatchesName(fd, size, id, why);
+      };
+      Result<bool> wrote = CopyObjectFile((*sub)->Get(), host_sub->Get(), f.name, file_what,
+                                          refused, owner, matches);
       if (!wrote) return Propagate(wrote);
       copied += *wrote ? 1 : 0;
     }
@@ -1228,16 +1321,6 @@ void CopyBackHead(int private_fd, int host_git_fd, GitSnapshot& snapshot,
   }
 }
 
-// The object id size of the repository the snapshot was taken from: 32 bytes when any of its ids
-// is SHA-256 (64 digits), else 20 (an index read with the wrong size fails SafeIndex: refused).
-size_t IndexHashSize(const GitSnapshot& snapshot) {
-  if (IsObjectId(snapshot.head) && snapshot.head.size() == 64) return 32;
-  for (const auto& [name, value] : snapshot.refs) {
-    if (IsObjectId(value)) return value.size() == 64 ? 32 : 20;
-  }
-  return 20;
-}
-
 // The index, written only while the host's is byte for byte the one the session started from.
 void CopyBackIndex(int private_fd, int host_git_fd, GitSnapshot& snapshot,
                    const std::optional<GitOwner>& owner, GitCopyBack& done) {
@@ -1278,7 +1361,8 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
     owner = GitOwner{st.st_uid, st.st_gid};
   }
   // Objects first: a ref is written only once what it names is there.
-  Result<size_t> objects = CopyBackObjects(private_fd, host_git_fd, done.refused, owner);
+  Result<size_t> objects =
+      CopyBackObjects(private_fd, host_git_fd, IndexHashSize(snapshot), done.refused, owner);
   if (!objects) return Propagate(objects);
   done.objects = *objects;
   if (Result<void> refs = CopyBackRefs(private_fd, host_git_fd, snapshot, owner, done); !refs) {

@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "common/propagate.h"
 #include "sandbox/git_private.h"
+#include "sandbox/git_work_dir.h"
 #include "sandbox/host_walls.h"
 #include "sandbox/mount_plan.h"
 #include "sandbox/path_open.h"
@@ -398,10 +399,6 @@ Result<OpenedRoots> OpenRoots(const SandboxSpec& sandbox) {
   return out;
 }
 
-// The parent of the private git directories: `<run-time directory>/git` (hidden from every
-// session with the run-time directory, host_walls.h), or for an ordinary user without one
-// `/tmp/ptybox-git-<uid>` (every session has a /tmp of its own); mode 0700, this uid's, not a
-// link. nullopt when neither can be made so.
 // Private git directories are off unless the daemon runs with PTYBOX_GIT_WRITE=1
 // (docs/security.md, "Git for agents": open limits remain, so by default every .git stays
 // read-only, the wall that has held since the first round).
@@ -410,38 +407,14 @@ bool GitWriteEnabled() {
   return value != nullptr && std::string_view(value) == "1";
 }
 
-std::optional<std::filesystem::path> PrivateGitParent() {
-  std::filesystem::path parent;
-  if (std::optional<std::filesystem::path> runtime = PerUserRuntimeDirectory()) {
-    ::mkdir(runtime->c_str(), 0700);
-    parent = *runtime / "git";
-  } else {
-    parent = "/tmp/ptybox-git-" + std::to_string(::geteuid());
-  }
-  ::mkdir(parent.c_str(), 0700);
-  struct stat st {};
-  if (::lstat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() ||
-      (st.st_mode & 0077) != 0) {
-    return std::nullopt;
-  }
-  return parent;
-}
-
 // A repository's private git directory (git_private.h), made and filled from the host's .git
 // (`git`, opened beneath its root). nullopt, with a warning, when the daemon has no run-time
 // directory to hold it: the .git is then composed read-only as before (the session cannot
 // commit there, and the host stays safe).
 Result<std::optional<PrivateGit>> MakePrivateGit(const OpenedPath& git, const OpenedRoots& roots,
                                                  bool as_root) {
-  std::optional<std::filesystem::path> parent = PrivateGitParent();
-  if (!parent) {
-    LogWarn(
-        "no directory of mode 0700 owned by the daemon's uid for the private git directory of " +
-        git.path.string() +
-        " (the run-time directory's git/, or /tmp/ptybox-git-<uid>); "
-        "the repository stays read-only in the session");
-    return std::optional<PrivateGit>();
-  }
+  std::optional<std::filesystem::path> parent = GitWorkDirectory();  // warns when none
+  if (!parent) return std::optional<PrivateGit>();
   PrivateGit made;
   made.host_git = git.path;
   std::string name = (*parent / "g-XXXXXX").string();

@@ -8,6 +8,8 @@ packages=(
   bubblewrap
   libseccomp-dev libcap-dev libyaml-cpp-dev nlohmann-json3-dev libasio-dev libcli11-dev
   libvterm-dev libre2-dev googletest libgtest-dev libgmock-dev libbenchmark-dev
+  # The git copy-back checks objects against their names: zlib inflates, libcrypto hashes.
+  zlib1g-dev libssl-dev
   python3 procps util-linux
   # The Python client's test installs clients/python into a venv with pip, offline
   # (tests/clients: python3-pip brings setuptools and wheel).

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <thread>
 #include <vector>
 
 #include "tests/escape/escape_support.h"
@@ -213,6 +214,38 @@ TEST_P(GitWriteTest, ALinkedWorktreeCannotBeAddedAndSaysSo) {
 // Figures for docs/security.md ("Git for agents", cost): how long a workspace-write open takes
 // with no repository, one, and 100 nested ones, and a send that commits against one that does
 // not. Printed only: nothing here depends on timing.
+// What a session commits after its last send (a background job here) reaches the host's .git
+// with the session's last copy-back, and `terminal_close` is answered only once that is done: the
+// person who runs `git log` after the close sees the commit.
+TEST(GitWriteCloseTest, TheLastCommitIsInTheHostsGitWhenTheCloseIsAnswered) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  ASSERT_EQ(RunProcess({kGit, "-C", ws.string(), "init", "-q", "-b", "main"}).exit_code, 0);
+  ASSERT_EQ(RunProcess({kGit, "-C", ws.string(), "-c", "user.name=h", "-c", "user.email=h@x",
+                        "commit", "-q", "--allow-empty", "-m", "first"})
+                .exit_code,
+            0);
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  // The job commits after the send was answered, then leaves a file the test waits for.
+  const std::string work = std::string(kIdentity) +
+                           "(sleep 1; git commit -q --allow-empty -m after-the-send && "
+                           "touch committed) >/dev/null 2>&1 & echo started";
+  Observed did = RunInSession(client, id, "workspace-write", "background-commit", work);
+  ASSERT_TRUE(did.Says("started")) << did.Show();
+  const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(ws / "committed") && std::chrono::steady_clock::now() < guard) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(fs::exists(ws / "committed")) << daemon.Log();
+  EXPECT_EQ(RunProcess({kGit, "-C", ws.string(), "log", "--format=%s", "main"}).out, "first\n")
+      << "copied back before any send or close";
+  ASSERT_TRUE(client.Call("terminal_close", Json{{"sessionId", id}}).contains("result"));
+  RunResult log = RunProcess({kGit, "-C", ws.string(), "log", "--format=%s", "main"});
+  EXPECT_EQ(log.out, "after-the-send\nfirst\n") << log.Describe() << daemon.Log();
+}
+
 TEST(GitWriteCostTest, OpenAndCopyBackFigures) {
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());

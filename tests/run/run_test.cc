@@ -272,6 +272,53 @@ TEST_F(RunTest, WorkspaceWriteWritesTheWorkspaceButNotGitNorOutside) {
   EXPECT_FALSE(fs::exists(outside.path() / "escaped"));
 }
 
+// Git for agents under `ptybox run` (docs/security.md): the command's commits are in the host's
+// .git when `run` exits (the last copy-back is waited for), and the run leaves no private copy
+// behind in its git work directory.
+TEST_F(RunTest, WorkspaceWriteCommitsAreInTheHostsGitWhenRunExits) {
+  auto git = [&](const std::string& args) {
+    ChildProcess host(
+        {.argv = {"/bin/sh", "-c", "git -c user.name=host -c user.email=h@example.com " + args},
+         .env = {"PATH=/usr/bin:/bin", "HOME=" + state_.path().string(), "GIT_CONFIG_NOSYSTEM=1"},
+         .cwd = ws(),
+         .close_stdin = false,
+         .stderr_file = {}});
+    host.CloseStdin();
+    host.Wait();
+    return host.out();
+  };
+  git("init -q -b main");
+  git("commit -q --allow-empty -m host");
+  child_ = Start({"--mode", "workspace-write", "--", "sh", "-c",
+                  "echo x > made.txt && git add made.txt && "
+                  "git -c user.name=agent -c user.email=a@example.com commit -qm from-run && "
+                  "echo committed"},
+                 {"PTYBOX_GIT_WRITE=1"});
+  child_->CloseStdin();
+  const pid_t run_pid = child_->pid();
+  ChildProcess::Exit e = child_->Wait();
+  EXPECT_EQ(e.code, 0) << child_->err();
+  EXPECT_EQ(child_->out(), "committed\n") << child_->err();
+  EXPECT_EQ(git("log --format=%s main"), "from-run\nhost\n") << child_->err();
+  EXPECT_EQ(git("status --porcelain"), "");
+  // Its work directory (git_work_dir.h) is there, empty: the private copy went with the session.
+  const uid_t uid = ::geteuid();
+  size_t found = 0;
+  for (const fs::path& parent :
+       {fs::path("/run/ptybox/git"), fs::path("/run/user/" + std::to_string(uid) + "/ptybox/git"),
+        fs::path("/tmp/ptybox-git-" + std::to_string(uid))}) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(parent, ec)) {
+      if (!entry.path().filename().string().starts_with("p-" + std::to_string(run_pid) + "-")) {
+        continue;
+      }
+      ++found;
+      EXPECT_TRUE(fs::is_empty(entry.path())) << entry.path() << " holds a private copy";
+    }
+  }
+  EXPECT_EQ(found, 1u) << "no git work directory of the run (pid " << run_pid << ")";
+}
+
 TEST_F(RunTest, DangerFullAccessWritesAnywhereTheUserMay) {
   fs::create_directory(ws() / ".git");
   OutsideDir outside;

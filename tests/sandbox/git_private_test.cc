@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -353,6 +354,160 @@ TEST_F(GitPrivateTest, PrepareCopiesNoLinkFromTheHost) {
   EXPECT_FALSE(fs::is_symlink(private_ / "ORIG_HEAD"));
   EXPECT_EQ(snapshot.head, "ref: refs/heads/main");
   EXPECT_EQ(snapshot.refs.size(), 1u);
+}
+
+}  // namespace
+}  // namespace ptybox::sandbox
+
+namespace ptybox::sandbox {
+namespace {
+
+// What the outside review planted: a loose object filed under the id of `hello\n` that holds
+// `EVIL!\n`. Git trusts the name, so the host's `git checkout` of a `hello` file would write EVIL.
+TEST_F(GitPrivateTest, ALooseObjectThatIsNotWhatItsNameSaysIsRefused) {
+  GitSnapshot snapshot = Prepare();
+  const std::string hello = "ce013625030ba8dba906f756967f9e9ca394464a";  // blob "hello\n"
+  { std::ofstream(dir_ / "evil") << "EVIL!\n"; }
+  { std::ofstream(dir_ / "honest") << "honest\n"; }
+  const std::string evil = Session("hash-object -w " + (dir_ / "evil").string()).substr(0, 40);
+  const fs::path objects = private_ / "objects";
+  fs::create_directories(objects / hello.substr(0, 2));
+  fs::rename(objects / evil.substr(0, 2) / evil.substr(2),
+             objects / hello.substr(0, 2) / hello.substr(2));
+  // The control: an honest object comes back.
+  const std::string honest = Session("hash-object -w " + (dir_ / "honest").string()).substr(0, 40);
+  GitCopyBack done = CopyBack(snapshot);
+  EXPECT_EQ(done.objects, 1u);
+  ASSERT_EQ(done.refused.size(), 1u);
+  EXPECT_NE(done.refused[0].find("holds the object " + evil + ", not the one its name says"),
+            std::string::npos)
+      << done.refused[0];
+  int status = 0;
+  Host("cat-file -e " + hello, &status);
+  EXPECT_NE(status, 0) << "the host's .git has an object named " << hello;
+  EXPECT_EQ(Host("cat-file -p " + honest), "honest\n");
+  EXPECT_FALSE(
+      fs::exists(host_ / ".git" / "objects" / hello.substr(0, 2) / (hello.substr(2) + ".lock")));
+  EXPECT_EQ(Host("fsck --no-progress --no-dangling"), "");
+}
+
+// Every malformed shape of a loose object: each refused with what is wrong, none copied.
+TEST_F(GitPrivateTest, MalformedLooseObjectsAreRefused) {
+  GitSnapshot snapshot = Prepare();
+  const fs::path dir = private_ / "objects" / "aa";
+  fs::create_directories(dir);
+  // Each file is named by the SHA-1 of what it would inflate to when well formed, so only its
+  // shape is wrong. python3 writes them with zlib.
+  const std::string script =
+      "import hashlib,zlib,sys\n"
+      "d=sys.argv[1]\n"
+      "def put(raw, z):\n"
+      "  h=hashlib.sha1(raw).hexdigest()\n"
+      "  import os; os.makedirs(d+'/../'+h[:2], exist_ok=True)\n"
+      "  open(d+'/../'+h[:2]+'/'+h[2:],'wb').write(z)\n"
+      "good=b'blob 5\\0hello'\n"
+      "put(b'blob 9\\0truncate', zlib.compress(b'blob 9\\0truncate')[:-6])\n"
+      "put(b'blob 4\\0long!', zlib.compress(b'blob 4\\0long!'))\n"
+      "put(b'bolb 2\\0xx', zlib.compress(b'bolb 2\\0xx'))\n"
+      "put(b'blob 3\\0abc', zlib.compress(b'blob 3\\0abc')+b'junk')\n"
+      "put(b'blob 2\\0zz', b'not zlib at all')\n";
+  { std::ofstream(dir_ / "objects.py") << script; }
+  int status = 0;
+  EXPECT_EQ(Shell("python3 " + (dir_ / "objects.py").string() + " " + dir.string(), &status), "");
+  GitCopyBack done = CopyBack(snapshot);
+  EXPECT_EQ(done.objects, 0u);
+  std::string all;
+  for (const std::string& line : done.refused) all += line + "\n";
+  EXPECT_EQ(done.refused.size(), 5u) << all;
+  for (const char* why :
+       {"is a truncated object", "inflates past the size its header declares",
+        "has no valid object header", "has data after its zlib stream", "is not a zlib stream"}) {
+    EXPECT_NE(all.find(why), std::string::npos) << why << "\n" << all;
+  }
+  EXPECT_EQ(Host("count-objects").substr(0, 2), "3 ");  // the first commit's three objects
+}
+
+// The session's .idx is never used: its pack is indexed by the host's git, so an index that names
+// other objects than the pack holds (here: `hello\n`'s id for the session's blob) is no lie the
+// host ever reads. The pack comes back under the name git gives it.
+TEST_F(GitPrivateTest, APackIsIndexedByTheHostsGitNotByTheSessions) {
+  GitSnapshot snapshot = Prepare();
+  { std::ofstream(host_ / "b.txt") << "packed\n"; }
+  Session("add b.txt");
+  Session("commit -q -m packed");
+  int status = 0;
+  Session("repack -q -d -l", &status);
+  ASSERT_EQ(status, 0);
+  const std::string blob = Session("rev-parse HEAD:b.txt").substr(0, 40);
+  const std::string hello = "ce013625030ba8dba906f756967f9e9ca394464a";
+  fs::path idx;
+  for (const auto& e : fs::directory_iterator(private_ / "objects" / "pack")) {
+    if (e.path().extension() == ".idx") idx = e.path();
+  }
+  ASSERT_FALSE(idx.empty());
+  const std::string script =
+      "import sys\np=sys.argv[1]\nd=open(p,'rb').read()\n"
+      "open(p,'wb').write(d.replace(bytes.fromhex(sys.argv[2]),"
+      "bytes.fromhex(sys.argv[3])))\n";
+  { std::ofstream(dir_ / "idx.py") << script; }
+  fs::permissions(idx, fs::perms::owner_write, fs::perm_options::add);
+  Shell("python3 " + (dir_ / "idx.py").string() + " " + idx.string() + " " + blob + " " + hello);
+  GitCopyBack done = CopyBack(snapshot);
+  EXPECT_TRUE(done.refused.empty()) << done.refused.front();
+  EXPECT_EQ(done.objects, 1u);
+  EXPECT_EQ(Host("log --format=%s main"), "packed\nfirst\n");
+  EXPECT_EQ(Host("cat-file -p " + blob), "packed\n");
+  Host("cat-file -e " + hello, &status);
+  EXPECT_NE(status, 0) << "the host reads the session's index";
+  EXPECT_EQ(Host("fsck --no-progress --no-dangling --strict"), "");
+}
+
+// A pack git cannot index alone (corrupt, or thin: deltas against objects it does not hold) is
+// refused with git's own reason, and nothing of it is kept.
+TEST_F(GitPrivateTest, APackGitCannotIndexIsRefused) {
+  GitSnapshot snapshot = Prepare();
+  fs::create_directories(private_ / "objects" / "pack");
+  const std::string name = "pack-" + std::string(40, 'b');
+  { std::ofstream(private_ / "objects" / "pack" / (name + ".pack")) << "PACK garbage"; }
+  { std::ofstream(private_ / "objects" / "pack" / (name + ".idx")) << "garbage"; }
+  GitCopyBack done = CopyBack(snapshot);
+  ASSERT_EQ(done.refused.size(), 1u);
+  EXPECT_NE(done.refused[0].find("git index-pack refused it"), std::string::npos)
+      << done.refused[0];
+  EXPECT_EQ(done.objects, 0u);
+  EXPECT_FALSE(fs::exists(host_ / ".git" / "objects" / "pack" / (name + ".pack")));
+}
+
+}  // namespace
+}  // namespace ptybox::sandbox
+
+#include "sandbox/git_work_dir.h"
+
+namespace ptybox::sandbox {
+namespace {
+
+// A directory of an ended process (no flock held) is swept; one a live process holds, and
+// anything not named p-*, stays.
+TEST(GitWorkDirTest, OnlyDirectoriesNoLiveProcessHoldsAreSwept) {
+  char tmpl[] = "/tmp/ptybox-git-sweep-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const fs::path parent = tmpl;
+  fs::create_directories(parent / "p-1-ended" / "g-x" / "objects");
+  { std::ofstream(parent / "p-1-ended" / "g-x" / "HEAD") << "ref: refs/heads/main\n"; }
+  fs::create_directories(parent / "p-2-live");
+  fs::create_directories(parent / "other");
+  fs::create_symlink(parent / "other", parent / "p-3-link");
+  UniqueFd live(::open((parent / "p-2-live").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_EQ(::flock(live.Get(), LOCK_EX), 0);
+  EXPECT_EQ(SweepStaleGitWorkDirectories(parent), 1u);
+  EXPECT_FALSE(fs::exists(parent / "p-1-ended"));
+  EXPECT_TRUE(fs::is_directory(parent / "p-2-live"));
+  EXPECT_TRUE(fs::is_directory(parent / "other"));
+  EXPECT_TRUE(fs::is_symlink(parent / "p-3-link"));
+  live.Reset();  // the process "ended"
+  EXPECT_EQ(SweepStaleGitWorkDirectories(parent), 1u);
+  EXPECT_FALSE(fs::exists(parent / "p-2-live"));
+  fs::remove_all(parent);
 }
 
 }  // namespace

@@ -1,0 +1,232 @@
+// Objects checked against their names (git_objects.h).
+#include "sandbox/git_objects.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/unique_fd.h"
+#include "sandbox/captured_run.h"
+
+namespace ptybox::sandbox {
+namespace {
+
+struct DigestDeleter {
+  void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
+};
+
+std::string Hex(const unsigned char* bytes, size_t n) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(kHex[bytes[i] >> 4]);
+    out.push_back(kHex[bytes[i] & 15]);
+  }
+  return out;
+}
+
+// The object header `<type> <size>\0` at the start of `inflated`: the size, or nullopt when it
+// is malformed (`complete` false: not all of it has arrived yet).
+std::optional<uint64_t> ParseHeader(std::string_view inflated, bool& complete, size_t& length) {
+  complete = false;
+  const size_t nul = inflated.find('\0');
+  if (nul == std::string_view::npos) {
+    complete = inflated.size() > 32;  // longer than any valid header: malformed
+    return std::nullopt;
+  }
+  complete = true;
+  length = nul + 1;
+  const std::string_view header = inflated.substr(0, nul);
+  const size_t space = header.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  const std::string_view type = header.substr(0, space);
+  const std::string_view digits = header.substr(space + 1);
+  if (type != "blob" && type != "tree" && type != "commit" && type != "tag") return std::nullopt;
+  if (digits.empty() || digits.size() > 19 || (digits.size() > 1 && digits[0] == '0')) {
+    return std::nullopt;
+  }
+  uint64_t size = 0;
+  for (const char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    size = size * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return size;
+}
+
+// The first git among the absolute directories of the daemon's PATH, then /usr/bin.
+std::optional<std::string> HostGit() {
+  std::vector<std::string> dirs;
+  if (const char* path = std::getenv("PATH")) {
+    std::string_view rest(path);
+    while (!rest.empty()) {
+      const size_t colon = rest.find(':');
+      const std::string_view dir = rest.substr(0, colon);
+      if (dir.starts_with('/')) dirs.emplace_back(dir);
+      if (colon == std::string_view::npos) break;
+      rest.remove_prefix(colon + 1);
+    }
+  }
+  dirs.emplace_back("/usr/bin");
+  for (const std::string& dir : dirs) {
+    const std::string candidate = dir + "/git";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool LooseObjectMatchesName(int fd, uint64_t size, std::string_view id, std::string& why) {
+  const EVP_MD* kind = id.size() == 40 ? EVP_sha1() : id.size() == 64 ? EVP_sha256() : nullptr;
+  if (kind == nullptr) {
+    why = "not an object id";
+    return false;
+  }
+  std::unique_ptr<EVP_MD_CTX, DigestDeleter> digest(EVP_MD_CTX_new());
+  if (!digest || EVP_DigestInit_ex(digest.get(), kind, nullptr) != 1) {
+    why = "cannot start a hash";
+    return false;
+  }
+  z_stream zs{};
+  if (inflateInit(&zs) != Z_OK) {
+    why = "cannot start zlib";
+    return false;
+  }
+  std::unique_ptr<z_stream, int (*)(z_stream*)> zs_end(&zs, inflateEnd);
+  std::array<unsigned char, 1 << 16> in{};
+  std::array<unsigned char, 1 << 16> out{};
+  std::string header;  // the inflated bytes until the header's NUL
+  std::optional<uint64_t> declared;
+  uint64_t body = 0;  // bytes after the header
+  uint64_t offset = 0;
+  bool ended = false;
+  while (offset < size) {
+    const ssize_t n = ::pread(fd, in.data(), std::min<uint64_t>(in.size(), size - offset),
+                              static_cast<off_t>(offset));
+    if (n <= 0) {
+      why = n == 0 ? "shorter than it was" : "cannot be read";
+      return false;
+    }
+    offset += static_cast<uint64_t>(n);
+    if (ended) {
+      why = "has data after its zlib stream";
+      return false;
+    }
+    zs.next_in = in.data();
+    zs.avail_in = static_cast<uInt>(n);
+    while (zs.avail_in != 0 && !ended) {
+      zs.next_out = out.data();
+      zs.avail_out = static_cast<uInt>(out.size());
+      const int rc = inflate(&zs, Z_NO_FLUSH);
+      if (rc != Z_OK && rc != Z_STREAM_END) {
+        why = "is not a zlib stream (" + std::string(zs.msg != nullptr ? zs.msg : "corrupt") + ")";
+        return false;
+      }
+      ended = rc == Z_STREAM_END;
+      std::string_view produced(reinterpret_cast<const char*>(out.data()),
+                                out.size() - zs.avail_out);
+      if (!declared) {
+        const size_t had = header.size();
+        header.append(produced.substr(0, 64));
+        bool complete = false;
+        size_t length = 0;
+        declared = ParseHeader(header, complete, length);
+        if (!declared) {
+          if (complete) {
+            why = "has no valid object header";
+            return false;
+          }
+          produced = {};
+        } else {
+          produced.remove_prefix(length - had);
+          if (EVP_DigestUpdate(digest.get(), header.data(), length) != 1) return false;
+        }
+      }
+      body += produced.size();
+      if (declared && (body > *declared || *declared > kGitInflatedObjectMax)) {
+        why = "inflates past the size its header declares";
+        return false;
+      }
+      if (!produced.empty() &&
+          EVP_DigestUpdate(digest.get(), produced.data(), produced.size()) != 1) {
+        return false;
+      }
+    }
+    if (ended && zs.avail_in != 0) {
+      why = "has data after its zlib stream";
+      return false;
+    }
+  }
+  if (!ended || !declared || body != *declared) {
+    why = "is a truncated object";
+    return false;
+  }
+  unsigned char sum[EVP_MAX_MD_SIZE];
+  unsigned int sum_size = 0;
+  if (EVP_DigestFinal_ex(digest.get(), sum, &sum_size) != 1) return false;
+  const std::string actual = Hex(sum, sum_size);
+  if (actual != id) {
+    why = "holds the object " + actual + ", not the one its name says";
+    return false;
+  }
+  return true;
+}
+
+Result<IndexedPack> IndexPack(const std::filesystem::path& pack, size_t hash_size) {
+  std::optional<std::string> git = HostGit();
+  if (!git) {
+    return Fail(ErrorKind::kInternal,
+                "no git on the daemon's PATH or in /usr/bin to check the pack with; install git "
+                "on the host");
+  }
+  const std::filesystem::path idx = std::filesystem::path(pack).replace_extension(".idx");
+  CaptureOptions options;
+  options.timeout = std::chrono::minutes(10);
+  options.max_capture = 64 * 1024;
+  // No configuration, no repository: git reads nothing of the session's or the person's. `env -i`
+  // empties the environment (nothing but exec is safe between fork and exec in a threaded
+  // daemon); the ceiling stops git's search for a repository at the scratch directory, which
+  // holds none.
+  const std::filesystem::path dir = pack.parent_path();
+  const CapturedRun run = RunCaptured(
+      {"/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "HOME=/nonexistent", "GIT_CONFIG_NOSYSTEM=1",
+       "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CEILING_DIRECTORIES=" + dir.parent_path().string(),
+       "LC_ALL=C", *git, "-C", dir.string(), "index-pack",
+       hash_size == 32 ? "--object-format=sha256" : "--object-format=sha1", "-o", idx.string(),
+       pack.string()},
+      options);
+  std::string err = run.err;
+  while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
+  if (!run.Succeeded()) {
+    std::error_code ec;
+    std::filesystem::remove(idx, ec);
+    return Fail(ErrorKind::kPolicyDenied,
+                "git index-pack refused it" + (err.empty() ? std::string() : " (" + err + ")"));
+  }
+  IndexedPack indexed;
+  indexed.name = run.out.substr(0, run.out.find_first_of("\r\n"));
+  if (indexed.name.starts_with("pack\t")) indexed.name.erase(0, 5);
+  if (indexed.name.size() != hash_size * 2) {
+    return Fail(ErrorKind::kInternal, "git index-pack printed no pack name: " + run.out);
+  }
+  UniqueFd fd(::open(idx.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  std::error_code ec;
+  if (!fd) return Fail(ErrorKind::kInternal, "git index-pack wrote no index at " + idx.string());
+  std::string bytes;
+  char buffer[1 << 16];
+  for (ssize_t n; (n = ::read(fd.Get(), buffer, sizeof buffer)) > 0;) bytes.append(buffer, n);
+  std::filesystem::remove(idx, ec);
+  indexed.idx = std::move(bytes);
+  return indexed;
+}
+
+}  // namespace ptybox::sandbox
