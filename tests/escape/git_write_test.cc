@@ -57,7 +57,7 @@ constexpr const char* kIdentity =
     "GIT_COMMITTER_NAME=agent GIT_COMMITTER_EMAIL=agent@example.com; ";
 
 TEST_P(GitWriteTest, AnAgentCommitsAndTheHostSeesItAfterTheSend) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  Daemon daemon;
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   const std::string head_before = HostGit(ws, {"rev-parse", "HEAD"}).out;
@@ -110,7 +110,7 @@ TEST_P(GitWriteTest, AnAgentCommitsAndTheHostSeesItAfterTheSend) {
 }
 
 TEST_P(GitWriteTest, WhatASessionPlantsInItsGitNeverRunsOrWritesOnTheHost) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  Daemon daemon;
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   TempDir host;
@@ -195,7 +195,7 @@ TEST_P(GitWriteTest, WhatASessionPlantsInItsGitNeverRunsOrWritesOnTheHost) {
 }
 
 TEST_P(GitWriteTest, ALinkedWorktreeCannotBeAddedAndSaysSo) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  Daemon daemon;
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   RpcClient client(daemon.socket());
@@ -218,7 +218,7 @@ TEST_P(GitWriteTest, ALinkedWorktreeCannotBeAddedAndSaysSo) {
 // with the session's last copy-back, and `terminal_close` is answered only once that is done: the
 // person who runs `git log` after the close sees the commit.
 TEST(GitWriteCloseTest, TheLastCommitIsInTheHostsGitWhenTheCloseIsAnswered) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  Daemon daemon;
   const fs::path ws = daemon.workspace();
   ASSERT_EQ(RunProcess({kGit, "-C", ws.string(), "init", "-q", "-b", "main"}).exit_code, 0);
   ASSERT_EQ(RunProcess({kGit, "-C", ws.string(), "-c", "user.name=h", "-c", "user.email=h@x",
@@ -246,13 +246,30 @@ TEST(GitWriteCloseTest, TheLastCommitIsInTheHostsGitWhenTheCloseIsAnswered) {
   EXPECT_EQ(log.out, "after-the-send\nfirst\n") << log.Describe() << daemon.Log();
 }
 
+// The operator's opt-out: a daemon started with PTYBOX_GIT_WRITE=0 composes no private git
+// directory; every .git of a writable root is read-only in the session, as before the wall.
+TEST(GitWriteOffTest, WithGitWriteZeroEveryGitStaysReadOnly) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=0"}});
+  const fs::path ws = daemon.workspace();
+  ASSERT_EQ(RunProcess({kGit, "-C", ws.string(), "init", "-q", "-b", "main"}).exit_code, 0);
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  Observed did = RunInSession(client, id, "workspace-write", "commit-off",
+                              std::string(kIdentity) + "git commit -q --allow-empty -m off");
+  EXPECT_EQ(did.exit, 128) << did.Show();
+  EXPECT_TRUE(did.Says("index.lock': Read-only file system")) << did.Show();
+  EXPECT_NE(RunProcess({kGit, "-C", ws.string(), "rev-parse", "HEAD"}).exit_code, 0)
+      << "a commit reached the host";
+}
+
 TEST(GitWriteCostTest, OpenAndCopyBackFigures) {
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
   for (const int repositories : {0, 1, 100}) {
-    Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+    Daemon daemon;
     const fs::path ws = daemon.workspace();
     for (int i = 0; i < repositories; ++i) {
       const fs::path repo = i == 0 ? ws : ws / "vendor" / ("lib" + std::to_string(i));
