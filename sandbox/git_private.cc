@@ -1077,6 +1077,86 @@ Result<std::map<std::string, std::string>> ParsePackedRefs(std::string_view text
   return refs;
 }
 
+namespace {
+
+// The private directory of each linked worktree the host has (kGitPrivateWorktrees/<id>): its
+// state files and index copied, an empty logs/, and an empty mount point for each of
+// kGitWorktreeReadOnlyFiles the host has (bound read-only at launch). A worktree without a
+// regular, well-formed HEAD and a regular gitdir is left to the host's read-only worktrees/.
+Result<void> PrepareWorktrees(int host_git_fd, int private_fd, const std::optional<GitOwner>& owner,
+                              GitSnapshot& snapshot) {
+  Result<std::optional<UniqueFd>> host = OpenDir(host_git_fd, "worktrees");
+  if (!host) return Propagate(host);
+  if (!*host) return {};
+  Result<std::vector<DirEntry>> entries = List((*host)->Get(), "worktrees");
+  if (!entries) return Propagate(entries);
+  std::sort(entries->begin(), entries->end(),
+            [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  std::optional<UniqueFd> all;
+  for (const DirEntry& e : *entries) {
+    if (e.type != S_IFDIR || !ValidWorktreeId(e.name)) continue;
+    if (snapshot.worktrees.size() == kGitMaxWorktrees) {
+      LogWarn("linked worktree " + e.name + ": more than " + std::to_string(kGitMaxWorktrees) +
+              " in one repository; it stays read-only in the session");
+      continue;
+    }
+    Result<std::optional<UniqueFd>> dir = OpenDir((*host)->Get(), e.name);
+    if (!dir || !*dir) continue;
+    const int from = (*dir)->Get();
+    struct stat st {};
+    Result<std::optional<std::string>> head = ReadFile(from, "HEAD", kGitSmallFileMax, false);
+    if (!head || !*head || !ValidRefValue(Trim(**head)) ||
+        ::fstatat(from, "gitdir", &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
+      continue;
+    }
+    GitWorktreeSnapshot worktree;
+    worktree.head = Trim(**head);
+    Result<std::optional<std::string>> index = ReadFile(from, "index", kGitIndexMax, false);
+    if (!index) return Propagate(index);
+    worktree.index = *index;
+    if (!all) {
+      Result<UniqueFd> made = MakeDir(private_fd, kGitPrivateWorktrees, 0755, owner);
+      if (!made) return Propagate(made);
+      all = std::move(*made);
+    }
+    Result<UniqueFd> mine = MakeDir(all->Get(), e.name, 0755, owner);
+    if (!mine) return Propagate(mine);
+    for (const char* name : kGitWorktreeStateFiles) {
+      Result<std::optional<std::string>> text = ReadFile(from, name, kGitSmallFileMax, false);
+      if (!text || !*text) continue;  // absent, a link, a FIFO: not copied
+      Result<bool> wrote = WriteLikeGit(mine->Get(), name, {.fd = -1, .data = **text}, 0644,
+                                        /*replace=*/true, owner, /*durable=*/false);
+      if (!wrote) return Propagate(wrote);
+    }
+    if (worktree.index) {
+      Result<bool> wrote = WriteLikeGit(mine->Get(), "index", {.fd = -1, .data = *worktree.index},
+                                        0644, /*replace=*/true, owner, /*durable=*/false);
+      if (!wrote) return Propagate(wrote);
+    }
+    if (Result<UniqueFd> logs = MakeDir(mine->Get(), "logs", 0755, owner); !logs) {
+      return Propagate(logs);
+    }
+    for (const char* name : kGitWorktreeReadOnlyFiles) {
+      if (::fstatat(from, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+      Result<bool> wrote = WriteLikeGit(mine->Get(), name, {.fd = -1, .data = {}}, 0444,
+                                        /*replace=*/true, owner, /*durable=*/false);
+      if (!wrote) return Propagate(wrote);
+      worktree.read_only_names.emplace_back(name);
+    }
+    snapshot.worktrees.emplace(e.name, std::move(worktree));
+  }
+  return {};
+}
+
+}  // namespace
+
+bool ValidWorktreeId(std::string_view id) {
+  if (id.empty() || id.size() > 255 || id.front() == '.' || id.ends_with(".lock")) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+}
+
 Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
                                       std::string_view objects_inside,
                                       std::optional<GitOwner> owner) {
@@ -1205,6 +1285,10 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
     }
     snapshot.covered_names.emplace_back(name);
   }
+  if (Result<void> worktrees = PrepareWorktrees(host_git_fd, private_fd, owner, snapshot);
+      !worktrees) {
+    return Propagate(worktrees);
+  }
   return snapshot;
 }
 
@@ -1217,7 +1301,20 @@ Result<bool> HostStillAt(int host_git_fd, const GitSnapshot& snapshot) {
   if (!*head || Trim(**head) != snapshot.head) return false;
   Result<std::optional<std::string>> index = ReadFile(host_git_fd, "index", kGitIndexMax, false);
   if (!index) return Propagate(index);
-  return *index == snapshot.index;
+  if (*index != snapshot.index) return false;
+  for (const auto& [id, worktree] : snapshot.worktrees) {
+    Result<std::optional<UniqueFd>> dir = OpenDir(host_git_fd, "worktrees/" + id);
+    if (!dir) return Propagate(dir);
+    if (!*dir) return false;
+    Result<std::optional<std::string>> wt_head = ReadFile((*dir)->Get(), "HEAD", 4096, false);
+    Result<std::optional<std::string>> wt_index =
+        ReadFile((*dir)->Get(), "index", kGitIndexMax, false);
+    if (!wt_head || !*wt_head || Trim(**wt_head) != worktree.head || !wt_index ||
+        *wt_index != worktree.index) {
+      return false;
+    }
+  }
+  return true;
 }
 
 namespace {
@@ -1296,54 +1393,95 @@ bool SwapWholeFile(int host_git_fd, const char* name, const std::string& content
   return false;
 }
 
+// What HEAD and the index of one git directory are compared and written against: the main
+// directory's (the snapshot's own) or a linked worktree's. `objects_fd` is the host's .git, where
+// the objects a HEAD names are looked for; `label` prefixes every line (`worktrees/<id>/`).
+struct HeadAndIndex {
+  std::string& head;
+  std::optional<std::string>& index;
+  std::string label;
+};
+
 // HEAD, on the same rule as a ref (CopyBackPrivateGit).
-void CopyBackHead(int private_fd, int host_git_fd, GitSnapshot& snapshot,
+bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex state,
                   const std::optional<GitOwner>& owner, GitCopyBack& done) {
+  const std::string what = state.label + "HEAD";
   Result<std::optional<std::string>> head = ReadFile(private_fd, "HEAD", 4096, true);
   if (!head || !*head || !ValidRefValue(Trim(**head))) {
-    done.refused.push_back("HEAD: missing, not a single-link regular file, or malformed");
-  } else if (const std::string value = Trim(**head);
-             value != snapshot.head && IsObjectId(value) &&
-             !HostHasObject(host_git_fd, value).value_or(false)) {
-    done.conflicts.push_back("HEAD: its commit " + value +
-                             " is not in the host's objects; "
-                             "left as it is");
-  } else if (value != snapshot.head) {
-    auto head_unchanged = [&]() -> Result<bool> {
-      Result<std::optional<std::string>> host_head = ReadFile(host_git_fd, "HEAD", 4096, false);
-      if (!host_head) return Propagate(host_head);
-      return *host_head && Trim(**host_head) == snapshot.head;
-    };
-    if (SwapWholeFile(host_git_fd, "HEAD", value + "\n", owner, head_unchanged, done)) {
-      done.head = true;
-      snapshot.head = value;
-    }
+    done.refused.push_back(what + ": missing, not a single-link regular file, or malformed");
+    return false;
   }
+  const std::string value = Trim(**head);
+  if (value == state.head) return false;
+  if (IsObjectId(value) && !HostHasObject(objects_fd, value).value_or(false)) {
+    done.conflicts.push_back(what + ": its commit " + value +
+                             " is not in the host's objects; left as it is");
+    return false;
+  }
+  auto head_unchanged = [&]() -> Result<bool> {
+    Result<std::optional<std::string>> host_head = ReadFile(host_dir, "HEAD", 4096, false);
+    if (!host_head) return Propagate(host_head);
+    return *host_head && Trim(**host_head) == state.head;
+  };
+  if (!SwapWholeFile(host_dir, "HEAD", value + "\n", owner, head_unchanged, done)) return false;
+  state.head = value;
+  return true;
 }
 
 // The index, written only while the host's is byte for byte the one the session started from.
-void CopyBackIndex(int private_fd, int host_git_fd, GitSnapshot& snapshot,
+bool CopyBackIndex(int private_fd, int host_dir, size_t hash_size, HeadAndIndex state,
                    const std::optional<GitOwner>& owner, GitCopyBack& done) {
+  const std::string what = state.label + "index";
   Result<std::optional<std::string>> index = ReadFile(private_fd, "index", kGitIndexMax, true);
   if (!index) {
-    done.refused.push_back("index: " + index.error().message);
-  } else if (*index && *index != snapshot.index) {
-    std::string why;
-    if (!(**index).starts_with("DIRC")) {
-      done.refused.push_back("index: does not start with git's DIRC signature");
-    } else if (!SafeIndex(**index, IndexHashSize(snapshot), why)) {
-      done.refused.push_back("index: " + why);
-    } else {
-      auto index_unchanged = [&]() -> Result<bool> {
-        Result<std::optional<std::string>> host_index =
-            ReadFile(host_git_fd, "index", kGitIndexMax, false);
-        if (!host_index) return Propagate(host_index);
-        return *host_index == snapshot.index;
-      };
-      if (SwapWholeFile(host_git_fd, "index", **index, owner, index_unchanged, done)) {
-        done.index = true;
-        snapshot.index = std::move(**index);
-      }
+    done.refused.push_back(what + ": " + index.error().message);
+    return false;
+  }
+  if (!*index || *index == state.index) return false;
+  std::string why;
+  if (!(**index).starts_with("DIRC")) {
+    done.refused.push_back(what + ": does not start with git's DIRC signature");
+    return false;
+  }
+  if (!SafeIndex(**index, hash_size, why)) {
+    done.refused.push_back(what + ": " + why);
+    return false;
+  }
+  auto index_unchanged = [&]() -> Result<bool> {
+    Result<std::optional<std::string>> host_index =
+        ReadFile(host_dir, "index", kGitIndexMax, false);
+    if (!host_index) return Propagate(host_index);
+    return *host_index == state.index;
+  };
+  if (!SwapWholeFile(host_dir, "index", **index, owner, index_unchanged, done)) return false;
+  state.index = std::move(**index);
+  return true;
+}
+
+// Each linked worktree's HEAD and index, from its private directory to the host's
+// `worktrees/<id>`, on the same rules.
+void CopyBackWorktrees(int private_fd, int host_git_fd, GitSnapshot& snapshot,
+                       const std::optional<GitOwner>& owner, GitCopyBack& done) {
+  for (auto& [id, worktree] : snapshot.worktrees) {
+    const std::string label = "worktrees/" + id + "/";
+    Result<std::optional<UniqueFd>> mine =
+        OpenDir(private_fd, std::string(kGitPrivateWorktrees) + "/" + id);
+    Result<std::optional<UniqueFd>> host = OpenDir(host_git_fd, "worktrees/" + id);
+    if (!mine || !*mine) {
+      done.refused.push_back(label + ": its private directory is gone or not a directory");
+      continue;
+    }
+    if (!host || !*host) {
+      done.conflicts.push_back(label + ": the host removed the worktree; left as it is");
+      continue;
+    }
+    HeadAndIndex state{worktree.head, worktree.index, label};
+    if (CopyBackHead((*mine)->Get(), (*host)->Get(), host_git_fd, state, owner, done)) {
+      ++done.worktree_files;
+    }
+    if (CopyBackIndex((*mine)->Get(), (*host)->Get(), IndexHashSize(snapshot), state, owner,
+                      done)) {
+      ++done.worktree_files;
     }
   }
 }
@@ -1368,8 +1506,10 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
   if (Result<void> refs = CopyBackRefs(private_fd, host_git_fd, snapshot, owner, done); !refs) {
     return Propagate(refs);
   }
-  CopyBackHead(private_fd, host_git_fd, snapshot, owner, done);
-  CopyBackIndex(private_fd, host_git_fd, snapshot, owner, done);
+  HeadAndIndex main{snapshot.head, snapshot.index, ""};
+  done.head = CopyBackHead(private_fd, host_git_fd, host_git_fd, main, owner, done);
+  done.index = CopyBackIndex(private_fd, host_git_fd, IndexHashSize(snapshot), main, owner, done);
+  CopyBackWorktrees(private_fd, host_git_fd, snapshot, owner, done);
   for (const std::string& line : done.refused) LogWarn("git copy-back refused " + line);
   for (const std::string& line : done.conflicts) LogWarn("git copy-back left " + line);
   return done;

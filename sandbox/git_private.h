@@ -61,6 +61,29 @@ inline constexpr const char* kGitCopiedStateFiles[] = {
     "AUTO_MERGE", "CHERRY_PICK_HEAD", "REVERT_HEAD", "packed-refs", "shallow",   "COMMIT_EDITMSG",
 };
 
+// Linked worktrees (gitrepository-layout(5), `worktrees/<id>`): each existing one the host has gets
+// a private directory of its own in the private copy (`.ptybox-worktrees/<id>`, attached at launch
+// over `worktrees/<id>` inside the host's read-only `worktrees/`), so that a commit in the
+// worktree's checkout writes its HEAD and index there; its back-link, its link to the common
+// directory, its lock and its configuration stay the host's, read-only; `worktrees/` itself stays
+// read-only (`git worktree add` fails cleanly). HEAD and the index come back like the main ones.
+inline constexpr size_t kGitMaxWorktrees = 16;  // the others stay read-only in the session
+inline constexpr char kGitPrivateWorktrees[] = ".ptybox-worktrees";
+inline constexpr const char* kGitWorktreeReadOnlyFiles[] = {"gitdir", "commondir", "locked",
+                                                            "config.worktree"};
+inline constexpr const char* kGitWorktreeStateFiles[] = {
+    "HEAD",       "ORIG_HEAD",        "FETCH_HEAD",  "MERGE_HEAD", "MERGE_MSG",
+    "MERGE_MODE", "CHERRY_PICK_HEAD", "REVERT_HEAD", "AUTO_MERGE", "COMMIT_EDITMSG"};
+
+// What a linked worktree started from (its HEAD and index), and which of
+// kGitWorktreeReadOnlyFiles the host has for it (mount points in its private directory).
+struct GitWorktreeSnapshot {
+  std::string head;
+  std::optional<std::string> index;
+  std::vector<std::string> read_only_names;
+  bool operator==(const GitWorktreeSnapshot&) const = default;
+};
+
 // What the session started from: the host's refs (loose over packed), HEAD and the index, as
 // read at launch and updated by each copy-back. A ref is written to the host only while the
 // host still holds the value recorded here.
@@ -74,6 +97,8 @@ struct GitSnapshot {
   // The kGitCoveredWhenAbsent directories the host lacks: each is a mount point for an empty
   // read-only directory, so that what git would make there fails cleanly in the session.
   std::vector<std::string> covered_names;
+  // The host's linked worktrees given a private directory, by id.
+  std::map<std::string, GitWorktreeSnapshot> worktrees;
 };
 
 // Refnames as git's check-ref-format(1) allows them, and under refs/ (at least two components).
@@ -81,6 +106,9 @@ struct GitSnapshot {
 // A ref's content, trimmed of its final newline: a 40- or 64-digit lowercase hex id, or
 // "ref: " and a valid refname.
 [[nodiscard]] bool ValidRefValue(std::string_view value);
+// A linked worktree's id as git makes it (a directory name: letters, digits, `.`, `_`, `-`, not
+// starting with `.`, at most 255 bytes).
+[[nodiscard]] bool ValidWorktreeId(std::string_view id);
 // A loose object's directory ("ab") and file (38 or 62 hex digits) names.
 [[nodiscard]] bool ValidLooseObjectDir(std::string_view name);
 [[nodiscard]] bool ValidLooseObjectFile(std::string_view name);
@@ -125,6 +153,7 @@ struct GitCopyBack {
   size_t refs = 0;     // refs created, updated or deleted
   bool head = false;
   bool index = false;
+  size_t worktree_files = 0;  // linked worktrees' HEADs and indexes written
   std::vector<std::string> refused;
   std::vector<std::string> conflicts;
 };

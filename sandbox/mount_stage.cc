@@ -131,6 +131,68 @@ int ReadOnlyClone(int dir, const char* name, bool directory) noexcept {
   return clone;
 }
 
+// kPrivateGit's linked worktrees: each private directory (a clone of its subdirectory of the staged
+// private copy) attached over `worktrees/<id>` beneath `top` (the private copy, whose worktrees/
+// is the host's, read-only, by now), then the host's own files (`clones`, in the order of
+// c.worktrees and their files) attached onto their mount points in it. No links followed.
+bool AttachWorktrees(const StagePlan& plan, const ComposedEntry& c, int top, const int* clones,
+                     int error_fd) noexcept {
+  constexpr uint64_t kNoLinks = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  const StageEntry& mine = plan.entries[c.source_entry];
+  const int from = plan.as_root ? mine.tree.Get() : mine.child_tree;
+  size_t next = 0;
+  for (const ComposedEntry::Worktree& w : c.worktrees) {
+    const int dir = OpenAt2(from, w.private_dir.c_str(),
+                            O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, kNoLinks);
+    const int source =
+        dir < 0 ? -1
+                : static_cast<int>(::syscall(SYS_open_tree, dir, "",
+                                             OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
+    if (dir >= 0) ::close(dir);
+    struct mount_attr attr {};
+    attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    const int point =
+        OpenAt2(top, w.host_dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, kNoLinks);
+    const bool attached =
+        source >= 0 && point >= 0 &&
+        ::syscall(SYS_mount_setattr, source, "", AT_EMPTY_PATH, &attr, sizeof attr) == 0 &&
+        ::syscall(SYS_move_mount, source, "", point, "",
+                  MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == 0;
+    const int saved = errno;
+    if (source >= 0) ::close(source);
+    if (point >= 0) ::close(point);
+    if (!attached) {
+      return Failed(error_fd, "attaching a linked worktree's private directory onto",
+                    w.host_dir.c_str(), saved);
+    }
+    const int inside =
+        OpenAt2(top, w.host_dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, kNoLinks);
+    if (inside < 0) {
+      return Failed(error_fd, "re-opening a linked worktree's private directory",
+                    w.host_dir.c_str(), errno);
+    }
+    for (const std::string& file : w.files) {
+      const int file_point =
+          OpenAt2(inside, file.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, kNoLinks);
+      const long moved = file_point < 0
+                             ? -1
+                             : ::syscall(SYS_move_mount, clones[next], "", file_point, "",
+                                         MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+      const int failed = errno;
+      ++next;
+      if (file_point >= 0) ::close(file_point);
+      if (moved != 0) {
+        ::close(inside);
+        return Failed(error_fd,
+                      "binding read-only in a linked worktree's private directory:", file.c_str(),
+                      failed);
+      }
+    }
+    ::close(inside);
+  }
+  return true;
+}
+
 // kPrivateGit: the host's code and configuration entries and its objects cloned read-only from
 // the .git (`target`), the private directory attached over it, then each clone attached onto its
 // mount point beneath the private directory (reached through the root again, no links).
@@ -165,6 +227,29 @@ bool ComposePrivateGit(const StagePlan& plan, const ComposedEntry& c, int root_f
     return Failed(error_fd, "cloning the objects of", c.host_path.c_str(), saved);
   }
   ++count;
+  // The linked worktrees' own host files, cloned while the .git is still the host's.
+  constexpr size_t kMaxWorktreeFiles =
+      kGitMaxWorktrees * (sizeof kGitWorktreeReadOnlyFiles / sizeof kGitWorktreeReadOnlyFiles[0]);
+  int worktree_clones[kMaxWorktreeFiles];
+  size_t worktree_count = 0;
+  auto close_worktree_clones = [&] {
+    for (size_t i = 0; i < worktree_count; ++i) ::close(worktree_clones[i]);
+  };
+  for (const ComposedEntry::Worktree& w : c.worktrees) {
+    for (const std::string& file : w.host_files) {
+      const int clone = worktree_count < kMaxWorktreeFiles
+                            ? ReadOnlyClone(target, file.c_str(), false)
+                            : (errno = E2BIG, -1);
+      if (clone < 0) {
+        const int saved = errno;
+        close_worktree_clones();
+        close_all();
+        return Failed(error_fd, "cloning read-only (changed since the launch read it?)",
+                      file.c_str(), saved);
+      }
+      worktree_clones[worktree_count++] = clone;
+    }
+  }
   const StageEntry& mine = plan.entries[c.source_entry];
   const int from = plan.as_root ? mine.tree.Get() : mine.child_tree;
   const int source = static_cast<int>(
@@ -172,6 +257,7 @@ bool ComposePrivateGit(const StagePlan& plan, const ComposedEntry& c, int root_f
   if (source < 0) {
     const int saved = errno;
     close_all();
+    close_worktree_clones();
     return Failed(error_fd, "open_tree for the private git directory of", c.host_path.c_str(),
                   saved);
   }
@@ -184,6 +270,7 @@ bool ComposePrivateGit(const StagePlan& plan, const ComposedEntry& c, int root_f
     const int saved = errno;
     ::close(source);
     close_all();
+    close_worktree_clones();
     return Failed(error_fd, "attaching the private git directory onto", c.host_path.c_str(), saved);
   }
   ::close(source);
@@ -193,6 +280,7 @@ bool ComposePrivateGit(const StagePlan& plan, const ComposedEntry& c, int root_f
   if (top < 0) {
     const int saved = errno;
     close_all();
+    close_worktree_clones();
     return Failed(error_fd, "re-opening the private git directory at", c.host_path.c_str(), saved);
   }
   for (size_t i = 0; i < count; ++i) {
@@ -207,6 +295,7 @@ bool ComposePrivateGit(const StagePlan& plan, const ComposedEntry& c, int root_f
     if (moved != 0) {
       ::close(top);
       close_all();
+      close_worktree_clones();
       return Failed(error_fd, "binding read-only in the private git directory:", name, saved);
     }
   }
@@ -227,12 +316,15 @@ bool ComposePrivateGit(const StagePlan& plan, const ComposedEntry& c, int root_f
     if (!ok) {
       ::close(top);
       close_all();
+      close_worktree_clones();
       return Failed(error_fd, "covering in the private git directory:", name.c_str(), saved);
     }
   }
+  const bool attached = AttachWorktrees(plan, c, top, worktree_clones, error_fd);
   ::close(top);
   close_all();
-  return true;
+  close_worktree_clones();
+  return attached;
 }
 
 // Attaches each composed mount onto its staged root by descriptor (mount_stage.h).
@@ -504,6 +596,16 @@ Result<void> PlanComposed(StagePlan& plan, const SandboxSpec& sandbox, const Ope
         entry.kind = NestedMount::Kind::kPrivateGit;
         entry.read_only_names = (*made)->snapshot.read_only_names;
         entry.covered_names = (*made)->snapshot.covered_names;
+        for (const auto& [id, worktree] : (*made)->snapshot.worktrees) {
+          ComposedEntry::Worktree w;
+          w.host_dir = "worktrees/" + id;
+          w.private_dir = std::string(kGitPrivateWorktrees) + "/" + id;
+          for (const std::string& file : worktree.read_only_names) {
+            w.files.push_back(file);
+            w.host_files.push_back(w.host_dir + "/" + file);
+          }
+          entry.worktrees.push_back(std::move(w));
+        }
         entry.source_entry = plan.private_gits.size();  // an entry index once staged
         plan.private_gits.push_back(std::move(**made));
       }
@@ -537,7 +639,8 @@ Result<std::optional<ComposedEntry>> InitInsideRoot(const OpenedRoots& roots,
                        .ino = init.ino,
                        .host_path = init_binary.string(),
                        .read_only_names = {},
-                       .covered_names = {}};
+                       .covered_names = {},
+                       .worktrees = {}};
 }
 
 // Root daemon: bwrap runs as the session uid and must reach every bind destination (a
@@ -703,6 +806,7 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
       c.kind = NestedMount::Kind::kProtected;
       c.read_only_names.clear();
       c.covered_names.clear();
+      c.worktrees.clear();
     }
   }
   plan.private_gits = std::move(staged);  // the others are removed here

@@ -61,6 +61,17 @@ struct ComposedEntry {
   std::vector<std::string> read_only_names;
   // kPrivateGit: directories of the private copy covered by an empty read-only directory.
   std::vector<std::string> covered_names;
+  // kPrivateGit: the linked worktrees given a private directory (git_private.h): each attached
+  // over `host_dir` (`worktrees/<id>`, inside the host's read-only worktrees/), then the host's
+  // `host_files` (beneath the .git) bound read-only over `files` in it. Built before the fork:
+  // the child allocates nothing.
+  struct Worktree {
+    std::string host_dir;            // worktrees/<id>
+    std::string private_dir;         // kGitPrivateWorktrees/<id>, beneath the private directory
+    std::vector<std::string> files;  // kGitWorktreeReadOnlyFiles the host has
+    std::vector<std::string> host_files;  // worktrees/<id>/<file>
+  };
+  std::vector<Worktree> worktrees;
 };
 
 // Where a private git directory shows the host's objects (read-only); its

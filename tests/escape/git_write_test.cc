@@ -211,9 +211,55 @@ TEST_P(GitWriteTest, ALinkedWorktreeCannotBeAddedAndSaysSo) {
   EXPECT_FALSE(fs::exists(ws / "wt-inside" / ".git"));
 }
 
-// Figures for docs/security.md ("Git for agents", cost): how long a workspace-write open takes
-// with no repository, one, and 100 nested ones, and a send that commits against one that does
-// not. Printed only: nothing here depends on timing.
+// A linked worktree the person made inside the workspace (`git worktree add wt -b feature`): the
+// agent commits in its checkout, and the host's git sees the commit on `feature`, the worktree's
+// HEAD and index agree (`status` clean), the main worktree is untouched; the worktree's own
+// `gitdir`/`commondir` stay the host's (read-only), and no new worktree can be added.
+TEST_P(GitWriteTest, AnAgentCommitsInALinkedWorktree) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  std::ofstream(ws / ".gitignore", std::ios::app) << "wt/\n";
+  ASSERT_EQ(HostGit(ws, {"worktree", "add", "-q", "wt", "-b", "feature"}).exit_code, 0);
+  const std::string gitdir = ReadFile(ws / ".git" / "worktrees" / "wt" / "gitdir");
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, Mode());
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string work =
+      std::string(kIdentity) +
+      "cd wt && echo w > w.txt && git add w.txt && git commit -qm in-worktree && echo wt=ok; "
+      "echo /tmp/evil > ../.git/worktrees/wt/gitdir || echo gitdir=refused; "
+      "echo ../../x > ../.git/worktrees/wt/commondir || echo commondir=refused; "
+      "git worktree add -q ../wt2 2>&1 | tail -1; cd ..";
+  Observed did = RunInSession(client, id, Mode(), "worktree-commit", work);
+  std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
+  RunResult log = HostGit(ws / "wt", {"log", "--format=%s", "-1"});
+  RunResult status = HostGit(ws / "wt", {"status", "--porcelain"});
+  EXPECT_EQ(HostGit(ws, {"log", "--format=%s", "-1", "main"}).out, "first\n");
+  if (Mode() == "read-only") {
+    EXPECT_FALSE(did.Says("wt=ok")) << did.Show();
+    EXPECT_EQ(log.out, "first\n");
+    return;
+  }
+  EXPECT_TRUE(did.Says("wt=ok")) << did.Show();
+  if (Mode() == "danger-full-access") {
+    // The control: the session rewrote the host's own worktree files (the worktree is broken).
+    EXPECT_FALSE(did.Says("gitdir=refused")) << did.Show();
+    EXPECT_EQ(ReadFile(ws / ".git" / "worktrees" / "wt" / "commondir"), "../../x\n");
+    return;
+  }
+  EXPECT_EQ(log.out, "in-worktree\n") << log.Describe() << daemon.Log();
+  EXPECT_EQ(HostGit(ws, {"log", "--format=%s", "-1", "feature"}).out, "in-worktree\n");
+  EXPECT_EQ(status.out, "") << status.Describe();
+  EXPECT_EQ(HostGit(ws, {"fsck", "--no-progress", "--no-dangling"}).exit_code, 0);
+  EXPECT_TRUE(did.Says("gitdir=refused")) << did.Show();
+  EXPECT_TRUE(did.Says("commondir=refused")) << did.Show();
+  EXPECT_EQ(ReadFile(ws / ".git" / "worktrees" / "wt" / "gitdir"), gitdir);
+  EXPECT_EQ(ReadFile(ws / ".git" / "worktrees" / "wt" / "commondir"), "../..\n");
+  EXPECT_FALSE(fs::exists(ws / ".git" / "worktrees" / "wt2"));
+  EXPECT_FALSE(fs::exists(ws / "wt2" / ".git"));
+}
+
 // What a session commits after its last send (a background job here) reaches the host's .git
 // with the session's last copy-back, and `terminal_close` is answered only once that is done: the
 // person who runs `git log` after the close sees the commit.
@@ -263,6 +309,9 @@ TEST(GitWriteOffTest, WithGitWriteZeroEveryGitStaysReadOnly) {
       << "a commit reached the host";
 }
 
+// Figures for docs/security.md ("Git for agents", cost): how long a workspace-write open takes
+// with no repository, one, and 100 nested ones, and a send that commits against one that does
+// not. Printed only: nothing here depends on timing.
 TEST(GitWriteCostTest, OpenAndCopyBackFigures) {
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
