@@ -1150,6 +1150,43 @@ Result<void> PrepareWorktrees(int host_git_fd, int private_fd, const std::option
 
 }  // namespace
 
+bool ValidReflogLine(std::string_view line) {
+  if (line.size() > 4096) return false;
+  const size_t tab = line.find('\t');
+  const std::string_view head = line.substr(0, tab);
+  for (const char c : line) {
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) return false;
+  }
+  if (tab != std::string_view::npos && line.find('\t', tab + 1) != std::string_view::npos) {
+    return false;
+  }
+  const size_t first = head.find(' ');
+  if (first != 40 && first != 64) return false;
+  if (!IsObjectId(head.substr(0, first)) || head.size() < 2 * first + 2 ||
+      head[2 * first + 1] != ' ' || !IsObjectId(head.substr(first + 1, first))) {
+    return false;
+  }
+  // `<name> <<email>> <seconds> <+-hhmm>`
+  const std::string_view who = head.substr(2 * first + 2);
+  const size_t open = who.find('<');
+  const size_t close = who.find('>');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open ||
+      who.find('<', open + 1) != std::string_view::npos ||
+      who.find('>', close + 1) != std::string_view::npos) {
+    return false;
+  }
+  const std::string_view when = who.substr(close + 1);
+  if (when.size() < 8 || when[0] != ' ') return false;
+  const size_t space = when.find(' ', 1);
+  if (space == std::string_view::npos) return false;
+  const std::string_view seconds = when.substr(1, space - 1);
+  const std::string_view zone = when.substr(space + 1);
+  return !seconds.empty() && seconds.size() <= 20 &&
+         seconds.find_first_not_of("0123456789") == std::string_view::npos && zone.size() == 5 &&
+         (zone[0] == '+' || zone[0] == '-') &&
+         zone.substr(1).find_first_not_of("0123456789") == std::string_view::npos;
+}
+
 bool ValidWorktreeId(std::string_view id) {
   if (id.empty() || id.size() > 255 || id.front() == '.' || id.ends_with(".lock")) return false;
   return std::all_of(id.begin(), id.end(), [](char c) {
@@ -1322,7 +1359,8 @@ namespace {
 // The refs the session changed (created, moved, deleted), each by compare-and-swap against
 // `snapshot` and only when the host has the object it names (CopyBackPrivateGit).
 Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot,
-                          const std::optional<GitOwner>& owner, GitCopyBack& done) {
+                          const std::optional<GitOwner>& owner, GitCopyBack& done,
+                          std::vector<std::string>& moved) {
   const size_t refused_before = done.refused.size();
   Result<std::map<std::string, std::string>> mine = ReadRefs(private_fd, &done.refused, true);
   if (!mine) return Propagate(mine);
@@ -1370,6 +1408,7 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
       continue;
     }
     ++done.refs;
+    moved.push_back(name);
     if (now) {
       snapshot.refs[name] = *now;
     } else {
@@ -1486,6 +1525,66 @@ void CopyBackWorktrees(int private_fd, int host_git_fd, GitSnapshot& snapshot,
   }
 }
 
+// The lines the session's git appended to its private reflog of `name` since the last copy-back,
+// appended to the host's `logs/<name>` (made when absent, as git makes it), in order, each only
+// when well formed (ValidReflogLine) and naming objects the host has: the first line that is not
+// stops the copy of that log (refused, with a line). Appended with O_APPEND beneath the host's
+// .git without links, so a person's git appending at the same time interleaves whole lines.
+void CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, GitSnapshot& snapshot,
+                    const std::optional<GitOwner>& owner, GitCopyBack& done) {
+  const std::string log = "logs/" + name;
+  Result<std::optional<std::string>> text = ReadFile(private_fd, log, 16u << 20, true);
+  if (!text) {
+    done.refused.push_back(log + ": " + text.error().message);
+    return;
+  }
+  if (!*text) return;
+  size_t& taken = snapshot.reflog_lines[name];
+  std::string_view rest(**text);
+  std::string append;
+  size_t index = 0;
+  for (size_t end; (end = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(end + 1)) {
+    const std::string_view line = rest.substr(0, end);
+    if (index++ < taken) continue;
+    auto has = [&](std::string_view id) {
+      return id.find_first_not_of('0') == std::string_view::npos ||
+             HostHasObject(host_git_fd, std::string(id)).value_or(false);
+    };
+    const size_t id = line.find(' ');
+    if (!ValidReflogLine(line) || !has(line.substr(0, id)) || !has(line.substr(id + 1, id))) {
+      done.refused.push_back(log + ": line " + std::to_string(index) +
+                             " is malformed or names an object the host does not have; it and "
+                             "the lines after it are not copied");
+      break;
+    }
+    append.append(line).push_back('\n');
+    ++taken;
+  }
+  if (append.empty()) return;
+  std::string leaf;
+  Result<std::optional<UniqueFd>> parent = ParentDir(host_git_fd, log, true, leaf, owner);
+  if (!parent || !*parent) {
+    done.refused.push_back(log + ": " + (parent ? "no directory" : parent.error().message));
+    return;
+  }
+  struct stat before {};
+  const bool existed = ::fstatat((**parent).Get(), leaf.c_str(), &before, AT_SYMLINK_NOFOLLOW) == 0;
+  // One component beneath a directory opened without links, O_NOFOLLOW: no link is followed.
+  UniqueFd out(::openat((**parent).Get(), leaf.c_str(),
+                        O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644));
+  struct stat st {};
+  if (!out || ::fstat(out.Get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    done.refused.push_back(log + ": the host's log is not a regular file; nothing appended");
+    return;
+  }
+  if (!existed) (void)Chown(out.Get(), owner, log);
+  if (Result<void> wrote = WriteAll(out.Get(), append, log); !wrote) {
+    done.refused.push_back(log + ": " + wrote.error().message);
+    return;
+  }
+  done.reflog_lines += static_cast<size_t>(std::count(append.begin(), append.end(), '\n'));
+}
+
 }  // namespace
 
 Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnapshot& snapshot) {
@@ -1503,13 +1602,19 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
       CopyBackObjects(private_fd, host_git_fd, IndexHashSize(snapshot), done.refused, owner);
   if (!objects) return Propagate(objects);
   done.objects = *objects;
-  if (Result<void> refs = CopyBackRefs(private_fd, host_git_fd, snapshot, owner, done); !refs) {
+  std::vector<std::string> moved;  // refs written to the host now: their reflogs follow
+  if (Result<void> refs = CopyBackRefs(private_fd, host_git_fd, snapshot, owner, done, moved);
+      !refs) {
     return Propagate(refs);
   }
   HeadAndIndex main{snapshot.head, snapshot.index, ""};
   done.head = CopyBackHead(private_fd, host_git_fd, host_git_fd, main, owner, done);
   done.index = CopyBackIndex(private_fd, host_git_fd, IndexHashSize(snapshot), main, owner, done);
   CopyBackWorktrees(private_fd, host_git_fd, snapshot, owner, done);
+  if (!moved.empty() || done.head) moved.push_back("HEAD");
+  for (const std::string& name : moved) {
+    CopyBackReflog(private_fd, host_git_fd, name, snapshot, owner, done);
+  }
   for (const std::string& line : done.refused) LogWarn("git copy-back refused " + line);
   for (const std::string& line : done.conflicts) LogWarn("git copy-back left " + line);
   return done;

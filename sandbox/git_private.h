@@ -99,6 +99,9 @@ struct GitSnapshot {
   std::vector<std::string> covered_names;
   // The host's linked worktrees given a private directory, by id.
   std::map<std::string, GitWorktreeSnapshot> worktrees;
+  // Per reflog ("HEAD", "refs/heads/main"): how many lines of the session's private log were
+  // already appended to the host's (the private logs/ starts empty at launch).
+  std::map<std::string, size_t> reflog_lines;
 };
 
 // Refnames as git's check-ref-format(1) allows them, and under refs/ (at least two components).
@@ -109,6 +112,10 @@ struct GitSnapshot {
 // A linked worktree's id as git makes it (a directory name: letters, digits, `.`, `_`, `-`, not
 // starting with `.`, at most 255 bytes).
 [[nodiscard]] bool ValidWorktreeId(std::string_view id);
+// A reflog line as git writes it: `<old id> <new id> <name> <<email>> <seconds> <+-hhmm>`, then a
+// tab and the message, or nothing; ids of one length (40 or 64), no control character but that
+// tab, at most 4096 bytes (without its newline).
+[[nodiscard]] bool ValidReflogLine(std::string_view line);
 // A loose object's directory ("ab") and file (38 or 62 hex digits) names.
 [[nodiscard]] bool ValidLooseObjectDir(std::string_view name);
 [[nodiscard]] bool ValidLooseObjectFile(std::string_view name);
@@ -154,6 +161,7 @@ struct GitCopyBack {
   bool head = false;
   bool index = false;
   size_t worktree_files = 0;  // linked worktrees' HEADs and indexes written
+  size_t reflog_lines = 0;    // lines appended to the host's reflogs
   std::vector<std::string> refused;
   std::vector<std::string> conflicts;
 };

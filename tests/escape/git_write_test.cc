@@ -96,9 +96,12 @@ TEST_P(GitWriteTest, AnAgentCommitsAndTheHostSeesItAfterTheSend) {
   EXPECT_EQ(log.out, "third\nsecond\nfirst\n") << log.Describe();
   EXPECT_EQ(tags.out, "v1\n");
   EXPECT_EQ(topic.out, "fourth\n");
-  // The stash is there as refs/stash; its list is a reflog, and reflogs stay the host's
-  // (docs/security.md, "Git for agents": limits).
+  // The stash is there as refs/stash, and its list (a reflog: the session's lines are appended
+  // to the host's logs of the refs the copy-back moved).
   EXPECT_EQ(HostGit(ws, {"stash", "show", "--name-only", "refs/stash"}).out, "a.txt\n");
+  EXPECT_EQ(HostGit(ws, {"stash", "list", "--format=%gd"}).out, "stash@{0}\n");
+  EXPECT_NE(HostGit(ws, {"reflog", "show", "--format=%gs", "topic"}).out.find("rebase"),
+            std::string::npos);
   EXPECT_EQ(HostGit(ws, {"rev-parse", "--abbrev-ref", "HEAD"}).out, "main\n");
   EXPECT_EQ(status.out, "") << status.Describe();
   EXPECT_EQ(fsck.exit_code, 0) << fsck.Describe();

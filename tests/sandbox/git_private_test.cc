@@ -152,6 +152,23 @@ TEST(GitNamesTest, RefNamesFollowCheckRefFormat) {
 // Indexes the real git writes (versions 2, 3 with an intent-to-add entry, 4 with compressed
 // paths, a link, a gitlink, nested and long paths) pass; each with one entry renamed in its bytes
 // to a path the host's `git restore .` would write outside the worktree or into .git does not.
+TEST(GitNamesTest, ReflogLinesAreGitsShapeOnly) {
+  const std::string a(40, 'a');
+  const std::string b(40, 'b');
+  EXPECT_TRUE(ValidReflogLine(a + " " + b + " agent <a@example.com> 1700000000 +0000\tcommit: x"));
+  EXPECT_TRUE(ValidReflogLine(a + " " + b + " A B <a@x> 1 -0130"));
+  EXPECT_TRUE(
+      ValidReflogLine(std::string(64, 'c') + " " + std::string(64, 'd') + " n <e> 2 +0100"));
+  for (const std::string& bad :
+       {a + " " + b, a + " " + b + " n <e> x +0000", a + " " + b + " n <e> 1 0000",
+        a + " " + b + " n e> 1 +0000", a + " " + b + " n <e> 1 +0000\tmsg\x1b[31m",
+        a + " " + b + " n <e> 1 +0000\ta\tb", a + " " + std::string(64, 'd') + " n <e> 1 +0000",
+        std::string(40, 'g') + " " + b + " n <e> 1 +0000",
+        a + " " + b + " n <e> 1 +0000\t" + std::string(5000, 'm')}) {
+    EXPECT_FALSE(ValidReflogLine(bad)) << bad.substr(0, 120);
+  }
+}
+
 TEST(GitIndexTest, OnlyWorktreePathsPass) {
   char dir_template[] = "/tmp/ptybox-index-XXXXXX";
   ASSERT_NE(::mkdtemp(dir_template), nullptr);
