@@ -7,7 +7,9 @@
 //  - a `refs/replace/<id>` ref: the host's git reads, shows and checks out the session's object
 //    in place of the host's own under the host's id (checked objects, forged content);
 //  - an index whose cache-tree (`TREE` extension) names another tree than its entries: the
-//    person's `git commit` records the session's tree, not what `git diff --cached` showed.
+//    person's `git commit` records the session's tree, not what `git diff --cached` showed;
+//  - an index entry marked skip-worktree: the host's `git status` hides the session's change to
+//    a tracked file and `git restore .` does not discard it.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -175,6 +177,34 @@ TEST(GitReview2AttackTest, TheHostsCommitRecordsWhatItsIndexLists) {
   std::cout << "  host HEAD:a.txt: " << committed.out << committed.err << "\n";
   EXPECT_EQ(committed.out, listed.out)
       << "the host's commit recorded a tree the session chose, not what its index lists\n"
+      << daemon.Log();
+}
+
+// The session changes a tracked file and marks it skip-worktree in its index (an extended flag
+// SafeIndex does not look at; no sparse checkout is needed). The index comes back: the host's
+// `git status` and `git diff` no longer show the change, and the person's `git restore .`
+// (or `checkout -- .`, `stash`) discards everything but it: the session's edit stays, unseen.
+TEST(GitReview2AttackTest, TheHostsGitStillSeesAndDiscardsEveryChangeTheSessionMade) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string work =
+      "echo BACKDOOR >> a.txt && git update-index --skip-worktree a.txt && "
+      "git status --porcelain | wc -l; echo hidden=$?";
+  Observed did = RunInSession(client, id, "workspace-write", "skip-worktree", work);
+  std::cout << "  observed " << did.Show() << "\n";
+  RunResult status = HostGit(ws, {"status", "--porcelain"});
+  std::cout << "  host status: [" << status.out << "]\n";
+  EXPECT_EQ(status.out, " M a.txt\n")
+      << "the host's `git status` does not show the session's change to a tracked file";
+  // The person discards the agent's changes.
+  RunResult restore = HostGit(ws, {"restore", "."});
+  std::cout << "  host restore: " << restore.exit_code << " " << restore.err << "\n";
+  EXPECT_EQ(Slurp(ws / "a.txt"), "one\n")
+      << "the host's `git restore .` left the session's change in place\n"
       << daemon.Log();
 }
 
