@@ -9,15 +9,19 @@
 //  - an index whose cache-tree (`TREE` extension) names another tree than its entries: the
 //    person's `git commit` records the session's tree, not what `git diff --cached` showed;
 //  - an index entry marked skip-worktree: the host's `git status` hides the session's change to
-//    a tracked file and `git restore .` does not discard it.
+//    a tracked file and `git restore .` does not discard it;
+//  - loose objects that inflate 1000-fold: the last copy-back, which terminal_close, `ptybox run`
+//    and the daemon's shutdown wait for, is unbounded work.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "tests/escape/escape_support.h"
@@ -206,6 +210,54 @@ TEST(GitReview2AttackTest, TheHostsGitStillSeesAndDiscardsEveryChangeTheSessionM
   EXPECT_EQ(Slurp(ws / "a.txt"), "one\n")
       << "the host's `git restore .` left the session's change in place\n"
       << daemon.Log();
+}
+
+// Loose objects that inflate far (zlib's ratio is about 1000:1) cost the session 1 MiB each and
+// the copy-back a full inflate and hash of 1 GiB each, only to be refused at the end (their
+// names are not their hashes), and again at every copy-back since they stay. 32 of them, left by
+// a background job after the last send: `terminal_close` (and `ptybox run`'s exit, and the
+// daemon's shutdown, which wait for the same last copy-back) is answered only after ~32 GiB of
+// inflating and hashing. Nothing bounds the work of one copy-back.
+TEST(GitReview2AttackTest, InflatingObjectsDoNotHoldTheCloseForLong) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  std::ofstream(ws / ".escape" / "bomb.py")
+      << "import os,zlib\n"
+         "c=zlib.compressobj(9)\n"
+         "out=[c.compress(b'blob 1073741824\\0')]\n"
+         "z=bytes(1<<20)\n"
+         "for i in range(1024): out.append(c.compress(z))\n"
+         "out.append(c.flush())\n"
+         "data=b''.join(out)\n"
+         "os.makedirs('.git/objects/ab',exist_ok=True)\n"
+         "for i in range(32): open('.git/objects/ab/%038x'%i,'wb').write(data)\n"
+         "print(len(data))\n";
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string work =
+      "(python3 .escape/bomb.py > .escape/bomb.out 2>&1; touch .escape/made) >/dev/null 2>&1 & "
+      "echo started";
+  Observed did = RunInSession(client, id, "workspace-write", "inflate-bombs", work);
+  ASSERT_TRUE(did.Says("started")) << did.Show();
+  const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!fs::exists(ws / ".escape" / "made") && std::chrono::steady_clock::now() < guard) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(fs::exists(ws / ".escape" / "made")) << daemon.Log();
+  std::cout << "  each object file: " << Slurp(ws / ".escape" / "bomb.out") << " bytes\n";
+  const auto start = std::chrono::steady_clock::now();
+  const Json closed = client.Call("terminal_close", Json{{"sessionId", id}}, std::chrono::seconds(900));
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+  std::cout << "  terminal_close answered in " << seconds << " s\n";
+  EXPECT_TRUE(closed.contains("result")) << closed.dump();
+  // A close without git work is answered in well under a second; 10 s is ten times that and
+  // more. Here (2 shared cores) the close took 120 s: 32 MiB of the session's objects.
+  EXPECT_LT(seconds, 10) << "the session's objects held its close for " << seconds << " s\n"
+                         << daemon.Log();
 }
 
 }  // namespace
