@@ -11,7 +11,9 @@
 //  - an index entry marked skip-worktree: the host's `git status` hides the session's change to
 //    a tracked file and `git restore .` does not discard it;
 //  - loose objects that inflate 1000-fold: the last copy-back, which terminal_close, `ptybox run`
-//    and the daemon's shutdown wait for, is unbounded work.
+//    and the daemon's shutdown wait for, is unbounded work;
+//  - a 16 KiB pack whose delta makes a 1 GiB object: the host's index-pack, root's, holds it all
+//    in memory, without bound, and the object is copied back.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -258,6 +260,56 @@ TEST(GitReview2AttackTest, InflatingObjectsDoNotHoldTheCloseForLong) {
   // more. Here (2 shared cores) the close took 120 s: 32 MiB of the session's objects.
   EXPECT_LT(seconds, 10) << "the session's objects held its close for " << seconds << " s\n"
                          << daemon.Log();
+}
+
+// A pack of 16 KiB: a 16 MiB blob of zeros and a delta against it whose result is 1 GiB (128
+// copy instructions of 8 MiB: 256 bytes). The copy-back hands it to the host's `git index-pack`,
+// run as the daemon's user (root here) with no memory bound: it holds the whole 1 GiB result in
+// memory (1.07 GB resident, measured with `time -v`), and the ratio has no limit (16 GiB from the
+// same 16 KiB, one such object per index-pack thread, one index-pack per session copying back).
+// The pack is then accepted and its 1 GiB object written into the host's repository, where the
+// person's git meets it again. git's own pack-objects never deltifies an object past
+// core.bigFileThreshold (512 MiB): no honest pack has this shape.
+TEST(GitReview2AttackTest, APackWhoseDeltaInflatesAThousandfoldIsNotIndexedUnbounded) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  std::ofstream(ws / ".escape" / "delta.py")
+      << "import zlib,hashlib,struct\n"
+         "base=bytes(16<<20)\n"
+         "def hdr(t,size):\n"
+         "  b=[];c=(t<<4)|(size&15);size>>=4\n"
+         "  while size: b.append(c|0x80);c=size&0x7f;size>>=7\n"
+         "  b.append(c);return bytes(b)\n"
+         "def varint(n):\n"
+         "  b=[]\n"
+         "  while True:\n"
+         "    c=n&0x7f;n>>=7\n"
+         "    if n: b.append(c|0x80)\n"
+         "    else: b.append(c);return bytes(b)\n"
+         "bid=hashlib.sha1(b'blob %d\\0'%len(base)+base).digest()\n"
+         "delta=varint(len(base))+varint(1<<30)+bytes([0xC0,0x80])*128\n"
+         "p=b'PACK'+struct.pack('>II',2,2)\n"
+         "p+=hdr(3,len(base))+zlib.compress(base,9)\n"
+         "p+=hdr(7,len(delta))+bid+zlib.compress(delta,9)\n"
+         "h=hashlib.sha1(p).digest();p+=h\n"
+         "open('.git/objects/pack/pack-'+h.hex()+'.pack','wb').write(p)\n"
+         "print(len(p))\n";
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const auto start = std::chrono::steady_clock::now();
+  Observed did = RunInSession(client, id, "workspace-write", "delta-bomb",
+                              "python3 .escape/delta.py; echo made=$?");
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  std::cout << "  observed " << did.Show() << " in " << ms << " ms\n";
+  RunResult packs = RunProcess({"/bin/sh", "-c", "ls -l " + (ws / ".git/objects/pack").string()});
+  std::cout << "  host packs:\n" << packs.out << "\n";
+  EXPECT_EQ(packs.out.find(".pack"), std::string::npos)
+      << "a 16 KiB pack holding a 1 GiB object was indexed without bound and copied back\n"
+      << daemon.Log();
 }
 
 }  // namespace
