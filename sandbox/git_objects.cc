@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -83,9 +84,22 @@ std::optional<std::string> HostGit() {
   return std::nullopt;
 }
 
+// What `git index-pack` may map beyond twice the pack's size (its code, libraries, buffers).
+constexpr uint64_t kIndexPackMemoryBase = 512u << 20;
+
 }  // namespace
 
-bool LooseObjectMatchesName(int fd, uint64_t size, std::string_view id, std::string& why) {
+std::string GitHashBytes(std::string_view data, size_t hash_size) {
+  unsigned char sum[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(data.data(), data.size(), sum, &size, hash_size == 32 ? EVP_sha256() : EVP_sha1(),
+             nullptr);
+  return std::string(reinterpret_cast<const char*>(sum), size);
+}
+
+bool LooseObjectMatchesName(int fd, uint64_t size, std::string_view id, std::string& why,
+                            uint64_t& budget, bool& deferred) {
+  deferred = false;
   const EVP_MD* kind = id.size() == 40 ? EVP_sha1() : id.size() == 64 ? EVP_sha256() : nullptr;
   if (kind == nullptr) {
     why = "not an object id";
@@ -148,6 +162,20 @@ bool LooseObjectMatchesName(int fd, uint64_t size, std::string_view id, std::str
           produced = {};
         } else {
           produced.remove_prefix(length - had);
+          if (*declared > kGitRatioFloor &&
+              *declared / std::max<uint64_t>(size, 1) > kGitInflateRatioMax) {
+            why = "declares " + std::to_string(*declared) + " bytes from a file of " +
+                  std::to_string(size) + ": more than " + std::to_string(kGitInflateRatioMax) +
+                  " times its size";
+            return false;
+          }
+          if (*declared > budget) {
+            why = "left for the next copy-back: this one inflated its " +
+                  std::to_string(kGitInflateBudget >> 20) + " MiB already";
+            deferred = true;
+            return false;
+          }
+          budget -= *declared;
           if (EVP_DigestUpdate(digest.get(), header.data(), length) != 1) return false;
         }
       }
@@ -197,6 +225,16 @@ Result<IndexedPack> IndexPack(const std::filesystem::path& pack, size_t hash_siz
   // daemon); the ceiling stops git's search for a repository at the scratch directory, which
   // holds none.
   const std::filesystem::path dir = pack.parent_path();
+  // git resolves each delta in memory: a 16 KiB pack whose delta makes a 1 GiB object took 1 GiB
+  // of root's memory. Its address space is bounded by what an honest pack of this size needs.
+  std::error_code size_error;
+  const uint64_t pack_size = std::filesystem::file_size(pack, size_error);
+  const rlim_t limit = static_cast<rlim_t>((kIndexPackMemoryBase + 2 * pack_size));
+  options.before_exec = [limit]() -> std::optional<ChildFailure> {
+    const struct rlimit bound { limit, limit };
+    if (::setrlimit(RLIMIT_AS, &bound) != 0) return ChildFailure{ChildStage::kExec, errno};
+    return std::nullopt;
+  };
   const CapturedRun run = RunCaptured(
       {"/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "HOME=/nonexistent", "GIT_CONFIG_NOSYSTEM=1",
        "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CEILING_DIRECTORIES=" + dir.parent_path().string(),

@@ -19,13 +19,25 @@ namespace ptybox::sandbox {
 
 // Largest object a loose object file may inflate to.
 inline constexpr uint64_t kGitInflatedObjectMax = 4ull << 30;
+// A loose object over kGitRatioFloor bytes that declares more than kGitInflateRatioMax times its
+// file's size is refused before it is inflated: a 1 MiB file of zlib'd zeros declaring 1 GiB cost
+// seconds of the daemon's time each, and 32 of them held a `terminal_close` for 120 s.
+inline constexpr uint64_t kGitRatioFloor = 16u << 20;
+inline constexpr uint64_t kGitInflateRatioMax = 256;
+// What one copy-back inflates at most; the objects past it wait for the next copy-back.
+inline constexpr uint64_t kGitInflateBudget = 1ull << 30;
 
 // Whether the loose object read from `fd` (from offset 0, `size` bytes) is one zlib stream that
 // inflates to `<type> <size>\0` (type blob, tree, commit or tag) and exactly that many bytes, with
 // nothing after it, and whose SHA-1 (an `id` of 40 hex digits) or SHA-256 (64) is `id`. False
 // with `why` naming the fault.
+// `budget`: bytes this copy-back may still inflate; an object declaring more is refused with
+// `deferred` set (it may come back with a later copy-back), else its size is taken from it.
 [[nodiscard]] bool LooseObjectMatchesName(int fd, uint64_t size, std::string_view id,
-                                          std::string& why);
+                                          std::string& why, uint64_t& budget, bool& deferred);
+
+// The raw SHA-1 (`hash_size` 20) or SHA-256 (32) digest of `data`.
+[[nodiscard]] std::string GitHashBytes(std::string_view data, size_t hash_size);
 
 // A pack as the host's git indexed it.
 struct IndexedPack {

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <set>
 
 #include "common/log.h"
 #include "common/propagate.h"
@@ -184,6 +185,14 @@ Result<void> CopyBytes(int from, int to, uint64_t limit, const std::string& from
 bool Sparse(const struct stat& st) {
   return st.st_size > (1 << 20) &&
          static_cast<uint64_t>(st.st_blocks) * 512 < static_cast<uint64_t>(st.st_size) / 2;
+}
+
+// A session file as the copy-back judged it: the same inode, size and modification time is the
+// same file (git never rewrites an object or pack in place).
+std::string FileKey(const struct stat& st) {
+  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+         std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec);
 }
 
 struct WriteSource {
@@ -608,10 +617,13 @@ Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
 // the host has it. Returns whether it was written.
 // `check`, when given, is run on the written copy (`name.lock` in `host_dir`, which only the daemon
 // writes) before it is renamed into place: false keeps nothing and says why in `refused`.
-using ContentCheck = std::function<bool(int fd, uint64_t size, std::string& why)>;
+// `deferred` set by the check: not refused for good, a later copy-back looks again. `judged`: the
+// session files (FileKey) refused for good before, never read again; a refusal adds to it.
+using ContentCheck = std::function<bool(int fd, uint64_t size, std::string& why, bool& deferred)>;
 Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& name,
                             const std::string& what, std::vector<std::string>& refused,
-                            const std::optional<GitOwner>& owner, const ContentCheck& check = {}) {
+                            const std::optional<GitOwner>& owner, const ContentCheck& check = {},
+                            std::set<std::string>* judged = nullptr) {
   Result<std::optional<OpenedFile>> file = OpenRegular(private_dir, name, kGitObjectFileMax, true);
   if (!file) {
     refused.push_back(what + ": " + file.error().message);
@@ -619,7 +631,10 @@ Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& na
   }
   if (!*file) return false;
   struct stat st {};
-  if (::fstat((*file)->fd.Get(), &st) == 0 && Sparse(st)) {
+  if (::fstat((*file)->fd.Get(), &st) != 0) return std::unexpected(Errno("fstat", what));
+  const std::string key = FileKey(st);
+  if (judged != nullptr && judged->contains(key)) return false;  // refused already
+  if (Sparse(st)) {
     refused.push_back(what + ": a sparse file (" + std::to_string(st.st_size) + " bytes, " +
                       std::to_string(static_cast<uint64_t>(st.st_blocks) * 512) + " allocated)");
     return false;
@@ -628,6 +643,7 @@ Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& na
   // Checked again once copied, before the rename: holes punched while the copy ran.
   const int source = (*file)->fd.Get();
   std::string why;
+  bool deferred = false;
   auto still_dense = [&]() -> Result<bool> {
     struct stat now {};
     if (::fstat(source, &now) != 0) return std::unexpected(Errno("fstat", what));
@@ -636,7 +652,7 @@ Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& na
     Result<std::optional<OpenedFile>> copy =
         OpenRegular(host_dir, name + ".lock", kGitObjectFileMax, true);
     if (!copy || !*copy) return std::unexpected(Errno("openat2", what + " (the copy)"));
-    return check((*copy)->fd.Get(), (*copy)->size, why);
+    return check((*copy)->fd.Get(), (*copy)->size, why, deferred);
   };
   Result<bool> wrote =
       WriteLikeGit(host_dir, name, {.fd = source, .data = {}, .limit = (*file)->size}, 0444,
@@ -645,7 +661,10 @@ Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& na
     refused.push_back(what + ": " + wrote.error().message);
     return false;
   }
-  if (!why.empty()) refused.push_back(what + ": " + why);
+  if (!why.empty()) {
+    refused.push_back(what + ": " + why);
+    if (judged != nullptr && !deferred) judged->insert(key);
+  }
   return *wrote;
 }
 
@@ -685,12 +704,14 @@ struct ScratchPack {
   std::string idx;   // the index git wrote
 };
 Result<std::optional<ScratchPack>> IndexSessionPack(int my_packs, const std::string& name,
-                                                    size_t hash_size) {
+                                                    size_t hash_size,
+                                                    std::set<std::string>& judged) {
   Result<std::optional<OpenedFile>> file = OpenRegular(my_packs, name, kGitObjectFileMax, true);
   if (!file) return Propagate(file);
   if (!*file) return std::optional<ScratchPack>();
   struct stat st {};
   if (::fstat((*file)->fd.Get(), &st) != 0) return std::unexpected(Errno("fstat", name));
+  if (!judged.insert(FileKey(st)).second) return std::optional<ScratchPack>();
   if (Sparse(st)) {
     return Fail(ErrorKind::kPolicyDenied,
                 "a sparse file (" + std::to_string(st.st_size) + " bytes, " +
@@ -735,7 +756,7 @@ Result<std::optional<ScratchPack>> IndexSessionPack(int my_packs, const std::str
 // gave it, .pack before .idx (git sees a pack once its index is there).
 Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, size_t hash_size,
                              std::vector<std::string>& refused,
-                             const std::optional<GitOwner>& owner) {
+                             const std::optional<GitOwner>& owner, std::set<std::string>& judged) {
   size_t copied = 0;
   Result<std::vector<DirEntry>> entries = List(my_packs, "objects/pack");
   if (!entries) return Propagate(entries);
@@ -746,12 +767,15 @@ Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, si
         !e.name.ends_with(".pack")) {
       continue;
     }
-    Result<std::optional<ScratchPack>> indexed = IndexSessionPack(my_packs, e.name, hash_size);
+    // Each session pack is indexed once: refused or copied, the same file is not read again
+    // (indexing a pack takes git seconds, and each send's copy-back would do it again).
+    Result<std::optional<ScratchPack>> indexed =
+        IndexSessionPack(my_packs, e.name, hash_size, judged);
     if (!indexed) {
       refused.push_back(what + ": " + indexed.error().message);
       continue;
     }
-    if (!*indexed) continue;  // gone since it was listed
+    if (!*indexed) continue;  // gone since it was listed, or judged before
     std::string why;
     Result<bool> fresh = PackIndexNamesNoHostObject(host_git_fd, (*indexed)->idx, why);
     if (!fresh) return Propagate(fresh);
@@ -787,7 +811,9 @@ Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, si
 
 Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size,
                                std::vector<std::string>& refused,
-                               const std::optional<GitOwner>& owner) {
+                               const std::optional<GitOwner>& owner,
+                               std::set<std::string>& judged) {
+  uint64_t budget = kGitInflateBudget;
   size_t copied = 0;
   Result<std::optional<UniqueFd>> mine = OpenDir(private_fd, "objects");
   if (!mine) return Propagate(mine);
@@ -798,8 +824,8 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size
   // Packs first: a pack's objects may be what a loose tree or commit names.
   Result<std::optional<UniqueFd>> my_packs = OpenDir((*mine)->Get(), "pack");
   if (my_packs && *my_packs) {
-    Result<size_t> packs =
-        CopyBackPacks((*my_packs)->Get(), (*host)->Get(), host_git_fd, hash_size, refused, owner);
+    Result<size_t> packs = CopyBackPacks((*my_packs)->Get(), (*host)->Get(), host_git_fd, hash_size,
+                                         refused, owner, judged);
     if (!packs) return Propagate(packs);
     copied += *packs;
   }
@@ -834,11 +860,11 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size
         refused.push_back(file_what + ": not an id of this repository's hash");
         continue;
       }
-      auto matches = [&id](int fd, uint64_t size, std::string& why) {
-        return LooseObjectMatchesName(fd, size, id, why);
+      auto matches = [&id, &budget](int fd, uint64_t size, std::string& why, bool& deferred) {
+        return LooseObjectMatchesName(fd, size, id, why, budget, deferred);
       };
       Result<bool> wrote = CopyObjectFile((*sub)->Get(), host_sub->Get(), f.name, file_what,
-                                          refused, owner, matches);
+                                          refused, owner, matches, &judged);
       if (!wrote) return Propagate(wrote);
       copied += *wrote ? 1 : 0;
     }
@@ -929,39 +955,58 @@ uint32_t Be32(std::string_view s, size_t at) {
 
 }  // namespace
 
-bool SafeIndex(std::string_view index, size_t hash_size, std::string& why) {
+namespace {
+
+// One entry of an index, as far as the copy-back judges it.
+struct IndexEntryFacts {
+  std::string path;
+  uint32_t mode = 0;
+  bool assume_valid = false;   // flags bit 0x8000: git stops looking at the file
+  bool skip_worktree = false;  // extended flags bit 0x4000: git ignores the file in the worktree
+};
+struct ParsedIndex {
+  std::vector<IndexEntryFacts> entries;
+  size_t entries_end = 0;  // where the extensions (or the checksum) start
+};
+
+// The index parsed (versions 2 to 4), each entry's path checked (IndexPathRefusal) and the
+// extensions walked; nullopt with `why` naming the first fault.
+std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, std::string& why) {
   if (index.size() < 12 + hash_size || !index.starts_with("DIRC")) {
     why = "not a git index (no DIRC header)";
-    return false;
+    return std::nullopt;
   }
   const uint32_t version = Be32(index, 4);
   if (version < 2 || version > 4) {
     why = "index version " + std::to_string(version) + " is not 2, 3 or 4";
-    return false;
+    return std::nullopt;
   }
   const uint32_t entries = Be32(index, 8);
   const size_t end = index.size() - hash_size;  // the trailing checksum
   size_t at = 12;
+  ParsedIndex parsed;
   std::string previous;  // version 4: paths are prefix-compressed against the previous one
   for (uint32_t n = 0; n < entries; ++n) {
     const size_t fixed = 40 + hash_size + 2;
     if (at + fixed > end) {
       why = "entry " + std::to_string(n) + " runs past the end";
-      return false;
+      return std::nullopt;
     }
-    const uint32_t mode = Be32(index, at + 24);
+    IndexEntryFacts facts;
+    facts.mode = Be32(index, at + 24);
     const auto flags =
         static_cast<uint16_t>((static_cast<unsigned char>(index[at + 40 + hash_size]) << 8) |
                               static_cast<unsigned char>(index[at + 40 + hash_size + 1]));
+    facts.assume_valid = (flags & 0x8000) != 0;
     size_t name_at = at + fixed;
     if (flags & 0x4000) {  // extended flags (version 3 and later)
       if (version < 3) {
         why = "entry " + std::to_string(n) + " has extended flags in a version 2 index";
-        return false;
+        return std::nullopt;
       }
+      facts.skip_worktree = (static_cast<unsigned char>(index[name_at]) & 0x40) != 0;
       name_at += 2;
     }
-    std::string path;
     size_t after = 0;
     if (version == 4) {
       uint64_t strip = 0;
@@ -969,7 +1014,7 @@ bool SafeIndex(std::string_view index, size_t hash_size, std::string& why) {
       for (int shift = 0;; shift += 7) {  // git's offset varint
         if (p >= end || shift > 56) {
           why = "entry " + std::to_string(n) + " has a malformed path prefix";
-          return false;
+          return std::nullopt;
         }
         const auto c = static_cast<unsigned char>(index[p++]);
         strip = (shift == 0) ? (c & 0x7f) : (((strip + 1) << 7) | (c & 0x7f));
@@ -977,50 +1022,98 @@ bool SafeIndex(std::string_view index, size_t hash_size, std::string& why) {
       }
       if (strip > previous.size()) {
         why = "entry " + std::to_string(n) + " strips more than the previous path";
-        return false;
+        return std::nullopt;
       }
       const size_t nul = index.find('\0', p);
       if (nul == std::string_view::npos || nul >= end) {
         why = "entry " + std::to_string(n) + " has an unterminated path";
-        return false;
+        return std::nullopt;
       }
-      path = previous.substr(0, previous.size() - strip) + std::string(index.substr(p, nul - p));
+      facts.path =
+          previous.substr(0, previous.size() - strip) + std::string(index.substr(p, nul - p));
       after = nul + 1;
     } else {
       const size_t nul = index.find('\0', name_at);
       if (nul == std::string_view::npos || nul >= end) {
         why = "entry " + std::to_string(n) + " has an unterminated path";
-        return false;
+        return std::nullopt;
       }
-      path = std::string(index.substr(name_at, nul - name_at));
-      after = at + ((name_at - at + path.size() + 8) & ~size_t{7});  // NUL-padded to 8 bytes
+      facts.path = std::string(index.substr(name_at, nul - name_at));
+      after = at + ((name_at - at + facts.path.size() + 8) & ~size_t{7});  // NUL-padded
     }
-    if (std::optional<std::string> refused = IndexPathRefusal(path, mode, n)) {
+    if (std::optional<std::string> refused = IndexPathRefusal(facts.path, facts.mode, n)) {
       why = *refused;
-      return false;
+      return std::nullopt;
     }
-    previous = std::move(path);
+    previous = facts.path;
+    parsed.entries.push_back(std::move(facts));
     at = after;
   }
+  parsed.entries_end = at;
   // Extensions: a four-byte signature and a size each, up to the checksum.
   while (at < end) {
     if (at + 8 > end) {
       why = "a truncated extension header";
-      return false;
+      return std::nullopt;
     }
     const std::string_view signature = index.substr(at, 4);
     const uint32_t size = Be32(index, at + 4);
     if (signature == "link" || signature == "sdir") {
       why = "a split or sparse index (`" + std::string(signature) + "`)";
-      return false;
+      return std::nullopt;
     }
     if (size > end - at - 8) {
       why = "extension `" + std::string(signature) + "` runs past the end";
-      return false;
+      return std::nullopt;
     }
     at += 8 + size;
   }
-  return true;
+  return parsed;
+}
+
+}  // namespace
+
+bool SafeIndex(std::string_view index, size_t hash_size, std::string& why) {
+  return ParseIndex(index, hash_size, why).has_value();
+}
+
+std::optional<std::string> IndexForHost(std::string_view index,
+                                        const std::optional<std::string>& launched,
+                                        size_t hash_size, std::string& why) {
+  std::optional<ParsedIndex> parsed = ParseIndex(index, hash_size, why);
+  if (!parsed) return std::nullopt;
+  // What the launch's index already held: a gitlink or a flag the person set stays allowed.
+  std::map<std::string, IndexEntryFacts> before;
+  if (launched) {
+    std::string ignored;
+    if (std::optional<ParsedIndex> old = ParseIndex(*launched, hash_size, ignored)) {
+      for (IndexEntryFacts& e : old->entries) before.emplace(e.path, std::move(e));
+    }
+  }
+  for (const IndexEntryFacts& e : parsed->entries) {
+    auto was = before.find(e.path);
+    const bool had = was != before.end();
+    if ((e.mode & 0170000) == 0160000 && !(had && (was->second.mode & 0170000) == 0160000)) {
+      why = "a new gitlink (submodule entry) `" + e.path +
+            "`: the host's git would run git in that directory, whose repository the session may "
+            "have made; add submodules from the host";
+      return std::nullopt;
+    }
+    if (e.assume_valid && !(had && was->second.assume_valid)) {
+      why = "`" + e.path + "` newly marked assume-unchanged: the host's git would stop seeing it";
+      return std::nullopt;
+    }
+    if (e.skip_worktree && !(had && was->second.skip_worktree)) {
+      why = "`" + e.path + "` newly marked skip-worktree: the host's git would stop seeing it";
+      return std::nullopt;
+    }
+  }
+  // The entries only: the extensions are caches git rebuilds (a cache-tree naming another tree
+  // than the entries made the person's `git commit` record the session's tree), so none reaches
+  // the host. The checksum is computed again over what is kept.
+  std::string kept(index.substr(0, parsed->entries_end));
+  kept += GitHashBytes(kept, hash_size);
+  return kept;
 }
 
 bool ValidRefValue(std::string_view value) {
@@ -1356,6 +1449,14 @@ Result<bool> HostStillAt(int host_git_fd, const GitSnapshot& snapshot) {
 
 namespace {
 
+// The refs a session's work may move on the host: branches, tags and the stash. Any other ref
+// changes how the host's git reads what it has: `refs/replace/<id>` makes it read another object
+// for that id (a forged commit shown under the host's own HEAD id, a blob written by its
+// checkout); `refs/remotes/` would say a branch is up to date with a remote it never reached.
+bool CopiedBackRef(const std::string& name) {
+  return name.starts_with("refs/heads/") || name.starts_with("refs/tags/") || name == "refs/stash";
+}
+
 // The refs the session changed (created, moved, deleted), each by compare-and-swap against
 // `snapshot` and only when the host has the object it names (CopyBackPrivateGit).
 Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot,
@@ -1382,6 +1483,10 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
     std::optional<std::string> now;
     if (auto it = mine->find(name); it != mine->end()) now = it->second;
     if (start == now) continue;
+    if (!CopiedBackRef(name)) {
+      done.refused.push_back(name + ": only branches, tags and the stash come back");
+      continue;
+    }
     if (!now && refs_refused) {
       done.conflicts.push_back(name +
                                ": not deleted while the session's refs hold something "
@@ -1482,18 +1587,21 @@ bool CopyBackIndex(int private_fd, int host_dir, size_t hash_size, HeadAndIndex 
     done.refused.push_back(what + ": does not start with git's DIRC signature");
     return false;
   }
-  if (!SafeIndex(**index, hash_size, why)) {
+  // Judged against the index the host has now (the launch's, or what the last copy-back wrote).
+  std::optional<std::string> kept = IndexForHost(**index, state.index, hash_size, why);
+  if (!kept) {
     done.refused.push_back(what + ": " + why);
     return false;
   }
+  if (*kept == state.index) return false;  // what the host has already
   auto index_unchanged = [&]() -> Result<bool> {
     Result<std::optional<std::string>> host_index =
         ReadFile(host_dir, "index", kGitIndexMax, false);
     if (!host_index) return Propagate(host_index);
     return *host_index == state.index;
   };
-  if (!SwapWholeFile(host_dir, "index", **index, owner, index_unchanged, done)) return false;
-  state.index = std::move(**index);
+  if (!SwapWholeFile(host_dir, "index", *kept, owner, index_unchanged, done)) return false;
+  state.index = std::move(*kept);
   return true;
 }
 
@@ -1598,8 +1706,8 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
     owner = GitOwner{st.st_uid, st.st_gid};
   }
   // Objects first: a ref is written only once what it names is there.
-  Result<size_t> objects =
-      CopyBackObjects(private_fd, host_git_fd, IndexHashSize(snapshot), done.refused, owner);
+  Result<size_t> objects = CopyBackObjects(private_fd, host_git_fd, IndexHashSize(snapshot),
+                                           done.refused, owner, snapshot.judged_files);
   if (!objects) return Propagate(objects);
   done.objects = *objects;
   std::vector<std::string> moved;  // refs written to the host now: their reflogs follow

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -102,6 +103,9 @@ struct GitSnapshot {
   // Per reflog ("HEAD", "refs/heads/main"): how many lines of the session's private log were
   // already appended to the host's (the private logs/ starts empty at launch).
   std::map<std::string, size_t> reflog_lines;
+  // The session's object and pack files the copy-back judged already (device, inode, size and
+  // modification time): refused or indexed once, never read again by a later copy-back.
+  std::set<std::string> judged_files;
 };
 
 // Refnames as git's check-ref-format(1) allows them, and under refs/ (at least two components).
@@ -128,6 +132,16 @@ struct GitSnapshot {
 // `git restore .` writes what the index names, so an entry `.git/hooks/pre-commit` would become
 // a hook. `hash_size`: 20 (SHA-1) or 32 (SHA-256). False with `why` naming the first fault.
 [[nodiscard]] bool SafeIndex(std::string_view index, size_t hash_size, std::string& why);
+// The index the host gets for the session's `index`: SafeIndex's checks, and refused when it adds
+// what the index `before` (the host's, as the session started from it) did not hold: a gitlink
+// (a submodule entry: the host's `git status` runs git in that directory, in a repository the
+// session may have made), an assume-unchanged or a skip-worktree flag (the host's git would stop
+// seeing the file). What is kept is the entries alone: every extension (the cache-tree, the
+// untracked cache, resolve-undo) is a cache git rebuilds, and a cache-tree naming another tree
+// made the person's `git commit` record the session's tree. The checksum is computed again.
+[[nodiscard]] std::optional<std::string> IndexForHost(std::string_view index,
+                                                      const std::optional<std::string>& before,
+                                                      size_t hash_size, std::string& why);
 // packed-refs parsed: name -> id (peeled `^` lines and the header skipped); an error names the
 // first malformed line.
 [[nodiscard]] Result<std::map<std::string, std::string>> ParsePackedRefs(std::string_view text);

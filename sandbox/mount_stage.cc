@@ -491,12 +491,12 @@ Result<OpenedRoots> OpenRoots(const SandboxSpec& sandbox) {
   return out;
 }
 
-// Private git directories (docs/security.md, "Git for agents") are on unless the daemon runs
-// with PTYBOX_GIT_WRITE=0: then every .git in a writable root stays read-only, as it was before
-// the wall existed.
+// Private git directories (docs/security.md, "Git for agents") are off unless the daemon runs
+// with PTYBOX_GIT_WRITE=1: the second outside review's findings are not all closed, so by default
+// every .git in a writable root stays read-only, the wall that has held since the first round.
 bool GitWriteEnabled() {
   const char* value = std::getenv("PTYBOX_GIT_WRITE");
-  return value == nullptr || std::string_view(value) != "0";
+  return value != nullptr && std::string_view(value) == "1";
 }
 
 // A repository's private git directory (git_private.h), made and filled from the host's .git

@@ -11,7 +11,6 @@
 #include <sstream>
 
 #include "tests/escape/escape_support.h"
-#include "tests/sandbox/process_runner.h"
 
 namespace ptybox::testing {
 namespace {
@@ -102,20 +101,9 @@ TEST_P(EscapeTest, GitDirectoryAndPolicyFileStayReadOnly) {
                         "git -c user.name=e -c user.email=e@example.com commit "
                         "-q --allow-empty -m escape");
   Observed policy = Run("write-.ptybox.yaml", "touch .ptybox.yaml");
-  if (Mode() == "workspace-write") {
-    // Git for agents (docs/security.md): the session writes its own private git directory;
-    // nothing but checked objects, refs, HEAD and the index reaches the host's .git.
-    EXPECT_EQ(touch.exit, 0) << touch.Show();
-    EXPECT_EQ(commit.exit, 0) << commit.Show();
-    const sandbox::testing::RunResult log = sandbox::testing::RunProcess(
-        {"/usr/bin/git", "-C", workspace().string(), "log", "-1", "--format=%s"});
-    EXPECT_EQ(log.out, "escape\n") << "the commit did not come back: " << log.Describe();
-  }
   if (Confined()) {
-    if (Mode() == "read-only") {
-      EXPECT_EQ(touch.exit, 1) << touch.Show();
-      EXPECT_TRUE(touch.Says("Read-only file system")) << touch.Show();
-    }
+    EXPECT_EQ(touch.exit, 1) << touch.Show();
+    EXPECT_TRUE(touch.Says("Read-only file system")) << touch.Show();
     EXPECT_FALSE(fs::exists(workspace() / ".git" / "x"));
     // .git is a mount point inside: it cannot be renamed or replaced either (in read-only the
     // whole workspace is read-only first).
@@ -123,10 +111,8 @@ TEST_P(EscapeTest, GitDirectoryAndPolicyFileStayReadOnly) {
         Mode() == "read-only" ? "Read-only file system" : "Device or resource busy";
     EXPECT_EQ(move.exit, 1) << move.Show();
     EXPECT_TRUE(move.Says(busy)) << move.Show();
-    if (Mode() == "read-only") {
-      EXPECT_EQ(commit.exit, 128) << commit.Show();
-      EXPECT_TRUE(commit.Says("index.lock': Read-only file system")) << commit.Show();
-    }
+    EXPECT_EQ(commit.exit, 128) << commit.Show();
+    EXPECT_TRUE(commit.Says("index.lock': Read-only file system")) << commit.Show();
     EXPECT_EQ(policy.exit, 1) << policy.Show();
     EXPECT_TRUE(policy.Says("Read-only file system")) << policy.Show();
     Observed append = Run("write-.ptybox.yaml", "echo 'mode: danger-full-access' >> .ptybox.yaml");

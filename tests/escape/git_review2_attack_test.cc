@@ -76,7 +76,7 @@ constexpr const char* kIdentity =
 // git runs `git status` inside every gitlink with a `.git`, which reads the session's config and
 // runs its command as the person.
 TEST(GitReview2AttackTest, AGitlinkInTheIndexNeverRunsASessionRepositoryAtHostStatus) {
-  Daemon daemon;
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   TempDir host;
@@ -111,7 +111,7 @@ TEST(GitReview2AttackTest, AGitlinkInTheIndexNeverRunsASessionRepositoryAtHostSt
 // copy-back passes). The host's git then substitutes it wherever it reads that id: `cat-file`,
 // `show`, `diff`, and the checkout that writes the person's worktree.
 TEST(GitReview2AttackTest, AReplaceRefNeverSubstitutesTheHostsObjects) {
-  Daemon daemon;
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   const std::string blob = HostGit(ws, {"rev-parse", "HEAD:a.txt"}).out.substr(0, 40);
@@ -151,7 +151,7 @@ TEST(GitReview2AttackTest, AReplaceRefNeverSubstitutesTheHostsObjects) {
 // valid cache-tree whose object exists: the person's `git commit` records the session's tree,
 // not what the index lists and the diff showed.
 TEST(GitReview2AttackTest, TheHostsCommitRecordsWhatItsIndexLists) {
-  Daemon daemon;
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   std::ofstream(ws / ".escape" / "tree.py")
@@ -191,7 +191,7 @@ TEST(GitReview2AttackTest, TheHostsCommitRecordsWhatItsIndexLists) {
 // `git status` and `git diff` no longer show the change, and the person's `git restore .`
 // (or `checkout -- .`, `stash`) discards everything but it: the session's edit stays, unseen.
 TEST(GitReview2AttackTest, TheHostsGitStillSeesAndDiscardsEveryChangeTheSessionMade) {
-  Daemon daemon;
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   RpcClient client(daemon.socket());
@@ -221,7 +221,7 @@ TEST(GitReview2AttackTest, TheHostsGitStillSeesAndDiscardsEveryChangeTheSessionM
 // daemon's shutdown, which wait for the same last copy-back) is answered only after ~32 GiB of
 // inflating and hashing. Nothing bounds the work of one copy-back.
 TEST(GitReview2AttackTest, InflatingObjectsDoNotHoldTheCloseForLong) {
-  Daemon daemon;
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   std::ofstream(ws / ".escape" / "bomb.py")
@@ -271,7 +271,7 @@ TEST(GitReview2AttackTest, InflatingObjectsDoNotHoldTheCloseForLong) {
 // person's git meets it again. git's own pack-objects never deltifies an object past
 // core.bigFileThreshold (512 MiB): no honest pack has this shape.
 TEST(GitReview2AttackTest, APackWhoseDeltaInflatesAThousandfoldIsNotIndexedUnbounded) {
-  Daemon daemon;
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   std::ofstream(ws / ".escape" / "delta.py")

@@ -53,7 +53,7 @@ constexpr const char* kIdentity =
 // The session stages `xgit/hooks/pre-commit`, then renames the entry in its index's bytes to
 // `.git/hooks/pre-commit` (checksum fixed): git reads such an index without complaint.
 TEST(GitReviewAttackTest, AnIndexEntryUnderDotGitNeverBecomesAHostHook) {
-  Daemon daemon;
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   TempDir host;
@@ -90,7 +90,7 @@ TEST(GitReviewAttackTest, AnIndexEntryUnderDotGitNeverBecomesAHostHook) {
 
 // The session packs a forged commit and rewrites its .idx to name the host's HEAD commit.
 TEST(GitReviewAttackTest, APackNeverReplacesAnObjectTheHostHas) {
-  Daemon daemon;
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   const std::string head = HostGit(ws, {"rev-parse", "HEAD"}).out.substr(0, 40);
@@ -139,7 +139,7 @@ TEST(GitReviewAttackTest, APackNeverReplacesAnObjectTheHostHas) {
 
 // A sparse file costs the session nothing; the copy-back writes every byte of it into the host.
 TEST(GitReviewAttackTest, ASparseObjectDoesNotFillTheHostsDisk) {
-  Daemon daemon;
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   RpcClient client(daemon.socket());
@@ -165,7 +165,7 @@ TEST(GitReviewAttackTest, ASparseObjectDoesNotFillTheHostsDisk) {
 // A packed-refs the copy-back refuses (here: hard-linked) must not read as every packed ref
 // deleted: the host's refs stay.
 TEST(GitReviewAttackTest, ARefusedPackedRefsDeletesNoHostRef) {
-  Daemon daemon;
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   ASSERT_EQ(HostGit(ws, {"tag", "v1"}).exit_code, 0);

@@ -57,7 +57,7 @@ constexpr const char* kIdentity =
     "GIT_COMMITTER_NAME=agent GIT_COMMITTER_EMAIL=agent@example.com; ";
 
 TEST_P(GitWriteTest, AnAgentCommitsAndTheHostSeesItAfterTheSend) {
-  Daemon daemon;
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   const std::string head_before = HostGit(ws, {"rev-parse", "HEAD"}).out;
@@ -113,7 +113,7 @@ TEST_P(GitWriteTest, AnAgentCommitsAndTheHostSeesItAfterTheSend) {
 }
 
 TEST_P(GitWriteTest, WhatASessionPlantsInItsGitNeverRunsOrWritesOnTheHost) {
-  Daemon daemon;
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   TempDir host;
@@ -198,7 +198,7 @@ TEST_P(GitWriteTest, WhatASessionPlantsInItsGitNeverRunsOrWritesOnTheHost) {
 }
 
 TEST_P(GitWriteTest, ALinkedWorktreeCannotBeAddedAndSaysSo) {
-  Daemon daemon;
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   RpcClient client(daemon.socket());
@@ -219,7 +219,7 @@ TEST_P(GitWriteTest, ALinkedWorktreeCannotBeAddedAndSaysSo) {
 // HEAD and index agree (`status` clean), the main worktree is untouched; the worktree's own
 // `gitdir`/`commondir` stay the host's (read-only), and no new worktree can be added.
 TEST_P(GitWriteTest, AnAgentCommitsInALinkedWorktree) {
-  Daemon daemon;
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
   std::ofstream(ws / ".gitignore", std::ios::app) << "wt/\n";
@@ -267,7 +267,7 @@ TEST_P(GitWriteTest, AnAgentCommitsInALinkedWorktree) {
 // with the session's last copy-back, and `terminal_close` is answered only once that is done: the
 // person who runs `git log` after the close sees the commit.
 TEST(GitWriteCloseTest, TheLastCommitIsInTheHostsGitWhenTheCloseIsAnswered) {
-  Daemon daemon;
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   ASSERT_EQ(RunProcess({kGit, "-C", ws.string(), "init", "-q", "-b", "main"}).exit_code, 0);
   ASSERT_EQ(RunProcess({kGit, "-C", ws.string(), "-c", "user.name=h", "-c", "user.email=h@x",
@@ -295,8 +295,8 @@ TEST(GitWriteCloseTest, TheLastCommitIsInTheHostsGitWhenTheCloseIsAnswered) {
   EXPECT_EQ(log.out, "after-the-send\nfirst\n") << log.Describe() << daemon.Log();
 }
 
-// The operator's opt-out: a daemon started with PTYBOX_GIT_WRITE=0 composes no private git
-// directory; every .git of a writable root is read-only in the session, as before the wall.
+// A daemon started with PTYBOX_GIT_WRITE=0 (as one without the variable: the default) composes no
+// private git directory; every .git of a writable root is read-only in the session.
 TEST(GitWriteOffTest, WithGitWriteZeroEveryGitStaysReadOnly) {
   Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=0"}});
   const fs::path ws = daemon.workspace();
@@ -321,7 +321,7 @@ TEST(GitWriteCostTest, OpenAndCopyBackFigures) {
     return v[v.size() / 2];
   };
   for (const int repositories : {0, 1, 100}) {
-    Daemon daemon;
+    Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
     const fs::path ws = daemon.workspace();
     for (int i = 0; i < repositories; ++i) {
       const fs::path repo = i == 0 ? ws : ws / "vendor" / ("lib" + std::to_string(i));

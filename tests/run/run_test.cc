@@ -292,7 +292,8 @@ TEST_F(RunTest, WorkspaceWriteCommitsAreInTheHostsGitWhenRunExits) {
   child_ = Start({"--mode", "workspace-write", "--", "sh", "-c",
                   "echo x > made.txt && git add made.txt && "
                   "git -c user.name=agent -c user.email=a@example.com commit -qm from-run && "
-                  "echo committed"});
+                  "echo committed"},
+                 {"PTYBOX_GIT_WRITE=1"});
   child_->CloseStdin();
   const pid_t run_pid = child_->pid();
   ChildProcess::Exit e = child_->Wait();
