@@ -88,8 +88,8 @@ TEST(GitReview2AttackTest, AGitlinkInTheIndexNeverRunsASessionRepositoryAtHostSt
   const std::string work =
       std::string(kIdentity) +
       "git init -q sub && echo x > sub/x && git -C sub add x && git -C sub commit -qm s && "
-      "git add sub 2>/dev/null && git -C sub config core.fsmonitor 'touch " + marker.string() +
-      "; false' && git ls-files -s sub | cut -c1-6; echo staged=$?";
+      "git add sub 2>/dev/null && git -C sub config core.fsmonitor 'touch " +
+      marker.string() + "; false' && git ls-files -s sub | cut -c1-6; echo staged=$?";
   Observed did = RunInSession(client, id, "workspace-write", "gitlink-index", work);
   std::cout << "  observed " << did.Show() << "\n";
   RunResult staged = HostGit(ws, {"ls-files", "-s"});
@@ -250,10 +250,11 @@ TEST(GitReview2AttackTest, InflatingObjectsDoNotHoldTheCloseForLong) {
   ASSERT_TRUE(fs::exists(ws / ".escape" / "made")) << daemon.Log();
   std::cout << "  each object file: " << Slurp(ws / ".escape" / "bomb.out") << " bytes\n";
   const auto start = std::chrono::steady_clock::now();
-  const Json closed = client.Call("terminal_close", Json{{"sessionId", id}}, std::chrono::seconds(900));
-  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
+  const Json closed =
+      client.Call("terminal_close", Json{{"sessionId", id}}, std::chrono::seconds(900));
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start)
+          .count();
   std::cout << "  terminal_close answered in " << seconds << " s\n";
   EXPECT_TRUE(closed.contains("result")) << closed.dump();
   // A close without git work is answered in well under a second; 10 s is ten times that and
