@@ -83,6 +83,10 @@ int ChildReaper::EndAdopted() {
     // A zombie (or a task already dying) runs nothing; the next SIGCHLD reaps it.
     auto stat = std::ranges::find(table, pid, &::ptybox::proc::StatFields::pid);
     if (stat == table.end() || ::ptybox::proc::IsDead(*stat)) continue;
+    // Started by the daemon itself with no exit signal (RunCaptured: git index-pack, a host
+    // probe), and waited for by the thread that started it. An orphan re-parented to us always
+    // has SIGCHLD (the kernel resets it), so no session's process looks like one.
+    if (stat->exit_signal == 0) continue;
     std::vector<pid_t> tree = ::ptybox::proc::Descendants(table, pid);
     tree.insert(tree.begin(), pid);
     for (pid_t member : tree) killed += ::kill(member, SIGKILL) == 0 ? 1 : 0;

@@ -41,6 +41,11 @@ std::optional<StatFields> ParseStat(std::string_view text) {
     if (NextToken(rest).empty()) return std::nullopt;
   }
   if (!ParseNumber(NextToken(rest), f.num_threads)) return std::nullopt;
+  for (int field = 21; field < 38; ++field) {
+    if (NextToken(rest).empty()) return f;
+  }
+  int exit_signal = -1;
+  if (ParseNumber(NextToken(rest), exit_signal)) f.exit_signal = exit_signal;
   return f;
 }
 

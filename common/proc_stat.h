@@ -21,6 +21,9 @@ struct StatFields {
   pid_t session = 0;     // field 6
   int tty_nr = 0;        // field 7: the controlling terminal's device number, 0 for none
   long num_threads = 0;  // field 20
+  // field 38: the signal the parent gets at its end; 0 for a child started with none (the
+  // daemon's own helper processes, sandbox/captured_run.h), -1 when the line stops before it.
+  int exit_signal = -1;
 };
 [[nodiscard]] std::optional<StatFields> ParseStat(std::string_view text);
 

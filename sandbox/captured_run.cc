@@ -1,8 +1,11 @@
 #include "sandbox/captured_run.h"
 
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,9 +32,10 @@ bool OpenPipe(Pipe& pipe) {
 }
 
 // Runs in the child: only async-signal-safe calls until execv.
+// `group`: the process group to join (0: a new one of its own).
 [[noreturn]] void StartCapturedChild(char* const* argv, const CaptureOptions& options, int null_fd,
-                                     int out_fd, int err_fd, int report_fd) {
-  if (::setpgid(0, 0) != 0) FailChild({ChildStage::kProcessGroup, errno}, report_fd);
+                                     int out_fd, int err_fd, int report_fd, pid_t group) {
+  if (::setpgid(0, group) != 0) FailChild({ChildStage::kProcessGroup, errno}, report_fd);
   if (::dup2(null_fd, STDIN_FILENO) < 0 || ::dup2(out_fd, STDOUT_FILENO) < 0 ||
       ::dup2(err_fd, STDERR_FILENO) < 0) {
     FailChild({ChildStage::kStdio, errno}, report_fd);
@@ -44,6 +48,47 @@ bool OpenPipe(Pipe& pipe) {
   }
   ::execv(argv[0], argv);
   FailChild({ChildStage::kExec, errno}, report_fd);
+}
+
+// The keeper's exit code for a program killed by signal N whose default action is not to end a
+// process (the keeper ends by the program's signal otherwise).
+constexpr int kKeptSignalBase = 128;
+
+// Runs in the keeper (a copy of one thread of the caller, never exec'd): async-signal-safe calls
+// only. Starts the program as its own child in a new process group (the keeper's), waits for it,
+// and ends as it did: its exit code, or the signal that killed it.
+[[noreturn]] void KeepCapturedChild(char* const* argv, const CaptureOptions& options, int null_fd,
+                                    int out_fd, int err_fd, int report_fd) {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigaction(SIGCHLD, &dfl, nullptr);  // not the caller's handler: nothing reaches its reactor
+  if (::setpgid(0, 0) != 0) FailChild({ChildStage::kProcessGroup, errno}, report_fd);
+  const pid_t keeper = ::getpid();
+  struct clone_args args {};
+  args.exit_signal = SIGCHLD;
+  const auto child = static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof args));
+  if (child < 0) FailChild({ChildStage::kFork, errno}, report_fd);
+  if (child == 0) StartCapturedChild(argv, options, null_fd, out_fd, err_fd, report_fd, keeper);
+  // Only the program holds the pipes now: their end is its end.
+  ::close(out_fd);
+  ::close(err_fd);
+  ::close(report_fd);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) ::_exit(kKeptSignalBase + SIGKILL);
+  }
+  if (WIFSIGNALED(status)) {
+    // Ends by the same signal, its default action, without a core dump of its own.
+    const struct rlimit no_core { 0, 0 };
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    ::sigaction(WTERMSIG(status), &dfl, nullptr);
+    sigset_t all;
+    sigemptyset(&all);
+    ::sigprocmask(SIG_SETMASK, &all, nullptr);
+    ::kill(keeper, WTERMSIG(status));
+    ::_exit(kKeptSignalBase + WTERMSIG(status));  // a signal whose default is to be ignored
+  }
+  ::_exit(WEXITSTATUS(status));
 }
 
 // Reads stdout, stderr and the report pipe until all three end or the deadline passes.
@@ -95,15 +140,23 @@ CapturedRun RunCaptured(const std::vector<std::string>& argv, const CaptureOptio
     result.failure = ChildFailure{ChildStage::kFork, errno};
     return result;
   }
-  const pid_t pid = ::fork();
+  // The child is a keeper started like fork but with no exit signal, which never execs (an exec
+  // would give it SIGCHLD back): the daemon's reaper (waitpid(-1) without __WALL,
+  // backend/child_reaper.h) never reaps it under our waitpid, nor ends it as an adopted orphan
+  // (it skips children whose exit signal is 0), when this runs on a worker thread of the daemon
+  // (git index-pack for the git copy-back). The keeper starts the program as its own child, in
+  // its process group, and ends with the program's status.
+  struct clone_args args {};
+  args.exit_signal = 0;
+  const auto pid = static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof args));
   if (pid < 0) {
     result.failure = ChildFailure{ChildStage::kFork, errno};
     return result;
   }
   result.pid = pid;
   if (pid == 0) {
-    StartCapturedChild(cargv.data(), options, null_fd.Get(), out.write.Get(), err.write.Get(),
-                       report.write.Get());
+    KeepCapturedChild(cargv.data(), options, null_fd.Get(), out.write.Get(), err.write.Get(),
+                      report.write.Get());
   }
   out.write.Reset();
   err.write.Reset();
@@ -117,7 +170,7 @@ CapturedRun RunCaptured(const std::vector<std::string>& argv, const CaptureOptio
       report_bytes);
   if (result.timed_out) ::kill(-pid, SIGKILL);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (::waitpid(pid, &status, __WALL) < 0 && errno == EINTR) {
   }
   result.failure = DecodeChildFailure(report_bytes);
   if (result.failure) return result;

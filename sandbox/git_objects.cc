@@ -267,4 +267,68 @@ Result<IndexedPack> IndexPack(const std::filesystem::path& pack, size_t hash_siz
   return indexed;
 }
 
+Result<std::optional<std::string>> CommitAddsGitlink(int host_git_fd, std::string_view tip) {
+  std::optional<std::string> git = HostGit();
+  if (!git) {
+    return Fail(ErrorKind::kInternal,
+                "no git on the daemon's PATH or in /usr/bin to check the commit with; install git "
+                "on the host");
+  }
+  CaptureOptions options;
+  options.timeout = std::chrono::minutes(2);
+  options.max_capture = 16u << 20;
+  options.keep_fds = {host_git_fd};
+  // The host's own repository (its configuration is the person's), read by descriptor; nothing
+  // here runs a hook or looks at the worktree.
+  const CapturedRun run = RunCaptured({"/usr/bin/env",
+                                       "-i",
+                                       "PATH=/usr/bin:/bin",
+                                       "HOME=/nonexistent",
+                                       "GIT_CONFIG_NOSYSTEM=1",
+                                       "GIT_CONFIG_GLOBAL=/dev/null",
+                                       "LC_ALL=C",
+                                       *git,
+                                       "--git-dir=/proc/self/fd/" + std::to_string(host_git_fd),
+                                       "log",
+                                       "--raw",
+                                       "-r",
+                                       "-m",
+                                       "--root",
+                                       "--no-renames",
+                                       "--no-abbrev",
+                                       "--format=commit %H",
+                                       std::string(tip),
+                                       "--not",
+                                       "--all"},
+                                      options);
+  if (!run.Succeeded() || run.out.size() >= options.max_capture) {
+    std::string err = run.err.substr(0, 400);
+    while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
+    return Fail(ErrorKind::kPolicyDenied, "the host's git could not list its new commits" +
+                                              (err.empty() ? std::string() : " (" + err + ")"));
+  }
+  std::string commit;
+  std::string_view rest(run.out);
+  for (size_t end; !rest.empty();
+       rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1)) {
+    end = rest.find('\n');
+    const std::string_view line = rest.substr(0, end);
+    if (line.starts_with("commit ")) {
+      commit = std::string(line.substr(7));
+      continue;
+    }
+    // `:<old mode> <new mode> <old id> <new id> <status>\t<path>`
+    if (!line.starts_with(':') || line.size() < 15) continue;
+    const std::string_view old_mode = line.substr(1, 6);
+    const std::string_view new_mode = line.substr(8, 6);
+    if (new_mode == "160000" && old_mode != "160000") {
+      const size_t tab = line.find('\t');
+      return std::optional<std::string>(
+          std::string(tab == std::string_view::npos ? line : line.substr(tab + 1)) +
+          " (in commit " + commit + ")");
+    }
+  }
+  return std::optional<std::string>();
+}
+
 }  // namespace ptybox::sandbox

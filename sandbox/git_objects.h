@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -38,6 +39,15 @@ inline constexpr uint64_t kGitInflateBudget = 1ull << 30;
 
 // The raw SHA-1 (`hash_size` 20) or SHA-256 (32) digest of `data`.
 [[nodiscard]] std::string GitHashBytes(std::string_view data, size_t hash_size);
+
+// Whether a commit `tip` the session made (its objects already in the host's .git, opened as
+// `host_git_fd`) adds a gitlink (a submodule entry) that the host's history does not have: the
+// host's git is asked for the commits reachable from `tip` and from none of the host's refs, each
+// against each of its parents (`git log --raw -m --root`). A gitlink reaches the person's index
+// at their next checkout, and their `git status` then runs git in that directory, in a repository
+// the session may have made there. The first such "path (in commit X)", or nullopt.
+[[nodiscard]] Result<std::optional<std::string>> CommitAddsGitlink(int host_git_fd,
+                                                                   std::string_view tip);
 
 // A pack as the host's git indexed it.
 struct IndexedPack {

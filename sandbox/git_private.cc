@@ -1457,6 +1457,19 @@ bool CopiedBackRef(const std::string& name) {
   return name.starts_with("refs/heads/") || name.starts_with("refs/tags/") || name == "refs/stash";
 }
 
+// Why a ref (or a detached HEAD) may not move to `id`: a new commit adds a gitlink
+// (CommitAddsGitlink), or the host's git could not tell. nullopt when it may.
+std::optional<std::string> GitlinkRefusal(int host_git_fd, const std::string& id) {
+  Result<std::optional<std::string>> gitlink = CommitAddsGitlink(host_git_fd, id);
+  if (!gitlink) return gitlink.error().message + "; left as it is";
+  if (*gitlink) {
+    return "a new commit adds the gitlink (submodule entry) " + **gitlink +
+           ": the host's git would run git in that directory once checked out; add submodules "
+           "from the host. Left as it is";
+  }
+  return std::nullopt;
+}
+
 // The refs the session changed (created, moved, deleted), each by compare-and-swap against
 // `snapshot` and only when the host has the object it names (CopyBackPrivateGit).
 Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot,
@@ -1499,6 +1512,10 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
         done.conflicts.push_back(name + ": its commit " + *now +
                                  " is not in the host's objects (refused or never written); "
                                  "left as it is");
+        continue;
+      }
+      if (std::optional<std::string> why = GitlinkRefusal(host_git_fd, *now)) {
+        done.refused.push_back(name + ": " + *why);
         continue;
       }
     }
@@ -1561,6 +1578,12 @@ bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex sta
     done.conflicts.push_back(what + ": its commit " + value +
                              " is not in the host's objects; left as it is");
     return false;
+  }
+  if (IsObjectId(value)) {
+    if (std::optional<std::string> why = GitlinkRefusal(objects_fd, value)) {
+      done.refused.push_back(what + ": " + *why);
+      return false;
+    }
   }
   auto head_unchanged = [&]() -> Result<bool> {
     Result<std::optional<std::string>> host_head = ReadFile(host_dir, "HEAD", 4096, false);

@@ -106,6 +106,44 @@ TEST(GitReview2AttackTest, AGitlinkInTheIndexNeverRunsASessionRepositoryAtHostSt
       << daemon.Log();
 }
 
+// The same repository committed instead of only staged: the commit that adds the gitlink would
+// reach the person's index at their next checkout (`git reset --hard`, `checkout main`), and their
+// `git status` would run the session's command. The ref that names it never moves on the host;
+// the person's checkout of it runs nothing. The control: the same session's plain commit comes
+// back.
+TEST(GitReview2AttackTest, ACommitAddingAGitlinkNeverMovesAHostRef) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  TempDir host;
+  ASSERT_EQ(::chmod(host.path().c_str(), 0777), 0);
+  const fs::path marker = host.path() / "ran";
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string work =
+      std::string(kIdentity) +
+      "git checkout -qb plain && echo p > p.txt && git add p.txt && git commit -qm plain && "
+      "git checkout -q main && "
+      "git init -q sub && echo x > sub/x && git -C sub add x && git -C sub commit -qm s && "
+      "git add sub 2>/dev/null && git commit -qm with-sub && git -C sub config core.fsmonitor "
+      "'touch " +
+      marker.string() + "; false' && git rm -q --cached sub && echo committed";
+  Observed did = RunInSession(client, id, "workspace-write", "gitlink-commit", work);
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("committed")) << did.Show();
+  EXPECT_EQ(HostGit(ws, {"log", "-1", "--format=%s", "plain"}).out, "plain\n") << daemon.Log();
+  EXPECT_EQ(HostGit(ws, {"log", "-1", "--format=%s", "main"}).out, "first\n")
+      << "the commit adding a gitlink moved the host's main\n"
+      << daemon.Log();
+  // The person checks out what their main is, and looks.
+  HostGit(ws, {"reset", "-q", "--hard", "main"});
+  fs::remove(marker);
+  HostGit(ws, {"status", "--short"});
+  EXPECT_FALSE(fs::exists(marker)) << "the host's git ran the session's command";
+  EXPECT_NE(daemon.Log().find("adds the gitlink"), std::string::npos) << daemon.Log();
+}
+
 // The session writes `refs/replace/<id of the host's a.txt blob>` naming its own blob `EVIL`
 // (a well-formed ref to a well-formed object whose contents match its name: every check of the
 // copy-back passes). The host's git then substitutes it wherever it reads that id: `cat-file`,

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "common/proc_stat.h"
 #include "sandbox/captured_run.h"
 
 namespace ptybox::sandbox {
@@ -100,6 +101,31 @@ TEST(ChildExecTest, AnExecThatHappensLeavesNoRecord) {
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   ::close(report[0]);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// The daemon runs RunCaptured on worker threads (git index-pack) while its reaper calls
+// waitpid(-1) on SIGCHLD and ends unwatched children: the child is started with no exit signal,
+// which waitpid(-1) without __WALL never reaps and the reaper skips. A waitpid(-1) made while it
+// runs finds nothing to reap, and the run still gets its own status.
+TEST(CapturedRunTest, TheChildHasNoExitSignalAndNoWaitForAnyChildTakesIt) {
+  // The program's parent is the keeper RunCaptured starts; the keeper is our child.
+  const CapturedRun run =
+      RunCaptured({"/bin/sh", "-c", "cat /proc/$PPID/stat; exit 5"}, CaptureOptions{});
+  ASSERT_TRUE(run.exited) << run.err;
+  EXPECT_EQ(run.exit_code, 5);
+  std::optional<proc::StatFields> keeper = proc::ParseStat(run.out);
+  ASSERT_TRUE(keeper) << run.out;
+  EXPECT_EQ(keeper->ppid, ::getpid()) << run.out;
+  EXPECT_EQ(keeper->exit_signal, 0) << run.out;
+  const CapturedRun killed = RunCaptured({"/bin/sh", "-c", "kill -TERM $$"}, CaptureOptions{});
+  EXPECT_FALSE(killed.exited);
+  EXPECT_EQ(killed.signal, SIGTERM);
+  // A plain process has SIGCHLD.
+  std::optional<proc::StatFields> self = proc::ReadStat(::getpid());
+  ASSERT_TRUE(self);
+  EXPECT_EQ(self->exit_signal, SIGCHLD);
+  int status = 0;
+  EXPECT_EQ(::waitpid(-1, &status, WNOHANG), -1);  // no SIGCHLD child left to any waitpid(-1)
 }
 
 TEST(CapturedRunTest, CapturesBothStreamsAndTheStatus) {
