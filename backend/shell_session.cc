@@ -14,6 +14,7 @@
 #include "common/propagate.h"
 #include "policy/mode.h"
 #include "sandbox/bwrap_args.h"
+#include "sandbox/init/init_protocol.h"
 
 namespace ptybox::backend {
 namespace {
@@ -24,6 +25,7 @@ constexpr size_t kMaxLineBytes = 64 * 1024;
 // How long a send may wait for the hook to be given back to a re-exec'd bash (a few ms on an
 // idle machine); past it the send starts anyway, without the hook.
 constexpr Millis kRebootstrapBudget{5000};
+static_assert(kExecCopyFd == sandbox::kShellExecCopyFd, "the hook execs what ptybox-init gives");
 constexpr Millis kRebootstrapLookInterval{2};
 
 ReadinessTimings TimingsFrom(const policy::Limits& limits) {

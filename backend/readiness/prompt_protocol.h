@@ -36,6 +36,15 @@ std::string BuildPromptCommand();
 // keeps the PROMPT_COMMAND the new shell's rc files set (as element 0). It then reads the fresh
 // nonce line (NonceLine) the daemon writes once it sees the shell alone, blocked in that read.
 std::string BuildRebootstrapLine();
+// The rc file (`--rcfile`, read from a pipe) of a bash started through the exec machinery every
+// bootstrap defines (`exec bash`, `exec bash -l`, `exec bash --norc`): installs the hook with
+// the nonce the shell that ran `exec` handed over through a pipe (never the terminal, the
+// environment or a file), closes the pipes, then reads the rc files that bash would have read
+// (~/.bashrc, or the login chain). One line; holds no nonce.
+std::string BuildExecRc();
+// The descriptor at which a confined shell of a root daemon holds the unreadable (0111),
+// sealed copy of bash it execs for `exec bash` (an O_PATH descriptor: sandbox/init).
+inline constexpr int kExecCopyFd = 250;
 // What the hook element of PROMPT_COMMAND holds: calls the function; carries no nonce.
 std::string PromptHookCommand();
 // The controlled PS1: the marker (nonce, `$?`, `${PWD@Q}`) as invisible prompt text, then

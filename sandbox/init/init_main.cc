@@ -50,6 +50,7 @@ struct InitOptions {
   bool confined = false;
   bool pty = true;
   bool unreadable_shell = false;  // --unreadable-shell: exec the program from a 0111 memfd
+  int exec_copy_fd = -1;          // --exec-copy-fd: the daemon's copy, for the shell's `exec bash`
   uint16_t proxy_port = 0;        // --proxy-port: listen on 127.0.0.1:port for the daemon's proxy
   std::string apt_config;         // --apt-config: write apt's setting here (sandbox/session_home.h)
   std::string cwd;
@@ -100,6 +101,8 @@ InitOptions ParseArgs(int argc, char** argv) {
       if (!ParseNumber(value(arg), o.control_fd)) Die("--control-fd needs a number");
     } else if (arg == "--unreadable-shell") {
       o.unreadable_shell = true;
+    } else if (arg == "--exec-copy-fd") {
+      if (!ParseNumber(value(arg), o.exec_copy_fd)) Die("--exec-copy-fd needs a number");
     } else if (arg == "--confined") {
       o.confined = true;
     } else if (arg == "--proxy-port") {
@@ -309,6 +312,11 @@ pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, co
     }
     if (!o.cwd.empty() && ::chdir(o.cwd.c_str()) != 0) {
       FailChild({ChildStage::kDirectory, errno}, report);
+    }
+    // The daemon's execute-only copy of the shell, at the number the prompt hook looks for
+    // (backend::kExecCopyFd): dup2 leaves it open across the exec, for the shell alone to exec.
+    if (o.exec_copy_fd >= 0 && unreadable && ::dup2(o.exec_copy_fd, kShellExecCopyFd) < 0) {
+      FailChild({ChildStage::kStdio, errno}, report);
     }
     if (unreadable) {
       // argv[0] stays the program's path ($BASH, `exec $BASH`); on failure (a kernel that
@@ -534,6 +542,10 @@ int Run(int argc, char** argv) {
 
   // 2. The control socket must not leak into the program.
   if (::fcntl(o.control_fd, F_SETFD, FD_CLOEXEC) != 0) Die(ErrnoText("fcntl control fd"));
+  // Nor the copy's descriptor at its inherited number (the shell gets it at kShellExecCopyFd).
+  if (o.exec_copy_fd >= 0 && ::fcntl(o.exec_copy_fd, F_SETFD, FD_CLOEXEC) != 0) {
+    Die(ErrnoText("fcntl --exec-copy-fd"));
+  }
   std::vector<std::string> env = ReceiveEnvironment(o.control_fd);
 
   // 3. The anchor of cleanup: in danger-full-access orphans re-parent to us.
