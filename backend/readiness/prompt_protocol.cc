@@ -155,7 +155,12 @@ std::string BootstrapCode(NonceSource source) {
     code += "\\exec 247<&- 248<&- 249<&-; ";
     code += "[[ $__ptybox_p =~ " + std::string(kMarkerOscCode) +
             "\\;([0-9a-f]{32})\\; ]] && __ptybox_n=${BASH_REMATCH[1]}; BASH_REMATCH=(); ";
-    code += "declare -gr __ptybox_rc=${__ptybox_r%$'\\n'}; unset __ptybox_p __ptybox_r; ";
+    code += "unset __ptybox_p; ";
+    // No nonce came (a program of a dumpable session drained the pipe): nothing of the hook is
+    // installed, so nothing read-only stands in the way of the bootstrap the daemon types in
+    // danger-full-access; elsewhere exit codes stay null, never wrong.
+    code += "if [[ $__ptybox_n =~ ^[0-9a-f]{32}$ ]]; then "
+            "declare -gr __ptybox_rc=${__ptybox_r%$'\\n'}; unset __ptybox_r; ";
   } else {
     code += "IFS= ";
     code += typed ? "\\read" : "read";
@@ -201,7 +206,11 @@ std::string BootstrapCode(NonceSource source) {
   code += std::to_string(kPromptHookIndex);
   code += "]='";
   code += PromptHookCommand();
-  code += "'; export -n PS1; set +H; unset HISTFILE; __ptybox_prompt; } 2>/dev/null";
+  code += "'; export -n PS1; set +H; unset HISTFILE; __ptybox_prompt";
+  if (source == NonceSource::kHandedOver) {
+    code += "; else case $__ptybox_o in *x*) set -x;; esac; unset __ptybox_o __ptybox_r; fi";
+  }
+  code += "; } 2>/dev/null";
   if (typed) code += '\n';
   return code;
 }
