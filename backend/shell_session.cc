@@ -299,6 +299,7 @@ void ShellSession::OnOutput(std::string_view bytes) {
 
 void ShellSession::OnMarker(const PromptMarker& marker) {
   last_marker_exit_ = marker.exit_code;
+  ++markers_;
   std::string before = decoder_.PendingText();
   if (!published_) pending_before_marker_ = before;
   if (published_ && NoActiveSend()) {
@@ -507,6 +508,7 @@ Result<std::shared_ptr<SendOperation>> ShellSession::StartSend(SendRequest reque
   }
   touched_after_ready_ = true;
   const bool rebootstrap = !request.wait && !rebootstrap_ && NeedsRebootstrap();
+  markers_at_last_send_ = markers_;
   SendOperation::Config config;
   config.timings = TimingsFrom(spec_.policy.limits);
   config.shell_pgid = terminal_.shell_pid();
@@ -545,8 +547,20 @@ bool ShellSession::NeedsRebootstrap() {
   // danger-full-access has no such wall (any program of the user can read the shell's memory).
   if (policy::IsConfined(launched_.mode)) return false;
   std::optional<ExecIdentity> now = ReadExecIdentity(terminal_.shell_pid());
-  return now && *now != *hooked_exec_ && now->exe_dev == bash_binary_->dev &&
-         now->exe_ino == bash_binary_->ino;
+  if (!now || *now == *hooked_exec_ || now->exe_dev != bash_binary_->dev ||
+      now->exe_ino != bash_binary_->ino) {
+    return false;
+  }
+  // A bash the exec machinery started installed the hook from its rc file with the nonce the
+  // tracker follows, and printed its marker during the last send (which settled without one,
+  // say a typed-ahead line made readline redraw). Typing the bootstrap into it would switch the
+  // tracker to a fresh nonce its read-only hook never takes: null for good. One whose pipe was
+  // drained printed no marker: it gets the bootstrap.
+  if (markers_ != markers_at_last_send_ && RunsAsExecMachinery(terminal_.shell_pid())) {
+    hooked_exec_ = *now;
+    return false;
+  }
+  return true;
 }
 
 void ShellSession::BeginRebootstrap(std::shared_ptr<SendOperation> op) {

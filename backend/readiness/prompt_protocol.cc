@@ -80,6 +80,9 @@ enum class NonceSource {
 // unreadable copy of bash (fd kExecCopyFd, confined sessions of a root daemon) or the bash the
 // first shell runs. A plain `bash` (not after `exec`) runs the function, which closes the pipes
 // and runs `bash` as before. `exec` with redirections alone stays the builtin.
+static_assert(kExecRcFd == 10 && kExecPs1Fd == 11 && kExecRcCopyFd == 12,
+              "the bash text of the exec machinery names these descriptors");
+
 std::string ExecMachinery() {
   const std::string copy = "/proc/self/fd/" + std::to_string(kExecCopyFd);
   std::string code;
@@ -96,21 +99,21 @@ std::string ExecMachinery() {
   // options): bash from PATH with both pipes closed, without a nonce.
   std::string launch =
       "__l=0 __r=1 __p=1; for __a; do case $__a in -l|--login) __l=1;; --norc) __r=0;; "
-      "--noprofile) __p=0;; -i) ;; *) exec 248<&- 249<&- bash \"$@\";; esac; done; "
-      "IFS= read -r -d '' __s <&248; __a=bash; [[ $__T == /proc/* ]] || __a=$__T; "
-      "__PTYBOX_EXEC=$__l$__r$__p exec -a \"$__a\" \"$__T\" --rcfile /proc/self/fd/248 -i "
-      "247<<<\"$__s\" 248<<<\"$__s\"";
+      "--noprofile) __p=0;; -i) ;; *) exec 10<&- 11<&- bash \"$@\";; esac; done; "
+      "IFS= read -r -d '' __s <&10; __a=bash; [[ $__T == /proc/* ]] || __a=$__T; "
+      "__PTYBOX_EXEC=$__l$__r$__p exec -a \"$__a\" \"$__T\" --rcfile /proc/self/fd/10 -i "
+      "12<<<\"$__s\" 10<<<\"$__s\"";
   code += "declare -gr __ptybox_launch=" + SingleQuoted(launch) + "; ";
   // A plain `bash`: the alias's words and pipes are dropped.
-  code += "__ptybox_bash() { shift 4; command bash \"$@\" 247<&- 248<&- 249<&-; }; ";
+  code += "__ptybox_bash() { shift 4; command bash \"$@\" 12<&- 10<&- 11<&-; }; ";
   code += "declare -fr __ptybox_bash; ";
   return code;
 }
 
 // What __ptybox_prompt re-asserts before every prompt (a user's `unalias -a` or `hash -r`).
 std::string ExecArming() {
-  return " [[ -n $__ptybox_t ]] && { alias exec='exec ' bash='__ptybox_bash 248<<<\"$__ptybox_rc\""
-         " 249<<<\"$__ptybox_ps1\" -p -c \"__T=${__ptybox_t@Q}; $__ptybox_launch\" bash ';"
+  return " [[ -n $__ptybox_t ]] && { alias exec='exec ' bash='__ptybox_bash 10<<<\"$__ptybox_rc\""
+         " 11<<<\"$__ptybox_ps1\" -p -c \"__T=${__ptybox_t@Q}; $__ptybox_launch\" bash ';"
          " hash -p \"$__ptybox_t\" __ptybox_bash; };";
 }
 
@@ -147,12 +150,12 @@ std::string BootstrapCode(NonceSource source) {
   }
   code += "{ __ptybox_o=$-; set +xvT; __ptybox_n=; ";
   if (source == NonceSource::kHandedOver) {
-    // The launcher's options; the controlled PS1 of the shell that ran `exec` (pipe 249), from
-    // which the nonce is taken; this rc file's own text (pipe 247), kept for the next `exec`.
+    // The launcher's options; the controlled PS1 of the shell that ran `exec` (pipe 11), from
+    // which the nonce is taken; this rc file's own text (pipe 12), kept for the next `exec`.
     // The pipes are closed before anything else runs.
     code += "__ptybox_m=${__PTYBOX_EXEC-}; unset __PTYBOX_EXEC; __ptybox_p=; __ptybox_r=; ";
-    code += "IFS= \\read -r __ptybox_p <&249; IFS= \\read -r -d '' __ptybox_r <&247; ";
-    code += "\\exec 247<&- 248<&- 249<&-; ";
+    code += "IFS= \\read -r __ptybox_p <&11; IFS= \\read -r -d '' __ptybox_r <&12; ";
+    code += "\\exec 12<&- 10<&- 11<&-; ";
     code += "[[ $__ptybox_p =~ " + std::string(kMarkerOscCode) +
             "\\;([0-9a-f]{32})\\; ]] && __ptybox_n=${BASH_REMATCH[1]}; BASH_REMATCH=(); ";
     code += "unset __ptybox_p; ";

@@ -112,6 +112,36 @@ while True:
     threading.Event().wait(0.005)
 )PY";
 
+// The attack of the sixth round's outside review, across owners: a program of another owner's
+// session listens on a socket in the shared workspace (argv[1]), receives a terminal descriptor
+// over it, and reads that terminal until it is killed, keeping what it reads in argv[2]. It
+// announces itself with argv[3].
+constexpr const char* kTerminalReceiver = R"PY(import array, os, socket, sys
+path, loot_path, ready_path = sys.argv[1:4]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+os.chmod(path, 0o777)
+s.listen(1)
+open(ready_path, "w").close()
+c, _ = s.accept()
+msg, anc, flags, addr = c.recvmsg(1, socket.CMSG_LEN(4))
+fd = array.array("i", anc[0][2][:4])[0]
+loot = open(loot_path, "ab", buffering=0)
+loot.write(b"got-terminal\n")
+while True:
+    data = os.read(fd, 4096)
+    if not data:
+        break
+    loot.write(b"terminal:" + data + b"\n")
+)PY";
+
+// Sends its own stdin (the session's terminal) over the socket argv[1], then exits.
+constexpr const char* kTerminalSender = R"PY(import array, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+s.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0]))])
+)PY";
+
 // Prints a marker with exit code 42 and "$ " for every 32-hex-digit string in argv[1] (and one of
 // its own), then waits in read(0) while the shell waits for it.
 constexpr const char* kLootForger = R"PY(import os, re, sys
@@ -143,6 +173,8 @@ class ForgedPromptTest : public ::testing::TestWithParam<std::string> {
     std::ofstream(daemon_->workspace() / "forger.py") << kForger;
     std::ofstream(daemon_->workspace() / "thief.py") << kThief;
     std::ofstream(daemon_->workspace() / "loot_forger.py") << kLootForger;
+    std::ofstream(daemon_->workspace() / "receiver.py") << kTerminalReceiver;
+    std::ofstream(daemon_->workspace() / "sender.py") << kTerminalSender;
   }
   static void TearDownTestSuite() {
     delete daemon_;
@@ -269,6 +301,58 @@ TEST_P(ForgedPromptTest, ExecBashNeverHandsTheFreshNonceToAnotherProgram) {
   EXPECT_TRUE(r["exitCode"].is_null()) << r.dump();
   r = Send(client_, id, "x\n", slow);
   expect_exit(r, 5);
+}
+
+// A program of another owner's session holds this session's terminal (its descriptor passed over
+// a socket in the shared workspace by a program of this session that has ended since) and reads
+// it through `exec bash` and the sends after it: nothing is typed for it to read (the new image
+// gets the nonce through a pipe), and once it is gone every exit code is exact, in every mode.
+TEST_P(ForgedPromptTest, AnotherOwnersSessionHoldingTheTerminalGetsNoNonce) {
+  const Json slow{{"silenceMs", 20000}, {"timeoutMs", 30000}};
+  const std::string tag = "receiver-" + std::to_string(::getpid()) + "-" + GetParam();
+  // The other owner: its own connection, a workspace-write session in the same workspace.
+  RpcClient other(daemon_->socket());
+  const std::string thief = OpenSession(other, "workspace-write");
+  Json r = Send(other, thief,
+                "python3 receiver.py " + tag + ".sock " + tag + ".loot " + tag +
+                    ".ready & while [ ! -e " + tag + ".ready ]; do sleep 0.01; done\n",
+                slow);
+  ASSERT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  const std::string id = OpenSession(client_, GetParam());
+  r = Send(client_, id, "python3 sender.py " + tag + ".sock\n", slow);
+  EXPECT_EQ(r["exitCode"], 0) << r.dump();
+  const std::filesystem::path loot = daemon_->workspace() / (tag + ".loot");
+  for (int i = 0; i < 3000 && ReadFile(loot).find("got-terminal") == std::string::npos; ++i) {
+    ::usleep(10000);
+  }
+  ASSERT_NE(ReadFile(loot).find("got-terminal"), std::string::npos);
+  // The exec and a send while the other owner reads: the input may be its, the code never wrong.
+  r = Send(client_, id, "exec bash\n", Json{{"silenceMs", 1500}, {"timeoutMs", 30000}});
+  EXPECT_TRUE(r["exitCode"].is_null() || r["exitCode"] == 0) << r.dump();
+  r = Send(client_, id, "echo one; (exit 4)\n", Json{{"silenceMs", 1500}, {"timeoutMs", 30000}});
+  EXPECT_TRUE(r["exitCode"].is_null() || r["exitCode"] == 4) << r.dump();
+  // The other owner's session ends (its program with it).
+  Json closed = other.Call("terminal_close", Json{{"sessionId", thief}});
+  ASSERT_TRUE(closed.contains("result")) << closed.dump();
+  // A line the reader may not have left whole: ends whatever readline holds, then exact.
+  Send(client_, id, "\n", Json{{"silenceMs", 1500}, {"timeoutMs", 30000}});
+  r = Send(client_, id, "echo two; (exit 4)\n", slow);
+  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  EXPECT_EQ(r["exitCode"], 4) << r.dump();
+  EXPECT_EQ(r["viewport"], "two") << r.dump();
+  r = Send(client_, id, "cd /tmp; false\n", slow);
+  EXPECT_EQ(r["exitCode"], 1) << r.dump();
+  EXPECT_EQ(r["cwd"], "/tmp") << r.dump();
+  // What it read of the terminal: only what the agent typed; no nonce, no bootstrap.
+  const std::string text = ReadFile(loot);
+  EXPECT_EQ(text.find("__ptybox"), std::string::npos) << text;
+  bool hex = false;
+  for (size_t i = 0, run = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    run = ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) ? run + 1 : 0;
+    if (run >= 32) hex = true;
+  }
+  EXPECT_FALSE(hex) << text;
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ForgedPromptTest,

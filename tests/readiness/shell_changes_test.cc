@@ -337,7 +337,7 @@ TEST_P(ShellChangesTest, ExecWithRedirectionsAloneKeepsThem) {
   Json r = AtPrompt(id, "exec 3>/tmp/exec-redir-$$; echo kept >&3; cat /tmp/exec-redir-$$\n", 0);
   EXPECT_EQ(r["viewport"], "kept") << r.dump();
   r = AtPrompt(id, "exec 3>&-; echo closed >&3\n", 1);
-  r = AtPrompt(id, "bash -c 'ls /proc/self/fd | grep -c -x -e 247 -e 248 -e 249'\n", 1);
+  r = AtPrompt(id, "bash -c 'ls /proc/self/fd | grep -c -x -e 12 -e 10 -e 11'\n", 1);
   EXPECT_EQ(r["viewport"], "0") << r.dump();
   StillExact(id, "exec redirections");
 }
@@ -374,11 +374,11 @@ TEST_P(ShellChangesTest, PlantedRcFilesRunAfterTheHookAndFindNoPipe) {
   const std::string id = Open(extra);
   {
     std::ofstream(daemon_->workspace() / "planted-bashrc")
-        << "for f in 247 248 249; do [[ -e /dev/fd/$f ]] && echo planted-sees-$f; done\n"
+        << "for f in 12 10 11; do [[ -e /dev/fd/$f ]] && echo planted-sees-$f; done\n"
            "unset -f __ptybox_prompt; __ptybox_prompt() { :; }\n"
            "echo planted-ran\n";
     std::ofstream(daemon_->workspace() / "planted-inputrc")
-        << "$include /proc/self/fd/249\nset completion-ignore-case on\n";
+        << "$include /proc/self/fd/11\nset completion-ignore-case on\n";
   }
   // A program (cp) puts them in place.
   const std::string plant = "cp planted-bashrc ~/.bashrc && cp planted-inputrc ~/.inputrc\n";

@@ -80,15 +80,15 @@ TEST(PromptMarkerTest, PromptCommandCarriesNoNonceAndReadsItFromTheTerminal) {
 // word `bash` right after it becomes the launcher, which finds the copy in the hash table.
 TEST(ExecMachineryTest, TheBootstrapArmsExecWithoutANonce) {
   const std::string code = BuildPromptCommand();
-  EXPECT_NE(code.find("alias exec='exec ' bash='__ptybox_bash 248<<<\"$__ptybox_rc\" "
-                      "249<<<\"$__ptybox_ps1\" -p -c "),
+  EXPECT_NE(code.find("alias exec='exec ' bash='__ptybox_bash 10<<<\"$__ptybox_rc\" "
+                      "11<<<\"$__ptybox_ps1\" -p -c "),
             std::string::npos)
       << code;
   EXPECT_NE(code.find("hash -p \"$__ptybox_t\" __ptybox_bash"), std::string::npos);
   EXPECT_NE(code.find("declare -gr __ptybox_rc='"), std::string::npos);
   EXPECT_NE(code.find("/proc/self/fd/" + std::to_string(kExecCopyFd)), std::string::npos);
   // A plain `bash` drops the alias's words and closes the pipes for the child.
-  EXPECT_NE(code.find("__ptybox_bash() { shift 4; command bash \"$@\" 247<&- 248<&- 249<&-; }"),
+  EXPECT_NE(code.find("__ptybox_bash() { shift 4; command bash \"$@\" 12<&- 10<&- 11<&-; }"),
             std::string::npos);
   EXPECT_EQ(code.find("function exec"), std::string::npos);
   EXPECT_EQ(code.find("exec() "), std::string::npos);
@@ -99,7 +99,7 @@ TEST(ExecMachineryTest, TheBootstrapArmsExecWithoutANonce) {
 }
 
 // The rc file of the new image: one line without a nonce; it takes the nonce from the PS1 the
-// old shell handed over on pipe 249, keeps its own text from pipe 247, closes 247-249 before
+// old shell handed over on pipe 11, keeps its own text from pipe 12, closes 12-11 before
 // anything else runs, installs the hook, and only then reads the user's rc files.
 TEST(ExecMachineryTest, TheRcFileInstallsTheHookBeforeTheUsersRcFiles) {
   const std::string rc = BuildExecRc();
@@ -107,8 +107,8 @@ TEST(ExecMachineryTest, TheRcFileInstallsTheHookBeforeTheUsersRcFiles) {
   EXPECT_EQ(rc.find('!'), std::string::npos);
   EXPECT_TRUE(rc.starts_with("{ __ptybox_o=$-; set +xvT; __ptybox_n=; __ptybox_m=${__PTYBOX_EXEC-}"))
       << rc;
-  const size_t read_nonce = rc.find("\\read -r __ptybox_p <&249;");
-  const size_t close = rc.find("\\exec 247<&- 248<&- 249<&-;");
+  const size_t read_nonce = rc.find("\\read -r __ptybox_p <&11;");
+  const size_t close = rc.find("\\exec 12<&- 10<&- 11<&-;");
   const size_t hook = rc.find("declare -fr __ptybox_prompt");
   const size_t bashrc = rc.find(". ~/.bashrc");
   const size_t profile = rc.find(". /etc/profile");
