@@ -299,7 +299,6 @@ void ShellSession::OnOutput(std::string_view bytes) {
 
 void ShellSession::OnMarker(const PromptMarker& marker) {
   last_marker_exit_ = marker.exit_code;
-  ++markers_;
   std::string before = decoder_.PendingText();
   if (!published_) pending_before_marker_ = before;
   if (published_ && NoActiveSend()) {
@@ -508,7 +507,6 @@ Result<std::shared_ptr<SendOperation>> ShellSession::StartSend(SendRequest reque
   }
   touched_after_ready_ = true;
   const bool rebootstrap = !request.wait && !rebootstrap_ && NeedsRebootstrap();
-  markers_at_last_send_ = markers_;
   SendOperation::Config config;
   config.timings = TimingsFrom(spec_.policy.limits);
   config.shell_pgid = terminal_.shell_pid();
@@ -552,11 +550,11 @@ bool ShellSession::NeedsRebootstrap() {
     return false;
   }
   // A bash the exec machinery started installed the hook from its rc file with the nonce the
-  // tracker follows, and printed its marker during the last send (which settled without one,
-  // say a typed-ahead line made readline redraw). Typing the bootstrap into it would switch the
-  // tracker to a fresh nonce its read-only hook never takes: null for good. One whose pipe was
-  // drained printed no marker: it gets the bootstrap.
-  if (markers_ != markers_at_last_send_ && RunsAsExecMachinery(terminal_.shell_pid())) {
+  // tracker follows (the last send may have settled without a marker: a typed-ahead line made
+  // readline redraw, or a program ate the input). Typing the bootstrap into it would switch the
+  // tracker to a fresh nonce its read-only hook never takes: null for good. So it is never typed
+  // into; one whose pipes a program drained keeps null codes (never wrong).
+  if (RunsAsExecMachinery(terminal_.shell_pid())) {
     hooked_exec_ = *now;
     return false;
   }

@@ -6,7 +6,6 @@
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
 #include <chrono>
-#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -236,10 +235,6 @@ class ShellSession final : public BackendSession,
   // a re-bootstrap under way (its phase, deadline and the send that waits for it).
   std::optional<ExecIdentity> hooked_exec_;
   std::optional<FileIdentity> bash_binary_;
-  // Owned markers decoded so far, and their count when the last send started (NeedsRebootstrap:
-  // an image of the exec machinery printed one during the last send).
-  uint64_t markers_ = 0;
-  uint64_t markers_at_last_send_ = 0;
   struct Rebootstrap {
     // Declared so that clang sees it constructible inside ShellSession (its implicit one waits
     // for the enclosing class, and std::optional::emplace asked too early).
