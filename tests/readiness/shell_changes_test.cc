@@ -255,8 +255,10 @@ TEST_P(ShellChangesTest, ExecBashGetsTheHookBack) {
 // a program read the rest of the agent's line; here the new shell's readline takes a line that
 // opens a quote and whose Enter is quoted (^V), so every byte the agent wrote ended a line and
 // none of it is accepted (a bootstrap typed after it would be inside the quote).
-// The bootstrap discards that line first, as every send to the line editor does, instead of
-// being typed onto its end (which left the session without exit codes for good).
+// The next send discards that line first, as every send to the line editor does (the typed
+// bootstrap of danger-full-access did too: typed onto its end it left the session without exit
+// codes for good). The new image has the hook already: the daemon must not type into it (it did
+// once here, and the tracker's fresh nonce never reached the read-only hook).
 TEST_P(ShellChangesTest, ExecBashWithAPartLineInReadlineGetsTheHookBack) {
   const std::string id = Open();
   const Json options{{"silenceMs", 20000}, {"timeoutMs", 30000}};
