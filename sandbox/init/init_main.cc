@@ -315,9 +315,7 @@ pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, co
     }
     // The daemon's execute-only copy of the shell, at the number the prompt hook looks for
     // (backend::kExecCopyFd): dup2 leaves it open across the exec, for the shell alone to exec.
-    if (o.exec_copy_fd >= 0 && unreadable && ::dup2(o.exec_copy_fd, kShellExecCopyFd) < 0) {
-      FailChild({ChildStage::kStdio, errno}, report);
-    }
+    if (o.exec_copy_fd >= 0 && unreadable) (void)::dup2(o.exec_copy_fd, kShellExecCopyFd);
     if (unreadable) {
       // argv[0] stays the program's path ($BASH, `exec $BASH`); on failure (a kernel that
       // refuses to exec memfds) the program runs from its own file.
@@ -543,8 +541,15 @@ int Run(int argc, char** argv) {
   // 2. The control socket must not leak into the program.
   if (::fcntl(o.control_fd, F_SETFD, FD_CLOEXEC) != 0) Die(ErrnoText("fcntl control fd"));
   // Nor the copy's descriptor at its inherited number (the shell gets it at kShellExecCopyFd).
-  if (o.exec_copy_fd >= 0 && ::fcntl(o.exec_copy_fd, F_SETFD, FD_CLOEXEC) != 0) {
-    Die(ErrnoText("fcntl --exec-copy-fd"));
+  // Optional: a daemon that could not make the copy passes none, and anything at that number
+  // that is not an execute-only regular file is not given to the shell (`exec bash` then keeps
+  // null exit codes in this session, never wrong).
+  if (o.exec_copy_fd >= 0) {
+    struct stat st {};
+    if (::fstat(o.exec_copy_fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 07777) != 0111 ||
+        ::fcntl(o.exec_copy_fd, F_SETFD, FD_CLOEXEC) != 0) {
+      o.exec_copy_fd = -1;
+    }
   }
   std::vector<std::string> env = ReceiveEnvironment(o.control_fd);
 
