@@ -14,6 +14,7 @@
 #include "common/propagate.h"
 #include "policy/mode.h"
 #include "sandbox/bwrap_args.h"
+#include "sandbox/init/init_protocol.h"
 
 namespace ptybox::backend {
 namespace {
@@ -24,6 +25,7 @@ constexpr size_t kMaxLineBytes = 64 * 1024;
 // How long a send may wait for the hook to be given back to a re-exec'd bash (a few ms on an
 // idle machine); past it the send starts anyway, without the hook.
 constexpr Millis kRebootstrapBudget{5000};
+static_assert(kExecCopyFd == sandbox::kShellExecCopyFd, "the hook execs what ptybox-init gives");
 constexpr Millis kRebootstrapLookInterval{2};
 
 ReadinessTimings TimingsFrom(const policy::Limits& limits) {
@@ -543,8 +545,20 @@ bool ShellSession::NeedsRebootstrap() {
   // danger-full-access has no such wall (any program of the user can read the shell's memory).
   if (policy::IsConfined(launched_.mode)) return false;
   std::optional<ExecIdentity> now = ReadExecIdentity(terminal_.shell_pid());
-  return now && *now != *hooked_exec_ && now->exe_dev == bash_binary_->dev &&
-         now->exe_ino == bash_binary_->ino;
+  if (!now || *now == *hooked_exec_ || now->exe_dev != bash_binary_->dev ||
+      now->exe_ino != bash_binary_->ino) {
+    return false;
+  }
+  // A bash the exec machinery started installed the hook from its rc file with the nonce the
+  // tracker follows (the last send may have settled without a marker: a typed-ahead line made
+  // readline redraw, or a program ate the input). Typing the bootstrap into it would switch the
+  // tracker to a fresh nonce its read-only hook never takes: null for good. So it is never typed
+  // into; one whose pipes a program drained keeps null codes (never wrong).
+  if (RunsAsExecMachinery(terminal_.shell_pid())) {
+    hooked_exec_ = *now;
+    return false;
+  }
+  return true;
 }
 
 void ShellSession::BeginRebootstrap(std::shared_ptr<SendOperation> op) {

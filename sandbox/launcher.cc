@@ -2,14 +2,21 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
+#include <map>
 #include <optional>
 
+#include "common/log.h"
 #include "common/propagate.h"
+#include "common/unique_fd.h"
 #include "sandbox/host_walls.h"
 #include "sandbox/init/child_exec.h"
 #include "sandbox/init/init_protocol.h"
@@ -70,6 +77,9 @@ std::vector<std::string> BuildInitArgs(const LaunchSpec& spec) {
   // A confined shell of a root daemon runs non-dumpable (init_main.cc, UnreadableCopy).
   if (ShellRunsNonDumpable(spec)) {
     args.emplace_back("--unreadable-shell");
+    // `exec bash` runs from the daemon's unreadable copy too (SharedExecCopy).
+    args.emplace_back("--exec-copy-fd");
+    args.push_back(std::to_string(kExecCopyInheritFd));
   }
   if (!spec.pty) args.emplace_back("--no-pty");
   if (spec.proxy_port != 0 && policy::IsConfined(spec.mode)) {
@@ -122,8 +132,8 @@ void DieWithDaemon(pid_t daemon, int say) {
 // Runs in the forked child: only async-signal-safe calls until execve. A failed step ends the
 // child with that step's exit status (child_exec.h) and a line on the diagnostics pipe.
 [[noreturn]] void ExecChild(const LaunchSpec& spec, const std::vector<char*>& argv, int control,
-                            int seccomp, int diagnostics, int devnull, StagePlan* stage,
-                            pid_t daemon) {
+                            int seccomp, int exec_copy, int diagnostics, int devnull,
+                            StagePlan* stage, pid_t daemon) {
   const int say = diagnostics >= 0 ? diagnostics : STDERR_FILENO;
   auto fail = [say](ChildStage step, int err) { FailChild({step, err}, -1, say); };
   DieWithDaemon(daemon, say);
@@ -142,7 +152,10 @@ void DieWithDaemon(pid_t daemon, int say) {
   // Fixed descriptor numbers: dup to high numbers first so no source is overwritten.
   int control_hi = ::fcntl(control, F_DUPFD_CLOEXEC, 100);
   int seccomp_hi = seccomp >= 0 ? ::fcntl(seccomp, F_DUPFD_CLOEXEC, 100) : -1;
-  if (control_hi < 0 || (seccomp >= 0 && seccomp_hi < 0)) fail(ChildStage::kDescriptors, errno);
+  int copy_hi = exec_copy >= 0 ? ::fcntl(exec_copy, F_DUPFD_CLOEXEC, 100) : -1;
+  if (control_hi < 0 || (seccomp >= 0 && seccomp_hi < 0) || (exec_copy >= 0 && copy_hi < 0)) {
+    fail(ChildStage::kDescriptors, errno);
+  }
   if (spec.pty) {
     // The daemon's stdio may be its protocol stream: never let the sandbox touch it.
     ::dup2(devnull, STDIN_FILENO);
@@ -163,6 +176,11 @@ void DieWithDaemon(pid_t daemon, int say) {
       fail(ChildStage::kDescriptors, errno);
     }
     ::close_range(kCallerStderrFd + 1, ~0U, 0);
+  } else if (copy_hi >= 0) {
+    // Not close-on-exec: bwrap passes it on to ptybox-init (BuildInitArgs, --exec-copy-fd).
+    if (::dup2(copy_hi, kExecCopyInheritFd) < 0) fail(ChildStage::kDescriptors, errno);
+    ::close_range(kCallerStderrFd, kCallerStderrFd, 0);
+    ::close_range(kExecCopyInheritFd + 1, ~0U, 0);
   } else {
     ::close_range(seccomp_hi >= 0 ? kSeccompFd + 1 : kInitControlFd + 1, ~0U, 0);
   }
@@ -288,6 +306,70 @@ Result<std::vector<std::string>> ChildArgv(const LaunchSpec& spec, const Sandbox
   return BuildBwrapArgv(sandbox, invocation);
 }
 
+
+// The program the shell is, found as ptybox-init finds it (the environment's PATH, or init's
+// default), so the copy is of the same file.
+std::string ResolveProgram(const std::string& name, const std::vector<std::string>& env) {
+  if (name.find('/') != std::string::npos) return name;
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  for (const std::string& entry : env) {
+    if (entry.starts_with("PATH=")) path = entry.substr(5);
+  }
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return name;
+}
+
+}  // namespace
+
+Result<int> SharedExecCopy(const std::string& program) {
+  // One per program for the daemon's life: sealed, so every session shares the same bytes.
+  static std::map<std::string, UniqueFd> copies;
+  if (auto it = copies.find(program); it != copies.end()) return it->second.Get();
+  UniqueFd source(::open(program.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!source) return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "open", program));
+  struct stat st {};
+  if (::fstat(source.Get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return Fail(ErrorKind::kSandboxUnavailable, program + " is not a regular file", program);
+  }
+  char magic[4] = {};
+  if (::pread(source.Get(), magic, sizeof(magic), 0) != static_cast<ssize_t>(sizeof(magic)) ||
+      std::memcmp(magic, "\x7f" "ELF", sizeof(magic)) != 0) {
+    return Fail(ErrorKind::kSandboxUnavailable, program + " is not an ELF binary", program);
+  }
+  UniqueFd copy(static_cast<int>(::memfd_create("ptybox-bash", MFD_CLOEXEC | MFD_ALLOW_SEALING)));
+  if (!copy) return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "memfd_create", program));
+  off_t remaining = st.st_size;
+  while (remaining > 0) {
+    ssize_t n = ::sendfile(copy.Get(), source.Get(), nullptr, static_cast<size_t>(remaining));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "sendfile", program));
+    remaining -= n;
+  }
+  if (::fchmod(copy.Get(), 0111) != 0) {
+    return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "fchmod 0111", "memfd"));
+  }
+  if (::fcntl(copy.Get(), F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0) {
+    return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "fcntl(F_ADD_SEALS)", "memfd"));
+  }
+  // The sessions get only a path descriptor: it neither reads nor writes.
+  const std::string self = "/proc/self/fd/" + std::to_string(copy.Get());
+  UniqueFd path(::open(self.c_str(), O_PATH | O_CLOEXEC));
+  if (!path) return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "open O_PATH", self));
+  const int fd = path.Get();
+  copies.emplace(program, std::move(path));
+  return fd;
+}
+
+namespace {
 }  // namespace
 
 Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories& repositories) {
@@ -325,6 +407,18 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories
     diag_read.Reset(fds[0]);
     diag_write.Reset(fds[1]);
   }
+  // The daemon's execute-only copy of the shell for `exec bash` (ShellRunsNonDumpable). Without
+  // it the session still starts: `exec bash` then runs the host's bash, which the shell's
+  // bootstrap refuses to hand a nonce to (exit codes null after it, never wrong).
+  int exec_copy = -1;
+  if (ShellRunsNonDumpable(spec) && !spec.command.empty()) {
+    Result<int> copy = SharedExecCopy(ResolveProgram(spec.command.front(), spec.environment));
+    if (copy) {
+      exec_copy = *copy;
+    } else {
+      LogWarn("exec bash keeps null exit codes in this session: " + copy.error().message);
+    }
+  }
   UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
   if (!devnull)
     return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "open", "/dev/null"));
@@ -337,8 +431,8 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories
   pid_t pid = ::fork();
   if (pid < 0) return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "fork"));
   if (pid == 0) {
-    ExecChild(spec, argv, theirs.Get(), seccomp.Get(), diag_write.Get(), devnull.Get(),
-              stage ? &*stage : nullptr, daemon);
+    ExecChild(spec, argv, theirs.Get(), seccomp.Get(), exec_copy, diag_write.Get(),
+              devnull.Get(), stage ? &*stage : nullptr, daemon);
   }
   theirs.Reset();
   diag_write.Reset();

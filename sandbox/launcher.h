@@ -98,5 +98,13 @@ inline constexpr int kSeccompFd = 4;
 // this number while bwrap's own stderr is the diagnostics pipe, so that a sandbox that cannot
 // start is explained once, by ptybox; ptybox-init puts it back on 2 before anything runs.
 inline constexpr int kCallerStderrFd = 5;
+// A confined PTY launch of a root daemon (ShellRunsNonDumpable): an O_PATH descriptor of the
+// daemon's sealed, execute-only (0111) copy of bash, owned by host root (unmapped in the
+// sandbox, so no session process can chmod it), passed through bwrap at this number;
+// ptybox-init gives it to the shell at backend::kExecCopyFd for `exec bash` (docs/readiness.md).
+inline constexpr int kExecCopyInheritFd = 6;
+// That copy, made once per daemon (nullopt-like -1 with a logged reason when it cannot be):
+// memfd_create, the program's bytes, fchmod 0111, every seal, then an O_PATH descriptor.
+[[nodiscard]] Result<int> SharedExecCopy(const std::string& program);
 
 }  // namespace ptybox::sandbox

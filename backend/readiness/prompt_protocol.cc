@@ -51,9 +51,77 @@ bool IsContinuationMarker(std::string_view payload, std::string_view nonce) {
 
 namespace {
 
-// The bootstrap, as the first PROMPT_COMMAND (`typed` false) or as the line the daemon types
-// into a re-exec'd bash (`typed` true, BuildRebootstrapLine).
-std::string BootstrapCode(bool typed) {
+// `text` as one single-quoted bash word.
+std::string SingleQuoted(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += '\'';
+  return out;
+}
+
+// Where the bootstrap gets its nonce from.
+enum class NonceSource {
+  kTerminal,      // the first shell's PROMPT_COMMAND: the line the daemon writes (NonceLine)
+  kTypedLine,     // the line the daemon types into a re-exec'd bash, then the nonce line
+  kHandedOver,    // the rc file of a bash started by `exec bash` (BuildExecRc): descriptors
+};
+
+// The exec machinery (docs/readiness.md, "exec bash"), defined by every bootstrap. Nothing of it
+// holds the nonce. `exec` is an alias ending in a blank, so the word after it is looked up as an
+// alias too: `bash` there becomes `__ptybox_bash` with two here-strings (pipes: bash 5.1+ writes
+// a here-document that fits the pipe into a pipe, never a file) and the launcher's options.
+// `exec` never runs a function: it finds `__ptybox_bash` in the hash table (`hash -p`), the
+// unreadable copy of bash (fd kExecCopyFd, confined sessions of a root daemon) or the bash the
+// first shell runs. A plain `bash` (not after `exec`) runs the function, which closes the pipes
+// and runs `bash` as before. `exec` with redirections alone stays the builtin.
+static_assert(kExecRcFd == 10 && kExecPs1Fd == 11 && kExecRcCopyFd == 12,
+              "the bash text of the exec machinery names these descriptors");
+
+std::string ExecMachinery() {
+  const std::string copy = "/proc/self/fd/" + std::to_string(kExecCopyFd);
+  std::string code;
+  // The target, once per image: the unreadable copy when this image holds it (executable, not
+  // readable), else the bash this shell runs from ($BASH, an absolute path).
+  code += "if [[ -x " + copy + " && -r " + copy + " ]]; then __ptybox_t=; elif [[ -x " + copy +
+          " ]]; then __ptybox_t=" + copy +
+          "; elif [[ $BASH == /* && -x $BASH ]]; then __ptybox_t=$BASH; else __ptybox_t=; fi; ";
+  code += "(( BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501 )) || __ptybox_t=; ";
+  code += "declare -gr __ptybox_t; ";
+  // The launcher: a non-interactive bash in privileged mode (no BASH_ENV, no functions or
+  // SHELLOPTS from the environment) that reads only its options. -l/--login, --norc,
+  // --noprofile, -i: the new image with ptybox's rc file; anything else (a script, -c, other
+  // options): bash from PATH with both pipes closed, without a nonce.
+  std::string launch =
+      "__l=0 __r=1 __p=1; for __a; do case $__a in -l|--login) __l=1;; --norc) __r=0;; "
+      "--noprofile) __p=0;; -i) ;; *) exec 10<&- 11<&- bash \"$@\";; esac; done; "
+      "IFS= read -r -d '' __s <&10; __a=bash; [[ $__T == /proc/* ]] || __a=$__T; "
+      "__PTYBOX_EXEC=$__l$__r$__p exec -a \"$__a\" \"$__T\" --rcfile /proc/self/fd/10 -i "
+      "12<<<\"$__s\" 10<<<\"$__s\"";
+  code += "declare -gr __ptybox_launch=" + SingleQuoted(launch) + "; ";
+  // A plain `bash`: the alias's words and pipes are dropped.
+  code += "__ptybox_bash() { shift 4; command bash \"$@\" 12<&- 10<&- 11<&-; }; ";
+  code += "declare -fr __ptybox_bash; ";
+  return code;
+}
+
+// What __ptybox_prompt re-asserts before every prompt (a user's `unalias -a` or `hash -r`).
+std::string ExecArming() {
+  return " [[ -n $__ptybox_t ]] && { alias exec='exec ' bash='__ptybox_bash 10<<<\"$__ptybox_rc\""
+         " 11<<<\"$__ptybox_ps1\" -p -c \"__T=${__ptybox_t@Q}; $__ptybox_launch\" bash ';"
+         " hash -p \"$__ptybox_t\" __ptybox_bash; };";
+}
+
+// The bootstrap, as the first PROMPT_COMMAND (kTerminal), as the line the daemon types into a
+// re-exec'd bash (kTypedLine, BuildRebootstrapLine) or as the start of the rc file of a bash
+// started through the exec machinery (kHandedOver, BuildExecRc).
+std::string BootstrapCode(NonceSource source) {
+  const bool typed = source == NonceSource::kTypedLine;
   // The nonce is not here: this text is in bash's environment (/proc/<pid>/environ), which
   // other processes of the session may read. Bash reads the nonce from the terminal, where the
   // daemon writes it once before any other program runs in the session (NonceLine), and keeps
@@ -66,6 +134,7 @@ std::string BootstrapCode(bool typed) {
   // runs before every prompt.
   std::string fn;
   fn += "__ptybox_prompt() { PS1=$__ptybox_ps1; PS2=$__ptybox_ps2;";
+  fn += ExecArming();
   fn += " case ${__ptybox_o-} in *v*) set -v;; esac;";
   fn += " case ${__ptybox_o-} in *T*) set -T;; esac;";
   fn += " case ${__ptybox_o-} in *x*) unset __ptybox_o; set -x;; *) unset __ptybox_o;; esac; }";
@@ -79,9 +148,27 @@ std::string BootstrapCode(bool typed) {
     code += "{ [[ -o history && -z ${HISTIGNORE-} ]] && \\history -d -1; } 2>/dev/null; ";
     code += "\\printf '\\r\\033[K'; ";
   }
-  code += "{ __ptybox_o=$-; set +xvT; __ptybox_n=; IFS= ";
-  code += typed ? "\\read" : "read";
-  code += " -r __ptybox_n; ";
+  code += "{ __ptybox_o=$-; set +xvT; __ptybox_n=; ";
+  if (source == NonceSource::kHandedOver) {
+    // The launcher's options; the controlled PS1 of the shell that ran `exec` (pipe 11), from
+    // which the nonce is taken; this rc file's own text (pipe 12), kept for the next `exec`.
+    // The pipes are closed before anything else runs.
+    code += "__ptybox_m=${__PTYBOX_EXEC-}; unset __PTYBOX_EXEC; __ptybox_p=; __ptybox_r=; ";
+    code += "IFS= \\read -r __ptybox_p <&11; IFS= \\read -r -d '' __ptybox_r <&12; ";
+    code += "\\exec 12<&- 10<&- 11<&-; ";
+    code += "[[ $__ptybox_p =~ " + std::string(kMarkerOscCode) +
+            "\\;([0-9a-f]{32})\\; ]] && __ptybox_n=${BASH_REMATCH[1]}; BASH_REMATCH=(); ";
+    code += "unset __ptybox_p; ";
+    // No nonce came (a program of a dumpable session drained the pipe): nothing of the hook is
+    // installed, so nothing read-only stands in the way of the bootstrap the daemon types in
+    // danger-full-access; elsewhere exit codes stay null, never wrong.
+    code += "if [[ $__ptybox_n =~ ^[0-9a-f]{32}$ ]]; then "
+            "declare -gr __ptybox_rc=${__ptybox_r%$'\\n'}; unset __ptybox_r; ";
+  } else {
+    code += "IFS= ";
+    code += typed ? "\\read" : "read";
+    code += " -r __ptybox_n; ";
+  }
   code += "if [[ $__ptybox_n =~ ^[0-9a-f]{32}$ ]]; then declare -gr __ptybox_ps1=\"";
   // PromptPs1 with the nonce taken from the variable; inside double quotes `$?` and `${PWD@Q}`
   // stay unexpanded (escaped), the nonce is expanded now.
@@ -104,6 +191,11 @@ std::string BootstrapCode(bool typed) {
   code += "\"; else declare -gr __ptybox_ps1='";
   code += kPromptPs1;
   code += "' __ptybox_ps2=; fi; unset __ptybox_n; ";
+  if (source != NonceSource::kHandedOver) {
+    // The rc file a bash started by `exec bash` gets (through a pipe, never a file).
+    code += "declare -gr __ptybox_rc=" + SingleQuoted(BuildExecRc()) + "; ";
+  }
+  code += ExecMachinery();
   code += fn;
   // Read-only: code sourced into the shell (`. ./activate`) cannot redefine or unset the hook
   // (bash refuses, with "readonly function"), so it cannot make the hook print a marker with an
@@ -112,20 +204,37 @@ std::string BootstrapCode(bool typed) {
   code += "; declare -fr __ptybox_prompt";
   // At the start the environment's PROMPT_COMMAND is this bootstrap: replaced by the hook. A
   // re-exec'd shell's PROMPT_COMMAND is its rc files' (history -a, direnv): kept as element 0.
-  code += typed ? "; PROMPT_COMMAND[" : "; unset PROMPT_COMMAND; PROMPT_COMMAND[";
+  code += source == NonceSource::kTerminal ? "; unset PROMPT_COMMAND; PROMPT_COMMAND["
+                                            : "; PROMPT_COMMAND[";
   code += std::to_string(kPromptHookIndex);
   code += "]='";
   code += PromptHookCommand();
-  code += "'; export -n PS1; set +H; unset HISTFILE; __ptybox_prompt; } 2>/dev/null";
+  code += "'; export -n PS1; set +H; unset HISTFILE; __ptybox_prompt";
+  if (source == NonceSource::kHandedOver) {
+    code += "; else case $__ptybox_o in *x*) set -x;; esac; unset __ptybox_o __ptybox_r; fi";
+  }
+  code += "; } 2>/dev/null";
   if (typed) code += '\n';
   return code;
 }
 
 }  // namespace
 
-std::string BuildPromptCommand() { return BootstrapCode(/*typed=*/false); }
+std::string BuildPromptCommand() { return BootstrapCode(NonceSource::kTerminal); }
 
-std::string BuildRebootstrapLine() { return BootstrapCode(/*typed=*/true); }
+std::string BuildRebootstrapLine() { return BootstrapCode(NonceSource::kTypedLine); }
+
+std::string BuildExecRc() {
+  // The hook first, with the nonce handed over; then the rc files bash would have read itself:
+  // the login chain for -l (unless --noprofile), ~/.bashrc otherwise (unless --norc). Ends
+  // with a command that succeeds: the first prompt's `$?` is this file's status.
+  std::string rc = BootstrapCode(NonceSource::kHandedOver);
+  rc += "; case ${__ptybox_m-} in 1?1) [[ -r /etc/profile ]] && . /etc/profile; for __ptybox_f"
+        " in ~/.bash_profile ~/.bash_login ~/.profile; do [[ -r $__ptybox_f ]] && { ."
+        " \"$__ptybox_f\"; break; }; done;; 01?) [[ -r ~/.bashrc ]] && . ~/.bashrc;; esac;"
+        " unset __ptybox_m __ptybox_f";
+  return rc;
+}
 
 std::string NonceLine(std::string_view nonce) {
   std::string line(nonce);

@@ -36,6 +36,21 @@ std::string BuildPromptCommand();
 // keeps the PROMPT_COMMAND the new shell's rc files set (as element 0). It then reads the fresh
 // nonce line (NonceLine) the daemon writes once it sees the shell alone, blocked in that read.
 std::string BuildRebootstrapLine();
+// The rc file (`--rcfile`, read from a pipe) of a bash started through the exec machinery every
+// bootstrap defines (`exec bash`, `exec bash -l`, `exec bash --norc`): installs the hook with
+// the nonce the shell that ran `exec` handed over through a pipe (never the terminal, the
+// environment or a file), closes the pipes, then reads the rc files that bash would have read
+// (~/.bashrc, or the login chain). One line; holds no nonce.
+std::string BuildExecRc();
+// The descriptor at which a confined shell of a root daemon holds the unreadable (0111),
+// sealed copy of bash it execs for `exec bash` (an O_PATH descriptor: sandbox/init).
+inline constexpr int kExecCopyFd = 13;
+// The pipes of the exec machinery (low numbers: valid under the smallest maxOpenFiles, 16): the
+// rc file's text, the controlled PS1 (holding the nonce), and the rc text the launcher passes on
+// for the new image to keep. Open only from the `exec` to the new image's rc file.
+inline constexpr int kExecRcFd = 10;
+inline constexpr int kExecPs1Fd = 11;
+inline constexpr int kExecRcCopyFd = 12;
 // What the hook element of PROMPT_COMMAND holds: calls the function; carries no nonce.
 std::string PromptHookCommand();
 // The controlled PS1: the marker (nonce, `$?`, `${PWD@Q}`) as invisible prompt text, then

@@ -6,6 +6,7 @@
 
 #include <charconv>
 
+#include "backend/readiness/prompt_protocol.h"
 #include "common/unique_fd.h"
 
 namespace ptybox::backend {
@@ -72,6 +73,23 @@ std::optional<FileIdentity> FindProgram(std::string_view program, std::string_vi
     if (colon == std::string_view::npos) return std::nullopt;
     path.remove_prefix(colon + 1);
   }
+}
+
+bool IsExecMachineryCommandLine(std::string_view cmdline) {
+  const size_t first = cmdline.find('\0');
+  if (first == std::string_view::npos || first == 0) return false;
+  const std::string want =
+      "--rcfile" + std::string(1, '\0') + "/proc/self/fd/" + std::to_string(kExecRcFd) +
+      std::string(1, '\0') + "-i" + std::string(1, '\0');
+  return cmdline.substr(first + 1) == want;
+}
+
+bool RunsAsExecMachinery(pid_t pid) {
+  UniqueFd fd(::open(("/proc/" + std::to_string(pid) + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return false;
+  char buf[4096];
+  const ssize_t n = ::read(fd.Get(), buf, sizeof buf);
+  return n > 0 && IsExecMachineryCommandLine(std::string_view(buf, static_cast<size_t>(n)));
 }
 
 std::optional<std::string> RebootstrapRefusal(RebootstrapStep step, const ForegroundFacts& facts,

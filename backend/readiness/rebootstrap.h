@@ -48,6 +48,13 @@ struct FileIdentity {
 [[nodiscard]] std::optional<FileIdentity> FindProgram(std::string_view program,
                                                       std::string_view path);
 
+// Whether a /proc/<pid>/cmdline (NUL-separated) is that of a bash the exec machinery started
+// (prompt_protocol.h, BuildExecRc): any argv[0], then exactly `--rcfile /proc/self/fd/<rc fd> -i`.
+// Such an image installs the hook itself, with the nonce the daemon already follows.
+[[nodiscard]] bool IsExecMachineryCommandLine(std::string_view cmdline);
+// The same, read for `pid` now; false when unreadable.
+[[nodiscard]] bool RunsAsExecMachinery(pid_t pid);
+
 enum class RebootstrapStep {
   kTypeLine,    // readline waits for a line (raw mode): the bootstrap line goes in
   kWriteNonce,  // the bootstrap's `read` waits (canonical mode): the nonce line goes in

@@ -50,6 +50,7 @@ struct InitOptions {
   bool confined = false;
   bool pty = true;
   bool unreadable_shell = false;  // --unreadable-shell: exec the program from a 0111 memfd
+  int exec_copy_fd = -1;          // --exec-copy-fd: the daemon's copy, for the shell's `exec bash`
   uint16_t proxy_port = 0;        // --proxy-port: listen on 127.0.0.1:port for the daemon's proxy
   std::string apt_config;         // --apt-config: write apt's setting here (sandbox/session_home.h)
   std::string cwd;
@@ -100,6 +101,8 @@ InitOptions ParseArgs(int argc, char** argv) {
       if (!ParseNumber(value(arg), o.control_fd)) Die("--control-fd needs a number");
     } else if (arg == "--unreadable-shell") {
       o.unreadable_shell = true;
+    } else if (arg == "--exec-copy-fd") {
+      if (!ParseNumber(value(arg), o.exec_copy_fd)) Die("--exec-copy-fd needs a number");
     } else if (arg == "--confined") {
       o.confined = true;
     } else if (arg == "--proxy-port") {
@@ -310,6 +313,9 @@ pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, co
     if (!o.cwd.empty() && ::chdir(o.cwd.c_str()) != 0) {
       FailChild({ChildStage::kDirectory, errno}, report);
     }
+    // The daemon's execute-only copy of the shell, at the number the prompt hook looks for
+    // (backend::kExecCopyFd): dup2 leaves it open across the exec, for the shell alone to exec.
+    if (o.exec_copy_fd >= 0 && unreadable) (void)::dup2(o.exec_copy_fd, kShellExecCopyFd);
     if (unreadable) {
       // argv[0] stays the program's path ($BASH, `exec $BASH`); on failure (a kernel that
       // refuses to exec memfds) the program runs from its own file.
@@ -534,6 +540,17 @@ int Run(int argc, char** argv) {
 
   // 2. The control socket must not leak into the program.
   if (::fcntl(o.control_fd, F_SETFD, FD_CLOEXEC) != 0) Die(ErrnoText("fcntl control fd"));
+  // Nor the copy's descriptor at its inherited number (the shell gets it at kShellExecCopyFd).
+  // Optional: a daemon that could not make the copy passes none, and anything at that number
+  // that is not an execute-only regular file is not given to the shell (`exec bash` then keeps
+  // null exit codes in this session, never wrong).
+  if (o.exec_copy_fd >= 0) {
+    struct stat st {};
+    if (::fstat(o.exec_copy_fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 07777) != 0111 ||
+        ::fcntl(o.exec_copy_fd, F_SETFD, FD_CLOEXEC) != 0) {
+      o.exec_copy_fd = -1;
+    }
+  }
   std::vector<std::string> env = ReceiveEnvironment(o.control_fd);
 
   // 3. The anchor of cleanup: in danger-full-access orphans re-parent to us.

@@ -19,6 +19,11 @@
 
 namespace ptybox::sandbox {
 
+// Where a confined shell of a root daemon holds the daemon's execute-only copy of bash (an
+// O_PATH descriptor, launcher.h kExecCopyInheritFd): the prompt hook execs it for `exec bash`
+// (backend::kExecCopyFd names the same number).
+inline constexpr int kShellExecCopyFd = 13;
+
 // daemon -> init, first: the program's environment ("NAME=value" entries; never on a command
 // line).
 struct StartMessage {

@@ -64,11 +64,12 @@ sys.stdout.flush()
 os.read(0, 100)
 )PY";
 
-// Attack on the hook given back after `exec bash` (backend/readiness/rebootstrap.h): a program
-// started before the exec leaves the shell's group and session (setsid), keeps the terminal
-// open and, until it is killed, reads the terminal (a blocking read in a thread: whatever the
-// daemon types next) and the shell's environ, cmdline and descriptors, keeping everything in
-// argv[1]. It announces itself with argv[2].
+// Attack on the hook after `exec bash` (the exec machinery, and the daemon's typed bootstrap in
+// danger-full-access, backend/readiness/rebootstrap.h): a program started before the exec
+// leaves the shell's group and session (setsid), keeps the terminal open and, until it is killed,
+// reads the terminal (a blocking read in a thread: whatever the daemon types next), the shell's
+// environ, cmdline and descriptors, the pipes among them (what `exec bash` hands over) and opens
+// its memory, keeping everything in argv[1]. It announces itself with argv[2].
 constexpr const char* kThief = R"PY(import os, sys, threading
 loot_path, ready_path = sys.argv[1], sys.argv[2]
 shell = os.getppid()
@@ -92,10 +93,53 @@ while True:
             pass
     try:
         for fd in os.listdir("/proc/%d/fd" % shell):
-            loot.write(b"fd:" + os.readlink("/proc/%d/fd/%s" % (shell, fd)).encode() + b"\n")
+            link = os.readlink("/proc/%d/fd/%s" % (shell, fd))
+            loot.write(b"fd:" + link.encode() + b"\n")
+            if link.startswith("pipe:"):  # what `exec bash` hands over, while it is there
+                try:
+                    p = os.open("/proc/%d/fd/%s" % (shell, fd), os.O_RDONLY | os.O_NONBLOCK)
+                    loot.write(b"pipe:" + os.read(p, 65536) + b"\n")
+                    os.close(p)
+                except OSError:
+                    pass
+    except OSError:
+        pass
+    try:
+        with open("/proc/%d/mem" % shell, "rb") as mem:
+            loot.write(b"mem:opened\n")
     except OSError:
         pass
     threading.Event().wait(0.005)
+)PY";
+
+// The attack of the sixth round's outside review, across owners: a program of another owner's
+// session listens on a socket in the shared workspace (argv[1]), receives a terminal descriptor
+// over it, and reads that terminal until it is killed, keeping what it reads in argv[2]. It
+// announces itself with argv[3].
+constexpr const char* kTerminalReceiver = R"PY(import array, os, socket, sys
+path, loot_path, ready_path = sys.argv[1:4]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+os.chmod(path, 0o777)
+s.listen(1)
+open(ready_path, "w").close()
+c, _ = s.accept()
+msg, anc, flags, addr = c.recvmsg(1, socket.CMSG_LEN(4))
+fd = array.array("i", anc[0][2][:4])[0]
+loot = open(loot_path, "ab", buffering=0)
+loot.write(b"got-terminal\n")
+while True:
+    data = os.read(fd, 4096)
+    if not data:
+        break
+    loot.write(b"terminal:" + data + b"\n")
+)PY";
+
+// Sends its own stdin (the session's terminal) over the socket argv[1], then exits.
+constexpr const char* kTerminalSender = R"PY(import array, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+s.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0]))])
 )PY";
 
 // Prints a marker with exit code 42 and "$ " for every 32-hex-digit string in argv[1] (and one of
@@ -129,6 +173,8 @@ class ForgedPromptTest : public ::testing::TestWithParam<std::string> {
     std::ofstream(daemon_->workspace() / "forger.py") << kForger;
     std::ofstream(daemon_->workspace() / "thief.py") << kThief;
     std::ofstream(daemon_->workspace() / "loot_forger.py") << kLootForger;
+    std::ofstream(daemon_->workspace() / "receiver.py") << kTerminalReceiver;
+    std::ofstream(daemon_->workspace() / "sender.py") << kTerminalSender;
   }
   static void TearDownTestSuite() {
     delete daemon_;
@@ -183,18 +229,20 @@ TEST_P(ForgedPromptTest, ExecBashNeverHandsTheFreshNonceToAnotherProgram) {
                     ".ready ]; do sleep 0.01; done; exec bash\n",
                 slow);
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
-  // The daemon types nothing while the thief lives. This send's own input goes to the shell or
-  // to the thief (both read the terminal): either way no exit code, and a short silence bound.
+  // Nothing is typed while the thief lives; the new image has the hook already. This send's own
+  // input goes to the shell or to the thief (both read the terminal): its own exit code or none.
   r = Send(client_, id, "echo one; (exit 4)\n", Json{{"silenceMs", 1500}, {"timeoutMs", 30000}});
-  EXPECT_TRUE(r["exitCode"].is_null()) << r.dump();
+  EXPECT_TRUE(r["exitCode"].is_null() || r["exitCode"] == 4) << r.dump();
   const std::vector<pid_t> thieves = ProcessesWith(tag + ".loot");
   ASSERT_EQ(thieves.size(), 1u);
-  // Let it have read the new shell once (every 5 ms it tries): the sends above can all settle
-  // within a few milliseconds of the exec. Its loot is read through its own root.
+  // Let it have looked at the new image once (every 5 ms it tries; its command line, readable
+  // in every mode, names the rc file): the sends above can all settle within a few milliseconds
+  // of the exec. Its loot is read through its own root.
   const std::string thief_loot = "/proc/" + std::to_string(thieves[0]) + "/root" + loot;
   for (int i = 0; i < 3000; ++i) {
     const std::string text = ReadFile(thief_loot);
-    if (text.starts_with("environ:") || text.find("\nenviron:") != std::string::npos) break;
+    const size_t seen = text.find("--rcfile");
+    if (seen != std::string::npos && text.find("\ncmdline:", seen) != std::string::npos) break;
     ::usleep(10000);
   }
   ASSERT_EQ(::kill(thieves[0], SIGKILL), 0);
@@ -202,31 +250,37 @@ TEST_P(ForgedPromptTest, ExecBashNeverHandsTheFreshNonceToAnotherProgram) {
   ASSERT_TRUE(ProcessesWith(tag + ".loot").empty());
   // A line the thief may not have left whole: ends whatever readline holds, then exact again.
   Send(client_, id, "\n", Json{{"silenceMs", 1500}, {"timeoutMs", 30000}});
-  // The hook comes back only in danger-full-access (docs/readiness.md, "exec bash").
-  const bool hooked = GetParam() == "danger-full-access";
-  auto expect_exit = [hooked](const Json& result, int code) {
-    if (hooked) {
-      EXPECT_EQ(result["exitCode"], code) << result.dump();
-    } else {
-      EXPECT_TRUE(result["exitCode"].is_null()) << result.dump();
-    }
+  // The hook is there in every mode (docs/readiness.md, "exec bash"). Where the shell runs
+  // non-dumpable (the confined modes of a root daemon) the new image does too: nothing of it
+  // could be read.
+  const bool closed = GetParam() != "danger-full-access" && ::geteuid() == 0;
+  // Where the new image is dumpable (as the first shell was) the thief may drain the pipes before
+  // the new image reads them: that image then has no hook, and exit codes stay null, never wrong.
+  const bool may_lose_the_hook = !closed;
+  auto expect_exit = [may_lose_the_hook](const Json& result, int code) {
+    if (may_lose_the_hook && result["exitCode"].is_null()) return;
+    EXPECT_EQ(result["exitCode"], code) << result.dump();
   };
   r = Send(client_, id, "echo two; (exit 4)\n", slow);
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   expect_exit(r, 4);
   EXPECT_EQ(r["viewport"], "two") << r.dump();
-  // What the thief got: the shell's environment and descriptors (which hold no nonce: the
-  // environment holds the first bootstrap, without it), and from the terminal nothing typed by
-  // the daemon: neither the bootstrap nor a nonce line.
+  // What the thief got: nothing typed by the daemon from the terminal (neither a bootstrap nor a
+  // nonce line). Where the shell is closed, not one read of its environ, memory or pipes; where
+  // it is dumpable (as the first shell was) it did read the shell.
   r = Send(client_, id,
-           "grep -c '^environ:' " + loot + "; grep -a '^terminal:' " + loot +
-               " | grep -c -e __ptybox -e '[0-9a-f]\\{32\\}'\n",
+           "grep -c -e '^environ:' -e '^mem:' -e '^pipe:' " + loot + "; grep -a '^terminal:' " +
+               loot + " | grep -c -e __ptybox -e '[0-9a-f]\\{32\\}'\n",
            slow);
   expect_exit(r, 1);  // the last grep found nothing
   ASSERT_TRUE(r["viewport"].is_string()) << r.dump();
   const std::string counts = r["viewport"].get<std::string>();
   ASSERT_NE(counts.find('\n'), std::string::npos) << r.dump();
-  EXPECT_NE(counts.substr(0, counts.find('\n')), "0") << r.dump();  // it did read the shell
+  if (closed) {
+    EXPECT_EQ(counts.substr(0, counts.find('\n')), "0") << r.dump();
+  } else {
+    EXPECT_NE(counts.substr(0, counts.find('\n')), "0") << r.dump();  // it did read the shell
+  }
   EXPECT_EQ(counts.substr(counts.find('\n') + 1), "0") << r.dump();
   // And whatever it kept cannot forge the prompt of the hooked shell.
   r = Send(client_, id, "python3 loot_forger.py " + loot + "; (exit 3)\n", slow);
@@ -234,16 +288,70 @@ TEST_P(ForgedPromptTest, ExecBashNeverHandsTheFreshNonceToAnotherProgram) {
   EXPECT_TRUE(r["exitCode"].is_null()) << r.dump();
   r = Send(client_, id, "x\n", slow);
   expect_exit(r, 3);
-  // The new image runs /usr/bin/bash, a file its user can read: it is dumpable, so where the hook
-  // came back (a shell that was dumpable already) a child that reads its memory finds the fresh
-  // nonce (docs/readiness.md, known limits), and still cannot settle a send at its imitation:
-  // the shell itself must be the reader.
+  // A child reading the new image's environ and memory: closed where the first shell was
+  // (the new image runs from the daemon's execute-only copy); elsewhere it finds the nonce, as in
+  // the first shell, and still cannot settle a send at its imitation: the shell itself must be
+  // the reader.
   r = Send(client_, id, "python3 forger.py; (exit 5)\n", slow);
-  EXPECT_NE(r["viewport"].get<std::string>().find("forger found:"), std::string::npos) << r.dump();
+  EXPECT_NE(r["viewport"].get<std::string>().find(closed ? "forger found:none" : "forger found:"),
+            std::string::npos)
+      << r.dump();
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_TRUE(r["exitCode"].is_null()) << r.dump();
   r = Send(client_, id, "x\n", slow);
   expect_exit(r, 5);
+}
+
+// A program of another owner's session holds this session's terminal (its descriptor passed over
+// a socket in the shared workspace by a program of this session that has ended since) and reads
+// it through `exec bash` and the sends after it: nothing is typed for it to read (the new image
+// gets the nonce through a pipe), and once it is gone every exit code is exact, in every mode.
+TEST_P(ForgedPromptTest, AnotherOwnersSessionHoldingTheTerminalGetsNoNonce) {
+  const Json slow{{"silenceMs", 20000}, {"timeoutMs", 30000}};
+  const std::string tag = "receiver-" + std::to_string(::getpid()) + "-" + GetParam();
+  // The other owner: its own connection, a workspace-write session in the same workspace.
+  RpcClient other(daemon_->socket());
+  const std::string thief = OpenSession(other, "workspace-write");
+  Json r = Send(other, thief,
+                "python3 receiver.py " + tag + ".sock " + tag + ".loot " + tag +
+                    ".ready & while [ ! -e " + tag + ".ready ]; do sleep 0.01; done\n",
+                slow);
+  ASSERT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  const std::string id = OpenSession(client_, GetParam());
+  r = Send(client_, id, "python3 sender.py " + tag + ".sock\n", slow);
+  EXPECT_EQ(r["exitCode"], 0) << r.dump();
+  const std::filesystem::path loot = daemon_->workspace() / (tag + ".loot");
+  for (int i = 0; i < 3000 && ReadFile(loot).find("got-terminal") == std::string::npos; ++i) {
+    ::usleep(10000);
+  }
+  ASSERT_NE(ReadFile(loot).find("got-terminal"), std::string::npos);
+  // The exec and a send while the other owner reads: the input may be its, the code never wrong.
+  r = Send(client_, id, "exec bash\n", Json{{"silenceMs", 1500}, {"timeoutMs", 30000}});
+  EXPECT_TRUE(r["exitCode"].is_null() || r["exitCode"] == 0) << r.dump();
+  r = Send(client_, id, "echo one; (exit 4)\n", Json{{"silenceMs", 1500}, {"timeoutMs", 30000}});
+  EXPECT_TRUE(r["exitCode"].is_null() || r["exitCode"] == 4) << r.dump();
+  // The other owner's session ends (its program with it).
+  Json closed = other.Call("terminal_close", Json{{"sessionId", thief}});
+  ASSERT_TRUE(closed.contains("result")) << closed.dump();
+  // A line the reader may not have left whole: ends whatever readline holds, then exact.
+  Send(client_, id, "\n", Json{{"silenceMs", 1500}, {"timeoutMs", 30000}});
+  r = Send(client_, id, "echo two; (exit 4)\n", slow);
+  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  EXPECT_EQ(r["exitCode"], 4) << r.dump();
+  EXPECT_EQ(r["viewport"], "two") << r.dump();
+  r = Send(client_, id, "cd /tmp; false\n", slow);
+  EXPECT_EQ(r["exitCode"], 1) << r.dump();
+  EXPECT_EQ(r["cwd"], "/tmp") << r.dump();
+  // What it read of the terminal: only what the agent typed; no nonce, no bootstrap.
+  const std::string text = ReadFile(loot);
+  EXPECT_EQ(text.find("__ptybox"), std::string::npos) << text;
+  bool hex = false;
+  for (size_t i = 0, run = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    run = ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) ? run + 1 : 0;
+    if (run >= 32) hex = true;
+  }
+  EXPECT_FALSE(hex) << text;
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ForgedPromptTest,

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -31,20 +32,23 @@ bool HoldsAPrompt(const std::string& viewport) {
 
 class ShellChangesTest : public SharedDaemonModeTest {
  protected:
-  // Whether `exec bash` gets ptybox's hook back: only in danger-full-access. In a confined
-  // session a process outside it may hold the terminal and read the fresh nonce as it is typed
-  // (a descriptor passed over a socket by another owner's session), and where the shell ran
-  // non-dumpable the new image is dumpable (docs/readiness.md, "exec bash").
-  bool HookComesBack() const { return GetParam() == "danger-full-access"; }
+  // Whether a change of the shell keeps ptybox's hook. `exec bash`, `exec bash -l`, `exec bash
+  // --norc` go through the exec machinery in every mode: the new image gets the hook and the
+  // nonce through pipes before its rc files run (docs/readiness.md, "exec bash"). `exec $SHELL`
+  // (and `builtin exec bash`) bypass it: the daemon types the hook back only in
+  // danger-full-access; a confined session keeps exit codes null there, never wrong.
+  bool HookComesBack(const std::string& change = "exec bash\n") const {
+    return GetParam() == "danger-full-access" || change.find("exec bash") == 0;
+  }
 
   // After `exec bash`: exact again where the hook comes back, else null and never wrong; the
   // viewports clean either way.
   void AfterExec(const std::string& id, const std::string& change) {
-    if (HookComesBack()) {
+    if (HookComesBack(change)) {
       StillExact(id, change);
       return;
     }
-    SCOPED_TRACE(change + " (no hook: the shell ran non-dumpable)");
+    SCOPED_TRACE(change + " (no hook: the exec bypassed the machinery)");
     const Json options{{"silenceMs", 20000}, {"timeoutMs", 30000}};
     const struct {
       std::string input;
@@ -217,10 +221,11 @@ TEST_P(ShellChangesTest, SourcedCodeCannotRedefineOrUnsetThePromptHook) {
 }
 
 // `exec bash` / `exec $SHELL` / `exec bash -l` / `exec bash --norc` (after installing nvm or
-// rustup): the new shell starts without ptybox's hook (its PS1 from /etc/bash.bashrc or its
-// default). The daemon gives the hook back with a fresh nonce before the next send
-// (backend/readiness/rebootstrap.h): exit codes and cwd are exact again, no viewport shows a
-// prompt or the typed bootstrap, and the bootstrap is not in the shell's history.
+// rustup): `exec bash`, `-l`, `--norc` go through the exec machinery (the new image installs the
+// hook from its rc file, with the nonce handed over through a pipe); `exec $SHELL` bypasses it,
+// and the daemon types the hook back with a fresh nonce (danger-full-access only,
+// backend/readiness/rebootstrap.h). Exit codes and cwd are exact again, no viewport shows a
+// prompt or a bootstrap, and no bootstrap is in the shell's history.
 TEST_P(ShellChangesTest, ExecBashGetsTheHookBack) {
   for (const std::string change :
        {"exec bash\n", "exec $SHELL\n", "exec bash -l\n", "exec bash --norc\n"}) {
@@ -238,10 +243,11 @@ TEST_P(ShellChangesTest, ExecBashGetsTheHookBack) {
     EXPECT_NE(r["viewport"].get<std::string>().find("echo one; (exit 4)"), std::string::npos)
         << r.dump();
     EXPECT_EQ(r["viewport"].get<std::string>().find("__ptybox"), std::string::npos) << r.dump();
-    // Again: the hook is given back to each new image of the shell.
+    // Again: the hook is given back to each new image of the shell (after `exec $SHELL` in a
+    // confined session there is no machinery left, so `exec bash` is the builtin's).
     r = Send(client_, id, "exec bash\n", options);
     EXPECT_EQ(r["viewport"], "") << r.dump();
-    AfterExec(id, change + " twice");
+    AfterExec(id, HookComesBack(change) ? "exec bash twice" : change + " twice");
   }
 }
 
@@ -249,8 +255,10 @@ TEST_P(ShellChangesTest, ExecBashGetsTheHookBack) {
 // a program read the rest of the agent's line; here the new shell's readline takes a line that
 // opens a quote and whose Enter is quoted (^V), so every byte the agent wrote ended a line and
 // none of it is accepted (a bootstrap typed after it would be inside the quote).
-// The bootstrap discards that line first, as every send to the line editor does, instead of
-// being typed onto its end (which left the session without exit codes for good).
+// The next send discards that line first, as every send to the line editor does (the typed
+// bootstrap of danger-full-access did too: typed onto its end it left the session without exit
+// codes for good). The new image has the hook already: the daemon must not type into it (it did
+// once here, and the tracker's fresh nonce never reached the read-only hook).
 TEST_P(ShellChangesTest, ExecBashWithAPartLineInReadlineGetsTheHookBack) {
   const std::string id = Open();
   const Json options{{"silenceMs", 20000}, {"timeoutMs", 30000}};
@@ -297,25 +305,96 @@ TEST_P(ShellChangesTest, ExecShNeverReportsAWrongExitCode) {
   }
 }
 
-// While anything else lives in the session (here a background job) the daemon types nothing:
-// exit codes stay null, never wrong; once the job has ended, the next send gets the hook back.
-TEST_P(ShellChangesTest, ExecBashWithABackgroundJobWaitsUntilItEnded) {
+// A background job does not stop `exec bash` from keeping the hook (nothing is typed: the new
+// image gets it through pipes). `builtin exec bash` bypasses the machinery: while anything else
+// lives in the session the daemon types nothing (exit codes null, never wrong); once the job has
+// ended, the next send gets the hook back in danger-full-access and stays null in a confined one.
+TEST_P(ShellChangesTest, ExecBashWithABackgroundJobKeepsTheHook) {
   const std::string id = Open();
   const Json options{{"silenceMs", 20000}, {"timeoutMs", 30000}};
   // Exported: the job's pid outlives the exec in the environment.
   Json r = AtPrompt(id, "sleep 1000 & export JOB=$!\n", 0);
   r = Send(client_, id, "exec bash\n", options);
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
-  r = Send(client_, id, "echo one; (exit 4)\n", options);
+  r = AtPrompt(id, "echo one; (exit 4)\n", 4);
+  EXPECT_EQ(r["viewport"], "one") << r.dump();
+  r = Send(client_, id, "builtin exec bash\n", options);
+  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  r = Send(client_, id, "echo two; (exit 4)\n", options);
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
   EXPECT_TRUE(r["exitCode"].is_null()) << r.dump();
-  EXPECT_EQ(r["viewport"], "one") << r.dump();
+  EXPECT_EQ(r["viewport"], "two") << r.dump();
   // Until it is gone (a zombie's cmdline is empty; it runs nothing and holds no terminal).
   r = Send(client_, id,
            "kill $JOB; while grep -qs '' /proc/$JOB/cmdline; do sleep 0.05; done; echo ended\n",
            options);
   EXPECT_EQ(r["viewport"], "ended") << r.dump();
-  AfterExec(id, "after the job ended");
+  AfterExec(id, "builtin exec bash, after the job ended");
+}
+
+// `exec` with redirections alone keeps them (the machinery's `exec` is the builtin: a function
+// would undo them when it returns), and `exec` of anything but bash hands nothing over.
+TEST_P(ShellChangesTest, ExecWithRedirectionsAloneKeepsThem) {
+  const std::string id = Open();
+  Json r = AtPrompt(id, "exec 3>/tmp/exec-redir-$$; echo kept >&3; cat /tmp/exec-redir-$$\n", 0);
+  EXPECT_EQ(r["viewport"], "kept") << r.dump();
+  r = AtPrompt(id, "exec 3>&-; echo closed >&3\n", 1);
+  r = AtPrompt(id, "bash -c 'ls /proc/self/fd | grep -c -x -e 12 -e 10 -e 11'\n", 1);
+  EXPECT_EQ(r["viewport"], "0") << r.dump();
+  StillExact(id, "exec redirections");
+}
+
+// The ways around the machinery (`builtin exec bash`, `command exec bash`, `exec /bin/bash`,
+// `exec bash -c ...`, `exec bash` with an option it does not know) start bash without a nonce:
+// exit codes null in a confined session (danger-full-access types the hook back), never wrong.
+TEST_P(ShellChangesTest, ExecBashAroundTheMachineryNeverGivesAWrongExitCode) {
+  for (const std::string change :
+       {"builtin exec bash\n", "command exec bash\n", "exec /bin/bash\n",
+        "exec bash -O extglob\n", "exec bash -c 'exec bash'\n"}) {
+    SCOPED_TRACE(change);
+    const std::string id = Open();
+    const Json options{{"silenceMs", 20000}, {"timeoutMs", 30000}};
+    Json r = Send(client_, id, change, options);
+    EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+    EXPECT_TRUE(r["exitCode"].is_null() || r["exitCode"] == 0) << r.dump();
+    AfterExec(id, "around: " + change);
+  }
+}
+
+// rc files planted in the home by a program of the session (here a program writes them) run
+// as the new shell's own code after `exec bash`, like any sourced file: after the hook. They find
+// the handed-over pipes closed, cannot redefine the hook, and every later exit code is exact. A
+// planted ~/.inputrc is read by readline at the first prompt, after the rc file: its `$include`
+// of the nonce pipe reads nothing. (danger-full-access: HOME is a directory of the test's.)
+TEST_P(ShellChangesTest, PlantedRcFilesRunAfterTheHookAndFindNoPipe) {
+  Json extra = Json::object();
+  if (GetParam() == "danger-full-access") {
+    const std::string home = "/tmp/ptybox-planted-home-" + std::to_string(::getpid());
+    std::filesystem::create_directories(home);
+    extra = Json{{"env", {{"HOME", home}}}};
+  }
+  const std::string id = Open(extra);
+  {
+    std::ofstream(daemon_->workspace() / "planted-bashrc")
+        << "for f in 12 10 11; do [[ -e /dev/fd/$f ]] && echo planted-sees-$f; done\n"
+           "unset -f __ptybox_prompt; __ptybox_prompt() { :; }\n"
+           "echo planted-ran\n";
+    std::ofstream(daemon_->workspace() / "planted-inputrc")
+        << "$include /proc/self/fd/11\nset completion-ignore-case on\n";
+  }
+  // A program (cp) puts them in place.
+  const std::string plant = "cp planted-bashrc ~/.bashrc && cp planted-inputrc ~/.inputrc\n";
+  Json r = AtPrompt(id, plant, 0);
+  const Json options{{"silenceMs", 20000}, {"timeoutMs", 30000}};
+  r = Send(client_, id, "exec bash\n", options);
+  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+  const std::string viewport = r["viewport"].is_string() ? r["viewport"].get<std::string>() : "";
+  EXPECT_NE(viewport.find("planted-ran"), std::string::npos) << r.dump();
+  EXPECT_EQ(viewport.find("planted-sees-"), std::string::npos) << r.dump();
+  EXPECT_NE(viewport.find("readonly function"), std::string::npos) << r.dump();
+  r = AtPrompt(id, "bind -v | grep -c 'completion-ignore-case on'\n", 0);
+  EXPECT_EQ(r["viewport"], "1") << r.dump();
+  StillExact(id, "planted ~/.bashrc and ~/.inputrc");
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ShellChangesTest,

@@ -74,6 +74,60 @@ TEST(PromptMarkerTest, PromptCommandCarriesNoNonceAndReadsItFromTheTerminal) {
   EXPECT_EQ(NonceLine(kNonce), std::string(kNonce) + "\n");
 }
 
+// `exec bash` (docs/readiness.md, "exec bash"): the first shell's bootstrap defines the exec
+// machinery and holds the rc file a new image gets; neither holds a nonce. `exec` stays the
+// builtin (an alias ending in a blank, so `exec >file` keeps its redirections), and only the
+// word `bash` right after it becomes the launcher, which finds the copy in the hash table.
+TEST(ExecMachineryTest, TheBootstrapArmsExecWithoutANonce) {
+  const std::string code = BuildPromptCommand();
+  EXPECT_NE(code.find("alias exec='exec ' bash='__ptybox_bash 10<<<\"$__ptybox_rc\" "
+                      "11<<<\"$__ptybox_ps1\" -p -c "),
+            std::string::npos)
+      << code;
+  EXPECT_NE(code.find("hash -p \"$__ptybox_t\" __ptybox_bash"), std::string::npos);
+  EXPECT_NE(code.find("declare -gr __ptybox_rc='"), std::string::npos);
+  EXPECT_NE(code.find("/proc/self/fd/" + std::to_string(kExecCopyFd)), std::string::npos);
+  // A plain `bash` drops the alias's words and closes the pipes for the child.
+  EXPECT_NE(code.find("__ptybox_bash() { shift 4; command bash \"$@\" 12<&- 10<&- 11<&-; }"),
+            std::string::npos);
+  EXPECT_EQ(code.find("function exec"), std::string::npos);
+  EXPECT_EQ(code.find("exec() "), std::string::npos);
+  // Re-armed before every prompt (a user's `unalias -a` or `hash -r`).
+  const size_t fn = code.find("__ptybox_prompt() {");
+  ASSERT_NE(fn, std::string::npos);
+  EXPECT_NE(code.find("alias exec=", fn), std::string::npos);
+}
+
+// The rc file of the new image: one line without a nonce; it takes the nonce from the PS1 the
+// old shell handed over on pipe 11, keeps its own text from pipe 12, closes 12-11 before
+// anything else runs, installs the hook, and only then reads the user's rc files.
+TEST(ExecMachineryTest, TheRcFileInstallsTheHookBeforeTheUsersRcFiles) {
+  const std::string rc = BuildExecRc();
+  EXPECT_EQ(rc.find('\n'), std::string::npos);
+  EXPECT_EQ(rc.find('!'), std::string::npos);
+  EXPECT_TRUE(rc.starts_with("{ __ptybox_o=$-; set +xvT; __ptybox_n=; __ptybox_m=${__PTYBOX_EXEC-}"))
+      << rc;
+  const size_t read_nonce = rc.find("\\read -r __ptybox_p <&11;");
+  const size_t close = rc.find("\\exec 12<&- 10<&- 11<&-;");
+  const size_t hook = rc.find("declare -fr __ptybox_prompt");
+  const size_t bashrc = rc.find(". ~/.bashrc");
+  const size_t profile = rc.find(". /etc/profile");
+  ASSERT_NE(read_nonce, std::string::npos) << rc;
+  ASSERT_NE(close, std::string::npos) << rc;
+  ASSERT_NE(hook, std::string::npos) << rc;
+  ASSERT_NE(bashrc, std::string::npos) << rc;
+  ASSERT_NE(profile, std::string::npos) << rc;
+  EXPECT_LT(read_nonce, close);
+  EXPECT_LT(close, hook);
+  EXPECT_LT(hook, bashrc);
+  EXPECT_LT(hook, profile);
+  // The hook is installed inside the silenced group: xtrace never prints the nonce.
+  EXPECT_LT(hook, rc.find("} 2>/dev/null;"));
+  // The new image keeps its PROMPT_COMMAND element 0 (an rc file's `history -a`).
+  EXPECT_EQ(rc.find("unset PROMPT_COMMAND"), std::string::npos);
+  EXPECT_TRUE(rc.ends_with("unset __ptybox_m __ptybox_f"));
+}
+
 // The marker is part of PS1: bash prints it after its job notices and reads `$?` as restored
 // after PROMPT_COMMAND; the directory is bash's own quoting.
 TEST(PromptMarkerTest, Ps1CarriesTheMarkerAsInvisiblePromptText) {

@@ -84,6 +84,20 @@ TEST(FindProgramTest, SearchesThePathList) {
   EXPECT_FALSE(FindProgram("bash", "/nonexistent").has_value());
 }
 
+// The image the exec machinery starts is told by its command line alone; anything else (a
+// bypassed `exec bash`, another option list) is not, and may get the typed bootstrap.
+TEST(ExecMachineryCommandLineTest, OnlyTheLaunchersOwnArgumentsAreTheMachinerys) {
+  using namespace std::string_literals;
+  EXPECT_TRUE(IsExecMachineryCommandLine("bash\0--rcfile\0/proc/self/fd/10\0-i\0"s));
+  EXPECT_TRUE(IsExecMachineryCommandLine("/usr/bin/bash\0--rcfile\0/proc/self/fd/10\0-i\0"s));
+  EXPECT_FALSE(IsExecMachineryCommandLine("bash\0"s));
+  EXPECT_FALSE(IsExecMachineryCommandLine("bash\0--rcfile\0/proc/self/fd/10\0"s));
+  EXPECT_FALSE(IsExecMachineryCommandLine("bash\0--rcfile\0/proc/self/fd/10\0-i\0-l\0"s));
+  EXPECT_FALSE(IsExecMachineryCommandLine("bash\0--rcfile\0/tmp/rc\0-i\0"s));
+  EXPECT_FALSE(IsExecMachineryCommandLine("\0--rcfile\0/proc/self/fd/10\0-i\0"s));
+  EXPECT_FALSE(IsExecMachineryCommandLine(""));
+}
+
 TEST(RebootstrapLineTest, OneLineWithoutANonceThatKeepsTheUsersHooks) {
   const std::string line = BuildRebootstrapLine();
   ASSERT_FALSE(line.empty());
