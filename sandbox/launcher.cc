@@ -3,10 +3,10 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/sendfile.h>
-#include <sys/stat.h>
 #include <sys/prctl.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -306,7 +306,6 @@ Result<std::vector<std::string>> ChildArgv(const LaunchSpec& spec, const Sandbox
   return BuildBwrapArgv(sandbox, invocation);
 }
 
-
 // The program the shell is, found as ptybox-init finds it (the environment's PATH, or init's
 // default), so the copy is of the same file.
 std::string ResolveProgram(const std::string& name, const std::vector<std::string>& env) {
@@ -335,42 +334,52 @@ Result<int> SharedExecCopy(const std::string& program) {
   static std::map<std::string, UniqueFd> copies;
   if (auto it = copies.find(program); it != copies.end()) return it->second.Get();
   UniqueFd source(::open(program.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!source) return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "open", program));
+  if (!source)
+    return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "open", program));
   struct stat st {};
   if (::fstat(source.Get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     return Fail(ErrorKind::kSandboxUnavailable, program + " is not a regular file", program);
   }
   char magic[4] = {};
   if (::pread(source.Get(), magic, sizeof(magic), 0) != static_cast<ssize_t>(sizeof(magic)) ||
-      std::memcmp(magic, "\x7f" "ELF", sizeof(magic)) != 0) {
+      std::memcmp(magic,
+                  "\x7f"
+                  "ELF",
+                  sizeof(magic)) != 0) {
     return Fail(ErrorKind::kSandboxUnavailable, program + " is not an ELF binary", program);
   }
   UniqueFd copy(static_cast<int>(::memfd_create("ptybox-bash", MFD_CLOEXEC | MFD_ALLOW_SEALING)));
-  if (!copy) return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "memfd_create", program));
+  if (!copy)
+    return std::unexpected(
+        Error::FromErrno(ErrorKind::kSandboxUnavailable, "memfd_create", program));
   off_t remaining = st.st_size;
   while (remaining > 0) {
     ssize_t n = ::sendfile(copy.Get(), source.Get(), nullptr, static_cast<size_t>(remaining));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "sendfile", program));
+    if (n <= 0)
+      return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "sendfile", program));
     remaining -= n;
   }
   if (::fchmod(copy.Get(), 0111) != 0) {
-    return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "fchmod 0111", "memfd"));
+    return std::unexpected(
+        Error::FromErrno(ErrorKind::kSandboxUnavailable, "fchmod 0111", "memfd"));
   }
-  if (::fcntl(copy.Get(), F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0) {
-    return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "fcntl(F_ADD_SEALS)", "memfd"));
+  if (::fcntl(copy.Get(), F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) !=
+      0) {
+    return std::unexpected(
+        Error::FromErrno(ErrorKind::kSandboxUnavailable, "fcntl(F_ADD_SEALS)", "memfd"));
   }
   // The sessions get only a path descriptor: it neither reads nor writes.
   const std::string self = "/proc/self/fd/" + std::to_string(copy.Get());
   UniqueFd path(::open(self.c_str(), O_PATH | O_CLOEXEC));
-  if (!path) return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "open O_PATH", self));
+  if (!path)
+    return std::unexpected(Error::FromErrno(ErrorKind::kSandboxUnavailable, "open O_PATH", self));
   const int fd = path.Get();
   copies.emplace(program, std::move(path));
   return fd;
 }
 
-namespace {
-}  // namespace
+namespace {}  // namespace
 
 Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories& repositories) {
   const bool confined = policy::IsConfined(spec.mode);
@@ -431,8 +440,8 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories
   pid_t pid = ::fork();
   if (pid < 0) return std::unexpected(Error::FromErrno(ErrorKind::kSpawnFailed, "fork"));
   if (pid == 0) {
-    ExecChild(spec, argv, theirs.Get(), seccomp.Get(), exec_copy, diag_write.Get(),
-              devnull.Get(), stage ? &*stage : nullptr, daemon);
+    ExecChild(spec, argv, theirs.Get(), seccomp.Get(), exec_copy, diag_write.Get(), devnull.Get(),
+              stage ? &*stage : nullptr, daemon);
   }
   theirs.Reset();
   diag_write.Reset();

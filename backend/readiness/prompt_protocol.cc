@@ -67,9 +67,9 @@ std::string SingleQuoted(std::string_view text) {
 
 // Where the bootstrap gets its nonce from.
 enum class NonceSource {
-  kTerminal,      // the first shell's PROMPT_COMMAND: the line the daemon writes (NonceLine)
-  kTypedLine,     // the line the daemon types into a re-exec'd bash, then the nonce line
-  kHandedOver,    // the rc file of a bash started by `exec bash` (BuildExecRc): descriptors
+  kTerminal,    // the first shell's PROMPT_COMMAND: the line the daemon writes (NonceLine)
+  kTypedLine,   // the line the daemon types into a re-exec'd bash, then the nonce line
+  kHandedOver,  // the rc file of a bash started by `exec bash` (BuildExecRc): descriptors
 };
 
 // The exec machinery (docs/readiness.md, "exec bash"), defined by every bootstrap. Nothing of it
@@ -108,6 +108,22 @@ std::string ExecMachinery() {
   code += "__ptybox_bash() { shift 4; command bash \"$@\" 12<&- 10<&- 11<&-; }; ";
   code += "declare -fr __ptybox_bash; ";
   return code;
+}
+
+// A repository's `.git/config` is the host's and read-only in a confined session (docs/sandbox.md,
+// "Git in a session"); git then says only "could not lock config file" (exit 255, or 4 in newer
+// gits). A `git` function of the interactive shell adds what to do instead when a `git config`
+// without
+// --global, --system or --file fails so. Its status is git's. Not read-only: the user's own `git`
+// function replaces it; scripts (which do not get functions) see git's own message.
+std::string GitConfigHint() {
+  // No `!` anywhere: the text is also typed into a shell with history expansion on.
+  return "git() { command git \"$@\"; local __ptybox_s=$?; "
+         "if (( __ptybox_s == 4 || __ptybox_s == 255 )); then case \" $* \" in "
+         "*' --global '*|*' --system '*|*' --file'*|*' -f '*) ;; *' config '*) \\printf '%s\\n' "
+         "\"ptybox: this repository's .git/config is read-only in the sandbox; "
+         "use git config --global (the session's own home: ~/.gitconfig)\" >&2;; esac; fi; "
+         "return $__ptybox_s; }; ";
 }
 
 // What __ptybox_prompt re-asserts before every prompt (a user's `unalias -a` or `hash -r`).
@@ -162,8 +178,9 @@ std::string BootstrapCode(NonceSource source) {
     // No nonce came (a program of a dumpable session drained the pipe): nothing of the hook is
     // installed, so nothing read-only stands in the way of the bootstrap the daemon types in
     // danger-full-access; elsewhere exit codes stay null, never wrong.
-    code += "if [[ $__ptybox_n =~ ^[0-9a-f]{32}$ ]]; then "
-            "declare -gr __ptybox_rc=${__ptybox_r%$'\\n'}; unset __ptybox_r; ";
+    code +=
+        "if [[ $__ptybox_n =~ ^[0-9a-f]{32}$ ]]; then "
+        "declare -gr __ptybox_rc=${__ptybox_r%$'\\n'}; unset __ptybox_r; ";
   } else {
     code += "IFS= ";
     code += typed ? "\\read" : "read";
@@ -196,6 +213,7 @@ std::string BootstrapCode(NonceSource source) {
     code += "declare -gr __ptybox_rc=" + SingleQuoted(BuildExecRc()) + "; ";
   }
   code += ExecMachinery();
+  code += GitConfigHint();
   code += fn;
   // Read-only: code sourced into the shell (`. ./activate`) cannot redefine or unset the hook
   // (bash refuses, with "readonly function"), so it cannot make the hook print a marker with an
@@ -205,7 +223,7 @@ std::string BootstrapCode(NonceSource source) {
   // At the start the environment's PROMPT_COMMAND is this bootstrap: replaced by the hook. A
   // re-exec'd shell's PROMPT_COMMAND is its rc files' (history -a, direnv): kept as element 0.
   code += source == NonceSource::kTerminal ? "; unset PROMPT_COMMAND; PROMPT_COMMAND["
-                                            : "; PROMPT_COMMAND[";
+                                           : "; PROMPT_COMMAND[";
   code += std::to_string(kPromptHookIndex);
   code += "]='";
   code += PromptHookCommand();
@@ -229,10 +247,11 @@ std::string BuildExecRc() {
   // the login chain for -l (unless --noprofile), ~/.bashrc otherwise (unless --norc). Ends
   // with a command that succeeds: the first prompt's `$?` is this file's status.
   std::string rc = BootstrapCode(NonceSource::kHandedOver);
-  rc += "; case ${__ptybox_m-} in 1?1) [[ -r /etc/profile ]] && . /etc/profile; for __ptybox_f"
-        " in ~/.bash_profile ~/.bash_login ~/.profile; do [[ -r $__ptybox_f ]] && { ."
-        " \"$__ptybox_f\"; break; }; done;; 01?) [[ -r ~/.bashrc ]] && . ~/.bashrc;; esac;"
-        " unset __ptybox_m __ptybox_f";
+  rc +=
+      "; case ${__ptybox_m-} in 1?1) [[ -r /etc/profile ]] && . /etc/profile; for __ptybox_f"
+      " in ~/.bash_profile ~/.bash_login ~/.profile; do [[ -r $__ptybox_f ]] && { ."
+      " \"$__ptybox_f\"; break; }; done;; 01?) [[ -r ~/.bashrc ]] && . ~/.bashrc;; esac;"
+      " unset __ptybox_m __ptybox_f";
   return rc;
 }
 

@@ -78,9 +78,9 @@ std::optional<FileIdentity> FindProgram(std::string_view program, std::string_vi
 bool IsExecMachineryCommandLine(std::string_view cmdline) {
   const size_t first = cmdline.find('\0');
   if (first == std::string_view::npos || first == 0) return false;
-  const std::string want =
-      "--rcfile" + std::string(1, '\0') + "/proc/self/fd/" + std::to_string(kExecRcFd) +
-      std::string(1, '\0') + "-i" + std::string(1, '\0');
+  const std::string want = "--rcfile" + std::string(1, '\0') + "/proc/self/fd/" +
+                           std::to_string(kExecRcFd) + std::string(1, '\0') + "-i" +
+                           std::string(1, '\0');
   return cmdline.substr(first + 1) == want;
 }
 

@@ -214,6 +214,42 @@ TEST_P(GitWriteTest, ALinkedWorktreeCannotBeAddedAndSaysSo) {
   EXPECT_FALSE(fs::exists(ws / "wt-inside" / ".git"));
 }
 
+// `git config user.email x` (the repository's config) fails in a confined session and says to use
+// --global, which writes the session's own home and works; the daemon's default (no private git
+// directory) and PTYBOX_GIT_WRITE=1 alike. danger-full-access, the control: the repository's
+// config is writable and nothing is added.
+TEST_P(GitWriteTest, RepositoryConfigSaysToUseGlobal) {
+  for (const bool private_git : {false, true}) {
+    Daemon daemon(Daemon::Options{
+        .extra_args = {}, .env = {private_git ? "PTYBOX_GIT_WRITE=1" : "PTYBOX_GIT_WRITE=0"}});
+    const fs::path ws = daemon.workspace();
+    MakeRepository(ws);
+    RpcClient client(daemon.socket());
+    const std::string id = OpenSession(client, Mode());
+    ASSERT_FALSE(id.empty()) << daemon.Log();
+    Observed local =
+        RunInSession(client, id, Mode(), "config-local", "git config user.email agent@example.com");
+    Observed global =
+        RunInSession(client, id, Mode(), "config-global",
+                     "git config --global user.email agent@example.com && git config user.email");
+    std::cout << "  observed [" << Mode() << "] " << local.Show() << "\n  " << global.Show()
+              << "\n";
+    if (Mode() == "danger-full-access") {
+      EXPECT_EQ(local.exit, 0) << local.Show();
+      EXPECT_FALSE(local.Says("ptybox:")) << local.Show();
+      continue;
+    }
+    // git's own status, kept: 255 when it cannot take the lock (all of .git read-only), 4 when it
+    // cannot rename over the read-only config (a private git directory).
+    EXPECT_TRUE(local.exit == 255 || local.exit == 4) << local.Show();
+    EXPECT_TRUE(local.Says("use git config --global")) << local.Show();
+    EXPECT_EQ(global.exit, 0) << global.Show();
+    EXPECT_TRUE(global.Says("agent@example.com")) << global.Show();
+    EXPECT_EQ(HostGit(ws, {"config", "--local", "user.email"}).out, "")
+        << "the host's config changed";
+  }
+}
+
 // A linked worktree the person made inside the workspace (`git worktree add wt -b feature`): the
 // agent commits in its checkout, and the host's git sees the commit on `feature`, the worktree's
 // HEAD and index agree (`status` clean), the main worktree is untouched; the worktree's own

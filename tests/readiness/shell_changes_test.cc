@@ -348,9 +348,8 @@ TEST_P(ShellChangesTest, ExecWithRedirectionsAloneKeepsThem) {
 // `exec bash -c ...`, `exec bash` with an option it does not know) start bash without a nonce:
 // exit codes null in a confined session (danger-full-access types the hook back), never wrong.
 TEST_P(ShellChangesTest, ExecBashAroundTheMachineryNeverGivesAWrongExitCode) {
-  for (const std::string change :
-       {"builtin exec bash\n", "command exec bash\n", "exec /bin/bash\n",
-        "exec bash -O extglob\n", "exec bash -c 'exec bash'\n"}) {
+  for (const std::string change : {"builtin exec bash\n", "command exec bash\n", "exec /bin/bash\n",
+                                   "exec bash -O extglob\n", "exec bash -c 'exec bash'\n"}) {
     SCOPED_TRACE(change);
     const std::string id = Open();
     const Json options{{"silenceMs", 20000}, {"timeoutMs", 30000}};

@@ -105,7 +105,8 @@ TEST(ExecMachineryTest, TheRcFileInstallsTheHookBeforeTheUsersRcFiles) {
   const std::string rc = BuildExecRc();
   EXPECT_EQ(rc.find('\n'), std::string::npos);
   EXPECT_EQ(rc.find('!'), std::string::npos);
-  EXPECT_TRUE(rc.starts_with("{ __ptybox_o=$-; set +xvT; __ptybox_n=; __ptybox_m=${__PTYBOX_EXEC-}"))
+  EXPECT_TRUE(
+      rc.starts_with("{ __ptybox_o=$-; set +xvT; __ptybox_n=; __ptybox_m=${__PTYBOX_EXEC-}"))
       << rc;
   const size_t read_nonce = rc.find("\\read -r __ptybox_p <&11;");
   const size_t close = rc.find("\\exec 12<&- 10<&- 11<&-;");
