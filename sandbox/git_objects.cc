@@ -297,15 +297,16 @@ Result<std::optional<std::string>> CommitAddsGitlink(int host_git_fd, std::strin
                                        "--no-renames",
                                        "--no-abbrev",
                                        "--format=commit %H",
-                                       std::string(tip),
+                                       std::string(tip) + "^{commit}",
                                        "--not",
                                        "--all"},
                                       options);
   if (!run.Succeeded() || run.out.size() >= options.max_capture) {
     std::string err = run.err.substr(0, 400);
     while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
-    return Fail(ErrorKind::kPolicyDenied, "the host's git could not list its new commits" +
-                                              (err.empty() ? std::string() : " (" + err + ")"));
+    return Fail(ErrorKind::kPolicyDenied,
+                "not a commit, or the host's git could not list its new commits" +
+                    (err.empty() ? std::string() : " (" + err + ")"));
   }
   std::string commit;
   std::string_view rest(run.out);

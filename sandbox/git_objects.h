@@ -45,7 +45,9 @@ inline constexpr uint64_t kGitInflateBudget = 1ull << 30;
 // host's git is asked for the commits reachable from `tip` and from none of the host's refs, each
 // against each of its parents (`git log --raw -m --root`). A gitlink reaches the person's index
 // at their next checkout, and their `git status` then runs git in that directory, in a repository
-// the session may have made there. The first such "path (in commit X)", or nullopt.
+// the session may have made there. The first such "path (in commit X)", or nullopt. An error
+// when `tip` is not a commit (through annotated tags): a branch or tag naming a tree or a blob
+// (a tree holding a gitlink passed: `git log <tree>` lists nothing).
 [[nodiscard]] Result<std::optional<std::string>> CommitAddsGitlink(int host_git_fd,
                                                                    std::string_view tip);
 

@@ -809,11 +809,15 @@ Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, si
   return copied;
 }
 
+// Loose objects looked at per copy-back (20,000 held a close for 14 s); the rest wait.
+constexpr size_t kLooseObjectsPerCopyBack = 4096;
+
 Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size,
                                std::vector<std::string>& refused,
                                const std::optional<GitOwner>& owner,
                                std::set<std::string>& judged) {
   uint64_t budget = kGitInflateBudget;
+  size_t looked_at = 0;  // loose objects new to the host, this copy-back
   size_t copied = 0;
   Result<std::optional<UniqueFd>> mine = OpenDir(private_fd, "objects");
   if (!mine) return Propagate(mine);
@@ -855,6 +859,16 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size
         if (!made) return Propagate(made);
         host_sub = std::move(*made);
       }
+      struct stat there {};
+      if (::fstatat(host_sub->Get(), f.name.c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0) {
+        continue;  // copied before (objects are never overwritten)
+      }
+      if (looked_at == kLooseObjectsPerCopyBack) {
+        refused.push_back("objects: left for the next copy-back (this one looked at " +
+                          std::to_string(kLooseObjectsPerCopyBack) + " loose objects)");
+        return copied;
+      }
+      ++looked_at;
       const std::string id = d.name + f.name;
       if (id.size() != hash_size * 2) {
         refused.push_back(file_what + ": not an id of this repository's hash");
@@ -1457,6 +1471,9 @@ bool CopiedBackRef(const std::string& name) {
   return name.starts_with("refs/heads/") || name.starts_with("refs/tags/") || name == "refs/stash";
 }
 
+// Refs moved to a new commit per copy-back (each checked by a run of the host's git).
+constexpr size_t kRefsCheckedPerCopyBack = 64;
+
 // Why a ref (or a detached HEAD) may not move to `id`: a new commit adds a gitlink
 // (CommitAddsGitlink), or the host's git could not tell. nullopt when it may.
 std::optional<std::string> GitlinkRefusal(int host_git_fd, const std::string& id) {
@@ -1490,6 +1507,7 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
   }
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
+  size_t checked_refs = 0;
   for (const std::string& name : names) {
     std::optional<std::string> start;
     if (auto it = snapshot.refs.find(name); it != snapshot.refs.end()) start = it->second;
@@ -1514,6 +1532,14 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
                                  "left as it is");
         continue;
       }
+      // Each checked ref costs a run of the host's git: a bounded number per copy-back (3,000
+      // new branches held a close for 115 s); the others wait for the next copy-back.
+      if (checked_refs == kRefsCheckedPerCopyBack) {
+        done.conflicts.push_back(name + ": left for the next copy-back (this one checked " +
+                                 std::to_string(kRefsCheckedPerCopyBack) + " refs)");
+        continue;
+      }
+      ++checked_refs;
       if (std::optional<std::string> why = GitlinkRefusal(host_git_fd, *now)) {
         done.refused.push_back(name + ": " + *why);
         continue;
@@ -1661,6 +1687,9 @@ void CopyBackWorktrees(int private_fd, int host_git_fd, GitSnapshot& snapshot,
 // when well formed (ValidReflogLine) and naming objects the host has: the first line that is not
 // stops the copy of that log (refused, with a line). Appended with O_APPEND beneath the host's
 // .git without links, so a person's git appending at the same time interleaves whole lines.
+// New reflog lines checked (and copied) per log and copy-back; the rest wait for the next one.
+constexpr size_t kReflogLinesChecked = 32;
+
 void CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, GitSnapshot& snapshot,
                     const std::optional<GitOwner>& owner, GitCopyBack& done) {
   const std::string log = "logs/" + name;
@@ -1671,6 +1700,7 @@ void CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
   }
   if (!*text) return;
   size_t& taken = snapshot.reflog_lines[name];
+  size_t checked = 0;
   std::string_view rest(**text);
   std::string append;
   size_t index = 0;
@@ -1687,6 +1717,18 @@ void CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
                              " is malformed or names an object the host does not have; it and "
                              "the lines after it are not copied");
       break;
+    }
+    // Each entry is a commit the person can reach (`git stash pop` of an older stash): it is
+    // checked as a tip is (GitlinkRefusal), a bounded number per copy-back (the rest wait).
+    if (checked == kReflogLinesChecked) break;
+    ++checked;
+    const std::string new_id(line.substr(id + 1, id));
+    if (new_id.find_first_not_of('0') != std::string::npos) {
+      if (std::optional<std::string> why = GitlinkRefusal(host_git_fd, new_id)) {
+        done.refused.push_back(log + ": line " + std::to_string(index) + ": " + *why +
+                               "; it and the lines after it are not copied");
+        break;
+      }
     }
     append.append(line).push_back('\n');
     ++taken;
@@ -1742,7 +1784,8 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
   done.head = CopyBackHead(private_fd, host_git_fd, host_git_fd, main, owner, done);
   done.index = CopyBackIndex(private_fd, host_git_fd, IndexHashSize(snapshot), main, owner, done);
   CopyBackWorktrees(private_fd, host_git_fd, snapshot, owner, done);
-  if (!moved.empty() || done.head) moved.push_back("HEAD");
+  // Not HEAD's log: git reads its messages (`checkout: moving from X to Y`) to find where
+  // `git checkout -` goes, and X is the session's text.
   for (const std::string& name : moved) {
     CopyBackReflog(private_fd, host_git_fd, name, snapshot, owner, done);
   }
