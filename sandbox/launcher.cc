@@ -306,27 +306,6 @@ Result<std::vector<std::string>> ChildArgv(const LaunchSpec& spec, const Sandbox
   return BuildBwrapArgv(sandbox, invocation);
 }
 
-// The program the shell is, found as ptybox-init finds it (the environment's PATH, or init's
-// default), so the copy is of the same file.
-std::string ResolveProgram(const std::string& name, const std::vector<std::string>& env) {
-  if (name.find('/') != std::string::npos) return name;
-  std::string path = "/usr/local/bin:/usr/bin:/bin";
-  for (const std::string& entry : env) {
-    if (entry.starts_with("PATH=")) path = entry.substr(5);
-  }
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    if (dir.empty()) dir = ".";
-    std::string candidate = dir + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    start = end + 1;
-  }
-  return name;
-}
-
 }  // namespace
 
 Result<int> SharedExecCopy(const std::string& program) {
@@ -340,12 +319,7 @@ Result<int> SharedExecCopy(const std::string& program) {
   if (::fstat(source.Get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     return Fail(ErrorKind::kSandboxUnavailable, program + " is not a regular file", program);
   }
-  char magic[4] = {};
-  if (::pread(source.Get(), magic, sizeof(magic), 0) != static_cast<ssize_t>(sizeof(magic)) ||
-      std::memcmp(magic,
-                  "\x7f"
-                  "ELF",
-                  sizeof(magic)) != 0) {
+  if (!IsElfFile(source.Get())) {
     return Fail(ErrorKind::kSandboxUnavailable, program + " is not an ELF binary", program);
   }
   UniqueFd copy(static_cast<int>(::memfd_create("ptybox-bash", MFD_CLOEXEC | MFD_ALLOW_SEALING)));
@@ -421,7 +395,7 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories
   // bootstrap refuses to hand a nonce to (exit codes null after it, never wrong).
   int exec_copy = -1;
   if (ShellRunsNonDumpable(spec) && !spec.command.empty()) {
-    Result<int> copy = SharedExecCopy(ResolveProgram(spec.command.front(), spec.environment));
+    Result<int> copy = SharedExecCopy(FindProgramOnPath(spec.command.front(), spec.environment));
     if (copy) {
       exec_copy = *copy;
     } else {

@@ -139,4 +139,30 @@ void ResetChildSignals() {
   for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
 }
 
+std::string FindProgramOnPath(const std::string& name, const std::vector<std::string>& env) {
+  if (name.find('/') != std::string::npos) return name;
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  for (const std::string& entry : env) {
+    if (entry.starts_with("PATH=")) path = entry.substr(5);
+  }
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string_view dir = std::string_view(path).substr(start, end - start);
+    std::string candidate(dir.empty() ? std::string_view(".") : dir);
+    candidate.push_back('/');
+    candidate.append(name);
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return name;
+}
+
+bool IsElfFile(int fd) {
+  char magic[4] = {};
+  return ::pread(fd, magic, sizeof(magic), 0) == static_cast<ssize_t>(sizeof(magic)) &&
+         magic[0] == 0x7f && magic[1] == 'E' && magic[2] == 'L' && magic[3] == 'F';
+}
+
 }  // namespace ptybox::sandbox

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ptybox::sandbox {
 
@@ -56,6 +57,17 @@ struct ChildFailure {
   int err = 0;  // the errno of the failed call; 0 when the step explained itself on stderr
   bool operator==(const ChildFailure&) const = default;
 };
+
+// The program `name` as an exec by ptybox-init finds it: a name with a slash as it is, else the
+// first executable of that name on `env`'s PATH (or /usr/local/bin:/usr/bin:/bin); `name` when
+// none is. The daemon copies the same file for `exec bash` (sandbox/launcher.cc).
+[[nodiscard]] std::string FindProgramOnPath(const std::string& name,
+                                            const std::vector<std::string>& env);
+
+// Whether `fd` (a regular file) starts with the ELF magic: an executable the kernel runs itself.
+// A script is not: its interpreter reopens it by the path it was started from, which an
+// unreadable copy does not have.
+[[nodiscard]] bool IsElfFile(int fd);
 
 // "<what the stage does> failed: <strerror>".
 [[nodiscard]] std::string DescribeChildFailure(const ChildFailure& failure);

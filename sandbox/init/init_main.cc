@@ -203,25 +203,6 @@ Pty OpenPty(const InitOptions& o) {
   return pty;
 }
 
-std::string FindProgram(const std::string& name, const std::vector<std::string>& env) {
-  if (name.find('/') != std::string::npos) return name;
-  std::string path = "/usr/local/bin:/usr/bin:/bin";
-  for (const std::string& entry : env) {
-    if (entry.starts_with("PATH=")) path = entry.substr(5);
-  }
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    if (dir.empty()) dir = ".";
-    std::string candidate = dir + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    start = end + 1;
-  }
-  return name;
-}
-
 // A copy of `program` that its own process will not be able to read: a memfd with mode 0111.
 // The kernel makes a process exec'd from a file it cannot read non-dumpable (would_dump), so
 // the session's other processes (same uid, no capabilities) cannot open its /proc/<pid>/mem,
@@ -234,12 +215,7 @@ UniqueFd UnreadableCopy(const std::string& program) {
   struct stat st {};
   if (!source || ::fstat(source.Get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
   // Only a binary: a script's interpreter reopens the script by the path it was started from.
-  char magic[4] = {};
-  if (::pread(source.Get(), magic, sizeof(magic), 0) != static_cast<ssize_t>(sizeof(magic)) ||
-      std::memcmp(magic,
-                  "\x7f"
-                  "ELF",
-                  sizeof(magic)) != 0) {
+  if (!IsElfFile(source.Get())) {
     return {};
   }
   UniqueFd copy(static_cast<int>(::memfd_create("ptybox-shell", MFD_CLOEXEC)));
@@ -282,7 +258,7 @@ pid_t StartProgram(const InitOptions& o, const std::vector<std::string>& env, co
   UniqueFd exec_read(pipe_fds[0]);
   UniqueFd exec_write(pipe_fds[1]);
 
-  std::string program = FindProgram(o.argv[0], env);
+  std::string program = FindProgramOnPath(o.argv[0], env);
   std::vector<char*> argv;
   for (const std::string& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

@@ -27,40 +27,21 @@
 #include <vector>
 
 #include "tests/escape/escape_support.h"
+#include "tests/escape/git_attack_support.h"
 #include "tests/sandbox/process_runner.h"
 #include "tests/support/files.h"
 
 namespace ptybox::testing {
 namespace {
 
+using git_attack::HostGit;
+using git_attack::kIdentity;
+using git_attack::MakeRepository;
+using git_attack::Slurp;
+
 namespace fs = std::filesystem;
 using sandbox::testing::RunProcess;
 using sandbox::testing::RunResult;
-
-RunResult HostGit(const fs::path& repo, std::vector<std::string> args) {
-  std::vector<std::string> argv = {"/usr/bin/git",
-                                   "-C",
-                                   repo.string(),
-                                   "-c",
-                                   "user.name=host",
-                                   "-c",
-                                   "user.email=host@example.com"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return RunProcess(argv);
-}
-
-void MakeRepository(const fs::path& ws) {
-  ASSERT_EQ(HostGit(ws, {"init", "-q", "-b", "main"}).exit_code, 0);
-  std::ofstream(ws / "a.txt") << "one\n";
-  std::ofstream(ws / ".gitignore") << ".escape/\n";
-  ASSERT_EQ(HostGit(ws, {"add", "a.txt", ".gitignore"}).exit_code, 0);
-  ASSERT_EQ(HostGit(ws, {"commit", "-q", "-m", "first"}).exit_code, 0);
-  fs::create_directories(ws / ".escape");
-}
-
-constexpr const char* kIdentity =
-    "export GIT_AUTHOR_NAME=agent GIT_AUTHOR_EMAIL=agent@example.com "
-    "GIT_COMMITTER_NAME=agent GIT_COMMITTER_EMAIL=agent@example.com; ";
 
 // The session makes a repository `sub` in the workspace, stages it as a gitlink together with a
 // change to a.txt and stashes that (stash A: its index commit adds the gitlink), sets sub's
@@ -150,6 +131,11 @@ TEST(GitReview3AttackTest, TheHostsCheckoutDashNeverLandsOnAGitlinkTheSessionLef
 namespace ptybox::testing {
 namespace {
 
+using git_attack::HostGit;
+using git_attack::kIdentity;
+using git_attack::MakeRepository;
+using git_attack::Slurp;
+
 // The copy-back bounds refs by count (kGitMaxRefs, 100,000) but not its work per ref: each new
 // branch naming a commit the host has costs a run of the host's `git log` (CommitAddsGitlink,
 // a process of its own beneath a keeper) and a locked, fsynced write into the host's .git, plus
@@ -203,6 +189,11 @@ TEST(GitReview3AttackTest, DISABLED_ManyBranchesDoNotHoldTheCloseForLong) {
 namespace ptybox::testing {
 namespace {
 
+using git_attack::HostGit;
+using git_attack::kIdentity;
+using git_attack::MakeRepository;
+using git_attack::Slurp;
+
 // CommitAddsGitlink asks `git log --raw <tip> --not --all`; a tip that is a tree (a lightweight
 // tag naming a tree, or an annotated tag of one) has no commits, so git lists nothing, exits 0,
 // and the tag comes back. The session tags the tree of an index holding a gitlink to a repository
@@ -245,6 +236,11 @@ TEST(GitReview3AttackTest, ATagNamingATreeNeverBringsAGitlinkToTheHost) {
 
 namespace ptybox::testing {
 namespace {
+
+using git_attack::HostGit;
+using git_attack::kIdentity;
+using git_attack::MakeRepository;
+using git_attack::Slurp;
 
 // The same for loose objects: each well-formed object is inflated, hashed, written into the
 // host's .git and fsynced; their number is not bounded (docs/security.md says this "slows only
@@ -294,6 +290,11 @@ TEST(GitReview3AttackTest, DISABLED_ManyLooseObjectsDoNotHoldTheCloseForLong) {
 namespace ptybox::testing {
 namespace {
 
+using git_attack::HostGit;
+using git_attack::kIdentity;
+using git_attack::MakeRepository;
+using git_attack::Slurp;
+
 // The same gap in the other direction: nothing checks that a branch names a commit. `git log
 // <blob>` lists nothing and exits 0, so the session's `refs/heads/main` written to name a blob
 // (by hand: git's own update-ref refuses a non-commit on a branch) comes back, and the person's
@@ -327,6 +328,11 @@ TEST(GitReview3AttackTest, ABranchNeverComesBackNamingABlob) {
 
 namespace ptybox::testing {
 namespace {
+
+using git_attack::HostGit;
+using git_attack::kIdentity;
+using git_attack::MakeRepository;
+using git_attack::Slurp;
 
 // Not the copy-back at all: the person's repository has a submodule that is not checked out (a
 // clone without --recurse-submodules: a gitlink in the index and HEAD, an empty directory). The

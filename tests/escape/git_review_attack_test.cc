@@ -15,40 +15,21 @@
 #include <vector>
 
 #include "tests/escape/escape_support.h"
+#include "tests/escape/git_attack_support.h"
 #include "tests/sandbox/process_runner.h"
 #include "tests/support/files.h"
 
 namespace ptybox::testing {
 namespace {
 
+using git_attack::HostGit;
+using git_attack::kIdentity;
+using git_attack::MakeRepository;
+using git_attack::Slurp;
+
 namespace fs = std::filesystem;
 using sandbox::testing::RunProcess;
 using sandbox::testing::RunResult;
-
-RunResult HostGit(const fs::path& repo, std::vector<std::string> args) {
-  std::vector<std::string> argv = {"/usr/bin/git",
-                                   "-C",
-                                   repo.string(),
-                                   "-c",
-                                   "user.name=host",
-                                   "-c",
-                                   "user.email=host@example.com"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return RunProcess(argv);
-}
-
-void MakeRepository(const fs::path& ws) {
-  ASSERT_EQ(HostGit(ws, {"init", "-q", "-b", "main"}).exit_code, 0);
-  std::ofstream(ws / "a.txt") << "one\n";
-  std::ofstream(ws / ".gitignore") << ".escape/\n";
-  ASSERT_EQ(HostGit(ws, {"add", "a.txt", ".gitignore"}).exit_code, 0);
-  ASSERT_EQ(HostGit(ws, {"commit", "-q", "-m", "first"}).exit_code, 0);
-  fs::create_directories(ws / ".escape");
-}
-
-constexpr const char* kIdentity =
-    "export GIT_AUTHOR_NAME=agent GIT_AUTHOR_EMAIL=agent@example.com "
-    "GIT_COMMITTER_NAME=agent GIT_COMMITTER_EMAIL=agent@example.com; ";
 
 // The session stages `xgit/hooks/pre-commit`, then renames the entry in its index's bytes to
 // `.git/hooks/pre-commit` (checksum fixed): git reads such an index without complaint.
