@@ -697,21 +697,21 @@ size_t IndexHashSize(const GitSnapshot& snapshot) {
 
 // The session's pack `name` (in `my_packs`) copied into a scratch directory of this process (the
 // session may rewrite its own file while it is read: only the copy is checked and kept) and
-// indexed there by the host's git. nullopt when the file is gone.
+// indexed there by the host's git, into `scratch`. False when the file is gone or was judged
+// before.
 struct ScratchPack {
   UniqueFd pack;     // the checked copy, at offset 0; its directory is already removed
   std::string name;  // hex, as git named it
   std::string idx;   // the index git wrote
 };
-Result<std::optional<ScratchPack>> IndexSessionPack(int my_packs, const std::string& name,
-                                                    size_t hash_size,
-                                                    std::set<std::string>& judged) {
+Result<bool> IndexSessionPack(int my_packs, const std::string& name, size_t hash_size,
+                              std::set<std::string>& judged, ScratchPack& scratch) {
   Result<std::optional<OpenedFile>> file = OpenRegular(my_packs, name, kGitObjectFileMax, true);
   if (!file) return Propagate(file);
-  if (!*file) return std::optional<ScratchPack>();
+  if (!*file) return false;
   struct stat st {};
   if (::fstat((*file)->fd.Get(), &st) != 0) return std::unexpected(Errno("fstat", name));
-  if (!judged.insert(FileKey(st)).second) return std::optional<ScratchPack>();
+  if (!judged.insert(FileKey(st)).second) return false;
   if (Sparse(st)) {
     return Fail(ErrorKind::kPolicyDenied,
                 "a sparse file (" + std::to_string(st.st_size) + " bytes, " +
@@ -729,7 +729,6 @@ Result<std::optional<ScratchPack>> IndexSessionPack(int my_packs, const std::str
     }
   } removed{dir};
   const std::filesystem::path copy = removed.path / "session.pack";
-  ScratchPack scratch;
   scratch.pack.Reset(
       ::open(copy.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!scratch.pack) return std::unexpected(Errno("open", copy.string()));
@@ -744,7 +743,7 @@ Result<std::optional<ScratchPack>> IndexSessionPack(int my_packs, const std::str
     return std::unexpected(Errno("lseek", copy.string()));
   scratch.name = std::move(indexed->name);
   scratch.idx = std::move(indexed->idx);
-  return std::optional<ScratchPack>(std::move(scratch));
+  return true;
 }
 
 // The session's packs (`my_packs`, its objects/pack), each copied into a scratch directory of this
@@ -769,15 +768,15 @@ Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, si
     }
     // Each session pack is indexed once: refused or copied, the same file is not read again
     // (indexing a pack takes git seconds, and each send's copy-back would do it again).
-    Result<std::optional<ScratchPack>> indexed =
-        IndexSessionPack(my_packs, e.name, hash_size, judged);
+    ScratchPack scratch;
+    Result<bool> indexed = IndexSessionPack(my_packs, e.name, hash_size, judged, scratch);
     if (!indexed) {
       refused.push_back(what + ": " + indexed.error().message);
       continue;
     }
     if (!*indexed) continue;  // gone since it was listed, or judged before
     std::string why;
-    Result<bool> fresh = PackIndexNamesNoHostObject(host_git_fd, (*indexed)->idx, why);
+    Result<bool> fresh = PackIndexNamesNoHostObject(host_git_fd, scratch.idx, why);
     if (!fresh) return Propagate(fresh);
     if (!*fresh) {
       refused.push_back(what + ": " + why + "; the pack is not copied");
@@ -788,17 +787,17 @@ Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, si
       if (!made) return Propagate(made);
       host_packs = std::move(*made);
     }
-    const std::string base = "pack-" + (*indexed)->name;
+    const std::string base = "pack-" + scratch.name;
     struct stat st {};
     if (::fstatat(host_packs->Get(), (base + ".idx").c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
       continue;  // the host has this pack
     }
     Result<bool> wrote = WriteLikeGit(host_packs->Get(), base + ".pack",
-                                      {.fd = (*indexed)->pack.Get(), .data = {}}, 0444,
+                                      {.fd = scratch.pack.Get(), .data = {}}, 0444,
                                       /*replace=*/true, owner);
     if (wrote && *wrote) {
-      wrote = WriteLikeGit(host_packs->Get(), base + ".idx", {.fd = -1, .data = (*indexed)->idx},
-                           0444, /*replace=*/false, owner);
+      wrote = WriteLikeGit(host_packs->Get(), base + ".idx", {.fd = -1, .data = scratch.idx}, 0444,
+                           /*replace=*/false, owner);
     }
     if (!wrote) {
       refused.push_back(what + ": " + wrote.error().message);
