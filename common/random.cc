@@ -15,10 +15,15 @@ std::string RandomHex(size_t bytes) {
     if (n > 0) filled += static_cast<size_t>(n);
     // EINTR (or a not yet seeded pool, which blocks rather than fails): try again.
   }
+  return HexEncode(raw);
+}
+
+std::string HexEncode(std::string_view bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
-  hex.reserve(2 * bytes);
-  for (unsigned char b : raw) {
+  hex.reserve(2 * bytes.size());
+  for (const char c : bytes) {
+    const auto b = static_cast<unsigned char>(c);
     hex.push_back(kHex[b >> 4]);
     hex.push_back(kHex[b & 0xf]);
   }

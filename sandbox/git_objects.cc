@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "common/propagate.h"
+#include "common/random.h"
 #include "common/unique_fd.h"
 #include "sandbox/captured_run.h"
 
@@ -24,16 +26,6 @@ namespace {
 struct DigestDeleter {
   void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
 };
-
-std::string Hex(const unsigned char* bytes, size_t n) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < n; ++i) {
-    out.push_back(kHex[bytes[i] >> 4]);
-    out.push_back(kHex[bytes[i] & 15]);
-  }
-  return out;
-}
 
 // The object header `<type> <size>\0` at the start of `inflated`: the size, or nullopt when it
 // is malformed (`complete` false: not all of it has arrived yet).
@@ -82,6 +74,37 @@ std::optional<std::string> HostGit() {
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return std::nullopt;
+}
+
+// The host's git run with `args` in an empty environment without the system's or a user's
+// configuration (`env -i`: nothing but exec is safe between fork and exec in a threaded daemon),
+// plus `env` ("K=V"). An error when there is no git; `what` says what it was for.
+Result<CapturedRun> RunHostGit(const std::vector<std::string>& env,
+                               const std::vector<std::string>& args, const CaptureOptions& options,
+                               const std::string& what) {
+  std::optional<std::string> git = HostGit();
+  if (!git) {
+    return Fail(ErrorKind::kInternal, "no git on the daemon's PATH or in /usr/bin to " + what +
+                                          " with; install git on the host");
+  }
+  std::vector<std::string> argv = {"/usr/bin/env",
+                                   "-i",
+                                   "PATH=/usr/bin:/bin",
+                                   "HOME=/nonexistent",
+                                   "GIT_CONFIG_NOSYSTEM=1",
+                                   "GIT_CONFIG_GLOBAL=/dev/null",
+                                   "LC_ALL=C"};
+  argv.insert(argv.end(), env.begin(), env.end());
+  argv.push_back(*git);
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCaptured(argv, options);
+}
+
+// What git said on stderr, without its last newline, as " (...)" for a message; empty if nothing.
+std::string GitSaid(const CapturedRun& run) {
+  std::string err = run.err.substr(0, 400);
+  while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
+  return err.empty() ? std::string() : " (" + err + ")";
 }
 
 // What `git index-pack` may map beyond twice the pack's size (its code, libraries, buffers).
@@ -201,7 +224,8 @@ bool LooseObjectMatchesName(int fd, uint64_t size, std::string_view id, std::str
   unsigned char sum[EVP_MAX_MD_SIZE];
   unsigned int sum_size = 0;
   if (EVP_DigestFinal_ex(digest.get(), sum, &sum_size) != 1) return false;
-  const std::string actual = Hex(sum, sum_size);
+  const std::string actual =
+      HexEncode(std::string_view(reinterpret_cast<const char*>(sum), sum_size));
   if (actual != id) {
     why = "holds the object " + actual + ", not the one its name says";
     return false;
@@ -210,20 +234,12 @@ bool LooseObjectMatchesName(int fd, uint64_t size, std::string_view id, std::str
 }
 
 Result<IndexedPack> IndexPack(const std::filesystem::path& pack, size_t hash_size) {
-  std::optional<std::string> git = HostGit();
-  if (!git) {
-    return Fail(ErrorKind::kInternal,
-                "no git on the daemon's PATH or in /usr/bin to check the pack with; install git "
-                "on the host");
-  }
   const std::filesystem::path idx = std::filesystem::path(pack).replace_extension(".idx");
   CaptureOptions options;
   options.timeout = std::chrono::minutes(10);
   options.max_capture = 64 * 1024;
-  // No configuration, no repository: git reads nothing of the session's or the person's. `env -i`
-  // empties the environment (nothing but exec is safe between fork and exec in a threaded
-  // daemon); the ceiling stops git's search for a repository at the scratch directory, which
-  // holds none.
+  // No repository: the ceiling stops git's search for one at the scratch directory, which holds
+  // none, so git reads nothing of the session's or the person's.
   const std::filesystem::path dir = pack.parent_path();
   // git resolves each delta in memory: a 16 KiB pack whose delta makes a 1 GiB object took 1 GiB
   // of root's memory. Its address space is bounded by what an honest pack of this size needs.
@@ -235,26 +251,23 @@ Result<IndexedPack> IndexPack(const std::filesystem::path& pack, size_t hash_siz
     if (::setrlimit(RLIMIT_AS, &bound) != 0) return ChildFailure{ChildStage::kExec, errno};
     return std::nullopt;
   };
-  const CapturedRun run = RunCaptured(
-      {"/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "HOME=/nonexistent", "GIT_CONFIG_NOSYSTEM=1",
-       "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CEILING_DIRECTORIES=" + dir.parent_path().string(),
-       "LC_ALL=C", *git, "-C", dir.string(), "index-pack",
-       hash_size == 32 ? "--object-format=sha256" : "--object-format=sha1", "-o", idx.string(),
-       pack.string()},
-      options);
-  std::string err = run.err;
-  while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
-  if (!run.Succeeded()) {
+  Result<CapturedRun> run =
+      RunHostGit({"GIT_CEILING_DIRECTORIES=" + dir.parent_path().string()},
+                 {"-C", dir.string(), "index-pack",
+                  hash_size == 32 ? "--object-format=sha256" : "--object-format=sha1", "-o",
+                  idx.string(), pack.string()},
+                 options, "check the pack");
+  if (!run) return Propagate(run);
+  if (!run->Succeeded()) {
     std::error_code ec;
     std::filesystem::remove(idx, ec);
-    return Fail(ErrorKind::kPolicyDenied,
-                "git index-pack refused it" + (err.empty() ? std::string() : " (" + err + ")"));
+    return Fail(ErrorKind::kPolicyDenied, "git index-pack refused it" + GitSaid(*run));
   }
   IndexedPack indexed;
-  indexed.name = run.out.substr(0, run.out.find_first_of("\r\n"));
+  indexed.name = run->out.substr(0, run->out.find_first_of("\r\n"));
   if (indexed.name.starts_with("pack\t")) indexed.name.erase(0, 5);
   if (indexed.name.size() != hash_size * 2) {
-    return Fail(ErrorKind::kInternal, "git index-pack printed no pack name: " + run.out);
+    return Fail(ErrorKind::kInternal, "git index-pack printed no pack name: " + run->out);
   }
   UniqueFd fd(::open(idx.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   std::error_code ec;
@@ -268,48 +281,25 @@ Result<IndexedPack> IndexPack(const std::filesystem::path& pack, size_t hash_siz
 }
 
 Result<std::optional<std::string>> CommitAddsGitlink(int host_git_fd, std::string_view tip) {
-  std::optional<std::string> git = HostGit();
-  if (!git) {
-    return Fail(ErrorKind::kInternal,
-                "no git on the daemon's PATH or in /usr/bin to check the commit with; install git "
-                "on the host");
-  }
   CaptureOptions options;
   options.timeout = std::chrono::minutes(2);
   options.max_capture = 16u << 20;
   options.keep_fds = {host_git_fd};
   // The host's own repository (its configuration is the person's), read by descriptor; nothing
   // here runs a hook or looks at the worktree.
-  const CapturedRun run = RunCaptured({"/usr/bin/env",
-                                       "-i",
-                                       "PATH=/usr/bin:/bin",
-                                       "HOME=/nonexistent",
-                                       "GIT_CONFIG_NOSYSTEM=1",
-                                       "GIT_CONFIG_GLOBAL=/dev/null",
-                                       "LC_ALL=C",
-                                       *git,
-                                       "--git-dir=/proc/self/fd/" + std::to_string(host_git_fd),
-                                       "log",
-                                       "--raw",
-                                       "-r",
-                                       "-m",
-                                       "--root",
-                                       "--no-renames",
-                                       "--no-abbrev",
-                                       "--format=commit %H",
-                                       std::string(tip) + "^{commit}",
-                                       "--not",
-                                       "--all"},
-                                      options);
-  if (!run.Succeeded() || run.out.size() >= options.max_capture) {
-    std::string err = run.err.substr(0, 400);
-    while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
+  Result<CapturedRun> run =
+      RunHostGit({},
+                 {"--git-dir=/proc/self/fd/" + std::to_string(host_git_fd), "log", "--raw", "-r",
+                  "-m", "--root", "--no-renames", "--no-abbrev", "--format=commit %H",
+                  std::string(tip) + "^{commit}", "--not", "--all"},
+                 options, "check the commit");
+  if (!run) return Propagate(run);
+  if (!run->Succeeded() || run->out.size() >= options.max_capture) {
     return Fail(ErrorKind::kPolicyDenied,
-                "not a commit, or the host's git could not list its new commits" +
-                    (err.empty() ? std::string() : " (" + err + ")"));
+                "not a commit, or the host's git could not list its new commits" + GitSaid(*run));
   }
   std::string commit;
-  std::string_view rest(run.out);
+  std::string_view rest(run->out);
   for (size_t end; !rest.empty();
        rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1)) {
     end = rest.find('\n');

@@ -21,6 +21,7 @@
 
 #include "common/log.h"
 #include "common/propagate.h"
+#include "common/random.h"
 #include "common/unique_fd.h"
 #include "sandbox/git_objects.h"
 #include "sandbox/git_work_dir.h"
@@ -526,14 +527,8 @@ Result<bool> PackIndexNamesNoHostObject(int host_git_fd, std::string_view idx, s
   // The object ids' size: what the index's length fits (ids, CRCs, offsets, two checksums).
   for (const size_t raw : {size_t{20}, size_t{32}}) {
     if (8 + 1024 + total * (raw + 8) + 2 * raw > idx.size()) continue;
-    static constexpr char kHex[] = "0123456789abcdef";
     for (uint64_t i = 0; i < total; ++i) {
-      std::string id;
-      for (size_t j = 0; j < raw; ++j) {
-        const auto c = static_cast<unsigned char>(idx[8 + 1024 + i * raw + j]);
-        id.push_back(kHex[c >> 4]);
-        id.push_back(kHex[c & 15]);
-      }
+      const std::string id = HexEncode(idx.substr(8 + 1024 + i * raw, raw));
       Result<bool> has = HostHasObject(host_git_fd, id);
       if (!has) return Propagate(has);
       if (*has) {
