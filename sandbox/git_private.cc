@@ -974,12 +974,20 @@ struct IndexEntryFacts {
 };
 struct ParsedIndex {
   std::vector<IndexEntryFacts> entries;
-  size_t entries_end = 0;  // where the extensions (or the checksum) start
+  size_t entries_end = 0;    // where the extensions (or the checksum) start
+  std::string shared_index;  // a split index's `link` extension: its shared part's id (hex)
 };
 
-// The index parsed (versions 2 to 4), each entry's path checked (IndexPathRefusal) and the
-// extensions walked; nullopt with `why` naming the first fault.
-std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, std::string& why) {
+// How ParseIndex reads: kJudge for an index the host is to get (each entry's path checked by
+// IndexPathRefusal, every extension walked, a split or sparse index refused); kAsGitReads for an
+// index the host's git already has (the entries as git reads them, a split index's shared part
+// named, extensions past the entries skipped when malformed).
+enum class IndexReading { kJudge, kAsGitReads };
+
+// The index parsed (versions 2 to 4); nullopt with `why` naming the first fault.
+std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, std::string& why,
+                                      IndexReading reading = IndexReading::kJudge) {
+  const bool judge = reading == IndexReading::kJudge;
   if (index.size() < 12 + hash_size || !index.starts_with("DIRC")) {
     why = "not a git index (no DIRC header)";
     return std::nullopt;
@@ -1049,7 +1057,8 @@ std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, 
       facts.path = std::string(index.substr(name_at, nul - name_at));
       after = at + ((name_at - at + facts.path.size() + 8) & ~size_t{7});  // NUL-padded
     }
-    if (std::optional<std::string> refused = IndexPathRefusal(facts.path, facts.mode, n)) {
+    if (std::optional<std::string> refused = IndexPathRefusal(facts.path, facts.mode, n);
+        refused && judge) {
       why = *refused;
       return std::nullopt;
     }
@@ -1066,13 +1075,17 @@ std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, 
     }
     const std::string_view signature = index.substr(at, 4);
     const uint32_t size = Be32(index, at + 4);
-    if (signature == "link" || signature == "sdir") {
+    if (judge && (signature == "link" || signature == "sdir")) {
       why = "a split or sparse index (`" + std::string(signature) + "`)";
       return std::nullopt;
     }
     if (size > end - at - 8) {
+      if (!judge) break;  // the entries are what is read
       why = "extension `" + std::string(signature) + "` runs past the end";
       return std::nullopt;
+    }
+    if (signature == "link" && size >= hash_size) {
+      parsed.shared_index = HexEncode(index.substr(at + 8, hash_size));
     }
     at += 8 + size;
   }
@@ -1083,6 +1096,31 @@ std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, 
 
 bool SafeIndex(std::string_view index, size_t hash_size, std::string& why) {
   return ParseIndex(index, hash_size, why).has_value();
+}
+
+std::optional<IndexGitlinks> GitlinksOfIndex(std::string_view index, std::string& why) {
+  // The object format from the trailing checksum (SHA-1 or SHA-256 of everything before it);
+  // an index written without one (index.skipHash: zeros) is tried as SHA-1, then as SHA-256.
+  std::vector<size_t> sizes = {20, 32};
+  for (size_t size : {size_t{20}, size_t{32}}) {
+    if (index.size() > size && GitHashBytes(index.substr(0, index.size() - size), size) ==
+                                   index.substr(index.size() - size)) {
+      sizes = {size};
+      break;
+    }
+  }
+  for (size_t size : sizes) {
+    std::optional<ParsedIndex> parsed = ParseIndex(index, size, why, IndexReading::kAsGitReads);
+    if (!parsed) continue;
+    IndexGitlinks links;
+    links.hash_size = size;
+    links.shared_index = std::move(parsed->shared_index);
+    for (IndexEntryFacts& e : parsed->entries) {
+      if ((e.mode & 0170000) == 0160000) links.paths.push_back(std::move(e.path));
+    }
+    return links;
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> IndexForHost(std::string_view index,

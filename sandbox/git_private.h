@@ -132,6 +132,17 @@ struct GitSnapshot {
 // `git restore .` writes what the index names, so an entry `.git/hooks/pre-commit` would become
 // a hook. `hash_size`: 20 (SHA-1) or 32 (SHA-256). False with `why` naming the first fault.
 [[nodiscard]] bool SafeIndex(std::string_view index, size_t hash_size, std::string& why);
+// The gitlinks (submodule entries, mode 160000) of an index the host's git reads, as git reads it
+// (versions 2 to 4, SHA-1 or SHA-256, no path judged). A split index names its shared part
+// (`sharedindex.<id>` beside it), whose gitlinks count too. nullopt with `why` when `index` is not
+// an index git could read (then the host's git reads no submodule from it either).
+struct IndexGitlinks {
+  std::vector<std::string> paths;  // relative to the worktree, as the index spells them
+  std::string shared_index;        // hex id of the shared part of a split index, or empty
+  size_t hash_size = 20;
+};
+[[nodiscard]] std::optional<IndexGitlinks> GitlinksOfIndex(std::string_view index,
+                                                           std::string& why);
 // The index the host gets for the session's `index`: SafeIndex's checks, and refused when it adds
 // what the index `before` (the host's, as the session started from it) did not hold: a gitlink
 // (a submodule entry: the host's `git status` runs git in that directory, in a repository the

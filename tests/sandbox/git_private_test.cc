@@ -169,6 +169,64 @@ TEST(GitNamesTest, ReflogLinesAreGitsShapeOnly) {
   }
 }
 
+// The gitlinks the launch protects (sandbox/repository_walk.h): read as the host's git reads the
+// index, in every version, both object formats, a split index's two parts, and nothing from what
+// is not an index.
+TEST(GitIndexTest, GitlinksAreReadAsGitReadsThem) {
+  char dir_template[] = "/tmp/ptybox-gitlinks-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const fs::path base = dir_template;
+  for (const char* format : {"sha1", "sha256"}) {
+    SCOPED_TRACE(format);
+    const fs::path repo = base / format;
+    const std::string git = "git -C " + repo.string() + " ";
+    const std::string id(std::string(format) == "sha1" ? 40 : 64, '1');
+    int status = 0;
+    Shell("git init -q --object-format=" + std::string(format) + " " + repo.string(), &status);
+    ASSERT_EQ(status, 0);
+    std::ofstream(repo / "a.txt") << "a\n";
+    Shell(git + "add a.txt");
+    Shell(git + "update-index --add --cacheinfo 160000," + id + ",libs/one", &status);
+    ASSERT_EQ(status, 0);
+    Shell(git + "update-index --add --cacheinfo 160000," + id + ",two", &status);
+    ASSERT_EQ(status, 0);
+    for (const char* version : {"2", "3", "4"}) {
+      SCOPED_TRACE(std::string("index version ") + version);
+      Shell(git + "update-index --index-version " + version, &status);
+      ASSERT_EQ(status, 0);
+      std::string why;
+      std::optional<IndexGitlinks> links = GitlinksOfIndex(Slurp(repo / ".git/index"), why);
+      ASSERT_TRUE(links) << why;
+      EXPECT_EQ(links->paths, (std::vector<std::string>{"libs/one", "two"}));
+      EXPECT_EQ(links->hash_size, std::string(format) == "sha1" ? 20u : 32u);
+      EXPECT_TRUE(links->shared_index.empty());
+    }
+    // A split index: the gitlinks live in the shared part, which the link extension names.
+    Shell(git + "update-index --index-version 2", &status);
+    ASSERT_EQ(status, 0);
+    Shell(git + "update-index --split-index", &status);
+    ASSERT_EQ(status, 0);
+    std::string why;
+    std::optional<IndexGitlinks> split = GitlinksOfIndex(Slurp(repo / ".git/index"), why);
+    ASSERT_TRUE(split) << why;
+    ASSERT_FALSE(split->shared_index.empty());
+    EXPECT_TRUE(fs::exists(repo / ".git" / ("sharedindex." + split->shared_index)));
+    std::optional<IndexGitlinks> shared =
+        GitlinksOfIndex(Slurp(repo / ".git" / ("sharedindex." + split->shared_index)), why);
+    ASSERT_TRUE(shared) << why;
+    std::vector<std::string> all = split->paths;
+    all.insert(all.end(), shared->paths.begin(), shared->paths.end());
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    EXPECT_EQ(all, (std::vector<std::string>{"libs/one", "two"}));
+  }
+  std::string why;
+  EXPECT_FALSE(GitlinksOfIndex("", why));
+  EXPECT_FALSE(GitlinksOfIndex("not an index at all, just some text of some length", why));
+  EXPECT_FALSE(GitlinksOfIndex(std::string("DIRC\0\0\0\x09") + std::string(40, '\0'), why));
+  fs::remove_all(base);
+}
+
 TEST(GitIndexTest, OnlyWorktreePathsPass) {
   char dir_template[] = "/tmp/ptybox-index-XXXXXX";
   ASSERT_NE(::mkdtemp(dir_template), nullptr);
