@@ -94,11 +94,26 @@ int HoldingRoot(const std::vector<fs::path>& roots, const fs::path& path, fs::pa
   return -1;
 }
 
+namespace {
+
+// A pin on each directory between a root and `relative` (not the root, not `relative` itself).
+void AddPins(std::vector<NestedMount>& plan, size_t root, const fs::path& relative) {
+  fs::path parent;
+  for (auto part = relative.begin(); part != relative.end() && std::next(part) != relative.end();
+       ++part) {
+    parent /= *part;
+    plan.push_back({root, parent, NestedMount::Kind::kPin});
+  }
+}
+
+}  // namespace
+
 std::vector<NestedMount> PlanNestedMounts(policy::Mode mode,
                                           const std::vector<fs::path>& bound_roots,
                                           const std::vector<fs::path>& protected_paths,
                                           const std::vector<HiddenPath>& hidden,
-                                          const std::vector<fs::path>& granted) {
+                                          const std::vector<fs::path>& granted,
+                                          const std::vector<fs::path>& pinned) {
   const bool writable = mode == policy::Mode::kWorkspaceWrite;
   std::vector<NestedMount> plan;
   fs::path relative;
@@ -107,6 +122,15 @@ std::vector<NestedMount> PlanNestedMounts(policy::Mode mode,
       const int root = HoldingRoot(bound_roots, path, relative);
       if (root >= 0)
         plan.push_back({static_cast<size_t>(root), relative, NestedMount::Kind::kProtected});
+    }
+    // A submodule's directory and every directory above it: `mv libs libs2; mkdir -p libs/foo;
+    // git init libs/foo` fails, so no repository the session makes takes the submodule's place
+    // (the host's `git status` enters it).
+    for (const fs::path& path : pinned) {
+      const int root = HoldingRoot(bound_roots, path, relative);
+      if (root < 0) continue;
+      AddPins(plan, static_cast<size_t>(root), relative);
+      plan.push_back({static_cast<size_t>(root), relative, NestedMount::Kind::kPin});
     }
   }
   for (const HiddenPath& h : hidden) {
@@ -120,11 +144,7 @@ std::vector<NestedMount> PlanNestedMounts(policy::Mode mode,
     plan.push_back({static_cast<size_t>(root), relative,
                     h.directory ? NestedMount::Kind::kCoverDir : NestedMount::Kind::kCoverFile});
     if (!writable) continue;  // a read-only tree cannot be renamed: nothing to pin
-    fs::path parent;
-    for (auto part = relative.begin(); std::next(part) != relative.end(); ++part) {
-      parent /= *part;
-      plan.push_back({static_cast<size_t>(root), parent, NestedMount::Kind::kPin});
-    }
+    AddPins(plan, static_cast<size_t>(root), relative);
   }
   // Shallow first (a parent's mount is in place before anything beneath it is reached through
   // it); on one place the strongest kind only; nothing beneath a covered directory.

@@ -47,7 +47,9 @@ struct NestedMount {
 // The composed mounts of a session: protected paths (workspace-write only: in read-only every
 // root is read-only already), hidden paths inside a bound root (both modes) and, in
 // workspace-write, a pin on each directory between the root and a hidden path, so that renaming
-// a parent of a covered secret fails (EBUSY) instead of moving the cover away from it. A hidden
+// a parent of a covered secret fails (EBUSY) instead of moving the cover away from it, and on
+// each of `pinned` (submodule directories) and every directory above it, so that none can be
+// moved aside for a repository the session makes at its path. A hidden
 // directory holding a `granted` path (a root, the starting directory, the init binary) is not
 // covered; anything beneath a covered directory needs no mount of its own. Paths outside every
 // bound root are not listed (bwrap places those on the read-only host).
@@ -55,7 +57,8 @@ std::vector<NestedMount> PlanNestedMounts(policy::Mode mode,
                                           const std::vector<std::filesystem::path>& bound_roots,
                                           const std::vector<std::filesystem::path>& protected_paths,
                                           const std::vector<HiddenPath>& hidden,
-                                          const std::vector<std::filesystem::path>& granted);
+                                          const std::vector<std::filesystem::path>& granted,
+                                          const std::vector<std::filesystem::path>& pinned = {});
 
 // What a launch counts as granted when it covers hidden directories (PlanNestedMounts'
 // `granted`): every root, the starting directory and ptybox-init. A hidden directory holding one

@@ -559,10 +559,12 @@ Result<void> PlanComposed(StagePlan& plan, const SandboxSpec& sandbox, const Ope
   if (sandbox.mode == policy::Mode::kWorkspaceWrite) {
     protected_candidates.insert(protected_candidates.end(), repositories.git_paths.begin(),
                                 repositories.git_paths.end());
+    protected_candidates.insert(protected_candidates.end(), repositories.submodule_dirs.begin(),
+                                repositories.submodule_dirs.end());
   }
   const std::vector<NestedMount> nested =
       PlanNestedMounts(sandbox.mode, roots.bound_paths, protected_candidates, sandbox.hidden,
-                       GrantedPaths(sandbox, init_binary));
+                       GrantedPaths(sandbox, init_binary), repositories.gitlink_dirs);
   for (const NestedMount& n : nested) {
     const OpenedPath& root = roots.bound[n.root];
     Result<std::optional<OpenedPath>> opened = OpenBeneath(root, n.relative);
@@ -570,17 +572,31 @@ Result<void> PlanComposed(StagePlan& plan, const SandboxSpec& sandbox, const Ope
     const std::string where = (root.path / n.relative).string();
     const bool is_dir = *opened && (*opened)->type == S_IFDIR;
     if (n.kind == NestedMount::Kind::kProtected) {
+      const bool submodule =
+          std::binary_search(repositories.submodule_dirs.begin(), repositories.submodule_dirs.end(),
+                             root.path / n.relative);
+      if (submodule && !(*opened && is_dir)) {
+        // Found a moment ago: a session could now make a repository there for the host's git.
+        return Fail(ErrorKind::kSpawnFailed,
+                    "the submodule directory " + where +
+                        " was removed or replaced while the session was being launched; "
+                        "nothing was started. Try again; if it persists, something keeps "
+                        "changing it",
+                    where);
+      }
       if (!*opened) continue;  // missing or a link: not bound (docs/sandbox.md says why)
     } else if (!*opened || (n.kind == NestedMount::Kind::kCoverFile) == is_dir) {
       // The path existed when the hidden paths were collected (a moment ago): a link or a
       // different kind of object now means it is being changed. Refused rather than launched
       // with a secret uncovered.
-      return Fail(ErrorKind::kSpawnFailed,
-                  "the hidden path " + where +
-                      " (or a directory above it) was replaced while the session was being "
-                      "launched; nothing was started. Try again; if it persists, something "
-                      "keeps renaming it",
-                  where);
+      return Fail(
+          ErrorKind::kSpawnFailed,
+          std::string(n.kind == NestedMount::Kind::kPin ? "the directory " : "the hidden path ") +
+              where +
+              " (or a directory above it) was replaced while the session was being "
+              "launched; nothing was started. Try again; if it persists, something "
+              "keeps renaming it",
+          where);
     }
     ComposedEntry entry;
     entry.root_entry = n.root;  // the bound roots are the first entries, in this order

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 
 #include "common/proc_stat.h"
 #include "common/unique_fd.h"
+#include "sandbox/git_private.h"
 #include "sandbox/mount_plan.h"
 #include "sandbox/tree_watch.h"
 
@@ -106,6 +108,153 @@ std::optional<std::string> OpenFailure(int error, int parent, const char* name,
   return std::nullopt;  // neither readable nor searchable: the session cannot reach into it
 }
 
+// A file's whole content, mapped: a regular file opened without blocking (never a FIFO or a
+// device a link may name); nullopt when there is none.
+class MappedFile {
+ public:
+  static std::optional<MappedFile> Open(int dirfd, const char* path, int extra_flags) {
+    const UniqueFd fd(
+        ::openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | extra_flags));
+    struct stat st {};
+    if (!fd || ::fstat(fd.Get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    MappedFile file;
+    file.size_ = static_cast<size_t>(st.st_size);
+    if (file.size_ == 0) return file;
+    void* at = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd.Get(), 0);
+    if (at == MAP_FAILED) return std::nullopt;
+    file.data_ = at;
+    return file;
+  }
+  MappedFile(MappedFile&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  MappedFile& operator=(MappedFile&&) = delete;
+  ~MappedFile() {
+    if (data_ != nullptr) ::munmap(data_, size_);
+  }
+  // A file truncated while mapped ends the daemon with SIGBUS on a read past its new end: the
+  // content is copied out first (an index is read once per launch).
+  std::string Copy() const {
+    return data_ == nullptr ? std::string() : std::string(static_cast<const char*>(data_), size_);
+  }
+
+ private:
+  MappedFile() = default;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// The git directory a `.git` entry stands for: the directory itself, or the one a gitfile
+// (`gitdir: <path>`, relative to the worktree) names. Empty when it names none.
+std::filesystem::path GitDirectoryOf(const std::filesystem::path& git_path, int worktree_fd) {
+  struct stat st {};
+  if (::fstatat(worktree_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) != 0) return {};
+  if (S_ISDIR(st.st_mode)) return git_path;
+  std::optional<MappedFile> file = MappedFile::Open(worktree_fd, ".git", O_NOFOLLOW);
+  if (!file) return {};
+  std::string text = file->Copy().substr(0, 4096);
+  if (!text.starts_with("gitdir: ")) return {};
+  text = text.substr(8, text.find_first_of("\r\n") - 8);
+  if (text.empty()) return {};
+  const std::filesystem::path named(text);
+  return named.is_absolute() ? named : git_path.parent_path() / named;
+}
+
+// The gitlinks of the index of the git directory `git_dir` (and of a split index's shared part),
+// as the host's git reads them there. Empty when there is no index git could read.
+std::vector<std::string> GitlinksOf(const std::filesystem::path& git_dir) {
+  std::vector<std::string> paths;
+  std::optional<MappedFile> file = MappedFile::Open(AT_FDCWD, (git_dir / "index").c_str(), 0);
+  if (!file) return paths;
+  std::string why;
+  std::optional<IndexGitlinks> links = GitlinksOfIndex(file->Copy(), why);
+  if (!links) return paths;
+  paths = std::move(links->paths);
+  if (!links->shared_index.empty()) {
+    std::optional<MappedFile> shared =
+        MappedFile::Open(AT_FDCWD, (git_dir / ("sharedindex." + links->shared_index)).c_str(), 0);
+    if (shared) {
+      if (std::optional<IndexGitlinks> more = GitlinksOfIndex(shared->Copy(), why)) {
+        paths.insert(paths.end(), more->paths.begin(), more->paths.end());
+      }
+    }
+  }
+  return paths;
+}
+
+constexpr uint64_t kBeneathAnyMount = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+
+// Each gitlink of each repository of `gits` that lies inside a writable root: the host's git
+// enters that directory (`git status` runs git there) when it holds a `.git`. One with a `.git`
+// is a repository of the walk; one without must be a directory the session cannot write into
+// (protected: `submodule_dirs`); one that is missing, not a directory or reached through a link
+// could become such a repository, made by the session, and refuses the launch.
+std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesystem::path>& roots,
+                                                const std::vector<std::filesystem::path>& git_paths,
+                                                std::vector<std::filesystem::path>& submodule_dirs,
+                                                std::vector<std::filesystem::path>& gitlink_dirs) {
+  std::vector<std::filesystem::path> normal_roots;
+  for (const std::filesystem::path& r : roots) normal_roots.push_back(r.lexically_normal());
+  std::vector<std::optional<OpenedPath>> opened(roots.size());
+  // The root holding `path` (or equal to it), opened once; nullopt when there is none.
+  auto holding = [&](const std::filesystem::path& path,
+                     std::filesystem::path& relative) -> std::optional<int> {
+    for (size_t r = 0; r < normal_roots.size(); ++r) {
+      if (path != normal_roots[r] && HoldingRoot({normal_roots[r]}, path, relative) < 0) continue;
+      if (path == normal_roots[r]) relative = ".";
+      if (!opened[r]) {
+        Result<OpenedPath> root_fd = OpenRootNoFollow(normal_roots[r]);
+        if (!root_fd) return std::nullopt;  // the launch refuses the root with its own message
+        opened[r] = std::move(*root_fd);
+      }
+      return opened[r]->fd.Get();
+    }
+    return std::nullopt;
+  };
+  for (const std::filesystem::path& git_path : git_paths) {
+    const std::filesystem::path worktree = git_path.parent_path().lexically_normal();
+    std::filesystem::path worktree_relative;
+    const std::optional<int> worktree_root = holding(worktree, worktree_relative);
+    if (!worktree_root) continue;
+    const UniqueFd worktree_fd(OpenAt2(*worktree_root, worktree_relative.c_str(),
+                                       O_PATH | O_DIRECTORY | O_CLOEXEC, kBeneathAnyMount));
+    if (!worktree_fd) continue;  // gone since the walk: no worktree for the host's git to enter
+    const std::filesystem::path git_dir = GitDirectoryOf(git_path, worktree_fd.Get());
+    if (git_dir.empty()) continue;
+    for (const std::string& link : GitlinksOf(git_dir)) {
+      const std::filesystem::path where = (worktree / link).lexically_normal();
+      std::filesystem::path relative;
+      const std::optional<int> root = holding(where, relative);
+      if (!root) continue;  // outside every writable root: read-only in the session
+      if (gitlink_dirs.size() >= kMaxSubmoduleDirs) {
+        return "the repositories in the writable roots list more than " +
+               std::to_string(kMaxSubmoduleDirs) +
+               " submodules; ptybox protects each submodule directory and starts no session "
+               "with more: make a smaller directory the workspace, or open the session read-only";
+      }
+      const UniqueFd dir(OpenAt2(*root, relative.c_str(),
+                                 O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, kBeneathAnyMount));
+      if (!dir) {
+        return "the repository " + worktree.string() + " lists the submodule `" + link + "`, but " +
+               where.string() +
+               " is missing, not a directory, or reached through a link: a session could "
+               "make a repository there, which the host's git would then enter and run. "
+               "Check it out (git -C " +
+               worktree.string() + " submodule update --init -- " + link +
+               "), create the directory, or remove the entry (git rm --cached -- " + link + ")";
+      }
+      gitlink_dirs.push_back(where);
+      struct stat st {};
+      if (::fstatat(dir.Get(), ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) continue;  // walked
+      submodule_dirs.push_back(where);
+    }
+  }
+  for (auto* dirs : {&submodule_dirs, &gitlink_dirs}) {
+    std::sort(dirs->begin(), dirs->end());
+    dirs->erase(std::unique(dirs->begin(), dirs->end()), dirs->end());
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::vector<std::filesystem::path> WritableRoots(const SandboxSpec& sandbox) {
@@ -147,12 +296,17 @@ LaunchRepositories RepositoriesOfLaunch(const SandboxSpec& sandbox, size_t max_e
     found.git_paths.push_back(std::move(path));
     found.git_ids.push_back(id);
   }
+  if (!found.incomplete) {
+    found.incomplete = CollectSubmoduleDirs(WritableRoots(sandbox), found.git_paths,
+                                            found.submodule_dirs, found.gitlink_dirs);
+  }
   return found;
 }
 
 bool SameRepositories(const LaunchRepositories& launched, const LaunchRepositories& now) {
   return launched.walked && now.walked && !launched.incomplete && !now.incomplete &&
-         launched.git_paths == now.git_paths && launched.git_ids == now.git_ids;
+         launched.git_paths == now.git_paths && launched.git_ids == now.git_ids &&
+         launched.submodule_dirs == now.submodule_dirs && launched.gitlink_dirs == now.gitlink_dirs;
 }
 
 RepositoryWalk WalkRepositories(const OpenedPath& root, uid_t owner, size_t max_entries,

@@ -29,6 +29,9 @@ namespace ptybox::sandbox {
 // A launch's walk: past this many entries in all its writable roots together the launch is
 // refused (about 1 s of walking on a quiet machine; a workspace that large should be narrowed).
 inline constexpr size_t kRepositoryWalkMaxEntries = 1'000'000;
+// A launch's submodule directories without a .git of their own (each a mount of the session):
+// past this many the launch is refused.
+inline constexpr size_t kMaxSubmoduleDirs = 1000;
 
 // Which object a .git entry was when the walk met it: a repository re-created at the same path
 // (a fresh clone, `mv .git` and `git init`) is another one.
@@ -66,6 +69,13 @@ struct RepositoryWalk {
 struct LaunchRepositories {
   std::vector<std::filesystem::path> git_paths;
   std::vector<GitIdentity> git_ids;  // parallel to git_paths
+  // The directory of each submodule (a gitlink of a repository's index) that has no .git of its
+  // own: the host's git would enter a repository a session made there, so each is protected as
+  // a whole. A submodule whose directory is missing refuses the launch (`incomplete`).
+  std::vector<std::filesystem::path> submodule_dirs;
+  // Every submodule directory inside a writable root, with a .git or without: each is pinned
+  // with the directories above it, so that none can be moved aside for one the session makes.
+  std::vector<std::filesystem::path> gitlink_dirs;
   size_t entries = 0;
   std::optional<std::string> incomplete;
   bool walked = false;

@@ -339,8 +339,10 @@ using git_attack::Slurp;
 // session makes a repository in that directory (after the launch's walk: it is the session's own)
 // and sets its core.fsmonitor. The host's index already holds the gitlink, so nothing is refused;
 // the person's `git status` runs `git status` inside every gitlink whose directory has a `.git`,
-// reads the session's config and runs its command as the person.
-TEST(GitReview3AttackTest, DISABLED_AnUnpopulatedSubmoduleNeverBecomesASessionRepository) {
+// reads the session's config and runs its command as the person. Closed: every submodule
+// directory without a .git is protected as a whole at launch (also without PTYBOX_GIT_WRITE:
+// MountWallsTest.AnUnpopulatedSubmoduleNeverBecomesASessionsRepository).
+TEST(GitReview3AttackTest, AnUnpopulatedSubmoduleNeverBecomesASessionRepository) {
   Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
@@ -361,7 +363,9 @@ TEST(GitReview3AttackTest, DISABLED_AnUnpopulatedSubmoduleNeverBecomesASessionRe
                            marker.string() + "; false' && echo made";
   Observed did = RunInSession(client, id, "workspace-write", "unpopulated-submodule", work);
   std::cout << "  observed " << did.Show() << "\n";
-  ASSERT_TRUE(did.Says("made")) << did.Show();
+  // The submodule's directory is protected as a whole (docs/security.md, "Protected paths"):
+  // the repository is never made.
+  EXPECT_FALSE(did.Says("made")) << did.Show();
   fs::remove(marker);
   RunResult status = HostGit(ws, {"status", "--short"});
   std::cout << "  host status: " << status.exit_code << " " << status.out << status.err << "\n";

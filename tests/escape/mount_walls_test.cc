@@ -16,6 +16,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "tests/escape/escape_support.h"
 #include "tests/sandbox/process_runner.h"
@@ -202,6 +204,150 @@ TEST_P(MountWallsTest, NestedRepositoriesAreProtectedLikeTheRootOne) {
   } else {
     EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
   }
+}
+
+// A checked-out submodule moved aside (or its parent) leaves its path free for a repository the
+// session makes: the person's `git status` in the superproject enters every gitlink directory
+// with a .git, and would run that one's configuration. Each submodule directory and every
+// directory above it is pinned, so the renames fail.
+TEST_P(MountWallsTest, ACheckedOutSubmoduleCannotBeMovedAsideForASessionsOwn) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  TempDir host;
+  const fs::path marker = host.path() / "fsmonitor-ran";
+  const fs::path source = host.path() / "source";
+  auto git_in = [](const fs::path& where, std::vector<std::string> args) {
+    std::vector<std::string> argv = {kGit,
+                                     "-C",
+                                     where.string(),
+                                     "-c",
+                                     "user.name=t",
+                                     "-c",
+                                     "user.email=t@e",
+                                     "-c",
+                                     "protocol.file.allow=always"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunProcess(argv);
+  };
+  fs::create_directories(source);
+  ASSERT_EQ(git_in(source, {"init", "-q"}).exit_code, 0);
+  std::ofstream(source / "lib.txt") << "lib\n";
+  ASSERT_EQ(git_in(source, {"add", "lib.txt"}).exit_code, 0);
+  ASSERT_EQ(git_in(source, {"commit", "-q", "-m", "lib"}).exit_code, 0);
+  ASSERT_EQ(git_in(ws, {"init", "-q"}).exit_code, 0);
+  RunResult added = git_in(ws, {"submodule", "add", "-q", source.string(), "libs/foo"});
+  ASSERT_EQ(added.exit_code, 0) << added.Describe();
+  ASSERT_EQ(git_in(ws, {"commit", "-q", "-m", "with a submodule"}).exit_code, 0);
+  ASSERT_TRUE(fs::is_regular_file(ws / "libs" / "foo" / ".git"));  // a gitfile
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, Mode());
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string attack =
+      "mv libs/foo libs/aside 2>/dev/null; echo foo=$?; mv libs libs-aside 2>/dev/null; "
+      "echo libs=$?; mkdir -p libs/foo 2>/dev/null; git init -q libs/foo >/dev/null 2>&1 && "
+      "git -C libs/foo config core.fsmonitor 'touch " +
+      marker.string() + "; false' 2>/dev/null; echo planted=$?";
+  Observed did = RunInSession(client, id, Mode(), "move-submodule-aside", attack);
+  std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("planted=")) << did.Show();
+  RunResult status = git_in(ws, {"status", "--short"});
+  std::cout << "  observed [" << Mode() << "] host git status exit " << status.exit_code << "\n";
+  if (Confined()) {
+    EXPECT_FALSE(did.Says("foo=0")) << did.Show();
+    EXPECT_FALSE(did.Says("libs=0")) << did.Show();
+    EXPECT_FALSE(did.Says("planted=0")) << did.Show();
+    EXPECT_FALSE(fs::exists(marker)) << "the host's git status ran the session's fsmonitor";
+  } else {
+    EXPECT_TRUE(did.Says("planted=0")) << did.Show();
+    EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
+  }
+}
+
+// A repository of a writable root whose index lists submodules (gitlinks) that are not checked
+// out: the host's `git status` enters each one's directory when it holds a .git. A session that
+// made one there (`git init sub`, or in a directory put in place of a renamed parent) would have
+// the person's git run its core.fsmonitor. Each such directory is protected as a whole, and the
+// directories above it are pinned.
+TEST_P(MountWallsTest, AnUnpopulatedSubmoduleNeverBecomesASessionsRepository) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  TempDir host;
+  const fs::path marker = host.path() / "fsmonitor-ran";
+  const std::vector<std::string> git = {kGit,          "-C", ws.string(),     "-c",
+                                        "user.name=t", "-c", "user.email=t@e"};
+  auto host_git = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = git;
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunProcess(argv);
+  };
+  ASSERT_EQ(host_git({"init", "-q"}).exit_code, 0);
+  std::ofstream(ws / "a.txt") << "a\n";
+  for (const char* path : {"sub", "deep/er/mod"}) {
+    ASSERT_EQ(host_git({"update-index", "--add", "--cacheinfo",
+                        std::string("160000,1111111111111111111111111111111111111111,") + path})
+                  .exit_code,
+              0);
+    fs::create_directories(ws / path);  // what git leaves for a submodule not checked out
+  }
+  ASSERT_EQ(host_git({"add", "a.txt"}).exit_code, 0);
+  RunResult committed = host_git({"commit", "-q", "-m", "with submodules"});
+  ASSERT_EQ(committed.exit_code, 0) << committed.Describe();
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, Mode());
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string plant = "git config core.fsmonitor 'touch " + marker.string() + "; false'";
+  const std::string attack =
+      "git init -q sub >/dev/null 2>&1 && git -C sub " + plant.substr(4) +
+      " 2>/dev/null; echo sub=$?; mv deep/er deep/aside 2>/dev/null; echo er=$?; "
+      "mv deep deep-aside 2>/dev/null; echo deep=$?; mkdir -p deep/er/mod 2>/dev/null; "
+      "git init -q deep/er/mod >/dev/null 2>&1 && git -C deep/er/mod " +
+      plant.substr(4) + " 2>/dev/null; echo mod=$?";
+  Observed did = RunInSession(client, id, Mode(), "plant-submodule-repository", attack);
+  std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("mod=")) << did.Show();
+  RunResult status = host_git({"status", "--short"});
+  std::cout << "  observed [" << Mode() << "] host git status exit " << status.exit_code << "\n";
+  if (Confined()) {
+    for (const char* step : {"sub=0", "er=0", "deep=0", "mod=0"}) {
+      EXPECT_FALSE(did.Says(step)) << step << ": " << did.Show();
+    }
+    EXPECT_FALSE(fs::exists(marker))
+        << "the host's git status ran the fsmonitor of a repository the session made in the "
+           "directory of a submodule that was not checked out";
+  } else {
+    EXPECT_TRUE(did.Says("sub=0")) << did.Show();
+    EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
+  }
+}
+
+// A submodule whose directory is missing cannot be protected (nothing to cover, and the session
+// could make it): a workspace-write session is refused with the submodule named and the fixes.
+TEST_P(MountWallsTest, ASubmoduleWithoutItsDirectoryRefusesAWritableSession) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  ASSERT_EQ(RunProcess({kGit, "init", "-q", ws.string()}).exit_code, 0);
+  ASSERT_EQ(RunProcess({kGit, "-C", ws.string(), "update-index", "--add", "--cacheinfo",
+                        "160000,1111111111111111111111111111111111111111,libs/gone"})
+                .exit_code,
+            0);
+  RpcClient client(daemon.socket());
+  Json set = client.Call("policy_set_mode", Json{{"mode", Mode()}});
+  ASSERT_TRUE(set.contains("result")) << set.dump();
+  Json opened = client.Call("terminal_open", Json::object());
+  std::cout << "  observed [" << Mode() << "] " << opened.dump().substr(0, 600) << "\n";
+  if (Mode() == "workspace-write") {
+    ASSERT_TRUE(opened.contains("error")) << opened.dump();
+    const std::string message = opened["error"]["message"].get<std::string>();
+    EXPECT_NE(message.find("submodule `libs/gone`"), std::string::npos) << message;
+    EXPECT_NE(message.find("submodule update --init"), std::string::npos) << message;
+    EXPECT_NE(message.find("git rm --cached"), std::string::npos) << message;
+  } else {
+    EXPECT_TRUE(opened.contains("result")) << opened.dump();
+  }
+  // The fix the message names: the directory made, the session opens.
+  fs::create_directories(ws / "libs" / "gone");
+  Json again = client.Call("terminal_open", Json::object());
+  EXPECT_TRUE(again.contains("result")) << again.dump();
 }
 
 TEST_P(MountWallsTest, ATreeTheWalkCannotSearchWholeRefusesAWritableSession) {

@@ -63,6 +63,21 @@ TEST(MountPlanTest, ProtectedCoversAndPinsShallowFirst) {
   }
 }
 
+// Submodule directories (sandbox/repository_walk.h, gitlink_dirs) are pinned with every
+// directory above them; one without a .git is also protected as a whole (the stronger kind on
+// its place). Nothing in read-only mode, nothing outside the roots.
+TEST(MountPlanTest, SubmoduleDirectoriesArePinnedWithTheirParents) {
+  const std::vector<NestedMount> plan = PlanNestedMounts(
+      policy::Mode::kWorkspaceWrite, {"/w"}, {"/w/libs/empty", "/w/libs/full/.git"}, {}, {"/w"},
+      {"/w/libs/empty", "/w/libs/full", "/elsewhere/sub"});
+  EXPECT_EQ(plan, (std::vector<NestedMount>{{0, "libs", Kind::kPin},
+                                            {0, "libs/empty", Kind::kProtected},
+                                            {0, "libs/full", Kind::kPin},
+                                            {0, "libs/full/.git", Kind::kProtected}}));
+  EXPECT_TRUE(
+      PlanNestedMounts(policy::Mode::kReadOnly, {"/w"}, {}, {}, {"/w"}, {"/w/libs/x"}).empty());
+}
+
 TEST(MountPlanTest, ReadOnlyModeCoversWithoutPinsOrProtectedPaths) {
   const std::vector<NestedMount> plan = PlanNestedMounts(
       policy::Mode::kReadOnly, {"/w"}, {"/w/.git"}, {{"/w/a/b/.env", false}}, {"/w"});
