@@ -282,6 +282,15 @@ TEST_P(ForgedPromptTest, ExecBashNeverHandsTheFreshNonceToAnotherProgram) {
     EXPECT_NE(counts.substr(0, counts.find('\n')), "0") << r.dump();  // it did read the shell
   }
   EXPECT_EQ(counts.substr(counts.find('\n') + 1), "0") << r.dump();
+  if (HasFailure()) {
+    // Once in CI (ASan, danger-full-access) every grep was "command not found" after the exec:
+    // what the shell's lookup state was then, for the next time.
+    const Json state = Send(client_, id,
+                            "declare -p PATH; type -a grep; alias; hash; echo \"$- $BASH $0\"; "
+                            "tr '\\0' '\\n' < /proc/$$/cmdline\n",
+                            slow);
+    ADD_FAILURE() << "the shell after the exec: " << state.dump();
+  }
   // And whatever it kept cannot forge the prompt of the hooked shell.
   r = Send(client_, id, "python3 loot_forger.py " + loot + "; (exit 3)\n", slow);
   EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
