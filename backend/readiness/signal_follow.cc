@@ -29,6 +29,12 @@ void SignalFollow::Recheck(pid_t pgid) {
     state_ = State::kMayBeCaught;  // still the shell's image (or unknown): watch it exec
     return;
   }
+  // Sent only to the verified foreground group, as every signal: a group that left the
+  // foreground since is the next look's to judge.
+  if (probe_.ForegroundGroup() != pgid) {
+    state_ = State::kMayBeCaught;
+    return;
+  }
   if (probe_.Deliver(pgid)) result_ = SignalResult{true, pgid};
   state_ = State::kReached;
 }

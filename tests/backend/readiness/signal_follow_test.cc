@@ -168,6 +168,22 @@ TEST(SignalFollowTest, EveryOrderingOfForkTakeoverAndExecEndsWithTheProgramSigna
   }
 }
 
+// A signal goes only to the verified foreground group: a job that left the terminal between the
+// kill and the look after it (it ended, the shell took the terminal back) is not sent to again.
+TEST(SignalFollowTest, TheSecondSignalGoesOnlyToAGroupStillInTheForeground) {
+  FakeSession session;
+  session.JobTakesTheTerminal(kJob);
+  session.after_delivery = [&] {
+    session.Exec(kJob);
+    session.foreground = kShell;
+  };
+  SignalFollow follow(session, kShell, Limit::kUntilEnded);
+  SendFirst(session, follow, kJob);
+  EXPECT_EQ(session.delivered, std::vector<pid_t>{kJob});
+  EXPECT_FALSE(follow.Look()) << "the shell holds the terminal: the job is over";
+  EXPECT_EQ(session.delivered, std::vector<pid_t>{kJob});
+}
+
 TEST(SignalFollowTest, AJobStillInTheShellsImageIsWatchedAndSignaledOnceItExecs) {
   FakeSession session;
   session.JobTakesTheTerminal(kJob);
@@ -183,11 +199,10 @@ TEST(SignalFollowTest, AJobStillInTheShellsImageIsWatchedAndSignaledOnceItExecs)
 
 TEST(SignalFollowTest, AnUnreadableLeaderIsWatchedNotTakenForAProgram) {
   FakeSession session;
-  session.foreground = kJob;  // no /proc entry the fake knows of: unknown
-  SignalFollow follow(session, kShell, Limit::kUntilEnded);
-  session.groups[kJob].gone = false;
-  session.groups[kJob].image = LeaderImage::kShell;
+  session.JobTakesTheTerminal(kJob);
+  // Its /proc entry cannot be read after the signal (the fake forgets it): unknown.
   session.after_delivery = [&] { session.groups.erase(kJob); };
+  SignalFollow follow(session, kShell, Limit::kUntilEnded);
   SendFirst(session, follow, kJob);
   EXPECT_TRUE(follow.following()) << "unknown after the signal: it may have been the shell's";
   session.groups[kJob].image = LeaderImage::kOther;
