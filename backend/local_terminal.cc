@@ -458,8 +458,8 @@ void LocalTerminal::SignalForeground(int signal, SignalFollowLimit limit,
       vanished = *pgid;
       // Read before the signal: exec is one-way, so a leader that runs its own program now
       // takes the signal with that program's dispositions.
-      const LeaderImage before = !followed || *pgid == shell_pid_ ? LeaderImage::kShell
-                                                                  : LeaderImageOf(*pgid);
+      const LeaderImage before =
+          !followed || *pgid == shell_pid_ ? LeaderImage::kShell : LeaderImageOf(*pgid);
       if (::kill(-*pgid, signal) == 0) {
         last_signal_ = DeliveredSignal{std::chrono::steady_clock::now(), *pgid, signal};
         if (followed) follow->follow.Delivered(*pgid, before);

@@ -141,9 +141,9 @@ TEST(SignalFollowTest, EveryOrderingOfForkTakeoverAndExecEndsWithTheProgramSigna
   for (int takeover_after = 0; takeover_after < 4; ++takeover_after) {
     for (int exec_after = 0; exec_after < 4; ++exec_after) {
       for (bool exec_when_woken : {false, true}) {
-        SCOPED_TRACE(::testing::Message() << "takeover after " << takeover_after << " looks, exec "
-                                          << exec_after << " looks later, exec when woken "
-                                          << exec_when_woken);
+        SCOPED_TRACE(::testing::Message()
+                     << "takeover after " << takeover_after << " looks, exec " << exec_after
+                     << " looks later, exec when woken " << exec_when_woken);
         FakeSession session;
         SignalFollow follow(session, kShell, Limit::kUntilEnded);
         SendFirst(session, follow, kShell);
