@@ -443,14 +443,26 @@ void LocalTerminal::SignalForeground(int signal, SignalFollowLimit limit,
       ::tcgetattr(slave_.Get(), &tio) == 0 && (tio.c_lflag & NOFLSH) == 0) {
     ::tcflush(slave_.Get(), TCIFLUSH);
   }
+  // A typed key reaches whatever group holds the terminal when it is typed; a signal sent by
+  // pid can miss the job of the line the shell runs: the shell itself held the terminal (the
+  // job was forked, not yet in the foreground), or the job's leader was still the shell's own
+  // image (forked, not yet exec'd), whose copy of the shell's handler took the signal. Such a
+  // signal is followed (docs/readiness.md, "Cancellation").
+  const bool followed = signal == SIGINT || signal == SIGQUIT || signal == SIGTSTP;
+  auto follow = std::make_unique<FollowedSignal>(*this, signal, limit);
   Result<SignalResult> outcome = [&]() -> Result<SignalResult> {
     pid_t vanished = 0;
     for (int attempt = 0; attempt < 2; ++attempt) {
       Result<pid_t> pgid = VerifiedForegroundGroup();
       if (!pgid) return Propagate(pgid);
       vanished = *pgid;
+      // Read before the signal: exec is one-way, so a leader that runs its own program now
+      // takes the signal with that program's dispositions.
+      const LeaderImage before =
+          !followed || *pgid == shell_pid_ ? LeaderImage::kShell : LeaderImageOf(*pgid);
       if (::kill(-*pgid, signal) == 0) {
         last_signal_ = DeliveredSignal{std::chrono::steady_clock::now(), *pgid, signal};
+        if (followed) follow->follow.Delivered(*pgid, before);
         return SignalResult{true, *pgid};
       }
       if (errno != ESRCH) {
@@ -463,88 +475,67 @@ void LocalTerminal::SignalForeground(int signal, SignalFollowLimit limit,
     // transport failure; a cancellation racing the job's natural end settles normally.
     return SignalResult{false, vanished};
   }();
-  // A typed key reaches whatever group holds the terminal when it is typed; a signal sent by
-  // pid can miss the job of the line the shell runs: the shell itself held the terminal (the
-  // job was forked, not yet in the foreground), or the job's leader was still the shell's own
-  // image (forked, not yet exec'd), whose copy of the shell's handler took the signal. Look
-  // again for a while (docs/readiness.md, "Cancellation").
-  if (outcome && outcome->delivered &&
-      (signal == SIGINT || signal == SIGQUIT || signal == SIGTSTP) &&
-      (outcome->pgid == shell_pid_ || RunsTheShellsImage(outcome->pgid))) {
-    StartSignalFollow(signal, limit, *outcome, std::move(done));
+  if (outcome && outcome->delivered && followed && follow->follow.following()) {
+    follow_ = std::move(follow);
+    StartSignalFollow(std::move(done));
     return;
   }
+  if (outcome && outcome->delivered && followed) outcome = follow->follow.result();
   std::weak_ptr<bool> alive = alive_;
   asio::post(io_, [alive, done = std::move(done), outcome = std::move(outcome)] {
     if (!alive.expired()) done(outcome);
   });
 }
 
-bool LocalTerminal::RunsTheShellsImage(pid_t pid) const {
+LeaderImage LocalTerminal::LeaderImageOf(pid_t pgid) const {
   struct stat shell {};
-  struct stat other {};
-  return pid != shell_pid_ &&
-         ::stat(("/proc/" + std::to_string(shell_pid_) + "/exe").c_str(), &shell) == 0 &&
-         ::stat(("/proc/" + std::to_string(pid) + "/exe").c_str(), &other) == 0 &&
-         shell.st_dev == other.st_dev && shell.st_ino == other.st_ino;
+  struct stat leader {};
+  if (::stat(("/proc/" + std::to_string(shell_pid_) + "/exe").c_str(), &shell) != 0 ||
+      ::stat(("/proc/" + std::to_string(pgid) + "/exe").c_str(), &leader) != 0) {
+    return LeaderImage::kUnknown;  // gone (a zombie has no executable) or unreadable
+  }
+  return shell.st_dev == leader.st_dev && shell.st_ino == leader.st_ino ? LeaderImage::kShell
+                                                                        : LeaderImage::kOther;
 }
 
-void LocalTerminal::StartSignalFollow(int signal, SignalFollowLimit limit, SignalResult first,
-                                      std::function<void(Result<SignalResult>)> done) {
-  const bool before_exec = first.pgid != shell_pid_;
-  follow_ = SignalFollow{std::make_shared<asio::steady_timer>(io_),
-                         first,
-                         first.pgid,
-                         before_exec,
-                         limit,
-                         std::move(done)};
-  PollSignalFollow(signal, 0);
+std::optional<pid_t> LocalTerminal::FollowProbe::ForegroundGroup() {
+  Result<pid_t> pgid = terminal_.VerifiedForegroundGroup();
+  if (!pgid) return std::nullopt;
+  return *pgid;
 }
 
-void LocalTerminal::PollSignalFollow(int signal, int polls) {
-  if (!follow_) return;
-  SignalFollow& f = *follow_;
-  Result<pid_t> now = VerifiedForegroundGroup();
-  if (!now) return FinishSignalFollow(f.result);  // the terminal is going
-  auto deliver = [&](pid_t pgid) {
-    if (::kill(-pgid, signal) != 0) return false;  // gone already: what was sent stands
-    last_signal_ = DeliveredSignal{std::chrono::steady_clock::now(), pgid, signal};
-    f.result = SignalResult{true, pgid};
-    return true;
-  };
-  if (*now != f.target && *now != shell_pid_) {
-    // A job of the interrupted line took the terminal after the shell got the signal: it gets
-    // it too, and is watched in turn while its leader has not exec'd yet.
-    if (!deliver(*now)) return FinishSignalFollow(f.result);
-    f.target = *now;
-    f.before_exec = RunsTheShellsImage(*now);
-    if (!f.before_exec) return FinishSignalFollow(f.result);
-  } else if (*now == f.target && f.before_exec && !RunsTheShellsImage(f.target)) {
-    // The leader has exec'd since: the shell's handler it still had took the signal.
-    deliver(f.target);
-    return FinishSignalFollow(f.result);
-  } else if (*now != f.target) {
-    return FinishSignalFollow(f.result);  // the job is over: the shell holds the terminal again
-  }
-  if (polls >= kSignalFollowFastPolls && f.limit == SignalFollowLimit::kFixedLook) {
-    return FinishSignalFollow(f.result);
-  }
-  // A canceled send's follow has no time limit: its settlement (the prompt, silence or the
-  // deadline) ends it (EndSignalFollow).
-  f.timer->expires_after(polls < kSignalFollowFastPolls ? kSignalFollowPoll
-                                                        : kSignalFollowSlowPoll);
+bool LocalTerminal::FollowProbe::Deliver(pid_t pgid) {
+  if (::kill(-pgid, signal_) != 0) return false;  // gone already: what was sent stands
+  terminal_.last_signal_ = DeliveredSignal{std::chrono::steady_clock::now(), pgid, signal_};
+  return true;
+}
+
+void LocalTerminal::StartSignalFollow(std::function<void(Result<SignalResult>)> done) {
+  follow_->timer = std::make_unique<asio::steady_timer>(io_);
+  follow_->done = std::move(done);
+  follow_->generation = ++follow_generation_;
+  LookAgain(follow_->generation);
+}
+
+void LocalTerminal::LookAgain(uint64_t generation) {
+  if (!follow_ || follow_->generation != generation) return;
+  std::optional<std::chrono::milliseconds> next = follow_->follow.Look();
+  if (!next) return FinishSignalFollow(follow_->follow.result());
+  // A canceled send's follow has no time limit of its own: its settlement (the prompt, silence
+  // or the deadline) ends it (EndSignalFollow).
+  follow_->timer->expires_after(*next);
   std::weak_ptr<bool> alive = alive_;
-  f.timer->async_wait([this, alive, signal, polls](const std::error_code& ec) {
+  follow_->timer->async_wait([this, alive, generation](const std::error_code& ec) {
     if (alive.expired() || ec) return;
-    PollSignalFollow(signal, polls + 1);
+    LookAgain(generation);
   });
 }
 
 void LocalTerminal::FinishSignalFollow(Result<SignalResult> outcome) {
   if (!follow_) return;
   std::function<void(Result<SignalResult>)> done = std::move(follow_->done);
-  follow_->timer->cancel();
-  follow_.reset();
+  std::unique_ptr<FollowedSignal> ended = std::move(follow_);
+  ended->timer->cancel();
   std::weak_ptr<bool> alive = alive_;
   asio::post(io_, [alive, done = std::move(done), outcome = std::move(outcome)] {
     if (!alive.expired()) done(outcome);
@@ -552,7 +543,7 @@ void LocalTerminal::FinishSignalFollow(Result<SignalResult> outcome) {
 }
 
 void LocalTerminal::EndSignalFollow() {
-  if (follow_) FinishSignalFollow(follow_->result);
+  if (follow_) FinishSignalFollow(follow_->follow.result());
 }
 
 void LocalTerminal::Terminate(std::chrono::milliseconds grace,

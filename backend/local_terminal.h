@@ -21,6 +21,7 @@
 #include "backend/contract_types.h"
 #include "backend/init_session.h"
 #include "backend/readiness/foreground_inspector.h"
+#include "backend/readiness/signal_follow.h"
 #include "backend/readiness/terminal_handle.h"
 #include "common/error.h"
 #include "sandbox/launcher.h"
@@ -74,15 +75,6 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   void SignalForeground(int signal, SignalFollowLimit limit,
                         std::function<void(Result<SignalResult>)> done) override;
   void EndSignalFollow() override;
-
-  // How often a signal that reached the shell itself is followed (StartSignalFollow): every
-  // kSignalFollowPoll for kSignalFollowFastPolls looks (300 ms), when a forked job usually takes
-  // the terminal; a fixed look (kFixedLook) ends there, a canceled send's (kUntilEnded) goes on
-  // every kSignalFollowSlowPoll until the send settles: on a busy machine the job of the line
-  // may take the terminal much later than 300 ms.
-  static constexpr std::chrono::milliseconds kSignalFollowPoll{4};
-  static constexpr int kSignalFollowFastPolls = 75;
-  static constexpr std::chrono::milliseconds kSignalFollowSlowPoll{25};
 
   // Sets the terminal's size (TIOCSWINSZ on the master): the kernel sends SIGWINCH to the
   // foreground process group when the size changed.
@@ -142,16 +134,14 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   void FailWrites(const Error& error);
   void Hangup();
   Result<pid_t> VerifiedForegroundGroup();
-  // After `first` went to the shell's own group, or to a job whose leader still runs the shell's
-  // image: looks at the foreground group (kSignalFollowPoll, then kSignalFollowSlowPoll) until
-  // the job ends or EndSignalFollow (the send settled), and signals a job of the interrupted line
-  // that took the terminal meanwhile, or the watched job again once its leader has exec'd
-  // (docs/readiness.md, "Cancellation"); then `done` runs once.
-  void StartSignalFollow(int signal, SignalFollowLimit limit, SignalResult first,
-                         std::function<void(Result<SignalResult>)> done);
-  void PollSignalFollow(int signal, int polls);
-  // Whether `pid` runs the shell's executable (the same file): a child forked, not yet exec'd.
-  [[nodiscard]] bool RunsTheShellsImage(pid_t pid) const;
+  // After a signal went to the shell's own group, or to a job whose leader ran the shell's image
+  // (forked, not yet exec'd): the follow's looks (SignalFollow, backend/readiness/signal_follow.h)
+  // until it is over or EndSignalFollow (the send settled); then `done` runs once
+  // (docs/readiness.md, "Cancellation").
+  void StartSignalFollow(std::function<void(Result<SignalResult>)> done);
+  void LookAgain(uint64_t generation);
+  // What the leader of `pgid` runs: the shell's executable (the same file), another, or unknown.
+  [[nodiscard]] LeaderImage LeaderImageOf(pid_t pgid) const;
   void FinishSignalFollow(Result<SignalResult> outcome);
   // Decides what happens to the held replies now (one inspection), and arms the next look.
   void ServeHeldReplies();
@@ -159,17 +149,30 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   asio::io_context& io_;
   Listener& listener_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
-  // The signal being followed (StartSignalFollow): its timer, the result so far, the group
-  // watched (the shell's, or a job's whose leader had not exec'd yet), and `done`.
-  struct SignalFollow {
-    std::shared_ptr<asio::steady_timer> timer;
-    SignalResult result;
-    pid_t target = 0;
-    bool before_exec = false;
-    SignalFollowLimit limit = SignalFollowLimit::kFixedLook;
-    std::function<void(Result<SignalResult>)> done;
+  // A signal being followed (StartSignalFollow): the probe that reads and sends for its decisions,
+  // the decisions, the timer of the next look, and `done`.
+  class FollowProbe final : public SignalFollowProbe {
+   public:
+    FollowProbe(LocalTerminal& terminal, int signal) : terminal_(terminal), signal_(signal) {}
+    std::optional<pid_t> ForegroundGroup() override;
+    LeaderImage ImageOf(pid_t pgid) override { return terminal_.LeaderImageOf(pgid); }
+    bool Deliver(pid_t pgid) override;
+
+   private:
+    LocalTerminal& terminal_;
+    int signal_;
   };
-  std::optional<SignalFollow> follow_;
+  struct FollowedSignal {
+    FollowedSignal(LocalTerminal& terminal, int signal, SignalFollowLimit limit)
+        : probe(terminal, signal), follow(probe, terminal.shell_pid_, limit) {}
+    FollowProbe probe;
+    SignalFollow follow;
+    std::unique_ptr<asio::steady_timer> timer;
+    std::function<void(Result<SignalResult>)> done;
+    uint64_t generation = 0;  // tells a stale timer's wake-up from this follow's
+  };
+  std::unique_ptr<FollowedSignal> follow_;
+  uint64_t follow_generation_ = 0;
 
   InitSession init_;
   std::optional<asio::posix::stream_descriptor> master_;
