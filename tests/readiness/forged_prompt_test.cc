@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -219,7 +220,16 @@ TEST_P(ForgedPromptTest, AProgramCannotSettleASendWithAForgedPrompt) {
 }
 
 TEST_P(ForgedPromptTest, ExecBashNeverHandsTheFreshNonceToAnotherProgram) {
-  const std::string id = OpenSession(client_, GetParam());
+  // `exec bash` reads ~/.bashrc. In danger-full-access that is the host's (this machine's root
+  // runs pyenv's init and its prompt hook there, which rewrite PATH at every prompt): an empty
+  // home keeps what the new image runs to ptybox's own rc file.
+  Json extra = Json::object();
+  std::optional<TempDir> home;
+  if (GetParam() == "danger-full-access") {
+    home.emplace();
+    extra = Json{{"env", {{"HOME", home->path().string()}}}};
+  }
+  const std::string id = OpenSession(client_, GetParam(), extra);
   const Json slow{{"silenceMs", 20000}, {"timeoutMs", 30000}};
   // Unique per run: the thief's command line names it, and its loot stays inside the session.
   const std::string tag = "thief-" + std::to_string(::getpid()) + "-" + GetParam();
