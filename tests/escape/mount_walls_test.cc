@@ -39,6 +39,22 @@ class MountWallsTest : public ::testing::TestWithParam<std::string> {
 
 constexpr const char* kGit = "/usr/bin/git";
 
+// The host's git in `where`, as the person runs it: with an identity, and a submodule from a
+// local path allowed.
+RunResult HostGitIn(const fs::path& where, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {kGit,
+                                   "-C",
+                                   where.string(),
+                                   "-c",
+                                   "user.name=t",
+                                   "-c",
+                                   "user.email=t@e",
+                                   "-c",
+                                   "protocol.file.allow=always"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProcess(argv);
+}
+
 TEST_P(MountWallsTest, AnotherOwnersDirectoryListedAsWritableIsNotBorrowed) {
   if (::geteuid() != 0) {
     GTEST_SKIP() << "needs root to give directories other owners (the identity borrow is a root "
@@ -216,28 +232,15 @@ TEST_P(MountWallsTest, ACheckedOutSubmoduleCannotBeMovedAsideForASessionsOwn) {
   TempDir host;
   const fs::path marker = host.path() / "fsmonitor-ran";
   const fs::path source = host.path() / "source";
-  auto git_in = [](const fs::path& where, std::vector<std::string> args) {
-    std::vector<std::string> argv = {kGit,
-                                     "-C",
-                                     where.string(),
-                                     "-c",
-                                     "user.name=t",
-                                     "-c",
-                                     "user.email=t@e",
-                                     "-c",
-                                     "protocol.file.allow=always"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunProcess(argv);
-  };
   fs::create_directories(source);
-  ASSERT_EQ(git_in(source, {"init", "-q"}).exit_code, 0);
+  ASSERT_EQ(HostGitIn(source, {"init", "-q"}).exit_code, 0);
   std::ofstream(source / "lib.txt") << "lib\n";
-  ASSERT_EQ(git_in(source, {"add", "lib.txt"}).exit_code, 0);
-  ASSERT_EQ(git_in(source, {"commit", "-q", "-m", "lib"}).exit_code, 0);
-  ASSERT_EQ(git_in(ws, {"init", "-q"}).exit_code, 0);
-  RunResult added = git_in(ws, {"submodule", "add", "-q", source.string(), "libs/foo"});
+  ASSERT_EQ(HostGitIn(source, {"add", "lib.txt"}).exit_code, 0);
+  ASSERT_EQ(HostGitIn(source, {"commit", "-q", "-m", "lib"}).exit_code, 0);
+  ASSERT_EQ(HostGitIn(ws, {"init", "-q"}).exit_code, 0);
+  RunResult added = HostGitIn(ws, {"submodule", "add", "-q", source.string(), "libs/foo"});
   ASSERT_EQ(added.exit_code, 0) << added.Describe();
-  ASSERT_EQ(git_in(ws, {"commit", "-q", "-m", "with a submodule"}).exit_code, 0);
+  ASSERT_EQ(HostGitIn(ws, {"commit", "-q", "-m", "with a submodule"}).exit_code, 0);
   ASSERT_TRUE(fs::is_regular_file(ws / "libs" / "foo" / ".git"));  // a gitfile
   RpcClient client(daemon.socket());
   const std::string id = OpenSession(client, Mode());
@@ -250,7 +253,7 @@ TEST_P(MountWallsTest, ACheckedOutSubmoduleCannotBeMovedAsideForASessionsOwn) {
   Observed did = RunInSession(client, id, Mode(), "move-submodule-aside", attack);
   std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
   ASSERT_TRUE(did.Says("planted=")) << did.Show();
-  RunResult status = git_in(ws, {"status", "--short"});
+  RunResult status = HostGitIn(ws, {"status", "--short"});
   std::cout << "  observed [" << Mode() << "] host git status exit " << status.exit_code << "\n";
   if (Confined()) {
     EXPECT_FALSE(did.Says("foo=0")) << did.Show();
@@ -273,24 +276,18 @@ TEST_P(MountWallsTest, AnUnpopulatedSubmoduleNeverBecomesASessionsRepository) {
   const fs::path ws = daemon.workspace();
   TempDir host;
   const fs::path marker = host.path() / "fsmonitor-ran";
-  const std::vector<std::string> git = {kGit,          "-C", ws.string(),     "-c",
-                                        "user.name=t", "-c", "user.email=t@e"};
-  auto host_git = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = git;
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunProcess(argv);
-  };
-  ASSERT_EQ(host_git({"init", "-q"}).exit_code, 0);
+  ASSERT_EQ(HostGitIn(ws, {"init", "-q"}).exit_code, 0);
   std::ofstream(ws / "a.txt") << "a\n";
   for (const char* path : {"sub", "deep/er/mod"}) {
-    ASSERT_EQ(host_git({"update-index", "--add", "--cacheinfo",
-                        std::string("160000,1111111111111111111111111111111111111111,") + path})
-                  .exit_code,
-              0);
+    ASSERT_EQ(
+        HostGitIn(ws, {"update-index", "--add", "--cacheinfo",
+                       std::string("160000,1111111111111111111111111111111111111111,") + path})
+            .exit_code,
+        0);
     fs::create_directories(ws / path);  // what git leaves for a submodule not checked out
   }
-  ASSERT_EQ(host_git({"add", "a.txt"}).exit_code, 0);
-  RunResult committed = host_git({"commit", "-q", "-m", "with submodules"});
+  ASSERT_EQ(HostGitIn(ws, {"add", "a.txt"}).exit_code, 0);
+  RunResult committed = HostGitIn(ws, {"commit", "-q", "-m", "with submodules"});
   ASSERT_EQ(committed.exit_code, 0) << committed.Describe();
   RpcClient client(daemon.socket());
   const std::string id = OpenSession(client, Mode());
@@ -305,7 +302,7 @@ TEST_P(MountWallsTest, AnUnpopulatedSubmoduleNeverBecomesASessionsRepository) {
   Observed did = RunInSession(client, id, Mode(), "plant-submodule-repository", attack);
   std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
   ASSERT_TRUE(did.Says("mod=")) << did.Show();
-  RunResult status = host_git({"status", "--short"});
+  RunResult status = HostGitIn(ws, {"status", "--short"});
   std::cout << "  observed [" << Mode() << "] host git status exit " << status.exit_code << "\n";
   if (Confined()) {
     for (const char* step : {"sub=0", "er=0", "deep=0", "mod=0"}) {
