@@ -29,8 +29,8 @@ namespace ptybox::sandbox {
 // A launch's walk: past this many entries in all its writable roots together the launch is
 // refused (about 1 s of walking on a quiet machine; a workspace that large should be narrowed).
 inline constexpr size_t kRepositoryWalkMaxEntries = 1'000'000;
-// A launch's submodule directories without a .git of their own (each a mount of the session):
-// past this many the launch is refused.
+// A launch's submodule directories (each a mount of the session, with the pins above it): past
+// this many the launch is refused.
 inline constexpr size_t kMaxSubmoduleDirs = 1000;
 
 // Which object a .git entry was when the walk met it: a repository re-created at the same path
