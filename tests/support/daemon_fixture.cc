@@ -154,6 +154,18 @@ Daemon::Daemon(Options options, const std::filesystem::path& socket) {
     if (std::chrono::steady_clock::now() > deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  if (!std::filesystem::exists(socket_)) {
+    // Once in a full run (recording_test_unprivileged) a daemon made no socket at all: say
+    // whether it ended and what it logged, instead of a bare "cannot connect" later.
+    int status = 0;
+    const pid_t ended = ::waitpid(pid_, &status, WNOHANG);
+    ADD_FAILURE() << "ptybox serve made no socket at " << socket_ << " within 30 s ("
+                  << (ended == pid_ ? "it ended, wait status " + std::to_string(status)
+                                    : std::string("it still runs"))
+                  << "); its log:\n"
+                  << Log();
+    if (ended == pid_) pid_ = -1;
+  }
 }
 
 Daemon::~Daemon() {
