@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -21,8 +20,10 @@
 #include <string>
 #include <utility>
 
+#include "common/error.h"
 #include "common/proc_stat.h"
 #include "common/unique_fd.h"
+#include "common/untrusted_text.h"
 #include "sandbox/git_private.h"
 #include "sandbox/mount_plan.h"
 #include "sandbox/tree_watch.h"
@@ -108,74 +109,86 @@ std::optional<std::string> OpenFailure(int error, int parent, const char* name,
   return std::nullopt;  // neither readable nor searchable: the session cannot reach into it
 }
 
-// A file's whole content, mapped: a regular file opened without blocking (never a FIFO or a
-// device a link may name); nullopt when there is none.
-class MappedFile {
- public:
-  static std::optional<MappedFile> Open(int dirfd, const char* path, int extra_flags) {
-    const UniqueFd fd(
-        ::openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | extra_flags));
-    struct stat st {};
-    if (!fd || ::fstat(fd.Get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-    MappedFile file;
-    file.size_ = static_cast<size_t>(st.st_size);
-    if (file.size_ == 0) return file;
-    void* at = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd.Get(), 0);
-    if (at == MAP_FAILED) return std::nullopt;
-    file.data_ = at;
-    return file;
-  }
-  MappedFile(MappedFile&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-  MappedFile& operator=(MappedFile&&) = delete;
-  ~MappedFile() {
-    if (data_ != nullptr) ::munmap(data_, size_);
-  }
-  // A file truncated while mapped ends the daemon with SIGBUS on a read past its new end: the
-  // content is copied out first (an index is read once per launch).
-  std::string Copy() const {
-    return data_ == nullptr ? std::string() : std::string(static_cast<const char*>(data_), size_);
-  }
-
- private:
-  MappedFile() = default;
-  void* data_ = nullptr;
-  size_t size_ = 0;
+// What reading a repository's file for the launch found.
+struct ReadFile {
+  enum class Status { kNone, kRead, kTooLarge } status = Status::kNone;
+  std::string bytes;
 };
+
+// The regular file at `path` (relative to `dirfd`), read whole when it starts with `magic`: opened
+// without blocking (never a FIFO or a device a link may name), read with read(2) (a mapping of a
+// file a session truncates meanwhile would end the daemon with SIGBUS). kTooLarge past `max`
+// bytes; `budget` (what the launch may still read) is charged what was read.
+ReadFile ReadRepositoryFile(int dirfd, const char* path, int extra_flags, std::string_view magic,
+                            size_t max, size_t& budget) {
+  ReadFile file;
+  const UniqueFd fd(
+      ::openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | extra_flags));
+  struct stat st {};
+  if (!fd || ::fstat(fd.Get(), &st) != 0 || !S_ISREG(st.st_mode)) return file;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd.Get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    const auto got = static_cast<size_t>(n);
+    if (file.bytes.size() + got > max || got > budget) {
+      file.status = ReadFile::Status::kTooLarge;
+      return file;
+    }
+    budget -= got;
+    file.bytes.append(buffer, got);
+    if (file.bytes.size() >= magic.size() && !file.bytes.starts_with(magic)) return ReadFile{};
+  }
+  if (!file.bytes.starts_with(magic)) return ReadFile{};
+  file.status = ReadFile::Status::kRead;
+  return file;
+}
 
 // The git directory a `.git` entry stands for: the directory itself, or the one a gitfile
 // (`gitdir: <path>`, relative to the worktree) names. Empty when it names none.
-std::filesystem::path GitDirectoryOf(const std::filesystem::path& git_path, int worktree_fd) {
+std::filesystem::path GitDirectoryOf(const std::filesystem::path& git_path, int worktree_fd,
+                                     size_t& budget) {
   struct stat st {};
   if (::fstatat(worktree_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) != 0) return {};
   if (S_ISDIR(st.st_mode)) return git_path;
-  std::optional<MappedFile> file = MappedFile::Open(worktree_fd, ".git", O_NOFOLLOW);
-  if (!file) return {};
-  std::string text = file->Copy().substr(0, 4096);
-  if (!text.starts_with("gitdir: ")) return {};
-  text = text.substr(8, text.find_first_of("\r\n") - 8);
+  ReadFile file = ReadRepositoryFile(worktree_fd, ".git", O_NOFOLLOW, "gitdir: ", 4096, budget);
+  if (file.status != ReadFile::Status::kRead) return {};
+  std::string text = file.bytes.substr(8);
+  text = text.substr(0, text.find_first_of("\r\n"));
   if (text.empty()) return {};
   const std::filesystem::path named(text);
   return named.is_absolute() ? named : git_path.parent_path() / named;
 }
 
 // The gitlinks of the index of the git directory `git_dir` (and of a split index's shared part),
-// as the host's git reads them there. Empty when there is no index git could read.
-std::vector<std::string> GitlinksOf(const std::filesystem::path& git_dir) {
+// as the host's git reads them there: none when there is no index git could read. An error when
+// an index is larger than the launch may read.
+Result<std::vector<std::string>> GitlinksOf(const std::filesystem::path& git_dir, size_t& budget) {
   std::vector<std::string> paths;
-  std::optional<MappedFile> file = MappedFile::Open(AT_FDCWD, (git_dir / "index").c_str(), 0);
-  if (!file) return paths;
-  std::string why;
-  std::optional<IndexGitlinks> links = GitlinksOfIndex(file->Copy(), why);
-  if (!links) return paths;
-  paths = std::move(links->paths);
-  if (!links->shared_index.empty()) {
-    std::optional<MappedFile> shared =
-        MappedFile::Open(AT_FDCWD, (git_dir / ("sharedindex." + links->shared_index)).c_str(), 0);
-    if (shared) {
-      if (std::optional<IndexGitlinks> more = GitlinksOfIndex(shared->Copy(), why)) {
-        paths.insert(paths.end(), more->paths.begin(), more->paths.end());
-      }
+  for (std::string name = "index"; !name.empty();) {
+    const std::filesystem::path path = git_dir / name;
+    name.clear();
+    ReadFile file = ReadRepositoryFile(AT_FDCWD, path.c_str(), 0, "DIRC", kGitIndexMax, budget);
+    if (file.status == ReadFile::Status::kTooLarge) {
+      return Fail(ErrorKind::kPolicyDenied,
+                  "the index " + Printable(path.string(), 200) +
+                      " is larger than a launch reads (" + std::to_string(kGitIndexMax >> 20) +
+                      " MiB per index, " + std::to_string(kSubmoduleIndexBudget >> 20) +
+                      " MiB for all); ptybox reads each repository's index for its submodules "
+                      "and starts no session it cannot read them for: make a smaller directory "
+                      "the workspace, or open the session read-only",
+                  path.string());
+    }
+    if (file.status != ReadFile::Status::kRead) break;
+    std::string why;
+    std::optional<IndexGitlinks> links = GitlinksOfIndex(file.bytes, why);
+    if (!links) break;
+    paths.insert(paths.end(), links->paths.begin(), links->paths.end());
+    // A split index: its shared part holds the other entries (read once: a shared index has no
+    // link of its own).
+    if (!links->shared_index.empty() && path.filename() == "index") {
+      name = "sharedindex." + links->shared_index;
     }
   }
   return paths;
@@ -210,6 +223,7 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
     }
     return std::nullopt;
   };
+  size_t budget = kSubmoduleIndexBudget;
   for (const std::filesystem::path& git_path : git_paths) {
     const std::filesystem::path worktree = git_path.parent_path().lexically_normal();
     std::filesystem::path worktree_relative;
@@ -218,9 +232,11 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
     const UniqueFd worktree_fd(OpenAt2(*worktree_root, worktree_relative.c_str(),
                                        O_PATH | O_DIRECTORY | O_CLOEXEC, kBeneathAnyMount));
     if (!worktree_fd) continue;  // gone since the walk: no worktree for the host's git to enter
-    const std::filesystem::path git_dir = GitDirectoryOf(git_path, worktree_fd.Get());
+    const std::filesystem::path git_dir = GitDirectoryOf(git_path, worktree_fd.Get(), budget);
     if (git_dir.empty()) continue;
-    for (const std::string& link : GitlinksOf(git_dir)) {
+    Result<std::vector<std::string>> links = GitlinksOf(git_dir, budget);
+    if (!links) return links.error().message;
+    for (const std::string& link : *links) {
       const std::filesystem::path where = (worktree / link).lexically_normal();
       std::filesystem::path relative;
       const std::optional<int> root = holding(where, relative);
@@ -234,13 +250,16 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
       const UniqueFd dir(OpenAt2(*root, relative.c_str(),
                                  O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, kBeneathAnyMount));
       if (!dir) {
-        return "the repository " + worktree.string() + " lists the submodule `" + link + "`, but " +
-               where.string() +
+        // The index's text is the repository's (or a session's): shown escaped and bounded.
+        const std::string shown = Printable(link, 200);
+        const std::string repository = Printable(worktree.string(), 200);
+        return "the repository " + repository + " lists the submodule `" + shown + "`, but " +
+               Printable(where.string(), 300) +
                " is missing, not a directory, or reached through a link: a session could "
                "make a repository there, which the host's git would then enter and run. "
                "Check it out (git -C " +
-               worktree.string() + " submodule update --init -- " + link +
-               "), create the directory, or remove the entry (git rm --cached -- " + link + ")";
+               repository + " submodule update --init -- " + shown +
+               "), create the directory, or remove the entry (git rm --cached -- " + shown + ")";
       }
       gitlink_dirs.push_back(where);
       struct stat st {};

@@ -32,6 +32,10 @@ inline constexpr size_t kRepositoryWalkMaxEntries = 1'000'000;
 // A launch's submodule directories (each a mount of the session, with the pins above it): past
 // this many the launch is refused.
 inline constexpr size_t kMaxSubmoduleDirs = 1000;
+// What a launch reads of its repositories' gitfiles and indexes together (each index at most
+// kGitIndexMax): past this the launch is refused, so that a session's many large indexes cannot
+// make every later launch of the workspace read gigabytes.
+inline constexpr size_t kSubmoduleIndexBudget = 512u << 20;
 
 // Which object a .git entry was when the walk met it: a repository re-created at the same path
 // (a fresh clone, `mv .git` and `git init`) is another one.
