@@ -1,0 +1,288 @@
+// Fourth outside review: the submodule protection of the twelfth round (docs/security.md,
+// "Submodules that are not checked out"), attacked from inside real sessions in both confined
+// modes, danger-full-access as the control. Each test fails while its hole is open:
+//  - a writable root inside a repository's worktree (`--writable ~/repo/sub`): the walk only
+//    finds `.git` entries inside the roots, so the index of the repository above the root is
+//    never read and its submodule `sub/lib` (not checked out) is neither protected nor pinned.
+//    The session runs `git init sub/lib` and sets core.fsmonitor; the person's `git status` in
+//    their repository runs it, as the person;
+//  - a submodule in another branch of the person's repository: only the current index is read.
+//    The session makes a repository at the path a host branch has a gitlink at; the person's
+//    `git checkout <branch>` keeps it (git never touches a submodule's directory when it does not
+//    recurse) and their `git status` runs its core.fsmonitor;
+//  - a huge `.git` file: the launch maps each gitfile (and index) and copies all of it into
+//    memory, without the bound the copy-back has (kGitIndexMax); a sparse 64 GiB `.git` a
+//    session made makes the copy throw std::bad_alloc on the walk's thread, which nothing
+//    catches: the next workspace-write launch of that workspace, by any owner, ends the daemon;
+//  - the warm pool: a shell pre-started before the host's index listed a submodule is claimed by
+//    the next open; the claim's check compares the `.git` mounts only, not the submodule
+//    directories a launch would now protect, so the claimed session makes a repository there.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/escape/escape_support.h"
+#include "tests/sandbox/process_runner.h"
+#include "tests/support/files.h"
+
+namespace ptybox::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using sandbox::testing::RunProcess;
+using sandbox::testing::RunResult;
+
+class SubmoduleReviewAttackTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  [[nodiscard]] const std::string& Mode() const { return GetParam(); }
+  [[nodiscard]] bool Confined() const { return Mode() != "danger-full-access"; }
+};
+
+constexpr const char* kGit = "/usr/bin/git";
+constexpr const char* kGitlink = "160000,1111111111111111111111111111111111111111,";
+
+// The host's git in `where`, as the person runs it.
+RunResult HostGitIn(const fs::path& where, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {kGit,          "-C", where.string(),  "-c",
+                                   "user.name=t", "-c", "user.email=t@e"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProcess(argv);
+}
+
+// A process that has not ended (a zombie has).
+bool Alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z' &&
+         text[close + 2] != 'X';
+}
+
+// The person's repository is ~/repo, with a submodule `sub/lib` that is not checked out; the
+// session gets `--writable ~/repo/sub` (a monorepo's package). The repository above the root is
+// the person's, and their `git status` there enters `sub/lib` once it holds a .git.
+TEST_P(SubmoduleReviewAttackTest, ASubmoduleOfARepositoryAboveAWritableRootIsProtected) {
+  TempDir host;
+  TempDir markers;
+  const fs::path repo = host.path() / "repo";
+  const fs::path marker = markers.path() / "fsmonitor-ran";
+  fs::create_directories(repo / "sub" / "lib");  // what git leaves for a submodule not checked out
+  ASSERT_EQ(HostGitIn(repo, {"init", "-q"}).exit_code, 0);
+  std::ofstream(repo / "sub" / "a.txt") << "a\n";
+  ASSERT_EQ(
+      HostGitIn(repo, {"update-index", "--add", "--cacheinfo", std::string(kGitlink) + "sub/lib"})
+          .exit_code,
+      0);
+  ASSERT_EQ(HostGitIn(repo, {"add", "sub/a.txt"}).exit_code, 0);
+  RunResult committed = HostGitIn(repo, {"commit", "-q", "-m", "a package with a submodule"});
+  ASSERT_EQ(committed.exit_code, 0) << committed.Describe();
+  Daemon daemon(Daemon::Options{.extra_args = {"--writable", (repo / "sub").string()}, .env = {}});
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, Mode());
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string attack = "cd " + Quote(repo / "sub") +
+                             " && echo wrote > a.txt; echo root=$?; git init -q lib >/dev/null "
+                             "2>&1 && git -C lib config core.fsmonitor 'touch " +
+                             marker.string() + "; false' 2>/dev/null; echo planted=$?";
+  Observed did = RunInSession(client, id, Mode(), "plant-in-a-submodule-above-the-root", attack);
+  std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("planted=")) << did.Show();
+  RunResult status = HostGitIn(repo, {"status", "--short"});
+  std::cout << "  observed [" << Mode() << "] host git status exit " << status.exit_code
+            << ", fsmonitor ran: " << fs::exists(marker) << "\n";
+  if (Mode() == "workspace-write") {
+    EXPECT_TRUE(did.Says("root=0")) << "the writable root is writable: " << did.Show();
+  }
+  if (Confined()) {
+    EXPECT_FALSE(did.Says("planted=0")) << did.Show();
+    EXPECT_FALSE(fs::exists(marker))
+        << "the person's git status in the repository above the writable root ran the "
+           "fsmonitor of a repository the session made in its submodule's directory";
+  } else {
+    EXPECT_TRUE(did.Says("planted=0")) << did.Show();
+    EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
+  }
+}
+
+// The person's repository has a branch `feature` that adds a submodule `vendor/lib`; the current
+// branch has none, so the launch protects nothing there. The session makes a repository at
+// vendor/lib (the path is in the history it can read: `git ls-tree -r feature`). The person checks
+// out `feature` (git keeps a submodule's directory as it is when it does not recurse) and looks
+// at `git status`, which enters vendor/lib.
+TEST_P(SubmoduleReviewAttackTest, ASubmoduleInAnotherBranchNeverBecomesASessionsRepository) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  TempDir markers;
+  const fs::path marker = markers.path() / "fsmonitor-ran";
+  ASSERT_EQ(HostGitIn(ws, {"init", "-q"}).exit_code, 0);
+  std::ofstream(ws / "a.txt") << "a\n";
+  ASSERT_EQ(HostGitIn(ws, {"add", "a.txt"}).exit_code, 0);
+  ASSERT_EQ(HostGitIn(ws, {"commit", "-q", "-m", "a"}).exit_code, 0);
+  ASSERT_EQ(HostGitIn(ws, {"checkout", "-q", "-b", "feature"}).exit_code, 0);
+  ASSERT_EQ(
+      HostGitIn(ws, {"update-index", "--add", "--cacheinfo", std::string(kGitlink) + "vendor/lib"})
+          .exit_code,
+      0);
+  ASSERT_EQ(HostGitIn(ws, {"commit", "-q", "-m", "a submodule"}).exit_code, 0);
+  RunResult back = HostGitIn(ws, {"checkout", "-q", "-"});
+  ASSERT_EQ(back.exit_code, 0) << back.Describe();
+  ASSERT_FALSE(fs::exists(ws / "vendor"));
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, Mode());
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string attack =
+      "p=$(git ls-tree -r feature | awk '$1 == \"160000\" {print $4}'); echo path=$p; "
+      "mkdir -p \"$p\" 2>/dev/null && git init -q \"$p\" >/dev/null 2>&1 && git -C \"$p\" config "
+      "core.fsmonitor 'touch " +
+      marker.string() + "; false' 2>/dev/null; echo planted=$?";
+  Observed did = RunInSession(client, id, Mode(), "plant-at-another-branchs-submodule", attack);
+  std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("planted=")) << did.Show();
+  RunResult checkout = HostGitIn(ws, {"checkout", "-q", "feature"});
+  RunResult status = HostGitIn(ws, {"status", "--short"});
+  std::cout << "  observed [" << Mode() << "] host checkout exit " << checkout.exit_code
+            << ", status exit " << status.exit_code << ", fsmonitor ran: " << fs::exists(marker)
+            << "\n";
+  if (Confined()) {
+    EXPECT_FALSE(did.Says("planted=0") && fs::exists(marker))
+        << "the person's checkout of their own branch and git status ran the fsmonitor of a "
+           "repository the session made at that branch's submodule: "
+        << did.Show();
+    EXPECT_FALSE(fs::exists(marker)) << checkout.Describe() << status.Describe();
+  } else {
+    EXPECT_TRUE(did.Says("planted=0")) << did.Show();
+    EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
+  }
+}
+
+// A session makes a sparse 64 GiB file named .git (no disk spent). At the next workspace-write
+// launch of the workspace the daemon's walk records it as a gitfile and maps and copies all of
+// it to read its `gitdir:` line. Whatever the session did, the daemon must still serve: the
+// launch may be refused (with a message) or started, never the end of every session.
+TEST_P(SubmoduleReviewAttackTest, AHugeGitfileNeverEndsTheDaemon) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, Mode());
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  Observed did = RunInSession(client, id, Mode(), "huge-gitfile",
+                              "mkdir -p big 2>/dev/null && truncate -s 64G big/.git 2>/dev/null; "
+                              "echo made=$?");
+  std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("made=")) << did.Show();
+  if (Mode() == "read-only") {
+    EXPECT_FALSE(did.Says("made=0")) << did.Show();
+    return;
+  }
+  ASSERT_TRUE(did.Says("made=0")) << did.Show();
+  // Another owner (a connection of its own) opens a workspace-write session in the workspace.
+  RpcClient other(daemon.socket());
+  Json set = other.Call("policy_set_mode", Json{{"mode", "workspace-write"}});
+  ASSERT_TRUE(set.contains("result")) << set.dump();
+  Json opened;
+  try {
+    opened = other.Call("terminal_open", Json::object(), std::chrono::seconds(120));
+  } catch (const std::exception& e) {
+    opened = Json{{"error", {{"message", e.what()}}}};
+  }
+  std::cout << "  observed [" << Mode() << "] next open: " << opened.dump().substr(0, 300) << "\n";
+  // The daemon still answers, on that connection and on a new one.
+  bool answers = false;
+  try {
+    RpcClient third(daemon.socket());
+    answers = third.Call("policy_set_mode", Json{{"mode", "read-only"}}).contains("result");
+  } catch (const std::exception& e) {
+    std::cout << "  observed [" << Mode() << "] a new connection: " << e.what() << "\n";
+  }
+  const std::string log = daemon.Log();
+  std::cout << "  observed [" << Mode()
+            << "] daemon log ends: " << log.substr(log.size() > 300 ? log.size() - 300 : 0) << "\n";
+  EXPECT_TRUE(answers) << "the daemon ended at the launch: " << log;
+  EXPECT_TRUE(Alive(daemon.pid())) << log;
+  if (opened.contains("error")) {
+    EXPECT_NE(opened["error"]["message"].get<std::string>().find("big/.git"), std::string::npos)
+        << "a refusal names the file: " << opened.dump();
+  }
+}
+
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// The warm pool: a shell pre-started before the host's repository listed a submodule is claimed
+// by the next open. The claim's check compares the repositories' `.git` mounts only, never the
+// submodule directories the launch would now protect and pin, so the claimed session can
+// `git init` the new submodule's directory and set core.fsmonitor; the person's `git status`
+// runs it. (A session launched after the change, without the pool, is refused this.)
+TEST_P(SubmoduleReviewAttackTest, ASubmoduleAddedBeforeAPooledShellIsClaimedIsProtectedInIt) {
+  TempDir policy_dir;
+  TempDir markers;
+  const fs::path marker = markers.path() / "fsmonitor-ran";
+  const fs::path operator_policy = policy_dir.path() / "operator.yaml";
+  std::ofstream(operator_policy) << "version: 1\nlimits:\n  warmShells: 1\n";
+  Daemon daemon(Daemon::Options{.extra_args = {"--policy", operator_policy.string()},
+                                .env = {"PTYBOX_LOG=info"}});
+  const fs::path ws = daemon.workspace();
+  ASSERT_EQ(HostGitIn(ws, {"init", "-q"}).exit_code, 0);
+  std::ofstream(ws / "a.txt") << "a\n";
+  ASSERT_EQ(HostGitIn(ws, {"add", "a.txt"}).exit_code, 0);
+  ASSERT_EQ(HostGitIn(ws, {"commit", "-q", "-m", "a"}).exit_code, 0);
+  RpcClient client(daemon.socket());
+  const std::string first = OpenSession(client, Mode());
+  ASSERT_FALSE(first.empty()) << daemon.Log();
+  const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (Confined() && Count(daemon.Log(), "a pre-started shell is ready") < 1 &&
+         std::chrono::steady_clock::now() < guard) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // The pool pre-starts confined shells only: the control launches its own.
+  if (Confined()) {
+    ASSERT_GE(Count(daemon.Log(), "a pre-started shell is ready"), 1u) << daemon.Log();
+  }
+  // The person's repository now lists a submodule that is not checked out (a pull that added
+  // one, `git submodule add` then `deinit`): its directory is empty.
+  fs::create_directories(ws / "sub");
+  ASSERT_EQ(HostGitIn(ws, {"update-index", "--add", "--cacheinfo", std::string(kGitlink) + "sub"})
+                .exit_code,
+            0);
+  ASSERT_EQ(HostGitIn(ws, {"commit", "-q", "-m", "a submodule"}).exit_code, 0);
+  Json opened = client.Call("terminal_open", Json::object());
+  ASSERT_TRUE(opened.contains("result")) << opened.dump();
+  const std::string id = opened["result"]["sessionId"].get<std::string>();
+  const bool pooled = daemon.Log().find("served by a pre-started shell") != std::string::npos;
+  const std::string attack =
+      "git init -q sub >/dev/null 2>&1 && git -C sub config core.fsmonitor "
+      "'touch " +
+      marker.string() + "; false' 2>/dev/null; echo planted=$?";
+  Observed did = RunInSession(client, id, Mode(), "plant-in-a-pooled-shell", attack);
+  RunResult status = HostGitIn(ws, {"status", "--short"});
+  std::cout << "  observed [" << Mode() << "] pooled " << pooled << ", " << did.Show()
+            << ", fsmonitor ran: " << fs::exists(marker) << "\n";
+  ASSERT_TRUE(did.Says("planted=")) << did.Show();
+  if (Confined()) {
+    EXPECT_FALSE(did.Says("planted=0")) << "pooled " << pooled << ": " << did.Show();
+    EXPECT_FALSE(fs::exists(marker))
+        << "the person's git status ran the fsmonitor of a repository a pooled session made in "
+           "a submodule's directory listed before the open";
+  } else {
+    EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, SubmoduleReviewAttackTest,
+                         ::testing::Values("read-only", "workspace-write", "danger-full-access"),
+                         ModeTestName);
+
+}  // namespace
+}  // namespace ptybox::testing
