@@ -16,7 +16,9 @@
 //    catches: the next workspace-write launch of that workspace, by any owner, ends the daemon;
 //  - the warm pool: a shell pre-started before the host's index listed a submodule is claimed by
 //    the next open; the claim's check compares the `.git` mounts only, not the submodule
-//    directories a launch would now protect, so the claimed session makes a repository there.
+//    directories a launch would now protect, so the claimed session makes a repository there;
+//  - a gitlink `../src` a session wrote into its own repository's index (no path is judged):
+//    every later workspace-write session of the workspace, any owner's, finds `src` read-only.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -278,6 +280,47 @@ TEST_P(SubmoduleReviewAttackTest, ASubmoduleAddedBeforeAPooledShellIsClaimedIsPr
   } else {
     EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
   }
+}
+
+// One owner's session makes a repository of its own and writes its index by hand with a gitlink
+// `../src` (a path the host's git never writes, and never enters from that repository). The
+// launch reads every found repository's index without judging the paths, so at every later
+// workspace-write launch of the workspace, by any owner, `src` (a directory of the workspace) is
+// protected read-only and pinned, silently: another owner's session cannot write its own files.
+TEST_P(SubmoduleReviewAttackTest, ASessionsOwnIndexNeverMakesAnotherOwnersDirectoryReadOnly) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  fs::create_directories(ws / "src");
+  std::ofstream(ws / "src" / "f") << "x\n";
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, Mode());
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string attack =
+      "git init -q evil >/dev/null 2>&1 && git -C evil update-index --add --cacheinfo " +
+      std::string(kGitlink) +
+      "xx/src 2>/dev/null && python3 -c \"import hashlib; p='evil/.git/index'; "
+      "b=open(p,'rb').read()[:-20].replace(b'xx/src',b'../src'); "
+      "open(p,'wb').write(b+hashlib.sha1(b).digest())\" 2>/dev/null; echo made=$?";
+  Observed did = RunInSession(client, id, Mode(), "gitlink-dot-dot", attack);
+  std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("made=")) << did.Show();
+  if (Mode() == "read-only") {
+    EXPECT_FALSE(did.Says("made=0")) << did.Show();
+    return;
+  }
+  ASSERT_TRUE(did.Says("made=0")) << did.Show();
+  // Another owner's workspace-write session writes a file of the workspace.
+  RpcClient other(daemon.socket());
+  const std::string theirs = OpenSession(other, "workspace-write");
+  ASSERT_FALSE(theirs.empty()) << daemon.Log();
+  Observed wrote = RunInSession(other, theirs, "workspace-write", "write-src",
+                                "echo y >> src/f; echo wrote=$?; mv src src-moved; echo moved=$?");
+  std::cout << "  observed [" << Mode() << "] other owner: " << wrote.Show() << "\n";
+  EXPECT_TRUE(wrote.Says("wrote=0"))
+      << "a gitlink `../src` in an index a session wrote made src read-only for another owner's "
+         "workspace-write session: "
+      << wrote.Show();
+  EXPECT_TRUE(wrote.Says("moved=0")) << wrote.Show();
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SubmoduleReviewAttackTest,
