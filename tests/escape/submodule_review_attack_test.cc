@@ -18,7 +18,9 @@
 //    the next open; the claim's check compares the `.git` mounts only, not the submodule
 //    directories a launch would now protect, so the claimed session makes a repository there;
 //  - a gitlink `../src` a session wrote into its own repository's index (no path is judged):
-//    every later workspace-write session of the workspace, any owner's, finds `src` read-only.
+//    every later workspace-write session of the workspace, any owner's, finds `src` read-only;
+//  - a gitfile's `gitdir:` is followed as the daemon (root), through links: the refusal for a
+//    missing gitlink directory names the submodules of an index the session cannot read.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -321,6 +323,55 @@ TEST_P(SubmoduleReviewAttackTest, ASessionsOwnIndexNeverMakesAnotherOwnersDirect
          "workspace-write session: "
       << wrote.Show();
   EXPECT_TRUE(wrote.Says("moved=0")) << wrote.Show();
+}
+
+// A root daemon reads the index a gitfile names as root, following links, wherever it is: a
+// session of the workspace's owner (uid 1000) writes `evil/.git` as `gitdir: <a 0700 root
+// directory>`, which it cannot read itself. At the next workspace-write launch the refusal
+// (the gitlink's directory is missing) names the submodules of that root-only index.
+TEST_P(SubmoduleReviewAttackTest, AGitfileNeverReadsAnIndexTheSessionCannotRead) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "needs root (a root daemon reads as root; an ordinary user's daemon reads "
+                    "only what its sessions can)";
+  }
+  constexpr uid_t kWorkspaceOwner = 1000;
+  TempDir host;
+  const fs::path private_repo = host.path() / "private";
+  fs::create_directories(private_repo);
+  ASSERT_EQ(HostGitIn(private_repo, {"init", "-q"}).exit_code, 0);
+  ASSERT_EQ(HostGitIn(private_repo, {"update-index", "--add", "--cacheinfo",
+                                     std::string(kGitlink) + "acme-payroll-2027"})
+                .exit_code,
+            0);
+  ASSERT_EQ(::chmod(private_repo.c_str(), 0700), 0);
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  ASSERT_EQ(::chown(ws.c_str(), kWorkspaceOwner, kWorkspaceOwner), 0);
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, Mode());
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string git_dir = (private_repo / ".git").string();
+  Observed did = RunInSession(client, id, Mode(), "gitfile-to-root-only",
+                              "cat " + git_dir +
+                                  "/index >/dev/null 2>&1; echo read=$?; mkdir -p "
+                                  "evil 2>/dev/null && echo 'gitdir: " +
+                                  git_dir + "' > evil/.git 2>/dev/null; echo made=$?");
+  std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("made=")) << did.Show();
+  if (!Confined()) {
+    // The control: a danger-full-access session runs as the daemon's user and reads it itself.
+    EXPECT_TRUE(did.Says("read=0")) << did.Show();
+    return;
+  }
+  EXPECT_FALSE(did.Says("read=0")) << "the session reads it itself";
+  if (!did.Says("made=0")) return;  // read-only: nothing written
+  Json set = client.Call("policy_set_mode", Json{{"mode", "workspace-write"}});
+  ASSERT_TRUE(set.contains("result")) << set.dump();
+  Json opened = client.Call("terminal_open", Json::object());
+  std::cout << "  observed [" << Mode() << "] next open: " << opened.dump().substr(0, 400) << "\n";
+  EXPECT_EQ(opened.dump().find("acme-payroll-2027"), std::string::npos)
+      << "the launch read a root-only index for the session's owner and named its submodules: "
+      << opened.dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SubmoduleReviewAttackTest,
