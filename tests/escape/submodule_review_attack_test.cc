@@ -20,7 +20,9 @@
 //  - a gitlink `../src` a session wrote into its own repository's index (no path is judged):
 //    every later workspace-write session of the workspace, any owner's, finds `src` read-only;
 //  - a gitfile's `gitdir:` is followed as the daemon (root), through links: the refusal for a
-//    missing gitlink directory names the submodules of an index the session cannot read.
+//    missing gitlink directory names the submodules of an index the session cannot read;
+//  - 1,000 gitlinks 100 directories deep in a session's own index: the pins exhaust
+//    fs.mount-max at every later launch (30 s, then "the sandbox could not start").
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -372,6 +374,44 @@ TEST_P(SubmoduleReviewAttackTest, AGitfileNeverReadsAnIndexTheSessionCannotRead)
   EXPECT_EQ(opened.dump().find("acme-payroll-2027"), std::string::npos)
       << "the launch read a root-only index for the session's owner and named its submodules: "
       << opened.dump();
+}
+
+// A session's own repository lists 1,000 gitlinks (the cap), each 100 directories deep, each
+// directory made: every later workspace-write launch of the workspace pins each submodule
+// directory and every one above it, over 100,000 mounts, past fs.mount-max: the launch fails
+// after about 30 s with "the sandbox could not start ... run ptybox doctor". Another owner's
+// open must be started, or refused with a message that says what is wrong and where.
+TEST_P(SubmoduleReviewAttackTest, ASessionsDeepGitlinksNeverExhaustAnotherOwnersMounts) {
+  if (Mode() != "workspace-write") {
+    GTEST_SKIP() << "the index is made by a workspace-write session; the others cannot write it "
+                    "(read-only) or are not the wall (danger-full-access writes anything)";
+  }
+  Daemon daemon;
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, Mode());
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string attack =
+      "git init -q evil >/dev/null 2>&1 && (cd evil && python3 -c \"import os, subprocess as s; "
+      "ps = ['c%d/' % i + '/'.join(['d'] * 99) for i in range(1000)]; "
+      "[os.makedirs(p) for p in ps]; "
+      "s.run(['git', 'update-index', '--index-info'], check=True, input=''.join("
+      "'160000 1111111111111111111111111111111111111111\\t' + p + '\\n' for p in "
+      "ps).encode())\"); echo made=$?";
+  Observed did = RunInSession(client, id, Mode(), "deep-gitlinks", attack);
+  std::cout << "  observed [" << Mode() << "] " << did.Show().substr(0, 200) << "\n";
+  ASSERT_TRUE(did.Says("made=0")) << did.Show();
+  RpcClient other(daemon.socket());
+  Json set = other.Call("policy_set_mode", Json{{"mode", "workspace-write"}});
+  ASSERT_TRUE(set.contains("result")) << set.dump();
+  Json opened = other.Call("terminal_open", Json::object(), std::chrono::seconds(300));
+  std::cout << "  observed [" << Mode() << "] other owner's open: " << opened.dump().substr(0, 400)
+            << "\n";
+  if (opened.contains("error")) {
+    const std::string message = opened["error"].value("message", "");
+    EXPECT_NE(message.find("submodule"), std::string::npos)
+        << "the launch failed without saying why (the session's gitlinks): " << message;
+    EXPECT_EQ(message.find("ptybox doctor"), std::string::npos) << message;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SubmoduleReviewAttackTest,
