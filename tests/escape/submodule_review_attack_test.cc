@@ -22,7 +22,11 @@
 //  - a gitfile's `gitdir:` is followed as the daemon (root), through links: the refusal for a
 //    missing gitlink directory names the submodules of an index the session cannot read;
 //  - 1,000 gitlinks 100 directories deep in a session's own index: the pins exhaust
-//    fs.mount-max at every later launch (30 s, then "the sandbox could not start").
+//    fs.mount-max at every later launch (30 s, then "the sandbox could not start");
+//  - a checked-out submodule whose `.git` is a symbolic link: counted as walked, never protected
+//    (the walk records only a directory or a regular file); the session replaces it;
+//  - a submodule whose git directory (its gitfile's target) is in the workspace outside any
+//    `.git`: the launch reads its index there but never protects it; the session writes its config.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -411,6 +415,100 @@ TEST_P(SubmoduleReviewAttackTest, ASessionsDeepGitlinksNeverExhaustAnotherOwners
     EXPECT_NE(message.find("submodule"), std::string::npos)
         << "the launch failed without saying why (the session's gitlinks): " << message;
     EXPECT_EQ(message.find("ptybox doctor"), std::string::npos) << message;
+  }
+}
+
+// A checked-out submodule `libs/foo` in the workspace, made by `git submodule add` from a local
+// source; `finish` then rearranges its `.git` on the host.
+void MakeSubmodule(const fs::path& host, const fs::path& ws) {
+  const fs::path source = host / "source";
+  fs::create_directories(source);
+  ASSERT_EQ(HostGitIn(source, {"init", "-q"}).exit_code, 0);
+  std::ofstream(source / "lib.txt") << "lib\n";
+  ASSERT_EQ(HostGitIn(source, {"add", "lib.txt"}).exit_code, 0);
+  ASSERT_EQ(HostGitIn(source, {"commit", "-q", "-m", "lib"}).exit_code, 0);
+  ASSERT_EQ(HostGitIn(ws, {"init", "-q"}).exit_code, 0);
+  RunResult added = HostGitIn(ws, {"-c", "protocol.file.allow=always", "submodule", "add", "-q",
+                                   source.string(), "libs/foo"});
+  ASSERT_EQ(added.exit_code, 0) << added.Describe();
+  ASSERT_EQ(HostGitIn(ws, {"commit", "-q", "-m", "with a submodule"}).exit_code, 0);
+}
+
+// The checked-out submodule's `.git` is a symbolic link to its git directory (as tools that
+// keep git directories apart make it; git follows it). The launch counts the submodule as
+// walked because something named .git is there, but the walk records only a directory or a
+// regular file: nothing is protected, and the session replaces the link with a repository of
+// its own, which the person's `git status` enters.
+TEST_P(SubmoduleReviewAttackTest, ASubmoduleWhoseGitIsALinkNeverBecomesASessionsRepository) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  TempDir host;
+  TempDir markers;
+  const fs::path marker = markers.path() / "fsmonitor-ran";
+  MakeSubmodule(host.path(), ws);
+  fs::remove(ws / "libs" / "foo" / ".git");
+  fs::create_directory_symlink("../../.git/modules/libs/foo", ws / "libs" / "foo" / ".git");
+  RunResult before = HostGitIn(ws, {"status", "--short"});
+  ASSERT_EQ(before.exit_code, 0) << before.Describe();
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, Mode());
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string attack =
+      "rm libs/foo/.git 2>/dev/null; git init -q libs/foo >/dev/null 2>&1 && git -C libs/foo "
+      "config core.fsmonitor 'touch " +
+      marker.string() + "; false' 2>/dev/null; echo planted=$?";
+  Observed did = RunInSession(client, id, Mode(), "replace-a-linked-submodule-git", attack);
+  RunResult status = HostGitIn(ws, {"status", "--short"});
+  std::cout << "  observed [" << Mode() << "] " << did.Show()
+            << ", fsmonitor ran: " << fs::exists(marker) << "\n";
+  ASSERT_TRUE(did.Says("planted=")) << did.Show();
+  if (Confined()) {
+    EXPECT_FALSE(did.Says("planted=0")) << did.Show();
+    EXPECT_FALSE(fs::exists(marker)) << "the person's git status ran the fsmonitor of a "
+                                        "repository the session put in a submodule's place";
+  } else {
+    EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
+  }
+}
+
+// The checked-out submodule's git directory lies in the workspace but outside any `.git`
+// (`gitdirs/foo`, its gitfile `gitdir: ../../gitdirs/foo`, as a separate git directory is
+// kept). The launch follows the gitfile to read the index there but protects only entries named
+// .git: the session writes `gitdirs/foo/config`, and the person's `git status` in the
+// superproject enters libs/foo and runs it.
+TEST_P(SubmoduleReviewAttackTest, ASubmodulesGitDirectoryInTheWorkspaceIsProtected) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  TempDir host;
+  TempDir markers;
+  const fs::path marker = markers.path() / "fsmonitor-ran";
+  MakeSubmodule(host.path(), ws);
+  fs::create_directories(ws / "gitdirs");
+  fs::rename(ws / ".git" / "modules" / "libs" / "foo", ws / "gitdirs" / "foo");
+  std::ofstream(ws / "libs" / "foo" / ".git", std::ios::trunc) << "gitdir: ../../gitdirs/foo\n";
+  ASSERT_EQ(RunProcess({kGit, "config", "-f", (ws / "gitdirs" / "foo" / "config").string(),
+                        "core.worktree", "../../libs/foo"})
+                .exit_code,
+            0);
+  RunResult before = HostGitIn(ws, {"status", "--short"});
+  ASSERT_EQ(before.exit_code, 0) << before.Describe();
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, Mode());
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string attack = "git config -f gitdirs/foo/config core.fsmonitor 'touch " +
+                             marker.string() + "; false' 2>/dev/null; echo planted=$?";
+  Observed did = RunInSession(client, id, Mode(), "write-a-submodules-git-directory", attack);
+  RunResult status = HostGitIn(ws, {"status", "--short"});
+  std::cout << "  observed [" << Mode() << "] " << did.Show()
+            << ", fsmonitor ran: " << fs::exists(marker) << "\n";
+  ASSERT_TRUE(did.Says("planted=")) << did.Show();
+  if (Confined()) {
+    EXPECT_FALSE(did.Says("planted=0")) << did.Show();
+    EXPECT_FALSE(fs::exists(marker))
+        << "the person's git status ran the fsmonitor the session wrote in a submodule's git "
+           "directory";
+  } else {
+    EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
   }
 }
 
