@@ -26,7 +26,9 @@
 //  - a checked-out submodule whose `.git` is a symbolic link: counted as walked, never protected
 //    (the walk records only a directory or a regular file); the session replaces it;
 //  - a submodule whose git directory (its gitfile's target) is in the workspace outside any
-//    `.git`: the launch reads its index there but never protects it; the session writes its config.
+//    `.git`: the launch reads its index there but never protects it; the session writes its config;
+//  - (beside the submodules) a host repository whose `.git` is a link to a git directory in the
+//    workspace: neither is protected; the session writes its config.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -507,6 +509,47 @@ TEST_P(SubmoduleReviewAttackTest, ASubmodulesGitDirectoryInTheWorkspaceIsProtect
     EXPECT_FALSE(fs::exists(marker))
         << "the person's git status ran the fsmonitor the session wrote in a submodule's git "
            "directory";
+  } else {
+    EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
+  }
+}
+
+// The person's repository `proj` keeps its git directory apart, in the workspace
+// (`proj/.git -> ../store/proj.git`, as tools that share git directories lay them out). The walk
+// never follows a linked .git and never finds `store/proj.git` (not named .git): the session
+// writes its config, and the person's `git status` in proj runs it. (Not a submodule: the
+// "every repository's .git" wall itself.)
+TEST_P(SubmoduleReviewAttackTest, AHostRepositoryWhoseGitIsALinkIntoTheWorkspaceIsProtected) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  TempDir markers;
+  const fs::path marker = markers.path() / "fsmonitor-ran";
+  const fs::path proj = ws / "proj";
+  fs::create_directories(proj);
+  fs::create_directories(ws / "store");
+  ASSERT_EQ(HostGitIn(proj, {"init", "-q"}).exit_code, 0);
+  std::ofstream(proj / "p.txt") << "p\n";
+  ASSERT_EQ(HostGitIn(proj, {"add", "p.txt"}).exit_code, 0);
+  ASSERT_EQ(HostGitIn(proj, {"commit", "-q", "-m", "p"}).exit_code, 0);
+  fs::rename(proj / ".git", ws / "store" / "proj.git");
+  fs::create_directory_symlink("../store/proj.git", proj / ".git");
+  RunResult before = HostGitIn(proj, {"status", "--short"});
+  ASSERT_EQ(before.exit_code, 0) << before.Describe();
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, Mode());
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string attack = "git config -f store/proj.git/config core.fsmonitor 'touch " +
+                             marker.string() + "; false' 2>/dev/null; echo planted=$?";
+  Observed did = RunInSession(client, id, Mode(), "write-a-linked-git-directory", attack);
+  RunResult status = HostGitIn(proj, {"status", "--short"});
+  std::cout << "  observed [" << Mode() << "] " << did.Show()
+            << ", fsmonitor ran: " << fs::exists(marker) << "\n";
+  ASSERT_TRUE(did.Says("planted=")) << did.Show();
+  if (Confined()) {
+    EXPECT_FALSE(did.Says("planted=0")) << did.Show();
+    EXPECT_FALSE(fs::exists(marker))
+        << "the person's git status in their repository ran the fsmonitor the session wrote in "
+           "its linked git directory";
   } else {
     EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
   }
