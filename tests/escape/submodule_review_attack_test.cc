@@ -16,7 +16,8 @@
 //    catches: the next workspace-write launch of that workspace, by any owner, ends the daemon;
 //  - the warm pool: a shell pre-started before the host's index listed a submodule is claimed by
 //    the next open; the claim's check compares the `.git` mounts only, not the submodule
-//    directories a launch would now protect, so the claimed session makes a repository there;
+//    directories a launch would now protect, so the claimed session makes a repository there
+//    (with PTYBOX_GIT_WRITE=1 too, after a `git submodule deinit`, which changes no index);
 //  - a gitlink `../src` a session wrote into its own repository's index (no path is judged):
 //    every later workspace-write session of the workspace, any owner's, finds `src` read-only;
 //  - a gitfile's `gitdir:` is followed as the daemon (root), through links: the refusal for a
@@ -550,6 +551,58 @@ TEST_P(SubmoduleReviewAttackTest, AHostRepositoryWhoseGitIsALinkIntoTheWorkspace
     EXPECT_FALSE(fs::exists(marker))
         << "the person's git status in their repository ran the fsmonitor the session wrote in "
            "its linked git directory";
+  } else {
+    EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
+  }
+}
+
+// The same claim with Git for agents on (PTYBOX_GIT_WRITE=1, whose claim also requires the
+// host's HEAD, refs and index unchanged): the pooled shell started while `libs/foo` was checked
+// out; the person then runs `git submodule deinit libs/foo` (index and refs unchanged, the
+// directory left empty). The claim still compares only the `.git` mounts, so the claimed session
+// makes a repository in the now unpopulated submodule.
+TEST_P(SubmoduleReviewAttackTest, ASubmoduleDeinitedBeforeAPooledShellIsClaimedIsProtectedInIt) {
+  TempDir policy_dir;
+  TempDir markers;
+  TempDir host;
+  const fs::path marker = markers.path() / "fsmonitor-ran";
+  const fs::path operator_policy = policy_dir.path() / "operator.yaml";
+  std::ofstream(operator_policy) << "version: 1\nlimits:\n  warmShells: 1\n";
+  Daemon daemon(Daemon::Options{.extra_args = {"--policy", operator_policy.string()},
+                                .env = {"PTYBOX_LOG=info", "PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeSubmodule(host.path(), ws);
+  RpcClient client(daemon.socket());
+  const std::string first = OpenSession(client, Mode());
+  ASSERT_FALSE(first.empty()) << daemon.Log();
+  const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (Confined() && Count(daemon.Log(), "a pre-started shell is ready") < 1 &&
+         std::chrono::steady_clock::now() < guard) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (Confined()) {
+    ASSERT_GE(Count(daemon.Log(), "a pre-started shell is ready"), 1u) << daemon.Log();
+  }
+  RunResult deinit = HostGitIn(ws, {"submodule", "deinit", "-q", "libs/foo"});
+  ASSERT_EQ(deinit.exit_code, 0) << deinit.Describe();
+  ASSERT_FALSE(fs::exists(ws / "libs" / "foo" / ".git"));
+  Json opened = client.Call("terminal_open", Json::object());
+  ASSERT_TRUE(opened.contains("result")) << opened.dump();
+  const std::string id = opened["result"]["sessionId"].get<std::string>();
+  const bool pooled = daemon.Log().find("served by a pre-started shell") != std::string::npos;
+  const std::string attack =
+      "git init -q libs/foo >/dev/null 2>&1 && git -C libs/foo config core.fsmonitor 'touch " +
+      marker.string() + "; false' 2>/dev/null; echo planted=$?";
+  Observed did = RunInSession(client, id, Mode(), "plant-in-a-deinited-submodule", attack);
+  RunResult status = HostGitIn(ws, {"status", "--short"});
+  std::cout << "  observed [" << Mode() << "] pooled " << pooled << ", " << did.Show()
+            << ", fsmonitor ran: " << fs::exists(marker) << "\n";
+  ASSERT_TRUE(did.Says("planted=")) << did.Show();
+  if (Confined()) {
+    EXPECT_FALSE(did.Says("planted=0")) << "pooled " << pooled << ": " << did.Show();
+    EXPECT_FALSE(fs::exists(marker)) << "the person's git status ran the fsmonitor of a "
+                                        "repository a pooled session made in a submodule "
+                                        "directory emptied before the open";
   } else {
     EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
   }
