@@ -115,6 +115,8 @@ struct ReadFile {
   std::string bytes;
 };
 
+ReadFile ReadOpened(int fd, std::string_view magic, size_t max, size_t& budget);
+
 // The regular file at `path` (relative to `dirfd`), read whole when it starts with `magic`: opened
 // without blocking (never a FIFO or a device a link may name), read with read(2) (a mapping of a
 // file a session truncates meanwhile would end the daemon with SIGBUS). kTooLarge past `max`
@@ -122,13 +124,24 @@ struct ReadFile {
 ReadFile ReadRepositoryFile(int dirfd, const char* path, int extra_flags, std::string_view magic,
                             size_t max, size_t& budget) {
   ReadFile file;
-  const UniqueFd fd(
-      ::openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | extra_flags));
+  // The type first, on a descriptor that opens nothing (O_PATH): a device a link names is never
+  // opened (opening some has effects: a watchdog starts, a tape rewinds).
+  const UniqueFd where(::openat(dirfd, path, O_PATH | O_CLOEXEC | extra_flags));
   struct stat st {};
+  if (!where || ::fstat(where.Get(), &st) != 0 || !S_ISREG(st.st_mode)) return file;
+  // Re-opened for reading through its descriptor: the same inode, whatever the path names now.
+  const std::string self = "/proc/self/fd/" + std::to_string(where.Get());
+  const UniqueFd fd(::open(self.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
   if (!fd || ::fstat(fd.Get(), &st) != 0 || !S_ISREG(st.st_mode)) return file;
+  return ReadOpened(fd.Get(), magic, max, budget);
+}
+
+// ReadRepositoryFile's reading, of a regular file opened for it.
+ReadFile ReadOpened(int fd, std::string_view magic, size_t max, size_t& budget) {
+  ReadFile file;
   char buffer[65536];
   for (;;) {
-    const ssize_t n = ::read(fd.Get(), buffer, sizeof buffer);
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     const auto got = static_cast<size_t>(n);
@@ -169,7 +182,8 @@ Result<std::vector<std::string>> GitlinksOf(const std::filesystem::path& git_dir
   for (std::string name = "index"; !name.empty();) {
     const std::filesystem::path path = git_dir / name;
     name.clear();
-    ReadFile file = ReadRepositoryFile(AT_FDCWD, path.c_str(), 0, "DIRC", kGitIndexMax, budget);
+    ReadFile file =
+        ReadRepositoryFile(AT_FDCWD, path.c_str(), O_NOFOLLOW, "DIRC", kGitIndexMax, budget);
     if (file.status == ReadFile::Status::kTooLarge) {
       return Fail(ErrorKind::kPolicyDenied,
                   "the index " + Printable(path.string(), 200) +
@@ -194,6 +208,35 @@ Result<std::vector<std::string>> GitlinksOf(const std::filesystem::path& git_dir
   return paths;
 }
 
+// Whether `path` is one of `roots` or lies beneath one (lexically, both absolute and normal).
+bool InsideAnyRoot(const std::filesystem::path& path,
+                   const std::vector<std::filesystem::path>& roots) {
+  return std::any_of(roots.begin(), roots.end(), [&](const std::filesystem::path& root) {
+    const std::filesystem::path rel =
+        path.lexically_normal().lexically_relative(root.lexically_normal());
+    return !rel.empty() && *rel.begin() != "..";
+  });
+}
+
+// A path git may check out in a worktree: relative, no empty, `.` or `..` component, none that
+// is `.git` in any case.
+bool IsWorktreePath(std::string_view path) {
+  if (path.empty() || path.front() == '/' || path.size() > 4096) return false;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t slash = path.find('/', start);
+    if (slash == std::string_view::npos) slash = path.size();
+    const std::string_view part = path.substr(start, slash - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    if (part.size() == 4 && (part[0] == '.') && (part[1] | 0x20) == 'g' &&
+        (part[2] | 0x20) == 'i' && (part[3] | 0x20) == 't') {
+      return false;
+    }
+    start = slash + 1;
+  }
+  return true;
+}
+
 constexpr uint64_t kBeneathAnyMount = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
 
 // Each gitlink of each repository of `gits` that lies inside a writable root: the host's git
@@ -203,6 +246,7 @@ constexpr uint64_t kBeneathAnyMount = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RE
 // could become such a repository, made by the session, and refuses the launch.
 std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesystem::path>& roots,
                                                 const std::vector<std::filesystem::path>& git_paths,
+                                                const std::vector<std::filesystem::path>& git_links,
                                                 std::vector<std::filesystem::path>& submodule_dirs,
                                                 std::vector<std::filesystem::path>& gitlink_dirs) {
   std::vector<std::filesystem::path> normal_roots;
@@ -224,6 +268,43 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
     return std::nullopt;
   };
   size_t budget = kSubmoduleIndexBudget;
+  size_t pins = 0;
+  // A git directory named by a gitfile or a link (`git_dir`, of the repository `worktree`),
+  // inside a writable root and outside every repository's .git (those are protected): the host's
+  // git reads its config and runs its hooks there, so it is protected as a whole and pinned, or
+  // the launch refused.
+  auto protect_git_dir = [&](const std::filesystem::path& worktree,
+                             const std::filesystem::path& git_dir) -> std::optional<std::string> {
+    const std::filesystem::path named = git_dir.lexically_normal();
+    const bool in_a_git =
+        std::any_of(git_paths.begin(), git_paths.end(), [&](const std::filesystem::path& g) {
+          return InsideAnyRoot(named, {g.lexically_normal()});
+        });
+    std::filesystem::path relative;
+    const std::optional<int> root = in_a_git ? std::nullopt : holding(named, relative);
+    if (!root) return std::nullopt;
+    const UniqueFd dir(OpenAt2(*root, relative.c_str(),
+                               O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, kBeneathAnyMount));
+    if (!dir) {
+      return "the repository " + Printable(worktree.string(), 300) + " has its git directory at " +
+             Printable(named.string(), 300) +
+             ", inside a writable root, which is missing, not a directory or reached through a "
+             "link: ptybox protects every git directory and cannot protect that one. Move it "
+             "into the repository (git submodule absorbgitdirs, or replace a .git link with the "
+             "directory), or open the session read-only";
+    }
+    submodule_dirs.push_back(named);
+    gitlink_dirs.push_back(named);
+    return std::nullopt;
+  };
+  for (const std::filesystem::path& link : git_links) {
+    std::error_code ec;
+    const std::filesystem::path target = std::filesystem::weakly_canonical(link, ec);
+    if (ec) continue;
+    if (std::optional<std::string> refused = protect_git_dir(link.parent_path(), target)) {
+      return refused;
+    }
+  }
   for (const std::filesystem::path& git_path : git_paths) {
     const std::filesystem::path worktree = git_path.parent_path().lexically_normal();
     std::filesystem::path worktree_relative;
@@ -234,9 +315,16 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
     if (!worktree_fd) continue;  // gone since the walk: no worktree for the host's git to enter
     const std::filesystem::path git_dir = GitDirectoryOf(git_path, worktree_fd.Get(), budget);
     if (git_dir.empty()) continue;
+    if (git_dir != git_path) {
+      if (std::optional<std::string> refused = protect_git_dir(worktree, git_dir)) return refused;
+    }
     Result<std::vector<std::string>> links = GitlinksOf(git_dir, budget);
     if (!links) return links.error().message;
     for (const std::string& link : *links) {
+      // A path git itself would never check out (verify_path: empty, `.` or `..` components, a
+      // `.git` one, absolute): no submodule git enters; such an entry (a session's own index)
+      // must not make another directory read-only.
+      if (!IsWorktreePath(link)) continue;
       const std::filesystem::path where = (worktree / link).lexically_normal();
       std::filesystem::path relative;
       const std::optional<int> root = holding(where, relative);
@@ -261,9 +349,22 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
                repository + " submodule update --init -- " + shown +
                "), create the directory, or remove the entry (git rm --cached -- " + shown + ")";
       }
+      pins += std::distance(relative.begin(), relative.end());
+      if (pins > kMaxSubmodulePins) {
+        return "the submodules in the writable roots lie too deep to protect (more than " +
+               std::to_string(kMaxSubmodulePins) +
+               " directories to pin); ptybox protects each submodule directory and those above "
+               "it and starts no session with more: make a smaller directory the workspace, or "
+               "open the session read-only";
+      }
       gitlink_dirs.push_back(where);
+      // A repository of the walk only when its .git is a directory or a regular file, as the
+      // walk protects: a link named .git is the session's to replace.
       struct stat st {};
-      if (::fstatat(dir.Get(), ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) continue;  // walked
+      if (::fstatat(dir.Get(), ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+          (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+        continue;
+      }
       submodule_dirs.push_back(where);
     }
   }
@@ -289,6 +390,7 @@ LaunchRepositories RepositoriesOfLaunch(const SandboxSpec& sandbox, size_t max_e
   if (sandbox.mode != policy::Mode::kWorkspaceWrite) return found;
   std::optional<uid_t> owner;
   std::vector<std::pair<std::filesystem::path, GitIdentity>> gits;
+  std::vector<std::filesystem::path> links;
   for (const std::filesystem::path& root : WritableRoots(sandbox)) {
     Result<OpenedPath> opened = OpenRootNoFollow(root.lexically_normal());
     if (!opened) continue;  // the launch refuses it with its own message
@@ -296,6 +398,7 @@ LaunchRepositories RepositoriesOfLaunch(const SandboxSpec& sandbox, size_t max_e
     // user's as that user.
     if (!owner) owner = ::geteuid() == 0 ? opened->owner_uid : ::geteuid();
     RepositoryWalk walk = WalkRepositories(*opened, *owner, max_entries - found.entries, watch);
+    links.insert(links.end(), walk.git_links.begin(), walk.git_links.end());
     found.entries += walk.entries;
     for (size_t i = 0; i < walk.git_paths.size(); ++i) {
       gits.emplace_back(std::move(walk.git_paths[i]), walk.git_ids[i]);
@@ -316,7 +419,7 @@ LaunchRepositories RepositoriesOfLaunch(const SandboxSpec& sandbox, size_t max_e
     found.git_ids.push_back(id);
   }
   if (!found.incomplete) {
-    found.incomplete = CollectSubmoduleDirs(WritableRoots(sandbox), found.git_paths,
+    found.incomplete = CollectSubmoduleDirs(WritableRoots(sandbox), found.git_paths, links,
                                             found.submodule_dirs, found.gitlink_dirs);
   }
   return found;
@@ -329,8 +432,10 @@ bool SameRepositories(const LaunchRepositories& launched, const LaunchRepositori
 }
 
 RepositoryWalk WalkRepositories(const OpenedPath& root, uid_t owner, size_t max_entries,
-                                TreeWatch* watch) {
+                                TreeWatch* watch, const std::vector<std::filesystem::path>& roots) {
   RepositoryWalk walk;
+  const std::vector<std::filesystem::path> writable_roots =
+      roots.empty() ? std::vector<std::filesystem::path>{root.path} : roots;
   std::deque<std::filesystem::path> queue;  // relative to the root
   queue.emplace_back();
   const UniqueFd root_dir(::openat(root.fd.Get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -393,6 +498,10 @@ RepositoryWalk WalkRepositories(const OpenedPath& root, uid_t owner, size_t max_
             ::fstatat(::dirfd(stream), name, &git, AT_SYMLINK_NOFOLLOW) == 0) {
           walk.git_paths.push_back(root.path / dir / name);
           walk.git_ids.push_back(GitIdentity{git.st_dev, git.st_ino});
+        } else if (type == DT_LNK) {
+          // A repository whose .git is a link: what it names is its git directory (the host's
+          // git follows the link); the launch protects it when it lies in a writable root.
+          walk.git_links.push_back(root.path / dir / name);
         }
         continue;  // never walked into: it is protected as a whole
       }
@@ -457,6 +566,15 @@ std::optional<std::string> UnprotectedRepository(
            "searched the roots or composed the session's mounts (a concurrent session "
            "renaming it?), and would have been writable there. Open again; if it recurs, stop "
            "what renames repositories in this workspace while sessions open, or open read-only.";
+  }
+  // Every submodule directory is a mount of the session (protected whole, or pinned): one that
+  // is not was added (or emptied) after the launch's walk, and a pre-started shell launched
+  // before that must not serve.
+  for (const std::filesystem::path& dir : after.gitlink_dirs) {
+    if (mounted(dir) || beneath_a_cover(dir)) continue;
+    return "the submodule directory " + Printable(dir.string(), 300) +
+           " is not protected in the session being opened: the submodule was added, or its "
+           "directory changed, after the session's mounts were planned. Open again.";
   }
   return std::nullopt;
 }

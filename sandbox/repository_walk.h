@@ -36,6 +36,9 @@ inline constexpr size_t kMaxSubmoduleDirs = 1000;
 // kGitIndexMax): past this the launch is refused, so that a session's many large indexes cannot
 // make every later launch of the workspace read gigabytes.
 inline constexpr size_t kSubmoduleIndexBudget = 512u << 20;
+// The directories a launch's submodules put between their roots and themselves (each a pin of
+// the session): past this many the launch is refused, before a mount is made.
+inline constexpr size_t kMaxSubmodulePins = 10'000;
 
 // Which object a .git entry was when the walk met it: a repository re-created at the same path
 // (a fresh clone, `mv .git` and `git init`) is another one.
@@ -48,6 +51,7 @@ struct GitIdentity {
 struct RepositoryWalk {
   std::vector<std::filesystem::path> git_paths;  // absolute: root / ... / .git
   std::vector<GitIdentity> git_ids;              // parallel to git_paths
+  std::vector<std::filesystem::path> git_links;  // absolute: each .git that is a symbolic link
   size_t entries = 0;                            // directory entries read
   // Set when the walk could not search the whole tree: what stopped it, where, and the fix.
   std::optional<std::string> incomplete;
@@ -63,9 +67,12 @@ struct RepositoryWalk {
 // mount the walk does not cross makes it incomplete too.
 // `watch`, or none: each directory is watched for arrivals (made, moved in) before it is read
 // (CheckRepositoriesAfterLaunch); a directory that cannot be watched makes the walk incomplete.
+// `roots`: every writable root of the launch (none: `root` alone); a .git that is a symbolic
+// link into one of them makes the walk incomplete (it cannot be protected through the link).
 [[nodiscard]] RepositoryWalk WalkRepositories(const OpenedPath& root, uid_t owner,
                                               size_t max_entries = kRepositoryWalkMaxEntries,
-                                              TreeWatch* watch = nullptr);
+                                              TreeWatch* watch = nullptr,
+                                              const std::vector<std::filesystem::path>& roots = {});
 
 // What a launch of `sandbox` protects as repositories: the walk of each writable root
 // (workspace-write only; nothing to walk otherwise), sorted. `walked` tells a value made by the
