@@ -177,8 +177,13 @@ std::filesystem::path GitDirectoryOf(const std::filesystem::path& git_path, int 
 // The gitlinks of the index of the git directory `git_dir` (and of a split index's shared part),
 // as the host's git reads them there: none when there is no index git could read. An error when
 // an index is larger than the launch may read.
-Result<std::vector<std::string>> GitlinksOf(const std::filesystem::path& git_dir, size_t& budget) {
+struct Gitlinks {
   std::vector<std::string> paths;
+  bool private_index = false;  // read from an index the session's user may not read
+};
+Result<Gitlinks> GitlinksOf(const std::filesystem::path& git_dir, size_t& budget) {
+  Gitlinks found;
+  std::vector<std::string>& paths = found.paths;
   for (std::string name = "index"; !name.empty();) {
     const std::filesystem::path path = git_dir / name;
     name.clear();
@@ -205,7 +210,7 @@ Result<std::vector<std::string>> GitlinksOf(const std::filesystem::path& git_dir
       name = "sharedindex." + links->shared_index;
     }
   }
-  return paths;
+  return found;
 }
 
 // Whether `path` is one of `roots` or lies beneath one (lexically, both absolute and normal).
@@ -318,9 +323,16 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
     if (git_dir != git_path) {
       if (std::optional<std::string> refused = protect_git_dir(worktree, git_dir)) return refused;
     }
-    Result<std::vector<std::string>> links = GitlinksOf(git_dir, budget);
+    Result<Gitlinks> links = GitlinksOf(git_dir, budget);
     if (!links) return links.error().message;
-    for (const std::string& link : *links) {
+    {
+      // A root daemon reads what the session's user may not (a gitfile can name any host
+      // directory): names from an index outside the writable roots are never shown.
+      std::error_code ec;
+      const std::filesystem::path real = std::filesystem::weakly_canonical(git_dir, ec);
+      links->private_index = ::geteuid() == 0 && (ec || !InsideAnyRoot(real, normal_roots));
+    }
+    for (const std::string& link : links->paths) {
       // A path git itself would never check out (verify_path: empty, `.` or `..` components, a
       // `.git` one, absolute): no submodule git enters; such an entry (a session's own index)
       // must not make another directory read-only.
@@ -338,9 +350,17 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
       const UniqueFd dir(OpenAt2(*root, relative.c_str(),
                                  O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, kBeneathAnyMount));
       if (!dir) {
+        const std::string repository = Printable(worktree.string(), 200);
+        if (links->private_index) {
+          return "the repository " + repository +
+                 " lists a submodule whose directory is missing, not a directory, or reached "
+                 "through a link (its index lies outside the writable roots, so it is not "
+                 "named here): a session could make a repository there, which the host's "
+                 "git would then enter and run. Check the submodules out (git -C " +
+                 repository + " submodule update --init), or open the session read-only";
+        }
         // The index's text is the repository's (or a session's): shown escaped and bounded.
         const std::string shown = Printable(link, 200);
-        const std::string repository = Printable(worktree.string(), 200);
         return "the repository " + repository + " lists the submodule `" + shown + "`, but " +
                Printable(where.string(), 300) +
                " is missing, not a directory, or reached through a link: a session could "

@@ -2,11 +2,11 @@
 // "Submodules that are not checked out"), attacked from inside real sessions in both confined
 // modes, danger-full-access as the control. Each test failed while its hole was open. Closed in
 // the same round: the huge `.git`, the warm pool (both), the session's own index (`../src`, deep
-// gitlinks), a `.git` link in a submodule, a submodule's git directory in the workspace, and a
-// repository's `.git` linked into the workspace. Still open, their tests DISABLED_ (kept out of
+// gitlinks), a `.git` link in a submodule, a submodule's git directory in the workspace, a
+// repository's `.git` linked into the workspace, and the submodule named from an index outside
+// the roots. Still open, their tests DISABLED_ (kept out of
 // the suite until fixed; docs/security.md lists them): a root inside a repository's worktree,
-// a submodule in another branch, and the name of a submodule read from an index the session
-// cannot read (a root daemon). The holes as found:
+// and a submodule in another branch. The holes as found:
 //  - a writable root inside a repository's worktree (`--writable ~/repo/sub`): the walk only
 //    finds `.git` entries inside the roots, so the index of the repository above the root is
 //    never read and its submodule `sub/lib` (not checked out) is neither protected nor pinned.
@@ -345,7 +345,7 @@ TEST_P(SubmoduleReviewAttackTest, ASessionsOwnIndexNeverMakesAnotherOwnersDirect
 // session of the workspace's owner (uid 1000) writes `evil/.git` as `gitdir: <a 0700 root
 // directory>`, which it cannot read itself. At the next workspace-write launch the refusal
 // (the gitlink's directory is missing) names the submodules of that root-only index.
-TEST_P(SubmoduleReviewAttackTest, DISABLED_AGitfileNeverReadsAnIndexTheSessionCannotRead) {
+TEST_P(SubmoduleReviewAttackTest, AGitfileNeverReadsAnIndexTheSessionCannotRead) {
   if (::geteuid() != 0) {
     GTEST_SKIP() << "needs root (a root daemon reads as root; an ordinary user's daemon reads "
                     "only what its sessions can)";
