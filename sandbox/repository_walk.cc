@@ -117,9 +117,9 @@ struct ReadFile {
 
 ReadFile ReadOpened(int fd, std::string_view magic, size_t max, size_t& budget);
 
-// The regular file at `path` (relative to `dirfd`), read whole when it starts with `magic`: opened
-// without blocking (never a FIFO or a device a link may name), read with read(2) (a mapping of a
-// file a session truncates meanwhile would end the daemon with SIGBUS). kTooLarge past `max`
+// The regular file at `path` (relative to `dirfd`), read whole when it starts with `magic`: typed
+// before it is opened for reading (never a FIFO or a device a link may name), read with read(2)
+// (a mapping of a file a session truncates meanwhile would end the daemon with SIGBUS). kTooLarge past `max`
 // bytes; `budget` (what the launch may still read) is charged what was read.
 ReadFile ReadRepositoryFile(int dirfd, const char* path, int extra_flags, std::string_view magic,
                             size_t max, size_t& budget) {
