@@ -119,8 +119,8 @@ ReadFile ReadOpened(int fd, std::string_view magic, size_t max, size_t& budget);
 
 // The regular file at `path` (relative to `dirfd`), read whole when it starts with `magic`: typed
 // before it is opened for reading (never a FIFO or a device a link may name), read with read(2)
-// (a mapping of a file a session truncates meanwhile would end the daemon with SIGBUS). kTooLarge past `max`
-// bytes; `budget` (what the launch may still read) is charged what was read.
+// (a mapping of a file a session truncates meanwhile would end the daemon with SIGBUS). kTooLarge
+// past `max` bytes; `budget` (what the launch may still read) is charged what was read.
 ReadFile ReadRepositoryFile(int dirfd, const char* path, int extra_flags, std::string_view magic,
                             size_t max, size_t& budget) {
   ReadFile file;

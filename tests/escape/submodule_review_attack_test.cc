@@ -60,16 +60,40 @@ namespace fs = std::filesystem;
 using sandbox::testing::RunProcess;
 using sandbox::testing::RunResult;
 
+constexpr const char* kGit = "/usr/bin/git";
+
+// The host's git in `where`, as the person runs it.
+sandbox::testing::RunResult HostGitIn(const fs::path& where, const std::vector<std::string>& args);
+
 class SubmoduleReviewAttackTest : public ::testing::TestWithParam<std::string> {
  protected:
   [[nodiscard]] const std::string& Mode() const { return GetParam(); }
   [[nodiscard]] bool Confined() const { return Mode() != "danger-full-access"; }
+
+  // Runs `attack` (which ends by printing planted=$?) in the session, then the person's
+  // `git status` in `repository`: in a confined mode nothing was planted and the fsmonitor
+  // (`marker`) never ran (`what` says what would have run); in danger-full-access, the control,
+  // it ran.
+  void ExpectThePersonsStatusRunsNothing(RpcClient& client, const std::string& id,
+                                         const std::string& name, const std::string& attack,
+                                         const fs::path& repository, const fs::path& marker,
+                                         const std::string& what) {
+    Observed did = RunInSession(client, id, Mode(), name, attack);
+    sandbox::testing::RunResult status = HostGitIn(repository, {"status", "--short"});
+    std::cout << "  observed [" << Mode() << "] " << did.Show()
+              << ", fsmonitor ran: " << fs::exists(marker) << "\n";
+    ASSERT_TRUE(did.Says("planted=")) << did.Show();
+    if (Confined()) {
+      EXPECT_FALSE(did.Says("planted=0")) << did.Show();
+      EXPECT_FALSE(fs::exists(marker)) << "the person's git status ran the fsmonitor " << what;
+    } else {
+      EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
+    }
+  }
 };
 
-constexpr const char* kGit = "/usr/bin/git";
 constexpr const char* kGitlink = "160000,1111111111111111111111111111111111111111,";
 
-// The host's git in `where`, as the person runs it.
 RunResult HostGitIn(const fs::path& where, const std::vector<std::string>& args) {
   std::vector<std::string> argv = {kGit,          "-C", where.string(),  "-c",
                                    "user.name=t", "-c", "user.email=t@e"};
@@ -467,18 +491,9 @@ TEST_P(SubmoduleReviewAttackTest, ASubmoduleWhoseGitIsALinkNeverBecomesASessions
       "rm libs/foo/.git 2>/dev/null; git init -q libs/foo >/dev/null 2>&1 && git -C libs/foo "
       "config core.fsmonitor 'touch " +
       marker.string() + "; false' 2>/dev/null; echo planted=$?";
-  Observed did = RunInSession(client, id, Mode(), "replace-a-linked-submodule-git", attack);
-  RunResult status = HostGitIn(ws, {"status", "--short"});
-  std::cout << "  observed [" << Mode() << "] " << did.Show()
-            << ", fsmonitor ran: " << fs::exists(marker) << "\n";
-  ASSERT_TRUE(did.Says("planted=")) << did.Show();
-  if (Confined()) {
-    EXPECT_FALSE(did.Says("planted=0")) << did.Show();
-    EXPECT_FALSE(fs::exists(marker)) << "the person's git status ran the fsmonitor of a "
-                                        "repository the session put in a submodule's place";
-  } else {
-    EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
-  }
+  ExpectThePersonsStatusRunsNothing(client, id, "replace-a-linked-submodule-git", attack, ws,
+                                    marker,
+                                    "of a repository the session put in a submodule's place");
 }
 
 // The checked-out submodule's git directory lies in the workspace but outside any `.git`
@@ -507,19 +522,8 @@ TEST_P(SubmoduleReviewAttackTest, ASubmodulesGitDirectoryInTheWorkspaceIsProtect
   ASSERT_FALSE(id.empty()) << daemon.Log();
   const std::string attack = "git config -f gitdirs/foo/config core.fsmonitor 'touch " +
                              marker.string() + "; false' 2>/dev/null; echo planted=$?";
-  Observed did = RunInSession(client, id, Mode(), "write-a-submodules-git-directory", attack);
-  RunResult status = HostGitIn(ws, {"status", "--short"});
-  std::cout << "  observed [" << Mode() << "] " << did.Show()
-            << ", fsmonitor ran: " << fs::exists(marker) << "\n";
-  ASSERT_TRUE(did.Says("planted=")) << did.Show();
-  if (Confined()) {
-    EXPECT_FALSE(did.Says("planted=0")) << did.Show();
-    EXPECT_FALSE(fs::exists(marker))
-        << "the person's git status ran the fsmonitor the session wrote in a submodule's git "
-           "directory";
-  } else {
-    EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
-  }
+  ExpectThePersonsStatusRunsNothing(client, id, "write-a-submodules-git-directory", attack, ws,
+                                    marker, "the session wrote in a submodule's git directory");
 }
 
 // The person's repository `proj` keeps its git directory apart, in the workspace
@@ -548,19 +552,9 @@ TEST_P(SubmoduleReviewAttackTest, AHostRepositoryWhoseGitIsALinkIntoTheWorkspace
   ASSERT_FALSE(id.empty()) << daemon.Log();
   const std::string attack = "git config -f store/proj.git/config core.fsmonitor 'touch " +
                              marker.string() + "; false' 2>/dev/null; echo planted=$?";
-  Observed did = RunInSession(client, id, Mode(), "write-a-linked-git-directory", attack);
-  RunResult status = HostGitIn(proj, {"status", "--short"});
-  std::cout << "  observed [" << Mode() << "] " << did.Show()
-            << ", fsmonitor ran: " << fs::exists(marker) << "\n";
-  ASSERT_TRUE(did.Says("planted=")) << did.Show();
-  if (Confined()) {
-    EXPECT_FALSE(did.Says("planted=0")) << did.Show();
-    EXPECT_FALSE(fs::exists(marker))
-        << "the person's git status in their repository ran the fsmonitor the session wrote in "
-           "its linked git directory";
-  } else {
-    EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
-  }
+  ExpectThePersonsStatusRunsNothing(client, id, "write-a-linked-git-directory", attack, proj,
+                                    marker,
+                                    "the session wrote in its repository's linked git directory");
 }
 
 // The same claim with Git for agents on (PTYBOX_GIT_WRITE=1, whose claim also requires the
