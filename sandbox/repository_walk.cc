@@ -276,8 +276,10 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
   size_t pins = 0;
   // A git directory named by a gitfile or a link (`git_dir`, of the repository `worktree`),
   // inside a writable root and outside every repository's .git (those are protected): the host's
-  // git reads its config and runs its hooks there, so it is protected as a whole and pinned, or
-  // the launch refused.
+  // git reads its config and runs its hooks there, so it is protected as a whole and pinned. One
+  // that is missing (or a link) refuses the launch when the repository is a submodule (the host's
+  // git enters it on its own); a plain repository's dangling gitfile is left, as any repository a
+  // session could make ("Protected paths", "Remaining limits").
   auto protect_git_dir = [&](const std::filesystem::path& worktree,
                              const std::filesystem::path& git_dir) -> std::optional<std::string> {
     const std::filesystem::path named = git_dir.lexically_normal();
@@ -291,7 +293,11 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
     const UniqueFd dir(OpenAt2(*root, relative.c_str(),
                                O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, kBeneathAnyMount));
     if (!dir) {
-      return "the repository " + Printable(worktree.string(), 300) + " has its git directory at " +
+      if (std::find(gitlink_dirs.begin(), gitlink_dirs.end(), worktree.lexically_normal()) ==
+          gitlink_dirs.end()) {
+        return std::nullopt;
+      }
+      return "the submodule " + Printable(worktree.string(), 300) + " has its git directory at " +
              Printable(named.string(), 300) +
              ", inside a writable root, which is missing, not a directory or reached through a "
              "link: ptybox protects every git directory and cannot protect that one. Move it "
@@ -302,13 +308,12 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
     gitlink_dirs.push_back(named);
     return std::nullopt;
   };
+  // Judged once every gitlink is known (whether a repository is a submodule).
+  std::vector<std::pair<std::filesystem::path, std::filesystem::path>> named_git_dirs;
   for (const std::filesystem::path& link : git_links) {
     std::error_code ec;
     const std::filesystem::path target = std::filesystem::weakly_canonical(link, ec);
-    if (ec) continue;
-    if (std::optional<std::string> refused = protect_git_dir(link.parent_path(), target)) {
-      return refused;
-    }
+    if (!ec) named_git_dirs.emplace_back(link.parent_path().lexically_normal(), target);
   }
   for (const std::filesystem::path& git_path : git_paths) {
     const std::filesystem::path worktree = git_path.parent_path().lexically_normal();
@@ -320,9 +325,7 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
     if (!worktree_fd) continue;  // gone since the walk: no worktree for the host's git to enter
     const std::filesystem::path git_dir = GitDirectoryOf(git_path, worktree_fd.Get(), budget);
     if (git_dir.empty()) continue;
-    if (git_dir != git_path) {
-      if (std::optional<std::string> refused = protect_git_dir(worktree, git_dir)) return refused;
-    }
+    if (git_dir != git_path) named_git_dirs.emplace_back(worktree, git_dir);
     Result<Gitlinks> links = GitlinksOf(git_dir, budget);
     if (!links) return links.error().message;
     {
@@ -387,6 +390,9 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
       }
       submodule_dirs.push_back(where);
     }
+  }
+  for (const auto& [worktree, git_dir] : named_git_dirs) {
+    if (std::optional<std::string> refused = protect_git_dir(worktree, git_dir)) return refused;
   }
   for (auto* dirs : {&submodule_dirs, &gitlink_dirs}) {
     std::sort(dirs->begin(), dirs->end());
