@@ -15,7 +15,8 @@
 
 namespace ptybox::testing::git_attack {
 
-// The host's git in `repo`, as the person who owns it runs it.
+// The host's git in `repo`, as the person who owns it runs it (a submodule from a local path
+// allowed, as the submodule attacks add them).
 inline sandbox::testing::RunResult HostGit(const std::filesystem::path& repo,
                                            std::vector<std::string> args) {
   std::vector<std::string> argv = {"/usr/bin/git",
@@ -24,7 +25,9 @@ inline sandbox::testing::RunResult HostGit(const std::filesystem::path& repo,
                                    "-c",
                                    "user.name=host",
                                    "-c",
-                                   "user.email=host@example.com"};
+                                   "user.email=host@example.com",
+                                   "-c",
+                                   "protocol.file.allow=always"};
   argv.insert(argv.end(), args.begin(), args.end());
   return sandbox::testing::RunProcess(argv);
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tests/escape/escape_support.h"
+#include "tests/escape/git_attack_support.h"
 #include "tests/sandbox/process_runner.h"
 #include "tests/support/error_kind.h"
 #include "tests/support/files.h"
@@ -28,6 +29,7 @@ namespace ptybox::testing {
 namespace {
 
 namespace fs = std::filesystem;
+using git_attack::HostGit;
 using sandbox::testing::RunProcess;
 using sandbox::testing::RunResult;
 
@@ -38,22 +40,6 @@ class MountWallsTest : public ::testing::TestWithParam<std::string> {
 };
 
 constexpr const char* kGit = "/usr/bin/git";
-
-// The host's git in `where`, as the person runs it: with an identity, and a submodule from a
-// local path allowed.
-RunResult HostGitIn(const fs::path& where, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {kGit,
-                                   "-C",
-                                   where.string(),
-                                   "-c",
-                                   "user.name=t",
-                                   "-c",
-                                   "user.email=t@e",
-                                   "-c",
-                                   "protocol.file.allow=always"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return RunProcess(argv);
-}
 
 TEST_P(MountWallsTest, AnotherOwnersDirectoryListedAsWritableIsNotBorrowed) {
   if (::geteuid() != 0) {
@@ -233,14 +219,14 @@ TEST_P(MountWallsTest, ACheckedOutSubmoduleCannotBeMovedAsideForASessionsOwn) {
   const fs::path marker = host.path() / "fsmonitor-ran";
   const fs::path source = host.path() / "source";
   fs::create_directories(source);
-  ASSERT_EQ(HostGitIn(source, {"init", "-q"}).exit_code, 0);
+  ASSERT_EQ(HostGit(source, {"init", "-q"}).exit_code, 0);
   std::ofstream(source / "lib.txt") << "lib\n";
-  ASSERT_EQ(HostGitIn(source, {"add", "lib.txt"}).exit_code, 0);
-  ASSERT_EQ(HostGitIn(source, {"commit", "-q", "-m", "lib"}).exit_code, 0);
-  ASSERT_EQ(HostGitIn(ws, {"init", "-q"}).exit_code, 0);
-  RunResult added = HostGitIn(ws, {"submodule", "add", "-q", source.string(), "libs/foo"});
+  ASSERT_EQ(HostGit(source, {"add", "lib.txt"}).exit_code, 0);
+  ASSERT_EQ(HostGit(source, {"commit", "-q", "-m", "lib"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"init", "-q"}).exit_code, 0);
+  RunResult added = HostGit(ws, {"submodule", "add", "-q", source.string(), "libs/foo"});
   ASSERT_EQ(added.exit_code, 0) << added.Describe();
-  ASSERT_EQ(HostGitIn(ws, {"commit", "-q", "-m", "with a submodule"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"commit", "-q", "-m", "with a submodule"}).exit_code, 0);
   ASSERT_TRUE(fs::is_regular_file(ws / "libs" / "foo" / ".git"));  // a gitfile
   RpcClient client(daemon.socket());
   const std::string id = OpenSession(client, Mode());
@@ -253,7 +239,7 @@ TEST_P(MountWallsTest, ACheckedOutSubmoduleCannotBeMovedAsideForASessionsOwn) {
   Observed did = RunInSession(client, id, Mode(), "move-submodule-aside", attack);
   std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
   ASSERT_TRUE(did.Says("planted=")) << did.Show();
-  RunResult status = HostGitIn(ws, {"status", "--short"});
+  RunResult status = HostGit(ws, {"status", "--short"});
   std::cout << "  observed [" << Mode() << "] host git status exit " << status.exit_code << "\n";
   if (Confined()) {
     EXPECT_FALSE(did.Says("foo=0")) << did.Show();
@@ -276,18 +262,17 @@ TEST_P(MountWallsTest, AnUnpopulatedSubmoduleNeverBecomesASessionsRepository) {
   const fs::path ws = daemon.workspace();
   TempDir host;
   const fs::path marker = host.path() / "fsmonitor-ran";
-  ASSERT_EQ(HostGitIn(ws, {"init", "-q"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"init", "-q"}).exit_code, 0);
   std::ofstream(ws / "a.txt") << "a\n";
   for (const char* path : {"sub", "deep/er/mod"}) {
-    ASSERT_EQ(
-        HostGitIn(ws, {"update-index", "--add", "--cacheinfo",
-                       std::string("160000,1111111111111111111111111111111111111111,") + path})
-            .exit_code,
-        0);
+    ASSERT_EQ(HostGit(ws, {"update-index", "--add", "--cacheinfo",
+                           std::string("160000,1111111111111111111111111111111111111111,") + path})
+                  .exit_code,
+              0);
     fs::create_directories(ws / path);  // what git leaves for a submodule not checked out
   }
-  ASSERT_EQ(HostGitIn(ws, {"add", "a.txt"}).exit_code, 0);
-  RunResult committed = HostGitIn(ws, {"commit", "-q", "-m", "with submodules"});
+  ASSERT_EQ(HostGit(ws, {"add", "a.txt"}).exit_code, 0);
+  RunResult committed = HostGit(ws, {"commit", "-q", "-m", "with submodules"});
   ASSERT_EQ(committed.exit_code, 0) << committed.Describe();
   RpcClient client(daemon.socket());
   const std::string id = OpenSession(client, Mode());
@@ -302,7 +287,7 @@ TEST_P(MountWallsTest, AnUnpopulatedSubmoduleNeverBecomesASessionsRepository) {
   Observed did = RunInSession(client, id, Mode(), "plant-submodule-repository", attack);
   std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
   ASSERT_TRUE(did.Says("mod=")) << did.Show();
-  RunResult status = HostGitIn(ws, {"status", "--short"});
+  RunResult status = HostGit(ws, {"status", "--short"});
   std::cout << "  observed [" << Mode() << "] host git status exit " << status.exit_code << "\n";
   if (Confined()) {
     for (const char* step : {"sub=0", "er=0", "deep=0", "mod=0"}) {

@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "tests/escape/escape_support.h"
+#include "tests/escape/git_attack_support.h"
 #include "tests/sandbox/process_runner.h"
 #include "tests/support/files.h"
 
@@ -57,13 +58,11 @@ namespace ptybox::testing {
 namespace {
 
 namespace fs = std::filesystem;
+using git_attack::HostGit;
 using sandbox::testing::RunProcess;
 using sandbox::testing::RunResult;
 
 constexpr const char* kGit = "/usr/bin/git";
-
-// The host's git in `where`, as the person runs it.
-sandbox::testing::RunResult HostGitIn(const fs::path& where, const std::vector<std::string>& args);
 
 class SubmoduleReviewAttackTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -79,7 +78,7 @@ class SubmoduleReviewAttackTest : public ::testing::TestWithParam<std::string> {
                                          const fs::path& repository, const fs::path& marker,
                                          const std::string& what) {
     Observed did = RunInSession(client, id, Mode(), name, attack);
-    sandbox::testing::RunResult status = HostGitIn(repository, {"status", "--short"});
+    sandbox::testing::RunResult status = HostGit(repository, {"status", "--short"});
     std::cout << "  observed [" << Mode() << "] " << did.Show()
               << ", fsmonitor ran: " << fs::exists(marker) << "\n";
     ASSERT_TRUE(did.Says("planted=")) << did.Show();
@@ -93,13 +92,6 @@ class SubmoduleReviewAttackTest : public ::testing::TestWithParam<std::string> {
 };
 
 constexpr const char* kGitlink = "160000,1111111111111111111111111111111111111111,";
-
-RunResult HostGitIn(const fs::path& where, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {kGit,          "-C", where.string(),  "-c",
-                                   "user.name=t", "-c", "user.email=t@e"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return RunProcess(argv);
-}
 
 // A process that has not ended (a zombie has).
 bool Alive(pid_t pid) {
@@ -119,14 +111,14 @@ TEST_P(SubmoduleReviewAttackTest, DISABLED_ASubmoduleOfARepositoryAboveAWritable
   const fs::path repo = host.path() / "repo";
   const fs::path marker = markers.path() / "fsmonitor-ran";
   fs::create_directories(repo / "sub" / "lib");  // what git leaves for a submodule not checked out
-  ASSERT_EQ(HostGitIn(repo, {"init", "-q"}).exit_code, 0);
+  ASSERT_EQ(HostGit(repo, {"init", "-q"}).exit_code, 0);
   std::ofstream(repo / "sub" / "a.txt") << "a\n";
   ASSERT_EQ(
-      HostGitIn(repo, {"update-index", "--add", "--cacheinfo", std::string(kGitlink) + "sub/lib"})
+      HostGit(repo, {"update-index", "--add", "--cacheinfo", std::string(kGitlink) + "sub/lib"})
           .exit_code,
       0);
-  ASSERT_EQ(HostGitIn(repo, {"add", "sub/a.txt"}).exit_code, 0);
-  RunResult committed = HostGitIn(repo, {"commit", "-q", "-m", "a package with a submodule"});
+  ASSERT_EQ(HostGit(repo, {"add", "sub/a.txt"}).exit_code, 0);
+  RunResult committed = HostGit(repo, {"commit", "-q", "-m", "a package with a submodule"});
   ASSERT_EQ(committed.exit_code, 0) << committed.Describe();
   Daemon daemon(Daemon::Options{.extra_args = {"--writable", (repo / "sub").string()}, .env = {}});
   RpcClient client(daemon.socket());
@@ -139,7 +131,7 @@ TEST_P(SubmoduleReviewAttackTest, DISABLED_ASubmoduleOfARepositoryAboveAWritable
   Observed did = RunInSession(client, id, Mode(), "plant-in-a-submodule-above-the-root", attack);
   std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
   ASSERT_TRUE(did.Says("planted=")) << did.Show();
-  RunResult status = HostGitIn(repo, {"status", "--short"});
+  RunResult status = HostGit(repo, {"status", "--short"});
   std::cout << "  observed [" << Mode() << "] host git status exit " << status.exit_code
             << ", fsmonitor ran: " << fs::exists(marker) << "\n";
   if (Mode() == "workspace-write") {
@@ -167,17 +159,17 @@ TEST_P(SubmoduleReviewAttackTest,
   const fs::path ws = daemon.workspace();
   TempDir markers;
   const fs::path marker = markers.path() / "fsmonitor-ran";
-  ASSERT_EQ(HostGitIn(ws, {"init", "-q"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"init", "-q"}).exit_code, 0);
   std::ofstream(ws / "a.txt") << "a\n";
-  ASSERT_EQ(HostGitIn(ws, {"add", "a.txt"}).exit_code, 0);
-  ASSERT_EQ(HostGitIn(ws, {"commit", "-q", "-m", "a"}).exit_code, 0);
-  ASSERT_EQ(HostGitIn(ws, {"checkout", "-q", "-b", "feature"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"add", "a.txt"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"commit", "-q", "-m", "a"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"checkout", "-q", "-b", "feature"}).exit_code, 0);
   ASSERT_EQ(
-      HostGitIn(ws, {"update-index", "--add", "--cacheinfo", std::string(kGitlink) + "vendor/lib"})
+      HostGit(ws, {"update-index", "--add", "--cacheinfo", std::string(kGitlink) + "vendor/lib"})
           .exit_code,
       0);
-  ASSERT_EQ(HostGitIn(ws, {"commit", "-q", "-m", "a submodule"}).exit_code, 0);
-  RunResult back = HostGitIn(ws, {"checkout", "-q", "-"});
+  ASSERT_EQ(HostGit(ws, {"commit", "-q", "-m", "a submodule"}).exit_code, 0);
+  RunResult back = HostGit(ws, {"checkout", "-q", "-"});
   ASSERT_EQ(back.exit_code, 0) << back.Describe();
   ASSERT_FALSE(fs::exists(ws / "vendor"));
   RpcClient client(daemon.socket());
@@ -191,8 +183,8 @@ TEST_P(SubmoduleReviewAttackTest,
   Observed did = RunInSession(client, id, Mode(), "plant-at-another-branchs-submodule", attack);
   std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
   ASSERT_TRUE(did.Says("planted=")) << did.Show();
-  RunResult checkout = HostGitIn(ws, {"checkout", "-q", "feature"});
-  RunResult status = HostGitIn(ws, {"status", "--short"});
+  RunResult checkout = HostGit(ws, {"checkout", "-q", "feature"});
+  RunResult status = HostGit(ws, {"status", "--short"});
   std::cout << "  observed [" << Mode() << "] host checkout exit " << checkout.exit_code
             << ", status exit " << status.exit_code << ", fsmonitor ran: " << fs::exists(marker)
             << "\n";
@@ -278,10 +270,10 @@ TEST_P(SubmoduleReviewAttackTest, ASubmoduleAddedBeforeAPooledShellIsClaimedIsPr
   Daemon daemon(Daemon::Options{.extra_args = {"--policy", operator_policy.string()},
                                 .env = {"PTYBOX_LOG=info"}});
   const fs::path ws = daemon.workspace();
-  ASSERT_EQ(HostGitIn(ws, {"init", "-q"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"init", "-q"}).exit_code, 0);
   std::ofstream(ws / "a.txt") << "a\n";
-  ASSERT_EQ(HostGitIn(ws, {"add", "a.txt"}).exit_code, 0);
-  ASSERT_EQ(HostGitIn(ws, {"commit", "-q", "-m", "a"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"add", "a.txt"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"commit", "-q", "-m", "a"}).exit_code, 0);
   RpcClient client(daemon.socket());
   const std::string first = OpenSession(client, Mode());
   ASSERT_FALSE(first.empty()) << daemon.Log();
@@ -297,10 +289,10 @@ TEST_P(SubmoduleReviewAttackTest, ASubmoduleAddedBeforeAPooledShellIsClaimedIsPr
   // The person's repository now lists a submodule that is not checked out (a pull that added
   // one, `git submodule add` then `deinit`): its directory is empty.
   fs::create_directories(ws / "sub");
-  ASSERT_EQ(HostGitIn(ws, {"update-index", "--add", "--cacheinfo", std::string(kGitlink) + "sub"})
+  ASSERT_EQ(HostGit(ws, {"update-index", "--add", "--cacheinfo", std::string(kGitlink) + "sub"})
                 .exit_code,
             0);
-  ASSERT_EQ(HostGitIn(ws, {"commit", "-q", "-m", "a submodule"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"commit", "-q", "-m", "a submodule"}).exit_code, 0);
   Json opened = client.Call("terminal_open", Json::object());
   ASSERT_TRUE(opened.contains("result")) << opened.dump();
   const std::string id = opened["result"]["sessionId"].get<std::string>();
@@ -310,7 +302,7 @@ TEST_P(SubmoduleReviewAttackTest, ASubmoduleAddedBeforeAPooledShellIsClaimedIsPr
       "'touch " +
       marker.string() + "; false' 2>/dev/null; echo planted=$?";
   Observed did = RunInSession(client, id, Mode(), "plant-in-a-pooled-shell", attack);
-  RunResult status = HostGitIn(ws, {"status", "--short"});
+  RunResult status = HostGit(ws, {"status", "--short"});
   std::cout << "  observed [" << Mode() << "] pooled " << pooled << ", " << did.Show()
             << ", fsmonitor ran: " << fs::exists(marker) << "\n";
   ASSERT_TRUE(did.Says("planted=")) << did.Show();
@@ -378,9 +370,9 @@ TEST_P(SubmoduleReviewAttackTest, AGitfileNeverReadsAnIndexTheSessionCannotRead)
   TempDir host;
   const fs::path private_repo = host.path() / "private";
   fs::create_directories(private_repo);
-  ASSERT_EQ(HostGitIn(private_repo, {"init", "-q"}).exit_code, 0);
-  ASSERT_EQ(HostGitIn(private_repo, {"update-index", "--add", "--cacheinfo",
-                                     std::string(kGitlink) + "acme-payroll-2027"})
+  ASSERT_EQ(HostGit(private_repo, {"init", "-q"}).exit_code, 0);
+  ASSERT_EQ(HostGit(private_repo, {"update-index", "--add", "--cacheinfo",
+                                   std::string(kGitlink) + "acme-payroll-2027"})
                 .exit_code,
             0);
   ASSERT_EQ(::chmod(private_repo.c_str(), 0700), 0);
@@ -457,15 +449,15 @@ TEST_P(SubmoduleReviewAttackTest, ASessionsDeepGitlinksNeverExhaustAnotherOwners
 void MakeSubmodule(const fs::path& host, const fs::path& ws) {
   const fs::path source = host / "source";
   fs::create_directories(source);
-  ASSERT_EQ(HostGitIn(source, {"init", "-q"}).exit_code, 0);
+  ASSERT_EQ(HostGit(source, {"init", "-q"}).exit_code, 0);
   std::ofstream(source / "lib.txt") << "lib\n";
-  ASSERT_EQ(HostGitIn(source, {"add", "lib.txt"}).exit_code, 0);
-  ASSERT_EQ(HostGitIn(source, {"commit", "-q", "-m", "lib"}).exit_code, 0);
-  ASSERT_EQ(HostGitIn(ws, {"init", "-q"}).exit_code, 0);
-  RunResult added = HostGitIn(ws, {"-c", "protocol.file.allow=always", "submodule", "add", "-q",
-                                   source.string(), "libs/foo"});
+  ASSERT_EQ(HostGit(source, {"add", "lib.txt"}).exit_code, 0);
+  ASSERT_EQ(HostGit(source, {"commit", "-q", "-m", "lib"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"init", "-q"}).exit_code, 0);
+  RunResult added = HostGit(ws, {"-c", "protocol.file.allow=always", "submodule", "add", "-q",
+                                 source.string(), "libs/foo"});
   ASSERT_EQ(added.exit_code, 0) << added.Describe();
-  ASSERT_EQ(HostGitIn(ws, {"commit", "-q", "-m", "with a submodule"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"commit", "-q", "-m", "with a submodule"}).exit_code, 0);
 }
 
 // The checked-out submodule's `.git` is a symbolic link to its git directory (as tools that
@@ -482,7 +474,7 @@ TEST_P(SubmoduleReviewAttackTest, ASubmoduleWhoseGitIsALinkNeverBecomesASessions
   MakeSubmodule(host.path(), ws);
   fs::remove(ws / "libs" / "foo" / ".git");
   fs::create_directory_symlink("../../.git/modules/libs/foo", ws / "libs" / "foo" / ".git");
-  RunResult before = HostGitIn(ws, {"status", "--short"});
+  RunResult before = HostGit(ws, {"status", "--short"});
   ASSERT_EQ(before.exit_code, 0) << before.Describe();
   RpcClient client(daemon.socket());
   const std::string id = OpenSession(client, Mode());
@@ -515,7 +507,7 @@ TEST_P(SubmoduleReviewAttackTest, ASubmodulesGitDirectoryInTheWorkspaceIsProtect
                         "core.worktree", "../../libs/foo"})
                 .exit_code,
             0);
-  RunResult before = HostGitIn(ws, {"status", "--short"});
+  RunResult before = HostGit(ws, {"status", "--short"});
   ASSERT_EQ(before.exit_code, 0) << before.Describe();
   RpcClient client(daemon.socket());
   const std::string id = OpenSession(client, Mode());
@@ -539,13 +531,13 @@ TEST_P(SubmoduleReviewAttackTest, AHostRepositoryWhoseGitIsALinkIntoTheWorkspace
   const fs::path proj = ws / "proj";
   fs::create_directories(proj);
   fs::create_directories(ws / "store");
-  ASSERT_EQ(HostGitIn(proj, {"init", "-q"}).exit_code, 0);
+  ASSERT_EQ(HostGit(proj, {"init", "-q"}).exit_code, 0);
   std::ofstream(proj / "p.txt") << "p\n";
-  ASSERT_EQ(HostGitIn(proj, {"add", "p.txt"}).exit_code, 0);
-  ASSERT_EQ(HostGitIn(proj, {"commit", "-q", "-m", "p"}).exit_code, 0);
+  ASSERT_EQ(HostGit(proj, {"add", "p.txt"}).exit_code, 0);
+  ASSERT_EQ(HostGit(proj, {"commit", "-q", "-m", "p"}).exit_code, 0);
   fs::rename(proj / ".git", ws / "store" / "proj.git");
   fs::create_directory_symlink("../store/proj.git", proj / ".git");
-  RunResult before = HostGitIn(proj, {"status", "--short"});
+  RunResult before = HostGit(proj, {"status", "--short"});
   ASSERT_EQ(before.exit_code, 0) << before.Describe();
   RpcClient client(daemon.socket());
   const std::string id = OpenSession(client, Mode());
@@ -584,7 +576,7 @@ TEST_P(SubmoduleReviewAttackTest, ASubmoduleDeinitedBeforeAPooledShellIsClaimedI
   if (Confined()) {
     ASSERT_GE(Count(daemon.Log(), "a pre-started shell is ready"), 1u) << daemon.Log();
   }
-  RunResult deinit = HostGitIn(ws, {"submodule", "deinit", "-q", "libs/foo"});
+  RunResult deinit = HostGit(ws, {"submodule", "deinit", "-q", "libs/foo"});
   ASSERT_EQ(deinit.exit_code, 0) << deinit.Describe();
   ASSERT_FALSE(fs::exists(ws / "libs" / "foo" / ".git"));
   Json opened = client.Call("terminal_open", Json::object());
@@ -595,7 +587,7 @@ TEST_P(SubmoduleReviewAttackTest, ASubmoduleDeinitedBeforeAPooledShellIsClaimedI
       "git init -q libs/foo >/dev/null 2>&1 && git -C libs/foo config core.fsmonitor 'touch " +
       marker.string() + "; false' 2>/dev/null; echo planted=$?";
   Observed did = RunInSession(client, id, Mode(), "plant-in-a-deinited-submodule", attack);
-  RunResult status = HostGitIn(ws, {"status", "--short"});
+  RunResult status = HostGit(ws, {"status", "--short"});
   std::cout << "  observed [" << Mode() << "] pooled " << pooled << ", " << did.Show()
             << ", fsmonitor ran: " << fs::exists(marker) << "\n";
   ASSERT_TRUE(did.Says("planted=")) << did.Show();
