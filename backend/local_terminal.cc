@@ -184,12 +184,6 @@ bool LocalTerminal::LineDiscardIsInert() const {
   return true;
 }
 
-std::optional<bool> LocalTerminal::Echoing() const {
-  termios tio{};
-  if (!slave_ || ::tcgetattr(slave_.Get(), &tio) != 0) return std::nullopt;
-  return (tio.c_lflag & static_cast<tcflag_t>(ECHO | ECHONL)) != 0;
-}
-
 void LocalTerminal::Inspect(std::function<void(ForegroundFacts)> done) {
   ForegroundFacts facts;
   if (inspector_ && !status_.exited) {

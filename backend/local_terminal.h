@@ -66,8 +66,6 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   std::optional<pid_t> ForegroundPgid() override;
   std::optional<size_t> UnreadInput() override;
   bool ReassertNoEcho() override;
-  // Whether the terminal echoes input (ECHO or ECHONL), read now; nullopt when unknown.
-  [[nodiscard]] std::optional<bool> Echoing() const;
   void DiscardUnreadInput() override;
   [[nodiscard]] bool LineDiscardIsInert() const override;
   void Write(std::string bytes, std::function<void(Result<size_t>)> done) override;

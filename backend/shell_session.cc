@@ -533,17 +533,6 @@ bool ShellSession::NeedsRebootstrap() {
   // A last send that settled at the verified prompt proves the hook is there: the send path pays
   // no /proc read for this check (exec bash settles without a marker).
   if (send_ && send_->result() && *send_->result() && (*send_->result())->exit_code) return false;
-  // A shell that ran non-dumpable keeps its nonce from its children's reading of its memory.
-  // The image `exec bash` starts runs a file its user can read, so it is dumpable: a nonce given
-  // to it would be readable by every program it starts. Such a shell gets no hook back (exit
-  // codes stay null, never wrong) rather than a weaker wall.
-  if (sandbox::ShellRunsNonDumpable(launched_)) return false;
-  // The fresh nonce goes through the terminal, which a process outside this session may hold
-  // (a descriptor passed over a socket in a shared workspace by a program that has since
-  // ended, or is still in flight in a socket's queue): no look can prove it will not read the
-  // line. A confined session is a wall between owners, so there the hook is not given back;
-  // danger-full-access has no such wall (any program of the user can read the shell's memory).
-  if (policy::IsConfined(launched_.mode)) return false;
   std::optional<ExecIdentity> now = ReadExecIdentity(terminal_.shell_pid());
   if (!now || *now == *hooked_exec_ || now->exe_dev != bash_binary_->dev ||
       now->exe_ino != bash_binary_->ino) {
@@ -571,6 +560,10 @@ void ShellSession::BeginRebootstrap(std::shared_ptr<SendOperation> op) {
     return;
   }
   rebootstrap_->exec = *exec;
+  // A shell that ran non-dumpable keeps its nonce from its children's reading of its memory.
+  // The image `exec $SHELL` starts runs a file its user can read, so it is dumpable: the line
+  // moves the nonce on into the unreadable copy at once (BuildRebootstrapLine).
+  rebootstrap_->reexec = sandbox::ShellRunsNonDumpable(launched_);
   RebootstrapLook();
 }
 
@@ -596,8 +589,7 @@ void ShellSession::OnRebootstrapFacts(ForegroundFacts facts) {
     return;
   }
   if (rb.phase == Rebootstrap::Phase::kTypeLine) {
-    if (std::optional<std::string> refusal =
-            RebootstrapRefusal(RebootstrapStep::kTypeLine, facts, shell)) {
+    if (std::optional<std::string> refusal = TypeLineRefusal(facts, shell)) {
       // Nothing written: the next send tries again (a background job may have ended by then).
       EndRebootstrap(false, *refusal);
       return;
@@ -611,39 +603,45 @@ void ShellSession::OnRebootstrapFacts(ForegroundFacts facts) {
     }
     // This image is tried once: whatever happens now, it is never typed into twice.
     hooked_exec_ = rb.exec;
+    rb.pipe_before = DescriptorLink(shell, kExecPs1Fd);
     // Readline may still hold a line although every byte agents wrote ended one (a program read
     // the rest of it): a space and ^U discard it first, as a send to the line editor does
     // (SendOperation::BytesToWrite), so the bootstrap is never typed onto its end.
-    terminal_.WriteReply(terminal_.LineDiscardIsInert() ? " \x15" + BuildRebootstrapLine()
-                                                        : BuildRebootstrapLine());
-    rb.phase = Rebootstrap::Phase::kWriteNonce;
+    const std::string line = BuildRebootstrapLine();
+    terminal_.WriteReply(terminal_.LineDiscardIsInert() ? " \x15" + line : line);
+    rb.phase = Rebootstrap::Phase::kPullNonce;
     After(kRebootstrapLookInterval, [this] { RebootstrapLook(); });
     return;
   }
-  // kWriteNonce: the nonce goes in only once the shell alone waits in the bootstrap's `read`.
-  if (std::optional<std::string> refusal =
-          RebootstrapRefusal(RebootstrapStep::kWriteNonce, facts, shell)) {
+  // kPullNonce: the nonce goes into the line's pipe only once the shell is alone in the session,
+  // asleep off the terminal (in the bootstrap's read), with the line read whole; no other process
+  // exists that could hold the pipe or read the shell's memory, and the shell forks nothing
+  // after the pipe is made.
+  std::optional<std::string> refusal = PullRefusal(facts, shell);
+  PipeWrite wrote = PipeWrite::kNotYet;
+  std::string nonce;
+  if (!refusal) {
+    nonce = NewPromptNonce();
+    wrote = WriteIntoNewPipe(shell, kExecPs1Fd, rb.pipe_before,
+                             BuildRebootstrapPayload(nonce, rb.reexec));
+  }
+  if (wrote == PipeWrite::kFailed) {
+    EndRebootstrap(false, "the nonce could not be written into the shell's pipe");
+    return;
+  }
+  if (wrote == PipeWrite::kNotYet) {
     if (Now() >= rb.deadline) {
-      // An empty line ends the bootstrap's read (it then keeps a plain PS1: no marker, exit codes
-      // null) or is an empty command line; it carries nothing.
-      terminal_.WriteReply("\n");
-      EndRebootstrap(false, "gave up: " + *refusal);
+      // An empty nonce and no code end the loader's reads (the shell keeps its own prompt: exit
+      // codes null); they carry nothing. The reads' own timeouts end them otherwise.
+      (void)WriteIntoNewPipe(shell, kExecPs1Fd, rb.pipe_before, std::string_view("\n\0", 2));
+      EndRebootstrap(false, "gave up: " + refusal.value_or("the line made no pipe"));
       return;
     }
     After(kRebootstrapLookInterval, [this] { RebootstrapLook(); });
     return;
   }
-  // The nonce is never echoed: the kernel echoes input as it arrives, so ECHO must be off
-  // before the write (a `stty sane` before `exec bash` left it on).
-  (void)terminal_.ReassertNoEcho();
-  if (terminal_.Echoing() != false) {
-    terminal_.WriteReply("\n");
-    EndRebootstrap(false, "the terminal echoes input");
-    return;
-  }
-  nonce_ = NewPromptNonce();
+  nonce_ = std::move(nonce);
   tracker_.SetNonce(nonce_);
-  terminal_.WriteReply(NonceLine(nonce_));
   rb.phase = Rebootstrap::Phase::kPrompt;
   const Millis left =
       std::chrono::duration_cast<Millis>(std::max(rb.deadline - Now(), Clock::duration::zero()));
@@ -654,10 +652,19 @@ void ShellSession::OnRebootstrapFacts(ForegroundFacts facts) {
   });
 }
 
-void ShellSession::EndRebootstrap(bool hooked, const std::string& why, bool start_now) {
+void ShellSession::EndRebootstrap(bool hooked, std::string why, bool start_now) {
   if (!rebootstrap_) return;
   std::shared_ptr<SendOperation> op = std::move(rebootstrap_->op);
+  const bool reexec = rebootstrap_->reexec;
   rebootstrap_.reset();
+  if (hooked && reexec && !RunsAsExecMachinery(terminal_.shell_pid())) {
+    // The prompt came from the dumpable image itself (the exec of the copy failed): it holds
+    // the nonce, so the tracker follows a fresh one nobody was given (exit codes null).
+    nonce_ = NewPromptNonce();
+    tracker_.SetNonce(nonce_);
+    hooked = false;
+    why = "the shell did not exec the unreadable copy";
+  }
   if (hooked) {
     LogDebug("exec bash: the prompt hook is back with a fresh nonce");
   } else {

@@ -176,14 +176,14 @@ class ShellSession final : public BackendSession,
   // differs from the one the hook was given to, and it runs the bash ptybox started.
   [[nodiscard]] bool NeedsRebootstrap();
   // Gives the hook back before `op` starts (backend/readiness/rebootstrap.h): one look, the
-  // bootstrap line, looks until the bootstrap's `read` waits, the fresh nonce line, the marker.
-  // `op` starts when that ends, whichever way.
+  // bootstrap line, looks until the shell alone waits in the bootstrap's read of its pipe, the
+  // fresh nonce written into that pipe, the marker. `op` starts when that ends, whichever way.
   void BeginRebootstrap(std::shared_ptr<SendOperation> op);
   void RebootstrapLook();
   void OnRebootstrapFacts(ForegroundFacts facts);
   // Starts the waiting send: at once, or on the next turn of the reactor (from inside the
   // decoder's callbacks).
-  void EndRebootstrap(bool hooked, const std::string& why, bool start_now = true);
+  void EndRebootstrap(bool hooked, std::string why, bool start_now = true);
   void FailStart(Error error);
   void FinishStart(Result<void> result);
   void CleanUpAfterExit();
@@ -239,8 +239,13 @@ class ShellSession final : public BackendSession,
     // Declared so that clang sees it constructible inside ShellSession (its implicit one waits
     // for the enclosing class, and std::optional::emplace asked too early).
     Rebootstrap() {}  // NOLINT(modernize-use-equals-default)
-    enum class Phase { kTypeLine, kWriteNonce, kPrompt } phase = Phase::kTypeLine;
+    enum class Phase { kTypeLine, kPullNonce, kPrompt } phase = Phase::kTypeLine;
     ExecIdentity exec;
+    // What the shell's descriptor kExecPs1Fd was before the line: the pipe must be new.
+    std::string pipe_before;
+    // The line execs the unreadable copy (a shell that ran non-dumpable): the prompt must come
+    // from an image of the exec machinery.
+    bool reexec = false;
     TimePoint deadline{};
     std::shared_ptr<SendOperation> op;
   };

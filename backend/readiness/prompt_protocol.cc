@@ -68,7 +68,7 @@ std::string SingleQuoted(std::string_view text) {
 // Where the bootstrap gets its nonce from.
 enum class NonceSource {
   kTerminal,    // the first shell's PROMPT_COMMAND: the line the daemon writes (NonceLine)
-  kTypedLine,   // the line the daemon types into a re-exec'd bash, then the nonce line
+  kPulled,      // the code the daemon writes, after the nonce, into the typed loader's pipe
   kHandedOver,  // the rc file of a bash started by `exec bash` (BuildExecRc): descriptors
 };
 
@@ -133,11 +133,11 @@ std::string ExecArming() {
          " hash -p \"$__ptybox_t\" __ptybox_bash; };";
 }
 
-// The bootstrap, as the first PROMPT_COMMAND (kTerminal), as the line the daemon types into a
-// re-exec'd bash (kTypedLine, BuildRebootstrapLine) or as the start of the rc file of a bash
-// started through the exec machinery (kHandedOver, BuildExecRc).
-std::string BootstrapCode(NonceSource source) {
-  const bool typed = source == NonceSource::kTypedLine;
+// The bootstrap, as the first PROMPT_COMMAND (kTerminal), as the code the daemon writes into the
+// pipe of the loader it types into a re-exec'd bash (kPulled, BuildRebootstrapPayload) or as the
+// start of the rc file of a bash started through the exec machinery (kHandedOver, BuildExecRc).
+std::string BootstrapCode(NonceSource source, bool reexec_unreadable = false) {
+  const bool pulled = source == NonceSource::kPulled;
   // The nonce is not here: this text is in bash's environment (/proc/<pid>/environ), which
   // other processes of the session may read. Bash reads the nonce from the terminal, where the
   // daemon writes it once before any other program runs in the session (NonceLine), and keeps
@@ -156,15 +156,18 @@ std::string BootstrapCode(NonceSource source) {
   fn += " case ${__ptybox_o-} in *x*) unset __ptybox_o; set -x;; *) unset __ptybox_o;; esac; }";
 
   std::string code;
-  if (typed) {
-    // Typed as a command line: bash put it into its history list before running it. It is taken
-    // out again (unless HISTIGNORE may have kept it out: then the entry before it is not ours).
-    // `\r ESC[K` erases what is left on the cursor's line (the new shell's own prompt when
-    // readline did not move on). No alias can change a word below that starts with a backslash.
-    code += "{ [[ -o history && -z ${HISTIGNORE-} ]] && \\history -d -1; } 2>/dev/null; ";
-    code += "\\printf '\\r\\033[K'; ";
+  if (pulled) {
+    // Run by the typed loader (BuildRebootstrapLine), which has saved the options, silenced
+    // tracing and read the nonce into __ptybox_n already.
+    code += "{ unset __ptybox_c; ";
+    if (reexec_unreadable) {
+      // Only the unreadable copy may hold the nonce: without it, nothing is installed.
+      const std::string copy = "/proc/self/fd/" + std::to_string(kExecCopyFd);
+      code += "[[ -x " + copy + " ]] || __ptybox_n=; [[ -r " + copy + " ]] && __ptybox_n=; ";
+    }
+  } else {
+    code += "{ __ptybox_o=$-; set +xvT; __ptybox_n=; ";
   }
-  code += "{ __ptybox_o=$-; set +xvT; __ptybox_n=; ";
   if (source == NonceSource::kHandedOver) {
     // The launcher's options; the controlled PS1 of the shell that ran `exec` (pipe 11), from
     // which the nonce is taken; this rc file's own text (pipe 12), kept for the next `exec`.
@@ -181,10 +184,8 @@ std::string BootstrapCode(NonceSource source) {
     code +=
         "if [[ $__ptybox_n =~ ^[0-9a-f]{32}$ ]]; then "
         "declare -gr __ptybox_rc=${__ptybox_r%$'\\n'}; unset __ptybox_r; ";
-  } else {
-    code += "IFS= ";
-    code += typed ? "\\read" : "read";
-    code += " -r __ptybox_n; ";
+  } else if (!pulled) {
+    code += "IFS= read -r __ptybox_n; ";
   }
   code += "if [[ $__ptybox_n =~ ^[0-9a-f]{32}$ ]]; then declare -gr __ptybox_ps1=\"";
   // PromptPs1 with the nonce taken from the variable; inside double quotes `$?` and `${PWD@Q}`
@@ -232,7 +233,16 @@ std::string BootstrapCode(NonceSource source) {
     code += "; else case $__ptybox_o in *x*) set -x;; esac; unset __ptybox_o __ptybox_r; fi";
   }
   code += "; } 2>/dev/null";
-  if (typed) code += '\n';
+  if (reexec_unreadable) {
+    // This image runs a file its user can read, so it is dumpable: the nonce must not stay in
+    // its memory. It execs the unreadable copy through the exec machinery at once, as `exec
+    // bash` would (outside the group, whose stderr is /dev/null); the new image installs the
+    // hook with the same nonce. Nothing runs in between: no other process can read it.
+    code += "; [[ $__ptybox_t == /proc/self/fd/" + std::to_string(kExecCopyFd) +
+            " && $__ptybox_ps1 == *" + std::string(kMarkerOscCode) +
+            "* ]] && \\exec __ptybox_bash 10<<<\"$__ptybox_rc\" 11<<<\"$__ptybox_ps1\" -p -c "
+            "\"__T=${__ptybox_t@Q}; $__ptybox_launch\" bash";
+  }
   return code;
 }
 
@@ -240,7 +250,39 @@ std::string BootstrapCode(NonceSource source) {
 
 std::string BuildPromptCommand() { return BootstrapCode(NonceSource::kTerminal); }
 
-std::string BuildRebootstrapLine() { return BootstrapCode(NonceSource::kTypedLine); }
+std::string BuildRebootstrapLine() {
+  // Typed as a command line: bash put it into its history list before running it. It is taken
+  // out again (unless HISTIGNORE may have kept it out: then the entry before it is not ours).
+  // `\r ESC[K` erases what is left on the cursor's line (the new shell's own prompt when
+  // readline did not move on). No alias can change a word below that starts with a backslash.
+  //
+  // Nothing secret crosses the terminal (a process outside the session may hold it): the line
+  // makes a pipe only this shell holds, without a fork (a here-string: bash 5.1+ writes one that
+  // fits into a pipe), reopens it read-write so that a read blocks until the daemon writes,
+  // reads the here-string's empty line, then the nonce line and the NUL-ended code the daemon
+  // writes into the pipe through /proc/<shell>/fd/11 once it sees the shell alone in the session
+  // (rebootstrap.h, PullRefusal), and runs that code. The timeouts end the reads if the daemon
+  // writes nothing. A reader that took part of this line leaves a line that either reads the
+  // daemon's whole code from the pipe or reads nothing.
+  const std::string fd = std::to_string(kExecPs1Fd);
+  std::string line;
+  line += "{ [[ -o history && -z ${HISTIGNORE-} ]] && \\history -d -1; } 2>/dev/null; ";
+  line += "\\printf '\\r\\033[K'; ";
+  line += "{ __ptybox_o=$-; set +xvT; __ptybox_n=; __ptybox_c=; \\exec " + fd + "<<<''; \\exec " +
+          fd + "<>/proc/self/fd/" + fd + "; IFS= \\read -r -u " + fd +
+          " __ptybox_n; IFS= \\read -r -t 10 -u " + fd +
+          " __ptybox_n; IFS= \\read -r -d '' -t 10 -u " + fd + " __ptybox_c; \\exec " + fd +
+          "<&-; } 2>/dev/null; \\eval \"$__ptybox_c\"\n";
+  return line;
+}
+
+std::string BuildRebootstrapPayload(std::string_view nonce, bool reexec_unreadable) {
+  std::string payload(nonce);
+  payload += '\n';
+  payload += BootstrapCode(NonceSource::kPulled, reexec_unreadable);
+  payload += '\0';
+  return payload;
+}
 
 std::string BuildExecRc() {
   // The hook first, with the nonce handed over; then the rc files bash would have read itself:

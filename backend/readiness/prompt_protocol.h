@@ -30,12 +30,19 @@ inline constexpr int kPromptHookIndex = 4096;
 // xtrace, verbose, functrace with a DEBUG trap, nounset, errexit neither print the nonce nor
 // put anything between the marker and PS1.
 std::string BuildPromptCommand();
-// The same bootstrap as one command line (ending in a newline), for the daemon to type into a
-// bash that replaced the session's shell by `exec bash` (backend/readiness/rebootstrap.h): it
-// also takes itself out of the history list, erases what is left on the cursor's line and
-// keeps the PROMPT_COMMAND the new shell's rc files set (as element 0). It then reads the fresh
-// nonce line (NonceLine) the daemon writes once it sees the shell alone, blocked in that read.
+// The loader the daemon types into a bash that replaced the session's shell around the exec
+// machinery (`exec $SHELL`: backend/readiness/rebootstrap.h), one command line ending in a
+// newline that holds no nonce and no hook: it takes itself out of the history list, erases what
+// is left on the cursor's line, makes a pipe at descriptor kExecPs1Fd, reads from it the payload
+// the daemon writes through /proc once it sees the shell alone in the session
+// (BuildRebootstrapPayload), and runs its code.
 std::string BuildRebootstrapLine();
+// What the daemon writes into the loader's pipe: the nonce line, then the bootstrap (which keeps
+// the PROMPT_COMMAND the new shell's rc files set, as element 0), ended by a NUL. With
+// `reexec_unreadable` (a shell that ran non-dumpable: confined sessions of a root daemon) the
+// nonce is kept only if the unreadable copy of bash is there, and the code then execs it through
+// the exec machinery, so that no dumpable image keeps the nonce.
+std::string BuildRebootstrapPayload(std::string_view nonce, bool reexec_unreadable);
 // The rc file (`--rcfile`, read from a pipe) of a bash started through the exec machinery every
 // bootstrap defines (`exec bash`, `exec bash -l`, `exec bash --norc`): installs the hook with
 // the nonce the shell that ran `exec` handed over through a pipe (never the terminal, the

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 
 #include "backend/readiness/prompt_protocol.h"
@@ -92,31 +93,81 @@ bool RunsAsExecMachinery(pid_t pid) {
   return n > 0 && IsExecMachineryCommandLine(std::string_view(buf, static_cast<size_t>(n)));
 }
 
-std::optional<std::string> RebootstrapRefusal(RebootstrapStep step, const ForegroundFacts& facts,
-                                              pid_t shell) {
+namespace {
+
+constexpr size_t kPipeCapacity = 64 * 1024;  // a pipe's default (16 pages)
+
+// The shell's main task alone in its group; empty when it is.
+std::optional<std::string> ShellAloneInGroup(const ForegroundFacts& facts, pid_t shell) {
   if (shell <= 0 || facts.foreground_pgid != shell)
     return "the shell's group is not in the foreground";
-  if (facts.waiting_for_input != Finding::kYes)
-    return "the shell is not blocked reading the terminal";
   if (facts.tasks.size() != 1 || facts.tasks[0].pid != shell || facts.tasks[0].tid != shell ||
-      facts.tasks[0].outside_group || facts.tasks[0].tty_wait == TtyWait::kNone) {
+      facts.tasks[0].outside_group) {
     return "a task other than the shell's main task is in the foreground or reads";
   }
   // No one else at all: a process outside the group with the terminal open (after setsid) could
   // read it without job control stopping it, and a process that opens it later must exist now.
   if (facts.other_processes != size_t{0}) return "other processes live in the session";
   if (facts.unread_input != size_t{0}) return "input is waiting to be read";
-  // readline waits in pselect, then reads; the bootstrap's `read` reads a byte at a time.
-  if (step == RebootstrapStep::kWriteNonce && facts.tasks[0].tty_wait != TtyWait::kRead) {
-    return "the shell is not in a read of the terminal";
-  }
-  // readline reads a line in raw mode; the bootstrap's `read` in canonical mode. Any other read
-  // of the shell (a `read -n1` of an rc file) is not the step's.
-  const bool want_canonical = step == RebootstrapStep::kWriteNonce;
-  if (facts.canonical != want_canonical) {
-    return want_canonical ? "the terminal is not in canonical mode" : "readline is not reading";
-  }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> TypeLineRefusal(const ForegroundFacts& facts, pid_t shell) {
+  if (facts.waiting_for_input != Finding::kYes)
+    return "the shell is not blocked reading the terminal";
+  if (std::optional<std::string> refusal = ShellAloneInGroup(facts, shell)) return refusal;
+  if (facts.tasks[0].tty_wait == TtyWait::kNone) return "the shell is not reading the terminal";
+  // readline reads a line in raw mode; any other read of the shell (a `read -n1` of an rc
+  // file, a `read` in canonical mode) is not the line editor's.
+  if (facts.canonical != false) return "readline is not reading";
+  return std::nullopt;
+}
+
+std::optional<std::string> PullRefusal(const ForegroundFacts& facts, pid_t shell) {
+  // Every member asleep and none on the terminal (kNo from a complete look; a running task
+  // stops the look early and may hide another member).
+  if (facts.waiting_for_input != Finding::kNo) return "the shell is not asleep off the terminal";
+  if (std::optional<std::string> refusal = ShellAloneInGroup(facts, shell)) return refusal;
+  if (facts.tasks[0].running || facts.tasks[0].tty_wait != TtyWait::kNone)
+    return "the shell is not in the bootstrap's read";
+  return std::nullopt;
+}
+
+std::string DescriptorLink(pid_t pid, int fd) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+  char buf[256];
+  const ssize_t n = ::readlink(path.c_str(), buf, sizeof buf);
+  if (n <= 0 || static_cast<size_t>(n) >= sizeof buf) return "";
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+PipeWrite WriteIntoNewPipe(pid_t pid, int fd, std::string_view before, std::string_view bytes) {
+  if (bytes.size() >= kPipeCapacity) return PipeWrite::kFailed;
+  const std::string link = DescriptorLink(pid, fd);
+  // An anonymous pipe reaches only processes that inherited or were passed it; a named FIFO
+  // (a path) anyone allowed may open.
+  if (!link.starts_with("pipe:[") || link == before) return PipeWrite::kNotYet;
+  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+  // Opening a pipe through /proc opens its other end too (a FIFO open): the shell holds it
+  // read-write, so a writer's open succeeds and never blocks.
+  UniqueFd out(::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!out) return PipeWrite::kFailed;
+  struct stat st {};
+  if (::fstat(out.Get(), &st) != 0 || !S_ISFIFO(st.st_mode) ||
+      link != "pipe:[" + std::to_string(st.st_ino) + "]") {
+    return PipeWrite::kFailed;  // replaced between the readlink and the open
+  }
+  // The only other holder is the shell, which reads: nothing else can interleave. A pipe its
+  // user's pipe-buffer limit shrank takes less, and the write stops there (kFailed).
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(out.Get(), bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return PipeWrite::kFailed;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return PipeWrite::kWritten;
 }
 
 }  // namespace ptybox::backend

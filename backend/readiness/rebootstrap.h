@@ -1,11 +1,14 @@
-// Giving ptybox's prompt hook back to a shell that replaced itself (`exec bash`, `exec $SHELL`,
-// `exec bash -l`): the new bash keeps the pid, the terminal and the session, but starts from its
-// own rc files, without the hook and without the nonce. The daemon types the bootstrap into it
-// (BuildRebootstrapLine) and then writes a fresh nonce line, each only when one look proves that
-// nothing but that shell can read it: the shell's own main task alone in the foreground group,
-// blocked reading the terminal, no other live process anywhere in the session (no one else could
-// read the terminal, or be forked to), nothing unread. The decisions are pure functions of the
-// facts (unit-tested); ShellSession runs the steps. docs/readiness.md, "exec bash".
+// Giving ptybox's prompt hook back to a shell that replaced itself around the exec machinery
+// (`exec $SHELL`, `exec /bin/bash`, `builtin exec bash`): the new bash keeps the pid, the
+// terminal and the session, but starts from its own rc files, without the hook and without the
+// nonce. The daemon types a short loader into it (BuildRebootstrapLine, which holds no nonce)
+// when one look proves nothing but that shell reads the terminal: the shell's own main task alone
+// in the foreground group, blocked reading the terminal, no other live process anywhere in the
+// session, nothing unread. The loader makes a pipe in the shell's own process; the daemon writes
+// the fresh nonce and the bootstrap into it through /proc/<shell>/fd/ when a second look finds
+// the shell alone in the session and the pipe new. The nonce never crosses the terminal. The
+// decisions are pure functions of the facts (unit-tested); ShellSession runs the steps.
+// docs/readiness.md, "exec bash".
 #pragma once
 
 #include <sys/types.h>
@@ -55,15 +58,28 @@ struct FileIdentity {
 // The same, read for `pid` now; false when unreadable.
 [[nodiscard]] bool RunsAsExecMachinery(pid_t pid);
 
-enum class RebootstrapStep {
-  kTypeLine,    // readline waits for a line (raw mode): the bootstrap line goes in
-  kWriteNonce,  // the bootstrap's `read` waits (canonical mode): the nonce line goes in
-};
+// Empty when `facts` (one look, unread input counted before it) prove that the shell `shell`
+// alone can read a line written to the terminal now, and that readline (raw mode) reads it;
+// otherwise why not (for the debug log).
+[[nodiscard]] std::optional<std::string> TypeLineRefusal(const ForegroundFacts& facts, pid_t shell);
 
-// Empty when `facts` (one look, unread input counted before it) prove the shell `shell` alone
-// can read what is written now for `step`; otherwise why not (for the debug log).
-[[nodiscard]] std::optional<std::string> RebootstrapRefusal(RebootstrapStep step,
-                                                            const ForegroundFacts& facts,
-                                                            pid_t shell);
+// Empty when `facts` prove that the shell `shell` is the only process of the session (its main
+// task alone in its group, asleep, and not waiting on the terminal: in the bootstrap's read of
+// its pipe), with the whole typed line read; otherwise why not.
+[[nodiscard]] std::optional<std::string> PullRefusal(const ForegroundFacts& facts, pid_t shell);
+
+// What /proc/<pid>/fd/<fd> links to ("pipe:[123]", a path), or empty when there is none.
+[[nodiscard]] std::string DescriptorLink(pid_t pid, int fd);
+
+enum class PipeWrite {
+  kWritten,  // `line` is in the pipe
+  kNotYet,   // the descriptor is not a new anonymous pipe (yet)
+  kFailed,   // it is, but the write failed
+};
+// Writes `bytes` (less than a pipe's capacity, 64 KiB) into the anonymous pipe at descriptor
+// `fd` of `pid`, through /proc, if that descriptor is a pipe other than `before` (its link before
+// the loader was typed). Never blocks: a pipe that cannot take it all is kFailed.
+[[nodiscard]] PipeWrite WriteIntoNewPipe(pid_t pid, int fd, std::string_view before,
+                                         std::string_view bytes);
 
 }  // namespace ptybox::backend

@@ -321,56 +321,123 @@ TEST_P(ForgedPromptTest, ExecBashNeverHandsTheFreshNonceToAnotherProgram) {
   expect_exit(r, 5);
 }
 
+// A bash started around the exec machinery (`exec $SHELL`, `builtin exec bash`, `exec /bin/bash`)
+// runs a file its user can read: dumpable. The daemon gives it the hook back with a fresh nonce
+// written into a pipe of its own, and where the first shell ran non-dumpable (the confined
+// modes of a root daemon) the shell moves the nonce on at once into the unreadable copy of
+// bash: a child reading the shell's environ and memory finds nothing there, and no child can
+// settle a send; elsewhere it finds the nonce, as in the first shell, and still cannot.
+TEST_P(ForgedPromptTest, ExecAroundTheMachineryKeepsTheNonceWhereTheFirstShellDid) {
+  const Json slow{{"silenceMs", 20000}, {"timeoutMs", 30000}};
+  const bool closed = GetParam() != "danger-full-access" && ::geteuid() == 0;
+  for (const std::string change : {"exec $SHELL\n", "builtin exec bash\n", "exec /bin/bash\n"}) {
+    SCOPED_TRACE(change);
+    std::optional<TempDir> home;
+    Json env{{"SHELL", "/bin/bash"}};
+    if (GetParam() == "danger-full-access") {
+      home.emplace();
+      env["HOME"] = home->path().string();
+    }
+    const std::string id = OpenSession(client_, GetParam(), Json{{"env", env}});
+    Json r = Send(client_, id, change, slow);
+    EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+    r = Send(client_, id, "echo one; (exit 4)\n", slow);
+    EXPECT_EQ(r["exitCode"], 4) << r.dump();
+    r = Send(client_, id, "python3 forger.py; (exit 5)\n", slow);
+    ASSERT_TRUE(r["viewport"].is_string()) << r.dump();
+    EXPECT_NE(r["viewport"].get<std::string>().find(closed ? "forger found:none" : "forger found:"),
+              std::string::npos)
+        << r.dump();
+    EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+    EXPECT_TRUE(r["exitCode"].is_null()) << r.dump();
+    r = Send(client_, id, "x\n", slow);
+    EXPECT_EQ(r["exitCode"], 5) << r.dump();
+    r = Send(client_, id, "cd /tmp; (exit 6)\n", slow);
+    EXPECT_EQ(r["exitCode"], 6) << r.dump();
+    EXPECT_EQ(r["cwd"], "/tmp") << r.dump();
+    Json closed_result = client_.Call("terminal_close", Json{{"sessionId", id}});
+    EXPECT_TRUE(closed_result.contains("result")) << closed_result.dump();
+  }
+}
+
 // A program of another owner's session holds this session's terminal (its descriptor passed over
 // a socket in the shared workspace by a program of this session that has ended since) and reads
-// it through `exec bash` and the sends after it: nothing is typed for it to read (the new image
-// gets the nonce through a pipe), and once it is gone every exit code is exact, in every mode.
+// it through the exec and the sends after it. `exec bash`: nothing is typed for it to read (the
+// new image gets the nonce through a pipe). `exec $SHELL` (around the machinery): the daemon types
+// a loader that holds no nonce, and writes the nonce into a pipe of the shell's own. Either way
+// its loot holds no nonce, no exit code is wrong, and once it is gone every exit code is exact
+// (after `exec $SHELL`, unless it took the loader: then that image keeps null codes).
 TEST_P(ForgedPromptTest, AnotherOwnersSessionHoldingTheTerminalGetsNoNonce) {
   const Json slow{{"silenceMs", 20000}, {"timeoutMs", 30000}};
-  const std::string tag = "receiver-" + std::to_string(::getpid()) + "-" + GetParam();
-  // The other owner: its own connection, a workspace-write session in the same workspace.
-  RpcClient other(daemon_->socket());
-  const std::string thief = OpenSession(other, "workspace-write");
-  Json r = Send(other, thief,
-                "python3 receiver.py " + tag + ".sock " + tag + ".loot " + tag +
-                    ".ready & while [ ! -e " + tag + ".ready ]; do sleep 0.01; done\n",
-                slow);
-  ASSERT_EQ(r["waitReason"], "stdin_read") << r.dump();
-  const std::string id = OpenSession(client_, GetParam());
-  r = Send(client_, id, "python3 sender.py " + tag + ".sock\n", slow);
-  EXPECT_EQ(r["exitCode"], 0) << r.dump();
-  const std::filesystem::path loot = daemon_->workspace() / (tag + ".loot");
-  for (int i = 0; i < 3000 && ReadFile(loot).find("got-terminal") == std::string::npos; ++i) {
-    ::usleep(10000);
+  for (const std::string change : {"exec bash\n", "exec $SHELL\n"}) {
+    SCOPED_TRACE(change);
+    const std::string tag = "receiver-" + std::to_string(::getpid()) + "-" + GetParam() +
+                            (change == "exec bash\n" ? "-machinery" : "-around");
+    // The other owner: its own connection, a workspace-write session in the same workspace.
+    RpcClient other(daemon_->socket());
+    const std::string thief = OpenSession(other, "workspace-write");
+    Json r = Send(other, thief,
+                  "python3 receiver.py " + tag + ".sock " + tag + ".loot " + tag +
+                      ".ready & while [ ! -e " + tag + ".ready ]; do sleep 0.01; done\n",
+                  slow);
+    ASSERT_EQ(r["waitReason"], "stdin_read") << r.dump();
+    // danger-full-access: a home of the test's (the host's rc files are not the test's).
+    std::optional<TempDir> home;
+    Json env{{"SHELL", "/bin/bash"}};
+    if (GetParam() == "danger-full-access") {
+      home.emplace();
+      env["HOME"] = home->path().string();
+    }
+    const std::string id = OpenSession(client_, GetParam(), Json{{"env", env}});
+    r = Send(client_, id, "python3 sender.py " + tag + ".sock\n", slow);
+    EXPECT_EQ(r["exitCode"], 0) << r.dump();
+    const std::filesystem::path loot = daemon_->workspace() / (tag + ".loot");
+    for (int i = 0; i < 3000 && ReadFile(loot).find("got-terminal") == std::string::npos; ++i) {
+      ::usleep(10000);
+    }
+    ASSERT_NE(ReadFile(loot).find("got-terminal"), std::string::npos);
+    // The exec and sends while the other owner reads: the input may be its, the code never
+    // wrong.
+    const Json quick{{"silenceMs", 1500}, {"timeoutMs", 30000}};
+    r = Send(client_, id, change, quick);
+    EXPECT_TRUE(r["exitCode"].is_null() || r["exitCode"] == 0) << r.dump();
+    r = Send(client_, id, "echo one; (exit 4)\n", quick);
+    EXPECT_TRUE(r["exitCode"].is_null() || r["exitCode"] == 4) << r.dump();
+    r = Send(client_, id, "echo one; (exit 6)\n", quick);
+    EXPECT_TRUE(r["exitCode"].is_null() || r["exitCode"] == 6) << r.dump();
+    // The other owner's session ends (its program with it).
+    Json closed = other.Call("terminal_close", Json{{"sessionId", thief}});
+    ASSERT_TRUE(closed.contains("result")) << closed.dump();
+    // A line the reader may not have left whole: ends whatever readline holds.
+    Send(client_, id, "\n", quick);
+    const std::string text = ReadFile(loot);
+    // What it read of the terminal: what the agent typed, at most the loader; never a nonce,
+    // never the hook.
+    EXPECT_EQ(text.find("__ptybox_prompt"), std::string::npos) << text;
+    EXPECT_EQ(text.find("PROMPT_COMMAND"), std::string::npos) << text;
+    bool hex = false;
+    for (size_t i = 0, run = 0; i < text.size(); ++i) {
+      const char c = text[i];
+      run = ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) ? run + 1 : 0;
+      if (run >= 32) hex = true;
+    }
+    EXPECT_FALSE(hex) << text;
+    r = Send(client_, id, "echo two; (exit 4)\n", slow);
+    EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+    EXPECT_EQ(r["viewport"], "two") << r.dump();
+    const bool took_loader = text.find("__ptybox") != std::string::npos;
+    if (change == "exec bash\n") {
+      EXPECT_FALSE(took_loader) << text;  // nothing was typed
+    }
+    if (took_loader) {
+      EXPECT_TRUE(r["exitCode"].is_null()) << r.dump();
+      continue;
+    }
+    EXPECT_EQ(r["exitCode"], 4) << r.dump();
+    r = Send(client_, id, "cd /tmp; false\n", slow);
+    EXPECT_EQ(r["exitCode"], 1) << r.dump();
+    EXPECT_EQ(r["cwd"], "/tmp") << r.dump();
   }
-  ASSERT_NE(ReadFile(loot).find("got-terminal"), std::string::npos);
-  // The exec and a send while the other owner reads: the input may be its, the code never wrong.
-  r = Send(client_, id, "exec bash\n", Json{{"silenceMs", 1500}, {"timeoutMs", 30000}});
-  EXPECT_TRUE(r["exitCode"].is_null() || r["exitCode"] == 0) << r.dump();
-  r = Send(client_, id, "echo one; (exit 4)\n", Json{{"silenceMs", 1500}, {"timeoutMs", 30000}});
-  EXPECT_TRUE(r["exitCode"].is_null() || r["exitCode"] == 4) << r.dump();
-  // The other owner's session ends (its program with it).
-  Json closed = other.Call("terminal_close", Json{{"sessionId", thief}});
-  ASSERT_TRUE(closed.contains("result")) << closed.dump();
-  // A line the reader may not have left whole: ends whatever readline holds, then exact.
-  Send(client_, id, "\n", Json{{"silenceMs", 1500}, {"timeoutMs", 30000}});
-  r = Send(client_, id, "echo two; (exit 4)\n", slow);
-  EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
-  EXPECT_EQ(r["exitCode"], 4) << r.dump();
-  EXPECT_EQ(r["viewport"], "two") << r.dump();
-  r = Send(client_, id, "cd /tmp; false\n", slow);
-  EXPECT_EQ(r["exitCode"], 1) << r.dump();
-  EXPECT_EQ(r["cwd"], "/tmp") << r.dump();
-  // What it read of the terminal: only what the agent typed; no nonce, no bootstrap.
-  const std::string text = ReadFile(loot);
-  EXPECT_EQ(text.find("__ptybox"), std::string::npos) << text;
-  bool hex = false;
-  for (size_t i = 0, run = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    run = ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) ? run + 1 : 0;
-    if (run >= 32) hex = true;
-  }
-  EXPECT_FALSE(hex) << text;
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ForgedPromptTest,

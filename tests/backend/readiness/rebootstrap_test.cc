@@ -98,24 +98,71 @@ TEST(ExecMachineryCommandLineTest, OnlyTheLaunchersOwnArgumentsAreTheMachinerys)
   EXPECT_FALSE(IsExecMachineryCommandLine(""));
 }
 
-TEST(RebootstrapLineTest, OneLineWithoutANonceThatKeepsTheUsersHooks) {
+// The typed loader: one short line, no hook and no nonce in it; it reads them from its pipe.
+TEST(RebootstrapLineTest, OneShortLineThatReadsEverythingFromItsPipe) {
   const std::string line = BuildRebootstrapLine();
   ASSERT_FALSE(line.empty());
+  EXPECT_LT(line.size(), 512u) << line;
   EXPECT_EQ(line.back(), '\n');
   EXPECT_EQ(line.find('\n'), line.size() - 1);
   EXPECT_TRUE(line.starts_with("{ [[ -o history")) << line;
   EXPECT_NE(line.find("history -d -1"), std::string::npos);
-  EXPECT_NE(line.find("PROMPT_COMMAND[" + std::to_string(kPromptHookIndex) + "]"),
-            std::string::npos);
-  EXPECT_EQ(line.find("unset PROMPT_COMMAND"), std::string::npos);
   EXPECT_EQ(line.find('!'), std::string::npos);  // history expansion is on in the new shell
+  EXPECT_EQ(line.find("PROMPT_COMMAND"), std::string::npos);
+  EXPECT_EQ(line.find("__ptybox_prompt"), std::string::npos);
+  // Tracing off before anything is read; the pipe made without a fork and closed before the
+  // code runs; the code is the pipe's.
+  const size_t quiet = line.find("set +xvT;");
+  const size_t pipe = line.find("\\exec 11<<<''; \\exec 11<>/proc/self/fd/11;");
+  const size_t reads = line.find(
+      "IFS= \\read -r -u 11 __ptybox_n; IFS= \\read -r -t 10 -u 11 __ptybox_n; IFS= \\read -r "
+      "-d '' -t 10 -u 11 __ptybox_c; \\exec 11<&-; } 2>/dev/null; \\eval \"$__ptybox_c\"\n");
+  ASSERT_NE(quiet, std::string::npos) << line;
+  ASSERT_NE(pipe, std::string::npos) << line;
+  ASSERT_NE(reads, std::string::npos) << line;
+  EXPECT_LT(quiet, pipe);
+  EXPECT_LT(pipe, reads);
+  EXPECT_TRUE(line.ends_with("\\eval \"$__ptybox_c\"\n")) << line;
+}
+
+// What goes into the pipe: the nonce line, the bootstrap that keeps the user's hooks, a NUL.
+TEST(RebootstrapLineTest, ThePayloadKeepsTheUsersHooks) {
+  constexpr std::string_view kNonce = "0123456789abcdef0123456789abcdef";
+  for (bool reexec : {false, true}) {
+    const std::string payload = BuildRebootstrapPayload(kNonce, reexec);
+    ASSERT_TRUE(payload.starts_with(std::string(kNonce) + "\n")) << payload;
+    ASSERT_EQ(payload.back(), '\0');
+    const std::string code = payload.substr(kNonce.size() + 1, payload.size() - kNonce.size() - 2);
+    EXPECT_EQ(code.find('\0'), std::string::npos);
+    EXPECT_EQ(code.find('\n'), std::string::npos);
+    EXPECT_EQ(code.find(kNonce), std::string::npos);  // the code names the variable only
+    EXPECT_TRUE(code.starts_with("{ unset __ptybox_c; ")) << code;
+    // The loader saved the options and read the nonce: the code does neither again (the rc
+    // file it keeps for the next `exec bash` does).
+    const std::string own = code.substr(0, code.find("declare -gr __ptybox_rc="));
+    EXPECT_EQ(own.find("__ptybox_o=$-"), std::string::npos) << own;
+    EXPECT_EQ(own.find("read -r __ptybox_n"), std::string::npos) << own;
+    EXPECT_NE(code.find("PROMPT_COMMAND[" + std::to_string(kPromptHookIndex) + "]"),
+              std::string::npos);
+    EXPECT_EQ(code.find("unset PROMPT_COMMAND"), std::string::npos);
+    // Only a shell that ran non-dumpable moves on into the unreadable copy, after the group
+    // whose stderr is /dev/null, and keeps a nonce only when the copy is there.
+    const size_t chain = code.find("\\exec __ptybox_bash 10<<<");
+    EXPECT_EQ(chain != std::string::npos, reexec) << code;
+    if (reexec) {
+      EXPECT_GT(chain, code.rfind("} 2>/dev/null"));
+      EXPECT_NE(code.find("[[ -x /proc/self/fd/13 ]] || __ptybox_n=; [[ -r /proc/self/fd/13 ]] "
+                          "&& __ptybox_n=;"),
+                std::string::npos);
+    }
+  }
   EXPECT_EQ(BuildPromptCommand().find("history -d"), std::string::npos);
   EXPECT_NE(BuildPromptCommand().find("unset PROMPT_COMMAND"), std::string::npos);
 }
 
 constexpr pid_t kShell = 100;
 
-ForegroundFacts ShellAloneReading(bool canonical) {
+ForegroundFacts ShellAloneReading() {
   ForegroundFacts facts;
   facts.foreground_pgid = kShell;
   facts.waiting_for_input = Finding::kYes;
@@ -126,29 +173,38 @@ ForegroundFacts ShellAloneReading(bool canonical) {
   facts.tasks.push_back(task);
   facts.other_processes = 0;
   facts.unread_input = 0;
-  facts.canonical = canonical;
+  facts.canonical = false;
   return facts;
 }
 
-TEST(RebootstrapRefusalTest, TheShellAloneReadingMayBeWrittenTo) {
-  EXPECT_EQ(RebootstrapRefusal(RebootstrapStep::kTypeLine, ShellAloneReading(false), kShell),
-            std::nullopt);
-  EXPECT_EQ(RebootstrapRefusal(RebootstrapStep::kWriteNonce, ShellAloneReading(true), kShell),
-            std::nullopt);
+// The shell in the bootstrap's read of its pipe: asleep, not on the terminal.
+ForegroundFacts ShellAloneInItsRead() {
+  ForegroundFacts facts = ShellAloneReading();
+  facts.waiting_for_input = Finding::kNo;
+  facts.tasks[0].tty_wait = TtyWait::kNone;
+  facts.canonical.reset();  // whatever the terminal is in
+  return facts;
+}
+
+TEST(RebootstrapRefusalTest, TheShellAloneMayBeTypedIntoAndGivenTheNonce) {
+  EXPECT_EQ(TypeLineRefusal(ShellAloneReading(), kShell), std::nullopt);
+  // readline waits in pselect before it reads.
+  ForegroundFacts select = ShellAloneReading();
+  select.tasks[0].tty_wait = TtyWait::kSelect;
+  EXPECT_EQ(TypeLineRefusal(select, kShell), std::nullopt);
+  EXPECT_EQ(PullRefusal(ShellAloneInItsRead(), kShell), std::nullopt);
 }
 
 TEST(RebootstrapRefusalTest, EveryOtherPossibleReaderRefuses) {
-  for (RebootstrapStep step : {RebootstrapStep::kTypeLine, RebootstrapStep::kWriteNonce}) {
-    const bool canonical = step == RebootstrapStep::kWriteNonce;
+  for (bool pull : {false, true}) {
     auto refused = [&](auto change) {
-      ForegroundFacts facts = ShellAloneReading(canonical);
+      ForegroundFacts facts = pull ? ShellAloneInItsRead() : ShellAloneReading();
       change(facts);
-      return RebootstrapRefusal(step, facts, kShell).has_value();
+      return (pull ? PullRefusal(facts, kShell) : TypeLineRefusal(facts, kShell)).has_value();
     };
     EXPECT_TRUE(refused([](ForegroundFacts& f) { f.foreground_pgid = 200; }));
     EXPECT_TRUE(refused([](ForegroundFacts& f) { f.foreground_pgid.reset(); }));
     EXPECT_TRUE(refused([](ForegroundFacts& f) { f.waiting_for_input = Finding::kUnknown; }));
-    EXPECT_TRUE(refused([](ForegroundFacts& f) { f.waiting_for_input = Finding::kNo; }));
     // A program that joined the shell's group, or another thread.
     EXPECT_TRUE(refused([](ForegroundFacts& f) {
       TaskFacts joiner = f.tasks[0];
@@ -162,23 +218,66 @@ TEST(RebootstrapRefusalTest, EveryOtherPossibleReaderRefuses) {
       f.tasks[0].outside_group = true;
     }));
     EXPECT_TRUE(refused([](ForegroundFacts& f) { f.tasks[0].outside_group = true; }));
-    EXPECT_TRUE(refused([](ForegroundFacts& f) { f.tasks[0].tty_wait = TtyWait::kNone; }));
     EXPECT_TRUE(refused([](ForegroundFacts& f) { f.tasks.clear(); }));
-    // Any other live process of the session: a background job, a sleeper holding the terminal.
+    // Any other live process of the session: a background job, a sleeper holding the terminal
+    // (or, for the nonce, the pipe), a child that could read the shell's memory.
     EXPECT_TRUE(refused([](ForegroundFacts& f) { f.other_processes = 1; }));
     EXPECT_TRUE(refused([](ForegroundFacts& f) { f.other_processes.reset(); }));
     EXPECT_TRUE(refused([](ForegroundFacts& f) { f.unread_input = 3; }));
     EXPECT_TRUE(refused([](ForegroundFacts& f) { f.unread_input.reset(); }));
-    EXPECT_TRUE(refused([&](ForegroundFacts& f) { f.canonical = !canonical; }));
-    EXPECT_TRUE(refused([](ForegroundFacts& f) { f.canonical.reset(); }));
   }
-  EXPECT_TRUE(RebootstrapRefusal(RebootstrapStep::kTypeLine, ShellAloneReading(false), 0));
-  // readline waits in pselect before it reads; the nonce goes only to a plain read.
-  ForegroundFacts select = ShellAloneReading(false);
-  select.tasks[0].tty_wait = TtyWait::kSelect;
-  EXPECT_EQ(RebootstrapRefusal(RebootstrapStep::kTypeLine, select, kShell), std::nullopt);
-  select.canonical = true;
-  EXPECT_TRUE(RebootstrapRefusal(RebootstrapStep::kWriteNonce, select, kShell));
+  // The line goes only to readline: reading, in raw mode.
+  auto typed_refused = [](auto change) {
+    ForegroundFacts facts = ShellAloneReading();
+    change(facts);
+    return TypeLineRefusal(facts, kShell).has_value();
+  };
+  EXPECT_TRUE(typed_refused([](ForegroundFacts& f) { f.waiting_for_input = Finding::kNo; }));
+  EXPECT_TRUE(typed_refused([](ForegroundFacts& f) { f.tasks[0].tty_wait = TtyWait::kNone; }));
+  EXPECT_TRUE(typed_refused([](ForegroundFacts& f) { f.canonical = true; }));
+  EXPECT_TRUE(typed_refused([](ForegroundFacts& f) { f.canonical.reset(); }));
+  EXPECT_TRUE(TypeLineRefusal(ShellAloneReading(), 0));
+  // The nonce goes only to a shell asleep off the terminal, after a complete look.
+  auto pull_refused = [](auto change) {
+    ForegroundFacts facts = ShellAloneInItsRead();
+    change(facts);
+    return PullRefusal(facts, kShell).has_value();
+  };
+  EXPECT_TRUE(pull_refused([](ForegroundFacts& f) { f.waiting_for_input = Finding::kYes; }));
+  EXPECT_TRUE(pull_refused([](ForegroundFacts& f) { f.tasks[0].running = true; }));
+  EXPECT_TRUE(pull_refused([](ForegroundFacts& f) { f.tasks[0].tty_wait = TtyWait::kRead; }));
+  EXPECT_TRUE(PullRefusal(ShellAloneInItsRead(), 0));
+}
+
+// The nonce is written only into an anonymous pipe the descriptor did not hold before: never a
+// named FIFO (anyone allowed may open it), never the pipe that was there already.
+TEST(RebootstrapPipeTest, OnlyANewAnonymousPipeGetsTheLine) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const int at = ::dup(fds[0]);  // the pipe at a descriptor of this process, read side
+  ASSERT_GE(at, 0);
+  const std::string link = DescriptorLink(::getpid(), at);
+  ASSERT_TRUE(link.starts_with("pipe:[")) << link;
+  EXPECT_EQ(WriteIntoNewPipe(::getpid(), at, link, "x\n"), PipeWrite::kNotYet);
+  EXPECT_EQ(WriteIntoNewPipe(::getpid(), at, "pipe:[1]", "0123\n"), PipeWrite::kWritten);
+  char buf[8] = {};
+  EXPECT_EQ(::read(fds[0], buf, sizeof buf), 5);
+  EXPECT_EQ(std::string(buf, 5), "0123\n");
+  EXPECT_EQ(WriteIntoNewPipe(::getpid(), 1000, "", "x\n"), PipeWrite::kNotYet);  // no descriptor
+  ::close(at);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  // A named FIFO is a path, not a pipe: never written to.
+  char dir[] = "/tmp/ptybox-fifo-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/f";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int named = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(named, 0);
+  EXPECT_EQ(WriteIntoNewPipe(::getpid(), named, "", "x\n"), PipeWrite::kNotYet);
+  ::close(named);
+  ::unlink(fifo.c_str());
+  ::rmdir(dir);
 }
 
 }  // namespace
