@@ -315,13 +315,35 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
     const std::filesystem::path target = std::filesystem::weakly_canonical(link, ec);
     if (!ec) named_git_dirs.emplace_back(link.parent_path().lexically_normal(), target);
   }
-  for (const std::filesystem::path& git_path : git_paths) {
+  // The repositories whose worktree holds a writable root (a workspace that is a directory of a
+  // repository, as git finds it from there: the nearest `.git` above), whose index may list
+  // submodules inside the root: the host's git run in that repository enters them. Outside
+  // every writable root, so no session can change their path; opened as the host sees it.
+  std::vector<std::filesystem::path> enclosing;
+  for (const std::filesystem::path& r : normal_roots) {
+    for (std::filesystem::path up = r.parent_path(); !up.empty(); up = up.parent_path()) {
+      struct stat st {};
+      if (::lstat((up / ".git").c_str(), &st) == 0 &&
+          (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+        if (!InsideAnyRoot(up, normal_roots)) enclosing.push_back(up / ".git");
+      }
+      if (up == up.parent_path()) break;
+    }
+  }
+  std::sort(enclosing.begin(), enclosing.end());
+  enclosing.erase(std::unique(enclosing.begin(), enclosing.end()), enclosing.end());
+  std::vector<std::filesystem::path> repositories = git_paths;
+  repositories.insert(repositories.end(), enclosing.begin(), enclosing.end());
+  for (const std::filesystem::path& git_path : repositories) {
     const std::filesystem::path worktree = git_path.parent_path().lexically_normal();
     std::filesystem::path worktree_relative;
     const std::optional<int> worktree_root = holding(worktree, worktree_relative);
-    if (!worktree_root) continue;
-    const UniqueFd worktree_fd(OpenAt2(*worktree_root, worktree_relative.c_str(),
-                                       O_PATH | O_DIRECTORY | O_CLOEXEC, kBeneathAnyMount));
+    const bool outside = std::find(enclosing.begin(), enclosing.end(), git_path) != enclosing.end();
+    if (!worktree_root && !outside) continue;
+    const UniqueFd worktree_fd(outside
+                                   ? ::open(worktree.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)
+                                   : OpenAt2(*worktree_root, worktree_relative.c_str(),
+                                             O_PATH | O_DIRECTORY | O_CLOEXEC, kBeneathAnyMount));
     if (!worktree_fd) continue;  // gone since the walk: no worktree for the host's git to enter
     const std::filesystem::path git_dir = GitDirectoryOf(git_path, worktree_fd.Get(), budget);
     if (git_dir.empty()) continue;

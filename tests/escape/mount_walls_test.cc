@@ -332,6 +332,68 @@ TEST_P(MountWallsTest, ASubmoduleWithoutItsDirectoryRefusesAWritableSession) {
   EXPECT_TRUE(again.contains("result")) << again.dump();
 }
 
+// The workspace is a directory of a repository (`repo/sub`): the repository's own .git lies
+// outside the writable roots, but its index lists a submodule inside the workspace, and the
+// host's git run in the repository enters it. Its directory is protected as a whole (no session
+// makes a repository there), and once it is missing the launch is refused, as for a submodule of
+// a repository inside the workspace.
+TEST_P(MountWallsTest, ASubmoduleOfTheRepositoryAroundTheWorkspaceNeverBecomesASessions) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {}, .workspace_below = "sub"});
+  const fs::path ws = daemon.workspace();
+  const fs::path repo = ws.parent_path();
+  TempDir host;
+  const fs::path marker = host.path() / "fsmonitor-ran";
+  ASSERT_EQ(HostGit(repo, {"init", "-q"}).exit_code, 0);
+  std::ofstream(repo / "a.txt") << "a\n";
+  ASSERT_EQ(HostGit(repo, {"update-index", "--add", "--cacheinfo",
+                           "160000,1111111111111111111111111111111111111111,sub/libs/mod"})
+                .exit_code,
+            0);
+  fs::create_directories(ws / "libs" / "mod");  // what git leaves for a submodule not checked out
+  ASSERT_EQ(HostGit(repo, {"add", "a.txt"}).exit_code, 0);
+  RunResult committed = HostGit(repo, {"commit", "-q", "-m", "with a submodule"});
+  ASSERT_EQ(committed.exit_code, 0) << committed.Describe();
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, Mode());
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  // Moved aside and made anew, or planted where it is.
+  const std::string attack =
+      "mv libs libs-aside 2>/dev/null; echo libs=$?; mkdir -p libs/mod 2>/dev/null; git init -q "
+      "libs/mod >/dev/null 2>&1 && git -C libs/mod config core.fsmonitor 'touch " +
+      marker.string() + "; false' 2>/dev/null; echo mod=$?";
+  Observed did = RunInSession(client, id, Mode(), "plant-enclosing-submodule", attack);
+  std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("mod=")) << did.Show();
+  RunResult status = HostGit(repo, {"status", "--short"});
+  std::cout << "  observed [" << Mode() << "] host git status exit " << status.exit_code << "\n";
+  if (Confined()) {
+    for (const char* step : {"libs=0", "mod=0"}) {
+      EXPECT_FALSE(did.Says(step)) << step << ": " << did.Show();
+    }
+    EXPECT_FALSE(fs::exists(marker))
+        << "the host's git status ran the fsmonitor of a repository the session made in a "
+           "submodule directory of the repository around the workspace";
+  } else {
+    EXPECT_TRUE(did.Says("mod=0")) << did.Show();
+    EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
+    return;
+  }
+  // Without its directory the submodule cannot be protected: a writable session is refused.
+  fs::remove_all(ws / "libs");
+  Json set = client.Call("policy_set_mode", Json{{"mode", Mode()}});
+  ASSERT_TRUE(set.contains("result")) << set.dump();
+  Json opened = client.Call("terminal_open", Json::object());
+  std::cout << "  observed [" << Mode() << "] " << opened.dump().substr(0, 600) << "\n";
+  if (Mode() != "workspace-write") {
+    EXPECT_TRUE(opened.contains("result")) << opened.dump();
+    return;
+  }
+  ASSERT_TRUE(opened.contains("error")) << opened.dump();
+  const std::string message = opened["error"]["message"].get<std::string>();
+  EXPECT_NE(message.find("submodule"), std::string::npos) << message;
+  EXPECT_NE(message.find("submodule update --init"), std::string::npos) << message;
+}
+
 TEST_P(MountWallsTest, ATreeTheWalkCannotSearchWholeRefusesAWritableSession) {
   // Fail closed: a directory nested deeper than the kernel resolves a path cannot be searched
   // for repositories by descriptor-relative paths, so a workspace-write session is refused

@@ -105,7 +105,7 @@ bool Alive(pid_t pid) {
 // The person's repository is ~/repo, with a submodule `sub/lib` that is not checked out; the
 // session gets `--writable ~/repo/sub` (a monorepo's package). The repository above the root is
 // the person's, and their `git status` there enters `sub/lib` once it holds a .git.
-TEST_P(SubmoduleReviewAttackTest, DISABLED_ASubmoduleOfARepositoryAboveAWritableRootIsProtected) {
+TEST_P(SubmoduleReviewAttackTest, ASubmoduleOfARepositoryAboveAWritableRootIsProtected) {
   TempDir host;
   TempDir markers;
   const fs::path repo = host.path() / "repo";

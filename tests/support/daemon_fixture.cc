@@ -125,11 +125,16 @@ Json RpcClient::Call(const std::string& method, const Json& params, std::chrono:
 }
 
 Daemon::Daemon(Options options, const std::filesystem::path& socket) {
-  socket_ = socket.empty() ? state_.path() / "ptybox.sock" : workspace_.path() / socket;
+  workspace_path_ = workspace_.path();
+  if (!options.workspace_below.empty()) {
+    workspace_path_ /= options.workspace_below;
+    std::filesystem::create_directories(workspace_path_);
+  }
+  socket_ = socket.empty() ? state_.path() / "ptybox.sock" : workspace_path_ / socket;
   log_ = state_.path() / "daemon.log";
   std::vector<std::string> args = {
       PtyboxBinary().string(), "serve",       "--socket",
-      socket_.string(),        "--workspace", workspace_.path().string()};
+      socket_.string(),        "--workspace", workspace_path_.string()};
   args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
   pid_ = ::fork();
   if (pid_ == 0) {

@@ -54,6 +54,9 @@ class Daemon final {
   struct Options {
     std::vector<std::string> extra_args;  // e.g. {"--policy", path}
     std::vector<std::string> env;         // extra "K=V" for the daemon
+    // Non-empty: the workspace is this relative path (made) beneath the fresh temporary directory,
+    // so that a test can put a repository around it.
+    std::filesystem::path workspace_below{};
   };
   Daemon() : Daemon(Options{}) {}
   explicit Daemon(Options options) : Daemon(std::move(options), {}) {}
@@ -64,7 +67,7 @@ class Daemon final {
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
 
-  [[nodiscard]] const std::filesystem::path& workspace() const { return workspace_.path(); }
+  [[nodiscard]] const std::filesystem::path& workspace() const { return workspace_path_; }
   [[nodiscard]] const std::filesystem::path& socket() const { return socket_; }
   [[nodiscard]] pid_t pid() const { return pid_; }
   // Sends `signal` and waits for the daemon to exit; returns its wait status.
@@ -74,6 +77,7 @@ class Daemon final {
 
  private:
   TempDir workspace_;
+  std::filesystem::path workspace_path_;
   TempDir state_;
   std::filesystem::path socket_;
   std::filesystem::path log_;
