@@ -528,8 +528,14 @@ TEST_P(TakeOverTest, APersonTakesTheSessionOverTheAgentWaitsAndTheRecordingKeeps
   ASSERT_EQ(back.value("waitReason", ""), "stdin_read") << back.dump();
   EXPECT_NE(back.value("viewport", "").find("ba4ck"), std::string::npos) << back.dump();
 
-  // The audit log: taken over, then released.
-  const std::string log = ReadFile(dir_->path() / "audit.jsonl");
+  // The audit log: taken over, then released. The log is written off the reactor: read once it
+  // holds the agent's last send (the answer can come before the line is in the file).
+  std::string log;
+  for (int i = 0; i < 2000; ++i) {
+    log = ReadFile(dir_->path() / "audit.jsonl");
+    if (log.find("ba$((2+2))ck") != std::string::npos) break;
+    ::usleep(5000);
+  }
   const size_t taken = log.find("\"session_taken_over\"");
   ASSERT_NE(taken, std::string::npos) << log;
   EXPECT_NE(log.find("\"session_released\"", taken), std::string::npos) << log;
