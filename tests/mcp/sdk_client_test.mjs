@@ -401,6 +401,30 @@ await step('foreground and terminal_wait: a running command is named; a wait set
   assert.equal(waited.structuredContent.foreground, null);
 });
 
+await step('shell changes: exit codes stay exact after hooks, job notices, a heredoc, stty sane, ' +
+  'exec bash and exec $SHELL', async () => {
+  const opened = await call('terminal_open', { name: 'changes', env: { SHELL: '/bin/bash' } });
+  assert.equal(opened.isError, false, opened.content[0].text);
+  const id = opened.structuredContent.sessionId;
+  const exact = async (input, code) => {
+    const r = await send(id, input, { silenceMs: 20000, timeoutMs: 30000 });
+    assert.equal(r.structuredContent.waitReason, 'stdin_read', `${input}: ${r.content[0].text}`);
+    assert.equal(r.structuredContent.exitCode, code, `${input}: ${r.content[0].text}`);
+    assert.equal(r.structuredContent.cwd !== null, true, `${input}: ${r.content[0].text}`);
+    return r.structuredContent;
+  };
+  for (const change of ["PROMPT_COMMAND='history -a'\n",
+                        '_h() { return 0; }; PROMPT_COMMAND="_h;$PROMPT_COMMAND"\n',
+                        'sleep 0.1 & wait\n', "cat > heredoc.txt <<'EOF'\nline\nEOF\n",
+                        'stty sane\n', 'exec bash\n', 'exec $SHELL\n']) {
+    await send(id, change, { silenceMs: 20000, timeoutMs: 30000 });
+    const s = await exact('echo one; (exit 4)\n', 4);
+    assert.equal(s.viewport, 'one', `after ${change}: ${JSON.stringify(s)}`);
+  }
+  const closed = await call('terminal_close', { sessionId: id });
+  assert.equal(closed.isError, false, closed.content[0].text);
+});
+
 await step('pattern: settles at the matching line with the match; a bad one is refused',
   async () => {
     const r = await send(state.session,
