@@ -386,13 +386,20 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
         }
         // The index's text is the repository's (or a session's): shown escaped and bounded.
         const std::string shown = Printable(link, 200);
+        // A sparse checkout keeps a gitlink outside its cone and removes its directory.
+        struct stat sparse {};
+        const bool is_sparse = ::stat((git_dir / "info" / "sparse-checkout").c_str(), &sparse) == 0;
         return "the repository " + repository + " lists the submodule `" + shown + "`, but " +
                Printable(where.string(), 300) +
                " is missing, not a directory, or reached through a link: a session could "
                "make a repository there, which the host's git would then enter and run. "
                "Check it out (git -C " +
                repository + " submodule update --init -- " + shown +
-               "), create the directory, or remove the entry (git rm --cached -- " + shown + ")";
+               "), create the directory, or remove the entry (git rm --cached -- " + shown + ")" +
+               (is_sparse ? "; if it lies outside the sparse checkout, bring it in (git -C " +
+                                repository + " sparse-checkout add -- " + shown +
+                                ") or make a workspace that leaves it out"
+                          : "");
       }
       pins += std::distance(relative.begin(), relative.end());
       if (pins > kMaxSubmodulePins) {

@@ -330,6 +330,17 @@ TEST_P(MountWallsTest, ASubmoduleWithoutItsDirectoryRefusesAWritableSession) {
   fs::create_directories(ws / "libs" / "gone");
   Json again = client.Call("terminal_open", Json::object());
   EXPECT_TRUE(again.contains("result")) << again.dump();
+  if (Mode() != "workspace-write") return;
+  // A sparse checkout removes the directory of a submodule outside its cone: the refusal names
+  // the command that brings it back in.
+  fs::remove_all(ws / "libs");
+  fs::create_directories(ws / ".git" / "info");
+  std::ofstream(ws / ".git" / "info" / "sparse-checkout") << "/*\n!/libs/\n";
+  Json sparse = client.Call("terminal_open", Json::object());
+  ASSERT_TRUE(sparse.contains("error")) << sparse.dump();
+  EXPECT_NE(sparse["error"]["message"].get<std::string>().find("sparse-checkout add -- libs/gone"),
+            std::string::npos)
+      << sparse.dump();
 }
 
 // The workspace is a directory of a repository (`repo/sub`): the repository's own .git lies
