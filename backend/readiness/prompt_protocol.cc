@@ -268,11 +268,12 @@ std::string BuildRebootstrapLine() {
   std::string line;
   line += "{ [[ -o history && -z ${HISTIGNORE-} ]] && \\history -d -1; } 2>/dev/null; ";
   line += "\\printf '\\r\\033[K'; ";
+  // `|| :`: a read that times out must not end a shell whose rc file set errexit.
   line += "{ __ptybox_o=$-; set +xvT; __ptybox_n=; __ptybox_c=; \\exec " + fd + "<<<''; \\exec " +
           fd + "<>/proc/self/fd/" + fd + "; IFS= \\read -r -u " + fd +
-          " __ptybox_n; IFS= \\read -r -t 10 -u " + fd +
-          " __ptybox_n; IFS= \\read -r -d '' -t 10 -u " + fd + " __ptybox_c; \\exec " + fd +
-          "<&-; } 2>/dev/null; \\eval \"$__ptybox_c\"\n";
+          " __ptybox_n || :; IFS= \\read -r -t 10 -u " + fd +
+          " __ptybox_n || :; IFS= \\read -r -d '' -t 10 -u " + fd + " __ptybox_c || :; \\exec " +
+          fd + "<&-; } 2>/dev/null; \\eval \"$__ptybox_c\"\n";
   return line;
 }
 
