@@ -182,6 +182,18 @@ class ForgedPromptTest : public ::testing::TestWithParam<std::string> {
     daemon_ = nullptr;
   }
 
+  // A session of this mode whose $SHELL is bash; in danger-full-access with a home of the test's
+  // (`home`, kept alive by the caller): the host's rc files are not the test's (this machine's
+  // root runs pyenv's init and its prompt hook there).
+  std::string OpenWithTestHome(std::optional<TempDir>& home) {
+    Json env{{"SHELL", "/bin/bash"}};
+    if (GetParam() == "danger-full-access") {
+      home.emplace();
+      env["HOME"] = home->path().string();
+    }
+    return OpenSession(client_, GetParam(), Json{{"env", env}});
+  }
+
   static Daemon* daemon_;
   RpcClient client_{daemon_->socket()};
 };
@@ -220,16 +232,9 @@ TEST_P(ForgedPromptTest, AProgramCannotSettleASendWithAForgedPrompt) {
 }
 
 TEST_P(ForgedPromptTest, ExecBashNeverHandsTheFreshNonceToAnotherProgram) {
-  // `exec bash` reads ~/.bashrc. In danger-full-access that is the host's (this machine's root
-  // runs pyenv's init and its prompt hook there, which rewrite PATH at every prompt): an empty
-  // home keeps what the new image runs to ptybox's own rc file.
-  Json extra = Json::object();
+  // `exec bash` reads ~/.bashrc: in danger-full-access a home of the test's.
   std::optional<TempDir> home;
-  if (GetParam() == "danger-full-access") {
-    home.emplace();
-    extra = Json{{"env", {{"HOME", home->path().string()}}}};
-  }
-  const std::string id = OpenSession(client_, GetParam(), extra);
+  const std::string id = OpenWithTestHome(home);
   const Json slow{{"silenceMs", 20000}, {"timeoutMs", 30000}};
   // Unique per run: the thief's command line names it, and its loot stays inside the session.
   const std::string tag = "thief-" + std::to_string(::getpid()) + "-" + GetParam();
@@ -333,12 +338,7 @@ TEST_P(ForgedPromptTest, ExecAroundTheMachineryKeepsTheNonceWhereTheFirstShellDi
   for (const std::string change : {"exec $SHELL\n", "builtin exec bash\n", "exec /bin/bash\n"}) {
     SCOPED_TRACE(change);
     std::optional<TempDir> home;
-    Json env{{"SHELL", "/bin/bash"}};
-    if (GetParam() == "danger-full-access") {
-      home.emplace();
-      env["HOME"] = home->path().string();
-    }
-    const std::string id = OpenSession(client_, GetParam(), Json{{"env", env}});
+    const std::string id = OpenWithTestHome(home);
     Json r = Send(client_, id, change, slow);
     EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
     r = Send(client_, id, "echo one; (exit 4)\n", slow);
@@ -381,14 +381,8 @@ TEST_P(ForgedPromptTest, AnotherOwnersSessionHoldingTheTerminalGetsNoNonce) {
                       ".ready & while [ ! -e " + tag + ".ready ]; do sleep 0.01; done\n",
                   slow);
     ASSERT_EQ(r["waitReason"], "stdin_read") << r.dump();
-    // danger-full-access: a home of the test's (the host's rc files are not the test's).
     std::optional<TempDir> home;
-    Json env{{"SHELL", "/bin/bash"}};
-    if (GetParam() == "danger-full-access") {
-      home.emplace();
-      env["HOME"] = home->path().string();
-    }
-    const std::string id = OpenSession(client_, GetParam(), Json{{"env", env}});
+    const std::string id = OpenWithTestHome(home);
     r = Send(client_, id, "python3 sender.py " + tag + ".sock\n", slow);
     EXPECT_EQ(r["exitCode"], 0) << r.dump();
     const std::filesystem::path loot = daemon_->workspace() / (tag + ".loot");
