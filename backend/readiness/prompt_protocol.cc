@@ -88,9 +88,15 @@ std::string ExecMachinery() {
   std::string code;
   // The target, once per image: the unreadable copy when this image holds it (executable, not
   // readable), else the bash this shell runs from ($BASH, an absolute path).
-  code += "if [[ -x " + copy + " && -r " + copy + " ]]; then __ptybox_t=; elif [[ -x " + copy +
-          " ]]; then __ptybox_t=" + copy +
-          "; elif [[ $BASH == /* && -x $BASH ]]; then __ptybox_t=$BASH; else __ptybox_t=; fi; ";
+  // An image the launcher started from the copy after its descriptor 13 was closed (an
+  // interactive login bash marks 3-19 close-on-exec) runs from it all the same: its own
+  // executable, unreadable, is the copy.
+  code +=
+      "if [[ -x " + copy + " && -r " + copy + " ]]; then __ptybox_t=; elif [[ -x " + copy +
+      " ]]; then __ptybox_t=" + copy +
+      "; elif [[ -x /proc/self/exe && -r /proc/self/exe ]]; then __ptybox_t=; [[ $BASH == /* && "
+      "-x $BASH ]] && __ptybox_t=$BASH; elif [[ -x /proc/self/exe ]]; then "
+      "__ptybox_t=/proc/self/exe; else __ptybox_t=; fi; ";
   code += "(( BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501 )) || __ptybox_t=; ";
   code += "declare -gr __ptybox_t; ";
   // The launcher: a non-interactive bash in privileged mode (no BASH_ENV, no functions or
@@ -100,7 +106,8 @@ std::string ExecMachinery() {
   std::string launch =
       "__l=0 __r=1 __p=1; for __a; do case $__a in -l|--login) __l=1;; --norc) __r=0;; "
       "--noprofile) __p=0;; -i) ;; *) exec 10<&- 11<&- bash \"$@\";; esac; done; "
-      "IFS= read -r -d '' __s <&10; __a=bash; [[ $__T == /proc/* ]] || __a=$__T; "
+      "IFS= read -r -d '' __s <&10; [[ -x $__T ]] || __T=/proc/self/exe; __a=bash; "
+      "[[ $__T == /proc/* ]] || __a=$__T; "
       "__PTYBOX_EXEC=$__l$__r$__p exec -a \"$__a\" \"$__T\" --rcfile /proc/self/fd/10 -i "
       "12<<<\"$__s\" 10<<<\"$__s\"";
   code += "declare -gr __ptybox_launch=" + SingleQuoted(launch) + "; ";
@@ -238,10 +245,19 @@ std::string BootstrapCode(NonceSource source, bool reexec_unreadable = false) {
     // its memory. It execs the unreadable copy through the exec machinery at once, as `exec
     // bash` would (outside the group, whose stderr is /dev/null); the new image installs the
     // hook with the same nonce. Nothing runs in between: no other process can read it.
-    code += "; [[ $__ptybox_t == /proc/self/fd/" + std::to_string(kExecCopyFd) +
+    // The new image rebuilds the shell's own state (functions, aliases) from the rc files, so
+    // they run a second time: the login chain when this image is a login shell (`exec $SHELL
+    // -l`), ~/.bashrc otherwise. No command substitution: nothing is forked while the nonce is
+    // in this image.
+    // An interactive login bash marks descriptors 3-19 close-on-exec: the launcher then runs
+    // from the copy without descriptor 13 and starts the new image from its own executable.
+    const std::string chain =
+        "\\exec __ptybox_bash 10<<<\"$__ptybox_rc\" 11<<<\"$__ptybox_ps1\" -p -c "
+        "\"__T=${__ptybox_t@Q}; $__ptybox_launch\" bash";
+    code += "; if [[ $__ptybox_t == /proc/self/fd/" + std::to_string(kExecCopyFd) +
             " && $__ptybox_ps1 == *" + std::string(kMarkerOscCode) +
-            "* ]] && \\exec __ptybox_bash 10<<<\"$__ptybox_rc\" 11<<<\"$__ptybox_ps1\" -p -c "
-            "\"__T=${__ptybox_t@Q}; $__ptybox_launch\" bash";
+            "* ]]; then if \\shopt -q login_shell; then " + chain + " -l; else " + chain +
+            "; fi; fi";
   }
   return code;
 }

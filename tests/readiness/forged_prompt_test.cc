@@ -335,7 +335,10 @@ TEST_P(ForgedPromptTest, ExecBashNeverHandsTheFreshNonceToAnotherProgram) {
 TEST_P(ForgedPromptTest, ExecAroundTheMachineryKeepsTheNonceWhereTheFirstShellDid) {
   const Json slow{{"silenceMs", 20000}, {"timeoutMs", 30000}};
   const bool closed = GetParam() != "danger-full-access" && ::geteuid() == 0;
-  for (const std::string change : {"exec $SHELL\n", "builtin exec bash\n", "exec /bin/bash\n"}) {
+  // `exec $SHELL -l`: an interactive login bash marks descriptors 3-19 close-on-exec, the copy's
+  // included; the image after it, and the one after the next `exec bash`, still run from it.
+  for (const std::string change :
+       {"exec $SHELL\n", "builtin exec bash\n", "exec /bin/bash\n", "exec $SHELL -l\n"}) {
     SCOPED_TRACE(change);
     std::optional<TempDir> home;
     const std::string id = OpenWithTestHome(home);
@@ -352,6 +355,17 @@ TEST_P(ForgedPromptTest, ExecAroundTheMachineryKeepsTheNonceWhereTheFirstShellDi
     EXPECT_TRUE(r["exitCode"].is_null()) << r.dump();
     r = Send(client_, id, "x\n", slow);
     EXPECT_EQ(r["exitCode"], 5) << r.dump();
+    // The next `exec bash` goes through the machinery from there: as closed as before.
+    r = Send(client_, id, "exec bash\n", slow);
+    EXPECT_EQ(r["waitReason"], "stdin_read") << r.dump();
+    r = Send(client_, id, "python3 forger.py; (exit 7)\n", slow);
+    ASSERT_TRUE(r["viewport"].is_string()) << r.dump();
+    EXPECT_NE(r["viewport"].get<std::string>().find(closed ? "forger found:none" : "forger found:"),
+              std::string::npos)
+        << r.dump();
+    EXPECT_TRUE(r["exitCode"].is_null()) << r.dump();
+    r = Send(client_, id, "x\n", slow);
+    EXPECT_EQ(r["exitCode"], 7) << r.dump();
     r = Send(client_, id, "cd /tmp; (exit 6)\n", slow);
     EXPECT_EQ(r["exitCode"], 6) << r.dump();
     EXPECT_EQ(r["cwd"], "/tmp") << r.dump();

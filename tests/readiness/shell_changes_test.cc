@@ -201,8 +201,8 @@ TEST_P(ShellChangesTest, SourcedCodeCannotRedefineOrUnsetThePromptHook) {
 // backend/readiness/rebootstrap.h). Exit codes and cwd are exact again, no viewport shows a
 // prompt or a bootstrap, and no bootstrap is in the shell's history.
 TEST_P(ShellChangesTest, ExecBashGetsTheHookBack) {
-  for (const std::string change :
-       {"exec bash\n", "exec $SHELL\n", "exec bash -l\n", "exec bash --norc\n"}) {
+  for (const std::string change : {"exec bash\n", "exec $SHELL\n", "exec $SHELL -l\n",
+                                   "exec bash -l\n", "exec bash --norc\n"}) {
     SCOPED_TRACE(change);
     // $SHELL is the user's login shell (the test user's may be /bin/sh, see ExecSh...).
     const std::string id = Open(Json{{"env", {{"SHELL", "/bin/bash"}}}});
