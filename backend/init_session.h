@@ -89,6 +89,10 @@ class InitSession final {
   [[nodiscard]] bool init_exited() const { return child_exited_; }
   // init reported that every process of the session ended (or init is gone and we did it).
   [[nodiscard]] bool quiet() const { return quiet_; }
+  // The tasks the session's cgroup counts (SessionCgroup::Tasks); nullopt without a cgroup.
+  [[nodiscard]] std::optional<size_t> SessionTasks() const {
+    return cgroup_ ? cgroup_->Tasks() : std::nullopt;
+  }
   [[nodiscard]] pid_t child_pid() const { return child_pid_; }
   // The host pid of the program's session (PTY mode), once the caller learned it: its members
   // are swept with the tree when there is no session cgroup.

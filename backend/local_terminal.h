@@ -106,6 +106,7 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   [[nodiscard]] pid_t shell_pid() const { return shell_pid_; }  // host pid, 0 before ready
   [[nodiscard]] const SessionStatus& status() const { return status_; }
   [[nodiscard]] bool quiet() const { return init_.quiet(); }
+  [[nodiscard]] std::optional<size_t> SessionTasks() const { return init_.SessionTasks(); }
   // What bwrap/init printed on their stderr (bounded), for diagnosing a failed start.
   std::string Diagnostics() { return init_.Diagnostics(); }
 

@@ -547,6 +547,19 @@ bool ShellSession::NeedsRebootstrap() {
     hooked_exec_ = *now;
     return false;
   }
+  // Only a bash the shell itself started as a shell (`exec $SHELL`, `builtin exec bash -l`):
+  // one a program started (a script run as the shell, a wrapper that hands bash an `eval`
+  // function or a loader variable) would run that program's code around the bootstrap.
+  const std::optional<std::string> cmdline = ReadProcessFile(terminal_.shell_pid(), "cmdline");
+  const std::optional<std::string> environ = ReadProcessFile(terminal_.shell_pid(), "environ");
+  std::optional<std::string> refusal = (!cmdline || !environ)
+                                           ? std::optional<std::string>("its image is unreadable")
+                                           : ImageRefusal(*cmdline, *environ);
+  if (refusal) {
+    hooked_exec_ = *now;  // this image is never typed into
+    LogDebug("exec bash: the prompt hook is not given back: " + *refusal);
+    return false;
+  }
   return true;
 }
 
@@ -588,8 +601,13 @@ void ShellSession::OnRebootstrapFacts(ForegroundFacts facts) {
     EndRebootstrap(false, "the shell exec'd again");
     return;
   }
+  // Every task of the session is one the look saw: the session's cgroup counts no more. A
+  // session without a pids cgroup is refused for it only where the shell runs non-dumpable
+  // (elsewhere any program of the session's user can read the shell's memory anyway).
+  std::optional<std::string> hidden = TaskCountRefusal(facts, terminal_.SessionTasks());
+  if (hidden && !terminal_.SessionTasks() && !rb.reexec) hidden.reset();
   if (rb.phase == Rebootstrap::Phase::kTypeLine) {
-    if (std::optional<std::string> refusal = TypeLineRefusal(facts, shell)) {
+    if (std::optional<std::string> refusal = hidden ? hidden : TypeLineRefusal(facts, shell)) {
       // Nothing written: the next send tries again (a background job may have ended by then).
       EndRebootstrap(false, *refusal);
       return;
@@ -617,7 +635,7 @@ void ShellSession::OnRebootstrapFacts(ForegroundFacts facts) {
   // asleep off the terminal (in the bootstrap's read), with the line read whole; no other process
   // exists that could hold the pipe or read the shell's memory, and the shell forks nothing
   // after the pipe is made.
-  std::optional<std::string> refusal = PullRefusal(facts, shell);
+  std::optional<std::string> refusal = hidden ? hidden : PullRefusal(facts, shell);
   PipeWrite wrote = PipeWrite::kNotYet;
   std::string nonce;
   if (!refusal) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 
 #include "common/join.h"
 #include "common/log.h"
@@ -165,6 +166,17 @@ Result<bool> SessionCgroup::Populated() const {
                 "cannot read " + (members_.front().path / "cgroup.procs").string());
   }
   return !Pids().empty();
+}
+
+std::optional<size_t> SessionCgroup::Tasks() const {
+  for (const Member& m : members_) {
+    const std::string text = ReadText(m.path / "pids.current");
+    size_t n = 0;
+    const char* end = text.data() + text.size();
+    auto [ptr, ec] = std::from_chars(text.data(), end, n);
+    if (ec == std::errc() && ptr != text.data() && (ptr == end || *ptr == '\n')) return n;
+  }
+  return std::nullopt;
 }
 
 std::string SessionCgroup::Members() const {

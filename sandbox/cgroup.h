@@ -58,6 +58,10 @@ class SessionCgroup final {
   Result<bool> Populated() const;
   // The pids in the cgroup, for a cleanup_failed message.
   std::string Members() const;
+  // Every task (thread) charged to the session's pids cgroup: live ones, and those that exited
+  // and are not reaped yet (`pids.current`, one counter the kernel keeps). nullopt where no
+  // hierarchy of the session has the pids controller.
+  [[nodiscard]] std::optional<size_t> Tasks() const;
   // rmdir in every hierarchy, once, without waiting: succeeds only once the cgroup is empty.
   // A v1 hierarchy may still list a member the kernel is tearing down a moment after v2
   // reported the session empty: then the error carries EBUSY (sys_errno) and the caller

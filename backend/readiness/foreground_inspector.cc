@@ -667,9 +667,11 @@ bool ForegroundInspector::StillAsVerified(const ForegroundFacts& verified) const
 namespace {
 
 // The live processes of the walk that are neither members of the foreground group nor the
-// shell's ancestors (bwrap, ptybox-init: the launch chain from the session's root).
+// shell's ancestors (bwrap, ptybox-init: the launch chain from the session's root); `chain`
+// gets the number of those ancestors the walk met, plus one for the shell.
 size_t CountOtherProcesses(const std::vector<Inspection::Member>& members,
-                           const std::vector<Inspection::Member>& others, pid_t shell) {
+                           const std::vector<Inspection::Member>& others, pid_t shell,
+                           size_t& chain) {
   std::vector<pid_t> ancestors;
   pid_t at = shell;
   for (size_t hops = 0; hops < others.size() + members.size() + 1; ++hops) {
@@ -682,6 +684,16 @@ size_t CountOtherProcesses(const std::vector<Inspection::Member>& members,
     if (parent <= 0) break;
     ancestors.push_back(parent);
     at = parent;
+  }
+  // The chain in the session: the shell and those ancestors the walk met (the topmost one's
+  // parent, the daemon, is outside it).
+  chain = 1;
+  for (pid_t ancestor : ancestors) {
+    for (const auto* list : {&members, &others}) {
+      for (const Inspection::Member& m : *list) {
+        if (m.pid == ancestor && m.state != 'Z' && m.state != 'X') ++chain;
+      }
+    }
   }
   size_t count = 0;
   for (const Inspection::Member& other : others) {
@@ -753,8 +765,11 @@ ForegroundFacts ForegroundInspector::Inspect() const {
   }
   // The group handed the terminal on while we looked: what we saw is about a former group.
   if (ForegroundPgid() != facts.foreground_pgid) complete = false;
-  if (complete)
-    facts.other_processes = CountOtherProcesses(members, others, identity_.session_leader);
+  if (complete) {
+    size_t chain = 0;
+    facts.other_processes = CountOtherProcesses(members, others, identity_.session_leader, chain);
+    facts.chain_processes = chain;
+  }
   facts.waiting_for_input = CombineTaskVerdicts(verdicts, complete);
   return facts;
 }

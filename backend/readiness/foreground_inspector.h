@@ -80,6 +80,12 @@ struct ForegroundFacts {
   // shell could read the terminal or fork a reader (the re-exec'd shell's bootstrap,
   // backend/readiness/rebootstrap.h).
   std::optional<size_t> other_processes;
+  // The shell and its ancestors the walk met (the launch chain: bwrap, ptybox-init), each a
+  // process of one task; nullopt when the walk was incomplete. With `other_processes` 0 and the
+  // shell single-threaded, the session's cgroup must count exactly this many tasks: a task the
+  // walk could not see (a thread of a process whose leader exited, a process that forked on
+  // between two reads of the walk) is counted there (backend/readiness/rebootstrap.h).
+  std::optional<size_t> chain_processes;
 };
 
 // How one inspected task stands; the group's answer combines them (CombineTaskVerdicts).

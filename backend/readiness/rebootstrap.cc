@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <vector>
 
 #include "backend/readiness/prompt_protocol.h"
 #include "common/unique_fd.h"
@@ -133,6 +134,94 @@ std::optional<std::string> PullRefusal(const ForegroundFacts& facts, pid_t shell
   if (facts.tasks[0].running || facts.tasks[0].tty_wait != TtyWait::kNone)
     return "the shell is not in the bootstrap's read";
   return std::nullopt;
+}
+
+std::optional<std::string> TaskCountRefusal(const ForegroundFacts& facts,
+                                            std::optional<size_t> session_tasks) {
+  if (!session_tasks) return "the session has no pids cgroup to count its tasks";
+  if (!facts.chain_processes) return "the walk of the session was incomplete";
+  if (*session_tasks != *facts.chain_processes) {
+    return "the session's cgroup counts " + std::to_string(*session_tasks) + " tasks, the walk " +
+           std::to_string(*facts.chain_processes);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// Each NUL-ended field of a /proc list (a last one without its NUL included).
+std::vector<std::string_view> Fields(std::string_view list) {
+  std::vector<std::string_view> fields;
+  while (!list.empty()) {
+    const size_t end = list.find('\0');
+    fields.push_back(list.substr(0, end));
+    if (end == std::string_view::npos) break;
+    list.remove_prefix(end + 1);
+  }
+  return fields;
+}
+
+}  // namespace
+
+std::optional<std::string> ImageRefusal(std::string_view cmdline, std::string_view environ) {
+  const std::vector<std::string_view> argv = Fields(cmdline);
+  if (argv.empty()) return "the image has no command line";
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string_view arg = argv[i];
+    // A shell option by name (`exec bash -O extglob`): a word of letters and `_` after it.
+    if ((arg == "-O" || arg == "+O") && i + 1 < argv.size() && !argv[i + 1].empty() &&
+        argv[i + 1].find_first_not_of("abcdefghijklmnopqrstuvwxyz_") == std::string_view::npos) {
+      ++i;
+      continue;
+    }
+    if (arg != "-i" && arg != "-l" && arg != "-il" && arg != "-li" && arg != "--login" &&
+        arg != "--norc" && arg != "--noprofile") {
+      return "the image was started with an argument an interactive shell's start does not have";
+    }
+  }
+  // Variables that run code inside the image, or trace or hook it, before ptybox's bootstrap or
+  // around its prompts.
+  static constexpr std::string_view kRunsCode[] = {
+      "BASH_ENV",
+      "ENV",
+      "SHELLOPTS",
+      "BASHOPTS",
+      "BASH_XTRACEFD",
+      "PS0",
+      "PS4",
+      "PROMPT_COMMAND",
+      "INPUTRC",
+      "GCONV_PATH",
+      "GLIBC_TUNABLES",
+      "LOCPATH",
+      "NLSPATH",
+  };
+  for (std::string_view entry : Fields(environ)) {
+    const std::string_view name = entry.substr(0, entry.find('='));
+    if (name.starts_with("BASH_FUNC_") || name.starts_with("LD_")) {
+      return "the image's environment holds " + std::string(name.substr(0, 64));
+    }
+    for (std::string_view code : kRunsCode) {
+      if (name == code) return "the image's environment sets " + std::string(name);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> ReadProcessFile(pid_t pid, const char* name) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/" + name;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  std::string text;
+  char buf[8192];
+  while (text.size() < 256 * 1024) {
+    const ssize_t n = ::read(fd.Get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  return text;
 }
 
 std::string DescriptorLink(pid_t pid, int fd) {

@@ -68,6 +68,28 @@ struct FileIdentity {
 // its pipe), with the whole typed line read; otherwise why not.
 [[nodiscard]] std::optional<std::string> PullRefusal(const ForegroundFacts& facts, pid_t shell);
 
+// Empty when the session's cgroup counts (`session_tasks`, pids.current) exactly the tasks of
+// the chain the walk saw (`facts.chain_processes`: the shell and its ancestors, one task each):
+// no process or thread the walk could not see (a thread whose process's leader exited and shows
+// as a zombie, a job that forks and exits between the walk's reads) lives in the session. A
+// session without a pids cgroup refuses.
+[[nodiscard]] std::optional<std::string> TaskCountRefusal(const ForegroundFacts& facts,
+                                                          std::optional<size_t> session_tasks);
+
+// Empty when a new image of bash at the shell's pid was started as an interactive shell that
+// reads only its own startup files, as `exec $SHELL`, `exec bash -l` or `builtin exec bash` start
+// it: `cmdline` (NUL-separated) holds, after argv[0], only -i, -l, --login, --norc, --noprofile
+// (no script, no -c, no other option); `environ` (NUL-separated) has no exported function
+// (BASH_FUNC_), nothing of the dynamic loader (LD_) and none of the variables that make bash run
+// or trace code at its start or before a prompt. An image a program started that way (`exec
+// python3 wrap.py` starting bash with an `eval` function, `exec bash script`) is not typed into:
+// its exit codes stay null. (A program can still plant ~/.bashrc, which every bash sources: the
+// open limit of code sourced into the shell, docs/security.md.)
+[[nodiscard]] std::optional<std::string> ImageRefusal(std::string_view cmdline,
+                                                      std::string_view environ);
+// Reads /proc/<pid>/<name> whole (at most 256 KiB); nullopt when it cannot be read.
+[[nodiscard]] std::optional<std::string> ReadProcessFile(pid_t pid, const char* name);
+
 // What /proc/<pid>/fd/<fd> links to ("pipe:[123]", a path), or empty when there is none.
 [[nodiscard]] std::string DescriptorLink(pid_t pid, int fd);
 

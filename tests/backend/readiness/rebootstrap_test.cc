@@ -250,6 +250,45 @@ TEST(RebootstrapRefusalTest, EveryOtherPossibleReaderRefuses) {
   EXPECT_TRUE(PullRefusal(ShellAloneInItsRead(), 0));
 }
 
+// The session's cgroup must count exactly the chain the walk saw: a thread of a process whose
+// leader exited (a zombie to the walk), or a job that forks on between the walk's reads, is
+// counted there (the fifth outside review's attacks).
+TEST(RebootstrapRefusalTest, ATaskTheWalkDidNotSeeRefuses) {
+  ForegroundFacts facts = ShellAloneInItsRead();
+  facts.chain_processes = 3;  // bwrap, ptybox-init, the shell
+  EXPECT_EQ(TaskCountRefusal(facts, 3), std::nullopt);
+  EXPECT_TRUE(TaskCountRefusal(facts, 4).has_value());
+  EXPECT_TRUE(TaskCountRefusal(facts, 2).has_value());
+  EXPECT_TRUE(TaskCountRefusal(facts, std::nullopt).has_value());  // no pids cgroup
+  facts.chain_processes.reset();
+  EXPECT_TRUE(TaskCountRefusal(facts, 3).has_value());  // the walk was incomplete
+}
+
+// Only a bash started as an interactive shell, with an environment that runs nothing in it, is
+// typed into: not a script run as the shell, not bash started by a program with an exported
+// function or a loader variable (the fifth outside review's third attack).
+TEST(RebootstrapRefusalTest, OnlyABashStartedAsAShellIsTypedInto) {
+  using namespace std::string_literals;
+  const std::string env = "PATH=/usr/bin\0HOME=/run/ptybox-home\0TERM=xterm-256color\0"s;
+  for (const std::string& cmdline :
+       {"bash\0"s, "/bin/bash\0"s, "-bash\0"s, "bash\0-l\0"s, "bash\0--login\0"s,
+        "bash\0-i\0--norc\0"s, "bash\0--noprofile\0-il\0"s, "bash\0-O\0extglob\0"s}) {
+    EXPECT_EQ(ImageRefusal(cmdline, env), std::nullopt) << cmdline;
+  }
+  for (const std::string& cmdline :
+       {""s, "bash\0fake_shell.sh\0"s, "/bin/bash\0/ws/fake_shell.sh\0"s, "bash\0-c\0x\0"s,
+        "bash\0-O\0"s, "bash\0-O\0/x\0"s, "bash\0--rcfile\0/tmp/rc\0"s, "bash\0--posix\0"s}) {
+    EXPECT_TRUE(ImageRefusal(cmdline, env).has_value()) << cmdline;
+  }
+  for (const std::string& extra :
+       {"BASH_FUNC_eval%%=() { :; }\0"s, "LD_PRELOAD=/ws/x.so\0"s, "LD_AUDIT=/ws/a.so\0"s,
+        "BASH_ENV=/ws/rc\0"s, "ENV=/ws/rc\0"s, "PROMPT_COMMAND=steal\0"s, "PS0=x\0"s,
+        "SHELLOPTS=xtrace\0"s, "BASHOPTS=extdebug\0"s, "BASH_XTRACEFD=3\0"s, "PS4=x\0"s,
+        "INPUTRC=/ws/i\0"s, "GCONV_PATH=/ws\0"s}) {
+    EXPECT_TRUE(ImageRefusal("bash\0"s, env + extra).has_value()) << extra;
+  }
+}
+
 // The nonce is written only into an anonymous pipe the descriptor did not hold before: never a
 // named FIFO (anyone allowed may open it), never the pipe that was there already.
 TEST(RebootstrapPipeTest, OnlyANewAnonymousPipeGetsTheLine) {
