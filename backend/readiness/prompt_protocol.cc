@@ -156,7 +156,11 @@ std::string BootstrapCode(NonceSource source, bool reexec_unreadable = false) {
   // invisible continuation marker: the lines of a heredoc show no `> `). Kept free of forks: it
   // runs before every prompt.
   std::string fn;
-  fn += "__ptybox_prompt() { PS1=$__ptybox_ps1; PS2=$__ptybox_ps2;";
+  // MAILCHECK unset turns bash's mail check off: it runs after PROMPT_COMMAND, before PS1, and
+  // expands its message (MAILPATH's `?text`, or a translation of the default one) as the shell,
+  // command substitutions included, which leaves their status in `$?` (the sixth outside review
+  // of the hook forged exitCode 42 so).
+  fn += "__ptybox_prompt() { PS1=$__ptybox_ps1; PS2=$__ptybox_ps2; unset MAILCHECK;";
   fn += ExecArming();
   fn += " case ${__ptybox_o-} in *v*) set -v;; esac;";
   fn += " case ${__ptybox_o-} in *T*) set -T;; esac;";

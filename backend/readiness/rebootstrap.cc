@@ -97,6 +97,9 @@ bool RunsAsExecMachinery(pid_t pid) {
 namespace {
 
 constexpr size_t kPipeCapacity = 64 * 1024;  // a pipe's default (16 pages)
+// An image's whole command line or environment, at most (they share the exec's argument space,
+// a quarter of the stack limit: 2 MiB with the usual 8 MiB).
+constexpr size_t kMaxProcessFile = 4 * 1024 * 1024;
 
 // The shell's main task alone in its group; empty when it is.
 std::optional<std::string> ShellAloneInGroup(const ForegroundFacts& facts, pid_t shell) {
@@ -184,6 +187,9 @@ std::optional<std::string> ImageRefusal(std::string_view cmdline, std::string_vi
   static constexpr std::string_view kRunsCode[] = {
       "BASH_ENV",
       "ENV",
+      "MAIL",
+      "MAILPATH",
+      "MAILCHECK",
       "SHELLOPTS",
       "BASHOPTS",
       "BASH_XTRACEFD",
@@ -216,15 +222,16 @@ std::optional<std::string> ReadProcessFile(pid_t pid, const char* name) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return std::nullopt;
   std::string text;
-  char buf[8192];
-  while (text.size() < 256 * 1024) {
+  char buf[16384];
+  while (true) {
     const ssize_t n = ::read(fd.Get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return std::nullopt;
-    if (n == 0) break;
+    if (n == 0) return text;
     text.append(buf, static_cast<size_t>(n));
+    // Never judged in part (padding before what is refused): a longer one is unreadable.
+    if (text.size() > kMaxProcessFile) return std::nullopt;
   }
-  return text;
 }
 
 std::string DescriptorLink(pid_t pid, int fd) {

@@ -87,7 +87,8 @@ struct FileIdentity {
 // open limit of code sourced into the shell, docs/security.md.)
 [[nodiscard]] std::optional<std::string> ImageRefusal(std::string_view cmdline,
                                                       std::string_view environ);
-// Reads /proc/<pid>/<name> whole (at most 256 KiB); nullopt when it cannot be read.
+// Reads /proc/<pid>/<name> whole; nullopt when it cannot be read, or is longer than 4 MiB (never
+// a part of it: what is refused could follow the part).
 [[nodiscard]] std::optional<std::string> ReadProcessFile(pid_t pid, const char* name);
 
 // What /proc/<pid>/fd/<fd> links to ("pipe:[123]", a path), or empty when there is none.

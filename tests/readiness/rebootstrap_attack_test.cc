@@ -192,6 +192,72 @@ fn = "() { printf '%%s\\n' \"$__ptybox_n\" > /tmp/%s.nonce; builtin eval \"$@\";
 os.execve("/bin/bash", ["bash"], dict(os.environ, **{"BASH_FUNC_eval%%": fn}))
 )PY";
 
+// Review 6. ImageRefusal lists the variables that run code at bash's start or around its
+// prompts, but not MAILPATH/MAILCHECK: before each primary prompt (after PROMPT_COMMAND, before
+// PS1 is decoded) an interactive bash checks its mail files, and a file whose mtime rose prints
+// MAILPATH's message after parameter expansion, command substitution included. The substitution's
+// status becomes `$?`, which the hook's PS1 reports. A program the agent execs as the shell execs
+// a plain `bash` (command line "bash") with MAILCHECK=0 and MAILPATH naming a log file whose
+// mtime it set in the future (bash remembers its own start time, not the file's, so the check
+// fires at once, in every image); the message's substitution pushes the mtime on by a second and
+// exits 42, so every send of the session reports exitCode 42. The variables reach the unreadable
+// copy the bootstrap execs, and the substitution runs as that copy, which holds the nonce.
+// argv[1]: the tag.
+constexpr const char* kMailWrapper = R"PY(import os, sys
+log = "/tmp/%s.log" % sys.argv[1]
+open(log, "w").write("x\n")
+os.utime(log, (946684800, 4102444800))  # read in 2000, written in 2100
+msg = "$(touch -m -d @$(($(stat -c %%Y %s)+1)) %s; exit 42)" % (log, log)
+os.execve("/bin/bash", ["bash"], dict(os.environ, MAILCHECK="0", MAILPATH=log + "?" + msg))
+)PY";
+
+// Review 6. ReadProcessFile stops at 256 KiB and ImageRefusal checks what it got: an
+// environment (or a command line) longer than that hides what follows. The function wrapper
+// above, with 300 KiB of harmless variables before its `eval` function; and bash started with
+// 100000 `-i` before a script (fake_shell.sh) as its argument. argv[1]: the tag.
+constexpr const char* kPaddedFunctionWrapper = R"PY(import os, sys
+fn = "() { printf '%%s\\n' \"$__ptybox_n\" > /tmp/%s.nonce; builtin eval \"$@\"; }" % sys.argv[1]
+env = dict(os.environ)
+for i in range(3):
+    env["PTYBOX_PAD%d" % i] = "x" * 100000
+env["BASH_FUNC_eval%%"] = fn
+os.execve("/bin/bash", ["bash"], env)
+)PY";
+constexpr const char* kPaddedArguments = R"PY(import os, sys
+os.execv("/bin/bash", ["bash"] + ["-i"] * 100000 + ["fake_shell.sh", sys.argv[1]])
+)PY";
+
+// The same without MAILPATH: MAIL names the file and bash prints its own message, "You have new
+// mail in $_", translated through gettext and then expanded. LANGUAGE (not refused) reaches a
+// catalog the program wrote under /tmp by a relative path (glibc follows `..` in it for a
+// program that is not set-uid), whose translation is the same substitution. argv[1]: the tag.
+constexpr const char* kMailCatalogWrapper = R"PY(import os, struct, sys
+tag = sys.argv[1]
+d = "/tmp/%s.l10n/xx/LC_MESSAGES" % tag
+os.makedirs(d, exist_ok=True)
+code = b"$(touch -m -d @$(($(stat -c %Y $_)+1)) $_; exit 42)"
+pairs = sorted([(b"", b"Content-Type: text/plain; charset=UTF-8\n"),
+                (b"You have mail in $_", code), (b"You have new mail in $_", code)])
+n = len(pairs)
+ids = b"".join(k + b"\0" for k, _ in pairs)
+strs = b"".join(v + b"\0" for _, v in pairs)
+start = 28 + 16 * n
+table_o, table_t, at = [], [], start
+for k, _ in pairs:
+    table_o.append((len(k), at)); at += len(k) + 1
+for _, v in pairs:
+    table_t.append((len(v), at)); at += len(v) + 1
+mo = struct.pack("<7I", 0x950412de, 0, n, 28, 28 + 8 * n, 0, 0)
+mo += b"".join(struct.pack("<2I", *e) for e in table_o + table_t) + ids + strs
+open(d + "/bash.mo", "wb").write(mo)
+box = "/tmp/%s.mbox" % tag
+open(box, "w").write("x\n")
+os.utime(box, (946684800, 4102444800))
+env = dict(os.environ, MAILCHECK="0", MAIL=box, LANG="C.UTF-8", LANGUAGE="../../../../../../../tmp/%s.l10n/xx" % tag)
+env.pop("MAILPATH", None)
+os.execve("/bin/bash", ["bash"], env)
+)PY";
+
 class RebootstrapAttackTest : public ::testing::TestWithParam<std::string> {
  protected:
   static void SetUpTestSuite() {
@@ -203,6 +269,10 @@ class RebootstrapAttackTest : public ::testing::TestWithParam<std::string> {
     std::ofstream(daemon_->workspace() / "forge.sh") << kForge;
     std::ofstream(daemon_->workspace() / "fake_shell.sh") << kFakeShell;
     std::ofstream(daemon_->workspace() / "wrap.py") << kFunctionWrapper;
+    std::ofstream(daemon_->workspace() / "mailwrap.py") << kMailWrapper;
+    std::ofstream(daemon_->workspace() / "mailcatalog.py") << kMailCatalogWrapper;
+    std::ofstream(daemon_->workspace() / "padwrap.py") << kPaddedFunctionWrapper;
+    std::ofstream(daemon_->workspace() / "padargs.py") << kPaddedArguments;
     std::filesystem::permissions(daemon_->workspace() / "fake_shell.sh",
                                  std::filesystem::perms::owner_exec |
                                      std::filesystem::perms::group_exec |
@@ -342,6 +412,15 @@ TEST_P(RebootstrapAttackTest, AScriptExecdAsTheShellNeverGetsTheNonce) {
   }
 }
 
+// Review 6: the same scripts behind 256 KiB of environment or of `-i` arguments, which the
+// image check does not read. Fails today in the confined modes of a root daemon.
+TEST_P(RebootstrapAttackTest, APaddedImageNeverGetsTheNonce) {
+  for (const std::string change : {"exec python3 padwrap.py", "exec python3 padargs.py"}) {
+    SCOPED_TRACE(change);
+    ScriptAttack(change);
+  }
+}
+
 void RebootstrapAttackTest::ScriptAttack(const std::string& change) {
   const bool closed = GetParam() != "danger-full-access" && ::geteuid() == 0;
   const Json slow{{"silenceMs", 20000}, {"timeoutMs", 30000}};
@@ -374,6 +453,34 @@ void RebootstrapAttackTest::ScriptAttack(const std::string& change) {
                  leaked.find_first_not_of("0123456789abcdef") == std::string::npos)
         << report;
     EXPECT_FALSE(forged) << r.dump();
+  }
+}
+
+// Review 6: a MAILPATH message's command substitution sets `$?` before the hook's PS1 reads it.
+// Fails today in every mode, root and ptybox-ci (the image's environment passes ImageRefusal):
+// the hook is back, and `(exit 4)`, `true`, `(exit 7)` all report 42.
+TEST_P(RebootstrapAttackTest, AMailPathMessageNeverSetsTheReportedStatus) {
+  const Json slow{{"silenceMs", 20000}, {"timeoutMs", 30000}};
+  std::optional<TempDir> home;
+  Json env{{"SHELL", "/bin/bash"}};
+  if (GetParam() == "danger-full-access") {
+    home.emplace();
+    env["HOME"] = home->path().string();
+  }
+  for (const std::string wrapper : {"mailwrap.py", "mailcatalog.py"}) {
+    SCOPED_TRACE(wrapper);
+    const std::string id = OpenSession(client_, GetParam(), Json{{"env", env}});
+    const std::string tag = "mail-" + std::to_string(::getpid()) + "-" + GetParam();
+    Json r = Send(client_, id, "exec python3 " + wrapper + " " + tag + "\n",
+                  Json{{"silenceMs", 3000}, {"timeoutMs", 30000}});
+    std::cout << "[ attack    ] exec python3 " << wrapper << ": " << r.dump() << "\n";
+    // The rebootstrap runs at the start of this send. Exit codes must stay exact or null.
+    for (const auto& [line, status] : std::initializer_list<std::pair<const char*, int>>{
+             {"echo one; (exit 4)\n", 4}, {"true\n", 0}, {"(exit 7)\n", 7}}) {
+      r = Send(client_, id, line, slow);
+      std::cout << "[ attack    ] " << line << "  -> " << r.dump() << "\n";
+      EXPECT_TRUE(r["exitCode"].is_null() || r["exitCode"] == status) << line << r.dump();
+    }
   }
 }
 

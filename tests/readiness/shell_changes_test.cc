@@ -77,6 +77,10 @@ TEST_P(ShellChangesTest, PromptCommandAndPs1ChangesKeepExitCodesExact) {
       "PS1='\\u@\\h:\\w\\$ '\n",
       "PS1='> '; PS2='... '\n",
       ". ./ptybox-rc\n",  // written below: PS1, a prepended PROMPT_COMMAND, an alias
+      // A mail message runs after PROMPT_COMMAND, before PS1, as the shell: its command
+      // substitution would set `$?` (the hook turns mail checks off).
+      "MAILCHECK=0 MAILPATH=\"/tmp/ptybox-mail-$$?\\$(exit 42)\"; touch -d '+1 hour' "
+      "/tmp/ptybox-mail-$$\n",
   };
   {
     std::ofstream rc(daemon_->workspace() / "ptybox-rc");

@@ -284,7 +284,8 @@ TEST(RebootstrapRefusalTest, OnlyABashStartedAsAShellIsTypedInto) {
        {"BASH_FUNC_eval%%=() { :; }\0"s, "LD_PRELOAD=/ws/x.so\0"s, "LD_AUDIT=/ws/a.so\0"s,
         "BASH_ENV=/ws/rc\0"s, "ENV=/ws/rc\0"s, "PROMPT_COMMAND=steal\0"s, "PS0=x\0"s,
         "PS1=${PROMPT_COMMAND:=steal}\0"s, "SHELLOPTS=xtrace\0"s, "BASHOPTS=extdebug\0"s,
-        "BASH_XTRACEFD=3\0"s, "PS4=x\0"s, "INPUTRC=/ws/i\0"s, "GCONV_PATH=/ws\0"s}) {
+        "BASH_XTRACEFD=3\0"s, "PS4=x\0"s, "INPUTRC=/ws/i\0"s, "MAILPATH=/tmp/m?$(exit 42)\0"s,
+        "MAIL=/tmp/m\0"s, "GCONV_PATH=/ws\0"s}) {
     EXPECT_TRUE(ImageRefusal("bash\0"s, env + extra).has_value()) << extra;
   }
 }
