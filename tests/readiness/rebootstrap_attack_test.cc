@@ -258,6 +258,18 @@ env.pop("MAILPATH", None)
 os.execve("/bin/bash", ["bash"], env)
 )PY";
 
+// Where the shell runs non-dumpable: what the attack saved holds no nonce (`report` has its
+// "nonce file:" line) and the forgery while the shell read (`forge`) did not report 42.
+void ExpectNothingLeaked(const std::string& report, bool forged, const Json& forge) {
+  const size_t at = report.find("nonce file:");
+  ASSERT_NE(at, std::string::npos) << report;
+  const std::string leaked = report.substr(std::min(report.size(), at + 12), 32);
+  EXPECT_FALSE(leaked.size() == 32 &&
+               leaked.find_first_not_of("0123456789abcdef") == std::string::npos)
+      << report;
+  EXPECT_FALSE(forged) << forge.dump();
+}
+
 class RebootstrapAttackTest : public ::testing::TestWithParam<std::string> {
  protected:
   static void SetUpTestSuite() {
@@ -282,6 +294,10 @@ class RebootstrapAttackTest : public ::testing::TestWithParam<std::string> {
   static void TearDownTestSuite() {
     delete daemon_;
     daemon_ = nullptr;
+  }
+
+  std::string OpenWithTestHome(std::optional<TempDir>& home) {
+    return OpenBashSession(client_, GetParam(), home);
   }
 
   void RunZombieAttack(const std::string& script);
@@ -311,12 +327,7 @@ void RebootstrapAttackTest::RunZombieAttack(const std::string& script) {
   const bool closed = GetParam() != "danger-full-access" && ::geteuid() == 0;
   const Json slow{{"silenceMs", 20000}, {"timeoutMs", 30000}};
   std::optional<TempDir> home;
-  Json env{{"SHELL", "/bin/bash"}};
-  if (GetParam() == "danger-full-access") {
-    home.emplace();
-    env["HOME"] = home->path().string();
-  }
-  const std::string id = OpenSession(client_, GetParam(), Json{{"env", env}});
+  const std::string id = OpenWithTestHome(home);
   const std::string tag = "zthief-" + std::to_string(::getpid()) + "-" + GetParam();
   Json r = Send(client_, id,
                 "python3 " + script + " " + tag + " & while [ ! -e /tmp/" + tag +
@@ -356,13 +367,7 @@ void RebootstrapAttackTest::RunZombieAttack(const std::string& script) {
     if (script == "zthief.py") {
       EXPECT_EQ(report.find("injected into"), std::string::npos) << report;
     }
-    const size_t at = report.find("nonce file:");
-    ASSERT_NE(at, std::string::npos) << report;
-    const std::string leaked = report.substr(std::min(report.size(), at + 12), 32);
-    EXPECT_FALSE(leaked.size() == 32 &&
-                 leaked.find_first_not_of("0123456789abcdef") == std::string::npos)
-        << report;
-    EXPECT_FALSE(forged) << r.dump();
+    ExpectNothingLeaked(report, forged, r);
   }
 }
 
@@ -373,12 +378,7 @@ TEST_P(RebootstrapAttackTest, APidHoppingJobNeverFeedsTheLoader) {
   const bool closed = GetParam() != "danger-full-access" && ::geteuid() == 0;
   const Json slow{{"silenceMs", 20000}, {"timeoutMs", 30000}};
   std::optional<TempDir> home;
-  Json env{{"SHELL", "/bin/bash"}};
-  if (GetParam() == "danger-full-access") {
-    home.emplace();
-    env["HOME"] = home->path().string();
-  }
-  const std::string id = OpenSession(client_, GetParam(), Json{{"env", env}});
+  const std::string id = OpenWithTestHome(home);
   const std::string tag = "hop-" + std::to_string(::getpid()) + "-" + GetParam();
   Json r = Send(client_, id,
                 "python3 hopper.py " + tag + " $$ & while [ ! -e /tmp/" + tag +
@@ -426,12 +426,7 @@ void RebootstrapAttackTest::ScriptAttack(const std::string& change) {
   const Json slow{{"silenceMs", 20000}, {"timeoutMs", 30000}};
   const Json quick{{"silenceMs", 3000}, {"timeoutMs", 30000}};
   std::optional<TempDir> home;
-  Json env{{"SHELL", "/bin/bash"}};
-  if (GetParam() == "danger-full-access") {
-    home.emplace();
-    env["HOME"] = home->path().string();
-  }
-  const std::string id = OpenSession(client_, GetParam(), Json{{"env", env}});
+  const std::string id = OpenWithTestHome(home);
   const std::string tag = "fake-" + std::to_string(::getpid()) + "-" + GetParam();
   Json r = Send(client_, id, change + " " + tag + "\n", quick);
   std::cout << "[ attack    ] " << change << ": " << r.dump() << "\n";
@@ -446,13 +441,7 @@ void RebootstrapAttackTest::ScriptAttack(const std::string& change) {
   const bool forged = r["exitCode"] == 42;
   Send(client_, id, "x\n", quick);
   if (closed) {
-    const size_t at = report.find("nonce file:");
-    ASSERT_NE(at, std::string::npos) << report;
-    const std::string leaked = report.substr(std::min(report.size(), at + 12), 32);
-    EXPECT_FALSE(leaked.size() == 32 &&
-                 leaked.find_first_not_of("0123456789abcdef") == std::string::npos)
-        << report;
-    EXPECT_FALSE(forged) << r.dump();
+    ExpectNothingLeaked(report, forged, r);
   }
 }
 
@@ -461,15 +450,10 @@ void RebootstrapAttackTest::ScriptAttack(const std::string& change) {
 // the hook is back, and `(exit 4)`, `true`, `(exit 7)` all report 42.
 TEST_P(RebootstrapAttackTest, AMailPathMessageNeverSetsTheReportedStatus) {
   const Json slow{{"silenceMs", 20000}, {"timeoutMs", 30000}};
-  std::optional<TempDir> home;
-  Json env{{"SHELL", "/bin/bash"}};
-  if (GetParam() == "danger-full-access") {
-    home.emplace();
-    env["HOME"] = home->path().string();
-  }
   for (const std::string wrapper : {"mailwrap.py", "mailcatalog.py"}) {
     SCOPED_TRACE(wrapper);
-    const std::string id = OpenSession(client_, GetParam(), Json{{"env", env}});
+    std::optional<TempDir> home;
+    const std::string id = OpenWithTestHome(home);
     const std::string tag = "mail-" + std::to_string(::getpid()) + "-" + GetParam();
     Json r = Send(client_, id, "exec python3 " + wrapper + " " + tag + "\n",
                   Json{{"silenceMs", 3000}, {"timeoutMs", 30000}});

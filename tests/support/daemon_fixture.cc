@@ -244,6 +244,16 @@ std::string OpenSession(RpcClient& client, const std::string& mode, Json extra) 
   return opened["result"]["sessionId"].get<std::string>();
 }
 
+std::string OpenBashSession(RpcClient& client, const std::string& mode,
+                            std::optional<TempDir>& home) {
+  Json env{{"SHELL", "/bin/bash"}};
+  if (mode == "danger-full-access") {
+    home.emplace();
+    env["HOME"] = home->path().string();
+  }
+  return OpenSession(client, mode, Json{{"env", env}});
+}
+
 Json Send(RpcClient& client, const std::string& session, const std::string& input, Json extra) {
   Json params = extra;
   params["sessionId"] = session;

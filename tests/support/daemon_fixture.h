@@ -101,6 +101,11 @@ std::vector<pid_t> ProcessesWithEnv(const std::string& marker);
 
 // Opens a session in `mode` (after policy_set_mode) and returns its id; fails the test otherwise.
 std::string OpenSession(RpcClient& client, const std::string& mode, Json extra = Json::object());
+// A session of `mode` whose $SHELL is bash (what `exec $SHELL` runs); in danger-full-access with
+// `home`, a fresh directory kept alive by the caller, as HOME: the host's rc files (this machine's
+// root runs pyenv's init and its prompt hook there) are not the test's.
+std::string OpenBashSession(RpcClient& client, const std::string& mode,
+                            std::optional<TempDir>& home);
 
 // A parameterised suite (the parameter is the mode) that shares one daemon across its tests:
 // each test talks on its own connection (its own owner scope), so tests share nothing but the
