@@ -87,11 +87,8 @@ bool IsExecMachineryCommandLine(std::string_view cmdline) {
 }
 
 bool RunsAsExecMachinery(pid_t pid) {
-  UniqueFd fd(::open(("/proc/" + std::to_string(pid) + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return false;
-  char buf[4096];
-  const ssize_t n = ::read(fd.Get(), buf, sizeof buf);
-  return n > 0 && IsExecMachineryCommandLine(std::string_view(buf, static_cast<size_t>(n)));
+  const std::optional<std::string> cmdline = ReadProcessFile(pid, "cmdline");
+  return cmdline && IsExecMachineryCommandLine(*cmdline);
 }
 
 namespace {
