@@ -182,18 +182,31 @@ void Screen::Resize(int rows, int columns) {
   columns_ = std::clamp(columns, kMinColumns, kMaxColumns);
   vterm_set_size(vt_.get(), rows_, columns_);
   // libvterm 0.1.4 keeps the scroll region across a resize, and a region below the new last
-  // row makes the next scroll memmove a negative size: reset it (DECSTBM without parameters)
-  // between a cursor save and restore (DECSC, DECRC), which a full-screen program redraws
-  // after SIGWINCH anyway. Shrinking can also leave the cursor above the first row (row -1),
-  // where the next erase writes through a null pointer: put it back on the screen (CUP).
-  std::string fix =
-      "\x1b"
-      "7\x1b[r\x1b"
-      "8";
+  // row makes the next scroll memmove a negative size: reset it (DECSTBM without parameters).
+  // Shrinking can also leave the cursor off the screen (row -1 when rows went to the
+  // scrollback), and a cursor saved earlier (DECSC, CSI s, the alternate screen's 1049) stays
+  // where it was: the next erase there writes through a null pointer. So both are put back on
+  // the screen: the saved one is restored (DECRC), moved (CUP) and saved again (DECSC), then the
+  // current one is moved back where it was, clamped. A full-screen program redraws after
+  // SIGWINCH anyway; the pen the saved cursor carried becomes the current one, which no
+  // rendering here shows.
+  VTermState* state = vterm_obtain_state(vt_.get());
   VTermPos cursor;
-  vterm_state_get_cursorpos(vterm_obtain_state(vt_.get()), &cursor);
-  fix += "\x1b[" + std::to_string(std::clamp(cursor.row, 0, rows_ - 1) + 1) + ";" +
-         std::to_string(std::clamp(cursor.col, 0, columns_ - 1) + 1) + "H";
+  vterm_state_get_cursorpos(state, &cursor);
+  const auto move_to = [this](const VTermPos& pos) {
+    return "[" + std::to_string(std::clamp(pos.row, 0, rows_ - 1) + 1) + ";" +
+           std::to_string(std::clamp(pos.col, 0, columns_ - 1) + 1) + "H";
+  };
+  const std::string restore =
+      ""
+      "8";
+  vterm_input_write(vt_.get(), restore.data(), restore.size());
+  VTermPos saved;
+  vterm_state_get_cursorpos(state, &saved);
+  const std::string fix = move_to(saved) +
+                          ""
+                          "7[r" +
+                          move_to(cursor);
   vterm_input_write(vt_.get(), fix.data(), fix.size());
 }
 

@@ -75,7 +75,7 @@ class Screen final : private VtHandler {
   //   start a CSI or a string there, which the parser saw as a complete escape).
   // - no strings: OSC, DCS, SOS, PM and APC show nothing, nothing here reads a title, and a
   //   DCS query (DECRQSS) goes unanswered, as the parser discards DCS.
-  // Every write to libvterm thus ends between sequences. Resize() works around two more: see
+  // Every write to libvterm thus ends between sequences. Resize() works around three more: see
   // screen.cc.
   void OnPrint(std::string_view utf8) override;
   void OnControl(char c) override;

@@ -102,6 +102,27 @@ TEST_P(TerminalKeysTest, ResizeBoundsAreTerminalOpensAndAClosedSessionIsClosed) 
   EXPECT_ERROR_KIND(closed, ErrorKind::kNotFound);
 }
 
+// A program's output and an owner's resize once crashed the daemon (every owner's sessions with
+// it): the screen model's libvterm restored a cursor saved before the shrink on row -1 and
+// erased there (tests/fuzz/regressions/decoder/libvterm-saved-cursor-off-screen).
+TEST_P(TerminalKeysTest, ACursorRestoredAfterAShrinkLeavesTheDaemonRunning) {
+  const std::string id = Open(Json{{"cols", 80}, {"rows", 24}});
+  Json waiting = Send(client_, id,
+                      "clear; printf '\\n\\n\\n.\\033[H'; read -r x; "
+                      "printf '\\0338\\033[X\\0337\\033[8X'; echo \"survived $x\"\n");
+  ASSERT_EQ(waiting["waitReason"], "stdin_read") << waiting.dump();
+  ASSERT_TRUE(client_.Call("terminal_resize", Json{{"sessionId", id}, {"cols", 5}, {"rows", 2}})
+                  .contains("result"));
+  Json done = Send(client_, id, "y\n");
+  EXPECT_EQ(done["exitCode"], 0) << done.dump();
+  Json screen = client_.Call("terminal_read", Json{{"sessionId", id}, {"view", "screen"}});
+  ASSERT_TRUE(screen.contains("result")) << screen.dump();
+  const std::string lines =
+      client_.Call("terminal_read", Json{{"sessionId", id}})["result"]["text"];
+  EXPECT_NE(lines.find("survived y"), std::string::npos) << lines;
+  EXPECT_EQ(client_.Call("terminal_list", Json::object())["result"]["sessions"].size(), 1u);
+}
+
 TEST_P(TerminalKeysTest, ControlCInterruptsAForegroundSleep) {
   const std::string id = Open();
   Json sleeping = Send(client_, id, "sleep 100\n", Json{{"timeoutMs", 300}});

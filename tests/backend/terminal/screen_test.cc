@@ -218,6 +218,40 @@ TEST(ScreenTest, ShrinkingWithTheCursorOnTopIsSafe) {
   s.Resize(1, 5);
   s.Feed("\x1b[K\x1b[6n");
   EXPECT_EQ(s.TakeReplies(), "\x1b[1;1R");
+  // A cursor saved there (the fix once saved it itself) is put back on the screen too.
+  Screen saved(20, 95);
+  saved.Feed(
+      "\n'\x1b"
+      "8");
+  saved.Resize(1, 5);
+  saved.Feed(
+      "\x1b"
+      "8\x1b[X\x1b[6n");
+  EXPECT_EQ(saved.TakeReplies(), "\x1b[1;1R");
+}
+
+// libvterm 0.1.4 restores a cursor saved before a shrink (DECSC, or the alternate screen's
+// 1049) as it was, below the last row (or on row -1, where the shrink left the current one), and
+// the next erase writes there: a decoder fuzz input crashed (libvterm-saved-cursor-off-screen).
+TEST(ScreenTest, ACursorSavedBeforeShrinkingIsRestoredOnTheScreen) {
+  for (const char* restore : {"\x1b"
+                              "8",
+                              "\x1b[?1049l"}) {
+    SCOPED_TRACE(::testing::PrintToString(restore));
+    Screen s(20, 95);
+    s.Feed(
+        "\x1b[19;90Hmark\x1b[?1049h\x1b"
+        "7");
+    s.Resize(1, 5);
+    s.Feed(restore);
+    s.Feed("\x1b[8X\x1b[K\x1b[@\x1b[P\x1b[6n");
+    EXPECT_EQ(s.TakeReplies(), "\x1b[1;5R");
+    s.Resize(20, 95);
+    s.Feed(
+        "\x1b"
+        "8\x1b[X\x1b[6n");
+    EXPECT_TRUE(s.TakeReplies().starts_with("\x1b[1;"));
+  }
 }
 
 // libvterm 0.1.4 writes out of bounds for a wide character on a one-column terminal.
