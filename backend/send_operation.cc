@@ -245,6 +245,13 @@ void SendOperation::OnLine(std::string_view line, std::optional<uint64_t> line_e
     // is recognised here again and the settings turned off again.
     echo_taken_ = 1;
     (void)host_.terminal().ReassertNoEcho();
+    // Readline restores them just after it writes the line's end, which the daemon, woken on
+    // an idle core, reads first more often than not (ShellChangesTest lost 10 sends in a row
+    // as an ordinary user): once more a moment later, while the command runs.
+    std::weak_ptr<bool> alive = alive_;
+    host_.After(kEchoReassertDelay, [this, alive] {
+      if (!alive.expired() && !settled()) (void)host_.terminal().ReassertNoEcho();
+    });
     return;
   }
   if (continuation_on_line_ && echo_taken_ > 0 && echo_taken_ < echo_lines_.size() &&

@@ -157,6 +157,9 @@ class SendOperation final {
   void Reject(Error error);
   void MaybeRelease();
 
+  // How long after a send's echo the terminal's ECHO is turned off once more (OnLine).
+  static constexpr Millis kEchoReassertDelay{2};
+
   SendHost& host_;
   Config config_;
   SendRequest request_;
