@@ -395,7 +395,11 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
                "make a repository there, which the host's git would then enter and run. "
                "Check it out (git -C " +
                repository + " submodule update --init -- " + shown +
-               "), create the directory, or remove the entry (git rm --cached -- " + shown + ")" +
+               "), create the directory, or remove the entry (git -C " + repository +
+               " rm --cached -- " + shown + ")" +
+               (outside ? ""
+                        : "; if a session made this repository, removing the repository "
+                          "does as well") +
                (is_sparse ? "; if it lies outside the sparse checkout, bring it in (git -C " +
                                 repository + " sparse-checkout add -- " + shown +
                                 ") or make a workspace that leaves it out"
