@@ -239,3 +239,50 @@ TEST(GitReview4AttackTest, AnIndexOutOfOrderNeverCorruptsThePersonsNextCommit) {
 
 }  // namespace
 }  // namespace ptybox::testing
+
+namespace ptybox::testing {
+namespace {
+
+using git_attack::HostGit;
+using git_attack::kIdentity;
+using git_attack::MakeRepository;
+
+// The copy-back moves and deletes any branch or tag the session changed, the person's included:
+// only the compare-and-swap against the launch's value is checked. The person has a release tag
+// `v1` (annotated) and a branch `feature` with a commit of their own that no other ref holds.
+// The session re-points `v1` at a commit it made (`git tag -f`) and deletes `feature`
+// (`git branch -D`). git itself refuses to move an existing tag on a fetch without --force
+// ("would clobber existing tag"); here the person's `v1` silently names the agent's commit, and
+// their `feature` is gone (its commit reachable from no ref).
+TEST(GitReview4AttackTest, ThePersonsTagsNeverMoveAndTheirBranchesNeverVanish) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  ASSERT_EQ(HostGit(ws, {"tag", "-a", "-m", "release", "v1"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"checkout", "-q", "-b", "feature"}).exit_code, 0);
+  std::ofstream(ws / "f.txt") << "feature work\n";
+  ASSERT_EQ(HostGit(ws, {"add", "f.txt"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"commit", "-q", "-m", "feature work"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"checkout", "-q", "main"}).exit_code, 0);
+  const std::string tag_before = HostGit(ws, {"rev-parse", "v1^{commit}"}).out;
+  const std::string feature_before = HostGit(ws, {"rev-parse", "feature"}).out;
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string work = std::string(kIdentity) +
+                           "echo agent > a.txt && git commit -qam agent && "
+                           "git tag -f -a -m release v1 >/dev/null && git branch -q -D feature && "
+                           "echo rewritten";
+  Observed did = RunInSession(client, id, "workspace-write", "person-refs", work);
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("rewritten")) << did.Show();
+  EXPECT_EQ(HostGit(ws, {"rev-parse", "v1^{commit}"}).out, tag_before)
+      << "the person's tag v1 now names the agent's commit\n"
+      << daemon.Log();
+  EXPECT_EQ(HostGit(ws, {"rev-parse", "--verify", "-q", "feature"}).out, feature_before)
+      << "the person's branch feature was deleted by the session\n"
+      << daemon.Log();
+}
+
+}  // namespace
+}  // namespace ptybox::testing
