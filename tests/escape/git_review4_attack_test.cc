@@ -286,3 +286,62 @@ TEST(GitReview4AttackTest, ThePersonsTagsNeverMoveAndTheirBranchesNeverVanish) {
 
 }  // namespace
 }  // namespace ptybox::testing
+
+namespace ptybox::testing {
+namespace {
+
+using git_attack::MakeRepository;
+
+// A line of /proc/<pid>/status in KiB ("VmRSS", "VmHWM"), or -1.
+long StatusKib(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with(field + ":")) return std::atol(line.c_str() + field.size() + 1);
+  }
+  return -1;
+}
+
+// The copy-back reads the session's index whole (up to kGitIndexMax, 256 MiB), parses every
+// entry into a vector, builds the host's copy beside it, and the snapshot keeps that copy for as
+// long as the session lives (to compare the host's index with at the next copy-back). A session
+// writes an index of 4,000,000 one-letter entries (244 MiB; each entry passes); the daemon's
+// peak and lasting memory grow by several times that, per session, and an owner may hold 16
+// sessions (limits.max_sessions), each copying back at once: the daemon, every owner's, is what
+// the kernel's OOM killer then ends.
+TEST(GitReview4AttackTest, ASessionsIndexNeverCostsTheDaemonItsSizeInMemory) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  std::ofstream(ws / ".escape" / "big.py") << R"PY(import hashlib, struct
+entry = bytearray(64)
+entry[24:28] = struct.pack('>I', 0o100644)
+entry[60:62] = struct.pack('>H', 1)
+entry[62] = ord('x')
+count = 4000000
+body = b'DIRC' + struct.pack('>II', 2, count) + bytes(entry) * count
+open('.git/index', 'wb').write(body + hashlib.sha1(body).digest())
+print('index of', len(body) >> 20, 'MiB')
+)PY";
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const long rss_before = StatusKib(daemon.pid(), "VmRSS");
+  Observed did = RunInSession(client, id, "workspace-write", "big-index", "python3 .escape/big.py");
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("MiB")) << did.Show();
+  const long peak = StatusKib(daemon.pid(), "VmHWM");
+  const long rss_after = StatusKib(daemon.pid(), "VmRSS");
+  std::cout << "  daemon RSS before " << rss_before / 1024 << " MiB, peak " << peak / 1024
+            << " MiB, after " << rss_after / 1024 << " MiB; host index "
+            << (fs::exists(ws / ".git" / "index") ? fs::file_size(ws / ".git" / "index") >> 20 : 0)
+            << " MiB\n";
+  EXPECT_LT(peak - rss_before, 64 * 1024)
+      << "one session's index raised the daemon's peak memory by " << (peak - rss_before) / 1024
+      << " MiB\n";
+  EXPECT_LT(rss_after - rss_before, 16 * 1024)
+      << "the daemon keeps " << (rss_after - rss_before) / 1024
+      << " MiB for one session's index while the session lives\n";
+}
+
+}  // namespace
+}  // namespace ptybox::testing
