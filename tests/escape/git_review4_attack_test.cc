@@ -31,6 +31,7 @@ namespace ptybox::testing {
 namespace {
 
 using git_attack::HostGit;
+using git_attack::kIdentity;
 using git_attack::MakeRepository;
 using git_attack::Slurp;
 
@@ -76,50 +77,74 @@ print('index rewritten')
 // each name up to its NUL. The first entry's flags say 57 while its name ".escape/ok" ends after
 // 10: git's second entry then starts 40 bytes after ParseIndex's second one, inside it, and the
 // two views meet again at the end of the third. ParseIndex sees ".escape/ok", "qq" and a 54-byte
-// name of binary bytes, each a harmless path; git sees ".escape/ok\0...", ".git/hooks/pre-commit"
-// (mode 100755, the blob of a hook the script writes) and "z". The script picks the hook's content
-// so that its id's byte 18 (which ParseIndex reads as a mode) says "regular file", and z's so
-// that its id (part of a name ParseIndex reads) holds no NUL, slash or backslash.
+// name of binary bytes, each a harmless path; git sees ".escape/ok\0...", then either
+// ".git/hooks/pre-commit" (mode 100755, the blob of a hook the script writes) or a gitlink `sub`
+// (to a repository the script makes, with core.fsmonitor set), then "z". The script picks the
+// hook's content (or sub's commit) so that its id's byte 18 (which ParseIndex reads as a mode)
+// says "regular file", and z's so that its id (part of a name ParseIndex reads) holds no NUL,
+// slash or backslash.
 constexpr const char* kDesyncScript =
     R"PY(# An index whose entries git reads at one set of offsets (each name as long as its flags say) and
-# the copy-back's ParseIndex at another (each name up to its NUL): git sees .git/hooks/pre-commit.
+# the copy-back's ParseIndex at another (each name up to its NUL). `hook MARKER`: git sees
+# .git/hooks/pre-commit (a hook that touches MARKER); `gitlink MARKER`: git sees a gitlink `sub`
+# to a repository made here whose core.fsmonitor touches MARKER.
 import hashlib, os, struct, subprocess, sys
-marker = sys.argv[1]
-def blob(data):
-    return subprocess.run(['git', 'hash-object', '-w', '--stdin'], input=data, capture_output=True,
+kind, marker = sys.argv[1], sys.argv[2]
+def git(*args, data=None):
+    return subprocess.run(['git'] + list(args), input=data, capture_output=True,
                           check=True).stdout.decode().strip()
+def blob_id(data):
+    return bytes.fromhex(hashlib.sha1(b'blob %d\0' % len(data) + data).hexdigest())
+# The evil entry's id: its byte 18 is what ParseIndex reads as the high byte of a mode's low
+# half, so its top nibble must say "regular file".
 n = 0
-while True:  # the hook's id: its byte 18 (the copy-back's view of a mode) says "regular file"
-    hook = ('#!/bin/sh\ntouch %s\n# %d\n' % (marker, n)).encode()
-    hook_id = bytes.fromhex(hashlib.sha1(b'blob %d\0' % len(hook) + hook).hexdigest())
-    if hook_id[18] >> 4 == 8: break
-    n += 1
-blob(hook)
+if kind == 'hook':
+    name, mode = b'.git/hooks/pre-commit', 0o100755
+    while True:
+        hook = ('#!/bin/sh\ntouch %s\n# %d\n' % (marker, n)).encode()
+        evil_id = blob_id(hook)
+        if evil_id[18] >> 4 == 8: break
+        n += 1
+    git('hash-object', '-w', '--stdin', data=hook)
+else:
+    name, mode = b'sub', 0o160000
+    git('init', '-q', 'sub')
+    git('-C', 'sub', 'commit', '-q', '--allow-empty', '-m', 's')
+    while True:
+        evil_id = bytes.fromhex(git('-C', 'sub', 'rev-parse', 'HEAD'))
+        if evil_id[18] >> 4 == 8: break
+        n += 1
+        git('-C', 'sub', 'commit', '-q', '--amend', '--allow-empty', '-m', 's %d' % n)
+    git('-C', 'sub', 'config', 'core.fsmonitor', 'touch %s; false' % marker)
 n = 0
-while True:  # z's id: part of a name the copy-back reads, so no NUL, slash or backslash
+while True:  # z's id is part of a name ParseIndex reads: no NUL, slash or backslash
     z = ('z %d\n' % n).encode()
-    z_id = bytes.fromhex(hashlib.sha1(b'blob %d\0' % len(z) + z).hexdigest())
+    z_id = blob_id(z)
     if not any(c in z_id for c in b'\0/\\'): break
     n += 1
-blob(z)
-a_id = bytes.fromhex(blob(b'one\n'))
-buf = bytearray(284)
+git('hash-object', '-w', '--stdin', data=z)
+a_id = bytes.fromhex(git('hash-object', '-w', '--stdin', data=b'one\n'))
+x = 164                                   # ParseIndex's third entry
+g2 = x - 32                               # git's second entry
+g3 = g2 + ((62 + len(name) + 8) & ~7)     # git's third entry
+end = g3 + 64
+assert len(name) <= 29 and end == x + ((62 + (g3 + 60 - x - 62) + 8) & ~7)
+buf = bytearray(end)
 buf[0:12] = b'DIRC' + struct.pack('>II', 2, 3)
 def put(at, data): buf[at:at + len(data)] = data
-# G1 = P1 at 12: git reads a 57-byte name, ParseIndex ".escape/ok".
+# Entry 1 at 12, the same for both: git reads a 57-byte name, ParseIndex ".escape/ok".
 put(12 + 24, struct.pack('>I', 0o100644)); put(12 + 40, a_id); put(12 + 60, struct.pack('>H', 57))
 put(74, b'.escape/ok\0')
-# P2 at 92 (ParseIndex only): mode, then its oid and flags are G2's first bytes.
-put(92, b'\x01' * 24); put(116, struct.pack('>I', 0o100644)); put(120, b'\x01' * 11); buf[131] = 0
-# G2 at 132: stat (P2's oid), ino high = P2's flags (0), ino low = P2's name "qq", mode's first byte
-# = P2's NUL.
-put(132, b'\x01' * 20); put(152, b'\0\0qq'); put(156, struct.pack('>I', 0o100755))
-put(160, b'\x01' * 12); put(172, hook_id); put(192, struct.pack('>H', 21))
-put(194, b'.git/hooks/pre-commit\0')
-# G3 at 220: its bytes 6..59 are P3's name (no NUL), its flags' high byte P3's NUL.
-put(220, b'\x01' * 4); put(224, b'\0\0\x01\x01'); put(228, b'\x01' * 16)
-put(244, bytes([1, 1, 0x81, 0xa4])); put(248, b'\x01' * 12); put(260, z_id)
-put(280, struct.pack('>H', 1)); put(282, b'z\0')
+# ParseIndex's second entry at 92 (inside git's first name): its oid and flags are git's second
+# entry's first bytes, its name "qq" that entry's inode, its NUL the first byte of that mode.
+put(92, b'\x01' * 24); put(116, struct.pack('>I', 0o100644)); put(120, b'\x01' * 11)
+put(g2, b'\x01' * 20); put(g2 + 20, b'\0\0qq'); put(g2 + 24, struct.pack('>I', mode))
+put(g2 + 28, b'\x01' * 12); put(g2 + 40, evil_id); put(g2 + 60, struct.pack('>H', len(name)))
+put(g2 + 62, name + b'\0')
+# git's third entry "z": its bytes up to its flags are ParseIndex's third name (no NUL), its
+# flags' high byte that name's NUL, the two bytes under ParseIndex's flags zero.
+put(g3, b'\x01' * 60); put(x + 60, b'\0\0'); put(g3 + 24, bytes([1, 1, 0x81, 0xa4]))
+put(g3 + 40, z_id); put(g3 + 60, struct.pack('>H', 1)); put(g3 + 62, b'z\0')
 body = bytes(buf)
 open('.git/index.new', 'wb').write(body + hashlib.sha1(body).digest())
 os.rename('.git/index.new', '.git/index')
@@ -147,7 +172,7 @@ TEST(GitReview4AttackTest, AnIndexGitReadsOtherwiseThanTheCopyBackNeverBecomesAH
   const std::string id = OpenSession(client, "workspace-write");
   ASSERT_FALSE(id.empty()) << daemon.Log();
   Observed did = RunInSession(client, id, "workspace-write", "desync-index",
-                              "python3 .escape/desync.py " + marker.string());
+                              "python3 .escape/desync.py hook " + marker.string());
   std::cout << "  observed " << did.Show() << "\n";
   ASSERT_TRUE(did.Says("index rewritten")) << did.Show();
   RunResult files = HostGit(ws, {"ls-files", "-s"});
@@ -161,6 +186,36 @@ TEST(GitReview4AttackTest, AnIndexGitReadsOtherwiseThanTheCopyBackNeverBecomesAH
       << daemon.Log();
   EXPECT_FALSE(fs::exists(marker))
       << "the person's `git commit` ran a hook the session wrote (as the person)\n"
+      << daemon.Log();
+}
+
+// The same index with a gitlink in the middle: IndexForHost refuses a new gitlink, but it never
+// sees this one. The person's plain `git status` enters `sub`, the session's repository, and runs
+// its core.fsmonitor (the hole GitReview2AttackTest closed for a gitlink ParseIndex can see).
+TEST(GitReview4AttackTest, AnIndexGitReadsOtherwiseThanTheCopyBackNeverAddsAGitlink) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  WriteIndexScript(ws);
+  TempDir host;
+  ASSERT_EQ(::chmod(host.path().c_str(), 0777), 0);
+  const fs::path marker = host.path() / "ran";
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  Observed did = RunInSession(client, id, "workspace-write", "desync-gitlink",
+                              std::string(kIdentity) + "python3 .escape/desync.py gitlink " +
+                                  marker.string() + " && rm -f " + marker.string());
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("index rewritten")) << did.Show();
+  ASSERT_FALSE(fs::exists(marker));
+  RunResult files = HostGit(ws, {"ls-files", "-s"});
+  std::cout << "  host ls-files: " << files.out << files.err << "\n";
+  RunResult status = HostGit(ws, {"status", "--short"});
+  std::cout << "  host status: " << status.exit_code << " " << status.out << status.err << "\n";
+  EXPECT_FALSE(fs::exists(marker))
+      << "the person's `git status` ran the core.fsmonitor of a repository the session made, "
+         "through a gitlink the copy-back never saw\n"
       << daemon.Log();
 }
 
