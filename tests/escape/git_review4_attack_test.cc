@@ -400,3 +400,44 @@ print('index of', len(body) >> 20, 'MiB')
 
 }  // namespace
 }  // namespace ptybox::testing
+
+namespace ptybox::testing {
+namespace {
+
+using git_attack::HostGit;
+using git_attack::MakeRepository;
+
+// A ref's value may be `ref: refs/...` (ValidRefValue), and such a value skips the object and
+// gitlink checks (they run only for a hex id): the session makes refs/stash a symbolic ref to
+// refs/heads/main (`git symbolic-ref`), and the host gets it. The person has no stash yet, so
+// their next `git stash` finds no reflog for refs/stash and "clears" the stash first: git's
+// delete_ref follows the symbolic ref and deletes main, with its reflog; the stash then fails
+// ("You do not have the initial commit yet"), and the person's history is reachable from no ref.
+TEST(GitReview4AttackTest, ASymbolicStashNeverMakesThePersonsStashDeleteTheirBranch) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  const std::string main_before = HostGit(ws, {"rev-parse", "main"}).out;
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  Observed did = RunInSession(client, id, "workspace-write", "symbolic-stash",
+                              "git symbolic-ref refs/stash refs/heads/main && echo linked");
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("linked")) << did.Show();
+  RunResult symbolic = HostGit(ws, {"symbolic-ref", "-q", "refs/stash"});
+  std::cout << "  host refs/stash: " << symbolic.exit_code << " " << symbolic.out << "\n";
+  EXPECT_NE(symbolic.exit_code, 0) << "the host's refs/stash is a symbolic ref the session made\n"
+                                   << daemon.Log();
+  // The person stashes an edit of their own.
+  std::ofstream(ws / "a.txt", std::ios::app) << "mine\n";
+  RunResult stash = HostGit(ws, {"stash"});
+  std::cout << "  host stash: " << stash.exit_code << " " << stash.out << stash.err << "\n";
+  EXPECT_EQ(HostGit(ws, {"rev-parse", "--verify", "-q", "main"}).out, main_before)
+      << "the person's `git stash` deleted their branch main through the session's symbolic "
+         "refs/stash\n"
+      << daemon.Log();
+}
+
+}  // namespace
+}  // namespace ptybox::testing
