@@ -1,18 +1,20 @@
-// Fourth outside review of "Git for agents" (docs/security.md, review 7 of the project): what the
-// index a workspace-write session leaves in its private git directory does to the person's git
-// once the copy-back hands it over. IndexForHost checks each entry's path, mode and flags and
-// drops the extensions, but keeps every entry's stat data and their order as the session wrote
-// them. Each test fails while its hole is open:
-//  - stat data: an entry whose stat data is the worktree file's (ctime, mtime, device, inode,
-//    owner, size) while its object id is the committed content's makes the host's git take the
-//    file for unchanged without reading it (git's racy-clean rule does not apply: the index the
-//    daemon writes is newer than the file). A session's edit of a tracked file is then invisible
-//    to the person's `git status` and `git diff`, survives `git restore .`, `git stash` and
-//    `git commit -a`: what the skip-worktree flag did (GitReview2AttackTest), without the flag;
-//  - order: entries out of git's order (or repeated) pass; the host's git reads such an index
-//    without complaint, and the person's next `git commit` records a tree that is not sorted, a
-//    corrupt object (`git fsck`: treeNotSorted; `git show HEAD:a.txt` fails; a server that checks
-//    objects refuses the push).
+// Fourth outside review of "Git for agents" (docs/security.md; review 7 of the project): what a
+// workspace-write session leaves in its private git directory that the copy-back hands to the
+// host's git. Each test fails while its hole is open (root daemon and ptybox-ci):
+//  - the index is judged by ParseIndex, which reads each entry's name up to its NUL, while git
+//    takes the length from the entry's flags: an index laid out so the two disagree shows the
+//    copy-back harmless paths and git `.git/hooks/pre-commit` (the person's `git restore .`
+//    writes it, their commit runs it) or a new gitlink (their `git status` runs the
+//    core.fsmonitor of a repository the session made);
+//  - every entry's stat data comes back as the session wrote it: the edited file's stat data
+//    under the committed blob's id hides the edit from `git status`, `diff`, `restore`, `stash`;
+//  - entries out of git's order pass: the person's next commit records an unsorted tree;
+//  - the index is read, parsed and kept whole: 244 MiB cost the daemon 905 MiB at its peak and
+//    264 MiB for as long as the session lives;
+//  - a ref's value may be symbolic (`ref: refs/heads/main`), which skips every check: a
+//    symbolic refs/stash makes the person's `git stash` delete main;
+//  - the person's tags move and their branches vanish when the session says so (a rule to
+//    decide, written as the test expects it).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
