@@ -344,8 +344,16 @@ Result<void> ReadLooseRefs(int git_fd, std::map<std::string, std::string>& refs,
       }
       if (!*text) continue;
       const std::string value = Trim(**text);
-      if (!ValidRefValue(value)) {
-        if (refused) refused->push_back(name + ": not a hex id or a `ref: refs/...` line");
+      // Only a remote's HEAD (refs/remotes/<name>/HEAD, as git clone writes it) may name
+      // another ref: a symbolic refs/stash naming main made the person's next `git stash`
+      // delete main and its reflog (outside review 7).
+      const bool may_be_symbolic = name.starts_with("refs/remotes/") && name.ends_with("/HEAD");
+      if (!ValidRefValue(value) || (!may_be_symbolic && !IsObjectId(value))) {
+        if (refused) {
+          refused->push_back(name + (may_be_symbolic
+                                         ? ": not a hex id or a `ref: refs/...` line"
+                                         : ": not a hex id (only a remote's HEAD names a ref)"));
+        }
         continue;
       }
       refs[name] = value;
@@ -971,6 +979,9 @@ struct IndexEntryFacts {
   uint32_t mode = 0;
   bool assume_valid = false;   // flags bit 0x8000: git stops looking at the file
   bool skip_worktree = false;  // extended flags bit 0x4000: git ignores the file in the worktree
+  int stage = 0;               // flags bits 12-13: 0, or 1-3 during a merge
+  size_t offset = 0;           // where the entry starts in the index
+  std::string_view fixed;      // its stat data, mode, object id (into the parsed index)
 };
 struct ParsedIndex {
   std::vector<IndexEntryFacts> entries;
@@ -1009,6 +1020,8 @@ std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, 
       return std::nullopt;
     }
     IndexEntryFacts facts;
+    facts.offset = at;
+    facts.fixed = index.substr(at, 40 + hash_size);
     facts.mode = Be32(index, at + 24);
     const auto flags =
         static_cast<uint16_t>((static_cast<unsigned char>(index[at + 40 + hash_size]) << 8) |
@@ -1056,6 +1069,27 @@ std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, 
       }
       facts.path = std::string(index.substr(name_at, nul - name_at));
       after = at + ((name_at - at + facts.path.size() + 8) & ~size_t{7});  // NUL-padded
+    }
+    // Git takes the path's length from the flags (its low 12 bits, unless all are set) and
+    // finds the next entry by it, never by the NUL: a length that disagrees made this walk and
+    // git's read different entries, and an entry only git saw became a host hook (outside
+    // review 7). Refused in every reading: git's is the one that counts.
+    if (const size_t flag_length = flags & 0xFFF;
+        flag_length != 0xFFF ? flag_length != facts.path.size() : facts.path.size() < 0xFFF) {
+      why = "entry " + std::to_string(n) + "'s path is " + std::to_string(facts.path.size()) +
+            " bytes long, but its flags say " + std::to_string(flag_length);
+      return std::nullopt;
+    }
+    // Git's order (by path bytes, then stage): an index out of order made the person's next
+    // commit an unsorted tree that fsck and servers refuse (outside review 7).
+    facts.stage = (flags >> 12) & 3;
+    if (judge && !parsed.entries.empty()) {
+      const IndexEntryFacts& last = parsed.entries.back();
+      const int order = last.path.compare(facts.path);
+      if (order > 0 || (order == 0 && last.stage >= facts.stage)) {
+        why = "entry " + std::to_string(n) + " (`" + facts.path + "`) is out of git's order";
+        return std::nullopt;
+      }
     }
     if (std::optional<std::string> refused = IndexPathRefusal(facts.path, facts.mode, n);
         refused && judge) {
@@ -1158,6 +1192,19 @@ std::optional<std::string> IndexForHost(std::string_view index,
   // than the entries made the person's `git commit` record the session's tree), so none reaches
   // the host. The checksum is computed again over what is kept.
   std::string kept(index.substr(0, parsed->entries_end));
+  // Stat data tells git a file is unchanged without reading it: an entry naming the committed
+  // blob with the edited file's stat data hid the session's edit from the person's status,
+  // diff, restore, stash and commit -a (outside review 7). Every entry the launch's index did
+  // not hold byte for byte gets none (zeros), so git reads that file again.
+  for (const IndexEntryFacts& e : parsed->entries) {
+    if (auto was = before.find(e.path); was != before.end() && was->second.fixed == e.fixed) {
+      continue;
+    }
+    std::fill_n(kept.begin() + static_cast<std::ptrdiff_t>(e.offset), 24,
+                '\0');  // c/mtime, dev, ino
+    std::fill_n(kept.begin() + static_cast<std::ptrdiff_t>(e.offset) + 28, 12,
+                '\0');  // uid, gid, size
+  }
   kept += GitHashBytes(kept, hash_size);
   return kept;
 }

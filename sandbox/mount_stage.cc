@@ -492,8 +492,9 @@ Result<OpenedRoots> OpenRoots(const SandboxSpec& sandbox) {
 }
 
 // Private git directories (docs/security.md, "Git for agents") are off unless the daemon runs
-// with PTYBOX_GIT_WRITE=1: the second outside review's findings are not all closed, so by default
-// every .git in a writable root stays read-only, the wall that has held since the first round.
+// with PTYBOX_GIT_WRITE=1: the fourth outside review of it left two findings open
+// (docs/security.md, "Git for agents"), so by default every .git in a writable root stays
+// read-only, the wall that has held since the first round.
 bool GitWriteEnabled() {
   const char* value = std::getenv("PTYBOX_GIT_WRITE");
   return value != nullptr && std::string_view(value) == "1";

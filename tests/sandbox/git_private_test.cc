@@ -263,6 +263,11 @@ TEST(GitIndexTest, OnlyWorktreePathsPass) {
       EXPECT_FALSE(SafeIndex(crafted, 20, why)) << bad;
     }
     EXPECT_FALSE(SafeIndex(index.substr(0, 40), 20, why));
+    // The first entry's flags give its path another length: git would walk other entries.
+    std::string lengthened = index;
+    lengthened[12 + 61] = static_cast<char>(lengthened[12 + 61] + 8);
+    EXPECT_FALSE(SafeIndex(lengthened, 20, why));
+    EXPECT_NE(why.find("but its flags say"), std::string::npos) << why;
   }
   fs::remove_all(repo);
 }
