@@ -1426,6 +1426,11 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
       ReadRefs(host_git_fd, nullptr, false);
   if (!packed_and_loose) return Propagate(packed_and_loose);
   snapshot.refs = std::move(*packed_and_loose);
+  for (const auto& [name, value] : snapshot.refs) {
+    if (name.starts_with("refs/heads/") || name.starts_with("refs/tags/")) {
+      snapshot.launch_refs.insert(name);
+    }
+  }
   Result<UniqueFd> refs = MakeDir(private_fd, "refs", 0755, owner);
   if (!refs) return Propagate(refs);
   for (const char* sub : {"heads", "tags"}) {
@@ -1597,6 +1602,16 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
       done.refused.push_back(name + ": only branches, tags and the stash come back");
       continue;
     }
+    if (snapshot.launch_refs.contains(name) && (!now || name.starts_with("refs/tags/"))) {
+      if (snapshot.kept_refs.insert(name + "\n" + now.value_or("")).second) {
+        done.conflicts.push_back(
+            name + (now ? ": a tag the person had when the session started is never moved on "
+                          "the host; left as it is (a new tag name comes back)"
+                        : ": a branch or tag the person had when the session started is never "
+                          "deleted on the host; left as it is"));
+      }
+      continue;
+    }
     if (!now && refs_refused) {
       done.conflicts.push_back(name +
                                ": not deleted while the session's refs hold something "
@@ -1704,7 +1719,8 @@ bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex sta
 bool CopyBackIndex(int private_fd, int host_dir, size_t hash_size, HeadAndIndex state,
                    const std::optional<GitOwner>& owner, GitCopyBack& done) {
   const std::string what = state.label + "index";
-  Result<std::optional<std::string>> index = ReadFile(private_fd, "index", kGitIndexMax, true);
+  Result<std::optional<std::string>> index =
+      ReadFile(private_fd, "index", kGitSessionIndexMax, true);
   if (!index) {
     done.refused.push_back(what + ": " + index.error().message);
     return false;

@@ -25,9 +25,14 @@
 namespace ptybox::sandbox {
 
 // Bounds on what is read or copied, per file.
-inline constexpr size_t kGitSmallFileMax = 1 << 20;        // HEAD, a ref, ORIG_HEAD, config
-inline constexpr size_t kGitPackedRefsMax = 64u << 20;     // packed-refs
-inline constexpr size_t kGitIndexMax = 256u << 20;         // index
+inline constexpr size_t kGitSmallFileMax = 1 << 20;     // HEAD, a ref, ORIG_HEAD, config
+inline constexpr size_t kGitPackedRefsMax = 64u << 20;  // packed-refs
+inline constexpr size_t kGitIndexMax = 256u << 20;      // index (the host's)
+// A session's index, read by each copy-back: parsed, judged and rebuilt, it costs the daemon a
+// few times its size while the copy-back runs (a 244 MiB one raised the daemon's peak by 905
+// MiB: outside review 7); larger ones are refused, and the session's commits stay in its
+// private copy with a line saying so (a repository of about 500,000 files has such an index).
+inline constexpr size_t kGitSessionIndexMax = 64u << 20;
 inline constexpr uint64_t kGitObjectFileMax = 4ull << 30;  // a loose object or a pack file
 inline constexpr uint64_t kGitPackIndexMax = 512u << 20;   // a pack's .idx, read into memory
 inline constexpr size_t kGitMaxRefs = 100'000;             // refs in one repository
@@ -90,8 +95,14 @@ struct GitWorktreeSnapshot {
 // host still holds the value recorded here.
 struct GitSnapshot {
   std::map<std::string, std::string> refs;  // "refs/heads/main" -> "<hex>" or "ref: refs/..."
-  std::string head;                         // HEAD's content, trimmed
-  std::optional<std::string> index;         // the index's bytes, nullopt when there was none
+  // The person's branches and tags when the session started: a copy-back never deletes one,
+  // nor moves a tag (outside review 7: `git tag -f`, `git branch -D` reached the host). A
+  // branch may move (rebase, amend); its host reflog keeps the old tip.
+  std::set<std::string> launch_refs;
+  // Each such refusal once per value the session holds ("name\nvalue"), not at every copy-back.
+  std::set<std::string> kept_refs;
+  std::string head;                  // HEAD's content, trimmed
+  std::optional<std::string> index;  // the index's bytes, nullopt when there was none
   // The kGitReadOnlyEntries the host has (of the right type, not a link): each is a mount
   // point in the private directory for the host's own entry, bound read-only.
   std::vector<std::string> read_only_names;

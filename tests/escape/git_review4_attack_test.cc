@@ -1,10 +1,10 @@
 // Fourth outside review of "Git for agents" (docs/security.md; review 7 of the project): what a
 // workspace-write session leaves in its private git directory that the copy-back hands to the
-// host's git. Each test failed while its hole was open (root daemon and ptybox-ci); the first
-// three and the symbolic ref are closed (ParseIndex reads the path's length as git does and
-// wants git's order, stat data the launch's index did not hold is zeroed, only a remote's HEAD
-// may name a ref); the two DISABLED_ ones are open, listed in docs/security.md ("Git for
-// agents", still opt-in):
+// host's git. Each test failed while its hole was open (root daemon and ptybox-ci); all pass
+// since the fourteenth round (docs/security.md, "Git for agents": the index read as git reads
+// it and in git's order, stat data the launch's index did not hold zeroed, only a remote's HEAD
+// symbolic, a session's index over 64 MiB refused unread, the person's tags never moved and
+// their branches and tags never deleted):
 //  - the index is judged by ParseIndex, which reads each entry's name up to its NUL, while git
 //    takes the length from the entry's flags: an index laid out so the two disagree shows the
 //    copy-back harmless paths and git `.git/hooks/pre-commit` (the person's `git restore .`
@@ -315,7 +315,7 @@ using git_attack::MakeRepository;
 // (`git branch -D`). git itself refuses to move an existing tag on a fetch without --force
 // ("would clobber existing tag"); here the person's `v1` silently names the agent's commit, and
 // their `feature` is gone (its commit reachable from no ref).
-TEST(GitReview4AttackTest, DISABLED_ThePersonsTagsNeverMoveAndTheirBranchesNeverVanish) {
+TEST(GitReview4AttackTest, ThePersonsTagsNeverMoveAndTheirBranchesNeverVanish) {
   Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
@@ -369,7 +369,7 @@ long StatusKib(pid_t pid, const std::string& field) {
 // peak and lasting memory grow by several times that, per session, and an owner may hold 16
 // sessions (limits.max_sessions), each copying back at once: the daemon, every owner's, is what
 // the kernel's OOM killer then ends.
-TEST(GitReview4AttackTest, DISABLED_ASessionsIndexNeverCostsTheDaemonItsSizeInMemory) {
+TEST(GitReview4AttackTest, ASessionsIndexNeverCostsTheDaemonItsSizeInMemory) {
   Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
@@ -386,6 +386,11 @@ print('index of', len(body) >> 20, 'MiB')
   RpcClient client(daemon.socket());
   const std::string id = OpenSession(client, "workspace-write");
   ASSERT_FALSE(id.empty()) << daemon.Log();
+  // The control: a copy-back of an ordinary index first, so that what the daemon allocates for
+  // any copy-back (its threads' arenas, the host git it runs) is in the figure before.
+  Observed warm = RunInSession(client, id, "workspace-write", "small-index",
+                               "echo x > warm.txt && git add warm.txt && echo warm");
+  ASSERT_TRUE(warm.Says("warm")) << warm.Show();
   const long rss_before = StatusKib(daemon.pid(), "VmRSS");
   Observed did = RunInSession(client, id, "workspace-write", "big-index", "python3 .escape/big.py");
   std::cout << "  observed " << did.Show() << "\n";
