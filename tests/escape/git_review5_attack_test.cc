@@ -1,0 +1,165 @@
+// Fifth outside review of "Git for agents" (docs/security.md; review 8 of the project): the
+// fourteenth round's fixes to the copy-back, attacked from a workspace-write session. Each test
+// fails while its hole is open (root daemon and ptybox-ci):
+//  - the person's tags are never moved by a copy-back, but HEAD may name any ref: a session's
+//    `git symbolic-ref HEAD refs/tags/v1` comes back, and the person's next `git commit` moves
+//    their (lightweight) tag v1 onto it;
+//  - only branches and tags the host had at launch are kept from deletion: the person's stash
+//    (refs/stash) is theirs too, and a session's `git stash clear` deletes it on the host;
+//  - ParseIndex reads an entry's extended flags for skip-worktree only: bits git does not know
+//    pass, and git dies on them ("unknown index entry format"), so every later status, diff,
+//    add, commit of the person's fails until they delete .git/index;
+//  - a new tag may take the short name of the person's branch: refs/tags/main comes back, and
+//    git resolves `main` to the tag first (rev-parse, log, diff, merge, reset --hard main), to
+//    the session's commit, with only an "ambiguous" warning.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "tests/escape/escape_support.h"
+#include "tests/escape/git_attack_support.h"
+
+namespace ptybox::testing {
+namespace {
+
+using git_attack::HostGit;
+using git_attack::kIdentity;
+using git_attack::MakeRepository;
+using git_attack::Slurp;
+
+namespace fs = std::filesystem;
+
+// CopyBackHead accepts any `ref: refs/...` value for HEAD (ValidRefValue). A session points
+// HEAD at the person's tag; the host's HEAD then names refs/tags/v1, and the person's next
+// commit (git updates the ref HEAD names) moves v1 to it: the rule "a tag the person had when
+// the session started is never moved" is kept by the daemon and broken by the person's own git
+// on the session's say-so. git status says only "On branch refs/tags/v1".
+TEST(GitReview5AttackTest, AHeadNamingThePersonsTagNeverMakesTheirCommitMoveIt) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  ASSERT_EQ(HostGit(ws, {"tag", "v1"}).exit_code, 0);
+  const std::string tag_before = HostGit(ws, {"rev-parse", "v1"}).out;
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string work =
+      std::string(kIdentity) + "git symbolic-ref HEAD refs/tags/v1 && echo pointed";
+  Observed did = RunInSession(client, id, "workspace-write", "head-tag", work);
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("pointed")) << did.Show();
+  std::cout << "  host HEAD: " << Slurp(ws / ".git" / "HEAD");
+  // The person, later, commits their own change.
+  std::ofstream(ws / "a.txt", std::ios::app) << "mine\n";
+  const auto commit = HostGit(ws, {"commit", "-q", "-a", "-m", "mine"});
+  std::cout << "  the person's commit: exit " << commit.exit_code << "\n";
+  EXPECT_EQ(HostGit(ws, {"rev-parse", "v1"}).out, tag_before)
+      << "the person's tag v1 moved to their next commit: the host's HEAD is "
+      << Slurp(ws / ".git" / "HEAD") << daemon.Log();
+  EXPECT_FALSE(Slurp(ws / ".git" / "HEAD").starts_with("ref: refs/tags/"))
+      << "the host's HEAD names a tag\n"
+      << daemon.Log();
+}
+
+// launch_refs keeps the person's branches and tags from deletion, but not refs/stash
+// (CopiedBackRef copies it back): the person stashed work before the session started; the
+// session's `git stash clear` deletes the host's refs/stash, and the person's stashed work is
+// reachable from no ref (`git stash list` is empty, `git stash pop` fails).
+TEST(GitReview5AttackTest, ThePersonsStashNeverVanishes) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  std::ofstream(ws / "a.txt", std::ios::app) << "the person's work in progress\n";
+  ASSERT_EQ(HostGit(ws, {"stash", "-q"}).exit_code, 0);
+  const std::string stash_before = HostGit(ws, {"rev-parse", "--verify", "-q", "refs/stash"}).out;
+  ASSERT_FALSE(stash_before.empty());
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string work = std::string(kIdentity) + "git stash clear && echo cleared";
+  Observed did = RunInSession(client, id, "workspace-write", "stash-clear", work);
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("cleared")) << did.Show();
+  EXPECT_EQ(HostGit(ws, {"rev-parse", "--verify", "-q", "refs/stash"}).out, stash_before)
+      << "the person's stash was deleted by the session\n"
+      << daemon.Log();
+  EXPECT_FALSE(HostGit(ws, {"stash", "list"}).out.empty())
+      << "the person's git stash list is empty\n"
+      << daemon.Log();
+}
+
+// Rewrites .git/index as version 3 with extended flags `0x0001` (a bit git does not know) on
+// every entry, in git's order, lengths from the flags, no extensions, checksum computed again.
+constexpr const char* kExtendedFlagsScript = R"PY(import hashlib, struct
+d = open('.git/index', 'rb').read()
+assert d[:4] == b'DIRC'
+version, count = struct.unpack('>II', d[4:12])
+at, out = 12, []
+for _ in range(count):
+    flags = struct.unpack('>H', d[at + 60:at + 62])[0]
+    name = at + 62 + (2 if flags & 0x4000 else 0)
+    nul = d.index(b'\0', name)
+    path = d[name:nul]
+    e = d[at:at + 60] + struct.pack('>HH', (len(path) & 0xfff) | 0x4000, 0x0001) + path
+    e += b'\0' * (((64 + len(path) + 8) & ~7) - len(e))
+    out.append(e)
+    at += (nul - at + 8) & ~7
+body = b'DIRC' + struct.pack('>II', 3, count) + b''.join(out)
+open('.git/index', 'wb').write(body + hashlib.sha1(body).digest())
+)PY";
+
+// git's create_from_disk dies on an extended flag bit outside CE_EXTENDED_FLAGS (skip-worktree,
+// intent-to-add); ParseIndex takes any. A session's index with bit 0x0001 set comes back, and
+// the person's git cannot read their index any more: status, diff, add, commit all exit 128.
+TEST(GitReview5AttackTest, AnIndexWithExtendedFlagsGitDoesNotKnowNeverBreaksThePersonsGit) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  std::ofstream(ws / ".escape" / "ext.py") << kExtendedFlagsScript;
+  ASSERT_EQ(HostGit(ws, {"status", "--porcelain"}).exit_code, 0);
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string work = "python3 .escape/ext.py && echo rewritten";
+  Observed did = RunInSession(client, id, "workspace-write", "ext-flags", work);
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("rewritten")) << did.Show();
+  const auto status = HostGit(ws, {"status", "--porcelain"});
+  EXPECT_EQ(status.exit_code, 0) << "the person's git status fails: " << status.err << "\n"
+                                 << daemon.Log();
+  std::ofstream(ws / "a.txt", std::ios::app) << "mine\n";
+  EXPECT_EQ(HostGit(ws, {"commit", "-q", "-a", "-m", "mine"}).exit_code, 0)
+      << "the person's git commit fails\n"
+      << daemon.Log();
+}
+
+// The copy-back brings back any new tag. A session's `git tag main <its commit>` makes
+// refs/tags/main, which git's revision lookup (refs/tags/%s before refs/heads/%s) takes for the
+// person's `main`: their `git reset --hard main`, `git merge main`, `git diff main` use the
+// session's commit, and `git push origin main` fails ("matches more than one").
+TEST(GitReview5AttackTest, ASessionsTagNeverTakesTheNameOfThePersonsBranch) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  const std::string main_before = HostGit(ws, {"rev-parse", "refs/heads/main"}).out;
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string work = std::string(kIdentity) +
+                           "git checkout -q -b agent && echo agent > a.txt && "
+                           "git commit -qam agent && git tag main && git checkout -q main && "
+                           "echo tagged";
+  Observed did = RunInSession(client, id, "workspace-write", "tag-main", work);
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("tagged")) << did.Show();
+  const auto resolved = HostGit(ws, {"rev-parse", "main"});
+  std::cout << "  host rev-parse main: " << resolved.out << resolved.err;
+  EXPECT_EQ(resolved.out, main_before) << "the person's `main` resolves to the session's tag\n"
+                                       << daemon.Log();
+}
+
+}  // namespace
+}  // namespace ptybox::testing
