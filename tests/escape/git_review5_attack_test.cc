@@ -11,7 +11,11 @@
 //    add, commit of the person's fails until they delete .git/index;
 //  - a new tag may take the short name of the person's branch: refs/tags/main comes back, and
 //    git resolves `main` to the tag first (rev-parse, log, diff, merge, reset --hard main), to
-//    the session's commit, with only an "ambiguous" warning.
+//    the session's commit, with only an "ambiguous" warning;
+//  - a version 4 index stores each path as a prefix of the previous one plus a few bytes, and
+//    ParseIndex keeps every path whole: 64,000 entries of 4 KiB paths take 4.1 MiB on disk and
+//    over 500 MiB of the daemon's memory (about 125 times), so the 64 MiB bound on a session's
+//    index still lets one copy-back ask for about 8 GiB.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -159,6 +163,62 @@ TEST(GitReview5AttackTest, ASessionsTagNeverTakesTheNameOfThePersonsBranch) {
   std::cout << "  host rev-parse main: " << resolved.out << resolved.err;
   EXPECT_EQ(resolved.out, main_before) << "the person's `main` resolves to the session's tag\n"
                                        << daemon.Log();
+}
+
+// A line of /proc/<pid>/status in KiB ("VmRSS", "VmHWM"), or -1.
+long StatusKib(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with(field + ":")) return std::atol(line.c_str() + field.size() + 1);
+  }
+  return -1;
+}
+
+// ParseIndex expands every version 4 path (the previous path's prefix plus the entry's bytes)
+// into a std::string of its own (built by operator+, so with about twice its length reserved)
+// and keeps them all in a vector: the index's size on disk bounds the entry count, not the
+// memory. The session writes 64,000 entries whose paths are 4,096 bytes long (the most
+// IndexPathRefusal allows), each after the first stripping 3 bytes of the previous path and
+// adding 3: a 4.1 MiB index, every entry valid and in git's order. Measured: the daemon's peak
+// grows by about 530 MiB (a 15 MiB index of the same kind: 1,876 MiB). At the 64 MiB bound
+// (kGitSessionIndexMax) that is about 8 GiB for one copy-back of one session (multiplication,
+// not run: the machine is shared); the next copy-back parses it twice (as the session's index
+// and as the one the host has), and every later launch's GitlinksOfIndex once more.
+TEST(GitReview5AttackTest, APrefixCompressedIndexNeverCostsTheDaemonMoreThanItsSize) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  std::ofstream(ws / ".escape" / "v4.py") << R"PY(import hashlib, struct
+L, N = 4096, 64000
+alpha = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
+def tail(i):
+    return (alpha[i // 3844] + alpha[i // 62 % 62] + alpha[i % 62]).encode()
+fixed = bytearray(60)
+fixed[24:28] = struct.pack('>I', 0o100644)
+fixed[40:60] = hashlib.sha1(b'blob 0\0').digest()
+head = bytes(fixed) + struct.pack('>H', 0xFFF)
+out = [head + b'\x00' + b'a' * (L - 3) + tail(0) + b'\0']
+out += [head + b'\x03' + tail(i) + b'\0' for i in range(1, N)]
+body = b'DIRC' + struct.pack('>II', 4, N) + b''.join(out)
+open('.git/index', 'wb').write(body + hashlib.sha1(body).digest())
+print('index of', len(body) >> 10, 'KiB')
+)PY";
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const long rss_before = StatusKib(daemon.pid(), "VmRSS");
+  Observed did = RunInSession(client, id, "workspace-write", "v4-index", "python3 .escape/v4.py");
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("KiB")) << did.Show();
+  const long peak = StatusKib(daemon.pid(), "VmHWM");
+  std::cout << "  daemon RSS before " << rss_before / 1024 << " MiB, peak " << peak / 1024
+            << " MiB; host index "
+            << (fs::exists(ws / ".git" / "index") ? fs::file_size(ws / ".git" / "index") >> 10 : 0)
+            << " KiB\n";
+  EXPECT_LT(peak - rss_before, 64 * 1024)
+      << "a 4 MiB session index raised the daemon's peak memory by " << (peak - rss_before) / 1024
+      << " MiB\n"
+      << daemon.Log();
 }
 
 }  // namespace
