@@ -16,6 +16,9 @@
 //    ParseIndex keeps every path whole: 64,000 entries of 4 KiB paths take 4.1 MiB on disk and
 //    over 500 MiB of the daemon's memory (about 125 times), so the 64 MiB bound on a session's
 //    index still lets one copy-back ask for about 8 GiB.
+//  - IndexPathRefusal checks only a mode's type: a regular file's entry with mode 0104777 comes
+//    back, and the person's next commit (of another file) records a tree with a file mode git
+//    never writes (fsck: badFilemode).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -219,6 +222,49 @@ print('index of', len(body) >> 10, 'KiB')
       << "a 4 MiB session index raised the daemon's peak memory by " << (peak - rss_before) / 1024
       << " MiB\n"
       << daemon.Log();
+}
+
+// Sets the mode of the entry `a.txt` in .git/index (versions 2 and 3) to 0104777 (setuid, all
+// permissions), keeping the rest; extensions dropped, checksum computed again.
+constexpr const char* kModeScript = R"PY(import hashlib, struct
+d = bytearray(open('.git/index', 'rb').read())
+version, count = struct.unpack('>II', d[4:12])
+at = 12
+for _ in range(count):
+    flags = struct.unpack('>H', d[at + 60:at + 62])[0]
+    name = at + 62 + (2 if flags & 0x4000 else 0)
+    nul = d.index(b'\0', name)
+    if d[name:nul] == b'a.txt':
+        d[at + 24:at + 28] = struct.pack('>I', 0o104777)
+    at += (nul - at + 8) & ~7
+body = bytes(d[:at])
+open('.git/index', 'wb').write(body + hashlib.sha1(body).digest())
+)PY";
+
+// IndexPathRefusal refuses a mode by its type only (regular file, link, gitlink): 0104777 is a
+// "regular file". git keeps the index's mode as it is and writes it into the tree of the next
+// commit; `git ls-tree` shows 100755, the tree object holds 104777, and fsck reports
+// badFilemode (an error under fsck.badFilemode=error or a server that makes it one). The
+// person's own commit of another file carries it.
+TEST(GitReview5AttackTest, AnIndexModeGitNeverWritesNeverReachesThePersonsNextCommit) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  std::ofstream(ws / ".escape" / "mode.py") << kModeScript;
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  Observed did = RunInSession(client, id, "workspace-write", "index-mode",
+                              "python3 .escape/mode.py && echo moded");
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("moded")) << did.Show();
+  std::cout << "  host index: " << HostGit(ws, {"ls-files", "-s"}).out;
+  std::ofstream(ws / "c.txt") << "the person's file\n";
+  ASSERT_EQ(HostGit(ws, {"add", "c.txt"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"commit", "-q", "-m", "mine"}).exit_code, 0);
+  const auto fsck = HostGit(ws, {"-c", "fsck.badFilemode=error", "fsck"});
+  EXPECT_EQ(fsck.exit_code, 0) << "the person's commit holds a bad file mode: " << fsck.out
+                               << fsck.err << daemon.Log();
 }
 
 }  // namespace
