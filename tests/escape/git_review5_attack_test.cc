@@ -19,6 +19,9 @@
 //  - IndexPathRefusal checks only a mode's type: a regular file's entry with mode 0104777 comes
 //    back, and the person's next commit (of another file) records a tree with a file mode git
 //    never writes (fsck: badFilemode).
+//  - ParseIndex checks git's order, not git's tree rules: an index holding both `a.txt` and
+//    `a.txt/x` comes back, and the person's next commit fails ("You have both a.txt and
+//    a.txt/x", "Error building trees") until they find and remove the entry.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -265,6 +268,49 @@ TEST(GitReview5AttackTest, AnIndexModeGitNeverWritesNeverReachesThePersonsNextCo
   const auto fsck = HostGit(ws, {"-c", "fsck.badFilemode=error", "fsck"});
   EXPECT_EQ(fsck.exit_code, 0) << "the person's commit holds a bad file mode: " << fsck.out
                                << fsck.err << daemon.Log();
+}
+
+// Adds an entry `a.txt/x` (a.txt's blob) right after `a.txt` in .git/index (versions 2 and 3):
+// still in git's order; extensions dropped, checksum computed again.
+constexpr const char* kFileAndDirectoryScript = R"PY(import hashlib, struct
+d = open('.git/index', 'rb').read()
+version, count = struct.unpack('>II', d[4:12])
+at, out = 12, []
+for _ in range(count):
+    flags = struct.unpack('>H', d[at + 60:at + 62])[0]
+    name = at + 62 + (2 if flags & 0x4000 else 0)
+    nul = d.index(b'\0', name)
+    size = (nul - at + 8) & ~7
+    out.append(d[at:at + size])
+    if d[name:nul] == b'a.txt':
+        e = d[at:at + 60] + struct.pack('>H', 7) + b'a.txt/x'
+        out.append(e + b'\0' * (((62 + 7 + 8) & ~7) - len(e)))
+    at += size
+body = d[:8] + struct.pack('>I', len(out)) + b''.join(out)
+open('.git/index', 'wb').write(body + hashlib.sha1(body).digest())
+)PY";
+
+// git reads an index whatever paths it holds, and builds the next commit's trees from it: a
+// file `a.txt` and an entry beneath it (`a.txt/x`) cannot both be in a tree, so every commit
+// fails (verify_cache: "You have both a.txt and a.txt/x"). The session writes such an index
+// (in git's order, every path allowed); the person's commit of a file of their own fails.
+TEST(GitReview5AttackTest, AnIndexGitCannotBuildATreeFromNeverBlocksThePersonsCommit) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  std::ofstream(ws / ".escape" / "df.py") << kFileAndDirectoryScript;
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  Observed did = RunInSession(client, id, "workspace-write", "index-df",
+                              "python3 .escape/df.py && echo added");
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("added")) << did.Show();
+  std::ofstream(ws / "c.txt") << "the person's file\n";
+  ASSERT_EQ(HostGit(ws, {"add", "c.txt"}).exit_code, 0);
+  const auto commit = HostGit(ws, {"commit", "-q", "-m", "mine"});
+  EXPECT_EQ(commit.exit_code, 0) << "the person's commit fails: " << commit.out << commit.err
+                                 << daemon.Log();
 }
 
 }  // namespace
