@@ -129,11 +129,6 @@ void AddHiddenPaths(const SandboxSpec& spec, const std::filesystem::path& init_b
       argv.Flag(hidden.path.string());
     }
   }
-  for (const std::filesystem::path& socket : spec.host_sockets) {
-    if (inside_emptied(socket) || veiled(socket)) continue;
-    argv.Option("--ro-bind", "/dev/null");
-    argv.Flag(socket.string());
-  }
 }
 
 }  // namespace

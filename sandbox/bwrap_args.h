@@ -53,11 +53,6 @@ struct SandboxSpec {
   std::filesystem::path daemon_socket;
   // Host paths hidden from the session (secrets): existing paths, canonical.
   std::vector<HiddenPath> hidden;
-  // Pathname sockets host services had bound at the launch, outside /run, /tmp and the roots
-  // (sandbox/host_walls.h, AddHostSockets): each covered with /dev/null, so `connect` finds no
-  // socket. Kept apart from `hidden`: a warm pool's shell is claimed whatever sockets were bound
-  // while it waited (ShellSession::MatchesLaunch).
-  std::vector<std::filesystem::path> host_sockets;
   // An ordinary user's daemon: its own home directories that hold a granted path
   // (sandbox/host_walls.h, CoverOfHome). Each is an empty tmpfs made before the binds, which put
   // the roots back into it, with the starting directory bound back read-only when no root holds
