@@ -2,6 +2,7 @@
 #include "sandbox/git_objects.h"
 
 #include <fcntl.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -110,9 +111,18 @@ std::string GitSaid(const CapturedRun& run) {
 // What `git index-pack` may map beyond twice the pack's size (its code, libraries, buffers).
 constexpr uint64_t kIndexPackMemoryBase = 512u << 20;
 
+// OpenSSL frees its locks in an atexit handler by default; a launch's walk still hashing an
+// index on its own thread when the daemon exits then read a freed lock (an ASan SEGV in
+// EVP_Digest at a test daemon's exit). Initialised without that handler, before first use.
+void InitCryptoOnce() {
+  static const bool done = OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, nullptr) == 1;
+  (void)done;
+}
+
 }  // namespace
 
 std::string GitHashBytes(std::string_view data, size_t hash_size) {
+  InitCryptoOnce();
   unsigned char sum[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   EVP_Digest(data.data(), data.size(), sum, &size, hash_size == 32 ? EVP_sha256() : EVP_sha1(),
@@ -128,6 +138,7 @@ bool LooseObjectMatchesName(int fd, uint64_t size, std::string_view id, std::str
     why = "not an object id";
     return false;
   }
+  InitCryptoOnce();
   std::unique_ptr<EVP_MD_CTX, DigestDeleter> digest(EVP_MD_CTX_new());
   if (!digest || EVP_DigestInit_ex(digest.get(), kind, nullptr) != 1) {
     why = "cannot start a hash";

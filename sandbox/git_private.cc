@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <functional>
 #include <set>
+#include <unordered_set>
 
 #include "common/log.h"
 #include "common/propagate.h"
@@ -946,9 +947,12 @@ std::optional<std::string> IndexPathRefusal(const std::string& path, uint32_t mo
     }
     start = slash + 1;
   }
+  // The modes git writes, exactly: another (0104777) reached the person's next commit, which
+  // fsck flags (outside review 8).
   const uint32_t type = mode & 0170000;
-  if (type != 0100000 && type != 0120000 && type != 0160000) {
-    return "entry `" + path + "` has mode " + std::to_string(mode);
+  if (mode != 0100644 && mode != 0100755 && mode != 0120000 && mode != 0160000) {
+    return "entry `" + path + "` has mode " + std::to_string(mode) +
+           ", which git never writes (100644, 100755, 120000 or 160000)";
   }
   if (type == 0120000) {  // git refuses these as links (verify_path): read as configuration
     const size_t slash = path.rfind('/');
@@ -1012,6 +1016,8 @@ std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, 
   const size_t end = index.size() - hash_size;  // the trailing checksum
   size_t at = 12;
   ParsedIndex parsed;
+  size_t path_bytes = 0;
+  int previous_stage = 0;
   std::string previous;  // version 4: paths are prefix-compressed against the previous one
   for (uint32_t n = 0; n < entries; ++n) {
     const size_t fixed = 40 + hash_size + 2;
@@ -1033,7 +1039,16 @@ std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, 
         why = "entry " + std::to_string(n) + " has extended flags in a version 2 index";
         return std::nullopt;
       }
-      facts.skip_worktree = (static_cast<unsigned char>(index[name_at]) & 0x40) != 0;
+      const auto extended =
+          static_cast<uint16_t>((static_cast<unsigned char>(index[name_at]) << 8) |
+                                static_cast<unsigned char>(index[name_at + 1]));
+      // Git knows intent-to-add (0x2000) and skip-worktree (0x4000) and dies on any other bit
+      // at every read of the index (outside review 8).
+      if (extended & ~uint16_t{0x6000}) {
+        why = "entry " + std::to_string(n) + " has extended flags git does not know";
+        return std::nullopt;
+      }
+      facts.skip_worktree = (extended & 0x4000) != 0;
       name_at += 2;
     }
     size_t after = 0;
@@ -1083,10 +1098,9 @@ std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, 
     // Git's order (by path bytes, then stage): an index out of order made the person's next
     // commit an unsorted tree that fsck and servers refuse (outside review 7).
     facts.stage = (flags >> 12) & 3;
-    if (judge && !parsed.entries.empty()) {
-      const IndexEntryFacts& last = parsed.entries.back();
-      const int order = last.path.compare(facts.path);
-      if (order > 0 || (order == 0 && last.stage >= facts.stage)) {
+    if (judge && n > 0) {
+      const int order = previous.compare(facts.path);
+      if (order > 0 || (order == 0 && previous_stage >= facts.stage)) {
         why = "entry " + std::to_string(n) + " (`" + facts.path + "`) is out of git's order";
         return std::nullopt;
       }
@@ -1097,10 +1111,38 @@ std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, 
       return std::nullopt;
     }
     previous = facts.path;
-    parsed.entries.push_back(std::move(facts));
+    previous_stage = facts.stage;
     at = after;
+    // Read as the host's git reads it, only the gitlinks are wanted: a prefix-compressed
+    // (version 4) index expands about 125 times, and a session's repository may hold one.
+    if (!judge && (facts.mode & 0170000) != 0160000) continue;
+    // Judged, every path is kept: bounded, whatever the compression (a 15 MiB index of version
+    // 4 raised the daemon's peak by 1,876 MiB: outside review 8).
+    path_bytes += facts.path.size();
+    if (path_bytes > kIndexPathBytesMax) {
+      why = "its paths take more than " + std::to_string(kIndexPathBytesMax >> 20) +
+            " MiB when expanded";
+      return std::nullopt;
+    }
+    parsed.entries.push_back(std::move(facts));
   }
   parsed.entries_end = at;
+  if (judge) {
+    // A path that is also a directory of another (`a.txt` and `a.txt/x`): git cannot build a
+    // tree from it, and every commit of the person's failed (outside review 8).
+    std::unordered_set<std::string_view> paths;
+    for (const IndexEntryFacts& e : parsed.entries) paths.insert(e.path);
+    for (const IndexEntryFacts& e : parsed.entries) {
+      for (size_t slash = e.path.find('/'); slash != std::string::npos;
+           slash = e.path.find('/', slash + 1)) {
+        if (paths.contains(std::string_view(e.path).substr(0, slash))) {
+          why = "`" + e.path.substr(0, slash) + "` is both a file and a directory of `" + e.path +
+                "`";
+          return std::nullopt;
+        }
+      }
+    }
+  }
   // Extensions: a four-byte signature and a size each, up to the checksum.
   while (at < end) {
     if (at + 8 > end) {
@@ -1427,7 +1469,7 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
   if (!packed_and_loose) return Propagate(packed_and_loose);
   snapshot.refs = std::move(*packed_and_loose);
   for (const auto& [name, value] : snapshot.refs) {
-    if (name.starts_with("refs/heads/") || name.starts_with("refs/tags/")) {
+    if (name.starts_with("refs/heads/") || name.starts_with("refs/tags/") || name == "refs/stash") {
       snapshot.launch_refs.insert(name);
     }
   }
@@ -1612,6 +1654,17 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
       }
       continue;
     }
+    // A new tag named as a branch (or a new branch as a tag) takes the other's place when the
+    // person names it (`git log main` read the session's tag `main`: outside review 8).
+    if (!start && now && (name.starts_with("refs/tags/") || name.starts_with("refs/heads/"))) {
+      const bool tag = name.starts_with("refs/tags/");
+      const std::string other = (tag ? "refs/heads/" : "refs/tags/") + name.substr(tag ? 10 : 11);
+      if (snapshot.refs.contains(other) || mine->contains(other)) {
+        done.refused.push_back(name + ": " + other +
+                               " has the same name; git would read one for the other");
+        continue;
+      }
+    }
     if (!now && refs_refused) {
       done.conflicts.push_back(name +
                                ": not deleted while the session's refs hold something "
@@ -1693,6 +1746,12 @@ bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex sta
     return false;
   }
   const std::string value = Trim(**head);
+  // HEAD names a commit or a branch: one naming the person's tag made their next commit move
+  // the tag (outside review 8).
+  if (value.starts_with("ref: ") && !value.starts_with("ref: refs/heads/")) {
+    done.refused.push_back(what + ": names " + value.substr(5) + ", not a branch");
+    return false;
+  }
   if (value == state.head) return false;
   if (IsObjectId(value) && !HostHasObject(objects_fd, value).value_or(false)) {
     done.conflicts.push_back(what + ": its commit " + value +

@@ -33,6 +33,9 @@ inline constexpr size_t kGitIndexMax = 256u << 20;      // index (the host's)
 // MiB: outside review 7); larger ones are refused, and the session's commits stay in its
 // private copy with a line saying so (a repository of about 500,000 files has such an index).
 inline constexpr size_t kGitSessionIndexMax = 64u << 20;
+// The paths of an index the copy-back judges, expanded (version 4 compresses each against the
+// one before): past this it is refused.
+inline constexpr size_t kIndexPathBytesMax = 16u << 20;
 inline constexpr uint64_t kGitObjectFileMax = 4ull << 30;  // a loose object or a pack file
 inline constexpr uint64_t kGitPackIndexMax = 512u << 20;   // a pack's .idx, read into memory
 inline constexpr size_t kGitMaxRefs = 100'000;             // refs in one repository
@@ -95,9 +98,10 @@ struct GitWorktreeSnapshot {
 // host still holds the value recorded here.
 struct GitSnapshot {
   std::map<std::string, std::string> refs;  // "refs/heads/main" -> "<hex>" or "ref: refs/..."
-  // The person's branches and tags when the session started: a copy-back never deletes one,
-  // nor moves a tag (outside review 7: `git tag -f`, `git branch -D` reached the host). A
-  // branch may move (rebase, amend); its host reflog keeps the old tip.
+  // The person's branches, tags and stash when the session started: a copy-back never deletes
+  // one, nor moves a tag (outside reviews 7 and 8: `git tag -f`, `git branch -D`, `git stash
+  // clear` reached the host). A branch or the stash may move (rebase, amend, stash push); its
+  // host reflog keeps the old tip.
   std::set<std::string> launch_refs;
   // Each such refusal once per value the session holds ("name\nvalue"), not at every copy-back.
   std::set<std::string> kept_refs;
