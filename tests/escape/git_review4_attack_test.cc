@@ -353,14 +353,7 @@ namespace {
 
 using git_attack::MakeRepository;
 
-// A line of /proc/<pid>/status in KiB ("VmRSS", "VmHWM"), or -1.
-long StatusKib(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.starts_with(field + ":")) return std::atol(line.c_str() + field.size() + 1);
-  }
-  return -1;
-}
+using git_attack::StatusKib;
 
 // The copy-back reads the session's index whole (up to kGitIndexMax, 256 MiB), parses every
 // entry into a vector, builds the host's copy beside it, and the snapshot keeps that copy for as

@@ -171,14 +171,7 @@ TEST(GitReview5AttackTest, ASessionsTagNeverTakesTheNameOfThePersonsBranch) {
                                        << daemon.Log();
 }
 
-// A line of /proc/<pid>/status in KiB ("VmRSS", "VmHWM"), or -1.
-long StatusKib(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.starts_with(field + ":")) return std::atol(line.c_str() + field.size() + 1);
-  }
-  return -1;
-}
+using git_attack::StatusKib;
 
 // ParseIndex expands every version 4 path (the previous path's prefix plus the entry's bytes)
 // into a std::string of its own (built by operator+, so with about twice its length reserved)
