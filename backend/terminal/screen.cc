@@ -194,18 +194,18 @@ void Screen::Resize(int rows, int columns) {
   VTermPos cursor;
   vterm_state_get_cursorpos(state, &cursor);
   const auto move_to = [this](const VTermPos& pos) {
-    return "[" + std::to_string(std::clamp(pos.row, 0, rows_ - 1) + 1) + ";" +
+    return "\x1b[" + std::to_string(std::clamp(pos.row, 0, rows_ - 1) + 1) + ";" +
            std::to_string(std::clamp(pos.col, 0, columns_ - 1) + 1) + "H";
   };
   const std::string restore =
-      ""
+      "\x1b"
       "8";
   vterm_input_write(vt_.get(), restore.data(), restore.size());
   VTermPos saved;
   vterm_state_get_cursorpos(state, &saved);
   const std::string fix = move_to(saved) +
-                          ""
-                          "7[r" +
+                          "\x1b"
+                          "7\x1b[r" +
                           move_to(cursor);
   vterm_input_write(vt_.get(), fix.data(), fix.size());
 }
