@@ -219,7 +219,15 @@ print('index of', len(body) >> 10, 'KiB')
             << " MiB; host index "
             << (fs::exists(ws / ".git" / "index") ? fs::file_size(ws / ".git" / "index") >> 10 : 0)
             << " KiB\n";
-  EXPECT_LT(peak - rss_before, 64 * 1024)
+  // Under ASan every allocation carries redzones and freed memory waits in its quarantine: the
+  // same copy-back peaks at about three times as much (103 MiB where 37 MiB without). The bound
+  // still tells the 125-fold expansion (1,876 MiB for 15 MiB) from the bounded one.
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr long kBoundKib = 256 * 1024;
+#else
+  constexpr long kBoundKib = 64 * 1024;
+#endif
+  EXPECT_LT(peak - rss_before, kBoundKib)
       << "a 4 MiB session index raised the daemon's peak memory by " << (peak - rss_before) / 1024
       << " MiB\n"
       << daemon.Log();
