@@ -34,14 +34,8 @@ void WriteFile(const std::filesystem::path& path, const std::string& text) {
   out << text;
 }
 
-// VmRSS of `pid` in KiB, from /proc/<pid>/status.
-long RssKib(pid_t pid) {
-  for (const std::string& line :
-       ptybox::testing::ReadLines("/proc/" + std::to_string(pid) + "/status")) {
-    if (line.starts_with("VmRSS:")) return std::stol(line.substr(6));
-  }
-  return -1;
-}
+// VmRSS of `pid` in KiB.
+long RssKib(pid_t pid) { return ptybox::testing::ProcStatusKib(pid, "VmRSS"); }
 
 // A raw client socket (non-blocking on request), for attacks the fixture's client cannot make.
 class RawSocket final {

@@ -1,12 +1,10 @@
 // What the outside reviews' attacks on "Git for agents" share (tests/escape/git_review*_test.cc):
 // the host's git as the person runs it, the repository every attack starts from, and the
-// identity a session's commit needs, and the daemon's memory as /proc shows it.
+// identity a session's commit needs.
 #pragma once
 
 #include <gtest/gtest.h>
-#include <sys/types.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -55,14 +53,5 @@ inline std::string Slurp(const std::filesystem::path& path) {
 inline constexpr const char* kIdentity =
     "export GIT_AUTHOR_NAME=agent GIT_AUTHOR_EMAIL=agent@example.com "
     "GIT_COMMITTER_NAME=agent GIT_COMMITTER_EMAIL=agent@example.com; ";
-
-// A line of /proc/<pid>/status in KiB ("VmRSS", "VmHWM"), or -1.
-inline long StatusKib(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.starts_with(field + ":")) return std::atol(line.c_str() + field.size() + 1);
-  }
-  return -1;
-}
 
 }  // namespace ptybox::testing::git_attack

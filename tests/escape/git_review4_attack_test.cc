@@ -353,8 +353,6 @@ namespace {
 
 using git_attack::MakeRepository;
 
-using git_attack::StatusKib;
-
 // The copy-back reads the session's index whole (up to kGitIndexMax, 256 MiB), parses every
 // entry into a vector, builds the host's copy beside it, and the snapshot keeps that copy for as
 // long as the session lives (to compare the host's index with at the next copy-back). A session
@@ -384,12 +382,12 @@ print('index of', len(body) >> 20, 'MiB')
   Observed warm = RunInSession(client, id, "workspace-write", "small-index",
                                "echo x > warm.txt && git add warm.txt && echo warm");
   ASSERT_TRUE(warm.Says("warm")) << warm.Show();
-  const long rss_before = StatusKib(daemon.pid(), "VmRSS");
+  const long rss_before = ProcStatusKib(daemon.pid(), "VmRSS");
   Observed did = RunInSession(client, id, "workspace-write", "big-index", "python3 .escape/big.py");
   std::cout << "  observed " << did.Show() << "\n";
   ASSERT_TRUE(did.Says("MiB")) << did.Show();
-  const long peak = StatusKib(daemon.pid(), "VmHWM");
-  const long rss_after = StatusKib(daemon.pid(), "VmRSS");
+  const long peak = ProcStatusKib(daemon.pid(), "VmHWM");
+  const long rss_after = ProcStatusKib(daemon.pid(), "VmRSS");
   std::cout << "  daemon RSS before " << rss_before / 1024 << " MiB, peak " << peak / 1024
             << " MiB, after " << rss_after / 1024 << " MiB; host index "
             << (fs::exists(ws / ".git" / "index") ? fs::file_size(ws / ".git" / "index") >> 20 : 0)

@@ -31,6 +31,7 @@
 
 #include "tests/escape/escape_support.h"
 #include "tests/escape/git_attack_support.h"
+#include "tests/support/files.h"
 
 namespace ptybox::testing {
 namespace {
@@ -171,8 +172,6 @@ TEST(GitReview5AttackTest, ASessionsTagNeverTakesTheNameOfThePersonsBranch) {
                                        << daemon.Log();
 }
 
-using git_attack::StatusKib;
-
 // ParseIndex expands every version 4 path (the previous path's prefix plus the entry's bytes)
 // into a std::string of its own (built by operator+, so with about twice its length reserved)
 // and keeps them all in a vector: the index's size on disk bounds the entry count, not the
@@ -210,11 +209,11 @@ print('index of', len(body) >> 10, 'KiB')
   Observed warm = RunInSession(client, id, "workspace-write", "small-index",
                                "echo x > warm.txt && git add warm.txt && echo warm");
   ASSERT_TRUE(warm.Says("warm")) << warm.Show();
-  const long rss_before = StatusKib(daemon.pid(), "VmRSS");
+  const long rss_before = ProcStatusKib(daemon.pid(), "VmRSS");
   Observed did = RunInSession(client, id, "workspace-write", "v4-index", "python3 .escape/v4.py");
   std::cout << "  observed " << did.Show() << "\n";
   ASSERT_TRUE(did.Says("KiB")) << did.Show();
-  const long peak = StatusKib(daemon.pid(), "VmHWM");
+  const long peak = ProcStatusKib(daemon.pid(), "VmHWM");
   std::cout << "  daemon RSS before " << rss_before / 1024 << " MiB, peak " << peak / 1024
             << " MiB; host index "
             << (fs::exists(ws / ".git" / "index") ? fs::file_size(ws / ".git" / "index") >> 10 : 0)

@@ -297,10 +297,7 @@ TEST(OwnerTest, AnAliasBombRepositoryFileIsRefusedAndOtherOwnersGoOn) {
   // The daemon's peak memory: the expansion would be 3 GB; a generous bound, not a timing.
   // 15 MB in the ordinary build; under ASan 227 MB (its shadow and its 256 MB quarantine of
   // freed blocks), hence 512 MiB: still a sixth of what the expansion would take.
-  int64_t peak_kb = -1;
-  for (const std::string& line : ReadLines("/proc/" + std::to_string(daemon.pid()) + "/status")) {
-    if (line.starts_with("VmHWM:")) peak_kb = std::stoll(line.substr(6));
-  }
+  const long peak_kb = ProcStatusKib(daemon.pid(), "VmHWM");
   ASSERT_GT(peak_kb, 0);
   RecordProperty("daemon_peak_kb", std::to_string(peak_kb));
   EXPECT_LT(peak_kb, 512 * 1024) << "the daemon peaked at " << peak_kb << " kB";

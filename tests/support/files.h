@@ -3,9 +3,11 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -41,6 +43,17 @@ inline std::vector<std::string> ReadLines(const std::filesystem::path& path) {
   std::istringstream in(ReadFile(path));
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
+}
+
+// A field of /proc/<pid>/status in KiB ("VmRSS", "VmHWM"), or -1 when there is none (the
+// process is gone).
+inline long ProcStatusKib(pid_t pid, std::string_view field) {
+  for (const std::string& line : ReadLines("/proc/" + std::to_string(pid) + "/status")) {
+    if (line.size() > field.size() && line.starts_with(field) && line[field.size()] == ':') {
+      return std::atol(line.c_str() + field.size() + 1);
+    }
+  }
+  return -1;
 }
 
 // Writes `text` as the whole file (created or truncated).
