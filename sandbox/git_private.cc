@@ -1376,6 +1376,14 @@ Result<void> PrepareWorktrees(int host_git_fd, int private_fd, const std::option
   return {};
 }
 
+// The refs a session's work may move on the host: branches, tags and the stash. Any other ref
+// changes how the host's git reads what it has: `refs/replace/<id>` makes it read another object
+// for that id (a forged commit shown under the host's own HEAD id, a blob written by its
+// checkout); `refs/remotes/` would say a branch is up to date with a remote it never reached.
+bool CopiedBackRef(const std::string& name) {
+  return name.starts_with("refs/heads/") || name.starts_with("refs/tags/") || name == "refs/stash";
+}
+
 }  // namespace
 
 bool ValidReflogLine(std::string_view line) {
@@ -1469,9 +1477,7 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
   if (!packed_and_loose) return Propagate(packed_and_loose);
   snapshot.refs = std::move(*packed_and_loose);
   for (const auto& [name, value] : snapshot.refs) {
-    if (name.starts_with("refs/heads/") || name.starts_with("refs/tags/") || name == "refs/stash") {
-      snapshot.launch_refs.insert(name);
-    }
+    if (CopiedBackRef(name)) snapshot.launch_refs.insert(name);
   }
   Result<UniqueFd> refs = MakeDir(private_fd, "refs", 0755, owner);
   if (!refs) return Propagate(refs);
@@ -1588,14 +1594,6 @@ Result<bool> HostStillAt(int host_git_fd, const GitSnapshot& snapshot) {
 }
 
 namespace {
-
-// The refs a session's work may move on the host: branches, tags and the stash. Any other ref
-// changes how the host's git reads what it has: `refs/replace/<id>` makes it read another object
-// for that id (a forged commit shown under the host's own HEAD id, a blob written by its
-// checkout); `refs/remotes/` would say a branch is up to date with a remote it never reached.
-bool CopiedBackRef(const std::string& name) {
-  return name.starts_with("refs/heads/") || name.starts_with("refs/tags/") || name == "refs/stash";
-}
 
 // Refs moved to a new commit per copy-back (each checked by a run of the host's git).
 constexpr size_t kRefsCheckedPerCopyBack = 64;
