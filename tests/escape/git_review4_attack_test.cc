@@ -298,16 +298,6 @@ TEST(GitReview4AttackTest, AnIndexOutOfOrderNeverCorruptsThePersonsNextCommit) {
       << daemon.Log();
 }
 
-}  // namespace
-}  // namespace ptybox::testing
-
-namespace ptybox::testing {
-namespace {
-
-using git_attack::HostGit;
-using git_attack::kIdentity;
-using git_attack::MakeRepository;
-
 // The copy-back moves and deletes any branch or tag the session changed, the person's included:
 // only the compare-and-swap against the launch's value is checked. The person has a release tag
 // `v1` (annotated) and a branch `feature` with a commit of their own that no other ref holds.
@@ -344,14 +334,6 @@ TEST(GitReview4AttackTest, ThePersonsTagsNeverMoveAndTheirBranchesNeverVanish) {
       << "the person's branch feature was deleted by the session\n"
       << daemon.Log();
 }
-
-}  // namespace
-}  // namespace ptybox::testing
-
-namespace ptybox::testing {
-namespace {
-
-using git_attack::MakeRepository;
 
 // The copy-back reads the session's index whole (up to kGitIndexMax, 256 MiB), parses every
 // entry into a vector, builds the host's copy beside it, and the snapshot keeps that copy for as
@@ -399,15 +381,6 @@ print('index of', len(body) >> 20, 'MiB')
       << "the daemon keeps " << (rss_after - rss_before) / 1024
       << " MiB for one session's index while the session lives\n";
 }
-
-}  // namespace
-}  // namespace ptybox::testing
-
-namespace ptybox::testing {
-namespace {
-
-using git_attack::HostGit;
-using git_attack::MakeRepository;
 
 // A ref's value may be `ref: refs/...` (ValidRefValue), and such a value skips the object and
 // gitlink checks (they run only for a hex id): the session makes refs/stash a symbolic ref to
