@@ -190,7 +190,11 @@ bool ShellSession::MatchesLaunch(const SpawnSpec& spec) const {
       spec.rows != spec_.rows || spec.columns != spec_.columns) {
     return false;
   }
-  return BuildLaunch(spec) == launched_;
+  // The host's sockets are read afresh at every launch; a shell that waited in the pool covers
+  // those bound before it started (docs/security.md, "No host service over UNIX sockets").
+  sandbox::LaunchSpec launch = BuildLaunch(spec);
+  launch.sandbox.host_sockets = launched_.sandbox.host_sockets;
+  return launch == launched_;
 }
 
 std::optional<ShellSession::RepositoryClaim> ShellSession::RepositoryClaimFor(

@@ -53,6 +53,12 @@ struct SandboxSpec {
   std::filesystem::path daemon_socket;
   // Host paths hidden from the session (secrets): existing paths, canonical.
   std::vector<HiddenPath> hidden;
+  // Pathname sockets host services had bound at the launch that a session could connect to,
+  // outside /run, /tmp and the roots (sandbox/host_walls.h, AddHostSockets). Not bwrap's: the
+  // launcher covers each with /dev/null by descriptor in its mount namespace, skipping one that
+  // is gone by then (mount_stage.h, StagePlan::host_sockets). A warm pool's shell is claimed
+  // whatever sockets were bound while it waited (ShellSession::MatchesLaunch).
+  std::vector<std::filesystem::path> host_sockets;
   // An ordinary user's daemon: its own home directories that hold a granted path
   // (sandbox/host_walls.h, CoverOfHome). Each is an empty tmpfs made before the binds, which put
   // the roots back into it, with the starting directory bound back read-only when no root holds

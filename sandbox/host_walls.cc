@@ -8,11 +8,14 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <system_error>
+#include <utility>
 
+#include "common/log.h"
 #include "policy/schema.h"
 
 namespace ptybox::sandbox {
@@ -206,6 +209,96 @@ HomeCover CoverOfHome(const fs::path& home, const std::vector<fs::path>& granted
   return holds ? HomeCover::kVeil : HomeCover::kHide;
 }
 
+namespace {
+
+// At most this many sockets are covered; a host with more keeps the rest reachable (system
+// services' sockets come first, so a local user binding thousands pushes out only users'), and
+// the daemon says so once.
+constexpr size_t kMaxCoveredSockets = 1024;
+// The kernel's table is read up to this size (about 150,000 sockets).
+constexpr size_t kUnixTableMax = 16 * 1024 * 1024;
+// Accounts below this uid are the system's (login.defs' UID_MIN).
+constexpr uid_t kFirstUserUid = 1000;
+
+std::string ReadUnixTable() {
+  std::string table;
+  std::ifstream file("/proc/net/unix", std::ios::binary);
+  char chunk[64 * 1024];
+  while (file && table.size() < kUnixTableMax) {
+    file.read(chunk, sizeof chunk);
+    table.append(chunk, static_cast<size_t>(std::max<std::streamsize>(file.gcount(), 0)));
+  }
+  return table;
+}
+
+// Could the session's host id connect to this socket? Connecting needs write permission on
+// the inode. A root daemon's session id owns no host file and is in no group: only "other"
+// counts. An ordinary user's sessions run as that user (its own sockets and groups count).
+bool SessionMayConnect(const fs::path& path, const struct stat& st) {
+  if (::geteuid() == 0) return (st.st_mode & S_IWOTH) != 0;
+  return ::access(path.c_str(), W_OK) == 0;
+}
+
+// Every socket a host service has bound (/proc/net/unix of the daemon's network namespace,
+// which is the host's or the container's) that a confined session would see through the
+// read-only host root and could connect to: outside the run-time directories and /tmp (empty
+// in the session), outside the roots (the granted area, where sessions' own sockets live), not
+// hidden already. Each is covered with /dev/null at the launch, by descriptor in the launcher's
+// mount namespace (mount_stage.h, StagePlan::host_sockets), so `connect` finds no socket there
+// (ECONNREFUSED); Landlock's pathname-socket control, where the kernel has it, also refuses
+// sockets bound after the launch (sandbox/init/landlock.cc).
+void AddHostSockets(SandboxSpec& spec) {
+  spec.host_sockets.clear();
+  const std::string table = ReadUnixTable();
+  std::vector<fs::path> outside = spec.run_dirs;
+  outside.emplace_back("/tmp");
+  outside.push_back(spec.workspace_root);
+  outside.insert(outside.end(), spec.writable_roots.begin(), spec.writable_roots.end());
+  for (const HiddenPath& hidden : spec.hidden) {
+    if (hidden.directory) outside.push_back(hidden.path);
+  }
+  auto under = [](const fs::path& path, const fs::path& dir) {
+    if (dir.empty()) return false;
+    const fs::path rel = path.lexically_relative(dir.lexically_normal());
+    return !rel.empty() && *rel.begin() != "..";
+  };
+  std::vector<fs::path> system;  // owned by a system account: covered first
+  std::vector<fs::path> users;
+  std::set<fs::path> seen;
+  for (const fs::path& bound : UnixSocketPaths(table, 16 * kMaxCoveredSockets)) {
+    std::error_code ec;
+    const fs::path path = fs::canonical(bound, ec);
+    struct stat st {};
+    if (ec || ::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    if (!SessionMayConnect(path, st)) continue;
+    if (std::any_of(outside.begin(), outside.end(),
+                    [&](const fs::path& dir) { return under(path, dir); })) {
+      continue;
+    }
+    if (policy::UncoverableHideReason(path.string())) continue;
+    if (std::find(spec.hidden.begin(), spec.hidden.end(), HiddenPath{path, false}) !=
+        spec.hidden.end()) {
+      continue;
+    }
+    if (!seen.insert(path).second) continue;
+    (st.st_uid < kFirstUserUid ? system : users).push_back(path);
+  }
+  spec.host_sockets = std::move(system);
+  spec.host_sockets.insert(spec.host_sockets.end(), users.begin(), users.end());
+  if (spec.host_sockets.size() > kMaxCoveredSockets) {
+    spec.host_sockets.resize(kMaxCoveredSockets);
+    static std::once_flag said;
+    std::call_once(said, [] {
+      LogWarn("more than " + std::to_string(kMaxCoveredSockets) +
+              " UNIX sockets a session could connect to are bound on this host outside /run and "
+              "/tmp: sessions see the rest (docs/security.md, \"No host service over UNIX "
+              "sockets\")");
+    });
+  }
+}
+
+}  // namespace
+
 void ApplyHostWalls(const policy::ResolvedPolicy& policy, SandboxSpec& spec) {
   spec.run_dirs = HostRunDirs();
   spec.hidden = policy.hidden.empty() ? std::vector<HiddenPath>{}
@@ -224,8 +317,10 @@ void ApplyHostWalls(const policy::ResolvedPolicy& policy, SandboxSpec& spec) {
       spec.hidden.push_back(entry);
     }
   }
-  // `hide: []` from the operator turns every cover off, this one too.
-  if (!policy::IsConfined(policy.mode) || policy.hidden.empty()) return;
+  if (!policy::IsConfined(policy.mode)) return;
+  AddHostSockets(spec);
+  // `hide: []` from the operator turns every cover of a secret off, this one too.
+  if (policy.hidden.empty()) return;
   std::vector<fs::path> granted = spec.writable_roots;
   granted.push_back(spec.workspace_root);
   granted.push_back(spec.cwd);
@@ -252,11 +347,39 @@ void ApplyHostWalls(const policy::ResolvedPolicy& policy, SandboxSpec& spec) {
   }
 }
 
+std::vector<fs::path> UnixSocketPaths(std::string_view table, size_t limit) {
+  std::vector<fs::path> paths;
+  std::set<std::string_view> seen;
+  size_t from = 0;
+  bool header = true;
+  while (from < table.size() && paths.size() < limit) {
+    size_t end = table.find('\n', from);
+    if (end == std::string_view::npos) end = table.size();
+    std::string_view line = table.substr(from, end - from);
+    from = end + 1;
+    // The first line is the header: "Num RefCount Protocol Flags Type St Inode Path".
+    if (std::exchange(header, false)) continue;
+    // Seven fields, then one space and the path (which may hold spaces), or nothing.
+    size_t at = 0;
+    for (int field = 0; field < 7 && at != std::string_view::npos; ++field) {
+      at = line.find_first_not_of(' ', at);
+      if (at != std::string_view::npos) at = line.find(' ', at);
+    }
+    if (at == std::string_view::npos || at + 1 >= line.size()) continue;
+    const std::string_view path = line.substr(at + 1);
+    if (path.front() != '/') continue;  // abstract ("@name") or relative: no host file
+    if (seen.insert(path).second) paths.emplace_back(path);
+  }
+  return paths;
+}
+
 void DropCoversOutOfReach(SandboxSpec& spec) {
   std::vector<fs::path> roots = spec.writable_roots;
   roots.push_back(spec.workspace_root);
   std::erase_if(spec.hidden,
                 [&](const HiddenPath& h) { return !ReachableByStranger(h.path, roots); });
+  std::erase_if(spec.host_sockets,
+                [&](const fs::path& socket) { return !ReachableByStranger(socket, roots); });
   if (!spec.daemon_socket.empty() && !ReachableByStranger(spec.daemon_socket, roots)) {
     spec.daemon_socket.clear();
   }

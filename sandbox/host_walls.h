@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "policy/policy.h"
@@ -54,8 +55,15 @@ enum class HomeCover { kGranted, kVeil, kHide };
 [[nodiscard]] HomeCover CoverOfHome(const std::filesystem::path& home,
                                     const std::vector<std::filesystem::path>& granted);
 
+// The pathname sockets bound in this network namespace, parsed from `table` (the text of
+// /proc/net/unix): each absolute path once, in order, at most `limit`. Pure: whether a path
+// is still a socket on the host is for the caller to see.
+std::vector<std::filesystem::path> UnixSocketPaths(std::string_view table, size_t limit);
+
 // Fills the walls' facts into `spec` (run_dirs, hidden) from the policy; for an ordinary
-// user's daemon in a confined mode, its own home except the granted paths too.
+// user's daemon in a confined mode, its own home except the granted paths too, and in both
+// confined modes every pathname socket a host service has bound outside the roots, /run and
+// /tmp (docs/security.md, "No host service over UNIX sockets").
 void ApplyHostWalls(const policy::ResolvedPolicy& policy, SandboxSpec& spec);
 
 // A root daemon's session (and bwrap, which places the covers) runs as an unprivileged id that

@@ -281,6 +281,10 @@ Result<StagePlan> StageConfined(const LaunchSpec& spec, SandboxSpec& sandbox,
       PrepareStage(sandbox, spec.init_binary, as_root, spec.session_uids, repositories);
   if (!plan) return Propagate(plan);
   if (as_root) DropCoversOutOfReach(sandbox);
+  plan->host_sockets.clear();
+  for (const std::filesystem::path& socket : sandbox.host_sockets) {
+    plan->host_sockets.push_back(socket.string());
+  }
   return plan;
 }
 

@@ -412,6 +412,46 @@ bool ComposeNested(StagePlan& plan, int error_fd) noexcept {
   return true;
 }
 
+// Covers the host's sockets (StagePlan::host_sockets) on the host root of this mount namespace,
+// each reached by descriptor: a socket unbound, renamed or swapped for a link since the daemon's
+// look is skipped, so no local user's churn can fail a launch, and no cover lands on a path
+// other than the socket the descriptor holds.
+bool CoverHostSockets(const StagePlan& plan, int error_fd) noexcept {
+  for (const std::string& path : plan.host_sockets) {
+    const int target = OpenAt2(AT_FDCWD, path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                               RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+    if (target < 0) continue;
+    struct stat st {};
+    if (::fstat(target, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+      ::close(target);
+      continue;
+    }
+    const int source = static_cast<int>(::syscall(SYS_open_tree, AT_FDCWD, plan.cover_file.c_str(),
+                                                  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+    if (source < 0) {
+      const int saved = errno;
+      ::close(target);
+      return Failed(error_fd, "open_tree for the cover of", path.c_str(), saved);
+    }
+    struct mount_attr attr {};
+    attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    long done = ::syscall(SYS_mount_setattr, source, "", AT_EMPTY_PATH, &attr, sizeof attr);
+    int saved = errno;
+    if (done == 0) {
+      done = ::syscall(SYS_move_mount, source, "", target, "",
+                       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+      saved = errno;
+    }
+    ::close(source);
+    ::close(target);
+    // ENOENT: unlinked after the open (a mount point must still have a name).
+    if (done != 0 && saved != ENOENT) {
+      return Failed(error_fd, "covering the host socket", path.c_str(), saved);
+    }
+  }
+  return true;
+}
+
 // The session's identity. Root daemon: a session uid of `uids`, leased host-wide. Ordinary
 // user: its own ids, mapped 1:1.
 Result<void> ChooseIdentity(StagePlan& plan, bool as_root, const policy::SessionUidRange& uids) {
@@ -931,6 +971,7 @@ bool EnterStage(StagePlan& plan, int error_fd) noexcept {
     }
   }
   if (!ComposeNested(plan, error_fd)) return false;
+  if (!CoverHostSockets(plan, error_fd)) return false;
   // Veils (root daemon): after the stage's clones exist, so they hold the real objects.
   for (const std::string& veil : plan.veils) {
     if (::mount("tmpfs", veil.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) {

@@ -122,6 +122,12 @@ struct StagePlan {
     bool directory = true;
   };
   std::vector<SkeletonEntry> skeleton;
+  // Both confined modes: the host's pathname sockets a session could connect to
+  // (SandboxSpec::host_sockets), absolute and free of links when the daemon looked. The child
+  // opens each from / without following links and covers it with a read-only /dev/null onto
+  // that descriptor (move_mount), so bwrap's `--ro-bind / /` carries the covers in; one that is
+  // gone, became a link or another kind of file by then is skipped (never fails the launch).
+  std::vector<std::string> host_sockets;
   // Workspace-write: each repository's private git directory (kPrivateGit entries).
   std::vector<PrivateGit> private_gits;
 };

@@ -56,10 +56,12 @@ std::string DescribeUnixSocketWalls(const UnixSocketWalls& walls) {
                 "network: allow)";
   text += walls.pathname_restricted
               ? "; pathname sockets of host services are out of reach"
-              : "; pathname sockets of host services that the session can see and whose "
-                "permissions let any user connect (e.g. a 0666 socket under /srv) stay "
-                "reachable: closing them needs LANDLOCK_ACCESS_FS_RESOLVE_UNIX (Landlock ABI 9, "
-                "Linux 7.1), or hide their directories with the policy's `hide`";
+              : "; pathname sockets bound before a session starts are covered at its launch, "
+                "but one a host service binds later that the session can see and whose "
+                "permissions let any user connect (e.g. a 0666 socket under /srv) stays "
+                "reachable until the session ends: closing that needs "
+                "LANDLOCK_ACCESS_FS_RESOLVE_UNIX (Landlock ABI 9, Linux 7.1), or hide its "
+                "directory with the policy's `hide`";
   return text;
 }
 

@@ -270,9 +270,10 @@ def mounts():
     print(f"mounts checked:{checked} dev:{dev} hidden:{hidden} offenders:{len(offenders)}")
 
 
-def unix(abstract_name, path):
-    """Connects to the host's abstract socket `abstract_name` and pathname socket `path`, and to
-    an abstract socket of our own: one line each, "unix <which> <ok|ERRNO>"."""
+def unix(abstract_name, path, late_path=None):
+    """Connects to the host's abstract socket `abstract_name` and pathname socket `path` (and
+    `late_path`, one bound after the session started), and to an abstract socket of our own: one
+    line each, "unix <which> <ok|ERRNO>"."""
     def attempt(which, address, own=None):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(5)
@@ -289,6 +290,8 @@ def unix(abstract_name, path):
 
     attempt("host-abstract", "\0" + abstract_name)
     attempt("host-path", path)
+    if late_path is not None:
+        attempt("host-late-path", late_path)
     own = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     own_name = "\0" + abstract_name + "-own"
     own.bind(own_name)
@@ -304,13 +307,13 @@ def main(argv):
         "environ": lambda: environ(argv[2]),
         "setid": lambda: setid(argv[2]),
         "mounts": mounts,
-        "unix": lambda: unix(argv[2], argv[3]),
+        "unix": lambda: unix(argv[2], argv[3], argv[4] if len(argv) > 4 else None),
         "loopback": lambda: loopback(argv[2]),
         "raw": rawsockets,
         "interfaces": interfaces,
     }
     if len(argv) < 2 or argv[1] not in probes:
-        print("usage: escape_probe.py tiocsti|tiocsti-high|connect PORT|environ TOKEN|setid DIR|mounts|unix NAME PATH|loopback HOST|raw|interfaces")
+        print("usage: escape_probe.py tiocsti|tiocsti-high|connect PORT|environ TOKEN|setid DIR|mounts|unix NAME PATH [LATE_PATH]|loopback HOST|raw|interfaces")
         sys.exit(2)
     probes[argv[1]]()
 

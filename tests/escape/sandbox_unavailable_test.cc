@@ -166,7 +166,7 @@ TEST(DoctorTest, PassesOnThisHostAndNamesEachProbe) {
             std::string::npos)
       << run.out;
   if (!complete) {
-    EXPECT_NE(run.out.find("stay reachable"), std::string::npos) << run.out;
+    EXPECT_NE(run.out.find("stays reachable"), std::string::npos) << run.out;
   }
 }
 

@@ -85,5 +85,25 @@ TEST(HostWallsTest, HiddenPathsAreFoundInEveryHomeThatHoldsThem) {
   EXPECT_EQ(hidden, expected);
 }
 
+// /proc/net/unix as the kernel prints it: the header, abstract and unnamed sockets, a path
+// with spaces, the same path twice (a listener and its accepted connections).
+TEST(HostWallsTest, UnixSocketPathsAreTheAbsolutePathsOfTheTable) {
+  const std::string table =
+      "Num       RefCount Protocol Flags    Type St Inode Path\n"
+      "0000000000000000: 00000002 00000000 00010000 0001 01 23456 /var/lib/mysql/mysql.sock\n"
+      "0000000000000000: 00000002 00000000 00010000 0001 01 23457 @/tmp/.X11-unix/X0\n"
+      "0000000000000000: 00000003 00000000 00000000 0001 03 23458\n"
+      "0000000000000000: 00000002 00000000 00010000 0005 01 23459 /srv/a b/c.sock\n"
+      "0000000000000000: 00000003 00000000 00000000 0001 03 23460 /var/lib/mysql/mysql.sock\n"
+      "0000000000000000: 00000002 00000000 00010000 0001 01 23461 relative.sock\n"
+      "0000000000000000: 00000002 00000000 00010000 0002 01 23462 /dev/log";
+  EXPECT_EQ(UnixSocketPaths(table, 100),
+            (std::vector<fs::path>{"/var/lib/mysql/mysql.sock", "/srv/a b/c.sock", "/dev/log"}));
+  EXPECT_EQ(UnixSocketPaths(table, 1), (std::vector<fs::path>{"/var/lib/mysql/mysql.sock"}));
+  EXPECT_TRUE(UnixSocketPaths("", 10).empty());
+  EXPECT_TRUE(UnixSocketPaths("header only", 10).empty());
+  EXPECT_TRUE(UnixSocketPaths("h\n0: 1 2\n\n", 10).empty());
+}
+
 }  // namespace
 }  // namespace ptybox::sandbox

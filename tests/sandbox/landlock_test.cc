@@ -30,11 +30,11 @@ TEST(LandlockTest, WallsFollowTheAbi) {
     EXPECT_TRUE(walls.abstract_scoped) << abi;
     EXPECT_FALSE(walls.pathname_restricted) << abi;
     EXPECT_FALSE(walls.Complete());
-    EXPECT_NE(DescribeUnixSocketWalls(walls).find("stay reachable"), std::string::npos);
+    EXPECT_NE(DescribeUnixSocketWalls(walls).find("stays reachable"), std::string::npos);
   }
   const UnixSocketWalls nine = UnixSocketWallsFor(9);
   EXPECT_TRUE(nine.Complete());
-  EXPECT_EQ(DescribeUnixSocketWalls(nine).find("stay reachable"), std::string::npos);
+  EXPECT_EQ(DescribeUnixSocketWalls(nine).find("stays reachable"), std::string::npos);
   EXPECT_NE(DescribeUnixSocketWalls(UnixSocketWallsFor(0)).find("no Landlock"), std::string::npos);
 }
 
