@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 #include "tests/escape/escape_support.h"
 
@@ -101,9 +102,21 @@ TEST_P(EscapeTest, GitDirectoryAndPolicyFileStayReadOnly) {
                         "git -c user.name=e -c user.email=e@example.com commit "
                         "-q --allow-empty -m escape");
   Observed policy = Run("write-.ptybox.yaml", "touch .ptybox.yaml");
+  // Git for agents (PTYBOX_GIT_WRITE=1 in the daemon's environment, which it inherits from the
+  // suite's): in workspace-write the session writes a private copy of .git that the daemon copies
+  // back checked, git's own data only (tests/escape/git_write_test.cc). A stray file never
+  // reaches the host's .git, which stays a mount point; the commit succeeds.
+  const char* git_write_env = std::getenv("PTYBOX_GIT_WRITE");
+  const bool git_write = Mode() == "workspace-write" && git_write_env != nullptr &&
+                         std::string_view(git_write_env) == "1";
   if (Confined()) {
-    EXPECT_EQ(touch.exit, 1) << touch.Show();
-    EXPECT_TRUE(touch.Says("Read-only file system")) << touch.Show();
+    if (git_write) {
+      EXPECT_EQ(touch.exit, 0) << touch.Show();
+      EXPECT_EQ(commit.exit, 0) << commit.Show();
+    } else {
+      EXPECT_EQ(touch.exit, 1) << touch.Show();
+      EXPECT_TRUE(touch.Says("Read-only file system")) << touch.Show();
+    }
     EXPECT_FALSE(fs::exists(workspace() / ".git" / "x"));
     // .git is a mount point inside: it cannot be renamed or replaced either (in read-only the
     // whole workspace is read-only first).
@@ -111,8 +124,10 @@ TEST_P(EscapeTest, GitDirectoryAndPolicyFileStayReadOnly) {
         Mode() == "read-only" ? "Read-only file system" : "Device or resource busy";
     EXPECT_EQ(move.exit, 1) << move.Show();
     EXPECT_TRUE(move.Says(busy)) << move.Show();
-    EXPECT_EQ(commit.exit, 128) << commit.Show();
-    EXPECT_TRUE(commit.Says("index.lock': Read-only file system")) << commit.Show();
+    if (!git_write) {
+      EXPECT_EQ(commit.exit, 128) << commit.Show();
+      EXPECT_TRUE(commit.Says("index.lock': Read-only file system")) << commit.Show();
+    }
     EXPECT_EQ(policy.exit, 1) << policy.Show();
     EXPECT_TRUE(policy.Says("Read-only file system")) << policy.Show();
     Observed append = Run("write-.ptybox.yaml", "echo 'mode: danger-full-access' >> .ptybox.yaml");
