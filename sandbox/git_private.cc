@@ -1941,8 +1941,18 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
   for (const std::string& name : moved) {
     CopyBackReflog(private_fd, host_git_fd, name, snapshot, owner, done);
   }
-  for (const std::string& line : done.refused) LogWarn("git copy-back refused " + line);
-  for (const std::string& line : done.conflicts) LogWarn("git copy-back left " + line);
+  // Once per session and line; past the bound (a session making ever new names) every line.
+  constexpr size_t kGitLoggedLinesMax = 1024;
+  auto log_once = [&](const std::string& line) {
+    if (snapshot.logged.size() < kGitLoggedLinesMax) {
+      if (!snapshot.logged.insert(line).second) return;
+    } else if (snapshot.logged.contains(line)) {
+      return;
+    }
+    LogWarn(line);
+  };
+  for (const std::string& line : done.refused) log_once("git copy-back refused " + line);
+  for (const std::string& line : done.conflicts) log_once("git copy-back left " + line);
   return done;
 }
 

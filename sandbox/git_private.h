@@ -105,6 +105,9 @@ struct GitSnapshot {
   std::set<std::string> launch_refs;
   // Each such refusal once per value the session holds ("name\nvalue"), not at every copy-back.
   std::set<std::string> kept_refs;
+  // Each refusal or conflict line logged so far (at most 1,024): a refused HEAD or
+  // tag name would otherwise be logged again at every copy-back of the session.
+  std::set<std::string> logged;
   std::string head;                  // HEAD's content, trimmed
   std::optional<std::string> index;  // the index's bytes, nullopt when there was none
   // The kGitReadOnlyEntries the host has (of the right type, not a link): each is a mount

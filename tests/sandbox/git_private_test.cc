@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -424,6 +425,32 @@ TEST_F(GitPrivateTest, ARefComesBackOnlyWhenTheHostHasItsObject) {
   EXPECT_EQ(Host("log --format=%s -1 at-head"), "p2\n");
   EXPECT_FALSE(fs::exists(host_ / ".git" / "refs" / "heads" / "ghost"));
   EXPECT_EQ(Host("fsck --no-progress"), "");
+}
+
+// A refusal stays in every copy-back's result, but the daemon's log gets each line once per
+// session: a HEAD the session points at a tag was logged again at every settle of every send.
+TEST_F(GitPrivateTest, EachRefusalIsLoggedOncePerSession) {
+  GitSnapshot snapshot = Prepare();
+  Session("tag v1");
+  { std::ofstream(private_ / "HEAD") << "ref: refs/tags/v1\n"; }
+  ::testing::internal::CaptureStderr();
+  GitCopyBack first = CopyBack(snapshot);
+  GitCopyBack second = CopyBack(snapshot);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  auto refusing_head = [](const GitCopyBack& done) {
+    return std::count_if(done.refused.begin(), done.refused.end(), [](const std::string& line) {
+      return line.find("names refs/tags/v1, not a branch") != std::string::npos;
+    });
+  };
+  EXPECT_EQ(refusing_head(first), 1) << ::testing::PrintToString(first.refused);
+  EXPECT_EQ(refusing_head(second), 1) << ::testing::PrintToString(second.refused);
+  size_t logged = 0;
+  for (size_t at = log.find("not a branch"); at != std::string::npos;
+       at = log.find("not a branch", at + 1)) {
+    ++logged;
+  }
+  EXPECT_EQ(logged, 1u) << log;
+  EXPECT_EQ(Slurp(host_ / ".git" / "HEAD"), "ref: refs/heads/main\n");
 }
 
 TEST_F(GitPrivateTest, PrepareCopiesNoLinkFromTheHost) {
