@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -214,9 +215,11 @@ namespace {
 // At most this many sockets are covered; a host with more keeps the rest reachable (system
 // services' sockets come first, so a local user binding thousands pushes out only users'), and
 // the daemon says so once.
-constexpr size_t kMaxCoveredSockets = 1024;
-// The kernel's table is read up to this size (about 150,000 sockets).
+constexpr size_t kMaxCoveredSockets = 256;
+// The kernel's table is read up to this size (about 150,000 sockets), and up to this many
+// pathname sockets in it are looked at (each one lstat; each directory resolved once).
 constexpr size_t kUnixTableMax = 16 * 1024 * 1024;
+constexpr size_t kUnixPathsMax = 16384;
 // Accounts below this uid are the system's (login.defs' UID_MIN).
 constexpr uid_t kFirstUserUid = 1000;
 
@@ -265,11 +268,20 @@ void AddHostSockets(SandboxSpec& spec) {
   std::vector<fs::path> system;  // owned by a system account: covered first
   std::vector<fs::path> users;
   std::set<fs::path> seen;
-  for (const fs::path& bound : UnixSocketPaths(table, 16 * kMaxCoveredSockets)) {
-    std::error_code ec;
-    const fs::path path = fs::canonical(bound, ec);
+  // Sockets gather in a few directories: each directory is resolved once, so a local user
+  // binding thousands in one costs a launch one lstat each.
+  std::map<fs::path, std::optional<fs::path>> directories;
+  for (const fs::path& bound : UnixSocketPaths(table, kUnixPathsMax)) {
+    auto [parent, added] = directories.try_emplace(bound.parent_path());
+    if (added) {
+      std::error_code ec;
+      fs::path canonical = fs::canonical(bound.parent_path(), ec);
+      if (!ec) parent->second = std::move(canonical);
+    }
+    if (!parent->second || bound.filename().empty()) continue;
+    const fs::path path = *parent->second / bound.filename();
     struct stat st {};
-    if (ec || ::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
     if (!SessionMayConnect(path, st)) continue;
     if (std::any_of(outside.begin(), outside.end(),
                     [&](const fs::path& dir) { return under(path, dir); })) {
