@@ -1,0 +1,70 @@
+// Ninth outside review (security round three, issue 30): the merged tree attacked as an outsider
+// (docs/security.md's threat model; report in the review's brief). Each test fails while its
+// hole is open, through the real daemon, as root and as an ordinary user (escape_test and
+// escape_test_unprivileged):
+//  - one owner's pipelined `terminal_resize` requests of its own 500x1000 session hold the
+//    reactor: a 64 KiB read of requests is handled in one turn (LineConnection::ProcessInput
+//    runs every line of the chunk), and each resize of a screen that size costs milliseconds
+//    (SyncScreen, vterm_set_size, the Resize fix's writes, TIOCSWINSZ). Another owner's
+//    `echo` waited 10-16 s here while the flood lasted (cheap requests, `terminal_status`, at
+//    the same rate stall nothing: the cost per request is what the limit on connections does
+//    not bound).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "tests/support/daemon_fixture.h"
+
+namespace ptybox::testing {
+namespace {
+
+class ResizeFloodTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ResizeFloodTest, AnOwnersResizeFloodNeverStallsAnotherOwner) {
+  Daemon daemon;
+  RpcClient victim(daemon.socket());
+  const std::string victim_session = OpenSession(victim, GetParam());
+  ASSERT_FALSE(victim_session.empty());
+  Json warm = Send(victim, victim_session, "echo warm\n");
+  ASSERT_EQ(warm["waitReason"], "stdin_read") << warm.dump().substr(0, 300);
+
+  RpcClient attacker(daemon.socket());
+  const std::string session = OpenSession(attacker, GetParam(), Json{{"cols", 1000}, {"rows", 500}});
+  ASSERT_FALSE(session.empty());
+  // Every request is this owner's own session's resize: nothing a limit refuses.
+  std::string flood;
+  constexpr int kResizes = 3000;
+  for (int i = 0; i < kResizes; ++i) {
+    flood += Json{{"jsonrpc", "2.0"},
+                  {"id", "r" + std::to_string(i)},
+                  {"method", "terminal_resize"},
+                  {"params", {{"sessionId", session}, {"rows", 500}, {"cols", 1000}}}}
+                 .dump() +
+             "\n";
+  }
+  std::thread sender([&attacker, &flood] { attacker.SendRaw(flood); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+
+  double worst = 0;
+  for (int i = 0; i < 3; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    Json sent = Send(victim, victim_session, "echo other" + std::to_string(i) + "\n");
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    worst = std::max(worst, took);
+    EXPECT_EQ(sent["waitReason"], "stdin_read") << sent.dump().substr(0, 300);
+    std::cerr << "another owner's echo during the resize flood took " << took << " s\n";
+  }
+  sender.join();
+  // A shell's echo answers in milliseconds; the bound leaves room for a loaded 2-core machine.
+  EXPECT_LT(worst, 3.0) << "another owner's send waited " << worst
+                        << " s behind one owner's pipelined terminal_resize requests";
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ResizeFloodTest,
+                         ::testing::Values("read-only", "workspace-write"), ModeTestName);
+
+}  // namespace
+}  // namespace ptybox::testing
