@@ -9,7 +9,15 @@
 //    `echo` waited 10-16 s here while the flood lasted (cheap requests, `terminal_status`, at
 //    the same rate stall nothing: the cost per request is what the limit on connections does
 //    not bound).
+//  - a program in any confined session (the default 40x120 terminal) that writes fast in the
+//    alternate screen (`printf '\033[?1049h'; yes`: any full-screen program with a flood of
+//    output) freezes the daemon for every owner for as long as it writes: while the agent's send
+//    is in flight, LocalTerminal::Deliver calls DrainOutput(), ReadAvailable(SIZE_MAX), which
+//    reads until EAGAIN; decoding the alternate screen (every byte through libvterm) is slower
+//    than the writer, so EAGAIN never comes. No other request, timeout, terminal_close or
+//    SIGTERM is served until the writer is killed from the host.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <string>
@@ -31,7 +39,8 @@ TEST_P(ResizeFloodTest, AnOwnersResizeFloodNeverStallsAnotherOwner) {
   ASSERT_EQ(warm["waitReason"], "stdin_read") << warm.dump().substr(0, 300);
 
   RpcClient attacker(daemon.socket());
-  const std::string session = OpenSession(attacker, GetParam(), Json{{"cols", 1000}, {"rows", 500}});
+  const std::string session =
+      OpenSession(attacker, GetParam(), Json{{"cols", 1000}, {"rows", 500}});
   ASSERT_FALSE(session.empty());
   // Every request is this owner's own session's resize: nothing a limit refuses.
   std::string flood;
@@ -63,8 +72,48 @@ TEST_P(ResizeFloodTest, AnOwnersResizeFloodNeverStallsAnotherOwner) {
                         << " s behind one owner's pipelined terminal_resize requests";
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, ResizeFloodTest,
-                         ::testing::Values("read-only", "workspace-write"), ModeTestName);
+INSTANTIATE_TEST_SUITE_P(Modes, ResizeFloodTest, ::testing::Values("read-only", "workspace-write"),
+                         ModeTestName);
+
+class OutputFloodTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OutputFloodTest, AFullScreenFloodInOneSessionNeverFreezesTheDaemon) {
+  Daemon daemon;
+  RpcClient victim(daemon.socket());
+  const std::string victim_session = OpenSession(victim, GetParam());
+  ASSERT_FALSE(victim_session.empty());
+  Json warm = Send(victim, victim_session, "echo warm\n");
+  ASSERT_EQ(warm["waitReason"], "stdin_read") << warm.dump().substr(0, 300);
+
+  // The hostile session: default size, its processes found from the host by this marker.
+  const std::string marker = "R9FLOOD" + std::to_string(::getpid()) + GetParam().substr(0, 4);
+  RpcClient attacker(daemon.socket());
+  const std::string session =
+      OpenSession(attacker, GetParam(), Json{{"env", {{"R9_FLOOD", marker}}}});
+  ASSERT_FALSE(session.empty());
+  attacker.SendRequest(
+      "terminal_send",
+      Json{{"sessionId", session}, {"input", "printf '\\033[?1049h'; yes\n"}, {"timeoutMs", 2000}});
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+
+  const auto start = std::chrono::steady_clock::now();
+  const int id = victim.SendRequest("terminal_send",
+                                    Json{{"sessionId", victim_session}, {"input", "echo other\n"}});
+  Json answer = victim.WaitResponse(id, std::chrono::seconds(20));
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(took, 5.0) << "another owner's echo waited " << took
+                       << " s while one session wrote in the alternate screen";
+  EXPECT_TRUE(answer.contains("result")) << answer.dump().substr(0, 300);
+
+  // Release the daemon from the host (nothing else can): kill the session's writers.
+  for (pid_t pid : ProcessesWithEnv(marker)) ::kill(pid, SIGKILL);
+  Json closed = attacker.Call("terminal_close", Json{{"sessionId", session}});
+  EXPECT_TRUE(closed.contains("result")) << closed.dump().substr(0, 300);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, OutputFloodTest, ::testing::Values("read-only", "workspace-write"),
+                         ModeTestName);
 
 }  // namespace
 }  // namespace ptybox::testing
