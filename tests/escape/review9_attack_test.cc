@@ -15,7 +15,9 @@
 //    is in flight, LocalTerminal::Deliver calls DrainOutput(), ReadAvailable(SIZE_MAX), which
 //    reads until EAGAIN; decoding the alternate screen (every byte through libvterm) is slower
 //    than the writer, so EAGAIN never comes. No other request, timeout, terminal_close or
-//    SIGTERM is served until the writer is killed from the host.
+//    SIGTERM is served until the writer is killed from the host. The same unbounded drain runs
+//    in LocalTerminal::Hangup: the owner's terminal_close of such a session (the writer in the
+//    background, no send in flight) freezes the daemon as well.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -110,6 +112,39 @@ TEST_P(OutputFloodTest, AFullScreenFloodInOneSessionNeverFreezesTheDaemon) {
   for (pid_t pid : ProcessesWithEnv(marker)) ::kill(pid, SIGKILL);
   Json closed = attacker.Call("terminal_close", Json{{"sessionId", session}});
   EXPECT_TRUE(closed.contains("result")) << closed.dump().substr(0, 300);
+}
+
+TEST_P(OutputFloodTest, ClosingAFloodingSessionNeverFreezesTheDaemon) {
+  Daemon daemon;
+  RpcClient victim(daemon.socket());
+  const std::string victim_session = OpenSession(victim, GetParam());
+  ASSERT_FALSE(victim_session.empty());
+  Json warm = Send(victim, victim_session, "echo warm\n");
+  ASSERT_EQ(warm["waitReason"], "stdin_read") << warm.dump().substr(0, 300);
+
+  const std::string marker = "R9CLOSE" + std::to_string(::getpid()) + GetParam().substr(0, 4);
+  RpcClient attacker(daemon.socket());
+  const std::string session =
+      OpenSession(attacker, GetParam(), Json{{"env", {{"R9_FLOOD", marker}}}});
+  ASSERT_FALSE(session.empty());
+  // The writer in the background: the send settles at once, nothing is in flight.
+  Json started = Send(attacker, session, "(sleep 1; printf '\\033[?1049h'; exec yes) &\n",
+                      Json{{"timeoutMs", 500}});
+  ASSERT_TRUE(started.contains("waitReason")) << started.dump().substr(0, 300);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  attacker.SendRequest("terminal_close", Json{{"sessionId", session}});
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+
+  const auto start = std::chrono::steady_clock::now();
+  const int id = victim.SendRequest("terminal_send",
+                                    Json{{"sessionId", victim_session}, {"input", "echo other\n"}});
+  Json answer = victim.WaitResponse(id, std::chrono::seconds(20));
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(took, 5.0) << "another owner's echo waited " << took
+                       << " s after one owner closed a session writing in the alternate screen";
+  EXPECT_TRUE(answer.contains("result")) << answer.dump().substr(0, 300);
+  for (pid_t pid : ProcessesWithEnv(marker)) ::kill(pid, SIGKILL);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, OutputFloodTest, ::testing::Values("read-only", "workspace-write"),
