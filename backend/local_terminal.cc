@@ -8,9 +8,12 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <cerrno>
+#include <chrono>
+#include <string_view>
 
 #include "backend/reply_gate.h"
 #include "backend/terminal/screen.h"
@@ -22,7 +25,37 @@ namespace ptybox::backend {
 namespace {
 
 constexpr size_t kReadChunk = 64 * 1024;
-constexpr size_t kReadBudgetPerWakeup = 256 * 1024;
+// What one reactor turn spends decoding one session's output, at most (past one slice): a
+// session writing faster than it decodes (a full-screen program scrolling a 500x1000 screen
+// costs about 1 ms per line feed) gets its turn again after everyone else's, and its writer
+// blocks on the full terminal meanwhile (outside review 9: `printf '\e[?1049h'; yes` froze the
+// daemon for every owner, SIGTERM included).
+constexpr std::chrono::microseconds kDecodeTurnBudget{4000};
+// A slice's cost bound, in screen cells: a byte that may move every cell of the screen (a line
+// feed, the start of an escape sequence) counts the screen's size, any other byte one.
+constexpr size_t kSliceCostCells = 1u << 20;
+// An exit is reported once the output before it is decoded, turn by turn, or after this long
+// if a writer the shell left behind keeps the terminal full.
+constexpr std::chrono::seconds kExitDrainMax{2};
+
+bool MayTouchTheWholeScreen(char c) {
+  return c == '\n' || c == '\v' || c == '\f' || c == '\x1b' || c == '\x85' || c == '\x9b' ||
+         c == '\x8d';
+}
+
+// The end of the slice of `bytes` from `from` whose decoding cost stays within
+// kSliceCostCells (at least one byte).
+size_t SliceEnd(std::string_view bytes, size_t from, size_t screen_cells) {
+  const size_t heavy = std::max<size_t>(screen_cells, 1);
+  size_t cost = 0;
+  size_t at = from;
+  while (at < bytes.size()) {
+    cost += MayTouchTheWholeScreen(bytes[at]) ? heavy : 1;
+    ++at;
+    if (cost >= kSliceCostCells) break;
+  }
+  return at;
+}
 
 SessionStatus StatusFromWait(int wait_status) {
   SessionStatus status;
@@ -44,7 +77,11 @@ LocalTerminal::LocalTerminal(asio::io_context& io, ChildReaper& reaper, Listener
 
 LocalTerminal::~LocalTerminal() { *alive_ = false; }
 
-void LocalTerminal::Start(const sandbox::LaunchSpec& spec) { init_.Start(spec); }
+void LocalTerminal::Start(const sandbox::LaunchSpec& spec) {
+  screen_cells_ =
+      static_cast<size_t>(std::max(spec.rows, 1)) * static_cast<size_t>(std::max(spec.columns, 1));
+  init_.Start(spec);
+}
 
 void LocalTerminal::OnReady(const sandbox::ReadyMessage& ready, UniqueFd master) {
   if (master_ || !master) return;
@@ -77,23 +114,51 @@ void LocalTerminal::OnStartFailed(Error error) { listener_.OnStartFailed(std::mo
 
 void LocalTerminal::OnProgramExit(SessionStatus status) {
   status_ = status;
-  if (exit_reported_) return;
-  DrainOutput();
-  exit_reported_ = true;
-  listener_.OnShellExit(status_);
+  if (exit_reported_ || exit_pending_) return;
+  exit_pending_ = true;
+  // The exit is reported after the output the shell left (OnShellExit's promise).
+  AfterOutputDrained([this] {
+    if (exit_reported_) return;
+    exit_reported_ = true;
+    listener_.OnShellExit(status_);
+  });
 }
 
 void LocalTerminal::OnInitExit(int wait_status) {
+  AfterOutputDrained([this, wait_status] {
+    std::weak_ptr<bool> alive = alive_;
+    if (!exit_reported_ && master_) {
+      if (!status_.exited) status_ = StatusFromWait(wait_status);
+      exit_reported_ = true;
+      listener_.OnShellExit(status_);
+      if (alive.expired()) return;
+    }
+    FailWrites(Error{ErrorKind::kClosed, "the session has ended", {}});
+  });
+}
+
+void LocalTerminal::AfterOutputDrained(std::function<void()> then) {
+  if (drained_waiters_.empty()) {
+    drain_deadline_ = std::chrono::steady_clock::now() + kExitDrainMax;
+  }
+  drained_waiters_.push_back(std::move(then));
+  PumpForWaiters();
+}
+
+void LocalTerminal::PumpForWaiters() {
+  const ReadOutcome outcome = master_ ? ReadAvailable() : ReadOutcome::kEnded;
+  // Spent: ReadAvailable posted its continuation, which comes back here. A writer that never
+  // stops (a background job flooding after the shell left) delays the report kExitDrainMax.
+  if (outcome == ReadOutcome::kBudgetSpent && std::chrono::steady_clock::now() < drain_deadline_) {
+    return;
+  }
   std::weak_ptr<bool> alive = alive_;
-  if (master_) DrainOutput();
-  if (alive.expired()) return;
-  if (!exit_reported_ && master_) {
-    if (!status_.exited) status_ = StatusFromWait(wait_status);
-    exit_reported_ = true;
-    listener_.OnShellExit(status_);
+  std::vector<std::function<void()>> waiters;
+  waiters.swap(drained_waiters_);
+  for (std::function<void()>& waiter : waiters) {
+    waiter();
     if (alive.expired()) return;
   }
-  FailWrites(Error{ErrorKind::kClosed, "the session has ended", {}});
 }
 
 Result<void> LocalTerminal::Resize(int rows, int columns) {
@@ -104,6 +169,8 @@ Result<void> LocalTerminal::Resize(int rows, int columns) {
   if (::ioctl(master_->native_handle(), TIOCSWINSZ, &size) != 0) {
     return std::unexpected(Error::FromErrno(ErrorKind::kInternal, "ioctl(TIOCSWINSZ)"));
   }
+  screen_cells_ =
+      static_cast<size_t>(std::max(rows, 1)) * static_cast<size_t>(std::max(columns, 1));
   return {};
 }
 
@@ -116,35 +183,63 @@ void LocalTerminal::ArmRead() {
                         if (alive.expired()) return;
                         reading_ = false;
                         if (ec || !master_) return;
-                        if (ReadAvailable(kReadBudgetPerWakeup) && !alive.expired()) ArmRead();
+                        if (ReadAvailable() != ReadOutcome::kEnded && !alive.expired()) ArmRead();
                       });
 }
 
-bool LocalTerminal::ReadAvailable(size_t budget) {
-  if (!master_ || output_ended_) return false;
+LocalTerminal::ReadOutcome LocalTerminal::ReadAvailable() {
+  if (!master_ || output_ended_) return ReadOutcome::kEnded;
   std::weak_ptr<bool> alive = alive_;
+  const auto deadline = std::chrono::steady_clock::now() + kDecodeTurnBudget;
   char buf[kReadChunk];
-  size_t total = 0;
-  while (total < budget) {
-    ssize_t n = ::read(master_->native_handle(), buf, sizeof(buf));
-    if (n > 0) {
-      total += static_cast<size_t>(n);
-      listener_.OnOutput(std::string_view(buf, static_cast<size_t>(n)));
-      if (alive.expired()) return false;
-      continue;
+  for (;;) {
+    if (unfed_at_ == unfed_.size()) {
+      unfed_.clear();
+      unfed_at_ = 0;
+      ssize_t n = ::read(master_->native_handle(), buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return ReadOutcome::kDrained;
+      if (n <= 0) {
+        // EIO (or EOF): every slave descriptor is closed; nothing more will come.
+        output_ended_ = true;
+        return ReadOutcome::kEnded;
+      }
+      unfed_.assign(buf, static_cast<size_t>(n));
     }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
-    // EIO (or EOF): every slave descriptor is closed; nothing more will come.
-    output_ended_ = true;
-    return false;
+    while (unfed_at_ < unfed_.size()) {
+      const size_t end = SliceEnd(unfed_, unfed_at_, screen_cells_);
+      const std::string_view slice = std::string_view(unfed_).substr(unfed_at_, end - unfed_at_);
+      unfed_at_ = end;
+      listener_.OnOutput(slice);
+      if (alive.expired()) return ReadOutcome::kEnded;
+      if (!master_) return ReadOutcome::kEnded;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        ContinueLater();
+        return ReadOutcome::kBudgetSpent;
+      }
+    }
   }
-  return true;
 }
 
-void LocalTerminal::DrainOutput() { ReadAvailable(SIZE_MAX); }
+void LocalTerminal::ContinueLater() {
+  if (continue_posted_) return;
+  continue_posted_ = true;
+  std::weak_ptr<bool> alive = alive_;
+  // Behind every handler already queued: the other sessions and clients get their turns first.
+  asio::post(io_, [this, alive] {
+    if (alive.expired()) return;
+    continue_posted_ = false;
+    if (!drained_waiters_.empty()) {
+      PumpForWaiters();
+    } else {
+      ReadAvailable();
+    }
+  });
+}
 
-void LocalTerminal::ReadPendingOutput() { ReadAvailable(kReadBudgetPerWakeup); }
+bool LocalTerminal::DrainOutput() { return ReadAvailable() != ReadOutcome::kBudgetSpent; }
+
+void LocalTerminal::ReadPendingOutput() { ReadAvailable(); }
 
 std::optional<pid_t> LocalTerminal::ForegroundPgid() {
   if (!inspector_) return std::nullopt;
@@ -217,7 +312,9 @@ void LocalTerminal::Deliver(ForegroundFacts facts, std::function<void(Foreground
                    done = std::move(done)]() mutable {
     if (alive.expired()) return;
     // Output the terminal held when the facts were read is decoded before the facts count.
-    DrainOutput();
+    // Output still coming after a turn's budget (a flood) makes them stale: the program is
+    // writing, and the next look decides.
+    if (!DrainOutput()) facts.waiting_for_input = Finding::kUnknown;
     if (alive.expired()) return;
     // A reply still owed to a program: someone is about to get input, the wait is not the
     // user's. Served (written or dropped) first, on a look of its own.

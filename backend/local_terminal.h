@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backend/child_reaper.h"
 #include "backend/contract_types.h"
@@ -84,10 +85,12 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   // then written ahead of queued input; dropped when whoever reads next did not ask, above all
   // the shell's own line editor (DecideReply, backend/reply_gate.h).
   void AnswerQueries(std::string replies);
-  // Decodes what the master already holds, synchronously.
-  void DrainOutput();
-  // Decodes what the master holds, at most one reactor wake-up's budget (256 KiB): a deadline
-  // looks at what arrived without letting a flooding session hold the reactor.
+  // Decodes what the master already holds, within one turn's budget (kDecodeTurnBudget of the
+  // reactor's time): true when everything was decoded (the master said EAGAIN, or the output
+  // ended), false when the budget ran out first (the rest follows on later turns).
+  bool DrainOutput();
+  // Decodes what the master holds, within the same budget: a deadline looks at what arrived
+  // without letting a flooding session hold the reactor.
   void ReadPendingOutput();
 
   // Hangs the terminal up and ends every process of the session (InitSession::Terminate):
@@ -128,7 +131,17 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   // Delivers facts read just now, after decoding the output the terminal holds.
   void Deliver(ForegroundFacts facts, std::function<void(ForegroundFacts)> done);
   void ArmRead();
-  bool ReadAvailable(size_t budget);
+  enum class ReadOutcome { kDrained, kBudgetSpent, kEnded };
+  // Reads the master and hands the bytes to the listener in slices whose decoding cost is
+  // bounded (SliceEnd: a line feed or an escape sequence may touch every cell of the screen),
+  // until EAGAIN, the end of output, or kDecodeTurnBudget of time; bytes read and not yet
+  // handed over wait in `unfed_` for the next call (a posted one: ContinueLater).
+  ReadOutcome ReadAvailable();
+  void ContinueLater();
+  // Runs `then` once the master is drained (or the output ended), decoding turn by turn: at
+  // once when one turn's budget suffices.
+  void AfterOutputDrained(std::function<void()> then);
+  void PumpForWaiters();
   void Flush();
   void FailWrites(const Error& error);
   void Hangup();
@@ -180,6 +193,13 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   pid_t shell_pid_ = 0;
   bool output_ended_ = false;
   bool reading_ = false;
+  std::string unfed_;    // read from the master, not yet handed to the listener
+  size_t unfed_at_ = 0;  // how much of unfed_ was handed over
+  bool continue_posted_ = false;
+  size_t screen_cells_ = 0;  // rows x columns: what one line feed may cost the decoder
+  std::vector<std::function<void()>> drained_waiters_;
+  std::chrono::steady_clock::time_point drain_deadline_;
+  bool exit_pending_ = false;  // OnProgramExit's report waits for the output before it
 
   std::deque<PendingWrite> writes_;
   bool write_waiting_ = false;
