@@ -177,7 +177,13 @@ void Screen::Repeat(int count) {
   for (int n = std::min(count, room); n > 0; --n) clean_.append(last_character_);
 }
 
+bool Screen::HasSize(int rows, int columns) const {
+  return rows_ == std::clamp(rows, 1, kMaxRows) &&
+         columns_ == std::clamp(columns, kMinColumns, kMaxColumns);
+}
+
 void Screen::Resize(int rows, int columns) {
+  if (HasSize(rows, columns)) return;
   rows_ = std::clamp(rows, 1, kMaxRows);
   columns_ = std::clamp(columns, kMinColumns, kMaxColumns);
   vterm_set_size(vt_.get(), rows_, columns_);

@@ -55,6 +55,8 @@ class Screen final : private VtHandler {
   void SetScrolledRowSink(std::function<void(std::string_view row)> sink);
   // Answers owed to the program (DSR CPR, DA), in order; empties the queue.
   std::string TakeReplies();
+  // Whether Resize(rows, columns) would leave the size as it is (after its clamping).
+  [[nodiscard]] bool HasSize(int rows, int columns) const;
   [[nodiscard]] int rows() const { return rows_; }
   [[nodiscard]] int columns() const { return columns_; }
 

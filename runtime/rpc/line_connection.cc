@@ -7,6 +7,7 @@
 #include <asio/post.hpp>
 #include <asio/write.hpp>
 #include <cerrno>
+#include <chrono>
 
 #include "common/propagate.h"
 
@@ -112,7 +113,16 @@ void LineConnection::OnChunk(size_t size) {
 
 void LineConnection::ProcessInput() {
   std::shared_ptr<LineConnection> keep = shared_from_this();
+  const auto deadline = std::chrono::steady_clock::now() + kTurnBudget;
+  bool handled = false;
   while (pending_at_ < pending_.size() && !closed_) {
+    // One turn of the reactor handles this connection's requests for kTurnBudget at most (past
+    // the first): a client pipelining thousands of costly requests (resizes of a 500x1000
+    // screen, outside review 9) waits behind every other client and session, once per turn.
+    if (handled && std::chrono::steady_clock::now() >= deadline) {
+      ContinueLater();
+      return;
+    }
     if (OutputFull()) {
       // The client is not reading its answers: read no further request until it does.
       read_paused_ = true;
@@ -149,12 +159,27 @@ void LineConnection::ProcessInput() {
     }
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are ignored
+    handled = true;
     if (handlers_.on_line) handlers_.on_line(std::move(line));
   }
   if (pending_at_ >= pending_.size()) {
     pending_.clear();
     pending_at_ = 0;
   }
+}
+
+void LineConnection::ContinueLater() {
+  if (continue_posted_) return;
+  continue_posted_ = true;
+  std::weak_ptr<LineConnection> weak = weak_from_this();
+  asio::post(io_, [weak] {
+    std::shared_ptr<LineConnection> self = weak.lock();
+    if (!self) return;
+    self->continue_posted_ = false;
+    if (self->closed_) return;
+    self->ProcessInput();
+    self->ReadMore();
+  });
 }
 
 void LineConnection::Send(std::string message) {

@@ -8,6 +8,7 @@
 #include <array>
 #include <asio/io_context.hpp>
 #include <asio/posix/stream_descriptor.hpp>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -31,6 +32,9 @@ class LineConnection final : public std::enable_shared_from_this<LineConnection>
   // Reading pauses above this much unsent output and resumes once it drained below the low mark.
   static constexpr size_t kOutboxHighWaterBytes = 4 * 1024 * 1024;
   static constexpr size_t kOutboxLowWaterBytes = 1024 * 1024;
+  // One reactor turn handles one connection's requests for this long at most (past the first);
+  // the rest wait for a later turn, behind every other handler (ProcessInput).
+  static constexpr std::chrono::microseconds kTurnBudget{2000};
 
   // Takes ownership of both descriptors (they may be the same one) whatever the outcome;
   // fails (never throws) when a descriptor cannot be registered with the reactor.
@@ -57,6 +61,7 @@ class LineConnection final : public std::enable_shared_from_this<LineConnection>
   void ReadMore();
   void OnChunk(size_t size);
   void ProcessInput();
+  void ContinueLater();  // ProcessInput (and ReadMore) again on a later turn
   void InputEnded();
   void WriteMore();
   void OutputDrained();
@@ -77,6 +82,7 @@ class LineConnection final : public std::enable_shared_from_this<LineConnection>
   bool skipping_ = false;
   bool reading_ = false;      // a read is in flight
   bool read_paused_ = false;  // paused by a full outbox
+  bool continue_posted_ = false;
   std::deque<std::string> outbox_;
   size_t outbox_bytes_ = 0;
   std::vector<std::function<void()>> flushed_waiters_;
