@@ -1,0 +1,182 @@
+// Sixth outside review of "Git for agents" (docs/security.md; review 10 of the project): the
+// copy-back attacked once more from a workspace-write session before it becomes the default.
+// Each test fails while its hole is open (root daemon and ptybox-ci):
+//  - the fix of review 8 (a new tag named as a branch, or the reverse, is refused) compares
+//    refs/heads/X with refs/tags/X only. git resolves a short name as refs/tags/X, then
+//    refs/heads/X, then refs/remotes/X: a session's tag (or branch) `origin/main` comes back and
+//    the person's `git reset --hard origin/main` ("throw the agent's work away") lands on the
+//    session's commit;
+//  - git resolves a name that is a ref before it tries it as an abbreviated object id: a
+//    session's tag named as the abbreviated id of one of the person's commits (what `git log
+//    --oneline` shows them) comes back, and the person's `git reset --hard <that id>`, `git
+//    show`, `git revert`, `git cherry-pick` take the session's commit instead;
+//  - a reflog line whose new id is all zeros skips every check (CopyBackReflog): appended to the
+//    host's logs/refs/stash, it becomes the person's stash@{0}, and their `git stash pop` fails
+//    ("not a stash-like commit").
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "tests/escape/escape_support.h"
+#include "tests/escape/git_attack_support.h"
+
+namespace ptybox::testing {
+namespace {
+
+using git_attack::HostGit;
+using git_attack::kIdentity;
+using git_attack::MakeRepository;
+
+namespace fs = std::filesystem;
+
+// The session's commit `agent` on a branch of its own, then back on main: what every ref attack
+// below names.
+constexpr const char* kAgentCommit =
+    "git checkout -q -b agent && echo agent > a.txt && git commit -qam agent && "
+    "git checkout -q main && ";
+
+// CopyBackRefs refuses a new refs/tags/X when refs/heads/X exists (and the reverse), but not
+// when refs/remotes/X does. git's lookup of `origin/main` tries refs/tags/origin/main and
+// refs/heads/origin/main before refs/remotes/origin/main: the person's `git reset --hard
+// origin/main`, `git diff origin/main`, `git rebase origin/main` use the session's commit, with
+// only an "ambiguous" warning on stderr.
+TEST(GitReview6AttackTest, ASessionsRefNeverTakesTheNameOfARemoteTrackingBranch) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  ASSERT_EQ(HostGit(ws, {"remote", "add", "origin", "https://example.com/repo.git"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"update-ref", "refs/remotes/origin/main", "HEAD"}).exit_code, 0);
+  const std::string remote_before = HostGit(ws, {"rev-parse", "refs/remotes/origin/main"}).out;
+  ASSERT_FALSE(remote_before.empty());
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string work = std::string(kIdentity) + kAgentCommit +
+                           "git tag origin/main agent && git branch upstream/main agent && "
+                           "echo tagged";
+  Observed did = RunInSession(client, id, "workspace-write", "tag-origin-main", work);
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("tagged")) << did.Show();
+  const auto resolved = HostGit(ws, {"rev-parse", "origin/main"});
+  std::cout << "  host rev-parse origin/main: " << resolved.out << resolved.err;
+  EXPECT_EQ(resolved.out, remote_before)
+      << "the person's `origin/main` resolves to the session's tag\n"
+      << daemon.Log();
+  // The same with a branch: refs/heads/upstream/main before refs/remotes/upstream/main (a
+  // remote the person adds later, or has under that name).
+  ASSERT_EQ(HostGit(ws, {"update-ref", "refs/remotes/upstream/main", "main"}).exit_code, 0);
+  const auto upstream = HostGit(ws, {"rev-parse", "upstream/main"});
+  std::cout << "  host rev-parse upstream/main: " << upstream.out << upstream.err;
+  EXPECT_EQ(upstream.out, remote_before)
+      << "the person's `upstream/main` resolves to the session's branch\n"
+      << daemon.Log();
+}
+
+// git's get_oid_basic looks a name up as a ref (repo_dwim_ref) before it tries it as an
+// abbreviated object id: a tag named as the abbreviated id of the person's commit (the seven
+// digits `git log --oneline` shows) is what `git reset --hard <abbrev>` resets to, with only
+// "refname '<abbrev>' is ambiguous" on stderr.
+TEST(GitReview6AttackTest, ASessionsTagNeverTakesTheAbbreviatedIdOfThePersonsCommit) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  const std::string full = HostGit(ws, {"rev-parse", "HEAD"}).out;
+  std::string abbrev = HostGit(ws, {"rev-parse", "--short", "HEAD"}).out;
+  while (!abbrev.empty() && abbrev.back() == '\n') abbrev.pop_back();
+  ASSERT_GE(abbrev.size(), 4u);
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string work =
+      std::string(kIdentity) + kAgentCommit + "git tag " + abbrev + " agent && echo tagged";
+  Observed did = RunInSession(client, id, "workspace-write", "tag-abbrev", work);
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("tagged")) << did.Show();
+  const auto resolved = HostGit(ws, {"rev-parse", abbrev});
+  std::cout << "  host rev-parse " << abbrev << ": " << resolved.out << resolved.err;
+  EXPECT_EQ(resolved.out, full) << "the person's commit " << abbrev
+                                << " resolves to the session's tag of that name\n"
+                                << daemon.Log();
+  // The person goes back to their own commit as `git log --oneline` shows it.
+  ASSERT_EQ(HostGit(ws, {"reset", "-q", "--hard", abbrev}).exit_code, 0);
+  std::cout << "  host a.txt after `git reset --hard " << abbrev
+            << "`: " << git_attack::Slurp(ws / "a.txt");
+  EXPECT_EQ(git_attack::Slurp(ws / "a.txt"), "one\n")
+      << "`git reset --hard " << abbrev << "` checked out the session's commit\n"
+      << daemon.Log();
+}
+
+// CopyBackReflog checks a line's new id against the host's objects and for gitlinks unless it
+// is all zeros. The session stashes (refs/stash moves, so its reflog is copied) and appends
+// `<stash> 0000… agent <…> <time> +0000\tx` to its logs/refs/stash. The host's stash@{0} is then
+// the null id: the person's `git stash list` shows a stash that is not there and `git stash pop`
+// fails ("is not a stash-like commit") until they repair the reflog by hand.
+TEST(GitReview6AttackTest, AStashReflogLineNeverBreaksThePersonsStashPop) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  std::ofstream(ws / "a.txt", std::ios::app) << "the person's work in progress\n";
+  ASSERT_EQ(HostGit(ws, {"stash", "-q"}).exit_code, 0);
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string work =
+      std::string(kIdentity) +
+      "echo agent >> a.txt && git stash -q && s=$(git rev-parse refs/stash) && "
+      "printf '%s %s agent <agent@example.com> 1700000000 +0000\\tx\\n' \"$s\" "
+      "0000000000000000000000000000000000000000 >> .git/logs/refs/stash && echo appended";
+  Observed did = RunInSession(client, id, "workspace-write", "stash-null", work);
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("appended")) << did.Show();
+  const auto top = HostGit(ws, {"rev-parse", "stash@{0}"});
+  std::cout << "  host stash@{0}: " << top.out << top.err;
+  EXPECT_NE(top.out, "0000000000000000000000000000000000000000\n")
+      << "the person's stash@{0} is the null id\n"
+      << daemon.Log();
+  const auto pop = HostGit(ws, {"stash", "pop"});
+  std::cout << "  host git stash pop: exit " << pop.exit_code << " " << pop.err;
+  EXPECT_EQ(pop.exit_code, 0) << "the person's `git stash pop` fails: " << pop.err << "\n"
+                              << daemon.Log();
+}
+
+// git never lets refs/tags/v1 and refs/tags/v1/x both exist (a ref and a directory of refs of
+// the same name). The session's git refuses to make one, but the session writes the loose file
+// itself; CopyBackRefs checks only that the host has no refs/tags/v1/x. When the person's tag
+// (or branch) is packed (every tag of a fresh clone is, and every ref after `git gc`), the
+// daemon makes the directory refs/tags/v1/ beside it. From then on the person's `git gc` (and
+// the `git gc --auto` their commits run) fails: "cannot lock ref 'refs/tags/v1':
+// 'refs/tags/v1/x' exists", "failed to run reflog".
+TEST(GitReview6AttackTest, ASessionsRefNeverNestsBeneathThePersonsPackedRef) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  ASSERT_EQ(HostGit(ws, {"tag", "v1"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"branch", "feature"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"pack-refs", "--all"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"gc", "-q"}).exit_code, 0);
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string work = std::string(kIdentity) + kAgentCommit +
+                           "mkdir -p .git/refs/tags/v1 .git/refs/heads/feature && "
+                           "git rev-parse agent > .git/refs/tags/v1/x && "
+                           "git rev-parse agent > .git/refs/heads/feature/x && echo nested";
+  Observed did = RunInSession(client, id, "workspace-write", "nested-ref", work);
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("nested")) << did.Show();
+  EXPECT_FALSE(fs::exists(ws / ".git" / "refs" / "tags" / "v1"))
+      << "refs/tags/v1/ beside the person's packed tag v1\n"
+      << daemon.Log();
+  EXPECT_FALSE(fs::exists(ws / ".git" / "refs" / "heads" / "feature"))
+      << "refs/heads/feature/ beside the person's packed branch feature\n"
+      << daemon.Log();
+  const auto gc = HostGit(ws, {"gc", "-q"});
+  std::cout << "  host git gc: exit " << gc.exit_code << " " << gc.err;
+  EXPECT_EQ(gc.exit_code, 0) << "the person's `git gc` fails: " << gc.err << "\n" << daemon.Log();
+}
+
+}  // namespace
+}  // namespace ptybox::testing
