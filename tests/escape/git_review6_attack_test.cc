@@ -180,6 +180,35 @@ TEST(GitReview6AttackTest, ASessionsRefNeverNestsBeneathThePersonsPackedRef) {
   EXPECT_EQ(gc.exit_code, 0) << "the person's `git gc` fails: " << gc.err << "\n" << daemon.Log();
 }
 
+// CommitAddsGitlink checks a ref's value as `<id>^{commit}`: an annotated tag object peels to its
+// commit and passes, so a branch may come back naming a tag object. git never writes one to a
+// branch (update-ref refuses: "trying to write non-commit object"). The session writes the id of
+// its annotated tag into its refs/heads/main by hand; the person's main then names a tag, and
+// their next `git commit` fails ("cannot lock ref 'HEAD'"), `git fsck` says "HEAD: not a
+// commit", and a push of main is refused by the server, until they repair the ref by hand.
+TEST(GitReview6AttackTest, ThePersonsBranchNeverNamesATagObject) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string work = std::string(kIdentity) +
+                           "git tag -a -m annotated t && git rev-parse t > .git/refs/heads/main && "
+                           "git tag -d t && echo pointed";
+  Observed did = RunInSession(client, id, "workspace-write", "branch-tag-object", work);
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("pointed")) << did.Show();
+  const auto type = HostGit(ws, {"cat-file", "-t", "refs/heads/main"});
+  std::cout << "  host main is a " << type.out;
+  EXPECT_EQ(type.out, "commit\n") << "the person's main names a " << type.out << daemon.Log();
+  std::ofstream(ws / "a.txt", std::ios::app) << "mine\n";
+  const auto commit = HostGit(ws, {"commit", "-q", "-a", "-m", "mine"});
+  std::cout << "  the person's commit: exit " << commit.exit_code << " " << commit.err;
+  EXPECT_EQ(commit.exit_code, 0) << "the person's `git commit` fails: " << commit.err << "\n"
+                                 << daemon.Log();
+}
+
 // The session's history for the test below: two flat trees of 1,000,000 entries each (the same
 // blob; the second lacks the last entry), then a chain of 1,200 commits alternating between
 // them, each naming the next as its parent. About 5 MiB of objects; `git log --raw` on the chain
