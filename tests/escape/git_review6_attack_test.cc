@@ -12,7 +12,17 @@
 //    show`, `git revert`, `git cherry-pick` take the session's commit instead;
 //  - a reflog line whose new id is all zeros skips every check (CopyBackReflog): appended to the
 //    host's logs/refs/stash, it becomes the person's stash@{0}, and their `git stash pop` fails
-//    ("not a stash-like commit").
+//    ("not a stash-like commit");
+//  - a ref written by hand beneath the person's packed ref (refs/tags/v1/x beside a packed v1)
+//    comes back, and git's rule that a ref and a directory of refs never share a name is broken:
+//    the person's `git gc` fails from then on;
+//  - a ref's value is checked as `<id>^{commit}`, which an annotated tag object passes: the
+//    person's main names a tag object, and their next `git commit` fails;
+//  - the count of refs checked per copy-back is bounded (64), their time is not: each check is
+//    a `git log` under a 2-minute timeout, which a 5 MiB history fills, so one branch holds the
+//    close 2 minutes (64: two hours) on a core outside the session's cgroup;
+//  - packs are not counted per copy-back: 2,000 one-object packs hold the close 35-42 s (the
+//    search for host objects grows with the square of the packs) and all reach the host.
 #include <gtest/gtest.h>
 
 #include <chrono>
