@@ -291,9 +291,30 @@ Result<IndexedPack> IndexPack(const std::filesystem::path& pack, size_t hash_siz
   return indexed;
 }
 
-Result<std::optional<std::string>> CommitAddsGitlink(int host_git_fd, std::string_view tip) {
+Result<std::string> HostObjectType(int host_git_fd, std::string_view id) {
   CaptureOptions options;
-  options.timeout = std::chrono::minutes(2);
+  options.timeout = std::chrono::seconds(10);
+  options.max_capture = 64;
+  options.keep_fds = {host_git_fd};
+  Result<CapturedRun> run = RunHostGit(
+      {},
+      {"--git-dir=/proc/self/fd/" + std::to_string(host_git_fd), "cat-file", "-t", std::string(id)},
+      options, "read an object's type");
+  if (!run) return Propagate(run);
+  std::string type = run->out;
+  while (!type.empty() && (type.back() == '\n' || type.back() == '\r')) type.pop_back();
+  if (!run->Succeeded() || type.empty()) {
+    return Fail(ErrorKind::kPolicyDenied, "the host's git could not read its type" + GitSaid(*run));
+  }
+  return type;
+}
+
+Result<std::optional<std::string>> CommitAddsGitlink(int host_git_fd, std::string_view tip,
+                                                     std::chrono::milliseconds timeout,
+                                                     bool& timed_out) {
+  timed_out = false;
+  CaptureOptions options;
+  options.timeout = timeout;
   options.max_capture = 16u << 20;
   options.keep_fds = {host_git_fd};
   // The host's own repository (its configuration is the person's), read by descriptor; nothing
@@ -305,6 +326,11 @@ Result<std::optional<std::string>> CommitAddsGitlink(int host_git_fd, std::strin
                   std::string(tip) + "^{commit}", "--not", "--all"},
                  options, "check the commit");
   if (!run) return Propagate(run);
+  if (run->timed_out) {
+    timed_out = true;
+    return Fail(ErrorKind::kPolicyDenied, "the host's git could not list its new commits within " +
+                                              std::to_string(timeout.count() / 1000) + " s");
+  }
   if (!run->Succeeded() || run->out.size() >= options.max_capture) {
     return Fail(ErrorKind::kPolicyDenied,
                 "not a commit, or the host's git could not list its new commits" + GitSaid(*run));

@@ -7,6 +7,7 @@
 // session wrote is never used.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -48,8 +49,13 @@ inline constexpr uint64_t kGitInflateBudget = 1ull << 30;
 // the session may have made there. The first such "path (in commit X)", or nullopt. An error
 // when `tip` is not a commit (through annotated tags): a branch or tag naming a tree or a blob
 // (a tree holding a gitlink passed: `git log <tree>` lists nothing).
-[[nodiscard]] Result<std::optional<std::string>> CommitAddsGitlink(int host_git_fd,
-                                                                   std::string_view tip);
+// `timed_out` is set when the host's git ran past `timeout` (the error then says so).
+[[nodiscard]] Result<std::optional<std::string>> CommitAddsGitlink(
+    int host_git_fd, std::string_view tip, std::chrono::milliseconds timeout, bool& timed_out);
+
+// The type git gives the object `id` of the host's .git (`git cat-file -t`): "commit", "tag",
+// "tree", "blob"; an error when the host's git cannot tell.
+[[nodiscard]] Result<std::string> HostObjectType(int host_git_fd, std::string_view id);
 
 // A pack as the host's git indexed it.
 struct IndexedPack {

@@ -750,6 +750,9 @@ Result<bool> IndexSessionPack(int my_packs, const std::string& name, size_t hash
   return true;
 }
 
+// Session packs indexed per copy-back; the rest wait for the next one.
+constexpr size_t kPacksPerCopyBack = 16;
+
 // The session's packs (`my_packs`, its objects/pack), each copied into a scratch directory of this
 // process, indexed there by the host's git (git_objects.h: every object's name computed from its
 // contents; the session's .idx and .rev are never used), refused whole when it names an object
@@ -761,6 +764,7 @@ Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, si
                              std::vector<std::string>& refused,
                              const std::optional<GitOwner>& owner, std::set<std::string>& judged) {
   size_t copied = 0;
+  size_t looked_at = 0;  // packs this copy-back indexed
   Result<std::vector<DirEntry>> entries = List(my_packs, "objects/pack");
   if (!entries) return Propagate(entries);
   std::optional<UniqueFd> host_packs;
@@ -770,6 +774,20 @@ Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, si
         !e.name.ends_with(".pack")) {
       continue;
     }
+    struct stat seen {};
+    if (::fstatat(my_packs, e.name.c_str(), &seen, AT_SYMLINK_NOFOLLOW) == 0 &&
+        judged.contains(FileKey(seen))) {
+      continue;  // refused or copied by an earlier copy-back
+    }
+    // Each pack costs a run of the host's `git index-pack` and a search of the host's packs:
+    // a bounded number per copy-back (2,000 one-object packs held a close 35-51 s: outside
+    // review 10); the others wait for the next one.
+    if (looked_at == kPacksPerCopyBack) {
+      refused.push_back("objects/pack: left for the next copy-back (this one indexed " +
+                        std::to_string(kPacksPerCopyBack) + " packs)");
+      break;
+    }
+    ++looked_at;
     // Each session pack is indexed once: refused or copied, the same file is not read again
     // (indexing a pack takes git seconds, and each send's copy-back would do it again).
     ScratchPack scratch;
@@ -1597,16 +1615,98 @@ namespace {
 
 // Refs moved to a new commit per copy-back (each checked by a run of the host's git).
 constexpr size_t kRefsCheckedPerCopyBack = 64;
+// The time one copy-back spends checking tips (the host's `git log` of their new commits), and
+// one check at most: a history that takes longer is refused for the session's life.
+constexpr std::chrono::seconds kGitTipChecksPerCopyBack{30};
 
-// Why a ref (or a detached HEAD) may not move to `id`: a new commit adds a gitlink
-// (CommitAddsGitlink), or the host's git could not tell. nullopt when it may.
-std::optional<std::string> GitlinkRefusal(int host_git_fd, const std::string& id) {
-  Result<std::optional<std::string>> gitlink = CommitAddsGitlink(host_git_fd, id);
-  if (!gitlink) return gitlink.error().message + "; left as it is";
+// What the copy-back may do with a tip (a ref's or a detached HEAD's new value, a reflog line's
+// new id): take it, refuse it (why), or leave it for a later copy-back (this one's check time
+// is spent).
+struct TipCheck {
+  enum class Verdict { kTake, kRefuse, kLater } verdict = Verdict::kTake;
+  std::string why;
+};
+
+// A tip the session's ref may take: `commit_only` (a branch, the stash, HEAD) names a commit
+// itself, never an annotated tag that peels to one (outside review 10: the person's next
+// `git commit` on such a branch failed); no new commit adds a gitlink (CommitAddsGitlink);
+// the host's git answers within this copy-back's time. Refusals are remembered.
+TipCheck CheckTip(int host_git_fd, const std::string& id, bool commit_only, GitSnapshot& snapshot) {
+  if (auto it = snapshot.refused_tips.find(id); it != snapshot.refused_tips.end()) {
+    return {TipCheck::Verdict::kRefuse, it->second};
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (now >= snapshot.tip_checks_until) return {TipCheck::Verdict::kLater, ""};
+  auto refuse = [&](std::string why) {
+    snapshot.refused_tips.emplace(id, why);
+    return TipCheck{TipCheck::Verdict::kRefuse, std::move(why)};
+  };
+  if (commit_only) {
+    Result<std::string> type = HostObjectType(host_git_fd, id);
+    if (!type) return refuse(type.error().message + "; left as it is");
+    if (*type != "commit") {
+      return refuse("names a " + *type +
+                    " object, not a commit (git keeps only commits in "
+                    "branches, the stash and HEAD); left as it is");
+    }
+  }
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      snapshot.tip_checks_until - std::chrono::steady_clock::now());
+  if (left.count() <= 0) return {TipCheck::Verdict::kLater, ""};
+  bool timed_out = false;
+  Result<std::optional<std::string>> gitlink = CommitAddsGitlink(
+      host_git_fd, id, std::min<std::chrono::milliseconds>(left, kGitTipChecksPerCopyBack),
+      timed_out);
+  if (!gitlink) {
+    // Cut short by this copy-back's remaining time: the next one tries it whole.
+    if (timed_out && left < kGitTipChecksPerCopyBack) return {TipCheck::Verdict::kLater, ""};
+    return refuse(gitlink.error().message + "; left as it is");
+  }
   if (*gitlink) {
-    return "a new commit adds the gitlink (submodule entry) " + **gitlink +
-           ": the host's git would run git in that directory once checked out; add submodules "
-           "from the host. Left as it is";
+    return refuse("a new commit adds the gitlink (submodule entry) " + **gitlink +
+                  ": the host's git would run git in that directory once checked out; add "
+                  "submodules from the host. Left as it is");
+  }
+  return {};
+}
+
+// Why git could read a new branch or tag `name` for something else, or cannot keep it
+// (outside reviews 8 and 10), or nullopt. git resolves a short name N as refs/N, then
+// refs/tags/N, refs/heads/N, refs/remotes/N, refs/remotes/N/HEAD, and only then as an
+// abbreviated object id; and it never keeps a ref and a directory of refs under one name
+// (`refs/tags/v1` beside `refs/tags/v1/x` made the person's `git gc` fail).
+std::optional<std::string> NewRefNameClash(const std::string& name,
+                                           const std::map<std::string, std::string>& host,
+                                           const std::map<std::string, std::string>& mine) {
+  auto exists = [&](const std::string& ref) { return host.contains(ref) || mine.contains(ref); };
+  for (size_t slash = name.find('/', 5); slash != std::string::npos;
+       slash = name.find('/', slash + 1)) {
+    const std::string above = name.substr(0, slash);
+    if (exists(above)) {
+      return "lies beneath the ref " + above +
+             " (git keeps no ref and directory of refs under one name); left as it is";
+    }
+  }
+  for (const auto* refs : {&host, &mine}) {
+    auto it = refs->lower_bound(name + "/");
+    if (it != refs->end() && it->first.starts_with(name + "/")) {
+      return "is a directory of refs already (" + it->first + "); left as it is";
+    }
+  }
+  const bool tag = name.starts_with("refs/tags/");
+  if (!tag && !name.starts_with("refs/heads/")) return std::nullopt;
+  const std::string short_name = name.substr(tag ? 10 : 11);
+  for (const std::string& other :
+       {"refs/" + short_name, "refs/tags/" + short_name, "refs/heads/" + short_name,
+        "refs/remotes/" + short_name, "refs/remotes/" + short_name + "/HEAD"}) {
+    if (other != name && exists(other)) {
+      return other + " has the same short name; git would read one for the other. Left as it is";
+    }
+  }
+  if (short_name.size() >= 4 && short_name.size() <= 64 &&
+      short_name.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos) {
+    return "a name git would read as an abbreviated object id, in place of the commit it "
+           "names; left as it is";
   }
   return std::nullopt;
 }
@@ -1652,14 +1752,12 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
       }
       continue;
     }
-    // A new tag named as a branch (or a new branch as a tag) takes the other's place when the
-    // person names it (`git log main` read the session's tag `main`: outside review 8).
-    if (!start && now && (name.starts_with("refs/tags/") || name.starts_with("refs/heads/"))) {
-      const bool tag = name.starts_with("refs/tags/");
-      const std::string other = (tag ? "refs/heads/" : "refs/tags/") + name.substr(tag ? 10 : 11);
-      if (snapshot.refs.contains(other) || mine->contains(other)) {
-        done.refused.push_back(name + ": " + other +
-                               " has the same name; git would read one for the other");
+    // A new ref git would read for another (`git log main` read the session's tag `main`:
+    // outside review 8; a tag `origin/main`, one named as a short commit id, a ref beneath
+    // another: review 10), or could not keep.
+    if (!start && now) {
+      if (std::optional<std::string> why = NewRefNameClash(name, snapshot.refs, *mine)) {
+        done.refused.push_back(name + ": " + *why);
         continue;
       }
     }
@@ -1685,8 +1783,16 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
         continue;
       }
       ++checked_refs;
-      if (std::optional<std::string> why = GitlinkRefusal(host_git_fd, *now)) {
-        done.refused.push_back(name + ": " + *why);
+      const TipCheck check = CheckTip(
+          host_git_fd, *now, name == "refs/stash" || name.starts_with("refs/heads/"), snapshot);
+      if (check.verdict == TipCheck::Verdict::kLater) {
+        done.conflicts.push_back(name + ": left for the next copy-back (this one's " +
+                                 std::to_string(kGitTipChecksPerCopyBack.count()) +
+                                 " s of checks are spent)");
+        continue;
+      }
+      if (check.verdict == TipCheck::Verdict::kRefuse) {
+        done.refused.push_back(name + ": " + check.why);
         continue;
       }
     }
@@ -1736,7 +1842,7 @@ struct HeadAndIndex {
 
 // HEAD, on the same rule as a ref (CopyBackPrivateGit).
 bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex state,
-                  const std::optional<GitOwner>& owner, GitCopyBack& done) {
+                  GitSnapshot& snapshot, const std::optional<GitOwner>& owner, GitCopyBack& done) {
   const std::string what = state.label + "HEAD";
   Result<std::optional<std::string>> head = ReadFile(private_fd, "HEAD", 4096, true);
   if (!head || !*head || !ValidRefValue(Trim(**head))) {
@@ -1757,8 +1863,15 @@ bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex sta
     return false;
   }
   if (IsObjectId(value)) {
-    if (std::optional<std::string> why = GitlinkRefusal(objects_fd, value)) {
-      done.refused.push_back(what + ": " + *why);
+    const TipCheck check = CheckTip(objects_fd, value, /*commit_only=*/true, snapshot);
+    if (check.verdict == TipCheck::Verdict::kLater) {
+      done.conflicts.push_back(what +
+                               ": left for the next copy-back (this one's checks are "
+                               "spent)");
+      return false;
+    }
+    if (check.verdict == TipCheck::Verdict::kRefuse) {
+      done.refused.push_back(what + ": " + check.why);
       return false;
     }
   }
@@ -1824,7 +1937,7 @@ void CopyBackWorktrees(int private_fd, int host_git_fd, GitSnapshot& snapshot,
       continue;
     }
     HeadAndIndex state{worktree.head, worktree.index, label};
-    if (CopyBackHead((*mine)->Get(), (*host)->Get(), host_git_fd, state, owner, done)) {
+    if (CopyBackHead((*mine)->Get(), (*host)->Get(), host_git_fd, state, snapshot, owner, done)) {
       ++done.worktree_files;
     }
     if (CopyBackIndex((*mine)->Get(), (*host)->Get(), IndexHashSize(snapshot), state, owner,
@@ -1871,16 +1984,25 @@ void CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
       break;
     }
     // Each entry is a commit the person can reach (`git stash pop` of an older stash): it is
-    // checked as a tip is (GitlinkRefusal), a bounded number per copy-back (the rest wait).
+    // checked as a tip is (CheckTip), a bounded number per copy-back (the rest wait).
     if (checked == kReflogLinesChecked) break;
     ++checked;
     const std::string new_id(line.substr(id + 1, id));
-    if (new_id.find_first_not_of('0') != std::string::npos) {
-      if (std::optional<std::string> why = GitlinkRefusal(host_git_fd, new_id)) {
-        done.refused.push_back(log + ": line " + std::to_string(index) + ": " + *why +
-                               "; it and the lines after it are not copied");
-        break;
-      }
+    // git appends a line per value a ref takes; a null new value is never one (a deleted ref
+    // loses its log), and it made the person's `stash@{0}` the null id (outside review 10).
+    if (new_id.find_first_not_of('0') == std::string::npos) {
+      done.refused.push_back(log + ": line " + std::to_string(index) +
+                             " names no object as the ref's new value; it and the lines after "
+                             "it are not copied");
+      break;
+    }
+    const TipCheck check = CheckTip(
+        host_git_fd, new_id, name == "refs/stash" || name.starts_with("refs/heads/"), snapshot);
+    if (check.verdict == TipCheck::Verdict::kLater) break;
+    if (check.verdict == TipCheck::Verdict::kRefuse) {
+      done.refused.push_back(log + ": line " + std::to_string(index) + ": " + check.why +
+                             "; it and the lines after it are not copied");
+      break;
     }
     append.append(line).push_back('\n');
     ++taken;
@@ -1914,6 +2036,7 @@ void CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
 
 Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnapshot& snapshot) {
   GitCopyBack done;
+  snapshot.tip_checks_until = std::chrono::steady_clock::now() + kGitTipChecksPerCopyBack;
   // A root daemon writes as root: what it makes belongs to the .git's owner, so that the
   // person's own git can go on writing there.
   std::optional<GitOwner> owner;
@@ -1933,7 +2056,7 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
     return Propagate(refs);
   }
   HeadAndIndex main{snapshot.head, snapshot.index, ""};
-  done.head = CopyBackHead(private_fd, host_git_fd, host_git_fd, main, owner, done);
+  done.head = CopyBackHead(private_fd, host_git_fd, host_git_fd, main, snapshot, owner, done);
   done.index = CopyBackIndex(private_fd, host_git_fd, IndexHashSize(snapshot), main, owner, done);
   CopyBackWorktrees(private_fd, host_git_fd, snapshot, owner, done);
   // Not HEAD's log: git reads its messages (`checkout: moving from X to Y`) to find where

@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -121,6 +122,13 @@ struct GitSnapshot {
   // Per reflog ("HEAD", "refs/heads/main"): how many lines of the session's private log were
   // already appended to the host's (the private logs/ starts empty at launch).
   std::map<std::string, size_t> reflog_lines;
+  // Tips (object ids) the copy-back refused for the session's life, with why: a check that
+  // timed out, or found a gitlink or a non-commit, is not run again at every copy-back
+  // (outside review 10: a slow history held each copy-back its full timeout, per branch).
+  std::map<std::string, std::string> refused_tips;
+  // The end of this copy-back's time for tip checks (kGitTipChecksPerCopyBack from its start):
+  // the tips past it wait for the next copy-back.
+  std::chrono::steady_clock::time_point tip_checks_until;
   // The session's object and pack files the copy-back judged already (device, inode, size and
   // modification time): refused or indexed once, never read again by a later copy-back.
   std::set<std::string> judged_files;
