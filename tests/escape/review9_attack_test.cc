@@ -93,74 +93,74 @@ TEST_P(ResizeFloodTest, AnOwnersAlternatingResizeFloodNeverStallsAnotherOwner) {
 INSTANTIATE_TEST_SUITE_P(Modes, ResizeFloodTest, ::testing::Values("read-only", "workspace-write"),
                          ModeTestName);
 
-class OutputFloodTest : public ::testing::TestWithParam<std::string> {};
+// Another owner's session answering `echo warm`, and a flooding session of an attacker whose
+// processes the host finds by an environment marker.
+class OutputFloodTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(victim_session_.empty());
+    Json warm = Send(victim_, victim_session_, "echo warm\n");
+    ASSERT_EQ(warm["waitReason"], "stdin_read") << warm.dump().substr(0, 300);
+  }
+  void TearDown() override {
+    // Release the daemon from the host (nothing else can): kill the session's writers.
+    for (pid_t pid : ProcessesWithEnv(marker_)) ::kill(pid, SIGKILL);
+  }
+  [[nodiscard]] std::string OpenFlooder() {
+    return OpenSession(attacker_, GetParam(), Json{{"env", {{"R9_FLOOD", marker_}}}});
+  }
+  // The other owner's `echo other`: how long its answer took (at most the 20 s guard).
+  double TimedEcho(Json& answer) {
+    const auto start = std::chrono::steady_clock::now();
+    const int id = victim_.SendRequest(
+        "terminal_send", Json{{"sessionId", victim_session_}, {"input", "echo other\n"}});
+    answer = victim_.WaitResponse(id, std::chrono::seconds(20));
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  Daemon daemon_;
+  RpcClient victim_{daemon_.socket()};
+  const std::string victim_session_ = OpenSession(victim_, GetParam());
+  const std::string marker_ = "R9FLOOD" + std::to_string(::getpid()) + GetParam().substr(0, 4);
+  RpcClient attacker_{daemon_.socket()};
+};
 
 TEST_P(OutputFloodTest, AFullScreenFloodInOneSessionNeverFreezesTheDaemon) {
-  Daemon daemon;
-  RpcClient victim(daemon.socket());
-  const std::string victim_session = OpenSession(victim, GetParam());
-  ASSERT_FALSE(victim_session.empty());
-  Json warm = Send(victim, victim_session, "echo warm\n");
-  ASSERT_EQ(warm["waitReason"], "stdin_read") << warm.dump().substr(0, 300);
-
-  // The hostile session: default size, its processes found from the host by this marker.
-  const std::string marker = "R9FLOOD" + std::to_string(::getpid()) + GetParam().substr(0, 4);
-  RpcClient attacker(daemon.socket());
-  const std::string session =
-      OpenSession(attacker, GetParam(), Json{{"env", {{"R9_FLOOD", marker}}}});
+  // The hostile session: default size.
+  const std::string session = OpenFlooder();
   ASSERT_FALSE(session.empty());
-  attacker.SendRequest(
+  attacker_.SendRequest(
       "terminal_send",
       Json{{"sessionId", session}, {"input", "printf '\\033[?1049h'; yes\n"}, {"timeoutMs", 2000}});
   std::this_thread::sleep_for(std::chrono::seconds(1));
 
-  const auto start = std::chrono::steady_clock::now();
-  const int id = victim.SendRequest("terminal_send",
-                                    Json{{"sessionId", victim_session}, {"input", "echo other\n"}});
-  Json answer = victim.WaitResponse(id, std::chrono::seconds(20));
-  const double took =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  Json answer;
+  const double took = TimedEcho(answer);
   EXPECT_LT(took, 5.0) << "another owner's echo waited " << took
                        << " s while one session wrote in the alternate screen";
   EXPECT_TRUE(answer.contains("result")) << answer.dump().substr(0, 300);
 
-  // Release the daemon from the host (nothing else can): kill the session's writers.
-  for (pid_t pid : ProcessesWithEnv(marker)) ::kill(pid, SIGKILL);
-  Json closed = attacker.Call("terminal_close", Json{{"sessionId", session}});
+  for (pid_t pid : ProcessesWithEnv(marker_)) ::kill(pid, SIGKILL);
+  Json closed = attacker_.Call("terminal_close", Json{{"sessionId", session}});
   EXPECT_TRUE(closed.contains("result")) << closed.dump().substr(0, 300);
 }
 
 TEST_P(OutputFloodTest, ClosingAFloodingSessionNeverFreezesTheDaemon) {
-  Daemon daemon;
-  RpcClient victim(daemon.socket());
-  const std::string victim_session = OpenSession(victim, GetParam());
-  ASSERT_FALSE(victim_session.empty());
-  Json warm = Send(victim, victim_session, "echo warm\n");
-  ASSERT_EQ(warm["waitReason"], "stdin_read") << warm.dump().substr(0, 300);
-
-  const std::string marker = "R9CLOSE" + std::to_string(::getpid()) + GetParam().substr(0, 4);
-  RpcClient attacker(daemon.socket());
-  const std::string session =
-      OpenSession(attacker, GetParam(), Json{{"env", {{"R9_FLOOD", marker}}}});
+  const std::string session = OpenFlooder();
   ASSERT_FALSE(session.empty());
   // The writer in the background: the send settles at once, nothing is in flight.
-  Json started = Send(attacker, session, "(sleep 1; printf '\\033[?1049h'; exec yes) &\n",
+  Json started = Send(attacker_, session, "(sleep 1; printf '\\033[?1049h'; exec yes) &\n",
                       Json{{"timeoutMs", 500}});
   ASSERT_TRUE(started.contains("waitReason")) << started.dump().substr(0, 300);
   std::this_thread::sleep_for(std::chrono::seconds(3));
-  attacker.SendRequest("terminal_close", Json{{"sessionId", session}});
+  attacker_.SendRequest("terminal_close", Json{{"sessionId", session}});
   std::this_thread::sleep_for(std::chrono::seconds(1));
 
-  const auto start = std::chrono::steady_clock::now();
-  const int id = victim.SendRequest("terminal_send",
-                                    Json{{"sessionId", victim_session}, {"input", "echo other\n"}});
-  Json answer = victim.WaitResponse(id, std::chrono::seconds(20));
-  const double took =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  Json answer;
+  const double took = TimedEcho(answer);
   EXPECT_LT(took, 5.0) << "another owner's echo waited " << took
                        << " s after one owner closed a session writing in the alternate screen";
   EXPECT_TRUE(answer.contains("result")) << answer.dump().substr(0, 300);
-  for (pid_t pid : ProcessesWithEnv(marker)) ::kill(pid, SIGKILL);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, OutputFloodTest, ::testing::Values("read-only", "workspace-write"),

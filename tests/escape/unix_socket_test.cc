@@ -77,6 +77,15 @@ class UnixListener final {
   bool ok_ = false;
 };
 
+// A fresh directory outside every root that any user may list and enter (mode 0755): what a
+// session sees through the read-only host root.
+void MakeVisibleDirectory(const fs::path& dir) {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec);
+}
+
 using Param = std::tuple<std::string, bool>;  // mode, network allowed
 
 class UnixSocketTest : public ::testing::TestWithParam<Param> {
@@ -85,10 +94,7 @@ class UnixSocketTest : public ::testing::TestWithParam<Param> {
     PrepareWorkspace(daemon_.workspace());
     // Outside every root, visible through the read-only host root; a service listening before
     // the session starts (a warm pool's shell started before it is not claimed).
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                              fs::perms::others_read | fs::perms::others_exec);
+    MakeVisibleDirectory(dir_);
     early_.emplace((dir_ / "service.sock").string(), /*abstract=*/false);
     ASSERT_TRUE(early_->ok()) << std::strerror(errno);
     session_ = OpenSession(client_, Mode());
@@ -181,10 +187,7 @@ class UnixSocketChurnTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     PrepareWorkspace(daemon_.workspace());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                              fs::perms::others_read | fs::perms::others_exec);
+    MakeVisibleDirectory(dir_);
     std::ofstream(dir_ / "victim.txt") << "still-visible\n";
     fs::permissions(dir_ / "victim.txt", fs::perms::owner_read | fs::perms::owner_write |
                                              fs::perms::group_read | fs::perms::others_read);
