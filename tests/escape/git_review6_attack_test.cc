@@ -1,6 +1,7 @@
 // Sixth outside review of "Git for agents" (docs/security.md; review 10 of the project): the
 // copy-back attacked once more from a workspace-write session before it becomes the default.
-// Each test fails while its hole is open (root daemon and ptybox-ci):
+// Each test failed while its hole was open (root daemon and ptybox-ci); all seven are closed
+// (CheckTip, NewRefNameClash, kPacksPerCopyBack in sandbox/git_private.cc):
 //  - the fix of review 8 (a new tag named as a branch, or the reverse, is refused) compares
 //    refs/heads/X with refs/tags/X only. git resolves a short name as refs/tags/X, then
 //    refs/heads/X, then refs/remotes/X: a session's tag (or branch) `origin/main` comes back and
