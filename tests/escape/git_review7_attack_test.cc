@@ -1,0 +1,235 @@
+// Seventh outside review of "Git for agents" (docs/security.md; review 11 of the project): the
+// fixes of review 10 (CheckTip, NewRefNameClash, null reflog ids, kPacksPerCopyBack) attacked
+// from a workspace-write session. Each test fails while its hole is open (root daemon and
+// ptybox-ci):
+//  - NewRefNameClash judges a new ref against the snapshot's refs (the launch's, and what the
+//    copy-backs wrote), never against the host's refs of now: a branch the person makes while
+//    the session runs (or a remote-tracking ref their `git fetch` brings) is unknown to it, and
+//    the session's tag of the same name comes back. git reads refs/tags/N before refs/heads/N
+//    and refs/remotes/N: review 8's and review 10's findings, open again for every ref the
+//    person makes during the session;
+//  - a linked worktree's HEAD (or the main HEAD) comes back naming the branch another worktree
+//    has checked out, which git never allows ("already checked out"): the person's commit in
+//    one worktree moves the branch under the other, whose next `git commit -a` undoes it;
+//  - CheckTip means to remember a tip whose check timed out, but a check cut short by the
+//    copy-back's 30 s is "left for later" whenever less than 30 s were left, which is always
+//    (the budget starts before the first check): a slow tip is checked again, a full 30 s, at
+//    every copy-back, every foreground send of the session is answered 30 s late, and the refs
+//    after it (the session's ordinary commit on main) never come back.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "tests/escape/escape_support.h"
+#include "tests/escape/git_attack_support.h"
+
+namespace ptybox::testing {
+namespace {
+
+using git_attack::HostGit;
+using git_attack::kIdentity;
+using git_attack::MakeRepository;
+
+namespace fs = std::filesystem;
+
+std::string Line(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
+// NewRefNameClash(name, snapshot.refs, mine): `snapshot.refs` is what the host had at the launch
+// (plus what copy-backs wrote). The person goes on working while the session runs: they make a
+// branch `fix`, and their `git fetch` brings refs/remotes/origin/topic (origin was configured at
+// the launch). The session's tags `fix` and `origin/topic` come back, and git reads refs/tags/N
+// first: the person's `git reset --hard fix` or `git rebase origin/topic` takes the session's
+// commit, with only "refname is ambiguous" on stderr.
+TEST(GitReview7AttackTest, ANewTagNeverShadowsARefThePersonMadeDuringTheSession) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  ASSERT_EQ(HostGit(ws, {"remote", "add", "origin", "https://example.com/repo.git"}).exit_code, 0);
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  Observed first = RunInSession(client, id, "workspace-write", "launch", "echo launched");
+  ASSERT_TRUE(first.Says("launched")) << first.Show();
+  // The person, meanwhile: a branch of their own, and a fetch.
+  ASSERT_EQ(HostGit(ws, {"branch", "fix"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"update-ref", "refs/remotes/origin/topic", "HEAD"}).exit_code, 0);
+  const std::string mine = HostGit(ws, {"rev-parse", "refs/heads/fix"}).out;
+  ASSERT_FALSE(mine.empty());
+  const std::string work = std::string(kIdentity) +
+                           "git checkout -q -b agent && echo agent > a.txt && "
+                           "git commit -qam agent && git checkout -q main && "
+                           "git tag fix agent && git tag origin/topic agent && echo tagged";
+  Observed did = RunInSession(client, id, "workspace-write", "tag-new-names", work);
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("tagged")) << did.Show();
+  const auto fix = HostGit(ws, {"rev-parse", "fix"});
+  std::cout << "  host rev-parse fix: " << fix.out << fix.err;
+  EXPECT_EQ(fix.out, mine) << "the person's branch `fix` (made during the session) resolves to "
+                              "the session's tag\n"
+                           << daemon.Log();
+  const auto topic = HostGit(ws, {"rev-parse", "origin/topic"});
+  std::cout << "  host rev-parse origin/topic: " << topic.out << topic.err;
+  EXPECT_EQ(topic.out, mine) << "the person's `origin/topic` (fetched during the session) "
+                                "resolves to the session's tag\n"
+                             << daemon.Log();
+}
+
+// The host with a linked worktree `.escape/wt` on branch `side` (id `wt`), the main worktree on
+// main; then `work` in a session; then the branch each worktree's HEAD names on the host.
+struct WorktreeHeads {
+  std::string main_head;
+  std::string linked_head;
+};
+
+WorktreeHeads RunWithLinkedWorktree(const std::string& work, const std::string& name) {
+  WorktreeHeads heads;
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  EXPECT_EQ(HostGit(ws, {"worktree", "add", "-q", "-b", "side", ".escape/wt"}).exit_code, 0);
+  EXPECT_TRUE(fs::exists(ws / ".git" / "worktrees" / "wt" / "HEAD"));
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  EXPECT_FALSE(id.empty()) << daemon.Log();
+  if (id.empty()) return heads;
+  Observed did = RunInSession(client, id, "workspace-write", name, std::string(kIdentity) + work);
+  std::cout << "  observed " << did.Show() << "\n";
+  EXPECT_TRUE(did.Says("pointed")) << did.Show();
+  heads.main_head = Line(HostGit(ws, {"symbolic-ref", "HEAD"}).out);
+  heads.linked_head = Line(HostGit(ws / ".escape" / "wt", {"symbolic-ref", "HEAD"}).out);
+  std::cout << "  host HEADs: main worktree " << heads.main_head << ", linked "
+            << heads.linked_head << "\n";
+  if (heads.main_head == heads.linked_head) {
+    // What it costs the person: their commit in the main worktree, then the linked one's
+    // `git status` shows that commit undone, staged.
+    std::ofstream(ws / "a.txt", std::ios::app) << "the person's work\n";
+    HostGit(ws, {"commit", "-q", "-a", "-m", "mine"});
+    std::cout << "  linked worktree's status after the person's commit: "
+              << HostGit(ws / ".escape" / "wt", {"status", "--porcelain"}).out << "\n";
+  }
+  std::cout << daemon.Log();
+  return heads;
+}
+
+// CopyBackWorktrees copies a linked worktree's HEAD on the main HEAD's rule (a commit, or
+// `ref: refs/heads/...`): it never asks whether another worktree has that branch checked out,
+// which git refuses ("is already checked out at"; `git worktree add` and `git checkout` alike).
+// The session points worktrees/wt/HEAD at main (as `git checkout --ignore-other-worktrees main`
+// does); on the host both worktrees then stand on main: the person's commit in the main
+// worktree moves the branch under the linked one, whose index and files still hold the old
+// commit, and its next `git commit -a` reverts the person's work.
+TEST(GitReview7AttackTest, ALinkedWorktreeNeverComesBackOnTheMainWorktreesBranch) {
+  const WorktreeHeads heads = RunWithLinkedWorktree(
+      "printf 'ref: refs/heads/main\\n' > .git/worktrees/wt/HEAD && "
+      "cat .git/worktrees/wt/HEAD && echo pointed",
+      "worktree-head-main");
+  EXPECT_EQ(heads.linked_head, "refs/heads/side")
+      << "the linked worktree's HEAD came back naming " << heads.linked_head
+      << ", the branch the main worktree has checked out";
+}
+
+// The same from the other side: the main HEAD comes back naming the branch the linked worktree
+// has checked out (`git checkout --ignore-other-worktrees side` in the session).
+TEST(GitReview7AttackTest, TheMainHeadNeverComesBackOnALinkedWorktreesBranch) {
+  const WorktreeHeads heads = RunWithLinkedWorktree(
+      "git checkout -q --ignore-other-worktrees side 2>&1 || "
+      "git symbolic-ref HEAD refs/heads/side; cat .git/HEAD && echo pointed",
+      "main-head-side");
+  EXPECT_EQ(heads.main_head, "refs/heads/main")
+      << "the main HEAD came back naming " << heads.main_head
+      << ", the branch the linked worktree has checked out";
+}
+
+// A slow history for CheckTip (as review 10's kSlowHistoryScript: two flat 1,000,000-entry
+// trees, a chain of commits alternating between them; the host's `git log --raw` of it runs
+// minutes), on a branch `a-slow`, which sorts before `main`.
+constexpr const char* kSlowBranchScript = R"SH(set -e
+b=$(echo x | git hash-object -w --stdin)
+python3 -c "
+import sys
+for i in range(1000000): sys.stdout.write('100644 blob $b\tf%07d\n' % i)
+" > .escape/lines
+ta=$(git mktree < .escape/lines)
+tb=$(sed '$d' .escape/lines | git mktree)
+rm .escape/lines
+p=$(git commit-tree $ta -m 0)
+for i in $(seq 1 1200); do
+  if [ $((i % 2)) = 1 ]; then t=$tb; else t=$ta; fi
+  p=$(git commit-tree $t -p $p -m $i)
+done
+git branch a-slow $p
+)SH";
+
+// CheckTip: `if (timed_out && left < kGitTipChecksPerCopyBack) return kLater` — a check cut
+// short by the copy-back's budget is retried whole by the next copy-back, and only a check that
+// had the full 30 s is refused and remembered. But the budget (tip_checks_until) is set at the
+// start of CopyBackPrivateGit, before the objects are copied and the refs read, so `left` is
+// always below 30 s: a slow tip is never remembered. Every copy-back (each send's, then the
+// close's) spends its 30 s on it again, each foreground send is answered 30 s late, and every
+// ref sorted after it waits "for the next copy-back" for ever: here the session's own commit on
+// main never reaches the host, not even at the close.
+TEST(GitReview7AttackTest, ASlowTipIsRememberedAndNeverStarvesTheRefsAfterIt) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  std::ofstream(ws / ".escape" / "slow.sh") << kSlowBranchScript;
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string start = std::string(kIdentity) +
+                            "(bash .escape/slow.sh > .escape/slow.out 2>&1; touch .escape/made) "
+                            ">/dev/null 2>&1 & echo started";
+  Observed did = RunInSession(client, id, "workspace-write", "slow-branch", start);
+  ASSERT_TRUE(did.Says("started")) << did.Show();
+  const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (!fs::exists(ws / ".escape" / "made") && std::chrono::steady_clock::now() < guard) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_TRUE(fs::exists(ws / ".escape" / "made")) << daemon.Log();
+  std::cout << "  the session's script said: " << git_attack::Slurp(ws / ".escape" / "slow.out")
+            << "\n";
+  // The session's ordinary work: a commit on main. Its copy-back meets a-slow first.
+  Observed commit =
+      RunInSession(client, id, "workspace-write", "commit",
+                   std::string(kIdentity) +
+                       "echo agent >> a.txt && git commit -qam agent && git rev-parse HEAD");
+  std::cout << "  observed " << commit.Show() << "\n";
+  const std::string agent = Line(HostGit(ws, {"rev-parse", "HEAD"}).out);
+  std::cout << "  host main after the commit's send: " << agent << "\n";
+  // Later sends: each is answered only after its copy-back.
+  int64_t slowest = 0;
+  for (int i = 0; i < 2; ++i) {
+    const auto sent = std::chrono::steady_clock::now();
+    Observed again = RunInSession(client, id, "workspace-write", "again", "echo again");
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::steady_clock::now() - sent)
+                             .count();
+    std::cout << "  `echo again` answered in " << seconds << " s\n";
+    EXPECT_TRUE(again.Says("again")) << again.Show();
+    slowest = std::max<int64_t>(slowest, seconds);
+  }
+  const Json closed =
+      client.Call("terminal_close", Json{{"sessionId", id}}, std::chrono::seconds(600));
+  EXPECT_TRUE(closed.contains("result")) << closed.dump();
+  const auto main_now = HostGit(ws, {"log", "-1", "--format=%s", "main"});
+  std::cout << "  host main's last commit after the close: " << main_now.out;
+  EXPECT_LT(slowest, 15) << "a tip already timed out is checked again at every copy-back: each "
+                            "send answered "
+                         << slowest << " s late\n"
+                         << daemon.Log();
+  EXPECT_EQ(main_now.out, "agent\n")
+      << "the session's commit on main never came back: a slow tip sorted before it spends "
+         "every copy-back's time\n"
+      << daemon.Log();
+}
+
+}  // namespace
+}  // namespace ptybox::testing
