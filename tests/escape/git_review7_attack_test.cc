@@ -105,8 +105,8 @@ WorktreeHeads RunWithLinkedWorktree(const std::string& work, const std::string& 
   EXPECT_TRUE(did.Says("pointed")) << did.Show();
   heads.main_head = Line(HostGit(ws, {"symbolic-ref", "HEAD"}).out);
   heads.linked_head = Line(HostGit(ws / ".escape" / "wt", {"symbolic-ref", "HEAD"}).out);
-  std::cout << "  host HEADs: main worktree " << heads.main_head << ", linked "
-            << heads.linked_head << "\n";
+  std::cout << "  host HEADs: main worktree " << heads.main_head << ", linked " << heads.linked_head
+            << "\n";
   if (heads.main_head == heads.linked_head) {
     // What it costs the person: their commit in the main worktree, then the linked one's
     // `git status` shows that commit undone, staged.
@@ -146,6 +146,116 @@ TEST(GitReview7AttackTest, TheMainHeadNeverComesBackOnALinkedWorktreesBranch) {
   EXPECT_EQ(heads.main_head, "refs/heads/main")
       << "the main HEAD came back naming " << heads.main_head
       << ", the branch the linked worktree has checked out";
+}
+
+// NewRefNameClash refuses a new branch or tag whose short name is 4-64 hex digits (review 10:
+// git tries a name as a ref before it tries it as an abbreviated id). git also reads
+// `<tag>-<n>-g<abbrev>`, what `git describe` prints (and what builds stamp as a version), as the
+// commit <abbrev>, but only when no ref has that name: the session's tag
+// `v1-1-g<the person's abbreviated commit>` comes back, and the person's `git checkout
+// v1-1-g...` or `git reset --hard v1-1-g...` (copied from a build's version or from `git
+// describe`) takes the session's commit.
+TEST(GitReview7AttackTest, ASessionsTagNeverTakesTheDescribeNameOfThePersonsCommit) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  ASSERT_EQ(HostGit(ws, {"tag", "-a", "-m", "one", "v1"}).exit_code, 0);
+  std::ofstream(ws / "a.txt", std::ios::app) << "two\n";
+  ASSERT_EQ(HostGit(ws, {"commit", "-q", "-a", "-m", "second"}).exit_code, 0);
+  const std::string full = HostGit(ws, {"rev-parse", "HEAD"}).out;
+  const std::string described = Line(HostGit(ws, {"describe"}).out);
+  std::cout << "  host git describe: " << described << "\n";
+  ASSERT_NE(described.find("-g"), std::string::npos);
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string work = std::string(kIdentity) +
+                           "git checkout -q -b agent && echo agent > a.txt && "
+                           "git commit -qam agent && git checkout -q main && git tag " +
+                           described + " agent && echo tagged";
+  Observed did = RunInSession(client, id, "workspace-write", "tag-describe", work);
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("tagged")) << did.Show();
+  const auto resolved = HostGit(ws, {"rev-parse", described});
+  std::cout << "  host rev-parse " << described << ": " << resolved.out << resolved.err;
+  EXPECT_EQ(resolved.out, full) << "the person's `" << described
+                                << "` resolves to the session's tag of that name\n"
+                                << daemon.Log();
+}
+
+// An empty SHA-256 repository (`git init --object-format=sha256`, no commit yet): review 10
+// read that IndexHashSize then guesses SHA-1's 20 bytes. The session's first commit there
+// must come back as it does in an empty SHA-1 repository, and the person's repository must stay
+// whole (`git fsck`).
+TEST(GitReview7AttackTest, AnEmptySha256RepositoryTakesTheSessionsFirstCommit) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  ASSERT_EQ(HostGit(ws, {"init", "-q", "--object-format=sha256", "-b", "main"}).exit_code, 0);
+  std::ofstream(ws / ".gitignore") << ".escape/\n";
+  fs::create_directories(ws / ".escape");
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string work = std::string(kIdentity) +
+                           "echo agent > a.txt && git add a.txt .gitignore && "
+                           "git commit -qm agent && git rev-parse HEAD && echo committed";
+  Observed did = RunInSession(client, id, "workspace-write", "sha256-first", work);
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("committed")) << did.Show();
+  const auto log = HostGit(ws, {"log", "-1", "--format=%s", "main"});
+  std::cout << "  host main: " << log.out << log.err;
+  const auto status = HostGit(ws, {"status", "--porcelain"});
+  std::cout << "  host status: " << status.out << status.err;
+  const auto fsck = HostGit(ws, {"fsck"});
+  std::cout << "  host fsck: exit " << fsck.exit_code << " " << fsck.out << fsck.err;
+  std::cout << daemon.Log();
+  EXPECT_EQ(log.out, "agent\n") << "the session's first commit did not come back";
+  EXPECT_EQ(fsck.exit_code, 0) << fsck.err;
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+}
+
+// The same empty SHA-256 repository: IndexHashSize guesses 20 bytes, so a pack the session
+// makes with SHA-1 ids (in a SHA-1 repository of its own under /tmp, then copied into its
+// objects/pack) is indexed by the host's `git index-pack --object-format=sha1` and written into
+// the person's SHA-256 objects/pack. The person's git must never meet a SHA-1 pack there.
+TEST(GitReview7AttackTest, AnEmptySha256RepositoryNeverTakesASha1Pack) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  ASSERT_EQ(HostGit(ws, {"init", "-q", "--object-format=sha256", "-b", "main"}).exit_code, 0);
+  std::ofstream(ws / ".gitignore") << ".escape/\n";
+  fs::create_directories(ws / ".escape");
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string work =
+      std::string(kIdentity) +
+      "d=$(mktemp -d) && git init -q --object-format=sha1 $d && echo x > $d/x && "
+      "git -C $d add x && git -C $d commit -qm one && git -C $d repack -q -a -d && "
+      "cp $d/.git/objects/pack/*.pack .git/objects/pack/ && ls .git/objects/pack && echo packed";
+  Observed did = RunInSession(client, id, "workspace-write", "sha1-pack", work);
+  std::cout << "  observed " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("packed")) << did.Show();
+  std::error_code ec;
+  size_t packs = 0;
+  for (const auto& e : fs::directory_iterator(ws / ".git" / "objects" / "pack", ec)) {
+    std::cout << "  host objects/pack: " << e.path().filename().string() << "\n";
+    ++packs;
+  }
+  const auto count = HostGit(ws, {"count-objects", "-v"});
+  std::cout << "  host count-objects: exit " << count.exit_code << " " << count.out << count.err;
+  const auto fsck = HostGit(ws, {"fsck"});
+  std::cout << "  host fsck: exit " << fsck.exit_code << " " << fsck.out << fsck.err;
+  std::cout << daemon.Log();
+  EXPECT_EQ(packs, 0u) << "a SHA-1 pack was written into the person's SHA-256 repository";
+  EXPECT_EQ(fsck.exit_code, 0) << fsck.err;
+  EXPECT_TRUE(count.err.empty()) << count.err;
+  // The person's own commit, then their `git gc` (which their commits run with --auto).
+  std::ofstream(ws / "mine.txt") << "mine\n";
+  ASSERT_EQ(HostGit(ws, {"add", "mine.txt"}).exit_code, 0);
+  HostGit(ws, {"commit", "-q", "-m", "mine"});
+  const auto gc = HostGit(ws, {"gc", "-q"});
+  std::cout << "  host git gc: exit " << gc.exit_code << "\n";
+  EXPECT_EQ(gc.exit_code, 0) << "the person's `git gc` fails: " << gc.err;
 }
 
 // A slow history for CheckTip (as review 10's kSlowHistoryScript: two flat 1,000,000-entry
@@ -209,9 +319,9 @@ TEST(GitReview7AttackTest, ASlowTipIsRememberedAndNeverStarvesTheRefsAfterIt) {
   for (int i = 0; i < 2; ++i) {
     const auto sent = std::chrono::steady_clock::now();
     Observed again = RunInSession(client, id, "workspace-write", "again", "echo again");
-    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
-                             std::chrono::steady_clock::now() - sent)
-                             .count();
+    const auto seconds =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - sent)
+            .count();
     std::cout << "  `echo again` answered in " << seconds << " s\n";
     EXPECT_TRUE(again.Says("again")) << again.Show();
     slowest = std::max<int64_t>(slowest, seconds);
