@@ -15,7 +15,14 @@
 //    copy-back's 30 s is "left for later" whenever less than 30 s were left, which is always
 //    (the budget starts before the first check): a slow tip is checked again, a full 30 s, at
 //    every copy-back, every foreground send of the session is answered 30 s late, and the refs
-//    after it (the session's ordinary commit on main) never come back.
+//    after it (the session's ordinary commit on main) never come back;
+//  - review 10's hex rule misses what `git describe` prints: a session's tag
+//    `v1-1-g<abbrev of the person's commit>` comes back and is what the person's `git checkout`
+//    of that name takes (git reads a ref before a describe name);
+//  - an empty SHA-256 repository (IndexHashSize guesses SHA-1): the session's first commit never
+//    comes back (its objects are "not an id of this repository's hash"), and a SHA-1 pack the
+//    session copies in is indexed as SHA-1 and written to the person's objects/pack: their
+//    `git fsck` fails, every command prints "wrong index v2 file size", `git gc` fails.
 #include <gtest/gtest.h>
 
 #include <chrono>
