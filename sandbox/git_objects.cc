@@ -291,6 +291,24 @@ Result<IndexedPack> IndexPack(const std::filesystem::path& pack, size_t hash_siz
   return indexed;
 }
 
+Result<size_t> HostHashSize(int host_git_fd) {
+  CaptureOptions options;
+  options.timeout = std::chrono::seconds(10);
+  options.max_capture = 64;
+  options.keep_fds = {host_git_fd};
+  Result<CapturedRun> run = RunHostGit({},
+                                       {"--git-dir=/proc/self/fd/" + std::to_string(host_git_fd),
+                                        "rev-parse", "--show-object-format"},
+                                       options, "read the repository's object format");
+  if (!run) return Propagate(run);
+  if (run->Succeeded() && run->out.starts_with("sha256")) return size_t{32};
+  if (run->Succeeded() && run->out.starts_with("sha1")) return size_t{20};
+  return Fail(ErrorKind::kPolicyDenied,
+              "the host's git could not tell the repository's object "
+              "format" +
+                  GitSaid(*run));
+}
+
 Result<std::string> HostObjectType(int host_git_fd, std::string_view id) {
   CaptureOptions options;
   options.timeout = std::chrono::seconds(10);

@@ -53,6 +53,10 @@ inline constexpr uint64_t kGitInflateBudget = 1ull << 30;
 [[nodiscard]] Result<std::optional<std::string>> CommitAddsGitlink(
     int host_git_fd, std::string_view tip, std::chrono::milliseconds timeout, bool& timed_out);
 
+// The size of the host repository's object ids, from its own configuration (`git rev-parse
+// --show-object-format`): 20 (sha1) or 32 (sha256). An empty repository has no id to tell by.
+[[nodiscard]] Result<size_t> HostHashSize(int host_git_fd);
+
 // The type git gives the object `id` of the host's .git (`git cat-file -t`): "commit", "tag",
 // "tree", "blob"; an error when the host's git cannot tell.
 [[nodiscard]] Result<std::string> HostObjectType(int host_git_fd, std::string_view id);

@@ -692,6 +692,9 @@ bool CopyableObjectFile(const DirEntry& e, const std::string& what, bool (*valid
 // The object id size of the repository the snapshot was taken from: 32 bytes when any of its ids
 // is SHA-256 (64 digits), else 20 (an index read with the wrong size fails SafeIndex: refused).
 size_t IndexHashSize(const GitSnapshot& snapshot) {
+  // An empty sha256 repository has no id to tell by: guessing sha1 let a sha1 pack into it
+  // (outside review 11).
+  if (snapshot.hash_size != 0) return snapshot.hash_size;
   if (IsObjectId(snapshot.head) && snapshot.head.size() == 64) return 32;
   for (const auto& [name, value] : snapshot.refs) {
     if (IsObjectId(value)) return value.size() == 64 ? 32 : 20;
@@ -1478,6 +1481,7 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
   if (snapshot.head.empty()) {
     return Fail(ErrorKind::kPolicyDenied, "the repository has no regular-file HEAD", "HEAD");
   }
+  if (Result<size_t> hash = HostHashSize(host_git_fd)) snapshot.hash_size = *hash;
   // The index.
   {
     Result<std::optional<std::string>> index = ReadFile(host_git_fd, "index", kGitIndexMax, false);
@@ -1616,8 +1620,11 @@ namespace {
 // Refs moved to a new commit per copy-back (each checked by a run of the host's git).
 constexpr size_t kRefsCheckedPerCopyBack = 64;
 // The time one copy-back spends checking tips (the host's `git log` of their new commits), and
-// one check at most: a history that takes longer is refused for the session's life.
+// one check at most: a history that takes longer is refused for the session's life. A check
+// given less than kGitTipCheckMax (the copy-back's time running out) that times out is left for
+// a later copy-back instead.
 constexpr std::chrono::seconds kGitTipChecksPerCopyBack{30};
+constexpr std::chrono::seconds kGitTipCheckMax{20};
 
 // What the copy-back may do with a tip (a ref's or a detached HEAD's new value, a reflog line's
 // new id): take it, refuse it (why), or leave it for a later copy-back (this one's check time
@@ -1655,11 +1662,12 @@ TipCheck CheckTip(int host_git_fd, const std::string& id, bool commit_only, GitS
   if (left.count() <= 0) return {TipCheck::Verdict::kLater, ""};
   bool timed_out = false;
   Result<std::optional<std::string>> gitlink = CommitAddsGitlink(
-      host_git_fd, id, std::min<std::chrono::milliseconds>(left, kGitTipChecksPerCopyBack),
-      timed_out);
+      host_git_fd, id, std::min<std::chrono::milliseconds>(left, kGitTipCheckMax), timed_out);
   if (!gitlink) {
-    // Cut short by this copy-back's remaining time: the next one tries it whole.
-    if (timed_out && left < kGitTipChecksPerCopyBack) return {TipCheck::Verdict::kLater, ""};
+    // Cut short by this copy-back's remaining time: a later one gives it the whole time. A
+    // check that had it is refused and remembered (outside review 11: a timeout was never
+    // remembered, and one slow tip cost every copy-back 30 s and starved the refs after it).
+    if (timed_out && left < kGitTipCheckMax) return {TipCheck::Verdict::kLater, ""};
     return refuse(gitlink.error().message + "; left as it is");
   }
   if (*gitlink) {
@@ -1703,10 +1711,16 @@ std::optional<std::string> NewRefNameClash(const std::string& name,
       return other + " has the same short name; git would read one for the other. Left as it is";
     }
   }
-  if (short_name.size() >= 4 && short_name.size() <= 64 &&
-      short_name.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos) {
-    return "a name git would read as an abbreviated object id, in place of the commit it "
-           "names; left as it is";
+  auto hex = [](std::string_view text) {
+    return text.size() >= 4 && text.size() <= 64 &&
+           text.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos;
+  };
+  // git reads `<anything>-g<hex>` as `git describe` output naming the commit <hex> (review 11).
+  const size_t describe = short_name.rfind("-g");
+  if (hex(short_name) ||
+      (describe != std::string::npos && hex(std::string_view(short_name).substr(describe + 2)))) {
+    return "a name git would read as an abbreviated object id (or `git describe` output), in "
+           "place of the commit it names; left as it is";
   }
   return std::nullopt;
 }
@@ -1724,6 +1738,11 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
   // the host's would let one refusal remove every packed branch and tag. While anything in the
   // session's refs is refused, no ref is deleted.
   const bool refs_refused = done.refused.size() > refused_before;
+  // The host's refs now, for judging new names: a branch the person made, or a remote-tracking
+  // ref their fetch brought, since the session started counts as much as one from the start
+  // (outside review 11). Unreadable: the launch's, as before.
+  Result<std::map<std::string, std::string>> host_now = ReadRefs(host_git_fd, nullptr, false);
+  const std::map<std::string, std::string>& host_refs = host_now ? *host_now : snapshot.refs;
   std::vector<std::string> names;
   for (const auto& [name, value] : *mine) names.push_back(name);
   for (const auto& [name, value] : snapshot.refs) {
@@ -1756,7 +1775,7 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
     // outside review 8; a tag `origin/main`, one named as a short commit id, a ref beneath
     // another: review 10), or could not keep.
     if (!start && now) {
-      if (std::optional<std::string> why = NewRefNameClash(name, snapshot.refs, *mine)) {
+      if (std::optional<std::string> why = NewRefNameClash(name, host_refs, *mine)) {
         done.refused.push_back(name + ": " + *why);
         continue;
       }
@@ -1840,6 +1859,27 @@ struct HeadAndIndex {
   std::string label;
 };
 
+// Whether another worktree of the host (the main one, or a linked one other than `label`'s)
+// has `value` (`ref: refs/heads/X`) as its HEAD now: git never lets two worktrees hold one
+// branch, and a HEAD coming back onto one showed the other's commit undone and staged (outside
+// review 11).
+bool CheckedOutElsewhere(int host_git_fd, const std::string& label, const std::string& value) {
+  auto holds = [&](const std::string& head) {
+    Result<std::optional<std::string>> text = ReadFile(host_git_fd, head, 4096, false);
+    return text && *text && Trim(**text) == value;
+  };
+  if (!label.empty() && holds("HEAD")) return true;
+  Result<std::optional<UniqueFd>> worktrees = OpenDir(host_git_fd, "worktrees");
+  if (!worktrees || !*worktrees) return false;
+  Result<std::vector<DirEntry>> ids = List((*worktrees)->Get(), "worktrees");
+  if (!ids) return false;
+  for (const DirEntry& e : *ids) {
+    const std::string other = "worktrees/" + e.name + "/";
+    if (other != label && holds(other + "HEAD")) return true;
+  }
+  return false;
+}
+
 // HEAD, on the same rule as a ref (CopyBackPrivateGit).
 bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex state,
                   GitSnapshot& snapshot, const std::optional<GitOwner>& owner, GitCopyBack& done) {
@@ -1857,6 +1897,12 @@ bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex sta
     return false;
   }
   if (value == state.head) return false;
+  if (value.starts_with("ref: ") && CheckedOutElsewhere(objects_fd, state.label, value)) {
+    done.refused.push_back(what + ": " + value.substr(5) +
+                           " is checked out in another worktree (git allows a branch in one "
+                           "worktree only); left as it is");
+    return false;
+  }
   if (IsObjectId(value) && !HostHasObject(objects_fd, value).value_or(false)) {
     done.conflicts.push_back(what + ": its commit " + value +
                              " is not in the host's objects; left as it is");

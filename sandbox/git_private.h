@@ -126,6 +126,9 @@ struct GitSnapshot {
   // timed out, or found a gitlink or a non-commit, is not run again at every copy-back
   // (outside review 10: a slow history held each copy-back its full timeout, per branch).
   std::map<std::string, std::string> refused_tips;
+  // The repository's object id size (20 sha1, 32 sha256) as its configuration says, read at
+  // launch; 0 when the host's git could not tell (then guessed from the ids the refs hold).
+  size_t hash_size = 0;
   // The end of this copy-back's time for tip checks (kGitTipChecksPerCopyBack from its start):
   // the tips past it wait for the next copy-back.
   std::chrono::steady_clock::time_point tip_checks_until;
