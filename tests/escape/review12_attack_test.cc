@@ -17,6 +17,10 @@
 //    read up to 16,384 pathname sockets BEFORE filtering, in the kernel's hash order (bucket =
 //    inode & 255, newest first in a bucket), so 16,384 sockets bound anywhere (a 0700 directory,
 //    /tmp) ahead of it in the table leave it uncovered; "system accounts first" never applies.
+// And one of the reactor's budgets (backend/local_terminal.cc, kExitDrainMax):
+//  - a program that leaves more costly output in its terminal than 2 s of decoding gets through
+//    and exits loses the rest: the exit is reported at 2 s and the backlog (its last line with
+//    it) reaches neither the send's result nor the scrollback.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mount.h>
@@ -29,6 +33,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -36,6 +41,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/escape/escape_support.h"
@@ -313,6 +319,40 @@ INSTANTIATE_TEST_SUITE_P(Review12, SocketCoverTest,
                            return param.param == "read-only" ? std::string("readonly")
                                                              : std::string("workspacewrite");
                          });
+
+}  // namespace
+}  // namespace ptybox::testing
+
+namespace ptybox::testing {
+namespace {
+
+// A program that leaves more costly output in the terminal than the decoder gets through in
+// kExitDrainMax (2 s) and exits: 10,000 line feeds in the alternate screen of a 500x1000
+// session (about 1 ms each to decode) then, back on the main screen, its last line. The exit is
+// reported after 2 s with the backlog undecoded, and what remained is never decoded: the last
+// line is in neither the send's result nor the scrollback. Nothing keeps writing after the
+// exit (the case kExitDrainMax was meant for); the backlog is only what the terminal held.
+TEST(Review12ExitDrainTest, TheLastLineBeforeAnExitIsKept) {
+  Daemon daemon;
+  RpcClient client(daemon.socket());
+  const std::string session = OpenSession(client, "read-only", Json{{"cols", 1000}, {"rows", 500}});
+  ASSERT_FALSE(session.empty());
+  Json r = Send(client, session,
+                "printf '\\033[?1049h'; head -c 10000 /dev/zero | tr '\\0' '\\n'; printf "
+                "'\\033[?1049l'; echo LAST-$((6*7)); exit 7\n",
+                Json{{"timeoutMs", 25000}});
+  ASSERT_EQ(r["waitReason"], "session_exit") << r.dump().substr(0, 500);
+  EXPECT_EQ(r["sessionStatus"]["exitCode"], 7) << r.dump().substr(0, 500);
+  const std::string text = r["viewport"].is_string() ? r["viewport"].get<std::string>() : "";
+  Json read = client.Call("terminal_read", Json{{"sessionId", session}});
+  const std::string scrollback = read["result"]["text"].is_string()
+                                     ? read["result"]["text"].get<std::string>()
+                                     : std::string();
+  EXPECT_TRUE(text.find("LAST-42") != std::string::npos ||
+              scrollback.find("LAST-42") != std::string::npos)
+      << "the program's last line is lost: send " << r.dump().substr(0, 400) << "\nread "
+      << read.dump().substr(0, 400);
+}
 
 }  // namespace
 }  // namespace ptybox::testing
