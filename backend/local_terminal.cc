@@ -34,9 +34,13 @@ constexpr std::chrono::microseconds kDecodeTurnBudget{4000};
 // A slice's cost bound, in screen cells: a byte that may move every cell of the screen (a line
 // feed, the start of an escape sequence) counts the screen's size, any other byte one.
 constexpr size_t kSliceCostCells = 1u << 20;
-// An exit is reported once the output before it is decoded, turn by turn, or after this long
-// if a writer the shell left behind keeps the terminal full.
+// An exit is reported once the output before it is decoded, turn by turn. What the terminal
+// held at the exit is bounded by its buffers (well under kExitHeldBytes) and always decoded
+// first, however long that takes (outside review 12: at 500x1000, 10,000 line feeds and a last
+// line before `exit 7` took longer than a flat 2 s cap, and the last line was lost); past it, a
+// writer the shell left behind that keeps the terminal full delays the report kExitDrainMax.
 constexpr std::chrono::seconds kExitDrainMax{2};
+constexpr size_t kExitHeldBytes = 1024 * 1024;
 
 bool MayTouchTheWholeScreen(char c) {
   return c == '\n' || c == '\v' || c == '\f' || c == '\x1b' || c == '\x85' || c == '\x9b' ||
@@ -140,6 +144,7 @@ void LocalTerminal::OnInitExit(int wait_status) {
 void LocalTerminal::AfterOutputDrained(std::function<void()> then) {
   if (drained_waiters_.empty()) {
     drain_deadline_ = std::chrono::steady_clock::now() + kExitDrainMax;
+    drain_held_until_ = bytes_fed_ + (unfed_.size() - unfed_at_) + kExitHeldBytes;
   }
   drained_waiters_.push_back(std::move(then));
   PumpForWaiters();
@@ -147,9 +152,11 @@ void LocalTerminal::AfterOutputDrained(std::function<void()> then) {
 
 void LocalTerminal::PumpForWaiters() {
   const ReadOutcome outcome = master_ ? ReadAvailable() : ReadOutcome::kEnded;
-  // Spent: ReadAvailable posted its continuation, which comes back here. A writer that never
-  // stops (a background job flooding after the shell left) delays the report kExitDrainMax.
-  if (outcome == ReadOutcome::kBudgetSpent && std::chrono::steady_clock::now() < drain_deadline_) {
+  // Spent: ReadAvailable posted its continuation, which comes back here. What the terminal held
+  // is decoded whole; a writer that never stops (a background job flooding after the shell
+  // left) delays the report kExitDrainMax past that.
+  if (outcome == ReadOutcome::kBudgetSpent &&
+      (bytes_fed_ < drain_held_until_ || std::chrono::steady_clock::now() < drain_deadline_)) {
     return;
   }
   std::weak_ptr<bool> alive = alive_;
@@ -210,6 +217,7 @@ LocalTerminal::ReadOutcome LocalTerminal::ReadAvailable() {
       const size_t end = SliceEnd(unfed_, unfed_at_, screen_cells_);
       const std::string_view slice = std::string_view(unfed_).substr(unfed_at_, end - unfed_at_);
       unfed_at_ = end;
+      bytes_fed_ += slice.size();
       listener_.OnOutput(slice);
       if (alive.expired()) return ReadOutcome::kEnded;
       if (!master_) return ReadOutcome::kEnded;

@@ -199,7 +199,9 @@ class LocalTerminal final : public TerminalHandle, private InitSession::Listener
   size_t screen_cells_ = 0;  // rows x columns: what one line feed may cost the decoder
   std::vector<std::function<void()>> drained_waiters_;
   std::chrono::steady_clock::time_point drain_deadline_;
-  bool exit_pending_ = false;  // OnProgramExit's report waits for the output before it
+  uint64_t bytes_fed_ = 0;         // handed to the listener, in all
+  uint64_t drain_held_until_ = 0;  // bytes_fed_ once what the terminal held at the exit is fed
+  bool exit_pending_ = false;      // OnProgramExit's report waits for the output before it
 
   std::deque<PendingWrite> writes_;
   bool write_waiting_ = false;
