@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -216,12 +217,26 @@ namespace {
 // services' sockets come first, so a local user binding thousands pushes out only users'), and
 // the daemon says so once.
 constexpr size_t kMaxCoveredSockets = 256;
-// The kernel's table is read up to this size (about 150,000 sockets), and up to this many
-// pathname sockets in it are looked at (each one lstat; each directory resolved once).
+// The kernel's table is read up to this size (about 150,000 sockets), every pathname socket in
+// it looked at: one lstat each in a directory a session reaches, nothing more elsewhere.
 constexpr size_t kUnixTableMax = 16 * 1024 * 1024;
-constexpr size_t kUnixPathsMax = 16384;
+constexpr size_t kUnixPathsMax = 1u << 20;
+// Entries read from a directory whose bound socket was renamed, at most.
+constexpr size_t kRenamedScanMax = 4096;
 // Accounts below this uid are the system's (login.defs' UID_MIN).
 constexpr uid_t kFirstUserUid = 1000;
+
+// Whether an id owning no host file and in no group may search every directory from / down to
+// `dir` (a root daemon's session id).
+bool DirectoryChainSearchableByOthers(const fs::path& dir) {
+  fs::path at = "/";
+  for (const fs::path& part : dir.relative_path()) {
+    at /= part;
+    struct stat st {};
+    if (::stat(at.c_str(), &st) != 0 || (st.st_mode & S_IXOTH) == 0) return false;
+  }
+  return true;
+}
 
 std::string ReadUnixTable() {
   std::string table;
@@ -268,32 +283,64 @@ void AddHostSockets(SandboxSpec& spec) {
   std::vector<fs::path> system;  // owned by a system account: covered first
   std::vector<fs::path> users;
   std::set<fs::path> seen;
-  // Sockets gather in a few directories: each directory is resolved once, so a local user
-  // binding thousands in one costs a launch one lstat each.
+  // Sockets gather in a few directories: each directory is resolved and judged once (outside
+  // the run-time directories, /tmp, the roots and hidden directories; searchable by the
+  // session's id), so sockets in a directory no session reaches cost nothing more, and
+  // thousands bound there cannot push a service's socket out of the look (outside review 12:
+  // 24,000 in a 0700 directory filled a limit counted before any filter).
   std::map<fs::path, std::optional<fs::path>> directories;
+  std::set<fs::path> renamed_in;
+  const bool as_root = ::geteuid() == 0;
+  auto consider = [&](const fs::path& path, const struct stat& st) {
+    if (!S_ISSOCK(st.st_mode) || !SessionMayConnect(path, st)) return;
+    if (policy::UncoverableHideReason(path.string())) return;
+    if (std::find(spec.hidden.begin(), spec.hidden.end(), HiddenPath{path, false}) !=
+        spec.hidden.end()) {
+      return;
+    }
+    if (!seen.insert(path).second) return;
+    (st.st_uid < kFirstUserUid ? system : users).push_back(path);
+  };
   for (const fs::path& bound : UnixSocketPaths(table, kUnixPathsMax)) {
     auto [parent, added] = directories.try_emplace(bound.parent_path());
     if (added) {
       std::error_code ec;
       fs::path canonical = fs::canonical(bound.parent_path(), ec);
-      if (!ec) parent->second = std::move(canonical);
+      const bool reachable =
+          !ec &&
+          !std::any_of(outside.begin(), outside.end(),
+                       [&](const fs::path& dir) {
+                         return canonical == dir.lexically_normal() || under(canonical, dir);
+                       }) &&
+          (as_root ? DirectoryChainSearchableByOthers(canonical)
+                   : ::access(canonical.c_str(), X_OK) == 0);
+      if (reachable) parent->second = std::move(canonical);
     }
     if (!parent->second || bound.filename().empty()) continue;
     const fs::path path = *parent->second / bound.filename();
     struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    if (!SessionMayConnect(path, st)) continue;
-    if (std::any_of(outside.begin(), outside.end(),
-                    [&](const fs::path& dir) { return under(path, dir); })) {
+    if (::lstat(path.c_str(), &st) != 0) {
+      // The name it was bound under is gone: a service that binds a temporary name and renames
+      // it into place (outside review 12). Its directory's sockets are looked at below.
+      if (errno == ENOENT) renamed_in.insert(*parent->second);
       continue;
     }
-    if (policy::UncoverableHideReason(path.string())) continue;
-    if (std::find(spec.hidden.begin(), spec.hidden.end(), HiddenPath{path, false}) !=
-        spec.hidden.end()) {
-      continue;
+    consider(path, st);
+  }
+  // Each directory that lost a bound name: the sockets in it now, at most kRenamedScanMax
+  // entries per directory.
+  for (const fs::path& dir : renamed_in) {
+    DIR* stream = ::opendir(dir.c_str());
+    if (stream == nullptr) continue;
+    size_t entries = 0;
+    while (struct dirent* e = ::readdir(stream)) {
+      if (++entries > kRenamedScanMax) break;
+      if (e->d_type != DT_SOCK && e->d_type != DT_UNKNOWN) continue;
+      const fs::path path = dir / e->d_name;
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) == 0) consider(path, st);
     }
-    if (!seen.insert(path).second) continue;
-    (st.st_uid < kFirstUserUid ? system : users).push_back(path);
+    ::closedir(stream);
   }
   spec.host_sockets = std::move(system);
   spec.host_sockets.insert(spec.host_sockets.end(), users.begin(), users.end());
