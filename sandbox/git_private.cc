@@ -1649,12 +1649,14 @@ TipCheck CheckTip(int host_git_fd, const std::string& id, bool commit_only, GitS
     return TipCheck{TipCheck::Verdict::kRefuse, std::move(why)};
   };
   if (commit_only) {
+    // Not remembered: the same tag object is a fine value for a tag (refs/tags/*).
     Result<std::string> type = HostObjectType(host_git_fd, id);
-    if (!type) return refuse(type.error().message + "; left as it is");
+    if (!type) return {TipCheck::Verdict::kRefuse, type.error().message + "; left as it is"};
     if (*type != "commit") {
-      return refuse("names a " + *type +
-                    " object, not a commit (git keeps only commits in "
-                    "branches, the stash and HEAD); left as it is");
+      return {TipCheck::Verdict::kRefuse,
+              "names a " + *type +
+                  " object, not a commit (git keeps only commits in branches, the stash and "
+                  "HEAD); left as it is"};
     }
   }
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(

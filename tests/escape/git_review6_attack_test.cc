@@ -208,13 +208,16 @@ TEST(GitReview6AttackTest, ThePersonsBranchNeverNamesATagObject) {
   ASSERT_FALSE(id.empty()) << daemon.Log();
   const std::string work = std::string(kIdentity) +
                            "git tag -a -m annotated t && git rev-parse t > .git/refs/heads/main && "
-                           "git tag -d t && echo pointed";
+                           "echo pointed";
   Observed did = RunInSession(client, id, "workspace-write", "branch-tag-object", work);
   std::cout << "  observed " << did.Show() << "\n";
   ASSERT_TRUE(did.Says("pointed")) << did.Show();
   const auto type = HostGit(ws, {"cat-file", "-t", "refs/heads/main"});
   std::cout << "  host main is a " << type.out;
   EXPECT_EQ(type.out, "commit\n") << "the person's main names a " << type.out << daemon.Log();
+  // The same tag object is a fine value for a tag: the branch's refusal is not remembered
+  // against it.
+  EXPECT_EQ(HostGit(ws, {"cat-file", "-t", "refs/tags/t"}).out, "tag\n") << daemon.Log();
   std::ofstream(ws / "a.txt", std::ios::app) << "mine\n";
   const auto commit = HostGit(ws, {"commit", "-q", "-a", "-m", "mine"});
   std::cout << "  the person's commit: exit " << commit.exit_code << " " << commit.err;
