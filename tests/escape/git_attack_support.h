@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/sandbox/process_runner.h"
@@ -53,5 +55,38 @@ inline std::string Slurp(const std::filesystem::path& path) {
 inline constexpr const char* kIdentity =
     "export GIT_AUTHOR_NAME=agent GIT_AUTHOR_EMAIL=agent@example.com "
     "GIT_COMMITTER_NAME=agent GIT_COMMITTER_EMAIL=agent@example.com; ";
+
+// A session's script: two flat trees of 1,000,000 entries each (the same blob; the second lacks
+// the last entry), then a chain of 1,200 commits alternating between them, its tip in $p, then
+// `branches` (e.g. "git branch slow $p"). About 5 MiB of objects; the host's `git log --raw` of
+// the chain diffs two 1,000,000-entry trees per commit (~0.1 s of a core each here).
+inline std::string SlowHistoryScript(const std::string& branches) {
+  return R"SH(set -e
+b=$(echo x | git hash-object -w --stdin)
+python3 -c "
+import sys
+for i in range(1000000): sys.stdout.write('100644 blob $b\tf%07d\n' % i)
+" > .escape/lines
+ta=$(git mktree < .escape/lines)
+tb=$(sed '$d' .escape/lines | git mktree)
+rm .escape/lines
+p=$(git commit-tree $ta -m 0)
+for i in $(seq 1 1200); do
+  if [ $((i % 2)) = 1 ]; then t=$tb; else t=$ta; fi
+  p=$(git commit-tree $t -p $p -m $i)
+done
+)SH" + branches +
+         "\n";
+}
+
+// Waits up to `guard` for a session's background job to touch `.escape/made` in `ws`.
+inline bool AwaitMade(const std::filesystem::path& ws, std::chrono::seconds guard) {
+  const auto until = std::chrono::steady_clock::now() + guard;
+  while (!std::filesystem::exists(ws / ".escape" / "made") &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return std::filesystem::exists(ws / ".escape" / "made");
+}
 
 }  // namespace ptybox::testing::git_attack

@@ -225,28 +225,6 @@ TEST(GitReview6AttackTest, ThePersonsBranchNeverNamesATagObject) {
                                  << daemon.Log();
 }
 
-// The session's history for the test below: two flat trees of 1,000,000 entries each (the same
-// blob; the second lacks the last entry), then a chain of 1,200 commits alternating between
-// them, each naming the next as its parent. About 5 MiB of objects; `git log --raw` on the chain
-// diffs two 1,000,000-entry trees per commit (~0.1 s of a core each here).
-constexpr const char* kSlowHistoryScript = R"SH(set -e
-b=$(echo x | git hash-object -w --stdin)
-python3 -c "
-import sys
-for i in range(1000000): sys.stdout.write('100644 blob $b\tf%07d\n' % i)
-" > .escape/lines
-ta=$(git mktree < .escape/lines)
-tb=$(sed '$d' .escape/lines | git mktree)
-rm .escape/lines
-p=$(git commit-tree $ta -m 0)
-for i in $(seq 1 1200); do
-  if [ $((i % 2)) = 1 ]; then t=$tb; else t=$ta; fi
-  p=$(git commit-tree $t -p $p -m $i)
-done
-git branch slow1 $p
-git branch slow2 $p~1
-)SH";
-
 // One copy-back checks at most 64 moved refs (kRefsCheckedPerCopyBack: review 3's "closes held
 // by counts"), but each check is a run of the host's `git log --raw -m --root <tip> --not --all`
 // bounded only by a 2-minute timeout (CommitAddsGitlink), and a timeout is a refusal that the
@@ -260,7 +238,8 @@ TEST(GitReview6AttackTest, ASlowHistoryNeverHoldsTheCloseForMinutes) {
   Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
-  std::ofstream(ws / ".escape" / "slow.sh") << kSlowHistoryScript;
+  std::ofstream(ws / ".escape" / "slow.sh")
+      << git_attack::SlowHistoryScript("git branch slow1 $p\ngit branch slow2 $p~1");
   RpcClient client(daemon.socket());
   const std::string id = OpenSession(client, "workspace-write");
   ASSERT_FALSE(id.empty()) << daemon.Log();
@@ -269,11 +248,7 @@ TEST(GitReview6AttackTest, ASlowHistoryNeverHoldsTheCloseForMinutes) {
                            ">/dev/null 2>&1 & echo started";
   Observed did = RunInSession(client, id, "workspace-write", "slow-history", work);
   ASSERT_TRUE(did.Says("started")) << did.Show();
-  const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  while (!fs::exists(ws / ".escape" / "made") && std::chrono::steady_clock::now() < guard) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(fs::exists(ws / ".escape" / "made")) << daemon.Log();
+  ASSERT_TRUE(git_attack::AwaitMade(ws, std::chrono::seconds(300))) << daemon.Log();
   std::cout << "  the session's script said: " << git_attack::Slurp(ws / ".escape" / "slow.out")
             << "\n";
   const auto start = std::chrono::steady_clock::now();
@@ -310,11 +285,7 @@ TEST(GitReview6AttackTest, ManyPacksNeverHoldTheCloseForLong) {
       ">/dev/null 2>&1 & echo started";
   Observed did = RunInSession(client, id, "workspace-write", "many-packs", work);
   ASSERT_TRUE(did.Says("started")) << did.Show();
-  const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(600);
-  while (!fs::exists(ws / ".escape" / "made") && std::chrono::steady_clock::now() < guard) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(fs::exists(ws / ".escape" / "made")) << daemon.Log();
+  ASSERT_TRUE(git_attack::AwaitMade(ws, std::chrono::seconds(600))) << daemon.Log();
   std::cout << "  packs made in the session: " << git_attack::Slurp(ws / ".escape" / "packs");
   const auto start = std::chrono::steady_clock::now();
   const Json closed =

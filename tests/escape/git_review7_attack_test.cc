@@ -265,26 +265,6 @@ TEST(GitReview7AttackTest, AnEmptySha256RepositoryNeverTakesASha1Pack) {
   EXPECT_EQ(gc.exit_code, 0) << "the person's `git gc` fails: " << gc.err;
 }
 
-// A slow history for CheckTip (as review 10's kSlowHistoryScript: two flat 1,000,000-entry
-// trees, a chain of commits alternating between them; the host's `git log --raw` of it runs
-// minutes), on a branch `a-slow`, which sorts before `main`.
-constexpr const char* kSlowBranchScript = R"SH(set -e
-b=$(echo x | git hash-object -w --stdin)
-python3 -c "
-import sys
-for i in range(1000000): sys.stdout.write('100644 blob $b\tf%07d\n' % i)
-" > .escape/lines
-ta=$(git mktree < .escape/lines)
-tb=$(sed '$d' .escape/lines | git mktree)
-rm .escape/lines
-p=$(git commit-tree $ta -m 0)
-for i in $(seq 1 1200); do
-  if [ $((i % 2)) = 1 ]; then t=$tb; else t=$ta; fi
-  p=$(git commit-tree $t -p $p -m $i)
-done
-git branch a-slow $p
-)SH";
-
 // CheckTip: `if (timed_out && left < kGitTipChecksPerCopyBack) return kLater` — a check cut
 // short by the copy-back's budget is retried whole by the next copy-back, and only a check that
 // had the full 30 s is refused and remembered. But the budget (tip_checks_until) is set at the
@@ -297,7 +277,9 @@ TEST(GitReview7AttackTest, ASlowTipIsRememberedAndNeverStarvesTheRefsAfterIt) {
   Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
-  std::ofstream(ws / ".escape" / "slow.sh") << kSlowBranchScript;
+  // A slow history on a branch `a-slow`, which sorts before `main`.
+  std::ofstream(ws / ".escape" / "slow.sh")
+      << git_attack::SlowHistoryScript("git branch a-slow $p");
   RpcClient client(daemon.socket());
   const std::string id = OpenSession(client, "workspace-write");
   ASSERT_FALSE(id.empty()) << daemon.Log();
@@ -306,11 +288,7 @@ TEST(GitReview7AttackTest, ASlowTipIsRememberedAndNeverStarvesTheRefsAfterIt) {
                             ">/dev/null 2>&1 & echo started";
   Observed did = RunInSession(client, id, "workspace-write", "slow-branch", start);
   ASSERT_TRUE(did.Says("started")) << did.Show();
-  const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  while (!fs::exists(ws / ".escape" / "made") && std::chrono::steady_clock::now() < guard) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  ASSERT_TRUE(fs::exists(ws / ".escape" / "made")) << daemon.Log();
+  ASSERT_TRUE(git_attack::AwaitMade(ws, std::chrono::seconds(300))) << daemon.Log();
   std::cout << "  the session's script said: " << git_attack::Slurp(ws / ".escape" / "slow.out")
             << "\n";
   // The session's ordinary work: a commit on main. Its copy-back meets a-slow first.
