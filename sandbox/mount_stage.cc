@@ -327,6 +327,28 @@ bool ComposePrivateGit(const StagePlan& plan, const ComposedEntry& c, int root_f
   return attached;
 }
 
+// Makes the detached tree `source` nosuid,nodev throughout (and read-only when `read_only`),
+// then attaches it onto the descriptor `target` (move_mount), closing both. 0, or the errno of
+// the step that failed, which `step` then names. bwrap's recursive bind keeps the flags (it only
+// adds nosuid, nodev and, in read-only mode, rdonly to submounts).
+int AttachOnto(int source, int target, bool read_only, const char*& step) noexcept {
+  struct mount_attr attr {};
+  attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (read_only ? MOUNT_ATTR_RDONLY : 0);
+  int failed = 0;
+  if (::syscall(SYS_mount_setattr, source, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) !=
+      0) {
+    failed = errno;
+    step = "setting nosuid,nodev (and read-only) (mount_setattr)";
+  } else if (::syscall(SYS_move_mount, source, "", target, "",
+                       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+    failed = errno;
+    step = "move_mount onto";
+  }
+  ::close(source);
+  ::close(target);
+  return failed;
+}
+
 // Attaches each composed mount onto its staged root by descriptor (mount_stage.h).
 bool ComposeNested(StagePlan& plan, int error_fd) noexcept {
   if (plan.composed.empty()) return true;
@@ -387,27 +409,10 @@ bool ComposeNested(StagePlan& plan, int error_fd) noexcept {
       ::close(target);
       return Failed(error_fd, "open_tree for", c.host_path.c_str(), saved);
     }
-    {
-      // Recursive: whatever the clone carries is nosuid,nodev like the staged roots, and
-      // read-only unless it is a pin. bwrap's recursive bind keeps the flags (it only adds
-      // nosuid, nodev and, in read-only mode, rdonly to submounts).
-      struct mount_attr attr {};
-      attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (read_only ? MOUNT_ATTR_RDONLY : 0);
-      if (::syscall(SYS_mount_setattr, source, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
-                    sizeof attr) != 0) {
-        const int saved = errno;
-        ::close(source);
-        ::close(target);
-        return Failed(error_fd, "setting nosuid,nodev (and read-only) (mount_setattr)",
-                      c.host_path.c_str(), saved);
-      }
+    const char* step = nullptr;
+    if (const int failed = AttachOnto(source, target, read_only, step); failed != 0) {
+      return Failed(error_fd, step, c.host_path.c_str(), failed);
     }
-    const long moved = ::syscall(SYS_move_mount, source, "", target, "",
-                                 MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
-    const int saved = errno;
-    ::close(source);
-    ::close(target);
-    if (moved != 0) return Failed(error_fd, "move_mount onto", c.host_path.c_str(), saved);
   }
   return true;
 }
@@ -433,20 +438,11 @@ bool CoverHostSockets(const StagePlan& plan, int error_fd) noexcept {
       ::close(target);
       return Failed(error_fd, "open_tree for the cover of", path.c_str(), saved);
     }
-    struct mount_attr attr {};
-    attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-    long done = ::syscall(SYS_mount_setattr, source, "", AT_EMPTY_PATH, &attr, sizeof attr);
-    int saved = errno;
-    if (done == 0) {
-      done = ::syscall(SYS_move_mount, source, "", target, "",
-                       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
-      saved = errno;
-    }
-    ::close(source);
-    ::close(target);
+    const char* step = nullptr;
     // ENOENT: unlinked after the open (a mount point must still have a name).
-    if (done != 0 && saved != ENOENT) {
-      return Failed(error_fd, "covering the host socket", path.c_str(), saved);
+    if (const int failed = AttachOnto(source, target, /*read_only=*/true, step);
+        failed != 0 && failed != ENOENT) {
+      return Failed(error_fd, step, path.c_str(), failed);
     }
   }
   return true;
