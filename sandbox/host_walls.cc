@@ -226,18 +226,6 @@ constexpr size_t kRenamedScanMax = 4096;
 // Accounts below this uid are the system's (login.defs' UID_MIN).
 constexpr uid_t kFirstUserUid = 1000;
 
-// Whether an id owning no host file and in no group may search every directory from / down to
-// `dir` (a root daemon's session id).
-bool DirectoryChainSearchableByOthers(const fs::path& dir) {
-  fs::path at = "/";
-  for (const fs::path& part : dir.relative_path()) {
-    at /= part;
-    struct stat st {};
-    if (::stat(at.c_str(), &st) != 0 || (st.st_mode & S_IXOTH) == 0) return false;
-  }
-  return true;
-}
-
 std::string ReadUnixTable() {
   std::string table;
   std::ifstream file("/proc/net/unix", std::ios::binary);
@@ -312,7 +300,7 @@ void AddHostSockets(SandboxSpec& spec) {
                        [&](const fs::path& dir) {
                          return canonical == dir.lexically_normal() || under(canonical, dir);
                        }) &&
-          (as_root ? DirectoryChainSearchableByOthers(canonical)
+          (as_root ? ReachableByStranger(canonical / bound.filename(), {})
                    : ::access(canonical.c_str(), X_OK) == 0);
       if (reachable) parent->second = std::move(canonical);
     }
@@ -437,8 +425,6 @@ void DropCoversOutOfReach(SandboxSpec& spec) {
   roots.push_back(spec.workspace_root);
   std::erase_if(spec.hidden,
                 [&](const HiddenPath& h) { return !ReachableByStranger(h.path, roots); });
-  std::erase_if(spec.host_sockets,
-                [&](const fs::path& socket) { return !ReachableByStranger(socket, roots); });
   if (!spec.daemon_socket.empty() && !ReachableByStranger(spec.daemon_socket, roots)) {
     spec.daemon_socket.clear();
   }
