@@ -291,33 +291,39 @@ Result<IndexedPack> IndexPack(const std::filesystem::path& pack, size_t hash_siz
   return indexed;
 }
 
-Result<size_t> HostHashSize(int host_git_fd) {
+namespace {
+
+// The host's git on its own repository (its configuration is the person's), read by
+// descriptor (`host_git_fd`, kept at its number): nothing here runs a hook or looks at the
+// worktree.
+Result<CapturedRun> RunOnHostRepository(int host_git_fd, std::vector<std::string> args,
+                                        std::chrono::milliseconds timeout, size_t max_capture,
+                                        const std::string& what) {
   CaptureOptions options;
-  options.timeout = std::chrono::seconds(10);
-  options.max_capture = 64;
+  options.timeout = timeout;
+  options.max_capture = max_capture;
   options.keep_fds = {host_git_fd};
-  Result<CapturedRun> run = RunHostGit({},
-                                       {"--git-dir=/proc/self/fd/" + std::to_string(host_git_fd),
-                                        "rev-parse", "--show-object-format"},
-                                       options, "read the repository's object format");
+  args.insert(args.begin(), "--git-dir=/proc/self/fd/" + std::to_string(host_git_fd));
+  return RunHostGit({}, args, options, what);
+}
+
+}  // namespace
+
+Result<size_t> HostHashSize(int host_git_fd) {
+  Result<CapturedRun> run =
+      RunOnHostRepository(host_git_fd, {"rev-parse", "--show-object-format"},
+                          std::chrono::seconds(10), 64, "read the repository's object format");
   if (!run) return Propagate(run);
   if (run->Succeeded() && run->out.starts_with("sha256")) return size_t{32};
   if (run->Succeeded() && run->out.starts_with("sha1")) return size_t{20};
   return Fail(ErrorKind::kPolicyDenied,
-              "the host's git could not tell the repository's object "
-              "format" +
-                  GitSaid(*run));
+              "the host's git could not tell the repository's object format" + GitSaid(*run));
 }
 
 Result<std::string> HostObjectType(int host_git_fd, std::string_view id) {
-  CaptureOptions options;
-  options.timeout = std::chrono::seconds(10);
-  options.max_capture = 64;
-  options.keep_fds = {host_git_fd};
-  Result<CapturedRun> run = RunHostGit(
-      {},
-      {"--git-dir=/proc/self/fd/" + std::to_string(host_git_fd), "cat-file", "-t", std::string(id)},
-      options, "read an object's type");
+  Result<CapturedRun> run =
+      RunOnHostRepository(host_git_fd, {"cat-file", "-t", std::string(id)},
+                          std::chrono::seconds(10), 64, "read an object's type");
   if (!run) return Propagate(run);
   std::string type = run->out;
   while (!type.empty() && (type.back() == '\n' || type.back() == '\r')) type.pop_back();
@@ -331,25 +337,19 @@ Result<std::optional<std::string>> CommitAddsGitlink(int host_git_fd, std::strin
                                                      std::chrono::milliseconds timeout,
                                                      bool& timed_out) {
   timed_out = false;
-  CaptureOptions options;
-  options.timeout = timeout;
-  options.max_capture = 16u << 20;
-  options.keep_fds = {host_git_fd};
-  // The host's own repository (its configuration is the person's), read by descriptor; nothing
-  // here runs a hook or looks at the worktree.
+  const size_t max_capture = 16u << 20;
   Result<CapturedRun> run =
-      RunHostGit({},
-                 {"--git-dir=/proc/self/fd/" + std::to_string(host_git_fd), "log", "--raw", "-r",
-                  "-m", "--root", "--no-renames", "--no-abbrev", "--format=commit %H",
-                  std::string(tip) + "^{commit}", "--not", "--all"},
-                 options, "check the commit");
+      RunOnHostRepository(host_git_fd,
+                          {"log", "--raw", "-r", "-m", "--root", "--no-renames", "--no-abbrev",
+                           "--format=commit %H", std::string(tip) + "^{commit}", "--not", "--all"},
+                          timeout, max_capture, "check the commit");
   if (!run) return Propagate(run);
   if (run->timed_out) {
     timed_out = true;
     return Fail(ErrorKind::kPolicyDenied, "the host's git could not list its new commits within " +
                                               std::to_string(timeout.count() / 1000) + " s");
   }
-  if (!run->Succeeded() || run->out.size() >= options.max_capture) {
+  if (!run->Succeeded() || run->out.size() >= max_capture) {
     return Fail(ErrorKind::kPolicyDenied,
                 "not a commit, or the host's git could not list its new commits" + GitSaid(*run));
   }
