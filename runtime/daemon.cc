@@ -14,6 +14,7 @@
 
 #include "backend/child_reaper.h"
 #include "backend/proxy/network_proxy.h"
+#include "backend/readiness/foreground_inspector.h"
 #include "backend/shell_session.h"
 #include "common/count_text.h"
 #include "common/log.h"
@@ -117,30 +118,27 @@ void FitLimitsToDescriptors(DaemonOptions& options) {
     ::setrlimit(RLIMIT_NOFILE, &limit);
     ::getrlimit(RLIMIT_NOFILE, &limit);
   }
-  if (limit.rlim_cur == RLIM_INFINITY) return;
-  const auto available = static_cast<size_t>(limit.rlim_cur);
-  size_t& connections = options.max_connections;
-  size_t& sessions = options.service.max_total_sessions;
-  const size_t budget = available > kReservedDescriptors ? available - kReservedDescriptors : 0;
-  const size_t wanted = connections + kDescriptorsPerSession * sessions;
-  size_t proxy_descriptors = 0;
-  if (wanted + kMinProxyDescriptors <= budget) {
-    proxy_descriptors = budget - wanted;
-  } else {
-    proxy_descriptors = budget / 4;
-    const size_t share =
-        std::max<size_t>((budget - proxy_descriptors) / (1 + kDescriptorsPerSession), 1);
-    connections = std::min(connections, share);
-    sessions = std::min(sessions, share);
-    LogWarn("the descriptor limit is " + std::to_string(available) + ": serving at most " +
-            text::CountText(connections, "connection", "connections") + ", " +
-            text::CountText(sessions, "session", "sessions") + " and " +
-            text::CountText(proxy_descriptors / backend::proxy::kDescriptorsPerProxyConnection,
-                            "proxied connection", "proxied connections") +
-            " (raise `ulimit -n` for more)");
+  if (limit.rlim_cur == RLIM_INFINITY) {
+    backend::SetProcFileBudget(backend::kProcFilesPerSession * options.service.max_total_sessions);
+    return;
   }
-  backend::proxy::SetProxyConnectionBudget(
-      std::max<size_t>(proxy_descriptors / backend::proxy::kDescriptorsPerProxyConnection, 1));
+  const auto available = static_cast<size_t>(limit.rlim_cur);
+  const DescriptorShares shares =
+      ShareDescriptors(available, options.max_connections, options.service.max_total_sessions);
+  options.max_connections = shares.connections;
+  options.service.max_total_sessions = shares.sessions;
+  if (shares.lowered) {
+    LogWarn(
+        "the descriptor limit is " + std::to_string(available) + ": serving at most " +
+        text::CountText(shares.connections, "connection", "connections") + ", " +
+        text::CountText(shares.sessions, "session", "sessions") + " and " +
+        text::CountText(shares.proxy_descriptors / backend::proxy::kDescriptorsPerProxyConnection,
+                        "proxied connection", "proxied connections") +
+        " (raise `ulimit -n` for more)");
+  }
+  backend::SetProcFileBudget(shares.proc_files);
+  backend::proxy::SetProxyConnectionBudget(std::max<size_t>(
+      shares.proxy_descriptors / backend::proxy::kDescriptorsPerProxyConnection, 1));
 }
 
 // The daemon's one backend, bash: its warm pool fills only while the daemon's session limit
@@ -264,6 +262,30 @@ std::optional<int> StartStdioClient(asio::io_context& io, PtyService& service,
 }
 
 }  // namespace
+
+DescriptorShares ShareDescriptors(size_t available, size_t connections, size_t sessions) {
+  DescriptorShares shares{connections, sessions, 0, 0, false};
+  const size_t budget = available > kReservedDescriptors ? available - kReservedDescriptors : 0;
+  const size_t wanted = connections + kDescriptorsPerSession * sessions;
+  if (wanted + kMinProxyDescriptors <= budget) {
+    // Without room for the kept /proc descriptors every look opens its files again; they never
+    // take the proxies' minimum nor more than half of what is left (outside review 13).
+    const size_t left = budget - wanted;
+    const size_t proxy_floor = std::max(kMinProxyDescriptors, left / 2);
+    shares.proc_files = left > proxy_floor
+                            ? std::min(backend::kProcFilesPerSession * sessions, left - proxy_floor)
+                            : 0;
+    shares.proxy_descriptors = left - shares.proc_files;
+    return shares;
+  }
+  shares.lowered = true;
+  shares.proxy_descriptors = budget / 4;
+  const size_t share =
+      std::max<size_t>((budget - shares.proxy_descriptors) / (1 + kDescriptorsPerSession), 1);
+  shares.connections = std::min(connections, share);
+  shares.sessions = std::min(sessions, share);
+  return shares;
+}
 
 int RunDaemon(DaemonOptions options) {
   if (Result<void> contract = CheckContract(Contract()); !contract) {

@@ -27,6 +27,21 @@ struct DaemonOptions {
   ServiceOptions service;
 };
 
+// How the daemon shares its descriptor limit (RLIMIT_NOFILE, `available`) out: the connection
+// and session limits it serves (lowered from the asked ones when they do not fit), the proxies'
+// descriptors, and the sessions' kept /proc descriptors (backend/readiness/foreground_inspector.h).
+// The proxies' share never shrinks as `available` grows; the kept descriptors get at most half
+// of what is left beside connections and sessions.
+struct DescriptorShares {
+  size_t connections = 0;
+  size_t sessions = 0;
+  size_t proxy_descriptors = 0;
+  size_t proc_files = 0;
+  bool lowered = false;  // the asked limits did not fit: connections and sessions were lowered
+};
+[[nodiscard]] DescriptorShares ShareDescriptors(size_t available, size_t connections,
+                                                size_t sessions);
+
 // Runs until the stdio client leaves (stdio, mcp) or a termination signal (socket). Returns the
 // process exit code.
 int RunDaemon(DaemonOptions options);

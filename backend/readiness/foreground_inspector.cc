@@ -1,6 +1,7 @@
 // Foreground inspection from the host's /proc: finds the foreground group's members among the
-// shell's descendants, then reads each task's state, syscall, fds and wait sets. Nothing is
-// cached across calls; every read that fails makes the answer unknown, never idle.
+// shell's descendants, then reads each task's state, syscall, fds and wait sets. Only open
+// descriptors of /proc files are kept across calls (ProcFileCache), never what was read; every
+// read that fails makes the answer unknown, never idle.
 #include "backend/readiness/foreground_inspector.h"
 
 #include <dirent.h>
@@ -120,11 +121,135 @@ std::string UninitializedBuffer(size_t size) {
   return buffer;
 }
 
+// Reads a whole /proc file from `fd` into `buf` (grown up to kMaxFileBytes, never zeroed),
+// from its start: a pread at offset 0 makes a seq_file generate its text afresh, so a kept
+// descriptor reads what opening the path now would. Fails with errno.
+std::expected<std::string_view, int> ReadWhole(int fd, std::string& buf) {
+  size_t used = 0;
+  while (true) {
+    if (used == buf.size()) {
+      if (buf.size() >= kMaxFileBytes) return std::unexpected(EFBIG);
+      buf.resize_and_overwrite(std::min(buf.size() * 2, kMaxFileBytes),
+                               [](char*, size_t n) { return n; });
+    }
+    ssize_t n = ::pread(fd, buf.data() + used, buf.size() - used, static_cast<off_t>(used));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return std::unexpected(errno);
+    }
+    if (n == 0) break;
+    used += static_cast<size_t>(n);
+    // /proc files are seq_files: a read stops short only at the end of the content.
+    if (used < buf.size()) break;
+  }
+  return std::string_view(buf.data(), used);
+}
+
+// The files a look may read through a kept descriptor: those whose read fails once their task
+// has been reaped (proc_single_show: ESRCH) and whose every access check is made at the read
+// (mode 0444). Not `syscall` (0400: a task that makes itself non-dumpable inside a user
+// namespace the daemon owns stays readable through a descriptor opened before, where a fresh
+// open is refused), nor `children` (a gone task's reads empty, which would look like a task
+// without children), nor `mem` (it follows an address space, which a vfork child shares with
+// its parent, not a task), nor anything under fd/ or fdinfo/ (outside review 13).
+enum class ProcLeaf : uint8_t { kStat, kStatus, kSchedstat };
+
+const char* LeafName(ProcLeaf leaf) {
+  switch (leaf) {
+    case ProcLeaf::kStat:
+      return "stat";
+    case ProcLeaf::kStatus:
+      return "status";
+    case ProcLeaf::kSchedstat:
+      return "schedstat";
+  }
+  return "stat";
+}
+
+// The path of a leaf: the process's own (/proc/<pid>/<leaf>) when `tid` is 0, else the task's.
+ProcPath LeafPath(pid_t pid, pid_t tid, ProcLeaf leaf) {
+  return tid == 0 ? ProcessPath(pid, LeafName(leaf)) : TaskPath(pid, tid, LeafName(leaf));
+}
+
+std::atomic<size_t> proc_file_budget{1024};
+std::atomic<size_t> proc_files_kept{0};
+
+}  // namespace
+
+// The /proc files the last look read, open. A descriptor names its task for good: once the task
+// is reaped a read through it fails, and a pid the kernel hands to a new process is not this
+// descriptor's, so a read answers what opening the path would, or fails, and a failed read is
+// retried on the path (ReadProc). What a look did not read is closed when it ends (EndLook):
+// the cache holds one look's files at most, kProcFilesPerSession of them, and every session's
+// together stay within the budget the daemon sets from its descriptor limit. It saves a path
+// walk, an open and a close per file (docs/benchmarks.md, "Where an echo hi send's time goes").
+class ProcFileCache final {
+ public:
+  ProcFileCache() = default;
+  ProcFileCache(const ProcFileCache&) = delete;
+  ProcFileCache& operator=(const ProcFileCache&) = delete;
+  ~ProcFileCache() { proc_files_kept -= entries_.size(); }
+
+  // The kept descriptor of the file, marked as read by this look; -1 when there is none.
+  int Find(pid_t pid, pid_t tid, ProcLeaf leaf) {
+    for (Entry& e : entries_) {
+      if (e.pid == pid && e.tid == tid && e.leaf == leaf) {
+        e.used = true;
+        return e.fd.Get();
+      }
+    }
+    return -1;
+  }
+
+  // Keeps `fd` when there is room here and in the budget; otherwise it is closed.
+  void Keep(pid_t pid, pid_t tid, ProcLeaf leaf, UniqueFd fd) {
+    if (entries_.size() >= kProcFilesPerSession) return;
+    size_t kept = proc_files_kept.load();
+    do {
+      if (kept >= proc_file_budget.load()) return;
+    } while (!proc_files_kept.compare_exchange_weak(kept, kept + 1));
+    entries_.push_back(Entry{pid, tid, leaf, std::move(fd), true});
+  }
+
+  void Forget(pid_t pid, pid_t tid, ProcLeaf leaf) {
+    std::erase_if(entries_, [&](const Entry& e) {
+      const bool match = e.pid == pid && e.tid == tid && e.leaf == leaf;
+      if (match) --proc_files_kept;
+      return match;
+    });
+  }
+
+  // Closes what the look that ends now did not read.
+  void EndLook() {
+    std::erase_if(entries_, [](const Entry& e) {
+      if (!e.used) --proc_files_kept;
+      return !e.used;
+    });
+    for (Entry& e : entries_) e.used = false;
+  }
+
+ private:
+  struct Entry {
+    pid_t pid;
+    pid_t tid;  // 0: the process's own file
+    ProcLeaf leaf;
+    UniqueFd fd;
+    bool used;
+  };
+  std::vector<Entry> entries_;
+};
+
+void SetProcFileBudget(size_t descriptors) { proc_file_budget = descriptors; }
+
+namespace {
+
 // One inspection: the scratch buffer for /proc files and the per-process state it opened.
 class Inspection final {
  public:
-  explicit Inspection(const TerminalIdentity& identity)
-      : identity_(identity), deadline_(std::chrono::steady_clock::now() + kTimeBudget) {}
+  Inspection(const TerminalIdentity& identity, ProcFileCache* files)
+      : identity_(identity),
+        files_(files),
+        deadline_(std::chrono::steady_clock::now() + kTimeBudget) {}
 
   struct Member {
     pid_t pid = 0;
@@ -155,6 +280,9 @@ class Inspection final {
  private:
   // Reads a whole file; the view stays valid until the next call. Fails with errno.
   std::expected<std::string_view, int> ReadFile(const char* path);
+  // Reads a whole /proc file of `pid` (its own when `tid` is 0, else the task's) through the
+  // kept descriptor when there is one, else by its path, keeping the descriptor opened.
+  std::expected<std::string_view, int> ReadProc(pid_t pid, pid_t tid, ProcLeaf leaf);
   // Task ids of `pid` (/proc/<pid>/task), appended to `tids`. Fails with errno.
   std::expected<void, int> ListTasks(pid_t pid, std::vector<pid_t>& tids);
   // Walks `start` and its descendants, appending them to `seen` and members to `members`.
@@ -174,6 +302,7 @@ class Inspection final {
   bool SpendFdCheck() { return fd_checks_left_-- > 0; }
 
   const TerminalIdentity& identity_;
+  ProcFileCache* const files_;  // null: nothing is kept
   const std::chrono::steady_clock::time_point deadline_;
   // Read buffer for /proc files. Sized without zero-filling: read(2) writes what is used, and a
   // look reads several files, so zeroing 16 KiB each time was a fifth of a send's daemon CPU
@@ -188,24 +317,24 @@ class Inspection final {
 std::expected<std::string_view, int> Inspection::ReadFile(const char* path) {
   UniqueFd fd(::open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY));
   if (!fd) return std::unexpected(errno);
-  size_t used = 0;
-  while (true) {
-    if (used == buf_.size()) {
-      if (buf_.size() >= kMaxFileBytes) return std::unexpected(EFBIG);
-      buf_.resize_and_overwrite(std::min(buf_.size() * 2, kMaxFileBytes),
-                                [](char*, size_t n) { return n; });
+  return ReadWhole(fd.Get(), buf_);
+}
+
+std::expected<std::string_view, int> Inspection::ReadProc(pid_t pid, pid_t tid, ProcLeaf leaf) {
+  if (files_ != nullptr) {
+    if (const int kept = files_->Find(pid, tid, leaf); kept >= 0) {
+      auto text = ReadWhole(kept, buf_);
+      if (text) return text;
+      // Its task is gone (or the read failed otherwise): the path decides, as without a cache.
+      files_->Forget(pid, tid, leaf);
     }
-    ssize_t n = ::read(fd.Get(), buf_.data() + used, buf_.size() - used);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return std::unexpected(errno);
-    }
-    if (n == 0) break;
-    used += static_cast<size_t>(n);
-    // /proc files are seq_files: a read stops short only at the end of the content.
-    if (used < buf_.size()) break;
   }
-  return std::string_view(buf_.data(), used);
+  const ProcPath path = LeafPath(pid, tid, leaf);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!fd) return std::unexpected(errno);
+  auto text = ReadWhole(fd.Get(), buf_);
+  if (text && files_ != nullptr) files_->Keep(pid, tid, leaf, std::move(fd));
+  return text;
 }
 
 std::expected<void, int> Inspection::ListTasks(pid_t pid, std::vector<pid_t>& tids) {
@@ -292,7 +421,7 @@ bool Inspection::WalkTree(pid_t start, pid_t pgid, bool start_is_leader, std::ve
     const pid_t pid = seen[i];
     const bool is_leader_start = start_is_leader && i == first;
     ProcPath stat_path = ProcessPath(pid, "stat");
-    auto text = ReadFile(stat_path.c_str());
+    auto text = ReadProc(pid, 0, ProcLeaf::kStat);
     if (!text) {
       // The leader may have exited while the rest of its group lives on: that is not a gap.
       if (!(is_leader_start && (text.error() == ENOENT || text.error() == ESRCH))) {
@@ -502,7 +631,7 @@ TaskVerdict Inspection::InspectTask(const Member& member, pid_t tid, TaskFacts& 
   facts.tid = tid;
 
   ProcPath status_path = TaskPath(pid, tid, "status");
-  auto status_text = ReadFile(status_path.c_str());
+  auto status_text = ReadProc(pid, tid, ProcLeaf::kStatus);
   if (!status_text) {
     DebugUnknown("read", status_path.c_str(), status_text.error());
     return TaskVerdict::kUnknown;
@@ -516,9 +645,8 @@ TaskVerdict Inspection::InspectTask(const Member& member, pid_t tid, TaskFacts& 
 
   // schedstat is read before and after the syscall evidence: if the task ran in between, the
   // evidence may be stale and the task counts as running. Kernels without it read as 0.
-  ProcPath schedstat_path = TaskPath(pid, tid, "schedstat");
   auto read_run_ns = [&]() -> std::optional<uint64_t> {
-    auto text = ReadFile(schedstat_path.c_str());
+    auto text = ReadProc(pid, tid, ProcLeaf::kSchedstat);
     return text ? proc::ParseSchedstatRunNs(*text) : std::nullopt;
   };
   const std::optional<uint64_t> run_before = read_run_ns();
@@ -633,7 +761,14 @@ Finding CombineTaskVerdicts(const std::vector<TaskVerdict>& verdicts, bool membe
 }
 
 ForegroundInspector::ForegroundInspector(int master_fd, TerminalIdentity identity, pid_t shell_pid)
-    : master_fd_(master_fd), identity_(identity), shell_pid_(shell_pid) {}
+    : master_fd_(master_fd),
+      identity_(identity),
+      shell_pid_(shell_pid),
+      files_(std::make_unique<ProcFileCache>()) {}
+
+ForegroundInspector::~ForegroundInspector() = default;
+ForegroundInspector::ForegroundInspector(ForegroundInspector&&) noexcept = default;
+ForegroundInspector& ForegroundInspector::operator=(ForegroundInspector&&) noexcept = default;
 
 std::optional<pid_t> ForegroundInspector::ForegroundPgid() const {
   pid_t pgid = 0;
@@ -650,10 +785,21 @@ bool ForegroundInspector::StillAsVerified(const ForegroundFacts& verified) const
   for (const TaskFacts& task : verified.tasks) {
     // A kernel without schedstat reads 0 for every task: nothing to compare, so no shortcut.
     if (task.run_ns == 0 || task.running) return false;
-    ProcPath path = TaskPath(task.pid, task.tid, "schedstat");
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
-    if (!fd) return false;
-    ssize_t n = ::read(fd.Get(), buffer, sizeof buffer);
+    // Through the descriptor the look kept when there is one: its task is still the one seen,
+    // or the read fails, and then that task is gone (whatever holds its pid now is another).
+    ssize_t n = -1;
+    if (const int kept = files_->Find(task.pid, task.tid, ProcLeaf::kSchedstat); kept >= 0) {
+      n = ::pread(kept, buffer, sizeof buffer, 0);
+      if (n <= 0) {
+        files_->Forget(task.pid, task.tid, ProcLeaf::kSchedstat);
+        return false;
+      }
+    } else {
+      ProcPath path = TaskPath(task.pid, task.tid, "schedstat");
+      UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+      if (!fd) return false;
+      n = ::read(fd.Get(), buffer, sizeof buffer);
+    }
     if (n <= 0) return false;
     std::optional<uint64_t> run_ns =
         proc::ParseSchedstatRunNs(std::string_view(buffer, static_cast<size_t>(n)));
@@ -714,7 +860,7 @@ ForegroundFacts ForegroundInspector::Inspect() const {
   struct termios tio {};
   if (::tcgetattr(master_fd_, &tio) == 0) facts.canonical = (tio.c_lflag & ICANON) != 0;
 
-  Inspection inspection(identity_);
+  Inspection inspection(identity_, files_.get());
   std::vector<Inspection::Member> members;
   std::vector<Inspection::Member> others;
   bool complete = inspection.CollectMembers(shell_pid_, pgid, members, others);
@@ -771,6 +917,7 @@ ForegroundFacts ForegroundInspector::Inspect() const {
     facts.chain_processes = chain;
   }
   facts.waiting_for_input = CombineTaskVerdicts(verdicts, complete);
+  files_->EndLook();
   return facts;
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -110,11 +111,26 @@ enum class TaskVerdict {
 // before the call. nullopt when the descriptor cannot be asked.
 [[nodiscard]] std::optional<size_t> UnreadTerminalInput(int slave_fd);
 
+// The /proc files of a session's tasks that one look read, kept open for the next look
+// (foreground_inspector.cc): a look then reads them without a path walk, an open and a close.
+class ProcFileCache;
+
+// Descriptors one session's cache holds at most: the shell's three files (stat, status,
+// schedstat), the launch chain's stat, a foreground program's.
+inline constexpr size_t kProcFilesPerSession = 8;
+
+// How many descriptors every session's cache may hold together (the daemon sets it from its
+// descriptor limit, runtime/daemon.cc); 0 turns the caches off. Default: 1024.
+void SetProcFileBudget(size_t descriptors);
+
 class ForegroundInspector final {
  public:
   // `master_fd` stays owned by the caller and must outlive the inspector. `shell_pid` is the host
   // pid of the top-level shell: group members are found among its descendants.
   ForegroundInspector(int master_fd, TerminalIdentity identity, pid_t shell_pid);
+  ~ForegroundInspector();
+  ForegroundInspector(ForegroundInspector&&) noexcept;
+  ForegroundInspector& operator=(ForegroundInspector&&) noexcept;
 
   // Only the foreground process group (one ioctl, no /proc reads).
   [[nodiscard]] std::optional<pid_t> ForegroundPgid() const;
@@ -131,6 +147,7 @@ class ForegroundInspector final {
   int master_fd_;
   TerminalIdentity identity_;
   pid_t shell_pid_;
+  std::unique_ptr<ProcFileCache> files_;  // the looks' state behind a const interface
 };
 
 }  // namespace ptybox::backend
