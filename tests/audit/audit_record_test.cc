@@ -115,6 +115,30 @@ TEST(MarkerStripperTest, AMarkerOfAnyLengthIsStrippedAndNothingOfItPassesOn) {
   }
 }
 
+TEST(MarkerStripperTest, PlainOutputBetweenMarkersPassesWholeInAnyChunks) {
+  // The stripper copies what lies between escapes in one piece (it sees every byte of every
+  // session's output); the result is the same for every way the stream is cut.
+  std::string in;
+  std::string want;
+  for (int line = 0; line < 2000; ++line) {
+    const std::string text = "line " + std::to_string(line) + " \x1b[1mbold\x1b[0m\r\n";
+    in += text;
+    want += text;
+    if (line % 97 == 0) in += "\x1b]6973;0123456789abcdef;" + std::to_string(line) + ";'/w'\x07";
+    if (line % 89 == 0) {
+      in += "\x1b]0;title\x07";
+      want += "\x1b]0;title\x07";
+    }
+  }
+  for (size_t chunk :
+       {size_t{1}, size_t{2}, size_t{7}, size_t{64}, size_t{4095}, size_t{65536}, in.size()}) {
+    MarkerStripper m;
+    std::string got;
+    for (size_t at = 0; at < in.size(); at += chunk) got += m.Feed(in.substr(at, chunk));
+    EXPECT_EQ(got, want) << "in chunks of " << chunk;
+  }
+}
+
 TEST(MarkerStripperTest, AMarkerEndsWhereTheTerminalParserEndsIt) {
   // backend/terminal/vt_parser.cc ends an OSC string at BEL or ST, cancels it at CAN or SUB, and
   // lets an ESC that is not ST start a new sequence. A marker cancelled by CAN used to swallow the
