@@ -17,7 +17,10 @@
 #include <deque>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <utility>
 
 #include "common/error.h"
@@ -60,8 +63,33 @@ class InstanceSlots final {
 };
 
 InstanceSlots& WatchInstances() {
-  static InstanceSlots slots;
-  return slots;
+  // Never destroyed: a watch ended in the background (EndWatch) may give its slot back while
+  // the process exits.
+  static InstanceSlots* const slots = new InstanceSlots();
+  return *slots;
+}
+
+// Ends a check's watch and gives its slot back, off the calling thread: closing a fanotify group
+// or an inotify instance waits in the kernel for the marks to be destroyed (an SRCU grace
+// period, fsnotify_destroy_group: 6 ms on this project's 2-core VM), which every
+// workspace-write open, a claimed pooled shell's included, and every `ptybox run` waited for
+// before its answer. The slot comes back only once the descriptor is closed, so the instances
+// the checks hold stay within the budget; inline when no thread can be started.
+void EndWatch(std::optional<TreeWatch> watch) {
+  if (watch) {
+    auto* ending = new TreeWatch(std::move(*watch));
+    watch.reset();
+    try {
+      std::thread([ending] {
+        delete ending;
+        WatchInstances().Release();
+      }).detach();
+      return;
+    } catch (const std::system_error&) {
+      delete ending;
+    }
+  }
+  WatchInstances().Release();
 }
 
 constexpr uint64_t kBeneath =
@@ -645,12 +673,17 @@ std::optional<std::string> CheckRepositoriesAfterLaunch(const SandboxSpec& sandb
                                                         size_t max_entries) {
   if (session <= 0) return "cannot tell a process of the session to check its repositories";
   WatchInstances().Acquire();
-  struct SlotReleased {
-    ~SlotReleased() { WatchInstances().Release(); }
-  } slot_released;
+  // The last attempt's watch, ended (and the slot given back) after the answer is decided.
+  std::optional<TreeWatch> watch;
+  struct Ended {
+    std::optional<TreeWatch>& watch;
+    ~Ended() { EndWatch(std::move(watch)); }
+  } ended{watch};
   for (int attempt = 0; attempt < kAfterLaunchWalks; ++attempt) {
-    Result<TreeWatch> watch = TreeWatch::Open(WritableRoots(sandbox));
-    if (!watch) return watch.error().message;
+    watch.reset();  // a retry's former watch: closed here, before another is opened
+    Result<TreeWatch> opened = TreeWatch::Open(WritableRoots(sandbox));
+    if (!opened) return opened.error().message;
+    watch.emplace(std::move(*opened));
     const LaunchRepositories after = RepositoriesOfLaunch(sandbox, max_entries, &*watch);
     if (after.incomplete) return *after.incomplete;
     Result<std::vector<std::filesystem::path>> mounts = SessionMountPoints(session);

@@ -338,6 +338,42 @@ TEST_P(WarmPoolTest, NothingOfAPreviousSessionReachesTheNext) {
   EXPECT_EQ(r["viewport"], "[]\nfile=1\n0\n0") << r.dump();
 }
 
+// The checks after launch hold at most a quarter of the user's watch instances at once (32 of
+// the default 128), and each gives its slot back only once its fanotify group or inotify
+// instance is closed, which now happens off the check's thread (sandbox/repository_walk.cc,
+// EndWatch). Twice as many workspace-write opens at once as there are slots, then as many
+// again: every one becomes ready, so no slot is lost and none is given back twice (a lost one
+// would leave the later checks waiting until their open timed out).
+TEST(WatchSlotsTest, MoreConcurrentOpensThanSlotsAllBecomeReadyTwice) {
+  TempDir policy_dir;
+  const fs::path policy = policy_dir.path() / "operator.yaml";
+  WriteFile(policy,
+            "version: 1\nmode: workspace-write\nlimits:\n  warmShells: 0\n  maxSessions: 128\n"
+            "  startupTimeoutMs: 120000\n");
+  Daemon::Options options;
+  options.extra_args = {"--policy", policy.string(), "--max-sessions", "256"};
+  Daemon daemon(options);
+  RpcClient client(daemon.socket());
+  constexpr int kOpens = 64;
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    std::vector<int> ids;
+    for (int i = 0; i < kOpens; ++i)
+      ids.push_back(client.SendRequest("terminal_open", Json::object()));
+    std::vector<std::string> sessions;
+    for (int id : ids) {
+      Json opened = client.WaitResponse(id, std::chrono::seconds(240));
+      ASSERT_TRUE(opened.contains("result")) << opened.dump() << daemon.Log();
+      EXPECT_EQ(opened["result"]["mode"], "workspace-write");
+      sessions.push_back(opened["result"]["sessionId"]);
+    }
+    for (const std::string& session : sessions) {
+      Json closed = client.Call("terminal_close", Json{{"sessionId", session}});
+      EXPECT_TRUE(closed.contains("result")) << closed.dump();
+    }
+  }
+}
+
 // Two opens at once: two shells, never one shared.
 TEST_P(WarmPoolTest, TwoOpensNeverShareAShell) {
   RpcClient client(daemon_.socket());
