@@ -257,6 +257,19 @@ def bench_process(argv, n):
     return samples
 
 
+def bench_run(binary, workspace, mode, n):
+    """`ptybox run --mode MODE -- true` from the workspace, as a CI job runs it: the whole
+    command, start-up, policy, sandbox and exit included."""
+    samples = []
+    for i in range(n + 3):
+        start = time.perf_counter()
+        subprocess.run([binary, "run", "--mode", mode, "--", "true"], cwd=workspace,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        if i >= 3:
+            samples.append(time.perf_counter() - start)
+    return samples
+
+
 def bare_bwrap(command):
     return ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             "--tmpfs", "/tmp", "--unshare-all", "--die-with-parent", "--new-session",
@@ -358,6 +371,7 @@ def bench_many(binary, workspace, mode, count, rounds):
     idle_after = d.rss_kib()
     # Memory of the sessions' own processes (bwrap, ptybox-init, bash), proportional set size.
     session_pss = 0
+    session_processes = 0
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -370,6 +384,7 @@ def bench_many(binary, workspace, mode, count, rounds):
                 for line in f:
                     if line.startswith("Pss:"):
                         session_pss += int(line.split()[1])
+            session_processes += 1
         except OSError:
             continue
     # One session's sends while every other session is open and idle: what an idle session
@@ -390,6 +405,7 @@ def bench_many(binary, workspace, mode, count, rounds):
         "open_seconds": open_seconds,
         "daemon_kib_per_session": (idle_after - idle_before) / count,
         "session_pss_kib": session_pss / count,
+        "session_processes": session_processes / count,
         "send": latencies,
         "one": one,
     }
@@ -512,6 +528,11 @@ def main():
                  else ""))
             opens[(mode, warm)] = Case(label, bench_open(binary, workspace, mode, m * 2, warm))
 
+    progress("ptybox run")
+    bare_true = Case("bare `true`", bench_process(["true"], m * 2))
+    runs = {mode: Case(f"`ptybox run --mode {mode} -- true`",
+                       bench_run(binary, workspace, mode, m * 2)) for mode in modes}
+
     progress("stdin waits")
     waits = bench_stdin_waits(binary, workspace, "workspace-write", m)
 
@@ -560,6 +581,17 @@ def main():
         w(f"| {c.name} (`terminal_open` until the first prompt) | {fmt_us(c.p50)} | "
           f"{fmt_us(c.p99)} | {c.p50 / bwrap_true.p50:.1f} |")
     w("")
+    w("## `ptybox run` (a CI job's start and end)\n")
+    w("The whole command from the workspace, as a CI job runs it: start-up, policy, sandbox, the "
+      "command and the exit.\n")
+    w("| case | p50 | p99 | over bare `true` (p50) |")
+    w("| --- | --- | --- | --- |")
+    w(f"| {bare_true.name} | {fmt_us(bare_true.p50)} | {fmt_us(bare_true.p99)} | 0 |")
+    w(f"| {bwrap_true.name} | {fmt_us(bwrap_true.p50)} | {fmt_us(bwrap_true.p99)} | "
+      f"{fmt_us(bwrap_true.p50 - bare_true.p50)} |")
+    for c in runs.values():
+        w(f"| {c.name} | {fmt_us(c.p50)} | {fmt_us(c.p99)} | {fmt_us(c.p50 - bare_true.p50)} |")
+    w("")
     w("## Programs blocked reading the terminal\n")
     w("Each send ends with a program waiting for input; ptybox answers `stdin_read` from "
       "`/proc` facts, where a silence rule would wait `idleSilenceMs` (3000 ms by default). "
@@ -581,8 +613,11 @@ def main():
     sends = Case("", many["send"])
     w(f"- Opened concurrently on one daemon: {many['open_seconds']:.2f} s "
       f"({many['opens_per_s']:.0f} opens per second).")
+    all_in = many['daemon_kib_per_session'] + many['session_pss_kib']
     w(f"- Idle memory per session: daemon {many['daemon_kib_per_session']:.0f} KiB RSS; the "
-      f"session's own processes (bwrap, ptybox-init, bash) {many['session_pss_kib']:.0f} KiB PSS.")
+      f"session's own processes (bwrap, ptybox-init, bash: "
+      f"{many['session_processes']:.1f} per session) {many['session_pss_kib']:.0f} KiB PSS; "
+      f"all-in {all_in:.0f} KiB.")
     beside = Case("", many["one"])
     w(f"- `echo hi` on one session while the other {args.sessions - 1} are open and idle: p50 "
       f"{fmt_us(beside.p50)}, p99 {fmt_us(beside.p99)}, against one session alone p50 "
@@ -603,6 +638,35 @@ def main():
         w(f"- Daemon RSS: {idle / 1024:.1f} MiB before, {after / 1024:.1f} MiB after, peak "
           f"(VmHWM) {peak / 1024:.1f} MiB: the scrollback is bounded (10,000 lines / 4 MiB).")
         w("")
+    # The goals of the performance issue beside this run's figures.
+    w("## The goals against this run\n")
+    w("| measure | goal | this run | met? |")
+    w("| --- | --- | --- | --- |")
+
+    def goal(measure, wanted, measured, met):
+        w(f"| {measure} | {wanted} | {measured} | {'yes' if met else 'no'} |")
+
+    worst = max(echo.values(), key=lambda c: c.p50)
+    goal("`echo hi` send p50, every mode", "below pexpect; <= 2.5x the floor",
+         f"worst {worst.name}: {fmt_us(worst.p50)} = {worst.p50 / floor.p50:.1f}x the floor, "
+         f"{worst.p50 / pexpect_none.p50:.2f}x pexpect",
+         worst.p50 < pexpect_none.p50 and worst.p50 <= 2.5 * floor.p50)
+    default_open = opens[("workspace-write", 1)]
+    goal("open-to-ready, default policy", "<= 1x a bare `bwrap bash -c true`",
+         f"{fmt_us(default_open.p50)} = {default_open.p50 / bwrap_true.p50:.2f}x",
+         default_open.p50 <= bwrap_true.p50)
+    goal("concurrent opens on one daemon", ">= 100 opens/s",
+         f"{many['opens_per_s']:.0f} opens/s ({args.sessions} sessions)",
+         many['opens_per_s'] >= 100)
+    goal(f"{args.sessions} sessions each sending at once", "round p99 <= 60 ms",
+         f"p99 {fmt_us(sends.p99)}", sends.p99 <= 0.060)
+    worst_run = max((runs[mode] for mode in ("workspace-write", "read-only")),
+                    key=lambda c: c.p50)
+    goal("`ptybox run -- true` overhead, confined", "<= 10 ms over a bare command",
+         f"worst {worst_run.name}: {fmt_us(worst_run.p50 - bare_true.p50)}",
+         worst_run.p50 - bare_true.p50 <= 0.010)
+    goal("idle session, all-in", "<= 1 MiB", f"{all_in:.0f} KiB", all_in <= 1024)
+    w("")
     if args.profile and os.path.exists(args.profile):
         with open(args.profile) as f:
             w(f.read())
