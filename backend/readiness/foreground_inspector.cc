@@ -788,7 +788,8 @@ bool ForegroundInspector::StillAsVerified(const ForegroundFacts& verified) const
     // Through the descriptor the look kept when there is one: its task is still the one seen,
     // or the read fails, and then that task is gone (whatever holds its pid now is another).
     ssize_t n = -1;
-    if (const int kept = files_->Find(task.pid, task.tid, ProcLeaf::kSchedstat); kept >= 0) {
+    if (const int kept = files_ ? files_->Find(task.pid, task.tid, ProcLeaf::kSchedstat) : -1;
+        kept >= 0) {
       n = ::pread(kept, buffer, sizeof buffer, 0);
       if (n <= 0) {
         files_->Forget(task.pid, task.tid, ProcLeaf::kSchedstat);
@@ -917,7 +918,7 @@ ForegroundFacts ForegroundInspector::Inspect() const {
     facts.chain_processes = chain;
   }
   facts.waiting_for_input = CombineTaskVerdicts(verdicts, complete);
-  files_->EndLook();
+  if (files_) files_->EndLook();
   return facts;
 }
 
