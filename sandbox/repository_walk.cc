@@ -16,6 +16,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -69,26 +70,28 @@ InstanceSlots& WatchInstances() {
   return *slots;
 }
 
-// Ends a check's watch and gives its slot back, off the calling thread: closing a fanotify group
-// or an inotify instance waits in the kernel for the marks to be destroyed (an SRCU grace
-// period, fsnotify_destroy_group: 6 ms on this project's 2-core VM), which every
-// workspace-write open, a claimed pooled shell's included, and every `ptybox run` waited for
-// before its answer. The slot comes back only once the descriptor is closed, so the instances
-// the checks hold stay within the budget; inline when no thread can be started.
+// Ends a check's watch and gives its slot back. A fanotify group (a root daemon's watch) is
+// closed off the calling thread: closing it waits in the kernel for its marks to be destroyed
+// (an SRCU grace period, fsnotify_destroy_group: 6 ms on this project's 2-core VM), which every
+// workspace-write open, a claimed pooled shell's included, waited for before its answer. The
+// slot comes back only once the descriptor is closed, so the groups the checks hold stay within
+// the budget. An inotify instance is closed here: its watches count against a budget that
+// refuses (never waits), and the next check must find them given back (outside review 14). On
+// any failure to start the thread the watch is closed here too.
 void EndWatch(std::optional<TreeWatch> watch) {
-  if (watch) {
-    auto* ending = new TreeWatch(std::move(*watch));
-    watch.reset();
+  if (watch && watch->kind() == TreeWatch::Kind::kFanotify) {
     try {
-      std::thread([ending] {
-        delete ending;
+      auto ending = std::make_unique<TreeWatch>(std::move(*watch));
+      std::thread([ending = std::move(ending)]() mutable {
+        ending.reset();
         WatchInstances().Release();
       }).detach();
       return;
-    } catch (const std::system_error&) {
-      delete ending;
+    } catch (...) {
+      // No thread (or no memory for one): what was moved is closed with the lambda.
     }
   }
+  watch.reset();
   WatchInstances().Release();
 }
 

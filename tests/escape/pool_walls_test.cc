@@ -340,10 +340,11 @@ TEST_P(WarmPoolTest, NothingOfAPreviousSessionReachesTheNext) {
 
 // The checks after launch hold at most a quarter of the user's watch instances at once (32 of
 // the default 128), and each gives its slot back only once its fanotify group or inotify
-// instance is closed, which now happens off the check's thread (sandbox/repository_walk.cc,
-// EndWatch). Twice as many workspace-write opens at once as there are slots, then as many
-// again: every one becomes ready, so no slot is lost and none is given back twice (a lost one
-// would leave the later checks waiting until their open timed out).
+// instance is closed, which for a root daemon's fanotify group now happens on a thread of its
+// own after the answer (sandbox/repository_walk.cc, EndWatch). Twice as many workspace-write opens
+// at once as there are slots, then as many again: every one becomes ready, so no slot is lost and
+// none is given back twice (a lost one would leave the later checks waiting until their open timed
+// out).
 TEST(WatchSlotsTest, MoreConcurrentOpensThanSlotsAllBecomeReadyTwice) {
   TempDir policy_dir;
   const fs::path policy = policy_dir.path() / "operator.yaml";
