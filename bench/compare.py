@@ -245,28 +245,16 @@ def bench_tmux(bash, n, poll):
         subprocess.run(tmux + ["kill-server"], capture_output=True)
 
 
-def bench_process(argv, n):
+def bench_process(argv, n, cwd=None):
     samples = []
     for i in range(n + 5):
         start = time.perf_counter()
-        out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True)
+        out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True,
+                             cwd=cwd)
         elapsed = time.perf_counter() - start
         assert b"hi" in out.stdout or argv[-1] == "true", out.stdout
         if i >= 5:
             samples.append(elapsed)
-    return samples
-
-
-def bench_run(binary, workspace, mode, n):
-    """`ptybox run --mode MODE -- true` from the workspace, as a CI job runs it: the whole
-    command, start-up, policy, sandbox and exit included."""
-    samples = []
-    for i in range(n + 3):
-        start = time.perf_counter()
-        subprocess.run([binary, "run", "--mode", mode, "--", "true"], cwd=workspace,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-        if i >= 3:
-            samples.append(time.perf_counter() - start)
     return samples
 
 
@@ -530,8 +518,10 @@ def main():
 
     progress("ptybox run")
     bare_true = Case("bare `true`", bench_process(["true"], m * 2))
+    # `ptybox run` from the workspace, as a CI job runs it: start-up, policy, sandbox and exit.
     runs = {mode: Case(f"`ptybox run --mode {mode} -- true`",
-                       bench_run(binary, workspace, mode, m * 2)) for mode in modes}
+                       bench_process([binary, "run", "--mode", mode, "--", "true"], m * 2,
+                                     cwd=workspace)) for mode in modes}
 
     progress("stdin waits")
     waits = bench_stdin_waits(binary, workspace, "workspace-write", m)

@@ -420,19 +420,18 @@ bool Inspection::WalkTree(pid_t start, pid_t pgid, bool start_is_leader, std::ve
     if (i >= kMaxProcesses || OverBudget()) return false;
     const pid_t pid = seen[i];
     const bool is_leader_start = start_is_leader && i == first;
-    ProcPath stat_path = ProcessPath(pid, "stat");
     auto text = ReadProc(pid, 0, ProcLeaf::kStat);
     if (!text) {
       // The leader may have exited while the rest of its group lives on: that is not a gap.
       if (!(is_leader_start && (text.error() == ENOENT || text.error() == ESRCH))) {
-        DebugUnknown("read", stat_path.c_str(), text.error());
+        DebugUnknown("read", LeafPath(pid, 0, ProcLeaf::kStat).c_str(), text.error());
         complete = false;
       }
       continue;
     }
     std::optional<proc::StatFields> stat = proc::ParseStat(*text);
     if (!stat) {
-      DebugUnknown("parse", stat_path.c_str(), EINVAL);
+      DebugUnknown("parse", LeafPath(pid, 0, ProcLeaf::kStat).c_str(), EINVAL);
       complete = false;
       continue;
     }
@@ -630,15 +629,14 @@ TaskVerdict Inspection::InspectTask(const Member& member, pid_t tid, TaskFacts& 
   facts.pid = pid;
   facts.tid = tid;
 
-  ProcPath status_path = TaskPath(pid, tid, "status");
   auto status_text = ReadProc(pid, tid, ProcLeaf::kStatus);
   if (!status_text) {
-    DebugUnknown("read", status_path.c_str(), status_text.error());
+    DebugUnknown("read", LeafPath(pid, tid, ProcLeaf::kStatus).c_str(), status_text.error());
     return TaskVerdict::kUnknown;
   }
   std::optional<proc::StatusFields> status = proc::ParseStatus(*status_text);
   if (!status) {
-    DebugUnknown("parse", status_path.c_str(), EINVAL);
+    DebugUnknown("parse", LeafPath(pid, tid, ProcLeaf::kStatus).c_str(), EINVAL);
     return TaskVerdict::kUnknown;
   }
   facts.voluntary_switches = status->voluntary_switches;

@@ -265,6 +265,11 @@ class PtySession final {
   // Inspects until `done` holds (or the hang guard expires); returns the last facts.
   ForegroundFacts WaitFor(const std::function<bool(const ForegroundFacts&)>& done) {
     ForegroundInspector inspector = Inspector();
+    return WaitFor(inspector, done);
+  }
+  // The same through `inspector`, which keeps what its looks keep between calls.
+  ForegroundFacts WaitFor(ForegroundInspector& inspector,
+                          const std::function<bool(const ForegroundFacts&)>& done) {
     auto deadline = std::chrono::steady_clock::now() + kHangGuard;
     ForegroundFacts facts;
     while (true) {
@@ -587,21 +592,10 @@ TEST_F(InteractiveBashTest, KeptProcDescriptorsAnswerForTheProcessesThereAreNow)
     const size_t before = OpenProcFiles();
     {
       ForegroundInspector inspector = session_->Inspector();
-      auto look_until = [&](const std::function<bool(const ForegroundFacts&)>& done) {
-        const auto deadline = std::chrono::steady_clock::now() + kHangGuard;
-        ForegroundFacts f;
-        do {
-          session_->Drain();
-          f = inspector.Inspect();
-          if (done(f)) break;
-          std::this_thread::sleep_for(10ms);
-        } while (std::chrono::steady_clock::now() < deadline);
-        return f;
-      };
       auto at_prompt = [&](const ForegroundFacts& f) {
         return f.waiting_for_input == Finding::kYes && f.foreground_pgid == session_->leader();
       };
-      ForegroundFacts f = look_until(at_prompt);
+      ForegroundFacts f = session_->WaitFor(inspector, at_prompt);
       ASSERT_TRUE(at_prompt(f)) << Describe(f);
       if (budget > 0) {
         EXPECT_GT(OpenProcFiles(), before) << "the look kept the shell's files";
@@ -611,7 +605,7 @@ TEST_F(InteractiveBashTest, KeptProcDescriptorsAnswerForTheProcessesThereAreNow)
       ForegroundFacts cat_waiting;
       for (int job = 0; job < 2; ++job) {
         session_->Write("cat\n");
-        f = look_until([&](const ForegroundFacts& facts) {
+        f = session_->WaitFor(inspector, [&](const ForegroundFacts& facts) {
           return facts.foreground_pgid != session_->leader() && facts.tasks.size() == 1 &&
                  facts.waiting_for_input == Finding::kYes;
         });
@@ -627,7 +621,7 @@ TEST_F(InteractiveBashTest, KeptProcDescriptorsAnswerForTheProcessesThereAreNow)
         cat_waiting = f;
         EXPECT_TRUE(inspector.StillAsVerified(cat_waiting)) << "nothing ran since the look";
         session_->Write("\x04");  // cat exits; the shell takes the terminal back
-        f = look_until(at_prompt);
+        f = session_->WaitFor(inspector, at_prompt);
         ASSERT_TRUE(at_prompt(f)) << Describe(f) << session_->output();
         ASSERT_EQ(f.tasks.size(), 1u) << Describe(f);
         EXPECT_EQ(f.tasks[0].pid, session_->leader()) << "the gone cat's files answer nothing";
