@@ -60,6 +60,7 @@ if compgen -G "$logs/*" >/dev/null; then
   status=1
 fi
 if ((status != 0)); then
+  ./scripts/failure-summary.sh "$out" >&2
   echo "test-sanitized: FAILED (ASan+UBSan)" >&2
   exit "$status"
 fi

@@ -29,7 +29,10 @@ step() {
 
 run_suite() {
   # Tests assert reasons and order, never durations, so running two at a time is safe.
-  (cd build && ctest --output-on-failure -j2 --timeout 600)
+  (cd build && ctest --output-on-failure -j2 --timeout 600) || {
+    ./scripts/failure-summary.sh build >&2
+    return 1
+  }
 }
 
 step "dependencies" env PTYBOX_WITH_NODE=1 PTYBOX_WITH_FUZZ=1 ./scripts/install-deps.sh
