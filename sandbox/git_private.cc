@@ -1625,6 +1625,10 @@ constexpr size_t kRefsCheckedPerCopyBack = 64;
 // a later copy-back instead.
 constexpr std::chrono::seconds kGitTipChecksPerCopyBack{30};
 constexpr std::chrono::seconds kGitTipCheckMax{20};
+// Refusals remembered per repository: past this, a refused tip is still refused, only checked
+// again at the next copy-back (outside review 11: a busy session could grow the map by a few
+// thousand entries per copy-back, for its whole life).
+constexpr size_t kRefusedTipsRemembered = 4096;
 
 // What the copy-back may do with a tip (a ref's or a detached HEAD's new value, a reflog line's
 // new id): take it, refuse it (why), or leave it for a later copy-back (this one's check time
@@ -1645,7 +1649,8 @@ TipCheck CheckTip(int host_git_fd, const std::string& id, bool commit_only, GitS
   const auto now = std::chrono::steady_clock::now();
   if (now >= snapshot.tip_checks_until) return {TipCheck::Verdict::kLater, ""};
   auto refuse = [&](std::string why) {
-    snapshot.refused_tips.emplace(id, why);
+    if (snapshot.refused_tips.size() < kRefusedTipsRemembered)
+      snapshot.refused_tips.emplace(id, why);
     return TipCheck{TipCheck::Verdict::kRefuse, std::move(why)};
   };
   if (commit_only) {

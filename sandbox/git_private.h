@@ -124,7 +124,8 @@ struct GitSnapshot {
   std::map<std::string, size_t> reflog_lines;
   // Tips (object ids) the copy-back refused for the session's life, with why: a check that
   // timed out, or found a gitlink or a non-commit, is not run again at every copy-back
-  // (outside review 10: a slow history held each copy-back its full timeout, per branch).
+  // (outside review 10: a slow history held each copy-back its full timeout, per branch). At
+  // most kRefusedTipsRemembered (4,096) of them.
   std::map<std::string, std::string> refused_tips;
   // The repository's object id size (20 sha1, 32 sha256) as its configuration says, read at
   // launch; 0 when the host's git could not tell (then guessed from the ids the refs hold).
