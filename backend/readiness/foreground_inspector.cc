@@ -629,29 +629,54 @@ TaskVerdict Inspection::InspectTask(const Member& member, pid_t tid, TaskFacts& 
   facts.pid = pid;
   facts.tid = tid;
 
-  auto status_text = ReadProc(pid, tid, ProcLeaf::kStatus);
-  if (!status_text) {
-    DebugUnknown("read", LeafPath(pid, tid, ProcLeaf::kStatus).c_str(), status_text.error());
-    return TaskVerdict::kUnknown;
-  }
-  std::optional<proc::StatusFields> status = proc::ParseStatus(*status_text);
-  if (!status) {
-    DebugUnknown("parse", LeafPath(pid, tid, ProcLeaf::kStatus).c_str(), EINVAL);
-    return TaskVerdict::kUnknown;
-  }
-  facts.voluntary_switches = status->voluntary_switches;
-
   // schedstat is read before and after the syscall evidence: if the task ran in between, the
-  // evidence may be stale and the task counts as running. Kernels without it read as 0.
+  // evidence may be stale and the task counts as running. Its third field counts the task's
+  // wake-ups, and its state is the one of its stat (the walk's, for the leader): `status`, a
+  // costly file, is read only on a kernel without schedstat (its runs then read as 0).
+  auto read_schedstat = [&]() -> std::optional<proc::SchedstatFields> {
+    auto text = ReadProc(pid, tid, ProcLeaf::kSchedstat);
+    return text ? proc::ParseSchedstat(*text) : std::nullopt;
+  };
+  const std::optional<proc::SchedstatFields> before = read_schedstat();
+  std::optional<uint64_t> run_before;
+  char state = '?';
+  if (before) {
+    run_before = before->run_ns;
+    facts.run_ns = before->run_ns;
+    facts.switches = before->timeslices;
+    if (tid == pid) {
+      state = member.state;
+    } else {
+      auto stat_text = ReadProc(pid, tid, ProcLeaf::kStat);
+      std::optional<proc::StatFields> stat = stat_text ? proc::ParseStat(*stat_text) : std::nullopt;
+      if (!stat) {
+        DebugUnknown("read", LeafPath(pid, tid, ProcLeaf::kStat).c_str(),
+                     stat_text ? EINVAL : stat_text.error());
+        return TaskVerdict::kUnknown;
+      }
+      state = stat->state;
+    }
+  } else {
+    auto status_text = ReadProc(pid, tid, ProcLeaf::kStatus);
+    if (!status_text) {
+      DebugUnknown("read", LeafPath(pid, tid, ProcLeaf::kStatus).c_str(), status_text.error());
+      return TaskVerdict::kUnknown;
+    }
+    std::optional<proc::StatusFields> status = proc::ParseStatus(*status_text);
+    if (!status) {
+      DebugUnknown("parse", LeafPath(pid, tid, ProcLeaf::kStatus).c_str(), EINVAL);
+      return TaskVerdict::kUnknown;
+    }
+    facts.switches = status->voluntary_switches;
+    state = status->state;
+  }
   auto read_run_ns = [&]() -> std::optional<uint64_t> {
     auto text = ReadProc(pid, tid, ProcLeaf::kSchedstat);
     return text ? proc::ParseSchedstatRunNs(*text) : std::nullopt;
   };
-  const std::optional<uint64_t> run_before = read_run_ns();
-  facts.run_ns = run_before.value_or(0);
 
   TaskVerdict verdict = TaskVerdict::kAsleepElsewhere;
-  switch (status->state) {
+  switch (state) {
     case 'R':
       facts.running = true;
       return TaskVerdict::kRunning;

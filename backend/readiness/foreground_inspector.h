@@ -39,7 +39,9 @@ struct TaskFacts {
   bool running = false;  // runnable (state R), inside no syscall, or it ran while inspected
   TtyWait tty_wait = TtyWait::kNone;
   uint64_t run_ns = 0;  // cumulative on-CPU time (schedstat); changes iff the task ran
-  uint64_t voluntary_switches = 0;
+  // How often it was put on a CPU (schedstat's third field; where the kernel has no schedstat,
+  // its voluntary context switches from `status`): grows whenever it wakes.
+  uint64_t switches = 0;
   // The timeout of its wait when it waits on the terminal with one (select, poll, epoll),
   // as the program passed it; nullopt when it waits without a timeout (or for read).
   std::optional<int64_t> wait_timeout_ms;

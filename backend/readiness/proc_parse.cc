@@ -134,6 +134,16 @@ std::optional<uint64_t> ParseSchedstatRunNs(std::string_view text) {
   return run_ns;
 }
 
+std::optional<SchedstatFields> ParseSchedstat(std::string_view text) {
+  SchedstatFields f;
+  uint64_t wait_ns = 0;
+  if (!ParseNumber(NextToken(text), f.run_ns) || !ParseNumber(NextToken(text), wait_ns) ||
+      !ParseNumber(NextToken(text), f.timeslices)) {
+    return std::nullopt;
+  }
+  return f;
+}
+
 std::optional<StatusFields> ParseStatus(std::string_view text) {
   StatusFields f;
   std::optional<std::string_view> state = FieldValue(text, "State:");

@@ -36,6 +36,14 @@ struct SyscallLine {
 // First field of /proc/<pid>/task/<tid>/schedstat: nanoseconds spent on a CPU.
 [[nodiscard]] std::optional<uint64_t> ParseSchedstatRunNs(std::string_view text);
 
+// All of /proc/<pid>/task/<tid>/schedstat: "run_ns wait_ns timeslices", the last the number of
+// times the task was put on a CPU (it grows by one at least whenever a sleeping task wakes).
+struct SchedstatFields {
+  uint64_t run_ns = 0;
+  uint64_t timeslices = 0;
+};
+[[nodiscard]] std::optional<SchedstatFields> ParseSchedstat(std::string_view text);
+
 // The "State:" letter and "voluntary_ctxt_switches:" of /proc/<pid>/task/<tid>/status.
 struct StatusFields {
   char state = '?';

@@ -21,7 +21,7 @@ void ReadinessEngine::OnPreWriteFacts(const ForegroundFacts& facts) {
   baseline_waits_.clear();
   for (const TaskFacts& task : facts.tasks) {
     if (task.tty_wait != TtyWait::kNone) {
-      baseline_waits_[task.tid] = WaitIdentity{task.run_ns, task.voluntary_switches};
+      baseline_waits_[task.tid] = WaitIdentity{task.run_ns, task.switches};
     }
   }
 }
@@ -215,7 +215,7 @@ bool ReadinessEngine::SteadyLoop(TimePoint now, const ForegroundFacts& facts) {
   for (const TaskFacts& task : facts.tasks) {
     seen.run_ns[task.tid] = task.run_ns;
     if (task.tty_wait == TtyWait::kNone) continue;
-    seen.waits[task.tid] = LoopTask{task.voluntary_switches, task.wait_timeout_ms.value_or(0)};
+    seen.waits[task.tid] = LoopTask{task.switches, task.wait_timeout_ms.value_or(0)};
   }
   auto restart = [&] {
     loop_mark_ = std::move(seen);
@@ -238,7 +238,7 @@ bool ReadinessEngine::SteadyLoop(TimePoint now, const ForegroundFacts& facts) {
     // The same wait again: a like timeout (a poller's period; asyncio's 497, 500, 499 ms),
     // not the next of a series of different waits (vi's 25 ms, then 100 ms, then 4 s).
     if (a <= 0 || b <= 0 || std::max(a, b) > 2 * std::min(a, b)) return restart();
-    if (now_wait.voluntary_switches == it->second.voluntary_switches) all_woke = false;
+    if (now_wait.switches == it->second.switches) all_woke = false;
   }
   const auto span = now - loop_mark_->at;
   if (!all_woke || span < kMinLoopSpan) return false;  // keep watching from the same mark
@@ -260,7 +260,7 @@ ReadinessEngine::WaitSnapshot ReadinessEngine::SnapshotOf(const ForegroundFacts&
   snapshot.at = now;
   for (const TaskFacts& task : facts.tasks) {
     if (task.tty_wait == TtyWait::kNone) continue;
-    snapshot.waits[task.tid] = WaitIdentity{task.run_ns, task.voluntary_switches};
+    snapshot.waits[task.tid] = WaitIdentity{task.run_ns, task.switches};
     snapshot.outside = snapshot.outside || task.outside_group;
   }
   return snapshot;
@@ -274,8 +274,7 @@ bool ReadinessEngine::WaitSnapshot::Same(const WaitSnapshot& other) const {
     auto it = other.waits.find(tid);
     if (it == other.waits.end()) return false;
     if (loop) continue;  // a loop goes round between looks; SteadyLoop vouched for both
-    if (it->second.run_ns != identity.run_ns ||
-        it->second.voluntary_switches != identity.voluntary_switches) {
+    if (it->second.run_ns != identity.run_ns || it->second.switches != identity.switches) {
       return false;
     }
   }
@@ -318,8 +317,7 @@ bool ReadinessEngine::ExactWaitIsFresh(const ForegroundFacts& facts) const {
     if (task.tty_wait == TtyWait::kNone) continue;
     auto before = baseline_waits_.find(task.tid);
     if (before == baseline_waits_.end()) return true;
-    if (before->second.run_ns != task.run_ns ||
-        before->second.voluntary_switches != task.voluntary_switches) {
+    if (before->second.run_ns != task.run_ns || before->second.switches != task.switches) {
       return true;
     }
   }

@@ -92,7 +92,7 @@ class ReadinessEngine final {
   enum class Stage { kBeforeWrite, kWriting, kWaiting };
   struct WaitIdentity {
     uint64_t run_ns = 0;
-    uint64_t voluntary_switches = 0;
+    uint64_t switches = 0;
   };
   // The waiting tasks of one inspection, to confirm a wait by a second, later look.
   struct WaitSnapshot {
@@ -177,7 +177,7 @@ class ReadinessEngine final {
 
   // Steady-loop bookkeeping: the first look of a possible input loop.
   struct LoopTask {
-    uint64_t voluntary_switches = 0;
+    uint64_t switches = 0;
     int64_t timeout_ms = 0;
   };
   struct LoopMark {

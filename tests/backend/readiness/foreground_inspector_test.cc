@@ -949,7 +949,7 @@ void MeasureAndCheckPassive(PtySession& session, const char* what) {
   ASSERT_EQ(last.tasks.size(), first.tasks.size());
   for (size_t i = 0; i < first.tasks.size(); ++i) {
     EXPECT_EQ(last.tasks[i].run_ns, first.tasks[i].run_ns) << "inspection woke the task";
-    EXPECT_EQ(last.tasks[i].voluntary_switches, first.tasks[i].voluntary_switches);
+    EXPECT_EQ(last.tasks[i].switches, first.tasks[i].switches);
   }
   double us = std::chrono::duration<double, std::micro>(elapsed).count() / kRounds;
   std::printf("[ cost     ] %s: %.1f us per Inspect() (%zu tasks)\n", what, us, first.tasks.size());

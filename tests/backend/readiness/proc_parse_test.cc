@@ -70,6 +70,16 @@ TEST(ParseSchedstatTest, FirstFieldIsRunTime) {
   EXPECT_FALSE(ParseSchedstatRunNs("x 1 2"));
 }
 
+TEST(ParseSchedstatTest, AllThreeFieldsOrNothing) {
+  auto f = ParseSchedstat("214448471 10091936 392\n");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->run_ns, 214448471u);
+  EXPECT_EQ(f->timeslices, 392u);
+  EXPECT_FALSE(ParseSchedstat("214448471 10091936\n"));  // no count of runs: not this file
+  EXPECT_FALSE(ParseSchedstat("214448471 10091936 x"));
+  EXPECT_FALSE(ParseSchedstat(""));
+}
+
 TEST(ParseStatusTest, StateAndVoluntarySwitches) {
   const std::string status =
       "Name:\tcat\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t1\n"

@@ -445,7 +445,7 @@ ForegroundFacts TimedWait(pid_t pgid, int64_t timeout_ms, uint64_t switches, uin
   ForegroundFacts f = Waiting(pgid, run_ns);
   f.tasks[0].tty_wait = TtyWait::kEpoll;
   f.tasks[0].wait_timeout_ms = timeout_ms;
-  f.tasks[0].voluntary_switches = switches;
+  f.tasks[0].switches = switches;
   f.canonical = canonical;
   return f;
 }
@@ -636,7 +636,7 @@ TEST_F(EngineTest, ARelayPollingFasterThanItsConfirmGapStillSettles) {
     TaskFacts reader = Task(kChild + 70, TtyWait::kPoll, run_ns);
     reader.outside_group = true;
     reader.wait_timeout_ms = 70;
-    reader.voluntary_switches = switches;
+    reader.switches = switches;
     f.tasks = {gpg, reader};
     return f;
   };
