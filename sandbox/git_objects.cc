@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -331,6 +333,57 @@ Result<std::string> HostObjectType(int host_git_fd, std::string_view id) {
     return Fail(ErrorKind::kPolicyDenied, "the host's git could not read its type" + GitSaid(*run));
   }
   return type;
+}
+
+Result<std::map<std::string, std::string>> HostObjectTypes(int host_git_fd,
+                                                           const std::vector<std::string>& ids) {
+  std::map<std::string, std::string> types;
+  if (ids.empty()) return types;
+  // The ids go in on the child's stdin, from a file only this process holds (no pipe to feed
+  // while the output is read).
+  UniqueFd input(static_cast<int>(::memfd_create("ptybox-ids", MFD_CLOEXEC)));
+  if (!input) return Fail(ErrorKind::kInternal, "memfd_create for the object ids failed");
+  std::string text;
+  for (const std::string& id : ids) text.append(id).push_back('\n');
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(input.Get(), text.data() + done, text.size() - done);
+    if (n <= 0) return Fail(ErrorKind::kInternal, "writing the object ids failed");
+    done += static_cast<size_t>(n);
+  }
+  if (::lseek(input.Get(), 0, SEEK_SET) != 0) {
+    return Fail(ErrorKind::kInternal, "rewinding the object ids failed");
+  }
+  CaptureOptions options;
+  options.timeout = std::chrono::seconds(20);
+  options.max_capture = ids.size() * 96 + 64;
+  options.keep_fds = {host_git_fd};
+  const int stdin_fd = input.Get();
+  options.before_exec = [stdin_fd]() -> std::optional<ChildFailure> {
+    if (::dup2(stdin_fd, 0) != 0) return ChildFailure{ChildStage::kExec, errno};
+    return std::nullopt;
+  };
+  Result<CapturedRun> run = RunHostGit(
+      {}, {"--git-dir=/proc/self/fd/" + std::to_string(host_git_fd), "cat-file", "--batch-check"},
+      options, "read the objects' types");
+  if (!run) return Propagate(run);
+  if (!run->Succeeded()) {
+    return Fail(ErrorKind::kPolicyDenied,
+                std::string(run->timed_out ? "the host's git took too long reading the objects"
+                                           : "the host's git could not read the objects") +
+                    GitSaid(*run));
+  }
+  // `<id> <type> <size>`, or `<id> missing`, a line per id in order.
+  std::string_view rest(run->out);
+  for (size_t end; !rest.empty();
+       rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1)) {
+    end = rest.find('\n');
+    const std::string_view line = rest.substr(0, end);
+    const size_t space = line.find(' ');
+    if (space == std::string_view::npos) continue;
+    const std::string_view after = line.substr(space + 1);
+    types[std::string(line.substr(0, space))] = std::string(after.substr(0, after.find(' ')));
+  }
+  return types;
 }
 
 Result<std::optional<std::string>> CommitAddsGitlink(int host_git_fd, std::string_view tip,

@@ -11,9 +11,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/error.h"
 
@@ -60,6 +62,11 @@ inline constexpr uint64_t kGitInflateBudget = 1ull << 30;
 // The type git gives the object `id` of the host's .git (`git cat-file -t`): "commit", "tag",
 // "tree", "blob"; an error when the host's git cannot tell.
 [[nodiscard]] Result<std::string> HostObjectType(int host_git_fd, std::string_view id);
+
+// The types of the host's objects `ids` in one run of `git cat-file --batch-check`: id ->
+// "commit", "tag", "tree", "blob", or "missing" (an id git does not print is not there either).
+[[nodiscard]] Result<std::map<std::string, std::string>> HostObjectTypes(
+    int host_git_fd, const std::vector<std::string>& ids);
 
 // A pack as the host's git indexed it.
 struct IndexedPack {

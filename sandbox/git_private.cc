@@ -583,35 +583,74 @@ Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
     if (!wrote) return Propagate(wrote);
     return *wrote ? true : moved();
   }
-  // Delete: the loose file (taking git's lock first), then its packed-refs line.
+  // Delete, in git's order: the loose file's lock, the packed-refs line, the loose file. The
+  // packed-refs line is dropped from the file as it is under git's lock: one read before it
+  // undid a person's `git pack-refs` that committed in between, and the branches it had packed
+  // (their loose files pruned) were gone (outside review 15).
+  const std::string lock = leaf + ".lock";
   if (*parent) {
-    const std::string lock = leaf + ".lock";
     const int fd = ::openat((**parent).Get(), lock.c_str(),
                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) return std::unexpected(Errno("openat O_EXCL", name + ".lock"));
     ::close(fd);
-    Result<bool> same = unchanged();
-    if (!same || !*same) {
-      ::unlinkat((**parent).Get(), lock.c_str(), 0);
-      if (!same) return Propagate(same);
-      return moved();
+  }
+  auto unlock = [&] {
+    if (*parent) ::unlinkat((**parent).Get(), lock.c_str(), 0);
+  };
+  Result<bool> same = unchanged();
+  if (!same || !*same) {
+    unlock();
+    if (!same) return Propagate(same);
+    return moved();
+  }
+  constexpr int kPackedRefsTries = 5;
+  for (int attempt = 0;; ++attempt) {
+    Result<std::optional<std::string>> packed =
+        ReadFile(host_git_fd, "packed-refs", kGitPackedRefsMax, false);
+    if (!packed) {
+      unlock();
+      return Propagate(packed);
     }
+    if (!*packed) break;
+    const std::string dropped = DropPacked(**packed, name);
+    if (dropped == **packed) break;
+    auto still_as_read = [&]() -> Result<bool> {
+      Result<std::optional<std::string>> now =
+          ReadFile(host_git_fd, "packed-refs", kGitPackedRefsMax, false);
+      if (!now) return Propagate(now);
+      return *now == *packed;
+    };
+    Result<bool> wrote = WriteLikeGit(host_git_fd, "packed-refs", {.fd = -1, .data = dropped}, 0644,
+                                      /*replace=*/true, owner, /*durable=*/true, still_as_read);
+    if (!wrote) {
+      unlock();
+      return Propagate(wrote);
+    }
+    if (*wrote) break;
+    if (attempt + 1 == kPackedRefsTries) {
+      unlock();
+      why = name + ": the host's packed-refs kept changing; not deleted now";
+      return false;
+    }
+  }
+  if (*parent) {
     struct stat st {};
     if (::fstatat((**parent).Get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
         S_ISREG(st.st_mode)) {
       ::unlinkat((**parent).Get(), leaf.c_str(), 0);
     }
-    ::unlinkat((**parent).Get(), lock.c_str(), 0);
   }
-  Result<std::optional<std::string>> packed =
-      ReadFile(host_git_fd, "packed-refs", kGitPackedRefsMax, false);
-  if (!packed) return Propagate(packed);
-  if (*packed) {
-    const std::string dropped = DropPacked(**packed, name);
-    if (dropped != **packed) {
-      Result<bool> wrote = WriteLikeGit(host_git_fd, "packed-refs", {.fd = -1, .data = dropped},
-                                        0644, /*replace=*/true, owner);
-      if (!wrote) return Propagate(wrote);
+  unlock();
+  // Its log goes with it, as git's does: one left behind made the person's later branch
+  // `X/...` fail ("Not a directory"), or showed a dropped stash again (outside review 15).
+  std::string log_leaf;
+  Result<std::optional<UniqueFd>> log_dir =
+      ParentDir(host_git_fd, "logs/" + name, false, log_leaf, owner);
+  if (log_dir && *log_dir) {
+    struct stat st {};
+    if (::fstatat((**log_dir).Get(), log_leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(st.st_mode)) {
+      ::unlinkat((**log_dir).Get(), log_leaf.c_str(), 0);
     }
   }
   return true;
@@ -999,6 +1038,8 @@ uint32_t Be32(std::string_view s, size_t at) {
 namespace {
 
 // One entry of an index, as far as the copy-back judges it.
+// An index entry's bytes before its object id: ctime, mtime, dev, ino, mode, uid, gid, size.
+constexpr size_t kIndexStatBytes = 40;
 struct IndexEntryFacts {
   std::string path;
   uint32_t mode = 0;
@@ -1041,14 +1082,14 @@ std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, 
   int previous_stage = 0;
   std::string previous;  // version 4: paths are prefix-compressed against the previous one
   for (uint32_t n = 0; n < entries; ++n) {
-    const size_t fixed = 40 + hash_size + 2;
+    const size_t fixed = kIndexStatBytes + hash_size + 2;
     if (at + fixed > end) {
       why = "entry " + std::to_string(n) + " runs past the end";
       return std::nullopt;
     }
     IndexEntryFacts facts;
     facts.offset = at;
-    facts.fixed = index.substr(at, 40 + hash_size);
+    facts.fixed = index.substr(at, kIndexStatBytes + hash_size);
     facts.mode = Be32(index, at + 24);
     const auto flags =
         static_cast<uint16_t>((static_cast<unsigned char>(index[at + 40 + hash_size]) << 8) |
@@ -1222,7 +1263,8 @@ std::optional<IndexGitlinks> GitlinksOfIndex(std::string_view index, std::string
 
 std::optional<std::string> IndexForHost(std::string_view index,
                                         const std::optional<std::string>& launched,
-                                        size_t hash_size, std::string& why) {
+                                        size_t hash_size, std::string& why,
+                                        std::vector<IndexObject>* changed) {
   std::optional<ParsedIndex> parsed = ParseIndex(index, hash_size, why);
   if (!parsed) return std::nullopt;
   // What the launch's index already held: a gitlink or a flag the person set stays allowed.
@@ -1262,6 +1304,10 @@ std::optional<std::string> IndexForHost(std::string_view index,
   for (const IndexEntryFacts& e : parsed->entries) {
     if (auto was = before.find(e.path); was != before.end() && was->second.fixed == e.fixed) {
       continue;
+    }
+    if (changed != nullptr && e.fixed.size() >= kIndexStatBytes + hash_size) {
+      changed->push_back(
+          IndexObject{e.path, e.mode, HexEncode(e.fixed.substr(kIndexStatBytes, hash_size))});
     }
     std::fill_n(kept.begin() + static_cast<std::ptrdiff_t>(e.offset), 24,
                 '\0');  // c/mtime, dev, ino
@@ -1732,19 +1778,57 @@ std::optional<std::string> NewRefNameClash(const std::string& name,
   return std::nullopt;
 }
 
+// Whether another worktree of the host (the main one, or a linked one other than `label`'s)
+// has `value` (`ref: refs/heads/X`) as its HEAD now: git never lets two worktrees hold one
+// branch, and a HEAD coming back onto one showed the other's commit undone and staged (outside
+// review 11).
+bool CheckedOutElsewhere(int host_git_fd, const std::string& label, const std::string& value) {
+  auto holds = [&](const std::string& head) {
+    Result<std::optional<std::string>> text = ReadFile(host_git_fd, head, 4096, false);
+    return text && *text && Trim(**text) == value;
+  };
+  if (!label.empty() && holds("HEAD")) return true;
+  Result<std::optional<UniqueFd>> worktrees = OpenDir(host_git_fd, "worktrees");
+  if (!worktrees || !*worktrees) return false;
+  Result<std::vector<DirEntry>> ids = List((*worktrees)->Get(), "worktrees");
+  if (!ids) return false;
+  for (const DirEntry& e : *ids) {
+    const std::string other = "worktrees/" + e.name + "/";
+    if (other != label && holds(other + "HEAD")) return true;
+  }
+  return false;
+}
+
+// Whether any worktree of the host (the main one or a linked one) has `name` (refs/heads/X)
+// checked out now.
+bool CheckedOutOnTheHost(int host_git_fd, const std::string& name) {
+  const std::string value = "ref: " + name;
+  Result<std::optional<std::string>> head = ReadFile(host_git_fd, "HEAD", 4096, false);
+  if (head && *head && Trim(**head) == value) return true;
+  return CheckedOutElsewhere(host_git_fd, "", value);
+}
+
 // The refs the session changed (created, moved, deleted), each by compare-and-swap against
 // `snapshot` and only when the host has the object it names (CopyBackPrivateGit).
+// `checked_out`, when given, gets the branches the session deleted that a host worktree has
+// checked out now, instead of a conflict line: HEAD's copy-back may move off them, and a second
+// call with `only` those names deletes them then (a session's `git checkout main; git branch -D
+// feature` in one send).
 Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot,
                           const std::optional<GitOwner>& owner, GitCopyBack& done,
-                          std::vector<std::string>& moved) {
-  const size_t refused_before = done.refused.size();
-  Result<std::map<std::string, std::string>> mine = ReadRefs(private_fd, &done.refused, true);
+                          std::vector<std::string>& moved,
+                          std::vector<std::string>* checked_out = nullptr,
+                          const std::set<std::string>* only = nullptr) {
+  std::vector<std::string> read_refused;
+  Result<std::map<std::string, std::string>> mine = ReadRefs(private_fd, &read_refused, true);
   if (!mine) return Propagate(mine);
   // A ref missing because what held it was refused (a hard-linked or malformed packed-refs, a
   // loose ref that is a link, refs past the count or depth bound) is not a deleted ref: deleting
   // the host's would let one refusal remove every packed branch and tag. While anything in the
   // session's refs is refused, no ref is deleted.
-  const bool refs_refused = done.refused.size() > refused_before;
+  const bool refs_refused = !read_refused.empty();
+  if (only == nullptr)
+    done.refused.insert(done.refused.end(), read_refused.begin(), read_refused.end());
   // The host's refs now, for judging new names: a branch the person made, or a remote-tracking
   // ref their fetch brought, since the session started counts as much as one from the start
   // (outside review 11). Unreadable: the launch's, as before.
@@ -1759,6 +1843,7 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
   names.erase(std::unique(names.begin(), names.end()), names.end());
   size_t checked_refs = 0;
   for (const std::string& name : names) {
+    if (only != nullptr && !only->contains(name)) continue;
     std::optional<std::string> start;
     if (auto it = snapshot.refs.find(name); it != snapshot.refs.end()) start = it->second;
     std::optional<std::string> now;
@@ -1786,6 +1871,18 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
         done.refused.push_back(name + ": " + *why);
         continue;
       }
+    }
+    // git never deletes a branch a worktree has checked out: the person's HEAD would name no
+    // branch, and their next commit would have no parent (outside review 15).
+    if (!now && name.starts_with("refs/heads/") && CheckedOutOnTheHost(host_git_fd, name)) {
+      if (checked_out != nullptr) {
+        checked_out->push_back(name);
+        continue;
+      }
+      done.conflicts.push_back(name +
+                               ": checked out on the host (git deletes no branch a worktree "
+                               "has checked out); not deleted now");
+      continue;
     }
     if (!now && refs_refused) {
       done.conflicts.push_back(name +
@@ -1838,6 +1935,7 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
       snapshot.refs[name] = *now;
     } else {
       snapshot.refs.erase(name);
+      snapshot.reflog_lines.erase(name);  // its log went with it: a new one starts empty
     }
   }
   return {};
@@ -1865,27 +1963,6 @@ struct HeadAndIndex {
   std::optional<std::string>& index;
   std::string label;
 };
-
-// Whether another worktree of the host (the main one, or a linked one other than `label`'s)
-// has `value` (`ref: refs/heads/X`) as its HEAD now: git never lets two worktrees hold one
-// branch, and a HEAD coming back onto one showed the other's commit undone and staged (outside
-// review 11).
-bool CheckedOutElsewhere(int host_git_fd, const std::string& label, const std::string& value) {
-  auto holds = [&](const std::string& head) {
-    Result<std::optional<std::string>> text = ReadFile(host_git_fd, head, 4096, false);
-    return text && *text && Trim(**text) == value;
-  };
-  if (!label.empty() && holds("HEAD")) return true;
-  Result<std::optional<UniqueFd>> worktrees = OpenDir(host_git_fd, "worktrees");
-  if (!worktrees || !*worktrees) return false;
-  Result<std::vector<DirEntry>> ids = List((*worktrees)->Get(), "worktrees");
-  if (!ids) return false;
-  for (const DirEntry& e : *ids) {
-    const std::string other = "worktrees/" + e.name + "/";
-    if (other != label && holds(other + "HEAD")) return true;
-  }
-  return false;
-}
 
 // HEAD, on the same rule as a ref (CopyBackPrivateGit).
 bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex state,
@@ -1938,9 +2015,40 @@ bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex sta
   return true;
 }
 
+// Why the index's new entries (`changed`) cannot go to the host, or nullopt: each names an
+// object the host has (`objects_fd`, its .git) of the type its mode needs, a blob for a file or
+// a link (gitlinks name commits of another repository). `git update-index --cacheinfo` takes
+// any id: an entry naming a commit made the person's `git gc` fail and their next commit
+// record a tree servers refuse, one naming a missing object failed their commit, stash and
+// reset (outside review 15). One run of the host's git asks for every id.
+std::optional<std::string> IndexObjectRefusal(int objects_fd,
+                                              const std::vector<IndexObject>& changed) {
+  std::vector<std::string> ids;
+  for (const IndexObject& e : changed) {
+    if ((e.mode & 0170000) != 0160000) ids.push_back(e.id);
+  }
+  if (ids.empty()) return std::nullopt;
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  Result<std::map<std::string, std::string>> types = HostObjectTypes(objects_fd, ids);
+  if (!types) return types.error().message + "; not written now";
+  for (const IndexObject& e : changed) {
+    if ((e.mode & 0170000) == 0160000) continue;
+    auto it = types->find(e.id);
+    const std::string type = it == types->end() ? "missing" : it->second;
+    if (type == "blob") continue;
+    return "`" + e.path + "` names " + e.id +
+           (type == "missing" ? ", an object the host does not have"
+                              : ", a " + type + ", where its mode needs a blob") +
+           " (git stages no such entry; `git update-index --cacheinfo` does)";
+  }
+  return std::nullopt;
+}
+
 // The index, written only while the host's is byte for byte the one the session started from.
-bool CopyBackIndex(int private_fd, int host_dir, size_t hash_size, HeadAndIndex state,
-                   const std::optional<GitOwner>& owner, GitCopyBack& done) {
+// The objects its entries name are looked for in `objects_fd` (the host's .git).
+bool CopyBackIndex(int private_fd, int host_dir, int objects_fd, size_t hash_size,
+                   HeadAndIndex state, const std::optional<GitOwner>& owner, GitCopyBack& done) {
   const std::string what = state.label + "index";
   Result<std::optional<std::string>> index =
       ReadFile(private_fd, "index", kGitSessionIndexMax, true);
@@ -1955,12 +2063,17 @@ bool CopyBackIndex(int private_fd, int host_dir, size_t hash_size, HeadAndIndex 
     return false;
   }
   // Judged against the index the host has now (the launch's, or what the last copy-back wrote).
-  std::optional<std::string> kept = IndexForHost(**index, state.index, hash_size, why);
+  std::vector<IndexObject> changed;
+  std::optional<std::string> kept = IndexForHost(**index, state.index, hash_size, why, &changed);
   if (!kept) {
     done.refused.push_back(what + ": " + why);
     return false;
   }
   if (*kept == state.index) return false;  // what the host has already
+  if (std::optional<std::string> bad = IndexObjectRefusal(objects_fd, changed)) {
+    done.refused.push_back(what + ": " + *bad);
+    return false;
+  }
   auto index_unchanged = [&]() -> Result<bool> {
     Result<std::optional<std::string>> host_index =
         ReadFile(host_dir, "index", kGitIndexMax, false);
@@ -1993,8 +2106,8 @@ void CopyBackWorktrees(int private_fd, int host_git_fd, GitSnapshot& snapshot,
     if (CopyBackHead((*mine)->Get(), (*host)->Get(), host_git_fd, state, snapshot, owner, done)) {
       ++done.worktree_files;
     }
-    if (CopyBackIndex((*mine)->Get(), (*host)->Get(), IndexHashSize(snapshot), state, owner,
-                      done)) {
+    if (CopyBackIndex((*mine)->Get(), (*host)->Get(), host_git_fd, IndexHashSize(snapshot), state,
+                      owner, done)) {
       ++done.worktree_files;
     }
   }
@@ -2103,15 +2216,26 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
                                            done.refused, owner, snapshot.judged_files);
   if (!objects) return Propagate(objects);
   done.objects = *objects;
-  std::vector<std::string> moved;  // refs written to the host now: their reflogs follow
-  if (Result<void> refs = CopyBackRefs(private_fd, host_git_fd, snapshot, owner, done, moved);
+  std::vector<std::string> moved;        // refs written to the host now: their reflogs follow
+  std::vector<std::string> checked_out;  // deletions waiting for HEAD's copy-back
+  if (Result<void> refs =
+          CopyBackRefs(private_fd, host_git_fd, snapshot, owner, done, moved, &checked_out);
       !refs) {
     return Propagate(refs);
   }
   HeadAndIndex main{snapshot.head, snapshot.index, ""};
   done.head = CopyBackHead(private_fd, host_git_fd, host_git_fd, main, snapshot, owner, done);
-  done.index = CopyBackIndex(private_fd, host_git_fd, IndexHashSize(snapshot), main, owner, done);
+  done.index = CopyBackIndex(private_fd, host_git_fd, host_git_fd, IndexHashSize(snapshot), main,
+                             owner, done);
   CopyBackWorktrees(private_fd, host_git_fd, snapshot, owner, done);
+  if (!checked_out.empty()) {
+    const std::set<std::string> only(checked_out.begin(), checked_out.end());
+    if (Result<void> refs =
+            CopyBackRefs(private_fd, host_git_fd, snapshot, owner, done, moved, nullptr, &only);
+        !refs) {
+      return Propagate(refs);
+    }
+  }
   // Not HEAD's log: git reads its messages (`checkout: moving from X to Y`) to find where
   // `git checkout -` goes, and X is the session's text.
   for (const std::string& name : moved) {

@@ -180,9 +180,17 @@ struct IndexGitlinks {
 // seeing the file). What is kept is the entries alone: every extension (the cache-tree, the
 // untracked cache, resolve-undo) is a cache git rebuilds, and a cache-tree naming another tree
 // made the person's `git commit` record the session's tree. The checksum is computed again.
+// `changed`, when given, gets the entries `before` did not hold byte for byte: the objects the
+// host must have, with the types their modes need (CopyBackIndex asks the host's git).
+struct IndexObject {
+  std::string path;
+  uint32_t mode = 0;
+  std::string id;  // hex
+};
 [[nodiscard]] std::optional<std::string> IndexForHost(std::string_view index,
                                                       const std::optional<std::string>& before,
-                                                      size_t hash_size, std::string& why);
+                                                      size_t hash_size, std::string& why,
+                                                      std::vector<IndexObject>* changed = nullptr);
 // packed-refs parsed: name -> id (peeled `^` lines and the header skipped); an error names the
 // first malformed line.
 [[nodiscard]] Result<std::map<std::string, std::string>> ParsePackedRefs(std::string_view text);

@@ -45,6 +45,12 @@ inline void MakeRepository(const std::filesystem::path& ws) {
   std::filesystem::create_directories(ws / ".escape");
 }
 
+// `text` without its trailing line ends (one line of a command's output).
+inline std::string Line(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
 inline std::string Slurp(const std::filesystem::path& path) {
   std::ifstream in(path);
   std::stringstream text;

@@ -40,14 +40,10 @@ namespace {
 
 using git_attack::HostGit;
 using git_attack::kIdentity;
+using git_attack::Line;
 using git_attack::MakeRepository;
 
 namespace fs = std::filesystem;
-
-std::string Line(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  return text;
-}
 
 // NewRefNameClash(name, snapshot.refs, mine): `snapshot.refs` is what the host had at the launch
 // (plus what copy-backs wrote). The person goes on working while the session runs: they make a
