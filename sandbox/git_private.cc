@@ -1037,9 +1037,9 @@ uint32_t Be32(std::string_view s, size_t at) {
 
 namespace {
 
-// One entry of an index, as far as the copy-back judges it.
 // An index entry's bytes before its object id: ctime, mtime, dev, ino, mode, uid, gid, size.
 constexpr size_t kIndexStatBytes = 40;
+// One entry of an index, as far as the copy-back judges it.
 struct IndexEntryFacts {
   std::string path;
   uint32_t mode = 0;
@@ -1091,9 +1091,9 @@ std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, 
     facts.offset = at;
     facts.fixed = index.substr(at, kIndexStatBytes + hash_size);
     facts.mode = Be32(index, at + 24);
-    const auto flags =
-        static_cast<uint16_t>((static_cast<unsigned char>(index[at + 40 + hash_size]) << 8) |
-                              static_cast<unsigned char>(index[at + 40 + hash_size + 1]));
+    const auto flags = static_cast<uint16_t>(
+        (static_cast<unsigned char>(index[at + kIndexStatBytes + hash_size]) << 8) |
+        static_cast<unsigned char>(index[at + kIndexStatBytes + hash_size + 1]));
     facts.assume_valid = (flags & 0x8000) != 0;
     size_t name_at = at + fixed;
     if (flags & 0x4000) {  // extended flags (version 3 and later)
