@@ -638,20 +638,21 @@ TaskVerdict Inspection::InspectTask(const Member& member, pid_t tid, TaskFacts& 
     return text ? proc::ParseSchedstat(*text) : std::nullopt;
   };
   const std::optional<proc::SchedstatFields> before = read_schedstat();
-  std::optional<uint64_t> run_before;
   char state = '?';
   if (before) {
-    run_before = before->run_ns;
     facts.run_ns = before->run_ns;
     facts.switches = before->timeslices;
     if (tid == pid) {
       state = member.state;
     } else {
       auto stat_text = ReadProc(pid, tid, ProcLeaf::kStat);
-      std::optional<proc::StatFields> stat = stat_text ? proc::ParseStat(*stat_text) : std::nullopt;
+      if (!stat_text) {
+        DebugUnknown("read", LeafPath(pid, tid, ProcLeaf::kStat).c_str(), stat_text.error());
+        return TaskVerdict::kUnknown;
+      }
+      std::optional<proc::StatFields> stat = proc::ParseStat(*stat_text);
       if (!stat) {
-        DebugUnknown("read", LeafPath(pid, tid, ProcLeaf::kStat).c_str(),
-                     stat_text ? EINVAL : stat_text.error());
+        DebugUnknown("parse", LeafPath(pid, tid, ProcLeaf::kStat).c_str(), EINVAL);
         return TaskVerdict::kUnknown;
       }
       state = stat->state;
@@ -670,11 +671,6 @@ TaskVerdict Inspection::InspectTask(const Member& member, pid_t tid, TaskFacts& 
     facts.switches = status->voluntary_switches;
     state = status->state;
   }
-  auto read_run_ns = [&]() -> std::optional<uint64_t> {
-    auto text = ReadProc(pid, tid, ProcLeaf::kSchedstat);
-    return text ? proc::ParseSchedstatRunNs(*text) : std::nullopt;
-  };
-
   TaskVerdict verdict = TaskVerdict::kAsleepElsewhere;
   switch (state) {
     case 'R':
@@ -714,11 +710,11 @@ TaskVerdict Inspection::InspectTask(const Member& member, pid_t tid, TaskFacts& 
     verdict = TaskVerdict::kWaitsOnTerminal;
   }
 
-  const std::optional<uint64_t> run_after = read_run_ns();
-  if (run_before && run_after && *run_before != *run_after) {
+  const std::optional<proc::SchedstatFields> after = read_schedstat();
+  if (before && after && before->run_ns != after->run_ns) {
     facts.running = true;
     facts.tty_wait = TtyWait::kNone;
-    facts.run_ns = *run_after;
+    facts.run_ns = after->run_ns;
     return TaskVerdict::kRunning;
   }
   return verdict;
