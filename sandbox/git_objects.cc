@@ -297,14 +297,20 @@ namespace {
 
 // The host's git on its own repository (its configuration is the person's), read by
 // descriptor (`host_git_fd`, kept at its number): nothing here runs a hook or looks at the
-// worktree.
+// worktree. `stdin_fd`, when given, is its standard input.
 Result<CapturedRun> RunOnHostRepository(int host_git_fd, std::vector<std::string> args,
                                         std::chrono::milliseconds timeout, size_t max_capture,
-                                        const std::string& what) {
+                                        const std::string& what, int stdin_fd = -1) {
   CaptureOptions options;
   options.timeout = timeout;
   options.max_capture = max_capture;
   options.keep_fds = {host_git_fd};
+  if (stdin_fd >= 0) {
+    options.before_exec = [stdin_fd]() -> std::optional<ChildFailure> {
+      if (::dup2(stdin_fd, 0) != 0) return ChildFailure{ChildStage::kExec, errno};
+      return std::nullopt;
+    };
+  }
   args.insert(args.begin(), "--git-dir=/proc/self/fd/" + std::to_string(host_git_fd));
   return RunHostGit({}, args, options, what);
 }
@@ -353,18 +359,9 @@ Result<std::map<std::string, std::string>> HostObjectTypes(int host_git_fd,
   if (::lseek(input.Get(), 0, SEEK_SET) != 0) {
     return Fail(ErrorKind::kInternal, "rewinding the object ids failed");
   }
-  CaptureOptions options;
-  options.timeout = std::chrono::seconds(20);
-  options.max_capture = ids.size() * 96 + 64;
-  options.keep_fds = {host_git_fd};
-  const int stdin_fd = input.Get();
-  options.before_exec = [stdin_fd]() -> std::optional<ChildFailure> {
-    if (::dup2(stdin_fd, 0) != 0) return ChildFailure{ChildStage::kExec, errno};
-    return std::nullopt;
-  };
-  Result<CapturedRun> run = RunHostGit(
-      {}, {"--git-dir=/proc/self/fd/" + std::to_string(host_git_fd), "cat-file", "--batch-check"},
-      options, "read the objects' types");
+  Result<CapturedRun> run =
+      RunOnHostRepository(host_git_fd, {"cat-file", "--batch-check"}, std::chrono::seconds(20),
+                          ids.size() * 96 + 64, "read the objects' types", input.Get());
   if (!run) return Propagate(run);
   if (!run->Succeeded()) {
     return Fail(ErrorKind::kPolicyDenied,

@@ -633,26 +633,21 @@ Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
       return false;
     }
   }
-  if (*parent) {
+  // Removes `file` of `dir` when it is a regular file (never a link or a directory).
+  auto unlink_file = [](int dir, const std::string& file) {
     struct stat st {};
-    if (::fstatat((**parent).Get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISREG(st.st_mode)) {
-      ::unlinkat((**parent).Get(), leaf.c_str(), 0);
+    if (::fstatat(dir, file.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+      ::unlinkat(dir, file.c_str(), 0);
     }
-  }
+  };
+  if (*parent) unlink_file((**parent).Get(), leaf);
   unlock();
   // Its log goes with it, as git's does: one left behind made the person's later branch
   // `X/...` fail ("Not a directory"), or showed a dropped stash again (outside review 15).
   std::string log_leaf;
   Result<std::optional<UniqueFd>> log_dir =
       ParentDir(host_git_fd, "logs/" + name, false, log_leaf, owner);
-  if (log_dir && *log_dir) {
-    struct stat st {};
-    if (::fstatat((**log_dir).Get(), log_leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISREG(st.st_mode)) {
-      ::unlinkat((**log_dir).Get(), log_leaf.c_str(), 0);
-    }
-  }
+  if (log_dir && *log_dir) unlink_file((**log_dir).Get(), log_leaf);
   return true;
 }
 
@@ -1305,7 +1300,7 @@ std::optional<std::string> IndexForHost(std::string_view index,
     if (auto was = before.find(e.path); was != before.end() && was->second.fixed == e.fixed) {
       continue;
     }
-    if (changed != nullptr && e.fixed.size() >= kIndexStatBytes + hash_size) {
+    if (changed != nullptr && (e.mode & 0170000) != 0160000) {
       changed->push_back(
           IndexObject{e.path, e.mode, HexEncode(e.fixed.substr(kIndexStatBytes, hash_size))});
     }
@@ -2015,25 +2010,22 @@ bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex sta
   return true;
 }
 
-// Why the index's new entries (`changed`) cannot go to the host, or nullopt: each names an
-// object the host has (`objects_fd`, its .git) of the type its mode needs, a blob for a file or
-// a link (gitlinks name commits of another repository). `git update-index --cacheinfo` takes
+// Why the index's new entries (`changed`, gitlinks left out by IndexForHost) cannot go to the
+// host, or nullopt: each names an object the host has (`objects_fd`, its .git) of the type its
+// mode needs, a blob for a file or a link. `git update-index --cacheinfo` takes
 // any id: an entry naming a commit made the person's `git gc` fail and their next commit
 // record a tree servers refuse, one naming a missing object failed their commit, stash and
 // reset (outside review 15). One run of the host's git asks for every id.
 std::optional<std::string> IndexObjectRefusal(int objects_fd,
                                               const std::vector<IndexObject>& changed) {
+  if (changed.empty()) return std::nullopt;
   std::vector<std::string> ids;
-  for (const IndexObject& e : changed) {
-    if ((e.mode & 0170000) != 0160000) ids.push_back(e.id);
-  }
-  if (ids.empty()) return std::nullopt;
+  for (const IndexObject& e : changed) ids.push_back(e.id);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   Result<std::map<std::string, std::string>> types = HostObjectTypes(objects_fd, ids);
   if (!types) return types.error().message + "; not written now";
   for (const IndexObject& e : changed) {
-    if ((e.mode & 0170000) == 0160000) continue;
     auto it = types->find(e.id);
     const std::string type = it == types->end() ? "missing" : it->second;
     if (type == "blob") continue;

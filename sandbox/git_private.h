@@ -180,8 +180,9 @@ struct IndexGitlinks {
 // seeing the file). What is kept is the entries alone: every extension (the cache-tree, the
 // untracked cache, resolve-undo) is a cache git rebuilds, and a cache-tree naming another tree
 // made the person's `git commit` record the session's tree. The checksum is computed again.
-// `changed`, when given, gets the entries `before` did not hold byte for byte: the objects the
-// host must have, with the types their modes need (CopyBackIndex asks the host's git).
+// `changed`, when given, gets the entries `before` did not hold byte for byte but gitlinks
+// (which name commits of another repository): the objects the host must have, with the types
+// their modes need (CopyBackIndex asks the host's git).
 struct IndexObject {
   std::string path;
   uint32_t mode = 0;
