@@ -363,15 +363,10 @@ TEST(Review12ExitDrainTest, TheLastLineBeforeAnExitIsKept) {
   ASSERT_FALSE(session.empty());
   // The client waits as long as the send may take: under ASan on a busy machine the decoding
   // alone took over the default 60 s hang guard.
-  Json reply =
-      client.Call("terminal_send",
-                  Json{{"sessionId", session},
-                       {"input",
-                        "printf '\\033[?1049h'; head -c 4000 /dev/zero | tr '\\0' '\\n'; printf "
-                        "'\\033[?1049l'; echo LAST-$((6*7)); exit 7\n"},
-                       {"timeoutMs", 180000}},
-                  std::chrono::seconds(240));
-  Json r = reply.contains("result") ? reply["result"] : reply;
+  Json r = Send(client, session,
+                "printf '\\033[?1049h'; head -c 4000 /dev/zero | tr '\\0' '\\n'; printf "
+                "'\\033[?1049l'; echo LAST-$((6*7)); exit 7\n",
+                Json{{"timeoutMs", 180000}}, std::chrono::seconds(240));
   ASSERT_EQ(r["waitReason"], "session_exit") << r.dump().substr(0, 500);
   EXPECT_EQ(r["sessionStatus"]["exitCode"], 7) << r.dump().substr(0, 500);
   const std::string text = r["viewport"].is_string() ? r["viewport"].get<std::string>() : "";

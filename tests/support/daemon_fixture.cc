@@ -254,11 +254,12 @@ std::string OpenBashSession(RpcClient& client, const std::string& mode,
   return OpenSession(client, mode, Json{{"env", env}});
 }
 
-Json Send(RpcClient& client, const std::string& session, const std::string& input, Json extra) {
+Json Send(RpcClient& client, const std::string& session, const std::string& input, Json extra,
+          std::chrono::seconds guard) {
   Json params = extra;
   params["sessionId"] = session;
   params["input"] = input;
-  Json reply = client.Call("terminal_send", params);
+  Json reply = client.Call("terminal_send", params, guard);
   if (reply.contains("result")) return reply["result"];
   return reply;
 }

@@ -126,8 +126,9 @@ class SharedDaemonModeTest : public ::testing::TestWithParam<std::string> {
   inline static Daemon* daemon_ = nullptr;
   RpcClient client_{daemon_->socket()};
 };
-// terminal_send in the foreground; returns the result object (or the error response).
+// terminal_send in the foreground; returns the result object (or the error response). `guard`:
+// how long the client waits for the answer (a send given a long timeoutMs needs a longer one).
 Json Send(RpcClient& client, const std::string& session, const std::string& input,
-          Json extra = Json::object());
+          Json extra = Json::object(), std::chrono::seconds guard = std::chrono::seconds(60));
 
 }  // namespace ptybox::testing
