@@ -1180,7 +1180,8 @@ void ShellBackend::OnClaimWalked(uint64_t id, std::optional<std::string> refused
                                         *refused
                                   : "it changed while its claim was checked";
   LogInfo("warm pool: a pre-started shell was not used: " + why);
-  claim.shell->Discard(why, [] {});
+  // Through the pool: the daemon's shutdown waits until this shell's processes are gone too.
+  pool_->DiscardClaimed(std::move(claim.shell), why);
   if (claim.pending->canceled) {
     asio::post(io_, [pending = claim.pending, done = std::move(claim.done)] {
       done(std::unexpected(Error{ErrorKind::kCanceled, *pending->canceled}));

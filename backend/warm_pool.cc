@@ -156,7 +156,15 @@ void WarmPool::Discard(Iterator entry, const std::string& reason) {
   if (entry->expiry) asio::post(io_, [timer = std::move(entry->expiry)] {});
   entries_.erase(entry);
   ++discarded_;
-  if (!shell) return;
+  if (shell) End(std::move(shell), reason);
+}
+
+void WarmPool::DiscardClaimed(std::shared_ptr<PooledShell> shell, const std::string& reason) {
+  ++discarded_;
+  End(std::move(shell), reason);
+}
+
+void WarmPool::End(std::shared_ptr<PooledShell> shell, const std::string& reason) {
   LogDebug("warm pool: discarding a pooled shell: " + reason);
   ++discarding_;
   std::weak_ptr<WarmPool> weak = weak_from_this();

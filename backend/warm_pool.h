@@ -82,7 +82,11 @@ class WarmPool final : public std::enable_shared_from_this<WarmPool> {
   // the key's shells),
   // within the key bound and the headroom. Starts at most what is missing; never waits.
   void Refill(const SpawnSpec& spec);
-  // Ends every shell and refuses refills from now on; `done` once none is left.
+  // Ends a shell that Claim handed out but that its open did not take (its claim's check
+  // refused it, or the open was canceled meanwhile). Drain awaits it like the pool's own.
+  void DiscardClaimed(std::shared_ptr<PooledShell> shell, const std::string& reason);
+  // Ends every shell and refuses refills from now on; `done` once none is left, including those
+  // given to DiscardClaimed.
   void Drain(std::function<void()> done);
 
   struct Counters {
@@ -110,6 +114,8 @@ class WarmPool final : public std::enable_shared_from_this<WarmPool> {
   void DiscardStale(const PoolKey& key);
   void OnSettled(uint64_t id, bool ok);
   void Discard(Iterator entry, const std::string& reason);
+  // Ends one shell and counts it in discarding_ until its processes are gone.
+  void End(std::shared_ptr<PooledShell> shell, const std::string& reason);
   void Touch(const PoolKey& key);
   void EvictKeysBeyond(size_t keep, const PoolKey& keep_key);
   void MaybeFinishDrain();

@@ -253,5 +253,30 @@ TEST_F(WarmPoolTest, DrainEndsEverythingAndRefusesRefills) {
   EXPECT_EQ(pool->Claim(Spec("/w")), nullptr);
 }
 
+// A claimed shell that its open did not take (its claim's check refused it, or the open was
+// canceled) is ended through the pool, and the daemon's shutdown waits for it: before, the
+// shutdown could finish while that shell still closed, and its session outlived the reactor.
+TEST_F(WarmPoolTest, DrainAwaitsAClaimedShellThatWasNotTaken) {
+  auto pool = MakePool();
+  pool->Refill(Spec("/w"));
+  Settle(0, true);
+  std::shared_ptr<PooledShell> claimed = pool->Claim(Spec("/w"));
+  ASSERT_EQ(claimed, started[0]);
+  pool->DiscardClaimed(std::move(claimed), "it changed while its claim was checked");
+  EXPECT_TRUE(started[0]->discarded);
+  EXPECT_EQ(started[0]->discard_reason, "it changed while its claim was checked");
+  EXPECT_EQ(pool->counters().discarding, 1u);
+  bool drained = false;
+  pool->Drain([&] { drained = true; });
+  io.restart();
+  io.poll();
+  EXPECT_FALSE(drained) << "the claimed shell's processes are not gone yet";
+  started[0]->discard_done();
+  io.restart();
+  io.poll();
+  EXPECT_TRUE(drained);
+  EXPECT_EQ(pool->counters().discarding, 0u);
+}
+
 }  // namespace
 }  // namespace ptybox::backend

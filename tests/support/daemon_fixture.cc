@@ -173,6 +173,33 @@ Daemon::Daemon(Options options, const std::filesystem::path& socket) {
   }
 }
 
+namespace {
+
+// What a sanitizer build's daemon wrote to its report files (ASAN_OPTIONS' and UBSAN_OPTIONS'
+// `log_path`, scripts/test-sanitized.sh): empty outside such a run or when it reported nothing.
+// The daemon's exit status alone does not name a leak found at its exit, and the file names the
+// process only by pid; checked here, the test that ran the daemon fails and shows the report.
+std::string SanitizerReportOf(pid_t pid) {
+  std::string report;
+  for (const char* variable : {"ASAN_OPTIONS", "UBSAN_OPTIONS"}) {
+    const char* options = ::getenv(variable);
+    if (options == nullptr) continue;
+    const std::string text = options;
+    const size_t at = text.find("log_path=");
+    if (at == std::string::npos) continue;
+    const size_t from = at + std::strlen("log_path=");
+    const std::string path =
+        text.substr(from, text.find(':', from) - from) + "." + std::to_string(pid);
+    if (!std::filesystem::exists(path)) continue;
+    std::string head = ReadFile(path);
+    if (head.size() > 6000) head = head.substr(0, 6000) + "\n[...]";
+    report += "=== " + path + "\n" + head;
+  }
+  return report;
+}
+
+}  // namespace
+
 Daemon::~Daemon() {
   if (pid_ > 0) Stop(SIGTERM);
 }
@@ -190,6 +217,9 @@ int Daemon::Stop(int signal) {
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (std::string report = SanitizerReportOf(pid_); !report.empty()) {
+    ADD_FAILURE() << "ptybox serve (pid " << pid_ << ") left a sanitizer report:\n" << report;
   }
   pid_ = -1;
   return status;
