@@ -427,4 +427,41 @@ Result<std::optional<std::string>> CommitAddsGitlink(int host_git_fd, std::strin
   return std::optional<std::string>();
 }
 
+Result<std::vector<std::string>> ObjectsNoHostRefReaches(int host_git_fd, std::string_view tip,
+                                                         std::chrono::milliseconds timeout,
+                                                         bool& timed_out) {
+  timed_out = false;
+  const size_t max_capture = kGitObjectsNewAtTipMax * 65 + 1;
+  Result<CapturedRun> run = RunOnHostRepository(
+      host_git_fd,
+      {"rev-list", "--objects", "--no-object-names", std::string(tip), "--not", "--all"}, timeout,
+      max_capture, "list the objects a ref makes reachable");
+  if (!run) return Propagate(run);
+  if (run->timed_out) {
+    timed_out = true;
+    return Fail(ErrorKind::kPolicyDenied, "the host's git could not list its new objects within " +
+                                              std::to_string(timeout.count() / 1000) + " s");
+  }
+  if (!run->Succeeded()) {
+    return Fail(ErrorKind::kPolicyDenied,
+                "the host's git could not list the objects it makes reachable" + GitSaid(*run));
+  }
+  std::vector<std::string> ids;
+  std::string_view rest(run->out);
+  for (size_t end; !rest.empty();
+       rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1)) {
+    end = rest.find('\n');
+    const std::string_view line = rest.substr(0, end);
+    if (line.empty()) continue;
+    if (ids.size() == kGitObjectsNewAtTipMax || run->out.size() >= max_capture) {
+      return Fail(ErrorKind::kPolicyDenied,
+                  "it makes more than " + std::to_string(kGitObjectsNewAtTipMax) +
+                      " objects reachable that no ref of the host's reaches; make that branch "
+                      "on the host");
+    }
+    ids.emplace_back(line.substr(0, line.find(' ')));
+  }
+  return ids;
+}
+
 }  // namespace ptybox::sandbox

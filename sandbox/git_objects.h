@@ -55,6 +55,14 @@ inline constexpr uint64_t kGitInflateBudget = 1ull << 30;
 [[nodiscard]] Result<std::optional<std::string>> CommitAddsGitlink(
     int host_git_fd, std::string_view tip, std::chrono::milliseconds timeout, bool& timed_out);
 
+// The objects reachable from `tip` and from none of the host's refs (`git rev-list --objects
+// <tip> --not --all` of the host's .git): what a ref to `tip` makes reachable there, tip
+// included. An error when the host's git cannot list them (an object missing), or when they are
+// more than kGitObjectsNewAtTipMax; `timed_out` set when it ran past `timeout`.
+inline constexpr size_t kGitObjectsNewAtTipMax = 100'000;
+[[nodiscard]] Result<std::vector<std::string>> ObjectsNoHostRefReaches(
+    int host_git_fd, std::string_view tip, std::chrono::milliseconds timeout, bool& timed_out);
+
 // The size of the host repository's object ids, from its own configuration (`git rev-parse
 // --show-object-format`): 20 (sha1) or 32 (sha256). An empty repository has no id to tell by.
 [[nodiscard]] Result<size_t> HostHashSize(int host_git_fd);

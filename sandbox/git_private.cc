@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <set>
 #include <unordered_set>
 
@@ -455,37 +456,72 @@ std::string DropPacked(std::string_view text, const std::string& name) {
   return out;
 }
 
-// Whether the host's object store has object `id` (hex): a loose object, or an entry of one of
-// its packs' version-2 indexes (fan-out table, then the sorted ids: a binary search by pread).
-// The host's own alternates are not searched: a ref to an object only they hold is left alone.
-Result<bool> HostHasObject(int host_git_fd, const std::string& id) {
-  const size_t raw = id.size() / 2;
-  if (!IsObjectId(id)) return false;
+// Where the host's object store keeps an object: a loose file, or an entry of one of its packs'
+// version-2 indexes (fan-out table, then the sorted ids: a binary search by pread). The indexes
+// are opened once per store, on the first lookup that needs them. The host's own alternates are
+// not searched: a ref to an object only they hold is left alone.
+class HostObjectStore {
+ public:
+  explicit HostObjectStore(int host_git_fd) : git_(host_git_fd) {}
+  enum class Where { kAbsent, kLoose, kPacked };
+  struct Place {
+    Where where = Where::kAbsent;
+    std::string pack;  // kPacked: the index's file name, pack-<hex>.idx
+  };
+  Result<Place> Find(const std::string& id);
+  // Forgets the indexes read: a repack may have replaced them since.
+  void Forget() { packs_.reset(); }
+
+ private:
+  struct PackIndex {
+    std::string name;
+    OpenedFile file;
+  };
+  Result<void> OpenPacks();
+  int git_;
+  std::optional<std::vector<PackIndex>> packs_;
+};
+
+Result<void> HostObjectStore::OpenPacks() {
+  packs_.emplace();
+  Result<std::optional<UniqueFd>> dir = OpenDir(git_, "objects/pack");
+  if (!dir) return Propagate(dir);
+  if (!*dir) return {};
+  Result<std::vector<DirEntry>> entries = List((*dir)->Get(), "objects/pack");
+  if (!entries) return Propagate(entries);
+  for (const DirEntry& e : *entries) {
+    if (e.type != S_IFREG || !e.name.ends_with(".idx") || !ValidPackFile(e.name)) continue;
+    Result<std::optional<OpenedFile>> idx =
+        OpenRegular((*dir)->Get(), e.name, kGitObjectFileMax, false);
+    if (idx && *idx) packs_->push_back(PackIndex{e.name, std::move(**idx)});
+  }
+  return {};
+}
+
+Result<HostObjectStore::Place> HostObjectStore::Find(const std::string& id) {
+  if (!IsObjectId(id)) return Place{};
   const std::string loose = "objects/" + id.substr(0, 2) + "/" + id.substr(2);
-  Result<std::optional<OpenedFile>> file =
-      OpenRegular(host_git_fd, loose, kGitObjectFileMax, false);
-  if (file && *file) return true;
+  Result<std::optional<OpenedFile>> file = OpenRegular(git_, loose, kGitObjectFileMax, false);
+  if (file && *file) return Place{Where::kLoose, ""};
+  const size_t raw = id.size() / 2;
   unsigned char want[32];
   auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
   for (size_t i = 0; i < raw; ++i) {
     want[i] = static_cast<unsigned char>(nibble(id[2 * i]) * 16 + nibble(id[2 * i + 1]));
   }
-  Result<std::optional<UniqueFd>> packs = OpenDir(host_git_fd, "objects/pack");
-  if (!packs) return Propagate(packs);
-  if (!*packs) return false;
-  Result<std::vector<DirEntry>> entries = List((*packs)->Get(), "objects/pack");
-  if (!entries) return Propagate(entries);
-  for (const DirEntry& e : *entries) {
-    if (e.type != S_IFREG || !e.name.ends_with(".idx") || !ValidPackFile(e.name)) continue;
-    Result<std::optional<OpenedFile>> idx =
-        OpenRegular((*packs)->Get(), e.name, kGitObjectFileMax, false);
-    if (!idx || !*idx) continue;
-    const int fd = (*idx)->fd.Get();
+  if (!packs_) {
+    if (Result<void> opened = OpenPacks(); !opened) {
+      packs_.reset();
+      return Propagate(opened);
+    }
+  }
+  auto be32 = [](const unsigned char* b) {
+    return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
+  };
+  for (const PackIndex& pack : *packs_) {
+    const int fd = pack.file.fd.Get();
     unsigned char header[8];
     if (::pread(fd, header, 8, 0) != 8 || std::memcmp(header, "\377tOc\0\0\0\2", 8) != 0) continue;
-    auto be32 = [](const unsigned char* b) {
-      return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
-    };
     unsigned char fan[8];
     const uint32_t first = want[0];
     if (first == 0) {
@@ -499,7 +535,7 @@ Result<bool> HostHasObject(int host_git_fd, const std::string& id) {
     unsigned char total_bytes[4];
     if (::pread(fd, total_bytes, 4, 8 + 4 * 255) != 4) continue;
     const uint64_t total = be32(total_bytes);
-    if (hi > total || lo > hi || 8 + 1024 + total * raw > (*idx)->size) continue;
+    if (hi > total || lo > hi || 8 + 1024 + total * raw > pack.file.size) continue;
     while (lo < hi) {
       const uint32_t mid = lo + (hi - lo) / 2;
       unsigned char name[32];
@@ -508,7 +544,7 @@ Result<bool> HostHasObject(int host_git_fd, const std::string& id) {
         break;
       }
       const int order = std::memcmp(name, want, raw);
-      if (order == 0) return true;
+      if (order == 0) return Place{Where::kPacked, pack.name};
       if (order < 0) {
         lo = mid + 1;
       } else {
@@ -516,7 +552,81 @@ Result<bool> HostHasObject(int host_git_fd, const std::string& id) {
       }
     }
   }
-  return false;
+  return Place{};
+}
+
+// Whether the host's object store has object `id` (hex) (HostObjectStore).
+Result<bool> HostHasObject(int host_git_fd, const std::string& id) {
+  HostObjectStore store(host_git_fd);
+  Result<HostObjectStore::Place> place = store.Find(id);
+  if (!place) return Propagate(place);
+  return place->where != HostObjectStore::Where::kAbsent;
+}
+
+// Sets the modification time of the host's object `relative` (a loose object or a pack beneath
+// the host's .git) to now, as git does when it would write an object it already has; false when
+// it is gone.
+Result<bool> TouchHostObjectFile(int host_git_fd, const std::string& relative) {
+  Result<std::optional<OpenedFile>> file =
+      OpenRegular(host_git_fd, relative, std::numeric_limits<uint64_t>::max(), false);
+  if (!file) return Propagate(file);
+  if (!*file) return false;
+  // An ordinary user's daemon may not touch another user's object in a shared repository; git's
+  // own freshen gives up there too (it writes a copy instead), and the ref is kept as before.
+  if (::futimens((*file)->fd.Get(), nullptr) != 0 && errno != EPERM && errno != EACCES) {
+    return std::unexpected(Errno("futimens", relative));
+  }
+  return true;
+}
+
+// Makes the host's objects `ids` recent for the person's own `git prune --expire` and `git repack
+// -A` (what `git gc` runs), before a ref or index that names them is written: a prune that read
+// the refs before that write keeps every object whose time is past its expiry, and checks the
+// time just before it deletes (outside review 15: a branch revived on a month-old unreachable
+// commit named a commit the person's prune then deleted). Loose objects get their own time, a
+// packed one its pack's, as git freshens them. Then each is looked for again, so one pruned
+// before it was touched is seen. Nullopt, or why the objects cannot be kept now.
+Result<std::optional<std::string>> FreshenHostObjects(int host_git_fd,
+                                                      const std::vector<std::string>& ids) {
+  HostObjectStore store(host_git_fd);
+  std::set<std::string> packs;
+  for (const std::string& id : ids) {
+    Result<HostObjectStore::Place> place = store.Find(id);
+    if (!place) return Propagate(place);
+    if (place->where == HostObjectStore::Where::kLoose) {
+      Result<bool> touched =
+          TouchHostObjectFile(host_git_fd, "objects/" + id.substr(0, 2) + "/" + id.substr(2));
+      if (!touched) return Propagate(touched);
+      if (*touched) continue;
+      store.Forget();  // gone since: pruned, or packed by a repack
+      place = store.Find(id);
+      if (!place) return Propagate(place);
+    }
+    if (place->where == HostObjectStore::Where::kPacked) {
+      packs.insert(place->pack.substr(0, place->pack.size() - 4) + ".pack");
+      continue;
+    }
+    if (place->where == HostObjectStore::Where::kAbsent) {
+      return std::optional<std::string>("its object " + id +
+                                        " is not in the host's objects (a prune of the "
+                                        "person's may have removed it)");
+    }
+  }
+  for (const std::string& pack : packs) {
+    Result<bool> touched = TouchHostObjectFile(host_git_fd, "objects/pack/" + pack);
+    if (!touched) return Propagate(touched);
+  }
+  store.Forget();
+  for (const std::string& id : ids) {
+    Result<HostObjectStore::Place> place = store.Find(id);
+    if (!place) return Propagate(place);
+    if (place->where == HostObjectStore::Where::kAbsent) {
+      return std::optional<std::string>("its object " + id +
+                                        " left the host's objects while it was kept (a prune "
+                                        "or repack of the person's)");
+    }
+  }
+  return std::optional<std::string>();
 }
 
 // Whether a version-2 pack index (`idx`, held in memory) names no object the host already has
@@ -1723,6 +1833,20 @@ TipCheck CheckTip(int host_git_fd, const std::string& id, bool commit_only, GitS
                   ": the host's git would run git in that directory once checked out; add "
                   "submodules from the host. Left as it is");
   }
+  // What the ref brings that no ref of the host's reaches is made recent before the ref is
+  // written (FreshenHostObjects). Not remembered when refused: a later copy-back may find it.
+  const auto after = std::chrono::duration_cast<std::chrono::milliseconds>(
+      snapshot.tip_checks_until - std::chrono::steady_clock::now());
+  if (after.count() <= 0) return {TipCheck::Verdict::kLater, ""};
+  Result<std::vector<std::string>> fresh = ObjectsNoHostRefReaches(
+      host_git_fd, id, std::min<std::chrono::milliseconds>(after, kGitTipCheckMax), timed_out);
+  if (!fresh) {
+    if (timed_out && after < kGitTipCheckMax) return {TipCheck::Verdict::kLater, ""};
+    return {TipCheck::Verdict::kRefuse, fresh.error().message + "; left as it is"};
+  }
+  Result<std::optional<std::string>> kept = FreshenHostObjects(host_git_fd, *fresh);
+  if (!kept) return {TipCheck::Verdict::kRefuse, kept.error().Describe() + "; left as it is"};
+  if (*kept) return {TipCheck::Verdict::kRefuse, **kept + "; left as it is"};
   return {};
 }
 
@@ -2034,6 +2158,10 @@ std::optional<std::string> IndexObjectRefusal(int objects_fd,
                               : ", a " + type + ", where its mode needs a blob") +
            " (git stages no such entry; `git update-index --cacheinfo` does)";
   }
+  // An entry may name an old blob no ref reaches: kept from the person's prune as a ref's are.
+  Result<std::optional<std::string>> kept = FreshenHostObjects(objects_fd, ids);
+  if (!kept) return kept.error().Describe() + "; not written now";
+  if (*kept) return **kept + "; not written now";
   return std::nullopt;
 }
 

@@ -14,9 +14,9 @@
 //    `git pack-refs` of the person's (what every `git gc --auto` runs) that lands between the
 //    read and the lock is undone, and the branches it packed (their loose files already pruned)
 //    are lost. The session only has to delete branches it made while the person packs.
-//  - (not here: a ref that comes back onto an old unreachable commit the host has, written while
-//    the person's `git prune` runs, can name a commit that prune then deletes; the review's test
-//    of it is described in docs/security.md, an open finding);
+//  - a ref that comes back onto an old unreachable commit the host has, written while the
+//    person's `git prune` runs, named a commit that prune then deleted (the copy-back now makes
+//    what the ref brings recent first, FreshenHostObjects);
 //  - a ref the session made and then deleted leaves its reflog on the host (git deletes a ref's
 //    log with the ref; UpdateHostRef never does): the person's later `git branch <name>/x`
 //    fails ("unable to append to .git/logs/refs/heads/<name>/x: Not a directory"), and their own
@@ -296,6 +296,99 @@ TEST(GitReview8AttackTest, ABranchThePersonHasCheckedOutIsNeverDeleted) {
       << "the branch the person has checked out was deleted under them\n"
       << daemon.Log();
   EXPECT_NE(Line(parents.out), "1") << "the person's next commit is a root commit (no parent)";
+}
+
+// The person deleted a branch `old` long ago (`git branch -D` drops its reflog too): its 64
+// commits are unreachable loose objects, a month old. The session, which sees the host's
+// objects, makes 64 branches keep-NN on them (a deleted branch revived: an ordinary thing).
+// The copy-back writes each ref once HostHasObject says the commit is there, and leaves the
+// object's mtime a month old. Meanwhile the person's `git gc` runs `git prune --expire
+// 2.weeks.ago`, which read the refs before the branch was written: it deletes the commit the
+// branch now names. Afterwards branches name missing commits: `git fsck` fails, `git log
+// keep-NN` fails, `git gc` fails.
+TEST(GitReview8AttackTest, ARevivedCommitIsNeverPrunedUnderTheBranchThatNamesIt) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  ASSERT_EQ(HostGit(ws, {"checkout", "-q", "-b", "old"}).exit_code, 0);
+  for (int i = 0; i < 64; ++i) {
+    std::ofstream(ws / "a.txt", std::ios::app) << "old " << i << "\n";
+    ASSERT_EQ(HostGit(ws, {"commit", "-q", "-a", "-m", "old " + std::to_string(i)}).exit_code, 0);
+  }
+  ASSERT_EQ(HostGit(ws, {"checkout", "-q", "main"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"branch", "-q", "-D", "old"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"reflog", "expire", "--expire=now", "--all"}).exit_code, 0);
+  // And what any repository that has not been gc'd for a while holds: other unreachable loose
+  // objects (30,000 small blobs here), which make the person's prune take about a second.
+  ASSERT_EQ(
+      sandbox::testing::RunProcess({"/usr/bin/python3", "-c",
+                                    "import hashlib, os, sys, zlib\n"
+                                    "d = sys.argv[1]\n"
+                                    "for i in range(30000):\n"
+                                    "    body = b'junk %d\\n' % i\n"
+                                    "    raw = b'blob %d\\0' % len(body) + body\n"
+                                    "    h = hashlib.sha1(raw).hexdigest()\n"
+                                    "    os.makedirs(os.path.join(d, h[:2]), exist_ok=True)\n"
+                                    "    with open(os.path.join(d, h[:2], h[2:]), 'wb') as f:\n"
+                                    "        f.write(zlib.compress(raw))\n",
+                                    (ws / ".git" / "objects").string()})
+          .exit_code,
+      0);
+  const auto month_ago = fs::file_time_type::clock::now() - std::chrono::hours(24 * 30);
+  for (const auto& entry : fs::recursive_directory_iterator(ws / ".git" / "objects")) {
+    if (entry.is_regular_file()) fs::last_write_time(entry.path(), month_ago);
+  }
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  // The unreachable commits, as the session finds them (oldest first), one branch each; then a
+  // mark in the workspace, and the send ends a moment later (its copy-back follows).
+  const std::string work =
+      "n=0; for c in $(git fsck --unreachable --no-reflogs 2>/dev/null | "
+      "awk '$2==\"commit\"{print $3}' | xargs git rev-list --no-walk --reverse "
+      "--date-order); do git branch keep-$(printf %02d $n) $c; n=$((n+1)); done; "
+      "touch .escape/ready; echo made $n";
+  // The person's `git gc` prunes (what it runs: --expire 2.weeks.ago) from the moment the
+  // session's branches exist in its private copy.
+  std::atomic<bool> stop{false};
+  int prunes = 0;
+  std::thread person([&] {
+    while (!stop.load() && !fs::exists(ws / ".escape" / "ready")) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    while (!stop.load()) {
+      HostGit(ws, {"prune", "--expire", "2.weeks.ago"});
+      ++prunes;
+    }
+  });
+  Observed made = RunInSession(client, id, "workspace-write", "revive", work);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  stop = true;
+  person.join();
+  std::cout << "  observed " << made.Show() << "\n";
+  EXPECT_TRUE(made.Says("made 64")) << made.Show();
+  const std::string refs =
+      HostGit(ws, {"for-each-ref", "--format=%(refname:short)", "refs/heads/keep-*"}).out;
+  std::string dangling;
+  size_t count = 0;
+  for (size_t start = 0, end; (end = refs.find('\n', start)) != std::string::npos;
+       start = end + 1) {
+    const std::string name = refs.substr(start, end - start);
+    ++count;
+    if (HostGit(ws, {"cat-file", "-e", name + "^{commit}"}).exit_code != 0) {
+      dangling += " " + name;
+    }
+  }
+  const auto fsck = HostGit(ws, {"fsck"});
+  std::cout << "  " << prunes << " prunes; the host has " << count
+            << " keep-* branches; naming a missing commit:" << dangling << "; git fsck "
+            << fsck.exit_code << "\n";
+  EXPECT_TRUE(dangling.empty()) << "the person's prune deleted the commits of branches the "
+                                   "copy-back wrote:"
+                                << dangling << "\n"
+                                << fsck.err.substr(0, 1000);
+  // Nor their trees and blobs: what a branch names is whole.
+  EXPECT_EQ(fsck.exit_code, 0) << fsck.err.substr(0, 1000);
 }
 
 }  // namespace
