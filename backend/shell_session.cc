@@ -1139,6 +1139,13 @@ struct ShellBackend::PendingClaim {
 ShellBackend::~ShellBackend() = default;
 
 std::shared_ptr<PendingSpawn> ShellBackend::Spawn(SpawnSpec spec, SpawnCallback done) {
+  if (shut_down_) {
+    // Nothing started now would be awaited by the shutdown: refused, answered off this call.
+    asio::post(io_, [done = std::move(done)] {
+      done(Fail(ErrorKind::kClosed, "the daemon is shutting down; no shell starts any more"));
+    });
+    return std::make_shared<ClaimedPendingSpawn>();
+  }
   std::shared_ptr<PooledShell> claimed = pool_->Claim(spec);
   if (!claimed) return SpawnCold(std::move(spec), std::move(done));
   auto pooled = std::static_pointer_cast<PooledShellSession>(claimed);
@@ -1209,6 +1216,9 @@ std::shared_ptr<PendingSpawn> ShellBackend::SpawnCold(SpawnSpec spec, SpawnCallb
   return pending;
 }
 
-void ShellBackend::Shutdown(std::function<void()> done) { pool_->Drain(std::move(done)); }
+void ShellBackend::Shutdown(std::function<void()> done) {
+  shut_down_ = true;
+  pool_->Drain(std::move(done));
+}
 
 }  // namespace ptybox::backend

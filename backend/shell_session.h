@@ -283,6 +283,8 @@ class ShellBackend final : public Backend {
   // Claims whose walk runs off the reactor, by id (the walk's result carries only the id).
   std::map<uint64_t, std::unique_ptr<PendingClaim>> claims_;
   uint64_t next_claim_ = 1;
+  // Shutdown was called: Spawn refuses (the pool's drain would not await a shell started now).
+  bool shut_down_ = false;
   OffReactor off_reactor_;
 };
 

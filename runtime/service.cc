@@ -129,6 +129,13 @@ std::string PtyService::AvailableTypes() const {
 
 Result<backend::Backend*> PtyService::Admit(Owner& owner, OpenParams& params,
                                             backend::SpawnSpec& spec, OpenInFlight& open) {
+  // A request read before the connection closed, or after the daemon began to stop, opens
+  // nothing: nobody would own the shell, and the shutdown would not await it.
+  if (stopping_ || owner.closed()) {
+    return Fail(ErrorKind::kClosed,
+                stopping_ ? "the daemon is shutting down; open the session on a running daemon"
+                          : "this connection is closing; open the session on a new connection");
+  }
   auto backend = backends_.find(params.type);
   if (backend == backends_.end()) {
     return Fail(ErrorKind::kInvalidParams,
@@ -702,6 +709,7 @@ void PtyService::CloseOwner(const std::shared_ptr<Owner>& owner, std::function<v
 }
 
 void PtyService::Shutdown(std::function<void()> done) {
+  stopping_ = true;
   // Then the backends' pre-started shells: nothing of the daemon outlives it.
   done = [this, done = std::move(done)] {
     std::function<void()> one_done = Countdown(backends_.size(), std::move(done));

@@ -267,6 +267,8 @@ class PtyService final {
   Result<WatchEntry*> OwnWatch(Owner& watcher, uint64_t watch_id);
   uint64_t next_watch_ = 1;
   std::shared_ptr<AuditSink> audit_;  // never null (NoAudit())
+  // Shutdown began: no open is admitted any more (the backends' drain follows the owners').
+  bool stopping_ = false;
 };
 
 }  // namespace ptybox::runtime

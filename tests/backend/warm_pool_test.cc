@@ -1,13 +1,17 @@
 // The warm pool's state machine against fake shells: what is claimed, what is discarded and
-// why, bounds, drain. The real shells are tested through the daemon
-// (tests/escape/pool_walls_test.cc).
+// why, bounds, drain; and the shell backend's refusal once shut down. The real shells are tested
+// through the daemon (tests/escape/pool_walls_test.cc).
 #include "backend/warm_pool.h"
 
 #include <gtest/gtest.h>
 
 #include <asio/io_context.hpp>
 #include <memory>
+#include <optional>
 #include <vector>
+
+#include "backend/child_reaper.h"
+#include "backend/shell_session.h"
 
 namespace ptybox::backend {
 namespace {
@@ -276,6 +280,28 @@ TEST_F(WarmPoolTest, DrainAwaitsAClaimedShellThatWasNotTaken) {
   io.poll();
   EXPECT_TRUE(drained);
   EXPECT_EQ(pool->counters().discarding, 0u);
+}
+
+// Once the backend's shutdown began, a spawn starts nothing: the pool's drain would not await
+// it and its shell would outlive the reactor.
+TEST(ShellBackendTest, ASpawnAfterShutdownIsRefusedAndStartsNothing) {
+  asio::io_context io;
+  ChildReaper reaper(io);
+  ShellBackend backend(io, reaper, ShellBackendOptions{});
+  bool shut = false;
+  backend.Shutdown([&] { shut = true; });
+  std::optional<Result<std::shared_ptr<BackendSession>>> answer;
+  std::shared_ptr<PendingSpawn> pending =
+      backend.Spawn(SpawnSpec{}, [&](auto spawned) { answer = std::move(spawned); });
+  ASSERT_NE(pending, nullptr);
+  EXPECT_FALSE(answer.has_value()) << "answered off the call, as every spawn is";
+  io.run();
+  EXPECT_TRUE(shut);
+  ASSERT_TRUE(answer.has_value());
+  ASSERT_FALSE(*answer);
+  EXPECT_EQ(answer->error().kind, ErrorKind::kClosed);
+  EXPECT_EQ(answer->error().message, "the daemon is shutting down; no shell starts any more");
+  EXPECT_EQ(backend.pool_counters().discarding, 0u);
 }
 
 }  // namespace

@@ -652,6 +652,45 @@ TEST_F(ServiceTest, ShutdownClosesEveryOwnerThenTheBackends) {
   EXPECT_EQ(service_->session_count(), 0u);
 }
 
+// A request a connection sent before it saw the daemon stop must
+// start nothing: the shutdown would not await the shell, which outlived the reactor.
+TEST_F(ServiceTest, AnOpenReadAfterShutdownBeganStartsNothing) {
+  Start();
+  auto owner = service_->OpenOwner("a");
+  ASSERT_TRUE(Open(owner, std::nullopt, "1"));
+  bool shut = false;
+  service_->Shutdown([&] { shut = true; });
+  auto late = StartOpen(owner, std::nullopt, "2");
+  auto other = service_->OpenOwner("b");
+  auto fresh = StartOpen(other, std::nullopt, "1");
+  Drain();
+  EXPECT_TRUE(shut);
+  EXPECT_EQ(fake_->spawns.size(), 1u) << "only the open before the shutdown spawned";
+  for (const auto& answer : {late, fresh}) {
+    ASSERT_TRUE(answer->has_value());
+    ASSERT_FALSE(**answer);
+    EXPECT_EQ((*answer)->error().kind, ErrorKind::kClosed);
+  }
+  EXPECT_EQ((*late)->error().message,
+            "the daemon is shutting down; open the session on a running daemon");
+  EXPECT_EQ(service_->session_count(), 0u);
+}
+
+TEST_F(ServiceTest, AnOpenOnAClosedOwnerIsRefusedWithItsConnection) {
+  Start();
+  auto owner = service_->OpenOwner("a");
+  bool closed = false;
+  service_->CloseOwner(owner, [&] { closed = true; });
+  Drain();
+  ASSERT_TRUE(closed);
+  Result<OpenResult> late = Open(owner);
+  ASSERT_FALSE(late);
+  EXPECT_EQ(late.error().kind, ErrorKind::kClosed);
+  EXPECT_EQ(late.error().message,
+            "this connection is closing; open the session on a new connection");
+  EXPECT_TRUE(fake_->spawns.empty());
+}
+
 TEST_F(ServiceTest, ClosingAnOwnerWithNothingOpenEndsAtOnce) {
   Start();
   auto owner = service_->OpenOwner("a");
