@@ -14,11 +14,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <limits>
 #include <set>
+#include <thread>
 #include <unordered_set>
 
 #include "common/log.h"
@@ -26,6 +28,7 @@
 #include "common/random.h"
 #include "common/unique_fd.h"
 #include "sandbox/git_objects.h"
+#include "sandbox/git_paths.h"
 #include "sandbox/git_work_dir.h"
 #include "sandbox/path_open.h"
 
@@ -659,6 +662,45 @@ Result<bool> PackIndexNamesNoHostObject(int host_git_fd, std::string_view idx, s
   return true;
 }
 
+// Takes the host's packed-refs.lock as git does (O_EXCL), trying a few times over a short while
+// as git's core.packedRefsTimeout does; nullopt when someone else holds it still. The caller
+// removes it.
+Result<std::optional<UniqueFd>> LockPackedRefs(int host_git_fd) {
+  constexpr int kTries = 5;
+  constexpr auto kPause = std::chrono::milliseconds(20);
+  for (int attempt = 0;; ++attempt) {
+    const int fd = ::openat(host_git_fd, "packed-refs.lock",
+                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) return std::optional<UniqueFd>(UniqueFd(fd));
+    if (errno != EEXIST) return std::unexpected(Errno("openat O_EXCL", "packed-refs.lock"));
+    if (attempt + 1 == kTries) return std::optional<UniqueFd>();
+    std::this_thread::sleep_for(kPause);
+  }
+}
+
+// Replaces the host's packed-refs with `text` while the caller holds packed-refs.lock: written
+// to packed-refs.new (only the lock's holder writes it), made durable, renamed into place.
+Result<void> ReplacePackedRefs(int host_git_fd, std::string_view text,
+                               const std::optional<GitOwner>& owner) {
+  const char* const temp = "packed-refs.new";
+  const int fd =
+      ::openat(host_git_fd, temp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return std::unexpected(Errno("openat", temp));
+  UniqueFd out(fd);
+  auto fail = [&](Error error) -> Result<void> {
+    ::unlinkat(host_git_fd, temp, 0);
+    return std::unexpected(std::move(error));
+  };
+  if (Result<void> chowned = Chown(out.Get(), owner, temp); !chowned) return fail(chowned.error());
+  if (Result<void> wrote = WriteAll(out.Get(), text, temp); !wrote) return fail(wrote.error());
+  if (::fsync(out.Get()) != 0) return fail(Errno("fsync", temp));
+  out.Reset();
+  if (::renameat(host_git_fd, temp, host_git_fd, "packed-refs") != 0) {
+    return fail(Errno("renameat", "packed-refs"));
+  }
+  return {};
+}
+
 // Writes one ref to the host: compare-and-swap against `expected` (nullopt: the host must have
 // none). `value` nullopt deletes it. Returns false on a conflict (`why` says what).
 Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
@@ -713,35 +755,32 @@ Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
     if (!same) return Propagate(same);
     return moved();
   }
-  constexpr int kPackedRefsTries = 5;
-  for (int attempt = 0;; ++attempt) {
-    Result<std::optional<std::string>> packed =
-        ReadFile(host_git_fd, "packed-refs", kGitPackedRefsMax, false);
-    if (!packed) {
-      unlock();
-      return Propagate(packed);
-    }
-    if (!*packed) break;
+  // packed-refs.lock is held from the read of packed-refs until the loose file is gone, whether
+  // or not packed-refs names the ref, as git's deletion holds it: a person's `git pack-refs`
+  // (what gc runs) holds it from reading the loose refs until it commits, and a loose branch it
+  // had read came back packed after the copy-back deleted it (outside review 16). The new
+  // packed-refs is written beside (packed-refs.new, as git's is) so the lock stays held.
+  Result<std::optional<UniqueFd>> packed_lock = LockPackedRefs(host_git_fd);
+  if (!packed_lock || !*packed_lock) {
+    unlock();
+    if (!packed_lock) return Propagate(packed_lock);
+    why = name +
+          ": the host's packed-refs is locked (a git pack-refs or gc of the person's); "
+          "not deleted now";
+    return false;
+  }
+  auto unlock_packed = [&] { ::unlinkat(host_git_fd, "packed-refs.lock", 0); };
+  Result<std::optional<std::string>> packed =
+      ReadFile(host_git_fd, "packed-refs", kGitPackedRefsMax, false);
+  Result<void> rewritten = !packed ? Result<void>(Propagate(packed)) : Result<void>();
+  if (packed && *packed) {
     const std::string dropped = DropPacked(**packed, name);
-    if (dropped == **packed) break;
-    auto still_as_read = [&]() -> Result<bool> {
-      Result<std::optional<std::string>> now =
-          ReadFile(host_git_fd, "packed-refs", kGitPackedRefsMax, false);
-      if (!now) return Propagate(now);
-      return *now == *packed;
-    };
-    Result<bool> wrote = WriteLikeGit(host_git_fd, "packed-refs", {.fd = -1, .data = dropped}, 0644,
-                                      /*replace=*/true, owner, /*durable=*/true, still_as_read);
-    if (!wrote) {
-      unlock();
-      return Propagate(wrote);
-    }
-    if (*wrote) break;
-    if (attempt + 1 == kPackedRefsTries) {
-      unlock();
-      why = name + ": the host's packed-refs kept changing; not deleted now";
-      return false;
-    }
+    if (dropped != **packed) rewritten = ReplacePackedRefs(host_git_fd, dropped, owner);
+  }
+  if (!rewritten) {
+    unlock_packed();
+    unlock();
+    return Propagate(rewritten);
   }
   // Removes `file` of `dir` when it is a regular file (never a link or a directory).
   auto unlink_file = [](int dir, const std::string& file) {
@@ -751,6 +790,7 @@ Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
     }
   };
   if (*parent) unlink_file((**parent).Get(), leaf);
+  unlock_packed();
   unlock();
   // Its log goes with it, as git's does: one left behind made the person's later branch
   // `X/...` fail ("Not a directory"), or showed a dropped stash again (outside review 15).
@@ -1084,16 +1124,10 @@ bool ValidRefName(std::string_view name) {
 
 namespace {
 
-// A path component git refuses to check out (verify_path with core.protectNTFS, the default):
-// `.git` in any case and with trailing dots or spaces, its 8.3 name `git~1`, `.` and `..`.
+// A path component git refuses to check out: `.`, `..`, and `.git` as NTFS or HFS+ read it
+// (sandbox/git_paths.h).
 bool DangerousComponent(std::string_view part) {
-  if (part.empty() || part == "." || part == "..") return true;
-  std::string lower(part);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (lower == "git~1") return true;
-  if (!lower.starts_with(".git")) return false;
-  return std::all_of(lower.begin() + 4, lower.end(), [](char c) { return c == '.' || c == ' '; });
+  return part.empty() || part == "." || part == ".." || GitNamesDotGit(part);
 }
 
 // Why git must not take the path of index entry `n` (mode `mode`) from a session, or nullopt:
@@ -1119,15 +1153,13 @@ std::optional<std::string> IndexPathRefusal(const std::string& path, uint32_t mo
     return "entry `" + path + "` has mode " + std::to_string(mode) +
            ", which git never writes (100644, 100755, 120000 or 160000)";
   }
-  if (type == 0120000) {  // git refuses these as links (verify_path): read as configuration
+  // git refuses these as links (verify_path, fsck): read as configuration, under any name NTFS
+  // or HFS+ reads as theirs.
+  if (type == 0120000) {
     const size_t slash = path.rfind('/');
-    std::string leaf = path.substr(slash == std::string::npos ? 0 : slash + 1);
-    std::transform(leaf.begin(), leaf.end(), leaf.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    for (const char* name : {".gitmodules", ".gitattributes", ".gitignore", ".mailmap"}) {
-      if (leaf == name) {
-        return "entry `" + path + "` is a symbolic link git reads as configuration";
-      }
+    if (GitNamesConfigurationFile(
+            std::string_view(path).substr(slash == std::string::npos ? 0 : slash + 1))) {
+      return "entry `" + path + "` is a symbolic link git reads as configuration";
     }
   }
   return std::nullopt;
@@ -1850,6 +1882,20 @@ TipCheck CheckTip(int host_git_fd, const std::string& id, bool commit_only, GitS
   return {};
 }
 
+// Whether git reads a short name N from $GIT_DIR/N for a ref it writes itself there: HEAD,
+// every *_HEAD (ORIG_HEAD, FETCH_HEAD, MERGE_HEAD, REBASE_HEAD, ...) and the others git
+// documents in gitrevisions(7) and writes during merges, bisects and notes merges.
+bool IsPseudoRefName(std::string_view name) {
+  if (name.empty() || name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_-") != name.npos) {
+    return false;
+  }
+  for (std::string_view known : {"AUTO_MERGE", "BISECT_EXPECTED_REV", "MERGE_AUTOSTASH",
+                                 "NOTES_MERGE_PARTIAL", "NOTES_MERGE_REF"}) {
+    if (name == known) return true;
+  }
+  return name.ends_with("HEAD");
+}
+
 // Why git could read a new branch or tag `name` for something else, or cannot keep it
 // (outside reviews 8 and 10), or nullopt. git resolves a short name N as refs/N, then
 // refs/tags/N, refs/heads/N, refs/remotes/N, refs/remotes/N/HEAD, and only then as an
@@ -1876,6 +1922,13 @@ std::optional<std::string> NewRefNameClash(const std::string& name,
   const bool tag = name.starts_with("refs/tags/");
   if (!tag && !name.starts_with("refs/heads/")) return std::nullopt;
   const std::string short_name = name.substr(tag ? 10 : 11);
+  // git tries $GIT_DIR/N before every ref, for a name of capitals, '-' and '_' (what its
+  // refname_is_safe reads there): a tag ORIG_HEAD took the person's undo onto the session's
+  // commit while .git/ORIG_HEAD did not exist yet (outside review 16).
+  if (IsPseudoRefName(short_name)) {
+    return "is the name of one of git's own refs (" + short_name +
+           ", read from the git directory before any branch or tag); left as it is";
+  }
   for (const std::string& other :
        {"refs/" + short_name, "refs/tags/" + short_name, "refs/heads/" + short_name,
         "refs/remotes/" + short_name, "refs/remotes/" + short_name + "/HEAD"}) {
@@ -1897,34 +1950,46 @@ std::optional<std::string> NewRefNameClash(const std::string& name,
   return std::nullopt;
 }
 
-// Whether another worktree of the host (the main one, or a linked one other than `label`'s)
-// has `value` (`ref: refs/heads/X`) as its HEAD now: git never lets two worktrees hold one
-// branch, and a HEAD coming back onto one showed the other's commit undone and staged (outside
-// review 11).
-bool CheckedOutElsewhere(int host_git_fd, const std::string& label, const std::string& value) {
-  auto holds = [&](const std::string& head) {
-    Result<std::optional<std::string>> text = ReadFile(host_git_fd, head, 4096, false);
-    return text && *text && Trim(**text) == value;
+// Whether the worktree whose git directory is `dir` ("" for the main one, "worktrees/<id>/")
+// holds `value` (`ref: refs/heads/X`): as its HEAD, or, with HEAD detached, as the branch a
+// rebase there will finish on (rebase-merge/head-name, rebase-apply/head-name) or a bisect there
+// started from (BISECT_START holds its short name). What git's find_shared_symref counts
+// (is_worktree_being_rebased, is_worktree_being_bisected): a branch held so is never deleted,
+// nor another HEAD moved onto it (outside review 16).
+bool WorktreeHolds(int host_git_fd, const std::string& dir, const std::string& value) {
+  auto reads = [&](const std::string& file, const std::string& expected) {
+    Result<std::optional<std::string>> text = ReadFile(host_git_fd, dir + file, 4096, false);
+    return text && *text && Trim(**text) == expected;
   };
-  if (!label.empty() && holds("HEAD")) return true;
+  if (reads("HEAD", value)) return true;
+  if (!value.starts_with("ref: refs/heads/")) return false;
+  const std::string name = value.substr(5);
+  return reads("rebase-merge/head-name", name) || reads("rebase-apply/head-name", name) ||
+         reads("BISECT_START", name.substr(11));
+}
+
+// Whether another worktree of the host (the main one, or a linked one other than `label`'s)
+// holds `value` (`ref: refs/heads/X`) now (WorktreeHolds): git never lets two worktrees hold
+// one branch, and a HEAD coming back onto one showed the other's commit undone and staged
+// (outside review 11).
+bool CheckedOutElsewhere(int host_git_fd, const std::string& label, const std::string& value) {
+  if (!label.empty() && WorktreeHolds(host_git_fd, "", value)) return true;
   Result<std::optional<UniqueFd>> worktrees = OpenDir(host_git_fd, "worktrees");
   if (!worktrees || !*worktrees) return false;
   Result<std::vector<DirEntry>> ids = List((*worktrees)->Get(), "worktrees");
   if (!ids) return false;
   for (const DirEntry& e : *ids) {
     const std::string other = "worktrees/" + e.name + "/";
-    if (other != label && holds(other + "HEAD")) return true;
+    if (other != label && WorktreeHolds(host_git_fd, other, value)) return true;
   }
   return false;
 }
 
-// Whether any worktree of the host (the main one or a linked one) has `name` (refs/heads/X)
-// checked out now.
+// Whether any worktree of the host (the main one or a linked one) holds `name` (refs/heads/X)
+// now: checked out, or being rebased or bisected there.
 bool CheckedOutOnTheHost(int host_git_fd, const std::string& name) {
   const std::string value = "ref: " + name;
-  Result<std::optional<std::string>> head = ReadFile(host_git_fd, "HEAD", 4096, false);
-  if (head && *head && Trim(**head) == value) return true;
-  return CheckedOutElsewhere(host_git_fd, "", value);
+  return WorktreeHolds(host_git_fd, "", value) || CheckedOutElsewhere(host_git_fd, "", value);
 }
 
 // The refs the session changed (created, moved, deleted), each by compare-and-swap against
@@ -2177,6 +2242,16 @@ bool CopyBackIndex(int private_fd, int host_dir, int objects_fd, size_t hash_siz
     return false;
   }
   if (!*index || *index == state.index) return false;
+  // The index goes with the session's HEAD: while that HEAD has not come back (refused, put
+  // off), the host's HEAD with the session's index showed the session's files as a change the
+  // person had staged, ready for their next commit (outside review 16).
+  Result<std::optional<std::string>> head = ReadFile(private_fd, "HEAD", 4096, true);
+  if (!head || !*head || Trim(**head) != state.head) {
+    done.conflicts.push_back(what +
+                             ": it goes with the session's HEAD, which did not come back; "
+                             "left as it is");
+    return false;
+  }
   std::string why;
   if (!(**index).starts_with("DIRC")) {
     done.refused.push_back(what + ": does not start with git's DIRC signature");
