@@ -1773,6 +1773,26 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
   return snapshot;
 }
 
+void MarkSharedWorktrees(int host_git_fd, const std::vector<std::filesystem::path>& roots,
+                         GitSnapshot& snapshot) {
+  for (auto& [id, worktree] : snapshot.worktrees) {
+    Result<std::optional<std::string>> gitdir =
+        ReadFile(host_git_fd, "worktrees/" + id + "/gitdir", kGitSmallFileMax, false);
+    if (!gitdir || !*gitdir) continue;
+    const std::filesystem::path dot_git = std::filesystem::path(Trim(**gitdir)).lexically_normal();
+    if (!dot_git.is_absolute()) continue;
+    const std::filesystem::path tree = dot_git.parent_path();
+    for (const std::filesystem::path& root : roots) {
+      const std::filesystem::path normal = root.lexically_normal();
+      const std::filesystem::path relative = tree.lexically_relative(normal);
+      if (!relative.empty() && *relative.begin() != "..") {
+        worktree.shared = true;
+        break;
+      }
+    }
+  }
+}
+
 Result<bool> HostStillAt(int host_git_fd, const GitSnapshot& snapshot) {
   Result<std::map<std::string, std::string>> refs = ReadRefs(host_git_fd, nullptr, false);
   if (!refs) return Propagate(refs);
@@ -1882,6 +1902,14 @@ TipCheck CheckTip(int host_git_fd, const std::string& id, bool commit_only, GitS
   return {};
 }
 
+std::string AsciiLower(std::string_view text) {
+  std::string lower(text);
+  for (char& c : lower) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return lower;
+}
+
 // Whether git reads a short name N from $GIT_DIR/N for a ref it writes itself there: HEAD,
 // every *_HEAD (ORIG_HEAD, FETCH_HEAD, MERGE_HEAD, REBASE_HEAD, ...) and the others git
 // documents in gitrevisions(7) and writes during merges, bisects and notes merges.
@@ -1901,10 +1929,29 @@ bool IsPseudoRefName(std::string_view name) {
 // refs/tags/N, refs/heads/N, refs/remotes/N, refs/remotes/N/HEAD, and only then as an
 // abbreviated object id; and it never keeps a ref and a directory of refs under one name
 // (`refs/tags/v1` beside `refs/tags/v1/x` made the person's `git gc` fail).
-std::optional<std::string> NewRefNameClash(const std::string& name,
-                                           const std::map<std::string, std::string>& host,
-                                           const std::map<std::string, std::string>& mine) {
+//
+// Names are compared ignoring ASCII case too (`folded`: every host and session ref name by its
+// lower-case form): on a case-insensitive view of the repository (a Samba export, a clone on
+// macOS or Windows) a loose `refs/heads/Main` answers for the person's packed `main`.
+std::optional<std::string> NewRefNameClash(
+    const std::string& name, const std::map<std::string, std::string>& host,
+    const std::map<std::string, std::string>& mine,
+    const std::map<std::string, std::vector<std::string>>& folded) {
   auto exists = [&](const std::string& ref) { return host.contains(ref) || mine.contains(ref); };
+  // Another ref (not `name` itself) whose name is `ref`'s but for case, or nullopt.
+  auto differs_in_case = [&](const std::string& ref) -> std::optional<std::string> {
+    auto it = folded.find(AsciiLower(ref));
+    if (it == folded.end()) return std::nullopt;
+    for (const std::string& other : it->second) {
+      if (other != name && other != ref) return other;
+    }
+    return std::nullopt;
+  };
+  if (std::optional<std::string> other = differs_in_case(name)) {
+    return "differs from the ref " + *other +
+           " only in case (a case-insensitive view of the repository reads one for the other); "
+           "left as it is";
+  }
   for (size_t slash = name.find('/', 5); slash != std::string::npos;
        slash = name.find('/', slash + 1)) {
     const std::string above = name.substr(0, slash);
@@ -1935,6 +1982,12 @@ std::optional<std::string> NewRefNameClash(const std::string& name,
     if (other != name && exists(other)) {
       return other + " has the same short name; git would read one for the other. Left as it is";
     }
+    if (other == name) continue;
+    if (std::optional<std::string> alike = differs_in_case(other)) {
+      return *alike +
+             " has the same short name but for case; git would read one for the other "
+             "on a case-insensitive view. Left as it is";
+    }
   }
   auto hex = [](std::string_view text) {
     return text.size() >= 4 && text.size() <= 64 &&
@@ -1950,22 +2003,47 @@ std::optional<std::string> NewRefNameClash(const std::string& name,
   return std::nullopt;
 }
 
-// Whether the worktree whose git directory is `dir` ("" for the main one, "worktrees/<id>/")
-// holds `value` (`ref: refs/heads/X`): as its HEAD, or, with HEAD detached, as the branch a
-// rebase there will finish on (rebase-merge/head-name, rebase-apply/head-name) or a bisect there
-// started from (BISECT_START holds its short name). What git's find_shared_symref counts
-// (is_worktree_being_rebased, is_worktree_being_bisected): a branch held so is never deleted,
-// nor another HEAD moved onto it (outside review 16).
-bool WorktreeHolds(int host_git_fd, const std::string& dir, const std::string& value) {
-  auto reads = [&](const std::string& file, const std::string& expected) {
-    Result<std::optional<std::string>> text = ReadFile(host_git_fd, dir + file, 4096, false);
-    return text && *text && Trim(**text) == expected;
+// How the worktree whose git directory is `dir` ("" for the main one, "worktrees/<id>/") holds
+// `value` (`ref: refs/heads/X`): as its HEAD, or, with HEAD detached, as the branch a rebase
+// there will finish on (rebase-merge/head-name, rebase-apply/head-name), one a rebase there will
+// move (each ref of rebase-merge/update-refs, `git rebase --update-refs`) or the one a bisect
+// there started from (BISECT_START holds its short name). What git's branch_checked_out counts:
+// a branch held so is never deleted, nor moved unless the session works in that worktree on it,
+// nor another HEAD moved onto it (outside reviews 16 and 17).
+enum class WorktreeHold { kNone, kHead, kState };
+WorktreeHold HoldOf(int host_git_fd, const std::string& dir, const std::string& value) {
+  auto text_of = [&](const std::string& file) -> std::optional<std::string> {
+    Result<std::optional<std::string>> text = ReadFile(host_git_fd, dir + file, 1u << 20, false);
+    if (!text || !*text) return std::nullopt;
+    return **text;
   };
-  if (reads("HEAD", value)) return true;
-  if (!value.starts_with("ref: refs/heads/")) return false;
+  auto reads = [&](const std::string& file, const std::string& expected) {
+    std::optional<std::string> text = text_of(file);
+    return text && Trim(*text) == expected;
+  };
+  if (reads("HEAD", value)) return WorktreeHold::kHead;
+  if (!value.starts_with("ref: refs/heads/")) return WorktreeHold::kNone;
   const std::string name = value.substr(5);
-  return reads("rebase-merge/head-name", name) || reads("rebase-apply/head-name", name) ||
-         reads("BISECT_START", name.substr(11));
+  if (reads("rebase-merge/head-name", name) || reads("rebase-apply/head-name", name) ||
+      reads("BISECT_START", name.substr(11))) {
+    return WorktreeHold::kState;
+  }
+  // Three lines per ref: its name, the id it had, the id the rebase gives it.
+  if (std::optional<std::string> refs = text_of("rebase-merge/update-refs")) {
+    std::string_view rest(*refs);
+    for (size_t line = 0; !rest.empty(); ++line) {
+      const size_t end = std::min(rest.find('\n'), rest.size());
+      if (line % 3 == 0 && Trim(std::string(rest.substr(0, end))) == name) {
+        return WorktreeHold::kState;
+      }
+      rest.remove_prefix(std::min(end + 1, rest.size()));
+    }
+  }
+  return WorktreeHold::kNone;
+}
+
+bool WorktreeHolds(int host_git_fd, const std::string& dir, const std::string& value) {
+  return HoldOf(host_git_fd, dir, value) != WorktreeHold::kNone;
 }
 
 // Whether another worktree of the host (the main one, or a linked one other than `label`'s)
@@ -1992,12 +2070,58 @@ bool CheckedOutOnTheHost(int host_git_fd, const std::string& name) {
   return WorktreeHolds(host_git_fd, "", value) || CheckedOutElsewhere(host_git_fd, "", value);
 }
 
+// Why the session may not move branch `name` (refs/heads/X) now, or nullopt: a host worktree
+// holds it (HoldOf) and the session does not work there on it. The session works in the main
+// worktree and in each linked one within its writable roots (GitWorktreeSnapshot::shared), so
+// its commit there moves the branch that worktree's HEAD and its own private HEAD both name;
+// any other hold (a linked worktree outside the roots, a rebase, a bisect, a rebase's
+// --update-refs) is the person's, and git moves no branch held so ("cannot force update the
+// branch used by worktree"): the person's rebase could not finish, and a linked worktree's
+// HEAD moved under its index, showing the session's commit undone and staged (outside review 17).
+std::optional<std::string> HeldMoveRefusal(int host_git_fd, int private_fd,
+                                           const GitSnapshot& snapshot, const std::string& name) {
+  const std::string value = "ref: " + name;
+  auto session_head_is = [&](const std::string& head) {
+    Result<std::optional<std::string>> text = ReadFile(private_fd, head, 4096, true);
+    return text && *text && Trim(**text) == value;
+  };
+  const std::string refused =
+      ": a worktree of the host holds it (checked out there, or being "
+      "rebased or bisected), and git moves no branch held so; left as it "
+      "is for now";
+  switch (HoldOf(host_git_fd, "", value)) {
+    case WorktreeHold::kNone:
+      break;
+    case WorktreeHold::kHead:
+      if (!session_head_is("HEAD")) return name + refused;
+      break;
+    case WorktreeHold::kState:
+      return name + refused;
+  }
+  Result<std::optional<UniqueFd>> worktrees = OpenDir(host_git_fd, "worktrees");
+  if (!worktrees || !*worktrees) return std::nullopt;
+  Result<std::vector<DirEntry>> ids = List((*worktrees)->Get(), "worktrees");
+  if (!ids)
+    return name + ": the host's worktrees cannot be listed (" + ids.error().message +
+           "); left as it is for now";
+  for (const DirEntry& e : *ids) {
+    const WorktreeHold hold = HoldOf(host_git_fd, "worktrees/" + e.name + "/", value);
+    if (hold == WorktreeHold::kNone) continue;
+    auto known = snapshot.worktrees.find(e.name);
+    const bool works_there =
+        hold == WorktreeHold::kHead && known != snapshot.worktrees.end() && known->second.shared &&
+        session_head_is(std::string(kGitPrivateWorktrees) + "/" + e.name + "/HEAD");
+    if (!works_there) return name + refused;
+  }
+  return std::nullopt;
+}
+
 // The refs the session changed (created, moved, deleted), each by compare-and-swap against
 // `snapshot` and only when the host has the object it names (CopyBackPrivateGit).
-// `checked_out`, when given, gets the branches the session deleted that a host worktree has
-// checked out now, instead of a conflict line: HEAD's copy-back may move off them, and a second
-// call with `only` those names deletes them then (a session's `git checkout main; git branch -D
-// feature` in one send).
+// `checked_out`, when given, gets the branches the session deleted or moved that a host worktree
+// holds now (CheckedOutOnTheHost, HeldMoveRefusal), instead of a conflict line: HEAD's copy-back
+// may move off them, and a second call with `only` those names writes them then (a session's
+// `git checkout main; git branch -D feature` in one send).
 Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot,
                           const std::optional<GitOwner>& owner, GitCopyBack& done,
                           std::vector<std::string>& moved,
@@ -2018,6 +2142,15 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
   // (outside review 11). Unreadable: the launch's, as before.
   Result<std::map<std::string, std::string>> host_now = ReadRefs(host_git_fd, nullptr, false);
   const std::map<std::string, std::string>& host_refs = host_now ? *host_now : snapshot.refs;
+  // Every ref name of the host's and the session's by its lower-case form (NewRefNameClash).
+  std::map<std::string, std::vector<std::string>> folded;
+  const std::map<std::string, std::string>& mine_refs = *mine;
+  for (const auto* refs : {&host_refs, &mine_refs}) {
+    for (const auto& [name, value] : *refs) {
+      std::vector<std::string>& same = folded[AsciiLower(name)];
+      if (std::find(same.begin(), same.end(), name) == same.end()) same.push_back(name);
+    }
+  }
   std::vector<std::string> names;
   for (const auto& [name, value] : *mine) names.push_back(name);
   for (const auto& [name, value] : snapshot.refs) {
@@ -2051,7 +2184,7 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
     // outside review 8; a tag `origin/main`, one named as a short commit id, a ref beneath
     // another: review 10), or could not keep.
     if (!start && now) {
-      if (std::optional<std::string> why = NewRefNameClash(name, host_refs, *mine)) {
+      if (std::optional<std::string> why = NewRefNameClash(name, host_refs, *mine, folded)) {
         done.refused.push_back(name + ": " + *why);
         continue;
       }
@@ -2067,6 +2200,19 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
                                ": checked out on the host (git deletes no branch a worktree "
                                "has checked out); not deleted now");
       continue;
+    }
+    if (start && now && name.starts_with("refs/heads/")) {
+      if (std::optional<std::string> held =
+              HeldMoveRefusal(host_git_fd, private_fd, snapshot, name)) {
+        // HEAD's copy-back may move off it first (a session's `git checkout main; git branch -f
+        // feature` in one send): tried again after it.
+        if (checked_out != nullptr) {
+          checked_out->push_back(name);
+        } else {
+          done.conflicts.push_back(*held);
+        }
+        continue;
+      }
     }
     if (!now && refs_refused) {
       done.conflicts.push_back(name +
@@ -2412,7 +2558,7 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
   if (!objects) return Propagate(objects);
   done.objects = *objects;
   std::vector<std::string> moved;        // refs written to the host now: their reflogs follow
-  std::vector<std::string> checked_out;  // deletions waiting for HEAD's copy-back
+  std::vector<std::string> checked_out;  // deletions and moves waiting for HEAD's copy-back
   if (Result<void> refs =
           CopyBackRefs(private_fd, host_git_fd, snapshot, owner, done, moved, &checked_out);
       !refs) {

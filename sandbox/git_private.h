@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -91,6 +92,9 @@ struct GitWorktreeSnapshot {
   std::string head;
   std::optional<std::string> index;
   std::vector<std::string> read_only_names;
+  // Its working tree lies in the session's writable roots (MarkSharedWorktrees): the session
+  // works in it, so a commit there may move the branch it has checked out.
+  bool shared = false;
   bool operator==(const GitWorktreeSnapshot&) const = default;
 };
 
@@ -211,6 +215,12 @@ struct GitOwner {
 [[nodiscard]] Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
                                                     std::string_view objects_inside,
                                                     std::optional<GitOwner> owner = std::nullopt);
+
+// Marks each linked worktree of `snapshot` whose working tree (the directory of the path its
+// host `worktrees/<id>/gitdir` names) lies lexically within one of `roots`, the session's
+// writable roots.
+void MarkSharedWorktrees(int host_git_fd, const std::vector<std::filesystem::path>& roots,
+                         GitSnapshot& snapshot);
 
 // Whether the host's `.git` still holds what `snapshot` recorded (refs, HEAD, index): a private
 // copy made earlier (a pooled shell's) is current only then.

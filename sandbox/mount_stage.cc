@@ -579,6 +579,7 @@ Result<std::optional<PrivateGit>> MakePrivateGit(const OpenedPath& git, const Op
     return std::optional<PrivateGit>();  // `made` removes the directory
   }
   made.snapshot = std::move(*snapshot);
+  MarkSharedWorktrees(made.host_fd.Get(), roots.paths, made.snapshot);
   if (::mkdirat(made.private_fd.Get(), kGitHostObjects, 0755) != 0) {
     return fail(Error::FromErrno(ErrorKind::kSpawnFailed, "mkdirat", kGitHostObjects));
   }

@@ -1,11 +1,13 @@
 // What the outside reviews' attacks on "Git for agents" share (tests/escape/git_review*_test.cc):
-// the host's git as the person runs it, the repository every attack starts from, and the
-// identity a session's commit needs.
+// the host's git as the person runs it, the repository every attack starts from, the agent's
+// branch many begin with, the identity a session's commit needs.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/escape/escape_support.h"
 #include "tests/sandbox/process_runner.h"
 
 namespace ptybox::testing::git_attack {
@@ -43,6 +46,40 @@ inline void MakeRepository(const std::filesystem::path& ws) {
   ASSERT_EQ(HostGit(ws, {"add", "a.txt", ".gitignore"}).exit_code, 0);
   ASSERT_EQ(HostGit(ws, {"commit", "-q", "-m", "first"}).exit_code, 0);
   std::filesystem::create_directories(ws / ".escape");
+}
+
+// A packed-refs of `count` tags `refs/tags/release-NNNNN` on HEAD (a monorepo's release tags):
+// large enough that each read of it takes the copy-back, and the person's `git pack-refs`, a
+// while.
+inline void WriteManyPackedTags(const std::filesystem::path& ws, int count) {
+  sandbox::testing::RunResult head = HostGit(ws, {"rev-parse", "HEAD"});
+  ASSERT_EQ(head.exit_code, 0);
+  std::string id = head.out;
+  while (!id.empty() && id.back() == '\n') id.pop_back();
+  std::ofstream packed(ws / ".git" / "packed-refs");
+  packed << "# pack-refs with: peeled fully-peeled sorted \n";
+  char name[64];
+  for (int i = 0; i < count; ++i) {
+    std::snprintf(name, sizeof name, "refs/tags/release-%05d", i);
+    packed << id << " " << name << "\n";
+  }
+}
+
+// The person pushes `main` of `ws` to a bare server of their own that checks what it receives
+// (`receive.fsckObjects`, as most hosting services do); the push's result.
+inline sandbox::testing::RunResult PushToFsckingServer(const std::filesystem::path& ws) {
+  char dir[] = "/tmp/ptybox-git-server-XXXXXX";
+  if (::mkdtemp(dir) == nullptr) {
+    sandbox::testing::RunResult failed;
+    failed.err = "mkdtemp failed";
+    return failed;
+  }
+  const std::filesystem::path server = std::filesystem::path(dir) / "server.git";
+  HostGit(ws, {"init", "-q", "--bare", server.string()});
+  HostGit(server, {"config", "receive.fsckObjects", "true"});
+  sandbox::testing::RunResult push = HostGit(ws, {"push", "-q", server.string(), "main"});
+  std::filesystem::remove_all(dir);
+  return push;
 }
 
 // `text` without its trailing line ends (one line of a command's output).
@@ -83,6 +120,21 @@ for i in $(seq 1 1200); do
 done
 )SH" + branches +
          "\n";
+}
+
+// The session `id` makes `agent` with three commits (it comes back to the host's `ws`), and goes
+// back to main.
+inline void MakeAgentBranch(RpcClient& client, const std::string& id,
+                            const std::filesystem::path& ws, Daemon& daemon) {
+  Observed made =
+      RunInSession(client, id, "workspace-write", "make-agent",
+                   std::string(kIdentity) +
+                       "git checkout -q -b agent && for i in 1 2 3; do echo agent$i > a.txt && "
+                       "git commit -qam agent$i; done && git checkout -q main && "
+                       "echo made");
+  ASSERT_TRUE(made.Says("made")) << made.Show();
+  ASSERT_EQ(HostGit(ws, {"rev-parse", "--verify", "-q", "refs/heads/agent"}).exit_code, 0)
+      << daemon.Log();
 }
 
 // Waits up to `guard` for a session's background job to touch `.escape/made` in `ws`.

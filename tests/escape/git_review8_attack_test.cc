@@ -47,6 +47,7 @@ using git_attack::HostGit;
 using git_attack::kIdentity;
 using git_attack::Line;
 using git_attack::MakeRepository;
+using git_attack::WriteManyPackedTags;
 
 namespace fs = std::filesystem;
 
@@ -142,16 +143,7 @@ TEST(GitReview8AttackTest, DeletingBranchesNeverUndoesThePersonsPackRefs) {
   Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
-  const std::string head = Line(HostGit(ws, {"rev-parse", "HEAD"}).out);
-  {
-    std::ofstream packed(ws / ".git" / "packed-refs");
-    packed << "# pack-refs with: peeled fully-peeled sorted \n";
-    char name[64];
-    for (int i = 0; i < 20000; ++i) {
-      std::snprintf(name, sizeof name, "refs/tags/release-%05d", i);
-      packed << head << " " << name << "\n";
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(WriteManyPackedTags(ws, 20000));
   ASSERT_EQ(HostGit(ws, {"pack-refs", "--all"}).exit_code, 0);
   RpcClient client(daemon.socket());
   const std::string id = OpenSession(client, "workspace-write");

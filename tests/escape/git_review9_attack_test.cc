@@ -47,22 +47,12 @@ namespace {
 using git_attack::HostGit;
 using git_attack::kIdentity;
 using git_attack::Line;
+using git_attack::MakeAgentBranch;
 using git_attack::MakeRepository;
+using git_attack::PushToFsckingServer;
+using git_attack::WriteManyPackedTags;
 
 namespace fs = std::filesystem;
-
-// The session makes `agent` with three commits (it comes back), and goes back to main.
-void MakeAgentBranch(RpcClient& client, const std::string& id, const fs::path& ws, Daemon& daemon) {
-  Observed made =
-      RunInSession(client, id, "workspace-write", "make-agent",
-                   std::string(kIdentity) +
-                       "git checkout -q -b agent && for i in 1 2 3; do echo agent$i > a.txt && "
-                       "git commit -qam agent$i; done && git checkout -q main && "
-                       "echo made");
-  ASSERT_TRUE(made.Says("made")) << made.Show();
-  ASSERT_EQ(HostGit(ws, {"rev-parse", "--verify", "-q", "refs/heads/agent"}).exit_code, 0)
-      << daemon.Log();
-}
 
 // The person rebases the agent's branch on the host to edit its commit (`git rebase -i`, the
 // commit marked `edit`): HEAD is detached, `rebase-merge/head-name` names refs/heads/agent. The
@@ -241,13 +231,7 @@ TEST(GitReview9AttackTest, AnIndexEntryNeverLinksAnNtfsGitmodules) {
   ASSERT_EQ(HostGit(ws, {"add", "b.txt"}).exit_code, 0);
   const auto commit = HostGit(ws, {"commit", "-q", "-m", "mine"});
   const auto fsck = HostGit(ws, {"fsck"});
-  char dir[] = "/tmp/ptybox-review16-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  const fs::path server = fs::path(dir) / "server.git";
-  ASSERT_EQ(HostGit(ws, {"init", "-q", "--bare", server.string()}).exit_code, 0);
-  ASSERT_EQ(HostGit(server, {"config", "receive.fsckObjects", "true"}).exit_code, 0);
-  const auto push = HostGit(ws, {"push", "-q", server.string(), "main"});
-  fs::remove_all(dir);
+  const auto push = PushToFsckingServer(ws);
   std::cout << "  the person's commit " << commit.exit_code
             << "; git fsck: " << fsck.err.substr(0, 200)
             << "  their push to a server with receive.fsckObjects: " << push.exit_code << " "
@@ -280,13 +264,7 @@ TEST(GitReview9AttackTest, AnIndexEntryNeverLinksAnHfsGitmodules) {
   std::ofstream(ws / "b.txt") << "the person's work\n";
   ASSERT_EQ(HostGit(ws, {"add", "b.txt"}).exit_code, 0);
   const auto commit = HostGit(ws, {"commit", "-q", "-m", "mine"});
-  char dir[] = "/tmp/ptybox-review16-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  const fs::path server = fs::path(dir) / "server.git";
-  ASSERT_EQ(HostGit(ws, {"init", "-q", "--bare", server.string()}).exit_code, 0);
-  ASSERT_EQ(HostGit(server, {"config", "receive.fsckObjects", "true"}).exit_code, 0);
-  const auto push = HostGit(ws, {"push", "-q", server.string(), "main"});
-  fs::remove_all(dir);
+  const auto push = PushToFsckingServer(ws);
   std::cout << "  host index holds the link: " << (came_back ? "yes" : "no")
             << "; the person's commit " << commit.exit_code
             << "; their push to a server with receive.fsckObjects: " << push.exit_code << " "
@@ -345,16 +323,7 @@ TEST(GitReview9AttackTest, ADeletedBranchNeverComesBackThroughThePersonsPackRefs
   Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
   const fs::path ws = daemon.workspace();
   MakeRepository(ws);
-  const std::string head = Line(HostGit(ws, {"rev-parse", "HEAD"}).out);
-  {
-    std::ofstream packed(ws / ".git" / "packed-refs");
-    packed << "# pack-refs with: peeled fully-peeled sorted \n";
-    char name[64];
-    for (int i = 0; i < 20000; ++i) {
-      std::snprintf(name, sizeof name, "refs/tags/release-%05d", i);
-      packed << head << " " << name << "\n";
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(WriteManyPackedTags(ws, 20000));
   RpcClient client(daemon.socket());
   const std::string id = OpenSession(client, "workspace-write");
   ASSERT_FALSE(id.empty()) << daemon.Log();
@@ -399,6 +368,31 @@ TEST(GitReview9AttackTest, ADeletedBranchNeverComesBackThroughThePersonsPackRefs
             << back.size() << " are on the host:" << names << "\n";
   EXPECT_TRUE(back.empty()) << "branches the session deleted are back on the host:" << names << "\n"
                             << daemon.Log().substr(0, 4000);
+}
+
+// Not one of the review's findings but its idea, closed with them: a new ref whose name differs
+// from another only in case (`refs/heads/Main` beside the person's `main`) came back; on a
+// case-insensitive view of the repository (a Samba export, a clone on macOS or Windows) the
+// loose `Main` answers for the packed `main`. It stays in the session; an ordinary new branch
+// in the same send comes back.
+TEST(GitReview9AttackTest, ARefDifferingOnlyInCaseNeverComesBack) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
+  const fs::path ws = daemon.workspace();
+  MakeRepository(ws);
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  Observed made = RunInSession(client, id, "workspace-write", "case-refs",
+                               "git branch Main && git tag MAIN && git branch agent && echo made");
+  ASSERT_TRUE(made.Says("made")) << made.Show();
+  auto host_has = [&](const std::string& ref) {
+    return HostGit(ws, {"show-ref", "--verify", "-q", ref}).exit_code == 0;
+  };
+  EXPECT_TRUE(host_has("refs/heads/agent")) << "an ordinary new branch comes back\n"
+                                            << daemon.Log();
+  EXPECT_FALSE(host_has("refs/heads/Main")) << "a branch Main came back beside main";
+  EXPECT_FALSE(host_has("refs/tags/MAIN")) << "a tag MAIN came back beside the branch main";
+  EXPECT_TRUE(host_has("refs/heads/main"));
 }
 
 }  // namespace
