@@ -1367,6 +1367,32 @@ std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, 
   return parsed;
 }
 
+// Whether two indexes git wrote hold the same entries (path, mode, stage, object id, flags),
+// whatever their stat data and extensions: what a `git status` of the person's, which only
+// refreshes stat data, leaves the same (outside review 18). A split or sparse index is never
+// the same as another (its entries are partly elsewhere).
+bool IndexEntriesAlike(std::string_view a, std::string_view b, size_t hash_size) {
+  if (a == b) return true;
+  std::string ignored;
+  // Judged (every entry kept, bounded); one the judge refuses is never alike.
+  std::optional<ParsedIndex> first = ParseIndex(a, hash_size, ignored);
+  std::optional<ParsedIndex> second = ParseIndex(b, hash_size, ignored);
+  if (!first || !second || !first->shared_index.empty() || !second->shared_index.empty() ||
+      first->entries.size() != second->entries.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < first->entries.size(); ++i) {
+    const IndexEntryFacts& x = first->entries[i];
+    const IndexEntryFacts& y = second->entries[i];
+    if (x.path != y.path || x.mode != y.mode || x.stage != y.stage ||
+        x.assume_valid != y.assume_valid || x.skip_worktree != y.skip_worktree ||
+        x.fixed.substr(kIndexStatBytes) != y.fixed.substr(kIndexStatBytes)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 bool SafeIndex(std::string_view index, size_t hash_size, std::string& why) {
@@ -1952,19 +1978,20 @@ std::optional<std::string> NewRefNameClash(
            " only in case (a case-insensitive view of the repository reads one for the other); "
            "left as it is";
   }
+  // Case aside too (`folded`): `refs/heads/Main/x` beside `main` is a ref and a directory of
+  // refs under one name on a case-insensitive view (outside review 18).
   for (size_t slash = name.find('/', 5); slash != std::string::npos;
        slash = name.find('/', slash + 1)) {
     const std::string above = name.substr(0, slash);
-    if (exists(above)) {
-      return "lies beneath the ref " + above +
+    if (auto it = folded.find(AsciiLower(above)); exists(above) || it != folded.end()) {
+      return "lies beneath the ref " + (exists(above) ? above : it->second.front()) +
              " (git keeps no ref and directory of refs under one name); left as it is";
     }
   }
-  for (const auto* refs : {&host, &mine}) {
-    auto it = refs->lower_bound(name + "/");
-    if (it != refs->end() && it->first.starts_with(name + "/")) {
-      return "is a directory of refs already (" + it->first + "); left as it is";
-    }
+  const std::string directory = AsciiLower(name) + "/";
+  if (auto it = folded.lower_bound(directory);
+      it != folded.end() && it->first.starts_with(directory)) {
+    return "is a directory of refs already (" + it->second.front() + "); left as it is";
   }
   const bool tag = name.starts_with("refs/tags/");
   if (!tag && !name.starts_with("refs/heads/")) return std::nullopt;
@@ -2078,6 +2105,11 @@ bool CheckedOutOnTheHost(int host_git_fd, const std::string& name) {
 // --update-refs) is the person's, and git moves no branch held so ("cannot force update the
 // branch used by worktree"): the person's rebase could not finish, and a linked worktree's
 // HEAD moved under its index, showing the session's commit undone and staged (outside review 17).
+//
+// Where the session works on it, the branch moves only while that worktree's index on the host
+// holds what the session last saw there (stat data aside): the index comes back with it. A
+// person who staged something there meanwhile would see the session's commit undone and staged,
+// and their next commit revert it (outside review 18): the move waits for them.
 std::optional<std::string> HeldMoveRefusal(int host_git_fd, int private_fd,
                                            const GitSnapshot& snapshot, const std::string& name) {
   const std::string value = "ref: " + name;
@@ -2085,6 +2117,17 @@ std::optional<std::string> HeldMoveRefusal(int host_git_fd, int private_fd,
     Result<std::optional<std::string>> text = ReadFile(private_fd, head, 4096, true);
     return text && *text && Trim(**text) == value;
   };
+  // Whether the host's `index` (beneath its .git) still holds the entries of `last`.
+  auto index_follows = [&](const std::string& index, const std::optional<std::string>& last) {
+    Result<std::optional<std::string>> now = ReadFile(host_git_fd, index, kGitIndexMax, false);
+    if (!now) return false;
+    if (!*now || !last) return !*now && !last;
+    return IndexEntriesAlike(**now, *last, IndexHashSize(snapshot));
+  };
+  const std::string staged =
+      ": the person staged changes in the index of the worktree that has it checked out; moved "
+      "now, their next commit would undo the session's. Left as it is until they commit or "
+      "reset";
   const std::string refused =
       ": a worktree of the host holds it (checked out there, or being "
       "rebased or bisected), and git moves no branch held so; left as it "
@@ -2094,6 +2137,7 @@ std::optional<std::string> HeldMoveRefusal(int host_git_fd, int private_fd,
       break;
     case WorktreeHold::kHead:
       if (!session_head_is("HEAD")) return name + refused;
+      if (!index_follows("index", snapshot.index)) return name + staged;
       break;
     case WorktreeHold::kState:
       return name + refused;
@@ -2112,6 +2156,9 @@ std::optional<std::string> HeldMoveRefusal(int host_git_fd, int private_fd,
         hold == WorktreeHold::kHead && known != snapshot.worktrees.end() && known->second.shared &&
         session_head_is(std::string(kGitPrivateWorktrees) + "/" + e.name + "/HEAD");
     if (!works_there) return name + refused;
+    if (!index_follows("worktrees/" + e.name + "/index", known->second.index)) {
+      return name + staged;
+    }
   }
   return std::nullopt;
 }
@@ -2201,7 +2248,10 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
                                "has checked out); not deleted now");
       continue;
     }
-    if (start && now && name.starts_with("refs/heads/")) {
+    // (A branch the host moved meanwhile is left by the compare-and-swap below, which says so.)
+    const auto on_host = host_refs.find(name);
+    const bool host_unmoved = start && on_host != host_refs.end() && on_host->second == *start;
+    if (host_unmoved && now && name.starts_with("refs/heads/")) {
       if (std::optional<std::string> held =
               HeldMoveRefusal(host_git_fd, private_fd, snapshot, name)) {
         // HEAD's copy-back may move off it first (a session's `git checkout main; git branch -f
@@ -2415,11 +2465,15 @@ bool CopyBackIndex(int private_fd, int host_dir, int objects_fd, size_t hash_siz
     done.refused.push_back(what + ": " + *bad);
     return false;
   }
+  // Unchanged but for stat data counts as unchanged: a `git status` of the person's refreshes
+  // it, and left then, the host's index lagged every later commit of the session's (outside
+  // review 18).
   auto index_unchanged = [&]() -> Result<bool> {
     Result<std::optional<std::string>> host_index =
         ReadFile(host_dir, "index", kGitIndexMax, false);
     if (!host_index) return Propagate(host_index);
-    return *host_index == state.index;
+    if (!*host_index || !state.index) return *host_index == state.index;
+    return IndexEntriesAlike(**host_index, *state.index, hash_size);
   };
   if (!SwapWholeFile(host_dir, "index", *kept, owner, index_unchanged, done)) return false;
   state.index = std::move(*kept);
