@@ -92,8 +92,9 @@ bool HfsIgnores(uint32_t c) {
 }
 
 // HFS+'s reading of `component` as `.<name>` (`name` lower case ASCII): the code points it does
-// not ignore are exactly those, in any case. Bytes that are not UTF-8 are taken as a match
-// (nothing git writes needs them in such a name).
+// not ignore are exactly those, in any case. Bytes that are not UTF-8 end the name, as in git's
+// reading: a match when the whole name came before them. Overlong forms decode (stricter than
+// git, which refuses them as not UTF-8).
 bool HfsNames(std::string_view component, std::string_view name) {
   size_t at = 0;
   size_t matched = 0;  // of '.' + name
