@@ -1376,16 +1376,15 @@ std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, 
 
 // Whether two indexes git wrote hold the same entries (path, mode, stage, object id, flags),
 // whatever their stat data and extensions: what a `git status` of the person's, which only
-// refreshes stat data, leaves the same (outside review 18). A split or sparse index is never
-// the same as another (its entries are partly elsewhere).
+// refreshes stat data, leaves the same (outside review 18).
 bool IndexEntriesAlike(std::string_view a, std::string_view b, size_t hash_size) {
   if (a == b) return true;
   std::string ignored;
-  // Judged (every entry kept, bounded); one the judge refuses is never alike.
+  // Judged (every entry kept, bounded): one the judge refuses, a split or sparse index among
+  // them, is never alike.
   std::optional<ParsedIndex> first = ParseIndex(a, hash_size, ignored);
   std::optional<ParsedIndex> second = ParseIndex(b, hash_size, ignored);
-  if (!first || !second || !first->shared_index.empty() || !second->shared_index.empty() ||
-      first->entries.size() != second->entries.size()) {
+  if (!first || !second || first->entries.size() != second->entries.size()) {
     return false;
   }
   for (size_t i = 0; i < first->entries.size(); ++i) {
@@ -1990,7 +1989,7 @@ std::optional<std::string> NewRefNameClash(
   for (size_t slash = name.find('/', 5); slash != std::string::npos;
        slash = name.find('/', slash + 1)) {
     const std::string above = name.substr(0, slash);
-    if (auto it = folded.find(AsciiLower(above)); exists(above) || it != folded.end()) {
+    if (auto it = folded.find(AsciiLower(above)); it != folded.end()) {
       return "lies beneath the ref " + (exists(above) ? above : it->second.front()) +
              " (git keeps no ref and directory of refs under one name); left as it is";
     }
@@ -2080,15 +2079,21 @@ bool WorktreeHolds(int host_git_fd, const std::string& dir, const std::string& v
   return HoldOf(host_git_fd, dir, value) != WorktreeHold::kNone;
 }
 
+// The entries of the host's `worktrees/` (one per linked worktree, by id); none when it is
+// absent or cannot be opened.
+Result<std::vector<DirEntry>> HostWorktrees(int host_git_fd) {
+  Result<std::optional<UniqueFd>> worktrees = OpenDir(host_git_fd, "worktrees");
+  if (!worktrees || !*worktrees) return std::vector<DirEntry>();
+  return List((*worktrees)->Get(), "worktrees");
+}
+
 // Whether another worktree of the host (the main one, or a linked one other than `label`'s)
 // holds `value` (`ref: refs/heads/X`) now (WorktreeHolds): git never lets two worktrees hold
 // one branch, and a HEAD coming back onto one showed the other's commit undone and staged
 // (outside review 11).
 bool CheckedOutElsewhere(int host_git_fd, const std::string& label, const std::string& value) {
   if (!label.empty() && WorktreeHolds(host_git_fd, "", value)) return true;
-  Result<std::optional<UniqueFd>> worktrees = OpenDir(host_git_fd, "worktrees");
-  if (!worktrees || !*worktrees) return false;
-  Result<std::vector<DirEntry>> ids = List((*worktrees)->Get(), "worktrees");
+  Result<std::vector<DirEntry>> ids = HostWorktrees(host_git_fd);
   if (!ids) return false;
   for (const DirEntry& e : *ids) {
     const std::string other = "worktrees/" + e.name + "/";
@@ -2149,12 +2154,11 @@ std::optional<std::string> HeldMoveRefusal(int host_git_fd, int private_fd,
     case WorktreeHold::kState:
       return name + refused;
   }
-  Result<std::optional<UniqueFd>> worktrees = OpenDir(host_git_fd, "worktrees");
-  if (!worktrees || !*worktrees) return std::nullopt;
-  Result<std::vector<DirEntry>> ids = List((*worktrees)->Get(), "worktrees");
-  if (!ids)
+  Result<std::vector<DirEntry>> ids = HostWorktrees(host_git_fd);
+  if (!ids) {
     return name + ": the host's worktrees cannot be listed (" + ids.error().message +
            "); left as it is for now";
+  }
   for (const DirEntry& e : *ids) {
     const WorktreeHold hold = HoldOf(host_git_fd, "worktrees/" + e.name + "/", value);
     if (hold == WorktreeHold::kNone) continue;
