@@ -164,9 +164,6 @@ Result<UniqueFd> MakeDir(int dir, const std::string& name, mode_t mode,
   return std::move(**opened);
 }
 
-// The way git writes a file: `<name>.lock` made exclusively beside it, written, fsynced, then
-// renamed over `name` (`replace`) or linked to it only when `name` does not exist yet.
-// `source` is either a descriptor to copy from or the data itself.
 // Up to `limit` bytes from `from` (at its offset) to `to`.
 Result<void> CopyBytes(int from, int to, uint64_t limit, const std::string& from_what,
                        const std::string& to_what) {
@@ -201,6 +198,7 @@ std::string FileKey(const struct stat& st) {
          std::to_string(st.st_mtim.tv_nsec);
 }
 
+// What a file is written from: a descriptor to copy from, or the data itself.
 struct WriteSource {
   int fd = -1;
   std::string_view data;
@@ -208,22 +206,19 @@ struct WriteSource {
   // a file the session goes on appending to would otherwise keep the copy going without end).
   uint64_t limit = UINT64_MAX;
 };
-// `still`, when given, is asked once the lock is held: false leaves everything as it was.
+// Writes `source` into `out`, the `<name>.lock` of `dir` the caller made (O_EXCL, owned as
+// the file will be), and renames it over `name` (`replace`) or links it there only when `name`
+// does not exist yet; the lock is gone afterwards, whatever happened. `still`, when given, is
+// asked last, while the lock is held: false leaves everything as it was.
 // `durable`: fsynced before the rename (the host's .git); a private copy made at launch is not
 // (it is gone with the session, and ten fsyncs per repository were most of a launch's cost).
-Result<bool> WriteLikeGit(int dir, const std::string& name, const WriteSource& source, mode_t mode,
-                          bool replace, const std::optional<GitOwner>& owner = {},
-                          bool durable = true, const std::function<Result<bool>()>& still = {}) {
+Result<bool> CommitLock(int dir, const std::string& name, UniqueFd out, const WriteSource& source,
+                        bool replace, bool durable, const std::function<Result<bool>()>& still) {
   const std::string lock = name + ".lock";
-  const int fd =
-      ::openat(dir, lock.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-  if (fd < 0) return std::unexpected(Errno("openat O_EXCL", lock));
-  UniqueFd out(fd);
   auto fail = [&](Error error) -> Result<bool> {
     ::unlinkat(dir, lock.c_str(), 0);
     return std::unexpected(std::move(error));
   };
-  if (Result<void> chowned = Chown(out.Get(), owner, lock); !chowned) return fail(chowned.error());
   if (source.fd >= 0) {
     if (Result<void> copied = CopyBytes(source.fd, out.Get(), source.limit, name, lock); !copied) {
       return fail(copied.error());
@@ -254,6 +249,22 @@ Result<bool> WriteLikeGit(int dir, const std::string& name, const WriteSource& s
     return std::unexpected(Errno("renameat2 RENAME_NOREPLACE", name, err));
   }
   return true;
+}
+
+// The way git writes a file: `<name>.lock` made exclusively beside it, then CommitLock.
+Result<bool> WriteLikeGit(int dir, const std::string& name, const WriteSource& source, mode_t mode,
+                          bool replace, const std::optional<GitOwner>& owner = {},
+                          bool durable = true, const std::function<Result<bool>()>& still = {}) {
+  const std::string lock = name + ".lock";
+  const int fd =
+      ::openat(dir, lock.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) return std::unexpected(Errno("openat O_EXCL", lock));
+  UniqueFd out(fd);
+  if (Result<void> chowned = Chown(out.Get(), owner, lock); !chowned) {
+    ::unlinkat(dir, lock.c_str(), 0);
+    return std::unexpected(chowned.error());
+  }
+  return CommitLock(dir, name, std::move(out), source, replace, durable, still);
 }
 
 // The directory entries of `dir` with their types read without following links.
@@ -2117,29 +2128,16 @@ bool CheckedOutOnTheHost(int host_git_fd, const std::string& name) {
 // --update-refs) is the person's, and git moves no branch held so ("cannot force update the
 // branch used by worktree"): the person's rebase could not finish, and a linked worktree's
 // HEAD moved under its index, showing the session's commit undone and staged (outside review 17).
-//
-// Where the session works on it, the branch moves only while that worktree's index on the host
-// holds what the session last saw there (stat data aside): the index comes back with it. A
-// person who staged something there meanwhile would see the session's commit undone and staged,
-// and their next commit revert it (outside review 18): the move waits for them.
+// Where the session works on it, `follower` gets that worktree's label ("" the main one,
+// "worktrees/<id>/" a linked one): the branch moves with its index (MoveWithIndex).
 std::optional<std::string> HeldMoveRefusal(int host_git_fd, int private_fd,
-                                           const GitSnapshot& snapshot, const std::string& name) {
+                                           const GitSnapshot& snapshot, const std::string& name,
+                                           std::optional<std::string>& follower) {
   const std::string value = "ref: " + name;
   auto session_head_is = [&](const std::string& head) {
     Result<std::optional<std::string>> text = ReadFile(private_fd, head, 4096, true);
     return text && *text && Trim(**text) == value;
   };
-  // Whether the host's `index` (beneath its .git) still holds the entries of `last`.
-  auto index_follows = [&](const std::string& index, const std::optional<std::string>& last) {
-    Result<std::optional<std::string>> now = ReadFile(host_git_fd, index, kGitIndexMax, false);
-    if (!now) return false;
-    if (!*now || !last) return !*now && !last;
-    return IndexEntriesAlike(**now, *last, IndexHashSize(snapshot));
-  };
-  const std::string staged =
-      ": the person staged changes in the index of the worktree that has it checked out; moved "
-      "now, their next commit would undo the session's. Left as it is until they commit or "
-      "reset";
   const std::string refused =
       ": a worktree of the host holds it (checked out there, or being "
       "rebased or bisected), and git moves no branch held so; left as it "
@@ -2149,7 +2147,7 @@ std::optional<std::string> HeldMoveRefusal(int host_git_fd, int private_fd,
       break;
     case WorktreeHold::kHead:
       if (!session_head_is("HEAD")) return name + refused;
-      if (!index_follows("index", snapshot.index)) return name + staged;
+      follower = "";
       break;
     case WorktreeHold::kState:
       return name + refused;
@@ -2166,12 +2164,112 @@ std::optional<std::string> HeldMoveRefusal(int host_git_fd, int private_fd,
     const bool works_there =
         hold == WorktreeHold::kHead && known != snapshot.worktrees.end() && known->second.shared &&
         session_head_is(std::string(kGitPrivateWorktrees) + "/" + e.name + "/HEAD");
-    if (!works_there) return name + refused;
-    if (!index_follows("worktrees/" + e.name + "/index", known->second.index)) {
-      return name + staged;
-    }
+    // Held by two worktrees (`git worktree add -f`): no one index goes with it.
+    if (!works_there || follower) return name + refused;
+    follower = "worktrees/" + e.name + "/";
   }
   return std::nullopt;
+}
+
+// Whether the host's index in `dir` holds the entries of `last` (stat data aside: a `git status`
+// of the person's refreshes only that), or, with no `last`, is absent like it.
+Result<bool> IndexFollows(int dir, const std::optional<std::string>& last, size_t hash_size) {
+  Result<std::optional<std::string>> now = ReadFile(dir, "index", kGitIndexMax, false);
+  if (!now) return Propagate(now);
+  if (!*now || !last) return !*now && !last;
+  return IndexEntriesAlike(**now, *last, hash_size);
+}
+
+// The index.lock files of the host's worktrees a copy-back holds, by label ("" the main
+// worktree, "worktrees/<id>/" a linked one). Each is taken as git takes it (O_EXCL beside the
+// index) and held from the check of what the host's index holds until it is written together
+// with what goes with it (a branch the session moved there, or HEAD): a person's `git add` in
+// between found the branch moved and the index not, the session's commit shown undone and
+// staged (outside review 20). A lock still held at the end is removed unwritten, as git removes
+// one it does not commit.
+class HostIndexLocks {
+ public:
+  explicit HostIndexLocks(const std::optional<GitOwner>& owner) : owner_(owner) {}
+  HostIndexLocks(const HostIndexLocks&) = delete;
+  HostIndexLocks& operator=(const HostIndexLocks&) = delete;
+  ~HostIndexLocks() {
+    for (const auto& [label, lock] : held_) ::unlinkat(lock.dir.Get(), "index.lock", 0);
+  }
+
+  // Holds `label`'s index.lock in `dir` (the host's .git, or its worktrees/<id>) unless held
+  // already; false when another holds it (the person's git is writing that index).
+  Result<bool> Hold(const std::string& label, int dir) {
+    if (held_.contains(label)) return true;
+    const std::string what = label + "index.lock";
+    const int fd =
+        ::openat(dir, "index.lock", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST) return false;
+    if (fd < 0) return std::unexpected(Errno("openat O_EXCL", what));
+    UniqueFd file(fd);
+    UniqueFd copy(::fcntl(dir, F_DUPFD_CLOEXEC, 0));
+    Result<void> chowned = copy ? Chown(file.Get(), owner_, what)
+                                : Result<void>(std::unexpected(Errno("fcntl F_DUPFD", what)));
+    if (!chowned) {
+      ::unlinkat(dir, "index.lock", 0);
+      return std::unexpected(chowned.error());
+    }
+    held_.emplace(label, Lock{std::move(copy), std::move(file)});
+    return true;
+  }
+  bool Holds(const std::string& label) const { return held_.contains(label); }
+  // Writes `content` as `label`'s index through its held lock while `still` holds
+  // (CommitLock); the lock is released whatever happens.
+  Result<bool> Write(const std::string& label, std::string_view content,
+                     const std::function<Result<bool>()>& still) {
+    auto node = held_.extract(label);
+    if (node.empty()) return std::unexpected(Errno("index.lock", label + "index", EBADF));
+    Lock& lock = node.mapped();
+    return CommitLock(lock.dir.Get(), "index", std::move(lock.file), {.fd = -1, .data = content},
+                      /*replace=*/true, /*durable=*/true, still);
+  }
+  // Releases `label`'s lock unwritten (nothing when it is not held).
+  void Drop(const std::string& label) {
+    auto node = held_.extract(label);
+    if (!node.empty()) ::unlinkat(node.mapped().dir.Get(), "index.lock", 0);
+  }
+
+ private:
+  struct Lock {
+    UniqueFd dir;
+    UniqueFd file;
+  };
+  std::optional<GitOwner> owner_;
+  std::map<std::string, Lock> held_;
+};
+
+// Takes worktree `label`'s index.lock in `dir` and checks, under it, that its HEAD and index
+// hold what the session last saw there (`head`, `last`): why not, or nullopt with the lock held.
+// A person who staged something there meanwhile would see the session's commit undone and
+// staged, and their next commit revert it (outside review 18): what moves with the index waits
+// for them.
+std::optional<std::string> LockFollowingIndex(HostIndexLocks& locks, const std::string& label,
+                                              int dir, const std::string& head,
+                                              const std::optional<std::string>& last,
+                                              size_t hash_size) {
+  Result<bool> held = locks.Hold(label, dir);
+  if (!held) return held.error().Describe() + "; left as it is for now";
+  if (!*held) {
+    return "the person's git is writing the index of its worktree (" + label +
+           "index.lock exists); left for the next copy-back";
+  }
+  Result<std::optional<std::string>> host_head = ReadFile(dir, "HEAD", 4096, false);
+  if (!host_head || !*host_head || Trim(**host_head) != head) {
+    locks.Drop(label);
+    return "the host's " + label +
+           "HEAD moved since the session last saw it (a checkout of the "
+           "person's); left as it is";
+  }
+  Result<bool> follows = IndexFollows(dir, last, hash_size);
+  if (follows && *follows) return std::nullopt;
+  locks.Drop(label);
+  if (!follows) return follows.error().Describe() + "; left as it is for now";
+  return "the person staged changes in the index of its worktree; moved now, their next commit "
+         "would undo the session's. Left as it is until they commit or reset";
 }
 
 // The refs the session changed (created, moved, deleted), each by compare-and-swap against
@@ -2180,9 +2278,12 @@ std::optional<std::string> HeldMoveRefusal(int host_git_fd, int private_fd,
 // holds now (CheckedOutOnTheHost, HeldMoveRefusal), instead of a conflict line: HEAD's copy-back
 // may move off them, and a second call with `only` those names writes them then (a session's
 // `git checkout main; git branch -D feature` in one send).
+bool CopyBackIndexOf(const std::string& label, int private_fd, int host_git_fd,
+                     GitSnapshot& snapshot, HostIndexLocks& locks, GitCopyBack& done);
+
 Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot,
-                          const std::optional<GitOwner>& owner, GitCopyBack& done,
-                          std::vector<std::string>& moved,
+                          HostIndexLocks& locks, const std::optional<GitOwner>& owner,
+                          GitCopyBack& done, std::vector<std::string>& moved,
                           std::vector<std::string>* checked_out = nullptr,
                           const std::set<std::string>* only = nullptr) {
   std::vector<std::string> read_refused;
@@ -2267,9 +2368,10 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
     // (A branch the host moved meanwhile is left by the compare-and-swap below, which says so.)
     const auto on_host = host_refs.find(name);
     const bool host_unmoved = start && on_host != host_refs.end() && on_host->second == *start;
+    std::optional<std::string> follower;  // the worktree whose index moves with it
     if (host_unmoved && now && name.starts_with("refs/heads/")) {
       if (std::optional<std::string> held =
-              HeldMoveRefusal(host_git_fd, private_fd, snapshot, name)) {
+              HeldMoveRefusal(host_git_fd, private_fd, snapshot, name, follower)) {
         // HEAD's copy-back may move off it first (a session's `git checkout main; git branch -f
         // feature` in one send): tried again after it.
         if (checked_out != nullptr) {
@@ -2319,16 +2421,36 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
         continue;
       }
     }
+    // A branch a host worktree has checked out, where the session works on it, moves together
+    // with that worktree's index, under its index.lock from the check of the index to the write
+    // of both (LockFollowingIndex): taken only now, after the tip's check, so that the person's
+    // git waits for the writes alone.
+    if (follower) {
+      const std::string id = follower->empty() ? "" : follower->substr(10, follower->size() - 11);
+      Result<std::optional<UniqueFd>> dir =
+          OpenDir(host_git_fd, follower->empty() ? "." : "worktrees/" + id);
+      std::optional<std::string> why;
+      if (!dir || !*dir) {
+        why = "the host's " + *follower + " is gone or cannot be opened; left as it is for now";
+      } else {
+        const bool main = follower->empty();
+        why = LockFollowingIndex(
+            locks, *follower, (**dir).Get(), main ? snapshot.head : snapshot.worktrees.at(id).head,
+            main ? snapshot.index : snapshot.worktrees.at(id).index, IndexHashSize(snapshot));
+      }
+      if (why) {
+        done.conflicts.push_back(name + ": " + *why);
+        continue;
+      }
+    }
     std::string why;
     Result<bool> updated = UpdateHostRef(host_git_fd, name, start, now, why, owner);
-    if (!updated) {
-      done.conflicts.push_back(name + ": " + updated.error().Describe());
+    if (!updated || !*updated) {
+      if (follower) locks.Drop(*follower);
+      done.conflicts.push_back(updated ? why : name + ": " + updated.error().Describe());
       continue;
     }
-    if (!*updated) {
-      done.conflicts.push_back(why);
-      continue;
-    }
+    if (follower) CopyBackIndexOf(*follower, private_fd, host_git_fd, snapshot, locks, done);
     ++done.refs;
     moved.push_back(name);
     if (now) {
@@ -2364,9 +2486,13 @@ struct HeadAndIndex {
   std::string label;
 };
 
-// HEAD, on the same rule as a ref (CopyBackPrivateGit).
+// HEAD, on the same rule as a ref (CopyBackPrivateGit). A HEAD that comes with a new index
+// moves only while the host's index holds what the session last saw there, and the index.lock
+// taken for that check stays held for the index's copy-back (CopyBackIndex): a person's
+// `git add` between the two writes left the session's HEAD over the person's index.
 bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex state,
-                  GitSnapshot& snapshot, const std::optional<GitOwner>& owner, GitCopyBack& done) {
+                  GitSnapshot& snapshot, HostIndexLocks& locks,
+                  const std::optional<GitOwner>& owner, GitCopyBack& done) {
   const std::string what = state.label + "HEAD";
   Result<std::optional<std::string>> head = ReadFile(private_fd, "HEAD", 4096, true);
   if (!head || !*head || !ValidRefValue(Trim(**head))) {
@@ -2405,12 +2531,24 @@ bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex sta
       return false;
     }
   }
+  Result<std::optional<std::string>> index =
+      ReadFile(private_fd, "index", kGitSessionIndexMax, true);
+  if (index && *index && **index != state.index) {
+    if (std::optional<std::string> why = LockFollowingIndex(
+            locks, state.label, host_dir, state.head, state.index, IndexHashSize(snapshot))) {
+      done.conflicts.push_back(what + ": " + *why);
+      return false;
+    }
+  }
   auto head_unchanged = [&]() -> Result<bool> {
     Result<std::optional<std::string>> host_head = ReadFile(host_dir, "HEAD", 4096, false);
     if (!host_head) return Propagate(host_head);
     return *host_head && Trim(**host_head) == state.head;
   };
-  if (!SwapWholeFile(host_dir, "HEAD", value + "\n", owner, head_unchanged, done)) return false;
+  if (!SwapWholeFile(host_dir, "HEAD", value + "\n", owner, head_unchanged, done)) {
+    locks.Drop(state.label);
+    return false;
+  }
   state.head = value;
   return true;
 }
@@ -2446,10 +2584,13 @@ std::optional<std::string> IndexObjectRefusal(int objects_fd,
   return std::nullopt;
 }
 
-// The index, written only while the host's is byte for byte the one the session started from.
-// The objects its entries name are looked for in `objects_fd` (the host's .git).
-bool CopyBackIndex(int private_fd, int host_dir, int objects_fd, size_t hash_size,
-                   HeadAndIndex state, const std::optional<GitOwner>& owner, GitCopyBack& done) {
+// The index, written under its index.lock (held already when a branch or HEAD moved with it)
+// only while the host's holds the entries the session last saw and the host's HEAD is the one
+// the session works on: after a person's `git checkout -b other`, the session's index on
+// `other` showed its commit undone and staged (outside review 20). The objects its entries name
+// are looked for in `objects_fd` (the host's .git). The lock is released either way.
+bool WriteHostIndex(int private_fd, int host_dir, int objects_fd, size_t hash_size,
+                    HeadAndIndex state, HostIndexLocks& locks, GitCopyBack& done) {
   const std::string what = state.label + "index";
   Result<std::optional<std::string>> index =
       ReadFile(private_fd, "index", kGitSessionIndexMax, true);
@@ -2485,25 +2626,78 @@ bool CopyBackIndex(int private_fd, int host_dir, int objects_fd, size_t hash_siz
     done.refused.push_back(what + ": " + *bad);
     return false;
   }
+  Result<bool> held = locks.Hold(state.label, host_dir);
+  if (!held || !*held) {
+    done.conflicts.push_back(what + ": " +
+                             (held ? "the person's git is writing it (index.lock exists); left "
+                                     "for the next copy-back"
+                                   : held.error().Describe()));
+    return false;
+  }
   // Unchanged but for stat data counts as unchanged: a `git status` of the person's refreshes
   // it, and left then, the host's index lagged every later commit of the session's (outside
   // review 18).
-  auto index_unchanged = [&]() -> Result<bool> {
-    Result<std::optional<std::string>> host_index =
-        ReadFile(host_dir, "index", kGitIndexMax, false);
-    if (!host_index) return Propagate(host_index);
-    if (!*host_index || !state.index) return *host_index == state.index;
-    return IndexEntriesAlike(**host_index, *state.index, hash_size);
+  bool head_moved = false;
+  auto unchanged = [&]() -> Result<bool> {
+    Result<std::optional<std::string>> host_head = ReadFile(host_dir, "HEAD", 4096, false);
+    if (!host_head) return Propagate(host_head);
+    head_moved = !*host_head || Trim(**host_head) != state.head;
+    if (head_moved) return false;
+    return IndexFollows(host_dir, state.index, hash_size);
   };
-  if (!SwapWholeFile(host_dir, "index", *kept, owner, index_unchanged, done)) return false;
+  Result<bool> wrote = locks.Write(state.label, *kept, unchanged);
+  if (!wrote || !*wrote) {
+    done.conflicts.push_back(
+        what + ": " +
+        (!wrote       ? wrote.error().Describe()
+         : head_moved ? "the host's HEAD moved off the session's (a checkout of the person's); "
+                        "left as it is"
+                      : "the host changed it since the session started; left as it is"));
+    return false;
+  }
   state.index = std::move(*kept);
   return true;
+}
+
+bool CopyBackIndex(int private_fd, int host_dir, int objects_fd, size_t hash_size,
+                   HeadAndIndex state, HostIndexLocks& locks, GitCopyBack& done) {
+  const bool wrote =
+      WriteHostIndex(private_fd, host_dir, objects_fd, hash_size, state, locks, done);
+  locks.Drop(state.label);
+  return wrote;
+}
+
+// The index copy-back of worktree `label` ("" the main one, "worktrees/<id>/" a linked one):
+// what goes with a branch the session moved there (CopyBackRefs), done at once.
+bool CopyBackIndexOf(const std::string& label, int private_fd, int host_git_fd,
+                     GitSnapshot& snapshot, HostIndexLocks& locks, GitCopyBack& done) {
+  if (label.empty()) {
+    const bool wrote = CopyBackIndex(private_fd, host_git_fd, host_git_fd, IndexHashSize(snapshot),
+                                     HeadAndIndex{snapshot.head, snapshot.index, ""}, locks, done);
+    done.index = done.index || wrote;
+    return wrote;
+  }
+  const std::string id = label.substr(10, label.size() - 11);
+  auto worktree = snapshot.worktrees.find(id);
+  Result<std::optional<UniqueFd>> mine =
+      OpenDir(private_fd, std::string(kGitPrivateWorktrees) + "/" + id);
+  Result<std::optional<UniqueFd>> host = OpenDir(host_git_fd, "worktrees/" + id);
+  if (worktree == snapshot.worktrees.end() || !mine || !*mine || !host || !*host) {
+    locks.Drop(label);
+    return false;  // CopyBackWorktrees says why
+  }
+  const bool wrote = CopyBackIndex(
+      (*mine)->Get(), (*host)->Get(), host_git_fd, IndexHashSize(snapshot),
+      HeadAndIndex{worktree->second.head, worktree->second.index, label}, locks, done);
+  if (wrote) ++done.worktree_files;
+  return wrote;
 }
 
 // Each linked worktree's HEAD and index, from its private directory to the host's
 // `worktrees/<id>`, on the same rules.
 void CopyBackWorktrees(int private_fd, int host_git_fd, GitSnapshot& snapshot,
-                       const std::optional<GitOwner>& owner, GitCopyBack& done) {
+                       HostIndexLocks& locks, const std::optional<GitOwner>& owner,
+                       GitCopyBack& done) {
   for (auto& [id, worktree] : snapshot.worktrees) {
     const std::string label = "worktrees/" + id + "/";
     Result<std::optional<UniqueFd>> mine =
@@ -2518,11 +2712,12 @@ void CopyBackWorktrees(int private_fd, int host_git_fd, GitSnapshot& snapshot,
       continue;
     }
     HeadAndIndex state{worktree.head, worktree.index, label};
-    if (CopyBackHead((*mine)->Get(), (*host)->Get(), host_git_fd, state, snapshot, owner, done)) {
+    if (CopyBackHead((*mine)->Get(), (*host)->Get(), host_git_fd, state, snapshot, locks, owner,
+                     done)) {
       ++done.worktree_files;
     }
     if (CopyBackIndex((*mine)->Get(), (*host)->Get(), host_git_fd, IndexHashSize(snapshot), state,
-                      owner, done)) {
+                      locks, done)) {
       ++done.worktree_files;
     }
   }
@@ -2633,20 +2828,24 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
   done.objects = *objects;
   std::vector<std::string> moved;        // refs written to the host now: their reflogs follow
   std::vector<std::string> checked_out;  // deletions and moves waiting for HEAD's copy-back
+  HostIndexLocks locks(owner);
   if (Result<void> refs =
-          CopyBackRefs(private_fd, host_git_fd, snapshot, owner, done, moved, &checked_out);
+          CopyBackRefs(private_fd, host_git_fd, snapshot, locks, owner, done, moved, &checked_out);
       !refs) {
     return Propagate(refs);
   }
   HeadAndIndex main{snapshot.head, snapshot.index, ""};
-  done.head = CopyBackHead(private_fd, host_git_fd, host_git_fd, main, snapshot, owner, done);
+  done.head =
+      CopyBackHead(private_fd, host_git_fd, host_git_fd, main, snapshot, locks, owner, done);
+  // (Written already, perhaps, with a branch the session moved: CopyBackIndexOf.)
   done.index = CopyBackIndex(private_fd, host_git_fd, host_git_fd, IndexHashSize(snapshot), main,
-                             owner, done);
-  CopyBackWorktrees(private_fd, host_git_fd, snapshot, owner, done);
+                             locks, done) ||
+               done.index;
+  CopyBackWorktrees(private_fd, host_git_fd, snapshot, locks, owner, done);
   if (!checked_out.empty()) {
     const std::set<std::string> only(checked_out.begin(), checked_out.end());
-    if (Result<void> refs =
-            CopyBackRefs(private_fd, host_git_fd, snapshot, owner, done, moved, nullptr, &only);
+    if (Result<void> refs = CopyBackRefs(private_fd, host_git_fd, snapshot, locks, owner, done,
+                                         moved, nullptr, &only);
         !refs) {
       return Propagate(refs);
     }

@@ -343,6 +343,82 @@ TEST_F(GitPrivateTest, AHostCommitMadeMeanwhileIsNeverLost) {
   EXPECT_EQ(Host("cat-file -t " + Session("rev-parse HEAD")), "commit\n");
 }
 
+// Each conflict line joined, for a failure message and for finding one.
+std::string Lines(const std::vector<std::string>& lines) {
+  std::string joined;
+  for (const std::string& line : lines) joined += line + "\n";
+  return joined;
+}
+
+// Outside review 20: the index goes only under the host's HEAD the session worked on. After the
+// person's `git checkout -b other`, the session's commit on main comes back to main, and the
+// session's index (main's new tree) stays off `other`, where it showed the commit undone and
+// staged.
+TEST_F(GitPrivateTest, TheIndexNeverLandsUnderABranchThePersonCheckedOut) {
+  GitSnapshot snapshot = Prepare();
+  Host("checkout -q -b other");
+  { std::ofstream(host_ / "a.txt") << "the session's\n"; }
+  Session("commit -q -am session");
+  GitCopyBack done = CopyBack(snapshot);
+  EXPECT_EQ(Host("log -1 --format=%s main"), "session\n");
+  EXPECT_EQ(Host("rev-parse --abbrev-ref HEAD"), "other\n");
+  EXPECT_FALSE(done.index);
+  EXPECT_EQ(Host("diff --cached --name-only"), "") << "the session's index landed on `other`";
+  EXPECT_NE(Lines(done.conflicts).find("index: the host's HEAD moved"), std::string::npos)
+      << Lines(done.conflicts);
+}
+
+// Outside review 20: a HEAD that comes with a new index moves only while the host's index holds
+// what the session last saw. The person staged b.txt; the session's `git checkout -b feature`
+// and commit of c.txt: moved alone, HEAD left the person's index on `feature`, where their next
+// commit deleted c.txt.
+TEST_F(GitPrivateTest, HeadNeverMovesOverAnIndexThePersonStagedIn) {
+  GitSnapshot snapshot = Prepare();
+  { std::ofstream(host_ / "b.txt") << "the person's\n"; }
+  Host("add b.txt");
+  Session("checkout -q -b feature");
+  { std::ofstream(host_ / "c.txt") << "the session's\n"; }
+  Session("add c.txt");
+  Session("commit -q -m feature");
+  GitCopyBack done = CopyBack(snapshot);
+  EXPECT_FALSE(done.head);
+  EXPECT_EQ(Host("rev-parse --abbrev-ref HEAD"), "main\n");
+  EXPECT_EQ(Host("diff --cached --name-only"), "b.txt\n");
+  EXPECT_EQ(Host("log -1 --format=%s feature"), "feature\n");  // the branch itself comes back
+  EXPECT_NE(Lines(done.conflicts).find("HEAD: the person staged changes"), std::string::npos)
+      << Lines(done.conflicts);
+  // Once the person's index holds what the session saw again, HEAD and the index come back.
+  Host("reset -q");
+  GitCopyBack later = CopyBack(snapshot);
+  EXPECT_TRUE(later.head) << Lines(later.conflicts);
+  EXPECT_TRUE(later.index) << Lines(later.conflicts);
+  EXPECT_EQ(Host("rev-parse --abbrev-ref HEAD"), "feature\n");
+  EXPECT_EQ(Host("diff --cached --name-only"), "");
+}
+
+// A branch moves with the index of the worktree that has it checked out, under that index's
+// lock: while the person's git holds index.lock, neither moves, and their lock stays theirs.
+TEST_F(GitPrivateTest, AHeldBranchWaitsWhileThePersonsGitHoldsTheIndex) {
+  GitSnapshot snapshot = Prepare();
+  { std::ofstream(host_ / "a.txt") << "the session's\n"; }
+  Session("commit -q -am session");
+  { std::ofstream(host_ / ".git" / "index.lock") << "the person's git\n"; }
+  GitCopyBack done = CopyBack(snapshot);
+  EXPECT_EQ(done.refs, 0u);
+  EXPECT_EQ(Host("log -1 --format=%s main"), "first\n");
+  EXPECT_EQ(Slurp(host_ / ".git" / "index.lock"), "the person's git\n");
+  EXPECT_NE(Lines(done.conflicts).find("refs/heads/main: the person's git is writing the index"),
+            std::string::npos)
+      << Lines(done.conflicts);
+  fs::remove(host_ / ".git" / "index.lock");
+  GitCopyBack later = CopyBack(snapshot);
+  EXPECT_EQ(later.refs, 1u) << Lines(later.conflicts);
+  EXPECT_TRUE(later.index) << Lines(later.conflicts);
+  EXPECT_EQ(Host("log -1 --format=%s main"), "session\n");
+  EXPECT_EQ(Host("status --porcelain"), "");
+  EXPECT_FALSE(fs::exists(host_ / ".git" / "index.lock"));
+}
+
 TEST_F(GitPrivateTest, LinksFifosHardLinksAndMalformedEntriesAreRefused) {
   GitSnapshot snapshot = Prepare();
   const std::string before_outside = Slurp(outside_);
