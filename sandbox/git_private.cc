@@ -2216,7 +2216,6 @@ class HostIndexLocks {
     held_.emplace(label, Lock{std::move(copy), std::move(file)});
     return true;
   }
-  bool Holds(const std::string& label) const { return held_.contains(label); }
   // Writes `content` as `label`'s index through its held lock while `still` holds
   // (CommitLock); the lock is released whatever happens.
   Result<bool> Write(const std::string& label, std::string_view content,
@@ -2272,15 +2271,174 @@ std::optional<std::string> LockFollowingIndex(HostIndexLocks& locks, const std::
          "would undo the session's. Left as it is until they commit or reset";
 }
 
+// What HEAD and the index of one git directory are compared and written against: the main
+// directory's (the snapshot's own) or a linked worktree's. `objects_fd` is the host's .git, where
+// the objects a HEAD names are looked for; `label` prefixes every line (`worktrees/<id>/`).
+struct HeadAndIndex {
+  std::string& head;
+  std::optional<std::string>& index;
+  std::string label;
+};
+
+// Why the index's new entries (`changed`, gitlinks left out by IndexForHost) cannot go to the
+// host, or nullopt: each names an object the host has (`objects_fd`, its .git) of the type its
+// mode needs, a blob for a file or a link. `git update-index --cacheinfo` takes
+// any id: an entry naming a commit made the person's `git gc` fail and their next commit
+// record a tree servers refuse, one naming a missing object failed their commit, stash and
+// reset (outside review 15). One run of the host's git asks for every id.
+std::optional<std::string> IndexObjectRefusal(int objects_fd,
+                                              const std::vector<IndexObject>& changed) {
+  if (changed.empty()) return std::nullopt;
+  std::vector<std::string> ids;
+  for (const IndexObject& e : changed) ids.push_back(e.id);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  Result<std::map<std::string, std::string>> types = HostObjectTypes(objects_fd, ids);
+  if (!types) return types.error().message + "; not written now";
+  for (const IndexObject& e : changed) {
+    auto it = types->find(e.id);
+    const std::string type = it == types->end() ? "missing" : it->second;
+    if (type == "blob") continue;
+    return "`" + e.path + "` names " + e.id +
+           (type == "missing" ? ", an object the host does not have"
+                              : ", a " + type + ", where its mode needs a blob") +
+           " (git stages no such entry; `git update-index --cacheinfo` does)";
+  }
+  // An entry may name an old blob no ref reaches: kept from the person's prune as a ref's are.
+  Result<std::optional<std::string>> kept = FreshenHostObjects(objects_fd, ids);
+  if (!kept) return kept.error().Describe() + "; not written now";
+  if (*kept) return **kept + "; not written now";
+  return std::nullopt;
+}
+
+// What the session's index would become on the host (CopyBackIndex), judged before anything
+// that goes with it moves: nothing to write, the bytes to write, or refused (why).
+struct IndexPlan {
+  enum class Kind { kNothing, kWrite, kRefused } kind = Kind::kNothing;
+  std::string bytes;
+  std::string why;
+};
+
+// The session's index in `private_fd` judged against the one the host has (the launch's, or what
+// the last copy-back wrote): its paths and entries (IndexForHost), and the objects they name in
+// `objects_fd` (the host's .git, IndexObjectRefusal).
+IndexPlan PlanIndex(int private_fd, int objects_fd, size_t hash_size, const HeadAndIndex& state) {
+  Result<std::optional<std::string>> index =
+      ReadFile(private_fd, "index", kGitSessionIndexMax, true);
+  if (!index) return {IndexPlan::Kind::kRefused, "", index.error().message};
+  if (!*index || *index == state.index) return {};
+  if (!(**index).starts_with("DIRC")) {
+    return {IndexPlan::Kind::kRefused, "", "does not start with git's DIRC signature"};
+  }
+  std::string why;
+  std::vector<IndexObject> changed;
+  std::optional<std::string> kept = IndexForHost(**index, state.index, hash_size, why, &changed);
+  if (!kept) return {IndexPlan::Kind::kRefused, "", why};
+  if (*kept == state.index) return {};  // what the host has already
+  if (std::optional<std::string> bad = IndexObjectRefusal(objects_fd, changed)) {
+    return {IndexPlan::Kind::kRefused, "", *bad};
+  }
+  return {IndexPlan::Kind::kWrite, std::move(*kept), ""};
+}
+
+// Writes the planned index to the host's `host_dir` under its index.lock (held already when a
+// branch or HEAD moved with it), only while the host's holds the entries the session last saw
+// and the host's HEAD is the one the session works on: after a person's `git checkout -b
+// other`, the session's index on `other` showed its commit undone and staged (outside review
+// 20). The lock is released either way; a refused plan is said here, once.
+bool CopyBackIndex(int private_fd, int host_dir, size_t hash_size, HeadAndIndex state,
+                   HostIndexLocks& locks, IndexPlan& plan, GitCopyBack& done) {
+  const std::string what = state.label + "index";
+  auto write = [&]() -> bool {
+    if (plan.kind == IndexPlan::Kind::kRefused) {
+      done.refused.push_back(what + ": " + plan.why);
+      return false;
+    }
+    if (plan.kind == IndexPlan::Kind::kNothing) return false;
+    // The index goes with the session's HEAD: while that HEAD has not come back (refused, put
+    // off), the host's HEAD with the session's index showed the session's files as a change the
+    // person had staged, ready for their next commit (outside review 16).
+    Result<std::optional<std::string>> head = ReadFile(private_fd, "HEAD", 4096, true);
+    if (!head || !*head || Trim(**head) != state.head) {
+      done.conflicts.push_back(what +
+                               ": it goes with the session's HEAD, which did not come back; "
+                               "left as it is");
+      return false;
+    }
+    Result<bool> held = locks.Hold(state.label, host_dir);
+    if (!held || !*held) {
+      done.conflicts.push_back(what + ": " +
+                               (held ? "the person's git is writing it (index.lock exists); "
+                                       "left for the next copy-back"
+                                     : held.error().Describe()));
+      return false;
+    }
+    // Unchanged but for stat data counts as unchanged: a `git status` of the person's refreshes
+    // it, and left then, the host's index lagged every later commit of the session's (outside
+    // review 18).
+    bool head_moved = false;
+    auto unchanged = [&]() -> Result<bool> {
+      Result<std::optional<std::string>> host_head = ReadFile(host_dir, "HEAD", 4096, false);
+      if (!host_head) return Propagate(host_head);
+      head_moved = !*host_head || Trim(**host_head) != state.head;
+      if (head_moved) return false;
+      return IndexFollows(host_dir, state.index, hash_size);
+    };
+    Result<bool> wrote = locks.Write(state.label, plan.bytes, unchanged);
+    if (!wrote || !*wrote) {
+      done.conflicts.push_back(
+          what + ": " +
+          (!wrote       ? wrote.error().Describe()
+           : head_moved ? "the host's HEAD moved off the session's (a checkout of the "
+                          "person's); left as it is"
+                        : "the host changed it since the session started; left as it is"));
+      return false;
+    }
+    state.index = std::move(plan.bytes);
+    return true;
+  };
+  const bool wrote = write();
+  locks.Drop(state.label);
+  plan = {};  // said or written: never again in this copy-back
+  return wrote;
+}
+
+// A worktree's git directories, the session's private one and the host's, with what the
+// snapshot holds of its HEAD and index: the main worktree's ("" label: the directories given)
+// or a linked one's ("worktrees/<id>/").
+struct WorktreeGit {
+  std::optional<UniqueFd> mine_dir, host_dir;  // a linked worktree's, opened here
+  int mine = -1;
+  int host = -1;
+  HeadAndIndex state;
+};
+std::optional<WorktreeGit> OpenWorktreeGit(const std::string& label, int private_fd,
+                                           int host_git_fd, GitSnapshot& snapshot) {
+  if (label.empty()) {
+    return WorktreeGit{{}, {}, private_fd, host_git_fd, {snapshot.head, snapshot.index, ""}};
+  }
+  const std::string id = label.substr(10, label.size() - 11);
+  auto known = snapshot.worktrees.find(id);
+  if (known == snapshot.worktrees.end()) return std::nullopt;
+  Result<std::optional<UniqueFd>> mine =
+      OpenDir(private_fd, std::string(kGitPrivateWorktrees) + "/" + id);
+  Result<std::optional<UniqueFd>> host = OpenDir(host_git_fd, "worktrees/" + id);
+  if (!mine || !*mine || !host || !*host) return std::nullopt;
+  const int mine_fd = (*mine)->Get();
+  const int host_fd = (*host)->Get();
+  return WorktreeGit{std::move(*mine),
+                     std::move(*host),
+                     mine_fd,
+                     host_fd,
+                     {known->second.head, known->second.index, label}};
+}
+
 // The refs the session changed (created, moved, deleted), each by compare-and-swap against
 // `snapshot` and only when the host has the object it names (CopyBackPrivateGit).
 // `checked_out`, when given, gets the branches the session deleted or moved that a host worktree
 // holds now (CheckedOutOnTheHost, HeldMoveRefusal), instead of a conflict line: HEAD's copy-back
 // may move off them, and a second call with `only` those names writes them then (a session's
 // `git checkout main; git branch -D feature` in one send).
-bool CopyBackIndexOf(const std::string& label, int private_fd, int host_git_fd,
-                     GitSnapshot& snapshot, HostIndexLocks& locks, GitCopyBack& done);
-
 Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot,
                           HostIndexLocks& locks, const std::optional<GitOwner>& owner,
                           GitCopyBack& done, std::vector<std::string>& moved,
@@ -2422,21 +2580,26 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
       }
     }
     // A branch a host worktree has checked out, where the session works on it, moves together
-    // with that worktree's index, under its index.lock from the check of the index to the write
-    // of both (LockFollowingIndex): taken only now, after the tip's check, so that the person's
-    // git waits for the writes alone.
+    // with that worktree's index, or not at all: the session's index there is judged first
+    // (PlanIndex), and that worktree's index.lock held from the check of its HEAD and index
+    // (LockFollowingIndex) to the write of both. Taken only now, after the tip's check, so that
+    // the person's git waits for the writes alone.
+    std::optional<WorktreeGit> worktree =
+        follower ? OpenWorktreeGit(*follower, private_fd, host_git_fd, snapshot) : std::nullopt;
+    IndexPlan plan;
     if (follower) {
-      const std::string id = follower->empty() ? "" : follower->substr(10, follower->size() - 11);
-      Result<std::optional<UniqueFd>> dir =
-          OpenDir(host_git_fd, follower->empty() ? "." : "worktrees/" + id);
       std::optional<std::string> why;
-      if (!dir || !*dir) {
-        why = "the host's " + *follower + " is gone or cannot be opened; left as it is for now";
+      if (!worktree) {
+        why = "the host's or the session's " + *follower + " is gone; left as it is for now";
       } else {
-        const bool main = follower->empty();
-        why = LockFollowingIndex(
-            locks, *follower, (**dir).Get(), main ? snapshot.head : snapshot.worktrees.at(id).head,
-            main ? snapshot.index : snapshot.worktrees.at(id).index, IndexHashSize(snapshot));
+        plan = PlanIndex(worktree->mine, host_git_fd, IndexHashSize(snapshot), worktree->state);
+        if (plan.kind == IndexPlan::Kind::kRefused) {
+          why = "the session's index there, which goes with it, is refused (" + plan.why +
+                "); left as it is";
+        } else {
+          why = LockFollowingIndex(locks, *follower, worktree->host, worktree->state.head,
+                                   worktree->state.index, IndexHashSize(snapshot));
+        }
       }
       if (why) {
         done.conflicts.push_back(name + ": " + *why);
@@ -2450,7 +2613,14 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
       done.conflicts.push_back(updated ? why : name + ": " + updated.error().Describe());
       continue;
     }
-    if (follower) CopyBackIndexOf(*follower, private_fd, host_git_fd, snapshot, locks, done);
+    if (worktree && CopyBackIndex(worktree->mine, worktree->host, IndexHashSize(snapshot),
+                                  worktree->state, locks, plan, done)) {
+      if (follower->empty()) {
+        done.index = true;
+      } else {
+        ++done.worktree_files;
+      }
+    }
     ++done.refs;
     moved.push_back(name);
     if (now) {
@@ -2477,21 +2647,13 @@ bool SwapWholeFile(int host_git_fd, const char* name, const std::string& content
   return false;
 }
 
-// What HEAD and the index of one git directory are compared and written against: the main
-// directory's (the snapshot's own) or a linked worktree's. `objects_fd` is the host's .git, where
-// the objects a HEAD names are looked for; `label` prefixes every line (`worktrees/<id>/`).
-struct HeadAndIndex {
-  std::string& head;
-  std::optional<std::string>& index;
-  std::string label;
-};
-
 // HEAD, on the same rule as a ref (CopyBackPrivateGit). A HEAD that comes with a new index
-// moves only while the host's index holds what the session last saw there, and the index.lock
-// taken for that check stays held for the index's copy-back (CopyBackIndex): a person's
-// `git add` between the two writes left the session's HEAD over the person's index.
+// (`plan`) moves only with it: not while that index is refused, and only while the host's index
+// holds what the session last saw there, the index.lock taken for that check held for the
+// index's copy-back (CopyBackIndex): a person's `git add` between the two writes left the
+// session's HEAD over the person's index.
 bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex state,
-                  GitSnapshot& snapshot, HostIndexLocks& locks,
+                  const IndexPlan& plan, GitSnapshot& snapshot, HostIndexLocks& locks,
                   const std::optional<GitOwner>& owner, GitCopyBack& done) {
   const std::string what = state.label + "HEAD";
   Result<std::optional<std::string>> head = ReadFile(private_fd, "HEAD", 4096, true);
@@ -2531,9 +2693,12 @@ bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex sta
       return false;
     }
   }
-  Result<std::optional<std::string>> index =
-      ReadFile(private_fd, "index", kGitSessionIndexMax, true);
-  if (index && *index && **index != state.index) {
+  if (plan.kind == IndexPlan::Kind::kRefused) {
+    done.conflicts.push_back(what + ": the session's index, which goes with it, is refused (" +
+                             plan.why + "); left as it is");
+    return false;
+  }
+  if (plan.kind == IndexPlan::Kind::kWrite) {
     if (std::optional<std::string> why = LockFollowingIndex(
             locks, state.label, host_dir, state.head, state.index, IndexHashSize(snapshot))) {
       done.conflicts.push_back(what + ": " + *why);
@@ -2551,146 +2716,6 @@ bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex sta
   }
   state.head = value;
   return true;
-}
-
-// Why the index's new entries (`changed`, gitlinks left out by IndexForHost) cannot go to the
-// host, or nullopt: each names an object the host has (`objects_fd`, its .git) of the type its
-// mode needs, a blob for a file or a link. `git update-index --cacheinfo` takes
-// any id: an entry naming a commit made the person's `git gc` fail and their next commit
-// record a tree servers refuse, one naming a missing object failed their commit, stash and
-// reset (outside review 15). One run of the host's git asks for every id.
-std::optional<std::string> IndexObjectRefusal(int objects_fd,
-                                              const std::vector<IndexObject>& changed) {
-  if (changed.empty()) return std::nullopt;
-  std::vector<std::string> ids;
-  for (const IndexObject& e : changed) ids.push_back(e.id);
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  Result<std::map<std::string, std::string>> types = HostObjectTypes(objects_fd, ids);
-  if (!types) return types.error().message + "; not written now";
-  for (const IndexObject& e : changed) {
-    auto it = types->find(e.id);
-    const std::string type = it == types->end() ? "missing" : it->second;
-    if (type == "blob") continue;
-    return "`" + e.path + "` names " + e.id +
-           (type == "missing" ? ", an object the host does not have"
-                              : ", a " + type + ", where its mode needs a blob") +
-           " (git stages no such entry; `git update-index --cacheinfo` does)";
-  }
-  // An entry may name an old blob no ref reaches: kept from the person's prune as a ref's are.
-  Result<std::optional<std::string>> kept = FreshenHostObjects(objects_fd, ids);
-  if (!kept) return kept.error().Describe() + "; not written now";
-  if (*kept) return **kept + "; not written now";
-  return std::nullopt;
-}
-
-// The index, written under its index.lock (held already when a branch or HEAD moved with it)
-// only while the host's holds the entries the session last saw and the host's HEAD is the one
-// the session works on: after a person's `git checkout -b other`, the session's index on
-// `other` showed its commit undone and staged (outside review 20). The objects its entries name
-// are looked for in `objects_fd` (the host's .git). The lock is released either way.
-bool WriteHostIndex(int private_fd, int host_dir, int objects_fd, size_t hash_size,
-                    HeadAndIndex state, HostIndexLocks& locks, GitCopyBack& done) {
-  const std::string what = state.label + "index";
-  Result<std::optional<std::string>> index =
-      ReadFile(private_fd, "index", kGitSessionIndexMax, true);
-  if (!index) {
-    done.refused.push_back(what + ": " + index.error().message);
-    return false;
-  }
-  if (!*index || *index == state.index) return false;
-  // The index goes with the session's HEAD: while that HEAD has not come back (refused, put
-  // off), the host's HEAD with the session's index showed the session's files as a change the
-  // person had staged, ready for their next commit (outside review 16).
-  Result<std::optional<std::string>> head = ReadFile(private_fd, "HEAD", 4096, true);
-  if (!head || !*head || Trim(**head) != state.head) {
-    done.conflicts.push_back(what +
-                             ": it goes with the session's HEAD, which did not come back; "
-                             "left as it is");
-    return false;
-  }
-  std::string why;
-  if (!(**index).starts_with("DIRC")) {
-    done.refused.push_back(what + ": does not start with git's DIRC signature");
-    return false;
-  }
-  // Judged against the index the host has now (the launch's, or what the last copy-back wrote).
-  std::vector<IndexObject> changed;
-  std::optional<std::string> kept = IndexForHost(**index, state.index, hash_size, why, &changed);
-  if (!kept) {
-    done.refused.push_back(what + ": " + why);
-    return false;
-  }
-  if (*kept == state.index) return false;  // what the host has already
-  if (std::optional<std::string> bad = IndexObjectRefusal(objects_fd, changed)) {
-    done.refused.push_back(what + ": " + *bad);
-    return false;
-  }
-  Result<bool> held = locks.Hold(state.label, host_dir);
-  if (!held || !*held) {
-    done.conflicts.push_back(what + ": " +
-                             (held ? "the person's git is writing it (index.lock exists); left "
-                                     "for the next copy-back"
-                                   : held.error().Describe()));
-    return false;
-  }
-  // Unchanged but for stat data counts as unchanged: a `git status` of the person's refreshes
-  // it, and left then, the host's index lagged every later commit of the session's (outside
-  // review 18).
-  bool head_moved = false;
-  auto unchanged = [&]() -> Result<bool> {
-    Result<std::optional<std::string>> host_head = ReadFile(host_dir, "HEAD", 4096, false);
-    if (!host_head) return Propagate(host_head);
-    head_moved = !*host_head || Trim(**host_head) != state.head;
-    if (head_moved) return false;
-    return IndexFollows(host_dir, state.index, hash_size);
-  };
-  Result<bool> wrote = locks.Write(state.label, *kept, unchanged);
-  if (!wrote || !*wrote) {
-    done.conflicts.push_back(
-        what + ": " +
-        (!wrote       ? wrote.error().Describe()
-         : head_moved ? "the host's HEAD moved off the session's (a checkout of the person's); "
-                        "left as it is"
-                      : "the host changed it since the session started; left as it is"));
-    return false;
-  }
-  state.index = std::move(*kept);
-  return true;
-}
-
-bool CopyBackIndex(int private_fd, int host_dir, int objects_fd, size_t hash_size,
-                   HeadAndIndex state, HostIndexLocks& locks, GitCopyBack& done) {
-  const bool wrote =
-      WriteHostIndex(private_fd, host_dir, objects_fd, hash_size, state, locks, done);
-  locks.Drop(state.label);
-  return wrote;
-}
-
-// The index copy-back of worktree `label` ("" the main one, "worktrees/<id>/" a linked one):
-// what goes with a branch the session moved there (CopyBackRefs), done at once.
-bool CopyBackIndexOf(const std::string& label, int private_fd, int host_git_fd,
-                     GitSnapshot& snapshot, HostIndexLocks& locks, GitCopyBack& done) {
-  if (label.empty()) {
-    const bool wrote = CopyBackIndex(private_fd, host_git_fd, host_git_fd, IndexHashSize(snapshot),
-                                     HeadAndIndex{snapshot.head, snapshot.index, ""}, locks, done);
-    done.index = done.index || wrote;
-    return wrote;
-  }
-  const std::string id = label.substr(10, label.size() - 11);
-  auto worktree = snapshot.worktrees.find(id);
-  Result<std::optional<UniqueFd>> mine =
-      OpenDir(private_fd, std::string(kGitPrivateWorktrees) + "/" + id);
-  Result<std::optional<UniqueFd>> host = OpenDir(host_git_fd, "worktrees/" + id);
-  if (worktree == snapshot.worktrees.end() || !mine || !*mine || !host || !*host) {
-    locks.Drop(label);
-    return false;  // CopyBackWorktrees says why
-  }
-  const bool wrote = CopyBackIndex(
-      (*mine)->Get(), (*host)->Get(), host_git_fd, IndexHashSize(snapshot),
-      HeadAndIndex{worktree->second.head, worktree->second.index, label}, locks, done);
-  if (wrote) ++done.worktree_files;
-  return wrote;
 }
 
 // Each linked worktree's HEAD and index, from its private directory to the host's
@@ -2712,12 +2737,13 @@ void CopyBackWorktrees(int private_fd, int host_git_fd, GitSnapshot& snapshot,
       continue;
     }
     HeadAndIndex state{worktree.head, worktree.index, label};
-    if (CopyBackHead((*mine)->Get(), (*host)->Get(), host_git_fd, state, snapshot, locks, owner,
-                     done)) {
+    IndexPlan plan = PlanIndex((*mine)->Get(), host_git_fd, IndexHashSize(snapshot), state);
+    if (CopyBackHead((*mine)->Get(), (*host)->Get(), host_git_fd, state, plan, snapshot, locks,
+                     owner, done)) {
       ++done.worktree_files;
     }
-    if (CopyBackIndex((*mine)->Get(), (*host)->Get(), host_git_fd, IndexHashSize(snapshot), state,
-                      locks, done)) {
+    if (CopyBackIndex((*mine)->Get(), (*host)->Get(), IndexHashSize(snapshot), state, locks, plan,
+                      done)) {
       ++done.worktree_files;
     }
   }
@@ -2835,12 +2861,13 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
     return Propagate(refs);
   }
   HeadAndIndex main{snapshot.head, snapshot.index, ""};
+  IndexPlan plan = PlanIndex(private_fd, host_git_fd, IndexHashSize(snapshot), main);
   done.head =
-      CopyBackHead(private_fd, host_git_fd, host_git_fd, main, snapshot, locks, owner, done);
-  // (Written already, perhaps, with a branch the session moved: CopyBackIndexOf.)
-  done.index = CopyBackIndex(private_fd, host_git_fd, host_git_fd, IndexHashSize(snapshot), main,
-                             locks, done) ||
-               done.index;
+      CopyBackHead(private_fd, host_git_fd, host_git_fd, main, plan, snapshot, locks, owner, done);
+  // (Written already, perhaps, with a branch the session moved: CopyBackRefs.)
+  done.index =
+      CopyBackIndex(private_fd, host_git_fd, IndexHashSize(snapshot), main, locks, plan, done) ||
+      done.index;
   CopyBackWorktrees(private_fd, host_git_fd, snapshot, locks, owner, done);
   if (!checked_out.empty()) {
     const std::set<std::string> only(checked_out.begin(), checked_out.end());

@@ -419,6 +419,40 @@ TEST_F(GitPrivateTest, AHeldBranchWaitsWhileThePersonsGitHoldsTheIndex) {
   EXPECT_FALSE(fs::exists(host_ / ".git" / "index.lock"));
 }
 
+// A branch the person has checked out, or HEAD, never moves without the session's index that
+// goes with it: while that index is refused (an entry naming an object the host lacks, which
+// `git update-index --cacheinfo` stages), the host's branch stayed moved over its old index,
+// the session's commit shown undone and staged.
+TEST_F(GitPrivateTest, NeitherBranchNorHeadMovesWithoutTheIndexThatGoesWithIt) {
+  GitSnapshot snapshot = Prepare();
+  { std::ofstream(host_ / "a.txt") << "the session's\n"; }
+  Session("commit -q -am session");
+  const std::string ghost =
+      "update-index --add --cacheinfo 100644," + std::string(40, '1') + ",ghost.txt";
+  Session(ghost);
+  GitCopyBack held = CopyBack(snapshot);
+  EXPECT_EQ(Host("log -1 --format=%s main"), "first\n");
+  EXPECT_NE(Lines(held.conflicts)
+                .find("refs/heads/main: the session's index there, which goes "
+                      "with it, is refused"),
+            std::string::npos)
+      << Lines(held.conflicts);
+  Session("update-index --force-remove ghost.txt");
+  GitCopyBack moved = CopyBack(snapshot);
+  EXPECT_EQ(Host("log -1 --format=%s main"), "session\n") << Lines(moved.conflicts);
+  EXPECT_TRUE(moved.index) << Lines(moved.conflicts);
+  EXPECT_EQ(Host("diff --cached --name-only"), "");
+  // HEAD likewise.
+  Session("checkout -q -b feature");
+  Session(ghost);
+  GitCopyBack head = CopyBack(snapshot);
+  EXPECT_FALSE(head.head);
+  EXPECT_EQ(Host("rev-parse --abbrev-ref HEAD"), "main\n");
+  EXPECT_NE(Lines(head.conflicts).find("HEAD: the session's index, which goes with it, is refused"),
+            std::string::npos)
+      << Lines(head.conflicts);
+}
+
 TEST_F(GitPrivateTest, LinksFifosHardLinksAndMalformedEntriesAreRefused) {
   GitSnapshot snapshot = Prepare();
   const std::string before_outside = Slurp(outside_);
