@@ -7,9 +7,11 @@
 #include <stdlib.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -19,6 +21,21 @@
 #include "tests/sandbox/process_runner.h"
 
 namespace ptybox::testing::git_attack {
+
+// What most attacks open with: a daemon with Git for agents on, a client of it, and once Open()
+// ran, the repository (MakeRepository) in its workspace `ws` and one workspace-write session
+// `id`. A test names the parts it uses: `auto& [daemon, ws, client, id] = git;`.
+struct GitWriteSession {
+  Daemon daemon{Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}}};
+  std::filesystem::path ws = daemon.workspace();
+  RpcClient client{daemon.socket()};
+  std::string id;
+
+  // ASSERT_NO_FATAL_FAILURE(git.Open()): the repository, then the session.
+  void Open();
+  // The session alone, for a test that prepares the repository its own way first.
+  void OpenSession();
+};
 
 // The host's git in `repo`, as the person who owns it runs it (a submodule from a local path
 // allowed, as the submodule attacks add them).
@@ -46,6 +63,16 @@ inline void MakeRepository(const std::filesystem::path& ws) {
   ASSERT_EQ(HostGit(ws, {"add", "a.txt", ".gitignore"}).exit_code, 0);
   ASSERT_EQ(HostGit(ws, {"commit", "-q", "-m", "first"}).exit_code, 0);
   std::filesystem::create_directories(ws / ".escape");
+}
+
+inline void GitWriteSession::Open() {
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
+  ASSERT_NO_FATAL_FAILURE(OpenSession());
+}
+
+inline void GitWriteSession::OpenSession() {
+  id = ::ptybox::testing::OpenSession(client, "workspace-write");
+  ASSERT_FALSE(id.empty()) << daemon.Log();
 }
 
 // A packed-refs of `count` tags `refs/tags/release-NNNNN` on HEAD (a monorepo's release tags):
@@ -145,6 +172,22 @@ inline bool AwaitMade(const std::filesystem::path& ws, std::chrono::seconds guar
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return std::filesystem::exists(ws / ".escape" / "made");
+}
+
+// Closes session `id` and times it: the answer and the whole seconds it took (printed), for
+// the attacks that make the last copy-back heavy.
+struct ClosedIn {
+  Json answer;
+  int64_t seconds = 0;
+};
+inline ClosedIn TimedClose(RpcClient& client, const std::string& id, std::chrono::seconds guard) {
+  const auto start = std::chrono::steady_clock::now();
+  ClosedIn closed{client.Call("terminal_close", Json{{"sessionId", id}}, guard), 0};
+  closed.seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start)
+          .count();
+  std::cout << "  terminal_close answered in " << closed.seconds << " s\n";
+  return closed;
 }
 
 }  // namespace ptybox::testing::git_attack

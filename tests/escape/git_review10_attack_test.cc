@@ -47,12 +47,9 @@ namespace fs = std::filesystem;
 // does). The copy-back moves it; the rebase's finish is a compare-and-swap against the branch's
 // value when it started (`orig-head`), so the person's `git rebase --continue` fails.
 TEST(GitReview10AttackTest, ABranchThePersonIsRebasingNeverMoves) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   ASSERT_NO_FATAL_FAILURE(MakeAgentBranch(client, id, ws, daemon));
   const std::string before = Line(HostGit(ws, {"rev-parse", "refs/heads/agent"}).out);
   ASSERT_EQ(HostGit(ws, {"checkout", "-q", "agent"}).exit_code, 0);
@@ -86,12 +83,9 @@ TEST(GitReview10AttackTest, ABranchThePersonIsRebasingNeverMoves) {
 // session deletes its `agent-mid` (as an agent does once it is merged); it is deleted on the
 // host, and the person's `git rebase --continue` fails.
 TEST(GitReview10AttackTest, ABranchThePersonsRebaseWillUpdateIsNeverDeleted) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   ASSERT_NO_FATAL_FAILURE(MakeAgentBranch(client, id, ws, daemon));
   Observed stacked = RunInSession(client, id, "workspace-write", "stack",
                                   "git branch agent-mid agent~1 && echo stacked");
@@ -134,9 +128,9 @@ TEST(GitReview10AttackTest, ABranchThePersonsRebaseWillUpdateIsNeverDeleted) {
 // one's, so `git status` there shows the session's commit undone and staged, and the person's
 // next `git commit -a` there reverts the session's commit without a word.
 TEST(GitReview10AttackTest, ABranchAnotherWorktreeHasCheckedOutNeverMoves) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   char dir[] = "/tmp/ptybox-review17-XXXXXX";
   ASSERT_NE(::mkdtemp(dir), nullptr);
   const fs::path linked = fs::path(dir) / "wt";
@@ -146,9 +140,7 @@ TEST(GitReview10AttackTest, ABranchAnotherWorktreeHasCheckedOutNeverMoves) {
   ASSERT_EQ(HostGit(linked, {"commit", "-q", "-m", "feature"}).exit_code, 0);
   ASSERT_EQ(HostGit(linked, {"diff", "--cached", "--quiet"}).exit_code, 0);
   const std::string before = Line(HostGit(ws, {"rev-parse", "refs/heads/feature"}).out);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   Observed moved = RunInSession(
       client, id, "workspace-write", "advance-feature",
       std::string(kIdentity) +

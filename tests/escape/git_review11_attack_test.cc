@@ -43,13 +43,11 @@ namespace fs = std::filesystem;
 // beside the directory `feature` of refs), and an ordinary `agent`. `agent` comes back; the other
 // two must not: on a case-insensitive view each is a ref and a directory of refs under one name.
 TEST(GitReview11AttackTest, ARefWhoseDirectoryDiffersOnlyInCaseNeverComesBack) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   ASSERT_EQ(HostGit(ws, {"branch", "feature/a"}).exit_code, 0);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   Observed made = RunInSession(client, id, "workspace-write", "case-dirs",
                                "git branch Main/x && git branch Feature && git tag MAIN/y && "
                                "git branch agent && echo made");
@@ -80,12 +78,9 @@ TEST(GitReview11AttackTest, ARefWhoseDirectoryDiffersOnlyInCaseNeverComesBack) {
 // person's next `git commit` (of their p.txt) silently reverts the session's commit: review 17's
 // finding (b) (a HEAD moved under its index), in the main worktree.
 TEST(GitReview11AttackTest, TheHostsCheckedOutBranchNeverMovesWithoutItsIndex) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   Observed started = RunInSession(client, id, "workspace-write", "start", "echo started");
   ASSERT_TRUE(started.Says("started")) << started.Show();
   const std::string before = Line(HostGit(ws, {"rev-parse", "refs/heads/main"}).out);
@@ -119,12 +114,9 @@ TEST(GitReview11AttackTest, TheHostsCheckedOutBranchNeverMovesWithoutItsIndex) {
 // index. The person's `git status` then shows the second commit undone and staged; a commit of
 // theirs (here a new file, `git add p.txt; git commit`) reverts it.
 TEST(GitReview11AttackTest, APersonsGitStatusBetweenTwoCommitsLeavesHeadMovedUnderTheIndex) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   Observed first = RunInSession(client, id, "workspace-write", "first",
                                 std::string(kIdentity) +
                                     "echo agent1 > a.txt && git commit -qam agent1 && "

@@ -53,12 +53,9 @@ python3 .escape/stages.py && git ls-files -s && echo written)";
 // (a) The session writes an index holding `a.txt` at stage 0 and at stage 2. It must not reach
 // the host: there the person's `git add a.txt; git commit` fails, and keeps failing.
 TEST(GitReview12AttackTest, AnIndexWithAPathBothMergedAndInConflictNeverComesBack) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   Observed written =
       RunInSession(client, id, "workspace-write", "stage-index", kStageZeroAndTwoIndex);
   ASSERT_TRUE(written.Says("written")) << written.Show();

@@ -38,12 +38,9 @@ namespace fs = std::filesystem;
 // moves, the person stages b.txt. Whatever the order their `git add` meets, the host's index
 // never lags the moved branch: nothing but b.txt is ever staged against HEAD.
 TEST(GitReview13AttackTest, APersonsAddNeverFindsTheBranchMovedAndTheIndexBehind) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   const fs::path loose_main = ws / ".git" / "refs" / "heads" / "main";
   const std::string before = git_attack::Slurp(loose_main);
   ASSERT_FALSE(before.empty());
@@ -85,12 +82,9 @@ TEST(GitReview13AttackTest, APersonsAddNeverFindsTheBranchMovedAndTheIndexBehind
 // (b) The person switches to a new branch `other` while the session works on main. The
 // session's commit comes back to main; its index never lands under `other`.
 TEST(GitReview13AttackTest, TheSessionsIndexNeverLandsOnABranchThePersonCheckedOut) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   ASSERT_EQ(HostGit(ws, {"checkout", "-q", "-b", "other"}).exit_code, 0);
   Observed committed = RunInSession(
       client, id, "workspace-write", "commit",
@@ -107,12 +101,9 @@ TEST(GitReview13AttackTest, TheSessionsIndexNeverLandsOnABranchThePersonCheckedO
 // own. HEAD, moved alone, left the person's index under `feature`, where their next commit
 // deleted the session's c.txt. HEAD waits; the branch comes back.
 TEST(GitReview13AttackTest, HeadNeverMovesOverTheIndexThePersonStagedIn) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   std::ofstream(ws / "b.txt") << "the person's\n";
   ASSERT_EQ(HostGit(ws, {"add", "b.txt"}).exit_code, 0);
   Observed committed =

@@ -50,15 +50,13 @@ using sandbox::testing::RunResult;
 // git runs `git status` inside every gitlink with a `.git`, which reads the session's config and
 // runs its command as the person.
 TEST(GitReview2AttackTest, AGitlinkInTheIndexNeverRunsASessionRepositoryAtHostStatus) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   TempDir host;
   ASSERT_EQ(::chmod(host.path().c_str(), 0777), 0);
   const fs::path marker = host.path() / "ran";
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work =
       std::string(kIdentity) +
       "git init -q sub && echo x > sub/x && git -C sub add x && git -C sub commit -qm s && "
@@ -86,15 +84,13 @@ TEST(GitReview2AttackTest, AGitlinkInTheIndexNeverRunsASessionRepositoryAtHostSt
 // the person's checkout of it runs nothing. The control: the same session's plain commit comes
 // back.
 TEST(GitReview2AttackTest, ACommitAddingAGitlinkNeverMovesAHostRef) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   TempDir host;
   ASSERT_EQ(::chmod(host.path().c_str(), 0777), 0);
   const fs::path marker = host.path() / "ran";
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work =
       std::string(kIdentity) +
       "git checkout -qb plain && echo p > p.txt && git add p.txt && git commit -qm plain && "
@@ -123,14 +119,12 @@ TEST(GitReview2AttackTest, ACommitAddingAGitlinkNeverMovesAHostRef) {
 // copy-back passes). The host's git then substitutes it wherever it reads that id: `cat-file`,
 // `show`, `diff`, and the checkout that writes the person's worktree.
 TEST(GitReview2AttackTest, AReplaceRefNeverSubstitutesTheHostsObjects) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   const std::string blob = HostGit(ws, {"rev-parse", "HEAD:a.txt"}).out.substr(0, 40);
   const std::string head = HostGit(ws, {"rev-parse", "HEAD"}).out.substr(0, 40);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work =
       std::string(kIdentity) +
       "E=$(printf 'EVIL\\n' | git hash-object -w --stdin) && git replace HEAD:a.txt $E && "
@@ -163,9 +157,9 @@ TEST(GitReview2AttackTest, AReplaceRefNeverSubstitutesTheHostsObjects) {
 // valid cache-tree whose object exists: the person's `git commit` records the session's tree,
 // not what the index lists and the diff showed.
 TEST(GitReview2AttackTest, TheHostsCommitRecordsWhatItsIndexLists) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   std::ofstream(ws / ".escape" / "tree.py")
       << "import hashlib,sys\n"
          "good,evil=bytes.fromhex(sys.argv[1]),bytes.fromhex(sys.argv[2])\n"
@@ -175,9 +169,7 @@ TEST(GitReview2AttackTest, TheHostsCommitRecordsWhatItsIndexLists) {
          "assert d[nl+1:nl+21]==good\n"
          "d=d[:nl+1]+evil+d[nl+21:]\n"
          "open('.git/index','wb').write(d+hashlib.sha1(d).digest())\n";
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work =
       "echo EVIL > a.txt && git add a.txt && EVIL=$(git write-tree) && "
       "echo benign > a.txt && git add a.txt && GOOD=$(git write-tree) && "
@@ -203,12 +195,9 @@ TEST(GitReview2AttackTest, TheHostsCommitRecordsWhatItsIndexLists) {
 // `git status` and `git diff` no longer show the change, and the person's `git restore .`
 // (or `checkout -- .`, `stash`) discards everything but it: the session's edit stays, unseen.
 TEST(GitReview2AttackTest, TheHostsGitStillSeesAndDiscardsEveryChangeTheSessionMade) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   const std::string work =
       "echo BACKDOOR >> a.txt && git update-index --skip-worktree a.txt && "
       "git status --porcelain | wc -l; echo hidden=$?";
@@ -233,9 +222,9 @@ TEST(GitReview2AttackTest, TheHostsGitStillSeesAndDiscardsEveryChangeTheSessionM
 // daemon's shutdown, which wait for the same last copy-back) is answered only after ~32 GiB of
 // inflating and hashing. Nothing bounds the work of one copy-back.
 TEST(GitReview2AttackTest, InflatingObjectsDoNotHoldTheCloseForLong) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   std::ofstream(ws / ".escape" / "bomb.py")
       << "import os,zlib\n"
          "c=zlib.compressobj(9)\n"
@@ -247,27 +236,15 @@ TEST(GitReview2AttackTest, InflatingObjectsDoNotHoldTheCloseForLong) {
          "os.makedirs('.git/objects/ab',exist_ok=True)\n"
          "for i in range(32): open('.git/objects/ab/%038x'%i,'wb').write(data)\n"
          "print(len(data))\n";
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work =
       "(python3 .escape/bomb.py > .escape/bomb.out 2>&1; touch .escape/made) >/dev/null 2>&1 & "
       "echo started";
   Observed did = RunInSession(client, id, "workspace-write", "inflate-bombs", work);
   ASSERT_TRUE(did.Says("started")) << did.Show();
-  const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (!fs::exists(ws / ".escape" / "made") && std::chrono::steady_clock::now() < guard) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(fs::exists(ws / ".escape" / "made")) << daemon.Log();
+  ASSERT_TRUE(git_attack::AwaitMade(ws, std::chrono::seconds(120))) << daemon.Log();
   std::cout << "  each object file: " << Slurp(ws / ".escape" / "bomb.out") << " bytes\n";
-  const auto start = std::chrono::steady_clock::now();
-  const Json closed =
-      client.Call("terminal_close", Json{{"sessionId", id}}, std::chrono::seconds(900));
-  const auto seconds =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start)
-          .count();
-  std::cout << "  terminal_close answered in " << seconds << " s\n";
+  const auto [closed, seconds] = git_attack::TimedClose(client, id, std::chrono::seconds(900));
   EXPECT_TRUE(closed.contains("result")) << closed.dump();
   // A close without git work is answered in well under a second; 10 s is ten times that and
   // more. Here (2 shared cores) the close took 120 s: 32 MiB of the session's objects.

@@ -50,15 +50,13 @@ using sandbox::testing::RunResult;
 // objects the host has (A's commits came back with the other objects), so both come back. The
 // person pops the agent's stashes, as `git stash list` offers them, and looks at `git status`.
 TEST(GitReview3AttackTest, AnOlderStashEntryNeverBringsAGitlinkToTheHost) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   TempDir host;
   ASSERT_EQ(::chmod(host.path().c_str(), 0777), 0);
   const fs::path marker = host.path() / "ran";
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work =
       std::string(kIdentity) +
       "git init -q sub && echo x > sub/x && git -C sub add x && git -C sub commit -qm s && "
@@ -92,15 +90,13 @@ TEST(GitReview3AttackTest, AnOlderStashEntryNeverBringsAGitlinkToTheHost) {
 // HEAD reflog comes back too, with `checkout: moving from <the gitlink commit> to main`. The
 // person's `git checkout -` ("back to where I was") reads that line.
 TEST(GitReview3AttackTest, TheHostsCheckoutDashNeverLandsOnAGitlinkTheSessionLeftInItsReflog) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   TempDir host;
   ASSERT_EQ(::chmod(host.path().c_str(), 0777), 0);
   const fs::path marker = host.path() / "ran";
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work =
       std::string(kIdentity) +
       "git checkout -q --detach && git init -q sub && echo x > sub/x && git -C sub add x && "
@@ -147,34 +143,21 @@ using git_attack::Slurp;
 TEST(GitReview3AttackTest, DISABLED_ManyBranchesDoNotHoldTheCloseForLong) {
   const char* env = std::getenv("REVIEW3_REFS");
   const int count = env ? std::atoi(env) : 3000;
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   const std::string work = "(seq " + std::to_string(count) +
                            " | sed 's|.*|create refs/heads/b& HEAD|' | git update-ref --stdin; "
                            "git for-each-ref refs/heads | wc -l > .escape/refs; touch "
                            ".escape/made) >/dev/null 2>&1 & echo started";
   Observed did = RunInSession(client, id, "workspace-write", "many-refs", work);
   ASSERT_TRUE(did.Says("started")) << did.Show();
-  const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  while (!fs::exists(ws / ".escape" / "made") && std::chrono::steady_clock::now() < guard) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(fs::exists(ws / ".escape" / "made")) << daemon.Log();
+  ASSERT_TRUE(git_attack::AwaitMade(ws, std::chrono::seconds(300))) << daemon.Log();
   std::ifstream refs(ws / ".escape" / "refs");
   std::string made;
   std::getline(refs, made);
   std::cout << "  branches made in the session: " << made << "\n";
-  const auto start = std::chrono::steady_clock::now();
-  const Json closed =
-      client.Call("terminal_close", Json{{"sessionId", id}}, std::chrono::seconds(3600));
-  const auto seconds =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start)
-          .count();
-  std::cout << "  terminal_close answered in " << seconds << " s\n";
+  const auto [closed, seconds] = git_attack::TimedClose(client, id, std::chrono::seconds(3600));
   RunResult host = HostGit(ws, {"for-each-ref", "--count=100000", "refs/heads"});
   std::cout << "  host branches: " << std::count(host.out.begin(), host.out.end(), '\n') << "\n";
   EXPECT_TRUE(closed.contains("result")) << closed.dump();
@@ -200,15 +183,13 @@ using git_attack::Slurp;
 // it made; the person restores the agent's snapshot from that tag (`git restore --source=snap`),
 // the gitlink lands in their index, and their `git status` runs the session's core.fsmonitor.
 TEST(GitReview3AttackTest, ATagNamingATreeNeverBringsAGitlinkToTheHost) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   TempDir host;
   ASSERT_EQ(::chmod(host.path().c_str(), 0777), 0);
   const fs::path marker = host.path() / "ran";
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work =
       std::string(kIdentity) +
       "git init -q sub && echo x > sub/x && git -C sub add x && git -C sub commit -qm s && "
@@ -251,34 +232,21 @@ using git_attack::Slurp;
 TEST(GitReview3AttackTest, DISABLED_ManyLooseObjectsDoNotHoldTheCloseForLong) {
   const char* env = std::getenv("REVIEW3_OBJECTS");
   const int count = env ? std::atoi(env) : 20000;
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   const std::string work = "(mkdir -p .escape/o && for i in $(seq " + std::to_string(count) +
                            "); do echo $i > .escape/o/$i; done; ls -d $PWD/.escape/o/* | "
                            "git hash-object -w --stdin-paths | wc -l > .escape/objects; touch "
                            ".escape/made) >/dev/null 2>&1 & echo started";
   Observed did = RunInSession(client, id, "workspace-write", "many-objects", work);
   ASSERT_TRUE(did.Says("started")) << did.Show();
-  const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  while (!fs::exists(ws / ".escape" / "made") && std::chrono::steady_clock::now() < guard) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(fs::exists(ws / ".escape" / "made")) << daemon.Log();
+  ASSERT_TRUE(git_attack::AwaitMade(ws, std::chrono::seconds(300))) << daemon.Log();
   std::ifstream objects(ws / ".escape" / "objects");
   std::string made;
   std::getline(objects, made);
   std::cout << "  objects written in the session: " << made << "\n";
-  const auto start = std::chrono::steady_clock::now();
-  const Json closed =
-      client.Call("terminal_close", Json{{"sessionId", id}}, std::chrono::seconds(3600));
-  const auto seconds =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start)
-          .count();
-  std::cout << "  terminal_close answered in " << seconds << " s\n";
+  const auto [closed, seconds] = git_attack::TimedClose(client, id, std::chrono::seconds(3600));
   EXPECT_TRUE(closed.contains("result")) << closed.dump();
   EXPECT_LT(seconds, 10) << count << " loose objects held the session's close for " << seconds
                          << " s\n";
@@ -301,13 +269,11 @@ using git_attack::Slurp;
 // repository has no main: `git log`, `commit` and `status` fail until they find the old id in the
 // reflog and reset the branch by hand.
 TEST(GitReview3AttackTest, ABranchNeverComesBackNamingABlob) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   const std::string head = HostGit(ws, {"rev-parse", "HEAD"}).out;
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work =
       "B=$(echo junk | git hash-object -w --stdin) && echo $B > .git/refs/heads/main && "
       "git cat-file -t main && echo planted";
@@ -343,9 +309,9 @@ using git_attack::Slurp;
 // directory without a .git is protected as a whole at launch (also without PTYBOX_GIT_WRITE:
 // MountWallsTest.AnUnpopulatedSubmoduleNeverBecomesASessionsRepository).
 TEST(GitReview3AttackTest, AnUnpopulatedSubmoduleNeverBecomesASessionRepository) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   ASSERT_EQ(HostGit(ws, {"update-index", "--add", "--cacheinfo",
                          "160000,1111111111111111111111111111111111111111,sub"})
                 .exit_code,
@@ -355,9 +321,7 @@ TEST(GitReview3AttackTest, AnUnpopulatedSubmoduleNeverBecomesASessionRepository)
   TempDir host;
   ASSERT_EQ(::chmod(host.path().c_str(), 0777), 0);
   const fs::path marker = host.path() / "ran";
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work = std::string(kIdentity) +
                            "git init -q sub && git -C sub config core.fsmonitor 'touch " +
                            marker.string() + "; false' && echo made";

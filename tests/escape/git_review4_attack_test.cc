@@ -167,16 +167,14 @@ void WriteIndexScript(const fs::path& ws) {
 // `git restore .` (discarding the agent's changes, as in GitReviewAttackTest) writes it, and their
 // next commit runs it.
 TEST(GitReview4AttackTest, AnIndexGitReadsOtherwiseThanTheCopyBackNeverBecomesAHostHook) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   WriteIndexScript(ws);
   TempDir host;
   ASSERT_EQ(::chmod(host.path().c_str(), 0777), 0);
   const fs::path marker = host.path() / "ran";
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   Observed did = RunInSession(client, id, "workspace-write", "desync-index",
                               "python3 .escape/desync.py hook " + marker.string());
   std::cout << "  observed " << did.Show() << "\n";
@@ -199,16 +197,14 @@ TEST(GitReview4AttackTest, AnIndexGitReadsOtherwiseThanTheCopyBackNeverBecomesAH
 // sees this one. The person's plain `git status` enters `sub`, the session's repository, and runs
 // its core.fsmonitor (the hole GitReview2AttackTest closed for a gitlink ParseIndex can see).
 TEST(GitReview4AttackTest, AnIndexGitReadsOtherwiseThanTheCopyBackNeverAddsAGitlink) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   WriteIndexScript(ws);
   TempDir host;
   ASSERT_EQ(::chmod(host.path().c_str(), 0777), 0);
   const fs::path marker = host.path() / "ran";
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   Observed did = RunInSession(client, id, "workspace-write", "desync-gitlink",
                               std::string(kIdentity) + "python3 .escape/desync.py gitlink " +
                                   marker.string() + " && rm -f " + marker.string());
@@ -231,15 +227,13 @@ TEST(GitReview4AttackTest, AnIndexGitReadsOtherwiseThanTheCopyBackNeverAddsAGitl
 // IndexForHost passes it and the host gets it. The person looks at what the agent did and
 // throws its uncommitted edits away.
 TEST(GitReview4AttackTest, AnIndexWithTheEditedFilesStatDataNeverHidesTheEditFromTheHost) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   WriteIndexScript(ws);
   struct stat owner {};
   ASSERT_EQ(::stat((ws / "a.txt").c_str(), &owner), 0);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work =
       "printf 'EVIL\\n' > a.txt && sleep 1.2 && python3 .escape/index.py stat " +
       std::to_string(owner.st_uid) + " " + std::to_string(owner.st_gid) +
@@ -267,13 +261,11 @@ TEST(GitReview4AttackTest, AnIndexWithTheEditedFilesStatDataNeverHidesTheEditFro
 // a.txt swapped; each path fine, no flag). The host's git reads it without a word; the person's
 // next commit, of a file of their own, records a tree out of order.
 TEST(GitReview4AttackTest, AnIndexOutOfOrderNeverCorruptsThePersonsNextCommit) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   WriteIndexScript(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   Observed did = RunInSession(client, id, "workspace-write", "unsorted-index",
                               "python3 .escape/index.py reverse && echo reordered");
   std::cout << "  observed " << did.Show() << "\n";
@@ -306,9 +298,9 @@ TEST(GitReview4AttackTest, AnIndexOutOfOrderNeverCorruptsThePersonsNextCommit) {
 // ("would clobber existing tag"); here the person's `v1` silently names the agent's commit, and
 // their `feature` is gone (its commit reachable from no ref).
 TEST(GitReview4AttackTest, ThePersonsTagsNeverMoveAndTheirBranchesNeverVanish) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   ASSERT_EQ(HostGit(ws, {"tag", "-a", "-m", "release", "v1"}).exit_code, 0);
   ASSERT_EQ(HostGit(ws, {"checkout", "-q", "-b", "feature"}).exit_code, 0);
   std::ofstream(ws / "f.txt") << "feature work\n";
@@ -317,9 +309,7 @@ TEST(GitReview4AttackTest, ThePersonsTagsNeverMoveAndTheirBranchesNeverVanish) {
   ASSERT_EQ(HostGit(ws, {"checkout", "-q", "main"}).exit_code, 0);
   const std::string tag_before = HostGit(ws, {"rev-parse", "v1^{commit}"}).out;
   const std::string feature_before = HostGit(ws, {"rev-parse", "feature"}).out;
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work = std::string(kIdentity) +
                            "echo agent > a.txt && git commit -qam agent && "
                            "git tag -f -a -m release v1 >/dev/null && git branch -q -D feature && "
@@ -343,9 +333,9 @@ TEST(GitReview4AttackTest, ThePersonsTagsNeverMoveAndTheirBranchesNeverVanish) {
 // sessions (limits.max_sessions), each copying back at once: the daemon, every owner's, is what
 // the kernel's OOM killer then ends.
 TEST(GitReview4AttackTest, ASessionsIndexNeverCostsTheDaemonItsSizeInMemory) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   std::ofstream(ws / ".escape" / "big.py") << R"PY(import hashlib, struct
 entry = bytearray(64)
 entry[24:28] = struct.pack('>I', 0o100644)
@@ -356,9 +346,7 @@ body = b'DIRC' + struct.pack('>II', 2, count) + bytes(entry) * count
 open('.git/index', 'wb').write(body + hashlib.sha1(body).digest())
 print('index of', len(body) >> 20, 'MiB')
 )PY";
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   // The control: a copy-back of an ordinary index first, so that what the daemon allocates for
   // any copy-back (its threads' arenas, the host git it runs) is in the figure before.
   Observed warm = RunInSession(client, id, "workspace-write", "small-index",
@@ -389,13 +377,11 @@ print('index of', len(body) >> 20, 'MiB')
 // delete_ref follows the symbolic ref and deletes main, with its reflog; the stash then fails
 // ("You do not have the initial commit yet"), and the person's history is reachable from no ref.
 TEST(GitReview4AttackTest, ASymbolicStashNeverMakesThePersonsStashDeleteTheirBranch) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   const std::string main_before = HostGit(ws, {"rev-parse", "main"}).out;
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   Observed did = RunInSession(client, id, "workspace-write", "symbolic-stash",
                               "git symbolic-ref refs/stash refs/heads/main && echo linked");
   std::cout << "  observed " << did.Show() << "\n";

@@ -49,14 +49,12 @@ namespace fs = std::filesystem;
 // the session started is never moved" is kept by the daemon and broken by the person's own git
 // on the session's say-so. git status says only "On branch refs/tags/v1".
 TEST(GitReview5AttackTest, AHeadNamingThePersonsTagNeverMakesTheirCommitMoveIt) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   ASSERT_EQ(HostGit(ws, {"tag", "v1"}).exit_code, 0);
   const std::string tag_before = HostGit(ws, {"rev-parse", "v1"}).out;
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work =
       std::string(kIdentity) + "git symbolic-ref HEAD refs/tags/v1 && echo pointed";
   Observed did = RunInSession(client, id, "workspace-write", "head-tag", work);
@@ -80,16 +78,14 @@ TEST(GitReview5AttackTest, AHeadNamingThePersonsTagNeverMakesTheirCommitMoveIt) 
 // session's `git stash clear` deletes the host's refs/stash, and the person's stashed work is
 // reachable from no ref (`git stash list` is empty, `git stash pop` fails).
 TEST(GitReview5AttackTest, ThePersonsStashNeverVanishes) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   std::ofstream(ws / "a.txt", std::ios::app) << "the person's work in progress\n";
   ASSERT_EQ(HostGit(ws, {"stash", "-q"}).exit_code, 0);
   const std::string stash_before = HostGit(ws, {"rev-parse", "--verify", "-q", "refs/stash"}).out;
   ASSERT_FALSE(stash_before.empty());
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work = std::string(kIdentity) + "git stash clear && echo cleared";
   Observed did = RunInSession(client, id, "workspace-write", "stash-clear", work);
   std::cout << "  observed " << did.Show() << "\n";
@@ -126,14 +122,12 @@ open('.git/index', 'wb').write(body + hashlib.sha1(body).digest())
 // intent-to-add); ParseIndex takes any. A session's index with bit 0x0001 set comes back, and
 // the person's git cannot read their index any more: status, diff, add, commit all exit 128.
 TEST(GitReview5AttackTest, AnIndexWithExtendedFlagsGitDoesNotKnowNeverBreaksThePersonsGit) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   std::ofstream(ws / ".escape" / "ext.py") << kExtendedFlagsScript;
   ASSERT_EQ(HostGit(ws, {"status", "--porcelain"}).exit_code, 0);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work = "python3 .escape/ext.py && echo rewritten";
   Observed did = RunInSession(client, id, "workspace-write", "ext-flags", work);
   std::cout << "  observed " << did.Show() << "\n";
@@ -152,13 +146,11 @@ TEST(GitReview5AttackTest, AnIndexWithExtendedFlagsGitDoesNotKnowNeverBreaksTheP
 // person's `main`: their `git reset --hard main`, `git merge main`, `git diff main` use the
 // session's commit, and `git push origin main` fails ("matches more than one").
 TEST(GitReview5AttackTest, ASessionsTagNeverTakesTheNameOfThePersonsBranch) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   const std::string main_before = HostGit(ws, {"rev-parse", "refs/heads/main"}).out;
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work = std::string(kIdentity) +
                            "git checkout -q -b agent && echo agent > a.txt && "
                            "git commit -qam agent && git tag main && git checkout -q main && "
@@ -255,13 +247,11 @@ open('.git/index', 'wb').write(body + hashlib.sha1(body).digest())
 // badFilemode (an error under fsck.badFilemode=error or a server that makes it one). The
 // person's own commit of another file carries it.
 TEST(GitReview5AttackTest, AnIndexModeGitNeverWritesNeverReachesThePersonsNextCommit) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   std::ofstream(ws / ".escape" / "mode.py") << kModeScript;
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   Observed did = RunInSession(client, id, "workspace-write", "index-mode",
                               "python3 .escape/mode.py && echo moded");
   std::cout << "  observed " << did.Show() << "\n";
@@ -300,13 +290,11 @@ open('.git/index', 'wb').write(body + hashlib.sha1(body).digest())
 // fails (verify_cache: "You have both a.txt and a.txt/x"). The session writes such an index
 // (in git's order, every path allowed); the person's commit of a file of their own fails.
 TEST(GitReview5AttackTest, AnIndexGitCannotBuildATreeFromNeverBlocksThePersonsCommit) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   std::ofstream(ws / ".escape" / "df.py") << kFileAndDirectoryScript;
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   Observed did = RunInSession(client, id, "workspace-write", "index-df",
                               "python3 .escape/df.py && echo added");
   std::cout << "  observed " << did.Show() << "\n";

@@ -57,17 +57,15 @@ constexpr const char* kAgentCommit =
 // origin/main`, `git diff origin/main`, `git rebase origin/main` use the session's commit, with
 // only an "ambiguous" warning on stderr.
 TEST(GitReview6AttackTest, ASessionsRefNeverTakesTheNameOfARemoteTrackingBranch) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   ASSERT_EQ(HostGit(ws, {"remote", "add", "origin", "https://example.com/repo.git"}).exit_code, 0);
   ASSERT_EQ(HostGit(ws, {"update-ref", "refs/remotes/origin/main", "HEAD"}).exit_code, 0);
   ASSERT_EQ(HostGit(ws, {"update-ref", "refs/remotes/upstream/main", "main"}).exit_code, 0);
   const std::string remote_before = HostGit(ws, {"rev-parse", "refs/remotes/origin/main"}).out;
   ASSERT_FALSE(remote_before.empty());
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work = std::string(kIdentity) + kAgentCommit +
                            "git tag origin/main agent && git branch upstream/main agent && "
                            "echo tagged";
@@ -95,16 +93,14 @@ TEST(GitReview6AttackTest, ASessionsRefNeverTakesTheNameOfARemoteTrackingBranch)
 // digits `git log --oneline` shows) is what `git reset --hard <abbrev>` resets to, with only
 // "refname '<abbrev>' is ambiguous" on stderr.
 TEST(GitReview6AttackTest, ASessionsTagNeverTakesTheAbbreviatedIdOfThePersonsCommit) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   const std::string full = HostGit(ws, {"rev-parse", "HEAD"}).out;
   std::string abbrev = HostGit(ws, {"rev-parse", "--short", "HEAD"}).out;
   while (!abbrev.empty() && abbrev.back() == '\n') abbrev.pop_back();
   ASSERT_GE(abbrev.size(), 4u);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work =
       std::string(kIdentity) + kAgentCommit + "git tag " + abbrev + " agent && echo tagged";
   Observed did = RunInSession(client, id, "workspace-write", "tag-abbrev", work);
@@ -130,14 +126,12 @@ TEST(GitReview6AttackTest, ASessionsTagNeverTakesTheAbbreviatedIdOfThePersonsCom
 // the null id: the person's `git stash list` shows a stash that is not there and `git stash pop`
 // fails ("is not a stash-like commit") until they repair the reflog by hand.
 TEST(GitReview6AttackTest, AStashReflogLineNeverBreaksThePersonsStashPop) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   std::ofstream(ws / "a.txt", std::ios::app) << "the person's work in progress\n";
   ASSERT_EQ(HostGit(ws, {"stash", "-q"}).exit_code, 0);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work =
       std::string(kIdentity) +
       "echo agent >> a.txt && git stash -q && s=$(git rev-parse refs/stash) && "
@@ -165,16 +159,14 @@ TEST(GitReview6AttackTest, AStashReflogLineNeverBreaksThePersonsStashPop) {
 // the `git gc --auto` their commits run) fails: "cannot lock ref 'refs/tags/v1':
 // 'refs/tags/v1/x' exists", "failed to run reflog".
 TEST(GitReview6AttackTest, ASessionsRefNeverNestsBeneathThePersonsPackedRef) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   ASSERT_EQ(HostGit(ws, {"tag", "v1"}).exit_code, 0);
   ASSERT_EQ(HostGit(ws, {"branch", "feature"}).exit_code, 0);
   ASSERT_EQ(HostGit(ws, {"pack-refs", "--all"}).exit_code, 0);
   ASSERT_EQ(HostGit(ws, {"gc", "-q"}).exit_code, 0);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work = std::string(kIdentity) + kAgentCommit +
                            "mkdir -p .git/refs/tags/v1 .git/refs/heads/feature && "
                            "git rev-parse agent > .git/refs/tags/v1/x && "
@@ -200,12 +192,9 @@ TEST(GitReview6AttackTest, ASessionsRefNeverNestsBeneathThePersonsPackedRef) {
 // their next `git commit` fails ("cannot lock ref 'HEAD'"), `git fsck` says "HEAD: not a
 // commit", and a push of main is refused by the server, until they repair the ref by hand.
 TEST(GitReview6AttackTest, ThePersonsBranchNeverNamesATagObject) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   const std::string work = std::string(kIdentity) +
                            "git tag -a -m annotated t && git rev-parse t > .git/refs/heads/main && "
                            "echo pointed";
@@ -235,14 +224,12 @@ TEST(GitReview6AttackTest, ThePersonsBranchNeverNamesATagObject) {
 // `terminal_close`, `ptybox run`'s exit and the daemon's shutdown wait for; 16 sessions of one
 // owner keep 16 cores busy. Two branches here: the close took about 4 minutes.
 TEST(GitReview6AttackTest, ASlowHistoryNeverHoldsTheCloseForMinutes) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   std::ofstream(ws / ".escape" / "slow.sh")
       << git_attack::SlowHistoryScript("git branch slow1 $p\ngit branch slow2 $p~1");
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work = std::string(kIdentity) +
                            "(bash .escape/slow.sh > .escape/slow.out 2>&1; touch .escape/made) "
                            ">/dev/null 2>&1 & echo started";
@@ -251,13 +238,7 @@ TEST(GitReview6AttackTest, ASlowHistoryNeverHoldsTheCloseForMinutes) {
   ASSERT_TRUE(git_attack::AwaitMade(ws, std::chrono::seconds(300))) << daemon.Log();
   std::cout << "  the session's script said: " << git_attack::Slurp(ws / ".escape" / "slow.out")
             << "\n";
-  const auto start = std::chrono::steady_clock::now();
-  const Json closed =
-      client.Call("terminal_close", Json{{"sessionId", id}}, std::chrono::seconds(1800));
-  const auto seconds =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start)
-          .count();
-  std::cout << "  terminal_close answered in " << seconds << " s\n";
+  const auto [closed, seconds] = git_attack::TimedClose(client, id, std::chrono::seconds(1800));
   EXPECT_TRUE(closed.contains("result")) << closed.dump();
   // Review 3's close tests ask for 10 s; a minute is lenient on a shared machine.
   EXPECT_LT(seconds, 60) << "two branches held the session's close for " << seconds << " s\n"
@@ -272,12 +253,9 @@ TEST(GitReview6AttackTest, ASlowHistoryNeverHoldsTheCloseForMinutes) {
 // all of it (35 s here), and the person's repository is left with 2,000 packs. 20,000 packs
 // would be minutes: nothing counts them.
 TEST(GitReview6AttackTest, ManyPacksNeverHoldTheCloseForLong) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   const std::string work =
       "(for i in $(seq 2000); do echo $i | git hash-object -w --stdin | "
       "git pack-objects -q .git/objects/pack/pack >/dev/null; done; git prune-packed; "
@@ -287,13 +265,7 @@ TEST(GitReview6AttackTest, ManyPacksNeverHoldTheCloseForLong) {
   ASSERT_TRUE(did.Says("started")) << did.Show();
   ASSERT_TRUE(git_attack::AwaitMade(ws, std::chrono::seconds(600))) << daemon.Log();
   std::cout << "  packs made in the session: " << git_attack::Slurp(ws / ".escape" / "packs");
-  const auto start = std::chrono::steady_clock::now();
-  const Json closed =
-      client.Call("terminal_close", Json{{"sessionId", id}}, std::chrono::seconds(3600));
-  const auto seconds =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start)
-          .count();
-  std::cout << "  terminal_close answered in " << seconds << " s\n";
+  const auto [closed, seconds] = git_attack::TimedClose(client, id, std::chrono::seconds(3600));
   const auto count = HostGit(ws, {"count-objects", "-v"});
   std::cout << "  host count-objects: " << count.out;
   EXPECT_TRUE(closed.contains("result")) << closed.dump();

@@ -52,13 +52,11 @@ namespace fs = std::filesystem;
 // first: the person's `git reset --hard fix` or `git rebase origin/topic` takes the session's
 // commit, with only "refname is ambiguous" on stderr.
 TEST(GitReview7AttackTest, ANewTagNeverShadowsARefThePersonMadeDuringTheSession) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   ASSERT_EQ(HostGit(ws, {"remote", "add", "origin", "https://example.com/repo.git"}).exit_code, 0);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   Observed first = RunInSession(client, id, "workspace-write", "launch", "echo launched");
   ASSERT_TRUE(first.Says("launched")) << first.Show();
   // The person, meanwhile: a branch of their own, and a fetch.
@@ -159,9 +157,9 @@ TEST(GitReview7AttackTest, TheMainHeadNeverComesBackOnALinkedWorktreesBranch) {
 // v1-1-g...` or `git reset --hard v1-1-g...` (copied from a build's version or from `git
 // describe`) takes the session's commit.
 TEST(GitReview7AttackTest, ASessionsTagNeverTakesTheDescribeNameOfThePersonsCommit) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   ASSERT_EQ(HostGit(ws, {"tag", "-a", "-m", "one", "v1"}).exit_code, 0);
   std::ofstream(ws / "a.txt", std::ios::app) << "two\n";
   ASSERT_EQ(HostGit(ws, {"commit", "-q", "-a", "-m", "second"}).exit_code, 0);
@@ -169,9 +167,7 @@ TEST(GitReview7AttackTest, ASessionsTagNeverTakesTheDescribeNameOfThePersonsComm
   const std::string described = Line(HostGit(ws, {"describe"}).out);
   std::cout << "  host git describe: " << described << "\n";
   ASSERT_NE(described.find("-g"), std::string::npos);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work = std::string(kIdentity) +
                            "git checkout -q -b agent && echo agent > a.txt && "
                            "git commit -qam agent && git checkout -q main && git tag " +
@@ -270,15 +266,13 @@ TEST(GitReview7AttackTest, AnEmptySha256RepositoryNeverTakesASha1Pack) {
 // ref sorted after it waits "for the next copy-back" for ever: here the session's own commit on
 // main never reaches the host, not even at the close.
 TEST(GitReview7AttackTest, ASlowTipIsRememberedAndNeverStarvesTheRefsAfterIt) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   // A slow history on a branch `a-slow`, which sorts before `main`.
   std::ofstream(ws / ".escape" / "slow.sh")
       << git_attack::SlowHistoryScript("git branch a-slow $p");
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string start = std::string(kIdentity) +
                             "(bash .escape/slow.sh > .escape/slow.out 2>&1; touch .escape/made) "
                             ">/dev/null 2>&1 & echo started";

@@ -140,14 +140,12 @@ TEST(GitReview8AttackTest, AnIndexEntryNeverNamesAnObjectTheHostLacks) {
 // packed-refs.lock was taken. A pack of the person's that lands in between is overwritten by the
 // stale copy: the branch p<i> it packed is gone (its loose file was pruned by pack-refs).
 TEST(GitReview8AttackTest, DeletingBranchesNeverUndoesThePersonsPackRefs) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   ASSERT_NO_FATAL_FAILURE(WriteManyPackedTags(ws, 20000));
   ASSERT_EQ(HostGit(ws, {"pack-refs", "--all"}).exit_code, 0);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   Observed made = RunInSession(client, id, "workspace-write", "make-branches",
                                "for i in $(seq 100 227); do git branch zz$i; done; echo made");
   ASSERT_TRUE(made.Says("made")) << made.Show();
@@ -192,12 +190,9 @@ TEST(GitReview8AttackTest, DeletingBranchesNeverUndoesThePersonsPackRefs) {
 // (the host's ref goes, its log `logs/refs/heads/feature` stays). Later the person makes
 // `feature/login`: git cannot create that branch's log beneath a file, and `git branch` fails.
 TEST(GitReview8AttackTest, ADeletedBranchLeavesNoReflogThatBlocksThePersonsBranches) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   Observed made = RunInSession(client, id, "workspace-write", "make-feature",
                                std::string(kIdentity) + "git branch feature && echo made");
   ASSERT_TRUE(made.Says("made")) << made.Show();
@@ -224,12 +219,9 @@ TEST(GitReview8AttackTest, ADeletedBranchLeavesNoReflogThatBlocksThePersonsBranc
 // to that log: `git stash list` shows the session's dropped entry as stash@{1}, and their second
 // `git stash pop` applies the session's change.
 TEST(GitReview8AttackTest, ADroppedStashNeverComesBackInThePersonsStashList) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   Observed stashed =
       RunInSession(client, id, "workspace-write", "stash",
                    std::string(kIdentity) + "echo agent > a.txt && git stash -q && echo stashed");
@@ -258,12 +250,9 @@ TEST(GitReview8AttackTest, ADroppedStashNeverComesBackInThePersonsStashList) {
 // `git status` shows every file as new, and their next `git commit` is a root commit with no
 // parent.
 TEST(GitReview8AttackTest, ABranchThePersonHasCheckedOutIsNeverDeleted) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   Observed made = RunInSession(client, id, "workspace-write", "make-agent",
                                std::string(kIdentity) +
                                    "git checkout -q -b agent && echo agent > a.txt && "

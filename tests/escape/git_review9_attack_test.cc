@@ -60,12 +60,9 @@ namespace fs = std::filesystem;
 // delete branch 'agent' checked out at"); the copy-back writes it. The person's `git rebase
 // --continue` then fails: the rebased commits are on a detached HEAD, the branch is gone.
 TEST(GitReview9AttackTest, ABranchThePersonIsRebasingIsNeverDeleted) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   ASSERT_NO_FATAL_FAILURE(MakeAgentBranch(client, id, ws, daemon));
   ASSERT_EQ(HostGit(ws, {"checkout", "-q", "agent"}).exit_code, 0);
   ASSERT_EQ(
@@ -90,12 +87,9 @@ TEST(GitReview9AttackTest, ABranchThePersonIsRebasingIsNeverDeleted) {
 // The same with `git bisect`: the person bisects from `agent` (BISECT_START names it, HEAD is
 // detached); the session deletes `agent`; the person's `git bisect reset` cannot go back.
 TEST(GitReview9AttackTest, ABranchThePersonIsBisectingIsNeverDeleted) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   ASSERT_NO_FATAL_FAILURE(MakeAgentBranch(client, id, ws, daemon));
   ASSERT_EQ(HostGit(ws, {"checkout", "-q", "agent"}).exit_code, 0);
   ASSERT_EQ(HostGit(ws, {"bisect", "start", "agent", "main"}).exit_code, 0);
@@ -125,12 +119,9 @@ TEST(GitReview9AttackTest, ABranchThePersonIsBisectingIsNeverDeleted) {
 // change undone and staged (its index and files are the old commit's), ready for their next
 // commit to revert it.
 TEST(GitReview9AttackTest, HeadNeverComesBackOntoABranchAnotherWorktreeIsRebasing) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   ASSERT_NO_FATAL_FAILURE(MakeAgentBranch(client, id, ws, daemon));
   char dir[] = "/tmp/ptybox-review16-XXXXXX";
   ASSERT_NE(::mkdtemp(dir), nullptr);
@@ -172,12 +163,9 @@ TEST(GitReview9AttackTest, HeadNeverComesBackOntoABranchAnotherWorktreeIsRebasin
 // 'ORIG_HEAD'", exit 0), and their undo, `git reset --hard ORIG_HEAD`, puts their branch on the
 // session's commit instead of their own two.
 TEST(GitReview9AttackTest, ATagNeverTakesThePlaceOfThePersonsOrigHead) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   Observed tagged =
       RunInSession(client, id, "workspace-write", "tag-orig-head",
                    std::string(kIdentity) +
@@ -213,12 +201,9 @@ TEST(GitReview9AttackTest, ATagNeverTakesThePlaceOfThePersonsOrigHead) {
 // commit records a tree `git fsck` flags (gitmodulesSymlink) and a server with
 // receive.fsckObjects refuses: only rewriting their commits mends it.
 TEST(GitReview9AttackTest, AnIndexEntryNeverLinksAnNtfsGitmodules) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   Observed staged = RunInSession(
       client, id, "workspace-write", "stage-link",
       "b=$(echo /etc/passwd | git hash-object -w --stdin) && git -c core.protectNTFS=false "
@@ -248,12 +233,9 @@ TEST(GitReview9AttackTest, AnIndexEntryNeverLinksAnNtfsGitmodules) {
 // `git update-index --cacheinfo 120000,<blob>,.git<U+200C>modules` needs no option; the link
 // comes back, and the person's next commit is refused by a server with receive.fsckObjects.
 TEST(GitReview9AttackTest, AnIndexEntryNeverLinksAnHfsGitmodules) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   Observed staged = RunInSession(
       client, id, "workspace-write", "stage-hfs-link",
       "b=$(echo /etc/passwd | git hash-object -w --stdin) && git update-index --add "
@@ -283,12 +265,9 @@ TEST(GitReview9AttackTest, AnIndexEntryNeverLinksAnHfsGitmodules) {
 // unpack-trees.c: pos 0 doesn't point to the first entry`); `git reset --hard` cannot write it
 // ("invalid path").
 TEST(GitReview9AttackTest, AnIndexEntryNeverNamesTheNtfsStreamOfDotGit) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   Observed staged = RunInSession(
       client, id, "workspace-write", "stage-stream",
       "b=$(echo 'echo agent' | git hash-object -w --stdin) && git -c core.protectNTFS=false "
@@ -320,13 +299,11 @@ TEST(GitReview9AttackTest, AnIndexEntryNeverNamesTheNtfsStreamOfDotGit) {
 // loose branch, the copy-back then finds no packed line and unlinks it, and pack-refs commits
 // the branch into packed-refs: the deleted branch is back on the host (its log gone).
 TEST(GitReview9AttackTest, ADeletedBranchNeverComesBackThroughThePersonsPackRefs) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   ASSERT_NO_FATAL_FAILURE(WriteManyPackedTags(ws, 20000));
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   Observed made = RunInSession(client, id, "workspace-write", "make-branches",
                                "for i in $(seq 100 227); do git branch zz$i; done; echo made");
   ASSERT_TRUE(made.Says("made")) << made.Show();
@@ -376,12 +353,9 @@ TEST(GitReview9AttackTest, ADeletedBranchNeverComesBackThroughThePersonsPackRefs
 // loose `Main` answers for the packed `main`. It stays in the session; an ordinary new branch
 // in the same send comes back.
 TEST(GitReview9AttackTest, ARefDifferingOnlyInCaseNeverComesBack) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   Observed made = RunInSession(client, id, "workspace-write", "case-refs",
                                "git branch Main && git tag MAIN && git branch agent && echo made");
   ASSERT_TRUE(made.Says("made")) << made.Show();

@@ -34,9 +34,9 @@ using sandbox::testing::RunResult;
 // The session stages `xgit/hooks/pre-commit`, then renames the entry in its index's bytes to
 // `.git/hooks/pre-commit` (checksum fixed): git reads such an index without complaint.
 TEST(GitReviewAttackTest, AnIndexEntryUnderDotGitNeverBecomesAHostHook) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   TempDir host;
   ASSERT_EQ(::chmod(host.path().c_str(), 0777), 0);
   const fs::path marker = host.path() / "ran";
@@ -45,9 +45,7 @@ TEST(GitReviewAttackTest, AnIndexEntryUnderDotGitNeverBecomesAHostHook) {
          "d=open('.git/index','rb').read()[:-20]\n"
          "d=d.replace(b'xgit/hooks/pre-commit', b'.git/hooks/pre-commit')\n"
          "open('.git/index','wb').write(d+hashlib.sha1(d).digest())\n";
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work = std::string(kIdentity) +
                            "mkdir -p xgit/hooks && printf '#!/bin/sh\\ntouch " + marker.string() +
                            "\\n' > xgit/hooks/pre-commit && chmod +x xgit/hooks/pre-commit && "
@@ -71,9 +69,9 @@ TEST(GitReviewAttackTest, AnIndexEntryUnderDotGitNeverBecomesAHostHook) {
 
 // The session packs a forged commit and rewrites its .idx to name the host's HEAD commit.
 TEST(GitReviewAttackTest, APackNeverReplacesAnObjectTheHostHas) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   const std::string head = HostGit(ws, {"rev-parse", "HEAD"}).out.substr(0, 40);
   std::ofstream(ws / ".escape" / "forge.py")
       << "import hashlib,os,sys,struct\n"
@@ -86,9 +84,7 @@ TEST(GitReviewAttackTest, APackNeverReplacesAnObjectTheHostHas) {
          "open(d+'pack-'+p+'.idx','wb').write(i+hashlib.sha1(i).digest())\n"
          "os.rename(d+'tmp-'+p+'.pack',d+'pack-'+p+'.pack')\n"
          "os.unlink(d+'tmp-'+p+'.idx')\n";
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string work =
       "H=$(git rev-parse HEAD); T=$(git rev-parse 'HEAD^{tree}'); "
       "F=$(printf 'tree %s\\nauthor evil <e@x> 0 +0000\\ncommitter evil <e@x> 0 +0000\\n\\n"
@@ -120,12 +116,9 @@ TEST(GitReviewAttackTest, APackNeverReplacesAnObjectTheHostHas) {
 
 // A sparse file costs the session nothing; the copy-back writes every byte of it into the host.
 TEST(GitReviewAttackTest, ASparseObjectDoesNotFillTheHostsDisk) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  git_attack::GitWriteSession git;
+  ASSERT_NO_FATAL_FAILURE(git.Open());
+  auto& [daemon, ws, client, id] = git;
   const std::string work =
       "mkdir -p .git/objects/ab && truncate -s 1G .git/objects/ab/"
       "cdefcdefcdefcdefcdefcdefcdefcdefcdefcd && du -k .git/objects/ab; echo sparse=$?";
@@ -146,15 +139,13 @@ TEST(GitReviewAttackTest, ASparseObjectDoesNotFillTheHostsDisk) {
 // A packed-refs the copy-back refuses (here: hard-linked) must not read as every packed ref
 // deleted: the host's refs stay.
 TEST(GitReviewAttackTest, ARefusedPackedRefsDeletesNoHostRef) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}});
-  const fs::path ws = daemon.workspace();
-  MakeRepository(ws);
+  git_attack::GitWriteSession git;
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   ASSERT_EQ(HostGit(ws, {"tag", "v1"}).exit_code, 0);
   ASSERT_EQ(HostGit(ws, {"branch", "keep"}).exit_code, 0);
   ASSERT_EQ(HostGit(ws, {"pack-refs", "--all"}).exit_code, 0);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, "workspace-write");
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   Observed did = RunInSession(client, id, "workspace-write", "hardlink-packed-refs",
                               "ln .git/packed-refs .git/packed-refs-2; echo linked=$?");
   std::cout << "  observed " << did.Show() << "\n";
