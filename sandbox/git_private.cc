@@ -198,6 +198,13 @@ std::string FileKey(const struct stat& st) {
          std::to_string(st.st_mtim.tv_nsec);
 }
 
+// Whether `name` in `dir` (not followed) is the file `st` describes.
+bool SameFileAt(int dir, const std::string& name, const struct stat& st) {
+  struct stat now {};
+  return ::fstatat(dir, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == st.st_dev &&
+         now.st_ino == st.st_ino;
+}
+
 // What a file is written from: a descriptor to copy from, or the data itself.
 struct WriteSource {
   int fd = -1;
@@ -215,8 +222,17 @@ struct WriteSource {
 Result<bool> CommitLock(int dir, const std::string& name, UniqueFd out, const WriteSource& source,
                         bool replace, bool durable, const std::function<Result<bool>()>& still) {
   const std::string lock = name + ".lock";
+  // `out` stays open to the end, so that its inode is never another file's: the lock is renamed
+  // or removed only while it is still the file written here. One a person removed as stale (git
+  // advises it when a lock stays) and their git then made again is theirs.
+  struct stat made {};
+  const bool known = ::fstat(out.Get(), &made) == 0;
+  auto ours = [&] { return known && SameFileAt(dir, lock, made); };
+  auto remove = [&] {
+    if (ours()) ::unlinkat(dir, lock.c_str(), 0);
+  };
   auto fail = [&](Error error) -> Result<bool> {
-    ::unlinkat(dir, lock.c_str(), 0);
+    remove();
     return std::unexpected(std::move(error));
   };
   if (source.fd >= 0) {
@@ -227,16 +243,21 @@ Result<bool> CommitLock(int dir, const std::string& name, UniqueFd out, const Wr
     return fail(wrote.error());
   }
   if (durable && ::fsync(out.Get()) != 0) return fail(Errno("fsync", lock));
-  out.Reset();
   // Compare-and-swap as git does it: the expected value is checked while the lock is held, so
   // a person's git that committed before cannot be overwritten and one after waits for us.
   if (still) {
     Result<bool> same = still();
     if (!same) return fail(same.error());
     if (!*same) {
-      ::unlinkat(dir, lock.c_str(), 0);
+      remove();
       return false;
     }
+  }
+  if (!ours()) {
+    return std::unexpected(Error(
+        ErrorKind::kInternal,
+        lock + " was removed meanwhile (or is another process's now); " + name + " left as it is",
+        lock));
   }
   if (replace) {
     if (::renameat(dir, lock.c_str(), dir, name.c_str()) != 0) return fail(Errno("renameat", name));
@@ -244,7 +265,7 @@ Result<bool> CommitLock(int dir, const std::string& name, UniqueFd out, const Wr
   }
   if (::renameat2(dir, lock.c_str(), dir, name.c_str(), RENAME_NOREPLACE) != 0) {
     const int err = errno;
-    ::unlinkat(dir, lock.c_str(), 0);
+    remove();
     if (err == EEXIST) return false;  // the host has it already: never overwritten
     return std::unexpected(Errno("renameat2 RENAME_NOREPLACE", name, err));
   }
@@ -2193,7 +2214,7 @@ class HostIndexLocks {
   HostIndexLocks(const HostIndexLocks&) = delete;
   HostIndexLocks& operator=(const HostIndexLocks&) = delete;
   ~HostIndexLocks() {
-    for (const auto& [label, lock] : held_) ::unlinkat(lock.dir.Get(), "index.lock", 0);
+    for (const auto& [label, lock] : held_) Remove(lock);
   }
 
   // Holds `label`'s index.lock in `dir` (the host's .git, or its worktrees/<id>) unless held
@@ -2229,14 +2250,22 @@ class HostIndexLocks {
   // Releases `label`'s lock unwritten (nothing when it is not held).
   void Drop(const std::string& label) {
     auto node = held_.extract(label);
-    if (!node.empty()) ::unlinkat(node.mapped().dir.Get(), "index.lock", 0);
+    if (!node.empty()) Remove(node.mapped());
   }
 
  private:
+  // `file` stays open while held: its inode is never another file's (CommitLock).
   struct Lock {
     UniqueFd dir;
     UniqueFd file;
   };
+  // Removes the lock while it is still the file made here, never a person's own.
+  static void Remove(const Lock& lock) {
+    struct stat made {};
+    if (::fstat(lock.file.Get(), &made) == 0 && SameFileAt(lock.dir.Get(), "index.lock", made)) {
+      ::unlinkat(lock.dir.Get(), "index.lock", 0);
+    }
+  }
   std::optional<GitOwner> owner_;
   std::map<std::string, Lock> held_;
 };
@@ -2308,6 +2337,26 @@ std::optional<std::string> IndexObjectRefusal(int objects_fd,
   Result<std::optional<std::string>> kept = FreshenHostObjects(objects_fd, ids);
   if (!kept) return kept.error().Describe() + "; not written now";
   if (*kept) return **kept + "; not written now";
+  return std::nullopt;
+}
+
+// The operation the session's git has stopped in, in a worktree's private directory `dir` (git
+// keeps its state per worktree), or nullopt. Its HEAD and index are the operation's half-way
+// state, and its state files never come back (they are the session's text, which git would
+// act on): a stopped rebase's detached HEAD and conflicted index left the person on no branch,
+// with unmerged paths and no rebase to abort (outside review 21). HEAD, the index and a branch
+// that moves with them wait until the operation ends.
+std::optional<std::string> OperationInProgress(int dir) {
+  static constexpr std::pair<const char*, const char*> kStates[] = {
+      {"rebase-merge", "rebase"}, {"rebase-apply", "rebase or am"},
+      {"MERGE_HEAD", "merge"},    {"CHERRY_PICK_HEAD", "cherry-pick"},
+      {"REVERT_HEAD", "revert"},  {"sequencer", "cherry-pick or revert"},
+      {"BISECT_START", "bisect"},
+  };
+  for (const auto& [name, operation] : kStates) {
+    struct stat st {};
+    if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0) return std::string(operation);
+  }
   return std::nullopt;
 }
 
@@ -2591,6 +2640,9 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
       std::optional<std::string> why;
       if (!worktree) {
         why = "the host's or the session's " + *follower + " is gone; left as it is for now";
+      } else if (std::optional<std::string> operation = OperationInProgress(worktree->mine)) {
+        why = "the session's " + *operation + " is in progress in the worktree that has it; " +
+              "it moves once that ends";
       } else {
         plan = PlanIndex(worktree->mine, host_git_fd, IndexHashSize(snapshot), worktree->state);
         if (plan.kind == IndexPlan::Kind::kRefused) {
@@ -2718,6 +2770,34 @@ bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex sta
   return true;
 }
 
+// HEAD and the index of one worktree (CopyBackHead, CopyBackIndex), the index judged once for
+// both, neither while the session's git has an operation stopped half-way there
+// (OperationInProgress); whether each was written.
+std::pair<bool, bool> CopyBackHeadAndIndex(int private_fd, int host_dir, int objects_fd,
+                                           HeadAndIndex state, GitSnapshot& snapshot,
+                                           HostIndexLocks& locks,
+                                           const std::optional<GitOwner>& owner,
+                                           GitCopyBack& done) {
+  if (std::optional<std::string> operation = OperationInProgress(private_fd)) {
+    Result<std::optional<std::string>> head = ReadFile(private_fd, "HEAD", 4096, true);
+    Result<std::optional<std::string>> index =
+        ReadFile(private_fd, "index", kGitSessionIndexMax, true);
+    const bool changed =
+        !head || !*head || Trim(**head) != state.head || !index || !*index || *index != state.index;
+    if (changed) {
+      done.conflicts.push_back(state.label + "HEAD and index: the session's " + *operation +
+                               " is in progress; they come back once it ends");
+    }
+    return {false, false};
+  }
+  IndexPlan plan = PlanIndex(private_fd, objects_fd, IndexHashSize(snapshot), state);
+  const bool head =
+      CopyBackHead(private_fd, host_dir, objects_fd, state, plan, snapshot, locks, owner, done);
+  const bool index =
+      CopyBackIndex(private_fd, host_dir, IndexHashSize(snapshot), state, locks, plan, done);
+  return {head, index};
+}
+
 // Each linked worktree's HEAD and index, from its private directory to the host's
 // `worktrees/<id>`, on the same rules.
 void CopyBackWorktrees(int private_fd, int host_git_fd, GitSnapshot& snapshot,
@@ -2736,16 +2816,10 @@ void CopyBackWorktrees(int private_fd, int host_git_fd, GitSnapshot& snapshot,
       done.conflicts.push_back(label + ": the host removed the worktree; left as it is");
       continue;
     }
-    HeadAndIndex state{worktree.head, worktree.index, label};
-    IndexPlan plan = PlanIndex((*mine)->Get(), host_git_fd, IndexHashSize(snapshot), state);
-    if (CopyBackHead((*mine)->Get(), (*host)->Get(), host_git_fd, state, plan, snapshot, locks,
-                     owner, done)) {
-      ++done.worktree_files;
-    }
-    if (CopyBackIndex((*mine)->Get(), (*host)->Get(), IndexHashSize(snapshot), state, locks, plan,
-                      done)) {
-      ++done.worktree_files;
-    }
+    const auto [head, index] =
+        CopyBackHeadAndIndex((*mine)->Get(), (*host)->Get(), host_git_fd,
+                             {worktree.head, worktree.index, label}, snapshot, locks, owner, done);
+    done.worktree_files += (head ? 1 : 0) + (index ? 1 : 0);
   }
 }
 
@@ -2860,14 +2934,11 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
       !refs) {
     return Propagate(refs);
   }
-  HeadAndIndex main{snapshot.head, snapshot.index, ""};
-  IndexPlan plan = PlanIndex(private_fd, host_git_fd, IndexHashSize(snapshot), main);
-  done.head =
-      CopyBackHead(private_fd, host_git_fd, host_git_fd, main, plan, snapshot, locks, owner, done);
-  // (Written already, perhaps, with a branch the session moved: CopyBackRefs.)
-  done.index =
-      CopyBackIndex(private_fd, host_git_fd, IndexHashSize(snapshot), main, locks, plan, done) ||
-      done.index;
+  const auto [head, index] =
+      CopyBackHeadAndIndex(private_fd, host_git_fd, host_git_fd,
+                           {snapshot.head, snapshot.index, ""}, snapshot, locks, owner, done);
+  done.head = head;
+  done.index = index || done.index;  // written already, perhaps, with a branch (CopyBackRefs)
   CopyBackWorktrees(private_fd, host_git_fd, snapshot, locks, owner, done);
   if (!checked_out.empty()) {
     const std::set<std::string> only(checked_out.begin(), checked_out.end());

@@ -32,11 +32,12 @@ inline constexpr size_t kGitPackedRefsMax = 64u << 20;  // packed-refs
 inline constexpr size_t kGitIndexMax = 256u << 20;      // index (the host's)
 // A session's index, read by each copy-back: parsed, judged and rebuilt, it costs the daemon a
 // few times its size while the copy-back runs (a 244 MiB one raised the daemon's peak by 905
-// MiB: outside review 7); larger ones are refused, and the session's commits stay in its
-// private copy with a line saying so (a repository of about 500,000 files has such an index).
+// MiB: outside review 7); larger ones are refused, a line saying so, and with the index HEAD and
+// the checked-out branch it goes with stay in the session's private copy (a repository of about
+// 500,000 files has such an index); its other branches and tags come back.
 inline constexpr size_t kGitSessionIndexMax = 64u << 20;
 // The paths of an index the copy-back judges, expanded (version 4 compresses each against the
-// one before): past this it is refused.
+// one before): past this it is refused, as one over kGitSessionIndexMax is.
 inline constexpr size_t kIndexPathBytesMax = 16u << 20;
 inline constexpr uint64_t kGitObjectFileMax = 4ull << 30;  // a loose object or a pack file
 inline constexpr uint64_t kGitPackIndexMax = 512u << 20;   // a pack's .idx, read into memory

@@ -453,6 +453,33 @@ TEST_F(GitPrivateTest, NeitherBranchNorHeadMovesWithoutTheIndexThatGoesWithIt) {
       << Lines(head.conflicts);
 }
 
+// Outside review 21: an operation the session's git stopped half-way (here a merge with a
+// conflict) never comes back half-way: its state files stay private, so HEAD, the conflicted
+// index and the branch committed on meanwhile wait until it ends, and then come back together.
+TEST_F(GitPrivateTest, NothingComesBackHalfWayThroughTheSessionsStoppedMerge) {
+  GitSnapshot snapshot = Prepare();
+  Session("checkout -q -b side");
+  { std::ofstream(host_ / "a.txt") << "side\n"; }
+  Session("commit -q -am side");
+  Session("checkout -q main");
+  { std::ofstream(host_ / "a.txt") << "main\n"; }
+  Session("commit -q -am main");
+  int status = 0;
+  Session("merge -q side", &status);
+  ASSERT_NE(status, 0) << "the merge was to stop on its conflict";
+  GitCopyBack stopped = CopyBack(snapshot);
+  EXPECT_EQ(Host("log -1 --format=%s main"), "first\n");
+  EXPECT_EQ(Host("ls-files -u"), "");
+  EXPECT_FALSE(stopped.index);
+  EXPECT_NE(Lines(stopped.conflicts).find("the session's merge is in progress"), std::string::npos)
+      << Lines(stopped.conflicts);
+  { std::ofstream(host_ / "a.txt") << "both\n"; }
+  Session("commit -q -am merged");
+  GitCopyBack ended = CopyBack(snapshot);
+  EXPECT_EQ(Host("log -1 --format=%s main"), "merged\n") << Lines(ended.conflicts);
+  EXPECT_EQ(Host("status --porcelain"), "") << Lines(ended.conflicts);
+}
+
 TEST_F(GitPrivateTest, LinksFifosHardLinksAndMalformedEntriesAreRefused) {
   GitSnapshot snapshot = Prepare();
   const std::string before_outside = Slurp(outside_);
