@@ -1,5 +1,7 @@
 #include "policy/mode.h"
 
+#include <cstdlib>
+
 #include "common/join.h"
 #include "policy/mode_names.h"
 
@@ -14,6 +16,13 @@ std::optional<Mode> ParseMode(std::string_view text) {
     if (ToString(mode) == text) return mode;
   }
   return std::nullopt;
+}
+
+// Off unless PTYBOX_GIT_WRITE=1: every .git in a writable root then stays read-only, the wall
+// that held before Git for agents, until an outside review of it finds nothing.
+bool GitWriteEnabled() {
+  const char* value = std::getenv("PTYBOX_GIT_WRITE");
+  return value != nullptr && std::string_view(value) == "1";
 }
 
 }  // namespace ptybox::policy

@@ -527,15 +527,6 @@ Result<OpenedRoots> OpenRoots(const SandboxSpec& sandbox) {
   return out;
 }
 
-// Private git directories (docs/security.md, "Git for agents") are off unless the daemon runs
-// with PTYBOX_GIT_WRITE=1: the fourth outside review of it left two findings open
-// (docs/security.md, "Git for agents"), so by default every .git in a writable root stays
-// read-only, the wall that has held since the first round.
-bool GitWriteEnabled() {
-  const char* value = std::getenv("PTYBOX_GIT_WRITE");
-  return value != nullptr && std::string_view(value) == "1";
-}
-
 // A repository's private git directory (git_private.h), made and filled from the host's .git
 // (`git`, opened beneath its root). nullopt, with a warning, when the daemon has no run-time
 // directory to hold it: the .git is then composed read-only as before (the session cannot
@@ -640,7 +631,7 @@ Result<void> PlanComposed(StagePlan& plan, const SandboxSpec& sandbox, const Ope
     entry.root_entry = n.root;  // the bound roots are the first entries, in this order
     entry.relative = n.relative.string();
     entry.kind = n.kind;
-    if (n.kind == NestedMount::Kind::kProtected && is_dir && GitWriteEnabled() &&
+    if (n.kind == NestedMount::Kind::kProtected && is_dir && policy::GitWriteEnabled() &&
         sandbox.mode == policy::Mode::kWorkspaceWrite &&
         std::find(repositories.git_paths.begin(), repositories.git_paths.end(),
                   root.path / n.relative) != repositories.git_paths.end()) {

@@ -7,6 +7,7 @@
 
 #include "backend/contract_types.h"
 #include "common/join.h"
+#include "policy/mode.h"
 #include "policy/network_names.h"
 #include "runtime/rpc/display_text.h"
 #include "runtime/rpc/policy_json.h"
@@ -120,7 +121,13 @@ std::string PolicyClauseFromJson(const Json& p) {
   } else {
     // Repository-controlled names: quoted, escaped and bounded (runtime/rpc/display_text.h).
     clause += QuotedList(roots);
-    clause += " (except .git directories and policy files) and a private /tmp";
+    // What the model may do with git there is said as it is: told that .git was not writable
+    // while Git for agents was on, a model would not commit.
+    clause += policy::GitWriteEnabled()
+                  ? " (except policy files, and the hooks and configuration in .git directories: "
+                    "git add, commit, branch and tag work there and come back to the repository "
+                    "after each command) and a private /tmp"
+                  : " (except .git directories and policy files) and a private /tmp";
   }
   clause += "; everything else read-only; network ";
   if (p.contains("networkNames") && p["networkNames"].is_object()) {

@@ -479,21 +479,37 @@ TEST(McpPolicyTest, ResourceUpdatesGoToSubscribersOnlyAndPrecedeTheResult) {
   EXPECT_EQ(mcp.seen().size(), before + 1);
 }
 
-TEST(McpPolicyTest, InstructionsStateTheOperatorPolicy) {
+// The instructions a model gets, with Git for agents off (`git_write` "0") and on ("1"): what
+// they say of .git is what the sessions will do there (told .git was read-only, a model with
+// Git for agents on would not commit).
+std::string InstructionsWithGitWrite(const char* git_write, std::string& expected_start) {
   TempDir dir;
   const std::filesystem::path extra = dir.path() / "cache";
   std::filesystem::create_directories(extra);
   const std::filesystem::path policy = dir.path() / "operator.yaml";
   std::ofstream(policy) << "version: 1\nmode: workspace-write\nnetwork: allow\nwritable:\n  - "
                         << extra.string() << "\n";
+  ::setenv("PTYBOX_GIT_WRITE", git_write, 1);  // the child's environment
   McpProcess mcp({"--policy", policy.string()});
+  ::unsetenv("PTYBOX_GIT_WRITE");
   Json r = mcp.Initialize();
-  std::string instructions = r["result"]["instructions"];
-  EXPECT_EQ(instructions, "Sandbox policy: workspace-write mode; writable: \"" +
-                              mcp.workspace().string() + "\", \"" + extra.string() +
-                              "\" (except .git directories and policy files) and a private /tmp; "
-                              "everything else read-only; network allowed.")
-      << r.dump();
+  expected_start = "Sandbox policy: workspace-write mode; writable: \"" + mcp.workspace().string() +
+                   "\", \"" + extra.string() + "\" (";
+  return r["result"].value("instructions", r.dump());
+}
+
+TEST(McpPolicyTest, InstructionsStateTheOperatorPolicy) {
+  std::string start;
+  const std::string off = InstructionsWithGitWrite("0", start);
+  EXPECT_EQ(off, start +
+                     "except .git directories and policy files) and a private /tmp; "
+                     "everything else read-only; network allowed.");
+  const std::string on = InstructionsWithGitWrite("1", start);
+  EXPECT_EQ(on, start +
+                    "except policy files, and the hooks and configuration in .git directories: "
+                    "git add, commit, branch and tag work there and come back to the repository "
+                    "after each command) and a private /tmp; everything else read-only; network "
+                    "allowed.");
 }
 
 TEST(McpShutdownTest, EndOfInputClosesEverySessionAndExitsZero) {
