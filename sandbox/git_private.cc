@@ -1465,9 +1465,13 @@ std::optional<IndexGitlinks> GitlinksOfIndex(std::string_view index, std::string
 std::optional<std::string> IndexForHost(std::string_view index,
                                         const std::optional<std::string>& launched,
                                         size_t hash_size, std::string& why,
-                                        std::vector<IndexObject>* changed) {
+                                        std::vector<IndexObject>* changed, bool* unmerged) {
   std::optional<ParsedIndex> parsed = ParseIndex(index, hash_size, why);
   if (!parsed) return std::nullopt;
+  if (unmerged != nullptr) {
+    *unmerged = std::any_of(parsed->entries.begin(), parsed->entries.end(),
+                            [](const IndexEntryFacts& e) { return e.stage != 0; });
+  }
   // What the launch's index already held: a gitlink or a flag the person set stays allowed.
   std::map<std::string, IndexEntryFacts> before;
   if (launched) {
@@ -2069,7 +2073,8 @@ std::optional<std::string> NewRefNameClash(
 }
 
 // How the worktree whose git directory is `dir` ("" for the main one, "worktrees/<id>/") holds
-// `value` (`ref: refs/heads/X`): as its HEAD, or, with HEAD detached, as the branch a rebase
+// `value` (`ref: refs/heads/X`): as its HEAD (kHead; kState while a merge, cherry-pick or revert
+// of the person's is under way there), or, with HEAD detached, as the branch a rebase
 // there will finish on (rebase-merge/head-name, rebase-apply/head-name), one a rebase there will
 // move (each ref of rebase-merge/update-refs, `git rebase --update-refs`) or the one a bisect
 // there started from (BISECT_START holds its short name). What git's branch_checked_out counts:
@@ -2086,7 +2091,16 @@ WorktreeHold HoldOf(int host_git_fd, const std::string& dir, const std::string& 
     std::optional<std::string> text = text_of(file);
     return text && Trim(*text) == expected;
   };
-  if (reads("HEAD", value)) return WorktreeHold::kHead;
+  if (reads("HEAD", value)) {
+    // The person's merge, cherry-pick or revert under way there (its resolution staged, not yet
+    // committed) holds the branch as a rebase does: the session's commit, copied from the
+    // person's MERGE_HEAD into a merge commit, came back as the branch and left the person
+    // "still merging" into an empty commit (outside review 22).
+    for (const char* operation : {"MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD"}) {
+      if (text_of(operation)) return WorktreeHold::kState;
+    }
+    return WorktreeHold::kHead;
+  }
   if (!value.starts_with("ref: refs/heads/")) return WorktreeHold::kNone;
   const std::string name = value.substr(5);
   if (reads("rebase-merge/head-name", name) || reads("rebase-apply/head-name", name) ||
@@ -2141,6 +2155,41 @@ bool CheckedOutOnTheHost(int host_git_fd, const std::string& name) {
   return WorktreeHolds(host_git_fd, "", value) || CheckedOutElsewhere(host_git_fd, "", value);
 }
 
+// What the session's git holds, read once per copy-back, and every decision judged from that one
+// reading: each worktree's HEAD ("" the main one, "worktrees/<id>/" a linked one; nullopt when
+// missing or not a single-link regular file), then its refs. Read again for each decision, a
+// session flipping its HEAD in the background split a branch's move from its index's (outside
+// review 22). HEAD is read before the refs, and the index (PlanIndex) after them: a commit made
+// meanwhile can leave the index ahead of the refs read (its changes shown staged, until the next
+// copy-back brings the commit), never behind them (the commit shown undone).
+struct SessionView {
+  std::map<std::string, std::optional<std::string>> heads;
+  std::map<std::string, std::string> refs;
+  std::vector<std::string> refs_refused;
+
+  std::optional<std::string> Head(const std::string& label) const {
+    auto it = heads.find(label);
+    return it == heads.end() ? std::nullopt : it->second;
+  }
+};
+
+Result<SessionView> ReadSession(int private_fd, const GitSnapshot& snapshot) {
+  SessionView view;
+  auto head = [&](const std::string& label, const std::string& path) {
+    Result<std::optional<std::string>> text = ReadFile(private_fd, path, 4096, true);
+    view.heads[label] =
+        text && *text ? std::optional<std::string>(Trim(**text)) : std::optional<std::string>();
+  };
+  head("", "HEAD");
+  for (const auto& [id, worktree] : snapshot.worktrees) {
+    head("worktrees/" + id + "/", std::string(kGitPrivateWorktrees) + "/" + id + "/HEAD");
+  }
+  Result<std::map<std::string, std::string>> refs = ReadRefs(private_fd, &view.refs_refused, true);
+  if (!refs) return Propagate(refs);
+  view.refs = std::move(*refs);
+  return view;
+}
+
 // Why the session may not move branch `name` (refs/heads/X) now, or nullopt: a host worktree
 // holds it (HoldOf) and the session does not work there on it. The session works in the main
 // worktree and in each linked one within its writable roots (GitWorktreeSnapshot::shared), so
@@ -2151,23 +2200,20 @@ bool CheckedOutOnTheHost(int host_git_fd, const std::string& name) {
 // HEAD moved under its index, showing the session's commit undone and staged (outside review 17).
 // Where the session works on it, `follower` gets that worktree's label ("" the main one,
 // "worktrees/<id>/" a linked one): the branch moves with its index (MoveWithIndex).
-std::optional<std::string> HeldMoveRefusal(int host_git_fd, int private_fd,
+std::optional<std::string> HeldMoveRefusal(int host_git_fd, const SessionView& session,
                                            const GitSnapshot& snapshot, const std::string& name,
                                            std::optional<std::string>& follower) {
   const std::string value = "ref: " + name;
-  auto session_head_is = [&](const std::string& head) {
-    Result<std::optional<std::string>> text = ReadFile(private_fd, head, 4096, true);
-    return text && *text && Trim(**text) == value;
-  };
+  auto session_head_is = [&](const std::string& label) { return session.Head(label) == value; };
   const std::string refused =
-      ": a worktree of the host holds it (checked out there, or being "
-      "rebased or bisected), and git moves no branch held so; left as it "
-      "is for now";
+      ": a worktree of the host holds it (checked out there, or being rebased or bisected, or "
+      "with the person's merge, cherry-pick or revert under way), and git moves no branch held "
+      "so; left as it is for now";
   switch (HoldOf(host_git_fd, "", value)) {
     case WorktreeHold::kNone:
       break;
     case WorktreeHold::kHead:
-      if (!session_head_is("HEAD")) return name + refused;
+      if (!session_head_is("")) return name + refused;
       follower = "";
       break;
     case WorktreeHold::kState:
@@ -2182,9 +2228,8 @@ std::optional<std::string> HeldMoveRefusal(int host_git_fd, int private_fd,
     const WorktreeHold hold = HoldOf(host_git_fd, "worktrees/" + e.name + "/", value);
     if (hold == WorktreeHold::kNone) continue;
     auto known = snapshot.worktrees.find(e.name);
-    const bool works_there =
-        hold == WorktreeHold::kHead && known != snapshot.worktrees.end() && known->second.shared &&
-        session_head_is(std::string(kGitPrivateWorktrees) + "/" + e.name + "/HEAD");
+    const bool works_there = hold == WorktreeHold::kHead && known != snapshot.worktrees.end() &&
+                             known->second.shared && session_head_is("worktrees/" + e.name + "/");
     // Held by two worktrees (`git worktree add -f`): no one index goes with it.
     if (!works_there || follower) return name + refused;
     follower = "worktrees/" + e.name + "/";
@@ -2307,6 +2352,7 @@ struct HeadAndIndex {
   std::string& head;
   std::optional<std::string>& index;
   std::string label;
+  std::optional<std::string> session_head;  // the session's, as this copy-back read it
 };
 
 // Why the index's new entries (`changed`, gitlinks left out by IndexForHost) cannot go to the
@@ -2362,8 +2408,11 @@ std::optional<std::string> OperationInProgress(int dir) {
 
 // What the session's index would become on the host (CopyBackIndex), judged before anything
 // that goes with it moves: nothing to write, the bytes to write, or refused (why).
+// An index with unmerged entries waits (kWait): a stash pop, a squash merge or a cherry-pick -n
+// stopped on a conflict leaves stages 1-3 and no file OperationInProgress knows, and on the host
+// the person's next commit failed on them (outside review 22).
 struct IndexPlan {
-  enum class Kind { kNothing, kWrite, kRefused } kind = Kind::kNothing;
+  enum class Kind { kNothing, kWrite, kWait, kRefused } kind = Kind::kNothing;
   std::string bytes;
   std::string why;
 };
@@ -2381,9 +2430,15 @@ IndexPlan PlanIndex(int private_fd, int objects_fd, size_t hash_size, const Head
   }
   std::string why;
   std::vector<IndexObject> changed;
-  std::optional<std::string> kept = IndexForHost(**index, state.index, hash_size, why, &changed);
+  bool unmerged = false;
+  std::optional<std::string> kept =
+      IndexForHost(**index, state.index, hash_size, why, &changed, &unmerged);
   if (!kept) return {IndexPlan::Kind::kRefused, "", why};
   if (*kept == state.index) return {};  // what the host has already
+  if (unmerged) {
+    return {IndexPlan::Kind::kWait, "",
+            "it has unmerged paths (a conflict the session has not resolved)"};
+  }
   if (std::optional<std::string> bad = IndexObjectRefusal(objects_fd, changed)) {
     return {IndexPlan::Kind::kRefused, "", *bad};
   }
@@ -2395,20 +2450,23 @@ IndexPlan PlanIndex(int private_fd, int objects_fd, size_t hash_size, const Head
 // and the host's HEAD is the one the session works on: after a person's `git checkout -b
 // other`, the session's index on `other` showed its commit undone and staged (outside review
 // 20). The lock is released either way; a refused plan is said here, once.
-bool CopyBackIndex(int private_fd, int host_dir, size_t hash_size, HeadAndIndex state,
-                   HostIndexLocks& locks, IndexPlan& plan, GitCopyBack& done) {
+bool CopyBackIndex(int host_dir, size_t hash_size, HeadAndIndex state, HostIndexLocks& locks,
+                   IndexPlan& plan, GitCopyBack& done) {
   const std::string what = state.label + "index";
   auto write = [&]() -> bool {
     if (plan.kind == IndexPlan::Kind::kRefused) {
       done.refused.push_back(what + ": " + plan.why);
       return false;
     }
+    if (plan.kind == IndexPlan::Kind::kWait) {
+      done.conflicts.push_back(what + ": " + plan.why + "; it comes back once they are resolved");
+      return false;
+    }
     if (plan.kind == IndexPlan::Kind::kNothing) return false;
     // The index goes with the session's HEAD: while that HEAD has not come back (refused, put
     // off), the host's HEAD with the session's index showed the session's files as a change the
     // person had staged, ready for their next commit (outside review 16).
-    Result<std::optional<std::string>> head = ReadFile(private_fd, "HEAD", 4096, true);
-    if (!head || !*head || Trim(**head) != state.head) {
+    if (state.session_head != state.head) {
       done.conflicts.push_back(what +
                                ": it goes with the session's HEAD, which did not come back; "
                                "left as it is");
@@ -2462,9 +2520,11 @@ struct WorktreeGit {
   HeadAndIndex state;
 };
 std::optional<WorktreeGit> OpenWorktreeGit(const std::string& label, int private_fd,
-                                           int host_git_fd, GitSnapshot& snapshot) {
+                                           int host_git_fd, GitSnapshot& snapshot,
+                                           const SessionView& session) {
   if (label.empty()) {
-    return WorktreeGit{{}, {}, private_fd, host_git_fd, {snapshot.head, snapshot.index, ""}};
+    return WorktreeGit{
+        {}, {}, private_fd, host_git_fd, {snapshot.head, snapshot.index, "", session.Head("")}};
   }
   const std::string id = label.substr(10, label.size() - 11);
   auto known = snapshot.worktrees.find(id);
@@ -2479,7 +2539,7 @@ std::optional<WorktreeGit> OpenWorktreeGit(const std::string& label, int private
                      std::move(*host),
                      mine_fd,
                      host_fd,
-                     {known->second.head, known->second.index, label}};
+                     {known->second.head, known->second.index, label, session.Head(label)}};
 }
 
 // The refs the session changed (created, moved, deleted), each by compare-and-swap against
@@ -2488,21 +2548,19 @@ std::optional<WorktreeGit> OpenWorktreeGit(const std::string& label, int private
 // holds now (CheckedOutOnTheHost, HeldMoveRefusal), instead of a conflict line: HEAD's copy-back
 // may move off them, and a second call with `only` those names writes them then (a session's
 // `git checkout main; git branch -D feature` in one send).
-Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot,
-                          HostIndexLocks& locks, const std::optional<GitOwner>& owner,
-                          GitCopyBack& done, std::vector<std::string>& moved,
+Result<void> CopyBackRefs(int private_fd, int host_git_fd, const SessionView& session,
+                          GitSnapshot& snapshot, HostIndexLocks& locks,
+                          const std::optional<GitOwner>& owner, GitCopyBack& done,
+                          std::vector<std::string>& moved,
                           std::vector<std::string>* checked_out = nullptr,
                           const std::set<std::string>* only = nullptr) {
-  std::vector<std::string> read_refused;
-  Result<std::map<std::string, std::string>> mine = ReadRefs(private_fd, &read_refused, true);
-  if (!mine) return Propagate(mine);
+  const std::vector<std::string>& read_refused = session.refs_refused;
+  const std::map<std::string, std::string>* mine = &session.refs;
   // A ref missing because what held it was refused (a hard-linked or malformed packed-refs, a
   // loose ref that is a link, refs past the count or depth bound) is not a deleted ref: deleting
   // the host's would let one refusal remove every packed branch and tag. While anything in the
   // session's refs is refused, no ref is deleted.
   const bool refs_refused = !read_refused.empty();
-  if (only == nullptr)
-    done.refused.insert(done.refused.end(), read_refused.begin(), read_refused.end());
   // The host's refs now, for judging new names: a branch the person made, or a remote-tracking
   // ref their fetch brought, since the session started counts as much as one from the start
   // (outside review 11). Unreadable: the launch's, as before.
@@ -2578,7 +2636,7 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
     std::optional<std::string> follower;  // the worktree whose index moves with it
     if (host_unmoved && now && name.starts_with("refs/heads/")) {
       if (std::optional<std::string> held =
-              HeldMoveRefusal(host_git_fd, private_fd, snapshot, name, follower)) {
+              HeldMoveRefusal(host_git_fd, session, snapshot, name, follower)) {
         // HEAD's copy-back may move off it first (a session's `git checkout main; git branch -f
         // feature` in one send): tried again after it.
         if (checked_out != nullptr) {
@@ -2634,7 +2692,8 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
     // (LockFollowingIndex) to the write of both. Taken only now, after the tip's check, so that
     // the person's git waits for the writes alone.
     std::optional<WorktreeGit> worktree =
-        follower ? OpenWorktreeGit(*follower, private_fd, host_git_fd, snapshot) : std::nullopt;
+        follower ? OpenWorktreeGit(*follower, private_fd, host_git_fd, snapshot, session)
+                 : std::nullopt;
     IndexPlan plan;
     if (follower) {
       std::optional<std::string> why;
@@ -2648,6 +2707,8 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
         if (plan.kind == IndexPlan::Kind::kRefused) {
           why = "the session's index there, which goes with it, is refused (" + plan.why +
                 "); left as it is";
+        } else if (plan.kind == IndexPlan::Kind::kWait) {
+          why = "the session's index there, which goes with it, waits: " + plan.why;
         } else {
           why = LockFollowingIndex(locks, *follower, worktree->host, worktree->state.head,
                                    worktree->state.index, IndexHashSize(snapshot));
@@ -2665,8 +2726,8 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, GitSnapshot& snapshot
       done.conflicts.push_back(updated ? why : name + ": " + updated.error().Describe());
       continue;
     }
-    if (worktree && CopyBackIndex(worktree->mine, worktree->host, IndexHashSize(snapshot),
-                                  worktree->state, locks, plan, done)) {
+    if (worktree && CopyBackIndex(worktree->host, IndexHashSize(snapshot), worktree->state, locks,
+                                  plan, done)) {
       if (follower->empty()) {
         done.index = true;
       } else {
@@ -2704,16 +2765,15 @@ bool SwapWholeFile(int host_git_fd, const char* name, const std::string& content
 // holds what the session last saw there, the index.lock taken for that check held for the
 // index's copy-back (CopyBackIndex): a person's `git add` between the two writes left the
 // session's HEAD over the person's index.
-bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex state,
-                  const IndexPlan& plan, GitSnapshot& snapshot, HostIndexLocks& locks,
+bool CopyBackHead(int host_dir, int objects_fd, HeadAndIndex state, const IndexPlan& plan,
+                  GitSnapshot& snapshot, HostIndexLocks& locks,
                   const std::optional<GitOwner>& owner, GitCopyBack& done) {
   const std::string what = state.label + "HEAD";
-  Result<std::optional<std::string>> head = ReadFile(private_fd, "HEAD", 4096, true);
-  if (!head || !*head || !ValidRefValue(Trim(**head))) {
+  if (!state.session_head || !ValidRefValue(*state.session_head)) {
     done.refused.push_back(what + ": missing, not a single-link regular file, or malformed");
     return false;
   }
-  const std::string value = Trim(**head);
+  const std::string value = *state.session_head;
   // HEAD names a commit or a branch: one naming the person's tag made their next commit move
   // the tag (outside review 8).
   if (value.starts_with("ref: ") && !value.starts_with("ref: refs/heads/")) {
@@ -2750,6 +2810,11 @@ bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex sta
                              plan.why + "); left as it is");
     return false;
   }
+  if (plan.kind == IndexPlan::Kind::kWait) {
+    done.conflicts.push_back(what +
+                             ": the session's index, which goes with it, waits: " + plan.why);
+    return false;
+  }
   if (plan.kind == IndexPlan::Kind::kWrite) {
     if (std::optional<std::string> why = LockFollowingIndex(
             locks, state.label, host_dir, state.head, state.index, IndexHashSize(snapshot))) {
@@ -2771,38 +2836,50 @@ bool CopyBackHead(int private_fd, int host_dir, int objects_fd, HeadAndIndex sta
 }
 
 // HEAD and the index of one worktree (CopyBackHead, CopyBackIndex), the index judged once for
-// both, neither while the session's git has an operation stopped half-way there
-// (OperationInProgress); whether each was written.
+// both; neither while the session's git has an operation stopped half-way there
+// (OperationInProgress), nor while the branch the session's HEAD names holds what the host's
+// does not (a move refused or put off): the index goes with that branch, and came back alone
+// after the person's `git commit --amend`, or a refused commit, showing the session's commit
+// staged for the person's next one (outside review 22). Whether each was written.
 std::pair<bool, bool> CopyBackHeadAndIndex(int private_fd, int host_dir, int objects_fd,
-                                           HeadAndIndex state, GitSnapshot& snapshot,
-                                           HostIndexLocks& locks,
+                                           const SessionView& session, HeadAndIndex state,
+                                           GitSnapshot& snapshot, HostIndexLocks& locks,
                                            const std::optional<GitOwner>& owner,
                                            GitCopyBack& done) {
+  std::optional<std::string> wait;
   if (std::optional<std::string> operation = OperationInProgress(private_fd)) {
-    Result<std::optional<std::string>> head = ReadFile(private_fd, "HEAD", 4096, true);
+    wait = "the session's " + *operation + " is in progress; they come back once it ends";
+  } else if (state.session_head && state.session_head->starts_with("ref: ")) {
+    const std::string branch = state.session_head->substr(5);
+    auto mine = session.refs.find(branch);
+    auto host = snapshot.refs.find(branch);
+    const std::optional<std::string> session_value =
+        mine == session.refs.end() ? std::nullopt : std::optional<std::string>(mine->second);
+    const std::optional<std::string> host_value =
+        host == snapshot.refs.end() ? std::nullopt : std::optional<std::string>(host->second);
+    if (session_value != host_value) {
+      wait = "they go with " + branch + ", which did not come back (its own line says why)";
+    }
+  }
+  if (wait) {
     Result<std::optional<std::string>> index =
         ReadFile(private_fd, "index", kGitSessionIndexMax, true);
     const bool changed =
-        !head || !*head || Trim(**head) != state.head || !index || !*index || *index != state.index;
-    if (changed) {
-      done.conflicts.push_back(state.label + "HEAD and index: the session's " + *operation +
-                               " is in progress; they come back once it ends");
-    }
+        state.session_head != state.head || !index || !*index || *index != state.index;
+    if (changed) done.conflicts.push_back(state.label + "HEAD and index: " + *wait);
     return {false, false};
   }
   IndexPlan plan = PlanIndex(private_fd, objects_fd, IndexHashSize(snapshot), state);
-  const bool head =
-      CopyBackHead(private_fd, host_dir, objects_fd, state, plan, snapshot, locks, owner, done);
-  const bool index =
-      CopyBackIndex(private_fd, host_dir, IndexHashSize(snapshot), state, locks, plan, done);
+  const bool head = CopyBackHead(host_dir, objects_fd, state, plan, snapshot, locks, owner, done);
+  const bool index = CopyBackIndex(host_dir, IndexHashSize(snapshot), state, locks, plan, done);
   return {head, index};
 }
 
 // Each linked worktree's HEAD and index, from its private directory to the host's
 // `worktrees/<id>`, on the same rules.
-void CopyBackWorktrees(int private_fd, int host_git_fd, GitSnapshot& snapshot,
-                       HostIndexLocks& locks, const std::optional<GitOwner>& owner,
-                       GitCopyBack& done) {
+void CopyBackWorktrees(int private_fd, int host_git_fd, const SessionView& session,
+                       GitSnapshot& snapshot, HostIndexLocks& locks,
+                       const std::optional<GitOwner>& owner, GitCopyBack& done) {
   for (auto& [id, worktree] : snapshot.worktrees) {
     const std::string label = "worktrees/" + id + "/";
     Result<std::optional<UniqueFd>> mine =
@@ -2816,9 +2893,9 @@ void CopyBackWorktrees(int private_fd, int host_git_fd, GitSnapshot& snapshot,
       done.conflicts.push_back(label + ": the host removed the worktree; left as it is");
       continue;
     }
-    const auto [head, index] =
-        CopyBackHeadAndIndex((*mine)->Get(), (*host)->Get(), host_git_fd,
-                             {worktree.head, worktree.index, label}, snapshot, locks, owner, done);
+    const auto [head, index] = CopyBackHeadAndIndex(
+        (*mine)->Get(), (*host)->Get(), host_git_fd, session,
+        {worktree.head, worktree.index, label, session.Head(label)}, snapshot, locks, owner, done);
     done.worktree_files += (head ? 1 : 0) + (index ? 1 : 0);
   }
 }
@@ -2929,21 +3006,26 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
   std::vector<std::string> moved;        // refs written to the host now: their reflogs follow
   std::vector<std::string> checked_out;  // deletions and moves waiting for HEAD's copy-back
   HostIndexLocks locks(owner);
-  if (Result<void> refs =
-          CopyBackRefs(private_fd, host_git_fd, snapshot, locks, owner, done, moved, &checked_out);
+  // The session's HEADs and refs, read once (SessionView); its read's refusals said once.
+  Result<SessionView> session = ReadSession(private_fd, snapshot);
+  if (!session) return Propagate(session);
+  done.refused.insert(done.refused.end(), session->refs_refused.begin(),
+                      session->refs_refused.end());
+  if (Result<void> refs = CopyBackRefs(private_fd, host_git_fd, *session, snapshot, locks, owner,
+                                       done, moved, &checked_out);
       !refs) {
     return Propagate(refs);
   }
-  const auto [head, index] =
-      CopyBackHeadAndIndex(private_fd, host_git_fd, host_git_fd,
-                           {snapshot.head, snapshot.index, ""}, snapshot, locks, owner, done);
+  const auto [head, index] = CopyBackHeadAndIndex(
+      private_fd, host_git_fd, host_git_fd, *session,
+      {snapshot.head, snapshot.index, "", session->Head("")}, snapshot, locks, owner, done);
   done.head = head;
   done.index = index || done.index;  // written already, perhaps, with a branch (CopyBackRefs)
-  CopyBackWorktrees(private_fd, host_git_fd, snapshot, locks, owner, done);
+  CopyBackWorktrees(private_fd, host_git_fd, *session, snapshot, locks, owner, done);
   if (!checked_out.empty()) {
     const std::set<std::string> only(checked_out.begin(), checked_out.end());
-    if (Result<void> refs = CopyBackRefs(private_fd, host_git_fd, snapshot, locks, owner, done,
-                                         moved, nullptr, &only);
+    if (Result<void> refs = CopyBackRefs(private_fd, host_git_fd, *session, snapshot, locks, owner,
+                                         done, moved, nullptr, &only);
         !refs) {
       return Propagate(refs);
     }

@@ -187,7 +187,8 @@ struct IndexGitlinks {
 // made the person's `git commit` record the session's tree. The checksum is computed again.
 // `changed`, when given, gets the entries `before` did not hold byte for byte but gitlinks
 // (which name commits of another repository): the objects the host must have, with the types
-// their modes need (CopyBackIndex asks the host's git).
+// their modes need (CopyBackIndex asks the host's git). `unmerged`, when given, says whether an
+// entry is at a stage of a conflict (1 to 3).
 struct IndexObject {
   std::string path;
   uint32_t mode = 0;
@@ -196,7 +197,8 @@ struct IndexObject {
 [[nodiscard]] std::optional<std::string> IndexForHost(std::string_view index,
                                                       const std::optional<std::string>& before,
                                                       size_t hash_size, std::string& why,
-                                                      std::vector<IndexObject>* changed = nullptr);
+                                                      std::vector<IndexObject>* changed = nullptr,
+                                                      bool* unmerged = nullptr);
 // packed-refs parsed: name -> id (peeled `^` lines and the header skipped); an error names the
 // first malformed line.
 [[nodiscard]] Result<std::map<std::string, std::string>> ParsePackedRefs(std::string_view text);
