@@ -2315,6 +2315,26 @@ class HostIndexLocks {
   std::map<std::string, Lock> held_;
 };
 
+// The operation git has stopped in, in a worktree's git directory `dir` (git keeps its state per
+// worktree: the session's private one, or the host's), or nullopt. In the session's: Its HEAD and
+// index are the operation's half-way state, and its state files never come back (they are the
+// session's text, which git would act on): a stopped rebase's detached HEAD and conflicted index
+// left the person on no branch, with unmerged paths and no rebase to abort (outside review 21).
+// HEAD, the index and a branch that moves with them wait until the operation ends.
+std::optional<std::string> OperationInProgress(int dir) {
+  static constexpr std::pair<const char*, const char*> kStates[] = {
+      {"rebase-merge", "rebase"}, {"rebase-apply", "rebase or am"},
+      {"MERGE_HEAD", "merge"},    {"CHERRY_PICK_HEAD", "cherry-pick"},
+      {"REVERT_HEAD", "revert"},  {"sequencer", "cherry-pick or revert"},
+      {"BISECT_START", "bisect"},
+  };
+  for (const auto& [name, operation] : kStates) {
+    struct stat st {};
+    if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0) return std::string(operation);
+  }
+  return std::nullopt;
+}
+
 // Takes worktree `label`'s index.lock in `dir` and checks, under it, that its HEAD and index
 // hold what the session last saw there (`head`, `last`): why not, or nullopt with the lock held.
 // A person who staged something there meanwhile would see the session's commit undone and
@@ -2337,6 +2357,11 @@ std::optional<std::string> LockFollowingIndex(HostIndexLocks& locks, const std::
            "HEAD moved since the session last saw it (a checkout of the "
            "person's); left as it is";
   }
+  // The person's operation under way there: its HEAD and index are theirs (outside review 23).
+  if (std::optional<std::string> operation = OperationInProgress(dir)) {
+    locks.Drop(label);
+    return "the person's " + *operation + " is in progress in its worktree; left until it ends";
+  }
   Result<bool> follows = IndexFollows(dir, last, hash_size);
   if (follows && *follows) return std::nullopt;
   locks.Drop(label);
@@ -2353,7 +2378,42 @@ struct HeadAndIndex {
   std::optional<std::string>& index;
   std::string label;
   std::optional<std::string> session_head;  // the session's, as this copy-back read it
+  // The session's value of the branch session_head names (nullopt: detached, or no such branch).
+  std::optional<std::string> session_tip;
 };
+
+// What one worktree's HEAD and index are judged against, with the session's HEAD and the value
+// of the branch it names as `session` read them.
+HeadAndIndex StateOf(std::string& head, std::optional<std::string>& index, std::string label,
+                     const SessionView& session) {
+  HeadAndIndex state{head, index, std::move(label), {}, {}};
+  state.session_head = session.Head(state.label);
+  if (state.session_head && state.session_head->starts_with("ref: ")) {
+    auto tip = session.refs.find(state.session_head->substr(5));
+    if (tip != session.refs.end()) state.session_tip = tip->second;
+  }
+  return state;
+}
+
+// Why the host's worktree (`host_dir`; `objects_fd` its repository's .git) takes neither the
+// session's HEAD nor its index now, or nullopt: an operation of the person's is under way there
+// (a merge, rebase or bisect whose HEAD and index are theirs: a session's `git merge --abort` came
+// back and the person's merge concluded without what it merged, outside review 23), or the
+// branch the session's HEAD names holds another value on the host than the session's (the
+// person moved or deleted it meanwhile: the index of the tip the session saw showed the
+// person's commit undone, outside review 23).
+std::optional<std::string> HostWorktreeRefusal(int host_dir, int objects_fd,
+                                               const HeadAndIndex& state) {
+  if (std::optional<std::string> operation = OperationInProgress(host_dir)) {
+    return "the person's " + *operation + " is in progress there; left until it ends";
+  }
+  if (!state.session_head || !state.session_head->starts_with("ref: ")) return std::nullopt;
+  const std::string branch = state.session_head->substr(5);
+  Result<std::optional<std::string>> now = HostRef(objects_fd, branch);
+  if (now && *now == state.session_tip) return std::nullopt;
+  return "they go with " + branch + ", which holds another value on the host than the session's " +
+         "(moved or deleted meanwhile, or the session's commit not come back); left as they are";
+}
 
 // Why the index's new entries (`changed`, gitlinks left out by IndexForHost) cannot go to the
 // host, or nullopt: each names an object the host has (`objects_fd`, its .git) of the type its
@@ -2383,26 +2443,6 @@ std::optional<std::string> IndexObjectRefusal(int objects_fd,
   Result<std::optional<std::string>> kept = FreshenHostObjects(objects_fd, ids);
   if (!kept) return kept.error().Describe() + "; not written now";
   if (*kept) return **kept + "; not written now";
-  return std::nullopt;
-}
-
-// The operation the session's git has stopped in, in a worktree's private directory `dir` (git
-// keeps its state per worktree), or nullopt. Its HEAD and index are the operation's half-way
-// state, and its state files never come back (they are the session's text, which git would
-// act on): a stopped rebase's detached HEAD and conflicted index left the person on no branch,
-// with unmerged paths and no rebase to abort (outside review 21). HEAD, the index and a branch
-// that moves with them wait until the operation ends.
-std::optional<std::string> OperationInProgress(int dir) {
-  static constexpr std::pair<const char*, const char*> kStates[] = {
-      {"rebase-merge", "rebase"}, {"rebase-apply", "rebase or am"},
-      {"MERGE_HEAD", "merge"},    {"CHERRY_PICK_HEAD", "cherry-pick"},
-      {"REVERT_HEAD", "revert"},  {"sequencer", "cherry-pick or revert"},
-      {"BISECT_START", "bisect"},
-  };
-  for (const auto& [name, operation] : kStates) {
-    struct stat st {};
-    if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0) return std::string(operation);
-  }
   return std::nullopt;
 }
 
@@ -2450,8 +2490,8 @@ IndexPlan PlanIndex(int private_fd, int objects_fd, size_t hash_size, const Head
 // and the host's HEAD is the one the session works on: after a person's `git checkout -b
 // other`, the session's index on `other` showed its commit undone and staged (outside review
 // 20). The lock is released either way; a refused plan is said here, once.
-bool CopyBackIndex(int host_dir, size_t hash_size, HeadAndIndex state, HostIndexLocks& locks,
-                   IndexPlan& plan, GitCopyBack& done) {
+bool CopyBackIndex(int host_dir, int objects_fd, size_t hash_size, HeadAndIndex state,
+                   HostIndexLocks& locks, IndexPlan& plan, GitCopyBack& done) {
   const std::string what = state.label + "index";
   auto write = [&]() -> bool {
     if (plan.kind == IndexPlan::Kind::kRefused) {
@@ -2484,11 +2524,14 @@ bool CopyBackIndex(int host_dir, size_t hash_size, HeadAndIndex state, HostIndex
     // it, and left then, the host's index lagged every later commit of the session's (outside
     // review 18).
     bool head_moved = false;
+    std::optional<std::string> refusal;
     auto unchanged = [&]() -> Result<bool> {
       Result<std::optional<std::string>> host_head = ReadFile(host_dir, "HEAD", 4096, false);
       if (!host_head) return Propagate(host_head);
       head_moved = !*host_head || Trim(**host_head) != state.head;
       if (head_moved) return false;
+      refusal = HostWorktreeRefusal(host_dir, objects_fd, state);
+      if (refusal) return false;
       return IndexFollows(host_dir, state.index, hash_size);
     };
     Result<bool> wrote = locks.Write(state.label, plan.bytes, unchanged);
@@ -2498,6 +2541,7 @@ bool CopyBackIndex(int host_dir, size_t hash_size, HeadAndIndex state, HostIndex
           (!wrote       ? wrote.error().Describe()
            : head_moved ? "the host's HEAD moved off the session's (a checkout of the "
                           "person's); left as it is"
+           : refusal    ? *refusal
                         : "the host changed it since the session started; left as it is"));
       return false;
     }
@@ -2524,7 +2568,7 @@ std::optional<WorktreeGit> OpenWorktreeGit(const std::string& label, int private
                                            const SessionView& session) {
   if (label.empty()) {
     return WorktreeGit{
-        {}, {}, private_fd, host_git_fd, {snapshot.head, snapshot.index, "", session.Head("")}};
+        {}, {}, private_fd, host_git_fd, StateOf(snapshot.head, snapshot.index, "", session)};
   }
   const std::string id = label.substr(10, label.size() - 11);
   auto known = snapshot.worktrees.find(id);
@@ -2535,11 +2579,8 @@ std::optional<WorktreeGit> OpenWorktreeGit(const std::string& label, int private
   if (!mine || !*mine || !host || !*host) return std::nullopt;
   const int mine_fd = (*mine)->Get();
   const int host_fd = (*host)->Get();
-  return WorktreeGit{std::move(*mine),
-                     std::move(*host),
-                     mine_fd,
-                     host_fd,
-                     {known->second.head, known->second.index, label, session.Head(label)}};
+  return WorktreeGit{std::move(*mine), std::move(*host), mine_fd, host_fd,
+                     StateOf(known->second.head, known->second.index, label, session)};
 }
 
 // The refs the session changed (created, moved, deleted), each by compare-and-swap against
@@ -2726,8 +2767,8 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, const SessionView& se
       done.conflicts.push_back(updated ? why : name + ": " + updated.error().Describe());
       continue;
     }
-    if (worktree && CopyBackIndex(worktree->host, IndexHashSize(snapshot), worktree->state, locks,
-                                  plan, done)) {
+    if (worktree && CopyBackIndex(worktree->host, host_git_fd, IndexHashSize(snapshot),
+                                  worktree->state, locks, plan, done)) {
       if (follower->empty()) {
         done.index = true;
       } else {
@@ -2825,7 +2866,8 @@ bool CopyBackHead(int host_dir, int objects_fd, HeadAndIndex state, const IndexP
   auto head_unchanged = [&]() -> Result<bool> {
     Result<std::optional<std::string>> host_head = ReadFile(host_dir, "HEAD", 4096, false);
     if (!host_head) return Propagate(host_head);
-    return *host_head && Trim(**host_head) == state.head;
+    return *host_head && Trim(**host_head) == state.head &&
+           !HostWorktreeRefusal(host_dir, objects_fd, state);
   };
   if (!SwapWholeFile(host_dir, "HEAD", value + "\n", owner, head_unchanged, done)) {
     locks.Drop(state.label);
@@ -2837,29 +2879,21 @@ bool CopyBackHead(int host_dir, int objects_fd, HeadAndIndex state, const IndexP
 
 // HEAD and the index of one worktree (CopyBackHead, CopyBackIndex), the index judged once for
 // both; neither while the session's git has an operation stopped half-way there
-// (OperationInProgress), nor while the branch the session's HEAD names holds what the host's
-// does not (a move refused or put off): the index goes with that branch, and came back alone
-// after the person's `git commit --amend`, or a refused commit, showing the session's commit
-// staged for the person's next one (outside review 22). Whether each was written.
+// (OperationInProgress), nor while the host's worktree refuses them (HostWorktreeRefusal: the
+// person's operation under way, or the branch the session's HEAD names holding another value
+// on the host; the index goes with that branch, and came back alone after the person's
+// `git commit --amend`, or a refused commit, the session's commit staged for the person's next
+// one, outside review 22). Whether each was written.
 std::pair<bool, bool> CopyBackHeadAndIndex(int private_fd, int host_dir, int objects_fd,
-                                           const SessionView& session, HeadAndIndex state,
-                                           GitSnapshot& snapshot, HostIndexLocks& locks,
+                                           HeadAndIndex state, GitSnapshot& snapshot,
+                                           HostIndexLocks& locks,
                                            const std::optional<GitOwner>& owner,
                                            GitCopyBack& done) {
   std::optional<std::string> wait;
   if (std::optional<std::string> operation = OperationInProgress(private_fd)) {
     wait = "the session's " + *operation + " is in progress; they come back once it ends";
-  } else if (state.session_head && state.session_head->starts_with("ref: ")) {
-    const std::string branch = state.session_head->substr(5);
-    auto mine = session.refs.find(branch);
-    auto host = snapshot.refs.find(branch);
-    const std::optional<std::string> session_value =
-        mine == session.refs.end() ? std::nullopt : std::optional<std::string>(mine->second);
-    const std::optional<std::string> host_value =
-        host == snapshot.refs.end() ? std::nullopt : std::optional<std::string>(host->second);
-    if (session_value != host_value) {
-      wait = "they go with " + branch + ", which did not come back (its own line says why)";
-    }
+  } else {
+    wait = HostWorktreeRefusal(host_dir, objects_fd, state);
   }
   if (wait) {
     Result<std::optional<std::string>> index =
@@ -2871,7 +2905,8 @@ std::pair<bool, bool> CopyBackHeadAndIndex(int private_fd, int host_dir, int obj
   }
   IndexPlan plan = PlanIndex(private_fd, objects_fd, IndexHashSize(snapshot), state);
   const bool head = CopyBackHead(host_dir, objects_fd, state, plan, snapshot, locks, owner, done);
-  const bool index = CopyBackIndex(host_dir, IndexHashSize(snapshot), state, locks, plan, done);
+  const bool index =
+      CopyBackIndex(host_dir, objects_fd, IndexHashSize(snapshot), state, locks, plan, done);
   return {head, index};
 }
 
@@ -2894,8 +2929,8 @@ void CopyBackWorktrees(int private_fd, int host_git_fd, const SessionView& sessi
       continue;
     }
     const auto [head, index] = CopyBackHeadAndIndex(
-        (*mine)->Get(), (*host)->Get(), host_git_fd, session,
-        {worktree.head, worktree.index, label, session.Head(label)}, snapshot, locks, owner, done);
+        (*mine)->Get(), (*host)->Get(), host_git_fd,
+        StateOf(worktree.head, worktree.index, label, session), snapshot, locks, owner, done);
     done.worktree_files += (head ? 1 : 0) + (index ? 1 : 0);
   }
 }
@@ -3017,8 +3052,8 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
     return Propagate(refs);
   }
   const auto [head, index] = CopyBackHeadAndIndex(
-      private_fd, host_git_fd, host_git_fd, *session,
-      {snapshot.head, snapshot.index, "", session->Head("")}, snapshot, locks, owner, done);
+      private_fd, host_git_fd, host_git_fd, StateOf(snapshot.head, snapshot.index, "", *session),
+      snapshot, locks, owner, done);
   done.head = head;
   done.index = index || done.index;  // written already, perhaps, with a branch (CopyBackRefs)
   CopyBackWorktrees(private_fd, host_git_fd, *session, snapshot, locks, owner, done);
