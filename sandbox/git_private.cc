@@ -2802,10 +2802,10 @@ bool SwapWholeFile(int host_git_fd, const char* name, const std::string& content
 }
 
 // HEAD, on the same rule as a ref (CopyBackPrivateGit). A HEAD that comes with a new index
-// (`plan`) moves only with it: not while that index is refused, and only while the host's index
-// holds what the session last saw there, the index.lock taken for that check held for the
-// index's copy-back (CopyBackIndex): a person's `git add` between the two writes left the
-// session's HEAD over the person's index.
+// (`plan`) moves only with it: not while that index is refused or waits. Any HEAD moves only
+// while the host's index holds what the session last saw there, the index.lock taken for that
+// check held for the index's copy-back (CopyBackIndex): a person's `git add` between the two
+// writes left the session's HEAD over the person's index.
 bool CopyBackHead(int host_dir, int objects_fd, HeadAndIndex state, const IndexPlan& plan,
                   GitSnapshot& snapshot, HostIndexLocks& locks,
                   const std::optional<GitOwner>& owner, GitCopyBack& done) {
@@ -2856,12 +2856,13 @@ bool CopyBackHead(int host_dir, int objects_fd, HeadAndIndex state, const IndexP
                              ": the session's index, which goes with it, waits: " + plan.why);
     return false;
   }
-  if (plan.kind == IndexPlan::Kind::kWrite) {
-    if (std::optional<std::string> why = LockFollowingIndex(
-            locks, state.label, host_dir, state.head, state.index, IndexHashSize(snapshot))) {
-      done.conflicts.push_back(what + ": " + *why);
-      return false;
-    }
+  // Whether or not the session's index changed: a HEAD moved alone (`git checkout -b`, a
+  // detach) over an index the person had changed meanwhile (their commit) showed their commit
+  // staged against it, and took their next commit off their branch (outside review 24).
+  if (std::optional<std::string> why = LockFollowingIndex(locks, state.label, host_dir, state.head,
+                                                          state.index, IndexHashSize(snapshot))) {
+    done.conflicts.push_back(what + ": " + *why);
+    return false;
   }
   auto head_unchanged = [&]() -> Result<bool> {
     Result<std::optional<std::string>> host_head = ReadFile(host_dir, "HEAD", 4096, false);

@@ -164,6 +164,29 @@ inline void MakeAgentBranch(RpcClient& client, const std::string& id,
       << daemon.Log();
 }
 
+// The session's ordinary commit: a line appended to a.txt, committed as "agent" on its branch.
+inline void CommitAgentChange(GitWriteSession& git) {
+  Observed committed = RunInSession(git.client, git.id, "workspace-write", "commit",
+                                    std::string(kIdentity) +
+                                        "echo agent >> a.txt && git add a.txt && "
+                                        "git commit -qm agent && echo committed");
+  ASSERT_TRUE(committed.Says("committed")) << committed.Show();
+}
+
+// The subject of the host's main and what is staged against the host's HEAD
+// (`git diff --cached --name-status HEAD`), printed.
+struct MainAndStaged {
+  std::string subject;
+  std::string staged;
+};
+inline MainAndStaged HostMainAndStaged(const std::filesystem::path& ws) {
+  MainAndStaged now{Line(HostGit(ws, {"log", "-1", "--format=%s", "main"}).out),
+                    HostGit(ws, {"diff", "--cached", "--name-status", "HEAD"}).out};
+  std::cout << "  the host's main: \"" << now.subject << "\"; staged against HEAD: [" << now.staged
+            << "]\n";
+  return now;
+}
+
 // Waits up to `guard` for a session's background job to touch `.escape/made` in `ws`.
 inline bool AwaitMade(const std::filesystem::path& ws, std::chrono::seconds guard) {
   const auto until = std::chrono::steady_clock::now() + guard;

@@ -86,15 +86,8 @@ TEST(GitReview14AttackTest, TheBranchNeverMovesWithoutItsIndexInALargeRepository
   auto& [daemon, ws, client, id] = git;
   ASSERT_NO_FATAL_FAILURE(MakeLargeRepository(ws));
   ASSERT_NO_FATAL_FAILURE(git.OpenSession());
-  Observed committed = RunInSession(client, id, "workspace-write", "commit",
-                                    std::string(kIdentity) +
-                                        "echo agent >> a.txt && git add a.txt && "
-                                        "git commit -qm agent && echo committed");
-  ASSERT_TRUE(committed.Says("committed")) << committed.Show();
-  const std::string subject = Line(HostGit(ws, {"log", "-1", "--format=%s", "main"}).out);
-  const std::string staged = HostGit(ws, {"diff", "--cached", "--name-status", "HEAD"}).out;
-  std::cout << "  the host's main: \"" << subject << "\"; staged against HEAD: [" << staged
-            << "]\n";
+  ASSERT_NO_FATAL_FAILURE(git_attack::CommitAgentChange(git));
+  const auto [subject, staged] = git_attack::HostMainAndStaged(ws);
   EXPECT_EQ(staged, "") << "the host's main moved to the session's commit and its index stayed "
                            "behind: the commit shows undone and staged, and the person's next "
                            "commit reverts it\n"

@@ -59,15 +59,8 @@ TEST(GitReview15AttackTest, TheIndexNeverComesBackWithoutTheBranchItGoesWith) {
   ASSERT_NO_FATAL_FAILURE(git.Open());
   auto& [daemon, ws, client, id] = git;
   ASSERT_EQ(HostGit(ws, {"commit", "-q", "--amend", "-m", "first, reworded"}).exit_code, 0);
-  Observed committed = RunInSession(client, id, "workspace-write", "commit",
-                                    std::string(kIdentity) +
-                                        "echo agent >> a.txt && git add a.txt && "
-                                        "git commit -qm agent && echo committed");
-  ASSERT_TRUE(committed.Says("committed")) << committed.Show();
-  const std::string subject = Line(HostGit(ws, {"log", "-1", "--format=%s", "main"}).out);
-  const std::string staged = HostGit(ws, {"diff", "--cached", "--name-status", "HEAD"}).out;
-  std::cout << "  the host's main: \"" << subject << "\"; staged against HEAD: [" << staged
-            << "]\n";
+  ASSERT_NO_FATAL_FAILURE(git_attack::CommitAgentChange(git));
+  const auto [subject, staged] = git_attack::HostMainAndStaged(ws);
   EXPECT_EQ(staged, "") << "the session's branch did not come back (the person's main moved) "
                            "but its index did: the session's commit shows as the person's "
                            "staged change, in their next commit\n"
