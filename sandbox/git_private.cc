@@ -2316,11 +2316,12 @@ class HostIndexLocks {
 };
 
 // The operation git has stopped in, in a worktree's git directory `dir` (git keeps its state per
-// worktree: the session's private one, or the host's), or nullopt. In the session's: Its HEAD and
-// index are the operation's half-way state, and its state files never come back (they are the
-// session's text, which git would act on): a stopped rebase's detached HEAD and conflicted index
-// left the person on no branch, with unmerged paths and no rebase to abort (outside review 21).
-// HEAD, the index and a branch that moves with them wait until the operation ends.
+// worktree: the session's private one, or the host's), or nullopt. HEAD, the index and a branch
+// that moves with them wait until it ends. In the session's directory, HEAD and the index are
+// the operation's half-way state, and its state files never come back (they are the session's
+// text, which git would act on): a stopped rebase's detached HEAD and conflicted index left the
+// person on no branch, with unmerged paths and no rebase to abort (outside review 21). In the
+// host's, they are the person's (HostWorktreeRefusal, LockFollowingIndex).
 std::optional<std::string> OperationInProgress(int dir) {
   static constexpr std::pair<const char*, const char*> kStates[] = {
       {"rebase-merge", "rebase"}, {"rebase-apply", "rebase or am"},
