@@ -2857,6 +2857,24 @@ bool CopyBackHead(int host_dir, int objects_fd, HeadAndIndex state, const IndexP
                              ": the session's index, which goes with it, waits: " + plan.why);
     return false;
   }
+  // The branch the host's HEAD names holds what the session last saw of it on the host (the
+  // snapshot's; the session's own move of it may wait for this HEAD's): a commit of the person's
+  // on it meanwhile (their staged changes committed, which leaves the index's entries as they
+  // were) was left behind a HEAD moved off it, shown staged again (outside review 25).
+  auto left_unmoved = [&]() -> bool {
+    if (!state.head.starts_with("ref: ")) return true;  // detached: HEAD's text is the commit
+    const std::string branch = state.head.substr(5);
+    auto seen = snapshot.refs.find(branch);
+    Result<std::optional<std::string>> now = HostRef(objects_fd, branch);
+    return now && *now == (seen == snapshot.refs.end() ? std::nullopt
+                                                       : std::optional<std::string>(seen->second));
+  };
+  if (!left_unmoved()) {
+    done.conflicts.push_back(what + ": " + state.head.substr(5) +
+                             " holds on the host another commit than the session saw there (a "
+                             "commit of the person's); left as it is");
+    return false;
+  }
   // Whether or not the session's index changed: a HEAD moved alone (`git checkout -b`, a
   // detach) over an index the person had changed meanwhile (their commit) showed their commit
   // staged against it, and took their next commit off their branch (outside review 24).
@@ -2868,7 +2886,7 @@ bool CopyBackHead(int host_dir, int objects_fd, HeadAndIndex state, const IndexP
   auto head_unchanged = [&]() -> Result<bool> {
     Result<std::optional<std::string>> host_head = ReadFile(host_dir, "HEAD", 4096, false);
     if (!host_head) return Propagate(host_head);
-    return *host_head && Trim(**host_head) == state.head &&
+    return *host_head && Trim(**host_head) == state.head && left_unmoved() &&
            !HostWorktreeRefusal(host_dir, objects_fd, state);
   };
   if (!SwapWholeFile(host_dir, "HEAD", value + "\n", owner, head_unchanged, done)) {
