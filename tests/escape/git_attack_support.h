@@ -187,6 +187,30 @@ inline MainAndStaged HostMainAndStaged(const std::filesystem::path& ws) {
   return now;
 }
 
+// After the person's commit `mine` on main, the session moves its HEAD (`session_command`, e.g.
+// `git checkout -q -b topic`). Whatever comes back, nothing is staged against the host's HEAD
+// (`why` says what it means if something is), and the person's next commit lands on main.
+inline void SwitchAfterThePersonsCommit(GitWriteSession& git, const std::string& mine,
+                                        const std::string& session_command, const char* why) {
+  const std::filesystem::path& ws = git.ws;
+  Observed switched = RunInSession(git.client, git.id, "workspace-write", "switch",
+                                   std::string(kIdentity) + session_command + " && echo switched");
+  ASSERT_TRUE(switched.Says("switched")) << switched.Show();
+  const std::string head = Line(HostGit(ws, {"rev-parse", "HEAD"}).out);
+  const std::string symbolic = Line(HostGit(ws, {"symbolic-ref", "-q", "HEAD"}).out);
+  const std::string staged = HostGit(ws, {"diff", "--cached", "--name-status", "HEAD"}).out;
+  std::cout << "  the host's HEAD: " << head << " [" << symbolic << "] (the person's commit "
+            << mine << "); staged against it: [" << Line(staged) << "]\n";
+  EXPECT_EQ(staged, "") << why << "\n" << git.daemon.Log();
+  // The person's next commit, as they would make it: it goes on main, after their own.
+  if (head != mine) {
+    ASSERT_EQ(HostGit(ws, {"commit", "-q", "--allow-empty", "-m", "next"}).exit_code, 0);
+    const std::string main_tip = Line(HostGit(ws, {"log", "-1", "--format=%s", "main"}).out);
+    std::cout << "  main's tip after the person's next commit: \"" << main_tip << "\"\n";
+    EXPECT_EQ(main_tip, "next") << "the person's next commit did not land on their branch";
+  }
+}
+
 // Waits up to `guard` for a session's background job to touch `.escape/made` in `ws`.
 inline bool AwaitMade(const std::filesystem::path& ws, std::chrono::seconds guard) {
   const auto until = std::chrono::steady_clock::now() + guard;

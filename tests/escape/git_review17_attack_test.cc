@@ -45,24 +45,10 @@ void HeadMovesOnlyOverItsOwnIndex(const std::string& session_command) {
   std::ofstream(ws / "a.txt") << "the person's work\n";
   ASSERT_EQ(HostGit(ws, {"commit", "-qam", "mine"}).exit_code, 0);
   const std::string mine = Line(HostGit(ws, {"rev-parse", "HEAD"}).out);
-  Observed switched = RunInSession(client, id, "workspace-write", "switch",
-                                   std::string(kIdentity) + session_command + " && echo switched");
-  ASSERT_TRUE(switched.Says("switched")) << switched.Show();
-  const std::string head = Line(HostGit(ws, {"rev-parse", "HEAD"}).out);
-  const std::string symbolic = Line(HostGit(ws, {"symbolic-ref", "-q", "HEAD"}).out);
-  const std::string staged = HostGit(ws, {"diff", "--cached", "--name-status", "HEAD"}).out;
-  std::cout << "  the host's HEAD: " << head << " [" << symbolic << "] (the person's commit "
-            << mine << "); staged against it: [" << Line(staged) << "]\n";
-  EXPECT_EQ(staged, "") << "HEAD came back alone over the person's index: their commit shows "
-                           "as changes staged on a HEAD that lacks it\n"
-                        << daemon.Log();
-  // The person's next commit, as they would make it: it goes on main, after their own.
-  if (head != mine) {
-    ASSERT_EQ(HostGit(ws, {"commit", "-q", "--allow-empty", "-m", "next"}).exit_code, 0);
-    const std::string main_tip = Line(HostGit(ws, {"log", "-1", "--format=%s", "main"}).out);
-    std::cout << "  main's tip after the person's next commit: \"" << main_tip << "\"\n";
-    EXPECT_EQ(main_tip, "next") << "the person's next commit did not land on their branch";
-  }
+  ASSERT_NO_FATAL_FAILURE(git_attack::SwitchAfterThePersonsCommit(
+      git, mine, session_command,
+      "HEAD came back alone over the person's index: their commit shows as changes staged on a "
+      "HEAD that lacks it"));
 }
 
 TEST(GitReview17AttackTest, HeadNeverComesBackOntoANewBranchOverThePersonsIndex) {
