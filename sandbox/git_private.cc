@@ -294,7 +294,11 @@ struct DirEntry {
   mode_t type = 0;
   nlink_t links = 0;
 };
-Result<std::vector<DirEntry>> List(int dir, const std::string& what) {
+// At most `max` entries: past it an error, or, when `too_many` is given, nothing and *too_many set
+// (the session's own directories: kGitListedEntriesMax).
+Result<std::vector<DirEntry>> List(int dir, const std::string& what,
+                                   size_t max = std::numeric_limits<size_t>::max(),
+                                   bool* too_many = nullptr) {
   const int copy = ::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (copy < 0) return std::unexpected(Errno("openat", what));
   DIR* stream = ::fdopendir(copy);
@@ -306,6 +310,14 @@ Result<std::vector<DirEntry>> List(int dir, const std::string& what) {
   while (struct dirent* e = ::readdir(stream)) {
     const std::string name = e->d_name;
     if (name == "." || name == "..") continue;
+    if (entries.size() == max) {
+      ::closedir(stream);
+      if (too_many == nullptr) {
+        return Fail(ErrorKind::kInternal, what + ": more than " + std::to_string(max) + " entries");
+      }
+      *too_many = true;
+      return std::vector<DirEntry>();
+    }
     struct stat st {};
     if (::fstatat(::dirfd(stream), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     entries.push_back({name, static_cast<mode_t>(st.st_mode & S_IFMT), st.st_nlink});
@@ -335,18 +347,31 @@ std::string Describe(mode_t type) {
 }
 
 // Loose refs beneath refs/ of `git_fd` (relative names "refs/..."), each well-formed; what is not
-// is reported in `refused` (when given) and skipped. `single_link` as OpenRegular.
-Result<void> ReadLooseRefs(int git_fd, std::map<std::string, std::string>& refs,
-                           std::vector<std::string>* refused, bool single_link) {
+// is reported in `refused` (when given: the session's copy, whose walk also lists at most
+// kGitListedEntriesMax entries in all) and skipped. `single_link` as OpenRegular.
+Result<void> ReadLooseRefs(int git_fd, std::map<std::string, std::string>& refs, GitLines* refused,
+                           bool single_link) {
+  size_t listed = 0;  // entries of every directory the walk listed (the session's only)
+  bool cut = false;   // the walk stopped at kGitListedEntriesMax
   std::function<Result<void>(int, const std::string&, int)> walk =
       [&](int dir, const std::string& prefix, int depth) -> Result<void> {
     if (depth > 64) {
       if (refused) refused->push_back(prefix + ": refs nested deeper than 64 levels");
       return {};
     }
-    Result<std::vector<DirEntry>> entries = List(dir, prefix);
+    bool too_many = false;
+    Result<std::vector<DirEntry>> entries =
+        refused ? List(dir, prefix, kGitListedEntriesMax - listed, &too_many) : List(dir, prefix);
     if (!entries) return Propagate(entries);
+    listed += entries->size();
+    if (too_many) {
+      cut = true;
+      refused->push_back(prefix + ": the session's refs/ lists more than " +
+                         std::to_string(kGitListedEntriesMax) + " entries; no more are read");
+      return {};
+    }
     for (const DirEntry& e : *entries) {
+      if (cut) return {};
       const std::string name = prefix + "/" + e.name;
       if (refs.size() >= kGitMaxRefs) {
         if (refused)
@@ -404,7 +429,7 @@ Result<void> ReadLooseRefs(int git_fd, std::map<std::string, std::string>& refs,
 }
 
 // The refs of a git directory: packed-refs, then loose refs over them.
-Result<std::map<std::string, std::string>> ReadRefs(int git_fd, std::vector<std::string>* refused,
+Result<std::map<std::string, std::string>> ReadRefs(int git_fd, GitLines* refused,
                                                     bool single_link) {
   std::map<std::string, std::string> refs;
   Result<std::optional<std::string>> packed =
@@ -841,7 +866,7 @@ Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
 // session files (FileKey) refused for good before, never read again; a refusal adds to it.
 using ContentCheck = std::function<bool(int fd, uint64_t size, std::string& why, bool& deferred)>;
 Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& name,
-                            const std::string& what, std::vector<std::string>& refused,
+                            const std::string& what, GitLines& refused,
                             const std::optional<GitOwner>& owner, const ContentCheck& check = {},
                             std::set<std::string>* judged = nullptr) {
   Result<std::optional<OpenedFile>> file = OpenRegular(private_dir, name, kGitObjectFileMax, true);
@@ -892,8 +917,7 @@ Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& na
 // and a name `valid` accepts. Git's own temporary files (`tmp_prefix`) are skipped quietly;
 // anything else is refused with a line.
 bool CopyableObjectFile(const DirEntry& e, const std::string& what, bool (*valid)(std::string_view),
-                        std::string_view tmp_prefix, std::string_view invalid,
-                        std::vector<std::string>& refused) {
+                        std::string_view tmp_prefix, std::string_view invalid, GitLines& refused) {
   if (e.type != S_IFREG || e.links != 1) {
     refused.push_back(what + ": " + (e.type == S_IFREG ? "a hard-linked file" : Describe(e.type)));
     return false;
@@ -980,12 +1004,18 @@ constexpr size_t kPacksPerCopyBack = 16;
 // keep it and drop the original), then written into the host's objects/pack under the name git
 // gave it, .pack before .idx (git sees a pack once its index is there).
 Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, size_t hash_size,
-                             std::vector<std::string>& refused,
-                             const std::optional<GitOwner>& owner, std::set<std::string>& judged) {
+                             GitLines& refused, const std::optional<GitOwner>& owner,
+                             std::set<std::string>& judged) {
   size_t copied = 0;
   size_t looked_at = 0;  // packs this copy-back indexed
-  Result<std::vector<DirEntry>> entries = List(my_packs, "objects/pack");
+  bool too_many = false;
+  Result<std::vector<DirEntry>> entries =
+      List(my_packs, "objects/pack", kGitListedEntriesMax, &too_many);
   if (!entries) return Propagate(entries);
+  if (too_many) {
+    refused.push_back("objects/pack: more than " + std::to_string(kGitListedEntriesMax) +
+                      " entries; no pack in it is copied");
+  }
   std::optional<UniqueFd> host_packs;
   for (const DirEntry& e : *entries) {
     const std::string what = "objects/pack/" + e.name;
@@ -1052,8 +1082,7 @@ Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, si
 // Loose objects looked at per copy-back (20,000 held a close for 14 s); the rest wait.
 constexpr size_t kLooseObjectsPerCopyBack = 4096;
 
-Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size,
-                               std::vector<std::string>& refused,
+Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size, GitLines& refused,
                                const std::optional<GitOwner>& owner,
                                std::set<std::string>& judged) {
   uint64_t budget = kGitInflateBudget;
@@ -1073,8 +1102,21 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size
     if (!packs) return Propagate(packs);
     copied += *packs;
   }
-  Result<std::vector<DirEntry>> dirs = List((*mine)->Get(), "objects");
+  // Every entry listed counts (kGitListedEntriesMax for the whole walk): names refused, git's
+  // temporary files and objects copied before (they stay in the session's copy) alike.
+  size_t listed = 0;
+  auto cut = [&](const std::string& what) {
+    refused.push_back(what + ": the session's objects/ lists more than " +
+                      std::to_string(kGitListedEntriesMax) +
+                      " entries; the rest are not looked at (`git gc` packs loose objects)");
+    return copied;
+  };
+  bool too_many = false;
+  Result<std::vector<DirEntry>> dirs =
+      List((*mine)->Get(), "objects", kGitListedEntriesMax, &too_many);
   if (!dirs) return Propagate(dirs);
+  if (too_many) return cut("objects");
+  listed += dirs->size();
   for (const DirEntry& d : *dirs) {
     if (d.name == "pack" || d.name == "info") continue;
     const std::string what = "objects/" + d.name;
@@ -1085,8 +1127,11 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size
     Result<std::optional<UniqueFd>> sub = OpenDir((*mine)->Get(), d.name);
     if (!sub) return Propagate(sub);
     if (!*sub) continue;
-    Result<std::vector<DirEntry>> files = List((*sub)->Get(), what);
+    Result<std::vector<DirEntry>> files =
+        List((*sub)->Get(), what, kGitListedEntriesMax - listed, &too_many);
     if (!files) return Propagate(files);
+    if (too_many) return cut(what);
+    listed += files->size();
     std::optional<UniqueFd> host_sub;
     for (const DirEntry& f : *files) {
       const std::string file_what = what + "/" + f.name;
@@ -2165,7 +2210,7 @@ bool CheckedOutOnTheHost(int host_git_fd, const std::string& name) {
 struct SessionView {
   std::map<std::string, std::optional<std::string>> heads;
   std::map<std::string, std::string> refs;
-  std::vector<std::string> refs_refused;
+  GitLines refs_refused;
 
   std::optional<std::string> Head(const std::string& label) const {
     auto it = heads.find(label);
@@ -2596,7 +2641,7 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, const SessionView& se
                           std::vector<std::string>& moved,
                           std::vector<std::string>* checked_out = nullptr,
                           const std::set<std::string>* only = nullptr) {
-  const std::vector<std::string>& read_refused = session.refs_refused;
+  const GitLines& read_refused = session.refs_refused;
   const std::map<std::string, std::string>* mine = &session.refs;
   // A ref missing because what held it was refused (a hard-linked or malformed packed-refs, a
   // loose ref that is a link, refs past the count or depth bound) is not a deleted ref: deleting
@@ -3064,8 +3109,7 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
   // The session's HEADs and refs, read once (SessionView); its read's refusals said once.
   Result<SessionView> session = ReadSession(private_fd, snapshot);
   if (!session) return Propagate(session);
-  done.refused.insert(done.refused.end(), session->refs_refused.begin(),
-                      session->refs_refused.end());
+  done.refused.Append(session->refs_refused);
   if (Result<void> refs = CopyBackRefs(private_fd, host_git_fd, *session, snapshot, locks, owner,
                                        done, moved, &checked_out);
       !refs) {
@@ -3090,18 +3134,27 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
   for (const std::string& name : moved) {
     CopyBackReflog(private_fd, host_git_fd, name, snapshot, owner, done);
   }
-  // Once per session and line; past the bound (a session making ever new names) every line.
+  // Once per session and line, the first kGitLoggedLinesMax; past them (a session making ever new
+  // names) one line per copy-back counts the new ones, with those the report only counted: every
+  // line had been logged again at every copy-back, 200,000 per send (outside review 26).
   constexpr size_t kGitLoggedLinesMax = 1024;
+  size_t unlogged = done.refused.dropped() + done.conflicts.dropped();
   auto log_once = [&](const std::string& line) {
-    if (snapshot.logged.size() < kGitLoggedLinesMax) {
-      if (!snapshot.logged.insert(line).second) return;
-    } else if (snapshot.logged.contains(line)) {
+    if (snapshot.logged.contains(line)) return;
+    if (snapshot.logged.size() >= kGitLoggedLinesMax) {
+      ++unlogged;
       return;
     }
+    snapshot.logged.insert(line);
     LogWarn(line);
   };
   for (const std::string& line : done.refused) log_once("git copy-back refused " + line);
   for (const std::string& line : done.conflicts) log_once("git copy-back left " + line);
+  if (unlogged > 0) {
+    LogWarn("git copy-back refused or left " + std::to_string(unlogged) +
+            " more entries, not logged line by line (this session's first " +
+            std::to_string(kGitLoggedLinesMax) + " lines were)");
+  }
   return done;
 }
 

@@ -20,6 +20,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -42,6 +43,14 @@ inline constexpr size_t kIndexPathBytesMax = 16u << 20;
 inline constexpr uint64_t kGitObjectFileMax = 4ull << 30;  // a loose object or a pack file
 inline constexpr uint64_t kGitPackIndexMax = 512u << 20;   // a pack's .idx, read into memory
 inline constexpr size_t kGitMaxRefs = 100'000;             // refs in one repository
+// Entries the copy-back lists of one directory of the session's private copy (`refs/...`,
+// `objects/`, `objects/<xx>`, `objects/pack`), and of its whole `refs/` and loose objects walks:
+// every entry counts, refused names, locks, empty directories and links too. Past it the
+// directory (or the rest of the walk) is refused with one line: 200,000 junk names had cost the
+// daemon 137 MiB and 200,000 log lines at every copy-back (outside review 26).
+inline constexpr size_t kGitListedEntriesMax = kGitMaxRefs + 1024;
+// Lines one copy-back reports of each kind (GitLines); past it each is counted, not kept.
+inline constexpr size_t kGitReportLinesMax = 256;
 
 // The entries of a `.git` that hold code or configuration (gitrepository-layout(5)): a host git
 // run there reads them and may run what they say (core.fsmonitor, core.hooksPath, a hook, a
@@ -111,8 +120,9 @@ struct GitSnapshot {
   std::set<std::string> launch_refs;
   // Each such refusal once per value the session holds ("name\nvalue"), not at every copy-back.
   std::set<std::string> kept_refs;
-  // Each refusal or conflict line logged so far (at most 1,024): a refused HEAD or
-  // tag name would otherwise be logged again at every copy-back of the session.
+  // Each refusal or conflict line logged so far (at most 1,024; past them a copy-back logs one
+  // line counting the rest): a refused HEAD or tag name would otherwise be logged again at
+  // every copy-back of the session.
   std::set<std::string> logged;
   std::string head;                  // HEAD's content, trimmed
   std::optional<std::string> index;  // the index's bytes, nullopt when there was none
@@ -229,6 +239,37 @@ void MarkSharedWorktrees(int host_git_fd, const std::vector<std::filesystem::pat
 // copy made earlier (a pooled shell's) is current only then.
 [[nodiscard]] Result<bool> HostStillAt(int host_git_fd, const GitSnapshot& snapshot);
 
+// Lines of one copy-back's report, bounded (kGitReportLinesMax): past the bound each further line
+// is only counted, so a session filling its private directory with entries the copy-back refuses
+// costs the daemon a bounded report, and its log a summary (outside review 26).
+class GitLines {
+ public:
+  void push_back(std::string line) {
+    if (lines_.size() < kGitReportLinesMax) {
+      lines_.push_back(std::move(line));
+    } else {
+      ++dropped_;
+    }
+  }
+  void Append(const GitLines& other) {
+    for (const std::string& line : other.lines_) push_back(line);
+    dropped_ += other.dropped_;
+  }
+  // Nothing reported, kept or counted.
+  [[nodiscard]] bool empty() const { return lines_.empty() && dropped_ == 0; }
+  [[nodiscard]] size_t size() const { return lines_.size(); }  // the lines kept
+  [[nodiscard]] size_t dropped() const { return dropped_; }    // the lines counted past them
+  [[nodiscard]] const std::string& front() const { return lines_.front(); }
+  [[nodiscard]] const std::string& operator[](size_t i) const { return lines_[i]; }
+  [[nodiscard]] std::vector<std::string>::const_iterator begin() const { return lines_.begin(); }
+  [[nodiscard]] std::vector<std::string>::const_iterator end() const { return lines_.end(); }
+  operator const std::vector<std::string>&() const { return lines_; }  // NOLINT: a view
+
+ private:
+  std::vector<std::string> lines_;
+  size_t dropped_ = 0;
+};
+
 // What one copy-back did. `refused` holds one line per entry of the private directory it would
 // not copy (a link, a FIFO, a hard-linked file, a malformed name or value, too large); `conflicts`
 // one per ref, HEAD or index the host changed since the session started from it (left alone).
@@ -239,8 +280,8 @@ struct GitCopyBack {
   bool index = false;
   size_t worktree_files = 0;  // linked worktrees' HEADs and indexes written
   size_t reflog_lines = 0;    // lines appended to the host's reflogs
-  std::vector<std::string> refused;
-  std::vector<std::string> conflicts;
+  GitLines refused;
+  GitLines conflicts;
 };
 
 // Copies the session's work from `private_fd` into the host's `.git` (`host_git_fd`): new loose

@@ -344,7 +344,7 @@ TEST_F(GitPrivateTest, AHostCommitMadeMeanwhileIsNeverLost) {
 }
 
 // Each conflict line joined, for a failure message and for finding one.
-std::string Lines(const std::vector<std::string>& lines) {
+std::string Lines(const GitLines& lines) {
   std::string joined;
   for (const std::string& line : lines) joined += line + "\n";
   return joined;
@@ -588,6 +588,38 @@ TEST_F(GitPrivateTest, EachRefusalIsLoggedOncePerSession) {
   }
   EXPECT_EQ(logged, 1u) << log;
   EXPECT_EQ(Slurp(host_ / ".git" / "HEAD"), "ref: refs/heads/main\n");
+}
+
+// A session's junk costs a bounded report and log: kGitReportLinesMax lines kept, the rest counted,
+// each line logged once and the rest summed in one line per copy-back (outside review 26).
+TEST_F(GitPrivateTest, TheReportAndTheLogStayBoundedWhateverJunkTheSessionMakes) {
+  GitSnapshot snapshot = Prepare();
+  const size_t junk = kGitReportLinesMax + 300;
+  fs::create_directories(private_ / "refs" / "junk");
+  for (size_t i = 0; i < junk; ++i) {
+    std::ofstream(private_ / "refs" / "junk" / ("x~" + std::to_string(i))) << "x";
+  }
+  ::testing::internal::CaptureStderr();
+  GitCopyBack first = CopyBack(snapshot);
+  GitCopyBack second = CopyBack(snapshot);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  for (const GitCopyBack* done : {&first, &second}) {
+    EXPECT_EQ(done->refused.size(), kGitReportLinesMax);
+    EXPECT_EQ(done->refused.size() + done->refused.dropped(), junk) << Lines(done->refused);
+  }
+  size_t logged = 0;
+  for (size_t at = log.find("not a valid refname"); at != std::string::npos;
+       at = log.find("not a valid refname", at + 1)) {
+    ++logged;
+  }
+  EXPECT_EQ(logged, kGitReportLinesMax) << log.substr(0, 4096);
+  size_t summaries = 0;
+  for (size_t at = log.find("300 more entries"); at != std::string::npos;
+       at = log.find("300 more entries", at + 1)) {
+    ++summaries;
+  }
+  EXPECT_EQ(summaries, 2u) << log.substr(log.size() > 4096 ? log.size() - 4096 : 0);
+  EXPECT_EQ(Host("rev-parse main"), Session("rev-parse main"));  // nothing deleted or moved
 }
 
 TEST_F(GitPrivateTest, PrepareCopiesNoLinkFromTheHost) {
