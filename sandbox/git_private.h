@@ -51,6 +51,8 @@ inline constexpr size_t kGitMaxRefs = 100'000;             // refs in one reposi
 inline constexpr size_t kGitListedEntriesMax = kGitMaxRefs + 1024;
 // Lines one copy-back reports of each kind (GitLines); past it each is counted, not kept.
 inline constexpr size_t kGitReportLinesMax = 256;
+// Session files a session's copy-backs remember as judged (GitSnapshot::judged_files).
+inline constexpr size_t kGitJudgedFilesMax = 65'536;
 
 // The entries of a `.git` that hold code or configuration (gitrepository-layout(5)): a host git
 // run there reads them and may run what they say (core.fsmonitor, core.hooksPath, a hook, a
@@ -118,8 +120,10 @@ struct GitSnapshot {
   // clear` reached the host). A branch or the stash may move (rebase, amend, stash push); its
   // host reflog keeps the old tip.
   std::set<std::string> launch_refs;
-  // Each such refusal once per value the session holds ("name\nvalue"), not at every copy-back.
-  std::set<std::string> kept_refs;
+  // Each such refusal once per value the session holds, not at every copy-back: the value last
+  // refused per name (one entry per launch ref: a set of every "name\nvalue" grew by 100 MiB
+  // over 24 sends rewriting 20,000 tags, outside review 27).
+  std::map<std::string, std::string> kept_refs;
   // Each refusal or conflict line logged so far (at most 1,024; past them a copy-back logs one
   // line counting the rest): a refused HEAD or tag name would otherwise be logged again at
   // every copy-back of the session.
@@ -148,8 +152,10 @@ struct GitSnapshot {
   // The end of this copy-back's time for tip checks (kGitTipChecksPerCopyBack from its start):
   // the tips past it wait for the next copy-back.
   std::chrono::steady_clock::time_point tip_checks_until;
-  // The session's object and pack files the copy-back judged already (device, inode, size and
-  // modification time): refused or indexed once, never read again by a later copy-back.
+  // The session's object and pack files the copy-back judged already (name, device, inode and
+  // size; not times: a `touch` had the same refused file copied into the host's .git again at
+  // every send, outside review 27): refused or indexed once, never read again by a later
+  // copy-back. At most kGitJudgedFilesMax: past it the memory starts over.
   std::set<std::string> judged_files;
 };
 

@@ -92,7 +92,13 @@ void JunkCostsTheCopyBackNothingUnbounded(const std::string& dir, const std::str
             << (log.size() >> 20) << " MiB\n";
   // The same bound as review 5's for a 4 MiB session index: a copy-back's memory does not grow
   // with what the session piles up where it copies nothing.
+  // Under ASan every allocation carries redzones and freed memory waits in its quarantine: the
+  // bounded copy-back peaks at about three times as much (review 5's test has the figures).
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr long kBoundKib = 256 * 1024;
+#else
   constexpr long kBoundKib = 64 * 1024;
+#endif
   EXPECT_LT(peak - rss_before, kBoundKib)
       << kJunk << " refused entries of the session's " << dir << " raised the daemon's peak "
       << "memory by " << (peak - rss_before) / 1024 << " MiB at one copy-back";
