@@ -190,12 +190,12 @@ bool Sparse(const struct stat& st) {
          static_cast<uint64_t>(st.st_blocks) * 512 < static_cast<uint64_t>(st.st_size) / 2;
 }
 
-// A session file as the copy-back judged it: the same name, inode and size is the same file (git
-// never rewrites an object or pack in place, and freshens one by its times alone, which a
-// `touch` of the session's changes as cheaply: outside review 27). A file changed in place
-// stays judged as it was; the session's git writes a new one.
-std::string FileKey(const std::string& name, const struct stat& st) {
-  return name + ":" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+// A session file as the copy-back judged it: the same inode and size is the same file (git never
+// rewrites an object or pack in place, and freshens one by its times alone; a `touch` or a `mv`
+// of the session's changes times or name as cheaply: outside reviews 27 and 28). A file changed
+// in place stays judged as it was; the session's git writes a new one.
+std::string FileKey(const struct stat& st) {
+  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
          std::to_string(st.st_size);
 }
 
@@ -466,6 +466,7 @@ Result<std::map<std::string, std::string>> ReadRefs(int git_fd, GitLines* refuse
 struct PackedRefsMemo {
   std::string key;  // the version parsed; empty: none
   std::map<std::string, std::string> refs;
+  UniqueFd held;  // that version, open: its inode is not reused for another while the memo lives
 };
 thread_local PackedRefsMemo* packed_memo = nullptr;
 
@@ -495,8 +496,8 @@ Result<const std::map<std::string, std::string>*> HostPackedRefs(int host_git_fd
   }
   struct stat st {};
   if (::fstat((*file)->fd.Get(), &st) != 0) return std::unexpected(Errno("fstat", "packed-refs"));
-  const std::string key = FileKey("packed-refs", st) + ":" + std::to_string(st.st_mtim.tv_sec) +
-                          "." + std::to_string(st.st_mtim.tv_nsec) + ":" +
+  const std::string key = FileKey(st) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+                          std::to_string(st.st_mtim.tv_nsec) + ":" +
                           std::to_string(st.st_ctim.tv_sec) + "." +
                           std::to_string(st.st_ctim.tv_nsec);
   if (memo.key == key) return &memo.refs;
@@ -507,6 +508,7 @@ Result<const std::map<std::string, std::string>*> HostPackedRefs(int host_git_fd
   if (!parsed) return Propagate(parsed);
   memo.refs = std::move(*parsed);
   memo.key = key;
+  memo.held = std::move((*file)->fd);
   return &memo.refs;
 }
 
@@ -925,11 +927,15 @@ Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
 // writes) before it is renamed into place: false keeps nothing and says why in `refused`.
 // `deferred` set by the check: not refused for good, a later copy-back looks again. `judged`: the
 // session files (FileKey) refused for good before, never read again; a refusal adds to it.
+// `first`, when given, is run on the session's own file before anything is written: what fails it
+// never reaches the host's .git (a refused object had been copied there and fsync'd before its
+// check, at every copy-back the session renamed it: outside review 28).
 using ContentCheck = std::function<bool(int fd, uint64_t size, std::string& why, bool& deferred)>;
 Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& name,
                             const std::string& what, GitLines& refused,
                             const std::optional<GitOwner>& owner, const ContentCheck& check = {},
-                            std::set<std::string>* judged = nullptr) {
+                            std::set<std::string>* judged = nullptr,
+                            const ContentCheck& first = {}) {
   Result<std::optional<OpenedFile>> file = OpenRegular(private_dir, name, kGitObjectFileMax, true);
   if (!file) {
     refused.push_back(what + ": " + file.error().message);
@@ -938,7 +944,7 @@ Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& na
   if (!*file) return false;
   struct stat st {};
   if (::fstat((*file)->fd.Get(), &st) != 0) return std::unexpected(Errno("fstat", what));
-  const std::string key = FileKey(what, st);
+  const std::string key = FileKey(st);
   if (judged != nullptr && judged->contains(key)) return false;  // refused already
   if (Sparse(st)) {
     refused.push_back(what + ": a sparse file (" + std::to_string(st.st_size) + " bytes, " +
@@ -948,6 +954,15 @@ Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& na
   if (::fstatat(host_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return false;
   // Checked again once copied, before the rename: holes punched while the copy ran.
   const int source = (*file)->fd.Get();
+  if (first) {
+    std::string why;
+    bool deferred = false;
+    if (!first(source, (*file)->size, why, deferred)) {
+      refused.push_back(what + ": " + why);
+      if (judged != nullptr && !deferred) Judge(*judged, key);
+      return false;
+    }
+  }
   std::string why;
   bool deferred = false;
   auto still_dense = [&]() -> Result<bool> {
@@ -1019,7 +1034,7 @@ Result<bool> IndexSessionPack(int my_packs, const std::string& name, size_t hash
   if (!*file) return false;
   struct stat st {};
   if (::fstat((*file)->fd.Get(), &st) != 0) return std::unexpected(Errno("fstat", name));
-  if (!Judge(judged, FileKey("objects/pack/" + name, st))) return false;
+  if (!Judge(judged, FileKey(st))) return false;
   if (Sparse(st)) {
     return Fail(ErrorKind::kPolicyDenied,
                 "a sparse file (" + std::to_string(st.st_size) + " bytes, " +
@@ -1056,6 +1071,9 @@ Result<bool> IndexSessionPack(int my_packs, const std::string& name, size_t hash
 
 // Session packs indexed per copy-back; the rest wait for the next one.
 constexpr size_t kPacksPerCopyBack = 16;
+// Bytes of session packs copied and indexed per copy-back, past the first pack (which always
+// goes, so that any pack comes back); the rest wait.
+constexpr uint64_t kPackBytesPerCopyBack = 1ull << 30;
 
 // The session's packs (`my_packs`, its objects/pack), each copied into a scratch directory of this
 // process, indexed there by the host's git (git_objects.h: every object's name computed from its
@@ -1069,6 +1087,7 @@ Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, si
                              std::set<std::string>& judged) {
   size_t copied = 0;
   size_t looked_at = 0;  // packs this copy-back indexed
+  uint64_t bytes = 0;    // and their size
   bool too_many = false;
   Result<std::vector<DirEntry>> entries =
       List(my_packs, "objects/pack", kGitListedEntriesMax, &too_many);
@@ -1086,18 +1105,21 @@ Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, si
     }
     struct stat seen {};
     if (::fstatat(my_packs, e.name.c_str(), &seen, AT_SYMLINK_NOFOLLOW) == 0 &&
-        judged.contains(FileKey(what, seen))) {
+        judged.contains(FileKey(seen))) {
       continue;  // refused or copied by an earlier copy-back
     }
     // Each pack costs a run of the host's `git index-pack` and a search of the host's packs:
     // a bounded number per copy-back (2,000 one-object packs held a close 35-51 s: outside
     // review 10); the others wait for the next one.
-    if (looked_at == kPacksPerCopyBack) {
+    if (looked_at == kPacksPerCopyBack ||
+        (looked_at > 0 && static_cast<uint64_t>(seen.st_size) > kPackBytesPerCopyBack - bytes)) {
       refused.push_back("objects/pack: left for the next copy-back (this one indexed " +
-                        std::to_string(kPacksPerCopyBack) + " packs)");
+                        std::to_string(looked_at) + " packs, " + std::to_string(bytes >> 20) +
+                        " MiB)");
       break;
     }
     ++looked_at;
+    bytes += std::min<uint64_t>(static_cast<uint64_t>(seen.st_size), kPackBytesPerCopyBack);
     // Each session pack is indexed once: refused or copied, the same file is not read again
     // (indexing a pack takes git seconds, and each send's copy-back would do it again).
     ScratchPack scratch;
@@ -1146,8 +1168,9 @@ constexpr size_t kLooseObjectsPerCopyBack = 4096;
 Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size, GitLines& refused,
                                const std::optional<GitOwner>& owner,
                                std::set<std::string>& judged) {
-  uint64_t budget = kGitInflateBudget;
-  size_t looked_at = 0;  // loose objects new to the host, this copy-back
+  uint64_t budget = kGitInflateBudget;       // the session's files
+  uint64_t copy_budget = kGitInflateBudget;  // their copies, judged again
+  size_t looked_at = 0;                      // loose objects new to the host, this copy-back
   size_t copied = 0;
   Result<std::optional<UniqueFd>> mine = OpenDir(private_fd, "objects");
   if (!mine) return Propagate(mine);
@@ -1220,11 +1243,16 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size
         refused.push_back(file_what + ": not an id of this repository's hash");
         continue;
       }
-      auto matches = [&id, &budget](int fd, uint64_t size, std::string& why, bool& deferred) {
+      // Judged on the session's file, then on the copy (the session may change its file in
+      // between), each pass within its own budget.
+      auto first = [&id, &budget](int fd, uint64_t size, std::string& why, bool& deferred) {
         return LooseObjectMatchesName(fd, size, id, why, budget, deferred);
       };
+      auto again = [&id, &copy_budget](int fd, uint64_t size, std::string& why, bool& deferred) {
+        return LooseObjectMatchesName(fd, size, id, why, copy_budget, deferred);
+      };
       Result<bool> wrote = CopyObjectFile((*sub)->Get(), host_sub->Get(), f.name, file_what,
-                                          refused, owner, matches, &judged);
+                                          refused, owner, again, &judged, first);
       if (!wrote) return Propagate(wrote);
       copied += *wrote ? 1 : 0;
     }
@@ -2899,7 +2927,7 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, const SessionView& se
       snapshot.refs[name] = *now;
     } else {
       snapshot.refs.erase(name);
-      snapshot.reflog_lines.erase(name);  // its log went with it: a new one starts empty
+      snapshot.reflog_taken.erase(name);  // its log went with it: a new one starts empty
     }
   }
   return {};
@@ -3079,24 +3107,51 @@ void CopyBackWorktrees(int private_fd, int host_git_fd, const SessionView& sessi
 // .git without links, so a person's git appending at the same time interleaves whole lines.
 // New reflog lines checked (and copied) per log and copy-back; the rest wait for the next one.
 constexpr size_t kReflogLinesChecked = 32;
+// Bytes of one session log a copy-back reads, from where the last one stopped: kReflogLinesChecked
+// lines of git's many times over.
+constexpr uint64_t kReflogReadMax = 64u << 10;
 
 void CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, GitSnapshot& snapshot,
                     const std::optional<GitOwner>& owner, GitCopyBack& done) {
   const std::string log = "logs/" + name;
-  Result<std::optional<std::string>> text = ReadFile(private_fd, log, 16u << 20, true);
-  if (!text) {
-    done.refused.push_back(log + ": " + text.error().message);
+  Result<std::optional<OpenedFile>> file = OpenRegular(private_fd, log, 16u << 20, true);
+  if (!file) {
+    done.refused.push_back(log + ": " + file.error().message);
     return;
   }
-  if (!*text) return;
-  size_t& taken = snapshot.reflog_lines[name];
+  if (!*file) return;
+  struct stat mine {};
+  if (::fstat((*file)->fd.Get(), &mine) != 0 || Sparse(mine)) {
+    done.refused.push_back(log + ": a sparse file or unreadable; nothing appended");
+    return;
+  }
+  // Only what follows the part already taken, and a bounded part of it: each copy-back had read
+  // every moved ref's whole log to skip the lines taken before (16 MiB each, sparse at no cost to
+  // the session: 2 GiB per copy-back for 128 branches, outside review 28).
+  GitSnapshot::ReflogTaken& taken = snapshot.reflog_taken[name];
+  if ((*file)->size <= taken.bytes) return;
+  std::string text(std::min<uint64_t>((*file)->size - taken.bytes + 1, kReflogReadMax), '\0');
+  const uint64_t from = taken.bytes == 0 ? 0 : taken.bytes - 1;  // with the newline before
+  const ssize_t got =
+      ::pread((*file)->fd.Get(), text.data(), text.size(), static_cast<off_t>(from));
+  if (got <= 0) return;
+  text.resize(static_cast<size_t>(got));
+  std::string_view rest(text);
+  if (taken.bytes != 0) {
+    if (rest.front() != '\n') {
+      done.refused.push_back(log +
+                             ": the session rewrote the part already copied; nothing more "
+                             "is appended");
+      return;
+    }
+    rest.remove_prefix(1);
+  }
   size_t checked = 0;
-  std::string_view rest(**text);
   std::string append;
-  size_t index = 0;
+  size_t index = taken.lines;
   for (size_t end; (end = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(end + 1)) {
     const std::string_view line = rest.substr(0, end);
-    if (index++ < taken) continue;
+    ++index;
     auto has = [&](std::string_view id) {
       return id.find_first_not_of('0') == std::string_view::npos ||
              HostHasObject(host_git_fd, std::string(id)).value_or(false);
@@ -3130,7 +3185,8 @@ void CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
       break;
     }
     append.append(line).push_back('\n');
-    ++taken;
+    taken.bytes += line.size() + 1;
+    ++taken.lines;
   }
   if (append.empty()) return;
   std::string leaf;

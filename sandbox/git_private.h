@@ -138,9 +138,13 @@ struct GitSnapshot {
   std::vector<std::string> covered_names;
   // The host's linked worktrees given a private directory, by id.
   std::map<std::string, GitWorktreeSnapshot> worktrees;
-  // Per reflog ("HEAD", "refs/heads/main"): how many lines of the session's private log were
-  // already appended to the host's (the private logs/ starts empty at launch).
-  std::map<std::string, size_t> reflog_lines;
+  // Per reflog ("refs/heads/main"): how much of the session's private log was already appended to
+  // the host's (the private logs/ starts empty at launch); the next copy-back reads on from there.
+  struct ReflogTaken {
+    uint64_t bytes = 0;
+    size_t lines = 0;
+  };
+  std::map<std::string, ReflogTaken> reflog_taken;
   // Tips (object ids) the copy-back refused for the session's life, with why: a check that
   // timed out, or found a gitlink or a non-commit, is not run again at every copy-back
   // (outside review 10: a slow history held each copy-back its full timeout, per branch). At
@@ -152,10 +156,10 @@ struct GitSnapshot {
   // The end of this copy-back's time for tip checks (kGitTipChecksPerCopyBack from its start):
   // the tips past it wait for the next copy-back.
   std::chrono::steady_clock::time_point tip_checks_until;
-  // The session's object and pack files the copy-back judged already (name, device, inode and
-  // size; not times: a `touch` had the same refused file copied into the host's .git again at
-  // every send, outside review 27): refused or indexed once, never read again by a later
-  // copy-back. At most kGitJudgedFilesMax: past it the memory starts over.
+  // The session's object and pack files the copy-back judged already (device, inode and size; not
+  // times nor name: a `touch` or a `mv` had the same refused file copied into the host's .git
+  // again at every send, outside reviews 27 and 28): refused or indexed once, never read again by
+  // a later copy-back. At most kGitJudgedFilesMax: past it the memory starts over.
   std::set<std::string> judged_files;
 };
 

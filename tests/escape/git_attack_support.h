@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -236,5 +237,40 @@ inline ClosedIn TimedClose(RpcClient& client, const std::string& id, std::chrono
   std::cout << "  terminal_close answered in " << closed.seconds << " s\n";
   return closed;
 }
+
+// One count of process `pid`'s /proc/<pid>/io (`field`: "rchar:", bytes read through read(2) and
+// the like; "wchar:", written): a count of the work done, not a time. -1 when unreadable.
+inline int64_t IoCount(pid_t pid, const std::string& field) {
+  std::ifstream io("/proc/" + std::to_string(pid) + "/io");
+  std::string key;
+  int64_t value = 0;
+  while (io >> key >> value) {
+    if (key == field) return value;
+  }
+  return -1;
+}
+inline int64_t BytesRead(pid_t pid) { return IoCount(pid, "rchar:"); }
+inline int64_t BytesWritten(pid_t pid) { return IoCount(pid, "wchar:"); }
+
+// Bytes the daemon writes over `sends` sends of the session, the i-th running `command(i)` (which
+// must print `says`), and one more send after them (a copy-back may outlast its send's answer:
+// the next send waits for it). -1 when /proc/<pid>/io is unreadable.
+inline int64_t DaemonWritesOver(GitWriteSession& git, int sends,
+                                const std::function<std::string(int)>& command,
+                                const std::string& says) {
+  auto& [daemon, ws, client, id] = git;
+  const int64_t start = BytesWritten(daemon.pid());
+  if (start < 0) return -1;
+  for (int i = 1; i <= sends; ++i) {
+    Observed sent = RunInSession(client, id, "workspace-write", "send", command(i));
+    EXPECT_TRUE(sent.Says(says)) << sent.Show();
+  }
+  Observed settle = RunInSession(client, id, "workspace-write", "settle", "echo settle-$((40+2))");
+  EXPECT_TRUE(settle.Says("settle-42")) << settle.Show();
+  return BytesWritten(daemon.pid()) - start;
+}
+
+// What a plain send prints, for DaemonWritesOver.
+inline std::string PlainSend(int) { return "echo plain-$((40+2))"; }
 
 }  // namespace ptybox::testing::git_attack

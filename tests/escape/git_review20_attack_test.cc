@@ -56,20 +56,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// One count of process `pid`'s /proc/<pid>/io (`field`: "rchar:", bytes read through read(2)
-// and the like; "wchar:", written): a count of the work done, not a time. -1 when unreadable.
-int64_t IoCount(pid_t pid, const std::string& field) {
-  std::ifstream io("/proc/" + std::to_string(pid) + "/io");
-  std::string key;
-  int64_t value = 0;
-  while (io >> key >> value) {
-    if (key == field) return value;
-  }
-  return -1;
-}
-int64_t BytesRead(pid_t pid) { return IoCount(pid, "rchar:"); }
-int64_t BytesWritten(pid_t pid) { return IoCount(pid, "wchar:"); }
-
 // The session's script: `count` new branches `topic-<n>` on HEAD (the host's main), in one `git
 // update-ref --stdin`, without reflogs (so that nothing but the refs themselves is copied back).
 std::string ManyBranchesScript(int count) {
@@ -91,7 +77,7 @@ TEST(GitReview20AttackTest, NewBranchesCostTheCopyBackWorkBoundedByWhatTheyAre) 
   // A first ordinary send, so that what every copy-back costs is there before.
   Observed first = RunInSession(client, id, "workspace-write", "first", "echo first-$((40 + 2))");
   ASSERT_TRUE(first.Says("first-42")) << first.Show();
-  const int64_t read_before = BytesRead(daemon.pid());
+  const int64_t read_before = git_attack::BytesRead(daemon.pid());
   ASSERT_GE(read_before, 0) << "cannot read /proc/" << daemon.pid() << "/io";
   constexpr int kBranches = 3'000;
   const auto start = std::chrono::steady_clock::now();
@@ -101,7 +87,7 @@ TEST(GitReview20AttackTest, NewBranchesCostTheCopyBackWorkBoundedByWhatTheyAre) 
   // The copy-back may outlast the send's answer: the next send waits for it.
   Observed again = RunInSession(client, id, "workspace-write", "again", "echo again-$((40 + 2))");
   ASSERT_TRUE(again.Says("again-42")) << again.Show();
-  const int64_t read_after = BytesRead(daemon.pid());
+  const int64_t read_after = git_attack::BytesRead(daemon.pid());
   const auto seconds =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start)
           .count();
@@ -207,22 +193,14 @@ TEST(GitReview20AttackTest, ARefusedObjectIsNotCopiedIntoTheHostsGitAgainForATou
   ASSERT_TRUE(made.Says("made-4")) << made.Show();
   constexpr int64_t kJunkBytes = 4ll << 25;
   // Two plain sends: the files were judged, nothing is copied again.
-  const int64_t written_start = BytesWritten(daemon.pid());
-  ASSERT_GE(written_start, 0) << "cannot read /proc/" << daemon.pid() << "/io";
-  for (int i = 0; i < 2; ++i) {
-    Observed plain = RunInSession(client, id, "workspace-write", "plain", "echo plain-$((40+2))");
-    ASSERT_TRUE(plain.Says("plain-42")) << plain.Show();
-  }
-  const int64_t written_plain = BytesWritten(daemon.pid()) - written_start;
+  const int64_t written_plain =
+      git_attack::DaemonWritesOver(git, 2, git_attack::PlainSend, "plain-42");
+  ASSERT_GE(written_plain, 0) << "cannot read /proc/" << daemon.pid() << "/io";
   // Four sends, each after a `touch` of the same files.
   constexpr int kTouches = 4;
-  const int64_t touched_start = BytesWritten(daemon.pid());
-  for (int i = 0; i < kTouches; ++i) {
-    Observed touched = RunInSession(client, id, "workspace-write", "touch",
-                                    "touch .git/objects/ab/* && echo touched-$((40+2))");
-    ASSERT_TRUE(touched.Says("touched-42")) << touched.Show();
-  }
-  const int64_t written_touched = BytesWritten(daemon.pid()) - touched_start;
+  const int64_t written_touched = git_attack::DaemonWritesOver(
+      git, kTouches, [](int) { return "touch .git/objects/ab/* && echo touched-$((40+2))"; },
+      "touched-42");
   std::cout << "  " << (kJunkBytes >> 20) << " MiB of refused loose objects: the daemon wrote "
             << (written_plain >> 20) << " MiB over 2 plain sends, " << (written_touched >> 20)
             << " MiB over " << kTouches << " sends each after a `touch` of them; the host's "

@@ -354,6 +354,36 @@ std::string Lines(const GitLines& lines) {
 // person's `git checkout -b other`, the session's commit on main comes back to main, and the
 // session's index (main's new tree) stays off `other`, where it showed the commit undone and
 // staged.
+// A branch's log comes back line by line, each line once, the next copy-back reading on from where
+// the last stopped (GitSnapshot::reflog_taken); a log the session rewrote below that point stops
+// there (outside review 28: each copy-back had read every moved ref's whole log).
+TEST_F(GitPrivateTest, ABranchsLogComesBackOnceEachLineReadOnFromWhereTheLastCopyBackStopped) {
+  GitSnapshot snapshot = Prepare();
+  const std::string before = Host("reflog show --format=%gs main");
+  Session("commit -q --allow-empty -m one");
+  GitCopyBack first = CopyBack(snapshot);
+  EXPECT_EQ(first.reflog_lines, 1u) << Lines(first.refused);
+  Session("commit -q --allow-empty -m two");
+  Session("commit -q --allow-empty -m three");
+  GitCopyBack second = CopyBack(snapshot);
+  EXPECT_EQ(second.reflog_lines, 2u) << Lines(second.refused);
+  EXPECT_EQ(Host("reflog show --format=%gs main"),
+            "commit: three\ncommit: two\ncommit: one\n" + before);
+  GitCopyBack idle = CopyBack(snapshot);
+  EXPECT_EQ(idle.reflog_lines, 0u);
+  // The session cuts its log to one byte short of what came back, then commits again: nothing of
+  // it is taken for a continuation.
+  const fs::path log = private_ / "logs" / "refs" / "heads" / "main";
+  const std::string text = Slurp(log);
+  { std::ofstream(log, std::ios::trunc) << text.substr(0, text.size() - 2) << "\n"; }
+  Session("commit -q --allow-empty -m four");
+  GitCopyBack cut = CopyBack(snapshot);
+  EXPECT_EQ(cut.reflog_lines, 0u);
+  EXPECT_NE(Lines(cut.refused).find("rewrote the part already copied"), std::string::npos)
+      << Lines(cut.refused);
+  EXPECT_EQ(Host("log -1 --format=%s main"), "four\n");  // the branch itself still comes back
+}
+
 TEST_F(GitPrivateTest, TheIndexNeverLandsUnderABranchThePersonCheckedOut) {
   GitSnapshot snapshot = Prepare();
   Host("checkout -q -b other");
