@@ -190,18 +190,28 @@ bool Sparse(const struct stat& st) {
          static_cast<uint64_t>(st.st_blocks) * 512 < static_cast<uint64_t>(st.st_size) / 2;
 }
 
-// A session file as the copy-back judged it: the same inode and size is the same file (git never
-// rewrites an object or pack in place, and freshens one by its times alone; a `touch` or a `mv`
-// of the session's changes times or name as cheaply: outside reviews 27 and 28). A file changed
-// in place stays judged as it was; the session's git writes a new one.
-std::string FileKey(const struct stat& st) {
-  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
-         std::to_string(st.st_size);
+// A session file as the copy-back judged it: its device, inode and birth time (statx), which no
+// `touch`, `mv` or append of the session's changes (each had a refused file copied or inflated
+// again at every send: outside reviews 27 to 29), while a file made anew on a reused inode is
+// another. Git never rewrites an object, pack or log in place; a file the session changes in
+// place stays judged as it was. Without a birth time (a filesystem that keeps none), device and
+// inode. `name` empty: `dir` is the file itself. Empty when it cannot be asked.
+std::string FileKey(int dir, const char* name) {
+  struct statx stx {};
+  const int flags = AT_SYMLINK_NOFOLLOW | (name[0] == '\0' ? AT_EMPTY_PATH : 0);
+  if (::statx(dir, name, flags, STATX_INO | STATX_BTIME, &stx) != 0) return {};
+  std::string key = std::to_string(stx.stx_dev_major) + "." + std::to_string(stx.stx_dev_minor) +
+                    ":" + std::to_string(stx.stx_ino);
+  if ((stx.stx_mask & STATX_BTIME) != 0) {
+    key += ":" + std::to_string(stx.stx_btime.tv_sec) + "." + std::to_string(stx.stx_btime.tv_nsec);
+  }
+  return key;
 }
 
 // Remembers `key` as judged (GitSnapshot::judged_files, at most kGitJudgedFilesMax); false when
 // it was already.
 bool Judge(std::set<std::string>& judged, const std::string& key) {
+  if (key.empty()) return true;  // unknown: judged again next time, as a new file is
   if (judged.size() >= kGitJudgedFilesMax && !judged.contains(key)) judged.clear();
   return judged.insert(key).second;
 }
@@ -496,8 +506,9 @@ Result<const std::map<std::string, std::string>*> HostPackedRefs(int host_git_fd
   }
   struct stat st {};
   if (::fstat((*file)->fd.Get(), &st) != 0) return std::unexpected(Errno("fstat", "packed-refs"));
-  const std::string key = FileKey(st) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
-                          std::to_string(st.st_mtim.tv_nsec) + ":" +
+  const std::string key = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+                          std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) +
+                          "." + std::to_string(st.st_mtim.tv_nsec) + ":" +
                           std::to_string(st.st_ctim.tv_sec) + "." +
                           std::to_string(st.st_ctim.tv_nsec);
   if (memo.key == key) return &memo.refs;
@@ -944,7 +955,7 @@ Result<bool> CopyObjectFile(int private_dir, int host_dir, const std::string& na
   if (!*file) return false;
   struct stat st {};
   if (::fstat((*file)->fd.Get(), &st) != 0) return std::unexpected(Errno("fstat", what));
-  const std::string key = FileKey(st);
+  const std::string key = FileKey((*file)->fd.Get(), "");
   if (judged != nullptr && judged->contains(key)) return false;  // refused already
   if (Sparse(st)) {
     refused.push_back(what + ": a sparse file (" + std::to_string(st.st_size) + " bytes, " +
@@ -1034,7 +1045,7 @@ Result<bool> IndexSessionPack(int my_packs, const std::string& name, size_t hash
   if (!*file) return false;
   struct stat st {};
   if (::fstat((*file)->fd.Get(), &st) != 0) return std::unexpected(Errno("fstat", name));
-  if (!Judge(judged, FileKey(st))) return false;
+  if (!Judge(judged, FileKey((*file)->fd.Get(), ""))) return false;
   if (Sparse(st)) {
     return Fail(ErrorKind::kPolicyDenied,
                 "a sparse file (" + std::to_string(st.st_size) + " bytes, " +
@@ -1105,7 +1116,7 @@ Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, si
     }
     struct stat seen {};
     if (::fstatat(my_packs, e.name.c_str(), &seen, AT_SYMLINK_NOFOLLOW) == 0 &&
-        judged.contains(FileKey(seen))) {
+        judged.contains(FileKey(my_packs, e.name.c_str()))) {
       continue;  // refused or copied by an earlier copy-back
     }
     // Each pack costs a run of the host's `git index-pack` and a search of the host's packs:
@@ -3129,6 +3140,33 @@ void CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
   // every moved ref's whole log to skip the lines taken before (16 MiB each, sparse at no cost to
   // the session: 2 GiB per copy-back for 128 branches, outside review 28).
   GitSnapshot::ReflogTaken& taken = snapshot.reflog_taken[name];
+  const std::string key = FileKey((*file)->fd.Get(), "");
+  if (!taken.file.empty() && key != taken.file && taken.bytes != 0) {
+    // Another file: where the last line taken stands in its first part, on from there; a log
+    // that starts with the branch's making (a null old id) and lacks it, from its start; else
+    // nothing (a rewritten log whose part taken is not found: appending it again would repeat it).
+    std::string head(std::min<uint64_t>((*file)->size, kReflogReadMax), '\0');
+    const ssize_t n = ::pread((*file)->fd.Get(), head.data(), head.size(), 0);
+    head.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    const std::string last = taken.last + "\n";
+    const size_t at = head.starts_with(last) ? 0 : head.find("\n" + last);
+    const size_t space = head.find(' ');
+    const bool made_anew = (space == 40 || space == 64) && head.find_first_not_of('0') == space;
+    if (!taken.last.empty() && at != std::string::npos) {
+      taken.bytes = at == 0 ? last.size() : at + 1 + last.size();
+    } else if (made_anew) {
+      taken.bytes = 0;
+      taken.lines = 0;
+    } else {
+      taken.file = key;
+      taken.bytes = (*file)->size;  // nothing of this file comes back
+      done.refused.push_back(log +
+                             ": the session's log was made anew without the lines already "
+                             "copied; nothing of it is appended");
+      return;
+    }
+  }
+  taken.file = key;
   if ((*file)->size <= taken.bytes) return;
   std::string text(std::min<uint64_t>((*file)->size - taken.bytes + 1, kReflogReadMax), '\0');
   const uint64_t from = taken.bytes == 0 ? 0 : taken.bytes - 1;  // with the newline before
@@ -3187,6 +3225,7 @@ void CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
     append.append(line).push_back('\n');
     taken.bytes += line.size() + 1;
     ++taken.lines;
+    taken.last = line;
   }
   if (append.empty()) return;
   std::string leaf;

@@ -139,10 +139,15 @@ struct GitSnapshot {
   // The host's linked worktrees given a private directory, by id.
   std::map<std::string, GitWorktreeSnapshot> worktrees;
   // Per reflog ("refs/heads/main"): how much of the session's private log was already appended to
-  // the host's (the private logs/ starts empty at launch); the next copy-back reads on from there.
+  // the host's (the private logs/ starts empty at launch); the next copy-back reads on from there,
+  // in the same file (`file`, as FileKey names it). A log git made anew (the branch deleted and
+  // made again, outside review 29; or rewritten, `git reflog expire`) is read from its start, on
+  // from the `last` line taken when that stands in its first part.
   struct ReflogTaken {
     uint64_t bytes = 0;
     size_t lines = 0;
+    std::string file;
+    std::string last;
   };
   std::map<std::string, ReflogTaken> reflog_taken;
   // Tips (object ids) the copy-back refused for the session's life, with why: a check that

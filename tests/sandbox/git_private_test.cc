@@ -371,9 +371,18 @@ TEST_F(GitPrivateTest, ABranchsLogComesBackOnceEachLineReadOnFromWhereTheLastCop
             "commit: three\ncommit: two\ncommit: one\n" + before);
   GitCopyBack idle = CopyBack(snapshot);
   EXPECT_EQ(idle.reflog_lines, 0u);
+  // The session's log written anew, a rename over it (as `git reflog expire` writes it): read on
+  // from the last line taken, nothing repeated (outside review 29).
+  const fs::path log = private_ / "logs" / "refs" / "heads" / "main";
+  { std::ofstream(log.string() + ".new") << Slurp(log); }
+  fs::rename(log.string() + ".new", log);
+  Session("commit -q --allow-empty -m three-b");
+  GitCopyBack anew = CopyBack(snapshot);
+  EXPECT_EQ(anew.reflog_lines, 1u) << Lines(anew.refused);
+  EXPECT_EQ(Host("reflog show --format=%gs main"),
+            "commit: three-b\ncommit: three\ncommit: two\ncommit: one\n" + before);
   // The session cuts its log to one byte short of what came back, then commits again: nothing of
   // it is taken for a continuation.
-  const fs::path log = private_ / "logs" / "refs" / "heads" / "main";
   const std::string text = Slurp(log);
   { std::ofstream(log, std::ios::trunc) << text.substr(0, text.size() - 2) << "\n"; }
   Session("commit -q --allow-empty -m four");
