@@ -827,6 +827,23 @@ Result<void> ReplacePackedRefs(int host_git_fd, std::string_view text,
   return {};
 }
 
+// Whether the host's stash log has an entry whose new value is `value` (an older stash).
+bool StashLogHolds(int host_git_fd, const std::string& value) {
+  Result<std::optional<std::string>> text =
+      ReadFile(host_git_fd, "logs/refs/stash", 16u << 20, false);
+  if (!text || !*text) return false;
+  std::string_view rest(**text);
+  for (size_t end; (end = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(end + 1)) {
+    const std::string_view line = rest.substr(0, end);
+    const size_t space = line.find(' ');
+    if (space != std::string_view::npos && line.substr(space + 1, value.size()) == value &&
+        line.size() > space + 1 + value.size() && line[space + 1 + value.size()] == ' ') {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Writes one ref to the host: compare-and-swap against `expected` (nullopt: the host must have
 // none). `value` nullopt deletes it. Returns false on a conflict (`why` says what).
 Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
@@ -2807,6 +2824,20 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, const SessionView& se
       }
       continue;
     }
+    // The session's `git stash drop` (or `pop`) moves refs/stash back to an older entry of the
+    // stash log: so moved on the host, whose log keeps the dropped entry as its newest, the
+    // person's stash@{0} and `git stash pop` named the dropped stash while refs/stash named
+    // another (outside review 30). The person keeps the stash instead.
+    if (name == "refs/stash" && now && StashLogHolds(host_git_fd, *now)) {
+      auto [kept, first] = snapshot.kept_refs.try_emplace(name, *now);
+      if (first || kept->second != *now) {
+        kept->second = *now;
+        done.conflicts.push_back(name +
+                                 ": the session dropped a stash; the person keeps it (the host's "
+                                 "stash is never moved back to an older entry)");
+      }
+      continue;
+    }
     // A new ref git would read for another (`git log main` read the session's tag `main`:
     // outside review 8; a tag `origin/main`, one named as a short commit id, a ref beneath
     // another: review 10), or could not keep.
@@ -3122,19 +3153,19 @@ constexpr size_t kReflogLinesChecked = 32;
 // lines of git's many times over.
 constexpr uint64_t kReflogReadMax = 64u << 10;
 
-void CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, GitSnapshot& snapshot,
+bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, GitSnapshot& snapshot,
                     const std::optional<GitOwner>& owner, GitCopyBack& done) {
   const std::string log = "logs/" + name;
   Result<std::optional<OpenedFile>> file = OpenRegular(private_fd, log, 16u << 20, true);
   if (!file) {
     done.refused.push_back(log + ": " + file.error().message);
-    return;
+    return false;
   }
-  if (!*file) return;
+  if (!*file) return false;
   struct stat mine {};
   if (::fstat((*file)->fd.Get(), &mine) != 0 || Sparse(mine)) {
     done.refused.push_back(log + ": a sparse file or unreadable; nothing appended");
-    return;
+    return false;
   }
   // Only what follows the part already taken, and a bounded part of it: each copy-back had read
   // every moved ref's whole log to skip the lines taken before (16 MiB each, sparse at no cost to
@@ -3154,25 +3185,25 @@ void CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
     const bool made_anew = (space == 40 || space == 64) && head.find_first_not_of('0') == space;
     if (!taken.last.empty() && at != std::string::npos) {
       taken.bytes = at == 0 ? last.size() : at + 1 + last.size();
-    } else if (made_anew) {
-      taken.bytes = 0;
-      taken.lines = 0;
+    } else if (made_anew && !(name == "refs/stash" && head.starts_with(taken.first + "\n"))) {
+      taken = GitSnapshot::ReflogTaken{};
     } else {
       taken.file = key;
       taken.bytes = (*file)->size;  // nothing of this file comes back
       done.refused.push_back(log +
                              ": the session's log was made anew without the lines already "
-                             "copied; nothing of it is appended");
-      return;
+                             "copied (a stash dropped, a reflog expired); nothing of it is "
+                             "appended");
+      return false;
     }
   }
   taken.file = key;
-  if ((*file)->size <= taken.bytes) return;
+  if ((*file)->size <= taken.bytes) return false;
   std::string text(std::min<uint64_t>((*file)->size - taken.bytes + 1, kReflogReadMax), '\0');
   const uint64_t from = taken.bytes == 0 ? 0 : taken.bytes - 1;  // with the newline before
   const ssize_t got =
       ::pread((*file)->fd.Get(), text.data(), text.size(), static_cast<off_t>(from));
-  if (got <= 0) return;
+  if (got <= 0) return false;
   text.resize(static_cast<size_t>(got));
   std::string_view rest(text);
   if (taken.bytes != 0) {
@@ -3180,11 +3211,13 @@ void CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
       done.refused.push_back(log +
                              ": the session rewrote the part already copied; nothing more "
                              "is appended");
-      return;
+      return false;
     }
     rest.remove_prefix(1);
   }
   size_t checked = 0;
+  bool waiting = false;  // lines left for a later copy-back: the cap, a tip check's time
+  bool stopped = false;  // the loop ended before the last whole line read
   std::string append;
   size_t index = taken.lines;
   for (size_t end; (end = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(end + 1)) {
@@ -3199,11 +3232,16 @@ void CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
       done.refused.push_back(log + ": line " + std::to_string(index) +
                              " is malformed or names an object the host does not have; it and "
                              "the lines after it are not copied");
+      stopped = true;
       break;
     }
     // Each entry is a commit the person can reach (`git stash pop` of an older stash): it is
     // checked as a tip is (CheckTip), a bounded number per copy-back (the rest wait).
-    if (checked == kReflogLinesChecked) break;
+    if (checked == kReflogLinesChecked) {
+      waiting = true;
+      stopped = true;
+      break;
+    }
     ++checked;
     const std::string new_id(line.substr(id + 1, id));
     // git appends a line per value a ref takes; a null new value is never one (a deleted ref
@@ -3212,27 +3250,35 @@ void CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
       done.refused.push_back(log + ": line " + std::to_string(index) +
                              " names no object as the ref's new value; it and the lines after "
                              "it are not copied");
+      stopped = true;
       break;
     }
     const TipCheck check = CheckTip(
         host_git_fd, new_id, name == "refs/stash" || name.starts_with("refs/heads/"), snapshot);
-    if (check.verdict == TipCheck::Verdict::kLater) break;
+    if (check.verdict == TipCheck::Verdict::kLater) {
+      waiting = true;
+      stopped = true;
+      break;
+    }
     if (check.verdict == TipCheck::Verdict::kRefuse) {
       done.refused.push_back(log + ": line " + std::to_string(index) + ": " + check.why +
                              "; it and the lines after it are not copied");
+      stopped = true;
       break;
     }
     append.append(line).push_back('\n');
     taken.bytes += line.size() + 1;
-    ++taken.lines;
+    if (taken.lines++ == 0) taken.first = line;
     taken.last = line;
   }
-  if (append.empty()) return;
+  // More than one read's worth: the rest at the next copy-back.
+  if (!stopped && from + static_cast<uint64_t>(got) < (*file)->size) waiting = true;
+  if (append.empty()) return waiting;
   std::string leaf;
   Result<std::optional<UniqueFd>> parent = ParentDir(host_git_fd, log, true, leaf, owner);
   if (!parent || !*parent) {
     done.refused.push_back(log + ": " + (parent ? "no directory" : parent.error().message));
-    return;
+    return false;
   }
   struct stat before {};
   const bool existed = ::fstatat((**parent).Get(), leaf.c_str(), &before, AT_SYMLINK_NOFOLLOW) == 0;
@@ -3242,14 +3288,15 @@ void CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
   struct stat st {};
   if (!out || ::fstat(out.Get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     done.refused.push_back(log + ": the host's log is not a regular file; nothing appended");
-    return;
+    return false;
   }
   if (!existed) (void)Chown(out.Get(), owner, log);
   if (Result<void> wrote = WriteAll(out.Get(), append, log); !wrote) {
     done.refused.push_back(log + ": " + wrote.error().message);
-    return;
+    return false;
   }
   done.reflog_lines += static_cast<size_t>(std::count(append.begin(), append.end(), '\n'));
+  return waiting;
 }
 
 }  // namespace
@@ -3299,8 +3346,19 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
   }
   // Not HEAD's log: git reads its messages (`checkout: moving from X to Y`) to find where
   // `git checkout -` goes, and X is the session's text.
-  for (const std::string& name : moved) {
-    CopyBackReflog(private_fd, host_git_fd, name, snapshot, owner, done);
+  // The moved refs' logs, then those with lines left by an earlier copy-back (the 32 lines'
+  // cap, a tip check's time): a branch that then holds still had its last lines never come back
+  // (outside review 30). At most kRefsWrittenPerCopyBack logs per copy-back.
+  std::vector<std::string> logs = moved;
+  for (const std::string& name : snapshot.reflog_pending) {
+    if (std::find(moved.begin(), moved.end(), name) == moved.end()) logs.push_back(name);
+  }
+  for (size_t i = 0; i < logs.size() && i < kRefsWrittenPerCopyBack; ++i) {
+    if (CopyBackReflog(private_fd, host_git_fd, logs[i], snapshot, owner, done)) {
+      snapshot.reflog_pending.insert(logs[i]);
+    } else {
+      snapshot.reflog_pending.erase(logs[i]);
+    }
   }
   // Once per session and line, the first kGitLoggedLinesMax; past them (a session making ever new
   // names) one line per copy-back counts the new ones, with those the report only counted: every

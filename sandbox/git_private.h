@@ -141,15 +141,22 @@ struct GitSnapshot {
   // Per reflog ("refs/heads/main"): how much of the session's private log was already appended to
   // the host's (the private logs/ starts empty at launch); the next copy-back reads on from there,
   // in the same file (`file`, as FileKey names it). A log git made anew (the branch deleted and
-  // made again, outside review 29; or rewritten, `git reflog expire`) is read from its start, on
-  // from the `last` line taken when that stands in its first part.
+  // made again, outside review 29; or rewritten, `git reflog expire`) is read on from the `last`
+  // line taken when that stands in its first part, from its start when it begins with a branch's
+  // making (for the stash: other than the `first` line taken, which a stash drop keeps: outside
+  // review 30; a branch made again from the same commit in the same second has the same one),
+  // else not at all.
   struct ReflogTaken {
     uint64_t bytes = 0;
     size_t lines = 0;
     std::string file;
+    std::string first;  // the file's first line taken: a log without it is not made anew
     std::string last;
   };
   std::map<std::string, ReflogTaken> reflog_taken;
+  // Refs whose session logs had lines left by the last copy-back that read them (the 32 lines'
+  // cap, a tip check's time): read again at the next, moved or not.
+  std::set<std::string> reflog_pending;
   // Tips (object ids) the copy-back refused for the session's life, with why: a check that
   // timed out, or found a gitlink or a non-commit, is not run again at every copy-back
   // (outside review 10: a slow history held each copy-back its full timeout, per branch). At
