@@ -3154,7 +3154,8 @@ constexpr size_t kReflogLinesChecked = 32;
 constexpr uint64_t kReflogReadMax = 64u << 10;
 
 bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, GitSnapshot& snapshot,
-                    const std::optional<GitOwner>& owner, GitCopyBack& done) {
+                    const std::optional<GitOwner>& owner, GitCopyBack& done,
+                    const std::optional<std::string>* held = nullptr) {
   const std::string log = "logs/" + name;
   Result<std::optional<OpenedFile>> file = OpenRegular(private_fd, log, 16u << 20, true);
   if (!file) {
@@ -3215,11 +3216,12 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
     }
     rest.remove_prefix(1);
   }
+  GitSnapshot::ReflogTaken next = taken;  // what this copy-back takes, once appended
   size_t checked = 0;
   bool waiting = false;  // lines left for a later copy-back: the cap, a tip check's time
   bool stopped = false;  // the loop ended before the last whole line read
   std::string append;
-  size_t index = taken.lines;
+  size_t index = next.lines;
   for (size_t end; (end = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(end + 1)) {
     const std::string_view line = rest.substr(0, end);
     ++index;
@@ -3267,16 +3269,44 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
       break;
     }
     append.append(line).push_back('\n');
-    taken.bytes += line.size() + 1;
-    if (taken.lines++ == 0) taken.first = line;
-    taken.last = line;
+    next.bytes += line.size() + 1;
+    if (next.lines++ == 0) next.first = line;
+    next.last = line;
   }
   // More than one read's worth: the rest at the next copy-back.
   if (!stopped && from + static_cast<uint64_t>(got) < (*file)->size) waiting = true;
   if (append.empty()) return waiting;
+  // A log whose ref did not move now (its lines waited): appended only under the host ref's lock,
+  // as git appends, and while the ref still holds what the session last wrote there; the person's
+  // own move or deletion since ends the wait (outside review 31: the session's lines landed over
+  // the person's move, or made anew the log of a branch they had deleted). Busy: a later copy-back.
+  std::optional<UniqueFd> ref_dir;
+  std::string ref_lock;
+  auto unlock_ref = [&] {
+    if (ref_dir) ::unlinkat(ref_dir->Get(), ref_lock.c_str(), 0);
+  };
+  if (held != nullptr) {
+    if (!*held) return false;
+    std::string ref_leaf;
+    Result<std::optional<UniqueFd>> dir = ParentDir(host_git_fd, name, false, ref_leaf, owner);
+    if (!dir || !*dir) return false;
+    const std::string lock = ref_leaf + ".lock";
+    const int fd = ::openat((**dir).Get(), lock.c_str(),
+                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return errno == EEXIST;
+    ::close(fd);
+    ref_dir = std::move(**dir);
+    ref_lock = lock;
+    Result<std::optional<std::string>> now = HostRef(host_git_fd, name);
+    if (!now || *now != **held) {
+      unlock_ref();
+      return false;
+    }
+  }
   std::string leaf;
   Result<std::optional<UniqueFd>> parent = ParentDir(host_git_fd, log, true, leaf, owner);
   if (!parent || !*parent) {
+    unlock_ref();
     done.refused.push_back(log + ": " + (parent ? "no directory" : parent.error().message));
     return false;
   }
@@ -3287,11 +3317,15 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
                         O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644));
   struct stat st {};
   if (!out || ::fstat(out.Get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    unlock_ref();
     done.refused.push_back(log + ": the host's log is not a regular file; nothing appended");
     return false;
   }
   if (!existed) (void)Chown(out.Get(), owner, log);
-  if (Result<void> wrote = WriteAll(out.Get(), append, log); !wrote) {
+  Result<void> wrote = WriteAll(out.Get(), append, log);
+  unlock_ref();
+  taken = next;
+  if (!wrote) {
     done.refused.push_back(log + ": " + wrote.error().message);
     return false;
   }
@@ -3354,7 +3388,15 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
     if (std::find(moved.begin(), moved.end(), name) == moved.end()) logs.push_back(name);
   }
   for (size_t i = 0; i < logs.size() && i < kRefsWrittenPerCopyBack; ++i) {
-    if (CopyBackReflog(private_fd, host_git_fd, logs[i], snapshot, owner, done)) {
+    // Not moved now: the host's ref must still hold what the session last wrote there.
+    std::optional<std::optional<std::string>> held;
+    if (i >= moved.size()) {
+      auto it = snapshot.refs.find(logs[i]);
+      held.emplace(it == snapshot.refs.end() ? std::nullopt
+                                             : std::optional<std::string>(it->second));
+    }
+    if (CopyBackReflog(private_fd, host_git_fd, logs[i], snapshot, owner, done,
+                       held ? &*held : nullptr)) {
       snapshot.reflog_pending.insert(logs[i]);
     } else {
       snapshot.reflog_pending.erase(logs[i]);

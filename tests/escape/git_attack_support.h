@@ -273,4 +273,14 @@ inline int64_t DaemonWritesOver(GitWriteSession& git, int sends,
 // What a plain send prints, for DaemonWritesOver.
 inline std::string PlainSend(int) { return "echo plain-$((40+2))"; }
 
+// The non-empty lines of `text` (a `git stash list`, a reflog).
+inline size_t CountLines(const std::string& text) {
+  size_t n = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) ++n;
+  }
+  return n;
+}
+
 }  // namespace ptybox::testing::git_attack

@@ -44,15 +44,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-size_t CountLines(const std::string& text) {
-  size_t n = 0;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) ++n;
-  }
-  return n;
-}
-
 // (a) Forty commits on a branch in one send, then the session works elsewhere.
 TEST(GitReview23AttackTest, EveryReflogLineOfABranchComesBackEvenWhenItStopsMoving) {
   git_attack::GitWriteSession git;
@@ -81,7 +72,7 @@ TEST(GitReview23AttackTest, EveryReflogLineOfABranchComesBackEvenWhenItStopsMovi
   const std::string previous =
       git_attack::Line(git_attack::HostGit(ws, {"log", "-1", "--format=%s", "topic@{1}"}).out);
   const size_t lines =
-      CountLines(git_attack::HostGit(ws, {"reflog", "show", "refs/heads/topic"}).out);
+      git_attack::CountLines(git_attack::HostGit(ws, {"reflog", "show", "refs/heads/topic"}).out);
   std::cout << "  the host's topic: " << tip << " (\"" << subject << "\"); its reflog holds "
             << lines << " lines (the session's 41); newest entry: " << newest << "; topic@{1}: \""
             << previous << "\"\n";
@@ -112,7 +103,8 @@ TEST(GitReview23AttackTest, ADroppedStashStaysThePersonsWholeAndNoLineComesTwice
   }
   const std::string before = git_attack::HostGit(ws, {"stash", "list", "--format=%H %gs"}).out;
   std::cout << "  the host's stash list before the drop:\n" << before;
-  ASSERT_EQ(CountLines(before), 2u) << "the session's stashes did not come back\n" << daemon.Log();
+  ASSERT_EQ(git_attack::CountLines(before), 2u) << "the session's stashes did not come back\n"
+                                                << daemon.Log();
   const std::string newest =
       git_attack::Line(git_attack::HostGit(ws, {"rev-parse", "stash@{0}"}).out);
   Observed dropped =
