@@ -827,21 +827,26 @@ Result<void> ReplacePackedRefs(int host_git_fd, std::string_view text,
   return {};
 }
 
-// Whether the host's stash log has an entry whose new value is `value` (an older stash).
-bool StashLogHolds(int host_git_fd, const std::string& value) {
+// The new values of the host's stash log's entries (its stashes).
+std::set<std::string, std::less<>> HostStashes(int host_git_fd) {
+  std::set<std::string, std::less<>> stashes;
   Result<std::optional<std::string>> text =
       ReadFile(host_git_fd, "logs/refs/stash", 16u << 20, false);
-  if (!text || !*text) return false;
+  if (!text || !*text) return stashes;
   std::string_view rest(**text);
   for (size_t end; (end = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(end + 1)) {
     const std::string_view line = rest.substr(0, end);
     const size_t space = line.find(' ');
-    if (space != std::string_view::npos && line.substr(space + 1, value.size()) == value &&
-        line.size() > space + 1 + value.size() && line[space + 1 + value.size()] == ' ') {
-      return true;
+    if ((space == 40 || space == 64) && line.size() > 2 * space + 1 && line[2 * space + 1] == ' ') {
+      stashes.emplace(line.substr(space + 1, space));
     }
   }
-  return false;
+  return stashes;
+}
+
+// Whether the host's stash log has an entry whose new value is `value` (an older stash).
+bool StashLogHolds(int host_git_fd, const std::string& value) {
+  return HostStashes(host_git_fd).contains(value);
 }
 
 // Writes one ref to the host: compare-and-swap against `expected` (nullopt: the host must have
@@ -3142,21 +3147,112 @@ void CopyBackWorktrees(int private_fd, int host_git_fd, const SessionView& sessi
   }
 }
 
-// The lines the session's git appended to its private reflog of `name` since the last copy-back,
-// appended to the host's `logs/<name>` (made when absent, as git makes it), in order, each only
-// when well formed (ValidReflogLine) and naming objects the host has: the first line that is not
-// stops the copy of that log (refused, with a line). Appended with O_APPEND beneath the host's
-// .git without links, so a person's git appending at the same time interleaves whole lines.
 // New reflog lines checked (and copied) per log and copy-back; the rest wait for the next one.
 constexpr size_t kReflogLinesChecked = 32;
 // Bytes of one session log a copy-back reads, from where the last one stopped: kReflogLinesChecked
 // lines of git's many times over.
 constexpr uint64_t kReflogReadMax = 64u << 10;
+// Bytes of the host's log read from its end to find its last line.
+constexpr uint64_t kHostLogTailMax = 16u << 10;
 
+// The old and new values of a well-formed reflog line (ValidReflogLine).
+struct ReflogIds {
+  std::string_view old_id;
+  std::string_view new_id;
+};
+ReflogIds IdsOf(std::string_view line) {
+  const size_t size = line.find(' ');
+  return {line.substr(0, size), line.substr(size + 1, size)};
+}
+
+// Where the host's log of a ref ends, which the next line appended must continue: the new value of
+// its last line, or a line with a null old value (the ref made anew). Absent: a ref git makes
+// starts its log with a null old value. Empty (expired): any line. Unreadable (not a regular file,
+// a last line longer than the part read, a line being written): none.
+struct HostLogEnd {
+  enum class Kind { kAbsent, kEmpty, kLine, kUnreadable } kind = Kind::kAbsent;
+  std::string last;  // kLine: the last line's new value
+  bool operator==(const HostLogEnd&) const = default;
+  bool ContinuedBy(std::string_view old_id) const {
+    switch (kind) {
+      case Kind::kAbsent:
+        return old_id.find_first_not_of('0') == std::string_view::npos;
+      case Kind::kEmpty:
+        return true;
+      case Kind::kLine:  // or the making of a branch deleted and made again (outside review 29)
+        return old_id == last || old_id.find_first_not_of('0') == std::string_view::npos;
+      case Kind::kUnreadable:
+        return false;
+    }
+    return false;
+  }
+  std::string Key() const { return std::to_string(static_cast<int>(kind)) + ":" + last; }
+};
+
+HostLogEnd ReadHostLogEnd(int host_git_fd, const std::string& log) {
+  const HostLogEnd unreadable{HostLogEnd::Kind::kUnreadable, ""};
+  Result<std::optional<OpenedFile>> file =
+      OpenRegular(host_git_fd, log, std::numeric_limits<uint64_t>::max(), false);
+  if (!file) return unreadable;
+  if (!*file) return {};
+  const uint64_t size = (*file)->size;
+  if (size == 0) return {HostLogEnd::Kind::kEmpty, ""};
+  std::string tail(std::min(size, kHostLogTailMax), '\0');
+  const ssize_t got =
+      ::pread((*file)->fd.Get(), tail.data(), tail.size(), static_cast<off_t>(size - tail.size()));
+  if (got != static_cast<ssize_t>(tail.size()) || tail.size() < 2 || tail.back() != '\n') {
+    return unreadable;
+  }
+  const size_t before = tail.rfind('\n', tail.size() - 2);
+  if (before == std::string::npos && tail.size() < size) return unreadable;
+  std::string_view line(tail);
+  line.remove_prefix(before == std::string::npos ? 0 : before + 1);
+  line.remove_suffix(1);
+  const size_t id = line.find(' ');
+  if ((id != 40 && id != 64) || line.size() < 2 * id + 1 || !IsObjectId(line.substr(id + 1, id))) {
+    return unreadable;
+  }
+  return {HostLogEnd::Kind::kLine, std::string(line.substr(id + 1, id))};
+}
+
+// Where a stash log the session's `git stash drop` rewrote goes on: the end of its last line (in
+// `head`, its first part) whose stash the host's log has or the copy-back took last; 0 when none.
+size_t AfterLastStashTaken(std::string_view head, const GitSnapshot::ReflogTaken& taken,
+                           int host_git_fd) {
+  const std::set<std::string, std::less<>> host = HostStashes(host_git_fd);
+  const std::string_view last = taken.last.empty() ? "" : IdsOf(taken.last).new_id;
+  size_t after = 0;
+  size_t start = 0;
+  for (size_t end; (end = head.find('\n', start)) != std::string_view::npos; start = end + 1) {
+    const std::string_view line = head.substr(start, end - start);
+    if (!ValidReflogLine(line)) break;
+    const std::string_view id = IdsOf(line).new_id;
+    if (host.contains(id) || id == last) after = end + 1;
+  }
+  return after;
+}
+
+// The lines the session's git appended to its private reflog of `name` since the last copy-back,
+// appended to the host's `logs/<name>` under the ref's lock (as git appends), and only as a
+// continuation of the host's log up to the value the host's ref holds: the first line taken is
+// the first whose old value continues the host's log (HostLogEnd), each next one's old value the
+// new value of the one before, and the last the last whose new value is the host's ref's. The
+// session's lines before the first are dropped (the person moved the ref since: their lines stay
+// the newest, outside review 32); those after the last wait, unread again until something changes
+// (a move the copy-back left or refused, which may come back later: its line never lands while the
+// ref does not hold its value, outside review 32); so do those past kReflogLinesChecked and past
+// one read (a run longer than one read is passed over, and the host's log continued from its end).
+// Each line appended is well formed (ValidReflogLine), names objects the host has, and its new
+// value passes CheckTip (`git stash pop` of an older stash reaches it): the first that does not
+// stops the copy of that log (refused, with a line). A ref the host lacks takes no line (its log
+// would be made anew, outside review 31). Appended with O_APPEND beneath the host's .git without
+// links. Returns whether lines wait.
 bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, GitSnapshot& snapshot,
-                    const std::optional<GitOwner>& owner, GitCopyBack& done,
-                    const std::optional<std::string>* held = nullptr) {
+                    const std::optional<GitOwner>& owner, GitCopyBack& done) {
   const std::string log = "logs/" + name;
+  Result<std::optional<std::string>> host_ref = HostRef(host_git_fd, name);
+  if (!host_ref || !*host_ref) return false;
+  const HostLogEnd host_end = ReadHostLogEnd(host_git_fd, log);
   Result<std::optional<OpenedFile>> file = OpenRegular(private_fd, log, 16u << 20, true);
   if (!file) {
     done.refused.push_back(log + ": " + file.error().message);
@@ -3188,6 +3284,10 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
       taken.bytes = at == 0 ? last.size() : at + 1 + last.size();
     } else if (made_anew && !(name == "refs/stash" && head.starts_with(taken.first + "\n"))) {
       taken = GitSnapshot::ReflogTaken{};
+    } else if (size_t after =
+                   name == "refs/stash" ? AfterLastStashTaken(head, taken, host_git_fd) : 0;
+               after != 0) {
+      taken.bytes = after;  // a stash dropped: on from the last one the host has or took
     } else {
       taken.file = key;
       taken.bytes = (*file)->size;  // nothing of this file comes back
@@ -3200,6 +3300,12 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
   }
   taken.file = key;
   if ((*file)->size <= taken.bytes) return false;
+  // Waiting lines none of which could be taken, and nothing changed since: not read again (1,024
+  // logs' waiting lines had been read and checked at every copy-back).
+  const std::string unchanged = key + ":" + std::to_string((*file)->size) + ":" +
+                                std::to_string(taken.bytes) + ":" + **host_ref + ":" +
+                                host_end.Key() + ":" + taken.gap_host + ":" + taken.gap_to;
+  if (taken.unchanged == unchanged) return true;
   std::string text(std::min<uint64_t>((*file)->size - taken.bytes + 1, kReflogReadMax), '\0');
   const uint64_t from = taken.bytes == 0 ? 0 : taken.bytes - 1;  // with the newline before
   const ssize_t got =
@@ -3216,92 +3322,144 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
     }
     rest.remove_prefix(1);
   }
-  GitSnapshot::ReflogTaken next = taken;  // what this copy-back takes, once appended
-  size_t checked = 0;
-  bool waiting = false;  // lines left for a later copy-back: the cap, a tip check's time
-  bool stopped = false;  // the loop ended before the last whole line read
-  std::string append;
-  size_t index = next.lines;
+  // The whole lines read, up to the first malformed one.
+  std::vector<std::string_view> lines;
+  bool malformed = false;
   for (size_t end; (end = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(end + 1)) {
     const std::string_view line = rest.substr(0, end);
-    ++index;
+    const size_t index = taken.lines + lines.size() + 1;
+    if (!ValidReflogLine(line)) {
+      done.refused.push_back(log + ": line " + std::to_string(index) +
+                             " is malformed; it and the lines after it are not copied");
+      malformed = true;
+      break;
+    }
+    // git appends a line per value a ref takes; a null new value is never one (a deleted ref
+    // loses its log), and it made the person's `stash@{0}` the null id (outside review 10).
+    if (IdsOf(line).new_id.find_first_not_of('0') == std::string_view::npos) {
+      done.refused.push_back(log + ": line " + std::to_string(index) +
+                             " names no object as the ref's new value; it and the lines after "
+                             "it are not copied");
+      malformed = true;
+      break;
+    }
+    lines.push_back(line);
+  }
+  // Lines follow past this read (cut by kReflogReadMax, or one being written).
+  const bool more =
+      !malformed && (!rest.empty() || from + static_cast<uint64_t>(got) < (*file)->size);
+  GitSnapshot::ReflogTaken next = taken;  // what this copy-back takes
+  auto take = [&](std::string_view line) {
+    next.bytes += line.size() + 1;
+    if (next.lines++ == 0) next.first = line;
+    next.last = line;
+  };
+  // The run: from the first line that continues the host's log (or the session's run passed
+  // over from the same end of it), while each line follows the one before.
+  // A stash line continues from any stash the host keeps: git's `stash drop` takes one from the
+  // middle, and the session's next stash follows the one before the dropped.
+  const bool gap = !taken.gap_to.empty() && taken.gap_host == host_end.Key();
+  std::optional<std::set<std::string, std::less<>>> stashes;
+  auto continues = [&](std::string_view old_id) {
+    if (host_end.ContinuedBy(old_id) || (gap && old_id == taken.gap_to)) return true;
+    if (name != "refs/stash" || host_end.kind == HostLogEnd::Kind::kUnreadable) return false;
+    if (!stashes) stashes = HostStashes(host_git_fd);
+    return stashes->contains(old_id);
+  };
+  size_t first = 0;
+  while (first < lines.size() && !continues(IdsOf(lines[first]).old_id)) ++first;
+  size_t end = first < lines.size() ? first + 1 : first;
+  while (end < lines.size() && IdsOf(lines[end]).old_id == IdsOf(lines[end - 1]).new_id) ++end;
+  size_t last = lines.size();  // the last in the run whose new value the host's ref holds
+  for (size_t i = first; i < end; ++i) {
+    if (IdsOf(lines[i]).new_id == **host_ref) last = i;
+  }
+  for (size_t i = 0; i < first; ++i) take(lines[i]);
+  if (first > 0) {
+    done.conflicts.push_back(log + ": " + std::to_string(first) +
+                             " of the session's lines do not continue the host's log (the ref "
+                             "moved on the host since); not appended");
+  }
+  if (last == lines.size()) {
+    if (first < end && end == lines.size() && more) {
+      // A run longer than one read without the host's value: passed over, the host's log continued
+      // from its end by what follows it.
+      for (size_t i = first; i < end; ++i) take(lines[i]);
+      next.gap_host = host_end.Key();
+      next.gap_to = std::string(IdsOf(lines[end - 1]).new_id);
+      done.conflicts.push_back(log + ": " + std::to_string(end - first) +
+                               " lines passed over (more than " +
+                               std::to_string(kReflogReadMax >> 10) +
+                               " KiB of them since the last copy-back); not appended");
+      taken = next;
+      return true;
+    }
+    const bool waiting = first < lines.size() || more;
+    taken = next;
+    if (waiting) taken.unchanged = unchanged;
+    return waiting;
+  }
+  // Lines [first, last], each checked, a bounded number per copy-back (the rest wait).
+  bool waiting = last + 1 < lines.size() || more;
+  bool refused = false;
+  std::string append;
+  size_t checked = 0;
+  for (size_t i = first; i <= last; ++i) {
+    const std::string_view line = lines[i];
+    const std::string index = std::to_string(next.lines + 1);
+    const ReflogIds ids = IdsOf(line);
     auto has = [&](std::string_view id) {
       return id.find_first_not_of('0') == std::string_view::npos ||
              HostHasObject(host_git_fd, std::string(id)).value_or(false);
     };
-    const size_t id = line.find(' ');
-    if (!ValidReflogLine(line) || !has(line.substr(0, id)) || !has(line.substr(id + 1, id))) {
-      done.refused.push_back(log + ": line " + std::to_string(index) +
-                             " is malformed or names an object the host does not have; it and "
-                             "the lines after it are not copied");
-      stopped = true;
+    if (!has(ids.old_id) || !has(ids.new_id)) {
+      done.refused.push_back(log + ": line " + index +
+                             " names an object the host does not have; it and the lines after "
+                             "it are not copied");
+      refused = true;
       break;
     }
-    // Each entry is a commit the person can reach (`git stash pop` of an older stash): it is
-    // checked as a tip is (CheckTip), a bounded number per copy-back (the rest wait).
     if (checked == kReflogLinesChecked) {
       waiting = true;
-      stopped = true;
       break;
     }
     ++checked;
-    const std::string new_id(line.substr(id + 1, id));
-    // git appends a line per value a ref takes; a null new value is never one (a deleted ref
-    // loses its log), and it made the person's `stash@{0}` the null id (outside review 10).
-    if (new_id.find_first_not_of('0') == std::string::npos) {
-      done.refused.push_back(log + ": line " + std::to_string(index) +
-                             " names no object as the ref's new value; it and the lines after "
-                             "it are not copied");
-      stopped = true;
-      break;
-    }
-    const TipCheck check = CheckTip(
-        host_git_fd, new_id, name == "refs/stash" || name.starts_with("refs/heads/"), snapshot);
+    const TipCheck check =
+        CheckTip(host_git_fd, std::string(ids.new_id),
+                 name == "refs/stash" || name.starts_with("refs/heads/"), snapshot);
     if (check.verdict == TipCheck::Verdict::kLater) {
       waiting = true;
-      stopped = true;
       break;
     }
     if (check.verdict == TipCheck::Verdict::kRefuse) {
-      done.refused.push_back(log + ": line " + std::to_string(index) + ": " + check.why +
+      done.refused.push_back(log + ": line " + index + ": " + check.why +
                              "; it and the lines after it are not copied");
-      stopped = true;
+      refused = true;
       break;
     }
     append.append(line).push_back('\n');
-    next.bytes += line.size() + 1;
-    if (next.lines++ == 0) next.first = line;
-    next.last = line;
+    take(line);
   }
-  // More than one read's worth: the rest at the next copy-back.
-  if (!stopped && from + static_cast<uint64_t>(got) < (*file)->size) waiting = true;
-  if (append.empty()) return waiting;
-  // A log whose ref did not move now (its lines waited): appended only under the host ref's lock,
-  // as git appends, and while the ref still holds what the session last wrote there; the person's
-  // own move or deletion since ends the wait (outside review 31: the session's lines landed over
-  // the person's move, or made anew the log of a branch they had deleted). Busy: a later copy-back.
-  std::optional<UniqueFd> ref_dir;
-  std::string ref_lock;
-  auto unlock_ref = [&] {
-    if (ref_dir) ::unlinkat(ref_dir->Get(), ref_lock.c_str(), 0);
-  };
-  if (held != nullptr) {
-    if (!*held) return false;
-    std::string ref_leaf;
-    Result<std::optional<UniqueFd>> dir = ParentDir(host_git_fd, name, false, ref_leaf, owner);
-    if (!dir || !*dir) return false;
-    const std::string lock = ref_leaf + ".lock";
-    const int fd = ::openat((**dir).Get(), lock.c_str(),
+  if (refused) waiting = false;
+  if (append.empty()) {
+    taken = next;
+    return waiting;
+  }
+  // Under the ref's lock, as git appends, and only while the host's ref and log still stand where
+  // the run was planned from (the person's git between: a later copy-back plans again).
+  std::string ref_leaf;
+  Result<std::optional<UniqueFd>> ref_dir = ParentDir(host_git_fd, name, true, ref_leaf, owner);
+  if (!ref_dir || !*ref_dir) return true;
+  const std::string ref_lock = ref_leaf + ".lock";
+  const int lock = ::openat((**ref_dir).Get(), ref_lock.c_str(),
                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) return errno == EEXIST;
-    ::close(fd);
-    ref_dir = std::move(**dir);
-    ref_lock = lock;
-    Result<std::optional<std::string>> now = HostRef(host_git_fd, name);
-    if (!now || *now != **held) {
-      unlock_ref();
-      return false;
-    }
+  if (lock < 0) return true;
+  ::close(lock);
+  auto unlock_ref = [&] { ::unlinkat((**ref_dir).Get(), ref_lock.c_str(), 0); };
+  Result<std::optional<std::string>> ref_now = HostRef(host_git_fd, name);
+  if (!ref_now || *ref_now != *host_ref || ReadHostLogEnd(host_git_fd, log) != host_end) {
+    unlock_ref();
+    return true;
   }
   std::string leaf;
   Result<std::optional<UniqueFd>> parent = ParentDir(host_git_fd, log, true, leaf, owner);
@@ -3324,6 +3482,8 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
   if (!existed) (void)Chown(out.Get(), owner, log);
   Result<void> wrote = WriteAll(out.Get(), append, log);
   unlock_ref();
+  next.gap_host.clear();
+  next.gap_to.clear();
   taken = next;
   if (!wrote) {
     done.refused.push_back(log + ": " + wrote.error().message);
@@ -3388,15 +3548,7 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
     if (std::find(moved.begin(), moved.end(), name) == moved.end()) logs.push_back(name);
   }
   for (size_t i = 0; i < logs.size() && i < kRefsWrittenPerCopyBack; ++i) {
-    // Not moved now: the host's ref must still hold what the session last wrote there.
-    std::optional<std::optional<std::string>> held;
-    if (i >= moved.size()) {
-      auto it = snapshot.refs.find(logs[i]);
-      held.emplace(it == snapshot.refs.end() ? std::nullopt
-                                             : std::optional<std::string>(it->second));
-    }
-    if (CopyBackReflog(private_fd, host_git_fd, logs[i], snapshot, owner, done,
-                       held ? &*held : nullptr)) {
+    if (CopyBackReflog(private_fd, host_git_fd, logs[i], snapshot, owner, done)) {
       snapshot.reflog_pending.insert(logs[i]);
     } else {
       snapshot.reflog_pending.erase(logs[i]);

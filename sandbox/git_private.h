@@ -146,12 +146,20 @@ struct GitSnapshot {
   // making (for the stash: other than the `first` line taken, which a stash drop keeps: outside
   // review 30; a branch made again from the same commit in the same second has the same one),
   // else not at all.
+  // Lines are appended only as a continuation of the host's log up to its ref's value (outside
+  // review 32); `gap_to` is the new value of the last line of a run passed over (longer than one
+  // read) while the host's log ended at `gap_host`, from which the next lines continue it;
+  // `unchanged` names the state (the file's size, the host's ref and log end) in which the lines
+  // waiting could not be taken, not read again while it holds.
   struct ReflogTaken {
     uint64_t bytes = 0;
     size_t lines = 0;
     std::string file;
     std::string first;  // the file's first line taken: a log without it is not made anew
     std::string last;
+    std::string gap_host;
+    std::string gap_to;
+    std::string unchanged;
   };
   std::map<std::string, ReflogTaken> reflog_taken;
   // Refs whose session logs had lines left by the last copy-back that read them (the 32 lines'

@@ -350,6 +350,12 @@ std::string Lines(const GitLines& lines) {
   return joined;
 }
 
+// `text` without its trailing newline.
+std::string Line(std::string text) {
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
 // Outside review 20: the index goes only under the host's HEAD the session worked on. After the
 // person's `git checkout -b other`, the session's commit on main comes back to main, and the
 // session's index (main's new tree) stays off `other`, where it showed the commit undone and
@@ -391,6 +397,94 @@ TEST_F(GitPrivateTest, ABranchsLogComesBackOnceEachLineReadOnFromWhereTheLastCop
   EXPECT_NE(Lines(cut.refused).find("rewrote the part already copied"), std::string::npos)
       << Lines(cut.refused);
   EXPECT_EQ(Host("log -1 --format=%s main"), "four\n");  // the branch itself still comes back
+}
+
+// Outside review 32: a log line comes back only with its move. The person has `topic` checked out,
+// so the session's `git branch -f topic main` waits (HeldMoveRefusal); its line waits with it,
+// and lands once the move does.
+TEST_F(GitPrivateTest, ALogLineWaitsForItsMoveAndComesBackOnlyWithIt) {
+  GitSnapshot snapshot = Prepare();
+  Session("branch topic");
+  Session("commit -q --allow-empty -m two");
+  GitCopyBack made = CopyBack(snapshot);
+  ASSERT_EQ(Host("log -1 --format=%s main"), "two\n") << Lines(made.refused);
+  ASSERT_EQ(Host("log -1 --format=%s topic"), "first\n") << Lines(made.refused);
+  Host("checkout -q topic");
+  Session("branch -f topic main");
+  for (int i = 0; i < 2; ++i) {
+    GitCopyBack held = CopyBack(snapshot);
+    EXPECT_EQ(held.reflog_lines, 0u) << Lines(held.refused) << Lines(held.conflicts);
+    EXPECT_EQ(Host("log -1 --format=%s topic"), "first\n");
+    EXPECT_EQ(Host("rev-parse topic@{0}"), Host("rev-parse topic"))
+        << "the host's log names a move of the session's that never came back";
+  }
+  Host("checkout -q main");
+  GitCopyBack moved = CopyBack(snapshot);
+  EXPECT_EQ(Host("log -1 --format=%s topic"), "two\n") << Lines(moved.conflicts);
+  EXPECT_EQ(moved.reflog_lines, 1u) << Lines(moved.refused) << Lines(moved.conflicts);
+  EXPECT_EQ(Host("rev-parse topic@{0}"), Host("rev-parse topic"));
+  EXPECT_EQ(Host("reflog show --format=%gs topic"),
+            "branch: Reset to main\nbranch: Created from main\n");
+}
+
+// A session log whose lines since the last copy-back outrun one read (64 KiB) without reaching
+// the ref's value: that run is passed over, and the lines after it continue the host's log up to
+// the ref's value, never past it.
+TEST_F(GitPrivateTest, ALogLongerThanOneReadIsPassedOverAndTheRestContinuesTheHostsLog) {
+  GitSnapshot snapshot = Prepare();
+  Session("branch topic");
+  Session("commit -q --allow-empty -m two");
+  Session("commit -q --allow-empty -m three");
+  CopyBack(snapshot);
+  const std::string a = Line(Host("rev-parse topic"));
+  const std::string b = Line(Host("rev-parse main"));
+  const std::string c = Line(Host("rev-parse main~1"));
+  // 700 moves between a and c (91 KiB, ending at a), then the session's git moves topic to b.
+  {
+    std::ofstream log(private_ / "logs" / "refs" / "heads" / "topic", std::ios::app);
+    for (int i = 0; i < 700; ++i) {
+      const bool even = i % 2 == 0;
+      log << (even ? a : c) << " " << (even ? c : a)
+          << " t <t@example.com> 1700000000 +0000\tbranch: Reset to move " << i << "\n";
+    }
+  }
+  Session("branch -f topic main");
+  std::string passed;
+  for (int i = 0; i < 40; ++i) {
+    GitCopyBack done = CopyBack(snapshot);
+    passed += Lines(done.conflicts);
+    EXPECT_EQ(Lines(done.refused), "");
+  }
+  EXPECT_NE(passed.find("lines passed over"), std::string::npos) << passed;
+  const std::string lines = Host("reflog show --format=%H:%gs topic");
+  EXPECT_EQ(Host("rev-parse topic"), b + "\n");
+  EXPECT_EQ(lines.substr(0, lines.find('\n')), b + ":branch: Reset to main") << lines;
+  const size_t count = static_cast<size_t>(std::count(lines.begin(), lines.end(), '\n'));
+  EXPECT_GT(count, 3u) << lines;
+  EXPECT_LT(count, 702u) << lines;
+  EXPECT_NE(lines.find("branch: Created from"), std::string::npos) << lines;
+}
+
+// A stash the session drops stays the person's (the host's stash never moves back), and the
+// session's next stash still comes back as the host's newest: its line continues the host's log
+// from the stash the host kept, though the session's log went on from the one before.
+TEST_F(GitPrivateTest, AStashAfterADroppedOneComesBackAsTheNewest) {
+  GitSnapshot snapshot = Prepare();
+  for (const char* text : {"s1", "s2"}) {
+    { std::ofstream(host_ / "a.txt") << text << "\n"; }
+    Session(std::string("stash push -q -m ") + text);
+  }
+  CopyBack(snapshot);
+  ASSERT_EQ(Host("stash list --format=%s"), "On main: s2\nOn main: s1\n");
+  Session("stash drop -q");
+  { std::ofstream(host_ / "a.txt") << "s3\n"; }
+  Session("stash push -q -m s3");
+  GitCopyBack done = CopyBack(snapshot);
+  EXPECT_EQ(done.reflog_lines, 1u) << Lines(done.refused) << Lines(done.conflicts);
+  EXPECT_EQ(Host("rev-parse stash@{0}"), Host("rev-parse refs/stash"));
+  EXPECT_EQ(Host("stash list --format=%s"), "On main: s3\nOn main: s2\nOn main: s1\n");
+  GitCopyBack idle = CopyBack(snapshot);
+  EXPECT_EQ(idle.reflog_lines, 0u) << Lines(idle.refused) << Lines(idle.conflicts);
 }
 
 TEST_F(GitPrivateTest, TheIndexNeverLandsUnderABranchThePersonCheckedOut) {
