@@ -18,10 +18,12 @@ void CopyBackSessionGits(SessionGits& gits, bool last) {
               done.error().Describe());
       continue;
     }
-    if (done->objects != 0 || done->refs != 0 || done->head || done->index) {
+    if (done->objects != 0 || done->refs != 0 || done->head || done->index ||
+        done->tip_checks != 0) {
       LogInfo("copied the session's git work back into " + git.host_git.string() + ": " +
               std::to_string(done->objects) + " object files, " + std::to_string(done->refs) +
-              " refs" + (done->head ? ", HEAD" : "") + (done->index ? ", the index" : ""));
+              " refs" + (done->head ? ", HEAD" : "") + (done->index ? ", the index" : "") + "; " +
+              std::to_string(done->tip_checks) + " tips checked by the host's git");
     }
   }
   if (last) gits.gits.clear();  // each removes its private directory

@@ -2110,6 +2110,7 @@ TipCheck CheckTip(int host_git_fd, const std::string& id, bool commit_only, GitS
       snapshot.tip_checks_until - std::chrono::steady_clock::now());
   if (left.count() <= 0) return {TipCheck::Verdict::kLater, ""};
   bool timed_out = false;
+  ++snapshot.tip_checks;
   Result<std::optional<std::string>> gitlink = CommitAddsGitlink(
       host_git_fd, id, std::min<std::chrono::milliseconds>(left, kGitTipCheckMax), timed_out);
   if (!gitlink) {
@@ -3498,6 +3499,7 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
 Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnapshot& snapshot) {
   GitCopyBack done;
   snapshot.tip_checks_until = std::chrono::steady_clock::now() + kGitTipChecksPerCopyBack;
+  const size_t tip_checks_before = snapshot.tip_checks;
   // A root daemon writes as root: what it makes belongs to the .git's owner, so that the
   // person's own git can go on writing there.
   std::optional<GitOwner> owner;
@@ -3554,6 +3556,7 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
       snapshot.reflog_pending.erase(logs[i]);
     }
   }
+  done.tip_checks = snapshot.tip_checks - tip_checks_before;
   // Once per session and line, the first kGitLoggedLinesMax; past them (a session making ever new
   // names) one line per copy-back counts the new ones, with those the report only counted: every
   // line had been logged again at every copy-back, 200,000 per send (outside review 26).

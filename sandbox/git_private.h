@@ -170,6 +170,7 @@ struct GitSnapshot {
   // (outside review 10: a slow history held each copy-back its full timeout, per branch). At
   // most kRefusedTipsRemembered (4,096) of them.
   std::map<std::string, std::string> refused_tips;
+  size_t tip_checks = 0;  // runs of the host's git checking a tip, over the session
   // The repository's object id size (20 sha1, 32 sha256) as its configuration says, read at
   // launch; 0 when the host's git could not tell (then guessed from the ids the refs hold).
   size_t hash_size = 0;
@@ -310,6 +311,7 @@ struct GitCopyBack {
   bool index = false;
   size_t worktree_files = 0;  // linked worktrees' HEADs and indexes written
   size_t reflog_lines = 0;    // lines appended to the host's reflogs
+  size_t tip_checks = 0;      // tips checked by a run of the host's git (CheckTip)
   GitLines refused;
   GitLines conflicts;
 };

@@ -27,7 +27,14 @@ namespace ptybox::testing::git_attack {
 // ran, the repository (MakeRepository) in its workspace `ws` and one workspace-write session
 // `id`. A test names the parts it uses: `auto& [daemon, ws, client, id] = git;`.
 struct GitWriteSession {
-  Daemon daemon{Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=1"}}};
+  // `env`: more of the daemon's environment (PTYBOX_LOG=info).
+  explicit GitWriteSession(std::vector<std::string> env = {})
+      : daemon{Daemon::Options{.extra_args = {}, .env = WithGitWrite(std::move(env))}} {}
+  static std::vector<std::string> WithGitWrite(std::vector<std::string> env) {
+    env.insert(env.begin(), "PTYBOX_GIT_WRITE=1");
+    return env;
+  }
+  Daemon daemon;
   std::filesystem::path ws = daemon.workspace();
   RpcClient client{daemon.socket()};
   std::string id;
