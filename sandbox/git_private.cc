@@ -2088,6 +2088,9 @@ TipCheck CheckTip(int host_git_fd, const std::string& id, bool commit_only, GitS
   if (auto it = snapshot.refused_tips.find(id); it != snapshot.refused_tips.end()) {
     return {TipCheck::Verdict::kRefuse, it->second};
   }
+  // Passed already in this copy-back (a reflog's lines name the same tip again and again).
+  const std::string passed = id + (commit_only ? ":commit" : "");
+  if (snapshot.tips_passed.contains(passed)) return {};
   const auto now = std::chrono::steady_clock::now();
   if (now >= snapshot.tip_checks_until) return {TipCheck::Verdict::kLater, ""};
   auto refuse = [&](std::string why) {
@@ -2139,6 +2142,7 @@ TipCheck CheckTip(int host_git_fd, const std::string& id, bool commit_only, GitS
   Result<std::optional<std::string>> kept = FreshenHostObjects(host_git_fd, *fresh);
   if (!kept) return {TipCheck::Verdict::kRefuse, kept.error().Describe() + "; left as it is"};
   if (*kept) return {TipCheck::Verdict::kRefuse, **kept + "; left as it is"};
+  snapshot.tips_passed.insert(passed);
   return {};
 }
 
@@ -3153,6 +3157,11 @@ constexpr size_t kReflogLinesChecked = 32;
 // Bytes of one session log a copy-back reads, from where the last one stopped: kReflogLinesChecked
 // lines of git's many times over.
 constexpr uint64_t kReflogReadMax = 64u << 10;
+// Bytes of reflog lines appended to the host's logs per copy-back (the rest wait) and per session
+// (the rest are dropped): a session writing lines of 4 KiB had grown the person's logs 1 MiB per
+// send (outside review 33).
+constexpr uint64_t kReflogBytesPerCopyBack = 1u << 20;
+constexpr uint64_t kReflogBytesPerSession = 64u << 20;
 // Bytes of the host's log read from its end to find its last line.
 constexpr uint64_t kHostLogTailMax = 16u << 10;
 
@@ -3233,23 +3242,25 @@ size_t AfterLastStashTaken(std::string_view head, const GitSnapshot::ReflogTaken
   return after;
 }
 
-// The lines the session's git appended to its private reflog of `name` since the last copy-back,
-// appended to the host's `logs/<name>` under the ref's lock (as git appends), and only as a
-// continuation of the host's log up to the value the host's ref holds: the first line taken is
-// the first whose old value continues the host's log (HostLogEnd), each next one's old value the
-// new value of the one before, and the last the last whose new value is the host's ref's. The
-// session's lines before the first are dropped (the person moved the ref since: their lines stay
-// the newest, outside review 32); those after the last wait, unread again until something changes
-// (a move the copy-back left or refused, which may come back later: its line never lands while the
-// ref does not hold its value, outside review 32); so do those past kReflogLinesChecked and past
-// one read (a run longer than one read is passed over, and the host's log continued from its end).
-// Each line appended is well formed (ValidReflogLine), names objects the host has, and its new
-// value passes CheckTip (`git stash pop` of an older stash reaches it): the first that does not
-// stops the copy of that log (refused, with a line). A ref the host lacks takes no line (its log
-// would be made anew, outside review 31). Appended with O_APPEND beneath the host's .git without
-// links. Returns whether lines wait.
+// The lines the session's git appended to its private reflog of `name` that tell a move the
+// copy-back made (`written`: the value it wrote now), appended to the host's `logs/<name>` under
+// the ref's lock (as git appends), and only as a continuation of the host's log up to that value
+// while the host's ref holds it: the first line taken is the first whose old value continues the
+// host's log (HostLogEnd), each next one's old value the new value of the one before, and the last
+// the last whose new value is the value written. Lines before the first are dropped (the person
+// moved the ref since: their lines stay the newest, outside review 32); lines the session wrote
+// after the move wait for the ref's next move (a move refused or never made on the host never
+// lands its line, nor does a line of a ref that does not move: outside reviews 32 and 33); lines
+// past kReflogLinesChecked or kReflogBytesPerCopyBack (`budget`) come at the next copy-back, and
+// a run longer than one read without the value is passed over. Each line appended is well formed
+// (ValidReflogLine), names objects the host has, and its new value passes CheckTip (`git stash
+// pop` of an older stash reaches it): the first that does not stops the copy of that log (refused,
+// with a line). A ref the host lacks takes no line (its log would be made anew, outside review
+// 31). Appended with O_APPEND beneath the host's .git without links. Returns whether lines of the
+// move wait.
 bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, GitSnapshot& snapshot,
-                    const std::optional<GitOwner>& owner, GitCopyBack& done) {
+                    const std::optional<GitOwner>& owner, GitCopyBack& done,
+                    const std::string* written, uint64_t& budget) {
   const std::string log = "logs/" + name;
   Result<std::optional<std::string>> host_ref = HostRef(host_git_fd, name);
   if (!host_ref || !*host_ref) return false;
@@ -3300,14 +3311,23 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
     }
   }
   taken.file = key;
-  if ((*file)->size <= taken.bytes) return false;
-  // Waiting lines none of which could be taken, and nothing changed since: not read again (1,024
-  // logs' waiting lines had been read and checked at every copy-back).
-  const std::string unchanged = key + ":" + std::to_string((*file)->size) + ":" +
-                                std::to_string(taken.bytes) + ":" + **host_ref + ":" +
-                                host_end.Key() + ":" + taken.gap_host + ":" + taken.gap_to;
-  if (taken.unchanged == unchanged) return true;
-  std::string text(std::min<uint64_t>((*file)->size - taken.bytes + 1, kReflogReadMax), '\0');
+  // A move the copy-back made now: the session's lines so far tell it, up to the value written;
+  // those after wait for the ref's next move (a move refused, or never made on the host, never
+  // lands its line: outside reviews 32 and 33).
+  if (written != nullptr) {
+    taken.until = (*file)->size;
+    taken.to = *written;
+  }
+  const uint64_t until = std::min<uint64_t>(taken.until, (*file)->size);
+  if (until <= taken.bytes) return false;
+  if (snapshot.reflog_bytes >= kReflogBytesPerSession) {
+    taken.until = taken.bytes;
+    done.refused.push_back(log + ": the session's lines passed " +
+                           std::to_string(kReflogBytesPerSession >> 20) +
+                           " MiB appended to the host's logs; no more are appended");
+    return false;
+  }
+  std::string text(std::min<uint64_t>(until - taken.bytes + 1, kReflogReadMax), '\0');
   const uint64_t from = taken.bytes == 0 ? 0 : taken.bytes - 1;  // with the newline before
   const ssize_t got =
       ::pread((*file)->fd.Get(), text.data(), text.size(), static_cast<off_t>(from));
@@ -3346,19 +3366,17 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
     }
     lines.push_back(line);
   }
-  // Lines follow past this read (cut by kReflogReadMax, or one being written).
-  const bool more =
-      !malformed && (!rest.empty() || from + static_cast<uint64_t>(got) < (*file)->size);
+  // More bytes than one read (kReflogReadMax) of the move's follow the lines read.
+  const bool cut = !malformed && from + static_cast<uint64_t>(got) < until;
   GitSnapshot::ReflogTaken next = taken;  // what this copy-back takes
   auto take = [&](std::string_view line) {
     next.bytes += line.size() + 1;
     if (next.lines++ == 0) next.first = line;
     next.last = line;
   };
-  // The run: from the first line that continues the host's log (or the session's run passed
-  // over from the same end of it), while each line follows the one before.
-  // A stash line continues from any stash the host keeps: git's `stash drop` takes one from the
-  // middle, and the session's next stash follows the one before the dropped.
+  // A line continues the host's log (HostLogEnd), or the session's run passed over from the same
+  // end of it; a stash line any stash the host keeps (git's `stash drop` takes one from the middle,
+  // and the session's next stash follows the one before the dropped).
   const bool gap = !taken.gap_to.empty() && taken.gap_host == host_end.Key();
   std::optional<std::set<std::string, std::less<>>> stashes;
   auto continues = [&](std::string_view old_id) {
@@ -3367,22 +3385,34 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
     if (!stashes) stashes = HostStashes(host_git_fd);
     return stashes->contains(old_id);
   };
+  // The runs: from a line that continues the host's log, while each line follows the one before.
+  // The first run that reaches the host's ref's value is appended up to its last line that does;
+  // a run that ends before more lines without reaching it (the session's branch deleted and made
+  // again, a move that never came back) is dropped, as is every line that starts none.
   size_t first = 0;
-  while (first < lines.size() && !continues(IdsOf(lines[first]).old_id)) ++first;
-  size_t end = first < lines.size() ? first + 1 : first;
-  while (end < lines.size() && IdsOf(lines[end]).old_id == IdsOf(lines[end - 1]).new_id) ++end;
-  size_t last = lines.size();  // the last in the run whose new value the host's ref holds
-  for (size_t i = first; i < end; ++i) {
-    if (IdsOf(lines[i]).new_id == **host_ref) last = i;
+  size_t end = 0;
+  size_t last = lines.size();  // the last line of the run whose new value the host's ref holds
+  size_t dropped = 0;
+  for (;;) {
+    while (first < lines.size() && !continues(IdsOf(lines[first]).old_id)) ++first;
+    end = first < lines.size() ? first + 1 : first;
+    while (end < lines.size() && IdsOf(lines[end]).old_id == IdsOf(lines[end - 1]).new_id) ++end;
+    for (size_t i = first; i < end && **host_ref == taken.to; ++i) {
+      if (IdsOf(lines[i]).new_id == taken.to) last = i;
+    }
+    if (last != lines.size() || end == lines.size()) break;
+    first = end;  // a run that ended without the ref's value, lines after it: dropped
   }
   for (size_t i = 0; i < first; ++i) take(lines[i]);
-  if (first > 0) {
-    done.conflicts.push_back(log + ": " + std::to_string(first) +
-                             " of the session's lines do not continue the host's log (the ref "
-                             "moved on the host since); not appended");
+  dropped = first;
+  if (dropped > 0) {
+    done.conflicts.push_back(log + ": " + std::to_string(dropped) +
+                             " of the session's lines do not continue the host's log up to its "
+                             "ref (the ref moved on the host, or the move did not come back); "
+                             "not appended");
   }
   if (last == lines.size()) {
-    if (first < end && end == lines.size() && more) {
+    if (first < end && cut) {
       // A run longer than one read without the host's value: passed over, the host's log continued
       // from its end by what follows it.
       for (size_t i = first; i < end; ++i) take(lines[i]);
@@ -3395,13 +3425,15 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
       taken = next;
       return true;
     }
-    const bool waiting = first < lines.size() || more;
+    // No run reaches the value written (the person moved the ref since, or the session's lines
+    // never lead there): the rest waits for the ref's next move.
     taken = next;
-    if (waiting) taken.unchanged = unchanged;
-    return waiting;
+    taken.until = taken.bytes;
+    return false;
   }
-  // Lines [first, last], each checked, a bounded number per copy-back (the rest wait).
-  bool waiting = last + 1 < lines.size() || more;
+  // Lines [first, last], each checked, a bounded number and size per copy-back (the rest wait);
+  // those after `last` wait for the ref's next move.
+  bool waiting = false;
   bool refused = false;
   std::string append;
   size_t checked = 0;
@@ -3420,7 +3452,7 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
       refused = true;
       break;
     }
-    if (checked == kReflogLinesChecked) {
+    if (checked == kReflogLinesChecked || append.size() + line.size() + 1 > budget) {
       waiting = true;
       break;
     }
@@ -3442,8 +3474,14 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
     take(line);
   }
   if (refused) waiting = false;
-  if (append.empty()) {
+  // All of the run up to the value written has come (or is refused): what follows waits for the
+  // ref's next move.
+  auto settle = [&] {
+    if (!waiting) next.until = next.bytes;
     taken = next;
+  };
+  if (append.empty()) {
+    settle();
     return waiting;
   }
   // Under the ref's lock, as git appends, and only while the host's ref and log still stand where
@@ -3485,7 +3523,9 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
   unlock_ref();
   next.gap_host.clear();
   next.gap_to.clear();
-  taken = next;
+  settle();
+  budget -= std::min<uint64_t>(budget, append.size());
+  snapshot.reflog_bytes += append.size();
   if (!wrote) {
     done.refused.push_back(log + ": " + wrote.error().message);
     return false;
@@ -3500,6 +3540,7 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
   GitCopyBack done;
   snapshot.tip_checks_until = std::chrono::steady_clock::now() + kGitTipChecksPerCopyBack;
   const size_t tip_checks_before = snapshot.tip_checks;
+  snapshot.tips_passed.clear();
   // A root daemon writes as root: what it makes belongs to the .git's owner, so that the
   // person's own git can go on writing there.
   std::optional<GitOwner> owner;
@@ -3549,8 +3590,16 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
   for (const std::string& name : snapshot.reflog_pending) {
     if (std::find(moved.begin(), moved.end(), name) == moved.end()) logs.push_back(name);
   }
+  uint64_t reflog_budget = kReflogBytesPerCopyBack;
   for (size_t i = 0; i < logs.size() && i < kRefsWrittenPerCopyBack; ++i) {
-    if (CopyBackReflog(private_fd, host_git_fd, logs[i], snapshot, owner, done)) {
+    // Moved now: the value written, which the log's lines lead to.
+    const std::string* written = nullptr;
+    if (i < moved.size()) {
+      auto it = snapshot.refs.find(logs[i]);
+      if (it != snapshot.refs.end()) written = &it->second;
+    }
+    if (CopyBackReflog(private_fd, host_git_fd, logs[i], snapshot, owner, done, written,
+                       reflog_budget)) {
       snapshot.reflog_pending.insert(logs[i]);
     } else {
       snapshot.reflog_pending.erase(logs[i]);

@@ -146,31 +146,34 @@ struct GitSnapshot {
   // making (for the stash: other than the `first` line taken, which a stash drop keeps: outside
   // review 30; a branch made again from the same commit in the same second has the same one),
   // else not at all.
-  // Lines are appended only as a continuation of the host's log up to its ref's value (outside
-  // review 32); `gap_to` is the new value of the last line of a run passed over (longer than one
-  // read) while the host's log ended at `gap_host`, from which the next lines continue it;
-  // `unchanged` names the state (the file's size, the host's ref and log end) in which the lines
-  // waiting could not be taken, not read again while it holds.
+  // Lines are appended only as a continuation of the host's log up to the value the copy-back
+  // wrote to its ref (outside reviews 32 and 33): `to` is that value and `until` the session log's
+  // size when it was written, past which lines wait for the ref's next move; `gap_to` is the new
+  // value of the last line of a run passed over (longer than one read) while the host's log ended
+  // at `gap_host`, from which the next lines continue it.
   struct ReflogTaken {
     uint64_t bytes = 0;
     size_t lines = 0;
     std::string file;
     std::string first;  // the file's first line taken: a log without it is not made anew
     std::string last;
+    uint64_t until = 0;
+    std::string to;
     std::string gap_host;
     std::string gap_to;
-    std::string unchanged;
   };
   std::map<std::string, ReflogTaken> reflog_taken;
   // Refs whose session logs had lines left by the last copy-back that read them (the 32 lines'
   // cap, a tip check's time): read again at the next, moved or not.
   std::set<std::string> reflog_pending;
+  uint64_t reflog_bytes = 0;  // appended to the host's logs over the session
   // Tips (object ids) the copy-back refused for the session's life, with why: a check that
   // timed out, or found a gitlink or a non-commit, is not run again at every copy-back
   // (outside review 10: a slow history held each copy-back its full timeout, per branch). At
   // most kRefusedTipsRemembered (4,096) of them.
   std::map<std::string, std::string> refused_tips;
-  size_t tip_checks = 0;  // runs of the host's git checking a tip, over the session
+  size_t tip_checks = 0;              // runs of the host's git checking a tip, over the session
+  std::set<std::string> tips_passed;  // tips checked good in this copy-back
   // The repository's object id size (20 sha1, 32 sha256) as its configuration says, read at
   // launch; 0 when the host's git could not tell (then guessed from the ids the refs hold).
   size_t hash_size = 0;

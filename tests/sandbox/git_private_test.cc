@@ -487,6 +487,75 @@ TEST_F(GitPrivateTest, AStashAfterADroppedOneComesBackAsTheNewest) {
   EXPECT_EQ(idle.reflog_lines, 0u) << Lines(idle.refused) << Lines(idle.conflicts);
 }
 
+// A run of the session's lines that stops short of the value the copy-back wrote (a chain the
+// session broke: its branch deleted and made again, a crafted line) never lands; the run after
+// it that leads to the value does.
+TEST_F(GitPrivateTest, ARunThatNeverReachesTheValueWrittenIsDroppedAndTheNextLands) {
+  GitSnapshot snapshot = Prepare();
+  Session("branch topic");
+  Session("commit -q --allow-empty -m two");
+  CopyBack(snapshot);
+  const std::string a = Line(Host("rev-parse topic"));
+  const std::string b = Line(Host("rev-parse main"));
+  {
+    std::ofstream log(private_ / "logs" / "refs" / "heads" / "topic", std::ios::app);
+    log << a << " " << a << " t <t@example.com> 1700000000 +0000\tcrafted: never to b\n";
+    log << std::string(40, '0') << " " << a
+        << " t <t@example.com> 1700000001 +0000\tbranch: Created from main~1\n";
+    log << a << " " << b << " t <t@example.com> 1700000002 +0000\tbranch: Reset to main\n";
+  }
+  { std::ofstream(private_ / "refs" / "heads" / "topic") << b << "\n"; }
+  GitCopyBack done = CopyBack(snapshot);
+  EXPECT_EQ(Host("rev-parse topic"), b + "\n") << Lines(done.refused) << Lines(done.conflicts);
+  EXPECT_EQ(Host("reflog show --format=%gs topic"),
+            "branch: Reset to main\nbranch: Created from main~1\nbranch: Created from main\n")
+      << Lines(done.refused) << Lines(done.conflicts);
+}
+
+// Lines of 2 KiB on 40 branches (60 KiB each), each moved: at most 1 MiB of lines per copy-back
+// reaches the host's logs (outside review 33), the rest at the next ones, every branch's log up to
+// its value.
+TEST_F(GitPrivateTest, ReflogLinesComeBackAtMostAMebibytePerCopyBack) {
+  GitSnapshot snapshot = Prepare();
+  constexpr int kBranches = 40;
+  for (int i = 0; i < kBranches; ++i) Session("branch b" + std::to_string(i));
+  CopyBack(snapshot);
+  const std::string m = Line(Host("rev-parse main"));
+  Session("commit -q --allow-empty -m two");
+  const std::string c = Line(Session("rev-parse HEAD"));
+  for (int i = 0; i < kBranches; ++i) {
+    const std::string branch = "b" + std::to_string(i);
+    {
+      std::ofstream log(private_ / "logs" / "refs" / "heads" / branch, std::ios::app);
+      for (int line = 0; line < 31; ++line) {
+        log << m << " " << m << " t <t@example.com> 1700000000 +0000\t" << std::string(1800, 'x')
+            << "\n";
+      }
+    }
+    Session("branch -f " + branch + " " + c);
+  }
+  auto logs_size = [&] {
+    uintmax_t size = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(host_ / ".git" / "logs")) {
+      if (entry.is_regular_file()) size += entry.file_size();
+    }
+    return size;
+  };
+  const uintmax_t before = logs_size();
+  GitCopyBack first = CopyBack(snapshot);
+  EXPECT_EQ(first.refs, static_cast<size_t>(kBranches) + 1) << Lines(first.conflicts);
+  EXPECT_LE(logs_size() - before, (1u << 20)) << first.reflog_lines << " lines";
+  EXPECT_GT(first.reflog_lines, 0u);
+  for (int i = 0; i < 8; ++i) CopyBack(snapshot);
+  for (int i = 0; i < kBranches; ++i) {
+    const std::string branch = "b" + std::to_string(i);
+    EXPECT_EQ(Host("rev-parse " + branch + "@{0}"), c + "\n") << branch;
+    EXPECT_EQ(Host("reflog show --format=%gs " + branch).substr(0, 22),
+              "branch: Reset to " + c.substr(0, 5))
+        << branch;
+  }
+}
+
 TEST_F(GitPrivateTest, TheIndexNeverLandsUnderABranchThePersonCheckedOut) {
   GitSnapshot snapshot = Prepare();
   Host("checkout -q -b other");
