@@ -3437,10 +3437,23 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
   bool refused = false;
   std::string append;
   size_t checked = 0;
+  // A line that tells no move (its old and new values the same; `git reset --hard HEAD` writes
+  // one) is taken but not appended, nor a stash line naming a stash the host's log or this append
+  // has already: a session's padding had landed 42 such lines in a branch's log, and one stash six
+  // times in the person's `git stash list`; a stash drop had a stash come back twice (outside
+  // review 34).
+  const bool stash = name == "refs/stash";
+  if (stash && !stashes) stashes = HostStashes(host_git_fd);
+  std::set<std::string_view> appended;
   for (size_t i = first; i <= last; ++i) {
     const std::string_view line = lines[i];
     const std::string index = std::to_string(next.lines + 1);
     const ReflogIds ids = IdsOf(line);
+    if (ids.old_id == ids.new_id ||
+        (stash && (stashes->contains(ids.new_id) || appended.contains(ids.new_id)))) {
+      take(line);
+      continue;
+    }
     auto has = [&](std::string_view id) {
       return id.find_first_not_of('0') == std::string_view::npos ||
              HostHasObject(host_git_fd, std::string(id)).value_or(false);
@@ -3471,6 +3484,7 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
       break;
     }
     append.append(line).push_back('\n');
+    appended.insert(ids.new_id);
     take(line);
   }
   if (refused) waiting = false;
