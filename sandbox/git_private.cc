@@ -3225,6 +3225,57 @@ HostLogEnd ReadHostLogEnd(int host_git_fd, const std::string& log) {
   return {HostLogEnd::Kind::kLine, std::string(line.substr(id + 1, id))};
 }
 
+// Appends `text` to the host's log of `name` under the ref's lock (`<ref>.lock`, as git appends),
+// only while the host's ref still holds `ref` and its log ends where `end` says (else kBusy: the
+// person's git between, or holding the lock; a later copy-back plans again). The log is made when
+// absent, beneath the host's .git without links.
+enum class Appended { kDone, kBusy, kNot, kWriteFailed };
+Appended AppendToHostLog(int host_git_fd, const std::string& name, const std::string& ref,
+                         const HostLogEnd& end, const std::string& text,
+                         const std::optional<GitOwner>& owner, GitCopyBack& done) {
+  const std::string log = "logs/" + name;
+  std::string ref_leaf;
+  Result<std::optional<UniqueFd>> ref_dir = ParentDir(host_git_fd, name, true, ref_leaf, owner);
+  if (!ref_dir || !*ref_dir) return Appended::kBusy;
+  const std::string ref_lock = ref_leaf + ".lock";
+  const int lock = ::openat((**ref_dir).Get(), ref_lock.c_str(),
+                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (lock < 0) return Appended::kBusy;
+  ::close(lock);
+  auto unlock_ref = [&] { ::unlinkat((**ref_dir).Get(), ref_lock.c_str(), 0); };
+  Result<std::optional<std::string>> ref_now = HostRef(host_git_fd, name);
+  if (!ref_now || *ref_now != ref || ReadHostLogEnd(host_git_fd, log) != end) {
+    unlock_ref();
+    return Appended::kBusy;
+  }
+  std::string leaf;
+  Result<std::optional<UniqueFd>> parent = ParentDir(host_git_fd, log, true, leaf, owner);
+  if (!parent || !*parent) {
+    unlock_ref();
+    done.refused.push_back(log + ": " + (parent ? "no directory" : parent.error().message));
+    return Appended::kNot;
+  }
+  struct stat before {};
+  const bool existed = ::fstatat((**parent).Get(), leaf.c_str(), &before, AT_SYMLINK_NOFOLLOW) == 0;
+  // One component beneath a directory opened without links, O_NOFOLLOW: no link is followed.
+  UniqueFd out(::openat((**parent).Get(), leaf.c_str(),
+                        O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644));
+  struct stat st {};
+  if (!out || ::fstat(out.Get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    unlock_ref();
+    done.refused.push_back(log + ": the host's log is not a regular file; nothing appended");
+    return Appended::kNot;
+  }
+  if (!existed) (void)Chown(out.Get(), owner, log);
+  Result<void> wrote = WriteAll(out.Get(), text, log);
+  unlock_ref();
+  if (!wrote) {
+    done.refused.push_back(log + ": " + wrote.error().message);
+    return Appended::kWriteFailed;
+  }
+  return Appended::kDone;
+}
+
 // Where a stash log the session's `git stash drop` rewrote goes on: the end of its last line (in
 // `head`, its first part) whose stash the host's log has or the copy-back took last; 0 when none.
 size_t AfterLastStashTaken(std::string_view head, const GitSnapshot::ReflogTaken& taken,
@@ -3498,54 +3549,55 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
     settle();
     return waiting;
   }
-  // Under the ref's lock, as git appends, and only while the host's ref and log still stand where
-  // the run was planned from (the person's git between: a later copy-back plans again).
-  std::string ref_leaf;
-  Result<std::optional<UniqueFd>> ref_dir = ParentDir(host_git_fd, name, true, ref_leaf, owner);
-  if (!ref_dir || !*ref_dir) return true;
-  const std::string ref_lock = ref_leaf + ".lock";
-  const int lock = ::openat((**ref_dir).Get(), ref_lock.c_str(),
-                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (lock < 0) return true;
-  ::close(lock);
-  auto unlock_ref = [&] { ::unlinkat((**ref_dir).Get(), ref_lock.c_str(), 0); };
-  Result<std::optional<std::string>> ref_now = HostRef(host_git_fd, name);
-  if (!ref_now || *ref_now != *host_ref || ReadHostLogEnd(host_git_fd, log) != host_end) {
-    unlock_ref();
-    return true;
-  }
-  std::string leaf;
-  Result<std::optional<UniqueFd>> parent = ParentDir(host_git_fd, log, true, leaf, owner);
-  if (!parent || !*parent) {
-    unlock_ref();
-    done.refused.push_back(log + ": " + (parent ? "no directory" : parent.error().message));
-    return false;
-  }
-  struct stat before {};
-  const bool existed = ::fstatat((**parent).Get(), leaf.c_str(), &before, AT_SYMLINK_NOFOLLOW) == 0;
-  // One component beneath a directory opened without links, O_NOFOLLOW: no link is followed.
-  UniqueFd out(::openat((**parent).Get(), leaf.c_str(),
-                        O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644));
-  struct stat st {};
-  if (!out || ::fstat(out.Get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    unlock_ref();
-    done.refused.push_back(log + ": the host's log is not a regular file; nothing appended");
-    return false;
-  }
-  if (!existed) (void)Chown(out.Get(), owner, log);
-  Result<void> wrote = WriteAll(out.Get(), append, log);
-  unlock_ref();
+  const Appended outcome =
+      AppendToHostLog(host_git_fd, name, **host_ref, host_end, append, owner, done);
+  if (outcome == Appended::kBusy) return true;
+  if (outcome == Appended::kNot) return false;
   next.gap_host.clear();
   next.gap_to.clear();
   settle();
   budget -= std::min<uint64_t>(budget, append.size());
   snapshot.reflog_bytes += append.size();
-  if (!wrote) {
-    done.refused.push_back(log + ": " + wrote.error().message);
-    return false;
-  }
+  if (outcome == Appended::kWriteFailed) return false;
   done.reflog_lines += static_cast<size_t>(std::count(append.begin(), append.end(), '\n'));
   return waiting;
+}
+
+// The person's stash@{0} is their stash log's last line, and `git stash pop` drops it: once the
+// copy-back wrote refs/stash and no line of the session's landed for it (the session's log
+// rewritten by drops on both sides, outside review 35: refs/stash named a stash the list lacked,
+// and the person's next pop lost it), the session's line for that stash is appended with its old
+// value the host's log's end, as `git stash drop --rewrite` adjusts one.
+void EnsureStashTop(int private_fd, int host_git_fd, const std::string& value,
+                    const std::optional<GitOwner>& owner, GitCopyBack& done) {
+  const std::string log = "logs/refs/stash";
+  Result<std::optional<std::string>> host_ref = HostRef(host_git_fd, "refs/stash");
+  if (!host_ref || *host_ref != value) return;
+  const HostLogEnd end = ReadHostLogEnd(host_git_fd, log);
+  if (end.kind == HostLogEnd::Kind::kUnreadable || HostStashes(host_git_fd).contains(value)) return;
+  Result<std::optional<OpenedFile>> file = OpenRegular(private_fd, log, 16u << 20, true);
+  if (!file || !*file) return;
+  const uint64_t size = (*file)->size;
+  std::string tail(std::min<uint64_t>(size, kReflogReadMax), '\0');
+  const ssize_t got =
+      ::pread((*file)->fd.Get(), tail.data(), tail.size(), static_cast<off_t>(size - tail.size()));
+  if (got != static_cast<ssize_t>(tail.size())) return;
+  std::string_view rest(tail);
+  if (tail.size() < size) rest.remove_prefix(std::min(rest.size(), rest.find('\n') + 1));
+  std::string_view found;
+  for (size_t eol; (eol = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(eol + 1)) {
+    const std::string_view line = rest.substr(0, eol);
+    if (ValidReflogLine(line) && IdsOf(line).new_id == value) found = line;
+  }
+  if (found.empty()) return;
+  const size_t id = found.find(' ');
+  const std::string line = (end.kind == HostLogEnd::Kind::kLine ? end.last : std::string(id, '0')) +
+                           std::string(found.substr(id));
+  if (!ValidReflogLine(line)) return;
+  if (AppendToHostLog(host_git_fd, "refs/stash", value, end, line + "\n", owner, done) ==
+      Appended::kDone) {
+    ++done.reflog_lines;
+  }
 }
 
 }  // namespace
@@ -3617,6 +3669,9 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
       snapshot.reflog_pending.insert(logs[i]);
     } else {
       snapshot.reflog_pending.erase(logs[i]);
+      if (written != nullptr && logs[i] == "refs/stash") {
+        EnsureStashTop(private_fd, host_git_fd, *written, owner, done);
+      }
     }
   }
   done.tip_checks = snapshot.tip_checks - tip_checks_before;
