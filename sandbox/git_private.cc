@@ -2838,7 +2838,14 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, const SessionView& se
     // stash log: so moved on the host, whose log keeps the dropped entry as its newest, the
     // person's stash@{0} and `git stash pop` named the dropped stash while refs/stash named
     // another (outside review 30). The person keeps the stash instead.
-    if (name == "refs/stash" && now && StashLogHolds(host_git_fd, *now)) {
+    // Nor to a stash the host's refs/stash or stash log held at any copy-back of the session's
+    // (`stashes_seen`): a stash the person dropped or popped since came back on top of their
+    // list after the session's own drop exposed it (outside review 36).
+    if (name == "refs/stash" && start && snapshot.stashes_seen.size() < kRefusedTipsRemembered) {
+      snapshot.stashes_seen.insert(*start);
+    }
+    if (name == "refs/stash" && now &&
+        (snapshot.stashes_seen.contains(*now) || StashLogHolds(host_git_fd, *now))) {
       auto [kept, first] = snapshot.kept_refs.try_emplace(name, *now);
       if (first || kept->second != *now) {
         kept->second = *now;
@@ -3537,6 +3544,11 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
     append.append(line).push_back('\n');
     appended.insert(ids.new_id);
     take(line);
+  }
+  if (stash) {
+    for (std::string_view id : appended) {
+      if (snapshot.stashes_seen.size() < kRefusedTipsRemembered) snapshot.stashes_seen.emplace(id);
+    }
   }
   if (refused) waiting = false;
   // All of the run up to the value written has come (or is refused): what follows waits for the

@@ -174,6 +174,9 @@ struct GitSnapshot {
   std::map<std::string, std::string> refused_tips;
   size_t tip_checks = 0;              // runs of the host's git checking a tip, over the session
   std::set<std::string> tips_passed;  // tips checked good in this copy-back
+  // Stashes the host's refs/stash held, or its log was given, during the session: refs/stash
+  // never moves back to one (outside review 36). At most 4,096.
+  std::set<std::string> stashes_seen;
   // The repository's object id size (20 sha1, 32 sha256) as its configuration says, read at
   // launch; 0 when the host's git could not tell (then guessed from the ids the refs hold).
   size_t hash_size = 0;
