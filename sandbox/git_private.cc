@@ -2838,14 +2838,21 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, const SessionView& se
     // stash log: so moved on the host, whose log keeps the dropped entry as its newest, the
     // person's stash@{0} and `git stash pop` named the dropped stash while refs/stash named
     // another (outside review 30). The person keeps the stash instead.
-    // Nor to a stash the host's refs/stash or stash log held at any copy-back of the session's
-    // (`stashes_seen`): a stash the person dropped or popped since came back on top of their
-    // list after the session's own drop exposed it (outside review 36).
-    if (name == "refs/stash" && start && snapshot.stashes_seen.size() < kRefusedTipsRemembered) {
-      snapshot.stashes_seen.insert(*start);
+    // Nor, over a stash of the host's, to a stash the host's refs/stash or stash log held at any
+    // copy-back of the session's (`stashes_seen`): a stash the person dropped or popped since
+    // came back on top of their list after the session's own drop exposed it (outside review
+    // 36). Onto no stash it may (`git stash store` of a dropped one, outside review 37). Once
+    // the memory is full (4,096 stashes) no stash moves over the host's (a session filling it
+    // had the hole back, outside review 37).
+    bool stash_seen = false;
+    if (name == "refs/stash" && start && now) {
+      if (snapshot.stashes_seen.size() < kRefusedTipsRemembered) {
+        snapshot.stashes_seen.insert(*start);
+      }
+      stash_seen = snapshot.stashes_seen.contains(*now) ||
+                   snapshot.stashes_seen.size() >= kRefusedTipsRemembered;
     }
-    if (name == "refs/stash" && now &&
-        (snapshot.stashes_seen.contains(*now) || StashLogHolds(host_git_fd, *now))) {
+    if (name == "refs/stash" && now && (stash_seen || StashLogHolds(host_git_fd, *now))) {
       auto [kept, first] = snapshot.kept_refs.try_emplace(name, *now);
       if (first || kept->second != *now) {
         kept->second = *now;
