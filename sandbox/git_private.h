@@ -163,8 +163,9 @@ struct GitSnapshot {
     std::string gap_to;
   };
   std::map<std::string, ReflogTaken> reflog_taken;
-  // Refs whose session logs had lines left by the last copy-back that read them (the 32 lines'
-  // cap, a tip check's time): read again at the next, moved or not.
+  // Refs whose session logs had lines of a move left by the last copy-back that read them (the
+  // 32 lines' cap, 1 MiB per copy-back, a tip check's time, a run passed over): read again at
+  // the next, moved or not.
   std::set<std::string> reflog_pending;
   uint64_t reflog_bytes = 0;  // appended to the host's logs over the session
   // Tips (object ids) the copy-back refused for the session's life, with why: a check that
@@ -175,7 +176,8 @@ struct GitSnapshot {
   size_t tip_checks = 0;              // runs of the host's git checking a tip, over the session
   std::set<std::string> tips_passed;  // tips checked good in this copy-back
   // Stashes the host's refs/stash held, or its log was given, during the session: refs/stash
-  // never moves back to one (outside review 36). At most 4,096.
+  // never moves from a stash of the host's to one (outside review 36); at most 4,096, and once
+  // full no stash moves over the host's (outside review 37).
   std::set<std::string> stashes_seen;
   // The repository's object id size (20 sha1, 32 sha256) as its configuration says, read at
   // launch; 0 when the host's git could not tell (then guessed from the ids the refs hold).
