@@ -290,4 +290,47 @@ inline size_t CountLines(const std::string& text) {
   return n;
 }
 
+// The host's value of `what` (a ref or revision), empty when it names nothing.
+inline std::string Rev(const std::filesystem::path& ws, const std::string& what) {
+  return Line(HostGit(ws, {"rev-parse", "-q", "--verify", what}).out);
+}
+
+// The person's `git stash list`, a line per entry: `stash@{n} <id>`.
+inline std::string StashList(const std::filesystem::path& ws) {
+  return HostGit(ws, {"stash", "list", "--format=%gd %H"}).out;
+}
+
+// The first `lines` lines of `text`.
+inline std::string Head(const std::string& text, size_t lines) {
+  size_t at = 0;
+  for (size_t i = 0; i < lines && at != std::string::npos; ++i) {
+    at = text.find('\n', at);
+    if (at != std::string::npos) ++at;
+  }
+  return at == std::string::npos ? text : text.substr(0, at);
+}
+
+// `sends` plain sends, each answered after its copy-back.
+inline void Settle(GitWriteSession& git, int sends = 2) {
+  for (int i = 0; i < sends; ++i) {
+    Observed settle =
+        RunInSession(git.client, git.id, "workspace-write", "settle", "echo settle-$((40+2))");
+    ASSERT_TRUE(settle.Says("settle-42")) << settle.Show();
+  }
+}
+
+// Forty commits on `topic` in one send (32 of the 41 log lines come back at once, 9 wait), then
+// back to main.
+inline void MakeFortyCommitsOnTopic(GitWriteSession& git) {
+  Observed made = RunInSession(
+      git.client, git.id, "workspace-write", "topic",
+      std::string(kIdentity) +
+          "git checkout -q -b topic && for i in $(seq 1 40); do echo c$i >> a.txt && "
+          "git commit -qam c$i; done && git checkout -q main && echo made-$(git reflog show topic "
+          "| wc -l)");
+  ASSERT_TRUE(made.Says("made-41")) << made.Show();
+  const std::string subject = Line(HostGit(git.ws, {"log", "-1", "--format=%s", "topic"}).out);
+  ASSERT_EQ(subject, "c40") << "the session's branch did not come back\n" << git.daemon.Log();
+}
+
 }  // namespace ptybox::testing::git_attack

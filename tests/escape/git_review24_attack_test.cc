@@ -34,27 +34,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Forty commits on topic in one send (32 of the 41 log lines come back, 9 wait), back to main.
-void MakeFortyCommitsOnTopic(git_attack::GitWriteSession& git) {
-  Observed made = RunInSession(
-      git.client, git.id, "workspace-write", "topic",
-      std::string(git_attack::kIdentity) +
-          "git checkout -q -b topic && for i in $(seq 1 40); do echo c$i >> a.txt && "
-          "git commit -qam c$i; done && git checkout -q main && echo made-$(git reflog show topic "
-          "| wc -l)");
-  ASSERT_TRUE(made.Says("made-41")) << made.Show();
-  const std::string subject =
-      git_attack::Line(git_attack::HostGit(git.ws, {"log", "-1", "--format=%s", "topic"}).out);
-  ASSERT_EQ(subject, "c40") << "the session's branch did not come back\n" << git.daemon.Log();
-}
-
-void Settle(git_attack::GitWriteSession& git) {
-  for (int i = 0; i < 2; ++i) {
-    Observed settle =
-        RunInSession(git.client, git.id, "workspace-write", "settle", "echo settle-$((40+2))");
-    ASSERT_TRUE(settle.Says("settle-42")) << settle.Show();
-  }
-}
+using git_attack::MakeFortyCommitsOnTopic;
+using git_attack::Settle;
 
 // (a) The person resets topic after it came back; the session's waiting lines follow theirs.
 TEST(GitReview24AttackTest, WaitingReflogLinesNeverFollowThePersonsOwnMoveOfTheRef) {

@@ -46,9 +46,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Rev(const fs::path& ws, const std::string& what) {
-  return git_attack::Line(git_attack::HostGit(ws, {"rev-parse", "-q", "--verify", what}).out);
-}
+using git_attack::Rev;
 
 // (a) A refused `git branch -f topic main`, then `git branch -f topic c40` in the next send.
 TEST(GitReview26AttackTest, ARefusedMoveMovedBackNeverReachesTheHostsReflog) {

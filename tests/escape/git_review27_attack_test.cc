@@ -55,9 +55,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Rev(const fs::path& ws, const std::string& what) {
-  return git_attack::Line(git_attack::HostGit(ws, {"rev-parse", "-q", "--verify", what}).out);
-}
+using git_attack::Rev;
 
 // Bytes beneath the host's .git/logs.
 uint64_t LogBytes(const fs::path& ws) {

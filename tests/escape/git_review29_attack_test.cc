@@ -32,13 +32,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Rev(const fs::path& ws, const std::string& what) {
-  return git_attack::Line(git_attack::HostGit(ws, {"rev-parse", "-q", "--verify", what}).out);
-}
-
-std::string StashList(const fs::path& ws) {
-  return git_attack::HostGit(ws, {"stash", "list", "--format=%gd %H"}).out;
-}
+using git_attack::Rev;
+using git_attack::StashList;
 
 // (a) Two stashes; the person drops stash@{1}; the session drops stash@{0}.
 TEST(GitReview29AttackTest, APersonsStashDropStandsAfterTheSessionsDrop) {

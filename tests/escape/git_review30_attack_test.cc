@@ -40,22 +40,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Rev(const fs::path& ws, const std::string& what) {
-  return git_attack::Line(git_attack::HostGit(ws, {"rev-parse", "-q", "--verify", what}).out);
-}
-
-std::string StashList(const fs::path& ws) {
-  return git_attack::HostGit(ws, {"stash", "list", "--format=%gd %H"}).out;
-}
-
-std::string Head(const std::string& text, size_t lines) {
-  size_t at = 0;
-  for (size_t i = 0; i < lines && at != std::string::npos; ++i) {
-    at = text.find('\n', at);
-    if (at != std::string::npos) ++at;
-  }
-  return at == std::string::npos ? text : text.substr(0, at);
-}
+using git_attack::Head;
+using git_attack::Rev;
+using git_attack::StashList;
 
 // One run of kRun stash-like commits (parents HEAD and an index commit), each with its own line
 // in the session's stash log continuing the one before; the session's refs/stash then names the
