@@ -3213,6 +3213,15 @@ struct HostLogEnd {
   std::string Key() const { return std::to_string(static_cast<int>(kind)) + ":" + last; }
 };
 
+// The last `max` bytes of an opened file (all of it when smaller); nullopt when a read falls short.
+std::optional<std::string> ReadTail(const OpenedFile& file, uint64_t max) {
+  std::string tail(std::min(file.size, max), '\0');
+  const ssize_t got =
+      ::pread(file.fd.Get(), tail.data(), tail.size(), static_cast<off_t>(file.size - tail.size()));
+  if (got != static_cast<ssize_t>(tail.size())) return std::nullopt;
+  return tail;
+}
+
 HostLogEnd ReadHostLogEnd(int host_git_fd, const std::string& log) {
   const HostLogEnd unreadable{HostLogEnd::Kind::kUnreadable, ""};
   Result<std::optional<OpenedFile>> file =
@@ -3221,12 +3230,9 @@ HostLogEnd ReadHostLogEnd(int host_git_fd, const std::string& log) {
   if (!*file) return {};
   const uint64_t size = (*file)->size;
   if (size == 0) return {HostLogEnd::Kind::kEmpty, ""};
-  std::string tail(std::min(size, kHostLogTailMax), '\0');
-  const ssize_t got =
-      ::pread((*file)->fd.Get(), tail.data(), tail.size(), static_cast<off_t>(size - tail.size()));
-  if (got != static_cast<ssize_t>(tail.size()) || tail.size() < 2 || tail.back() != '\n') {
-    return unreadable;
-  }
+  std::optional<std::string> read = ReadTail(**file, kHostLogTailMax);
+  if (!read || read->size() < 2 || read->back() != '\n') return unreadable;
+  const std::string& tail = *read;
   const size_t before = tail.rfind('\n', tail.size() - 2);
   if (before == std::string::npos && tail.size() < size) return unreadable;
   std::string_view line(tail);
@@ -3457,7 +3463,6 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
   size_t first = 0;
   size_t end = 0;
   size_t last = lines.size();  // the last line of the run whose new value the host's ref holds
-  size_t dropped = 0;
   for (;;) {
     while (first < lines.size() && !continues(IdsOf(lines[first]).old_id)) ++first;
     end = first < lines.size() ? first + 1 : first;
@@ -3469,9 +3474,8 @@ bool CopyBackReflog(int private_fd, int host_git_fd, const std::string& name, Gi
     first = end;  // a run that ended without the ref's value, lines after it: dropped
   }
   for (size_t i = 0; i < first; ++i) take(lines[i]);
-  dropped = first;
-  if (dropped > 0) {
-    done.conflicts.push_back(log + ": " + std::to_string(dropped) +
+  if (first > 0) {
+    done.conflicts.push_back(log + ": " + std::to_string(first) +
                              " of the session's lines do not continue the host's log up to its "
                              "ref (the ref moved on the host, or the move did not come back); "
                              "not appended");
@@ -3596,13 +3600,10 @@ void EnsureStashTop(int private_fd, int host_git_fd, const std::string& value,
   if (end.kind == HostLogEnd::Kind::kUnreadable || HostStashes(host_git_fd).contains(value)) return;
   Result<std::optional<OpenedFile>> file = OpenRegular(private_fd, log, 16u << 20, true);
   if (!file || !*file) return;
-  const uint64_t size = (*file)->size;
-  std::string tail(std::min<uint64_t>(size, kReflogReadMax), '\0');
-  const ssize_t got =
-      ::pread((*file)->fd.Get(), tail.data(), tail.size(), static_cast<off_t>(size - tail.size()));
-  if (got != static_cast<ssize_t>(tail.size())) return;
-  std::string_view rest(tail);
-  if (tail.size() < size) rest.remove_prefix(std::min(rest.size(), rest.find('\n') + 1));
+  std::optional<std::string> tail = ReadTail(**file, kReflogReadMax);
+  if (!tail) return;
+  std::string_view rest(*tail);
+  if (tail->size() < (*file)->size) rest.remove_prefix(std::min(rest.size(), rest.find('\n') + 1));
   std::string_view found;
   for (size_t eol; (eol = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(eol + 1)) {
     const std::string_view line = rest.substr(0, eol);
