@@ -132,8 +132,12 @@ std::string GitHashBytes(std::string_view data, size_t hash_size) {
   return std::string(reinterpret_cast<const char*>(sum), size);
 }
 
-bool LooseObjectMatchesName(int fd, uint64_t size, std::string_view id, std::string& why,
-                            uint64_t& budget, bool& deferred) {
+namespace {
+
+// LooseObjectMatchesName, handing what it inflates to `sink` when given: the type and size once
+// the header is read, then the body in order. A false from the sink ends the read.
+bool InflateLoose(int fd, uint64_t size, std::string_view id, std::string& why, uint64_t& budget,
+                  bool& deferred, LooseObjectSink* sink) {
   deferred = false;
   const EVP_MD* kind = id.size() == 40 ? EVP_sha1() : id.size() == 64 ? EVP_sha256() : nullptr;
   if (kind == nullptr) {
@@ -213,6 +217,11 @@ bool LooseObjectMatchesName(int fd, uint64_t size, std::string_view id, std::str
           }
           budget -= *declared;
           if (EVP_DigestUpdate(digest.get(), header.data(), length) != 1) return false;
+          if (sink != nullptr &&
+              !sink->Header(std::string_view(header).substr(0, header.find(' ')), *declared)) {
+            why = "could not be written into the pack that checks it";
+            return false;
+          }
         }
       }
       body += produced.size();
@@ -222,6 +231,10 @@ bool LooseObjectMatchesName(int fd, uint64_t size, std::string_view id, std::str
       }
       if (!produced.empty() &&
           EVP_DigestUpdate(digest.get(), produced.data(), produced.size()) != 1) {
+        return false;
+      }
+      if (sink != nullptr && !produced.empty() && !sink->Body(produced)) {
+        why = "could not be written into the pack that checks it";
         return false;
       }
     }
@@ -246,14 +259,155 @@ bool LooseObjectMatchesName(int fd, uint64_t size, std::string_view id, std::str
   return true;
 }
 
-Result<IndexedPack> IndexPack(const std::filesystem::path& pack, size_t hash_size) {
+}  // namespace
+
+bool LooseObjectMatchesName(int fd, uint64_t size, std::string_view id, std::string& why,
+                            uint64_t& budget, bool& deferred) {
+  return InflateLoose(fd, size, id, why, budget, deferred, nullptr);
+}
+
+namespace {
+
+// Writes one object into a pack from its header on: the entry's type and size, then the body
+// deflated, at `offset` of `fd` (moved past what it wrote).
+class PackEntryWriter final : public LooseObjectSink {
+ public:
+  PackEntryWriter(int fd, uint64_t offset) : fd_(fd), offset_(offset) {}
+  PackEntryWriter(const PackEntryWriter&) = delete;
+  PackEntryWriter& operator=(const PackEntryWriter&) = delete;
+  ~PackEntryWriter() override {
+    if (started_) deflateEnd(&zs_);
+  }
+
+  bool Header(std::string_view type, uint64_t size) override {
+    const int code = type == "commit" ? 1 : type == "tree" ? 2 : type == "blob" ? 3 : 4;
+    // The pack's entry header: type and the size's low 4 bits, then 7 bits a byte, the high bit
+    // of each byte saying another follows.
+    std::array<unsigned char, 16> head{};
+    size_t n = 0;
+    head[0] = static_cast<unsigned char>((code << 4) | (size & 0x0f));
+    for (uint64_t rest = size >> 4; rest != 0; rest >>= 7) {
+      head[n++] |= 0x80;
+      head[n] = static_cast<unsigned char>(rest & 0x7f);
+    }
+    if (!Write(head.data(), n + 1)) return false;
+    if (deflateInit(&zs_, Z_BEST_SPEED) != Z_OK) return false;
+    started_ = true;
+    return true;
+  }
+  bool Body(std::string_view bytes) override { return Deflate(bytes, Z_NO_FLUSH); }
+  // Ends the entry's zlib stream; false when nothing was started or a write failed.
+  bool End() { return started_ && Deflate({}, Z_FINISH); }
+  [[nodiscard]] uint64_t offset() const { return offset_; }
+
+ private:
+  bool Deflate(std::string_view bytes, int flush) {
+    std::array<unsigned char, 1 << 16> out{};
+    zs_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+    zs_.avail_in = static_cast<uInt>(bytes.size());
+    for (;;) {
+      zs_.next_out = out.data();
+      zs_.avail_out = static_cast<uInt>(out.size());
+      const int rc = deflate(&zs_, flush);
+      if (rc == Z_STREAM_ERROR) return false;
+      if (!Write(out.data(), out.size() - zs_.avail_out)) return false;
+      if (flush == Z_FINISH ? rc == Z_STREAM_END : zs_.avail_out != 0) return true;
+    }
+  }
+  bool Write(const unsigned char* data, size_t size) {
+    while (size != 0) {
+      const ssize_t n = ::pwrite(fd_, data, size, static_cast<off_t>(offset_));
+      if (n <= 0) return false;
+      data += n;
+      size -= static_cast<size_t>(n);
+      offset_ += static_cast<uint64_t>(n);
+    }
+    return true;
+  }
+
+  int fd_;
+  uint64_t offset_;
+  z_stream zs_{};
+  bool started_ = false;
+};
+
+constexpr uint64_t kPackHeaderSize = 12;
+
+}  // namespace
+
+LooseObjectPack::LooseObjectPack(int fd, size_t hash_size)
+    : fd_(fd), hash_size_(hash_size), end_(kPackHeaderSize) {}
+
+bool LooseObjectPack::Append(int loose_fd, uint64_t size, std::string_view id, std::string& why,
+                             uint64_t& budget, bool& deferred) {
+  PackEntryWriter writer(fd_, end_);
+  if (!InflateLoose(loose_fd, size, id, why, budget, deferred, &writer) || !writer.End()) {
+    if (why.empty()) why = "could not be written into the pack that checks it";
+    if (::ftruncate(fd_, static_cast<off_t>(end_)) != 0) failed_ = true;
+    return false;
+  }
+  end_ = writer.offset();
+  ++count_;
+  return true;
+}
+
+Result<void> LooseObjectPack::Finish() {
+  if (failed_) return Fail(ErrorKind::kInternal, "the pack of loose objects could not be cut back");
+  const std::array<unsigned char, kPackHeaderSize> head = {'P',
+                                                           'A',
+                                                           'C',
+                                                           'K',
+                                                           0,
+                                                           0,
+                                                           0,
+                                                           2,  // version 2
+                                                           static_cast<unsigned char>(count_ >> 24),
+                                                           static_cast<unsigned char>(count_ >> 16),
+                                                           static_cast<unsigned char>(count_ >> 8),
+                                                           static_cast<unsigned char>(count_)};
+  if (::pwrite(fd_, head.data(), head.size(), 0) != static_cast<ssize_t>(head.size())) {
+    return std::unexpected(
+        Error::FromErrno(ErrorKind::kInternal, "pwrite", "the pack of loose objects"));
+  }
+  // The trailer: the hash of everything before it.
+  InitCryptoOnce();
+  std::unique_ptr<EVP_MD_CTX, DigestDeleter> digest(EVP_MD_CTX_new());
+  if (!digest ||
+      EVP_DigestInit_ex(digest.get(), hash_size_ == 32 ? EVP_sha256() : EVP_sha1(), nullptr) != 1) {
+    return Fail(ErrorKind::kInternal, "cannot start a hash");
+  }
+  std::array<unsigned char, 1 << 16> buffer{};
+  for (uint64_t at = 0; at < end_;) {
+    const ssize_t n = ::pread(fd_, buffer.data(), std::min<uint64_t>(buffer.size(), end_ - at),
+                              static_cast<off_t>(at));
+    if (n <= 0) {
+      return std::unexpected(
+          Error::FromErrno(ErrorKind::kInternal, "pread", "the pack of loose objects"));
+    }
+    if (EVP_DigestUpdate(digest.get(), buffer.data(), static_cast<size_t>(n)) != 1) {
+      return Fail(ErrorKind::kInternal, "cannot hash the pack");
+    }
+    at += static_cast<uint64_t>(n);
+  }
+  unsigned int sum_size = 0;
+  if (EVP_DigestFinal_ex(digest.get(), buffer.data(), &sum_size) != 1) {
+    return Fail(ErrorKind::kInternal, "cannot hash the pack");
+  }
+  if (::pwrite(fd_, buffer.data(), sum_size, static_cast<off_t>(end_)) !=
+      static_cast<ssize_t>(sum_size)) {
+    return std::unexpected(
+        Error::FromErrno(ErrorKind::kInternal, "pwrite", "the pack of loose objects"));
+  }
+  return {};
+}
+
+Result<IndexedPack> IndexPack(const std::filesystem::path& pack, size_t hash_size,
+                              int host_git_fd) {
   const std::filesystem::path idx = std::filesystem::path(pack).replace_extension(".idx");
   CaptureOptions options;
   options.timeout = std::chrono::minutes(10);
   options.max_capture = 64 * 1024;
-  // No repository: the ceiling stops git's search for one at the scratch directory, which holds
-  // none, so git reads nothing of the session's or the person's.
-  const std::filesystem::path dir = pack.parent_path();
+  options.keep_fds = {host_git_fd};
   // git resolves each delta in memory: a 16 KiB pack whose delta makes a 1 GiB object took 1 GiB
   // of root's memory. Its address space is bounded by what an honest pack of this size needs.
   std::error_code size_error;
@@ -264,20 +418,28 @@ Result<IndexedPack> IndexPack(const std::filesystem::path& pack, size_t hash_siz
     if (::setrlimit(RLIMIT_AS, &bound) != 0) return ChildFailure{ChildStage::kExec, errno};
     return std::nullopt;
   };
-  Result<CapturedRun> run =
-      RunHostGit({"GIT_CEILING_DIRECTORIES=" + dir.parent_path().string()},
-                 {"-C", dir.string(), "index-pack",
-                  hash_size == 32 ? "--object-format=sha256" : "--object-format=sha1", "-o",
-                  idx.string(), pack.string()},
-                 options, "check the pack");
+  // In the host's repository, by descriptor: git reads the person's configuration and objects
+  // (a tree's `.gitmodules` blob the host already has is checked with it), never the session's.
+  // `--fsck-objects` holds every object to git's fsck rules as a receiving server does, warnings
+  // as errors: a commit without a tree, a tree naming a file twice (outside review 38).
+  Result<CapturedRun> run = RunHostGit(
+      {},
+      {"--git-dir=/proc/self/fd/" + std::to_string(host_git_fd), "index-pack", "--fsck-objects",
+       hash_size == 32 ? "--object-format=sha256" : "--object-format=sha1", "-o", idx.string(),
+       pack.string()},
+      options, "check the pack");
   if (!run) return Propagate(run);
   if (!run->Succeeded()) {
     std::error_code ec;
     std::filesystem::remove(idx, ec);
     return Fail(ErrorKind::kPolicyDenied, "git index-pack refused it" + GitSaid(*run));
   }
+  // The pack's name is the last line: fsck prints before it the `.gitmodules` blobs the pack
+  // names and neither holds nor finds in the repository.
   IndexedPack indexed;
-  indexed.name = run->out.substr(0, run->out.find_first_of("\r\n"));
+  std::string_view out(run->out);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.remove_suffix(1);
+  indexed.name = std::string(out.substr(out.find_last_of("\r\n") + 1));
   if (indexed.name.starts_with("pack\t")) indexed.name.erase(0, 5);
   if (indexed.name.size() != hash_size * 2) {
     return Fail(ErrorKind::kInternal, "git index-pack printed no pack name: " + run->out);

@@ -40,6 +40,39 @@ inline constexpr uint64_t kGitInflateBudget = 1ull << 30;
 [[nodiscard]] bool LooseObjectMatchesName(int fd, uint64_t size, std::string_view id,
                                           std::string& why, uint64_t& budget, bool& deferred);
 
+// What a loose object inflates to, handed on as it is read (LooseObjectPack): `Header` once with
+// its type ("blob", "tree", "commit", "tag") and size, then `Body` with its bytes in order. A
+// false from either ends the read.
+class LooseObjectSink {
+ public:
+  virtual ~LooseObjectSink() = default;
+  virtual bool Header(std::string_view type, uint64_t size) = 0;
+  virtual bool Body(std::string_view bytes) = 0;
+};
+
+// A pack of loose objects written by this process into `fd` (its own file, empty), each object
+// whole (no deltas), so that the host's git holds them to its fsck rules (IndexPack) before any is
+// copied back: git's own checks of an object's form, not a list of ours (outside review 38).
+class LooseObjectPack {
+ public:
+  LooseObjectPack(int fd, size_t hash_size);
+  // Appends the loose object read from `loose_fd` (from offset 0, `size` bytes), after the
+  // checks of LooseObjectMatchesName (`id`, `why`, `budget`, `deferred` as there); false and
+  // nothing appended when it fails them.
+  bool Append(int loose_fd, uint64_t size, std::string_view id, std::string& why, uint64_t& budget,
+              bool& deferred);
+  // Writes the header (the count) and the trailing checksum; the pack is then whole.
+  [[nodiscard]] Result<void> Finish();
+  [[nodiscard]] size_t objects() const { return count_; }
+
+ private:
+  int fd_;
+  size_t hash_size_;
+  uint64_t end_;  // where the next entry goes
+  uint32_t count_ = 0;
+  bool failed_ = false;  // a refused entry could not be cut off again
+};
+
 // The raw SHA-1 (`hash_size` 20) or SHA-256 (32) digest of `data`.
 [[nodiscard]] std::string GitHashBytes(std::string_view data, size_t hash_size);
 
@@ -82,10 +115,12 @@ struct IndexedPack {
   std::string idx;   // the index git wrote (version 2), read into memory
 };
 
-// Runs the host's `git index-pack` on `pack` (a file only this process can write) with an empty
-// environment and no configuration, outside any repository, and reads the index it wrote beside
-// it. `hash_size` 20 (SHA-1) or 32 (SHA-256). An error says why git refused the pack (a thin pack,
-// a corrupt one, no git on the host).
-[[nodiscard]] Result<IndexedPack> IndexPack(const std::filesystem::path& pack, size_t hash_size);
+// Runs the host's `git index-pack --fsck-objects` on `pack` (a file only this process can write)
+// in the host's repository (`host_git_fd`, its .git: the person's configuration, no system or
+// global one, an empty environment), and reads the index it wrote beside it. `hash_size` 20
+// (SHA-1) or 32 (SHA-256). An error says why git refused the pack, in git's words (a thin pack,
+// a corrupt one, an object fsck refuses: `error: object <id>: <check>: ...`, no git on the host).
+[[nodiscard]] Result<IndexedPack> IndexPack(const std::filesystem::path& pack, size_t hash_size,
+                                            int host_git_fd);
 
 }  // namespace ptybox::sandbox

@@ -1060,8 +1060,30 @@ struct ScratchPack {
   std::string name;  // hex, as git named it
   std::string idx;   // the index git wrote
 };
+// A directory of this process's under the git work directory (`<prefix>XXXXXX`), removed with
+// what it holds when this goes.
+struct ScratchDirectory {
+  std::filesystem::path path;
+  ScratchDirectory() = default;
+  ScratchDirectory(const ScratchDirectory&) = delete;
+  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+  ~ScratchDirectory() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove_all(path, ec);
+  }
+};
+Result<void> MakeScratchDirectory(const std::string& prefix, ScratchDirectory& made) {
+  std::optional<std::filesystem::path> work = GitWorkDirectory();
+  if (!work) return Fail(ErrorKind::kInternal, "no git work directory to check objects in");
+  std::string dir = (*work / (prefix + "XXXXXX")).string();
+  if (::mkdtemp(dir.data()) == nullptr) return std::unexpected(Errno("mkdtemp", dir));
+  made.path = dir;
+  return {};
+}
+
 Result<bool> IndexSessionPack(int my_packs, const std::string& name, size_t hash_size,
-                              std::set<std::string>& judged, ScratchPack& scratch) {
+                              int host_git_fd, std::set<std::string>& judged,
+                              ScratchPack& scratch) {
   Result<std::optional<OpenedFile>> file = OpenRegular(my_packs, name, kGitObjectFileMax, true);
   if (!file) return Propagate(file);
   if (!*file) return false;
@@ -1073,17 +1095,8 @@ Result<bool> IndexSessionPack(int my_packs, const std::string& name, size_t hash
                 "a sparse file (" + std::to_string(st.st_size) + " bytes, " +
                     std::to_string(uint64_t(st.st_blocks) * 512) + " allocated)");
   }
-  std::optional<std::filesystem::path> work = GitWorkDirectory();
-  if (!work) return Fail(ErrorKind::kInternal, "no git work directory to check the pack in");
-  std::string dir = (*work / "pack-XXXXXX").string();
-  if (::mkdtemp(dir.data()) == nullptr) return std::unexpected(Errno("mkdtemp", dir));
-  struct Removed {
-    std::filesystem::path path;
-    ~Removed() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } removed{dir};
+  ScratchDirectory removed;
+  if (Result<void> made = MakeScratchDirectory("pack-", removed); !made) return Propagate(made);
   const std::filesystem::path copy = removed.path / "session.pack";
   scratch.pack.Reset(
       ::open(copy.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
@@ -1093,7 +1106,7 @@ Result<bool> IndexSessionPack(int my_packs, const std::string& name, size_t hash
       !copied) {
     return Propagate(copied);
   }
-  Result<IndexedPack> indexed = IndexPack(copy, hash_size);
+  Result<IndexedPack> indexed = IndexPack(copy, hash_size, host_git_fd);
   if (!indexed) return Propagate(indexed);
   if (::lseek(scratch.pack.Get(), 0, SEEK_SET) != 0)
     return std::unexpected(Errno("lseek", copy.string()));
@@ -1156,7 +1169,8 @@ Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, si
     // Each session pack is indexed once: refused or copied, the same file is not read again
     // (indexing a pack takes git seconds, and each send's copy-back would do it again).
     ScratchPack scratch;
-    Result<bool> indexed = IndexSessionPack(my_packs, e.name, hash_size, judged, scratch);
+    Result<bool> indexed =
+        IndexSessionPack(my_packs, e.name, hash_size, host_git_fd, judged, scratch);
     if (!indexed) {
       refused.push_back(what + ": " + indexed.error().message);
       continue;
@@ -1198,6 +1212,96 @@ Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, si
 // Loose objects looked at per copy-back (20,000 held a close for 14 s); the rest wait.
 constexpr size_t kLooseObjectsPerCopyBack = 4096;
 
+// A loose object of the session's that the host does not have: its directory (an index into
+// the directories the walk opened), its file there, its id and how a line names it.
+struct LooseCandidate {
+  size_t dir = 0;
+  std::string file;
+  std::string id;
+  std::string what;
+};
+
+// Packs of loose objects checked per copy-back (runs of the host's `git index-pack`): git stops
+// at the first object its fsck refuses, so the pack is made again without it; after this many
+// the rest wait for the next copy-back.
+constexpr int kFsckRoundsPerCopyBack = 3;
+
+// The ids of `candidates` that git's fsck rules pass (outside review 38: a commit without a tree,
+// or a tree naming a file twice, made the person's `git fsck`, `git gc` and a push to a checking
+// server fail). They go into one pack of this process's (LooseObjectPack: each is inflated and
+// hashed against its name on the way), which the host's git indexes with `--fsck-objects`
+// (IndexPack). An object git names in its refusal is refused for good (`judged`) and the pack is
+// made again without it; a refusal that names none of them keeps them all back this time. What
+// fails its name is refused for good too; what is past the inflate budget (kGitInflateBudget for
+// all the rounds together) waits. The copy that follows copies only what passed (an object's
+// content is fixed by its name).
+Result<std::set<std::string>> LooseObjectsGitPasses(int host_git_fd, size_t hash_size,
+                                                    const std::vector<UniqueFd>& session_dirs,
+                                                    const std::vector<LooseCandidate>& candidates,
+                                                    GitLines& refused,
+                                                    std::set<std::string>& judged) {
+  std::set<std::string> passed;
+  std::set<std::string> failed;
+  // One budget for every round: a copy-back inflates at most kGitInflateBudget into its packs.
+  uint64_t budget = kGitInflateBudget;
+  for (int round = 1;; ++round) {
+    ScratchDirectory scratch;
+    if (Result<void> made = MakeScratchDirectory("loose-", scratch); !made) return Propagate(made);
+    const std::filesystem::path path = scratch.path / "loose.pack";
+    UniqueFd pack(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!pack) return std::unexpected(Errno("open", path.string()));
+    LooseObjectPack writer(pack.Get(), hash_size);
+    std::vector<const LooseCandidate*> packed;
+    for (const LooseCandidate& c : candidates) {
+      if (failed.contains(c.id)) continue;
+      Result<std::optional<OpenedFile>> file =
+          OpenRegular(session_dirs[c.dir].Get(), c.file, kGitObjectFileMax, true);
+      if (!file || !*file) continue;
+      std::string why;
+      bool deferred = false;
+      if (writer.Append((*file)->fd.Get(), (*file)->size, c.id, why, budget, deferred)) {
+        packed.push_back(&c);
+        continue;
+      }
+      refused.push_back(c.what + ": " + why);
+      if (!deferred) Judge(judged, FileKey((*file)->fd.Get(), ""));
+      failed.insert(c.id);  // not packed again in a later round
+    }
+    if (packed.empty()) return passed;
+    if (Result<void> done = writer.Finish(); !done) return Propagate(done);
+    Result<IndexedPack> indexed = IndexPack(path, hash_size, host_git_fd);
+    if (indexed) {
+      for (const LooseCandidate* c : packed) passed.insert(c->id);
+      return passed;
+    }
+    // The object git refused: the first of the pack's ids its words name.
+    const std::string& said = indexed.error().message;
+    const LooseCandidate* culprit = nullptr;
+    size_t culprit_at = std::string::npos;
+    for (const LooseCandidate* c : packed) {
+      const size_t at = said.find(c->id);
+      if (at < culprit_at) {
+        culprit_at = at;
+        culprit = c;
+      }
+    }
+    if (culprit == nullptr) {
+      refused.push_back("objects: " + said + "; naming none of the " +
+                        std::to_string(packed.size()) +
+                        " loose objects in it: none is copied by this copy-back");
+      return passed;
+    }
+    refused.push_back(culprit->what + ": " + said + "; it is not copied");
+    Judge(judged, FileKey(session_dirs[culprit->dir].Get(), culprit->file.c_str()));
+    failed.insert(culprit->id);
+    if (round == kFsckRoundsPerCopyBack) {
+      refused.push_back("objects: left for the next copy-back (git's fsck refused " +
+                        std::to_string(round) + " loose objects in this one)");
+      return passed;
+    }
+  }
+}
+
 Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size, GitLines& refused,
                                const std::optional<GitOwner>& owner,
                                std::set<std::string>& judged) {
@@ -1234,7 +1338,14 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size
   if (!dirs) return Propagate(dirs);
   if (too_many) return cut("objects");
   listed += dirs->size();
+  // The loose objects the host lacks, up to kLooseObjectsPerCopyBack, are gathered first, held
+  // to git's fsck rules together, and only those that pass are copied.
+  std::vector<UniqueFd> session_dirs;  // the session's objects/xx, and the host's
+  std::vector<UniqueFd> host_dirs;
+  std::vector<LooseCandidate> candidates;
+  bool full = false;
   for (const DirEntry& d : *dirs) {
+    if (full) break;
     if (d.name == "pack" || d.name == "info") continue;
     const std::string what = "objects/" + d.name;
     if (d.type != S_IFDIR || !ValidLooseObjectDir(d.name)) {
@@ -1247,7 +1358,10 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size
     Result<std::vector<DirEntry>> files =
         List((*sub)->Get(), what, kGitListedEntriesMax - listed, &too_many);
     if (!files) return Propagate(files);
-    if (too_many) return cut(what);
+    if (too_many) {
+      cut(what);
+      break;
+    }
     listed += files->size();
     std::optional<UniqueFd> host_sub;
     for (const DirEntry& f : *files) {
@@ -1265,10 +1379,12 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size
       if (::fstatat(host_sub->Get(), f.name.c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0) {
         continue;  // copied before (objects are never overwritten)
       }
+      if (judged.contains(FileKey((*sub)->Get(), f.name.c_str()))) continue;  // refused before
       if (looked_at == kLooseObjectsPerCopyBack) {
         refused.push_back("objects: left for the next copy-back (this one looked at " +
                           std::to_string(kLooseObjectsPerCopyBack) + " loose objects)");
-        return copied;
+        full = true;
+        break;
       }
       ++looked_at;
       const std::string id = d.name + f.name;
@@ -1276,19 +1392,32 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size
         refused.push_back(file_what + ": not an id of this repository's hash");
         continue;
       }
-      // Judged on the session's file, then on the copy (the session may change its file in
-      // between), each pass within its own budget.
-      auto first = [&id, &budget](int fd, uint64_t size, std::string& why, bool& deferred) {
-        return LooseObjectMatchesName(fd, size, id, why, budget, deferred);
-      };
-      auto again = [&id, &copy_budget](int fd, uint64_t size, std::string& why, bool& deferred) {
-        return LooseObjectMatchesName(fd, size, id, why, copy_budget, deferred);
-      };
-      Result<bool> wrote = CopyObjectFile((*sub)->Get(), host_sub->Get(), f.name, file_what,
-                                          refused, owner, again, &judged, first);
-      if (!wrote) return Propagate(wrote);
-      copied += *wrote ? 1 : 0;
+      candidates.push_back(
+          {.dir = session_dirs.size(), .file = f.name, .id = id, .what = file_what});
     }
+    if (host_sub) {
+      session_dirs.push_back(std::move(**sub));
+      host_dirs.push_back(std::move(*host_sub));
+    }
+  }
+  if (candidates.empty()) return copied;
+  Result<std::set<std::string>> passed =
+      LooseObjectsGitPasses(host_git_fd, hash_size, session_dirs, candidates, refused, judged);
+  if (!passed) return Propagate(passed);
+  for (const LooseCandidate& c : candidates) {
+    if (!passed->contains(c.id)) continue;
+    // Judged on the session's file, then on the copy (the session may change its file in
+    // between), each pass within its own budget: what passes has the content git checked.
+    auto first = [&c, &budget](int fd, uint64_t size, std::string& why, bool& deferred) {
+      return LooseObjectMatchesName(fd, size, c.id, why, budget, deferred);
+    };
+    auto again = [&c, &copy_budget](int fd, uint64_t size, std::string& why, bool& deferred) {
+      return LooseObjectMatchesName(fd, size, c.id, why, copy_budget, deferred);
+    };
+    Result<bool> wrote = CopyObjectFile(session_dirs[c.dir].Get(), host_dirs[c.dir].Get(), c.file,
+                                        c.what, refused, owner, again, &judged, first);
+    if (!wrote) return Propagate(wrote);
+    copied += *wrote ? 1 : 0;
   }
   return copied;
 }

@@ -940,6 +940,85 @@ TEST_F(GitPrivateTest, APackIsIndexedByTheHostsGitNotByTheSessions) {
   EXPECT_EQ(Host("fsck --no-progress --no-dangling --strict"), "");
 }
 
+// Objects git's fsck refuses never reach the host, loose or packed (outside review 38: a commit
+// without a tree made the person's `git fsck` and `git gc` fail): each is refused in git's words
+// and judged, at most three runs of git a copy-back; an honest object beside them comes back.
+TEST_F(GitPrivateTest, ObjectsGitsFsckRefusesNeverComeBackAndTheRestDo) {
+  GitSnapshot snapshot = Prepare();
+  const std::string blob = Host("rev-parse HEAD:a.txt").substr(0, 40);
+  const std::string bogus = Shell("printf 'no tree\n' | git --git-dir=" + private_.string() +
+                                  " hash-object -t commit --literally -w --stdin")
+                                .substr(0, 40);
+  const std::string twice = Shell("printf '100644 blob " + blob + "\ta\n100644 blob " + blob +
+                                  "\ta\n' | git --git-dir=" + private_.string() + " mktree")
+                                .substr(0, 40);
+  const std::string padded =
+      Shell("python3 -c \"import sys; sys.stdout.buffer.write(b'0100644 a\\0' + bytes.fromhex('" +
+            blob + "'))\" | git --git-dir=" + private_.string() +
+            " hash-object -t tree --literally -w --stdin")
+          .substr(0, 40);
+  { std::ofstream(dir_ / "honest") << "honest\n"; }
+  const std::string honest = Session("hash-object -w " + (dir_ / "honest").string()).substr(0, 40);
+  GitCopyBack first = CopyBack(snapshot);
+  const std::string said = Lines(first.refused);
+  for (const std::string& id : {bogus, twice, padded}) {
+    EXPECT_NE(said.find("objects/" + id.substr(0, 2) + "/" + id.substr(2) + ": git index-pack"),
+              std::string::npos)
+        << id << "\n"
+        << said;
+  }
+  for (const char* check : {"duplicateEntries", "zeroPaddedFilemode", "bogus commit"}) {
+    EXPECT_NE(said.find(check), std::string::npos) << check << "\n" << said;
+  }
+  // Three runs of git refused three objects; the honest one waits for the next copy-back.
+  EXPECT_NE(said.find("left for the next copy-back (git's fsck refused 3"), std::string::npos)
+      << said;
+  EXPECT_EQ(first.objects, 0u);
+  GitCopyBack second = CopyBack(snapshot);
+  EXPECT_EQ(second.objects, 1u) << Lines(second.refused);
+  EXPECT_EQ(Lines(second.refused).find("git index-pack"), std::string::npos)
+      << "a refused object was read again:\n"
+      << Lines(second.refused);
+  EXPECT_EQ(Host("cat-file -p " + honest), "honest\n");
+  for (const std::string& id : {bogus, twice, padded}) {
+    int status = 0;
+    Host("cat-file -e " + id, &status);
+    EXPECT_NE(status, 0) << id << " reached the host";
+  }
+  EXPECT_EQ(Host("fsck --no-progress --no-dangling --strict"), "");
+  // The same in a pack of the session's: refused whole.
+  Session("commit -q --allow-empty -m later");
+  int status = 0;
+  Shell("printf '" + bogus + "\n' | git --git-dir=" + private_.string() + " pack-objects -q " +
+            (private_ / "objects" / "pack" / "pack").string(),
+        &status);
+  ASSERT_EQ(status, 0);
+  GitCopyBack third = CopyBack(snapshot);
+  EXPECT_NE(Lines(third.refused).find("bogus commit"), std::string::npos) << Lines(third.refused);
+  Host("cat-file -e " + bogus, &status);
+  EXPECT_NE(status, 0) << "the packed object reached the host";
+  EXPECT_EQ(Host("fsck --no-progress --no-dangling --strict"), "");
+}
+
+// A tree that names a `.gitmodules` the host already has passes git's check (git reads the blob
+// from the host's repository, where index-pack runs); the commit and its branch come back.
+TEST_F(GitPrivateTest, ATreeNamingTheHostsGitmodulesComesBack) {
+  {
+    std::ofstream(host_ / ".gitmodules")
+        << "[submodule \"x\"]\n\tpath = x\n\turl = https://example.com/x\n";
+  }
+  Host("add .gitmodules");
+  Host("commit -q -m modules");
+  GitSnapshot snapshot = Prepare();
+  { std::ofstream(host_ / "b.txt") << "more\n"; }
+  Session("add b.txt");
+  Session("commit -q -m more");
+  GitCopyBack done = CopyBack(snapshot);
+  EXPECT_EQ(Lines(done.refused).find("index-pack"), std::string::npos) << Lines(done.refused);
+  EXPECT_EQ(Host("log --format=%s main"), "more\nmodules\nfirst\n");
+  EXPECT_EQ(Host("fsck --no-progress --no-dangling --strict"), "");
+}
+
 // A pack git cannot index alone (corrupt, or thin: deltas against objects it does not hold) is
 // refused with git's own reason, and nothing of it is kept.
 TEST_F(GitPrivateTest, APackGitCannotIndexIsRefused) {
