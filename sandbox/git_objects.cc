@@ -268,6 +268,71 @@ bool LooseObjectMatchesName(int fd, uint64_t size, std::string_view id, std::str
 
 namespace {
 
+// Finds whether an object names `target` (raw id bytes): a commit's `tree` and `parent` lines, a
+// tag's `object` line (its header, before the first empty line), a tree's entries.
+class LinkFinder final : public LooseObjectSink {
+ public:
+  LinkFinder(std::string_view target_hex, std::string raw)
+      : hex_(target_hex), raw_(std::move(raw)) {}
+  bool Header(std::string_view type, uint64_t /*size*/) override {
+    tree_ = type == "tree";
+    blob_ = type == "blob";
+    return true;
+  }
+  bool Body(std::string_view bytes) override {
+    if (found_ || blob_ || done_) return true;
+    carry_.append(bytes);
+    if (tree_) {
+      // `<mode> <name>\0<id>` after another.
+      for (;;) {
+        const size_t nul = carry_.find('\0', at_);
+        if (nul == std::string::npos || carry_.size() < nul + 1 + raw_.size()) break;
+        if (std::string_view(carry_).substr(nul + 1, raw_.size()) == raw_) found_ = true;
+        at_ = nul + 1 + raw_.size();
+      }
+      carry_.erase(0, at_);
+      at_ = 0;
+      return true;
+    }
+    const size_t end = ("\n" + carry_).find("\n\n");
+    const std::string head =
+        "\n" + carry_.substr(0, end == std::string::npos ? carry_.size() : end);
+    for (const char* key : {"\ntree ", "\nparent ", "\nobject "}) {
+      if (head.find(std::string(key) + hex_ + "\n") != std::string::npos) found_ = true;
+    }
+    // A header longer than this is no header git writes: nothing after it is read.
+    if (end != std::string::npos || carry_.size() > (64u << 10)) done_ = true;
+    return true;
+  }
+  [[nodiscard]] bool found() const { return found_; }
+
+ private:
+  std::string hex_;
+  std::string raw_;
+  std::string carry_;
+  size_t at_ = 0;
+  bool tree_ = false;
+  bool blob_ = false;
+  bool done_ = false;
+  bool found_ = false;
+};
+
+}  // namespace
+
+bool LooseObjectLinksTo(int fd, uint64_t size, std::string_view id, std::string_view target,
+                        uint64_t& budget) {
+  std::string raw;
+  for (size_t i = 0; i + 1 < target.size(); i += 2) {
+    raw.push_back(static_cast<char>(std::stoi(std::string(target.substr(i, 2)), nullptr, 16)));
+  }
+  LinkFinder finder(target, std::move(raw));
+  std::string why;
+  bool deferred = false;
+  return InflateLoose(fd, size, id, why, budget, deferred, &finder) && finder.found();
+}
+
+namespace {
+
 // Writes one object into a pack from its header on: the entry's type and size, then the body
 // deflated, at `offset` of `fd` (moved past what it wrote).
 class PackEntryWriter final : public LooseObjectSink {
@@ -420,14 +485,17 @@ Result<IndexedPack> IndexPack(const std::filesystem::path& pack, size_t hash_siz
   };
   // In the host's repository, by descriptor: git reads the person's configuration and objects
   // (a tree's `.gitmodules` blob the host already has is checked with it), never the session's.
-  // `--fsck-objects` holds every object to git's fsck rules as a receiving server does, warnings
-  // as errors: a commit without a tree, a tree naming a file twice (outside review 38).
-  Result<CapturedRun> run = RunHostGit(
-      {},
-      {"--git-dir=/proc/self/fd/" + std::to_string(host_git_fd), "index-pack", "--fsck-objects",
-       hash_size == 32 ? "--object-format=sha256" : "--object-format=sha1", "-o", idx.string(),
-       pack.string()},
-      options, "check the pack");
+  // `--strict` holds every object to git's fsck rules as a receiving server does, warnings as
+  // errors (a commit without a tree, a tree naming a file twice: outside review 38), and every
+  // object an object names must be in the pack or the repository, of the type it is named as
+  // (a tag or tree entry calling the person's commit a blob; a tree whose `.gitmodules` never
+  // came: outside review 39).
+  Result<CapturedRun> run =
+      RunHostGit({},
+                 {"--git-dir=/proc/self/fd/" + std::to_string(host_git_fd), "index-pack",
+                  "--strict", hash_size == 32 ? "--object-format=sha256" : "--object-format=sha1",
+                  "-o", idx.string(), pack.string()},
+                 options, "check the pack");
   if (!run) return Propagate(run);
   if (!run->Succeeded()) {
     std::error_code ec;

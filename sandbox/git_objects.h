@@ -73,6 +73,13 @@ class LooseObjectPack {
   bool failed_ = false;  // a refused entry could not be cut off again
 };
 
+// Whether the loose object read from `fd` (`size` bytes, filed under `id` and checked against it
+// as LooseObjectMatchesName does, within `budget`) names the object `target` (hex): as a
+// commit's tree or parent, a tag's object, or a tree's entry. False when it does not, or cannot
+// be read.
+[[nodiscard]] bool LooseObjectLinksTo(int fd, uint64_t size, std::string_view id,
+                                      std::string_view target, uint64_t& budget);
+
 // The raw SHA-1 (`hash_size` 20) or SHA-256 (32) digest of `data`.
 [[nodiscard]] std::string GitHashBytes(std::string_view data, size_t hash_size);
 
@@ -115,11 +122,13 @@ struct IndexedPack {
   std::string idx;   // the index git wrote (version 2), read into memory
 };
 
-// Runs the host's `git index-pack --fsck-objects` on `pack` (a file only this process can write)
+// Runs the host's `git index-pack --strict` on `pack` (a file only this process can write)
 // in the host's repository (`host_git_fd`, its .git: the person's configuration, no system or
 // global one, an empty environment), and reads the index it wrote beside it. `hash_size` 20
 // (SHA-1) or 32 (SHA-256). An error says why git refused the pack, in git's words (a thin pack,
-// a corrupt one, an object fsck refuses: `error: object <id>: <check>: ...`, no git on the host).
+// a corrupt one, an object fsck refuses: `error: object <id>: <check>: ...`, an object named
+// that neither the pack nor the repository holds: `did not receive expected object <id>`, or
+// holds as another type: `object <id>: expected type ...`, no git on the host).
 [[nodiscard]] Result<IndexedPack> IndexPack(const std::filesystem::path& pack, size_t hash_size,
                                             int host_git_fd);
 

@@ -21,6 +21,7 @@
 #include <limits>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <unordered_set>
 
 #include "common/log.h"
@@ -1060,6 +1061,71 @@ struct ScratchPack {
   std::string name;  // hex, as git named it
   std::string idx;   // the index git wrote
 };
+// The id git's `--strict` check said it did not receive (an object named that neither the pack
+// nor the host's repository holds), when `said` (its refusal) says so.
+std::optional<std::string> MissingObjectIn(const std::string& said, size_t hash_size) {
+  static constexpr std::string_view kMissing = "did not receive expected object ";
+  const size_t at = said.find(kMissing);
+  if (at == std::string::npos) return std::nullopt;
+  std::string id = said.substr(at + kMissing.size(), hash_size * 2);
+  if (!IsObjectId(id)) return std::nullopt;
+  return id;
+}
+
+// The first object id (of `hash_size`) in `said`, or empty.
+std::string FirstObjectIdIn(const std::string& said, size_t hash_size) {
+  const size_t digits = hash_size * 2;
+  for (size_t i = 0; i + digits <= said.size(); ++i) {
+    if (!std::isxdigit(static_cast<unsigned char>(said[i]))) continue;
+    size_t run = i;
+    while (run < said.size() && std::isxdigit(static_cast<unsigned char>(said[run]))) ++run;
+    if (run - i == digits && IsObjectId(said.substr(i, digits))) return said.substr(i, digits);
+    i = run;
+  }
+  return {};
+}
+
+// The session files held back for an object they name (GitSnapshot::objects_awaiting), as one
+// copy-back sees them: which of the awaited objects the host has now (one `git cat-file
+// --batch-check` of the host's, when any file waits).
+class Awaits {
+ public:
+  Awaits(int host_git_fd, std::map<std::string, std::string>& held) : held_(held) {
+    if (held_.empty()) return;
+    std::set<std::string> ids;
+    for (const auto& [key, id] : held_) ids.insert(id);
+    Result<std::map<std::string, std::string>> types =
+        HostObjectTypes(host_git_fd, std::vector<std::string>(ids.begin(), ids.end()));
+    if (!types) return;  // none counts as there: the files wait on
+    for (const auto& [id, type] : *types) {
+      if (type != "missing") present_.insert(id);
+    }
+  }
+  // The id the file `key` waits for, or nullopt when it does not wait (again): never held, or
+  // its object is on the host now or among `arriving`.
+  std::optional<std::string> Waits(const std::string& key,
+                                   const std::set<std::string>& arriving = {}) {
+    auto it = held_.find(key);
+    if (it == held_.end()) return std::nullopt;
+    if (present_.contains(it->second) || arriving.contains(it->second)) {
+      held_.erase(it);
+      return std::nullopt;
+    }
+    return it->second;
+  }
+  // Holds the file `key` until `id` arrives; false when the memory is full (the caller then
+  // refuses the file for good).
+  bool Hold(const std::string& key, const std::string& id) {
+    if (key.empty() || (held_.size() >= kGitAwaitedFilesMax && !held_.contains(key))) return false;
+    held_[key] = id;
+    return true;
+  }
+
+ private:
+  std::map<std::string, std::string>& held_;
+  std::set<std::string> present_;
+};
+
 // A directory of this process's under the git work directory (`<prefix>XXXXXX`), removed with
 // what it holds when this goes.
 struct ScratchDirectory {
@@ -1130,7 +1196,7 @@ constexpr uint64_t kPackBytesPerCopyBack = 1ull << 30;
 // gave it, .pack before .idx (git sees a pack once its index is there).
 Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, size_t hash_size,
                              GitLines& refused, const std::optional<GitOwner>& owner,
-                             std::set<std::string>& judged) {
+                             std::set<std::string>& judged, Awaits& awaits) {
   size_t copied = 0;
   size_t looked_at = 0;  // packs this copy-back indexed
   uint64_t bytes = 0;    // and their size
@@ -1142,17 +1208,30 @@ Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, si
     refused.push_back("objects/pack: more than " + std::to_string(kGitListedEntriesMax) +
                       " entries; no pack in it is copied");
   }
-  std::optional<UniqueFd> host_packs;
+  // Oldest first: a pack git made later may name objects of an earlier one, and git's check
+  // wants those on the host already.
+  std::vector<std::pair<struct timespec, const DirEntry*>> by_age;
   for (const DirEntry& e : *entries) {
+    struct stat st {};
+    if (::fstatat(my_packs, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) st = {};
+    by_age.emplace_back(st.st_mtim, &e);
+  }
+  std::stable_sort(by_age.begin(), by_age.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first.tv_sec, a.first.tv_nsec) < std::tie(b.first.tv_sec, b.first.tv_nsec);
+  });
+  std::optional<UniqueFd> host_packs;
+  for (const auto& [mtime, entry] : by_age) {
+    const DirEntry& e = *entry;
     const std::string what = "objects/pack/" + e.name;
     if (!CopyableObjectFile(e, what, ValidPackFile, "tmp_", "not a pack file name", refused) ||
         !e.name.ends_with(".pack")) {
       continue;
     }
     struct stat seen {};
+    const std::string key = FileKey(my_packs, e.name.c_str());
     if (::fstatat(my_packs, e.name.c_str(), &seen, AT_SYMLINK_NOFOLLOW) == 0 &&
-        judged.contains(FileKey(my_packs, e.name.c_str()))) {
-      continue;  // refused or copied by an earlier copy-back
+        (judged.contains(key) || awaits.Waits(key))) {
+      continue;  // refused or copied by an earlier copy-back, or waiting for an object it names
     }
     // Each pack costs a run of the host's `git index-pack` and a search of the host's packs:
     // a bounded number per copy-back (2,000 one-object packs held a close 35-51 s: outside
@@ -1172,6 +1251,15 @@ Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, si
     Result<bool> indexed =
         IndexSessionPack(my_packs, e.name, hash_size, host_git_fd, judged, scratch);
     if (!indexed) {
+      // A pack naming an object the host lacks waits for it, whatever else arrives (each look
+      // costs a run of git); past the memory's bound it stays refused.
+      std::optional<std::string> missing = MissingObjectIn(indexed.error().message, hash_size);
+      if (missing && awaits.Hold(key, *missing)) {
+        judged.erase(key);
+        refused.push_back(what + ": waits for the object " + *missing +
+                          ", which it names and the host does not have");
+        continue;
+      }
       refused.push_back(what + ": " + indexed.error().message);
       continue;
     }
@@ -1221,6 +1309,40 @@ struct LooseCandidate {
   std::string what;
 };
 
+// Git refused a pack of loose objects over `named`, an object not in it (one the objects name
+// and the host lacks, or has as another type, or a `.gitmodules` of the host's a tree names):
+// the objects of `packed` that name it are refused, each added to `failed`. Those naming an
+// object the host lacks wait for it (`awaits`: a tree written before its blob came, a pack not
+// copied yet); the others are judged. False when none of them names it (or `named` is empty).
+bool RefuseWhatNames(const std::string& named, const std::string& said, size_t hash_size,
+                     const std::vector<UniqueFd>& session_dirs,
+                     const std::vector<const LooseCandidate*>& packed, GitLines& refused,
+                     std::set<std::string>& judged, Awaits& awaits, uint64_t& budget,
+                     std::set<std::string>& failed) {
+  if (named.empty()) return false;
+  const bool missing = MissingObjectIn(said, hash_size) == named;
+  bool any = false;
+  for (const LooseCandidate* c : packed) {
+    Result<std::optional<OpenedFile>> file =
+        OpenRegular(session_dirs[c->dir].Get(), c->file, kGitObjectFileMax, true);
+    if (!file || !*file ||
+        !LooseObjectLinksTo((*file)->fd.Get(), (*file)->size, c->id, named, budget)) {
+      continue;
+    }
+    any = true;
+    failed.insert(c->id);
+    const std::string key = FileKey((*file)->fd.Get(), "");
+    if (missing && awaits.Hold(key, named)) {
+      refused.push_back(c->what + ": waits for the object " + named +
+                        ", which it names and the host does not have");
+      continue;
+    }
+    refused.push_back(c->what + ": names " + named + ", which git refuses (" + said + ")");
+    Judge(judged, key);
+  }
+  return any;
+}
+
 // Packs of loose objects checked per copy-back (runs of the host's `git index-pack`): git stops
 // at the first object its fsck refuses, so the pack is made again without it; after this many
 // the rest wait for the next copy-back.
@@ -1239,7 +1361,7 @@ Result<std::set<std::string>> LooseObjectsGitPasses(int host_git_fd, size_t hash
                                                     const std::vector<UniqueFd>& session_dirs,
                                                     const std::vector<LooseCandidate>& candidates,
                                                     GitLines& refused,
-                                                    std::set<std::string>& judged) {
+                                                    std::set<std::string>& judged, Awaits& awaits) {
   std::set<std::string> passed;
   std::set<std::string> failed;
   // One budget for every round: a copy-back inflates at most kGitInflateBudget into its packs.
@@ -1285,15 +1407,17 @@ Result<std::set<std::string>> LooseObjectsGitPasses(int host_git_fd, size_t hash
         culprit = c;
       }
     }
-    if (culprit == nullptr) {
+    if (culprit != nullptr) {
+      refused.push_back(culprit->what + ": " + said + "; it is not copied");
+      Judge(judged, FileKey(session_dirs[culprit->dir].Get(), culprit->file.c_str()));
+      failed.insert(culprit->id);
+    } else if (!RefuseWhatNames(FirstObjectIdIn(said, hash_size), said, hash_size, session_dirs,
+                                packed, refused, judged, awaits, budget, failed)) {
       refused.push_back("objects: " + said + "; naming none of the " +
                         std::to_string(packed.size()) +
                         " loose objects in it: none is copied by this copy-back");
       return passed;
     }
-    refused.push_back(culprit->what + ": " + said + "; it is not copied");
-    Judge(judged, FileKey(session_dirs[culprit->dir].Get(), culprit->file.c_str()));
-    failed.insert(culprit->id);
     if (round == kFsckRoundsPerCopyBack) {
       refused.push_back("objects: left for the next copy-back (git's fsck refused " +
                         std::to_string(round) + " loose objects in this one)");
@@ -1303,8 +1427,9 @@ Result<std::set<std::string>> LooseObjectsGitPasses(int host_git_fd, size_t hash
 }
 
 Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size, GitLines& refused,
-                               const std::optional<GitOwner>& owner,
-                               std::set<std::string>& judged) {
+                               const std::optional<GitOwner>& owner, std::set<std::string>& judged,
+                               std::map<std::string, std::string>& awaiting) {
+  Awaits awaits(host_git_fd, awaiting);
   uint64_t budget = kGitInflateBudget;       // the session's files
   uint64_t copy_budget = kGitInflateBudget;  // their copies, judged again
   size_t looked_at = 0;                      // loose objects new to the host, this copy-back
@@ -1319,7 +1444,7 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size
   Result<std::optional<UniqueFd>> my_packs = OpenDir((*mine)->Get(), "pack");
   if (my_packs && *my_packs) {
     Result<size_t> packs = CopyBackPacks((*my_packs)->Get(), (*host)->Get(), host_git_fd, hash_size,
-                                         refused, owner, judged);
+                                         refused, owner, judged, awaits);
     if (!packs) return Propagate(packs);
     copied += *packs;
   }
@@ -1343,6 +1468,7 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size
   std::vector<UniqueFd> session_dirs;  // the session's objects/xx, and the host's
   std::vector<UniqueFd> host_dirs;
   std::vector<LooseCandidate> candidates;
+  std::vector<std::pair<LooseCandidate, std::string>> held;  // and the object each waits for
   bool full = false;
   for (const DirEntry& d : *dirs) {
     if (full) break;
@@ -1379,7 +1505,8 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size
       if (::fstatat(host_sub->Get(), f.name.c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0) {
         continue;  // copied before (objects are never overwritten)
       }
-      if (judged.contains(FileKey((*sub)->Get(), f.name.c_str()))) continue;  // refused before
+      const std::string key = FileKey((*sub)->Get(), f.name.c_str());
+      if (judged.contains(key)) continue;  // refused before
       if (looked_at == kLooseObjectsPerCopyBack) {
         refused.push_back("objects: left for the next copy-back (this one looked at " +
                           std::to_string(kLooseObjectsPerCopyBack) + " loose objects)");
@@ -1392,17 +1519,31 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size
         refused.push_back(file_what + ": not an id of this repository's hash");
         continue;
       }
-      candidates.push_back(
-          {.dir = session_dirs.size(), .file = f.name, .id = id, .what = file_what});
+      LooseCandidate candidate{
+          .dir = session_dirs.size(), .file = f.name, .id = id, .what = file_what};
+      if (std::optional<std::string> awaited = awaits.Waits(key); awaited) {
+        held.emplace_back(std::move(candidate), *awaited);  // unless it arrives now
+        continue;
+      }
+      candidates.push_back(std::move(candidate));
     }
     if (host_sub) {
       session_dirs.push_back(std::move(**sub));
       host_dirs.push_back(std::move(*host_sub));
     }
   }
+  // A held object whose awaited object is among this copy-back's is looked at with it.
+  std::set<std::string> arriving;
+  for (const LooseCandidate& c : candidates) arriving.insert(c.id);
+  for (auto& [candidate, awaited] : held) {
+    if (!arriving.contains(awaited)) continue;
+    (void)awaits.Waits(FileKey(session_dirs[candidate.dir].Get(), candidate.file.c_str()),
+                       arriving);
+    candidates.push_back(std::move(candidate));
+  }
   if (candidates.empty()) return copied;
-  Result<std::set<std::string>> passed =
-      LooseObjectsGitPasses(host_git_fd, hash_size, session_dirs, candidates, refused, judged);
+  Result<std::set<std::string>> passed = LooseObjectsGitPasses(host_git_fd, hash_size, session_dirs,
+                                                               candidates, refused, judged, awaits);
   if (!passed) return Propagate(passed);
   for (const LooseCandidate& c : candidates) {
     if (!passed->contains(c.id)) continue;
@@ -3765,8 +3906,9 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
     owner = GitOwner{st.st_uid, st.st_gid};
   }
   // Objects first: a ref is written only once what it names is there.
-  Result<size_t> objects = CopyBackObjects(private_fd, host_git_fd, IndexHashSize(snapshot),
-                                           done.refused, owner, snapshot.judged_files);
+  Result<size_t> objects =
+      CopyBackObjects(private_fd, host_git_fd, IndexHashSize(snapshot), done.refused, owner,
+                      snapshot.judged_files, snapshot.objects_awaiting);
   if (!objects) return Propagate(objects);
   done.objects = *objects;
   PackedRefsScope packed_refs;           // the host's packed-refs parsed once per version

@@ -53,6 +53,9 @@ inline constexpr size_t kGitListedEntriesMax = kGitMaxRefs + 1024;
 inline constexpr size_t kGitReportLinesMax = 256;
 // Session files a session's copy-backs remember as judged (GitSnapshot::judged_files).
 inline constexpr size_t kGitJudgedFilesMax = 65'536;
+// Session files a session's copy-backs hold back for an object they name
+// (GitSnapshot::objects_awaiting).
+inline constexpr size_t kGitAwaitedFilesMax = 4096;
 
 // The entries of a `.git` that hold code or configuration (gitrepository-layout(5)): a host git
 // run there reads them and may run what they say (core.fsmonitor, core.hooksPath, a hook, a
@@ -190,6 +193,11 @@ struct GitSnapshot {
   // again at every send, outside reviews 27 and 28): refused or indexed once, never read again by
   // a later copy-back. At most kGitJudgedFilesMax: past it the memory starts over.
   std::set<std::string> judged_files;
+  // The session's object and pack files held back because git's check found an object they name
+  // missing (file key, as judged_files, -> that object's id): looked at again only once the host
+  // has it, or a loose object of the same copy-back is it. At most kGitAwaitedFilesMax: past it a
+  // file so held is judged instead.
+  std::map<std::string, std::string> objects_awaiting;
 };
 
 // Refnames as git's check-ref-format(1) allows them, and under refs/ (at least two components).

@@ -1000,6 +1000,81 @@ TEST_F(GitPrivateTest, ObjectsGitsFsckRefusesNeverComeBackAndTheRestDo) {
   EXPECT_EQ(Host("fsck --no-progress --no-dangling --strict"), "");
 }
 
+// Objects that name another object as what it is not (outside review 39: a tag calling the
+// person's commit a blob, a tree entry with a file's mode naming a commit) made the person's
+// `git fsck` and `git gc` fail: git's `--strict` check refuses them over the object they name,
+// and the copy-back refuses the ones that name it, for good.
+TEST_F(GitPrivateTest, AnObjectNamingAnotherAsWhatItIsNotIsRefused) {
+  GitSnapshot snapshot = Prepare();
+  const std::string head = Host("rev-parse HEAD").substr(0, 40);
+  const std::string git = "git --git-dir=" + private_.string();
+  const std::string tag = Shell("printf 'object " + head +
+                                "\\ntype blob\\ntag t\\ntagger a <a@b> 1 +0000\\n\\nm\\n' | " +
+                                git + " hash-object -t tag -w --stdin")
+                              .substr(0, 40);
+  const std::string tree =
+      Shell("python3 -c \"import sys; sys.stdout.buffer.write(b'100644 c\\0' + bytes.fromhex('" +
+            head + "'))\" | " + git + " hash-object -t tree --literally -w --stdin")
+          .substr(0, 40);
+  ASSERT_EQ(tag.size(), 40u);
+  ASSERT_EQ(tree.size(), 40u);
+  GitCopyBack first = CopyBack(snapshot);
+  GitCopyBack second = CopyBack(snapshot);
+  const std::string said = Lines(first.refused) + Lines(second.refused);
+  for (const std::string& id : {tag, tree}) {
+    EXPECT_NE(said.find(id.substr(2) + ": names " + head + ", which git refuses"),
+              std::string::npos)
+        << id << "\n"
+        << said;
+    int status = 0;
+    Host("cat-file -e " + id, &status);
+    EXPECT_NE(status, 0) << id << " reached the host";
+  }
+  EXPECT_EQ(first.objects + second.objects, 0u);
+  EXPECT_EQ(Host("fsck --no-progress --no-dangling --strict"), "");
+  GitCopyBack third = CopyBack(snapshot);
+  EXPECT_TRUE(third.refused.empty()) << "judged objects were read again:\n" << Lines(third.refused);
+}
+
+// A tree written before the blob it names (a `.gitmodules` the session wrote later, or any
+// object of a pack not copied yet) waits for it, unread, and comes back with it; two packs of
+// the session, the later naming the earlier's commit, come back together, oldest first.
+TEST_F(GitPrivateTest, AnObjectWaitsForWhatItNamesAndComesBackWithIt) {
+  GitSnapshot snapshot = Prepare();
+  const std::string git = "git --git-dir=" + private_.string();
+  { std::ofstream(dir_ / "late") << "late\n"; }
+  const std::string blob =
+      Shell(git + " hash-object --stdin < " + (dir_ / "late").string()).substr(0, 40);
+  const std::string tree =
+      Shell("printf '100644 blob " + blob + "\\tlate\\n' | " + git + " mktree --missing")
+          .substr(0, 40);
+  GitCopyBack first = CopyBack(snapshot);
+  EXPECT_NE(Lines(first.refused).find(tree.substr(2) + ": waits for the object " + blob),
+            std::string::npos)
+      << Lines(first.refused);
+  EXPECT_EQ(first.objects, 0u);
+  GitCopyBack second = CopyBack(snapshot);
+  EXPECT_TRUE(second.refused.empty()) << "a waiting object was read again:\n"
+                                      << Lines(second.refused);
+  Shell(git + " hash-object -w --stdin < " + (dir_ / "late").string());
+  GitCopyBack third = CopyBack(snapshot);
+  EXPECT_EQ(third.objects, 2u) << Lines(third.refused);
+  EXPECT_EQ(Host("cat-file -p " + tree + ":late"), "late\n");
+  // Two packs: the second made by an incremental repack names the first's commit.
+  Session("commit -q --allow-empty -m one");
+  int status = 0;
+  Session("repack -q -d -l", &status);
+  ASSERT_EQ(status, 0);
+  Shell("touch -d '2001-01-01' " + (private_ / "objects" / "pack").string() + "/*.pack");
+  Session("commit -q --allow-empty -m two");
+  Session("repack -q -d -l", &status);
+  ASSERT_EQ(status, 0);
+  GitCopyBack packs = CopyBack(snapshot);
+  EXPECT_EQ(Lines(packs.refused).find("index-pack"), std::string::npos) << Lines(packs.refused);
+  EXPECT_EQ(Host("log --format=%s main"), "two\none\nfirst\n");
+  EXPECT_EQ(Host("fsck --no-progress --no-dangling --strict"), "");
+}
+
 // A tree that names a `.gitmodules` the host already has passes git's check (git reads the blob
 // from the host's repository, where index-pack runs); the commit and its branch come back.
 TEST_F(GitPrivateTest, ATreeNamingTheHostsGitmodulesComesBack) {
