@@ -6,11 +6,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <linux/sched.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -78,7 +81,51 @@ InstanceSlots& WatchInstances() {
 // the budget. An inotify instance is closed here: its watches count against a budget that
 // refuses (never waits), and the next check must find them given back (outside review 14). On
 // any failure to start the thread the watch is closed here too.
+std::atomic<bool> g_end_in_helper{false};
+
+// Closes the watch's fanotify group in a child process started like fork but with no exit signal
+// (no reaper of this process waits for it), which holds the last reference: its close, not
+// ours, waits for the grace period. The child closes every other descriptor it was given at
+// once (a pipe of the caller's, run's output, must not stay open past the caller's exit), then
+// waits until this process has let go of the group (end of file on `gate`) and closes it. Only
+// raw system calls in the child: a copy of a threaded process. False when no child could be
+// started (the caller then closes it as before).
+bool CloseInHelperProcess(TreeWatch& watch) {
+  int gate[2];
+  if (::pipe2(gate, O_CLOEXEC) != 0) return false;
+  const int fd = watch.fd();
+  struct clone_args args {};
+  args.exit_signal = 0;
+  const auto pid = static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof args));
+  if (pid == 0) {
+    const unsigned lo = static_cast<unsigned>(std::min(fd, gate[0]));
+    const unsigned hi = static_cast<unsigned>(std::max(fd, gate[0]));
+    if (lo > 0) ::syscall(SYS_close_range, 0U, lo - 1, 0U);
+    if (hi > lo + 1) ::syscall(SYS_close_range, lo + 1, hi - 1, 0U);
+    ::syscall(SYS_close_range, hi + 1, ~0U, 0U);
+    char ignored = 0;
+    (void)::syscall(SYS_read, gate[0], &ignored, 1);
+    ::syscall(SYS_close, fd);
+    ::syscall(SYS_exit_group, 0);
+  }
+  ::close(gate[0]);
+  if (pid < 0) {
+    ::close(gate[1]);
+    return false;
+  }
+  {
+    TreeWatch ending(std::move(watch));  // our reference goes here, quickly: the child holds one
+  }
+  ::close(gate[1]);
+  return true;
+}
+
 void EndWatch(std::optional<TreeWatch> watch) {
+  if (watch && watch->kind() == TreeWatch::Kind::kFanotify && g_end_in_helper.load() &&
+      CloseInHelperProcess(*watch)) {
+    WatchInstances().Release();
+    return;
+  }
   if (watch && watch->kind() == TreeWatch::Kind::kFanotify) {
     try {
       auto ending = std::make_unique<TreeWatch>(std::move(*watch));
@@ -710,6 +757,8 @@ std::optional<std::string> CheckRepositoriesAfterLaunch(const SandboxSpec& sandb
          " times (made or moved by a concurrent session?); open again once that settles, or "
          "open read-only";
 }
+
+void EndWatchesInAHelperProcess() { g_end_in_helper.store(true); }
 
 Result<std::vector<std::filesystem::path>> SessionMountPoints(pid_t pid) {
   const std::string file = "/proc/" + std::to_string(pid) + "/mountinfo";

@@ -137,6 +137,13 @@ inline constexpr int kAfterLaunchWalks = 3;
     const SandboxSpec& sandbox, const std::filesystem::path& init_binary, pid_t session,
     const struct timespec& walk_started, size_t max_entries = kRepositoryWalkMaxEntries);
 
+// For a process that exits once its one session ends (`ptybox run`): from now on a check's
+// fanotify group is closed in a child process of its own. Closing the group waits in the kernel
+// for an SRCU grace period (fsnotify_destroy_group, 5-15 ms here); the daemon closes it on a
+// thread, but a process's exit waits for its threads, and `run -- true` in workspace-write paid
+// it at every exit. The child (no exit signal) is left for the process's exit to hand on.
+void EndWatchesInAHelperProcess();
+
 // The mount points of the mount namespace of process `pid` (its /proc/<pid>/mountinfo, paths
 // as the process sees them, octal escapes decoded), sorted; an error when it cannot be read.
 [[nodiscard]] Result<std::vector<std::filesystem::path>> SessionMountPoints(pid_t pid);

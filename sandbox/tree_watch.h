@@ -57,6 +57,8 @@ class TreeWatch {
   ~TreeWatch();
 
   [[nodiscard]] Kind kind() const { return kind_; }
+  // The watch's descriptor (its fanotify group or inotify instance), still owned by the watch.
+  [[nodiscard]] int fd() const { return fd_.Get(); }
   // Watches the directory open at `dir_fd` before the walk reads it; why it cannot be, or
   // nullopt.
   [[nodiscard]] std::optional<std::string> Watch(int dir_fd);

@@ -26,6 +26,7 @@
 #include "policy/resolver.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/launcher.h"
+#include "sandbox/repository_walk.h"
 
 namespace ptybox::runtime {
 namespace {
@@ -316,6 +317,9 @@ int RunCommand(const RunOptions& options) {
   if (options.audit) options.audit->RunStarted(options.command, p, *cwd);
 
   const CallerTerminal terminal;
+  // The check after the launch ends its watch without holding our exit (the grace period of a
+  // fanotify group's close).
+  sandbox::EndWatchesInAHelperProcess();
   // Whatever escapes ptybox-init re-parents to us, never to the host's init; and as a
   // container's PID 1 we reap everything anyway (the reaper below).
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
