@@ -117,6 +117,35 @@ inline sandbox::testing::RunResult PushToFsckingServer(const std::filesystem::pa
   return push;
 }
 
+// The last 3,000 bytes of a daemon's log, for a failure's message.
+inline std::string LogTail(const std::string& log) {
+  return log.substr(log.size() > 3000 ? log.size() - 3000 : 0);
+}
+
+// The person's `git <args>` on `ws` (fsck, gc) succeeds, printed as observed; `what` names what
+// of the session's would have made it fail, `log` the daemon's log for the failure's message.
+inline void ExpectPersonsGitSucceeds(const std::filesystem::path& ws,
+                                     const std::vector<std::string>& args, const std::string& what,
+                                     const std::string& log = {}) {
+  const sandbox::testing::RunResult run = HostGit(ws, args);
+  std::cout << "  the person's `git " << args.front() << "`: exit " << run.exit_code << "\n"
+            << run.err;
+  EXPECT_EQ(run.exit_code, 0) << "the person's git " << args.front() << " fails on " << what << "\n"
+                              << run.Describe() << "\n"
+                              << LogTail(log);
+}
+
+// The person's push of `main` to a server that checks objects succeeds (PushToFsckingServer).
+inline void ExpectFsckingPushSucceeds(const std::filesystem::path& ws, const std::string& log) {
+  const sandbox::testing::RunResult push = PushToFsckingServer(ws);
+  std::cout << "  the person's `git push` of main to a fsck-ing server: exit " << push.exit_code
+            << "\n"
+            << push.err;
+  EXPECT_EQ(push.exit_code, 0) << "the person's push of main is refused\n"
+                               << push.Describe() << "\n"
+                               << LogTail(log);
+}
+
 // `text` without its trailing line ends (one line of a command's output).
 inline std::string Line(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();

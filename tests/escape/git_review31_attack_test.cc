@@ -54,15 +54,8 @@ void ExpectHostGitWorks(const fs::path& ws, const std::string& id, const std::st
   const sandbox::testing::RunResult has = HostGit(ws, {"cat-file", "-t", id});
   std::cout << "  the host's `git cat-file -t " << id << "`: exit " << has.exit_code << ", "
             << Line(has.out) << Line(has.err) << "\n";
-  const sandbox::testing::RunResult fsck = HostGit(ws, {"fsck", "--no-progress"});
-  std::cout << "  the person's `git fsck`: exit " << fsck.exit_code << "\n" << fsck.err;
-  EXPECT_EQ(fsck.exit_code, 0) << "the person's git fsck fails on the session's object\n"
-                               << fsck.Describe();
-  const sandbox::testing::RunResult gc = HostGit(ws, {"gc", "-q"});
-  std::cout << "  the person's `git gc`: exit " << gc.exit_code << "\n" << gc.err;
-  EXPECT_EQ(gc.exit_code, 0) << "the person's git gc fails on the session's object\n"
-                             << gc.Describe() << "\n"
-                             << log.substr(log.size() > 3000 ? log.size() - 3000 : 0);
+  git_attack::ExpectPersonsGitSucceeds(ws, {"fsck", "--no-progress"}, "the session's object");
+  git_attack::ExpectPersonsGitSucceeds(ws, {"gc", "-q"}, "the session's object", log);
   EXPECT_EQ(HostGit(ws, {"status", "--porcelain"}).exit_code, 0);
 }
 
@@ -137,18 +130,8 @@ TEST(GitReview31AttackTest, ACommitWhoseTreeFsckRefusesNeverMovesThePersonsBranc
   const std::string after = git_attack::Rev(ws, "refs/heads/main");
   std::cout << "  the host's main: " << before << " -> " << after << "\n";
   ASSERT_TRUE(plant.Says("moved-" + after) || after == before) << plant.Show();
-  const sandbox::testing::RunResult fsck = HostGit(ws, {"fsck", "--no-progress"});
-  std::cout << "  the person's `git fsck`: exit " << fsck.exit_code << "\n" << fsck.err;
-  EXPECT_EQ(fsck.exit_code, 0) << "the person's git fsck fails on the session's commit\n"
-                               << fsck.Describe();
-  const sandbox::testing::RunResult push = git_attack::PushToFsckingServer(ws);
-  std::cout << "  the person's `git push` of main to a fsck-ing server: exit " << push.exit_code
-            << "\n"
-            << push.err;
-  EXPECT_EQ(push.exit_code, 0) << "the person's push of main is refused\n"
-                               << push.Describe() << "\n"
-                               << daemon.Log().substr(
-                                      daemon.Log().size() > 3000 ? daemon.Log().size() - 3000 : 0);
+  git_attack::ExpectPersonsGitSucceeds(ws, {"fsck", "--no-progress"}, "the session's commit");
+  git_attack::ExpectFsckingPushSucceeds(ws, daemon.Log());
 }
 
 }  // namespace

@@ -52,10 +52,6 @@ namespace fs = std::filesystem;
 using git_attack::HostGit;
 using git_attack::Line;
 
-std::string Tail(const std::string& log) {
-  return log.substr(log.size() > 3000 ? log.size() - 3000 : 0);
-}
-
 // (a) The tree first, its `.gitmodules` blob at the next copy-back.
 TEST(GitReview32AttackTest, AGitmodulesBlobArrivingAfterItsTreeIsHeldToGitsRules) {
   git_attack::GitWriteSession git;
@@ -76,12 +72,8 @@ TEST(GitReview32AttackTest, AGitmodulesBlobArrivingAfterItsTreeIsHeldToGitsRules
           "-c3-)) && echo planted-$((40+2))");
   ASSERT_TRUE(plant.Says("planted-42")) << plant.Show();
   ASSERT_NO_FATAL_FAILURE(git_attack::Settle(git, 2));
-  const sandbox::testing::RunResult first = HostGit(ws, {"fsck", "--no-progress"});
-  std::cout << "  after the tree came back without its blob, the person's `git fsck`: exit "
-            << first.exit_code << "\n"
-            << first.err;
-  EXPECT_EQ(first.exit_code, 0) << "the person's git fsck fails on the session's tree\n"
-                                << first.Describe();
+  std::cout << "  after the tree's copy-back, without its blob:\n";
+  git_attack::ExpectPersonsGitSucceeds(ws, {"fsck", "--no-progress"}, "the session's tree");
   // The blob again, alone, and main onto the commit.
   Observed move = RunInSession(
       client, id, "workspace-write", "move",
@@ -92,17 +84,8 @@ TEST(GitReview32AttackTest, AGitmodulesBlobArrivingAfterItsTreeIsHeldToGitsRules
   ASSERT_NO_FATAL_FAILURE(git_attack::Settle(git, 2));
   const std::string after = git_attack::Rev(ws, "refs/heads/main");
   std::cout << "  the host's main: " << before << " -> " << after << "\n";
-  const sandbox::testing::RunResult fsck = HostGit(ws, {"fsck", "--no-progress"});
-  std::cout << "  the person's `git fsck`: exit " << fsck.exit_code << "\n" << fsck.err;
-  EXPECT_EQ(fsck.exit_code, 0) << "the person's git fsck fails on the session's .gitmodules\n"
-                               << fsck.Describe();
-  const sandbox::testing::RunResult push = git_attack::PushToFsckingServer(ws);
-  std::cout << "  the person's `git push` of main to a fsck-ing server: exit " << push.exit_code
-            << "\n"
-            << push.err;
-  EXPECT_EQ(push.exit_code, 0) << "the person's push of main is refused\n"
-                               << push.Describe() << "\n"
-                               << Tail(daemon.Log());
+  git_attack::ExpectPersonsGitSucceeds(ws, {"fsck", "--no-progress"}, "the session's .gitmodules");
+  git_attack::ExpectFsckingPushSucceeds(ws, daemon.Log());
 }
 
 // (b) A dangling tag calling the person's HEAD commit a blob.
@@ -118,15 +101,8 @@ TEST(GitReview32AttackTest, ATagNamingACommitAsABlobNeverReachesTheHost) {
       "planted-$((40+2))");
   ASSERT_TRUE(plant.Says("planted-42")) << plant.Show();
   ASSERT_NO_FATAL_FAILURE(git_attack::Settle(git, 2));
-  const sandbox::testing::RunResult fsck = HostGit(ws, {"fsck", "--no-progress"});
-  std::cout << "  the person's `git fsck`: exit " << fsck.exit_code << "\n" << fsck.err;
-  EXPECT_EQ(fsck.exit_code, 0) << "the person's git fsck fails on the session's tag\n"
-                               << fsck.Describe();
-  const sandbox::testing::RunResult gc = HostGit(ws, {"gc", "-q"});
-  std::cout << "  the person's `git gc`: exit " << gc.exit_code << "\n" << gc.err;
-  EXPECT_EQ(gc.exit_code, 0) << "the person's git gc fails on the session's tag\n"
-                             << gc.Describe() << "\n"
-                             << Tail(daemon.Log());
+  git_attack::ExpectPersonsGitSucceeds(ws, {"fsck", "--no-progress"}, "the session's tag");
+  git_attack::ExpectPersonsGitSucceeds(ws, {"gc", "-q"}, "the session's tag", daemon.Log());
   EXPECT_EQ(git_attack::Rev(ws, "HEAD"), head);
 }
 
