@@ -269,50 +269,78 @@ bool LooseObjectMatchesName(int fd, uint64_t size, std::string_view id, std::str
 namespace {
 
 // Finds whether an object names `target` (raw id bytes): a commit's `tree` and `parent` lines, a
-// tag's `object` line (its header, before the first empty line), a tree's entries.
+// tag's `object` line (its header, to the first empty line, however long), a tree's entries. Byte
+// by byte, holding no more than one link line or one id: a name or a header line of any length
+// is skipped, not kept.
 class LinkFinder final : public LooseObjectSink {
  public:
   LinkFinder(std::string_view target_hex, std::string raw)
       : hex_(target_hex), raw_(std::move(raw)) {}
   bool Header(std::string_view type, uint64_t /*size*/) override {
     tree_ = type == "tree";
-    blob_ = type == "blob";
+    done_ = type == "blob";  // a blob names nothing
     return true;
   }
   bool Body(std::string_view bytes) override {
-    if (found_ || blob_ || done_) return true;
-    carry_.append(bytes);
-    if (tree_) {
-      // `<mode> <name>\0<id>` after another.
-      for (;;) {
-        const size_t nul = carry_.find('\0', at_);
-        if (nul == std::string::npos || carry_.size() < nul + 1 + raw_.size()) break;
-        if (std::string_view(carry_).substr(nul + 1, raw_.size()) == raw_) found_ = true;
-        at_ = nul + 1 + raw_.size();
+    for (const char c : bytes) {
+      if (found_ || done_) break;
+      if (tree_) {
+        TreeByte(c);
+      } else {
+        HeaderByte(c);
       }
-      carry_.erase(0, at_);
-      at_ = 0;
-      return true;
     }
-    const size_t end = ("\n" + carry_).find("\n\n");
-    const std::string head =
-        "\n" + carry_.substr(0, end == std::string::npos ? carry_.size() : end);
-    for (const char* key : {"\ntree ", "\nparent ", "\nobject "}) {
-      if (head.find(std::string(key) + hex_ + "\n") != std::string::npos) found_ = true;
-    }
-    // A header longer than this is no header git writes: nothing after it is read.
-    if (end != std::string::npos || carry_.size() > (64u << 10)) done_ = true;
     return true;
   }
   [[nodiscard]] bool found() const { return found_; }
 
  private:
+  // `<mode> <name>\0<id>` after another.
+  void TreeByte(char c) {
+    if (!in_id_) {
+      if (c == '\0') {
+        in_id_ = true;
+        id_.clear();
+      }
+      return;
+    }
+    id_.push_back(c);
+    if (id_.size() < raw_.size()) return;
+    found_ = id_ == raw_;
+    in_id_ = false;
+  }
+  // `<key> <value>\n` lines until an empty one.
+  void HeaderByte(char c) {
+    if (skipping_) {
+      skipping_ = c != '\n';
+      return;
+    }
+    if (c != '\n') {
+      line_.push_back(c);
+      // Longer than any link line: the rest of it is not kept.
+      if (line_.size() > std::string_view("parent ").size() + hex_.size()) {
+        skipping_ = true;
+        line_.clear();
+      }
+      return;
+    }
+    if (line_.empty()) {
+      done_ = true;  // the header's end
+      return;
+    }
+    for (const char* key : {"tree ", "parent ", "object "}) {
+      if (line_ == key + hex_) found_ = true;
+    }
+    line_.clear();
+  }
+
   std::string hex_;
   std::string raw_;
-  std::string carry_;
-  size_t at_ = 0;
+  std::string id_;    // a tree entry's id, as it arrives
+  std::string line_;  // a header line, as it arrives
   bool tree_ = false;
-  bool blob_ = false;
+  bool in_id_ = false;
+  bool skipping_ = false;
   bool done_ = false;
   bool found_ = false;
 };
@@ -500,6 +528,8 @@ Result<IndexedPack> IndexPack(const std::filesystem::path& pack, size_t hash_siz
   if (!run->Succeeded()) {
     std::error_code ec;
     std::filesystem::remove(idx, ec);
+    // A run cut short judged nothing: not a refusal of the pack's objects.
+    if (run->timed_out) return Fail(ErrorKind::kInternal, "git index-pack ran past 10 minutes");
     return Fail(ErrorKind::kPolicyDenied, "git index-pack refused it" + GitSaid(*run));
   }
   // The pack's name is the last line: fsck prints before it the `.gitmodules` blobs the pack

@@ -1072,6 +1072,23 @@ std::optional<std::string> MissingObjectIn(const std::string& said, size_t hash_
   return id;
 }
 
+// The object git's `--strict` check refused as named by another (one it did not receive, or
+// found as another type than it is named as), when `said` (its refusal) says so.
+std::optional<std::string> LinkGitRefused(const std::string& said, size_t hash_size) {
+  if (std::optional<std::string> missing = MissingObjectIn(said, hash_size)) return missing;
+  // `object <id>: expected type <named>, found <type>` (named from outside the pack), or
+  // `object <id> is a <named>, not a <type>` (named as another type by an object of the pack
+  // git read first).
+  for (const std::string_view after :
+       {std::string_view(": expected type "), std::string_view(" is a ")}) {
+    const size_t at = said.find(after);
+    if (at == std::string::npos || at < hash_size * 2) continue;
+    std::string id = said.substr(at - hash_size * 2, hash_size * 2);
+    if (IsObjectId(id)) return id;
+  }
+  return std::nullopt;
+}
+
 // The first object id (of `hash_size`) in `said`, or empty.
 std::string FirstObjectIdIn(const std::string& said, size_t hash_size) {
   const size_t digits = hash_size * 2;
@@ -1314,6 +1331,7 @@ struct LooseCandidate {
 // the objects of `packed` that name it are refused, each added to `failed`. Those naming an
 // object the host lacks wait for it (`awaits`: a tree written before its blob came, a pack not
 // copied yet); the others are judged. False when none of them names it (or `named` is empty).
+// `budget` bounds what is inflated to read the links (git's pack held at most as much).
 bool RefuseWhatNames(const std::string& named, const std::string& said, size_t hash_size,
                      const std::vector<UniqueFd>& session_dirs,
                      const std::vector<const LooseCandidate*>& packed, GitLines& refused,
@@ -1364,8 +1382,11 @@ Result<std::set<std::string>> LooseObjectsGitPasses(int host_git_fd, size_t hash
                                                     std::set<std::string>& judged, Awaits& awaits) {
   std::set<std::string> passed;
   std::set<std::string> failed;
-  // One budget for every round: a copy-back inflates at most kGitInflateBudget into its packs.
+  // One budget for every round: a copy-back inflates at most kGitInflateBudget into its packs,
+  // and as much again reading the links of the objects packed (RefuseWhatNames: the first
+  // round's reads always fit, so each copy-back refuses at least one object git refused).
   uint64_t budget = kGitInflateBudget;
+  uint64_t links_budget = kGitInflateBudget;
   for (int round = 1;; ++round) {
     ScratchDirectory scratch;
     if (Result<void> made = MakeScratchDirectory("loose-", scratch); !made) return Propagate(made);
@@ -1398,10 +1419,18 @@ Result<std::set<std::string>> LooseObjectsGitPasses(int host_git_fd, size_t hash
     }
     // The object git refused: the first of the pack's ids its words name.
     const std::string& said = indexed.error().message;
+    if (indexed.error().kind != ErrorKind::kPolicyDenied) {
+      // Git did not judge the objects (it ran too long, or could not run): they wait.
+      refused.push_back("objects: " + said + "; the loose objects wait for the next copy-back");
+      return passed;
+    }
+    // An object of the pack refused for its own form, or one they name (missing, named as
+    // another type: the objects naming it are at fault, whether or not it is in the pack).
+    std::optional<std::string> linked = LinkGitRefused(said, hash_size);
     const LooseCandidate* culprit = nullptr;
     size_t culprit_at = std::string::npos;
     for (const LooseCandidate* c : packed) {
-      const size_t at = said.find(c->id);
+      const size_t at = linked ? std::string::npos : said.find(c->id);
       if (at < culprit_at) {
         culprit_at = at;
         culprit = c;
@@ -1411,11 +1440,19 @@ Result<std::set<std::string>> LooseObjectsGitPasses(int host_git_fd, size_t hash
       refused.push_back(culprit->what + ": " + said + "; it is not copied");
       Judge(judged, FileKey(session_dirs[culprit->dir].Get(), culprit->file.c_str()));
       failed.insert(culprit->id);
-    } else if (!RefuseWhatNames(FirstObjectIdIn(said, hash_size), said, hash_size, session_dirs,
-                                packed, refused, judged, awaits, budget, failed)) {
-      refused.push_back("objects: " + said + "; naming none of the " +
+    } else if (!RefuseWhatNames(linked ? *linked : FirstObjectIdIn(said, hash_size), said,
+                                hash_size, session_dirs, packed, refused, judged, awaits,
+                                links_budget, failed)) {
+      // Git blamed nothing any of them names (every link of theirs was read): all of them are
+      // refused for good, so that the same pack is not checked again at every send (outside
+      // review 40).
+      refused.push_back("objects: " + said + "; naming no loose object of the " +
                         std::to_string(packed.size()) +
-                        " loose objects in it: none is copied by this copy-back");
+                        " in it, nor one they name: all are refused");
+      for (const LooseCandidate* c : packed) {
+        Judge(judged, FileKey(session_dirs[c->dir].Get(), c->file.c_str()));
+        failed.insert(c->id);
+      }
       return passed;
     }
     if (round == kFsckRoundsPerCopyBack) {
@@ -1507,6 +1544,14 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size
       }
       const std::string key = FileKey((*sub)->Get(), f.name.c_str());
       if (judged.contains(key)) continue;  // refused before
+      const std::string id = d.name + f.name;
+      LooseCandidate candidate{
+          .dir = session_dirs.size(), .file = f.name, .id = id, .what = file_what};
+      // One that waits costs nothing here and counts toward no bound but the memory's.
+      if (std::optional<std::string> awaited = awaits.Waits(key); awaited) {
+        held.emplace_back(std::move(candidate), *awaited);  // unless it arrives now
+        continue;
+      }
       if (looked_at == kLooseObjectsPerCopyBack) {
         refused.push_back("objects: left for the next copy-back (this one looked at " +
                           std::to_string(kLooseObjectsPerCopyBack) + " loose objects)");
@@ -1514,15 +1559,8 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size
         break;
       }
       ++looked_at;
-      const std::string id = d.name + f.name;
       if (id.size() != hash_size * 2) {
         refused.push_back(file_what + ": not an id of this repository's hash");
-        continue;
-      }
-      LooseCandidate candidate{
-          .dir = session_dirs.size(), .file = f.name, .id = id, .what = file_what};
-      if (std::optional<std::string> awaited = awaits.Waits(key); awaited) {
-        held.emplace_back(std::move(candidate), *awaited);  // unless it arrives now
         continue;
       }
       candidates.push_back(std::move(candidate));

@@ -1036,6 +1036,48 @@ TEST_F(GitPrivateTest, AnObjectNamingAnotherAsWhatItIsNotIsRefused) {
   EXPECT_TRUE(third.refused.empty()) << "judged objects were read again:\n" << Lines(third.refused);
 }
 
+// Git blames an object named wrongly, not the object that names it: the copy-back reads every
+// link of the objects it packed, a header of any length included (outside review 40: a missing
+// parent past 6,000 parent lines held every loose object back, re-checked at every send), and
+// refuses what names it; the object named, when the session's and well formed, comes back.
+TEST_F(GitPrivateTest, TheObjectThatNamesAnotherWronglyIsRefusedNotTheOneItNames) {
+  GitSnapshot snapshot = Prepare();
+  const std::string git = "git --git-dir=" + private_.string();
+  Session("commit -q --allow-empty -m mine");
+  const std::string mine = Session("rev-parse HEAD").substr(0, 40);
+  const std::string tag = Shell("printf 'object " + mine +
+                                "\\ntype blob\\ntag t\\ntagger a <a@b> 1 +0000\\n\\nm\\n' | " +
+                                git + " hash-object -t tag -w --stdin")
+                              .substr(0, 40);
+  const std::string head = Host("rev-parse HEAD").substr(0, 40);
+  const std::string tree = Host("rev-parse HEAD^{tree}").substr(0, 40);
+  const std::string missing = std::string(39, '1') + "2";
+  {
+    std::ofstream(dir_ / "long.sh")
+        << "printf 'tree %s\\n' " + tree +
+               "; i=0; while [ $i -lt 6000 ]; do printf 'parent %s\\n' " + head +
+               "; i=$((i+1)); done; printf 'parent %s\\nauthor a <a@b> 1 +0000\\ncommitter a <a@b> "
+               "1 +0000\\n\\nm\\n' " +
+               missing + "\n";
+  }
+  const std::string long_commit =
+      Shell("sh " + (dir_ / "long.sh").string() + " | " + git + " hash-object -t commit -w --stdin")
+          .substr(0, 40);
+  ASSERT_EQ(long_commit.size(), 40u);
+  GitCopyBack first = CopyBack(snapshot);
+  GitCopyBack second = CopyBack(snapshot);
+  const std::string said = Lines(first.refused) + Lines(second.refused);
+  EXPECT_NE(said.find(tag.substr(2) + ": names " + mine), std::string::npos) << said;
+  EXPECT_NE(said.find(long_commit.substr(2) + ": waits for the object " + missing),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(Host("log -1 --format=%s " + mine), "mine\n");
+  EXPECT_EQ(Host("fsck --no-progress --no-dangling --strict"), "");
+  GitCopyBack third = CopyBack(snapshot);
+  EXPECT_TRUE(third.refused.empty()) << "refused or waiting objects were read again:\n"
+                                     << Lines(third.refused);
+}
+
 // A tree written before the blob it names (a `.gitmodules` the session wrote later, or any
 // object of a pack not copied yet) waits for it, unread, and comes back with it; two packs of
 // the session, the later naming the earlier's commit, come back together, oldest first.
