@@ -850,6 +850,31 @@ bool StashLogHolds(int host_git_fd, const std::string& value) {
   return HostStashes(host_git_fd).contains(value);
 }
 
+// Removes `relative` of the host's .git when it is an empty directory, as git does before it
+// writes a ref or a log where one is (a deletion of `X/y` by a tool that keeps its directories
+// leaves `X` so). The kernel refuses anything but an empty directory (no link is followed).
+void RemoveEmptyDirectoryAt(int git_fd, const std::string& relative) {
+  std::string leaf;
+  Result<std::optional<UniqueFd>> parent = ParentDir(git_fd, relative, false, leaf, std::nullopt);
+  if (parent && *parent) ::unlinkat((**parent).Get(), leaf.c_str(), AT_REMOVEDIR);
+}
+
+// Removes the directories above `relative` (a file of the host's .git just removed) while each
+// is empty, keeping its first `keep` components (`refs/heads`, `logs/refs/heads`), as git's
+// deletion does: a directory `X` left by the deletion of branch `X/y` kept a branch `X` from
+// ever coming back, and HEAD and the index with it (outside review 41).
+void RemoveEmptyParents(int git_fd, std::string relative, size_t keep) {
+  for (size_t slash; (slash = relative.rfind('/')) != std::string::npos;) {
+    relative.resize(slash);
+    if (static_cast<size_t>(std::count(relative.begin(), relative.end(), '/')) + 1 <= keep) return;
+    std::string leaf;
+    Result<std::optional<UniqueFd>> parent = ParentDir(git_fd, relative, false, leaf, std::nullopt);
+    if (!parent || !*parent || ::unlinkat((**parent).Get(), leaf.c_str(), AT_REMOVEDIR) != 0) {
+      return;
+    }
+  }
+}
+
 // Writes one ref to the host: compare-and-swap against `expected` (nullopt: the host must have
 // none). `value` nullopt deletes it. Returns false on a conflict (`why` says what).
 Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
@@ -868,6 +893,10 @@ Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
           " since the session started from " + expected.value_or("(none)") + "; left as it is";
     return false;
   };
+  if (value) {
+    RemoveEmptyDirectoryAt(host_git_fd, name);
+    RemoveEmptyDirectoryAt(host_git_fd, "logs/" + name);
+  }
   if (Result<bool> same = unchanged(); !same) {
     return Propagate(same);
   } else if (!*same) {
@@ -946,12 +975,14 @@ Result<bool> UpdateHostRef(int host_git_fd, const std::string& name,
   if (*parent) unlink_file((**parent).Get(), leaf);
   unlock_packed();
   unlock();
+  RemoveEmptyParents(host_git_fd, name, 2);
   // Its log goes with it, as git's does: one left behind made the person's later branch
   // `X/...` fail ("Not a directory"), or showed a dropped stash again (outside review 15).
   std::string log_leaf;
   Result<std::optional<UniqueFd>> log_dir =
       ParentDir(host_git_fd, "logs/" + name, false, log_leaf, owner);
   if (log_dir && *log_dir) unlink_file((**log_dir).Get(), log_leaf);
+  RemoveEmptyParents(host_git_fd, "logs/" + name, 3);
   return true;
 }
 
@@ -3583,6 +3614,7 @@ Appended AppendToHostLog(int host_git_fd, const std::string& name, const std::st
     done.refused.push_back(log + ": " + (parent ? "no directory" : parent.error().message));
     return Appended::kNot;
   }
+  ::unlinkat((**parent).Get(), leaf.c_str(), AT_REMOVEDIR);  // an empty directory in its place
   struct stat before {};
   const bool existed = ::fstatat((**parent).Get(), leaf.c_str(), &before, AT_SYMLINK_NOFOLLOW) == 0;
   // One component beneath a directory opened without links, O_NOFOLLOW: no link is followed.

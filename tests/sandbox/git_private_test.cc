@@ -1078,6 +1078,35 @@ TEST_F(GitPrivateTest, TheObjectThatNamesAnotherWronglyIsRefusedNotTheOneItNames
                                      << Lines(third.refused);
 }
 
+// A deletion removes the directories it leaves empty, as git's does, and a ref or log written
+// where an empty directory stands replaces it (outside review 41: branch `feature` never came
+// back after `feature/login` was deleted, and HEAD and the index waited for it for good).
+TEST_F(GitPrivateTest, ARefNamedAsADeletedRefsDirectoryComesBack) {
+  GitSnapshot snapshot = Prepare();
+  Session("branch feature/login");
+  Session("tag v1/rc");
+  CopyBack(snapshot);
+  ASSERT_TRUE(fs::is_regular_file(host_ / ".git" / "refs" / "heads" / "feature" / "login"));
+  Session("branch -D -q feature/login");
+  Session("tag -d v1/rc");
+  Session("branch feature");
+  Session("tag v1");
+  // A tool of the person's that deletes refs but keeps their directories.
+  fs::create_directories(host_ / ".git" / "refs" / "heads" / "kept");
+  fs::create_directories(host_ / ".git" / "logs" / "refs" / "heads" / "kept");
+  Session("branch kept");
+  CopyBack(snapshot);
+  GitCopyBack done = CopyBack(snapshot);
+  const std::string head = Host("rev-parse HEAD");
+  EXPECT_EQ(Host("rev-parse feature"), head) << Lines(done.refused);
+  EXPECT_EQ(Host("rev-parse v1"), head) << Lines(done.refused);
+  EXPECT_EQ(Host("rev-parse kept"), head) << Lines(done.refused);
+  EXPECT_TRUE(fs::is_regular_file(host_ / ".git" / "logs" / "refs" / "heads" / "kept"));
+  EXPECT_FALSE(fs::exists(host_ / ".git" / "logs" / "refs" / "heads" / "feature" / "login"));
+  EXPECT_TRUE(fs::is_directory(host_ / ".git" / "refs" / "heads"));
+  EXPECT_EQ(Host("fsck --no-progress --no-dangling --strict"), "");
+}
+
 // A tree written before the blob it names (a `.gitmodules` the session wrote later, or any
 // object of a pack not copied yet) waits for it, unread, and comes back with it; two packs of
 // the session, the later naming the earlier's commit, come back together, oldest first.
