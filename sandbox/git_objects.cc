@@ -90,13 +90,14 @@ Result<CapturedRun> RunHostGit(const std::vector<std::string>& env,
     return Fail(ErrorKind::kInternal, "no git on the daemon's PATH or in /usr/bin to " + what +
                                           " with; install git on the host");
   }
-  std::vector<std::string> argv = {"/usr/bin/env",
-                                   "-i",
-                                   "PATH=/usr/bin:/bin",
-                                   "HOME=/nonexistent",
-                                   "GIT_CONFIG_NOSYSTEM=1",
-                                   "GIT_CONFIG_GLOBAL=/dev/null",
-                                   "LC_ALL=C"};
+  // No transport (GIT_ALLOW_PROTOCOL empty allows none): in a partial clone git fetches any
+  // object it looks up and lacks from the promisor remote, running the repository's configured
+  // ssh command or upload-pack as the daemon; each run here reads only what the host holds.
+  std::vector<std::string> argv = {"/usr/bin/env",          "-i",
+                                   "PATH=/usr/bin:/bin",    "HOME=/nonexistent",
+                                   "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+                                   "GIT_ALLOW_PROTOCOL=",   "GIT_NO_LAZY_FETCH=1",
+                                   "GIT_TERMINAL_PROMPT=0", "LC_ALL=C"};
   argv.insert(argv.end(), env.begin(), env.end());
   argv.push_back(*git);
   argv.insert(argv.end(), args.begin(), args.end());
@@ -648,11 +649,11 @@ Result<std::optional<std::string>> CommitAddsGitlink(int host_git_fd, std::strin
                                                      bool& timed_out) {
   timed_out = false;
   const size_t max_capture = 16u << 20;
-  Result<CapturedRun> run =
-      RunOnHostRepository(host_git_fd,
-                          {"log", "--raw", "-r", "-m", "--root", "--no-renames", "--no-abbrev",
-                           "--format=commit %H", std::string(tip) + "^{commit}", "--not", "--all"},
-                          timeout, max_capture, "check the commit");
+  Result<CapturedRun> run = RunOnHostRepository(
+      host_git_fd,
+      {"log", "--no-show-signature", "--raw", "-r", "-m", "--root", "--no-renames", "--no-abbrev",
+       "--format=commit %H", std::string(tip) + "^{commit}", "--not", "--all"},
+      timeout, max_capture, "check the commit");
   if (!run) return Propagate(run);
   if (run->timed_out) {
     timed_out = true;

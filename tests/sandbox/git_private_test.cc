@@ -1107,6 +1107,46 @@ TEST_F(GitPrivateTest, ARefNamedAsADeletedRefsDirectoryComesBack) {
   EXPECT_EQ(Host("fsck --no-progress --no-dangling --strict"), "");
 }
 
+// The daemon's git never fetches: on a partial clone a lookup of an object the host lacks would
+// fetch it from the promisor remote, running the repository's configured upload-pack (here a
+// script that leaves a mark) as the daemon (`git cat-file` does; `index-pack` never fetches).
+// The session's tree naming such a blob only waits.
+TEST_F(GitPrivateTest, TheDaemonsGitNeverFetchesFromAPartialClonesRemote) {
+  const fs::path source = dir_ / "source";
+  Shell("git init -q -b main " + source.string());
+  { std::ofstream(source / "big.txt") << "lazy\n"; }
+  Shell("git -C " + source.string() + " add big.txt && git -C " + source.string() +
+        " commit -q -m big && git -C " + source.string() + " config uploadpack.allowFilter true");
+  fs::remove_all(host_);
+  int status = 0;
+  Shell("git clone -q --filter=blob:none --no-checkout file://" + source.string() + " " +
+            host_.string(),
+        &status);
+  ASSERT_EQ(status, 0);
+  const fs::path mark = dir_ / "fetched";
+  {
+    std::ofstream(dir_ / "upload.sh")
+        << "#!/bin/sh\ntouch " + mark.string() + "\nexec git-upload-pack \"$@\"\n";
+  }
+  fs::permissions(dir_ / "upload.sh", fs::perms::owner_all);
+  Host("config remote.origin.uploadpack " + (dir_ / "upload.sh").string());
+  const std::string blob =
+      Shell("git -C " + source.string() + " rev-parse HEAD:big.txt").substr(0, 40);
+  GitSnapshot snapshot = Prepare();
+  const std::string tree =
+      Shell("printf '100644 blob " + blob + "\\tbig.txt\\n100644 blob " + blob +
+            "\\tcopy.txt\\n' | git --git-dir=" + private_.string() + " mktree --missing")
+          .substr(0, 40);
+  ASSERT_EQ(tree.size(), 40u);
+  GitCopyBack done = CopyBack(snapshot);
+  GitCopyBack again = CopyBack(snapshot);  // asks the host whether the awaited blob came
+  EXPECT_FALSE(fs::exists(mark)) << "the daemon's git ran the repository's upload-pack\n"
+                                 << Lines(done.refused) << Lines(again.refused);
+  EXPECT_NE(Lines(done.refused).find(tree.substr(2) + ": waits for the object " + blob),
+            std::string::npos)
+      << Lines(done.refused);
+}
+
 // A tree written before the blob it names (a `.gitmodules` the session wrote later, or any
 // object of a pack not copied yet) waits for it, unread, and comes back with it; two packs of
 // the session, the later naming the earlier's commit, come back together, oldest first.
