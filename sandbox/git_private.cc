@@ -3225,8 +3225,12 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, const SessionView& se
     // (A branch the host moved meanwhile is left by the compare-and-swap below, which says so.)
     const auto on_host = host_refs.find(name);
     const bool host_unmoved = start && on_host != host_refs.end() && on_host->second == *start;
+    // A branch made anew too: a host worktree may hold it unborn (`git switch --orphan X`), and
+    // the session's branch X made there became the parent of the person's first commit, their
+    // index showing its files deleted (outside review 42).
+    const bool host_none = !start && on_host == host_refs.end();
     std::optional<std::string> follower;  // the worktree whose index moves with it
-    if (host_unmoved && now && name.starts_with("refs/heads/")) {
+    if ((host_unmoved || host_none) && now && name.starts_with("refs/heads/")) {
       if (std::optional<std::string> held =
               HeldMoveRefusal(host_git_fd, session, snapshot, name, follower)) {
         // HEAD's copy-back may move off it first (a session's `git checkout main; git branch -f

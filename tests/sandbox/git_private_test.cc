@@ -1147,6 +1147,27 @@ TEST_F(GitPrivateTest, TheDaemonsGitNeverFetchesFromAPartialClonesRemote) {
       << Lines(done.refused);
 }
 
+// A branch a host worktree holds unborn (`git switch --orphan pages`) is not made by the session
+// under it (outside review 42: the person's first commit there got the session's as parent); it
+// comes back once the worktree leaves it.
+TEST_F(GitPrivateTest, ABranchAHostWorktreeHoldsUnbornWaitsForItToLeave) {
+  const fs::path wt = dir_ / "wt";
+  Host("worktree add -q --detach " + wt.string());
+  Shell("git -C " + wt.string() + " switch -q --orphan pages");
+  GitSnapshot snapshot = Prepare();
+  Session("branch pages");
+  GitCopyBack held = CopyBack(snapshot);
+  int status = 0;
+  Host("rev-parse -q --verify refs/heads/pages", &status);
+  EXPECT_NE(status, 0) << "the session's branch was made under the person's unborn one";
+  EXPECT_NE(Lines(held.conflicts).find("refs/heads/pages: a worktree of the host holds it"),
+            std::string::npos)
+      << Lines(held.conflicts);
+  Shell("git -C " + wt.string() + " checkout -q --detach main");
+  CopyBack(snapshot);
+  EXPECT_EQ(Host("rev-parse pages"), Host("rev-parse main"));
+}
+
 // A tree written before the blob it names (a `.gitmodules` the session wrote later, or any
 // object of a pack not copied yet) waits for it, unread, and comes back with it; two packs of
 // the session, the later naming the earlier's commit, come back together, oldest first.
