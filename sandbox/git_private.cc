@@ -2353,7 +2353,8 @@ void MarkSharedWorktrees(int host_git_fd, const std::vector<std::filesystem::pat
     Result<std::optional<std::string>> gitdir =
         ReadFile(host_git_fd, "worktrees/" + id + "/gitdir", kGitSmallFileMax, false);
     if (!gitdir || !*gitdir) continue;
-    const std::filesystem::path dot_git = std::filesystem::path(Trim(**gitdir)).lexically_normal();
+    worktree.gitdir = Trim(**gitdir);
+    const std::filesystem::path dot_git = std::filesystem::path(worktree.gitdir).lexically_normal();
     if (!dot_git.is_absolute()) continue;
     const std::filesystem::path tree = dot_git.parent_path();
     for (const std::filesystem::path& root : roots) {
@@ -2366,6 +2367,22 @@ void MarkSharedWorktrees(int host_git_fd, const std::vector<std::filesystem::pat
     }
   }
 }
+
+namespace {
+
+// A worktree the session worked in that the person has since moved, or removed and added again
+// elsewhere (its `gitdir` no longer what MarkSharedWorktrees read), is the person's from then
+// on: its branch is held against the session, and its HEAD and index no longer come back.
+void ForgetMovedWorktrees(int host_git_fd, GitSnapshot& snapshot) {
+  for (auto& [id, worktree] : snapshot.worktrees) {
+    if (!worktree.shared) continue;
+    Result<std::optional<std::string>> gitdir =
+        ReadFile(host_git_fd, "worktrees/" + id + "/gitdir", kGitSmallFileMax, false);
+    if (!gitdir || !*gitdir || Trim(**gitdir) != worktree.gitdir) worktree.shared = false;
+  }
+}
+
+}  // namespace
 
 Result<bool> HostStillAt(int host_git_fd, const GitSnapshot& snapshot) {
   Result<std::map<std::string, std::string>> refs = ReadRefs(host_git_fd, nullptr, false);
@@ -3490,6 +3507,10 @@ void CopyBackWorktrees(int private_fd, int host_git_fd, const SessionView& sessi
                        GitSnapshot& snapshot, HostIndexLocks& locks,
                        const std::optional<GitOwner>& owner, GitCopyBack& done) {
   for (auto& [id, worktree] : snapshot.worktrees) {
+    // A worktree outside the roots is the person's: the session reaches none of its files, and
+    // its HEAD and index coming back showed the session's commit undone there (outside review
+    // 43).
+    if (!worktree.shared) continue;
     const std::string label = "worktrees/" + id + "/";
     Result<std::optional<UniqueFd>> mine =
         OpenDir(private_fd, std::string(kGitPrivateWorktrees) + "/" + id);
@@ -3979,6 +4000,7 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
     if (::fstat(host_git_fd, &st) != 0) return std::unexpected(Errno("fstat", ".git"));
     owner = GitOwner{st.st_uid, st.st_gid};
   }
+  ForgetMovedWorktrees(host_git_fd, snapshot);
   // Objects first: a ref is written only once what it names is there.
   Result<size_t> objects =
       CopyBackObjects(private_fd, host_git_fd, IndexHashSize(snapshot), done.refused, owner,

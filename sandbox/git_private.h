@@ -108,8 +108,12 @@ struct GitWorktreeSnapshot {
   std::optional<std::string> index;
   std::vector<std::string> read_only_names;
   // Its working tree lies in the session's writable roots (MarkSharedWorktrees): the session
-  // works in it, so a commit there may move the branch it has checked out.
+  // works in it, so a commit there may move the branch it has checked out, and its HEAD and
+  // index come back. Decided at launch from `gitdir` (the host's `worktrees/<id>/gitdir` then),
+  // and undone for good once that file says otherwise (the person moved the worktree, or
+  // removed it and added one elsewhere: outside review 43).
   bool shared = false;
+  std::string gitdir;
   bool operator==(const GitWorktreeSnapshot&) const = default;
 };
 
