@@ -759,9 +759,17 @@ Result<std::optional<std::string>> FreshenHostObjects(int host_git_fd,
   return std::optional<std::string>();
 }
 
-// Whether a version-2 pack index (`idx`, held in memory) names no object the host already has
-// (HostHasObject); `why` names the first one it does, or the fault of a malformed index.
-Result<bool> PackIndexNamesNoHostObject(int host_git_fd, std::string_view idx, std::string& why) {
+// Whether a session pack whose version-2 index (`idx`, held in memory) git wrote may come back
+// for the objects it holds that the host has too (HostHasObject); `why` says why not, or the
+// fault of a malformed index. An object both hold is the same object: the host's `git
+// index-pack` that wrote the index compared it with the host's byte for byte (its collision
+// check, in the host's repository; git searches packs first and never rehashes them). A pack of
+// the session's `git repack -d` holds the objects of earlier commits that came back loose, and
+// refusing every such pack left the commit after them on no host ref for good (outside review
+// 44). One that brings nothing new is refused, and such packs (`pack_size` each) come back up to
+// the session's `shared_budget`, so that repacks repeating the person's objects stay bounded.
+Result<bool> PackMayComeBack(int host_git_fd, std::string_view idx, uint64_t pack_size,
+                             uint64_t& shared_budget, std::string& why) {
   if (idx.size() < 8 + 1024 || idx.substr(0, 8) != std::string_view("\377tOc\0\0\0\2", 8)) {
     why = "not a version-2 pack index";
     return false;
@@ -773,19 +781,30 @@ Result<bool> PackIndexNamesNoHostObject(int host_git_fd, std::string_view idx, s
     return (b(0) << 24) | (b(1) << 16) | (b(2) << 8) | b(3);
   };
   const uint64_t total = be32(8 + 4 * 255);
-  // The object ids' size: what the index's length fits (ids, CRCs, offsets, two checksums).
+  // The object ids' size: what the index's length fits (ids, CRCs, offsets, two checksums);
+  // both sizes are read when both fit, and the larger count of the host's objects counts.
+  uint64_t shared = 0;
   for (const size_t raw : {size_t{20}, size_t{32}}) {
     if (8 + 1024 + total * (raw + 8) + 2 * raw > idx.size()) continue;
+    uint64_t here = 0;
     for (uint64_t i = 0; i < total; ++i) {
-      const std::string id = HexEncode(idx.substr(8 + 1024 + i * raw, raw));
-      Result<bool> has = HostHasObject(host_git_fd, id);
+      Result<bool> has = HostHasObject(host_git_fd, HexEncode(idx.substr(8 + 1024 + i * raw, raw)));
       if (!has) return Propagate(has);
-      if (*has) {
-        why = "it names " + id + ", an object the host already has";
-        return false;
-      }
+      here += *has ? 1 : 0;
     }
+    shared = std::max(shared, here);
   }
+  if (shared == 0) return true;
+  if (shared == total) {
+    why = "every one of its " + std::to_string(total) + " objects is the host's already";
+    return false;
+  }
+  if (pack_size > shared_budget) {
+    why = "it repeats " + std::to_string(shared) + " of the host's objects, past the session's " +
+          std::to_string(kGitSharedPackBytesPerSession >> 20) + " MiB of such packs";
+    return false;
+  }
+  shared_budget -= pack_size;
   return true;
 }
 
@@ -1237,14 +1256,17 @@ constexpr uint64_t kPackBytesPerCopyBack = 1ull << 30;
 
 // The session's packs (`my_packs`, its objects/pack), each copied into a scratch directory of this
 // process, indexed there by the host's git (git_objects.h: every object's name computed from its
-// contents; the session's .idx and .rev are never used), refused whole when it names an object
-// the host already has (git searches packs before loose objects and never rehashes what a pack
-// holds: the session's content would stand under the host's id, and the host's `git gc` would
-// keep it and drop the original), then written into the host's objects/pack under the name git
-// gave it, .pack before .idx (git sees a pack once its index is there).
+// contents, and each object the host has too compared with the host's, so that no content of
+// the session's stands under a host id: git searches packs before loose objects and never
+// rehashes what a pack holds; the session's .idx and .rev are never used), refused when it
+// brings nothing new or repeats the host's objects past the session's bound (PackMayComeBack),
+// then written
+// into the host's objects/pack under the name git gave it, .pack before .idx (git sees a pack
+// once its index is there).
 Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, size_t hash_size,
                              GitLines& refused, const std::optional<GitOwner>& owner,
-                             std::set<std::string>& judged, Awaits& awaits) {
+                             std::set<std::string>& judged, Awaits& awaits,
+                             uint64_t& shared_pack_bytes_left) {
   size_t copied = 0;
   size_t looked_at = 0;  // packs this copy-back indexed
   uint64_t bytes = 0;    // and their size
@@ -1313,7 +1335,12 @@ Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, si
     }
     if (!*indexed) continue;  // gone since it was listed, or judged before
     std::string why;
-    Result<bool> fresh = PackIndexNamesNoHostObject(host_git_fd, scratch.idx, why);
+    struct stat copied_st {};
+    const uint64_t pack_size = ::fstat(scratch.pack.Get(), &copied_st) == 0
+                                   ? static_cast<uint64_t>(copied_st.st_size)
+                                   : kGitSharedPackBytesPerSession;
+    Result<bool> fresh =
+        PackMayComeBack(host_git_fd, scratch.idx, pack_size, shared_pack_bytes_left, why);
     if (!fresh) return Propagate(fresh);
     if (!*fresh) {
       refused.push_back(what + ": " + why + "; the pack is not copied");
@@ -1496,7 +1523,8 @@ Result<std::set<std::string>> LooseObjectsGitPasses(int host_git_fd, size_t hash
 
 Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size, GitLines& refused,
                                const std::optional<GitOwner>& owner, std::set<std::string>& judged,
-                               std::map<std::string, std::string>& awaiting) {
+                               std::map<std::string, std::string>& awaiting,
+                               uint64_t& shared_pack_bytes_left) {
   Awaits awaits(host_git_fd, awaiting);
   uint64_t budget = kGitInflateBudget;       // the session's files
   uint64_t copy_budget = kGitInflateBudget;  // their copies, judged again
@@ -1512,7 +1540,7 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size
   Result<std::optional<UniqueFd>> my_packs = OpenDir((*mine)->Get(), "pack");
   if (my_packs && *my_packs) {
     Result<size_t> packs = CopyBackPacks((*my_packs)->Get(), (*host)->Get(), host_git_fd, hash_size,
-                                         refused, owner, judged, awaits);
+                                         refused, owner, judged, awaits, shared_pack_bytes_left);
     if (!packs) return Propagate(packs);
     copied += *packs;
   }
@@ -1616,6 +1644,15 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size
   if (!passed) return Propagate(passed);
   for (const LooseCandidate& c : candidates) {
     if (!passed->contains(c.id)) continue;
+    // The person's `git gc` (prune-packed) may have removed the host's objects/xx since it was
+    // opened: made again, as git's own writer does, rather than a write into a removed
+    // directory failing and the object coming a copy-back later (outside review 44).
+    if (struct stat dir_st{};
+        ::fstat(host_dirs[c.dir].Get(), &dir_st) == 0 && dir_st.st_nlink == 0) {
+      Result<UniqueFd> made = MakeDir((*host)->Get(), c.id.substr(0, 2), 0755, owner);
+      if (!made) return Propagate(made);
+      host_dirs[c.dir] = std::move(*made);
+    }
     // Judged on the session's file, then on the copy (the session may change its file in
     // between), each pass within its own budget: what passes has the content git checked.
     auto first = [&c, &budget](int fd, uint64_t size, std::string& why, bool& deferred) {
@@ -2477,6 +2514,12 @@ TipCheck CheckTip(int host_git_fd, const std::string& id, bool commit_only, GitS
     // check that had it is refused and remembered (outside review 11: a timeout was never
     // remembered, and one slow tip cost every copy-back 30 s and starved the refs after it).
     if (timed_out && left < kGitTipCheckMax) return {TipCheck::Verdict::kLater, ""};
+    // Any other failure is not remembered: an object the tip names may have been missing only
+    // for now (the person's gc removed the directory a loose object of it was being copied
+    // into, and the tip was refused for the session: outside review 44).
+    if (!timed_out) {
+      return {TipCheck::Verdict::kRefuse, gitlink.error().message + "; left as it is for now"};
+    }
     return refuse(gitlink.error().message + "; left as it is");
   }
   if (*gitlink) {
@@ -4002,9 +4045,9 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
   }
   ForgetMovedWorktrees(host_git_fd, snapshot);
   // Objects first: a ref is written only once what it names is there.
-  Result<size_t> objects =
-      CopyBackObjects(private_fd, host_git_fd, IndexHashSize(snapshot), done.refused, owner,
-                      snapshot.judged_files, snapshot.objects_awaiting);
+  Result<size_t> objects = CopyBackObjects(
+      private_fd, host_git_fd, IndexHashSize(snapshot), done.refused, owner, snapshot.judged_files,
+      snapshot.objects_awaiting, snapshot.shared_pack_bytes_left);
   if (!objects) return Propagate(objects);
   done.objects = *objects;
   PackedRefsScope packed_refs;           // the host's packed-refs parsed once per version

@@ -56,6 +56,8 @@ inline constexpr size_t kGitJudgedFilesMax = 65'536;
 // Session files a session's copy-backs hold back for an object they name
 // (GitSnapshot::objects_awaiting).
 inline constexpr size_t kGitAwaitedFilesMax = 4096;
+// Bytes of session packs repeating objects the host has that one session may copy back.
+inline constexpr uint64_t kGitSharedPackBytesPerSession = 1ull << 30;
 
 // The entries of a `.git` that hold code or configuration (gitrepository-layout(5)): a host git
 // run there reads them and may run what they say (core.fsmonitor, core.hooksPath, a hook, a
@@ -202,6 +204,10 @@ struct GitSnapshot {
   // has it, or a loose object of the same copy-back is it. At most kGitAwaitedFilesMax: past it a
   // file so held is judged instead.
   std::map<std::string, std::string> objects_awaiting;
+  // Bytes of session packs that also hold objects the host has (a `git repack -d` after earlier
+  // commits came back loose) still allowed this session: each copied such pack repeats objects
+  // in the person's store (kGitSharedPackBytesPerSession).
+  uint64_t shared_pack_bytes_left = kGitSharedPackBytesPerSession;
 };
 
 // Refnames as git's check-ref-format(1) allows them, and under refs/ (at least two components).
