@@ -2514,13 +2514,17 @@ TipCheck CheckTip(int host_git_fd, const std::string& id, bool commit_only, GitS
     // check that had it is refused and remembered (outside review 11: a timeout was never
     // remembered, and one slow tip cost every copy-back 30 s and starved the refs after it).
     if (timed_out && left < kGitTipCheckMax) return {TipCheck::Verdict::kLater, ""};
-    // Any other failure is not remembered: an object the tip names may have been missing only
+    // A failure over an object git could not read is not remembered: it may be missing only
     // for now (the person's gc removed the directory a loose object of it was being copied
-    // into, and the tip was refused for the session: outside review 44).
-    if (!timed_out) {
-      return {TipCheck::Verdict::kRefuse, gitlink.error().message + "; left as it is for now"};
+    // into, and the tip was refused for the session: outside review 44). Any other (not a
+    // commit, past the output's bound) is final, and checked once (outside review 45).
+    const std::string& said = gitlink.error().message;
+    if (!timed_out && (said.find("Could not read") != std::string::npos ||
+                       said.find("bad object") != std::string::npos ||
+                       said.find("unable to read") != std::string::npos)) {
+      return {TipCheck::Verdict::kRefuse, said + "; left as it is for now"};
     }
-    return refuse(gitlink.error().message + "; left as it is");
+    return refuse(said + "; left as it is");
   }
   if (*gitlink) {
     return refuse("a new commit adds the gitlink (submodule entry) " + **gitlink +
@@ -3322,7 +3326,12 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, const SessionView& se
         continue;
       }
       // Each checked ref costs a run of the host's git: a bounded number per copy-back (3,000
-      // new branches held a close for 115 s); the others wait for the next copy-back.
+      // new branches held a close for 115 s); the others wait for the next copy-back. A tip
+      // refused before costs none, and takes no place (outside review 45).
+      if (auto known = snapshot.refused_tips.find(*now); known != snapshot.refused_tips.end()) {
+        done.refused.push_back(name + ": " + known->second);
+        continue;
+      }
       if (checked_refs == kRefsCheckedPerCopyBack) {
         done.conflicts.push_back(name + ": left for the next copy-back (this one checked " +
                                  std::to_string(kRefsCheckedPerCopyBack) + " refs)");
