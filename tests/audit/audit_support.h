@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/files.h"
 
 namespace ptybox::testing {
 
@@ -22,8 +23,6 @@ std::vector<std::string> EventNames(const std::vector<Json>& records);
 unsigned FileMode(const std::filesystem::path& path);
 // Polls terminal_output until the session's last send is done (hang guard only).
 Json WaitBackgroundDone(RpcClient& client, const std::string& session);
-// How often `needle` occurs in `text`.
-size_t Count(const std::string& text, const std::string& needle);
 // Runs a shell command line; its exit status.
 int Shell(const std::string& command);
 

@@ -31,15 +31,6 @@
 namespace ptybox::testing {
 namespace {
 
-// Occurrences of `needle` in `text`.
-size_t Count(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
-    ++n;
-  }
-  return n;
-}
-
 // The session's script: `count` empty files in the directory `argv[2]` of its private .git, each
 // named so that the copy-back refuses it (`x~<n>`: no ref name has a `~`, nor an object or pack
 // name), 200 bytes long.

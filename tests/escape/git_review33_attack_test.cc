@@ -29,17 +29,12 @@
 
 #include "tests/escape/escape_support.h"
 #include "tests/escape/git_attack_support.h"
+#include "tests/support/files.h"
 
 namespace ptybox::testing {
 namespace {
 
 using git_attack::HostGit;
-
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 // (a) A commit whose missing parent is named past 64 KiB of header.
 TEST(GitReview33AttackTest, ACommitNamingAMissingObjectFarInItsHeaderIsJudgedOnce) {

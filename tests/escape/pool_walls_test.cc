@@ -65,12 +65,6 @@ std::set<pid_t> Descendants(pid_t root) {
   return found;
 }
 
-size_t Count(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
-
 // The daemon with the pool's log lines (info) and an operator policy.
 Daemon::Options PoolDaemon(const fs::path& operator_policy) {
   Daemon::Options options;

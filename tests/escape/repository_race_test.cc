@@ -21,17 +21,12 @@
 
 #include "tests/escape/escape_support.h"
 #include "tests/support/error_kind.h"
+#include "tests/support/files.h"
 
 namespace ptybox::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-size_t Count(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
 
 // Pooled shells whose start was decided (ready, or refused by the check once ready).
 int PoolStartsDecided(const std::string& log) {

@@ -250,12 +250,6 @@ TEST_P(SubmoduleReviewAttackTest, AHugeGitfileNeverEndsTheDaemon) {
   }
 }
 
-size_t Count(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
-
 // The warm pool: a shell pre-started before the host's repository listed a submodule is claimed
 // by the next open. The claim's check compares the repositories' `.git` mounts only, never the
 // submodule directories the launch would now protect and pin, so the claimed session can

@@ -62,6 +62,16 @@ inline void WriteFile(const std::filesystem::path& path, const std::string& text
   out << text;
 }
 
+// How many times `needle` occurs in `text`, overlapping occurrences included.
+inline size_t Count(std::string_view text, std::string_view needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string_view::npos;
+       at = text.find(needle, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
 // Whitespace-separated words.
 inline std::vector<std::string> Words(const std::string& text) {
   std::istringstream in(text);
