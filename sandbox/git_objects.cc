@@ -269,14 +269,14 @@ bool LooseObjectMatchesName(int fd, uint64_t size, std::string_view id, std::str
 
 namespace {
 
-// Finds whether an object names `target` (raw id bytes): a commit's `tree` and `parent` lines, a
+// Finds whether an object names `target` (hex): a commit's `tree` and `parent` lines, a
 // tag's `object` line (its header, to the first empty line, however long), a tree's entries. Byte
 // by byte, holding no more than one link line or one id: a name or a header line of any length
 // is skipped, not kept.
 class LinkFinder final : public LooseObjectSink {
  public:
-  LinkFinder(std::string_view target_hex, std::string raw)
-      : hex_(target_hex), raw_(std::move(raw)) {}
+  explicit LinkFinder(std::string_view target_hex)
+      : hex_(target_hex), id_size_(target_hex.size() / 2) {}
   bool Header(std::string_view type, uint64_t /*size*/) override {
     tree_ = type == "tree";
     done_ = type == "blob";  // a blob names nothing
@@ -306,8 +306,8 @@ class LinkFinder final : public LooseObjectSink {
       return;
     }
     id_.push_back(c);
-    if (id_.size() < raw_.size()) return;
-    found_ = id_ == raw_;
+    if (id_.size() < id_size_) return;
+    found_ = HexEncode(id_) == hex_;
     in_id_ = false;
   }
   // `<key> <value>\n` lines until an empty one.
@@ -336,7 +336,7 @@ class LinkFinder final : public LooseObjectSink {
   }
 
   std::string hex_;
-  std::string raw_;
+  size_t id_size_;    // raw bytes of an id in a tree entry
   std::string id_;    // a tree entry's id, as it arrives
   std::string line_;  // a header line, as it arrives
   bool tree_ = false;
@@ -350,11 +350,7 @@ class LinkFinder final : public LooseObjectSink {
 
 bool LooseObjectLinksTo(int fd, uint64_t size, std::string_view id, std::string_view target,
                         uint64_t& budget) {
-  std::string raw;
-  for (size_t i = 0; i + 1 < target.size(); i += 2) {
-    raw.push_back(static_cast<char>(std::stoi(std::string(target.substr(i, 2)), nullptr, 16)));
-  }
-  LinkFinder finder(target, std::move(raw));
+  LinkFinder finder(target);
   std::string why;
   bool deferred = false;
   return InflateLoose(fd, size, id, why, budget, deferred, &finder) && finder.found();
