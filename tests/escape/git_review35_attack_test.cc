@@ -16,8 +16,6 @@
 //      (HoldOf / CheckedOutElsewhere over the host's HEADs, rebase and bisect state), under the
 //      same rules as HeldMoveRefusal.
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -26,6 +24,7 @@
 
 #include "tests/escape/escape_support.h"
 #include "tests/escape/git_attack_support.h"
+#include "tests/support/temp_dir.h"
 
 namespace ptybox::testing {
 namespace {
@@ -41,9 +40,8 @@ TEST(GitReview35AttackTest, ABranchAHostWorktreeHoldsUnbornIsNeverMadeUnderIt) {
   git_attack::GitWriteSession git;
   auto& [daemon, ws, client, id] = git;
   ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
-  char dir[] = "/tmp/ptybox-review42-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  const std::filesystem::path linked = std::filesystem::path(dir) / "wt";
+  const TempDir dir;  // removed with what is in it, however the test ends
+  const std::filesystem::path linked = dir.path() / "wt";
   ASSERT_EQ(HostGit(ws, {"worktree", "add", "-q", "--detach", linked.string()}).exit_code, 0);
   ASSERT_EQ(HostGit(linked, {"switch", "-q", "--orphan", "pages"}).exit_code, 0);
   std::ofstream(linked / "index.html") << "<p>pages</p>\n";
@@ -70,7 +68,6 @@ TEST(GitReview35AttackTest, ABranchAHostWorktreeHoldsUnbornIsNeverMadeUnderIt) {
             << ", has a parent (the session's history): " << (has_parent == 0 ? "yes" : "no")
             << "\n";
   HostGit(ws, {"worktree", "remove", "--force", linked.string()});
-  std::filesystem::remove_all(dir);
   EXPECT_NE(pages.exit_code, 0)
       << "the session made a branch the person's linked worktree holds unborn\n"
       << git_attack::LogTail(daemon.Log());

@@ -27,8 +27,6 @@
 //      spirit: a worktree outside the session's roots written). Fix direction: copy back HEAD
 //      and the index only for a worktree the session works in (shared, judged now, as for (a)).
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -37,6 +35,7 @@
 
 #include "tests/escape/escape_support.h"
 #include "tests/escape/git_attack_support.h"
+#include "tests/support/temp_dir.h"
 
 namespace ptybox::testing {
 namespace {
@@ -57,9 +56,8 @@ TEST(GitReview36AttackTest, ABranchOfAWorktreeThePersonMovedOutOfTheRootsNeverMo
   ASSERT_EQ(HostGit(ws, {"worktree", "add", "-q", "-b", "feature", inside.string()}).exit_code, 0);
   const std::string start = Rev(ws, "refs/heads/feature");
   ASSERT_NO_FATAL_FAILURE(git.OpenSession());
-  char dir[] = "/tmp/ptybox-review43-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  const std::filesystem::path outside = std::filesystem::path(dir) / "feature";
+  const TempDir dir;  // removed with what is in it, however the test ends
+  const std::filesystem::path outside = dir.path() / "feature";
   // The person moves their worktree out of the workspace (the session's roots).
   const sandbox::testing::RunResult moved =
       HostGit(ws, {"worktree", "move", inside.string(), outside.string()});
@@ -79,7 +77,6 @@ TEST(GitReview36AttackTest, ABranchOfAWorktreeThePersonMovedOutOfTheRootsNeverMo
             << "\n  git status in the person's moved worktree " << outside.string() << ":\n"
             << status;
   HostGit(ws, {"worktree", "remove", "--force", outside.string()});
-  std::filesystem::remove_all(dir);
   EXPECT_EQ(feature, start)
       << "the branch the person's worktree outside the roots holds moved under its index\n"
       << git_attack::LogTail(daemon.Log());
@@ -92,9 +89,8 @@ TEST(GitReview36AttackTest, AWorktreeOutsideTheRootsNeverHasItsHeadAndIndexWritt
   git_attack::GitWriteSession git;
   auto& [daemon, ws, client, id] = git;
   ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
-  char dir[] = "/tmp/ptybox-review43-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  const std::filesystem::path outside = std::filesystem::path(dir) / "feature";
+  const TempDir dir;  // removed with what is in it, however the test ends
+  const std::filesystem::path outside = dir.path() / "feature";
   ASSERT_EQ(HostGit(ws, {"worktree", "add", "-q", "-b", "feature", outside.string()}).exit_code, 0);
   const std::string start = Rev(ws, "refs/heads/feature");
   ASSERT_NO_FATAL_FAILURE(git.OpenSession());
@@ -113,7 +109,6 @@ TEST(GitReview36AttackTest, AWorktreeOutsideTheRootsNeverHasItsHeadAndIndexWritt
             << outside.string() << "):\n"
             << status;
   HostGit(ws, {"worktree", "remove", "--force", outside.string()});
-  std::filesystem::remove_all(dir);
   EXPECT_EQ(Line(head), "ref: refs/heads/feature")
       << "the HEAD of the person's worktree outside the roots was moved by the session\n"
       << git_attack::LogTail(daemon.Log());
