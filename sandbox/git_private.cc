@@ -1263,10 +1263,11 @@ constexpr uint64_t kPackBytesPerCopyBack = 1ull << 30;
 // then written
 // into the host's objects/pack under the name git gave it, .pack before .idx (git sees a pack
 // once its index is there).
-Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, size_t hash_size,
-                             GitLines& refused, const std::optional<GitOwner>& owner,
-                             std::set<std::string>& judged, Awaits& awaits,
-                             uint64_t& shared_pack_bytes_left) {
+Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, GitSnapshot& snapshot,
+                             Awaits& awaits, GitLines& refused,
+                             const std::optional<GitOwner>& owner) {
+  const size_t hash_size = IndexHashSize(snapshot);
+  std::set<std::string>& judged = snapshot.judged_files;
   size_t copied = 0;
   size_t looked_at = 0;  // packs this copy-back indexed
   uint64_t bytes = 0;    // and their size
@@ -1340,7 +1341,7 @@ Result<size_t> CopyBackPacks(int my_packs, int host_objects, int host_git_fd, si
                                    ? static_cast<uint64_t>(copied_st.st_size)
                                    : kGitSharedPackBytesPerSession;
     Result<bool> fresh =
-        PackMayComeBack(host_git_fd, scratch.idx, pack_size, shared_pack_bytes_left, why);
+        PackMayComeBack(host_git_fd, scratch.idx, pack_size, snapshot.shared_pack_bytes_left, why);
     if (!fresh) return Propagate(fresh);
     if (!*fresh) {
       refused.push_back(what + ": " + why + "; the pack is not copied");
@@ -1521,11 +1522,11 @@ Result<std::set<std::string>> LooseObjectsGitPasses(int host_git_fd, size_t hash
   }
 }
 
-Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size, GitLines& refused,
-                               const std::optional<GitOwner>& owner, std::set<std::string>& judged,
-                               std::map<std::string, std::string>& awaiting,
-                               uint64_t& shared_pack_bytes_left) {
-  Awaits awaits(host_git_fd, awaiting);
+Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, GitSnapshot& snapshot,
+                               GitLines& refused, const std::optional<GitOwner>& owner) {
+  const size_t hash_size = IndexHashSize(snapshot);
+  std::set<std::string>& judged = snapshot.judged_files;
+  Awaits awaits(host_git_fd, snapshot.objects_awaiting);
   uint64_t budget = kGitInflateBudget;       // the session's files
   uint64_t copy_budget = kGitInflateBudget;  // their copies, judged again
   size_t looked_at = 0;                      // loose objects new to the host, this copy-back
@@ -1539,8 +1540,8 @@ Result<size_t> CopyBackObjects(int private_fd, int host_git_fd, size_t hash_size
   // Packs first: a pack's objects may be what a loose tree or commit names.
   Result<std::optional<UniqueFd>> my_packs = OpenDir((*mine)->Get(), "pack");
   if (my_packs && *my_packs) {
-    Result<size_t> packs = CopyBackPacks((*my_packs)->Get(), (*host)->Get(), host_git_fd, hash_size,
-                                         refused, owner, judged, awaits, shared_pack_bytes_left);
+    Result<size_t> packs = CopyBackPacks((*my_packs)->Get(), (*host)->Get(), host_git_fd, snapshot,
+                                         awaits, refused, owner);
     if (!packs) return Propagate(packs);
     copied += *packs;
   }
@@ -4054,9 +4055,7 @@ Result<GitCopyBack> CopyBackPrivateGit(int private_fd, int host_git_fd, GitSnaps
   }
   ForgetMovedWorktrees(host_git_fd, snapshot);
   // Objects first: a ref is written only once what it names is there.
-  Result<size_t> objects = CopyBackObjects(
-      private_fd, host_git_fd, IndexHashSize(snapshot), done.refused, owner, snapshot.judged_files,
-      snapshot.objects_awaiting, snapshot.shared_pack_bytes_left);
+  Result<size_t> objects = CopyBackObjects(private_fd, host_git_fd, snapshot, done.refused, owner);
   if (!objects) return Propagate(objects);
   done.objects = *objects;
   PackedRefsScope packed_refs;           // the host's packed-refs parsed once per version
