@@ -3226,6 +3226,18 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, const SessionView& se
                                std::to_string(kRefsWrittenPerCopyBack) + " refs)");
       continue;
     }
+    if (!start && now &&
+        (snapshot.refs_made >= kGitRefsMadePerSession ||
+         snapshot.refs.size() >= kGitRefsMadeUntil)) {
+      done.refused.push_back(name + ": not made on the host: " +
+                             (snapshot.refs_made >= kGitRefsMadePerSession
+                                  ? "this session made " + std::to_string(kGitRefsMadePerSession) +
+                                        " refs there, the most one session makes"
+                                  : "the repository holds " + std::to_string(kGitRefsMadeUntil) +
+                                        " refs, past which no session makes one") +
+                             "; make it on the host");
+      continue;
+    }
     if (snapshot.launch_refs.contains(name) && (!now || name.starts_with("refs/tags/"))) {
       auto [kept, first] = snapshot.kept_refs.try_emplace(name, now.value_or(""));
       if (first || kept->second != now.value_or("")) {
@@ -3401,6 +3413,7 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, const SessionView& se
       }
     }
     ++done.refs;
+    if (!start && now) ++snapshot.refs_made;
     moved.push_back(name);
     if (now) {
       snapshot.refs[name] = *now;

@@ -43,6 +43,12 @@ inline constexpr size_t kIndexPathBytesMax = 16u << 20;
 inline constexpr uint64_t kGitObjectFileMax = 4ull << 30;  // a loose object or a pack file
 inline constexpr uint64_t kGitPackIndexMax = 512u << 20;   // a pack's .idx, read into memory
 inline constexpr size_t kGitMaxRefs = 100'000;             // refs in one repository
+// Refs one session makes on the host over its life, and the repository's refs (as the
+// copy-back knows them) past which a session makes none: a host past kGitMaxRefs refs is one
+// whose launches can no longer read them, and every session there, of any owner, would start
+// with a read-only `.git` (outside review 46).
+inline constexpr size_t kGitRefsMadePerSession = 10'000;
+inline constexpr size_t kGitRefsMadeUntil = kGitMaxRefs / 2;
 // Entries the copy-back lists of one directory of the session's private copy (`refs/...`,
 // `objects/`, `objects/<xx>`, `objects/pack`), and of its whole `refs/` and loose objects walks:
 // every entry counts, refused names, locks, empty directories and links too. Past it the
@@ -183,6 +189,7 @@ struct GitSnapshot {
   // most kRefusedTipsRemembered (4,096) of them.
   std::map<std::string, std::string> refused_tips;
   size_t tip_checks = 0;              // runs of the host's git checking a tip, over the session
+  size_t refs_made = 0;               // refs made on the host, over the session
   std::set<std::string> tips_passed;  // tips checked good in this copy-back
   // Stashes the host's refs/stash held, or its log was given, during the session: refs/stash
   // never moves from a stash of the host's to one (outside review 36); at most 4,096, and once

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -1166,6 +1167,53 @@ TEST_F(GitPrivateTest, ABranchAHostWorktreeHoldsUnbornWaitsForItToLeave) {
   Shell("git -C " + wt.string() + " checkout -q --detach main");
   CopyBack(snapshot);
   EXPECT_EQ(Host("rev-parse pages"), Host("rev-parse main"));
+}
+
+// A session makes at most kGitRefsMadePerSession refs on the host over its life, and none once
+// the repository holds kGitRefsMadeUntil: past kGitMaxRefs every later launch there, of any
+// owner, would fail to read the host's refs (outside review 46). Moves of existing refs go on.
+TEST_F(GitPrivateTest, ASessionMakesAtMostItsShareOfRefs) {
+  GitSnapshot snapshot = Prepare();
+  snapshot.refs_made = kGitRefsMadePerSession - 1;
+  Session("branch b1");
+  Session("branch b2");
+  GitCopyBack done = CopyBack(snapshot);
+  EXPECT_EQ(Host("rev-parse b1"), Host("rev-parse main"));
+  int status = 0;
+  Host("rev-parse -q --verify refs/heads/b2", &status);
+  EXPECT_NE(status, 0) << "a ref past the session's share was made on the host";
+  EXPECT_NE(Lines(done.refused)
+                .find("refs/heads/b2: not made on the host: this session made " +
+                      std::to_string(kGitRefsMadePerSession) + " refs there"),
+            std::string::npos)
+      << Lines(done.refused);
+  EXPECT_EQ(snapshot.refs_made, kGitRefsMadePerSession);
+}
+
+TEST_F(GitPrivateTest, ARepositoryHalfFullOfRefsGetsNoNewOneFromASession) {
+  // The person's tags, packed, up to the line.
+  const std::string head = Host("rev-parse HEAD").substr(0, 40);
+  std::string packed = "# pack-refs with: peeled fully-peeled sorted \n";
+  char name[32];
+  for (size_t i = 0; i + 1 < kGitRefsMadeUntil; ++i) {  // and refs/heads/main
+    std::snprintf(name, sizeof name, "refs/tags/t%06zu", i);
+    packed += head + " " + name + "\n";
+  }
+  { std::ofstream(host_ / ".git" / "packed-refs") << packed; }
+  GitSnapshot snapshot = Prepare();
+  ASSERT_EQ(snapshot.refs.size(), kGitRefsMadeUntil);
+  { std::ofstream(host_ / "a.txt") << "two\n"; }
+  Session("commit -q -am second");
+  Session("branch b1");
+  GitCopyBack done = CopyBack(snapshot);
+  EXPECT_EQ(Host("log -1 --format=%s main"), "second\n") << "a move of an existing branch waited";
+  int status = 0;
+  Host("rev-parse -q --verify refs/heads/b1", &status);
+  EXPECT_NE(status, 0) << "a session made a ref in a repository holding " << kGitRefsMadeUntil
+                       << " refs";
+  EXPECT_NE(Lines(done.refused).find("refs/heads/b1: not made on the host: the repository holds"),
+            std::string::npos)
+      << Lines(done.refused);
 }
 
 // A tree written before the blob it names (a `.gitmodules` the session wrote later, or any
