@@ -18,11 +18,11 @@ std::optional<Mode> ParseMode(std::string_view text) {
   return std::nullopt;
 }
 
-// Off unless PTYBOX_GIT_WRITE=1: every .git in a writable root then stays read-only, the wall
-// that held before Git for agents, until an outside review of it finds nothing.
+// On unless PTYBOX_GIT_WRITE=0, which keeps every .git in a writable root read-only (the wall
+// that held before Git for agents) for an operator who wants no commit from a session.
 bool GitWriteEnabled() {
   const char* value = std::getenv("PTYBOX_GIT_WRITE");
-  return value != nullptr && std::string_view(value) == "1";
+  return value == nullptr || std::string_view(value) != "0";
 }
 
 }  // namespace ptybox::policy

@@ -21,7 +21,7 @@ constexpr bool IsConfined(Mode mode) { return mode != Mode::kDangerFullAccess; }
 
 // Whether workspace-write gives each repository of the writable roots a private git directory
 // whose commits come back ("Git for agents", docs/security.md) rather than a read-only .git:
-// PTYBOX_GIT_WRITE in this process's environment, read at each call.
+// on unless PTYBOX_GIT_WRITE=0 in this process's environment, read at each call.
 [[nodiscard]] bool GitWriteEnabled();
 
 }  // namespace ptybox::policy

@@ -102,13 +102,13 @@ TEST_P(EscapeTest, GitDirectoryAndPolicyFileStayReadOnly) {
                         "git -c user.name=e -c user.email=e@example.com commit "
                         "-q --allow-empty -m escape");
   Observed policy = Run("write-.ptybox.yaml", "touch .ptybox.yaml");
-  // Git for agents (PTYBOX_GIT_WRITE=1 in the daemon's environment, which it inherits from the
-  // suite's): in workspace-write the session writes a private copy of .git that the daemon copies
-  // back checked, git's own data only (tests/escape/git_write_test.cc). A stray file never
-  // reaches the host's .git, which stays a mount point; the commit succeeds.
+  // Git for agents (on unless PTYBOX_GIT_WRITE=0 in the daemon's environment, which it inherits
+  // from the suite's): in workspace-write the session writes a private copy of .git that the
+  // daemon copies back checked, git's own data only (tests/escape/git_write_test.cc). A stray
+  // file never reaches the host's .git, which stays a mount point; the commit succeeds.
   const char* git_write_env = std::getenv("PTYBOX_GIT_WRITE");
-  const bool git_write = Mode() == "workspace-write" && git_write_env != nullptr &&
-                         std::string_view(git_write_env) == "1";
+  const bool git_write = Mode() == "workspace-write" &&
+                         (git_write_env == nullptr || std::string_view(git_write_env) != "0");
   if (Confined()) {
     if (git_write) {
       EXPECT_EQ(touch.exit, 0) << touch.Show();

@@ -336,8 +336,8 @@ TEST(GitWriteCloseTest, TheLastCommitIsInTheHostsGitWhenTheCloseIsAnswered) {
   EXPECT_EQ(log.out, "after-the-send\nfirst\n") << log.Describe() << daemon.Log();
 }
 
-// A daemon started with PTYBOX_GIT_WRITE=0 (as one without the variable: the default) composes no
-// private git directory; every .git of a writable root is read-only in the session.
+// A daemon started with PTYBOX_GIT_WRITE=0 (Git for agents turned off; on without the variable)
+// composes no private git directory; every .git of a writable root is read-only in the session.
 TEST(GitWriteOffTest, WithGitWriteZeroEveryGitStaysReadOnly) {
   Daemon daemon(Daemon::Options{.extra_args = {}, .env = {"PTYBOX_GIT_WRITE=0"}});
   const fs::path ws = daemon.workspace();

@@ -141,8 +141,10 @@ await step('connect: handshake negotiates the latest protocol and states the pol
   assert.equal(caps.resources.subscribe, true);
   const instructions = client.getInstructions();
   assert.equal(instructions,
-    `Sandbox policy: workspace-write mode; writable: "${workspace}" (except .git directories and ` +
-    'policy files) and a private /tmp; everything else read-only; network denied.');
+    `Sandbox policy: workspace-write mode; writable: "${workspace}" (except policy files, and ` +
+    'the hooks and configuration in .git directories: git add, commit, branch and tag work ' +
+    'there and come back to the repository after each command) and a private /tmp; ' +
+    'everything else read-only; network denied.');
 });
 
 await step('ping', async () => {
