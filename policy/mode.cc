@@ -18,11 +18,15 @@ std::optional<Mode> ParseMode(std::string_view text) {
   return std::nullopt;
 }
 
-// On unless PTYBOX_GIT_WRITE=0, which keeps every .git in a writable root read-only (the wall
-// that held before Git for agents) for an operator who wants no commit from a session.
+// On when PTYBOX_GIT_WRITE is unset, or 1, true, yes or on; any other value (0, false, off, an
+// empty or misspelt one) keeps every .git in a writable root read-only (the wall that held before
+// Git for agents): an operator who meant to turn it off never gets it on by a spelling
+// (outside review 47).
 bool GitWriteEnabled() {
   const char* value = std::getenv("PTYBOX_GIT_WRITE");
-  return value == nullptr || std::string_view(value) != "0";
+  if (value == nullptr) return true;
+  const std::string_view text(value);
+  return text == "1" || text == "true" || text == "yes" || text == "on";
 }
 
 }  // namespace ptybox::policy

@@ -21,7 +21,8 @@ constexpr bool IsConfined(Mode mode) { return mode != Mode::kDangerFullAccess; }
 
 // Whether workspace-write gives each repository of the writable roots a private git directory
 // whose commits come back ("Git for agents", docs/security.md) rather than a read-only .git:
-// on unless PTYBOX_GIT_WRITE=0 in this process's environment, read at each call.
+// on unless PTYBOX_GIT_WRITE in this process's environment holds something other than 1, true,
+// yes or on (0 turns it off; so does any other value), read at each call.
 [[nodiscard]] bool GitWriteEnabled();
 
 }  // namespace ptybox::policy
