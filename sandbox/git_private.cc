@@ -447,10 +447,22 @@ Result<void> ReadLooseRefs(int git_fd, std::map<std::string, std::string>& refs,
   return walk((*top)->Get(), "refs", 0);
 }
 
-// The refs of a git directory: packed-refs, then loose refs over them.
-Result<std::map<std::string, std::string>> ReadRefs(int git_fd, GitLines* refused,
-                                                    bool single_link) {
-  std::map<std::string, std::string> refs;
+// One reading of a git directory's refs, taken as git's own readers take it: every loose ref
+// first, then packed-refs, a loose ref over a packed one. Read the other way round, a `git
+// pack-refs` between the two (its new packed-refs renamed in, then the loose files removed) showed
+// a ref's older packed value: a launch's snapshot and the session's copy of the refs disagreed,
+// and the next copy-back moved the person's branch back (outside review 47).
+struct RefsReading {
+  std::map<std::string, std::string> refs;   // packed, with the loose ones over them
+  std::map<std::string, std::string> loose;  // the loose ones taken
+  std::optional<std::string> packed;         // packed-refs as read and parsed (none: no file)
+};
+
+Result<RefsReading> ReadRefsAsGitDoes(int git_fd, GitLines* refused, bool single_link) {
+  RefsReading reading;
+  std::map<std::string, std::string> loose;
+  Result<void> walked = ReadLooseRefs(git_fd, loose, refused, single_link);
+  if (!walked) return Propagate(walked);
   Result<std::optional<std::string>> packed =
       ReadFile(git_fd, "packed-refs", kGitPackedRefsMax, single_link);
   if (!packed) {
@@ -462,12 +474,28 @@ Result<std::map<std::string, std::string>> ReadRefs(int git_fd, GitLines* refuse
       if (refused == nullptr) return Propagate(parsed);
       refused->push_back("packed-refs: " + parsed.error().message);
     } else {
-      refs = std::move(*parsed);
+      reading.refs = std::move(*parsed);
+      reading.packed = std::move(**packed);
     }
   }
-  Result<void> loose = ReadLooseRefs(git_fd, refs, refused, single_link);
-  if (!loose) return Propagate(loose);
-  return refs;
+  for (auto& [name, value] : loose) {
+    if (reading.refs.size() >= kGitMaxRefs && !reading.refs.contains(name)) {
+      if (refused)
+        refused->push_back(name + ": more than " + std::to_string(kGitMaxRefs) + " refs");
+      break;
+    }
+    reading.refs[name] = value;
+    reading.loose.emplace(name, std::move(value));
+  }
+  return reading;
+}
+
+// The refs of a git directory: packed-refs, with loose refs over them (read first).
+Result<std::map<std::string, std::string>> ReadRefs(int git_fd, GitLines* refused,
+                                                    bool single_link) {
+  Result<RefsReading> reading = ReadRefsAsGitDoes(git_fd, refused, single_link);
+  if (!reading) return Propagate(reading);
+  return std::move(reading->refs);
 }
 
 // The host's packed-refs as one copy-back parsed it (PackedRefsScope), read and parsed again only
@@ -2252,9 +2280,7 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
   GitSnapshot snapshot;
   // State files.
   for (const char* name : kGitCopiedStateFiles) {
-    const uint64_t max =
-        std::string_view(name) == "packed-refs" ? kGitPackedRefsMax : kGitSmallFileMax;
-    Result<std::optional<std::string>> text = ReadFile(host_git_fd, name, max, false);
+    Result<std::optional<std::string>> text = ReadFile(host_git_fd, name, kGitSmallFileMax, false);
     if (!text) {
       if (text.error().kind == ErrorKind::kPolicyDenied) continue;  // a link, a FIFO: not copied
       return Propagate(text);
@@ -2288,13 +2314,19 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
       snapshot.index = std::move(**index);
     }
   }
-  // Refs: each well-formed loose ref copied; the snapshot holds packed and loose.
-  Result<std::map<std::string, std::string>> packed_and_loose =
-      ReadRefs(host_git_fd, nullptr, false);
-  if (!packed_and_loose) return Propagate(packed_and_loose);
-  snapshot.refs = std::move(*packed_and_loose);
+  // Refs: the snapshot and the session's copy come from one reading (ReadRefsAsGitDoes): its
+  // packed-refs as read, and each well-formed loose ref it took.
+  Result<RefsReading> reading = ReadRefsAsGitDoes(host_git_fd, nullptr, false);
+  if (!reading) return Propagate(reading);
+  snapshot.refs = std::move(reading->refs);
   for (const auto& [name, value] : snapshot.refs) {
     if (CopiedBackRef(name)) snapshot.launch_refs.insert(name);
+  }
+  if (reading->packed) {
+    Result<bool> wrote =
+        WriteLikeGit(private_fd, "packed-refs", {.fd = -1, .data = *reading->packed}, 0644,
+                     /*replace=*/true, owner, /*durable=*/false);
+    if (!wrote) return Propagate(wrote);
   }
   Result<UniqueFd> refs = MakeDir(private_fd, "refs", 0755, owner);
   if (!refs) return Propagate(refs);
@@ -2302,10 +2334,7 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
     Result<UniqueFd> made = MakeDir(refs->Get(), sub, 0755, owner);
     if (!made) return Propagate(made);
   }
-  std::map<std::string, std::string> loose;
-  Result<void> read_loose = ReadLooseRefs(host_git_fd, loose, nullptr, false);
-  if (!read_loose) return Propagate(read_loose);
-  for (const auto& [name, value] : loose) {
+  for (const auto& [name, value] : reading->loose) {
     const std::string within = name.substr(5);  // beneath refs/
     std::string leaf;
     // Directories made beneath the private refs/ (owned as the rest).

@@ -90,9 +90,10 @@ inline constexpr const char* kGitCoveredWhenAbsent[] = {"worktrees", "modules"};
 
 // Plain state files copied into the private directory at launch when the host has them (bounded,
 // regular files only). Only HEAD and the index come back; the others are the session's own.
+// (packed-refs is written from the launch's one reading of the refs, with the loose refs.)
 inline constexpr const char* kGitCopiedStateFiles[] = {
-    "HEAD",       "ORIG_HEAD",        "FETCH_HEAD",  "MERGE_HEAD",  "MERGE_MSG", "MERGE_MODE",
-    "AUTO_MERGE", "CHERRY_PICK_HEAD", "REVERT_HEAD", "packed-refs", "shallow",   "COMMIT_EDITMSG",
+    "HEAD",       "ORIG_HEAD",        "FETCH_HEAD",  "MERGE_HEAD", "MERGE_MSG",      "MERGE_MODE",
+    "AUTO_MERGE", "CHERRY_PICK_HEAD", "REVERT_HEAD", "shallow",    "COMMIT_EDITMSG",
 };
 
 // Linked worktrees (gitrepository-layout(5), `worktrees/<id>`): each existing one the host has gets
@@ -278,8 +279,10 @@ struct IndexObject {
 [[nodiscard]] Result<std::map<std::string, std::string>> ParsePackedRefs(std::string_view text);
 
 // Makes the private git directory in the empty directory `private_fd` from the host's `.git`
-// (`host_git_fd`, a directory opened without following links): HEAD, index, packed-refs and the
-// other kGitCopiedStateFiles copied, refs/ copied (well-formed names and values only), an empty
+// (`host_git_fd`, a directory opened without following links): HEAD, the index and the other
+// kGitCopiedStateFiles copied; packed-refs and refs/ (well-formed loose names and values only)
+// written from one reading of the refs, loose first as git reads them, which the snapshot holds
+// too; an empty
 // logs/, objects/ with objects/pack/ and objects/info/alternates naming `objects_inside` (where
 // the host's objects appear read-only in the session), and a mount point for each
 // kGitReadOnlyEntries entry the host has (config copied into it, so that the directory is a

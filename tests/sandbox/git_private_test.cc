@@ -12,12 +12,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "common/unique_fd.h"
 
@@ -1167,6 +1169,90 @@ TEST_F(GitPrivateTest, ABranchAHostWorktreeHoldsUnbornWaitsForItToLeave) {
   Shell("git -C " + wt.string() + " checkout -q --detach main");
   CopyBack(snapshot);
   EXPECT_EQ(Host("rev-parse pages"), Host("rev-parse main"));
+}
+
+// The launch's snapshot of the refs and the session's copy of them are one reading, taken as
+// git's readers take it (loose refs first, then packed-refs), whatever the person's `git
+// pack-refs` does meanwhile: its new packed-refs renamed in, then the loose file removed. The
+// snapshot had read packed-refs at another moment than the copy, and a launch amid a pack-refs
+// saw the branch at B while the session's git saw A: the next copy-back moved the person's branch
+// back to A (outside review 47).
+TEST_F(GitPrivateTest, TheSnapshotAndTheSessionsCopyAgreeAcrossThePersonsPackRefs) {
+  const std::string a = Host("rev-parse HEAD").substr(0, 40);
+  const std::string b = Host("commit-tree -p HEAD -m b HEAD^{tree}").substr(0, 40);
+  const fs::path git = host_ / ".git";
+  auto write_renamed = [&](const fs::path& path, const std::string& text) {
+    const fs::path temp = path.string() + ".new";
+    { std::ofstream(temp) << text; }
+    fs::rename(temp, path);
+  };
+  auto packed = [&](const std::string& topic) {
+    return "# pack-refs with: peeled fully-peeled sorted \n" + a + " refs/heads/main\n" + topic +
+           " refs/heads/topic\n";
+  };
+  std::atomic<bool> stop{false};
+  std::thread person([&] {
+    while (!stop) {  // what `git pack-refs` does, again and again
+      write_renamed(git / "packed-refs", packed(a));
+      write_renamed(git / "refs" / "heads" / "topic", b + "\n");
+      write_renamed(git / "packed-refs", packed(b));
+      fs::remove(git / "refs" / "heads" / "topic");
+    }
+  });
+  int disagreed = 0;
+  for (int i = 0; i < 200; ++i) {
+    fs::remove_all(private_);
+    fs::create_directories(private_);
+    GitSnapshot snapshot = Prepare();
+    const std::string seen = Session("rev-parse refs/heads/topic").substr(0, 40);
+    if (snapshot.refs["refs/heads/topic"] != seen) ++disagreed;
+  }
+  stop = true;
+  person.join();
+  EXPECT_EQ(disagreed, 0) << "launches whose snapshot and session copy disagreed on the branch";
+}
+
+// The copy-back reads the session's refs as git's readers do too: the session's git moving a
+// branch on and packing it again and again (`git gc --auto` goes on in the background after a
+// send) never shows the copy-back the older value its packed-refs held under a loose ref, which
+// it would take for the session's move back.
+TEST_F(GitPrivateTest, TheSessionsPackRefsNeverShowsTheCopyBackAnOlderValue) {
+  std::vector<std::string> chain{Host("rev-parse HEAD").substr(0, 40)};
+  for (int i = 0; i < 300; ++i) {
+    chain.push_back(Host("commit-tree -p " + chain.back() + " -m c HEAD^{tree}").substr(0, 40));
+  }
+  Host("update-ref refs/heads/topic " + chain[0]);
+  GitSnapshot snapshot = Prepare();
+  auto write_renamed = [&](const fs::path& path, const std::string& text) {
+    const fs::path temp = path.string() + ".new";
+    { std::ofstream(temp) << text; }
+    fs::rename(temp, path);
+  };
+  std::atomic<bool> stop{false};
+  std::thread session([&] {
+    for (size_t i = 1; i < chain.size() && !stop; ++i) {
+      // `git branch -f topic Ci` (loose), then `git pack-refs` (packed-refs renamed in, then
+      // the loose file removed): at every moment the branch is at C(i-1) or Ci.
+      write_renamed(private_ / "refs" / "heads" / "topic", chain[i] + "\n");
+      write_renamed(private_ / "packed-refs", "# pack-refs with: peeled fully-peeled sorted \n" +
+                                                  chain[0] + " refs/heads/main\n" + chain[i] +
+                                                  " refs/heads/topic\n");
+      fs::remove(private_ / "refs" / "heads" / "topic");
+    }
+  });
+  size_t last = 0;
+  int moved_back = 0;
+  for (int i = 0; i < 300; ++i) {
+    CopyBack(snapshot);
+    const std::string now = Host("rev-parse refs/heads/topic").substr(0, 40);
+    const size_t at = std::find(chain.begin(), chain.end(), now) - chain.begin();
+    if (at < last) ++moved_back;
+    last = std::max(last, at);
+  }
+  stop = true;
+  session.join();
+  EXPECT_EQ(moved_back, 0) << "copy-backs moved the person's branch back to an older value";
+  EXPECT_GT(last, 0u) << "no copy-back moved the branch on at all";
 }
 
 // A session makes at most kGitRefsMadePerSession refs on the host over its life, and none once
