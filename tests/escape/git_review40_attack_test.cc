@@ -105,12 +105,12 @@ TEST(GitReview40AttackTest, AMonorepoPastTheRefCapGetsTheHostsBranchInTheSession
 namespace ptybox::testing {
 namespace {
 
-// Held: the launch's snapshot of the host's refs (ReadRefs, which stops at kGitMaxRefs silently
-// for the host) and the private copy's loose refs (a second ReadLooseRefs into a map of its own,
-// which does not stop) disagree in a repository of 100,000 packed refs: a branch packed at A and
-// loose at B is A in the snapshot and B in the session's git. The person then moves it back to A;
-// the copy-back's read of the session's refs stops at the same bound, so it sees A too and
-// nothing moves.
+// Held: on 903f0d8 the launch's snapshot of the host's refs (which stopped at kGitMaxRefs
+// silently for the host) and the private copy's loose refs (a walk of their own, which did not
+// stop) disagreed in a repository of 100,000 packed refs: a branch packed at A and loose at B was
+// A in the snapshot and B in the session's git. The person then moves it back to A; the
+// copy-back's read of the session's refs stopped at the same bound, so it saw A too and nothing
+// moved. (Since 9d0aeec both come from one reading.)
 TEST(GitReview40AttackTest, APackedBranchPastTheRefCapIsNeverMovedByASessionThatLeftIt) {
   Daemon daemon(Daemon::Options{.extra_args = {}, .env = {}});
   const std::filesystem::path ws = daemon.workspace();
