@@ -368,6 +368,16 @@ std::string Describe(mode_t type) {
 // Loose refs beneath refs/ of `git_fd` (relative names "refs/..."), each well-formed; what is not
 // is reported in `refused` (when given: the session's copy, whose walk also lists at most
 // kGitListedEntriesMax entries in all) and skipped. `single_link` as OpenRegular.
+// A host repository past kGitMaxRefs refs, packed and loose together: read whole or not at all
+// (a reading cut short had left out a loose `main` beside 100,000 packed tags, and the session's
+// git saw no main).
+std::unexpected<Error> TooManyRefs() {
+  return Fail(ErrorKind::kPolicyDenied,
+              "the repository holds more than " + std::to_string(kGitMaxRefs) +
+                  " refs, packed and loose; delete some with git on the host",
+              "refs");
+}
+
 Result<void> ReadLooseRefs(int git_fd, std::map<std::string, std::string>& refs, GitLines* refused,
                            bool single_link) {
   size_t listed = 0;  // entries of every directory the walk listed (the session's only)
@@ -393,8 +403,8 @@ Result<void> ReadLooseRefs(int git_fd, std::map<std::string, std::string>& refs,
       if (cut) return {};
       const std::string name = prefix + "/" + e.name;
       if (refs.size() >= kGitMaxRefs) {
-        if (refused)
-          refused->push_back(name + ": more than " + std::to_string(kGitMaxRefs) + " refs");
+        if (refused == nullptr) return TooManyRefs();
+        refused->push_back(name + ": more than " + std::to_string(kGitMaxRefs) + " refs");
         return {};
       }
       if (e.type == S_IFDIR) {
@@ -480,8 +490,8 @@ Result<RefsReading> ReadRefsAsGitDoes(int git_fd, GitLines* refused, bool single
   }
   for (auto& [name, value] : loose) {
     if (reading.refs.size() >= kGitMaxRefs && !reading.refs.contains(name)) {
-      if (refused)
-        refused->push_back(name + ": more than " + std::to_string(kGitMaxRefs) + " refs");
+      if (refused == nullptr) return TooManyRefs();
+      refused->push_back(name + ": more than " + std::to_string(kGitMaxRefs) + " refs");
       break;
     }
     reading.refs[name] = value;

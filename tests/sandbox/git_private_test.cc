@@ -1255,6 +1255,29 @@ TEST_F(GitPrivateTest, TheSessionsPackRefsNeverShowsTheCopyBackAnOlderValue) {
   EXPECT_GT(last, 0u) << "no copy-back moved the branch on at all";
 }
 
+// A repository past kGitMaxRefs refs, packed and loose together, gets no private copy (the launch
+// keeps its .git read-only, where the session sees every ref): a reading cut short at the bound
+// had left out the loose `main` beside 100,000 packed tags.
+TEST_F(GitPrivateTest, ARepositoryPastTheRefBoundIsReadWholeOrNotAtAll) {
+  const std::string head = Host("rev-parse HEAD").substr(0, 40);
+  std::string packed = "# pack-refs with: peeled fully-peeled sorted \n";
+  char name[32];
+  for (size_t i = 0; i < kGitMaxRefs; ++i) {
+    std::snprintf(name, sizeof name, "refs/tags/t%06zu", i);
+    packed += head + " " + name + "\n";
+  }
+  { std::ofstream(host_ / ".git" / "packed-refs") << packed; }  // refs/heads/main stays loose
+  UniqueFd host(::open((host_ / ".git").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd mine(::open(private_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  Result<GitSnapshot> snapshot =
+      PreparePrivateGit(host.Get(), mine.Get(), (host_ / ".git" / "objects").string());
+  ASSERT_FALSE(snapshot) << "a private copy of " << snapshot->refs.size() << " refs was made";
+  EXPECT_NE(snapshot.error().message.find("holds more than " + std::to_string(kGitMaxRefs) +
+                                          " refs, packed and loose"),
+            std::string::npos)
+      << snapshot.error().Describe();
+}
+
 // A session makes at most kGitRefsMadePerSession refs on the host over its life, and none once
 // the repository holds kGitRefsMadeUntil: past kGitMaxRefs every later launch there, of any
 // owner, would fail to read the host's refs (outside review 46). Moves of existing refs go on.
