@@ -3,6 +3,8 @@
 # bounded time; CI runs it after the test suite.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   each target SECONDS long (default 60); default
 #                                           targets: decoder line_reader rpc_request policy
+#                                           proxy_request; FUZZ_JOBS of them at once (default:
+#                                           the cores)
 #   FUZZ_BUILD_ONLY=1 scripts/fuzz.sh       builds only; reproduce a crash with
 #                                           build-fuzz/tests/fuzz/TARGET_fuzzer CRASH-FILE
 #   FUZZ_ARGS="-jobs=2" scripts/fuzz.sh     extra libFuzzer flags
@@ -45,32 +47,50 @@ cmake --build "$out" -j"$(nproc)" --target "${targets[@]/%/_fuzzer}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}check_printf=0:print_stacktrace=1"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}print_stacktrace=1:halt_on_error=1"
 
-failed=()
-for target in "${targets[@]}"; do
-  dict=rpc.dict
+# One target's run; its status is the run's. The summary lines go to stdout as one block.
+fuzz_one() {
+  local target=$1 dict=rpc.dict
   case "$target" in
     decoder) dict=decoder.dict ;;
     policy) dict=policy.dict ;;
   esac
-  corpus="$out/corpus/$target"
-  artifacts="$out/artifacts/$target"
+  local corpus="$out/corpus/$target" artifacts="$out/artifacts/$target" status=0
   mkdir -p "$corpus" "$artifacts"
   echo "fuzz.sh: $target for $seconds s (corpus $corpus)"
   # The first directory collects what the run finds; the seeds and regressions are read only.
   # shellcheck disable=SC2086
-  if ! "$out/tests/fuzz/${target}_fuzzer" "$corpus" "$root/tests/fuzz/seeds/$target" \
-      "$root/tests/fuzz/regressions/$target" -dict="$root/tests/fuzz/$dict" \
-      -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
-      -print_final_stats=1 -artifact_prefix="$artifacts/" ${FUZZ_ARGS:-} \
-      >"$out/$target.log" 2>&1; then
-    failed+=("$target")
+  "$out/tests/fuzz/${target}_fuzzer" "$corpus" "$root/tests/fuzz/seeds/$target" \
+    "$root/tests/fuzz/regressions/$target" -dict="$root/tests/fuzz/$dict" \
+    -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$artifacts/" ${FUZZ_ARGS:-} \
+    >"$out/$target.log" 2>&1 || status=$?
+  if ((status != 0)); then
     tail -n 60 "$out/$target.log" >&2
     echo "fuzz.sh: $target FAILED; inputs in $artifacts/:" >&2
     ls -l "$artifacts" >&2
   fi
   grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)" "$out/$target.log" \
     | sed "s/^/fuzz.sh: $target: /" || true
+  return "$status"
+}
+
+# Each libFuzzer run is one process on one core: FUZZ_JOBS targets (default: the cores) run at
+# once, each still for its full time, so the step takes about targets/jobs x SECONDS.
+jobs=${FUZZ_JOBS:-$(nproc)}
+declare -A running=()  # pid -> target
+failed=()
+reap_one() {
+  local pid status=0
+  wait -n -p pid "${!running[@]}" || status=$?
+  ((status != 0)) && failed+=("${running[$pid]}")
+  unset "running[$pid]"
+}
+for target in "${targets[@]}"; do
+  while ((${#running[@]} >= jobs)); do reap_one; done
+  fuzz_one "$target" &
+  running[$!]=$target
 done
+while ((${#running[@]} > 0)); do reap_one; done
 
 if ((${#failed[@]} > 0)); then
   echo "fuzz.sh: crashes in: ${failed[*]}; keep each input as tests/fuzz/regressions/TARGET/NAME" >&2

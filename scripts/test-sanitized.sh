@@ -38,13 +38,18 @@ chmod 1777 "$logs"  # the unprivileged-daemon runs write here too
 # abort_on_error=0 / exitcode: a report ends the process with a failing status, not SIGABRT,
 #   so the daemon's parent sees a plain failure.
 # log_path: each process's report also goes to its own file (asan.PID) under $logs.
+# quarantine_size_mb=16 (default 256): the last 16 MiB freed are still kept from reuse, but the
+#   daemon's address space stays small, and every run of the host's git it starts copies that
+#   address space twice (its keeper, then git; sandbox/captured_run.cc): with 256 MiB the Git
+#   for agents suites spent most of their time in those copies (GitReview30AttackTest's stash
+#   fill, about 12,000 runs of git: 397 s against 196 s, nearly all of it system time).
 # check_printf=0: libvterm 0.1.4 answers an unknown DECRQSS (`ESC P $ q # ESC \`, a regression
 #   input of the decoder) with the format "0$r%.s" and an int argument: glibc reads nothing for a
 #   zero precision, but ASan's printf check takes the int for a string pointer and faults in
 #   its own strlen (a SEGV, which no suppression file can cover; scripts/fuzz.sh does the same).
 #   What it turns off is narrow in effect: every printf format in ptybox is a literal that
 #   -Wformat=2 checks at compile time.
-export ASAN_OPTIONS="check_printf=0:detect_leaks=1:halt_on_error=1:abort_on_error=0:print_stacktrace=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:log_path=$logs/asan"
+export ASAN_OPTIONS="check_printf=0:detect_leaks=1:halt_on_error=1:abort_on_error=0:print_stacktrace=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:quarantine_size_mb=16:log_path=$logs/asan"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$logs/ubsan"
 export LSAN_OPTIONS="print_suppressions=0"
 

@@ -17,6 +17,11 @@
 # (scripts/build.sh: build/) and the whole suite on it, nothing else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A fresh clone anywhere on a machine that built ptybox before takes ccache's hits: paths under
+# the clone are hashed relative to it, and the working directory is not hashed (its debug line
+# tables then name the first clone's directory; an absolute path a file compiles in, such as
+# PTYBOX_SOURCE_DIR, is still part of its hash).
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 
 step() {
   local name=$1
