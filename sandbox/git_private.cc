@@ -2204,7 +2204,12 @@ Result<void> PrepareWorktrees(int host_git_fd, int private_fd, const std::option
     Result<UniqueFd> mine = MakeDir(all->Get(), e.name, 0755, owner);
     if (!mine) return Propagate(mine);
     for (const char* name : kGitWorktreeStateFiles) {
-      Result<std::optional<std::string>> text = ReadFile(from, name, kGitSmallFileMax, false);
+      // HEAD as the snapshot read it: read a second time here, a person's `git switch` in the
+      // worktree between the two readings was undone by the session's next copy-back, which
+      // took the session's copy for its move (outside review 48).
+      Result<std::optional<std::string>> text = std::string_view(name) == "HEAD"
+                                                    ? Result<std::optional<std::string>>(*head)
+                                                    : ReadFile(from, name, kGitSmallFileMax, false);
       if (!text || !*text) continue;  // absent, a link, a FIFO: not copied
       Result<bool> wrote = WriteLikeGit(mine->Get(), name, {.fd = -1, .data = **text}, 0644,
                                         /*replace=*/true, owner, /*durable=*/false);

@@ -1278,6 +1278,37 @@ TEST_F(GitPrivateTest, ARepositoryPastTheRefBoundIsReadWholeOrNotAtAll) {
       << snapshot.error().Describe();
 }
 
+// A linked worktree's HEAD is read once at launch, and the snapshot and the session's copy both
+// hold that reading, whatever the person's `git switch` there does meanwhile (outside review 48:
+// read twice, the copy could name the branch the person was leaving while the snapshot named the
+// one they came to, and the copy-back then switched the person's worktree back).
+TEST_F(GitPrivateTest, AWorktreesHeadIsOneReadingAcrossThePersonsSwitch) {
+  Host("branch other");
+  const fs::path wt = dir_ / "wt";
+  Host("worktree add -q -b wtb " + wt.string());
+  const fs::path head = host_ / ".git" / "worktrees" / "wt" / "HEAD";
+  std::atomic<bool> stop{false};
+  std::thread person([&] {
+    for (bool to_other = true; !stop; to_other = !to_other) {  // `git switch`, again and again
+      const fs::path temp = head.string() + ".new";
+      { std::ofstream(temp) << (to_other ? "ref: refs/heads/other\n" : "ref: refs/heads/wtb\n"); }
+      fs::rename(temp, head);
+    }
+  });
+  int disagreed = 0;
+  for (int i = 0; i < 200; ++i) {
+    fs::remove_all(private_);
+    fs::create_directories(private_);
+    GitSnapshot snapshot = Prepare();
+    const std::string copy = Slurp(private_ / kGitPrivateWorktrees / "wt" / "HEAD");
+    if (snapshot.worktrees["wt"].head + "\n" != copy) ++disagreed;
+  }
+  stop = true;
+  person.join();
+  EXPECT_EQ(disagreed, 0) << "launches whose snapshot and session copy of the worktree's HEAD "
+                             "disagreed";
+}
+
 // A session makes at most kGitRefsMadePerSession refs on the host over its life, and none once
 // the repository holds kGitRefsMadeUntil: past kGitMaxRefs every later launch there, of any
 // owner, would fail to read the host's refs (outside review 46). Moves of existing refs go on.
