@@ -2289,50 +2289,135 @@ bool ValidWorktreeId(std::string_view id) {
   });
 }
 
+// HEAD, the index and the refs as one state of the person's git. git writes them one after
+// another (`git switch`: the index, then HEAD; `git reset --hard`: the index, then the branch), so
+// a launch reading them once could take HEAD from before the person's switch and the index from
+// after it, and the session's ordinary commit put the other branch's files on main (outside
+// review 49). They are read while neither index.lock nor HEAD.lock is held, then HEAD, the
+// branch it names and the index's identity are read again (after a pause when the index was
+// written within the last second, as git's next write comes right after it); a reading they
+// disagree with is taken again, a few times, and past that the launch keeps .git read-only.
+struct LaunchState {
+  std::string head;                  // HEAD's text
+  std::optional<std::string> index;  // the index's bytes (none: no index)
+  RefsReading refs;
+};
+
+struct FileIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  timespec mtime{};
+  bool operator==(const FileIdentity& other) const {
+    return dev == other.dev && ino == other.ino && size == other.size &&
+           mtime.tv_sec == other.mtime.tv_sec && mtime.tv_nsec == other.mtime.tv_nsec;
+  }
+};
+
+std::optional<FileIdentity> IdentityOf(int dir, const char* name) {
+  struct stat st {};
+  if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
+  return FileIdentity{st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+}
+
+bool GitLockHeld(int host_git_fd) {
+  struct stat st {};
+  return ::fstatat(host_git_fd, "index.lock", &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+         ::fstatat(host_git_fd, "HEAD.lock", &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+constexpr int kLaunchReadings = 8;
+constexpr std::chrono::milliseconds kLaunchReadingPause{20};
+
+Result<LaunchState> ReadLaunchState(int host_git_fd) {
+  for (int attempt = 0; attempt < kLaunchReadings; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(kLaunchReadingPause);
+    if (GitLockHeld(host_git_fd)) continue;
+    LaunchState state;
+    Result<std::optional<std::string>> head =
+        ReadFile(host_git_fd, "HEAD", kGitSmallFileMax, false);
+    if (!head) return Propagate(head);
+    if (!*head) {
+      return Fail(ErrorKind::kPolicyDenied, "the repository has no regular-file HEAD", "HEAD");
+    }
+    state.head = std::move(**head);
+    const std::optional<FileIdentity> index_before = IdentityOf(host_git_fd, "index");
+    Result<std::optional<std::string>> index = ReadFile(host_git_fd, "index", kGitIndexMax, false);
+    if (!index) return Propagate(index);
+    state.index = std::move(*index);
+    Result<RefsReading> refs = ReadRefsAsGitDoes(host_git_fd, nullptr, false);
+    if (!refs) return Propagate(refs);
+    state.refs = std::move(*refs);
+    if (index_before) {
+      timespec now{};
+      ::clock_gettime(CLOCK_REALTIME, &now);
+      if (now.tv_sec - index_before->mtime.tv_sec <= 1) {
+        std::this_thread::sleep_for(kLaunchReadingPause);
+      }
+    }
+    if (GitLockHeld(host_git_fd) || IdentityOf(host_git_fd, "index") != index_before) continue;
+    Result<std::optional<std::string>> head_again =
+        ReadFile(host_git_fd, "HEAD", kGitSmallFileMax, false);
+    if (!head_again || !*head_again || **head_again != state.head) continue;
+    const std::string target = Trim(state.head);
+    if (target.starts_with("ref: ")) {
+      const std::string name = target.substr(5);
+      Result<std::optional<std::string>> branch = HostRef(host_git_fd, name);
+      auto it = state.refs.refs.find(name);
+      const std::optional<std::string> read =
+          it == state.refs.refs.end() ? std::nullopt : std::optional<std::string>(it->second);
+      if (!branch || *branch != read) continue;
+    }
+    return state;
+  }
+  return Fail(ErrorKind::kPolicyDenied,
+              "the repository's HEAD, index or branch kept changing while the launch read them "
+              "(the person's git at work); run the session again once it is done",
+              "HEAD");
+}
+
 Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
                                       std::string_view objects_inside,
                                       std::optional<GitOwner> owner) {
   GitSnapshot snapshot;
-  // State files.
+  // HEAD, the index and the refs: one state of the person's git, read before anything is written.
+  Result<LaunchState> state = ReadLaunchState(host_git_fd);
+  if (!state) return Propagate(state);
+  snapshot.head = Trim(state->head);
+  if (!ValidRefValue(snapshot.head)) {
+    return Fail(ErrorKind::kPolicyDenied,
+                "the repository's HEAD is neither a hex id nor `ref: refs/...`; repair it with git "
+                "on the host",
+                "HEAD");
+  }
+  if (Result<bool> wrote = WriteLikeGit(private_fd, "HEAD", {.fd = -1, .data = state->head}, 0644,
+                                        /*replace=*/true, owner, /*durable=*/false);
+      !wrote) {
+    return Propagate(wrote);
+  }
+  // The other state files, the session's own from here on.
   for (const char* name : kGitCopiedStateFiles) {
+    if (std::string_view(name) == "HEAD") continue;
     Result<std::optional<std::string>> text = ReadFile(host_git_fd, name, kGitSmallFileMax, false);
     if (!text) {
       if (text.error().kind == ErrorKind::kPolicyDenied) continue;  // a link, a FIFO: not copied
       return Propagate(text);
     }
     if (!*text) continue;
-    if (std::string_view(name) == "HEAD") {
-      snapshot.head = Trim(**text);
-      if (!ValidRefValue(snapshot.head)) {
-        return Fail(ErrorKind::kPolicyDenied,
-                    "the repository's HEAD is neither a hex id nor `ref: refs/...`; repair it "
-                    "with git on the host",
-                    "HEAD");
-      }
-    }
     Result<bool> wrote = WriteLikeGit(private_fd, name, {.fd = -1, .data = **text}, 0644,
                                       /*replace=*/true, owner, /*durable=*/false);
     if (!wrote) return Propagate(wrote);
   }
-  if (snapshot.head.empty()) {
-    return Fail(ErrorKind::kPolicyDenied, "the repository has no regular-file HEAD", "HEAD");
-  }
   if (Result<size_t> hash = HostHashSize(host_git_fd)) snapshot.hash_size = *hash;
-  // The index.
-  {
-    Result<std::optional<std::string>> index = ReadFile(host_git_fd, "index", kGitIndexMax, false);
-    if (!index) return Propagate(index);
-    if (*index) {
-      Result<bool> wrote = WriteLikeGit(private_fd, "index", {.fd = -1, .data = **index}, 0644,
-                                        /*replace=*/true, owner, /*durable=*/false);
-      if (!wrote) return Propagate(wrote);
-      snapshot.index = std::move(**index);
-    }
+  if (state->index) {
+    Result<bool> wrote = WriteLikeGit(private_fd, "index", {.fd = -1, .data = *state->index}, 0644,
+                                      /*replace=*/true, owner, /*durable=*/false);
+    if (!wrote) return Propagate(wrote);
+    snapshot.index = std::move(*state->index);
   }
   // Refs: the snapshot and the session's copy come from one reading (ReadRefsAsGitDoes): its
   // packed-refs as read, and each well-formed loose ref it took.
-  Result<RefsReading> reading = ReadRefsAsGitDoes(host_git_fd, nullptr, false);
-  if (!reading) return Propagate(reading);
+  RefsReading* reading = &state->refs;
   snapshot.refs = std::move(reading->refs);
   for (const auto& [name, value] : snapshot.refs) {
     if (CopiedBackRef(name)) snapshot.launch_refs.insert(name);

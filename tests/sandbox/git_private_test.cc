@@ -1309,6 +1309,64 @@ TEST_F(GitPrivateTest, AWorktreesHeadIsOneReadingAcrossThePersonsSwitch) {
                              "disagreed";
 }
 
+// HEAD and the index are one state of the person's git in every launch that takes them, whatever
+// the person's `git switch` (the index written, then HEAD) does meanwhile; a launch that cannot
+// get one fails, and the session's .git stays read-only (outside review 49: HEAD from before the
+// switch and the index from after it let the session's commit put the other branch's files on
+// main).
+TEST_F(GitPrivateTest, HeadAndTheIndexAreOneStateAcrossThePersonsSwitch) {
+  Host("branch other");
+  const fs::path git = host_ / ".git";
+  Host("checkout -q other");
+  { std::ofstream(host_ / "b.txt") << "other\n"; }
+  Host("add b.txt");
+  Host("commit -q -m other");
+  const std::string index_other = Slurp(git / "index");
+  Host("checkout -q main");
+  const std::string index_main = Slurp(git / "index");
+  ASSERT_NE(index_main, index_other);
+  auto write_renamed = [&](const fs::path& path, const std::string& text) {
+    const fs::path temp = path.string() + ".new";
+    { std::ofstream(temp) << text; }
+    fs::rename(temp, path);
+  };
+  std::atomic<bool> stop{false};
+  std::thread person([&] {
+    // `git switch other`, then `git switch main`: each the index, a moment (git's own, made
+    // longer here), then HEAD; the person then works on for a while.
+    while (!stop) {
+      write_renamed(git / "index", index_other);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      write_renamed(git / "HEAD", "ref: refs/heads/other\n");
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      write_renamed(git / "index", index_main);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      write_renamed(git / "HEAD", "ref: refs/heads/main\n");
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    }
+  });
+  int mixed = 0;
+  int taken = 0;
+  for (int i = 0; i < 100; ++i) {
+    fs::remove_all(private_);
+    fs::create_directories(private_);
+    UniqueFd host(::open(git.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd mine(::open(private_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    Result<GitSnapshot> snapshot =
+        PreparePrivateGit(host.Get(), mine.Get(), (git / "objects").string());
+    if (!snapshot) continue;  // the person's git never stood still: .git stays read-only
+    ++taken;
+    const std::string& index = snapshot->index.value_or("");
+    const bool on_other = snapshot->head == "ref: refs/heads/other";
+    if (index != (on_other ? index_other : index_main)) ++mixed;
+  }
+  stop = true;
+  person.join();
+  std::cout << "  launches that took a state: " << taken << " of 100\n";
+  EXPECT_EQ(mixed, 0) << "launches whose HEAD and index came from two states of the person's git";
+  EXPECT_GT(taken, 0);
+}
+
 // A session makes at most kGitRefsMadePerSession refs on the host over its life, and none once
 // the repository holds kGitRefsMadeUntil: past kGitMaxRefs every later launch there, of any
 // owner, would fail to read the host's refs (outside review 46). Moves of existing refs go on.
