@@ -598,6 +598,20 @@ Result<std::string> HostObjectType(int host_git_fd, std::string_view id) {
   return type;
 }
 
+Result<std::string> HostTreeOf(int host_git_fd, std::string_view commit) {
+  Result<CapturedRun> run = RunOnHostRepository(
+      host_git_fd, {"rev-parse", "--verify", "-q", std::string(commit) + "^{tree}"},
+      std::chrono::seconds(10), 160, "read a commit's tree");
+  if (!run) return Propagate(run);
+  std::string tree = run->out;
+  while (!tree.empty() && (tree.back() == '\n' || tree.back() == '\r')) tree.pop_back();
+  if (!run->Succeeded() || (tree.size() != 40 && tree.size() != 64)) {
+    return Fail(ErrorKind::kPolicyDenied,
+                "the host's git could not read the commit's tree" + GitSaid(*run));
+  }
+  return tree;
+}
+
 Result<std::map<std::string, std::string>> HostObjectTypes(int host_git_fd,
                                                            const std::vector<std::string>& ids) {
   std::map<std::string, std::string> types;

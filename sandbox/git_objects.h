@@ -111,6 +111,9 @@ inline constexpr size_t kGitObjectsNewAtTipMax = 100'000;
 // "tree", "blob"; an error when the host's git cannot tell.
 [[nodiscard]] Result<std::string> HostObjectType(int host_git_fd, std::string_view id);
 
+// The id (hex) of the tree a commit of the host's names (`git rev-parse <commit>^{tree}`).
+[[nodiscard]] Result<std::string> HostTreeOf(int host_git_fd, std::string_view commit);
+
 // The types of the host's objects `ids` in one run of `git cat-file --batch-check`: id ->
 // "commit", "tag", "tree", "blob", or "missing" (an id git does not print is not there either).
 [[nodiscard]] Result<std::map<std::string, std::string>> HostObjectTypes(

@@ -1804,6 +1804,7 @@ struct ParsedIndex {
   std::vector<IndexEntryFacts> entries;
   size_t entries_end = 0;    // where the extensions (or the checksum) start
   std::string shared_index;  // a split index's `link` extension: its shared part's id (hex)
+  std::string root_tree;     // the cache-tree's (`TREE`) root tree id (hex), when it is valid
 };
 
 // How ParseIndex reads: kJudge for an index the host is to get (each entry's path checked by
@@ -1983,6 +1984,16 @@ std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, 
     if (signature == "link" && size >= hash_size) {
       parsed.shared_index = HexEncode(index.substr(at + 8, hash_size));
     }
+    // The root entry: an empty path, its NUL, "<entries> <subtrees>\n", then its tree's id when
+    // <entries> is not -1 (an invalidated root).
+    if (signature == "TREE" && size > 0 && index[at + 8] == '\0') {
+      const std::string_view data = index.substr(at + 8, size);
+      const size_t newline = data.find('\n');
+      if (newline != std::string_view::npos && data[1] != '-' &&
+          data.size() >= newline + 1 + hash_size) {
+        parsed.root_tree = HexEncode(data.substr(newline + 1, hash_size));
+      }
+    }
     at += 8 + size;
   }
   return parsed;
@@ -2161,6 +2172,53 @@ Result<std::map<std::string, std::string>> ParsePackedRefs(std::string_view text
 
 namespace {
 
+struct FileIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  timespec mtime{};
+  bool operator==(const FileIdentity& other) const {
+    return dev == other.dev && ino == other.ino && size == other.size &&
+           mtime.tv_sec == other.mtime.tv_sec && mtime.tv_nsec == other.mtime.tv_nsec;
+  }
+};
+
+std::optional<FileIdentity> IdentityOf(int dir, const char* name) {
+  struct stat st {};
+  if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
+  return FileIdentity{st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+}
+
+bool GitLockHeld(int host_git_fd) {
+  struct stat st {};
+  return ::fstatat(host_git_fd, "index.lock", &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+         ::fstatat(host_git_fd, "HEAD.lock", &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+// Whether an index git wrote belongs to another tree than the commit `head` (a HEAD file's text)
+// names: its cache-tree's root is valid and names another tree. `git switch` and `git reset` write
+// the index, then HEAD or the branch (`git switch` prints the local changes it carries between the
+// two, and waits while its output is not read): in between, the index is the next tree's, with
+// no lock held and nothing changing (outside review 50). A `git reset --soft` or a merge under
+// way leaves it so too; a staged change invalidates the root, and is not this.
+bool IndexOfAnotherTree(int host_git_fd, const std::string& head,
+                        const std::map<std::string, std::string>& refs,
+                        const std::optional<std::string>& index, size_t hash_size) {
+  if (!index || hash_size == 0) return false;
+  std::string why;
+  std::optional<ParsedIndex> parsed = ParseIndex(*index, hash_size, why, IndexReading::kAsGitReads);
+  if (!parsed || parsed->root_tree.empty()) return false;
+  std::string commit = Trim(head);
+  if (commit.starts_with("ref: ")) {
+    auto it = refs.find(commit.substr(5));
+    if (it == refs.end()) return false;  // an unborn branch: no tree to compare with
+    commit = it->second;
+  }
+  if (!IsObjectId(commit)) return false;
+  Result<std::string> tree = HostTreeOf(host_git_fd, commit);
+  return !tree || *tree != parsed->root_tree;
+}
+
 // The private directory of each linked worktree the host has (kGitPrivateWorktrees/<id>): its
 // state files and index copied, an empty logs/, and an empty mount point for each of
 // kGitWorktreeReadOnlyFiles the host has (bound read-only at launch). A worktree without a
@@ -2196,6 +2254,16 @@ Result<void> PrepareWorktrees(int host_git_fd, int private_fd, const std::option
     Result<std::optional<std::string>> index = ReadFile(from, "index", kGitIndexMax, false);
     if (!index) return Propagate(index);
     worktree.index = *index;
+    // Its HEAD and index as one state, as the main worktree's (ReadLaunchState): not while the
+    // person's git holds a lock there, nor with an index of another tree than its HEAD's commit
+    // (outside review 50); such a worktree stays read-only in the session.
+    if (GitLockHeld(from) || IndexOfAnotherTree(host_git_fd, **head, snapshot.refs, worktree.index,
+                                                snapshot.hash_size)) {
+      LogWarn("linked worktree " + e.name +
+              ": the person's git is at work there (a lock held, or its index another tree's "
+              "than its HEAD's); it stays read-only in the session");
+      continue;
+    }
     if (!all) {
       Result<UniqueFd> made = MakeDir(private_fd, kGitPrivateWorktrees, 0755, owner);
       if (!made) return Propagate(made);
@@ -2303,33 +2371,11 @@ struct LaunchState {
   RefsReading refs;
 };
 
-struct FileIdentity {
-  dev_t dev = 0;
-  ino_t ino = 0;
-  off_t size = 0;
-  timespec mtime{};
-  bool operator==(const FileIdentity& other) const {
-    return dev == other.dev && ino == other.ino && size == other.size &&
-           mtime.tv_sec == other.mtime.tv_sec && mtime.tv_nsec == other.mtime.tv_nsec;
-  }
-};
-
-std::optional<FileIdentity> IdentityOf(int dir, const char* name) {
-  struct stat st {};
-  if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
-  return FileIdentity{st.st_dev, st.st_ino, st.st_size, st.st_mtim};
-}
-
-bool GitLockHeld(int host_git_fd) {
-  struct stat st {};
-  return ::fstatat(host_git_fd, "index.lock", &st, AT_SYMLINK_NOFOLLOW) == 0 ||
-         ::fstatat(host_git_fd, "HEAD.lock", &st, AT_SYMLINK_NOFOLLOW) == 0;
-}
-
 constexpr int kLaunchReadings = 8;
 constexpr std::chrono::milliseconds kLaunchReadingPause{20};
 
-Result<LaunchState> ReadLaunchState(int host_git_fd) {
+Result<LaunchState> ReadLaunchState(int host_git_fd, size_t hash_size) {
+  bool another_tree = false;
   for (int attempt = 0; attempt < kLaunchReadings; ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(kLaunchReadingPause);
     if (GitLockHeld(host_git_fd)) continue;
@@ -2368,11 +2414,18 @@ Result<LaunchState> ReadLaunchState(int host_git_fd) {
           it == state.refs.refs.end() ? std::nullopt : std::optional<std::string>(it->second);
       if (!branch || *branch != read) continue;
     }
+    another_tree =
+        IndexOfAnotherTree(host_git_fd, state.head, state.refs.refs, state.index, hash_size);
+    if (another_tree) continue;
     return state;
   }
   return Fail(ErrorKind::kPolicyDenied,
-              "the repository's HEAD, index or branch kept changing while the launch read them "
-              "(the person's git at work); run the session again once it is done",
+              another_tree
+                  ? "the repository's index is another tree's than HEAD's commit (a `git switch` "
+                    "or `git reset` under way, a `git reset --soft`, or a merge); commit, or let "
+                    "git finish, then open the session again"
+                  : "the repository's HEAD, index or branch kept changing while the launch read "
+                    "them (the person's git at work); run the session again once it is done",
               "HEAD");
 }
 
@@ -2381,7 +2434,8 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
                                       std::optional<GitOwner> owner) {
   GitSnapshot snapshot;
   // HEAD, the index and the refs: one state of the person's git, read before anything is written.
-  Result<LaunchState> state = ReadLaunchState(host_git_fd);
+  if (Result<size_t> hash = HostHashSize(host_git_fd)) snapshot.hash_size = *hash;
+  Result<LaunchState> state = ReadLaunchState(host_git_fd, snapshot.hash_size);
   if (!state) return Propagate(state);
   snapshot.head = Trim(state->head);
   if (!ValidRefValue(snapshot.head)) {
@@ -2408,7 +2462,6 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
                                       /*replace=*/true, owner, /*durable=*/false);
     if (!wrote) return Propagate(wrote);
   }
-  if (Result<size_t> hash = HostHashSize(host_git_fd)) snapshot.hash_size = *hash;
   if (state->index) {
     Result<bool> wrote = WriteLikeGit(private_fd, "index", {.fd = -1, .data = *state->index}, 0644,
                                       /*replace=*/true, owner, /*durable=*/false);

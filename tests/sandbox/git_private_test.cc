@@ -1367,6 +1367,29 @@ TEST_F(GitPrivateTest, HeadAndTheIndexAreOneStateAcrossThePersonsSwitch) {
   EXPECT_GT(taken, 0);
 }
 
+// An index whose cache-tree names another tree than HEAD's commit is a state git is between
+// (`git switch` writes the index, prints the changes it carries, and only then HEAD; outside
+// review 50) or one the person made (`git reset --soft`): the launch makes no private copy of it
+// (the session's .git stays read-only) and says why. A staged change is not that.
+TEST_F(GitPrivateTest, AnIndexOfAnotherTreeThanHeadsGetsNoPrivateCopy) {
+  { std::ofstream(host_ / "b.txt") << "staged\n"; }
+  Host("add b.txt");
+  GitSnapshot staged = Prepare();
+  EXPECT_EQ(staged.head, "ref: refs/heads/main") << "a staged change refused the launch";
+  fs::remove_all(private_);
+  fs::create_directories(private_);
+  Host("commit -q -m second");
+  Host("reset -q --soft HEAD~1");  // the index keeps the second commit's tree
+  UniqueFd host(::open((host_ / ".git").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd mine(::open(private_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  Result<GitSnapshot> snapshot =
+      PreparePrivateGit(host.Get(), mine.Get(), (host_ / ".git" / "objects").string());
+  ASSERT_FALSE(snapshot) << "a private copy of an index of another tree than HEAD's was made";
+  EXPECT_NE(snapshot.error().message.find("index is another tree's than HEAD's commit"),
+            std::string::npos)
+      << snapshot.error().Describe();
+}
+
 // A session makes at most kGitRefsMadePerSession refs on the host over its life, and none once
 // the repository holds kGitRefsMadeUntil: past kGitMaxRefs every later launch there, of any
 // owner, would fail to read the host's refs (outside review 46). Moves of existing refs go on.
