@@ -47,6 +47,13 @@ std::string Slurp(const fs::path& path) {
   return s.str();
 }
 
+// Writes `path` as git does: a new file renamed over it (readers see the old or the new).
+void WriteRenamed(const fs::path& path, const std::string& text) {
+  const fs::path temp = path.string() + ".new";
+  { std::ofstream(temp) << text; }
+  fs::rename(temp, path);
+}
+
 class GitPrivateTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -81,11 +88,13 @@ class GitPrivateTest : public ::testing::Test {
                      host_.string() + " " + args,
                  status);
   }
-  GitSnapshot Prepare() {
+  Result<GitSnapshot> TryPrepare() {
     UniqueFd host(::open((host_ / ".git").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     UniqueFd mine(::open(private_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    Result<GitSnapshot> snapshot =
-        PreparePrivateGit(host.Get(), mine.Get(), (host_ / ".git" / "objects").string());
+    return PreparePrivateGit(host.Get(), mine.Get(), (host_ / ".git" / "objects").string());
+  }
+  GitSnapshot Prepare() {
+    Result<GitSnapshot> snapshot = TryPrepare();
     EXPECT_TRUE(snapshot) << snapshot.error().Describe();
     return snapshot ? *snapshot : GitSnapshot{};
   }
@@ -1181,11 +1190,6 @@ TEST_F(GitPrivateTest, TheSnapshotAndTheSessionsCopyAgreeAcrossThePersonsPackRef
   const std::string a = Host("rev-parse HEAD").substr(0, 40);
   const std::string b = Host("commit-tree -p HEAD -m b HEAD^{tree}").substr(0, 40);
   const fs::path git = host_ / ".git";
-  auto write_renamed = [&](const fs::path& path, const std::string& text) {
-    const fs::path temp = path.string() + ".new";
-    { std::ofstream(temp) << text; }
-    fs::rename(temp, path);
-  };
   auto packed = [&](const std::string& topic) {
     return "# pack-refs with: peeled fully-peeled sorted \n" + a + " refs/heads/main\n" + topic +
            " refs/heads/topic\n";
@@ -1193,9 +1197,9 @@ TEST_F(GitPrivateTest, TheSnapshotAndTheSessionsCopyAgreeAcrossThePersonsPackRef
   std::atomic<bool> stop{false};
   std::thread person([&] {
     while (!stop) {  // what `git pack-refs` does, again and again
-      write_renamed(git / "packed-refs", packed(a));
-      write_renamed(git / "refs" / "heads" / "topic", b + "\n");
-      write_renamed(git / "packed-refs", packed(b));
+      WriteRenamed(git / "packed-refs", packed(a));
+      WriteRenamed(git / "refs" / "heads" / "topic", b + "\n");
+      WriteRenamed(git / "packed-refs", packed(b));
       fs::remove(git / "refs" / "heads" / "topic");
     }
   });
@@ -1223,20 +1227,15 @@ TEST_F(GitPrivateTest, TheSessionsPackRefsNeverShowsTheCopyBackAnOlderValue) {
   }
   Host("update-ref refs/heads/topic " + chain[0]);
   GitSnapshot snapshot = Prepare();
-  auto write_renamed = [&](const fs::path& path, const std::string& text) {
-    const fs::path temp = path.string() + ".new";
-    { std::ofstream(temp) << text; }
-    fs::rename(temp, path);
-  };
   std::atomic<bool> stop{false};
   std::thread session([&] {
     for (size_t i = 1; i < chain.size() && !stop; ++i) {
       // `git branch -f topic Ci` (loose), then `git pack-refs` (packed-refs renamed in, then
       // the loose file removed): at every moment the branch is at C(i-1) or Ci.
-      write_renamed(private_ / "refs" / "heads" / "topic", chain[i] + "\n");
-      write_renamed(private_ / "packed-refs", "# pack-refs with: peeled fully-peeled sorted \n" +
-                                                  chain[0] + " refs/heads/main\n" + chain[i] +
-                                                  " refs/heads/topic\n");
+      WriteRenamed(private_ / "refs" / "heads" / "topic", chain[i] + "\n");
+      WriteRenamed(private_ / "packed-refs", "# pack-refs with: peeled fully-peeled sorted \n" +
+                                                 chain[0] + " refs/heads/main\n" + chain[i] +
+                                                 " refs/heads/topic\n");
       fs::remove(private_ / "refs" / "heads" / "topic");
     }
   });
@@ -1267,10 +1266,7 @@ TEST_F(GitPrivateTest, ARepositoryPastTheRefBoundIsReadWholeOrNotAtAll) {
     packed += head + " " + name + "\n";
   }
   { std::ofstream(host_ / ".git" / "packed-refs") << packed; }  // refs/heads/main stays loose
-  UniqueFd host(::open((host_ / ".git").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  UniqueFd mine(::open(private_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  Result<GitSnapshot> snapshot =
-      PreparePrivateGit(host.Get(), mine.Get(), (host_ / ".git" / "objects").string());
+  Result<GitSnapshot> snapshot = TryPrepare();
   ASSERT_FALSE(snapshot) << "a private copy of " << snapshot->refs.size() << " refs was made";
   EXPECT_NE(snapshot.error().message.find("holds more than " + std::to_string(kGitMaxRefs) +
                                           " refs, packed and loose"),
@@ -1325,23 +1321,18 @@ TEST_F(GitPrivateTest, HeadAndTheIndexAreOneStateAcrossThePersonsSwitch) {
   Host("checkout -q main");
   const std::string index_main = Slurp(git / "index");
   ASSERT_NE(index_main, index_other);
-  auto write_renamed = [&](const fs::path& path, const std::string& text) {
-    const fs::path temp = path.string() + ".new";
-    { std::ofstream(temp) << text; }
-    fs::rename(temp, path);
-  };
   std::atomic<bool> stop{false};
   std::thread person([&] {
     // `git switch other`, then `git switch main`: each the index, a moment (git's own, made
     // longer here), then HEAD; the person then works on for a while.
     while (!stop) {
-      write_renamed(git / "index", index_other);
+      WriteRenamed(git / "index", index_other);
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      write_renamed(git / "HEAD", "ref: refs/heads/other\n");
+      WriteRenamed(git / "HEAD", "ref: refs/heads/other\n");
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
-      write_renamed(git / "index", index_main);
+      WriteRenamed(git / "index", index_main);
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      write_renamed(git / "HEAD", "ref: refs/heads/main\n");
+      WriteRenamed(git / "HEAD", "ref: refs/heads/main\n");
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
     }
   });
@@ -1350,10 +1341,7 @@ TEST_F(GitPrivateTest, HeadAndTheIndexAreOneStateAcrossThePersonsSwitch) {
   for (int i = 0; i < 100; ++i) {
     fs::remove_all(private_);
     fs::create_directories(private_);
-    UniqueFd host(::open(git.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    UniqueFd mine(::open(private_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    Result<GitSnapshot> snapshot =
-        PreparePrivateGit(host.Get(), mine.Get(), (git / "objects").string());
+    Result<GitSnapshot> snapshot = TryPrepare();
     if (!snapshot) continue;  // the person's git never stood still: .git stays read-only
     ++taken;
     const std::string& index = snapshot->index.value_or("");
@@ -1380,10 +1368,7 @@ TEST_F(GitPrivateTest, AnIndexOfAnotherTreeThanHeadsGetsNoPrivateCopy) {
   fs::create_directories(private_);
   Host("commit -q -m second");
   Host("reset -q --soft HEAD~1");  // the index keeps the second commit's tree
-  UniqueFd host(::open((host_ / ".git").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  UniqueFd mine(::open(private_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  Result<GitSnapshot> snapshot =
-      PreparePrivateGit(host.Get(), mine.Get(), (host_ / ".git" / "objects").string());
+  Result<GitSnapshot> snapshot = TryPrepare();
   ASSERT_FALSE(snapshot) << "a private copy of an index of another tree than HEAD's was made";
   EXPECT_NE(snapshot.error().message.find("index is another tree's than HEAD's commit"),
             std::string::npos)
