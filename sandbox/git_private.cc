@@ -508,6 +508,15 @@ Result<std::map<std::string, std::string>> ReadRefs(int git_fd, GitLines* refuse
   return std::move(reading->refs);
 }
 
+// One version of a file git replaces by a rename (packed-refs, an index): its device, inode, size
+// and times.
+std::string VersionKey(const struct stat& st) {
+  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+         std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec) + ":" + std::to_string(st.st_ctim.tv_sec) + "." +
+         std::to_string(st.st_ctim.tv_nsec);
+}
+
 // The host's packed-refs as one copy-back parsed it (PackedRefsScope), read and parsed again only
 // when the file is another: git replaces it by a rename, so its device, inode, size and times name
 // one version. Each ref a copy-back wrote read and parsed the whole file twice (each deletion
@@ -545,11 +554,7 @@ Result<const std::map<std::string, std::string>*> HostPackedRefs(int host_git_fd
   }
   struct stat st {};
   if (::fstat((*file)->fd.Get(), &st) != 0) return std::unexpected(Errno("fstat", "packed-refs"));
-  const std::string key = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
-                          std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) +
-                          "." + std::to_string(st.st_mtim.tv_nsec) + ":" +
-                          std::to_string(st.st_ctim.tv_sec) + "." +
-                          std::to_string(st.st_ctim.tv_nsec);
+  const std::string key = VersionKey(st);
   if (memo.key == key) return &memo.refs;
   memo.key.clear();
   Result<std::string> text = ReadAll((*file)->fd.Get(), kGitPackedRefsMax, "packed-refs");
@@ -2172,21 +2177,11 @@ Result<std::map<std::string, std::string>> ParsePackedRefs(std::string_view text
 
 namespace {
 
-struct FileIdentity {
-  dev_t dev = 0;
-  ino_t ino = 0;
-  off_t size = 0;
-  timespec mtime{};
-  bool operator==(const FileIdentity& other) const {
-    return dev == other.dev && ino == other.ino && size == other.size &&
-           mtime.tv_sec == other.mtime.tv_sec && mtime.tv_nsec == other.mtime.tv_nsec;
-  }
-};
-
-std::optional<FileIdentity> IdentityOf(int dir, const char* name) {
+// The version of `name` beneath `dir` (VersionKey), or nullopt when there is none.
+std::optional<std::string> VersionOf(int dir, const char* name) {
   struct stat st {};
   if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
-  return FileIdentity{st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+  return VersionKey(st);
 }
 
 bool GitLockHeld(int host_git_fd) {
@@ -2387,21 +2382,24 @@ Result<LaunchState> ReadLaunchState(int host_git_fd, size_t hash_size) {
       return Fail(ErrorKind::kPolicyDenied, "the repository has no regular-file HEAD", "HEAD");
     }
     state.head = std::move(**head);
-    const std::optional<FileIdentity> index_before = IdentityOf(host_git_fd, "index");
+    struct stat index_st {};
+    const bool has_index = ::fstatat(host_git_fd, "index", &index_st, AT_SYMLINK_NOFOLLOW) == 0;
+    const std::optional<std::string> index_before =
+        has_index ? std::optional<std::string>(VersionKey(index_st)) : std::nullopt;
     Result<std::optional<std::string>> index = ReadFile(host_git_fd, "index", kGitIndexMax, false);
     if (!index) return Propagate(index);
     state.index = std::move(*index);
     Result<RefsReading> refs = ReadRefsAsGitDoes(host_git_fd, nullptr, false);
     if (!refs) return Propagate(refs);
     state.refs = std::move(*refs);
-    if (index_before) {
+    if (has_index) {
       timespec now{};
       ::clock_gettime(CLOCK_REALTIME, &now);
-      if (now.tv_sec - index_before->mtime.tv_sec <= 1) {
+      if (now.tv_sec - index_st.st_mtim.tv_sec <= 1) {
         std::this_thread::sleep_for(kLaunchReadingPause);
       }
     }
-    if (GitLockHeld(host_git_fd) || IdentityOf(host_git_fd, "index") != index_before) continue;
+    if (GitLockHeld(host_git_fd) || VersionOf(host_git_fd, "index") != index_before) continue;
     Result<std::optional<std::string>> head_again =
         ReadFile(host_git_fd, "HEAD", kGitSmallFileMax, false);
     if (!head_again || !*head_again || **head_again != state.head) continue;
