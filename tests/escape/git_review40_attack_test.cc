@@ -158,12 +158,6 @@ TEST(GitReview40AttackTest, APackedBranchPastTheRefCapIsNeverMovedByASessionThat
 namespace ptybox::testing {
 namespace {
 
-void WriteByRename(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".review40";
-  std::ofstream(tmp) << text;
-  std::filesystem::rename(tmp, path);
-}
-
 // Finding 1 (goal 3): the launch copies the host's packed-refs (with the state files), reads the
 // index, then takes the snapshot of the refs (ReadRefs) and then, in a second walk, copies the
 // loose refs. The person's `git pack-refs` (git gc --auto runs it) between the first copy and the
@@ -194,9 +188,9 @@ void PackRefsDuringLaunches(const std::string& branch) {
     std::atomic<bool> stop{false};
     std::thread person([&] {
       while (!stop.load()) {
-        WriteByRename(git / "packed-refs", packed_a);  // topic packed at A (an older pack)
-        WriteByRename(loose, b + "\n");                // the person's commit: loose B
-        WriteByRename(git / "packed-refs", packed_b);  // pack-refs: B packed...
+        WriteFileByRename(git / "packed-refs", packed_a);  // topic packed at A (an older pack)
+        WriteFileByRename(loose, b + "\n");                // the person's commit: loose B
+        WriteFileByRename(git / "packed-refs", packed_b);  // pack-refs: B packed...
         std::error_code ec;
         std::filesystem::remove(loose, ec);  // ...and the loose file removed
       }
@@ -206,7 +200,7 @@ void PackRefsDuringLaunches(const std::string& branch) {
     person.join();
     ASSERT_FALSE(id.empty()) << daemon.Log();
     // Where the person's pack-refs leaves it: B, packed.
-    WriteByRename(git / "packed-refs", packed_b);
+    WriteFileByRename(git / "packed-refs", packed_b);
     std::error_code ec;
     std::filesystem::remove(loose, ec);
     Observed seen = RunInSession(client, id, "workspace-write", "see",

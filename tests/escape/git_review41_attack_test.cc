@@ -30,12 +30,6 @@ namespace {
 using git_attack::HostGit;
 using git_attack::Line;
 
-void WriteByRename(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".review41";
-  std::ofstream(tmp) << text;
-  std::filesystem::rename(tmp, path);
-}
-
 // Finding 1 (goal 3): the person's `git switch` in a linked worktree during a launch, undone by the
 // next copy-back of a session that never touched the worktree. The person's switches are played
 // by a loop doing what `git switch` between two branches on one commit does to the files (the
@@ -64,15 +58,15 @@ TEST(GitReview41AttackTest, ThePersonsSwitchInAWorktreeDuringALaunchIsNeverUndon
     std::atomic<bool> stop{false};
     std::thread person([&] {
       while (!stop.load()) {
-        WriteByRename(head, on_other);  // git switch other
-        WriteByRename(head, on_wt);     // git switch wt
+        WriteFileByRename(head, on_other);  // git switch other
+        WriteFileByRename(head, on_wt);     // git switch wt
       }
     });
     const std::string id = OpenSession(client, "workspace-write");
     stop = true;
     person.join();
     ASSERT_FALSE(id.empty()) << daemon.Log();
-    WriteByRename(head, on_wt);  // the person's last `git switch wt`
+    WriteFileByRename(head, on_wt);  // the person's last `git switch wt`
     Observed seen = RunInSession(client, id, "workspace-write", "see",
                                  "echo wt-head=$(git -C wt symbolic-ref -q HEAD)");
     if (seen.Says("wt-head=refs/heads/other")) ++seen_other;
@@ -86,7 +80,7 @@ TEST(GitReview41AttackTest, ThePersonsSwitchInAWorktreeDuringALaunchIsNeverUndon
                 << "` (they had switched to wt)\n";
     }
     client.Call("terminal_close", Json{{"sessionId", id}}, std::chrono::seconds(60));
-    WriteByRename(head, on_wt);
+    WriteFileByRename(head, on_wt);
   }
   std::cout << "  launches whose session saw the worktree on other: " << seen_other
             << "; the person's worktree switched behind their back: " << switched_back << "\n";

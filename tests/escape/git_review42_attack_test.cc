@@ -43,12 +43,6 @@ namespace {
 using git_attack::HostGit;
 using git_attack::Line;
 
-void WriteByRename(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".review42";
-  std::ofstream(tmp, std::ios::binary) << text;
-  std::filesystem::rename(tmp, path);
-}
-
 // The race tried (goal 3). The person's `git reset --hard A` and `git reset --hard B` (B changes
 // a.txt from "one" to "two") are played by a loop doing what they do to the files, in git's order
 // (the index written, then the branch); the loop stops before the session's first send and leaves
@@ -78,18 +72,18 @@ TEST(GitReview42AttackTest, ThePersonsResetDuringALaunchIsNeverUndoneByTheSessio
     std::atomic<bool> stop{false};
     std::thread person([&] {
       while (!stop.load()) {
-        WriteByRename(index, index_a);  // git reset --hard A: the index, then the branch
-        WriteByRename(branch, a);
-        WriteByRename(index, index_b);  // git reset --hard B
-        WriteByRename(branch, b);
+        WriteFileByRename(index, index_a);  // git reset --hard A: the index, then the branch
+        WriteFileByRename(branch, a);
+        WriteFileByRename(index, index_b);  // git reset --hard B
+        WriteFileByRename(branch, b);
       }
     });
     const std::string id = OpenSession(client, "workspace-write");
     stop = true;
     person.join();
     ASSERT_FALSE(id.empty()) << daemon.Log();
-    WriteByRename(index, index_b);  // the person's last `git reset --hard B`
-    WriteByRename(branch, b);
+    WriteFileByRename(index, index_b);  // the person's last `git reset --hard B`
+    WriteFileByRename(branch, b);
     const std::string file = "y" + std::to_string(attempt) + ".txt";
     Observed work = RunInSession(
         client, id, "workspace-write", "work",
@@ -114,8 +108,8 @@ TEST(GitReview42AttackTest, ThePersonsResetDuringALaunchIsNeverUndoneByTheSessio
                 << staged;
     }
     client.Call("terminal_close", Json{{"sessionId", id}}, std::chrono::seconds(60));
-    WriteByRename(index, index_b);  // back to B for the next attempt
-    WriteByRename(branch, b);
+    WriteFileByRename(index, index_b);  // back to B for the next attempt
+    WriteFileByRename(branch, b);
   }
   std::cout << "  launches whose session saw the person's commit staged as undone: " << saw_mixed
             << "; the person's commit undone on their main: " << undone << "\n";
@@ -150,22 +144,22 @@ TEST(GitReview42AttackTest, ThePersonsSwitchDuringALaunchNeverPutsAnotherBranchs
   int saw_mixed = 0;
   constexpr int kAttempts = 30;
   for (int attempt = 0; attempt < kAttempts && moved == 0; ++attempt) {
-    WriteByRename(main_ref, main_tip);
+    WriteFileByRename(main_ref, main_tip);
     std::atomic<bool> stop{false};
     std::thread person([&] {
       while (!stop.load()) {
-        WriteByRename(index, index_main);  // git switch main: the index, then HEAD
-        WriteByRename(head, on_main);
-        WriteByRename(index, index_other);  // git switch other
-        WriteByRename(head, on_other);
+        WriteFileByRename(index, index_main);  // git switch main: the index, then HEAD
+        WriteFileByRename(head, on_main);
+        WriteFileByRename(index, index_other);  // git switch other
+        WriteFileByRename(head, on_other);
       }
     });
     const std::string id = OpenSession(client, "workspace-write");
     stop = true;
     person.join();
     ASSERT_FALSE(id.empty()) << daemon.Log();
-    WriteByRename(index, index_other);  // the person's last `git switch other`
-    WriteByRename(head, on_other);
+    WriteFileByRename(index, index_other);  // the person's last `git switch other`
+    WriteFileByRename(head, on_other);
     const std::string file = "y" + std::to_string(attempt) + ".txt";
     Observed work = RunInSession(
         client, id, "workspace-write", "work",

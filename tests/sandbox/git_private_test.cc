@@ -22,11 +22,13 @@
 #include <thread>
 
 #include "common/unique_fd.h"
+#include "tests/support/files.h"
 
 namespace ptybox::sandbox {
 namespace {
 
 namespace fs = std::filesystem;
+using ptybox::testing::WriteFileByRename;
 
 std::string Shell(const std::string& command, int* status = nullptr) {
   std::string out;
@@ -45,13 +47,6 @@ std::string Slurp(const fs::path& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// Writes `path` as git does: a new file renamed over it (readers see the old or the new).
-void WriteRenamed(const fs::path& path, const std::string& text) {
-  const fs::path temp = path.string() + ".new";
-  { std::ofstream(temp) << text; }
-  fs::rename(temp, path);
 }
 
 class GitPrivateTest : public ::testing::Test {
@@ -1197,9 +1192,9 @@ TEST_F(GitPrivateTest, TheSnapshotAndTheSessionsCopyAgreeAcrossThePersonsPackRef
   std::atomic<bool> stop{false};
   std::thread person([&] {
     while (!stop) {  // what `git pack-refs` does, again and again
-      WriteRenamed(git / "packed-refs", packed(a));
-      WriteRenamed(git / "refs" / "heads" / "topic", b + "\n");
-      WriteRenamed(git / "packed-refs", packed(b));
+      WriteFileByRename(git / "packed-refs", packed(a));
+      WriteFileByRename(git / "refs" / "heads" / "topic", b + "\n");
+      WriteFileByRename(git / "packed-refs", packed(b));
       fs::remove(git / "refs" / "heads" / "topic");
     }
   });
@@ -1232,10 +1227,10 @@ TEST_F(GitPrivateTest, TheSessionsPackRefsNeverShowsTheCopyBackAnOlderValue) {
     for (size_t i = 1; i < chain.size() && !stop; ++i) {
       // `git branch -f topic Ci` (loose), then `git pack-refs` (packed-refs renamed in, then
       // the loose file removed): at every moment the branch is at C(i-1) or Ci.
-      WriteRenamed(private_ / "refs" / "heads" / "topic", chain[i] + "\n");
-      WriteRenamed(private_ / "packed-refs", "# pack-refs with: peeled fully-peeled sorted \n" +
-                                                 chain[0] + " refs/heads/main\n" + chain[i] +
-                                                 " refs/heads/topic\n");
+      WriteFileByRename(private_ / "refs" / "heads" / "topic", chain[i] + "\n");
+      WriteFileByRename(private_ / "packed-refs",
+                        "# pack-refs with: peeled fully-peeled sorted \n" + chain[0] +
+                            " refs/heads/main\n" + chain[i] + " refs/heads/topic\n");
       fs::remove(private_ / "refs" / "heads" / "topic");
     }
   });
@@ -1326,13 +1321,13 @@ TEST_F(GitPrivateTest, HeadAndTheIndexAreOneStateAcrossThePersonsSwitch) {
     // `git switch other`, then `git switch main`: each the index, a moment (git's own, made
     // longer here), then HEAD; the person then works on for a while.
     while (!stop) {
-      WriteRenamed(git / "index", index_other);
+      WriteFileByRename(git / "index", index_other);
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      WriteRenamed(git / "HEAD", "ref: refs/heads/other\n");
+      WriteFileByRename(git / "HEAD", "ref: refs/heads/other\n");
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
-      WriteRenamed(git / "index", index_main);
+      WriteFileByRename(git / "index", index_main);
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      WriteRenamed(git / "HEAD", "ref: refs/heads/main\n");
+      WriteFileByRename(git / "HEAD", "ref: refs/heads/main\n");
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
     }
   });

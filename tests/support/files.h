@@ -62,6 +62,14 @@ inline void WriteFile(const std::filesystem::path& path, const std::string& text
   out << text;
 }
 
+// Writes `text` as git writes its files: a new file renamed over `path`, so that a reader sees
+// the old or the new whole, never part of either.
+inline void WriteFileByRename(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path temp = path.string() + ".renamed-in";
+  WriteFile(temp, text);
+  std::filesystem::rename(temp, path);
+}
+
 // How many times `needle` occurs in `text`, overlapping occurrences included.
 inline size_t Count(std::string_view text, std::string_view needle) {
   size_t n = 0;
