@@ -18,6 +18,9 @@ struct SessionGits {
   // Whether the launch made any: read on the reactor without the mutex (a copy-back on a worker
   // holds it for as long as it copies), so a session without one never starts a copy-back.
   std::atomic<bool> any{false};
+  // The repositories and linked worktrees the launch left read-only though Git for agents is on
+  // (sandbox::LaunchedInit::gits_left_read_only); guarded by `mutex`.
+  size_t left_read_only = 0;
 };
 
 // On a worker thread (never the reactor: it reads and fsyncs files): copies back every private

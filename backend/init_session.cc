@@ -165,6 +165,7 @@ void InitSession::Launch(const sandbox::LaunchSpec& spec) {
     std::lock_guard lock(gits_->mutex);
     gits_->any = !init.private_gits.empty();
     gits_->gits = std::move(init.private_gits);
+    gits_->left_read_only = init.gits_left_read_only;
   }
   diagnostics_ = std::move(init.diagnostics);
   if (diagnostics_) ::fcntl(diagnostics_.Get(), F_SETFL, O_NONBLOCK);

@@ -217,6 +217,13 @@ std::optional<std::string> ShellSession::RepositoryClaim::Refusal() const {
   }
   if (!gits) return std::nullopt;
   std::lock_guard lock(gits->mutex);
+  // A repository the shell's launch left read-only because the person's git was at work then
+  // (a lock held: `git commit` with its editor open) would stay so however long ago that was:
+  // a fresh launch reads it again (outside review 51).
+  if (gits->left_read_only > 0) {
+    return "the shell's launch left " + std::to_string(gits->left_read_only) +
+           " repository .git (or linked worktree) read-only; a fresh launch tries again";
+  }
   for (const sandbox::PrivateGit& git : gits->gits) {
     Result<bool> current = sandbox::HostStillAt(git.host_fd.Get(), git.snapshot);
     if (!current || !*current) {

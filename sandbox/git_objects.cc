@@ -612,6 +612,31 @@ Result<std::string> HostTreeOf(int host_git_fd, std::string_view commit) {
   return tree;
 }
 
+Result<bool> HostCommitHasTree(int host_git_fd, std::string_view tree) {
+  // `<tree>` lines (and `commit <id>` ones) for the newest commits; `<tree><tag's tree>` for every
+  // ref (a commit's tree, or an annotated tag's target's).
+  const std::vector<std::vector<std::string>> listings = {
+      {"rev-list", "--all", "--max-count=" + std::to_string(kTreeSearchRecentCommits),
+       "--format=%T"},
+      {"for-each-ref", "--format=%(tree)%(*tree)"}};
+  for (const std::vector<std::string>& args : listings) {
+    Result<CapturedRun> run = RunOnHostRepository(host_git_fd, args, std::chrono::seconds(20),
+                                                  16u << 20, "look for a commit's tree");
+    if (!run) return Propagate(run);
+    if (!run->Succeeded()) {
+      return Fail(ErrorKind::kPolicyDenied,
+                  "the host's git could not list its commits' trees" + GitSaid(*run));
+    }
+    std::string_view rest(run->out);
+    for (size_t end; !rest.empty();
+         rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1)) {
+      end = rest.find('\n');
+      if (rest.substr(0, end) == tree) return true;
+    }
+  }
+  return false;
+}
+
 Result<std::map<std::string, std::string>> HostObjectTypes(int host_git_fd,
                                                            const std::vector<std::string>& ids) {
   std::map<std::string, std::string> types;

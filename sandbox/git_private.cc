@@ -2190,12 +2190,15 @@ bool GitLockHeld(int host_git_fd) {
          ::fstatat(host_git_fd, "HEAD.lock", &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-// Whether an index git wrote belongs to another tree than the commit `head` (a HEAD file's text)
-// names: its cache-tree's root is valid and names another tree. `git switch` and `git reset` write
-// the index, then HEAD or the branch (`git switch` prints the local changes it carries between the
-// two, and waits while its output is not read): in between, the index is the next tree's, with
-// no lock held and nothing changing (outside review 50). A `git reset --soft` or a merge under
-// way leaves it so too; a staged change invalidates the root, and is not this.
+// Whether an index git wrote belongs to another commit's tree than the commit `head` (a HEAD
+// file's text) names: its cache-tree's root is valid, names another tree, and that tree is a
+// commit's the person's git could be moving to (HostCommitHasTree: a ref's, or a recent commit's).
+// `git switch` and `git reset` write the index, then HEAD or the branch (`git switch` prints the
+// local changes it carries between the two, and waits while its output is not read): in between,
+// the index is the next commit's tree, with no lock held and nothing changing (outside review 50).
+// A `git reset --soft` leaves it so too. Staged work is not this though its root may be valid (a
+// `git commit` writes the cache-tree of what is staged before its editor and hooks run, and an
+// aborted one leaves it; so does `git write-tree`): no commit has that tree (outside review 51).
 bool IndexOfAnotherTree(int host_git_fd, const std::string& head,
                         const std::map<std::string, std::string>& refs,
                         const std::optional<std::string>& index, size_t hash_size) {
@@ -2211,7 +2214,21 @@ bool IndexOfAnotherTree(int host_git_fd, const std::string& head,
   }
   if (!IsObjectId(commit)) return false;
   Result<std::string> tree = HostTreeOf(host_git_fd, commit);
-  return !tree || *tree != parsed->root_tree;
+  if (!tree) return true;
+  if (*tree == parsed->root_tree) return false;
+  Result<bool> a_commits = HostCommitHasTree(host_git_fd, parsed->root_tree);
+  return !a_commits || *a_commits;
+}
+
+// Whether an index is split (`core.splitIndex`, `git update-index --split-index`): its entries
+// are partly in `sharedindex.<id>` beside it, which the private copy does not have; the session's
+// git could not read its index at all (outside review 51). Such a .git stays read-only, where the
+// session's git reads both.
+bool SplitIndex(const std::optional<std::string>& index, size_t hash_size) {
+  if (!index || hash_size == 0) return false;
+  std::string why;
+  std::optional<ParsedIndex> parsed = ParseIndex(*index, hash_size, why, IndexReading::kAsGitReads);
+  return parsed && !parsed->shared_index.empty();
 }
 
 // The private directory of each linked worktree the host has (kGitPrivateWorktrees/<id>): its
@@ -2252,11 +2269,18 @@ Result<void> PrepareWorktrees(int host_git_fd, int private_fd, const std::option
     // Its HEAD and index as one state, as the main worktree's (ReadLaunchState): not while the
     // person's git holds a lock there, nor with an index of another tree than its HEAD's commit
     // (outside review 50); such a worktree stays read-only in the session.
+    if (SplitIndex(worktree.index, snapshot.hash_size)) {
+      LogWarn("linked worktree " + e.name +
+              ": its index is split (core.splitIndex); it stays read-only in the session");
+      ++snapshot.worktrees_left_read_only;
+      continue;
+    }
     if (GitLockHeld(from) || IndexOfAnotherTree(host_git_fd, **head, snapshot.refs, worktree.index,
                                                 snapshot.hash_size)) {
       LogWarn("linked worktree " + e.name +
-              ": the person's git is at work there (a lock held, or its index another tree's "
-              "than its HEAD's); it stays read-only in the session");
+              ": the person's git is at work there (a lock held, or its index another commit's "
+              "tree than its HEAD's); it stays read-only in the session");
+      ++snapshot.worktrees_left_read_only;
       continue;
     }
     if (!all) {
@@ -2419,9 +2443,9 @@ Result<LaunchState> ReadLaunchState(int host_git_fd, size_t hash_size) {
   }
   return Fail(ErrorKind::kPolicyDenied,
               another_tree
-                  ? "the repository's index is another tree's than HEAD's commit (a `git switch` "
-                    "or `git reset` under way, a `git reset --soft`, or a merge); commit, or let "
-                    "git finish, then open the session again"
+                  ? "the repository's index is another commit's tree than HEAD's (a `git switch` "
+                    "or `git reset` under way, or a `git reset --soft` below a branch's tip); "
+                    "commit, or let git finish, then open the session again"
                   : "the repository's HEAD, index or branch kept changing while the launch read "
                     "them (the person's git at work); run the session again once it is done",
               "HEAD");
@@ -2435,6 +2459,13 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
   if (Result<size_t> hash = HostHashSize(host_git_fd)) snapshot.hash_size = *hash;
   Result<LaunchState> state = ReadLaunchState(host_git_fd, snapshot.hash_size);
   if (!state) return Propagate(state);
+  if (SplitIndex(state->index, snapshot.hash_size)) {
+    return Fail(ErrorKind::kPolicyDenied,
+                "the repository's index is split (core.splitIndex), which Git for agents does not "
+                "copy; `git update-index --no-split-index` and `git config core.splitIndex false` "
+                "on the host give the next session a writable .git",
+                "index");
+  }
   snapshot.head = Trim(state->head);
   if (!ValidRefValue(snapshot.head)) {
     return Fail(ErrorKind::kPolicyDenied,

@@ -154,6 +154,10 @@ struct GitSnapshot {
   std::vector<std::string> covered_names;
   // The host's linked worktrees given a private directory, by id.
   std::map<std::string, GitWorktreeSnapshot> worktrees;
+  // Linked worktrees the launch left read-only because the person's git was at work there (a lock
+  // held, an index of another commit's tree) or their index is split: a pooled shell with any is
+  // not handed out (outside review 51).
+  size_t worktrees_left_read_only = 0;
   // Per reflog ("refs/heads/main"): how much of the session's private log was already appended to
   // the host's (the private logs/ starts empty at launch); the next copy-back reads on from there,
   // in the same file (`file`, as FileKey names it). A log git made anew (the branch deleted and

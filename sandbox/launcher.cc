@@ -431,6 +431,10 @@ Result<LaunchedInit> LaunchInit(const LaunchSpec& spec, const LaunchRepositories
   if (stage) {
     launched.session_uid_lease = std::move(stage->session_uid_lease);
     launched.private_gits = std::move(stage->private_gits);
+    launched.gits_left_read_only = stage->gits_left_read_only;
+    for (const PrivateGit& git : launched.private_gits) {
+      launched.gits_left_read_only += git.snapshot.worktrees_left_read_only;
+    }
   }
 
   // A child that died before reading gives EPIPE here; the caller learns why from the reaper

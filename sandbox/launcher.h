@@ -63,6 +63,9 @@ struct LaunchedInit {
   // Workspace-write: each repository's private git directory (mount_stage.h). The caller copies
   // them back (git_private.h) and destroys them once every process of the session has ended.
   std::vector<PrivateGit> private_gits;
+  // The repositories (and linked worktrees) of the roots whose .git the launch left read-only
+  // though Git for agents is on (MountPlan::gits_left_read_only).
+  size_t gits_left_read_only = 0;
 };
 
 // The port of the session's proxy on its own loopback (HTTP_PROXY=http://127.0.0.1:3128).

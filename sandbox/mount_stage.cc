@@ -653,6 +653,8 @@ Result<void> PlanComposed(StagePlan& plan, const SandboxSpec& sandbox, const Ope
         }
         entry.source_entry = plan.private_gits.size();  // an entry index once staged
         plan.private_gits.push_back(std::move(**made));
+      } else {
+        ++plan.gits_left_read_only;
       }
     }
     entry.dev = (*opened)->dev;
@@ -836,6 +838,7 @@ Result<StagePlan> PrepareStage(SandboxSpec& sandbox, const std::filesystem::path
       LogWarn("no private git directory for " + git.host_git.string() + " (" +
               added.error().Describe() + "); it stays read-only in the session");
       private_entries.push_back(std::nullopt);
+      ++plan.gits_left_read_only;
       continue;
     }
     private_entries.push_back(plan.entries.size() - 1);

@@ -130,6 +130,9 @@ struct StagePlan {
   std::vector<std::string> host_sockets;
   // Workspace-write: each repository's private git directory (kPrivateGit entries).
   std::vector<PrivateGit> private_gits;
+  // Workspace-write with Git for agents on: the repositories whose .git the launch left read-only
+  // (no private copy could be made or staged: the person's git at work, a split index...).
+  size_t gits_left_read_only = 0;
 };
 
 // The topmost directory above `destination` (strictly) that an id owning no host file cannot

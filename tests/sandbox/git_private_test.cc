@@ -1350,24 +1350,65 @@ TEST_F(GitPrivateTest, HeadAndTheIndexAreOneStateAcrossThePersonsSwitch) {
   EXPECT_GT(taken, 0);
 }
 
-// An index whose cache-tree names another tree than HEAD's commit is a state git is between
+// An index whose cache-tree names another commit's tree than HEAD's is a state git is between
 // (`git switch` writes the index, prints the changes it carries, and only then HEAD; outside
-// review 50) or one the person made (`git reset --soft`): the launch makes no private copy of it
-// (the session's .git stays read-only) and says why. A staged change is not that.
+// review 50) or one the person made (`git reset --soft` to below a branch's tip): the launch makes
+// no private copy of it (the session's .git stays read-only) and says why. Staged work is not
+// that, though a `git
+// commit` aborted after it wrote the cache-tree of what is staged, or a `git write-tree` (the
+// pre-commit framework's, at every commit), leaves a valid root naming no commit's tree (outside
+// review 51).
 TEST_F(GitPrivateTest, AnIndexOfAnotherTreeThanHeadsGetsNoPrivateCopy) {
   { std::ofstream(host_ / "b.txt") << "staged\n"; }
   Host("add b.txt");
   GitSnapshot staged = Prepare();
   EXPECT_EQ(staged.head, "ref: refs/heads/main") << "a staged change refused the launch";
+  for (const char* valid_root : {"commit -q -m ''", "write-tree"}) {
+    int status = 0;
+    Host(valid_root, &status);
+    fs::remove_all(private_);
+    fs::create_directories(private_);
+    Result<GitSnapshot> again = TryPrepare();
+    EXPECT_TRUE(again) << "staged work under a valid cache-tree root (after `git " << valid_root
+                       << "`, exit " << status
+                       << ") refused the launch: " << (again ? "" : again.error().Describe());
+  }
+  Host("commit -q -m second");
+  Host("reset -q --soft HEAD~1");  // the index keeps the second commit's tree, which no ref names
   fs::remove_all(private_);
   fs::create_directories(private_);
-  Host("commit -q -m second");
-  Host("reset -q --soft HEAD~1");  // the index keeps the second commit's tree
+  Result<GitSnapshot> soft = TryPrepare();
+  EXPECT_TRUE(soft) << "staged work whose tree only ORIG_HEAD names refused the launch: "
+                    << (soft ? "" : soft.error().Describe());
+  // As `git switch other` leaves it between its two writes: the index `other`'s tree, HEAD main.
+  Host("branch other ORIG_HEAD");
+  fs::remove_all(private_);
+  fs::create_directories(private_);
   Result<GitSnapshot> snapshot = TryPrepare();
-  ASSERT_FALSE(snapshot) << "a private copy of an index of another tree than HEAD's was made";
-  EXPECT_NE(snapshot.error().message.find("index is another tree's than HEAD's commit"),
+  ASSERT_FALSE(snapshot) << "a private copy of an index of another commit's tree was made";
+  EXPECT_NE(snapshot.error().message.find("index is another commit's tree than HEAD's"),
             std::string::npos)
       << snapshot.error().Describe();
+}
+
+// A split index (`core.splitIndex`) names its shared part, `sharedindex.<id>`, which the private
+// copy lacks: the session's git could not read its index at all (outside review 51). The launch
+// makes no private copy (the session's .git stays read-only, where git reads both) and says how
+// to turn it back on.
+TEST_F(GitPrivateTest, ASplitIndexGetsNoPrivateCopy) {
+  { std::ofstream(host_ / "b.txt") << "staged\n"; }
+  Host("add b.txt");
+  Host("update-index --split-index");
+  Result<GitSnapshot> split = TryPrepare();
+  ASSERT_FALSE(split) << "a private copy of a split index was made (the session's git cannot read "
+                         "it without the shared part)";
+  EXPECT_NE(split.error().message.find("git update-index --no-split-index"), std::string::npos)
+      << split.error().Describe();
+  Host("update-index --no-split-index");
+  fs::remove_all(private_);
+  fs::create_directories(private_);
+  Result<GitSnapshot> whole = TryPrepare();
+  EXPECT_TRUE(whole) << (whole ? "" : whole.error().Describe());
 }
 
 // A session makes at most kGitRefsMadePerSession refs on the host over its life, and none once
