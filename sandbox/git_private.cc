@@ -25,6 +25,7 @@
 #include <unordered_set>
 
 #include "common/log.h"
+#include "common/proc_stat.h"
 #include "common/propagate.h"
 #include "common/random.h"
 #include "common/unique_fd.h"
@@ -2872,6 +2873,82 @@ std::optional<std::string> NewRefNameClash(
 // a branch held so is never deleted, nor moved unless the session works in that worktree on it,
 // nor another HEAD moved onto it (outside reviews 16 and 17).
 enum class WorktreeHold { kNone, kHead, kState };
+
+// Whether a `git` process of the person's runs in the worktree `top`: one whose working directory
+// is `top` or beneath it. The daemon's own runs of git (RunCaptured's, a keeper's) are not counted,
+// nor processes of another pid namespace (a session's), nor those whose working directory this
+// process may not read (another user's, for a daemon that is not root).
+bool GitRunsIn(const std::filesystem::path& top) {
+  const pid_t self = ::getpid();
+  const std::vector<proc::StatFields> table = proc::ReadAllStats();
+  // RunCaptured's keeper: the daemon's child, started with no exit signal.
+  auto keeper = [&](pid_t pid) {
+    auto it = std::ranges::find(table, pid, &proc::StatFields::pid);
+    return it != table.end() && it->ppid == self && it->exit_signal == 0;
+  };
+  std::error_code ec;
+  const std::filesystem::path our_ns = std::filesystem::read_symlink("/proc/self/ns/pid", ec);
+  for (const proc::StatFields& process : table) {
+    if (proc::IsDead(process) || process.pid == self) continue;
+    const std::string at = "/proc/" + std::to_string(process.pid);
+    char comm[16] = {};
+    UniqueFd comm_fd(::open((at + "/comm").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!comm_fd || ::read(comm_fd.Get(), comm, sizeof comm - 1) <= 0) continue;
+    if (std::string_view(comm) != "git\n") continue;
+    if (keeper(process.ppid)) continue;  // the daemon's own
+    std::error_code ns_error;
+    const std::filesystem::path ns = std::filesystem::read_symlink(at + "/ns/pid", ns_error);
+    if (!ns_error && ns != our_ns) continue;
+    std::error_code cwd_error;
+    const std::filesystem::path cwd = std::filesystem::read_symlink(at + "/cwd", cwd_error);
+    if (cwd_error) continue;  // ended meanwhile, or another user's (whose repository is not ours)
+    auto [end, rest] = std::mismatch(top.begin(), top.end(), cwd.begin(), cwd.end());
+    if (end == top.end()) return true;
+  }
+  return false;
+}
+
+// Whether the person's `git commit` is under way in the worktree whose git directory is `dir`,
+// on the branch `value` (`ref: refs/heads/X`) names: its message being written. A commit
+// without `-a` or paths holds no lock then (git writes the index, then COMMIT_EDITMSG, runs the
+// editor and the hooks, and only then moves HEAD's branch, expecting the value it read): a
+// copy-back moving the branch meanwhile made the person's commit fail (outside review 51). Told by
+// COMMIT_EDITMSG written after the worktree's HEAD last moved (logs/HEAD, the branch's loose
+// ref), less than kCommitUnderWayMax ago, while a git of the person's runs in that worktree
+// (GitRunsIn): a commit aborted after its message was written leaves the file so, and holds
+// nothing once its git has ended.
+bool CommitUnderWay(int host_git_fd, const std::string& dir, const std::string& value) {
+  auto mtime = [&](const std::string& path) -> std::optional<timespec> {
+    struct stat st {};
+    if (::fstatat(host_git_fd, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
+    return st.st_mtim;
+  };
+  auto later = [](const timespec& a, const timespec& b) {
+    return a.tv_sec != b.tv_sec ? a.tv_sec > b.tv_sec : a.tv_nsec > b.tv_nsec;
+  };
+  const std::optional<timespec> message = mtime(dir + "COMMIT_EDITMSG");
+  if (!message) return false;
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  if (now.tv_sec - message->tv_sec > kCommitUnderWayMax.count()) return false;
+  for (const std::string& moved : {dir + "logs/HEAD", value.substr(5)}) {
+    const std::optional<timespec> at = mtime(moved);
+    if (at && !later(*message, *at)) return false;
+  }
+  // The worktree's top: the host .git's parent, or the one a linked worktree's `gitdir` names.
+  std::filesystem::path top;
+  if (dir.empty()) {
+    std::error_code ec;
+    top = std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(host_git_fd), ec)
+              .parent_path();
+  } else {
+    Result<std::optional<std::string>> gitdir =
+        ReadFile(host_git_fd, dir + "gitdir", kGitSmallFileMax, false);
+    if (gitdir && *gitdir) top = std::filesystem::path(Trim(**gitdir)).parent_path();
+  }
+  return !top.empty() && GitRunsIn(top);
+}
+
 WorktreeHold HoldOf(int host_git_fd, const std::string& dir, const std::string& value) {
   auto text_of = [&](const std::string& file) -> std::optional<std::string> {
     Result<std::optional<std::string>> text = ReadFile(host_git_fd, dir + file, 1u << 20, false);
@@ -2889,6 +2966,9 @@ WorktreeHold HoldOf(int host_git_fd, const std::string& dir, const std::string& 
     // "still merging" into an empty commit (outside review 22).
     for (const char* operation : {"MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD"}) {
       if (text_of(operation)) return WorktreeHold::kState;
+    }
+    if (value.starts_with("ref: refs/heads/") && CommitUnderWay(host_git_fd, dir, value)) {
+      return WorktreeHold::kState;
     }
     return WorktreeHold::kHead;
   }
@@ -2998,8 +3078,8 @@ std::optional<std::string> HeldMoveRefusal(int host_git_fd, const SessionView& s
   auto session_head_is = [&](const std::string& label) { return session.Head(label) == value; };
   const std::string refused =
       ": a worktree of the host holds it (checked out there, or being rebased or bisected, or "
-      "with the person's merge, cherry-pick or revert under way), and git moves no branch held "
-      "so; left as it is for now";
+      "with the person's commit, merge, cherry-pick or revert under way), and git moves no "
+      "branch held so; left as it is for now";
   switch (HoldOf(host_git_fd, "", value)) {
     case WorktreeHold::kNone:
       break;

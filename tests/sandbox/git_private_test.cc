@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -626,6 +627,50 @@ TEST_F(GitPrivateTest, AHeldBranchWaitsWhileThePersonsGitHoldsTheIndex) {
   EXPECT_EQ(Host("log -1 --format=%s main"), "session\n");
   EXPECT_EQ(Host("status --porcelain"), "");
   EXPECT_FALSE(fs::exists(host_ / ".git" / "index.lock"));
+}
+
+// The person's `git commit` (no `-a`) writes COMMIT_EDITMSG and holds no lock while its message
+// is written; it then moves the branch expecting the value it read. A copy-back moving the branch
+// meanwhile made the person's commit fail (outside review 51): the branch waits while
+// COMMIT_EDITMSG is newer than HEAD's last move and a git of the person's runs in the worktree.
+// Once that git has ended (an aborted commit leaves the file so), the branch moves.
+TEST_F(GitPrivateTest, ABranchWaitsWhileThePersonsCommitMessageIsBeingWritten) {
+  GitSnapshot snapshot = Prepare();
+  { std::ofstream(host_ / "a.txt") << "the session's\n"; }
+  Session("commit -q -am session");
+  const auto now = fs::file_time_type::clock::now();
+  fs::last_write_time(host_ / ".git" / "logs" / "HEAD", now - std::chrono::seconds(2));
+  fs::last_write_time(host_ / ".git" / "refs" / "heads" / "main", now - std::chrono::seconds(2));
+  { std::ofstream(host_ / ".git" / "COMMIT_EDITMSG") << "the person's message, being written\n"; }
+  // The person's git, waiting (as `git commit` waits for its editor) in the worktree: it has
+  // answered once, so it runs there.
+  int to[2];
+  int from[2];
+  ASSERT_EQ(::pipe2(to, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(from, O_CLOEXEC), 0);
+  const pid_t person = ::fork();
+  ASSERT_GE(person, 0);
+  if (person == 0) {
+    ::dup2(to[0], 0);
+    ::dup2(from[1], 1);
+    ::execlp("git", "git", "-C", host_.c_str(), "cat-file", "--batch-check", nullptr);
+    ::_exit(127);
+  }
+  ::close(to[0]);
+  ::close(from[1]);
+  ASSERT_EQ(::write(to[1], "HEAD\n", 5), 5);
+  char answer[256];
+  ASSERT_GT(::read(from[0], answer, sizeof answer), 0);
+  GitCopyBack done = CopyBack(snapshot);
+  ::close(to[1]);
+  ::close(from[0]);
+  ::waitpid(person, nullptr, 0);
+  EXPECT_EQ(Host("log -1 --format=%s main"), "first\n") << "main moved under the person's commit";
+  EXPECT_NE(Lines(done.conflicts).find("with the person's commit, merge"), std::string::npos)
+      << Lines(done.conflicts);
+  // The person's git has ended: COMMIT_EDITMSG is an aborted commit's, and holds nothing.
+  GitCopyBack later = CopyBack(snapshot);
+  EXPECT_EQ(Host("log -1 --format=%s main"), "session\n") << Lines(later.conflicts);
 }
 
 // A branch the person has checked out, or HEAD, never moves without the session's index that
