@@ -64,9 +64,11 @@ constexpr int kKeptSignalBase = 128;
   ::sigaction(SIGCHLD, &dfl, nullptr);  // not the caller's handler: nothing reaches its reactor
   if (::setpgid(0, 0) != 0) FailChild({ChildStage::kProcessGroup, errno}, report_fd);
   const pid_t keeper = ::getpid();
-  struct clone_args args {};
-  args.exit_signal = SIGCHLD;
-  const auto child = static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof args));
+  // vfork: the program's child shares the keeper's memory until it execs. The keeper is already a
+  // copy of the caller's whole address space; a second copy (a fork) cost the daemon as much
+  // again at every run of git (most of the system time of the Git for agents suites under ASan).
+  // The keeper waits meanwhile, and is single-threaded: nothing else runs in that memory.
+  const pid_t child = ::vfork();
   if (child < 0) FailChild({ChildStage::kFork, errno}, report_fd);
   if (child == 0) StartCapturedChild(argv, options, null_fd, out_fd, err_fd, report_fd, keeper);
   // Only the program holds the pipes now: their end is its end.

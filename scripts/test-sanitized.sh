@@ -40,9 +40,10 @@ chmod 1777 "$logs"  # the unprivileged-daemon runs write here too
 # log_path: each process's report also goes to its own file (asan.PID) under $logs.
 # quarantine_size_mb=16 (default 256): the last 16 MiB freed are still kept from reuse, but the
 #   daemon's address space stays small, and every run of the host's git it starts copies that
-#   address space twice (its keeper, then git; sandbox/captured_run.cc): with 256 MiB the Git
-#   for agents suites spent most of their time in those copies (GitReview30AttackTest's stash
-#   fill, about 12,000 runs of git: 397 s against 196 s, nearly all of it system time).
+#   address space once (its keeper; git itself is vfork'd from it: sandbox/captured_run.cc):
+#   with 256 MiB, and two copies, the Git for agents suites spent most of their time in those
+#   copies (GitReview30AttackTest's stash fill, about 12,000 runs of git: 397 s against 196 s,
+#   nearly all of it system time; one copy since: 225 s against 142 s).
 # check_printf=0: libvterm 0.1.4 answers an unknown DECRQSS (`ESC P $ q # ESC \`, a regression
 #   input of the decoder) with the format "0$r%.s" and an int argument: glibc reads nothing for a
 #   zero precision, but ASan's printf check takes the int for a string pointer and faults in
