@@ -68,6 +68,21 @@ using git_attack::Line;
 
 namespace fs = std::filesystem;
 
+// The agent's ordinary commit of a.txt in the open session; what it printed.
+Observed AgentCommits(git_attack::GitWriteSession& git) {
+  Observed committed = RunInSession(git.client, git.id, "workspace-write", "commit",
+                                    std::string(kIdentity) +
+                                        "echo agent >> a.txt && git add a.txt && "
+                                        "git commit -qm agent && echo committed-ok");
+  std::cout << "  " << committed.Show() << "\n";
+  return committed;
+}
+
+// The subject of the host's main.
+std::string MainSubject(const fs::path& ws) {
+  return Line(HostGit(ws, {"log", "-1", "--format=%s", "main"}).out);
+}
+
 // Finding 1: the person staged b.txt and tried to commit it; the commit was aborted (an empty
 // message here; a failing pre-commit hook does the same). A session opened now must still commit.
 TEST(GitReview44AttackTest, AnAbortedCommitOfStagedWorkLeavesGitForAgentsOn) {
@@ -82,12 +97,8 @@ TEST(GitReview44AttackTest, AnAbortedCommitOfStagedWorkLeavesGitForAgentsOn) {
   ASSERT_NE(aborted.exit_code, 0);
   ASSERT_EQ(Line(HostGit(ws, {"diff", "--cached", "--name-only"}).out), "b.txt");
   ASSERT_NO_FATAL_FAILURE(git.OpenSession());
-  Observed committed = RunInSession(client, id, "workspace-write", "commit",
-                                    std::string(kIdentity) +
-                                        "echo agent >> a.txt && git add a.txt && "
-                                        "git commit -qm agent && echo committed-ok");
-  std::cout << "  " << committed.Show() << "\n";
-  const std::string subject = Line(HostGit(ws, {"log", "-1", "--format=%s", "main"}).out);
+  Observed committed = AgentCommits(git);
+  const std::string subject = MainSubject(ws);
   std::cout << "  the host's main after the send: \"" << subject << "\"\n";
   EXPECT_TRUE(committed.Says("committed-ok"))
       << "a session opened after the person's aborted commit of staged work (its index's "
@@ -181,14 +192,10 @@ void PersonsCommitDuringACopyBack(const std::vector<std::string>& args, bool sta
   const std::string before = Line(HostGit(ws, {"rev-parse", "main"}).out);
   PersonsCommitInItsEditor person(ws, args);
   ASSERT_TRUE(person.Editing()) << person.Said();
-  Observed committed = RunInSession(client, id, "workspace-write", "commit",
-                                    std::string(kIdentity) +
-                                        "echo agent >> a.txt && git add a.txt && "
-                                        "git commit -qm agent && echo committed-ok");
-  std::cout << "  " << committed.Show() << "\n";
-  const std::string during = Line(HostGit(ws, {"log", "-1", "--format=%s", "main"}).out);
+  Observed committed = AgentCommits(git);
+  const std::string during = MainSubject(ws);
   const int status = person.Finish();
-  const std::string subject = Line(HostGit(ws, {"log", "-1", "--format=%s", "main"}).out);
+  const std::string subject = MainSubject(ws);
   std::cout << "  main was " << before << "; after the session's send \"" << during
             << "\"; the person's commit exited " << status << " (" << Line(person.Said())
             << "); main now \"" << subject << "\"\n";
@@ -238,16 +245,11 @@ TEST(GitReview44AttackTest, APooledShellLaunchedWhileThePersonsGitHeldALockIsNot
     ASSERT_EQ(person.Finish(), 0) << person.Said();
   }
   ASSERT_FALSE(fs::exists(ws / ".git" / "index.lock"));
-  std::cout << "  the person's commit done: main \""
-            << Line(HostGit(ws, {"log", "-1", "--format=%s", "main"}).out) << "\"\n";
+  std::cout << "  the person's commit done: main \"" << MainSubject(ws) << "\"\n";
   // Long after: the next open.
   ASSERT_NO_FATAL_FAILURE(git.OpenSession());
-  Observed committed = RunInSession(client, id, "workspace-write", "commit",
-                                    std::string(kIdentity) +
-                                        "echo agent >> a.txt && git add a.txt && "
-                                        "git commit -qm agent && echo committed-ok");
-  std::cout << "  " << committed.Show() << "\n";
-  const std::string subject = Line(HostGit(ws, {"log", "-1", "--format=%s", "main"}).out);
+  Observed committed = AgentCommits(git);
+  const std::string subject = MainSubject(ws);
   std::cout << "  the host's main after the second session's send: \"" << subject << "\"\n";
   EXPECT_TRUE(committed.Says("committed-ok"))
       << "the shell pre-started while the person's git held a lock kept .git read-only and was "
