@@ -114,12 +114,10 @@ inline constexpr size_t kGitObjectsNewAtTipMax = 100'000;
 // The id (hex) of the tree a commit of the host's names (`git rev-parse <commit>^{tree}`).
 [[nodiscard]] Result<std::string> HostTreeOf(int host_git_fd, std::string_view commit);
 
-// Whether `tree` (hex) is the tree of a commit the host's git holds where a `git switch`,
-// `checkout` or `reset` would take it from: any ref's (`git for-each-ref`, through an annotated
-// tag too) or one of the newest kTreeSearchRecentCommits commits of all refs (`git rev-list
-// --all`). Two runs of git; an error when either fails.
-inline constexpr size_t kTreeSearchRecentCommits = 1024;
-[[nodiscard]] Result<bool> HostCommitHasTree(int host_git_fd, std::string_view tree);
+// Whether `tree` (hex) is the tree of the commit a branch, tag or remote branch of the host's
+// names, where a `git switch` or `checkout` goes (`git for-each-ref`, through an annotated tag
+// too). One run of git; an error when it fails.
+[[nodiscard]] Result<bool> HostRefHasTree(int host_git_fd, std::string_view tree);
 
 // The types of the host's objects `ids` in one run of `git cat-file --batch-check`: id ->
 // "commit", "tag", "tree", "blob", or "missing" (an id git does not print is not there either).

@@ -20,12 +20,12 @@
 #include <functional>
 #include <limits>
 #include <set>
+#include <span>
 #include <thread>
 #include <tuple>
 #include <unordered_set>
 
 #include "common/log.h"
-#include "common/proc_stat.h"
 #include "common/propagate.h"
 #include "common/random.h"
 #include "common/unique_fd.h"
@@ -33,6 +33,7 @@
 #include "sandbox/git_paths.h"
 #include "sandbox/git_work_dir.h"
 #include "sandbox/path_open.h"
+#include "sandbox/persons_git.h"
 
 namespace ptybox::sandbox {
 namespace {
@@ -2191,15 +2192,37 @@ bool GitLockHeld(int host_git_fd) {
          ::fstatat(host_git_fd, "HEAD.lock", &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
+// Whether the person's git is at work in the worktree whose git directory is `dir` ("" the main
+// one, "worktrees/<id>/" a linked one) with one of `subcommands` (PersonsGitRunsIn): the
+// worktree's top is the host .git's parent, or the one the linked worktree's `gitdir` names.
+bool PersonsGitAtWork(int host_git_fd, const std::string& dir,
+                      std::span<const std::string_view> subcommands) {
+  std::filesystem::path top;
+  if (dir.empty()) {
+    std::error_code ec;
+    top = std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(host_git_fd), ec)
+              .parent_path();
+  } else {
+    Result<std::optional<std::string>> gitdir =
+        ReadFile(host_git_fd, dir + "gitdir", kGitSmallFileMax, false);
+    if (gitdir && *gitdir) top = std::filesystem::path(Trim(**gitdir)).parent_path();
+  }
+  return PersonsGitRunsIn(top, subcommands);
+}
+
 // Whether an index git wrote belongs to another commit's tree than the commit `head` (a HEAD
-// file's text) names: its cache-tree's root is valid, names another tree, and that tree is a
-// commit's the person's git could be moving to (HostCommitHasTree: a ref's, or a recent commit's).
+// file's text) names: its cache-tree's root is valid, names another tree, and that tree is the
+// one of a commit a ref names, where the person's git could be moving (HostRefHasTree). The
+// check for a person whose git the daemon cannot see (PersonsGitAtWork: another pid namespace,
+// another user); a `git switch --detach` to a commit no ref names passes it (outside review 52).
 // `git switch` and `git reset` write the index, then HEAD or the branch (`git switch` prints the
 // local changes it carries between the two, and waits while its output is not read): in between,
 // the index is the next commit's tree, with no lock held and nothing changing (outside review 50).
-// A `git reset --soft` leaves it so too. Staged work is not this though its root may be valid (a
-// `git commit` writes the cache-tree of what is staged before its editor and hooks run, and an
-// aborted one leaves it; so does `git write-tree`): no commit has that tree (outside review 51).
+// A `git reset --soft` below a branch's tip leaves it so too. Staged work is not this though its
+// root may be valid (a `git commit` writes the cache-tree of what is staged before its editor and
+// hooks run, and an aborted one leaves it; so does `git write-tree`, and `git stash apply
+// --index`, whose tree is the stash's index commit's): no ref names a commit with that tree
+// (outside reviews 51 and 52).
 bool IndexOfAnotherTree(int host_git_fd, const std::string& head,
                         const std::map<std::string, std::string>& refs,
                         const std::optional<std::string>& index, size_t hash_size) {
@@ -2217,8 +2240,8 @@ bool IndexOfAnotherTree(int host_git_fd, const std::string& head,
   Result<std::string> tree = HostTreeOf(host_git_fd, commit);
   if (!tree) return true;
   if (*tree == parsed->root_tree) return false;
-  Result<bool> a_commits = HostCommitHasTree(host_git_fd, parsed->root_tree);
-  return !a_commits || *a_commits;
+  Result<bool> a_refs = HostRefHasTree(host_git_fd, parsed->root_tree);
+  return !a_refs || *a_refs;
 }
 
 // Whether an index is split (`core.splitIndex`, `git update-index --split-index`): its entries
@@ -2276,11 +2299,14 @@ Result<void> PrepareWorktrees(int host_git_fd, int private_fd, const std::option
       ++snapshot.worktrees_left_read_only;
       continue;
     }
-    if (GitLockHeld(from) || IndexOfAnotherTree(host_git_fd, **head, snapshot.refs, worktree.index,
-                                                snapshot.hash_size)) {
+    if (GitLockHeld(from) ||
+        PersonsGitAtWork(host_git_fd, "worktrees/" + e.name + "/", kGitSwitchesHead) ||
+        IndexOfAnotherTree(host_git_fd, **head, snapshot.refs, worktree.index,
+                           snapshot.hash_size)) {
       LogWarn("linked worktree " + e.name +
-              ": the person's git is at work there (a lock held, or its index another commit's "
-              "tree than its HEAD's); it stays read-only in the session");
+              ": the person's git is at work there (a lock held, a `git switch` or the like "
+              "running, or its index another commit's tree than its HEAD's); it stays read-only "
+              "in the session");
       ++snapshot.worktrees_left_read_only;
       continue;
     }
@@ -2396,6 +2422,7 @@ constexpr std::chrono::milliseconds kLaunchReadingPause{20};
 
 Result<LaunchState> ReadLaunchState(int host_git_fd, size_t hash_size) {
   bool another_tree = false;
+  bool persons_git = false;
   for (int attempt = 0; attempt < kLaunchReadings; ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(kLaunchReadingPause);
     if (GitLockHeld(host_git_fd)) continue;
@@ -2437,13 +2464,21 @@ Result<LaunchState> ReadLaunchState(int host_git_fd, size_t hash_size) {
           it == state.refs.refs.end() ? std::nullopt : std::optional<std::string>(it->second);
       if (!branch || *branch != read) continue;
     }
+    // A git of the person's that writes the index and HEAD at two moments, still at work: what
+    // was read may be between the two though nothing changed meanwhile (`git switch` waits for
+    // its output to be read between them; outside reviews 50 and 52).
+    persons_git = PersonsGitAtWork(host_git_fd, "", kGitSwitchesHead);
+    if (persons_git) continue;
     another_tree =
         IndexOfAnotherTree(host_git_fd, state.head, state.refs.refs, state.index, hash_size);
     if (another_tree) continue;
     return state;
   }
   return Fail(ErrorKind::kPolicyDenied,
-              another_tree
+              persons_git
+                  ? "the person's git (a `git switch`, `checkout`, `reset`, `stash`, `merge` or "
+                    "`rebase`) is at work in the repository; run the session again once it is done"
+              : another_tree
                   ? "the repository's index is another commit's tree than HEAD's (a `git switch` "
                     "or `git reset` under way, or a `git reset --soft` below a branch's tip); "
                     "commit, or let git finish, then open the session again"
@@ -2874,81 +2909,6 @@ std::optional<std::string> NewRefNameClash(
 // nor another HEAD moved onto it (outside reviews 16 and 17).
 enum class WorktreeHold { kNone, kHead, kState };
 
-// Whether a `git` process of the person's runs in the worktree `top`: one whose working directory
-// is `top` or beneath it. The daemon's own runs of git (RunCaptured's, a keeper's) are not counted,
-// nor processes of another pid namespace (a session's), nor those whose working directory this
-// process may not read (another user's, for a daemon that is not root).
-bool GitRunsIn(const std::filesystem::path& top) {
-  const pid_t self = ::getpid();
-  const std::vector<proc::StatFields> table = proc::ReadAllStats();
-  // RunCaptured's keeper: the daemon's child, started with no exit signal.
-  auto keeper = [&](pid_t pid) {
-    auto it = std::ranges::find(table, pid, &proc::StatFields::pid);
-    return it != table.end() && it->ppid == self && it->exit_signal == 0;
-  };
-  std::error_code ec;
-  const std::filesystem::path our_ns = std::filesystem::read_symlink("/proc/self/ns/pid", ec);
-  for (const proc::StatFields& process : table) {
-    if (proc::IsDead(process) || process.pid == self) continue;
-    const std::string at = "/proc/" + std::to_string(process.pid);
-    char comm[16] = {};
-    UniqueFd comm_fd(::open((at + "/comm").c_str(), O_RDONLY | O_CLOEXEC));
-    if (!comm_fd || ::read(comm_fd.Get(), comm, sizeof comm - 1) <= 0) continue;
-    if (std::string_view(comm) != "git\n") continue;
-    if (keeper(process.ppid)) continue;  // the daemon's own
-    std::error_code ns_error;
-    const std::filesystem::path ns = std::filesystem::read_symlink(at + "/ns/pid", ns_error);
-    if (!ns_error && ns != our_ns) continue;
-    std::error_code cwd_error;
-    const std::filesystem::path cwd = std::filesystem::read_symlink(at + "/cwd", cwd_error);
-    if (cwd_error) continue;  // ended meanwhile, or another user's (whose repository is not ours)
-    auto [end, rest] = std::mismatch(top.begin(), top.end(), cwd.begin(), cwd.end());
-    if (end == top.end()) return true;
-  }
-  return false;
-}
-
-// Whether the person's `git commit` is under way in the worktree whose git directory is `dir`,
-// on the branch `value` (`ref: refs/heads/X`) names: its message being written. A commit
-// without `-a` or paths holds no lock then (git writes the index, then COMMIT_EDITMSG, runs the
-// editor and the hooks, and only then moves HEAD's branch, expecting the value it read): a
-// copy-back moving the branch meanwhile made the person's commit fail (outside review 51). Told by
-// COMMIT_EDITMSG written after the worktree's HEAD last moved (logs/HEAD, the branch's loose
-// ref), less than kCommitUnderWayMax ago, while a git of the person's runs in that worktree
-// (GitRunsIn): a commit aborted after its message was written leaves the file so, and holds
-// nothing once its git has ended.
-bool CommitUnderWay(int host_git_fd, const std::string& dir, const std::string& value) {
-  auto mtime = [&](const std::string& path) -> std::optional<timespec> {
-    struct stat st {};
-    if (::fstatat(host_git_fd, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
-    return st.st_mtim;
-  };
-  auto later = [](const timespec& a, const timespec& b) {
-    return a.tv_sec != b.tv_sec ? a.tv_sec > b.tv_sec : a.tv_nsec > b.tv_nsec;
-  };
-  const std::optional<timespec> message = mtime(dir + "COMMIT_EDITMSG");
-  if (!message) return false;
-  timespec now{};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  if (now.tv_sec - message->tv_sec > kCommitUnderWayMax.count()) return false;
-  for (const std::string& moved : {dir + "logs/HEAD", value.substr(5)}) {
-    const std::optional<timespec> at = mtime(moved);
-    if (at && !later(*message, *at)) return false;
-  }
-  // The worktree's top: the host .git's parent, or the one a linked worktree's `gitdir` names.
-  std::filesystem::path top;
-  if (dir.empty()) {
-    std::error_code ec;
-    top = std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(host_git_fd), ec)
-              .parent_path();
-  } else {
-    Result<std::optional<std::string>> gitdir =
-        ReadFile(host_git_fd, dir + "gitdir", kGitSmallFileMax, false);
-    if (gitdir && *gitdir) top = std::filesystem::path(Trim(**gitdir)).parent_path();
-  }
-  return !top.empty() && GitRunsIn(top);
-}
-
 WorktreeHold HoldOf(int host_git_fd, const std::string& dir, const std::string& value) {
   auto text_of = [&](const std::string& file) -> std::optional<std::string> {
     Result<std::optional<std::string>> text = ReadFile(host_git_fd, dir + file, 1u << 20, false);
@@ -2967,7 +2927,11 @@ WorktreeHold HoldOf(int host_git_fd, const std::string& dir, const std::string& 
     for (const char* operation : {"MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD"}) {
       if (text_of(operation)) return WorktreeHold::kState;
     }
-    if (value.starts_with("ref: refs/heads/") && CommitUnderWay(host_git_fd, dir, value)) {
+    // So does any git of the person's there that moves HEAD or its branch: a `git commit`
+    // holds no lock while its hooks and editor run, then moves the branch expecting the value it
+    // read, and failed when the session's commit had moved it (outside reviews 51 and 52).
+    if (value.starts_with("ref: refs/heads/") &&
+        PersonsGitAtWork(host_git_fd, dir, kGitMovesHead)) {
       return WorktreeHold::kState;
     }
     return WorktreeHold::kHead;

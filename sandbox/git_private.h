@@ -42,10 +42,7 @@ inline constexpr size_t kGitSessionIndexMax = 64u << 20;
 inline constexpr size_t kIndexPathBytesMax = 16u << 20;
 inline constexpr uint64_t kGitObjectFileMax = 4ull << 30;  // a loose object or a pack file
 inline constexpr uint64_t kGitPackIndexMax = 512u << 20;   // a pack's .idx, read into memory
-inline constexpr size_t kGitMaxRefs = 100'000;
-// How long after COMMIT_EDITMSG was written a person's `git commit` counts as under way while its
-// branch has not moved (its message being written): the branch is held that long.
-inline constexpr std::chrono::seconds kCommitUnderWayMax{30 * 60};  // refs in one repository
+inline constexpr size_t kGitMaxRefs = 100'000;             // refs in one repository
 // Refs one session makes on the host over its life, and the repository's refs (as the
 // copy-back knows them) past which a session makes none: a host past kGitMaxRefs refs is one
 // whose launches can no longer read them, and every session there, of any owner, would start

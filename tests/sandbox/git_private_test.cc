@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "common/unique_fd.h"
+#include "sandbox/persons_git.h"
 #include "tests/support/files.h"
 
 namespace ptybox::sandbox {
@@ -629,48 +630,100 @@ TEST_F(GitPrivateTest, AHeldBranchWaitsWhileThePersonsGitHoldsTheIndex) {
   EXPECT_FALSE(fs::exists(host_ / ".git" / "index.lock"));
 }
 
-// The person's `git commit` (no `-a`) writes COMMIT_EDITMSG and holds no lock while its message
-// is written; it then moves the branch expecting the value it read. A copy-back moving the branch
-// meanwhile made the person's commit fail (outside review 51): the branch waits while
-// COMMIT_EDITMSG is newer than HEAD's last move and a git of the person's runs in the worktree.
-// Once that git has ended (an aborted commit leaves the file so), the branch moves.
-TEST_F(GitPrivateTest, ABranchWaitsWhileThePersonsCommitMessageIsBeingWritten) {
+// The person's git run in the background with its editor (core.editor, sequence.editor) waiting
+// until Finish(): a `git commit` or `git rebase -i` at work, holding no lock.
+class PersonsGitWaiting {
+ public:
+  PersonsGitWaiting(const fs::path& host, const fs::path& scratch, const std::string& args)
+      : started_(scratch / "editor-started"), release_(scratch / "editor-release") {
+    const fs::path script = scratch / "editor.sh";
+    std::ofstream(script) << "touch " << started_ << "\nwhile [ ! -e " << release_
+                          << " ]; do sleep 0.02; done\necho \"the person's message\" > \"$1\"\n";
+    const std::string editor = "sh " + script.string();
+    person_ = std::thread([this, host, editor, args] {
+      out_ = Shell("git -C " + host.string() + " -c core.editor='" + editor +
+                       "' -c sequence.editor='" + editor + "' " + args,
+                   &status_);
+      done_ = true;
+    });
+    while (!fs::exists(started_) && !done_)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ~PersonsGitWaiting() { Finish(); }
+  bool Editing() const { return fs::exists(started_) && !done_; }
+  // Lets the editor end; the git's exit status.
+  int Finish() {
+    if (person_.joinable()) {
+      std::ofstream(release_) << "go\n";
+      person_.join();
+    }
+    return status_;
+  }
+  const std::string& Said() const { return out_; }
+
+ private:
+  fs::path started_;
+  fs::path release_;
+  std::thread person_;
+  std::atomic<bool> done_{false};
+  std::string out_;
+  int status_ = -1;
+};
+
+// The person's `git commit` holds no lock while its hooks and editor run, then moves HEAD's branch
+// expecting the value it read: a copy-back moving the branch meanwhile made it fail (outside
+// reviews 51 and 52). While a git of the person's that moves HEAD runs in the worktree, HEAD's
+// branch and the index wait; once it has ended, the person's commit is on main.
+TEST_F(GitPrivateTest, ABranchWaitsWhileThePersonsCommitRuns) {
   GitSnapshot snapshot = Prepare();
   { std::ofstream(host_ / "a.txt") << "the session's\n"; }
   Session("commit -q -am session");
-  const auto now = fs::file_time_type::clock::now();
-  fs::last_write_time(host_ / ".git" / "logs" / "HEAD", now - std::chrono::seconds(2));
-  fs::last_write_time(host_ / ".git" / "refs" / "heads" / "main", now - std::chrono::seconds(2));
-  { std::ofstream(host_ / ".git" / "COMMIT_EDITMSG") << "the person's message, being written\n"; }
-  // The person's git, waiting (as `git commit` waits for its editor) in the worktree: it has
-  // answered once, so it runs there.
-  int to[2];
-  int from[2];
-  ASSERT_EQ(::pipe2(to, O_CLOEXEC), 0);
-  ASSERT_EQ(::pipe2(from, O_CLOEXEC), 0);
-  const pid_t person = ::fork();
-  ASSERT_GE(person, 0);
-  if (person == 0) {
-    ::dup2(to[0], 0);
-    ::dup2(from[1], 1);
-    ::execlp("git", "git", "-C", host_.c_str(), "cat-file", "--batch-check", nullptr);
-    ::_exit(127);
-  }
-  ::close(to[0]);
-  ::close(from[1]);
-  ASSERT_EQ(::write(to[1], "HEAD\n", 5), 5);
-  char answer[256];
-  ASSERT_GT(::read(from[0], answer, sizeof answer), 0);
+  { std::ofstream(host_ / "b.txt") << "the person's\n"; }
+  Host("add b.txt");
+  PersonsGitWaiting person(host_, dir_, "commit -q");
+  ASSERT_TRUE(person.Editing()) << person.Said();
   GitCopyBack done = CopyBack(snapshot);
-  ::close(to[1]);
-  ::close(from[0]);
-  ::waitpid(person, nullptr, 0);
   EXPECT_EQ(Host("log -1 --format=%s main"), "first\n") << "main moved under the person's commit";
   EXPECT_NE(Lines(done.conflicts).find("with the person's commit, merge"), std::string::npos)
       << Lines(done.conflicts);
-  // The person's git has ended: COMMIT_EDITMSG is an aborted commit's, and holds nothing.
+  EXPECT_EQ(person.Finish(), 0) << person.Said();
+  EXPECT_EQ(Host("log -1 --format=%s main"), "the person's message\n");
+  // The person's git has ended: nothing holds the branch (the session's move now meets the
+  // person's commit, and waits as any move over a branch the host moved meanwhile).
   GitCopyBack later = CopyBack(snapshot);
-  EXPECT_EQ(Host("log -1 --format=%s main"), "session\n") << Lines(later.conflicts);
+  EXPECT_EQ(Lines(later.conflicts).find("with the person's commit, merge"), std::string::npos)
+      << Lines(later.conflicts);
+  EXPECT_EQ(Host("log -1 --format=%s main"), "the person's message\n");
+}
+
+// A git of the person's that writes the index and HEAD at two moments (`git switch` waits for its
+// output to be read between them; outside reviews 50 and 52), at work: the launch makes no private
+// copy, whatever it read, and says why. Here a `git rebase -i` with its todo list open.
+TEST_F(GitPrivateTest, NoPrivateCopyWhileThePersonsSwitchingGitRuns) {
+  {
+    PersonsGitWaiting person(host_, dir_, "rebase -q -i HEAD");
+    ASSERT_TRUE(person.Editing()) << person.Said();
+    Result<GitSnapshot> during = TryPrepare();
+    ASSERT_FALSE(during) << "a private copy was made while the person's rebase ran";
+    EXPECT_NE(during.error().message.find("the person's git"), std::string::npos)
+        << during.error().Describe();
+    person.Finish();
+  }
+  fs::remove_all(private_);
+  fs::create_directories(private_);
+  Result<GitSnapshot> after = TryPrepare();
+  EXPECT_TRUE(after) << (after ? "" : after.error().Describe());
+}
+
+// The subcommand of a git command line, past git's own options and their values.
+TEST(PersonsGitTest, TheSubcommandIsTheFirstArgumentPastGitsOptions) {
+  using namespace std::string_literals;
+  EXPECT_EQ(GitSubcommand("git\0commit\0-m\0x\0"s), "commit");
+  EXPECT_EQ(GitSubcommand("/usr/bin/git\0-C\0/repo\0-c\0a.b=c\0--no-pager\0switch\0main\0"s),
+            "switch");
+  EXPECT_EQ(GitSubcommand("git\0--git-dir\0x\0--work-tree=y\0stash\0"s), "stash");
+  EXPECT_EQ(GitSubcommand("git\0--version\0"s), std::nullopt);
+  EXPECT_EQ(GitSubcommand(""), std::nullopt);
 }
 
 // A branch the person has checked out, or HEAD, never moves without the session's index that
