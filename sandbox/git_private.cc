@@ -2192,11 +2192,15 @@ bool GitLockHeld(int host_git_fd) {
          ::fstatat(host_git_fd, "HEAD.lock", &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
+// A `git commit` at work leaves the index and HEAD of one state (its staged work, HEAD not moved
+// yet): a launch may read them; the copy-back holds the branch meanwhile (HoldOf).
+constexpr std::string_view kCommitKeepsOneState[] = {"commit"};
+
 // Whether the person's git is at work in the worktree whose git directory is `dir` ("" the main
-// one, "worktrees/<id>/" a linked one) with one of `subcommands` (PersonsGitRunsIn): the
+// one, "worktrees/<id>/" a linked one), one that may move HEAD (PersonsGitRunsIn): the
 // worktree's top is the host .git's parent, or the one the linked worktree's `gitdir` names.
 bool PersonsGitAtWork(int host_git_fd, const std::string& dir,
-                      std::span<const std::string_view> subcommands) {
+                      std::span<const std::string_view> also_ignored = {}) {
   std::filesystem::path top;
   if (dir.empty()) {
     std::error_code ec;
@@ -2205,9 +2209,13 @@ bool PersonsGitAtWork(int host_git_fd, const std::string& dir,
   } else {
     Result<std::optional<std::string>> gitdir =
         ReadFile(host_git_fd, dir + "gitdir", kGitSmallFileMax, false);
-    if (gitdir && *gitdir) top = std::filesystem::path(Trim(**gitdir)).parent_path();
+    std::error_code ec;  // as the kernel shows a working directory: links resolved
+    if (gitdir && *gitdir) {
+      top = std::filesystem::weakly_canonical(std::filesystem::path(Trim(**gitdir)), ec)
+                .parent_path();
+    }
   }
-  return PersonsGitRunsIn(top, subcommands);
+  return PersonsGitRunsIn(top, also_ignored);
 }
 
 // Whether an index git wrote belongs to another commit's tree than the commit `head` (a HEAD
@@ -2300,7 +2308,7 @@ Result<void> PrepareWorktrees(int host_git_fd, int private_fd, const std::option
       continue;
     }
     if (GitLockHeld(from) ||
-        PersonsGitAtWork(host_git_fd, "worktrees/" + e.name + "/", kGitSwitchesHead) ||
+        PersonsGitAtWork(host_git_fd, "worktrees/" + e.name + "/", kCommitKeepsOneState) ||
         IndexOfAnotherTree(host_git_fd, **head, snapshot.refs, worktree.index,
                            snapshot.hash_size)) {
       LogWarn("linked worktree " + e.name +
@@ -2467,7 +2475,7 @@ Result<LaunchState> ReadLaunchState(int host_git_fd, size_t hash_size) {
     // A git of the person's that writes the index and HEAD at two moments, still at work: what
     // was read may be between the two though nothing changed meanwhile (`git switch` waits for
     // its output to be read between them; outside reviews 50 and 52).
-    persons_git = PersonsGitAtWork(host_git_fd, "", kGitSwitchesHead);
+    persons_git = PersonsGitAtWork(host_git_fd, "", kCommitKeepsOneState);
     if (persons_git) continue;
     another_tree =
         IndexOfAnotherTree(host_git_fd, state.head, state.refs.refs, state.index, hash_size);
@@ -2930,8 +2938,7 @@ WorktreeHold HoldOf(int host_git_fd, const std::string& dir, const std::string& 
     // So does any git of the person's there that moves HEAD or its branch: a `git commit`
     // holds no lock while its hooks and editor run, then moves the branch expecting the value it
     // read, and failed when the session's commit had moved it (outside reviews 51 and 52).
-    if (value.starts_with("ref: refs/heads/") &&
-        PersonsGitAtWork(host_git_fd, dir, kGitMovesHead)) {
+    if (value.starts_with("ref: refs/heads/") && PersonsGitAtWork(host_git_fd, dir)) {
       return WorktreeHold::kState;
     }
     return WorktreeHold::kHead;

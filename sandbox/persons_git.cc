@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "common/proc_stat.h"
 #include "common/unique_fd.h"
@@ -30,36 +31,77 @@ std::string ReadProc(const std::string& path, size_t max) {
 
 }  // namespace
 
-std::optional<std::string> GitSubcommand(std::string_view cmdline) {
+namespace {
+
+// A command line's arguments, NUL-separated; the program's name first.
+std::vector<std::string_view> Arguments(std::string_view cmdline) {
+  std::vector<std::string_view> args;
+  while (!cmdline.empty()) {
+    const size_t end = std::min(cmdline.find('\0'), cmdline.size());
+    args.push_back(cmdline.substr(0, end));
+    cmdline.remove_prefix(std::min(end + 1, cmdline.size()));
+  }
+  return args;
+}
+
+// The subcommand's index in `args` (args.size() for a dashed program's own name), or nullopt.
+std::optional<size_t> SubcommandAt(const std::vector<std::string_view>& args) {
+  if (args.empty()) return std::nullopt;
+  const std::string_view program = args[0].substr(args[0].rfind('/') + 1);
+  if (program.starts_with("git-")) return args.size();
   // git's options that take the next argument as their value.
   constexpr std::string_view kWithValue[] = {
       "-C",          "-c",           "--git-dir",   "--work-tree",
       "--namespace", "--config-env", "--exec-path", "--super-prefix"};
-  bool first = true;
-  bool value_next = false;
-  while (!cmdline.empty()) {
-    const size_t end = std::min(cmdline.find('\0'), cmdline.size());
-    const std::string_view arg = cmdline.substr(0, end);
-    cmdline.remove_prefix(std::min(end + 1, cmdline.size()));
-    if (first) {  // the program itself
-      first = false;
-      continue;
-    }
-    if (value_next) {
-      value_next = false;
-      continue;
-    }
-    if (arg.starts_with('-')) {
-      value_next = std::ranges::find(kWithValue, arg) != std::end(kWithValue);
-      continue;
-    }
-    return std::string(arg);
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (!args[i].starts_with('-')) return i;
+    if (std::ranges::find(kWithValue, args[i]) != std::end(kWithValue)) ++i;
   }
   return std::nullopt;
 }
 
+}  // namespace
+
+std::optional<std::string> GitSubcommand(std::string_view cmdline) {
+  const std::vector<std::string_view> args = Arguments(cmdline);
+  const std::optional<size_t> at = SubcommandAt(args);
+  if (!at) return std::nullopt;
+  if (*at == args.size()) return std::string(args[0].substr(args[0].rfind('/') + 1 + 4));
+  return std::string(args[*at]);
+}
+
+bool GitMayMoveHead(std::string_view cmdline, std::span<const std::string_view> also_ignored) {
+  const std::vector<std::string_view> args = Arguments(cmdline);
+  const std::optional<size_t> at = SubcommandAt(args);
+  const std::optional<std::string> subcommand = GitSubcommand(cmdline);
+  if (!at || !subcommand) return false;
+  if (std::ranges::find(kGitLeavesHead, *subcommand) != std::end(kGitLeavesHead) ||
+      std::ranges::find(also_ignored, *subcommand) != also_ignored.end()) {
+    return false;
+  }
+  // The arguments after the subcommand (all of them, for a dashed program).
+  std::vector<std::string_view> rest(
+      args.begin() + static_cast<std::ptrdiff_t>(std::min(*at + 1, args.size())), args.end());
+  if (*at == args.size()) rest.assign(args.begin() + 1, args.end());
+  auto first_word = [&]() -> std::string_view {
+    for (std::string_view arg : rest) {
+      if (!arg.starts_with('-')) return arg;
+    }
+    return {};
+  };
+  if (*subcommand == "stash") return first_word() != "list" && first_word() != "show";
+  if (*subcommand == "worktree") return first_word() != "list";
+  if (*subcommand == "reflog") return false;  // shows, expires or deletes log lines only
+  if (*subcommand == "branch") {
+    return std::ranges::any_of(rest, [](std::string_view arg) {
+      return arg == "-m" || arg == "-M" || arg == "--move";  // renames the branch HEAD names
+    });
+  }
+  return true;
+}
+
 bool PersonsGitRunsIn(const std::filesystem::path& top,
-                      std::span<const std::string_view> subcommands) {
+                      std::span<const std::string_view> also_ignored) {
   if (top.empty()) return false;
   const pid_t self = ::getpid();
   std::error_code ec;
@@ -73,9 +115,11 @@ bool PersonsGitRunsIn(const std::filesystem::path& top,
     const std::string_view name = entry->d_name;
     if (name.empty() || name.find_first_not_of("0123456789") != std::string_view::npos) continue;
     const std::string at = "/proc/" + std::string(name);
-    if (ReadProc(at + "/comm", 16) != "git\n") continue;
-    const std::optional<std::string> subcommand = GitSubcommand(ReadProc(at + "/cmdline", 4096));
-    if (!subcommand || std::ranges::find(subcommands, *subcommand) == subcommands.end()) continue;
+    std::error_code exe_error;
+    std::string program = std::filesystem::read_symlink(at + "/exe", exe_error).filename().string();
+    if (program.ends_with(" (deleted)")) program.resize(program.size() - 10);  // an upgraded git
+    if (exe_error || (program != "git" && !program.starts_with("git-"))) continue;
+    if (!GitMayMoveHead(ReadProc(at + "/cmdline", 4096), also_ignored)) continue;
     // This process's own runs: its child (the keeper, with no exit signal) is the parent.
     const std::optional<proc::StatFields> stat = proc::ParseStat(ReadProc(at + "/stat", 1024));
     if (!stat || proc::IsDead(*stat)) continue;

@@ -14,26 +14,70 @@ namespace ptybox::sandbox {
 
 // The subcommand of a git command line (NUL-separated, as /proc/<pid>/cmdline holds it): the
 // first argument after git's own options (`-C <dir>`, `-c <name>=<value>`, `--git-dir <dir>`,
-// `--no-pager`...). nullopt when there is none.
+// `--no-pager`...), or the name of a dashed program (`git-commit`). nullopt when there is none.
 [[nodiscard]] std::optional<std::string> GitSubcommand(std::string_view cmdline);
 
-// The subcommands that move HEAD or its branch, or write the index and HEAD at two moments.
-inline constexpr std::string_view kGitMovesHead[] = {
-    "am",     "bisect", "checkout", "cherry-pick", "commit", "merge",  "pull",
-    "rebase", "reset",  "restore",  "revert",      "stash",  "switch", "worktree"};
-// Those of kGitMovesHead that leave the index and HEAD of two states while they run (a commit
-// leaves one: its staged work, HEAD not moved yet).
-inline constexpr std::string_view kGitSwitchesHead[] = {
-    "am",    "bisect",  "checkout", "cherry-pick", "merge",  "pull",    "rebase",
-    "reset", "restore", "revert",   "stash",       "switch", "worktree"};
+// Whether a git command line may move HEAD or its branch, or write the index: its subcommand is
+// not one of kGitLeavesHead, nor a listing (`stash list`/`show`, `worktree list`, `branch`
+// without -m/-M, `reflog`), nor one of `also_ignored`. A git left waiting on its pager is such a
+// listing, and holds nothing (outside review 53).
+[[nodiscard]] bool GitMayMoveHead(std::string_view cmdline,
+                                  std::span<const std::string_view> also_ignored = {});
 
-// Whether a git process of the person's whose subcommand is one of `subcommands` runs in the
-// worktree `top`: its working directory `top` or beneath it (git changes into the worktree for
-// these, `-C` or not). Not counted: this process's own runs of git (RunCaptured's, beneath a
-// keeper with no exit signal), processes of another pid namespace (a session's), and those whose
-// working directory or command line this process may not read (another user's, for a daemon
-// that is not root); a person the daemon cannot see is not waited for. One pass over /proc.
+// The subcommands that never move HEAD or its branch nor write the index (some refresh its stat
+// data under its lock): every other one may, an alias (`git co`, `git ci`) or one not known here
+// included, and is waited for.
+inline constexpr std::string_view kGitLeavesHead[] = {"archive",
+                                                      "blame",
+                                                      "cat-file",
+                                                      "check-attr",
+                                                      "check-ignore",
+                                                      "config",
+                                                      "count-objects",
+                                                      "credential",
+                                                      "credential-cache",
+                                                      "credential-cache--daemon",
+                                                      "credential-store",
+                                                      "describe",
+                                                      "diff",
+                                                      "fetch",
+                                                      "for-each-ref",
+                                                      "fsck",
+                                                      "fsmonitor--daemon",
+                                                      "gc",
+                                                      "grep",
+                                                      "hash-object",
+                                                      "help",
+                                                      "log",
+                                                      "ls-files",
+                                                      "ls-remote",
+                                                      "ls-tree",
+                                                      "maintenance",
+                                                      "merge-base",
+                                                      "name-rev",
+                                                      "notes",
+                                                      "push",
+                                                      "remote",
+                                                      "rev-list",
+                                                      "rev-parse",
+                                                      "shortlog",
+                                                      "show",
+                                                      "show-ref",
+                                                      "status",
+                                                      "tag",
+                                                      "var",
+                                                      "version",
+                                                      "whatchanged"};
+
+// Whether a git process of the person's that may move HEAD (GitMayMoveHead) runs in the worktree
+// `top`: its working directory `top` or beneath it (git changes into the worktree for these, `-C`
+// or not). A git is told by the program it runs (/proc/<pid>/exe named `git` or `git-*`), whatever
+// name it was started by (a link `g`, a dashed `git-commit`: outside review 53). Not counted: this
+// process's own runs of git (RunCaptured's, beneath a keeper with no exit signal), processes of
+// another pid namespace (a session's), and those whose working directory or command line this
+// process may not read (another user's, for a daemon that is not root); a person the daemon
+// cannot see is not waited for. One pass over /proc.
 [[nodiscard]] bool PersonsGitRunsIn(const std::filesystem::path& top,
-                                    std::span<const std::string_view> subcommands);
+                                    std::span<const std::string_view> also_ignored = {});
 
 }  // namespace ptybox::sandbox

@@ -715,6 +715,36 @@ TEST_F(GitPrivateTest, NoPrivateCopyWhileThePersonsSwitchingGitRuns) {
   EXPECT_TRUE(after) << (after ? "" : after.error().Describe());
 }
 
+// Any git of the person's but those that never move HEAD is waited for: an alias (`git co` for
+// checkout) has a subcommand no list of git's own names holds (outside review 53).
+TEST_F(GitPrivateTest, ThePersonsAliasIsWaitedForAndTheirCatFileIsNot) {
+  auto runs_while = [&](const std::string& args) {
+    int to[2];
+    int from[2];
+    if (::pipe2(to, O_CLOEXEC) != 0 || ::pipe2(from, O_CLOEXEC) != 0) return false;
+    const pid_t git = ::fork();
+    if (git == 0) {
+      ::dup2(to[0], 0);
+      ::dup2(from[1], 1);
+      ::execl("/bin/sh", "sh", "-c", ("exec git -C " + host_.string() + " " + args).c_str(),
+              nullptr);
+      ::_exit(127);
+    }
+    ::close(to[0]);
+    ::close(from[1]);
+    char answer[256];
+    const bool answered = ::write(to[1], "HEAD\n", 5) == 5 && ::read(from[0], answer, 256) > 0;
+    const bool seen = answered && PersonsGitRunsIn(fs::canonical(host_));
+    ::close(to[1]);
+    ::close(from[0]);
+    ::waitpid(git, nullptr, 0);
+    return seen;
+  };
+  EXPECT_TRUE(runs_while("-c alias.co='cat-file --batch-check' co"))
+      << "the person's alias was not waited for";
+  EXPECT_FALSE(runs_while("cat-file --batch-check")) << "a git that never moves HEAD held it";
+}
+
 // The subcommand of a git command line, past git's own options and their values.
 TEST(PersonsGitTest, TheSubcommandIsTheFirstArgumentPastGitsOptions) {
   using namespace std::string_literals;
@@ -724,6 +754,28 @@ TEST(PersonsGitTest, TheSubcommandIsTheFirstArgumentPastGitsOptions) {
   EXPECT_EQ(GitSubcommand("git\0--git-dir\0x\0--work-tree=y\0stash\0"s), "stash");
   EXPECT_EQ(GitSubcommand("git\0--version\0"s), std::nullopt);
   EXPECT_EQ(GitSubcommand(""), std::nullopt);
+  EXPECT_EQ(GitSubcommand("/usr/lib/git-core/git-commit\0-m\0x\0"s), "commit");
+  EXPECT_EQ(GitSubcommand("g\0-C\0/repo\0commit\0"s), "commit");
+}
+
+// What may move HEAD: anything but what never does, and but listings a person may leave open in
+// their pager (outside review 53).
+TEST(PersonsGitTest, ListingsAndReadersNeverMoveHeadEverythingElseMay) {
+  using namespace std::string_literals;
+  for (const std::string& moves :
+       {"git\0commit\0"s, "git\0stash\0"s, "git\0stash\0pop\0"s, "git\0-c\0a=b\0co\0"s,
+        "git\0worktree\0add\0../w\0"s, "git\0branch\0-m\0new\0"s,
+        "/usr/lib/git-core/git-rebase\0-i\0"s, "git\0switch\0main\0"s}) {
+    EXPECT_TRUE(GitMayMoveHead(moves)) << moves;
+  }
+  for (const std::string& leaves :
+       {"git\0log\0"s, "git\0stash\0list\0"s, "git\0stash\0show\0-p\0"s, "git\0worktree\0list\0"s,
+        "git\0branch\0-a\0"s, "git\0reflog\0"s, "git\0fsmonitor--daemon\0run\0"s,
+        "git\0--version\0"s}) {
+    EXPECT_FALSE(GitMayMoveHead(leaves)) << leaves;
+  }
+  constexpr std::string_view kCommit[] = {"commit"};
+  EXPECT_FALSE(GitMayMoveHead("git\0commit\0"s, kCommit));
 }
 
 // A branch the person has checked out, or HEAD, never moves without the session's index that
