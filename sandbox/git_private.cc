@@ -3184,7 +3184,7 @@ std::optional<std::string> OperationInProgress(int dir) {
 // staged, and their next commit revert it (outside review 18): what moves with the index waits
 // for them.
 std::optional<std::string> LockFollowingIndex(HostIndexLocks& locks, const std::string& label,
-                                              int dir, const std::string& head,
+                                              int dir, int objects_fd, const std::string& head,
                                               const std::optional<std::string>& last,
                                               size_t hash_size) {
   Result<bool> held = locks.Hold(label, dir);
@@ -3204,6 +3204,12 @@ std::optional<std::string> LockFollowingIndex(HostIndexLocks& locks, const std::
   if (std::optional<std::string> operation = OperationInProgress(dir)) {
     locks.Drop(label);
     return "the person's " + *operation + " is in progress in its worktree; left until it ends";
+  }
+  // Looked for again under the lock: a person's `git commit` started since the first look (the
+  // tip checks can take seconds) holds no lock in its hooks and editor (outside review 54).
+  if (PersonsGitAtWork(objects_fd, label)) {
+    locks.Drop(label);
+    return "the person's git is at work in its worktree; left until it ends";
   }
   Result<bool> follows = IndexFollows(dir, last, hash_size);
   if (follows && *follows) return std::nullopt;
@@ -3249,6 +3255,12 @@ std::optional<std::string> HostWorktreeRefusal(int host_dir, int objects_fd,
                                                const HeadAndIndex& state) {
   if (std::optional<std::string> operation = OperationInProgress(host_dir)) {
     return "the person's " + *operation + " is in progress there; left until it ends";
+  }
+  // A git of the person's at work there: a `git commit` in its hooks or editor holds no lock and
+  // moves the HEAD it read; the session's HEAD moved to another branch, or its index written,
+  // meanwhile made it fail or undid it (outside review 54).
+  if (PersonsGitAtWork(objects_fd, state.label)) {
+    return "the person's git is at work there; left until it ends";
   }
   if (!state.session_head || !state.session_head->starts_with("ref: ")) return std::nullopt;
   const std::string branch = state.session_head->substr(5);
@@ -3650,8 +3662,9 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, const SessionView& se
         } else if (plan.kind == IndexPlan::Kind::kWait) {
           why = "the session's index there, which goes with it, waits: " + plan.why;
         } else {
-          why = LockFollowingIndex(locks, *follower, worktree->host, worktree->state.head,
-                                   worktree->state.index, IndexHashSize(snapshot));
+          why = LockFollowingIndex(locks, *follower, worktree->host, host_git_fd,
+                                   worktree->state.head, worktree->state.index,
+                                   IndexHashSize(snapshot));
         }
       }
       if (why) {
@@ -3777,8 +3790,9 @@ bool CopyBackHead(int host_dir, int objects_fd, HeadAndIndex state, const IndexP
   // Whether or not the session's index changed: a HEAD moved alone (`git checkout -b`, a
   // detach) over an index the person had changed meanwhile (their commit) showed their commit
   // staged against it, and took their next commit off their branch (outside review 24).
-  if (std::optional<std::string> why = LockFollowingIndex(locks, state.label, host_dir, state.head,
-                                                          state.index, IndexHashSize(snapshot))) {
+  if (std::optional<std::string> why =
+          LockFollowingIndex(locks, state.label, host_dir, objects_fd, state.head, state.index,
+                             IndexHashSize(snapshot))) {
     done.conflicts.push_back(what + ": " + *why);
     return false;
   }

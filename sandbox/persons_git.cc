@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -94,7 +95,11 @@ bool GitMayMoveHead(std::string_view cmdline, std::span<const std::string_view> 
   if (*subcommand == "reflog") return false;  // shows, expires or deletes log lines only
   if (*subcommand == "branch") {
     return std::ranges::any_of(rest, [](std::string_view arg) {
-      return arg == "-m" || arg == "-M" || arg == "--move";  // renames the branch HEAD names
+      // -m/-M (alone or bundled, `-fm`) or --move (or an abbreviation of it): a rename, of the
+      // branch HEAD names too.
+      const bool short_options = arg.size() > 1 && arg[0] == '-' && arg[1] != '-';
+      return (short_options && arg.find_first_of("mM") != std::string_view::npos) ||
+             (arg.size() > 3 && std::string_view("--move").starts_with(arg));
     });
   }
   return true;
@@ -103,6 +108,10 @@ bool GitMayMoveHead(std::string_view cmdline, std::span<const std::string_view> 
 bool PersonsGitRunsIn(const std::filesystem::path& top,
                       std::span<const std::string_view> also_ignored) {
   if (top.empty()) return false;
+  // The person: the worktree's owner. Another user's process (a file of theirs named `git` run
+  // there, for a root daemon) holds nothing (outside review 54).
+  struct stat top_st {};
+  if (::stat(top.c_str(), &top_st) != 0) return false;
   const pid_t self = ::getpid();
   std::error_code ec;
   const std::filesystem::path our_ns = std::filesystem::read_symlink("/proc/self/ns/pid", ec);
@@ -115,6 +124,8 @@ bool PersonsGitRunsIn(const std::filesystem::path& top,
     const std::string_view name = entry->d_name;
     if (name.empty() || name.find_first_not_of("0123456789") != std::string_view::npos) continue;
     const std::string at = "/proc/" + std::string(name);
+    struct stat process_st {};
+    if (::stat(at.c_str(), &process_st) != 0 || process_st.st_uid != top_st.st_uid) continue;
     std::error_code exe_error;
     std::string program = std::filesystem::read_symlink(at + "/exe", exe_error).filename().string();
     if (program.ends_with(" (deleted)")) program.resize(program.size() - 10);  // an upgraded git

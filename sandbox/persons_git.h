@@ -74,9 +74,9 @@ inline constexpr std::string_view kGitLeavesHead[] = {"archive",
 // or not). A git is told by the program it runs (/proc/<pid>/exe named `git` or `git-*`), whatever
 // name it was started by (a link `g`, a dashed `git-commit`: outside review 53). Not counted: this
 // process's own runs of git (RunCaptured's, beneath a keeper with no exit signal), processes of
-// another pid namespace (a session's), and those whose working directory or command line this
-// process may not read (another user's, for a daemon that is not root); a person the daemon
-// cannot see is not waited for. One pass over /proc.
+// another pid namespace (a session's), of another user than the owner of `top`, and those whose
+// working directory or command line this process may not read; a person the daemon cannot see
+// is not waited for. One pass over /proc.
 [[nodiscard]] bool PersonsGitRunsIn(const std::filesystem::path& top,
                                     std::span<const std::string_view> also_ignored = {});
 

@@ -696,6 +696,30 @@ TEST_F(GitPrivateTest, ABranchWaitsWhileThePersonsCommitRuns) {
   EXPECT_EQ(Host("log -1 --format=%s main"), "the person's message\n");
 }
 
+// Nor do HEAD or the index move while it runs: the session's `git switch -c agent` came back
+// under the person's commit in its hook or editor, which then failed (HEAD no longer what it
+// read), or landed on `agent` (outside review 54).
+TEST_F(GitPrivateTest, HeadAndTheIndexWaitWhileThePersonsCommitRuns) {
+  GitSnapshot snapshot = Prepare();
+  { std::ofstream(host_ / "b.txt") << "the person's\n"; }
+  Host("add b.txt");
+  snapshot.index = Slurp(host_ / ".git" / "index");  // the session saw the person's staging
+  Session("checkout -q -b agent");
+  GitCopyBack done;
+  {
+    PersonsGitWaiting person(host_, dir_, "commit -q");
+    ASSERT_TRUE(person.Editing()) << person.Said();
+    done = CopyBack(snapshot);
+    EXPECT_EQ(Host("symbolic-ref HEAD"), "refs/heads/main\n")
+        << "HEAD moved under the person's commit";
+    EXPECT_EQ(person.Finish(), 0) << person.Said();
+  }
+  EXPECT_FALSE(done.head);
+  EXPECT_NE(Lines(done.conflicts).find("the person's git is at work there"), std::string::npos)
+      << Lines(done.conflicts);
+  EXPECT_EQ(Host("log -1 --format=%s main"), "the person's message\n");
+}
+
 // A git of the person's that writes the index and HEAD at two moments (`git switch` waits for its
 // output to be read between them; outside reviews 50 and 52), at work: the launch makes no private
 // copy, whatever it read, and says why. Here a `git rebase -i` with its todo list open.
@@ -764,8 +788,9 @@ TEST(PersonsGitTest, ListingsAndReadersNeverMoveHeadEverythingElseMay) {
   using namespace std::string_literals;
   for (const std::string& moves :
        {"git\0commit\0"s, "git\0stash\0"s, "git\0stash\0pop\0"s, "git\0-c\0a=b\0co\0"s,
-        "git\0worktree\0add\0../w\0"s, "git\0branch\0-m\0new\0"s,
-        "/usr/lib/git-core/git-rebase\0-i\0"s, "git\0switch\0main\0"s}) {
+        "git\0worktree\0add\0../w\0"s, "git\0branch\0-m\0new\0"s, "git\0branch\0-fM\0new\0"s,
+        "git\0branch\0--mo\0new\0"s, "/usr/lib/git-core/git-rebase\0-i\0"s,
+        "git\0switch\0main\0"s}) {
     EXPECT_TRUE(GitMayMoveHead(moves)) << moves;
   }
   for (const std::string& leaves :
