@@ -39,11 +39,8 @@
 // ("fatal: .git/sharedindex.<id>: index file open failed"), where a read-only .git (Git for
 // agents off) would have let them read. ASplitIndexRepositoryKeepsGitStatusWorkingInTheSession.
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -56,8 +53,7 @@
 
 #include "tests/escape/escape_support.h"
 #include "tests/escape/git_attack_support.h"
-
-extern char** environ;
+#include "tests/escape/persons_git_waiting.h"
 
 namespace ptybox::testing {
 namespace {
@@ -65,6 +61,7 @@ namespace {
 using git_attack::HostGit;
 using git_attack::kIdentity;
 using git_attack::Line;
+using git_attack::PersonsGitWaiting;
 
 namespace fs = std::filesystem;
 
@@ -108,75 +105,6 @@ TEST(GitReview44AttackTest, AnAbortedCommitOfStagedWorkLeavesGitForAgentsOn) {
       << git_attack::LogTail(daemon.Log());
 }
 
-// The person's `git commit <args>` in `ws`, its editor (GIT_EDITOR) waiting until released: the
-// commit is under way with no lock held while the message is written.
-class PersonsCommitInItsEditor {
- public:
-  PersonsCommitInItsEditor(const fs::path& ws, std::vector<std::string> args) {
-    char dir[] = "/tmp/ptybox-editor-XXXXXX";
-    if (::mkdtemp(dir) == nullptr) return;
-    dir_ = dir;
-    const fs::path editor = dir_ / "editor";
-    std::ofstream(editor) << "#!/bin/sh\n"
-                          << "touch '" << (dir_ / "editing").string() << "'\n"
-                          << "i=0; while [ ! -e '" << (dir_ / "go").string()
-                          << "' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n"
-                          << "echo 'the person'\\''s message' > \"$1\"\n";
-    fs::permissions(editor, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                                fs::perms::others_read | fs::perms::others_exec);
-    std::vector<std::string> argv_s = {"/usr/bin/env",
-                                       "GIT_EDITOR=" + editor.string(),
-                                       "/usr/bin/git",
-                                       "-C",
-                                       ws.string(),
-                                       "-c",
-                                       "user.name=host",
-                                       "-c",
-                                       "user.email=host@example.com",
-                                       "commit"};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const std::string out = (dir_ / "out").string();
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    if (::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~PersonsCommitInItsEditor() {
-    Finish();
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-  // Whether the editor is open (waits up to a minute).
-  bool Editing() const {
-    for (int i = 0; i < 600 && pid_ > 0; ++i) {
-      if (fs::exists(dir_ / "editing")) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  }
-  // Saves the message; git's exit status (-1 when it did not run) and what it said.
-  int Finish() {
-    if (pid_ <= 0) return status_;
-    std::ofstream(dir_ / "go") << "";
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return status_;
-  }
-  std::string Said() const { return git_attack::Slurp(dir_ / "out"); }
-
- private:
-  fs::path dir_;
-  pid_t pid_ = -1;
-  int status_ = -1;
-};
-
 // Finding 2: the person's commit `args` is under way (its editor open) while the session commits
 // on main and its send settles (a copy-back). The person's commit must still land on main.
 // `staged_before`: b.txt is staged before the session opens, and the person commits it.
@@ -190,8 +118,10 @@ void PersonsCommitDuringACopyBack(const std::vector<std::string>& args, bool sta
   }
   ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string before = Line(HostGit(ws, {"rev-parse", "main"}).out);
-  PersonsCommitInItsEditor person(ws, args);
-  ASSERT_TRUE(person.Editing()) << person.Said();
+  std::vector<std::string> commit = {"commit"};
+  commit.insert(commit.end(), args.begin(), args.end());
+  PersonsGitWaiting person(PersonsGitWaiting::Step::kEditor, "/usr/bin/git", commit, ws);
+  ASSERT_TRUE(person.Waiting()) << person.Said();
   Observed committed = AgentCommits(git);
   const std::string during = MainSubject(ws);
   const int status = person.Finish();
@@ -222,8 +152,9 @@ TEST(GitReview44AttackTest, APooledShellLaunchedWhileThePersonsGitHeldALockIsNot
   ASSERT_NO_FATAL_FAILURE(git_attack::MakeRepository(ws));
   std::ofstream(ws / "a.txt") << "the person's edit\n";
   {
-    PersonsCommitInItsEditor person(ws, {"-a"});
-    ASSERT_TRUE(person.Editing()) << person.Said();
+    PersonsGitWaiting person(PersonsGitWaiting::Step::kEditor, "/usr/bin/git", {"commit", "-a"},
+                             ws);
+    ASSERT_TRUE(person.Waiting()) << person.Said();
     ASSERT_TRUE(fs::exists(ws / ".git" / "index.lock"));
     ASSERT_NO_FATAL_FAILURE(git.OpenSession());
     // The refill that follows the open, while the lock is held.

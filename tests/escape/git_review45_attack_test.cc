@@ -46,6 +46,7 @@
 
 #include "tests/escape/escape_support.h"
 #include "tests/escape/git_attack_support.h"
+#include "tests/escape/persons_git_waiting.h"
 
 extern char** environ;
 
@@ -55,82 +56,9 @@ namespace {
 using git_attack::HostGit;
 using git_attack::kIdentity;
 using git_attack::Line;
+using git_attack::PersonsGitWaiting;
 
 namespace fs = std::filesystem;
-
-// The person's `git commit <args>` in `ws` with a pre-commit hook (core.hooksPath, the person's
-// own) that waits until released: the commit is under way, no lock held, COMMIT_EDITMSG not yet
-// written.
-class PersonsCommitInItsHook {
- public:
-  PersonsCommitInItsHook(const fs::path& ws, std::vector<std::string> args) {
-    char dir[] = "/tmp/ptybox-hook-XXXXXX";
-    if (::mkdtemp(dir) == nullptr) return;
-    dir_ = dir;
-    fs::create_directories(dir_ / "hooks");
-    const fs::path hook = dir_ / "hooks" / "pre-commit";
-    std::ofstream(hook) << "#!/bin/sh\n"
-                        << "touch '" << (dir_ / "hooking").string() << "'\n"
-                        << "i=0; while [ ! -e '" << (dir_ / "go").string()
-                        << "' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n"
-                        << "exit 0\n";
-    const fs::perms rx = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                         fs::perms::others_read | fs::perms::others_exec;
-    fs::permissions(dir_, rx);
-    fs::permissions(dir_ / "hooks", rx);
-    fs::permissions(hook, rx);
-    std::vector<std::string> argv_s = {"/usr/bin/git",
-                                       "-C",
-                                       ws.string(),
-                                       "-c",
-                                       "core.hooksPath=" + (dir_ / "hooks").string(),
-                                       "-c",
-                                       "user.name=host",
-                                       "-c",
-                                       "user.email=host@example.com",
-                                       "commit"};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const std::string out = (dir_ / "out").string();
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    if (::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~PersonsCommitInItsHook() {
-    Finish();
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-  // Whether the hook runs (waits up to a minute).
-  bool Hooking() const {
-    for (int i = 0; i < 600 && pid_ > 0; ++i) {
-      if (fs::exists(dir_ / "hooking")) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  }
-  // Lets the hook end; git's exit status (-1 when it did not run).
-  int Finish() {
-    if (pid_ <= 0) return status_;
-    std::ofstream(dir_ / "go") << "";
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return status_;
-  }
-  std::string Said() const { return git_attack::Slurp(dir_ / "out"); }
-
- private:
-  fs::path dir_;
-  pid_t pid_ = -1;
-  int status_ = -1;
-};
 
 // Finding 1: the person's commit `args` is under way (its pre-commit hook running) while the
 // session commits on main and its send settles (a copy-back). The person's commit must still land.
@@ -144,8 +72,10 @@ void PersonsHookDuringACopyBack(const std::vector<std::string>& args, bool stage
   }
   ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   const std::string before = Line(HostGit(ws, {"rev-parse", "main"}).out);
-  PersonsCommitInItsHook person(ws, args);
-  ASSERT_TRUE(person.Hooking()) << person.Said();
+  std::vector<std::string> commit = {"commit"};
+  commit.insert(commit.end(), args.begin(), args.end());
+  PersonsGitWaiting person(PersonsGitWaiting::Step::kPreCommitHook, "/usr/bin/git", commit, ws);
+  ASSERT_TRUE(person.Waiting()) << person.Said();
   Observed committed = RunInSession(client, id, "workspace-write", "commit",
                                     std::string(kIdentity) +
                                         "echo agent >> a.txt && git add a.txt && "

@@ -23,11 +23,8 @@
 // person's commit fails ("cannot lock ref 'HEAD'").
 // APersonsCommitThroughALinkNamedGStillLands.
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -40,8 +37,7 @@
 
 #include "tests/escape/escape_support.h"
 #include "tests/escape/git_attack_support.h"
-
-extern char** environ;
+#include "tests/escape/persons_git_waiting.h"
 
 namespace ptybox::testing {
 namespace {
@@ -49,109 +45,9 @@ namespace {
 using git_attack::HostGit;
 using git_attack::kIdentity;
 using git_attack::Line;
+using git_attack::PersonsGitWaiting;
 
 namespace fs = std::filesystem;
-
-constexpr fs::perms kRx = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                          fs::perms::others_read | fs::perms::others_exec;
-
-// A program of the person's (`argv`, run in `cwd` with `more_env`) whose waiting script `name`
-// (written to a private directory, given to the program by `wire`) touches "waiting" and waits
-// until released, at most a minute.
-class PersonsGitWaiting {
- public:
-  // `program`: argv[0]; `args` after it. `as_pager`: the script is the pager (GIT_PAGER, the
-  // output a terminal), else the pre-commit hook (core.hooksPath).
-  PersonsGitWaiting(const std::string& program, std::vector<std::string> args, bool as_pager,
-                    const fs::path& ws) {
-    char dir[] = "/tmp/ptybox-r53-XXXXXX";
-    if (::mkdtemp(dir) == nullptr) return;
-    dir_ = dir;
-    fs::create_directories(dir_ / "hooks");
-    const fs::path script = dir_ / "hooks" / (as_pager ? "pager" : "pre-commit");
-    std::ofstream(script) << "#!/bin/sh\n"
-                          << "touch '" << (dir_ / "waiting").string() << "'\n"
-                          << "i=0; while [ ! -e '" << (dir_ / "go").string()
-                          << "' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n"
-                          << (as_pager ? "cat >/dev/null\n" : "") << "exit 0\n";
-    fs::permissions(dir_, kRx);
-    fs::permissions(dir_ / "hooks", kRx);
-    fs::permissions(script, kRx);
-    std::vector<std::string> argv_s = {program,
-                                       "-C",
-                                       ws.string(),
-                                       "-c",
-                                       "core.hooksPath=" + (dir_ / "hooks").string(),
-                                       "-c",
-                                       "user.name=host",
-                                       "-c",
-                                       "user.email=host@example.com"};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env_s;
-    for (char** e = environ; *e != nullptr; ++e) env_s.emplace_back(*e);
-    env_s.push_back("GIT_PAGER=" + script.string());
-    std::vector<char*> env;
-    for (std::string& e : env_s) env.push_back(e.data());
-    env.push_back(nullptr);
-    const std::string out = (dir_ / "out").string();
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    if (as_pager) {
-      // git runs its pager only when its output is a terminal.
-      master_ = ::posix_openpt(O_RDWR | O_NOCTTY);
-      if (master_ < 0 || ::grantpt(master_) != 0 || ::unlockpt(master_) != 0) return;
-      posix_spawn_file_actions_addopen(&actions, 1, ::ptsname(master_), O_RDWR | O_NOCTTY, 0);
-      posix_spawn_file_actions_addopen(&actions, 2, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                       0644);
-    } else {
-      posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                       0644);
-      posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    }
-    if (::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), env.data()) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~PersonsGitWaiting() {
-    Finish();
-    if (master_ >= 0) ::close(master_);
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-  // Whether the script runs (waits up to a minute), the person's git waiting for it.
-  bool Waiting() {
-    for (int i = 0; i < 600 && pid_ > 0; ++i) {
-      if (fs::exists(dir_ / "waiting")) return true;
-      if (master_ >= 0) {  // keep the terminal's buffer from filling
-        char buf[4096];
-        ::fcntl(master_, F_SETFL, O_NONBLOCK);
-        while (::read(master_, buf, sizeof buf) > 0) {
-        }
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  }
-  // Lets the script end; git's exit status (-1 when it did not run).
-  int Finish() {
-    if (pid_ <= 0) return status_;
-    std::ofstream(dir_ / "go") << "";
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return status_;
-  }
-  std::string Said() const { return git_attack::Slurp(dir_ / "out"); }
-
- private:
-  fs::path dir_;
-  int master_ = -1;
-  pid_t pid_ = -1;
-  int status_ = -1;
-};
 
 // Finding 1: the person reads their stash list in the pager; a session opened meanwhile must
 // still commit, and its commit come back.
@@ -161,7 +57,7 @@ TEST(GitReview46AttackTest, APersonsStashListInAPagerLeavesGitForAgentsOn) {
   ASSERT_NO_FATAL_FAILURE(git_attack::MakeRepository(ws));
   std::ofstream(ws / "a.txt") << "the person's stashed work\n";
   ASSERT_EQ(HostGit(ws, {"stash", "-q"}).exit_code, 0);
-  PersonsGitWaiting person("/usr/bin/git", {"stash", "list"}, true, ws);
+  PersonsGitWaiting person(PersonsGitWaiting::Step::kPager, "/usr/bin/git", {"stash", "list"}, ws);
   ASSERT_TRUE(person.Waiting()) << person.Said();
   ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   Observed committed = RunInSession(client, id, "workspace-write", "commit",
@@ -198,11 +94,12 @@ TEST(GitReview46AttackTest, APersonsCommitThroughALinkNamedGStillLands) {
     fs::path dir;
     ~Removed() { fs::remove_all(dir); }
   } removed{bin};
-  fs::permissions(bin, kRx);
+  fs::permissions(bin, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec);
   fs::create_symlink("/usr/bin/git", fs::path(bin) / "g");
   const std::string before = Line(HostGit(ws, {"rev-parse", "main"}).out);
-  PersonsGitWaiting person((fs::path(bin) / "g").string(), {"commit", "-m", "the person's message"},
-                           false, ws);
+  PersonsGitWaiting person(PersonsGitWaiting::Step::kPreCommitHook, (fs::path(bin) / "g").string(),
+                           {"commit", "-m", "the person's message"}, ws);
   ASSERT_TRUE(person.Waiting()) << person.Said();
   Observed committed = RunInSession(client, id, "workspace-write", "commit",
                                     std::string(kIdentity) +
