@@ -796,7 +796,7 @@ TEST(PersonsGitTest, ListingsAndReadersNeverMoveHeadEverythingElseMay) {
   for (const std::string& leaves :
        {"git\0log\0"s, "git\0stash\0list\0"s, "git\0stash\0show\0-p\0"s, "git\0worktree\0list\0"s,
         "git\0branch\0-a\0"s, "git\0reflog\0"s, "git\0fsmonitor--daemon\0run\0"s,
-        "git\0--version\0"s}) {
+        "git\0--version\0"s, "/usr/bin/git\0--git-dir=/proc/self/fd/9\0index-pack\0--strict\0"s}) {
     EXPECT_FALSE(GitMayMoveHead(leaves)) << leaves;
   }
   constexpr std::string_view kCommit[] = {"commit"};
