@@ -105,42 +105,14 @@ TEST(GitReview44AttackTest, AnAbortedCommitOfStagedWorkLeavesGitForAgentsOn) {
       << git_attack::LogTail(daemon.Log());
 }
 
-// Finding 2: the person's commit `args` is under way (its editor open) while the session commits
-// on main and its send settles (a copy-back). The person's commit must still land on main.
-// `staged_before`: b.txt is staged before the session opens, and the person commits it.
-void PersonsCommitDuringACopyBack(const std::vector<std::string>& args, bool staged_before) {
-  git_attack::GitWriteSession git({"PTYBOX_LOG=info"});
-  auto& [daemon, ws, client, id] = git;
-  ASSERT_NO_FATAL_FAILURE(git_attack::MakeRepository(ws));
-  if (staged_before) {
-    std::ofstream(ws / "b.txt") << "the person's staged work\n";
-    ASSERT_EQ(HostGit(ws, {"add", "b.txt"}).exit_code, 0);
-  }
-  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
-  const std::string before = Line(HostGit(ws, {"rev-parse", "main"}).out);
-  std::vector<std::string> commit = {"commit"};
-  commit.insert(commit.end(), args.begin(), args.end());
-  PersonsGitWaiting person(PersonsGitWaiting::Step::kEditor, "/usr/bin/git", commit, ws);
-  ASSERT_TRUE(person.Waiting()) << person.Said();
-  Observed committed = AgentCommits(git);
-  const std::string during = MainSubject(ws);
-  const int status = person.Finish();
-  const std::string subject = MainSubject(ws);
-  std::cout << "  main was " << before << "; after the session's send \"" << during
-            << "\"; the person's commit exited " << status << " (" << Line(person.Said())
-            << "); main now \"" << subject << "\"\n";
-  EXPECT_EQ(status, 0) << "the session's copy-back moved main while the person's commit was "
-                          "under way (its editor open), and the person's commit failed\n"
-                       << git_attack::LogTail(daemon.Log());
-  EXPECT_EQ(subject, "the person's message") << "the person's commit did not land on their branch";
-}
-
 TEST(GitReview44AttackTest, APersonsAmendWithItsEditorOpenStillLands) {
-  PersonsCommitDuringACopyBack({"--amend"}, false);
+  git_attack::PersonsCommitDuringACopyBack(PersonsGitWaiting::Step::kEditor, "/usr/bin/git",
+                                           {"--amend"}, false, "its editor open");
 }
 
 TEST(GitReview44AttackTest, APersonsCommitOfWhatWasStagedStillLands) {
-  PersonsCommitDuringACopyBack({}, true);
+  git_attack::PersonsCommitDuringACopyBack(PersonsGitWaiting::Step::kEditor, "/usr/bin/git", {},
+                                           true, "its editor open");
 }
 
 // Finding 3: the refill after the first open ran while the person's `git commit -a` held

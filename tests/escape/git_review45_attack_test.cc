@@ -60,47 +60,17 @@ using git_attack::PersonsGitWaiting;
 
 namespace fs = std::filesystem;
 
-// Finding 1: the person's commit `args` is under way (its pre-commit hook running) while the
-// session commits on main and its send settles (a copy-back). The person's commit must still land.
-void PersonsHookDuringACopyBack(const std::vector<std::string>& args, bool staged_before) {
-  git_attack::GitWriteSession git({"PTYBOX_LOG=info"});
-  auto& [daemon, ws, client, id] = git;
-  ASSERT_NO_FATAL_FAILURE(git_attack::MakeRepository(ws));
-  if (staged_before) {
-    std::ofstream(ws / "b.txt") << "the person's staged work\n";
-    ASSERT_EQ(HostGit(ws, {"add", "b.txt"}).exit_code, 0);
-  }
-  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
-  const std::string before = Line(HostGit(ws, {"rev-parse", "main"}).out);
-  std::vector<std::string> commit = {"commit"};
-  commit.insert(commit.end(), args.begin(), args.end());
-  PersonsGitWaiting person(PersonsGitWaiting::Step::kPreCommitHook, "/usr/bin/git", commit, ws);
-  ASSERT_TRUE(person.Waiting()) << person.Said();
-  Observed committed = RunInSession(client, id, "workspace-write", "commit",
-                                    std::string(kIdentity) +
-                                        "echo agent >> a.txt && git add a.txt && "
-                                        "git commit --no-verify -qm agent && echo committed-ok");
-  std::cout << "  " << committed.Show() << "\n";
-  Observed settle = RunInSession(client, id, "workspace-write", "settle", "echo settle-$((40+2))");
-  const std::string during = Line(HostGit(ws, {"log", "-1", "--format=%s", "main"}).out);
-  const int status = person.Finish();
-  const std::string subject = Line(HostGit(ws, {"log", "-1", "--format=%s", "main"}).out);
-  std::cout << "  main was " << before << "; after the session's sends \"" << during
-            << "\"; the person's commit exited " << status << " (" << Line(person.Said())
-            << "); main now \"" << subject << "\"\n";
-  EXPECT_EQ(status, 0) << "the session's copy-back moved main while the person's commit was "
-                          "under way (its pre-commit hook running, COMMIT_EDITMSG not yet "
-                          "written), and the person's commit failed\n"
-                       << person.Said() << git_attack::LogTail(daemon.Log());
-  EXPECT_EQ(subject, "the person's message") << "the person's commit did not land on their branch";
-}
-
 TEST(GitReview45AttackTest, APersonsCommitWhosePreCommitHookRunsStillLands) {
-  PersonsHookDuringACopyBack({"-m", "the person's message"}, true);
+  git_attack::PersonsCommitDuringACopyBack(
+      PersonsGitWaiting::Step::kPreCommitHook, "/usr/bin/git", {"-m", "the person's message"}, true,
+      "its pre-commit hook running, COMMIT_EDITMSG not yet written");
 }
 
 TEST(GitReview45AttackTest, APersonsAmendWhosePreCommitHookRunsStillLands) {
-  PersonsHookDuringACopyBack({"--amend", "-m", "the person's message"}, false);
+  git_attack::PersonsCommitDuringACopyBack(
+      PersonsGitWaiting::Step::kPreCommitHook, "/usr/bin/git",
+      {"--amend", "-m", "the person's message"}, false,
+      "its pre-commit hook running, COMMIT_EDITMSG not yet written");
 }
 
 // Finding 2: the person's `git switch --detach <commit only the reflog has>` (a deleted branch's),

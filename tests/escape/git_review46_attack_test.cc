@@ -82,12 +82,6 @@ TEST(GitReview46AttackTest, APersonsStashListInAPagerLeavesGitForAgentsOn) {
 // pre-commit hook running) while the session commits on main and its send settles. The person's
 // commit must still land.
 TEST(GitReview46AttackTest, APersonsCommitThroughALinkNamedGStillLands) {
-  git_attack::GitWriteSession git({"PTYBOX_LOG=info"});
-  auto& [daemon, ws, client, id] = git;
-  ASSERT_NO_FATAL_FAILURE(git_attack::MakeRepository(ws));
-  std::ofstream(ws / "b.txt") << "the person's staged work\n";
-  ASSERT_EQ(HostGit(ws, {"add", "b.txt"}).exit_code, 0);
-  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
   char bin[] = "/tmp/ptybox-r53-bin-XXXXXX";
   ASSERT_NE(::mkdtemp(bin), nullptr);
   struct Removed {
@@ -97,27 +91,11 @@ TEST(GitReview46AttackTest, APersonsCommitThroughALinkNamedGStillLands) {
   fs::permissions(bin, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                            fs::perms::others_read | fs::perms::others_exec);
   fs::create_symlink("/usr/bin/git", fs::path(bin) / "g");
-  const std::string before = Line(HostGit(ws, {"rev-parse", "main"}).out);
-  PersonsGitWaiting person(PersonsGitWaiting::Step::kPreCommitHook, (fs::path(bin) / "g").string(),
-                           {"commit", "-m", "the person's message"}, ws);
-  ASSERT_TRUE(person.Waiting()) << person.Said();
-  Observed committed = RunInSession(client, id, "workspace-write", "commit",
-                                    std::string(kIdentity) +
-                                        "echo agent >> a.txt && git add a.txt && "
-                                        "git commit --no-verify -qm agent && echo committed-ok");
-  std::cout << "  " << committed.Show() << "\n";
-  Observed settle = RunInSession(client, id, "workspace-write", "settle", "echo settle-$((40+2))");
-  const std::string during = Line(HostGit(ws, {"log", "-1", "--format=%s", "main"}).out);
-  const int status = person.Finish();
-  const std::string subject = Line(HostGit(ws, {"log", "-1", "--format=%s", "main"}).out);
-  std::cout << "  main was " << before << "; after the session's sends \"" << during
-            << "\"; the person's `g commit` exited " << status << " (" << Line(person.Said())
-            << "); main now \"" << subject << "\"\n";
-  EXPECT_EQ(status, 0) << "the session's copy-back moved main while the person's commit (git run "
-                          "through a link named `g`, comm `g`, not seen in /proc) was under way "
-                          "(its pre-commit hook running), and the person's commit failed\n"
-                       << person.Said() << git_attack::LogTail(daemon.Log());
-  EXPECT_EQ(subject, "the person's message") << "the person's commit did not land on their branch";
+  git_attack::PersonsCommitDuringACopyBack(
+      PersonsGitWaiting::Step::kPreCommitHook, (fs::path(bin) / "g").string(),
+      {"-m", "the person's message"}, true,
+      "git run through a link named `g`, comm `g`, not seen in /proc; its pre-commit hook "
+      "running");
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -135,5 +136,45 @@ class PersonsGitWaiting {
   pid_t pid_ = -1;
   int status_ = -1;
 };
+
+// The person's `git commit` (`program` with `args` after `commit`) under way, waiting at `step`
+// with no lock held, while the session commits on main and sends once more (copy-backs); `staged`:
+// b.txt staged before the session opens. The person's commit must exit 0 and land on main;
+// `under_way` says how it was under way, in the failure.
+inline void PersonsCommitDuringACopyBack(PersonsGitWaiting::Step step, const std::string& program,
+                                         const std::vector<std::string>& args, bool staged,
+                                         const std::string& under_way) {
+  GitWriteSession git({"PTYBOX_LOG=info"});
+  auto& [daemon, ws, client, id] = git;
+  ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
+  if (staged) {
+    std::ofstream(ws / "b.txt") << "the person's staged work\n";
+    ASSERT_EQ(HostGit(ws, {"add", "b.txt"}).exit_code, 0);
+  }
+  ASSERT_NO_FATAL_FAILURE(git.OpenSession());
+  auto main_subject = [&] { return Line(HostGit(ws, {"log", "-1", "--format=%s", "main"}).out); };
+  const std::string before = Line(HostGit(ws, {"rev-parse", "main"}).out);
+  std::vector<std::string> commit = {"commit"};
+  commit.insert(commit.end(), args.begin(), args.end());
+  PersonsGitWaiting person(step, program, commit, ws);
+  ASSERT_TRUE(person.Waiting()) << person.Said();
+  Observed committed = RunInSession(client, id, "workspace-write", "commit",
+                                    std::string(kIdentity) +
+                                        "echo agent >> a.txt && git add a.txt && "
+                                        "git commit --no-verify -qm agent && echo committed-ok");
+  std::cout << "  " << committed.Show() << "\n";
+  Observed settle = RunInSession(client, id, "workspace-write", "settle", "echo settle-$((40+2))");
+  const std::string during = main_subject();
+  const int status = person.Finish();
+  const std::string subject = main_subject();
+  std::cout << "  main was " << before << "; after the session's sends \"" << during
+            << "\"; the person's commit exited " << status << " (" << Line(person.Said())
+            << "); main now \"" << subject << "\"\n";
+  EXPECT_EQ(status, 0) << "the session's copy-back moved main while the person's commit was "
+                          "under way ("
+                       << under_way << "), and the person's commit failed\n"
+                       << person.Said() << LogTail(daemon.Log());
+  EXPECT_EQ(subject, "the person's message") << "the person's commit did not land on their branch";
+}
 
 }  // namespace ptybox::testing::git_attack
