@@ -2218,6 +2218,24 @@ bool PersonsGitAtWork(int host_git_fd, const std::string& dir,
   return PersonsGitRunsIn(top, also_ignored);
 }
 
+// What a launch judges of an index the host's git wrote, from one parse of it.
+struct HostIndexFacts {
+  std::string root_tree;  // its cache-tree's root when valid (IndexOfAnotherTree), else empty
+  // Split (`core.splitIndex`, `git update-index --split-index`): its entries are partly in
+  // `sharedindex.<id>` beside it, which the private copy does not have; the session's git could
+  // not read its index at all (outside review 51). Such a .git stays read-only, where the
+  // session's git reads both.
+  bool split = false;
+};
+
+HostIndexFacts HostIndexFactsOf(const std::optional<std::string>& index, size_t hash_size) {
+  if (!index || hash_size == 0) return {};
+  std::string why;
+  std::optional<ParsedIndex> parsed = ParseIndex(*index, hash_size, why, IndexReading::kAsGitReads);
+  if (!parsed) return {};
+  return {std::move(parsed->root_tree), !parsed->shared_index.empty()};
+}
+
 // Whether an index git wrote belongs to another commit's tree than the commit `head` (a HEAD
 // file's text) names: its cache-tree's root is valid, names another tree, and that tree is the
 // one of a commit a ref names, where the person's git could be moving (HostRefHasTree). The
@@ -2233,11 +2251,8 @@ bool PersonsGitAtWork(int host_git_fd, const std::string& dir,
 // (outside reviews 51 and 52).
 bool IndexOfAnotherTree(int host_git_fd, const std::string& head,
                         const std::map<std::string, std::string>& refs,
-                        const std::optional<std::string>& index, size_t hash_size) {
-  if (!index || hash_size == 0) return false;
-  std::string why;
-  std::optional<ParsedIndex> parsed = ParseIndex(*index, hash_size, why, IndexReading::kAsGitReads);
-  if (!parsed || parsed->root_tree.empty()) return false;
+                        const HostIndexFacts& index) {
+  if (index.root_tree.empty()) return false;
   std::string commit = Trim(head);
   if (commit.starts_with("ref: ")) {
     auto it = refs.find(commit.substr(5));
@@ -2247,20 +2262,9 @@ bool IndexOfAnotherTree(int host_git_fd, const std::string& head,
   if (!IsObjectId(commit)) return false;
   Result<std::string> tree = HostTreeOf(host_git_fd, commit);
   if (!tree) return true;
-  if (*tree == parsed->root_tree) return false;
-  Result<bool> a_refs = HostRefHasTree(host_git_fd, parsed->root_tree);
+  if (*tree == index.root_tree) return false;
+  Result<bool> a_refs = HostRefHasTree(host_git_fd, index.root_tree);
   return !a_refs || *a_refs;
-}
-
-// Whether an index is split (`core.splitIndex`, `git update-index --split-index`): its entries
-// are partly in `sharedindex.<id>` beside it, which the private copy does not have; the session's
-// git could not read its index at all (outside review 51). Such a .git stays read-only, where the
-// session's git reads both.
-bool SplitIndex(const std::optional<std::string>& index, size_t hash_size) {
-  if (!index || hash_size == 0) return false;
-  std::string why;
-  std::optional<ParsedIndex> parsed = ParseIndex(*index, hash_size, why, IndexReading::kAsGitReads);
-  return parsed && !parsed->shared_index.empty();
 }
 
 // The private directory of each linked worktree the host has (kGitPrivateWorktrees/<id>): its
@@ -2301,7 +2305,8 @@ Result<void> PrepareWorktrees(int host_git_fd, int private_fd, const std::option
     // Its HEAD and index as one state, as the main worktree's (ReadLaunchState): not while the
     // person's git holds a lock there, nor with an index of another tree than its HEAD's commit
     // (outside review 50); such a worktree stays read-only in the session.
-    if (SplitIndex(worktree.index, snapshot.hash_size)) {
+    const HostIndexFacts index_facts = HostIndexFactsOf(worktree.index, snapshot.hash_size);
+    if (index_facts.split) {
       LogWarn("linked worktree " + e.name +
               ": its index is split (core.splitIndex); it stays read-only in the session");
       ++snapshot.worktrees_left_read_only;
@@ -2309,8 +2314,7 @@ Result<void> PrepareWorktrees(int host_git_fd, int private_fd, const std::option
     }
     if (GitLockHeld(from) ||
         PersonsGitAtWork(host_git_fd, "worktrees/" + e.name + "/", kCommitKeepsOneState) ||
-        IndexOfAnotherTree(host_git_fd, **head, snapshot.refs, worktree.index,
-                           snapshot.hash_size)) {
+        IndexOfAnotherTree(host_git_fd, **head, snapshot.refs, index_facts)) {
       LogWarn("linked worktree " + e.name +
               ": the person's git is at work there (a lock held, a `git switch` or the like "
               "running, or its index another commit's tree than its HEAD's); it stays read-only "
@@ -2422,6 +2426,7 @@ bool ValidWorktreeId(std::string_view id) {
 struct LaunchState {
   std::string head;                  // HEAD's text
   std::optional<std::string> index;  // the index's bytes (none: no index)
+  HostIndexFacts index_facts;        // of those bytes
   RefsReading refs;
 };
 
@@ -2477,8 +2482,8 @@ Result<LaunchState> ReadLaunchState(int host_git_fd, size_t hash_size) {
     // its output to be read between them; outside reviews 50 and 52).
     persons_git = PersonsGitAtWork(host_git_fd, "", kCommitKeepsOneState);
     if (persons_git) continue;
-    another_tree =
-        IndexOfAnotherTree(host_git_fd, state.head, state.refs.refs, state.index, hash_size);
+    state.index_facts = HostIndexFactsOf(state.index, hash_size);
+    another_tree = IndexOfAnotherTree(host_git_fd, state.head, state.refs.refs, state.index_facts);
     if (another_tree) continue;
     return state;
   }
@@ -2503,7 +2508,7 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
   if (Result<size_t> hash = HostHashSize(host_git_fd)) snapshot.hash_size = *hash;
   Result<LaunchState> state = ReadLaunchState(host_git_fd, snapshot.hash_size);
   if (!state) return Propagate(state);
-  if (SplitIndex(state->index, snapshot.hash_size)) {
+  if (state->index_facts.split) {
     return Fail(ErrorKind::kPolicyDenied,
                 "the repository's index is split (core.splitIndex), which Git for agents does not "
                 "copy; `git update-index --no-split-index` and `git config core.splitIndex false` "
