@@ -557,7 +557,8 @@ namespace {
 // worktree. `stdin_fd`, when given, is its standard input.
 Result<CapturedRun> RunOnHostRepository(int host_git_fd, std::vector<std::string> args,
                                         std::chrono::milliseconds timeout, size_t max_capture,
-                                        const std::string& what, int stdin_fd = -1) {
+                                        const std::string& what, int stdin_fd = -1,
+                                        const std::string& below = "") {
   CaptureOptions options;
   options.timeout = timeout;
   options.max_capture = max_capture;
@@ -568,7 +569,7 @@ Result<CapturedRun> RunOnHostRepository(int host_git_fd, std::vector<std::string
       return std::nullopt;
     };
   }
-  args.insert(args.begin(), "--git-dir=/proc/self/fd/" + std::to_string(host_git_fd));
+  args.insert(args.begin(), "--git-dir=/proc/self/fd/" + std::to_string(host_git_fd) + "/" + below);
   return RunHostGit({}, args, options, what);
 }
 
@@ -583,6 +584,28 @@ Result<size_t> HostHashSize(int host_git_fd) {
   if (run->Succeeded() && run->out.starts_with("sha1")) return size_t{20};
   return Fail(ErrorKind::kPolicyDenied,
               "the host's git could not tell the repository's object format" + GitSaid(*run));
+}
+
+bool HostSparseCheckout(int host_git_fd, const std::string& dir) {
+  Result<CapturedRun> run = RunOnHostRepository(
+      host_git_fd,
+      {"config", "--type=bool", "--get-regexp",
+       "^(core\\.sparsecheckout|sparse\\.expectfilesoutsideofpatterns)$"},
+      std::chrono::seconds(10), 4096, "read whether the worktree is a sparse checkout", -1, dir);
+  if (!run || !run->Succeeded()) return false;  // none set (exit 1), or git could not say
+  bool sparse = false;
+  bool expect_outside = false;
+  std::string_view out(run->out);
+  while (!out.empty()) {  // the last value of each wins, as git reads them
+    const size_t end = std::min(out.find('\n'), out.size());
+    const std::string_view line = out.substr(0, end);
+    out.remove_prefix(std::min(end + 1, out.size()));
+    if (line == "core.sparsecheckout true") sparse = true;
+    if (line == "core.sparsecheckout false") sparse = false;
+    if (line == "sparse.expectfilesoutsideofpatterns true") expect_outside = true;
+    if (line == "sparse.expectfilesoutsideofpatterns false") expect_outside = false;
+  }
+  return sparse && !expect_outside;
 }
 
 Result<std::string> HostObjectType(int host_git_fd, std::string_view id) {

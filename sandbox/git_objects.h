@@ -106,6 +106,11 @@ inline constexpr size_t kGitObjectsNewAtTipMax = 100'000;
 // The size of the host repository's object ids, from its own configuration (`git rev-parse
 // --show-object-format`): 20 (sha1) or 32 (sha256). An empty repository has no id to tell by.
 [[nodiscard]] Result<size_t> HostHashSize(int host_git_fd);
+// Whether the host's worktree whose git directory is `dir` beneath the .git `host_git_fd` ("" the
+// main one, "worktrees/<id>/" a linked one) is a sparse checkout (core.sparseCheckout) whose git
+// clears the skip-worktree flag of a file present in the worktree (git 2.36 and later, unless
+// sparse.expectFilesOutsideOfPatterns is set). False when the host's git cannot say.
+[[nodiscard]] bool HostSparseCheckout(int host_git_fd, const std::string& dir);
 
 // The type git gives the object `id` of the host's .git (`git cat-file -t`): "commit", "tag",
 // "tree", "blob"; an error when the host's git cannot tell.

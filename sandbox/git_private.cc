@@ -632,68 +632,95 @@ std::string DropPacked(std::string_view text, const std::string& name) {
 }
 
 // Where the host's object store keeps an object: a loose file, or an entry of one of its packs'
-// version-2 indexes (fan-out table, then the sorted ids: a binary search by pread). The indexes
-// are opened once per store, on the first lookup that needs them. The host's own alternates are
-// not searched: a ref to an object only they hold is left alone.
+// version-2 indexes (fan-out table, then the sorted ids: a binary search by pread), or the same in
+// one of the object directories its `objects/info/alternates` names (a `git clone --shared` or
+// `--reference`, whose history is all there: a session's reflog, a branch on an older commit,
+// waited for good while they were not searched, outside review 56). The indexes and alternates
+// are opened once per store, on the first lookup that needs them.
 class HostObjectStore {
  public:
   explicit HostObjectStore(int host_git_fd) : git_(host_git_fd) {}
-  enum class Where { kAbsent, kLoose, kPacked };
+  // kAlternate: in an object directory of another repository, which this one's gc never prunes.
+  enum class Where { kAbsent, kLoose, kPacked, kAlternate };
   struct Place {
     Where where = Where::kAbsent;
     std::string pack;  // kPacked: the index's file name, pack-<hex>.idx
   };
   Result<Place> Find(const std::string& id);
   // Forgets the indexes read: a repack may have replaced them since.
-  void Forget() { packs_.reset(); }
+  void Forget() { stores_.reset(); }
 
  private:
   struct PackIndex {
     std::string name;
     OpenedFile file;
   };
-  Result<void> OpenPacks();
+  // One object directory: the host's own (objects/, through its .git), or an alternate.
+  struct Store {
+    UniqueFd dir;  // invalid for the host's own: its paths are beneath git_
+    std::vector<PackIndex> packs;
+  };
+  Result<void> Open();
+  static std::vector<PackIndex> OpenPacks(int pack_dir);
+  static const PackIndex* FindPacked(const std::vector<PackIndex>& packs, const unsigned char* want,
+                                     size_t raw);
   int git_;
-  std::optional<std::vector<PackIndex>> packs_;
+  std::optional<std::vector<Store>> stores_;  // the host's own first
 };
 
-Result<void> HostObjectStore::OpenPacks() {
-  packs_.emplace();
-  Result<std::optional<UniqueFd>> dir = OpenDir(git_, "objects/pack");
-  if (!dir) return Propagate(dir);
-  if (!*dir) return {};
-  Result<std::vector<DirEntry>> entries = List((*dir)->Get(), "objects/pack");
-  if (!entries) return Propagate(entries);
+// The alternates an object store searches, at most (git follows five levels of alternates of
+// alternates; one level is searched here).
+constexpr size_t kGitAlternatesMax = 16;
+
+std::vector<HostObjectStore::PackIndex> HostObjectStore::OpenPacks(int pack_dir) {
+  std::vector<PackIndex> packs;
+  Result<std::vector<DirEntry>> entries = List(pack_dir, "objects/pack");
+  if (!entries) return packs;
   for (const DirEntry& e : *entries) {
     if (e.type != S_IFREG || !e.name.ends_with(".idx") || !ValidPackFile(e.name)) continue;
-    Result<std::optional<OpenedFile>> idx =
-        OpenRegular((*dir)->Get(), e.name, kGitObjectFileMax, false);
-    if (idx && *idx) packs_->push_back(PackIndex{e.name, std::move(**idx)});
+    Result<std::optional<OpenedFile>> idx = OpenRegular(pack_dir, e.name, kGitObjectFileMax, false);
+    if (idx && *idx) packs.push_back(PackIndex{e.name, std::move(**idx)});
+  }
+  return packs;
+}
+
+Result<void> HostObjectStore::Open() {
+  stores_.emplace();
+  Result<std::optional<UniqueFd>> own = OpenDir(git_, "objects/pack");
+  if (!own) return Propagate(own);
+  stores_->push_back(Store{UniqueFd(), *own ? OpenPacks((*own)->Get()) : std::vector<PackIndex>()});
+  // The person's own file (read-only in every session): each line an object directory, absolute
+  // or relative to objects/, links followed as git follows them; comments, blank and quoted
+  // lines skipped.
+  Result<std::optional<std::string>> alternates =
+      ReadFile(git_, "objects/info/alternates", 64 * 1024, false);
+  if (!alternates || !*alternates) return {};
+  Result<std::optional<UniqueFd>> objects = OpenDir(git_, "objects");
+  if (!objects || !*objects) return {};
+  std::string_view rest(**alternates);
+  while (!rest.empty() && stores_->size() <= kGitAlternatesMax) {
+    const size_t end = std::min(rest.find('\n'), rest.size());
+    const std::string line = Trim(std::string(rest.substr(0, end)));
+    rest.remove_prefix(std::min(end + 1, rest.size()));
+    if (line.empty() || line[0] == '#' || line[0] == '"') continue;
+    UniqueFd dir(
+        ::openat((*objects)->Get(), line.c_str(), O_RDONLY | O_DIRECTORY | O_NOCTTY | O_CLOEXEC));
+    if (!dir) continue;  // gone or unreadable: git warns and goes on
+    Result<std::optional<UniqueFd>> packs = OpenDir(dir.Get(), "pack");
+    std::vector<PackIndex> indexes =
+        packs && *packs ? OpenPacks((*packs)->Get()) : std::vector<PackIndex>();
+    stores_->push_back(Store{std::move(dir), std::move(indexes)});
   }
   return {};
 }
 
-Result<HostObjectStore::Place> HostObjectStore::Find(const std::string& id) {
-  if (!IsObjectId(id)) return Place{};
-  const std::string loose = "objects/" + id.substr(0, 2) + "/" + id.substr(2);
-  Result<std::optional<OpenedFile>> file = OpenRegular(git_, loose, kGitObjectFileMax, false);
-  if (file && *file) return Place{Where::kLoose, ""};
-  const size_t raw = id.size() / 2;
-  unsigned char want[32];
-  auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
-  for (size_t i = 0; i < raw; ++i) {
-    want[i] = static_cast<unsigned char>(nibble(id[2 * i]) * 16 + nibble(id[2 * i + 1]));
-  }
-  if (!packs_) {
-    if (Result<void> opened = OpenPacks(); !opened) {
-      packs_.reset();
-      return Propagate(opened);
-    }
-  }
+const HostObjectStore::PackIndex* HostObjectStore::FindPacked(const std::vector<PackIndex>& packs,
+                                                              const unsigned char* want,
+                                                              size_t raw) {
   auto be32 = [](const unsigned char* b) {
     return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
   };
-  for (const PackIndex& pack : *packs_) {
+  for (const PackIndex& pack : packs) {
     const int fd = pack.file.fd.Get();
     unsigned char header[8];
     if (::pread(fd, header, 8, 0) != 8 || std::memcmp(header, "\377tOc\0\0\0\2", 8) != 0) continue;
@@ -719,12 +746,43 @@ Result<HostObjectStore::Place> HostObjectStore::Find(const std::string& id) {
         break;
       }
       const int order = std::memcmp(name, want, raw);
-      if (order == 0) return Place{Where::kPacked, pack.name};
+      if (order == 0) return &pack;
       if (order < 0) {
         lo = mid + 1;
       } else {
         hi = mid;
       }
+    }
+  }
+  return nullptr;
+}
+
+Result<HostObjectStore::Place> HostObjectStore::Find(const std::string& id) {
+  if (!IsObjectId(id)) return Place{};
+  const std::string loose = id.substr(0, 2) + "/" + id.substr(2);
+  Result<std::optional<OpenedFile>> file =
+      OpenRegular(git_, "objects/" + loose, kGitObjectFileMax, false);
+  if (file && *file) return Place{Where::kLoose, ""};
+  const size_t raw = id.size() / 2;
+  unsigned char want[32];
+  auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  for (size_t i = 0; i < raw; ++i) {
+    want[i] = static_cast<unsigned char>(nibble(id[2 * i]) * 16 + nibble(id[2 * i + 1]));
+  }
+  if (!stores_) {
+    if (Result<void> opened = Open(); !opened) {
+      stores_.reset();
+      return Propagate(opened);
+    }
+  }
+  for (const Store& store : *stores_) {
+    if (store.dir) {
+      Result<std::optional<OpenedFile>> other =
+          OpenRegular(store.dir.Get(), loose, kGitObjectFileMax, false);
+      if (other && *other) return Place{Where::kAlternate, ""};
+    }
+    if (const PackIndex* pack = FindPacked(store.packs, want, raw)) {
+      return store.dir ? Place{Where::kAlternate, ""} : Place{Where::kPacked, pack->name};
     }
   }
   return Place{};
@@ -781,6 +839,8 @@ Result<std::optional<std::string>> FreshenHostObjects(int host_git_fd,
       packs.insert(place->pack.substr(0, place->pack.size() - 4) + ".pack");
       continue;
     }
+    // An alternate's: another repository's, which this one's gc never prunes; left untouched.
+    if (place->where == HostObjectStore::Where::kAlternate) continue;
     if (place->where == HostObjectStore::Where::kAbsent) {
       return std::optional<std::string>("its object " + id +
                                         " is not in the host's objects (a prune of the "
@@ -1754,8 +1814,11 @@ bool DangerousComponent(std::string_view part) {
 // Why git must not take the path of index entry `n` (mode `mode`) from a session, or nullopt:
 // what verify_path refuses to write in a worktree, a mode git never writes, a link git reads
 // as configuration.
-std::optional<std::string> IndexPathRefusal(const std::string& path, uint32_t mode, uint32_t n) {
-  if (path.empty() || path.size() > 4096 || path.find('\\') != std::string::npos) {
+// A backslash is a separator to Windows' git; `held` (the path is in the index the session
+// started from, the person's own: Linux's git takes it) lets it stand (outside review 56).
+std::optional<std::string> IndexPathRefusal(const std::string& path, uint32_t mode, uint32_t n,
+                                            bool held) {
+  if (path.empty() || path.size() > 4096 || (!held && path.find('\\') != std::string::npos)) {
     return "entry " + std::to_string(n) + " has an empty, overlong or backslashed path";
   }
   size_t start = 0;
@@ -1811,19 +1874,26 @@ struct ParsedIndex {
   std::vector<IndexEntryFacts> entries;
   size_t entries_end = 0;    // where the extensions (or the checksum) start
   std::string shared_index;  // a split index's `link` extension: its shared part's id (hex)
+  bool sparse = false;       // a sparse index (`sdir`): directories stand for their files
   std::string root_tree;     // the cache-tree's (`TREE`) root tree id (hex), when it is valid
 };
 
 // How ParseIndex reads: kJudge for an index the host is to get (each entry's path checked by
-// IndexPathRefusal, every extension walked, a split or sparse index refused); kAsGitReads for an
-// index the host's git already has (the entries as git reads them, a split index's shared part
-// named, extensions past the entries skipped when malformed).
-enum class IndexReading { kJudge, kAsGitReads };
+// IndexPathRefusal, in git's order, every extension walked, a split or sparse index refused);
+// kEveryEntry for an index of the host's git compared entry by entry (every entry kept, bounded,
+// a split or sparse index refused, paths and order as git wrote them); kAsGitReads for an index
+// the host's git already has (the gitlinks alone kept, a split index's shared part named, a
+// sparse one noted, extensions past the entries skipped when malformed).
+enum class IndexReading { kJudge, kEveryEntry, kAsGitReads };
 
-// The index parsed (versions 2 to 4); nullopt with `why` naming the first fault.
-std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, std::string& why,
-                                      IndexReading reading = IndexReading::kJudge) {
+// The index parsed (versions 2 to 4); nullopt with `why` naming the first fault. Judged, a path
+// `held` has (the index the session started from) may hold a backslash (IndexPathRefusal).
+std::optional<ParsedIndex> ParseIndex(
+    std::string_view index, size_t hash_size, std::string& why,
+    IndexReading reading = IndexReading::kJudge,
+    const std::map<std::string, IndexEntryFacts>* held = nullptr) {
   const bool judge = reading == IndexReading::kJudge;
+  const bool every_entry = reading != IndexReading::kAsGitReads;
   if (index.size() < 12 + hash_size || !index.starts_with("DIRC")) {
     why = "not a git index (no DIRC header)";
     return std::nullopt;
@@ -1933,7 +2003,8 @@ std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, 
         return std::nullopt;
       }
     }
-    if (std::optional<std::string> refused = IndexPathRefusal(facts.path, facts.mode, n);
+    if (std::optional<std::string> refused = IndexPathRefusal(
+            facts.path, facts.mode, n, held != nullptr && held->contains(facts.path));
         refused && judge) {
       why = *refused;
       return std::nullopt;
@@ -1943,7 +2014,7 @@ std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, 
     at = after;
     // Read as the host's git reads it, only the gitlinks are wanted: a prefix-compressed
     // (version 4) index expands about 125 times, and a session's repository may hold one.
-    if (!judge && (facts.mode & 0170000) != 0160000) continue;
+    if (!every_entry && (facts.mode & 0170000) != 0160000) continue;
     // Judged, every path is kept: bounded, whatever the compression (a 15 MiB index of version
     // 4 raised the daemon's peak by 1,876 MiB: outside review 8).
     path_bytes += facts.path.size();
@@ -1979,7 +2050,7 @@ std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, 
     }
     const std::string_view signature = index.substr(at, 4);
     const uint32_t size = Be32(index, at + 4);
-    if (judge && (signature == "link" || signature == "sdir")) {
+    if (every_entry && (signature == "link" || signature == "sdir")) {
       why = "a split or sparse index (`" + std::string(signature) + "`)";
       return std::nullopt;
     }
@@ -1988,6 +2059,7 @@ std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, 
       why = "extension `" + std::string(signature) + "` runs past the end";
       return std::nullopt;
     }
+    parsed.sparse = parsed.sparse || signature == "sdir";
     if (signature == "link" && size >= hash_size) {
       parsed.shared_index = HexEncode(index.substr(at + 8, hash_size));
     }
@@ -2012,10 +2084,11 @@ std::optional<ParsedIndex> ParseIndex(std::string_view index, size_t hash_size, 
 bool IndexEntriesAlike(std::string_view a, std::string_view b, size_t hash_size) {
   if (a == b) return true;
   std::string ignored;
-  // Judged (every entry kept, bounded): one the judge refuses, a split or sparse index among
-  // them, is never alike.
-  std::optional<ParsedIndex> first = ParseIndex(a, hash_size, ignored);
-  std::optional<ParsedIndex> second = ParseIndex(b, hash_size, ignored);
+  // Every entry kept, bounded: a split or sparse index, whose entries are not all there, is
+  // never alike. Paths as git wrote them: the person's own `x\y` made every later index
+  // "changed", and the session's work waited for good (outside review 56).
+  std::optional<ParsedIndex> first = ParseIndex(a, hash_size, ignored, IndexReading::kEveryEntry);
+  std::optional<ParsedIndex> second = ParseIndex(b, hash_size, ignored, IndexReading::kEveryEntry);
   if (!first || !second || first->entries.size() != second->entries.size()) {
     return false;
   }
@@ -2065,21 +2138,26 @@ std::optional<IndexGitlinks> GitlinksOfIndex(std::string_view index, std::string
 std::optional<std::string> IndexForHost(std::string_view index,
                                         const std::optional<std::string>& launched,
                                         size_t hash_size, std::string& why,
-                                        std::vector<IndexObject>* changed, bool* unmerged) {
-  std::optional<ParsedIndex> parsed = ParseIndex(index, hash_size, why);
+                                        std::vector<IndexObject>* changed, bool* unmerged,
+                                        const std::function<bool()>& sparse_checkout) {
+  // What the launch's index already held: a gitlink, a flag or a path the person set stays
+  // allowed.
+  std::map<std::string, IndexEntryFacts> before;
+  if (launched) {
+    std::string ignored;
+    if (std::optional<ParsedIndex> old =
+            ParseIndex(*launched, hash_size, ignored, IndexReading::kEveryEntry)) {
+      for (IndexEntryFacts& e : old->entries) before.emplace(e.path, std::move(e));
+    }
+  }
+  std::optional<ParsedIndex> parsed =
+      ParseIndex(index, hash_size, why, IndexReading::kJudge, &before);
   if (!parsed) return std::nullopt;
   if (unmerged != nullptr) {
     *unmerged = std::any_of(parsed->entries.begin(), parsed->entries.end(),
                             [](const IndexEntryFacts& e) { return e.stage != 0; });
   }
-  // What the launch's index already held: a gitlink or a flag the person set stays allowed.
-  std::map<std::string, IndexEntryFacts> before;
-  if (launched) {
-    std::string ignored;
-    if (std::optional<ParsedIndex> old = ParseIndex(*launched, hash_size, ignored)) {
-      for (IndexEntryFacts& e : old->entries) before.emplace(e.path, std::move(e));
-    }
-  }
+  std::optional<bool> sparse;  // asked once, at the first new skip-worktree entry
   for (const IndexEntryFacts& e : parsed->entries) {
     auto was = before.find(e.path);
     const bool had = was != before.end();
@@ -2093,9 +2171,16 @@ std::optional<std::string> IndexForHost(std::string_view index,
       why = "`" + e.path + "` newly marked assume-unchanged: the host's git would stop seeing it";
       return std::nullopt;
     }
+    // In a sparse checkout git marks so every path outside its patterns that a merge, rebase or
+    // switch brings (outside review 56), and clears the mark of any such file present in the
+    // worktree at its next read (git 2.36 and later), unless sparse.expectFilesOutsideOfPatterns
+    // is set: the mark hides nothing from the host's git there.
     if (e.skip_worktree && !(had && was->second.skip_worktree)) {
-      why = "`" + e.path + "` newly marked skip-worktree: the host's git would stop seeing it";
-      return std::nullopt;
+      if (!sparse) sparse = sparse_checkout && sparse_checkout();
+      if (!*sparse) {
+        why = "`" + e.path + "` newly marked skip-worktree: the host's git would stop seeing it";
+        return std::nullopt;
+      }
     }
   }
   // The entries only: the extensions are caches git rebuilds (a cache-tree naming another tree
@@ -2196,26 +2281,27 @@ bool GitLockHeld(int host_git_fd) {
 // yet): a launch may read them; the copy-back holds the branch meanwhile (HoldOf).
 constexpr std::string_view kCommitKeepsOneState[] = {"commit"};
 
-// Whether the person's git is at work in the worktree whose git directory is `dir` ("" the main
-// one, "worktrees/<id>/" a linked one), one that may move HEAD (PersonsGitRunsIn): the
-// worktree's top is the host .git's parent, or the one the linked worktree's `gitdir` names.
+// The top of the host's worktree whose git directory is `dir` ("" the main one,
+// "worktrees/<id>/" a linked one): the host .git's parent, or the one the linked worktree's
+// `gitdir` names; empty when it has none.
+std::filesystem::path WorktreeTop(int host_git_fd, const std::string& dir) {
+  std::error_code ec;
+  if (dir.empty()) {
+    return std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(host_git_fd), ec)
+        .parent_path();
+  }
+  Result<std::optional<std::string>> gitdir =
+      ReadFile(host_git_fd, dir + "gitdir", kGitSmallFileMax, false);
+  if (!gitdir || !*gitdir) return {};
+  // As the kernel shows a working directory: links resolved.
+  return std::filesystem::weakly_canonical(std::filesystem::path(Trim(**gitdir)), ec).parent_path();
+}
+
+// Whether the person's git is at work in the worktree whose git directory is `dir`, one that may
+// move HEAD (PersonsGitRunsIn).
 bool PersonsGitAtWork(int host_git_fd, const std::string& dir,
                       std::span<const std::string_view> also_ignored = {}) {
-  std::filesystem::path top;
-  if (dir.empty()) {
-    std::error_code ec;
-    top = std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(host_git_fd), ec)
-              .parent_path();
-  } else {
-    Result<std::optional<std::string>> gitdir =
-        ReadFile(host_git_fd, dir + "gitdir", kGitSmallFileMax, false);
-    std::error_code ec;  // as the kernel shows a working directory: links resolved
-    if (gitdir && *gitdir) {
-      top = std::filesystem::weakly_canonical(std::filesystem::path(Trim(**gitdir)), ec)
-                .parent_path();
-    }
-  }
-  return PersonsGitRunsIn(top, also_ignored);
+  return PersonsGitRunsIn(WorktreeTop(host_git_fd, dir), also_ignored);
 }
 
 // What a launch judges of an index the host's git wrote, from one parse of it.
@@ -2226,6 +2312,10 @@ struct HostIndexFacts {
   // not read its index at all (outside review 51). Such a .git stays read-only, where the
   // session's git reads both.
   bool split = false;
+  // Sparse (`git sparse-checkout --sparse-index`, index.sparse): a directory's entry stands for
+  // its files, which the judge of the session's index refuses; every commit of the session's
+  // would wait for good (outside review 56). Such a .git stays read-only too.
+  bool sparse = false;
 };
 
 HostIndexFacts HostIndexFactsOf(const std::optional<std::string>& index, size_t hash_size) {
@@ -2233,7 +2323,7 @@ HostIndexFacts HostIndexFactsOf(const std::optional<std::string>& index, size_t 
   std::string why;
   std::optional<ParsedIndex> parsed = ParseIndex(*index, hash_size, why, IndexReading::kAsGitReads);
   if (!parsed) return {};
-  return {std::move(parsed->root_tree), !parsed->shared_index.empty()};
+  return {std::move(parsed->root_tree), !parsed->shared_index.empty(), parsed->sparse};
 }
 
 // Whether an index git wrote belongs to another commit's tree than the commit `head` (a HEAD
@@ -2306,9 +2396,10 @@ Result<void> PrepareWorktrees(int host_git_fd, int private_fd, const std::option
     // person's git holds a lock there, nor with an index of another tree than its HEAD's commit
     // (outside review 50); such a worktree stays read-only in the session.
     const HostIndexFacts index_facts = HostIndexFactsOf(worktree.index, snapshot.hash_size);
-    if (index_facts.split) {
-      LogWarn("linked worktree " + e.name +
-              ": its index is split (core.splitIndex); it stays read-only in the session");
+    if (index_facts.split || index_facts.sparse) {
+      LogWarn("linked worktree " + e.name + ": its index is " +
+              (index_facts.split ? "split (core.splitIndex)" : "sparse (index.sparse)") +
+              "; it stays read-only in the session");
       ++snapshot.worktrees_left_read_only;
       continue;
     }
@@ -2505,7 +2596,11 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
                                       std::optional<GitOwner> owner) {
   GitSnapshot snapshot;
   // HEAD, the index and the refs: one state of the person's git, read before anything is written.
-  if (Result<size_t> hash = HostHashSize(host_git_fd)) snapshot.hash_size = *hash;
+  // Not known, the index could not be judged (a split index copied, one between two commits'
+  // trees taken as one state): .git stays read-only (outside review 56).
+  Result<size_t> hash = HostHashSize(host_git_fd);
+  if (!hash) return Propagate(hash);
+  snapshot.hash_size = *hash;
   Result<LaunchState> state = ReadLaunchState(host_git_fd, snapshot.hash_size);
   if (!state) return Propagate(state);
   if (state->index_facts.split) {
@@ -2513,6 +2608,13 @@ Result<GitSnapshot> PreparePrivateGit(int host_git_fd, int private_fd,
                 "the repository's index is split (core.splitIndex), which Git for agents does not "
                 "copy; `git update-index --no-split-index` and `git config core.splitIndex false` "
                 "on the host give the next session a writable .git",
+                "index");
+  }
+  if (state->index_facts.sparse) {
+    return Fail(ErrorKind::kPolicyDenied,
+                "the repository's index is sparse (index.sparse, `git sparse-checkout "
+                "--sparse-index`), which Git for agents does not copy; `git sparse-checkout set "
+                "--no-sparse-index` on the host gives the next session a writable .git",
                 "index");
   }
   snapshot.head = Trim(state->head);
@@ -3139,6 +3241,8 @@ class HostIndexLocks {
     return CommitLock(lock.dir.Get(), "index", std::move(lock.file), {.fd = -1, .data = content},
                       /*replace=*/true, /*durable=*/true, still);
   }
+  // Whether `label`'s lock is this copy-back's.
+  bool Holds(const std::string& label) const { return held_.contains(label); }
   // Releases `label`'s lock unwritten (nothing when it is not held).
   void Drop(const std::string& label) {
     auto node = held_.extract(label);
@@ -3160,6 +3264,66 @@ class HostIndexLocks {
   }
   std::optional<GitOwner> owner_;
   std::map<std::string, Lock> held_;
+};
+
+// Why no branch of the repository (`host_git_fd`, its .git) is written now, or nullopt, looked at
+// just before each write: not while a git of the person's that may land HEAD on another branch
+// runs in any of its worktrees (every subcommand that may move HEAD but kGitMovesOnlyHeadsBranch,
+// PersonsGitRunsInAny), nor while a worktree's index.lock is another's than this copy-back's (a
+// checkout under way by a git the daemon cannot see). `git switch other` reads other's tip,
+// writes the index and the files for it (a smudge filter, a large tree: seconds), then points
+// HEAD at other without reading it again: the session's move of other meanwhile left the person
+// on the session's commit with the old tip's index, its work shown undone and staged (outside
+// review 55). One pass over /proc serves the writes that follow it within kFresh, unless a tip
+// check ran in between (Stale).
+class BranchWriteLook {
+ public:
+  BranchWriteLook(int host_git_fd, const HostIndexLocks& locks)
+      : git_(host_git_fd), locks_(locks) {}
+
+  std::optional<std::string> Refusal() {
+    Result<std::vector<DirEntry>> ids = HostWorktrees(git_);
+    std::vector<std::string> labels = {""};
+    if (ids) {
+      for (const DirEntry& e : *ids) {
+        if (e.type == S_IFDIR && ValidWorktreeId(e.name))
+          labels.push_back("worktrees/" + e.name + "/");
+      }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!looked_ || now - looked_at_ > kFresh) {
+      std::vector<std::filesystem::path> tops;
+      for (const std::string& label : labels) tops.push_back(WorktreeTop(git_, label));
+      persons_git_ = PersonsGitRunsInAny(tops, kGitMovesOnlyHeadsBranch);
+      looked_at_ = now;
+      looked_ = true;
+    }
+    if (persons_git_) {
+      return "the person's git that may switch branches (`git switch`, `checkout`, `rebase`, "
+             "`worktree`...) is at work in the repository, and may land HEAD on this branch with "
+             "the index of the tip it read; left until it ends";
+    }
+    for (const std::string& label : labels) {
+      struct stat st {};
+      if (!locks_.Holds(label) &&
+          ::fstatat(git_, (label + "index.lock").c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        return "the person's git is writing the index of a worktree (" + label +
+               "index.lock exists: a checkout there may land HEAD on this branch); left for the "
+               "next copy-back";
+      }
+    }
+    return std::nullopt;
+  }
+  // A tip check ran (seconds, perhaps): the next write looks again.
+  void Stale() { looked_ = false; }
+
+ private:
+  static constexpr std::chrono::milliseconds kFresh{10};
+  int git_;
+  const HostIndexLocks& locks_;
+  bool looked_ = false;
+  std::chrono::steady_clock::time_point looked_at_{};
+  bool persons_git_ = false;
 };
 
 // The operation git has stopped in, in a worktree's git directory `dir` (git keeps its state per
@@ -3332,7 +3496,8 @@ IndexPlan PlanIndex(int private_fd, int objects_fd, size_t hash_size, const Head
   std::vector<IndexObject> changed;
   bool unmerged = false;
   std::optional<std::string> kept =
-      IndexForHost(**index, state.index, hash_size, why, &changed, &unmerged);
+      IndexForHost(**index, state.index, hash_size, why, &changed, &unmerged,
+                   [&] { return HostSparseCheckout(objects_fd, state.label); });
   if (!kept) return {IndexPlan::Kind::kRefused, "", why};
   if (*kept == state.index) return {};  // what the host has already
   if (unmerged) {
@@ -3489,6 +3654,7 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, const SessionView& se
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
   size_t checked_refs = 0;
+  BranchWriteLook branch_look(host_git_fd, locks);
   for (const std::string& name : names) {
     if (only != nullptr && !only->contains(name)) continue;
     std::optional<std::string> start;
@@ -3632,6 +3798,7 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, const SessionView& se
       ++checked_refs;
       const TipCheck check = CheckTip(
           host_git_fd, *now, name == "refs/stash" || name.starts_with("refs/heads/"), snapshot);
+      branch_look.Stale();
       if (check.verdict == TipCheck::Verdict::kLater) {
         done.conflicts.push_back(name + ": left for the next copy-back (this one's " +
                                  std::to_string(kGitTipChecksPerCopyBack.count()) +
@@ -3640,6 +3807,12 @@ Result<void> CopyBackRefs(int private_fd, int host_git_fd, const SessionView& se
       }
       if (check.verdict == TipCheck::Verdict::kRefuse) {
         done.refused.push_back(name + ": " + check.why);
+        continue;
+      }
+    }
+    if (name.starts_with("refs/heads/")) {
+      if (std::optional<std::string> why = branch_look.Refusal()) {
+        done.conflicts.push_back(name + ": " + *why);
         continue;
       }
     }

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -267,17 +268,18 @@ struct IndexGitlinks {
 // `changed`, when given, gets the entries `before` did not hold byte for byte but gitlinks
 // (which name commits of another repository): the objects the host must have, with the types
 // their modes need (CopyBackIndex asks the host's git). `unmerged`, when given, says whether an
-// entry is at a stage of a conflict (1 to 3).
+// entry is at a stage of a conflict (1 to 3). A new skip-worktree flag passes while
+// `sparse_checkout` says the host's worktree is a sparse checkout whose git clears the flag of a
+// file present (HostSparseCheckout). A backslashed path passes when `before` has it.
 struct IndexObject {
   std::string path;
   uint32_t mode = 0;
   std::string id;  // hex
 };
-[[nodiscard]] std::optional<std::string> IndexForHost(std::string_view index,
-                                                      const std::optional<std::string>& before,
-                                                      size_t hash_size, std::string& why,
-                                                      std::vector<IndexObject>* changed = nullptr,
-                                                      bool* unmerged = nullptr);
+[[nodiscard]] std::optional<std::string> IndexForHost(
+    std::string_view index, const std::optional<std::string>& before, size_t hash_size,
+    std::string& why, std::vector<IndexObject>* changed = nullptr, bool* unmerged = nullptr,
+    const std::function<bool()>& sparse_checkout = {});
 // packed-refs parsed: name -> id (peeled `^` lines and the header skipped); an error names the
 // first malformed line.
 [[nodiscard]] Result<std::map<std::string, std::string>> ParsePackedRefs(std::string_view text);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/proc_stat.h"
@@ -14,6 +15,9 @@
 
 namespace ptybox::sandbox {
 namespace {
+
+// The most of a git's command line read: git's own options and the subcommand come first.
+constexpr size_t kCmdlineMax = 64 * 1024;
 
 // Up to `max` bytes of a /proc file; empty when it cannot be read.
 std::string ReadProc(const std::string& path, size_t max) {
@@ -107,11 +111,22 @@ bool GitMayMoveHead(std::string_view cmdline, std::span<const std::string_view> 
 
 bool PersonsGitRunsIn(const std::filesystem::path& top,
                       std::span<const std::string_view> also_ignored) {
-  if (top.empty()) return false;
-  // The person: the worktree's owner. Another user's process (a file of theirs named `git` run
+  return PersonsGitRunsInAny(std::span<const std::filesystem::path>(&top, 1), also_ignored);
+}
+
+bool PersonsGitRunsInAny(std::span<const std::filesystem::path> tops,
+                         std::span<const std::string_view> also_ignored) {
+  // The person: each worktree's owner. Another user's process (a file of theirs named `git` run
   // there, for a root daemon) holds nothing (outside review 54).
-  struct stat top_st {};
-  if (::stat(top.c_str(), &top_st) != 0) return false;
+  std::vector<std::pair<const std::filesystem::path*, uid_t>> owned;
+  for (const std::filesystem::path& top : tops) {
+    struct stat top_st {};
+    if (!top.empty() && ::stat(top.c_str(), &top_st) == 0) owned.emplace_back(&top, top_st.st_uid);
+  }
+  if (owned.empty()) return false;
+  auto owns_one = [&](uid_t uid) {
+    return std::any_of(owned.begin(), owned.end(), [&](const auto& o) { return o.second == uid; });
+  };
   const pid_t self = ::getpid();
   std::error_code ec;
   const std::filesystem::path our_ns = std::filesystem::read_symlink("/proc/self/ns/pid", ec);
@@ -125,12 +140,16 @@ bool PersonsGitRunsIn(const std::filesystem::path& top,
     if (name.empty() || name.find_first_not_of("0123456789") != std::string_view::npos) continue;
     const std::string at = "/proc/" + std::string(name);
     struct stat process_st {};
-    if (::stat(at.c_str(), &process_st) != 0 || process_st.st_uid != top_st.st_uid) continue;
+    if (::stat(at.c_str(), &process_st) != 0 || !owns_one(process_st.st_uid)) continue;
     std::error_code exe_error;
     std::string program = std::filesystem::read_symlink(at + "/exe", exe_error).filename().string();
     if (program.ends_with(" (deleted)")) program.resize(program.size() - 10);  // an upgraded git
     if (exe_error || (program != "git" && !program.starts_with("git-"))) continue;
-    if (!GitMayMoveHead(ReadProc(at + "/cmdline", 4096), also_ignored)) continue;
+    // A command line longer than is read (`-c` options by the thousand) may have lost its
+    // subcommand: counted, as one not known here is.
+    const std::string cmdline = ReadProc(at + "/cmdline", kCmdlineMax);
+    const bool cut = cmdline.size() == kCmdlineMax && !GitSubcommand(cmdline);
+    if (!cut && !GitMayMoveHead(cmdline, also_ignored)) continue;
     // This process's own runs: its child (the keeper, with no exit signal) is the parent.
     const std::optional<proc::StatFields> stat = proc::ParseStat(ReadProc(at + "/stat", 1024));
     if (!stat || proc::IsDead(*stat)) continue;
@@ -143,8 +162,11 @@ bool PersonsGitRunsIn(const std::filesystem::path& top,
     std::error_code cwd_error;
     const std::filesystem::path cwd = std::filesystem::read_symlink(at + "/cwd", cwd_error);
     if (cwd_error) continue;  // ended meanwhile, or another user's
-    auto [end, rest] = std::mismatch(top.begin(), top.end(), cwd.begin(), cwd.end());
-    found = end == top.end();
+    found = std::any_of(owned.begin(), owned.end(), [&](const auto& o) {
+      if (o.second != process_st.st_uid) return false;
+      auto [end, rest] = std::mismatch(o.first->begin(), o.first->end(), cwd.begin(), cwd.end());
+      return end == o.first->end();
+    });
   }
   ::closedir(proc);
   return found;

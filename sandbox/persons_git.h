@@ -94,4 +94,19 @@ inline constexpr std::string_view kGitLeavesHead[] = {"archive",
 [[nodiscard]] bool PersonsGitRunsIn(const std::filesystem::path& top,
                                     std::span<const std::string_view> also_ignored = {});
 
+// The same, in any of the worktrees `tops` (one repository's), each counted for its own owner.
+// One pass over /proc.
+[[nodiscard]] bool PersonsGitRunsInAny(std::span<const std::filesystem::path> tops,
+                                       std::span<const std::string_view> also_ignored = {});
+
+// The subcommands that may move HEAD's branch or write the index, and no other branch nor HEAD
+// to another one (a `git stash branch`, a `git pull --rebase` run another git for that, seen on
+// its own). Every other subcommand that may move HEAD (`switch`, `checkout`, `rebase`,
+// `worktree`, `bisect`, `branch -m`, an alias, one not known here) may read a branch's tip and
+// then land HEAD on it without reading it again: the copy-back moves no branch of the repository
+// while one runs (outside review 55).
+inline constexpr std::string_view kGitMovesOnlyHeadsBranch[] = {
+    "add",  "am",        "apply", "cherry-pick", "clean",  "commit", "merge", "mv",
+    "pull", "read-tree", "reset", "restore",     "revert", "rm",     "stash", "update-index"};
+
 }  // namespace ptybox::sandbox

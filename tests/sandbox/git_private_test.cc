@@ -631,18 +631,23 @@ TEST_F(GitPrivateTest, AHeldBranchWaitsWhileThePersonsGitHoldsTheIndex) {
 }
 
 // The person's git run in the background with its editor (core.editor, sequence.editor) waiting
-// until Finish(): a `git commit` or `git rebase -i` at work, holding no lock.
+// until Finish(): a `git commit` or `git rebase -i` at work, holding no lock. With a file of
+// attributes `filter=wait`, its smudge filter waits so (a `git switch` writing the files of the
+// tip it read, as git-lfs's filter does).
 class PersonsGitWaiting {
  public:
   PersonsGitWaiting(const fs::path& host, const fs::path& scratch, const std::string& args)
       : started_(scratch / "editor-started"), release_(scratch / "editor-release") {
     const fs::path script = scratch / "editor.sh";
     std::ofstream(script) << "touch " << started_ << "\nwhile [ ! -e " << release_
-                          << " ]; do sleep 0.02; done\necho \"the person's message\" > \"$1\"\n";
+                          << " ]; do sleep 0.02; done\n"
+                          << "if [ -n \"$1\" ]; then echo \"the person's message\" > \"$1\"; "
+                          << "else cat; fi\n";
     const std::string editor = "sh " + script.string();
     person_ = std::thread([this, host, editor, args] {
       out_ = Shell("git -C " + host.string() + " -c core.editor='" + editor +
-                       "' -c sequence.editor='" + editor + "' " + args,
+                       "' -c sequence.editor='" + editor + "' -c filter.wait.smudge='" + editor +
+                       "' " + args,
                    &status_);
       done_ = true;
     });
@@ -696,6 +701,43 @@ TEST_F(GitPrivateTest, ABranchWaitsWhileThePersonsCommitRuns) {
   EXPECT_EQ(Host("log -1 --format=%s main"), "the person's message\n");
 }
 
+// The person's `git switch other` reads other's tip, writes the index and the files for it (held
+// here in a smudge filter), then points HEAD at other without reading it again: the session's move
+// of other meanwhile left the person on the session's commit with the old tip's index, the
+// session's work shown undone and staged (outside review 55). No branch moves while it runs.
+TEST_F(GitPrivateTest, NoBranchMovesWhileThePersonsSwitchRuns) {
+  Host("switch -q -c other");
+  { std::ofstream(host_ / "slow.bin") << "large\n"; }
+  Host("add slow.bin");
+  Host("commit -q -m on-other");
+  Host("switch -q main");
+  fs::create_directories(host_ / ".git" / "info");
+  { std::ofstream(host_ / ".git" / "info" / "attributes") << "slow.bin filter=wait\n"; }
+  const std::string other = Host("rev-parse other");
+  GitSnapshot snapshot = Prepare();
+  // The session's commit on other, made without touching the shared files.
+  const std::string tree = Line(Session("rev-parse other^{tree}"));
+  const std::string commit = Line(Session("commit-tree -p other -m session " + tree));
+  Session("update-ref refs/heads/other " + commit);
+  GitCopyBack done;
+  {
+    PersonsGitWaiting person(host_, dir_, "switch -q other");
+    ASSERT_TRUE(person.Editing()) << person.Said();
+    done = CopyBack(snapshot);
+    EXPECT_EQ(Host("rev-parse other"), other) << "other moved under the person's switch to it";
+    EXPECT_EQ(person.Finish(), 0) << person.Said();
+  }
+  EXPECT_NE(Lines(done.conflicts).find("may switch branches"), std::string::npos)
+      << Lines(done.conflicts);
+  EXPECT_EQ(Host("symbolic-ref HEAD"), "refs/heads/other\n");
+  EXPECT_EQ(Host("diff --cached --name-status"), "") << "the person's index is not their HEAD's";
+  // Once it has ended nothing of it holds the branches (other is the person's checkout now, and
+  // waits as such).
+  GitCopyBack later = CopyBack(snapshot);
+  EXPECT_EQ(Lines(later.conflicts).find("may switch branches"), std::string::npos)
+      << Lines(later.conflicts);
+}
+
 // Nor do HEAD or the index move while it runs: the session's `git switch -c agent` came back
 // under the person's commit in its hook or editor, which then failed (HEAD no longer what it
 // read), or landed on `agent` (outside review 54).
@@ -740,7 +782,8 @@ TEST_F(GitPrivateTest, NoPrivateCopyWhileThePersonsSwitchingGitRuns) {
 }
 
 // Any git of the person's but those that never move HEAD is waited for: an alias (`git co` for
-// checkout) has a subcommand no list of git's own names holds (outside review 53).
+// checkout) has a subcommand no list of git's own names holds (outside review 53), and one whose
+// subcommand is not read cannot be told.
 TEST_F(GitPrivateTest, ThePersonsAliasIsWaitedForAndTheirCatFileIsNot) {
   auto runs_while = [&](const std::string& args) {
     int to[2];
@@ -767,6 +810,12 @@ TEST_F(GitPrivateTest, ThePersonsAliasIsWaitedForAndTheirCatFileIsNot) {
   EXPECT_TRUE(runs_while("-c alias.co='cat-file --batch-check' co"))
       << "the person's alias was not waited for";
   EXPECT_FALSE(runs_while("cat-file --batch-check")) << "a git that never moves HEAD held it";
+  // A subcommand past the part of the command line read (64 KiB of options before it) is not
+  // known: waited for, as one git does not name is (outside review 55).
+  std::string options;
+  while (options.size() < 70 * 1024) options += "-c x.y=" + std::string(100, 'z') + " ";
+  EXPECT_TRUE(runs_while(options + "cat-file --batch-check"))
+      << "a git whose subcommand lies past what is read was not waited for";
 }
 
 // The subcommand of a git command line, past git's own options and their values.
@@ -1584,6 +1633,119 @@ TEST_F(GitPrivateTest, ASplitIndexGetsNoPrivateCopy) {
   fs::create_directories(private_);
   Result<GitSnapshot> whole = TryPrepare();
   EXPECT_TRUE(whole) << (whole ? "" : whole.error().Describe());
+}
+
+// A sparse index (`git sparse-checkout --sparse-index`): a directory's entry stands for its files,
+// which the judge of the session's index refuses, so every commit of the session's waited for
+// good (outside review 56). The launch keeps .git read-only and says how to go on.
+TEST_F(GitPrivateTest, ASparseIndexGetsNoPrivateCopy) {
+  fs::create_directories(host_ / "src");
+  fs::create_directories(host_ / "docs");
+  { std::ofstream(host_ / "src" / "s.txt") << "src\n"; }
+  { std::ofstream(host_ / "docs" / "d.txt") << "docs\n"; }
+  Host("add src docs");
+  Host("commit -q -m two-dirs");
+  Host("sparse-checkout set --cone --sparse-index src");
+  Result<GitSnapshot> sparse = TryPrepare();
+  ASSERT_FALSE(sparse) << "a private copy of a sparse index was made";
+  EXPECT_NE(sparse.error().message.find("--no-sparse-index"), std::string::npos)
+      << sparse.error().Describe();
+  Host("sparse-checkout set --no-sparse-index src");
+  fs::remove_all(private_);
+  fs::create_directories(private_);
+  Result<GitSnapshot> whole = TryPrepare();
+  EXPECT_TRUE(whole) << (whole ? "" : whole.error().Describe());
+}
+
+// In a sparse checkout git marks skip-worktree every path outside its patterns that a merge,
+// rebase or switch brings, and clears the mark of such a file present in the worktree at its next
+// read: the session's commit comes back with its index (outside review 56). With
+// sparse.expectFilesOutsideOfPatterns (git keeps the mark) the mark would hide the file from the
+// host's git: refused, as outside a sparse checkout.
+TEST_F(GitPrivateTest, ANewSkipWorktreeEntryComesBackInASparseCheckout) {
+  fs::create_directories(host_ / "src");
+  { std::ofstream(host_ / "src" / "s.txt") << "src\n"; }
+  Host("add src");
+  Host("commit -q -m src");
+  Host("sparse-checkout set --cone src");
+  Host("config sparse.expectFilesOutsideOfPatterns true");
+  GitSnapshot snapshot = Prepare();
+  const std::string blob =
+      Line(Shell("echo new | git --git-dir=" + private_.string() + " hash-object -w --stdin"));
+  Session("update-index --add --cacheinfo 100644," + blob + ",docs/new.txt");
+  Session("update-index --skip-worktree docs/new.txt");
+  Session("commit -q -m merged");
+  GitCopyBack kept = CopyBack(snapshot);
+  EXPECT_EQ(Host("log -1 --format=%s main"), "src\n") << "the mark came back where git keeps it";
+  EXPECT_NE(Lines(kept.conflicts).find("newly marked skip-worktree"), std::string::npos)
+      << Lines(kept.refused) << Lines(kept.conflicts);
+  Host("config --unset sparse.expectFilesOutsideOfPatterns");
+  GitCopyBack done = CopyBack(snapshot);
+  EXPECT_EQ(Host("log -1 --format=%s main"), "merged\n")
+      << Lines(done.refused) << Lines(done.conflicts);
+  EXPECT_EQ(Host("ls-files -v docs/new.txt"), "S docs/new.txt\n");
+  EXPECT_EQ(Host("status --porcelain"), "");
+}
+
+// Linux's git takes a path with a backslash (`x\y`), which Windows' reads as a separator: a new
+// one of the session's is refused, but the person's own made every index of the session's
+// refused, its commits waiting for good (outside review 56).
+TEST_F(GitPrivateTest, ThePersonsBackslashedPathStaysAllowed) {
+  { std::ofstream(host_ / "x\\y") << "the person's\n"; }
+  Host("add 'x\\y'");
+  Host("commit -q -m backslash");
+  GitSnapshot snapshot = Prepare();
+  { std::ofstream(host_ / "a.txt") << "two\n"; }
+  Session("commit -q -am session");
+  GitCopyBack done = CopyBack(snapshot);
+  EXPECT_EQ(Host("log -1 --format=%s main"), "session\n")
+      << Lines(done.refused) << Lines(done.conflicts);
+  EXPECT_EQ(Host("status --porcelain"), "");
+  { std::ofstream(host_ / "p\\q") << "the session's\n"; }
+  Session("add 'p\\q'");
+  Session("commit -q -m new-backslash");
+  GitCopyBack refused = CopyBack(snapshot);
+  EXPECT_EQ(Host("log -1 --format=%s main"), "session\n");
+  EXPECT_NE(Lines(refused.conflicts).find("backslashed"), std::string::npos)
+      << Lines(refused.refused) << Lines(refused.conflicts);
+}
+
+// Without the object format the index cannot be judged (a split index would be copied, one
+// between two commits' trees taken as one state): the launch keeps .git read-only (outside
+// review 56).
+TEST_F(GitPrivateTest, NoPrivateCopyWhenTheObjectFormatCannotBeRead) {
+  Host("config core.repositoryformatversion 1");
+  Host("config extensions.nosuchextension true");
+  Result<GitSnapshot> snapshot = TryPrepare();
+  ASSERT_FALSE(snapshot) << "a private copy was made with no object format known";
+  EXPECT_NE(snapshot.error().message.find("object format"), std::string::npos)
+      << snapshot.error().Describe();
+}
+
+// A `git clone --shared` (or `--reference`) keeps its history in the object directory its
+// objects/info/alternates names: the host has those objects. Not searched, the session's reflog
+// lines (whose first old value is the host's tip) and a branch on an older commit waited for good
+// (outside review 56).
+TEST_F(GitPrivateTest, ObjectsOnlyTheAlternatesHoldAreTheHosts) {
+  const fs::path base = dir_ / "base";
+  Shell("git clone -q " + host_.string() + " " + base.string());
+  { std::ofstream(base / "a.txt") << "two\n"; }
+  Shell("git -C " + base.string() + " commit -q -am second");
+  fs::remove_all(host_);
+  Shell("git clone -q --shared " + base.string() + " " + host_.string());
+  ASSERT_TRUE(fs::exists(host_ / ".git" / "objects" / "info" / "alternates"));
+  GitSnapshot snapshot = Prepare();
+  { std::ofstream(host_ / "a.txt") << "three\n"; }
+  Session("commit -q -am session");
+  Session("branch older HEAD~2");
+  GitCopyBack done = CopyBack(snapshot);
+  EXPECT_EQ(Host("log -1 --format=%s main"), "session\n")
+      << Lines(done.refused) << Lines(done.conflicts);
+  EXPECT_EQ(Host("rev-parse older"), Host("rev-parse main~2"))
+      << Lines(done.refused) << Lines(done.conflicts);
+  EXPECT_NE(Host("reflog -1 main").find("commit: session"), std::string::npos)
+      << Host("reflog main") << Lines(done.refused) << Lines(done.conflicts);
+  EXPECT_EQ(Host("fsck --no-progress"), "");
 }
 
 // A session makes at most kGitRefsMadePerSession refs on the host over its life, and none once
