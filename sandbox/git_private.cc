@@ -2174,10 +2174,12 @@ std::optional<std::string> IndexForHost(std::string_view index,
     // In a sparse checkout git marks so every path outside its patterns that a merge, rebase or
     // switch brings (outside review 56), and clears the mark of any such file present in the
     // worktree at its next read (git 2.36 and later), unless sparse.expectFilesOutsideOfPatterns
-    // is set: the mark hides nothing from the host's git there.
+    // is set. A path new to the index: its file, if any, shows; absent, it is one the person
+    // never had. Never one the index held: marked and deleted, the person's file was gone with
+    // their git showing nothing (outside review 57).
     if (e.skip_worktree && !(had && was->second.skip_worktree)) {
-      if (!sparse) sparse = sparse_checkout && sparse_checkout();
-      if (!*sparse) {
+      if (!had && !sparse) sparse = sparse_checkout && sparse_checkout();
+      if (had || !*sparse) {
         why = "`" + e.path + "` newly marked skip-worktree: the host's git would stop seeing it";
         return std::nullopt;
       }

@@ -268,9 +268,10 @@ struct IndexGitlinks {
 // `changed`, when given, gets the entries `before` did not hold byte for byte but gitlinks
 // (which name commits of another repository): the objects the host must have, with the types
 // their modes need (CopyBackIndex asks the host's git). `unmerged`, when given, says whether an
-// entry is at a stage of a conflict (1 to 3). A new skip-worktree flag passes while
-// `sparse_checkout` says the host's worktree is a sparse checkout whose git clears the flag of a
-// file present (HostSparseCheckout). A backslashed path passes when `before` has it.
+// entry is at a stage of a conflict (1 to 3). A skip-worktree flag on a path `before` did not
+// hold passes while `sparse_checkout` says the host's worktree is a sparse checkout whose git
+// clears the flag of a file present (HostSparseCheckout). A backslashed path passes when
+// `before` has it.
 struct IndexObject {
   std::string path;
   uint32_t mode = 0;

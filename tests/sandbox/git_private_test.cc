@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -816,6 +817,47 @@ TEST_F(GitPrivateTest, ThePersonsAliasIsWaitedForAndTheirCatFileIsNot) {
   while (options.size() < 70 * 1024) options += "-c x.y=" + std::string(100, 'z') + " ";
   EXPECT_TRUE(runs_while(options + "cat-file --batch-check"))
       << "a git whose subcommand lies past what is read was not waited for";
+}
+
+// For a root daemon, another user's program named `git` at work in the person's worktree holds
+// nothing: only the worktree owner's processes are the person's (outside review 54). A copy of
+// `tail` named git, started there as nobody, then as the owner (root, who made the worktree).
+TEST_F(GitPrivateTest, AnotherUsersGitInTheWorktreeIsNotThePersons) {
+  if (::geteuid() != 0) GTEST_SKIP() << "starting a process as another user needs root";
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
+  const fs::path fake = dir_ / "bin" / "git";
+  fs::create_directories(fake.parent_path());
+  fs::permissions(fake.parent_path(), fs::perms::owner_all | fs::perms::group_read |
+                                          fs::perms::group_exec | fs::perms::others_read |
+                                          fs::perms::others_exec);
+  fs::copy_file("/usr/bin/tail", fake);
+  auto seen_while_running_as = [&](uid_t uid) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      if (::chdir(host_.c_str()) != 0) ::_exit(126);
+      if (uid != 0 && (::setgid(65534) != 0 || ::setuid(uid) != 0)) ::_exit(126);
+      ::execl(fake.c_str(), "git", "-f", "/dev/null", nullptr);
+      ::_exit(127);
+    }
+    // Until it runs the copy (its exe is the file named git).
+    const std::string exe = "/proc/" + std::to_string(pid) + "/exe";
+    for (int i = 0; i < 400; ++i) {
+      std::error_code ec;
+      if (fs::read_symlink(exe, ec) == fake) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::error_code ec;
+    const bool running = fs::read_symlink(exe, ec) == fake;
+    const bool seen = PersonsGitRunsIn(fs::canonical(host_));
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    EXPECT_TRUE(running) << "the copy named git did not start as uid " << uid;
+    return seen;
+  };
+  EXPECT_FALSE(seen_while_running_as(65534))
+      << "another user's program named git held the worktree";
+  EXPECT_TRUE(seen_while_running_as(0)) << "the owner's own program named git was not seen";
 }
 
 // The subcommand of a git command line, past git's own options and their values.
@@ -1661,7 +1703,7 @@ TEST_F(GitPrivateTest, ASparseIndexGetsNoPrivateCopy) {
 // rebase or switch brings, and clears the mark of such a file present in the worktree at its next
 // read: the session's commit comes back with its index (outside review 56). With
 // sparse.expectFilesOutsideOfPatterns (git keeps the mark) the mark would hide the file from the
-// host's git: refused, as outside a sparse checkout.
+// host's git: refused, as outside a sparse checkout, and on a path the index held.
 TEST_F(GitPrivateTest, ANewSkipWorktreeEntryComesBackInASparseCheckout) {
   fs::create_directories(host_ / "src");
   { std::ofstream(host_ / "src" / "s.txt") << "src\n"; }
@@ -1685,6 +1727,17 @@ TEST_F(GitPrivateTest, ANewSkipWorktreeEntryComesBackInASparseCheckout) {
       << Lines(done.refused) << Lines(done.conflicts);
   EXPECT_EQ(Host("ls-files -v docs/new.txt"), "S docs/new.txt\n");
   EXPECT_EQ(Host("status --porcelain"), "");
+  // Never on a path the index held: marked and deleted, the person's file was gone with their
+  // git showing nothing (outside review 57).
+  Session("update-index --skip-worktree src/s.txt");
+  fs::remove(host_ / "src" / "s.txt");
+  GitCopyBack hidden = CopyBack(snapshot);
+  EXPECT_EQ(Host("ls-files -v src/s.txt"), "H src/s.txt\n");
+  EXPECT_NE((Lines(hidden.refused) + Lines(hidden.conflicts))
+                .find("`src/s.txt` newly marked skip-worktree"),
+            std::string::npos)
+      << Lines(hidden.refused) << Lines(hidden.conflicts);
+  EXPECT_EQ(Host("status --porcelain"), " D src/s.txt\n");
 }
 
 // Linux's git takes a path with a backslash (`x\y`), which Windows' reads as a separator: a new
