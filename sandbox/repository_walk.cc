@@ -386,6 +386,83 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
     gitlink_dirs.push_back(named);
     return std::nullopt;
   };
+  // The object directories a repository borrows (its `objects/info/alternates`: a `git clone
+  // --shared` or `--reference`), as git reads them: the host's git takes objects there as the
+  // repository's own (a `git checkout` writes their content), and the daemon's copy-back counts
+  // them as the host's. One inside a writable root is the session's to replace unless it is kept:
+  // inside a repository's .git (read-only already), that repository's worktree is pinned with the
+  // directories above it, so no `mv` sets the .git aside for one the session made; anywhere else
+  // (a bare mirror) it is protected as a whole and pinned. One missing, reached through a link,
+  // or named in a quoted line refuses the launch (outside review 58).
+  auto protect_alternates =
+      [&](const std::filesystem::path& worktree,
+          const std::filesystem::path& git_dir) -> std::optional<std::string> {
+    const std::filesystem::path file = git_dir / "objects" / "info" / "alternates";
+    ReadFile read = ReadRepositoryFile(AT_FDCWD, file.c_str(), O_NOFOLLOW, "", 64 * 1024, budget);
+    if (read.status == ReadFile::Status::kTooLarge) {
+      return "the repository " + Printable(worktree.string(), 200) +
+             " lists more object directories than a launch reads (" +
+             Printable(file.string(), 300) + " is over 64 KiB); open the session read-only";
+    }
+    if (read.status != ReadFile::Status::kRead) return std::nullopt;
+    const std::string repository = Printable(worktree.string(), 200);
+    const std::string fix = "; make the repository self-contained (git -C " + repository +
+                            " repack -a -d, then remove " + Printable(file.string(), 300) +
+                            "), or open the session read-only";
+    std::string_view rest(read.bytes);
+    while (!rest.empty()) {
+      const size_t end = std::min(rest.find('\n'), rest.size());
+      std::string line(rest.substr(0, end));
+      rest.remove_prefix(std::min(end + 1, rest.size()));
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+      if (line.empty() || line[0] == '#') continue;
+      if (line[0] == '"') {
+        return "the repository " + repository +
+               " borrows objects from a directory named in a quoted line of " +
+               Printable(file.string(), 300) + ", which ptybox does not read" + fix;
+      }
+      const std::filesystem::path named =
+          (std::filesystem::path(line).is_absolute() ? std::filesystem::path(line)
+                                                     : git_dir / "objects" / line)
+              .lexically_normal();
+      std::error_code ec;
+      const std::filesystem::path real = std::filesystem::weakly_canonical(named, ec);
+      for (const std::filesystem::path& dir : {named, ec ? named : real.lexically_normal()}) {
+        std::filesystem::path relative;
+        const std::optional<int> root = holding(dir, relative);
+        if (!root) continue;  // outside every writable root: read-only in the session
+        const UniqueFd borrowed(OpenAt2(*root, relative.c_str(),
+                                        O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+                                        kBeneathAnyMount));
+        if (!borrowed) {
+          return "the repository " + repository + " borrows objects from " +
+                 Printable(dir.string(), 300) +
+                 ", inside a writable root, which is missing, not a directory or reached through "
+                 "a link: a session could make it, and the host's git would take its objects as "
+                 "the repository's" +
+                 fix;
+        }
+        auto in_git =
+            std::find_if(git_paths.begin(), git_paths.end(), [&](const std::filesystem::path& g) {
+              return InsideAnyRoot(dir, {g.lexically_normal()});
+            });
+        const std::filesystem::path pinned =
+            in_git != git_paths.end() ? in_git->parent_path().lexically_normal() : dir;
+        std::filesystem::path pinned_relative;
+        if (holding(pinned, pinned_relative)) {
+          pins += std::distance(pinned_relative.begin(), pinned_relative.end());
+        }
+        if (pins > kMaxSubmodulePins || gitlink_dirs.size() >= kMaxSubmoduleDirs) {
+          return "the repositories in the writable roots borrow objects from too many "
+                 "directories to protect; make a smaller directory the workspace, or open the "
+                 "session read-only";
+        }
+        gitlink_dirs.push_back(pinned);
+        if (in_git == git_paths.end()) submodule_dirs.push_back(dir);
+      }
+    }
+    return std::nullopt;
+  };
   // Judged once every gitlink is known (whether a repository is a submodule).
   std::vector<std::pair<std::filesystem::path, std::filesystem::path>> named_git_dirs;
   for (const std::filesystem::path& link : git_links) {
@@ -425,6 +502,9 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
     if (!worktree_fd) continue;  // gone since the walk: no worktree for the host's git to enter
     const std::filesystem::path git_dir = GitDirectoryOf(git_path, worktree_fd.Get(), budget);
     if (git_dir.empty()) continue;
+    if (std::optional<std::string> refused = protect_alternates(worktree, git_dir)) {
+      return refused;
+    }
     if (git_dir != git_path) named_git_dirs.emplace_back(worktree, git_dir);
     Result<Gitlinks> links = GitlinksOf(git_dir, budget);
     if (!links) return links.error().message;

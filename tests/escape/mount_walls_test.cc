@@ -252,6 +252,46 @@ TEST_P(MountWallsTest, ACheckedOutSubmoduleCannotBeMovedAsideForASessionsOwn) {
   }
 }
 
+// A repository that borrows objects (`git clone --shared`, `--reference`: its
+// objects/info/alternates names another object directory) takes them as its own: the person's
+// `git checkout` writes their content. One inside the workspace, set aside and made anew by the
+// session (`mv upstream u2`, a forged object at the same id), had the person's protected
+// repository check out the session's bytes (outside review 58). The borrowed directory inside a
+// repository's .git is pinned with the directories above it; a bare mirror's is protected too.
+TEST_P(MountWallsTest, AnObjectDirectoryARepositoryBorrowsCannotBeReplaced) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  ASSERT_EQ(HostGit(ws, {"init", "-q", "upstream"}).exit_code, 0);
+  std::ofstream(ws / "upstream" / "f") << "hello\n";
+  ASSERT_EQ(HostGit(ws / "upstream", {"add", "f"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws / "upstream", {"commit", "-q", "-m", "f"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"clone", "-q", "--shared", "upstream", "down"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"clone", "-q", "--bare", "upstream", "mirror.git"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws, {"clone", "-q", "--reference", (ws / "mirror.git").string(),
+                         (ws / "upstream").string(), "down2"})
+                .exit_code,
+            0);
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, Mode());
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string attack =
+      "mv upstream u2 2>/dev/null; echo upstream=$?; "
+      "mv mirror.git m2 2>/dev/null; echo mirror=$?; "
+      "touch mirror.git/objects/planted 2>/dev/null; echo planted=$?; echo attack-done";
+  Observed did = RunInSession(client, id, Mode(), "replace-borrowed-objects", attack);
+  std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("attack-done")) << did.Show();
+  if (Confined()) {
+    EXPECT_FALSE(did.Says("upstream=0")) << did.Show();
+    EXPECT_FALSE(did.Says("mirror=0")) << did.Show();
+    EXPECT_FALSE(did.Says("planted=0")) << did.Show();
+    EXPECT_EQ(HostGit(ws / "down", {"fsck", "--no-progress"}).exit_code, 0);
+    EXPECT_EQ(HostGit(ws / "down2", {"fsck", "--no-progress"}).exit_code, 0);
+  } else {
+    EXPECT_TRUE(did.Says("upstream=0")) << did.Show();  // the control: nothing pins it
+  }
+}
+
 // A repository of a writable root whose index lists submodules (gitlinks) that are not checked
 // out: the host's `git status` enters each one's directory when it holds a .git. A session that
 // made one there (`git init sub`, or in a directory put in place of a renamed parent) would have
