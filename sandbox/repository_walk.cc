@@ -393,72 +393,93 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
   // inside a repository's .git (read-only already), that repository's worktree is pinned with the
   // directories above it, so no `mv` sets the .git aside for one the session made; anywhere else
   // (a bare mirror) it is protected as a whole and pinned. One missing, reached through a link,
-  // or named in a quoted line refuses the launch (outside review 58).
+  // or named in a quoted line refuses the launch (outside review 58). The alternates of those
+  // directories too, as git follows them.
   auto protect_alternates =
       [&](const std::filesystem::path& worktree,
           const std::filesystem::path& git_dir) -> std::optional<std::string> {
-    const std::filesystem::path file = git_dir / "objects" / "info" / "alternates";
-    ReadFile read = ReadRepositoryFile(AT_FDCWD, file.c_str(), O_NOFOLLOW, "", 64 * 1024, budget);
-    if (read.status == ReadFile::Status::kTooLarge) {
-      return "the repository " + Printable(worktree.string(), 200) +
-             " lists more object directories than a launch reads (" +
-             Printable(file.string(), 300) + " is over 64 KiB); open the session read-only";
-    }
-    if (read.status != ReadFile::Status::kRead) return std::nullopt;
     const std::string repository = Printable(worktree.string(), 200);
-    const std::string fix = "; make the repository self-contained (git -C " + repository +
-                            " repack -a -d, then remove " + Printable(file.string(), 300) +
-                            "), or open the session read-only";
-    std::string_view rest(read.bytes);
-    while (!rest.empty()) {
-      const size_t end = std::min(rest.find('\n'), rest.size());
-      std::string line(rest.substr(0, end));
-      rest.remove_prefix(std::min(end + 1, rest.size()));
-      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-      if (line.empty() || line[0] == '#') continue;
-      if (line[0] == '"') {
-        return "the repository " + repository +
-               " borrows objects from a directory named in a quoted line of " +
-               Printable(file.string(), 300) + ", which ptybox does not read" + fix;
+    // Git follows the alternates of an alternate, five levels deep; each relative line is
+    // relative to the object directory whose file names it.
+    constexpr int kGitAlternateDepth = 5;
+    std::vector<std::pair<std::filesystem::path, int>> to_read = {{git_dir / "objects", 0}};
+    std::vector<std::filesystem::path> read_already;
+    while (!to_read.empty()) {
+      const auto [objects, depth] = to_read.back();
+      to_read.pop_back();
+      if (std::find(read_already.begin(), read_already.end(), objects) != read_already.end()) {
+        continue;
       }
-      const std::filesystem::path named =
-          (std::filesystem::path(line).is_absolute() ? std::filesystem::path(line)
-                                                     : git_dir / "objects" / line)
-              .lexically_normal();
-      std::error_code ec;
-      const std::filesystem::path real = std::filesystem::weakly_canonical(named, ec);
-      for (const std::filesystem::path& dir : {named, ec ? named : real.lexically_normal()}) {
-        std::filesystem::path relative;
-        const std::optional<int> root = holding(dir, relative);
-        if (!root) continue;  // outside every writable root: read-only in the session
-        const UniqueFd borrowed(OpenAt2(*root, relative.c_str(),
-                                        O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-                                        kBeneathAnyMount));
-        if (!borrowed) {
-          return "the repository " + repository + " borrows objects from " +
-                 Printable(dir.string(), 300) +
-                 ", inside a writable root, which is missing, not a directory or reached through "
-                 "a link: a session could make it, and the host's git would take its objects as "
-                 "the repository's" +
-                 fix;
+      read_already.push_back(objects);
+      const std::filesystem::path file = objects / "info" / "alternates";
+      const std::string fix = "; make the repository self-contained (git -C " + repository +
+                              " repack -a -d, then remove " + Printable(file.string(), 300) +
+                              "), or open the session read-only";
+      ReadFile read = ReadRepositoryFile(AT_FDCWD, file.c_str(), O_NOFOLLOW, "", 64 * 1024, budget);
+      if (read.status == ReadFile::Status::kTooLarge) {
+        return "the repository " + repository +
+               " borrows objects from more directories than a launch reads (" +
+               Printable(file.string(), 300) + " is over 64 KiB); open the session read-only";
+      }
+      if (read.status != ReadFile::Status::kRead) continue;
+      std::string_view rest(read.bytes);
+      while (!rest.empty()) {
+        const size_t end = std::min(rest.find('\n'), rest.size());
+        std::string line(rest.substr(0, end));
+        rest.remove_prefix(std::min(end + 1, rest.size()));
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+        if (line.empty() || line[0] == '#') continue;
+        if (line[0] == '"') {
+          return "the repository " + repository +
+                 " borrows objects from a directory named in a quoted line of " +
+                 Printable(file.string(), 300) + ", which ptybox does not read" + fix;
         }
-        auto in_git =
-            std::find_if(git_paths.begin(), git_paths.end(), [&](const std::filesystem::path& g) {
-              return InsideAnyRoot(dir, {g.lexically_normal()});
-            });
-        const std::filesystem::path pinned =
-            in_git != git_paths.end() ? in_git->parent_path().lexically_normal() : dir;
-        std::filesystem::path pinned_relative;
-        if (holding(pinned, pinned_relative)) {
-          pins += std::distance(pinned_relative.begin(), pinned_relative.end());
+        const std::filesystem::path named =
+            (std::filesystem::path(line).is_absolute() ? std::filesystem::path(line)
+                                                       : objects / line)
+                .lexically_normal();
+        std::error_code ec;
+        const std::filesystem::path real = std::filesystem::weakly_canonical(named, ec);
+        if (depth + 1 < kGitAlternateDepth) {
+          to_read.emplace_back(ec ? named : real.lexically_normal(), depth + 1);
         }
-        if (pins > kMaxSubmodulePins || gitlink_dirs.size() >= kMaxSubmoduleDirs) {
-          return "the repositories in the writable roots borrow objects from too many "
-                 "directories to protect; make a smaller directory the workspace, or open the "
-                 "session read-only";
+        if (read_already.size() + to_read.size() > kMaxSubmoduleDirs) {
+          return "the repository " + repository +
+                 " borrows objects from more directories than ptybox protects" + fix;
         }
-        gitlink_dirs.push_back(pinned);
-        if (in_git == git_paths.end()) submodule_dirs.push_back(dir);
+        for (const std::filesystem::path& dir : {named, ec ? named : real.lexically_normal()}) {
+          std::filesystem::path relative;
+          const std::optional<int> root = holding(dir, relative);
+          if (!root) continue;  // outside every writable root: read-only in the session
+          const UniqueFd borrowed(OpenAt2(*root, relative.c_str(),
+                                          O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+                                          kBeneathAnyMount));
+          if (!borrowed) {
+            return "the repository " + repository + " borrows objects from " +
+                   Printable(dir.string(), 300) +
+                   ", inside a writable root, which is missing, not a directory or reached "
+                   "through a link: a session could make it, and the host's git would take its "
+                   "objects as the repository's" +
+                   fix;
+          }
+          auto in_git =
+              std::find_if(git_paths.begin(), git_paths.end(), [&](const std::filesystem::path& g) {
+                return InsideAnyRoot(dir, {g.lexically_normal()});
+              });
+          const std::filesystem::path pinned =
+              in_git != git_paths.end() ? in_git->parent_path().lexically_normal() : dir;
+          std::filesystem::path pinned_relative;
+          if (holding(pinned, pinned_relative)) {
+            pins += std::distance(pinned_relative.begin(), pinned_relative.end());
+          }
+          if (pins > kMaxSubmodulePins || gitlink_dirs.size() >= kMaxSubmoduleDirs) {
+            return "the repositories in the writable roots borrow objects from too many "
+                   "directories to protect; make a smaller directory the workspace, or open the "
+                   "session read-only";
+          }
+          gitlink_dirs.push_back(pinned);
+          if (in_git == git_paths.end()) submodule_dirs.push_back(dir);
+        }
       }
     }
     return std::nullopt;

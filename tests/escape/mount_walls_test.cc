@@ -271,13 +271,20 @@ TEST_P(MountWallsTest, AnObjectDirectoryARepositoryBorrowsCannotBeReplaced) {
                          (ws / "upstream").string(), "down2"})
                 .exit_code,
             0);
+  // An alternate's own alternates, which git follows too: the mirror (a bare repository, which
+  // the walk does not protect as a repository) borrows from nested.git.
+  ASSERT_EQ(HostGit(ws, {"init", "-q", "--bare", "nested.git"}).exit_code, 0);
+  fs::create_directories(ws / "mirror.git" / "objects" / "info");
+  std::ofstream(ws / "mirror.git" / "objects" / "info" / "alternates")
+      << (ws / "nested.git" / "objects").string() << "\n";
   RpcClient client(daemon.socket());
   const std::string id = OpenSession(client, Mode());
   ASSERT_FALSE(id.empty()) << daemon.Log();
   const std::string attack =
       "mv upstream u2 2>/dev/null; echo upstream=$?; "
       "mv mirror.git m2 2>/dev/null; echo mirror=$?; "
-      "touch mirror.git/objects/planted 2>/dev/null; echo planted=$?; echo attack-done";
+      "touch mirror.git/objects/planted 2>/dev/null; echo planted=$?; "
+      "mv nested.git n2 2>/dev/null; echo nested=$?; echo attack-done";
   Observed did = RunInSession(client, id, Mode(), "replace-borrowed-objects", attack);
   std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
   ASSERT_TRUE(did.Says("attack-done")) << did.Show();
@@ -285,6 +292,7 @@ TEST_P(MountWallsTest, AnObjectDirectoryARepositoryBorrowsCannotBeReplaced) {
     EXPECT_FALSE(did.Says("upstream=0")) << did.Show();
     EXPECT_FALSE(did.Says("mirror=0")) << did.Show();
     EXPECT_FALSE(did.Says("planted=0")) << did.Show();
+    EXPECT_FALSE(did.Says("nested=0")) << did.Show();
     EXPECT_EQ(HostGit(ws / "down", {"fsck", "--no-progress"}).exit_code, 0);
     EXPECT_EQ(HostGit(ws / "down2", {"fsck", "--no-progress"}).exit_code, 0);
   } else {
