@@ -352,57 +352,136 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
   };
   size_t budget = kSubmoduleIndexBudget;
   size_t pins = 0;
-  // A git directory named by a gitfile or a link (`git_dir`, of the repository `worktree`),
-  // inside a writable root and outside every repository's .git (those are protected): the host's
-  // git reads its config and runs its hooks there, so it is protected as a whole and pinned. One
-  // that is missing (or a link) refuses the launch when the repository is a submodule (the host's
-  // git enters it on its own); a plain repository's dangling gitfile is left, as any repository a
-  // session could make ("Protected paths", "Remaining limits").
-  auto protect_git_dir = [&](const std::filesystem::path& worktree,
-                             const std::filesystem::path& git_dir) -> std::optional<std::string> {
-    const std::filesystem::path named = git_dir.lexically_normal();
-    const bool in_a_git =
-        std::any_of(git_paths.begin(), git_paths.end(), [&](const std::filesystem::path& g) {
-          return InsideAnyRoot(named, {g.lexically_normal()});
-        });
-    std::filesystem::path relative;
-    const std::optional<int> root = in_a_git ? std::nullopt : holding(named, relative);
-    if (!root) return std::nullopt;
-    const UniqueFd dir(OpenAt2(*root, relative.c_str(),
-                               O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, kBeneathAnyMount));
-    if (!dir) {
-      if (std::find(gitlink_dirs.begin(), gitlink_dirs.end(), worktree.lexically_normal()) ==
-          gitlink_dirs.end()) {
-        return std::nullopt;
+  // A directory the host's git follows from a protected repository by its path (a gitfile's git
+  // directory, a linked worktree's common directory, an alternate object directory, a link in a
+  // .git): one inside a writable root is the session's to replace unless it is kept. Inside a
+  // repository's .git (read-only already), that repository's worktree is pinned with the
+  // directories above it, so that no `mv` sets the .git aside for one the session made (outside
+  // reviews 58 and 60: the person's git in the protected repository then took the session's
+  // objects, or ran its config); anywhere else it is protected as a whole and pinned. Its path
+  // and, links resolved, where it leads, both. One missing, not a directory or reached through a
+  // link inside a root refuses the launch when `required` (`what` names it for the refusal).
+  auto keep = [&](const std::filesystem::path& path, bool required,
+                  const std::string& what) -> std::optional<std::string> {
+    std::error_code ec;
+    const std::filesystem::path named = path.lexically_normal();
+    const std::filesystem::path real = std::filesystem::weakly_canonical(named, ec);
+    for (const std::filesystem::path& dir : {named, ec ? named : real.lexically_normal()}) {
+      std::filesystem::path relative;
+      auto in_git =
+          std::find_if(git_paths.begin(), git_paths.end(), [&](const std::filesystem::path& g) {
+            return InsideAnyRoot(dir, {g.lexically_normal()});
+          });
+      std::filesystem::path pinned = dir;
+      if (in_git != git_paths.end()) {
+        pinned = in_git->parent_path().lexically_normal();
+        if (!holding(pinned, relative) || relative == ".") continue;  // a root is never moved
+      } else {
+        const std::optional<int> root = holding(dir, relative);
+        if (!root) continue;  // outside every writable root: read-only in the session
+        const UniqueFd opened_dir(OpenAt2(*root, relative.c_str(),
+                                          O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+                                          kBeneathAnyMount));
+        if (!opened_dir) {
+          if (!required) continue;
+          return what + " " + Printable(dir.string(), 300) +
+                 ", inside a writable root, which is missing, not a directory or reached "
+                 "through a link: a session could make it, and the host's git would take it as "
+                 "the repository's";
+        }
+        submodule_dirs.push_back(dir);
       }
-      return "the submodule " + Printable(worktree.string(), 300) + " has its git directory at " +
-             Printable(named.string(), 300) +
-             ", inside a writable root, which is missing, not a directory or reached through a "
-             "link: ptybox protects every git directory and cannot protect that one. Move it "
-             "into the repository (git submodule absorbgitdirs, or replace a .git link with the "
-             "directory), or open the session read-only";
+      pins += std::distance(relative.begin(), relative.end());
+      if (pins > kMaxSubmodulePins || gitlink_dirs.size() >= kMaxSubmoduleDirs) {
+        return "the repositories in the writable roots lead git to too many directories to "
+               "protect (submodules, borrowed objects, linked worktrees); make a smaller "
+               "directory the workspace, or open the session read-only";
+      }
+      gitlink_dirs.push_back(pinned);
     }
-    submodule_dirs.push_back(named);
-    gitlink_dirs.push_back(named);
     return std::nullopt;
   };
-  // The object directories a repository borrows (its `objects/info/alternates`: a `git clone
-  // --shared` or `--reference`), as git reads them: the host's git takes objects there as the
-  // repository's own (a `git checkout` writes their content), and the daemon's copy-back counts
-  // them as the host's. One inside a writable root is the session's to replace unless it is kept:
-  // inside a repository's .git (read-only already), that repository's worktree is pinned with the
-  // directories above it, so no `mv` sets the .git aside for one the session made; anywhere else
-  // (a bare mirror) it is protected as a whole and pinned. One missing, reached through a link,
-  // or named in a quoted line refuses the launch (outside review 58). The alternates of those
-  // directories too, as git follows them.
-  auto protect_alternates =
-      [&](const std::filesystem::path& worktree,
-          const std::filesystem::path& git_dir) -> std::optional<std::string> {
+  // A git directory named by a gitfile or a link (`git_dir`, of the repository `worktree`): the
+  // host's git reads its config and runs its hooks there (keep). One that is missing (or a link)
+  // refuses the launch when the repository is a submodule (the host's git enters it on its own);
+  // a plain repository's dangling gitfile is left, as any repository a session could make
+  // ("Protected paths", "Remaining limits"). A linked worktree's lies in its main repository's
+  // .git, whose worktree is pinned (outside review 60).
+  auto protect_git_dir = [&](const std::filesystem::path& worktree,
+                             const std::filesystem::path& git_dir) -> std::optional<std::string> {
+    const bool submodule = std::find(gitlink_dirs.begin(), gitlink_dirs.end(),
+                                     worktree.lexically_normal()) != gitlink_dirs.end();
+    if (std::optional<std::string> refused = keep(
+            git_dir, submodule,
+            "the submodule " + Printable(worktree.string(), 300) + " has its git directory at")) {
+      return *refused +
+             ". Move it into the repository (git submodule absorbgitdirs, or replace a .git link "
+             "with the directory), or open the session read-only";
+    }
+    return std::nullopt;
+  };
+  // What else a repository's git directory `git_dir` (of `worktree`) leads git to by path: its
+  // common directory (a linked worktree's `commondir`), the links among its own entries and its
+  // common directory's (git's contrib `git-new-workdir` links config, objects, refs... to
+  // another repository's), and the object directories borrowed through `objects/info/alternates`
+  // (a `git clone --shared` or `--reference`, and the alternates of those, five levels as git
+  // follows them, each relative line relative to its object directory, resolved). Each is kept
+  // (keep). An alternates file that is a link, or a quoted line, refuses the launch.
+  auto protect_followed = [&](const std::filesystem::path& worktree,
+                              const std::filesystem::path& git_dir) -> std::optional<std::string> {
     const std::string repository = Printable(worktree.string(), 200);
-    // Git follows the alternates of an alternate, five levels deep; each relative line is
-    // relative to the object directory whose file names it.
+    const std::string read_only = ", or open the session read-only";
+    std::filesystem::path common = git_dir;
+    {
+      const std::filesystem::path file = git_dir / "commondir";
+      ReadFile read = ReadRepositoryFile(AT_FDCWD, file.c_str(), O_NOFOLLOW, "", 4096, budget);
+      if (read.status == ReadFile::Status::kRead) {
+        std::string text = read.bytes.substr(0, read.bytes.find_first_of("\r\n"));
+        if (!text.empty()) {
+          const std::filesystem::path named(text);
+          common = (named.is_absolute() ? named : git_dir / named).lexically_normal();
+          if (std::optional<std::string> refused = keep(
+                  common, true, "the repository " + repository + " has its common directory at")) {
+            return *refused + read_only;
+          }
+        }
+      }
+    }
+    // Links among the git directories' entries (and in logs/), each kept where it leads.
+    constexpr size_t kEntriesLooked = 4096;
+    for (const std::filesystem::path& dir : {git_dir, common, git_dir / "logs", common / "logs"}) {
+      std::error_code ec;
+      std::filesystem::directory_iterator it(dir, ec);
+      size_t looked = 0;
+      for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+        if (++looked > kEntriesLooked) {
+          return "the git directory " + Printable(dir.string(), 300) + " of the repository " +
+                 repository + " has more entries than a launch looks at" + read_only;
+        }
+        std::error_code link_error;
+        if (!it->is_symlink(link_error) || link_error) continue;
+        const std::filesystem::path target = std::filesystem::read_symlink(it->path(), link_error);
+        if (link_error) continue;
+        const std::filesystem::path leads =
+            (target.is_absolute() ? target : dir / target).lexically_normal();
+        // A link to a file (git-new-workdir's `config`, `packed-refs`) keeps its directory.
+        std::error_code type_error;
+        const bool is_dir = std::filesystem::is_directory(leads, type_error);
+        if (std::optional<std::string> refused =
+                keep(is_dir ? leads : leads.parent_path(), true,
+                     "the repository " + repository + " links " +
+                         Printable(it->path().string(), 300) + " to")) {
+          return *refused + read_only;
+        }
+      }
+    }
+    // Borrowed object directories.
     constexpr int kGitAlternateDepth = 5;
-    std::vector<std::pair<std::filesystem::path, int>> to_read = {{git_dir / "objects", 0}};
+    std::error_code objects_error;
+    const std::filesystem::path own_objects =
+        std::filesystem::weakly_canonical(common / "objects", objects_error);
+    std::vector<std::pair<std::filesystem::path, int>> to_read = {
+        {objects_error ? common / "objects" : own_objects, 0}};
     std::vector<std::filesystem::path> read_already;
     while (!to_read.empty()) {
       const auto [objects, depth] = to_read.back();
@@ -413,13 +492,19 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
       read_already.push_back(objects);
       const std::filesystem::path file = objects / "info" / "alternates";
       const std::string fix = "; make the repository self-contained (git -C " + repository +
-                              " repack -a -d, then remove " + Printable(file.string(), 300) +
-                              "), or open the session read-only";
+                              " repack -a -d, then remove " + Printable(file.string(), 300) + ")" +
+                              read_only;
+      struct stat link {};
+      if (::lstat(file.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+        return "the repository " + repository + " borrows objects through " +
+               Printable(file.string(), 300) + ", a symbolic link, which ptybox does not follow" +
+               fix;
+      }
       ReadFile read = ReadRepositoryFile(AT_FDCWD, file.c_str(), O_NOFOLLOW, "", 64 * 1024, budget);
       if (read.status == ReadFile::Status::kTooLarge) {
         return "the repository " + repository +
                " borrows objects from more directories than a launch reads (" +
-               Printable(file.string(), 300) + " is over 64 KiB); open the session read-only";
+               Printable(file.string(), 300) + " is over 64 KiB)" + read_only;
       }
       if (read.status != ReadFile::Status::kRead) continue;
       std::string_view rest(read.bytes);
@@ -447,38 +532,9 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
           return "the repository " + repository +
                  " borrows objects from more directories than ptybox protects" + fix;
         }
-        for (const std::filesystem::path& dir : {named, ec ? named : real.lexically_normal()}) {
-          std::filesystem::path relative;
-          const std::optional<int> root = holding(dir, relative);
-          if (!root) continue;  // outside every writable root: read-only in the session
-          const UniqueFd borrowed(OpenAt2(*root, relative.c_str(),
-                                          O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-                                          kBeneathAnyMount));
-          if (!borrowed) {
-            return "the repository " + repository + " borrows objects from " +
-                   Printable(dir.string(), 300) +
-                   ", inside a writable root, which is missing, not a directory or reached "
-                   "through a link: a session could make it, and the host's git would take its "
-                   "objects as the repository's" +
-                   fix;
-          }
-          auto in_git =
-              std::find_if(git_paths.begin(), git_paths.end(), [&](const std::filesystem::path& g) {
-                return InsideAnyRoot(dir, {g.lexically_normal()});
-              });
-          const std::filesystem::path pinned =
-              in_git != git_paths.end() ? in_git->parent_path().lexically_normal() : dir;
-          std::filesystem::path pinned_relative;
-          if (holding(pinned, pinned_relative)) {
-            pins += std::distance(pinned_relative.begin(), pinned_relative.end());
-          }
-          if (pins > kMaxSubmodulePins || gitlink_dirs.size() >= kMaxSubmoduleDirs) {
-            return "the repositories in the writable roots borrow objects from too many "
-                   "directories to protect; make a smaller directory the workspace, or open the "
-                   "session read-only";
-          }
-          gitlink_dirs.push_back(pinned);
-          if (in_git == git_paths.end()) submodule_dirs.push_back(dir);
+        if (std::optional<std::string> refused =
+                keep(named, true, "the repository " + repository + " borrows objects from")) {
+          return *refused + fix;
         }
       }
     }
@@ -523,7 +579,7 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
     if (!worktree_fd) continue;  // gone since the walk: no worktree for the host's git to enter
     const std::filesystem::path git_dir = GitDirectoryOf(git_path, worktree_fd.Get(), budget);
     if (git_dir.empty()) continue;
-    if (std::optional<std::string> refused = protect_alternates(worktree, git_dir)) {
+    if (std::optional<std::string> refused = protect_followed(worktree, git_dir)) {
       return refused;
     }
     if (git_dir != git_path) named_git_dirs.emplace_back(worktree, git_dir);

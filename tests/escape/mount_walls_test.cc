@@ -300,6 +300,78 @@ TEST_P(MountWallsTest, AnObjectDirectoryARepositoryBorrowsCannotBeReplaced) {
   }
 }
 
+// A linked worktree's git directory lies in its main repository's .git, and git follows its
+// `commondir` there for config and objects: the main repository set aside (`mv app app.x`) and
+// made anew with a config of the session's had the person's `git status` in the worktree run the
+// session's fsmonitor (outside review 60). Its worktree is pinned.
+TEST_P(MountWallsTest, ALinkedWorktreesMainRepositoryCannotBeMovedAside) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  TempDir host;
+  const fs::path marker = host.path() / "fsmonitor-ran";
+  ASSERT_EQ(HostGit(ws, {"init", "-q", "app"}).exit_code, 0);
+  std::ofstream(ws / "app" / "f") << "hello\n";
+  ASSERT_EQ(HostGit(ws / "app", {"add", "f"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws / "app", {"commit", "-q", "-m", "f"}).exit_code, 0);
+  ASSERT_EQ(
+      HostGit(ws / "app", {"worktree", "add", "-q", "-b", "feature", "../app-feature"}).exit_code,
+      0);
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, Mode());
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string attack =
+      "mv app app.x 2>/dev/null; echo moved=$?; "
+      "if [ ! -d app/.git ]; then mkdir -p app/.git/worktrees/app-feature app/.git/objects "
+      "app/.git/refs/heads && cp app.x/.git/worktrees/app-feature/HEAD "
+      "app.x/.git/worktrees/app-feature/commondir app.x/.git/worktrees/app-feature/gitdir "
+      "app/.git/worktrees/app-feature/ && echo 'ref: refs/heads/main' > app/.git/HEAD && "
+      "printf '[core]\\n\\tfsmonitor = \"touch " +
+      marker.string() + "; false\"\\n' > app/.git/config; fi; echo attack-done";
+  Observed did = RunInSession(client, id, Mode(), "move-main-repository-aside", attack);
+  std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("attack-done")) << did.Show();
+  RunResult status = HostGit(ws / "app-feature", {"status", "--short"});
+  if (Confined()) {
+    EXPECT_FALSE(did.Says("moved=0")) << did.Show();
+    EXPECT_FALSE(fs::exists(marker)) << "the person's git status ran the session's fsmonitor";
+  } else {
+    EXPECT_TRUE(did.Says("moved=0")) << did.Show();  // the control
+    EXPECT_TRUE(fs::exists(marker)) << status.Describe();
+  }
+}
+
+// Links in a .git (git's contrib `git-new-workdir` links config, objects and refs to another
+// repository's .git): the linked repository set aside and made anew, and the person's git in the
+// protected repository ran what the session wrote (outside review 60). The linked repository is
+// pinned (a linked directory outside every .git would be protected and pinned).
+TEST_P(MountWallsTest, WhatALinkInAProtectedGitLeadsToCannotBeReplaced) {
+  Daemon daemon;
+  const fs::path ws = daemon.workspace();
+  ASSERT_EQ(HostGit(ws, {"init", "-q", "orig"}).exit_code, 0);
+  std::ofstream(ws / "orig" / "f") << "hello\n";
+  ASSERT_EQ(HostGit(ws / "orig", {"add", "f"}).exit_code, 0);
+  ASSERT_EQ(HostGit(ws / "orig", {"commit", "-q", "-m", "f"}).exit_code, 0);
+  // git-new-workdir's layout.
+  fs::create_directories(ws / "wd" / ".git");
+  for (const char* entry : {"config", "objects", "refs", "hooks", "info"}) {
+    fs::create_symlink(ws / "orig" / ".git" / entry, ws / "wd" / ".git" / entry);
+  }
+  fs::copy_file(ws / "orig" / ".git" / "HEAD", ws / "wd" / ".git" / "HEAD");
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, Mode());
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string attack = "mv orig orig.x 2>/dev/null; echo orig=$?; echo attack-done";
+  Observed did = RunInSession(client, id, Mode(), "replace-what-links-lead-to", attack);
+  std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("attack-done")) << did.Show();
+  if (Confined()) {
+    EXPECT_FALSE(did.Says("orig=0")) << did.Show();
+    EXPECT_EQ(HostGit(ws / "wd", {"fsck", "--no-progress"}).exit_code, 0);
+  } else {
+    EXPECT_TRUE(did.Says("orig=0")) << did.Show();  // the control
+  }
+}
+
 // A repository of a writable root whose index lists submodules (gitlinks) that are not checked
 // out: the host's `git status` enters each one's directory when it holds a .git. A session that
 // made one there (`git init sub`, or in a directory put in place of a renamed parent) would have
