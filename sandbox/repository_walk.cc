@@ -5,8 +5,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/openat2.h>
 #include <linux/sched.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -14,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -22,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -322,6 +326,40 @@ bool IsWorktreePath(std::string_view path) {
 
 constexpr uint64_t kBeneathAnyMount = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
 
+// Whether `uid` may read and search the directory `path` (links resolved) and search every
+// directory above it, by their mode bits and the user's groups in the password database. A
+// directory that is not there holds nothing to read.
+bool UserMayRead(const std::filesystem::path& path, uid_t uid) {
+  if (uid == 0) return true;
+  std::error_code ec;
+  const std::filesystem::path real = std::filesystem::canonical(path, ec);
+  if (ec) return true;
+  std::vector<gid_t> groups;
+  {
+    passwd entry{};
+    passwd* found = nullptr;
+    std::vector<char> buffer(16 * 1024);
+    if (::getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) != 0 || found == nullptr) {
+      return false;
+    }
+    int count = 256;
+    groups.resize(static_cast<size_t>(count));
+    if (::getgrouplist(entry.pw_name, entry.pw_gid, groups.data(), &count) < 0) return false;
+    groups.resize(static_cast<size_t>(count));
+  }
+  bool last = true;
+  for (std::filesystem::path at = real;; at = at.parent_path()) {
+    struct stat st {};
+    if (::stat(at.c_str(), &st) != 0) return false;
+    const bool in_group = std::find(groups.begin(), groups.end(), st.st_gid) != groups.end();
+    const mode_t read = st.st_uid == uid ? S_IRUSR : in_group ? S_IRGRP : S_IROTH;
+    const mode_t search = st.st_uid == uid ? S_IXUSR : in_group ? S_IXGRP : S_IXOTH;
+    if ((st.st_mode & search) == 0 || (last && (st.st_mode & read) == 0)) return false;
+    last = false;
+    if (at == at.parent_path()) return true;
+  }
+}
+
 // Each gitlink of each repository of `gits` that lies inside a writable root: the host's git
 // enters that directory (`git status` runs git there) when it holds a `.git`. One with a `.git`
 // is a repository of the walk; one without must be a directory the session cannot write into
@@ -331,7 +369,8 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
                                                 const std::vector<std::filesystem::path>& git_paths,
                                                 const std::vector<std::filesystem::path>& git_links,
                                                 std::vector<std::filesystem::path>& submodule_dirs,
-                                                std::vector<std::filesystem::path>& gitlink_dirs) {
+                                                std::vector<std::filesystem::path>& gitlink_dirs,
+                                                std::optional<uid_t> owner, size_t look_budget) {
   std::vector<std::filesystem::path> normal_roots;
   for (const std::filesystem::path& r : roots) normal_roots.push_back(r.lexically_normal());
   std::vector<std::optional<OpenedPath>> opened(roots.size());
@@ -361,6 +400,10 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
   // objects, or ran its config); anywhere else it is protected as a whole and pinned. Its path
   // and, links resolved, where it leads, both. One missing, not a directory or reached through a
   // link inside a root refuses the launch when `required` (`what` names it for the refusal).
+  // The walk's .git paths, for finding the one a directory lies in by its ancestors.
+  std::set<std::filesystem::path> git_set;
+  for (const std::filesystem::path& g : git_paths) git_set.insert(g.lexically_normal());
+  std::set<std::filesystem::path> kept_already;  // each directory judged once per launch
   auto keep = [&](const std::filesystem::path& path, bool required,
                   const std::string& what) -> std::optional<std::string> {
     std::error_code ec;
@@ -368,17 +411,22 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
     const std::filesystem::path real = std::filesystem::weakly_canonical(named, ec);
     for (const std::filesystem::path& dir : {named, ec ? named : real.lexically_normal()}) {
       std::filesystem::path relative;
-      auto in_git =
-          std::find_if(git_paths.begin(), git_paths.end(), [&](const std::filesystem::path& g) {
-            return InsideAnyRoot(dir, {g.lexically_normal()});
-          });
+      const std::optional<int> root = holding(dir, relative);
+      if (!root) continue;  // outside every writable root: read-only in the session
+      if (!kept_already.insert(dir).second) continue;
+      std::filesystem::path in_git;
+      for (std::filesystem::path up = dir; !up.empty(); up = up.parent_path()) {
+        if (git_set.contains(up)) {
+          in_git = up;
+          break;
+        }
+        if (up == up.parent_path()) break;
+      }
       std::filesystem::path pinned = dir;
-      if (in_git != git_paths.end()) {
-        pinned = in_git->parent_path().lexically_normal();
+      if (!in_git.empty()) {
+        pinned = in_git.parent_path();
         if (!holding(pinned, relative) || relative == ".") continue;  // a root is never moved
       } else {
-        const std::optional<int> root = holding(dir, relative);
-        if (!root) continue;  // outside every writable root: read-only in the session
         const UniqueFd opened_dir(OpenAt2(*root, relative.c_str(),
                                           O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
                                           kBeneathAnyMount));
@@ -420,6 +468,12 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
     }
     return std::nullopt;
   };
+  // The entries of git directories the launch looks at for links, all repositories together,
+  // each directory once: a session's many gitfiles naming one directory of many links cost one
+  // listing, not one per repository (outside review 62).
+  const size_t kEntriesLooked = look_budget;  // a fifth of the walk's: 200,000 by default
+  size_t looked = 0;
+  std::set<std::filesystem::path> scanned;
   // What else a repository's git directory `git_dir` (of `worktree`) leads git to by path: its
   // common directory (a linked worktree's `commondir`), the links among its own entries and its
   // common directory's (git's contrib `git-new-workdir` links config, objects, refs... to
@@ -447,30 +501,42 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
         }
       }
     }
-    // Links among the git directories' entries (and in logs/), each kept where it leads.
-    constexpr size_t kEntriesLooked = 4096;
-    for (const std::filesystem::path& dir : {git_dir, common, git_dir / "logs", common / "logs"}) {
+    // Links anywhere in the git directories (a loose ref, `objects/pack`, `worktrees/<id>`, as
+    // much as git-new-workdir's top-level ones: outside review 61), each kept where it leads. The
+    // loose objects' own directories are listed only for their links' sake at their top
+    // (`objects/xx` itself), not entered: a repository may hold a million loose objects.
+    for (const std::filesystem::path& top : {git_dir, common}) {
+      if (!scanned.insert(top.lexically_normal()).second) continue;
       std::error_code ec;
-      std::filesystem::directory_iterator it(dir, ec);
-      size_t looked = 0;
-      for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+      std::filesystem::recursive_directory_iterator it(top, ec);
+      for (; !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
         if (++looked > kEntriesLooked) {
-          return "the git directory " + Printable(dir.string(), 300) + " of the repository " +
-                 repository + " has more entries than a launch looks at" + read_only;
+          return "the git directories of the repositories in the writable roots hold more "
+                 "entries than a launch looks at (" +
+                 std::to_string(kEntriesLooked) + ", the last in " + Printable(top.string(), 300) +
+                 "; `git gc` packs loose objects and refs)" + read_only;
+        }
+        const std::filesystem::path& entry = it->path();
+        std::error_code type_error;
+        if (it->is_directory(type_error) && !it->is_symlink(type_error)) {
+          const std::string name = entry.filename().string();
+          const bool loose_dir = entry.parent_path().filename() == "objects" && name.size() == 2 &&
+                                 std::isxdigit(static_cast<unsigned char>(name[0])) &&
+                                 std::isxdigit(static_cast<unsigned char>(name[1]));
+          if (loose_dir) it.disable_recursion_pending();
+          continue;
         }
         std::error_code link_error;
         if (!it->is_symlink(link_error) || link_error) continue;
-        const std::filesystem::path target = std::filesystem::read_symlink(it->path(), link_error);
+        const std::filesystem::path target = std::filesystem::read_symlink(entry, link_error);
         if (link_error) continue;
         const std::filesystem::path leads =
-            (target.is_absolute() ? target : dir / target).lexically_normal();
-        // A link to a file (git-new-workdir's `config`, `packed-refs`) keeps its directory.
-        std::error_code type_error;
+            (target.is_absolute() ? target : entry.parent_path() / target).lexically_normal();
+        // A link to a file (git-new-workdir's `config`, a loose ref) keeps its directory.
         const bool is_dir = std::filesystem::is_directory(leads, type_error);
-        if (std::optional<std::string> refused =
-                keep(is_dir ? leads : leads.parent_path(), true,
-                     "the repository " + repository + " links " +
-                         Printable(it->path().string(), 300) + " to")) {
+        if (std::optional<std::string> refused = keep(is_dir ? leads : leads.parent_path(), true,
+                                                      "the repository " + repository + " links " +
+                                                          Printable(entry.string(), 300) + " to")) {
           return *refused + read_only;
         }
       }
@@ -492,8 +558,9 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
       read_already.push_back(objects);
       const std::filesystem::path file = objects / "info" / "alternates";
       const std::string fix = "; make the repository self-contained (git -C " + repository +
-                              " repack -a -d, then remove " + Printable(file.string(), 300) + ")" +
-                              read_only;
+                              " repack -a -d while what it borrows is there, then remove " +
+                              Printable(file.string(), 300) +
+                              "), or remove the repository if a session made it" + read_only;
       struct stat link {};
       if (::lstat(file.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
         return "the repository " + repository + " borrows objects through " +
@@ -535,6 +602,16 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
         if (std::optional<std::string> refused =
                 keep(named, true, "the repository " + repository + " borrows objects from")) {
           return *refused + fix;
+        }
+        // A root daemon's copy-back reads them as root (its git, its object lookups): a
+        // session's own repository borrowing from another owner's private one made the daemon
+        // tell it which objects that one holds (outside review 62).
+        if (::geteuid() == 0 && owner && !UserMayRead(named, *owner)) {
+          return "the repository " + repository + " borrows objects from " +
+                 Printable(named.string(), 300) +
+                 ", which the workspace's owner may not read; ptybox reads a repository's "
+                 "objects as its daemon and lends that to no session" +
+                 fix;
         }
       }
     }
@@ -713,8 +790,9 @@ LaunchRepositories RepositoriesOfLaunch(const SandboxSpec& sandbox, size_t max_e
     found.git_ids.push_back(id);
   }
   if (!found.incomplete) {
-    found.incomplete = CollectSubmoduleDirs(WritableRoots(sandbox), found.git_paths, links,
-                                            found.submodule_dirs, found.gitlink_dirs);
+    found.incomplete =
+        CollectSubmoduleDirs(WritableRoots(sandbox), found.git_paths, links, found.submodule_dirs,
+                             found.gitlink_dirs, owner, max_entries / 5);
   }
   return found;
 }

@@ -234,6 +234,72 @@ TEST_F(RepositoryWalkTest, AnUnreadableDirectoryOfTheSessionsOwnerIsIncompleteOf
   fs::permissions(dir_ / "ws" / "closed", fs::perms::owner_all);
 }
 
+// A session's many gitfiles naming one directory of many links: each git directory is looked at
+// once per launch, all repositories together, and the entries looked at are bounded (a fifth of
+// the walk's bound): 300 repositories each re-reading 8,000 links (and judging each against
+// every repository) held every later launch of the workspace for minutes (outside review 62).
+TEST_F(RepositoryWalkTest, GitDirectoriesAreLookedAtOncePerLaunchAndBounded) {
+  const fs::path ws = dir_ / "ws";
+  fs::create_directories(ws / "L" / "logs");
+  for (int i = 0; i < 1000; ++i) {
+    fs::create_directory_symlink("/", ws / "L" / ("l" + std::to_string(i)));
+    fs::create_directory_symlink("/", ws / "L" / "logs" / ("l" + std::to_string(i)));
+  }
+  for (int r = 0; r < 300; ++r) {
+    const fs::path repo = ws / ("r" + std::to_string(r));
+    fs::create_directories(repo);
+    std::ofstream(repo / ".git") << "gitdir: " << (ws / "L").string() << "\n";
+  }
+  SandboxSpec sandbox;
+  sandbox.mode = policy::Mode::kWorkspaceWrite;
+  sandbox.workspace_root = ws;
+  // The walk's bound, 50,000 entries, bounds the links looked at to a fifth of it.
+  const LaunchRepositories shared = RepositoriesOfLaunch(sandbox, 50'000);
+  EXPECT_FALSE(shared.incomplete) << *shared.incomplete;  // one listing of L, links outside
+  EXPECT_EQ(shared.git_paths.size(), 300U);
+  // Each repository's own directory of links: 300 listings of 40 entries pass the bound.
+  for (int r = 0; r < 300; ++r) {
+    const fs::path own = ws / ("d" + std::to_string(r));
+    fs::create_directories(own);
+    for (int i = 0; i < 40; ++i) {
+      fs::create_directory_symlink("/", own / ("l" + std::to_string(i)));
+    }
+    std::ofstream(ws / ("r" + std::to_string(r)) / ".git") << "gitdir: " << own.string() << "\n";
+  }
+  const LaunchRepositories many = RepositoriesOfLaunch(sandbox, 50'000);
+  ASSERT_TRUE(many.incomplete);
+  EXPECT_NE(many.incomplete->find("more entries than a launch looks at"), std::string::npos)
+      << *many.incomplete;
+}
+
+// A root daemon's copy-back reads a repository's objects, borrowed ones included, as root: a
+// session's own repository borrowing from a directory its user may not read (another owner's
+// private repository) made the daemon tell it which objects that one holds (outside review 62).
+// Such a launch is refused; one borrowing from a directory the owner may read goes ahead.
+TEST_F(RepositoryWalkTest, ARootLaunchRefusesObjectsBorrowedFromWhatTheOwnerMayNotRead) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the owner's access is judged for a root daemon";
+  const fs::path ws = dir_ / "ws";
+  fs::create_directories(ws / "probe" / ".git" / "objects" / "info");
+  fs::create_directories(dir_ / "private" / "objects");
+  fs::permissions(dir_ / "private", fs::perms::owner_all);
+  std::ofstream(ws / "probe" / ".git" / "objects" / "info" / "alternates")
+      << (dir_ / "private" / "objects").string() << "\n";
+  ASSERT_EQ(::chown(ws.c_str(), 65534, 65534), 0);  // the workspace's owner: nobody
+  SandboxSpec sandbox;
+  sandbox.mode = policy::Mode::kWorkspaceWrite;
+  sandbox.workspace_root = ws;
+  const LaunchRepositories refused = RepositoriesOfLaunch(sandbox);
+  ASSERT_TRUE(refused.incomplete) << "a launch lent the daemon's reading of a private directory";
+  EXPECT_NE(refused.incomplete->find("may not read"), std::string::npos) << *refused.incomplete;
+  // Readable by everyone, up to the root.
+  for (const fs::path& dir : {dir_, dir_ / "private", dir_ / "private" / "objects"}) {
+    fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                             fs::perms::others_read | fs::perms::others_exec);
+  }
+  const LaunchRepositories readable = RepositoriesOfLaunch(sandbox);
+  EXPECT_FALSE(readable.incomplete) << *readable.incomplete;
+}
+
 TEST_F(RepositoryWalkTest, ARepositoryRecreatedAtTheSamePathIsAnotherOne) {
   // A host that re-clones (or `mv .git` and `git init`) while a pooled shell waits: the path
   // is the same, the object its launch protected is not.
