@@ -404,11 +404,19 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
   std::set<std::filesystem::path> git_set;
   for (const std::filesystem::path& g : git_paths) git_set.insert(g.lexically_normal());
   std::set<std::filesystem::path> kept_already;  // each directory judged once per launch
-  auto keep = [&](const std::filesystem::path& path, bool required,
-                  const std::string& what) -> std::optional<std::string> {
+  // What a kept directory outside every .git must be: a git directory (a gitfile's or
+  // `commondir`'s target, protected whole), an object directory (an alternate: it has `pack/` or
+  // `info/`), or nothing (a link's target: refused, never silently made read-only; a session's
+  // own repository linking to a source directory made it read-only in every later session,
+  // outside review 64).
+  enum class Kept { kGitDirectory, kObjects, kLinkTarget };
+  auto keep = [&](const std::filesystem::path& path, bool required, const std::string& what,
+                  Kept kind = Kept::kGitDirectory) -> std::optional<std::string> {
     std::error_code ec;
+    // Resolved as the kernel resolves it, from the raw path: `..` after a link climbs from where
+    // the link leads, which tidying the text first loses (outside review 63).
     const std::filesystem::path named = path.lexically_normal();
-    const std::filesystem::path real = std::filesystem::weakly_canonical(named, ec);
+    const std::filesystem::path real = std::filesystem::weakly_canonical(path, ec);
     for (const std::filesystem::path& dir : {named, ec ? named : real.lexically_normal()}) {
       std::filesystem::path relative;
       const std::optional<int> root = holding(dir, relative);
@@ -436,6 +444,18 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
                  ", inside a writable root, which is missing, not a directory or reached "
                  "through a link: a session could make it, and the host's git would take it as "
                  "the repository's";
+        }
+        struct stat sub {};
+        const bool objects_like =
+            ::fstatat(opened_dir.Get(), "pack", &sub, AT_SYMLINK_NOFOLLOW) == 0 ||
+            ::fstatat(opened_dir.Get(), "info", &sub, AT_SYMLINK_NOFOLLOW) == 0;
+        if (kind == Kept::kLinkTarget || (kind == Kept::kObjects && !objects_like)) {
+          return what + " " + Printable(dir.string(), 300) +
+                 ", a directory inside a writable root outside every repository's .git (" +
+                 (kind == Kept::kObjects ? "and no object directory" : "a link's target") +
+                 "), which a session could change; ptybox does not make such a directory "
+                 "read-only unasked. Keep it inside a .git or outside the workspace, or remove "
+                 "the repository if a session made it";
         }
         submodule_dirs.push_back(dir);
       }
@@ -485,6 +505,16 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
                               const std::filesystem::path& git_dir) -> std::optional<std::string> {
     const std::string repository = Printable(worktree.string(), 200);
     const std::string read_only = ", or open the session read-only";
+    // A root daemon reads here as root: nothing the workspace's owner may not read is looked
+    // at for its session, nor reported in a refusal (outside review 64: a gitfile naming another
+    // owner's .git, its entries counted through the look's bound).
+    auto unreadable = [&](const std::filesystem::path& dir) {
+      return ::geteuid() == 0 && owner && !UserMayRead(dir, *owner);
+    };
+    if (unreadable(git_dir)) {
+      return "the repository " + repository +
+             " has its git directory where the workspace's owner may not read" + read_only;
+    }
     std::filesystem::path common = git_dir;
     {
       const std::filesystem::path file = git_dir / "commondir";
@@ -494,6 +524,10 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
         if (!text.empty()) {
           const std::filesystem::path named(text);
           common = (named.is_absolute() ? named : git_dir / named).lexically_normal();
+          if (unreadable(common)) {
+            return "the repository " + repository +
+                   " has its common directory where the workspace's owner may not read" + read_only;
+          }
           if (std::optional<std::string> refused = keep(
                   common, true, "the repository " + repository + " has its common directory at")) {
             return *refused + read_only;
@@ -518,6 +552,8 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
         }
         const std::filesystem::path& entry = it->path();
         std::error_code type_error;
+        const bool in_objects =
+            std::filesystem::path(entry.lexically_relative(top)).begin()->string() == "objects";
         if (it->is_directory(type_error) && !it->is_symlink(type_error)) {
           const std::string name = entry.filename().string();
           const bool loose_dir = entry.parent_path().filename() == "objects" && name.size() == 2 &&
@@ -527,16 +563,59 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
           continue;
         }
         std::error_code link_error;
-        if (!it->is_symlink(link_error) || link_error) continue;
+        if (!it->is_symlink(link_error) || link_error) {
+          // A file of git's with another name (a hard link: a hook kept in the tree, a loose ref)
+          // is changed through that name, which no mount of the .git covers, and which the
+          // launch cannot find (outside review 63). Objects are left: `git clone --local`
+          // hard-links them, git reads them by their id, and the copy-back checks each.
+          std::error_code count_error;
+          if (!in_objects && it->is_regular_file(count_error) &&
+              it->hard_link_count(count_error) > 1 && !count_error) {
+            return "the repository " + repository + " has " + Printable(entry.string(), 300) +
+                   ", a file with another name (a hard link), through which a session could "
+                   "change what git reads there; replace it with a copy (cp --remove-destination "
+                   "--no-preserve=links), or open the session read-only";
+          }
+          continue;
+        }
         const std::filesystem::path target = std::filesystem::read_symlink(entry, link_error);
         if (link_error) continue;
         const std::filesystem::path leads =
-            (target.is_absolute() ? target : entry.parent_path() / target).lexically_normal();
-        // A link to a file (git-new-workdir's `config`, a loose ref) keeps its directory.
-        const bool is_dir = std::filesystem::is_directory(leads, type_error);
-        if (std::optional<std::string> refused = keep(is_dir ? leads : leads.parent_path(), true,
-                                                      "the repository " + repository + " links " +
-                                                          Printable(entry.string(), 300) + " to")) {
+            target.is_absolute() ? target : entry.parent_path() / target;
+        const std::filesystem::path resolved = std::filesystem::weakly_canonical(leads, type_error);
+        if (!std::filesystem::is_directory(leads, type_error)) {
+          // A link to a file (git-new-workdir's `config`, a loose ref): inside a .git of the walk,
+          // that repository is kept (pinned); a file inside a root but outside every .git cannot
+          // be kept (its directory may be a root, which is never made read-only: outside review
+          // 63), so the launch is refused.
+          std::filesystem::path relative;
+          bool in_a_git = false;
+          for (std::filesystem::path up = resolved; !up.empty(); up = up.parent_path()) {
+            if (git_set.contains(up)) {
+              in_a_git = true;
+              break;
+            }
+            if (up == up.parent_path()) break;
+          }
+          if (!in_a_git &&
+              (holding(resolved, relative) || holding(leads.lexically_normal(), relative))) {
+            return "the repository " + repository + " links " + Printable(entry.string(), 300) +
+                   " to " + Printable(resolved.string(), 300) +
+                   ", a file inside a writable root, which a session could change; put the file "
+                   "itself in the .git (or outside the workspace), or open the session read-only";
+          }
+          if (std::optional<std::string> refused =
+                  keep(leads.parent_path(), true,
+                       "the repository " + repository + " links " + Printable(entry.string(), 300) +
+                           " into")) {
+            return *refused + read_only;
+          }
+          continue;
+        }
+        if (std::optional<std::string> refused = keep(
+                leads, true,
+                "the repository " + repository + " links " + Printable(entry.string(), 300) + " to",
+                Kept::kLinkTarget)) {
           return *refused + read_only;
         }
       }
@@ -600,7 +679,8 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
                  " borrows objects from more directories than ptybox protects" + fix;
         }
         if (std::optional<std::string> refused =
-                keep(named, true, "the repository " + repository + " borrows objects from")) {
+                keep(named, true, "the repository " + repository + " borrows objects from",
+                     Kept::kObjects)) {
           return *refused + fix;
         }
         // A root daemon's copy-back reads them as root (its git, its object lookups): a
@@ -631,9 +711,9 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
   std::vector<std::filesystem::path> enclosing;
   for (const std::filesystem::path& r : normal_roots) {
     for (std::filesystem::path up = r.parent_path(); !up.empty(); up = up.parent_path()) {
+      // As git's discovery finds it, a `.git` link followed (outside review 64).
       struct stat st {};
-      if (::lstat((up / ".git").c_str(), &st) == 0 &&
-          (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+      if (::stat((up / ".git").c_str(), &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
         if (!InsideAnyRoot(up, normal_roots)) enclosing.push_back(up / ".git");
       }
       if (up == up.parent_path()) break;
@@ -654,7 +734,17 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
                                    : OpenAt2(*worktree_root, worktree_relative.c_str(),
                                              O_PATH | O_DIRECTORY | O_CLOEXEC, kBeneathAnyMount));
     if (!worktree_fd) continue;  // gone since the walk: no worktree for the host's git to enter
-    const std::filesystem::path git_dir = GitDirectoryOf(git_path, worktree_fd.Get(), budget);
+    std::filesystem::path git_dir;
+    struct stat git_link {};
+    if (outside && ::lstat(git_path.c_str(), &git_link) == 0 && S_ISLNK(git_link.st_mode)) {
+      // Around the roots, a `.git` link is the person's (outside every root): its target is
+      // the git directory.
+      std::error_code ec;
+      git_dir = std::filesystem::canonical(git_path, ec);
+      if (ec || !std::filesystem::is_directory(git_dir, ec)) continue;
+    } else {
+      git_dir = GitDirectoryOf(git_path, worktree_fd.Get(), budget);
+    }
     if (git_dir.empty()) continue;
     if (std::optional<std::string> refused = protect_followed(worktree, git_dir)) {
       return refused;
@@ -738,6 +828,9 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
   }
   for (const auto& [worktree, git_dir] : named_git_dirs) {
     if (std::optional<std::string> refused = protect_git_dir(worktree, git_dir)) return refused;
+    // What a `.git` link's target leads to as well (outside review 64; a gitfile's target was
+    // looked at with its repository, and is not listed twice).
+    if (std::optional<std::string> refused = protect_followed(worktree, git_dir)) return refused;
   }
   for (auto* dirs : {&submodule_dirs, &gitlink_dirs}) {
     std::sort(dirs->begin(), dirs->end());

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -43,6 +44,8 @@ struct GitWriteSession {
   void Open();
   // The session alone, for a test that prepares the repository its own way first.
   void OpenSession();
+  // The session, or the launch's refusal (its message): for a layout the launch may refuse.
+  std::optional<std::string> OpenOrRefusal();
 };
 
 // The host's git in `repo`, as the person who owns it runs it (a submodule from a local path
@@ -76,6 +79,17 @@ inline void MakeRepository(const std::filesystem::path& ws) {
 inline void GitWriteSession::Open() {
   ASSERT_NO_FATAL_FAILURE(MakeRepository(ws));
   ASSERT_NO_FATAL_FAILURE(OpenSession());
+}
+
+inline std::optional<std::string> GitWriteSession::OpenOrRefusal() {
+  const Json set = client.Call("policy_set_mode", Json{{"mode", "workspace-write"}});
+  EXPECT_TRUE(set.contains("result")) << set.dump();
+  const Json opened = client.Call("terminal_open", Json::object());
+  if (opened.contains("result")) {
+    id = opened["result"]["sessionId"].get<std::string>();
+    return std::nullopt;
+  }
+  return opened.dump();
 }
 
 inline void GitWriteSession::OpenSession() {

@@ -471,6 +471,49 @@ TEST_P(MountWallsTest, ASubmoduleWithoutItsDirectoryRefusesAWritableSession) {
 // host's git run in the repository enters it. Its directory is protected as a whole (no session
 // makes a repository there), and once it is missing the launch is refused, as for a submodule of
 // a repository inside the workspace.
+// The same with the repository around the workspace keeping its .git elsewhere through a link
+// (`.git -> ../repo.gitdir`): git's discovery follows the link, the launch looked only for a
+// directory or a file, and the submodule inside the workspace was neither protected nor pinned
+// (outside review 64).
+TEST_P(MountWallsTest, ASubmoduleOfARepositoryAroundWhoseGitIsALinkIsProtected) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {}, .workspace_below = "sub"});
+  const fs::path ws = daemon.workspace();
+  const fs::path repo = ws.parent_path();
+  TempDir host;
+  const fs::path marker = host.path() / "fsmonitor-ran";
+  const fs::path gitdir = host.path() / "repo.gitdir";
+  ASSERT_EQ(HostGit(repo, {"init", "-q", "--separate-git-dir", gitdir.string()}).exit_code, 0);
+  fs::remove(repo / ".git");  // the gitfile --separate-git-dir wrote: a link instead
+  fs::create_directory_symlink(gitdir, repo / ".git");
+  std::ofstream(repo / "a.txt") << "a\n";
+  ASSERT_EQ(HostGit(repo, {"update-index", "--add", "--cacheinfo",
+                           "160000,1111111111111111111111111111111111111111,sub/libs/mod"})
+                .exit_code,
+            0);
+  fs::create_directories(ws / "libs" / "mod");
+  ASSERT_EQ(HostGit(repo, {"add", "a.txt"}).exit_code, 0);
+  ASSERT_EQ(HostGit(repo, {"commit", "-q", "-m", "with a submodule"}).exit_code, 0);
+  RpcClient client(daemon.socket());
+  const std::string id = OpenSession(client, Mode());
+  ASSERT_FALSE(id.empty()) << daemon.Log();
+  const std::string attack =
+      "mv libs libs-aside 2>/dev/null; echo libs=$?; mkdir -p libs/mod 2>/dev/null; git init -q "
+      "libs/mod >/dev/null 2>&1 && git -C libs/mod config core.fsmonitor 'touch " +
+      marker.string() + "; false' 2>/dev/null; echo mod=$?";
+  Observed did = RunInSession(client, id, Mode(), "plant-enclosing-submodule", attack);
+  std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
+  ASSERT_TRUE(did.Says("mod=")) << did.Show();
+  RunResult status = HostGit(repo, {"status", "--short"});
+  if (Confined()) {
+    EXPECT_FALSE(did.Says("libs=0")) << did.Show();
+    EXPECT_FALSE(did.Says("mod=0")) << did.Show();
+    EXPECT_FALSE(fs::exists(marker)) << "the host's git status ran the session's fsmonitor";
+  } else {
+    EXPECT_TRUE(did.Says("mod=0")) << did.Show();
+    EXPECT_TRUE(fs::exists(marker)) << status.Describe();  // the control
+  }
+}
+
 TEST_P(MountWallsTest, ASubmoduleOfTheRepositoryAroundTheWorkspaceNeverBecomesASessions) {
   Daemon daemon(Daemon::Options{.extra_args = {}, .env = {}, .workspace_below = "sub"});
   const fs::path ws = daemon.workspace();

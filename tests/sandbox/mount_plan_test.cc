@@ -300,6 +300,60 @@ TEST_F(RepositoryWalkTest, ARootLaunchRefusesObjectsBorrowedFromWhatTheOwnerMayN
   EXPECT_FALSE(readable.incomplete) << *readable.incomplete;
 }
 
+// A repository (a session's own, perhaps) whose alternates or links name a plain directory of
+// the workspace: refused with a message, never silently made read-only in every later session
+// (outside review 64). An object directory (with pack/ or info/) is protected.
+TEST_F(RepositoryWalkTest, APlainDirectoryALinkOrAnAlternateNamesIsRefusedNotMadeReadOnly) {
+  const fs::path ws = dir_ / "ws";
+  fs::create_directories(ws / "src");
+  fs::create_directories(ws / "evil" / ".git" / "objects" / "info");
+  std::ofstream(ws / "evil" / ".git" / "objects" / "info" / "alternates")
+      << (ws / "src").string() << "\n";
+  SandboxSpec sandbox;
+  sandbox.mode = policy::Mode::kWorkspaceWrite;
+  sandbox.workspace_root = ws;
+  const LaunchRepositories alternate = RepositoriesOfLaunch(sandbox);
+  ASSERT_TRUE(alternate.incomplete);
+  EXPECT_NE(alternate.incomplete->find("no object directory"), std::string::npos)
+      << *alternate.incomplete;
+  fs::create_directories(ws / "src" / "pack");  // now it is one: protected
+  const LaunchRepositories objects = RepositoriesOfLaunch(sandbox);
+  EXPECT_FALSE(objects.incomplete) << *objects.incomplete;
+  EXPECT_NE(std::find(objects.submodule_dirs.begin(), objects.submodule_dirs.end(), ws / "src"),
+            objects.submodule_dirs.end());
+  fs::remove(ws / "evil" / ".git" / "objects" / "info" / "alternates");
+  fs::create_directory_symlink("../../src", ws / "evil" / ".git" / "x");
+  const LaunchRepositories linked = RepositoriesOfLaunch(sandbox);
+  ASSERT_TRUE(linked.incomplete);
+  EXPECT_NE(linked.incomplete->find("a link's target"), std::string::npos) << *linked.incomplete;
+}
+
+// For a root daemon, a gitfile naming a git directory the workspace's owner may not read is
+// refused before anything there is read, and the refusal says nothing of what is there
+// (outside review 64: counted through the look's bound, its alternates named).
+TEST_F(RepositoryWalkTest, ARootLaunchFollowsNoGitfileIntoWhatTheOwnerMayNotRead) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the owner's access is judged for a root daemon";
+  const fs::path ws = dir_ / "ws";
+  fs::create_directories(ws / "peek");
+  fs::create_directories(dir_ / "private" / ".git" / "objects" / "info");
+  std::ofstream(dir_ / "private" / ".git" / "objects" / "info" / "alternates")
+      << "/secret-upstream/objects\n";
+  fs::permissions(dir_ / "private", fs::perms::owner_all);
+  std::ofstream(ws / "peek" / ".git") << "gitdir: " << (dir_ / "private" / ".git").string() << "\n";
+  ASSERT_EQ(::chown(ws.c_str(), 65534, 65534), 0);
+  for (const fs::path& dir : {dir_}) {
+    fs::permissions(dir, fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec);
+  }
+  SandboxSpec sandbox;
+  sandbox.mode = policy::Mode::kWorkspaceWrite;
+  sandbox.workspace_root = ws;
+  const LaunchRepositories launched = RepositoriesOfLaunch(sandbox);
+  ASSERT_TRUE(launched.incomplete);
+  EXPECT_NE(launched.incomplete->find("may not read"), std::string::npos) << *launched.incomplete;
+  EXPECT_EQ(launched.incomplete->find("secret-upstream"), std::string::npos)
+      << *launched.incomplete;
+}
+
 TEST_F(RepositoryWalkTest, ARepositoryRecreatedAtTheSamePathIsAnotherOne) {
   // A host that re-clones (or `mv .git` and `git init`) while a pooled shell waits: the path
   // is the same, the object its launch protected is not.
