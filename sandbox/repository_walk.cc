@@ -326,6 +326,15 @@ bool IsWorktreePath(std::string_view path) {
 
 constexpr uint64_t kBeneathAnyMount = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
 
+// Whether `dir` is a git directory: a HEAD file beside objects/ and refs/ (a `.git`, a bare
+// repository, a `repo`-tool project's store).
+bool LooksLikeGitDirectory(const std::filesystem::path& dir) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(dir / "HEAD", ec) &&
+         std::filesystem::is_directory(dir / "objects", ec) &&
+         std::filesystem::is_directory(dir / "refs", ec);
+}
+
 // Whether `uid` may read and search the directory `path` (links resolved) and search every
 // directory above it, by their mode bits and the user's groups in the password database. A
 // directory that is not there holds nothing to read.
@@ -410,6 +419,16 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
   // own repository linking to a source directory made it read-only in every later session,
   // outside review 64).
   enum class Kept { kGitDirectory, kObjects, kLinkTarget };
+  // The git directory (LooksLikeGitDirectory) `dir` is or lies in, inside a writable root.
+  auto git_dir_above =
+      [&](const std::filesystem::path& dir) -> std::optional<std::filesystem::path> {
+    std::filesystem::path relative;
+    for (std::filesystem::path up = dir; holding(up, relative); up = up.parent_path()) {
+      if (LooksLikeGitDirectory(up)) return up;
+      if (relative == "." || up == up.parent_path()) break;
+    }
+    return std::nullopt;
+  };
   auto keep = [&](const std::filesystem::path& path, bool required, const std::string& what,
                   Kept kind = Kept::kGitDirectory) -> std::optional<std::string> {
     std::error_code ec;
@@ -417,8 +436,17 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
     // the link leads, which tidying the text first loses (outside review 63).
     const std::filesystem::path named = path.lexically_normal();
     const std::filesystem::path real = std::filesystem::weakly_canonical(path, ec);
-    for (const std::filesystem::path& dir : {named, ec ? named : real.lexically_normal()}) {
+    for (std::filesystem::path dir : {named, ec ? named : real.lexically_normal()}) {
       std::filesystem::path relative;
+      if (kind == Kept::kLinkTarget) {
+        // A link into a bare repository of the workspace (`repo`'s project stores,
+        // git-new-workdir on a bare repository: outside review 65): that git directory is kept
+        // whole, as a gitfile's target is.
+        if (std::optional<std::filesystem::path> above = git_dir_above(dir)) {
+          dir = *above;
+          kind = Kept::kGitDirectory;
+        }
+      }
       const std::optional<int> root = holding(dir, relative);
       if (!root) continue;  // outside every writable root: read-only in the session
       if (!kept_already.insert(dir).second) continue;
@@ -491,7 +519,7 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
   // The entries of git directories the launch looks at for links, all repositories together,
   // each directory once: a session's many gitfiles naming one directory of many links cost one
   // listing, not one per repository (outside review 62).
-  const size_t kEntriesLooked = look_budget;  // a fifth of the walk's: 200,000 by default
+  const size_t kEntriesLooked = look_budget;  // kGitLookMaxEntries by default
   size_t looked = 0;
   std::set<std::filesystem::path> scanned;
   // What else a repository's git directory `git_dir` (of `worktree`) leads git to by path: its
@@ -548,12 +576,17 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
           return "the git directories of the repositories in the writable roots hold more "
                  "entries than a launch looks at (" +
                  std::to_string(kEntriesLooked) + ", the last in " + Printable(top.string(), 300) +
-                 "; `git gc` packs loose objects and refs)" + read_only;
+                 "; `git gc` packs loose objects and refs, `git reflog expire --expire=now "
+                 "--all` and `git fetch --prune` remove the logs of branches gone)" +
+                 read_only;
         }
         const std::filesystem::path& entry = it->path();
         std::error_code type_error;
+        // Objects at any depth: a submodule's `modules/<name>/objects` too (outside review 65).
+        const std::filesystem::path below = entry.lexically_relative(top);
         const bool in_objects =
-            std::filesystem::path(entry.lexically_relative(top)).begin()->string() == "objects";
+            std::any_of(below.begin(), below.end(),
+                        [](const std::filesystem::path& part) { return part == "objects"; });
         if (it->is_directory(type_error) && !it->is_symlink(type_error)) {
           const std::string name = entry.filename().string();
           const bool loose_dir = entry.parent_path().filename() == "objects" && name.size() == 2 &&
@@ -596,6 +629,14 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
               break;
             }
             if (up == up.parent_path()) break;
+          }
+          const std::optional<std::filesystem::path> bare = git_dir_above(resolved.parent_path());
+          if (!in_a_git && bare) {
+            if (std::optional<std::string> refused =
+                    keep(*bare, true, "the repository " + repository + " links into")) {
+              return *refused + read_only;
+            }
+            continue;
           }
           if (!in_a_git &&
               (holding(resolved, relative) || holding(leads.lexically_normal(), relative))) {
@@ -830,6 +871,7 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
     if (std::optional<std::string> refused = protect_git_dir(worktree, git_dir)) return refused;
     // What a `.git` link's target leads to as well (outside review 64; a gitfile's target was
     // looked at with its repository, and is not listed twice).
+    if (!LooksLikeGitDirectory(git_dir)) continue;  // a link to anywhere else is not git's
     if (std::optional<std::string> refused = protect_followed(worktree, git_dir)) return refused;
   }
   for (auto* dirs : {&submodule_dirs, &gitlink_dirs}) {
@@ -848,7 +890,7 @@ std::vector<std::filesystem::path> WritableRoots(const SandboxSpec& sandbox) {
 }
 
 LaunchRepositories RepositoriesOfLaunch(const SandboxSpec& sandbox, size_t max_entries,
-                                        TreeWatch* watch) {
+                                        TreeWatch* watch, size_t look_max) {
   LaunchRepositories found;
   found.walked = true;
   if (sandbox.mode != policy::Mode::kWorkspaceWrite) return found;
@@ -885,7 +927,7 @@ LaunchRepositories RepositoriesOfLaunch(const SandboxSpec& sandbox, size_t max_e
   if (!found.incomplete) {
     found.incomplete =
         CollectSubmoduleDirs(WritableRoots(sandbox), found.git_paths, links, found.submodule_dirs,
-                             found.gitlink_dirs, owner, max_entries / 5);
+                             found.gitlink_dirs, owner, look_max);
   }
   return found;
 }

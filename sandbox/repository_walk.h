@@ -29,6 +29,10 @@ namespace ptybox::sandbox {
 // A launch's walk: past this many entries in all its writable roots together the launch is
 // refused (about 1 s of walking on a quiet machine; a workspace that large should be narrowed).
 inline constexpr size_t kRepositoryWalkMaxEntries = 1'000'000;
+// The entries of git directories a launch looks at, all repositories together, each directory
+// once (links, hard links): past this the launch is refused. A monorepo that fetched many
+// branches keeps a reflog file per branch (`git gc` keeps them).
+inline constexpr size_t kGitLookMaxEntries = 1'000'000;
 // A launch's submodule directories (each a mount of the session, with the pins above it): past
 // this many the launch is refused.
 inline constexpr size_t kMaxSubmoduleDirs = 1000;
@@ -92,9 +96,11 @@ struct LaunchRepositories {
   bool walked = false;
   bool operator==(const LaunchRepositories&) const = default;
 };
+// `look_max`: the entries of the repositories' git directories looked at for links and hard
+// links, all together (kGitLookMaxEntries).
 [[nodiscard]] LaunchRepositories RepositoriesOfLaunch(
     const SandboxSpec& sandbox, size_t max_entries = kRepositoryWalkMaxEntries,
-    TreeWatch* watch = nullptr);
+    TreeWatch* watch = nullptr, size_t look_max = kGitLookMaxEntries);
 // The roots a workspace-write launch of `sandbox` can write: the workspace, then the others.
 [[nodiscard]] std::vector<std::filesystem::path> WritableRoots(const SandboxSpec& sandbox);
 

@@ -235,9 +235,9 @@ TEST_F(RepositoryWalkTest, AnUnreadableDirectoryOfTheSessionsOwnerIsIncompleteOf
 }
 
 // A session's many gitfiles naming one directory of many links: each git directory is looked at
-// once per launch, all repositories together, and the entries looked at are bounded (a fifth of
-// the walk's bound): 300 repositories each re-reading 8,000 links (and judging each against
-// every repository) held every later launch of the workspace for minutes (outside review 62).
+// once per launch, all repositories together, and the entries looked at are bounded: 300
+// repositories each re-reading 8,000 links (and judging each against every repository) held
+// every later launch of the workspace for minutes (outside review 62).
 TEST_F(RepositoryWalkTest, GitDirectoriesAreLookedAtOncePerLaunchAndBounded) {
   const fs::path ws = dir_ / "ws";
   fs::create_directories(ws / "L" / "logs");
@@ -253,8 +253,8 @@ TEST_F(RepositoryWalkTest, GitDirectoriesAreLookedAtOncePerLaunchAndBounded) {
   SandboxSpec sandbox;
   sandbox.mode = policy::Mode::kWorkspaceWrite;
   sandbox.workspace_root = ws;
-  // The walk's bound, 50,000 entries, bounds the links looked at to a fifth of it.
-  const LaunchRepositories shared = RepositoriesOfLaunch(sandbox, 50'000);
+  // The entries looked at bounded to 10,000 here (kGitLookMaxEntries by default).
+  const LaunchRepositories shared = RepositoriesOfLaunch(sandbox, 50'000, nullptr, 10'000);
   EXPECT_FALSE(shared.incomplete) << *shared.incomplete;  // one listing of L, links outside
   EXPECT_EQ(shared.git_paths.size(), 300U);
   // Each repository's own directory of links: 300 listings of 40 entries pass the bound.
@@ -266,7 +266,7 @@ TEST_F(RepositoryWalkTest, GitDirectoriesAreLookedAtOncePerLaunchAndBounded) {
     }
     std::ofstream(ws / ("r" + std::to_string(r)) / ".git") << "gitdir: " << own.string() << "\n";
   }
-  const LaunchRepositories many = RepositoriesOfLaunch(sandbox, 50'000);
+  const LaunchRepositories many = RepositoriesOfLaunch(sandbox, 50'000, nullptr, 10'000);
   ASSERT_TRUE(many.incomplete);
   EXPECT_NE(many.incomplete->find("more entries than a launch looks at"), std::string::npos)
       << *many.incomplete;
@@ -352,6 +352,42 @@ TEST_F(RepositoryWalkTest, ARootLaunchFollowsNoGitfileIntoWhatTheOwnerMayNotRead
   EXPECT_NE(launched.incomplete->find("may not read"), std::string::npos) << *launched.incomplete;
   EXPECT_EQ(launched.incomplete->find("secret-upstream"), std::string::npos)
       << *launched.incomplete;
+}
+
+// Ordinary layouts with links and hard links that git itself makes (outside review 65): a
+// submodule cloned from a local path has its packs hard-linked (`modules/<name>/objects`), and
+// `repo`-tool checkouts (or git-new-workdir on a bare repository) link a `.git`'s entries into a
+// bare repository of the workspace, which is kept whole. A hard-linked hook is still refused.
+TEST_F(RepositoryWalkTest, LinksAndHardLinksGitMakesAreKeptNotRefused) {
+  const fs::path ws = dir_ / "ws";
+  const fs::path pack = ws / "super" / ".git" / "modules" / "lib" / "objects" / "pack";
+  fs::create_directories(pack);
+  fs::create_directories(ws / "super" / ".git" / "modules" / "lib" / "hooks");
+  std::ofstream(dir_ / "source.pack") << "PACK";
+  fs::create_hard_link(dir_ / "source.pack", pack / "pack-1.pack");
+  // A bare repository and a `.git` whose entries link into it.
+  for (const char* sub : {"objects", "refs", "hooks"})
+    fs::create_directories(ws / "proj.git" / sub);
+  std::ofstream(ws / "proj.git" / "HEAD") << "ref: refs/heads/main\n";
+  std::ofstream(ws / "proj.git" / "config") << "[core]\n";
+  fs::create_directories(ws / "wd" / ".git");
+  fs::create_symlink(ws / "proj.git" / "config", ws / "wd" / ".git" / "config");
+  fs::create_directory_symlink(ws / "proj.git" / "objects", ws / "wd" / ".git" / "objects");
+  fs::create_directory_symlink(ws / "proj.git" / "refs", ws / "wd" / ".git" / "refs");
+  SandboxSpec sandbox;
+  sandbox.mode = policy::Mode::kWorkspaceWrite;
+  sandbox.workspace_root = ws;
+  const LaunchRepositories launched = RepositoriesOfLaunch(sandbox);
+  EXPECT_FALSE(launched.incomplete) << *launched.incomplete;
+  EXPECT_NE(
+      std::find(launched.submodule_dirs.begin(), launched.submodule_dirs.end(), ws / "proj.git"),
+      launched.submodule_dirs.end());
+  std::ofstream(dir_ / "hook") << "#!/bin/sh\n";
+  fs::create_hard_link(dir_ / "hook",
+                       ws / "super" / ".git" / "modules" / "lib" / "hooks" / "pre-commit");
+  const LaunchRepositories hook = RepositoriesOfLaunch(sandbox);
+  ASSERT_TRUE(hook.incomplete);
+  EXPECT_NE(hook.incomplete->find("hard link"), std::string::npos) << *hook.incomplete;
 }
 
 TEST_F(RepositoryWalkTest, ARepositoryRecreatedAtTheSamePathIsAnotherOne) {
