@@ -348,13 +348,14 @@ bool UserMayRead(const std::filesystem::path& path, uid_t uid) {
     passwd entry{};
     passwd* found = nullptr;
     std::vector<char> buffer(16 * 1024);
-    if (::getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) != 0 || found == nullptr) {
-      return false;
+    // A uid with no account (a container's, a removed user's) has no groups: its own bits and
+    // everyone's decide.
+    if (::getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) == 0 && found != nullptr) {
+      int count = 256;
+      groups.resize(static_cast<size_t>(count));
+      if (::getgrouplist(entry.pw_name, entry.pw_gid, groups.data(), &count) < 0) return false;
+      groups.resize(static_cast<size_t>(count));
     }
-    int count = 256;
-    groups.resize(static_cast<size_t>(count));
-    if (::getgrouplist(entry.pw_name, entry.pw_gid, groups.data(), &count) < 0) return false;
-    groups.resize(static_cast<size_t>(count));
   }
   bool last = true;
   for (std::filesystem::path at = real;; at = at.parent_path()) {
@@ -551,7 +552,11 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
         std::string text = read.bytes.substr(0, read.bytes.find_first_of("\r\n"));
         if (!text.empty()) {
           const std::filesystem::path named(text);
-          common = (named.is_absolute() ? named : git_dir / named).lexically_normal();
+          const std::filesystem::path raw = named.is_absolute() ? named : git_dir / named;
+          // Resolved as git and the kernel resolve it (`..` after a link).
+          std::error_code common_error;
+          common = std::filesystem::weakly_canonical(raw, common_error);
+          if (common_error) common = raw.lexically_normal();
           if (unreadable(common)) {
             return "the repository " + repository +
                    " has its common directory where the workspace's owner may not read" + read_only;
@@ -582,11 +587,18 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
         }
         const std::filesystem::path& entry = it->path();
         std::error_code type_error;
-        // Objects at any depth: a submodule's `modules/<name>/objects` too (outside review 65).
+        // Objects of this git directory or of a submodule's (`modules/<name>/objects`: outside
+        // review 65), never a ref or log named `objects`.
         const std::filesystem::path below = entry.lexically_relative(top);
+        const std::string first = below.empty() ? "" : below.begin()->string();
         const bool in_objects =
-            std::any_of(below.begin(), below.end(),
-                        [](const std::filesystem::path& part) { return part == "objects"; });
+            first == "objects" ||
+            (first == "modules" &&
+             std::any_of(below.begin(), below.end(),
+                         [](const std::filesystem::path& part) { return part == "objects"; }) &&
+             std::none_of(below.begin(), below.end(), [](const std::filesystem::path& part) {
+               return part == "refs" || part == "logs";
+             }));
         if (it->is_directory(type_error) && !it->is_symlink(type_error)) {
           const std::string name = entry.filename().string();
           const bool loose_dir = entry.parent_path().filename() == "objects" && name.size() == 2 &&
@@ -706,12 +718,13 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
                  " borrows objects from a directory named in a quoted line of " +
                  Printable(file.string(), 300) + ", which ptybox does not read" + fix;
         }
-        const std::filesystem::path named =
-            (std::filesystem::path(line).is_absolute() ? std::filesystem::path(line)
-                                                       : objects / line)
-                .lexically_normal();
+        // The raw path, as the kernel resolves it (`..` after a link: outside review 63).
+        const std::filesystem::path raw = std::filesystem::path(line).is_absolute()
+                                              ? std::filesystem::path(line)
+                                              : objects / line;
+        const std::filesystem::path named = raw.lexically_normal();
         std::error_code ec;
-        const std::filesystem::path real = std::filesystem::weakly_canonical(named, ec);
+        const std::filesystem::path real = std::filesystem::weakly_canonical(raw, ec);
         if (depth + 1 < kGitAlternateDepth) {
           to_read.emplace_back(ec ? named : real.lexically_normal(), depth + 1);
         }
@@ -720,14 +733,14 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
                  " borrows objects from more directories than ptybox protects" + fix;
         }
         if (std::optional<std::string> refused =
-                keep(named, true, "the repository " + repository + " borrows objects from",
+                keep(raw, true, "the repository " + repository + " borrows objects from",
                      Kept::kObjects)) {
           return *refused + fix;
         }
         // A root daemon's copy-back reads them as root (its git, its object lookups): a
         // session's own repository borrowing from another owner's private one made the daemon
         // tell it which objects that one holds (outside review 62).
-        if (::geteuid() == 0 && owner && !UserMayRead(named, *owner)) {
+        if (::geteuid() == 0 && owner && !UserMayRead(raw, *owner)) {
           return "the repository " + repository + " borrows objects from " +
                  Printable(named.string(), 300) +
                  ", which the workspace's owner may not read; ptybox reads a repository's "

@@ -470,40 +470,58 @@ TEST_P(MountWallsTest, ASubmoduleWithoutItsDirectoryRefusesAWritableSession) {
 // outside the writable roots, but its index lists a submodule inside the workspace, and the
 // host's git run in the repository enters it. Its directory is protected as a whole (no session
 // makes a repository there), and once it is missing the launch is refused, as for a submodule of
-// a repository inside the workspace.
-// The same with the repository around the workspace keeping its .git elsewhere through a link
-// (`.git -> ../repo.gitdir`): git's discovery follows the link, the launch looked only for a
-// directory or a file, and the submodule inside the workspace was neither protected nor pinned
-// (outside review 64).
-TEST_P(MountWallsTest, ASubmoduleOfARepositoryAroundWhoseGitIsALinkIsProtected) {
-  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {}, .workspace_below = "sub"});
+// a repository inside the workspace. With `git_is_link`, the repository keeps its .git elsewhere
+// through a link (`.git -> ../repo.gitdir`), which git's discovery follows (outside review 64).
+// The session moves the submodule's directory aside or makes a repository there; what it said,
+// and the host's `git status` in the repository, run after it.
+struct AroundAttack {
+  Observed did;
+  RunResult status;
+};
+AroundAttack PlantInTheSubmoduleAround(Daemon& daemon, RpcClient& client, const std::string& mode,
+                                       const fs::path& marker, const fs::path& scratch,
+                                       bool git_is_link) {
   const fs::path ws = daemon.workspace();
   const fs::path repo = ws.parent_path();
-  TempDir host;
-  const fs::path marker = host.path() / "fsmonitor-ran";
-  const fs::path gitdir = host.path() / "repo.gitdir";
-  ASSERT_EQ(HostGit(repo, {"init", "-q", "--separate-git-dir", gitdir.string()}).exit_code, 0);
-  fs::remove(repo / ".git");  // the gitfile --separate-git-dir wrote: a link instead
-  fs::create_directory_symlink(gitdir, repo / ".git");
+  if (git_is_link) {
+    const fs::path gitdir = scratch / "repo.gitdir";
+    EXPECT_EQ(HostGit(repo, {"init", "-q", "--separate-git-dir", gitdir.string()}).exit_code, 0);
+    fs::remove(repo / ".git");  // the gitfile --separate-git-dir wrote: a link instead
+    fs::create_directory_symlink(gitdir, repo / ".git");
+  } else {
+    EXPECT_EQ(HostGit(repo, {"init", "-q"}).exit_code, 0);
+  }
   std::ofstream(repo / "a.txt") << "a\n";
-  ASSERT_EQ(HostGit(repo, {"update-index", "--add", "--cacheinfo",
+  EXPECT_EQ(HostGit(repo, {"update-index", "--add", "--cacheinfo",
                            "160000,1111111111111111111111111111111111111111,sub/libs/mod"})
                 .exit_code,
             0);
-  fs::create_directories(ws / "libs" / "mod");
-  ASSERT_EQ(HostGit(repo, {"add", "a.txt"}).exit_code, 0);
-  ASSERT_EQ(HostGit(repo, {"commit", "-q", "-m", "with a submodule"}).exit_code, 0);
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, Mode());
-  ASSERT_FALSE(id.empty()) << daemon.Log();
+  fs::create_directories(ws / "libs" / "mod");  // what git leaves for a submodule not checked out
+  EXPECT_EQ(HostGit(repo, {"add", "a.txt"}).exit_code, 0);
+  RunResult committed = HostGit(repo, {"commit", "-q", "-m", "with a submodule"});
+  EXPECT_EQ(committed.exit_code, 0) << committed.Describe();
+  const std::string id = OpenSession(client, mode);
+  EXPECT_FALSE(id.empty()) << daemon.Log();
+  // Moved aside and made anew, or planted where it is.
   const std::string attack =
       "mv libs libs-aside 2>/dev/null; echo libs=$?; mkdir -p libs/mod 2>/dev/null; git init -q "
       "libs/mod >/dev/null 2>&1 && git -C libs/mod config core.fsmonitor 'touch " +
       marker.string() + "; false' 2>/dev/null; echo mod=$?";
-  Observed did = RunInSession(client, id, Mode(), "plant-enclosing-submodule", attack);
-  std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
-  ASSERT_TRUE(did.Says("mod=")) << did.Show();
+  Observed did = RunInSession(client, id, mode, "plant-enclosing-submodule", attack);
+  std::cout << "  observed [" << mode << "] " << did.Show() << "\n";
   RunResult status = HostGit(repo, {"status", "--short"});
+  std::cout << "  observed [" << mode << "] host git status exit " << status.exit_code << "\n";
+  return {did, status};
+}
+
+TEST_P(MountWallsTest, ASubmoduleOfARepositoryAroundWhoseGitIsALinkIsProtected) {
+  Daemon daemon(Daemon::Options{.extra_args = {}, .env = {}, .workspace_below = "sub"});
+  RpcClient client(daemon.socket());
+  TempDir host;
+  const fs::path marker = host.path() / "fsmonitor-ran";
+  const auto [did, status] =
+      PlantInTheSubmoduleAround(daemon, client, Mode(), marker, host.path(), true);
+  ASSERT_TRUE(did.Says("mod=")) << did.Show();
   if (Confined()) {
     EXPECT_FALSE(did.Says("libs=0")) << did.Show();
     EXPECT_FALSE(did.Says("mod=0")) << did.Show();
@@ -517,32 +535,12 @@ TEST_P(MountWallsTest, ASubmoduleOfARepositoryAroundWhoseGitIsALinkIsProtected) 
 TEST_P(MountWallsTest, ASubmoduleOfTheRepositoryAroundTheWorkspaceNeverBecomesASessions) {
   Daemon daemon(Daemon::Options{.extra_args = {}, .env = {}, .workspace_below = "sub"});
   const fs::path ws = daemon.workspace();
-  const fs::path repo = ws.parent_path();
+  RpcClient client(daemon.socket());
   TempDir host;
   const fs::path marker = host.path() / "fsmonitor-ran";
-  ASSERT_EQ(HostGit(repo, {"init", "-q"}).exit_code, 0);
-  std::ofstream(repo / "a.txt") << "a\n";
-  ASSERT_EQ(HostGit(repo, {"update-index", "--add", "--cacheinfo",
-                           "160000,1111111111111111111111111111111111111111,sub/libs/mod"})
-                .exit_code,
-            0);
-  fs::create_directories(ws / "libs" / "mod");  // what git leaves for a submodule not checked out
-  ASSERT_EQ(HostGit(repo, {"add", "a.txt"}).exit_code, 0);
-  RunResult committed = HostGit(repo, {"commit", "-q", "-m", "with a submodule"});
-  ASSERT_EQ(committed.exit_code, 0) << committed.Describe();
-  RpcClient client(daemon.socket());
-  const std::string id = OpenSession(client, Mode());
-  ASSERT_FALSE(id.empty()) << daemon.Log();
-  // Moved aside and made anew, or planted where it is.
-  const std::string attack =
-      "mv libs libs-aside 2>/dev/null; echo libs=$?; mkdir -p libs/mod 2>/dev/null; git init -q "
-      "libs/mod >/dev/null 2>&1 && git -C libs/mod config core.fsmonitor 'touch " +
-      marker.string() + "; false' 2>/dev/null; echo mod=$?";
-  Observed did = RunInSession(client, id, Mode(), "plant-enclosing-submodule", attack);
-  std::cout << "  observed [" << Mode() << "] " << did.Show() << "\n";
+  const auto [did, status] =
+      PlantInTheSubmoduleAround(daemon, client, Mode(), marker, host.path(), false);
   ASSERT_TRUE(did.Says("mod=")) << did.Show();
-  RunResult status = HostGit(repo, {"status", "--short"});
-  std::cout << "  observed [" << Mode() << "] host git status exit " << status.exit_code << "\n";
   if (Confined()) {
     for (const char* step : {"libs=0", "mod=0"}) {
       EXPECT_FALSE(did.Says(step)) << step << ": " << did.Show();
