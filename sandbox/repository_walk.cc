@@ -413,6 +413,14 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
   // The walk's .git paths, for finding the one a directory lies in by its ancestors.
   std::set<std::filesystem::path> git_set;
   for (const std::filesystem::path& g : git_paths) git_set.insert(g.lexically_normal());
+  // The .git of the walk `path` is or lies in, found by its ancestors; empty when none.
+  auto git_around = [&](const std::filesystem::path& path) -> std::filesystem::path {
+    for (std::filesystem::path up = path; !up.empty(); up = up.parent_path()) {
+      if (git_set.contains(up)) return up;
+      if (up == up.parent_path()) break;
+    }
+    return {};
+  };
   std::set<std::filesystem::path> kept_already;  // each directory judged once per launch
   // What a kept directory outside every .git must be: a git directory (a gitfile's or
   // `commondir`'s target, protected whole), an object directory (an alternate: it has `pack/` or
@@ -451,14 +459,7 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
       const std::optional<int> root = holding(dir, relative);
       if (!root) continue;  // outside every writable root: read-only in the session
       if (!kept_already.insert(dir).second) continue;
-      std::filesystem::path in_git;
-      for (std::filesystem::path up = dir; !up.empty(); up = up.parent_path()) {
-        if (git_set.contains(up)) {
-          in_git = up;
-          break;
-        }
-        if (up == up.parent_path()) break;
-      }
+      const std::filesystem::path in_git = git_around(dir);
       std::filesystem::path pinned = dir;
       if (!in_git.empty()) {
         pinned = in_git.parent_path();
@@ -634,14 +635,7 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
           // be kept (its directory may be a root, which is never made read-only: outside review
           // 63), so the launch is refused.
           std::filesystem::path relative;
-          bool in_a_git = false;
-          for (std::filesystem::path up = resolved; !up.empty(); up = up.parent_path()) {
-            if (git_set.contains(up)) {
-              in_a_git = true;
-              break;
-            }
-            if (up == up.parent_path()) break;
-          }
+          const bool in_a_git = !git_around(resolved).empty();
           const std::optional<std::filesystem::path> bare = git_dir_above(resolved.parent_path());
           if (!in_a_git && bare) {
             if (std::optional<std::string> refused =
