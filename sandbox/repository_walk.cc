@@ -524,6 +524,7 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
   const size_t kEntriesLooked = look_budget;  // kGitLookMaxEntries by default
   size_t looked = 0;
   std::set<std::filesystem::path> scanned;
+  std::set<std::filesystem::path> followed;  // git directories protect_followed has judged
   // What else a repository's git directory `git_dir` (of `worktree`) leads git to by path: its
   // common directory (a linked worktree's `commondir`), the links among its own entries and its
   // common directory's (git's contrib `git-new-workdir` links config, objects, refs... to
@@ -533,6 +534,8 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
   // (keep). An alternates file that is a link, or a quoted line, refuses the launch.
   auto protect_followed = [&](const std::filesystem::path& worktree,
                               const std::filesystem::path& git_dir) -> std::optional<std::string> {
+    // Each git directory once per launch, however many gitfiles or links name it.
+    if (!followed.insert(git_dir.lexically_normal()).second) return std::nullopt;
     const std::string repository = Printable(worktree.string(), 200);
     const std::string read_only = ", or open the session read-only";
     // A root daemon reads here as root: nothing the workspace's owner may not read is looked
@@ -877,7 +880,7 @@ std::optional<std::string> CollectSubmoduleDirs(const std::vector<std::filesyste
   for (const auto& [worktree, git_dir] : named_git_dirs) {
     if (std::optional<std::string> refused = protect_git_dir(worktree, git_dir)) return refused;
     // What a `.git` link's target leads to as well (outside review 64; a gitfile's target was
-    // looked at with its repository, and is not listed twice).
+    // judged with its repository already, and protect_followed judges each directory once).
     if (!LooksLikeGitDirectory(git_dir)) continue;  // a link to anywhere else is not git's
     if (std::optional<std::string> refused = protect_followed(worktree, git_dir)) return refused;
   }
